@@ -1,0 +1,240 @@
+//! `bricks bench`: the packet path measured in memory.
+//!
+//! Each workload is a configuration whose source makes N packets and whose
+//! sink drops them, run to completion on one core. Time per packet comes
+//! from the median of several runs; instructions per packet come from
+//! callgrind, which is repeatable on a noisy machine: two runs with
+//! different packet counts, and the difference divided by the difference
+//! in packets, so that start-up and tear-down cancel out.
+
+use anyhow::{bail, Context as _};
+use bricks_config::{Source, SourceMap};
+use bricks_runtime::Engine;
+use clap::{Subcommand, ValueEnum};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// The element graph in memory on one core (64-byte packets).
+    ///
+    /// minimal: InfiniteSource -> EtherRewrite -> Discard.
+    /// ipv4: Classifier -> Strip -> CheckIPHeader -> StaticIPLookup
+    /// (16 routes) -> DecIPTTL -> EtherEncap. iprouter: Click's
+    /// two-interface IP router (conf/ip-router.click) fed by an
+    /// InfiniteSource.
+    Core(CoreArgs),
+}
+
+#[derive(clap::Args)]
+pub struct CoreArgs {
+    /// Workloads to run (all when none is given).
+    #[arg(long, value_enum)]
+    workload: Vec<Workload>,
+    /// Packets per timed run.
+    #[arg(long, default_value_t = 5_000_000)]
+    packets: u64,
+    /// Timed runs per workload; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Skip counting instructions with callgrind.
+    #[arg(long)]
+    no_callgrind: bool,
+    /// Run one workload once and print nothing (what callgrind runs).
+    #[arg(long, hide = true)]
+    once: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum Workload {
+    Minimal,
+    Ipv4,
+    Iprouter,
+}
+
+impl Workload {
+    const ALL: [Workload; 3] = [Workload::Minimal, Workload::Ipv4, Workload::Iprouter];
+
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Minimal => "minimal",
+            Workload::Ipv4 => "ipv4",
+            Workload::Iprouter => "iprouter",
+        }
+    }
+
+    /// (ns per packet, instructions per packet) goals from the issue.
+    fn goal(self) -> (f64, Option<f64>) {
+        match self {
+            Workload::Minimal => (10.0, Some(60.0)),
+            Workload::Ipv4 => (30.0, Some(120.0)),
+            Workload::Iprouter => (60.0, None),
+        }
+    }
+}
+
+/// A 64-byte Ethernet/IPv4/UDP frame from 18.26.4.99 to 1.0.0.2, TTL 64,
+/// valid checksum, as hex for a Click data literal.
+const FRAME_HEX: &str = "00 00 C0 3B 71 EF 00 20 6A 12 34 56 08 00 \
+    45 00 00 32 00 00 40 00 40 11 23 3D 12 1A 04 63 01 00 00 02 \
+    04 00 04 01 00 1E 00 00 \
+    00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00";
+
+fn config(w: Workload, packets: u64) -> String {
+    let src = format!("InfiniteSource(DATA \\<{FRAME_HEX}>, LIMIT {packets}, BURST 32, STOP true)");
+    match w {
+        Workload::Minimal => format!(
+            "{src} -> EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02) -> Discard;"
+        ),
+        Workload::Ipv4 => {
+            let mut routes: Vec<String> = (0..15).map(|i| format!("10.{i}.0.0/16 0")).collect();
+            routes.push("1.0.0.0/8 1".into());
+            format!(
+                "{src} -> c :: Classifier(12/0800, -) -> Strip(14) -> CheckIPHeader \
+                 -> rt :: StaticIPLookup({}) ; rt[0] -> Discard; \
+                 rt[1] -> dt :: DecIPTTL -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) \
+                 -> Discard; c[1] -> Discard; dt[1] -> Discard;",
+                routes.join(", ")
+            )
+        }
+        Workload::Iprouter => include_str!("../../../conf/ip-router.click")
+            .replace("FromDevice(eth0)", &src)
+            .replace("FromDevice(eth1)", "Idle")
+            .replace("ToDevice(eth0)", "Discard")
+            .replace("ToDevice(eth1)", "Discard")
+            .replace("toh :: ToHost", "toh :: Discard"),
+    }
+}
+
+fn engine(w: Workload, packets: u64) -> anyhow::Result<Engine> {
+    let mut map = SourceMap::default();
+    let router = bricks_config::parse(
+        &mut map,
+        Source {
+            name: format!("<bench {}>", w.name()),
+            text: config(w, packets),
+        },
+    )
+    .map_err(|d| anyhow::anyhow!("{}", d.iter().map(|d| map.render(d)).collect::<Vec<_>>().join("\n")))?;
+    let plan = bricks_runtime::build(&router, &bricks_elements::registry())
+        .map_err(|d| anyhow::anyhow!("{}", d.iter().map(|d| map.render(d)).collect::<Vec<_>>().join("\n")))?;
+    let mut e = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    e.idle_sleep = false;
+    if w == Workload::Iprouter {
+        // The next hop behind eth1 is already resolved, as on a router
+        // that has been forwarding for a while.
+        e.write_handler("arpq1", "insert", "1.0.0.2 00:00:C0:00:00:02")
+            .map_err(anyhow::Error::msg)?;
+    }
+    Ok(e)
+}
+
+/// Runs `w` once; returns seconds and the packets that reached a sink.
+fn run_once(w: Workload, packets: u64) -> anyhow::Result<f64> {
+    let mut e = engine(w, packets)?;
+    let t = Instant::now();
+    let s = e.run();
+    let secs = t.elapsed().as_secs_f64();
+    if !s.errors.is_empty() {
+        bail!("{}", s.errors.join("\n"));
+    }
+    Ok(secs)
+}
+
+fn callgrind_instructions(w: Workload, packets: u64) -> anyhow::Result<u64> {
+    let exe = std::env::current_exe()?;
+    let out = std::env::temp_dir().join(format!(
+        "bricks-callgrind-{}-{}-{packets}.out",
+        std::process::id(),
+        w.name()
+    ));
+    let status = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(&exe)
+        .args(["bench", "core", "--once", "--workload", w.name()])
+        .arg("--packets")
+        .arg(packets.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("running valgrind")?;
+    if !status.success() {
+        bail!("valgrind exited with {status}");
+    }
+    let text = std::fs::read_to_string(&out)?;
+    let _ = std::fs::remove_file(&out);
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("no instruction total in callgrind's output")
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
+    let BenchCommand::Core(a) = cmd;
+    let workloads = if a.workload.is_empty() {
+        Workload::ALL.to_vec()
+    } else {
+        a.workload.clone()
+    };
+    if a.once {
+        for w in workloads {
+            run_once(w, a.packets)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let callgrind = !a.no_callgrind
+        && Command::new("valgrind")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    println!(
+        "bricks bench core: {} packets of 64 bytes per run, median of {} runs, one core",
+        a.packets, a.runs
+    );
+    println!(
+        "{:<10} {:>10} {:>10} {:>12}   goal",
+        "workload", "Mpps", "ns/packet", "instr/packet"
+    );
+    for w in workloads {
+        // One unmeasured run warms the pool and the caches.
+        run_once(w, a.packets.min(100_000))?;
+        let mut ns = Vec::with_capacity(a.runs);
+        for _ in 0..a.runs.max(1) {
+            let secs = run_once(w, a.packets)?;
+            ns.push(secs * 1e9 / a.packets as f64);
+        }
+        let ns = median(ns);
+        let instr = if callgrind {
+            let small = 10_000;
+            let big = 210_000;
+            let i1 = callgrind_instructions(w, small)?;
+            let i2 = callgrind_instructions(w, big)?;
+            Some(i2.saturating_sub(i1) as f64 / (big - small) as f64)
+        } else {
+            None
+        };
+        let (goal_ns, goal_instr) = w.goal();
+        let goal = match goal_instr {
+            Some(i) => format!("<= {goal_ns} ns, <= {i} instr"),
+            None => format!("<= {goal_ns} ns"),
+        };
+        println!(
+            "{:<10} {:>10.2} {:>10.1} {:>12}   {goal}",
+            w.name(),
+            1e3 / ns,
+            ns,
+            instr.map_or("-".to_string(), |i| format!("{i:.0}")),
+        );
+    }
+    if !callgrind && !a.no_callgrind {
+        println!("(valgrind not found: instructions per packet not counted; apt-get install valgrind)");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,197 @@
+//! `bricks`: the command line. Subcommands only; the work is in the crates.
+
+mod bench;
+mod elements_cmd;
+
+use anyhow::Context as _;
+use bricks_config::{Source, SourceMap};
+use bricks_runtime::{Engine, Plan};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A programmable software router, configured in the Click language.
+#[derive(Parser)]
+#[command(name = "bricks", version, about, long_about = None)]
+#[command(after_help = "Examples:\n  \
+    bricks check conf/ip-router.click\n  \
+    bricks run conf/ip-router.click --device eth0=pcap:in0.pcap,out0.pcap --device eth1=pcap:in1.pcap,out1.pcap\n  \
+    bricks run -e 'InfiniteSource(LIMIT 5, STOP true) -> Print(hi) -> Discard'\n  \
+    bricks elements ARPQuerier\n  \
+    bricks bench core")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and check a configuration, then print its graph.
+    ///
+    /// Exits with status 2 and messages that point at file:line:column
+    /// when the configuration has errors.
+    Check(ConfigArgs),
+    /// Run a configuration until its sources finish, or until Ctrl-C.
+    ///
+    /// Packets already inside the graph are delivered before it stops;
+    /// the final counters of every element are printed at the end.
+    Run(RunArgs),
+    /// List the elements, or print one element's manual.
+    Elements {
+        /// Element class, e.g. Classifier.
+        name: Option<String>,
+    },
+    /// Measure the packet path in memory.
+    Bench {
+        #[command(subcommand)]
+        what: bench::BenchCommand,
+    },
+}
+
+#[derive(clap::Args)]
+struct ConfigArgs {
+    /// Configuration file in the Click language.
+    #[arg(required_unless_present = "expr")]
+    file: Option<PathBuf>,
+    /// Configuration given on the command line instead of a file.
+    #[arg(short = 'e', long = "expr", conflicts_with = "file")]
+    expr: Option<String>,
+    /// Back an interface with capture files: NAME=pcap:IN[,OUT].
+    ///
+    /// FromDevice(NAME) reads IN, ToDevice(NAME) writes OUT; `host` backs
+    /// ToHost. Repeat for each interface.
+    #[arg(short = 'd', long = "device", value_name = "NAME=pcap:IN[,OUT]")]
+    devices: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Clock {
+    /// Time is the wall clock.
+    Wall,
+    /// Time follows the timestamps of packets read from captures, so an
+    /// offline run produces the same output every time.
+    Trace,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Where time comes from.
+    #[arg(long, value_enum, default_value = "wall")]
+    clock: Clock,
+    /// Do not print the final counters.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Check(a) => check(&a),
+        Command::Run(a) => run(&a),
+        Command::Elements { name } => elements_cmd::elements(name.as_deref()),
+        Command::Bench { what } => bench::bench(what),
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Exit status for a configuration that does not check.
+const CONFIG_ERROR: u8 = 2;
+
+/// Parses, binds devices and checks a configuration; prints diagnostics
+/// and returns `None` when it has errors.
+fn load(a: &ConfigArgs) -> anyhow::Result<Option<Plan>> {
+    for spec in &a.devices {
+        let (name, b) = bricks_io::binding::Binding::parse(spec).map_err(anyhow::Error::msg)?;
+        bricks_io::binding::bind(&name, b);
+    }
+    let source = match (&a.file, &a.expr) {
+        (Some(f), _) => Source {
+            name: f.display().to_string(),
+            text: std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+        },
+        (None, Some(e)) => Source {
+            name: "<expr>".into(),
+            text: e.clone(),
+        },
+        (None, None) => anyhow::bail!("give a configuration file or -e TEXT"),
+    };
+    let mut map = SourceMap::default();
+    let router = match bricks_config::parse(&mut map, source) {
+        Ok(r) => r,
+        Err(diags) => {
+            report(&map, &diags);
+            return Ok(None);
+        }
+    };
+    match bricks_runtime::build(&router, &bricks_elements::registry()) {
+        Ok(plan) => Ok(Some(plan)),
+        Err(diags) => {
+            report(&map, &diags);
+            Ok(None)
+        }
+    }
+}
+
+fn report(map: &SourceMap, diags: &[bricks_config::Diagnostic]) {
+    for d in diags {
+        eprintln!("{}", map.render(d));
+    }
+    eprintln!(
+        "{} error{} found; the configuration was not run",
+        diags.len(),
+        if diags.len() == 1 { "" } else { "s" }
+    );
+}
+
+fn check(a: &ConfigArgs) -> anyhow::Result<ExitCode> {
+    let Some(plan) = load(a)? else {
+        return Ok(ExitCode::from(CONFIG_ERROR));
+    };
+    print!("{}", plan.describe());
+    println!(
+        "ok: {} elements, {} connections",
+        plan.elements.len(),
+        plan.elements
+            .iter()
+            .map(|e| e.outputs.iter().map(Vec::len).sum::<usize>())
+            .sum::<usize>()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let Some(plan) = load(&a.config)? else {
+        return Ok(ExitCode::from(CONFIG_ERROR));
+    };
+    let mut engine = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    engine.set_trace_clock(matches!(a.clock, Clock::Trace));
+    engine
+        .stop_handle()
+        .install_signal_handlers()
+        .context("installing signal handlers")?;
+    let summary = engine.run();
+    if !a.quiet {
+        eprint!("{}", summary.render());
+        eprintln!(
+            "stopped: {:?} after {:.3} s",
+            summary.reason,
+            summary.elapsed.as_secs_f64()
+        );
+    }
+    for e in &summary.errors {
+        eprintln!("error: {e}");
+    }
+    Ok(if summary.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

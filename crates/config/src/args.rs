@@ -1,0 +1,619 @@
+//! Argument text: splitting at commas, removing comments, substituting
+//! `$variables`, and Click's quoting rules.
+//!
+//! These follow Click's `lib/confparse.cc`: an argument list is split at
+//! commas outside quotes, comments and `\<...>` literals (and, here, outside
+//! `()`, `[]` and `{}` too); each argument loses its comments, with a
+//! comment and the space around it becoming one space; a final empty
+//! argument is dropped, so `Foo(a, b,)` has two arguments. Double-quoted
+//! strings know C escapes, `\xHH` and `\<hex>`; single-quoted strings are
+//! literal.
+
+use crate::scan;
+
+/// Splits raw argument text at top-level commas. Returns byte ranges into
+/// `raw`, one per argument, including surrounding space and comments.
+pub(crate) fn split_top(raw: &str) -> Vec<(usize, usize)> {
+    let b = raw.as_bytes();
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if scan::comment_at(b, i) => {
+                i = scan::skip_comment(b, i).unwrap_or(b.len());
+            }
+            b'"' | b'\'' => i = scan::skip_quote(b, i).unwrap_or(b.len()),
+            b'\\' if scan::data_at(b, i) => i = scan::skip_data(b, i).unwrap_or(b.len()),
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b',' if depth == 0 => {
+                out.push((start, i));
+                start = i + 1;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push((start, b.len()));
+    out
+}
+
+/// The result of [`process`].
+pub(crate) struct Processed {
+    /// The text without comments, trimmed, variables substituted.
+    pub text: String,
+    /// Byte range in the raw text from the first to the last character
+    /// that is neither space nor comment.
+    pub content: Option<(usize, usize)>,
+    /// Whether any variable was substituted.
+    pub substituted: bool,
+}
+
+enum Piece {
+    Space(usize, usize),
+    Comment,
+    Text,
+}
+
+/// Variables to substitute, and what to do with an undefined one.
+pub(crate) trait Vars {
+    fn lookup(&self, name: &str) -> Option<String>;
+    /// Called with the variable name and its byte range in the raw text.
+    fn undefined(&mut self, name: &str, start: usize, end: usize);
+}
+
+/// Removes comments from one argument (or a whole argument list), trims
+/// it, and substitutes `$name` and `${name}` outside single quotes and data
+/// literals (not after a backslash inside double quotes). Substituted text
+/// is not scanned again. With `vars` of `None`, `$` is left alone.
+pub(crate) fn process(raw: &str, mut vars: Option<&mut dyn Vars>) -> Processed {
+    let b = raw.as_bytes();
+    let mut pieces: Vec<(Piece, String)> = Vec::new();
+    let mut first = None;
+    let mut last = 0;
+    let mut substituted = false;
+    let mut plain = None::<usize>;
+    let mut i = 0;
+
+    // Appends text that is content; merges with a preceding text piece.
+    fn push_text(pieces: &mut Vec<(Piece, String)>, s: &str) {
+        match pieces.last_mut() {
+            Some((Piece::Text, t)) => t.push_str(s),
+            _ => pieces.push((Piece::Text, s.to_string())),
+        }
+    }
+    macro_rules! flush {
+        () => {
+            if let Some(p) = plain.take() {
+                push_text(&mut pieces, &raw[p..i]);
+            }
+        };
+    }
+    macro_rules! content {
+        ($from:expr, $to:expr) => {{
+            first.get_or_insert($from);
+            last = $to;
+        }};
+    }
+
+    while i < b.len() {
+        let c = b[i];
+        if scan::is_space(c) {
+            flush!();
+            let s = i;
+            while i < b.len() && scan::is_space(b[i]) {
+                i += 1;
+            }
+            pieces.push((Piece::Space(s, i), String::new()));
+        } else if scan::comment_at(b, i) {
+            flush!();
+            i = scan::skip_comment(b, i).unwrap_or(b.len());
+            pieces.push((Piece::Comment, String::new()));
+        } else if c == b'"' {
+            flush!();
+            let end = scan::skip_quote(b, i).unwrap_or(b.len());
+            let mut s = String::new();
+            let mut j = i;
+            let mut run = i;
+            while j < end {
+                if b[j] == b'\\' && scan::data_at(b, j) {
+                    j = scan::skip_data(b, j).unwrap_or(end).min(end);
+                } else if b[j] == b'\\' {
+                    j = (j + 2).min(end);
+                } else if b[j] == b'$' {
+                    if let Some((name, next)) = var_at(raw, j) {
+                        if let Some(vars) = vars.as_deref_mut() {
+                            s.push_str(&raw[run..j]);
+                            substitute(vars, name, j, next, raw, &mut s, &mut substituted);
+                            run = next;
+                        }
+                        j = next;
+                    } else {
+                        j += 1;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            s.push_str(&raw[run..end]);
+            push_text(&mut pieces, &s);
+            content!(i, end);
+            i = end;
+        } else if c == b'\'' {
+            flush!();
+            let end = scan::skip_quote(b, i).unwrap_or(b.len());
+            push_text(&mut pieces, &raw[i..end]);
+            content!(i, end);
+            i = end;
+        } else if scan::data_at(b, i) {
+            flush!();
+            let end = scan::skip_data(b, i).unwrap_or(b.len());
+            // Comments inside a data literal become single spaces.
+            let mut s = String::new();
+            let mut j = i;
+            let mut run = i;
+            while j < end {
+                if scan::comment_at(b, j) {
+                    s.push_str(&raw[run..j]);
+                    s.push(' ');
+                    j = scan::skip_comment(b, j).unwrap_or(end).min(end);
+                    run = j;
+                } else {
+                    j += 1;
+                }
+            }
+            s.push_str(&raw[run..end]);
+            push_text(&mut pieces, &s);
+            content!(i, end);
+            i = end;
+        } else if c == b'$' && vars.is_some() && var_at(raw, i).is_some() {
+            flush!();
+            let (name, next) = var_at(raw, i).unwrap_or(("", i + 1));
+            let mut s = String::new();
+            if let Some(vars) = vars.as_deref_mut() {
+                substitute(vars, name, i, next, raw, &mut s, &mut substituted);
+            }
+            push_text(&mut pieces, &s);
+            content!(i, next);
+            i = next;
+        } else {
+            if plain.is_none() {
+                plain = Some(i);
+            }
+            let len = raw[i..].chars().next().map_or(1, char::len_utf8);
+            content!(i, i + len);
+            i += len;
+        }
+    }
+    flush!();
+
+    // Assemble: drop leading and trailing space and comments; a run of
+    // space and comments with a comment in it becomes one space.
+    let mut text = String::new();
+    let mut gap: Vec<&(Piece, String)> = Vec::new();
+    let mut seen_text = false;
+    for piece in &pieces {
+        match piece.0 {
+            Piece::Text => {
+                if seen_text {
+                    if gap.iter().any(|p| matches!(p.0, Piece::Comment)) {
+                        text.push(' ');
+                    } else {
+                        for p in &gap {
+                            if let Piece::Space(s, e) = p.0 {
+                                text.push_str(&raw[s..e]);
+                            }
+                        }
+                    }
+                }
+                gap.clear();
+                text.push_str(&piece.1);
+                seen_text = true;
+            }
+            _ => gap.push(piece),
+        }
+    }
+    Processed {
+        text,
+        content: first.map(|f| (f, last)),
+        substituted,
+    }
+}
+
+/// A variable reference at `i` (which holds `$`): `$name` or `${name}`.
+/// Returns the name and the offset past the reference.
+fn var_at(raw: &str, i: usize) -> Option<(&str, usize)> {
+    let b = raw.as_bytes();
+    if b.get(i + 1) == Some(&b'{') {
+        let mut j = i + 2;
+        while j < b.len() && scan::is_var(b[j]) {
+            j += 1;
+        }
+        (j > i + 2 && b.get(j) == Some(&b'}')).then(|| (&raw[i + 2..j], j + 1))
+    } else {
+        let mut j = i + 1;
+        while j < b.len() && scan::is_var(b[j]) {
+            j += 1;
+        }
+        (j > i + 1).then(|| (&raw[i + 1..j], j))
+    }
+}
+
+fn substitute(
+    vars: &mut dyn Vars,
+    name: &str,
+    start: usize,
+    end: usize,
+    raw: &str,
+    out: &mut String,
+    substituted: &mut bool,
+) {
+    match vars.lookup(name) {
+        Some(value) => {
+            out.push_str(&value);
+            *substituted = true;
+        }
+        None => {
+            vars.undefined(name, start, end);
+            out.push_str(&raw[start..end]);
+        }
+    }
+}
+
+/// Separates an optional leading keyword from an argument.
+///
+/// Click's convention: a keyword is an all-uppercase identifier
+/// `[A-Z_][A-Z0-9_]*`, followed by whitespace and the value, or standing
+/// alone (then the value is empty). Anything else is a positional value.
+/// The argument and value are trimmed.
+///
+/// ```
+/// use bricks_config::split_keyword;
+/// assert_eq!(split_keyword("INTERFACES 18.26.4.1/24"), (Some("INTERFACES"), "18.26.4.1/24"));
+/// assert_eq!(split_keyword("STOP"), (Some("STOP"), ""));
+/// assert_eq!(split_keyword("12/0800"), (None, "12/0800"));
+/// assert_eq!(split_keyword("Limit 5"), (None, "Limit 5"));
+/// ```
+pub fn split_keyword(arg: &str) -> (Option<&str>, &str) {
+    let arg = arg.trim_matches(|c: char| c.is_ascii() && scan::is_space(c as u8));
+    let b = arg.as_bytes();
+    let starts = b
+        .first()
+        .is_some_and(|&c| c.is_ascii_uppercase() || c == b'_');
+    if !starts {
+        return (None, arg);
+    }
+    let end = b
+        .iter()
+        .position(|&c| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_'))
+        .unwrap_or(b.len());
+    if end == b.len() {
+        return (Some(arg), "");
+    }
+    if !scan::is_space(b[end]) {
+        return (None, arg);
+    }
+    let value = arg[end..].trim_start_matches(|c: char| c.is_ascii() && scan::is_space(c as u8));
+    (Some(&arg[..end]), value)
+}
+
+/// Removes one level of quoting, as Click's `cp_unquote` does, and
+/// requires the result to be UTF-8.
+///
+/// Comments outside quotes are removed and the text trimmed; `"..."` is
+/// replaced by its contents with backslash escapes processed (`\n`, `\t`,
+/// `\\`, `\"`, `\xHH`, octal `\NNN`, `\<hex>`, ...); `'...'` by its
+/// contents verbatim; a `\<hex>` literal outside quotes by its bytes.
+/// Text outside quotes is kept as is, so `unquote("a b")` is `"a b"`.
+///
+/// ```
+/// use bricks_config::unquote;
+/// assert_eq!(unquote(r#""eth0 non-IP""#).unwrap(), "eth0 non-IP");
+/// assert_eq!(unquote(r#""tab\there" /* note */"#).unwrap(), "tab\there");
+/// assert!(unquote(r#""open"#).is_err());
+/// ```
+pub fn unquote(s: &str) -> Result<String, String> {
+    String::from_utf8(unquote_bytes(s)?)
+        .map_err(|_| "string is not valid UTF-8; it holds binary data".to_string())
+}
+
+/// Like [`unquote`], but returns bytes, so the text may hold binary data.
+pub fn unquote_bytes(s: &str) -> Result<Vec<u8>, String> {
+    let s = process(s, None).text;
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let end = scan::skip_quote(b, i).ok_or("unterminated string: missing `\"`")?;
+                let mut j = i + 1;
+                while j < end - 1 {
+                    if b[j] == b'\\' {
+                        j = escape(&s, j, &mut out)?;
+                    } else {
+                        out.push(b[j]);
+                        j += 1;
+                    }
+                }
+                i = end;
+            }
+            b'\'' => {
+                let end = scan::skip_quote(b, i).ok_or("unterminated string: missing `'`")?;
+                out.extend_from_slice(&b[i + 1..end - 1]);
+                i = end;
+            }
+            b'\\' if scan::data_at(b, i) => {
+                let end = scan::skip_data(b, i).ok_or("unterminated data literal: missing `>`")?;
+                decode_hex(&s[i + 2..end - 1], &mut out)?;
+                i = end;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Decodes binary data: a `\<hex>` literal (whitespace and comments
+/// allowed inside), a quoted string with escapes, or plain text, or any
+/// sequence of these, as Click reads its string and data arguments.
+///
+/// ```
+/// use bricks_config::parse_data;
+/// assert_eq!(parse_data(r"\<08 00 /* IPv4 */ 45>").unwrap(), vec![8, 0, 0x45]);
+/// assert_eq!(parse_data(r#""\<0800>\x45\n""#).unwrap(), vec![8, 0, 0x45, b'\n']);
+/// assert!(parse_data(r"\<0g>").is_err());
+/// ```
+pub fn parse_data(s: &str) -> Result<Vec<u8>, String> {
+    unquote_bytes(s)
+}
+
+/// Processes the backslash escape at `i` inside a double-quoted string;
+/// returns the offset after it.
+fn escape(s: &str, i: usize, out: &mut Vec<u8>) -> Result<usize, String> {
+    let b = s.as_bytes();
+    let Some(&c) = b.get(i + 1) else {
+        out.push(b'\\');
+        return Ok(i + 1);
+    };
+    let simple = match c {
+        b'a' => Some(0x07),
+        b'b' => Some(0x08),
+        b'f' => Some(0x0c),
+        b'n' => Some(b'\n'),
+        b'r' => Some(b'\r'),
+        b't' => Some(b'\t'),
+        b'v' => Some(0x0b),
+        _ => None,
+    };
+    if let Some(v) = simple {
+        out.push(v);
+        return Ok(i + 2);
+    }
+    match c {
+        b'\n' => Ok(i + 2),
+        b'\r' if b.get(i + 2) == Some(&b'\n') => Ok(i + 3),
+        b'\r' => Ok(i + 2),
+        b'0'..=b'7' => {
+            let mut v: u32 = 0;
+            let mut j = i + 1;
+            while j < b.len() && j < i + 4 && (b'0'..=b'7').contains(&b[j]) {
+                v = v * 8 + u32::from(b[j] - b'0');
+                j += 1;
+            }
+            out.push((v & 0xff) as u8);
+            Ok(j)
+        }
+        b'x' => {
+            let mut v: u32 = 0;
+            let mut j = i + 2;
+            while j < b.len() && j < i + 4 && b[j].is_ascii_hexdigit() {
+                v = v * 16 + hex_value(b[j]);
+                j += 1;
+            }
+            if j == i + 2 {
+                return Err("`\\x` must be followed by hex digits".to_string());
+            }
+            out.push(v as u8);
+            Ok(j)
+        }
+        b'<' => {
+            let end = scan::skip_data(b, i).ok_or("unterminated data literal: missing `>`")?;
+            decode_hex(&s[i + 2..end - 1], out)?;
+            Ok(end)
+        }
+        _ => {
+            // `\\`, `\"`, `\'`, `\$`, `\,` and any other character stand
+            // for themselves.
+            let len = s[i + 1..].chars().next().map_or(1, char::len_utf8);
+            out.extend_from_slice(&b[i + 1..i + 1 + len]);
+            Ok(i + 1 + len)
+        }
+    }
+}
+
+fn hex_value(c: u8) -> u32 {
+    match c {
+        b'0'..=b'9' => u32::from(c - b'0'),
+        b'a'..=b'f' => u32::from(c - b'a' + 10),
+        _ => u32::from(c - b'A' + 10),
+    }
+}
+
+/// Decodes the inside of a `\<...>` literal: hex digits in pairs, with
+/// whitespace and comments ignored.
+fn decode_hex(inner: &str, out: &mut Vec<u8>) -> Result<(), String> {
+    let b = inner.as_bytes();
+    let mut half: Option<u32> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_hexdigit() {
+            let v = hex_value(c);
+            match half.take() {
+                Some(h) => out.push((h * 16 + v) as u8),
+                None => half = Some(v),
+            }
+            i += 1;
+        } else if scan::is_space(c) {
+            i += 1;
+        } else if scan::comment_at(b, i) {
+            i = scan::skip_comment(b, i).unwrap_or(b.len());
+        } else {
+            let ch = inner[i..].chars().next().unwrap_or('?');
+            return Err(format!(
+                "invalid character `{ch}` in data literal: only hex digits, spaces and comments may appear between `\\<` and `>`"
+            ));
+        }
+    }
+    if half.is_some() {
+        return Err("odd number of hex digits in data literal".to_string());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn split(raw: &str) -> Vec<&str> {
+        split_top(raw)
+            .into_iter()
+            .map(|(s, e)| &raw[s..e])
+            .collect()
+    }
+
+    fn clean(raw: &str) -> String {
+        process(raw, None).text
+    }
+
+    struct Map(
+        HashMap<&'static str, &'static str>,
+        Vec<(String, usize, usize)>,
+    );
+
+    impl Vars for Map {
+        fn lookup(&self, name: &str) -> Option<String> {
+            self.0.get(name).map(|v| v.to_string())
+        }
+        fn undefined(&mut self, name: &str, start: usize, end: usize) {
+            self.1.push((name.to_string(), start, end));
+        }
+    }
+
+    #[test]
+    fn splits_at_top_level_commas_only() {
+        assert_eq!(split("a, b,c"), vec!["a", " b", "c"]);
+        assert_eq!(
+            split(
+                r#""x, y", 'p,q', (1, 2), [3,4], {5,6}, \<00 /* , */>, // c,
+ z /* , */"#
+            ),
+            vec![
+                r#""x, y""#,
+                " 'p,q'",
+                " (1, 2)",
+                " [3,4]",
+                " {5,6}",
+                r" \<00 /* , */>",
+                " // c,\n z /* , */"
+            ]
+        );
+        assert_eq!(split(""), vec![""]);
+        assert_eq!(split("a)]}, b"), vec!["a)]}", " b"]);
+    }
+
+    #[test]
+    fn comments_become_one_space_and_other_space_is_kept() {
+        assert_eq!(clean("  a   b  "), "a   b");
+        assert_eq!(clean("  a /* Comment */       b  "), "a b");
+        assert_eq!(clean("a/*x*/b"), "a b");
+        assert_eq!(clean(r#"  " /*???  */ "  "#), r#"" /*???  */ ""#);
+        assert_eq!(clean("12/0806 20/0001 // ARP\n"), "12/0806 20/0001");
+        assert_eq!(clean("/* only */"), "");
+        assert_eq!(clean("\\<00 /* x */ 11 // y\n 22>"), "\\<00   11  \n 22>");
+    }
+
+    #[test]
+    fn content_range_skips_space_and_comments() {
+        let p = process(" /* c */ ab cd // e", None);
+        assert_eq!(p.content, Some((9, 14)));
+        assert_eq!(process(" ", None).content, None);
+    }
+
+    #[test]
+    fn substitutes_variables() {
+        let mut vars = Map(HashMap::from([("a", "1.2.3.4"), ("b_2", "x y")]), vec![]);
+        let p = process(
+            r#"$a ${b_2}, "$a \$a", '$a', \<00>, $ ,$zz"#,
+            Some(&mut vars),
+        );
+        assert_eq!(p.text, r#"1.2.3.4 x y, "1.2.3.4 \$a", '$a', \<00>, $ ,$zz"#);
+        assert!(p.substituted);
+        assert_eq!(vars.1, vec![("zz".to_string(), 37, 40)]);
+        assert!(!process("$a", None).substituted);
+    }
+
+    #[test]
+    fn keywords() {
+        assert_eq!(
+            split_keyword("  LIMIT   600000 "),
+            (Some("LIMIT"), "600000")
+        );
+        assert_eq!(split_keyword("DATA \\<00>"), (Some("DATA"), "\\<00>"));
+        assert_eq!(split_keyword("_X1\tv"), (Some("_X1"), "v"));
+        assert_eq!(split_keyword("STOP"), (Some("STOP"), ""));
+        assert_eq!(split_keyword("-"), (None, "-"));
+        assert_eq!(
+            split_keyword("1.0.0.1 1.0.0.0/8"),
+            (None, "1.0.0.1 1.0.0.0/8")
+        );
+        assert_eq!(split_keyword("ETHER:1"), (None, "ETHER:1"));
+        assert_eq!(split_keyword("Stop true"), (None, "Stop true"));
+        assert_eq!(split_keyword(""), (None, ""));
+    }
+
+    #[test]
+    fn unquotes_strings() {
+        assert_eq!(unquote(r#""a\n\t\\\"\'\$\,b""#).unwrap(), "a\n\t\\\"'$,b");
+        assert_eq!(unquote(r#"'a\n' "b""#).unwrap(), r"a\n b");
+        assert_eq!(unquote(r#""\x41\x4a\x4B\101\0""#).unwrap(), "AJKA\0");
+        assert_eq!(unquote("plain text /* c */").unwrap(), "plain text");
+        assert_eq!(unquote("\"line\\\ncontinued\"").unwrap(), "linecontinued");
+        assert_eq!(unquote(r#""é""#).unwrap(), "é");
+        assert!(unquote(r#""\xff""#).is_err());
+        assert!(unquote(r#""\x""#).is_err());
+        assert!(unquote("'open").is_err());
+    }
+
+    #[test]
+    fn decodes_data() {
+        assert_eq!(parse_data(r"\<00 11 22>").unwrap(), vec![0, 0x11, 0x22]);
+        assert_eq!(
+            parse_data("\\<00 // a comment with > in it\n 0a /* and */ FF>").unwrap(),
+            vec![0, 0x0a, 0xff]
+        );
+        assert_eq!(parse_data(r#""\<0800>""#).unwrap(), vec![8, 0]);
+        assert_eq!(parse_data(r#""ab\<0a>c""#).unwrap(), b"ab\nc".to_vec());
+        assert_eq!(parse_data(r"\<>").unwrap(), Vec::<u8>::new());
+        assert_eq!(
+            parse_data(r"\<0>").unwrap_err(),
+            "odd number of hex digits in data literal"
+        );
+        assert!(parse_data(r"\<0x00>").is_err());
+        assert!(parse_data(r"\<00").is_err());
+        assert!(parse_data(r#""\<00""#).is_err());
+    }
+}

@@ -1,0 +1,711 @@
+//! Compound-element expansion: from parsed scopes to one flat graph.
+//!
+//! Each compound element is instantiated by instantiating its class body
+//! under the prefix `name/`, so names come out as Click's do
+//! (`outer/inner`, `outer/Queue@1`). The body's `input` and `output` become
+//! pass-through nodes: every connection is first recorded between real
+//! elements and these nodes, then each connection leaving a real element
+//! is followed through pass-through nodes to every real element it
+//! reaches. An input port connected to several places inside thus fans
+//! out, and `input -> output` passes straight through.
+//!
+//! `$variables` are substituted here, in each element's argument text, from
+//! the innermost scope outwards: the compound's parameters and `define`s,
+//! those of the compounds it is lexically nested in, then the file's
+//! `define`s.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use crate::args::{self, Vars};
+use crate::parser::{Body, ClassRef, CompoundClass, LocalElem, Parsed};
+use crate::source::{Diagnostic, Span};
+use crate::suggest::suggest;
+use crate::{Arg, Connection, ElementDecl, Limits, Options};
+
+/// Variables of one scope instance.
+#[derive(Default)]
+struct Frame {
+    vars: HashMap<String, String>,
+    /// The compound class this frame belongs to, for error help.
+    class: Option<String>,
+}
+
+/// Looks variables up in `local` (a frame being built) then `frames`,
+/// innermost last; remembers undefined ones.
+struct Lookup<'e> {
+    local: Option<&'e HashMap<String, String>>,
+    frames: &'e [Rc<Frame>],
+    undefined: Vec<(String, usize, usize)>,
+}
+
+impl Lookup<'_> {
+    fn get(&self, name: &str) -> Option<&String> {
+        if let Some(v) = self.local.and_then(|l| l.get(name)) {
+            return Some(v);
+        }
+        self.frames.iter().rev().find_map(|f| f.vars.get(name))
+    }
+
+    fn known(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .local
+            .into_iter()
+            .flat_map(|l| l.keys())
+            .map(String::as_str)
+            .collect();
+        names.extend(
+            self.frames
+                .iter()
+                .flat_map(|f| f.vars.keys())
+                .map(String::as_str),
+        );
+        names
+    }
+}
+
+impl Vars for Lookup<'_> {
+    fn lookup(&self, name: &str) -> Option<String> {
+        self.get(name).cloned()
+    }
+
+    fn undefined(&mut self, name: &str, start: usize, end: usize) {
+        self.undefined.push((name.to_string(), start, end));
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Node {
+    Real(usize),
+    /// A compound instance's `input` or `output`.
+    Pass(usize),
+}
+
+struct Edge {
+    from: (Node, usize),
+    to: (Node, usize),
+    span: Span,
+}
+
+/// How a scope entry was instantiated.
+#[derive(Clone)]
+enum Handle {
+    None,
+    Real(usize),
+    Compound {
+        input: usize,
+        output: usize,
+        class: usize,
+    },
+    /// The enclosing compound's `input` (a pass-through node).
+    Input(usize),
+    Output(usize),
+}
+
+struct Expander<'p> {
+    parsed: &'p Parsed,
+    text: &'p str,
+    file: u32,
+    limits: &'p Limits,
+    elements: Vec<ElementDecl>,
+    edges: Vec<Edge>,
+    pass_nodes: usize,
+    errors: Vec<Diagnostic>,
+    seen: HashSet<(Span, String)>,
+    config_bytes: usize,
+    stop: bool,
+}
+
+pub(crate) fn expand(
+    parsed: &Parsed,
+    text: &str,
+    file: u32,
+    options: &Options,
+) -> Result<(Vec<ElementDecl>, Vec<Connection>), Vec<Diagnostic>> {
+    let mut x = Expander {
+        parsed,
+        text,
+        file,
+        limits: &options.limits,
+        elements: Vec::new(),
+        edges: Vec::new(),
+        pass_nodes: 0,
+        errors: Vec::new(),
+        seen: HashSet::new(),
+        config_bytes: 0,
+        stop: false,
+    };
+    let globals = x.globals(&parsed.top, &options.defines);
+    let frames = vec![Rc::new(globals)];
+    x.instantiate(&parsed.top, "", &frames, 0, &[], None);
+    let connections = if x.stop { Vec::new() } else { x.resolve() };
+    if !x.stop {
+        x.check_unique_names();
+    }
+    if x.errors.is_empty() {
+        Ok((x.elements, connections))
+    } else {
+        Err(x.errors)
+    }
+}
+
+impl<'p> Expander<'p> {
+    fn span(&self, start: usize, end: usize) -> Span {
+        Span::new(self.file, start, end)
+    }
+
+    fn report(&mut self, d: Diagnostic) {
+        if self.seen.insert((d.span, d.message.clone())) {
+            self.errors.push(d);
+        }
+    }
+
+    /// Stops expansion with an error about a limit.
+    fn limit(&mut self, span: Span, message: String) {
+        if !self.stop {
+            self.stop = true;
+            let d = Diagnostic::error(span, message)
+                .with_help("this limit guards against configurations that expand exponentially");
+            self.errors.push(d);
+        }
+    }
+
+    /// The file's `define`s, then the caller's overrides.
+    fn globals(&mut self, top: &Body, overrides: &[(String, String)]) -> Frame {
+        let mut frame = Frame::default();
+        let mut first: HashMap<&str, Span> = HashMap::new();
+        for d in &top.defines {
+            if let Some(prev) = first.insert(&d.name, d.span) {
+                let diag =
+                    Diagnostic::error(d.span, format!("variable `${}` defined twice", d.name))
+                        .with_note(prev, "first defined here");
+                self.report(diag);
+                continue;
+            }
+            if overrides.iter().any(|(n, _)| *n == d.name) {
+                continue;
+            }
+            let value = self.define_value(d.value, &frame.vars, &[]);
+            frame.vars.insert(d.name.clone(), value);
+        }
+        for (name, value) in overrides {
+            frame
+                .vars
+                .insert(name.trim_start_matches('$').to_string(), value.clone());
+        }
+        frame
+    }
+
+    fn define_value(
+        &mut self,
+        (s, e): (usize, usize),
+        local: &HashMap<String, String>,
+        frames: &[Rc<Frame>],
+    ) -> String {
+        let mut lookup = Lookup {
+            local: Some(local),
+            frames,
+            undefined: Vec::new(),
+        };
+        let text = args::process(&self.text[s..e], Some(&mut lookup)).text;
+        let undefined = std::mem::take(&mut lookup.undefined);
+        let known: Vec<String> = lookup.known().into_iter().map(str::to_string).collect();
+        self.undefined_vars(s, undefined, &known, frames, None);
+        text
+    }
+
+    fn undefined_vars(
+        &mut self,
+        base: usize,
+        undefined: Vec<(String, usize, usize)>,
+        known: &[String],
+        frames: &[Rc<Frame>],
+        context: Option<&(Span, String)>,
+    ) {
+        for (name, a, b) in undefined {
+            let mut d = Diagnostic::error(
+                self.span(base + a, base + b),
+                format!("undefined variable `${name}`"),
+            );
+            if let Some(s) = suggest(&name, known.iter().map(String::as_str)) {
+                d = d.with_help(format!("did you mean `${s}`?"));
+            } else if let Some(class) = frames.last().and_then(|f| f.class.as_ref()) {
+                let params = self.params_of(class);
+                d = d.with_help(if params.is_empty() {
+                    format!("element class `{class}` takes no parameters; declare one with `elementclass {class} {{ ${name} | ... }}`")
+                } else {
+                    format!("the parameters of element class `{class}` are {params}")
+                });
+            } else {
+                d = d.with_help(format!("define it with `define(${name} value)`"));
+            }
+            if let Some((span, note)) = context {
+                d = d.with_note(*span, note.clone());
+            }
+            self.report(d);
+        }
+    }
+
+    fn params_of(&self, class: &str) -> String {
+        self.parsed
+            .classes
+            .iter()
+            .rev()
+            .find(|c| c.name == class)
+            .map(|c| {
+                c.formals
+                    .iter()
+                    .map(|f| format!("`${}`", f.var))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    }
+
+    /// Substitutes and splits an element's arguments.
+    fn arguments(
+        &mut self,
+        e: &LocalElem,
+        frames: &[Rc<Frame>],
+        context: &[(Span, String)],
+    ) -> (Vec<Arg>, String) {
+        let Some((base, end)) = e.config else {
+            return (Vec::new(), String::new());
+        };
+        let raw = &self.text[base..end];
+        let mut lookup = Lookup {
+            local: None,
+            frames,
+            undefined: Vec::new(),
+        };
+        let pieces = args::split_top(raw);
+        let count = pieces.len();
+        let mut out: Vec<Arg> = Vec::new();
+        for (k, (a, b)) in pieces.into_iter().enumerate() {
+            let before = lookup.undefined.len();
+            let p = args::process(&raw[a..b], Some(&mut lookup));
+            for u in &mut lookup.undefined[before..] {
+                u.1 += a;
+                u.2 += a;
+            }
+            let span = match p.content {
+                Some((cs, ce)) => self.span(base + a + cs, base + a + ce),
+                None => self.span(base + a, base + a),
+            };
+            if k + 1 == count && p.text.is_empty() {
+                // Click drops a final empty argument: `Foo(a, b,)`.
+                continue;
+            }
+            if p.substituted {
+                // As Click, which substitutes before splitting: a value may
+                // bring commas (`__REST__`), or be empty and leave space.
+                let split = args::split_top(&p.text);
+                let n = split.len();
+                for (j, (s, t)) in split.into_iter().enumerate() {
+                    let text = args::process(&p.text[s..t], None).text;
+                    if !(j + 1 == n && k + 1 == count && text.is_empty()) {
+                        out.push(Arg { text, span });
+                    }
+                }
+                continue;
+            }
+            out.push(Arg { text: p.text, span });
+        }
+        let undefined = std::mem::take(&mut lookup.undefined);
+        if !undefined.is_empty() {
+            let known: Vec<String> = lookup.known().into_iter().map(str::to_string).collect();
+            self.undefined_vars(base, undefined, &known, frames, context.first());
+        }
+        let mut quiet = Lookup {
+            local: None,
+            frames,
+            undefined: Vec::new(),
+        };
+        let config = args::process(raw, Some(&mut quiet)).text;
+        self.config_bytes += raw.len() + 2 * config.len();
+        if self.config_bytes > self.limits.max_config_bytes {
+            let span = e.config_span;
+            self.limit(
+                span,
+                format!(
+                    "configuration expands to more than {} bytes of argument text",
+                    self.limits.max_config_bytes
+                ),
+            );
+        }
+        (out, config)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn instantiate(
+        &mut self,
+        body: &Body,
+        prefix: &str,
+        frames: &[Rc<Frame>],
+        depth: usize,
+        context: &[(Span, String)],
+        ports: Option<(usize, usize)>,
+    ) {
+        let mut handles = vec![Handle::None; body.elems.len()];
+        for (i, e) in body.elems.iter().enumerate() {
+            if self.stop {
+                return;
+            }
+            if e.alias_of.is_some() {
+                continue;
+            }
+            handles[i] = match &e.class {
+                ClassRef::Input => ports.map_or(Handle::None, |(input, _)| Handle::Input(input)),
+                ClassRef::Output => {
+                    ports.map_or(Handle::None, |(_, output)| Handle::Output(output))
+                }
+                ClassRef::Primitive(class) => {
+                    if self.elements.len() >= self.limits.max_elements {
+                        self.limit(
+                            e.name_span,
+                            format!(
+                                "configuration expands to more than {} elements",
+                                self.limits.max_elements
+                            ),
+                        );
+                        return;
+                    }
+                    let (args, config) = self.arguments(e, frames, context);
+                    self.elements.push(ElementDecl {
+                        name: format!("{prefix}{}", e.name),
+                        class: class.clone(),
+                        class_span: e.class_span,
+                        name_span: e.name_span,
+                        args,
+                        config,
+                        config_span: e.config_span,
+                        anonymous: e.declared.is_none(),
+                        expansion: context.to_vec(),
+                    });
+                    Handle::Real(self.elements.len() - 1)
+                }
+                ClassRef::Compound(k) => {
+                    if depth >= self.limits.max_depth {
+                        self.limit(
+                            e.name_span,
+                            format!(
+                                "compound elements nested more than {} deep",
+                                self.limits.max_depth
+                            ),
+                        );
+                        return;
+                    }
+                    let class = &self.parsed.classes[*k];
+                    let (args, _) = self.arguments(e, frames, context);
+                    let name = format!("{prefix}{}", e.name);
+                    let mut ctx = Vec::with_capacity(context.len() + 1);
+                    ctx.push((
+                        e.name_span,
+                        format!("in `{name}`, an instance of element class `{}`", class.name),
+                    ));
+                    ctx.extend_from_slice(context);
+                    let Some(vars) = self.bind(class, &args, e) else {
+                        continue;
+                    };
+                    // Lexical scoping: the class sees the frames of the
+                    // scopes it was defined in, not those of its user.
+                    let outer = &frames[..class.depth.min(frames.len())];
+                    let mut frame = Frame {
+                        vars,
+                        class: Some(class.name.clone()),
+                    };
+                    for d in &class.body.defines {
+                        let value = self.define_value(d.value, &frame.vars, outer);
+                        frame.vars.insert(d.name.clone(), value);
+                    }
+                    let mut inner = outer.to_vec();
+                    inner.push(Rc::new(frame));
+                    let (input, output) = (self.pass_nodes, self.pass_nodes + 1);
+                    self.pass_nodes += 2;
+                    self.instantiate(
+                        &class.body,
+                        &format!("{name}/"),
+                        &inner,
+                        depth + 1,
+                        &ctx,
+                        Some((input, output)),
+                    );
+                    Handle::Compound {
+                        input,
+                        output,
+                        class: *k,
+                    }
+                }
+            };
+        }
+        for c in &body.conns {
+            if self.stop {
+                return;
+            }
+            let from = match handles[c.from] {
+                Handle::Real(i) => Some(Node::Real(i)),
+                Handle::Input(n) => Some(Node::Pass(n)),
+                Handle::Compound { output, class, .. } => self
+                    .compound_port(body, c.from, class, c.from_port, false, c.span)
+                    .then_some(Node::Pass(output)),
+                Handle::Output(_) | Handle::None => None,
+            };
+            let to = match handles[c.to] {
+                Handle::Real(i) => Some(Node::Real(i)),
+                Handle::Output(n) => Some(Node::Pass(n)),
+                Handle::Compound { input, class, .. } => self
+                    .compound_port(body, c.to, class, c.to_port, true, c.span)
+                    .then_some(Node::Pass(input)),
+                Handle::Input(_) | Handle::None => None,
+            };
+            if let (Some(from), Some(to)) = (from, to) {
+                self.edges.push(Edge {
+                    from: (from, c.from_port),
+                    to: (to, c.to_port),
+                    span: c.span,
+                });
+            }
+        }
+    }
+
+    /// Checks that a compound element has the port a connection uses.
+    fn compound_port(
+        &mut self,
+        body: &Body,
+        entry: usize,
+        class: usize,
+        port: usize,
+        input: bool,
+        span: Span,
+    ) -> bool {
+        let class = &self.parsed.classes[class];
+        let ports = if input {
+            &class.body.inputs
+        } else {
+            &class.body.outputs
+        };
+        if ports.contains(&port) {
+            return true;
+        }
+        let (kind, plural) = if input {
+            ("input", "inputs")
+        } else {
+            ("output", "outputs")
+        };
+        let name = &body.elems[entry].name;
+        let listed = ports.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        let help = if listed.is_empty() {
+            format!("element class `{}` has no {plural}", class.name)
+        } else {
+            format!(
+                "element class `{}` has {plural} {}",
+                class.name,
+                listed.join(", ")
+            )
+        };
+        let how = if input {
+            format!("its body forwards an input port with `input[{port}] -> ...`")
+        } else {
+            format!("its body feeds an output port with `... -> [{port}]output`")
+        };
+        let d = Diagnostic::error(span, format!("`{name}` has no {kind} {port}"))
+            .with_help(format!("{help}; {how}"))
+            .with_note(
+                class.name_span,
+                format!("element class `{}` defined here", class.name),
+            );
+        self.report(d);
+        false
+    }
+
+    /// Matches a compound element's arguments to its class's parameters.
+    fn bind(
+        &mut self,
+        class: &CompoundClass,
+        args: &[Arg],
+        e: &LocalElem,
+    ) -> Option<HashMap<String, String>> {
+        let mut vars = HashMap::new();
+        let mut ok = true;
+        let positional: Vec<&str> = class
+            .formals
+            .iter()
+            .filter(|f| f.keyword.is_none())
+            .map(|f| f.var.as_str())
+            .collect();
+        let rest = class
+            .formals
+            .iter()
+            .find(|f| f.keyword.as_deref() == Some("__REST__"));
+        let mut rest_values: Vec<&str> = Vec::new();
+        let mut next = 0;
+        let mut seen_keywords: HashMap<&str, Span> = HashMap::new();
+        for arg in args {
+            let (keyword, value) = args::split_keyword(&arg.text);
+            let formal = keyword.and_then(|k| {
+                class
+                    .formals
+                    .iter()
+                    .find(|f| f.keyword.as_deref() == Some(k) && k != "__REST__")
+            });
+            if let (Some(k), Some(f)) = (keyword, formal) {
+                if let Some(prev) = seen_keywords.insert(k, arg.span) {
+                    let d = Diagnostic::error(arg.span, format!("keyword `{k}` given twice"))
+                        .with_note(prev, "first given here");
+                    self.report(d);
+                    ok = false;
+                }
+                vars.insert(f.var.clone(), value.to_string());
+            } else if next < positional.len() {
+                vars.insert(positional[next].to_string(), arg.text.clone());
+                next += 1;
+            } else if rest.is_some() {
+                rest_values.push(&arg.text);
+            } else {
+                let expected = match positional.len() {
+                    0 => "no positional arguments".to_string(),
+                    1 => "1 positional argument".to_string(),
+                    n => format!("{n} positional arguments"),
+                };
+                let keywords: Vec<&str> = class
+                    .formals
+                    .iter()
+                    .filter_map(|f| f.keyword.as_deref())
+                    .collect();
+                let mut d = Diagnostic::error(
+                    arg.span,
+                    format!(
+                        "too many arguments for element class `{}`, which takes {expected}",
+                        class.name
+                    ),
+                )
+                .with_note(
+                    class.name_span,
+                    format!("element class `{}` defined here", class.name),
+                );
+                if let Some(k) = keyword.and_then(|k| suggest(k, keywords.iter().copied())) {
+                    d = d.with_help(format!("did you mean keyword `{k}`?"));
+                } else if !keywords.is_empty() {
+                    d = d.with_help(format!("its keywords are {}", keywords.join(", ")));
+                }
+                self.report(d);
+                ok = false;
+            }
+        }
+        if next < positional.len() {
+            let missing = positional[next..]
+                .iter()
+                .map(|v| format!("`${v}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let span = if e.config.is_some() {
+                e.config_span
+            } else {
+                e.class_span
+            };
+            let d = Diagnostic::error(
+                span,
+                format!(
+                    "missing arguments for element class `{}`: {missing}",
+                    class.name
+                ),
+            )
+            .with_note(
+                class.name_span,
+                format!("element class `{}` defined here", class.name),
+            );
+            self.report(d);
+            ok = false;
+        }
+        for f in &class.formals {
+            if f.keyword.is_some() {
+                vars.entry(f.var.clone()).or_default();
+            }
+        }
+        if let Some(rest) = rest {
+            vars.insert(rest.var.clone(), rest_values.join(", "));
+        }
+        ok.then_some(vars)
+    }
+
+    /// Follows every connection from a real element through pass-through
+    /// nodes to the real elements it reaches.
+    fn resolve(&mut self) -> Vec<Connection> {
+        let mut out_edges: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+        for (i, e) in self.edges.iter().enumerate() {
+            if let (Node::Pass(n), port) = e.from {
+                out_edges.entry((n, port)).or_default().push(i);
+            }
+        }
+        let mut seen: HashSet<(usize, usize, usize, usize)> = HashSet::new();
+        let mut connections = Vec::new();
+        let mut work = 0usize;
+        let max_work = self.limits.max_connections.saturating_mul(16);
+        let mut stack: Vec<(Node, usize)> = Vec::new();
+        let mut visited: HashSet<(usize, usize)> = HashSet::new();
+        for e in &self.edges {
+            let (Node::Real(from), from_port) = e.from else {
+                continue;
+            };
+            stack.clear();
+            visited.clear();
+            stack.push(e.to);
+            while let Some((node, port)) = stack.pop() {
+                work += 1;
+                if work > max_work || connections.len() >= self.limits.max_connections {
+                    let span = e.span;
+                    self.limit(
+                        span,
+                        format!(
+                            "configuration expands to more than {} connections",
+                            self.limits.max_connections
+                        ),
+                    );
+                    return Vec::new();
+                }
+                match node {
+                    Node::Real(to) => {
+                        if seen.insert((from, from_port, to, port)) {
+                            connections.push(Connection {
+                                from,
+                                from_port,
+                                to,
+                                to_port: port,
+                                span: e.span,
+                            });
+                        }
+                    }
+                    Node::Pass(n) => {
+                        if visited.insert((n, port)) {
+                            if let Some(next) = out_edges.get(&(n, port)) {
+                                stack.extend(next.iter().rev().map(|&i| self.edges[i].to));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        connections
+    }
+
+    /// A name declared with `/` at one level may clash with an element of
+    /// a compound expanded at another.
+    fn check_unique_names(&mut self) {
+        let mut names: HashMap<&str, usize> = HashMap::new();
+        let mut clashes = Vec::new();
+        for (i, e) in self.elements.iter().enumerate() {
+            if let Some(&prev) = names.get(e.name.as_str()) {
+                clashes.push((prev, i));
+            } else {
+                names.insert(&e.name, i);
+            }
+        }
+        for (prev, i) in clashes {
+            let (a, b) = (&self.elements[prev], &self.elements[i]);
+            let d = Diagnostic::error(b.name_span, format!("two elements are named `{}`", b.name))
+                .with_note(a.name_span, "the other one is declared here")
+                .with_help("names containing `/` can clash with the elements of a compound element; rename one");
+            self.report(d);
+        }
+    }
+}

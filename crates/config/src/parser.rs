@@ -1,0 +1,1019 @@
+//! Recursive-descent parser: statements into one [`Body`] per scope (the
+//! file, and each `elementclass` body), before compound expansion.
+//!
+//! Class names are bound where they are used, as in Click: a compound
+//! class is visible from its definition to the end of the enclosing scope,
+//! and inside its own body its name still means whatever it meant before
+//! (so `elementclass Queue { input -> Queue -> Counter -> output }` wraps
+//! the primitive `Queue`). Compound recursion therefore cannot be written.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::args;
+use crate::lexer::{Lexer, Tok, Token, Unterminated};
+use crate::source::{Diagnostic, Span};
+
+/// Deepest `elementclass` nesting the parser accepts (it recurses).
+pub(crate) const MAX_NESTING: usize = 64;
+
+/// Highest port number accepted.
+pub(crate) const MAX_PORT: usize = 65535;
+
+const KEYWORDS: [&str; 4] = ["elementclass", "require", "define", "connectiontunnel"];
+
+/// What a class name in a declaration resolved to.
+#[derive(Clone, Debug)]
+pub(crate) enum ClassRef {
+    /// A class the element registry must know.
+    Primitive(String),
+    /// Index into [`Parsed::classes`].
+    Compound(usize),
+    /// The `input` pseudo-element of a compound body.
+    Input,
+    /// The `output` pseudo-element of a compound body.
+    Output,
+}
+
+#[derive(Debug)]
+pub(crate) struct LocalElem {
+    /// The declared name, `None` for anonymous elements.
+    pub declared: Option<String>,
+    /// The name in this scope (declared or `Class@N`).
+    pub name: String,
+    pub class: ClassRef,
+    /// The class name as written (a synonym stays a synonym here).
+    pub class_written: String,
+    pub class_span: Span,
+    pub name_span: Span,
+    /// Byte range of the raw text between the parentheses.
+    pub config: Option<(usize, usize)>,
+    pub config_span: Span,
+    /// A bare identifier that named no element when it was read; if a
+    /// declaration of that name follows, this entry becomes an alias.
+    pub tentative: Option<String>,
+    pub alias_of: Option<usize>,
+}
+
+impl LocalElem {
+    /// The element as the user wrote it.
+    fn shown(&self) -> &str {
+        self.declared.as_deref().unwrap_or(&self.class_written)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct LocalConn {
+    pub from: usize,
+    pub from_port: usize,
+    pub to: usize,
+    pub to_port: usize,
+    pub span: Span,
+}
+
+/// `define($NAME value)`: the raw value's byte range.
+#[derive(Debug)]
+pub(crate) struct Define {
+    pub name: String,
+    pub value: (usize, usize),
+    pub span: Span,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Body {
+    pub elems: Vec<LocalElem>,
+    pub conns: Vec<LocalConn>,
+    pub defines: Vec<Define>,
+    /// Declared names, to their entry.
+    pub names: HashMap<String, usize>,
+    /// Input ports the body forwards (`input[N] -> ...`).
+    pub inputs: BTreeSet<usize>,
+    /// Output ports the body feeds (`... -> [N]output`).
+    pub outputs: BTreeSet<usize>,
+    pub is_compound: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Formal {
+    /// `KEYWORD` of `KEYWORD $var`.
+    pub keyword: Option<String>,
+    /// Variable name without `$`.
+    pub var: String,
+}
+
+#[derive(Debug)]
+pub(crate) struct CompoundClass {
+    pub name: String,
+    pub name_span: Span,
+    pub formals: Vec<Formal>,
+    pub body: Body,
+    /// Lexical depth: 1 for a class defined at file level.
+    pub depth: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub top: Body,
+    pub classes: Vec<CompoundClass>,
+    pub requirements: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+enum Binding {
+    Primitive(String),
+    Compound(usize),
+}
+
+/// The element before a `->` in a chain.
+struct Link {
+    id: usize,
+    /// The element and its output port.
+    span: Span,
+    out_port: Option<(usize, Span)>,
+    arrow: Span,
+}
+
+/// A parse error already reported; the caller recovers.
+struct Reported;
+
+type PResult<T> = Result<T, Reported>;
+
+pub(crate) struct Parser<'a> {
+    text: &'a str,
+    lexer: Lexer<'a>,
+    peeked: VecDeque<Token>,
+    errors: Vec<Diagnostic>,
+    classes: Vec<CompoundClass>,
+    /// Visible class names, innermost last.
+    types: Vec<(String, Binding)>,
+    requirements: Vec<String>,
+    /// Number of enclosing `elementclass` bodies.
+    depth: usize,
+    /// Set when the rest of the file is skipped.
+    gave_up: bool,
+}
+
+pub(crate) fn parse(text: &str, file: u32) -> Result<Parsed, Vec<Diagnostic>> {
+    let mut p = Parser {
+        text,
+        lexer: Lexer::new(text, file),
+        peeked: VecDeque::new(),
+        errors: Vec::new(),
+        classes: Vec::new(),
+        types: Vec::new(),
+        requirements: Vec::new(),
+        depth: 0,
+        gave_up: false,
+    };
+    let mut top = Body::default();
+    p.body(&mut top, None);
+    p.finish_body(&mut top);
+    let mut errors = std::mem::take(&mut p.lexer.errors);
+    errors.append(&mut p.errors);
+    if errors.is_empty() {
+        Ok(Parsed {
+            top,
+            classes: p.classes,
+            requirements: p.requirements,
+        })
+    } else {
+        errors.sort_by_key(|d| (d.span.start, d.span.end));
+        errors.dedup();
+        Err(errors)
+    }
+}
+
+fn describe(kind: Tok, text: &str) -> String {
+    match kind {
+        Tok::Eof => "end of file".to_string(),
+        _ => format!("`{text}`"),
+    }
+}
+
+impl<'a> Parser<'a> {
+    fn span(&self, start: usize, end: usize) -> Span {
+        self.lexer.span(start, end)
+    }
+
+    fn tspan(&self, t: Token) -> Span {
+        self.span(t.start, t.end)
+    }
+
+    fn peek(&mut self) -> Token {
+        self.peek_nth(0)
+    }
+
+    fn peek_nth(&mut self, n: usize) -> Token {
+        while self.peeked.len() <= n {
+            let t = self.lexer.next();
+            self.peeked.push_back(t);
+        }
+        self.peeked[n]
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.peek();
+        self.peeked.pop_front();
+        t
+    }
+
+    fn text_of(&self, t: Token) -> &'a str {
+        &self.text[t.start..t.end]
+    }
+
+    fn is_keyword(&self, t: Token) -> bool {
+        t.kind == Tok::Word && KEYWORDS.contains(&self.text_of(t))
+    }
+
+    fn error(&mut self, d: Diagnostic) {
+        // An unterminated comment ends the file early; what the parser
+        // then misses at the end of the file is no news.
+        let at_eof = d.span.start >= self.text.len();
+        if !at_eof || self.lexer.errors.is_empty() {
+            self.errors.push(d);
+        }
+    }
+
+    fn unexpected(&mut self, t: Token, expected: &str) -> Reported {
+        let found = describe(t.kind, self.text_of(t));
+        let mut d = Diagnostic::error(self.tspan(t), format!("expected {expected}, found {found}"));
+        if t.kind == Tok::Other && self.text_of(t) == "#" {
+            d = d.with_help("`#` starts a preprocessor line only in the first column; comments are `// ...` or `/* ... */`");
+        }
+        self.error(d);
+        Reported
+    }
+
+    /// Reads the argument list whose `(` is the next token.
+    fn config(&mut self) -> PResult<(usize, usize)> {
+        let open = self.bump();
+        debug_assert_eq!(open.kind, Tok::LParen);
+        // Nothing past the `(` has been lexed: lookahead never crosses it.
+        debug_assert!(self.peeked.is_empty());
+        self.peeked.clear();
+        match self.lexer.config(open.start) {
+            Ok(range) => Ok(range),
+            Err(Unterminated(d)) => {
+                self.error(d);
+                Err(Reported)
+            }
+        }
+    }
+
+    /// Skips to the end of the statement after an error: past `;`, or up
+    /// to `}` or the end of the file.
+    fn recover(&mut self) {
+        loop {
+            let t = self.peek();
+            match t.kind {
+                Tok::Eof | Tok::RBrace => return,
+                Tok::Semi => {
+                    self.bump();
+                    return;
+                }
+                Tok::LParen => {
+                    if self.config().is_err() {
+                        return;
+                    }
+                }
+                _ => {
+                    self.bump();
+                }
+            }
+        }
+    }
+
+    fn lookup_type(&self, name: &str) -> Option<&Binding> {
+        self.types
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b)
+    }
+
+    fn resolve_class(&self, name: &str) -> ClassRef {
+        match self.lookup_type(name) {
+            Some(Binding::Compound(i)) => ClassRef::Compound(*i),
+            Some(Binding::Primitive(p)) => ClassRef::Primitive(p.clone()),
+            None => ClassRef::Primitive(name.to_string()),
+        }
+    }
+
+    /// Statements up to `}` (not consumed) or the end of the file.
+    fn body(&mut self, body: &mut Body, open: Option<Token>) {
+        loop {
+            let t = self.peek();
+            let word = self.text_of(t);
+            match t.kind {
+                Tok::Eof => {
+                    if let (Some(open), false) = (open, self.gave_up) {
+                        let d =
+                            Diagnostic::error(self.tspan(open), "unterminated element class body")
+                                .with_help("this `{` has no matching `}`");
+                        self.error(d);
+                    }
+                    return;
+                }
+                Tok::RBrace if open.is_some() => return,
+                Tok::Semi => {
+                    self.bump();
+                }
+                Tok::Word if word == "elementclass" => self.elementclass(),
+                Tok::Word if word == "require" => self.require(),
+                Tok::Word if word == "define" => self.define(body),
+                Tok::Word if word == "connectiontunnel" => {
+                    let d = Diagnostic::error(self.tspan(t), "`connectiontunnel` is not supported")
+                        .with_help("connect the elements directly");
+                    self.error(d);
+                    self.bump();
+                    self.recover();
+                }
+                Tok::Word | Tok::LBracket | Tok::LBrace => self.connection(body),
+                Tok::Bar2 | Tok::Dots if open.is_some() => {
+                    let d = Diagnostic::error(
+                        self.tspan(t),
+                        format!("compound class overloading (`{word}`) is not supported"),
+                    )
+                    .with_help("give each variant its own element class name");
+                    self.error(d);
+                    self.bump();
+                }
+                _ => {
+                    self.unexpected(t, "a statement");
+                    self.bump();
+                    self.recover();
+                }
+            }
+        }
+    }
+
+    /// `[N]`, if present.
+    fn port(&mut self) -> PResult<Option<(usize, Span)>> {
+        let open = self.peek();
+        if open.kind != Tok::LBracket {
+            return Ok(None);
+        }
+        self.bump();
+        let num = self.peek();
+        let value =
+            if num.kind == Tok::Word && self.text_of(num).bytes().all(|c| c.is_ascii_digit()) {
+                self.bump();
+                match self.text_of(num).parse::<usize>() {
+                    Ok(v) if v <= MAX_PORT => v,
+                    _ => {
+                        let d = Diagnostic::error(
+                            self.tspan(num),
+                            format!("port number `{}` is too large", self.text_of(num)),
+                        )
+                        .with_help(format!("ports are numbered from 0 to {MAX_PORT}"));
+                        self.error(d);
+                        0
+                    }
+                }
+            } else {
+                let d = Diagnostic::error(
+                    self.tspan(num),
+                    format!(
+                        "expected a port number, found {}",
+                        describe(num.kind, self.text_of(num))
+                    ),
+                )
+                .with_help("ports are written `[0]`, `[1]`, ...");
+                self.error(d);
+                if num.kind == Tok::RBracket {
+                    self.bump();
+                }
+                return Err(Reported);
+            };
+        let close = self.peek();
+        match close.kind {
+            Tok::RBracket => {
+                self.bump();
+                Ok(Some((value, self.span(open.start, close.end))))
+            }
+            Tok::Comma => {
+                let d = Diagnostic::error(self.tspan(close), "port lists are not supported")
+                    .with_help("write one connection per port: `a[0] -> x; a[1] -> y;`");
+                self.error(d);
+                Err(Reported)
+            }
+            _ => Err(self.unexpected(close, "`]`")),
+        }
+    }
+
+    /// `[p] elem [p] -> [p] elem [p] -> ...`
+    fn connection(&mut self, body: &mut Body) {
+        if self.connection_inner(body).is_err() {
+            self.recover();
+        }
+    }
+
+    fn connection_inner(&mut self, body: &mut Body) -> PResult<()> {
+        // The previous element, its span (with ports), its output port and
+        // the arrow after it.
+        let mut prev: Option<Link> = None;
+        loop {
+            let in_port = self.port()?;
+            let Some((id, elem_span)) = self.element(body, prev.is_none())? else {
+                let t = self.peek();
+                if t.kind == Tok::Eof && !self.lexer.errors.is_empty() {
+                    return Err(Reported);
+                }
+                let found = describe(t.kind, self.text_of(t));
+                let d = match (&prev, in_port) {
+                    (Some(link), _) => Diagnostic::error(
+                        link.arrow,
+                        format!("expected an element after `->`, found {found}"),
+                    )
+                    .with_help("remove the `->` or name the element it leads to"),
+                    (None, Some((_, port))) => Diagnostic::error(
+                        port,
+                        format!("expected an element after this port, found {found}"),
+                    ),
+                    (None, None) => Diagnostic::error(
+                        self.tspan(t),
+                        format!("expected an element, found {found}"),
+                    ),
+                };
+                self.error(d);
+                return Err(Reported);
+            };
+            let start = in_port.map_or(elem_span, |(_, s)| s.to(elem_span));
+            match &prev {
+                Some(link) => {
+                    let span = link.span.to(start);
+                    let from_port = link.out_port.map_or(0, |(p, _)| p);
+                    let to_port = in_port.map_or(0, |(p, _)| p);
+                    self.connect(
+                        body,
+                        (link.id, from_port, link.span),
+                        (id, to_port, start),
+                        span,
+                    );
+                }
+                None => {
+                    if let Some((n, span)) = in_port {
+                        let d = Diagnostic::error(span, format!("input port `[{n}]` at the start of a connection has nothing to connect"))
+                            .with_help(format!("connect something to it: `x -> [{n}]{}`", body.elems[id].shown()));
+                        self.error(d);
+                    }
+                }
+            }
+            let out_port = self.port()?;
+            let this_span = out_port.map_or(elem_span, |(_, s)| elem_span.to(s));
+            let t = self.peek();
+            match t.kind {
+                Tok::Arrow => {
+                    self.bump();
+                    prev = Some(Link {
+                        id,
+                        span: this_span,
+                        out_port,
+                        arrow: self.tspan(t),
+                    });
+                    continue;
+                }
+                Tok::Semi
+                | Tok::Word
+                | Tok::RBrace
+                | Tok::Eof
+                | Tok::LBrace
+                | Tok::Bar2
+                | Tok::Dots => {
+                    if t.kind == Tok::Semi {
+                        self.bump();
+                    }
+                    if let Some((n, span)) = out_port {
+                        let d = Diagnostic::error(
+                            span,
+                            format!("output port `[{n}]` at the end of a connection leads nowhere"),
+                        )
+                        .with_help(format!(
+                            "connect it to something: `{}[{n}] -> x`",
+                            body.elems[id].shown()
+                        ));
+                        self.error(d);
+                    }
+                    return Ok(());
+                }
+                Tok::Comma | Tok::Colon2 => {
+                    let what = self.text_of(t);
+                    let d = Diagnostic::error(self.tspan(t), format!("unexpected `{what}` in a connection"))
+                        .with_help("declarations are `name :: Class(args)` or `a, b :: Class(args)` at the start of a statement");
+                    self.error(d);
+                    return Err(Reported);
+                }
+                _ => return Err(self.unexpected(t, "`->` or `;`")),
+            }
+        }
+    }
+
+    /// Records `from[port] -> [port]to`; each end is (entry, port, span
+    /// of the element where it is used).
+    fn connect(
+        &mut self,
+        body: &mut Body,
+        (from, from_port, from_span): (usize, usize, Span),
+        (to, to_port, to_span): (usize, usize, Span),
+        span: Span,
+    ) {
+        let mut ok = true;
+        if matches!(body.elems[to].class, ClassRef::Input) {
+            let d = Diagnostic::error(to_span, "`input` cannot receive connections")
+                .with_help("inside an element class, `input[N] -> x` passes the compound's input port N to `x`");
+            self.error(d);
+            ok = false;
+        }
+        if matches!(body.elems[from].class, ClassRef::Output) {
+            let d = Diagnostic::error(from_span, "`output` cannot send connections")
+                .with_help("inside an element class, `x -> [N]output` passes `x` to the compound's output port N");
+            self.error(d);
+            ok = false;
+        }
+        if !ok {
+            return;
+        }
+        if matches!(body.elems[from].class, ClassRef::Input) {
+            body.inputs.insert(from_port);
+        }
+        if matches!(body.elems[to].class, ClassRef::Output) {
+            body.outputs.insert(to_port);
+        }
+        body.conns.push(LocalConn {
+            from,
+            from_port,
+            to,
+            to_port,
+            span,
+        });
+    }
+
+    /// One element in a chain: a reference, an anonymous element, or a
+    /// declaration. Returns its entry and span, or `None` if the next token
+    /// cannot start an element.
+    fn element(&mut self, body: &mut Body, first_in_chain: bool) -> PResult<Option<(usize, Span)>> {
+        let t = self.peek();
+        if t.kind == Tok::LBrace {
+            return Err(self.anonymous_compound(t));
+        }
+        if t.kind != Tok::Word || self.is_keyword(t) {
+            return Ok(None);
+        }
+        self.bump();
+        let word = self.text_of(t);
+        let span = self.tspan(t);
+        let next = self.peek();
+        let declaring = next.kind == Tok::Colon2 || (next.kind == Tok::Comma && first_in_chain);
+        if !declaring && word.bytes().all(|c| c.is_ascii_digit()) {
+            let d = Diagnostic::error(span, format!("expected an element, found number `{word}`"))
+                .with_help("ports go in brackets: `a[1] -> [0]b`");
+            self.error(d);
+            return Err(Reported);
+        }
+        match next.kind {
+            Tok::LParen => {
+                let config = self.config()?;
+                let end = config.1 + 1;
+                let id = self.add_anonymous(body, word, span, Some(config), None);
+                Ok(Some((id, span.to(self.span(span.start, end)))))
+            }
+            Tok::Colon2 => self.declaration(body, t).map(Some),
+            Tok::Comma if first_in_chain => self.declaration(body, t).map(Some),
+            _ => {
+                // Click's rule: a class name makes an anonymous element;
+                // otherwise a declared name is that element; otherwise the
+                // word is taken as a class.
+                if self.lookup_type(word).is_some() {
+                    return Ok(Some((
+                        self.add_anonymous(body, word, span, None, None),
+                        span,
+                    )));
+                }
+                if let Some(&id) = body.names.get(word) {
+                    return Ok(Some((id, span)));
+                }
+                let id = self.add_anonymous(body, word, span, None, Some(word.to_string()));
+                Ok(Some((id, span)))
+            }
+        }
+    }
+
+    fn anonymous_compound(&mut self, t: Token) -> Reported {
+        let d = Diagnostic::error(
+            self.tspan(t),
+            "anonymous element classes `{ ... }` are not supported",
+        )
+        .with_help("define it first: `elementclass Name { ... }`, then use `Name`");
+        self.error(d);
+        // Skip the braces so the rest of the file still parses.
+        let mut depth = 0usize;
+        loop {
+            let t = self.peek();
+            match t.kind {
+                Tok::Eof => break,
+                Tok::LBrace => depth += 1,
+                Tok::RBrace => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.bump();
+                        break;
+                    }
+                }
+                Tok::LParen => {
+                    if self.config().is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            self.bump();
+        }
+        Reported
+    }
+
+    fn add_anonymous(
+        &mut self,
+        body: &mut Body,
+        class: &str,
+        span: Span,
+        config: Option<(usize, usize)>,
+        tentative: Option<String>,
+    ) -> usize {
+        let config_span = match config {
+            Some((s, e)) => self.span(s, e),
+            None => self.span(span.end, span.end),
+        };
+        body.elems.push(LocalElem {
+            declared: None,
+            name: String::new(),
+            class: self.resolve_class(class),
+            class_written: class.to_string(),
+            class_span: span,
+            name_span: span,
+            config,
+            config_span,
+            tentative,
+            alias_of: None,
+        });
+        body.elems.len() - 1
+    }
+
+    /// `a, b :: Class(args)`; `first` is the first name, already read.
+    fn declaration(&mut self, body: &mut Body, first: Token) -> PResult<(usize, Span)> {
+        let mut names = vec![first];
+        loop {
+            let t = self.bump();
+            match t.kind {
+                Tok::Comma => {
+                    let n = self.peek();
+                    if n.kind != Tok::Word || self.is_keyword(n) {
+                        return Err(self.unexpected(n, "an element name after `,`"));
+                    }
+                    names.push(self.bump());
+                }
+                Tok::Colon2 => break,
+                _ => return Err(self.unexpected(t, "`::` after the element names")),
+            }
+        }
+        let class = self.peek();
+        if class.kind == Tok::LBrace {
+            return Err(self.anonymous_compound(class));
+        }
+        if class.kind != Tok::Word || self.is_keyword(class) {
+            return Err(self.unexpected(class, "an element class after `::`"));
+        }
+        self.bump();
+        let class_name = self.text_of(class);
+        let class_span = self.tspan(class);
+        let (config, end) = if self.peek().kind == Tok::LParen {
+            let c = self.config()?;
+            (Some(c), c.1 + 1)
+        } else {
+            (None, class.end)
+        };
+        let config_span = match config {
+            Some((s, e)) => self.span(s, e),
+            None => self.span(class.end, class.end),
+        };
+        let class_ref = self.resolve_class(class_name);
+        let mut first_id = None;
+        for name in names {
+            let word = self.text_of(name);
+            let name_span = self.tspan(name);
+            if let Some(&prev) = body.names.get(word) {
+                first_id.get_or_insert(prev);
+                let mut d =
+                    Diagnostic::error(name_span, format!("redeclaration of element `{word}`"));
+                d = if matches!(body.elems[prev].class, ClassRef::Input | ClassRef::Output) {
+                    d.with_help(format!("inside an element class, `{word}` is the compound's own {word} ports; choose another name"))
+                } else {
+                    d.with_note(
+                        body.elems[prev].name_span,
+                        format!("`{word}` first declared here"),
+                    )
+                };
+                self.error(d);
+                continue;
+            }
+            if word
+                .split('/')
+                .any(|part| part.bytes().all(|c| c.is_ascii_digit()))
+            {
+                let d = Diagnostic::error(
+                    name_span,
+                    format!("element name `{word}` has an all-digit component"),
+                )
+                .with_help("element names need a letter, `_` or `@` between slashes");
+                self.error(d);
+            }
+            if self.lookup_type(word).is_some() {
+                let d = Diagnostic::error(
+                    name_span,
+                    format!("`{word}` is an element class, not an element name"),
+                )
+                .with_help("choose another name for the element");
+                self.error(d);
+            }
+            body.elems.push(LocalElem {
+                declared: Some(word.to_string()),
+                name: word.to_string(),
+                class: class_ref.clone(),
+                class_written: class_name.to_string(),
+                class_span,
+                name_span,
+                config,
+                config_span,
+                tentative: None,
+                alias_of: None,
+            });
+            let id = body.elems.len() - 1;
+            body.names.insert(word.to_string(), id);
+            first_id.get_or_insert(id);
+        }
+        let id = first_id.expect("a declaration has at least one name");
+        Ok((id, self.span(first.start, end)))
+    }
+
+    /// `elementclass Name { ... }` or `elementclass Name Existing`.
+    fn elementclass(&mut self) {
+        let kw = self.bump();
+        let name = self.peek();
+        if name.kind != Tok::Word || self.is_keyword(name) {
+            self.unexpected(name, "an element class name after `elementclass`");
+            self.recover();
+            return;
+        }
+        self.bump();
+        let word = self.text_of(name).to_string();
+        let next = self.peek();
+        match next.kind {
+            Tok::LBrace => self.compound(word, self.tspan(name)),
+            Tok::Word if !self.is_keyword(next) => {
+                self.bump();
+                let target = self.text_of(next);
+                let binding = self
+                    .lookup_type(target)
+                    .cloned()
+                    .unwrap_or_else(|| Binding::Primitive(target.to_string()));
+                self.types.push((word, binding));
+            }
+            _ => {
+                let d = Diagnostic::error(
+                    self.tspan(next),
+                    format!(
+                        "expected `{{` or an existing class name after `elementclass {word}`, found {}",
+                        describe(next.kind, self.text_of(next))
+                    ),
+                )
+                .with_note(self.tspan(kw), "element class definition starts here");
+                self.error(d);
+                self.recover();
+            }
+        }
+    }
+
+    fn compound(&mut self, name: String, name_span: Span) {
+        let open = self.bump();
+        if self.depth >= MAX_NESTING {
+            let d = Diagnostic::error(
+                self.tspan(open),
+                format!("element classes nested more than {MAX_NESTING} deep"),
+            );
+            self.error(d);
+            // Skip the rest: the nesting is unreasonable.
+            self.gave_up = true;
+            self.peeked.clear();
+            self.lexer.seek(self.text.len());
+            return;
+        }
+        self.depth += 1;
+        let types_len = self.types.len();
+        let formals = self.formals();
+        let mut body = Body {
+            is_compound: true,
+            ..Body::default()
+        };
+        let open_span = self.tspan(open);
+        for (word, class) in [("input", ClassRef::Input), ("output", ClassRef::Output)] {
+            body.elems.push(LocalElem {
+                declared: Some(word.to_string()),
+                name: word.to_string(),
+                class,
+                class_written: word.to_string(),
+                class_span: open_span,
+                name_span: open_span,
+                config: None,
+                config_span: open_span,
+                tentative: None,
+                alias_of: None,
+            });
+            body.names.insert(word.to_string(), body.elems.len() - 1);
+        }
+        self.body(&mut body, Some(open));
+        if self.peek().kind == Tok::RBrace {
+            self.bump();
+        }
+        self.types.truncate(types_len);
+        self.depth -= 1;
+        self.finish_body(&mut body);
+        self.classes.push(CompoundClass {
+            name: name.clone(),
+            name_span,
+            formals,
+            body,
+            depth: self.depth + 1,
+        });
+        let index = self.classes.len() - 1;
+        self.types.push((name, Binding::Compound(index)));
+    }
+
+    /// `$a, $b, KEYWORD $c |` at the start of a compound body.
+    fn formals(&mut self) -> Vec<Formal> {
+        let mut formals: Vec<Formal> = Vec::new();
+        let mut seen: HashMap<String, Span> = HashMap::new();
+        loop {
+            let t = self.peek();
+            let (keyword, var) = match t.kind {
+                Tok::Var => {
+                    self.bump();
+                    (None, t)
+                }
+                Tok::Word if self.peek_nth(1).kind == Tok::Var => {
+                    self.bump();
+                    (Some(self.text_of(t).to_string()), self.bump())
+                }
+                Tok::Bar => {
+                    self.bump();
+                    return formals;
+                }
+                _ => {
+                    if !formals.is_empty() {
+                        self.unexpected(t, "a parameter `$name` or `|`");
+                    }
+                    return formals;
+                }
+            };
+            let name = self.text_of(var)[1..].to_string();
+            let span = self.tspan(var);
+            if let Some(prev) = seen.insert(name.clone(), span) {
+                let d = Diagnostic::error(span, format!("parameter `${name}` declared twice"))
+                    .with_note(prev, "first declared here");
+                self.error(d);
+            }
+            formals.push(Formal { keyword, var: name });
+            let sep = self.peek();
+            match sep.kind {
+                Tok::Comma => {
+                    self.bump();
+                }
+                Tok::Bar => {
+                    self.bump();
+                    return formals;
+                }
+                _ => {
+                    self.unexpected(sep, "`,` or `|` after a parameter");
+                    return formals;
+                }
+            }
+        }
+    }
+
+    /// `require(...)`: recorded, not acted on.
+    fn require(&mut self) {
+        self.bump();
+        if self.peek().kind != Tok::LParen {
+            let t = self.peek();
+            self.unexpected(t, "`(` after `require`");
+            self.recover();
+            return;
+        }
+        let Ok((s, e)) = self.config() else {
+            return;
+        };
+        let raw = &self.text[s..e];
+        for (a, b) in args::split_top(raw) {
+            let text = args::process(&raw[a..b], None).text;
+            if !text.is_empty() {
+                self.requirements.push(text);
+            }
+        }
+    }
+
+    /// `define($NAME value, ...)`.
+    fn define(&mut self, body: &mut Body) {
+        self.bump();
+        if self.peek().kind != Tok::LParen {
+            let t = self.peek();
+            self.unexpected(t, "`(` after `define`");
+            self.recover();
+            return;
+        }
+        let Ok((s, e)) = self.config() else {
+            return;
+        };
+        let raw = &self.text[s..e];
+        let b = raw.as_bytes();
+        for (a, z) in args::split_top(raw) {
+            let p = args::process(&raw[a..z], None);
+            let Some((cs, ce)) = p.content else {
+                continue;
+            };
+            let (cs, ce) = (a + cs, a + ce);
+            let mut i = cs;
+            let ok = b[i] == b'$' && i + 1 < ce && crate::scan::is_var(b[i + 1]);
+            if !ok {
+                let d = Diagnostic::error(
+                    self.span(s + cs, s + ce),
+                    "expected `$NAME value` in `define`",
+                )
+                .with_help("write `define($NAME value, $OTHER value)`");
+                self.error(d);
+                continue;
+            }
+            i += 1;
+            while i < ce && crate::scan::is_var(b[i]) {
+                i += 1;
+            }
+            if i < ce && !crate::scan::is_space(b[i]) && !crate::scan::comment_at(b, i) {
+                let d = Diagnostic::error(
+                    self.span(s + cs, s + ce),
+                    "expected `$NAME value` in `define`",
+                )
+                .with_help("put a space between the variable and its value");
+                self.error(d);
+                continue;
+            }
+            body.defines.push(Define {
+                name: raw[cs + 1..i].to_string(),
+                value: (s + i, s + z),
+                span: self.span(s + cs, s + i),
+            });
+        }
+    }
+
+    /// Resolves forward references, and names anonymous elements
+    /// `Class@N`, N being the element's 1-based position in its scope, as
+    /// Click numbers them; a clash with a declared name moves N up.
+    fn finish_body(&mut self, body: &mut Body) {
+        for i in 0..body.elems.len() {
+            let Some(word) = body.elems[i].tentative.clone() else {
+                continue;
+            };
+            if let Some(&target) = body.names.get(&word) {
+                body.elems[i].alias_of = Some(target);
+            } else if !body.is_compound && (word == "input" || word == "output") {
+                let d = Diagnostic::error(body.elems[i].name_span, format!("`{word}` is only defined inside an element class body"))
+                    .with_help(format!("`{word}` stands for the ports of a compound element: `elementclass Name {{ input -> ... -> output }}`"));
+                self.error(d);
+            }
+        }
+        for c in &mut body.conns {
+            if let Some(t) = body.elems[c.from].alias_of {
+                c.from = t;
+            }
+            if let Some(t) = body.elems[c.to].alias_of {
+                c.to = t;
+            }
+        }
+        let mut taken: std::collections::HashSet<String> = body.names.keys().cloned().collect();
+        let mut position = 0usize;
+        for e in &mut body.elems {
+            if e.alias_of.is_some() || matches!(e.class, ClassRef::Input | ClassRef::Output) {
+                continue;
+            }
+            position += 1;
+            if e.declared.is_some() {
+                continue;
+            }
+            let mut n = position;
+            loop {
+                let candidate = format!("{}@{n}", e.class_written);
+                if taken.insert(candidate.clone()) {
+                    e.name = candidate;
+                    break;
+                }
+                n += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,388 @@
+//! Source files, byte spans into them, and rustc-style rendering of
+//! diagnostics with the offending text underlined.
+//!
+//! A [`Span`] is a pair of byte offsets plus the index of its file in a
+//! [`SourceMap`]; lines and columns are only computed when a diagnostic is
+//! shown. Columns count characters, so a tab is one column; the underline
+//! copies the tabs of the source line so that it still lines up in a
+//! terminal.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+/// One configuration text and the name it is reported under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// File path, or `"<string>"` for text that did not come from a file.
+    pub name: String,
+    /// The whole text.
+    pub text: String,
+}
+
+impl Source {
+    /// A source with the given name and text.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Source {
+        Source {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+
+    /// A source that did not come from a file, reported as `<string>`.
+    pub fn from_string(text: impl Into<String>) -> Source {
+        Source::new("<string>", text)
+    }
+}
+
+/// A byte range `start..end` in file `file` of a [`SourceMap`].
+///
+/// Offsets always fall on character boundaries. An empty span (`start ==
+/// end`) marks a position, such as the end of the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    /// Index of the file in its [`SourceMap`].
+    pub file: u32,
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// The span `start..end` of `file`.
+    pub fn new(file: u32, start: usize, end: usize) -> Span {
+        Span { file, start, end }
+    }
+
+    /// The smallest span covering `self` and `other` (same file assumed).
+    pub fn to(self, other: Span) -> Span {
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.end.saturating_sub(self.start)
+    }
+
+    /// Whether the span covers no text.
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.start
+    }
+}
+
+/// An error found in a configuration, located in its source.
+///
+/// Every diagnostic this crate produces is an error: a configuration with
+/// any diagnostic is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The offending text; it is underlined when rendered.
+    pub span: Span,
+    /// What is wrong, in one line, without a trailing period.
+    pub message: String,
+    /// How to fix it, if we can tell.
+    pub help: Option<String>,
+    /// Related places, such as a first declaration.
+    pub notes: Vec<(Span, String)>,
+}
+
+impl Diagnostic {
+    /// An error at `span`.
+    pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            span,
+            message: message.into(),
+            help: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Adds (or replaces) the help line.
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Adds a note pointing at another place.
+    pub fn with_note(mut self, span: Span, note: impl Into<String>) -> Diagnostic {
+        self.notes.push((span, note.into()));
+        self
+    }
+
+    /// Renders the diagnostic against `map` (see [`SourceMap::render`]).
+    pub fn render(&self, map: &SourceMap) -> String {
+        map.render(self)
+    }
+}
+
+/// The message alone, without location; use [`SourceMap::render`] to show
+/// it to a user.
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+struct File {
+    source: Source,
+    /// Byte offset of the start of each line.
+    line_starts: Vec<usize>,
+}
+
+/// The sources a configuration was read from, indexed by [`Span::file`].
+#[derive(Default)]
+pub struct SourceMap {
+    files: Vec<File>,
+}
+
+impl fmt::Debug for SourceMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.files.iter().map(|file| &file.source.name))
+            .finish()
+    }
+}
+
+impl SourceMap {
+    /// An empty map.
+    pub fn new() -> SourceMap {
+        SourceMap::default()
+    }
+
+    /// Adds a source and returns its index, to be used in [`Span::file`].
+    pub fn add(&mut self, source: Source) -> u32 {
+        let bytes = source.text.as_bytes();
+        let mut line_starts = vec![0];
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\n' => line_starts.push(i + 1),
+                b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
+                    line_starts.push(i + 2);
+                    i += 1;
+                }
+                b'\r' => line_starts.push(i + 1),
+                _ => {}
+            }
+            i += 1;
+        }
+        let index = u32::try_from(self.files.len()).expect("more than 2^32 source files");
+        self.files.push(File {
+            source,
+            line_starts,
+        });
+        index
+    }
+
+    /// The source with index `file`.
+    pub fn get(&self, file: u32) -> Option<&Source> {
+        self.files.get(file as usize).map(|f| &f.source)
+    }
+
+    /// 1-based line and column of the start of `span`; columns count
+    /// characters (a tab is one column). `(0, 0)` if the file is unknown.
+    pub fn line_col(&self, span: impl Borrow<Span>) -> (usize, usize) {
+        let span = span.borrow();
+        match self.files.get(span.file as usize) {
+            Some(file) => {
+                let (line, start) = file.line_of(span.start);
+                let col = file.text_between(start, span.start).chars().count() + 1;
+                (line + 1, col)
+            }
+            None => (0, 0),
+        }
+    }
+
+    /// Renders a diagnostic the way rustc does:
+    ///
+    /// ```text
+    /// error: unknown element class `Discrad`
+    ///   --> router.click:12:10
+    ///    |
+    /// 12 |     q -> Discrad;
+    ///    |          ^^^^^^^
+    ///    = help: did you mean `Discard`?
+    /// ```
+    ///
+    /// Each note follows with its own snippet.
+    pub fn render(&self, diag: &Diagnostic) -> String {
+        let mut lines: Vec<usize> = vec![self.line_col(diag.span).0];
+        lines.extend(diag.notes.iter().map(|(span, _)| self.line_col(span).0));
+        let width = lines.iter().max().map_or(1, |&n| n.to_string().len());
+        let mut out = format!("error: {}\n", diag.message);
+        self.snippet(&mut out, diag.span, width);
+        for (span, note) in &diag.notes {
+            out.push_str(&format!("{:width$} = note: {note}\n", ""));
+            self.snippet(&mut out, *span, width);
+        }
+        if let Some(help) = &diag.help {
+            out.push_str(&format!("{:width$} = help: {help}\n", ""));
+        }
+        out
+    }
+
+    /// Renders several diagnostics separated by blank lines.
+    pub fn render_all(&self, diags: &[Diagnostic]) -> String {
+        diags
+            .iter()
+            .map(|d| self.render(d))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn snippet(&self, out: &mut String, span: Span, width: usize) {
+        let Some(file) = self.files.get(span.file as usize) else {
+            return;
+        };
+        let (line, col) = self.line_col(span);
+        out.push_str(&format!(
+            "{:width$}--> {}:{line}:{col}\n",
+            "", file.source.name
+        ));
+        out.push_str(&format!("{:width$} |\n", ""));
+        let (_, line_start) = file.line_of(span.start);
+        let line_end = file.line_end(line_start);
+        let text = file.text_between(line_start, line_end);
+        out.push_str(&format!("{line:>width$} | {text}\n"));
+        // Copy tabs from the source line so the carets stay aligned.
+        let before: String = file
+            .text_between(line_start, span.start)
+            .chars()
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let under_end = span.end.clamp(span.start, line_end);
+        let carets = file
+            .text_between(span.start, under_end)
+            .chars()
+            .count()
+            .max(1);
+        out.push_str(&format!("{:width$} | {before}{}\n", "", "^".repeat(carets)));
+    }
+}
+
+impl File {
+    /// 0-based line index containing `offset`, and that line's start.
+    fn line_of(&self, offset: usize) -> (usize, usize) {
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        (line, self.line_starts[line])
+    }
+
+    /// End of the line starting at `start`, before its line break.
+    fn line_end(&self, start: usize) -> usize {
+        let bytes = self.source.text.as_bytes();
+        let mut end = start.min(bytes.len());
+        while end < bytes.len() && bytes[end] != b'\n' && bytes[end] != b'\r' {
+            end += 1;
+        }
+        end
+    }
+
+    /// Text between two offsets, tolerating offsets past the end or off a
+    /// character boundary (they come from callers we do not control).
+    fn text_between(&self, start: usize, end: usize) -> &str {
+        let text = &self.source.text;
+        let end = end.min(text.len());
+        let start = start.min(end);
+        text.get(start..end).unwrap_or("")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map_with(text: &str) -> (SourceMap, u32) {
+        let mut map = SourceMap::new();
+        let file = map.add(Source::new("router.click", text));
+        (map, file)
+    }
+
+    #[test]
+    fn line_col_counts_from_one() {
+        let (map, f) = map_with("ab\ncd\r\nef\rgh");
+        assert_eq!(map.line_col(Span::new(f, 0, 0)), (1, 1));
+        assert_eq!(map.line_col(Span::new(f, 1, 2)), (1, 2));
+        assert_eq!(map.line_col(Span::new(f, 3, 4)), (2, 1));
+        let by_ref = &Span::new(f, 7, 8);
+        assert_eq!(map.line_col(by_ref), (3, 1));
+        assert_eq!(map.line_col(Span::new(f, 10, 11)), (4, 1));
+        assert_eq!(map.line_col(Span::new(9, 0, 0)), (0, 0));
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        let (map, f) = map_with("é\tx");
+        assert_eq!(map.line_col(Span::new(f, 3, 4)), (1, 3));
+    }
+
+    #[test]
+    fn render_underlines_the_span() {
+        let mut text = String::new();
+        for _ in 0..11 {
+            text.push_str("// filler\n");
+        }
+        text.push_str("    q -> Discrad;\n");
+        let (map, f) = map_with(&text);
+        let start = text.find("Discrad").unwrap();
+        let diag = Diagnostic::error(
+            Span::new(f, start, start + 7),
+            "unknown element class `Discrad`",
+        )
+        .with_help("did you mean `Discard`?");
+        assert_eq!(
+            map.render(&diag),
+            "error: unknown element class `Discrad`\n  \
+             --> router.click:12:10\n   \
+             |\n\
+             12 |     q -> Discrad;\n   \
+             |          ^^^^^^^\n   \
+             = help: did you mean `Discard`?\n"
+        );
+    }
+
+    #[test]
+    fn render_keeps_tabs_aligned_and_shows_notes() {
+        let text = "x :: Queue;\n\tx :: Queue;\n";
+        let (map, f) = map_with(text);
+        let diag = Diagnostic::error(Span::new(f, 13, 14), "redeclaration of element `x`")
+            .with_note(Span::new(f, 0, 1), "`x` first declared here");
+        assert_eq!(
+            map.render(&diag),
+            "error: redeclaration of element `x`\n \
+             --> router.click:2:2\n  \
+             |\n\
+             2 | \tx :: Queue;\n  \
+             | \t^\n  \
+             = note: `x` first declared here\n \
+             --> router.click:1:1\n  \
+             |\n\
+             1 | x :: Queue;\n  \
+             | ^\n"
+        );
+    }
+
+    #[test]
+    fn render_empty_span_at_end_of_file() {
+        let (map, f) = map_with("a ->");
+        let diag = Diagnostic::error(Span::new(f, 4, 4), "expected an element after `->`");
+        let out = map.render(&diag);
+        assert!(out.contains("1:5"), "{out}");
+        assert!(out.ends_with("  |     ^\n"), "{out}");
+    }
+
+    #[test]
+    fn multi_line_span_is_underlined_to_end_of_first_line() {
+        let (map, f) = map_with("Foo(a,\n b)");
+        let diag = Diagnostic::error(Span::new(f, 3, 10), "bad");
+        assert!(map.render(&diag).contains("1 | Foo(a,\n  |    ^^^\n"));
+    }
+}

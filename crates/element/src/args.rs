@@ -1,0 +1,539 @@
+//! Reading an element's arguments the way Click's `Args` does: by keyword,
+//! with optional positional forms, stated defaults, and a refusal of
+//! anything the element did not ask for.
+//!
+//! ```text
+//! InfiniteSource(\<0800...>, 100, BURST 32)   // DATA and LIMIT positional
+//! ```
+//!
+//! ```text
+//! let data: Data = args.read_p("DATA")?.unwrap_or_default();
+//! let limit: Option<u64> = args.read_p("LIMIT")?;
+//! let burst: usize = args.read("BURST")?.unwrap_or(32);
+//! args.complete()?;
+//! ```
+
+use bricks_config::{Arg, Span};
+use bricks_wire::ethernet::EthernetAddress;
+use bricks_wire::ipv4::Ipv4Cidr;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A problem with an element's arguments, located in the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError {
+    /// The offending argument, or `None` for the whole argument list.
+    pub span: Option<Span>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it, when there is something useful to say.
+    pub help: Option<String>,
+}
+
+impl ArgError {
+    /// An error about the argument at `span`.
+    pub fn at(span: Span, message: impl Into<String>) -> ArgError {
+        ArgError {
+            span: Some(span),
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// An error about the argument list as a whole.
+    pub fn new(message: impl Into<String>) -> ArgError {
+        ArgError {
+            span: None,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// Adds a hint.
+    pub fn with_help(mut self, help: impl Into<String>) -> ArgError {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl core::fmt::Display for ArgError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// A value an argument can hold.
+pub trait FromArg: Sized {
+    /// The type in words, for error messages and manuals.
+    const TYPE: &'static str;
+    /// Parses the argument text (already stripped of its keyword).
+    fn from_arg(text: &str) -> Result<Self, String>;
+}
+
+struct Item<'a> {
+    text: &'a str,
+    keyword: Option<&'a str>,
+    value: &'a str,
+    span: Span,
+}
+
+/// The arguments of one element, read one by one.
+pub struct Args<'a> {
+    items: Vec<Item<'a>>,
+    used: Vec<bool>,
+    asked: Vec<&'static str>,
+    /// Positional items are taken in order; this is the next candidate.
+    next_positional: usize,
+    whole: Option<Span>,
+}
+
+impl<'a> Args<'a> {
+    /// Arguments as the configuration parser split them. `whole` locates
+    /// the argument list, for errors about a missing argument.
+    pub fn new(args: &'a [Arg], whole: Option<Span>) -> Args<'a> {
+        let items: Vec<Item<'a>> = args
+            .iter()
+            .map(|a| {
+                let (keyword, value) = bricks_config::split_keyword(&a.text);
+                Item {
+                    text: &a.text,
+                    keyword,
+                    value,
+                    span: a.span,
+                }
+            })
+            .collect();
+        Args {
+            used: vec![false; items.len()],
+            items,
+            asked: Vec::new(),
+            next_positional: 0,
+            whole,
+        }
+    }
+
+    /// Builds arguments from plain strings, for tests and programmatic
+    /// graphs.
+    pub fn from_strs(args: &'a [Arg]) -> Args<'a> {
+        Args::new(args, None)
+    }
+
+    fn parse<T: FromArg>(&self, i: usize, key: &str) -> Result<T, ArgError> {
+        let it = &self.items[i];
+        T::from_arg(it.value.trim()).map_err(|why| {
+            ArgError::at(
+                it.span,
+                format!("bad argument {key}: expected {}, {why}", T::TYPE),
+            )
+        })
+    }
+
+    fn find_keyword(&self, key: &str) -> Option<usize> {
+        // The last occurrence wins, as in Click.
+        (0..self.items.len())
+            .rev()
+            .find(|&i| self.items[i].keyword == Some(key))
+    }
+
+    fn take_positional(&mut self) -> Option<usize> {
+        while self.next_positional < self.items.len() {
+            let i = self.next_positional;
+            self.next_positional += 1;
+            if self.items[i].keyword.is_none() && !self.used[i] {
+                return Some(i);
+            }
+            if self.items[i].keyword.is_some() {
+                // Positional arguments come before keywords, as in Click.
+                self.next_positional = self.items.len();
+            }
+        }
+        None
+    }
+
+    fn note(&mut self, key: &'static str) {
+        if !self.asked.contains(&key) {
+            self.asked.push(key);
+        }
+    }
+
+    /// An optional keyword-only argument.
+    pub fn read<T: FromArg>(&mut self, key: &'static str) -> Result<Option<T>, ArgError> {
+        self.note(key);
+        match self.find_keyword(key) {
+            Some(i) => {
+                self.mark_keyword(key);
+                self.parse(i, key).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// An optional argument that may also be given positionally.
+    pub fn read_p<T: FromArg>(&mut self, key: &'static str) -> Result<Option<T>, ArgError> {
+        self.note(key);
+        if let Some(i) = self.find_keyword(key) {
+            self.mark_keyword(key);
+            return self.parse(i, key).map(Some);
+        }
+        match self.take_positional() {
+            Some(i) => {
+                self.used[i] = true;
+                self.parse(i, key).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// A mandatory argument that may be given positionally.
+    pub fn read_mp<T: FromArg>(&mut self, key: &'static str) -> Result<T, ArgError> {
+        self.read_p(key)?.ok_or_else(|| self.missing(key))
+    }
+
+    /// A mandatory keyword-only argument.
+    pub fn read_m<T: FromArg>(&mut self, key: &'static str) -> Result<T, ArgError> {
+        self.read(key)?.ok_or_else(|| self.missing(key))
+    }
+
+    /// Every occurrence of a repeatable keyword, in order.
+    pub fn read_all<T: FromArg>(&mut self, key: &'static str) -> Result<Vec<T>, ArgError> {
+        self.note(key);
+        let mut out = Vec::new();
+        for i in 0..self.items.len() {
+            if self.items[i].keyword == Some(key) {
+                self.used[i] = true;
+                out.push(self.parse(i, key)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn mark_keyword(&mut self, key: &str) {
+        for i in 0..self.items.len() {
+            if self.items[i].keyword == Some(key) {
+                self.used[i] = true;
+            }
+        }
+    }
+
+    fn missing(&self, key: &str) -> ArgError {
+        let e = ArgError::new(format!("missing mandatory argument {key}"));
+        ArgError { span: self.whole, ..e }
+    }
+
+    /// Every positional argument not read yet, with its location: the
+    /// patterns of a classifier, the routes of a lookup element. Arguments
+    /// whose first word looks like a keyword are included whole when they
+    /// are not a keyword this element asked for.
+    pub fn rest(&mut self) -> Vec<(&'a str, Span)> {
+        let mut out = Vec::new();
+        for i in 0..self.items.len() {
+            if self.used[i] {
+                continue;
+            }
+            let it = &self.items[i];
+            if let Some(k) = it.keyword {
+                if self.asked.contains(&k) {
+                    continue;
+                }
+            }
+            self.used[i] = true;
+            out.push((self.raw(i), it.span));
+        }
+        out
+    }
+
+    fn raw(&self, i: usize) -> &'a str {
+        self.items[i].text
+    }
+
+    /// Checks that every argument was read; an unknown keyword or an extra
+    /// positional argument is an error that names it.
+    pub fn complete(self) -> Result<(), ArgError> {
+        for (i, it) in self.items.iter().enumerate() {
+            if self.used[i] {
+                continue;
+            }
+            if it.value.is_empty() && it.keyword.is_none() {
+                // `Class()` and trailing commas give empty arguments.
+                continue;
+            }
+            return Err(match it.keyword {
+                Some(k) => {
+                    let e = ArgError::at(it.span, format!("unknown keyword {k}"));
+                    match bricks_config::suggest(k, self.asked.iter().copied()) {
+                        Some(s) => e.with_help(format!("did you mean {s}?")),
+                        None if self.asked.is_empty() => {
+                            e.with_help("this element takes no arguments")
+                        }
+                        None => e.with_help(format!("keywords: {}", self.asked.join(", "))),
+                    }
+                }
+                None => ArgError::at(it.span, "too many arguments").with_help(if self
+                    .asked
+                    .is_empty()
+                {
+                    "this element takes no arguments".to_string()
+                } else {
+                    format!("arguments: {}", self.asked.join(", "))
+                }),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Bytes given as a Click data literal (`\<00 11>`) or a string with
+/// escapes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Data(pub Vec<u8>);
+
+impl FromArg for Data {
+    const TYPE: &'static str = "data";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        bricks_config::parse_data(text).map(Data)
+    }
+}
+
+macro_rules! unsigned {
+    ($($t:ty),*) => {$(
+        impl FromArg for $t {
+            const TYPE: &'static str = "unsigned integer";
+            fn from_arg(text: &str) -> Result<Self, String> {
+                let t = text.replace('_', "");
+                let r = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                    <$t>::from_str_radix(h, 16)
+                } else {
+                    t.parse::<$t>()
+                };
+                r.map_err(|_| format!("found `{text}`"))
+            }
+        }
+    )*};
+}
+unsigned!(u8, u16, u32, u64, usize);
+
+impl FromArg for i64 {
+    const TYPE: &'static str = "integer";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        text.parse().map_err(|_| format!("found `{text}`"))
+    }
+}
+
+impl FromArg for f64 {
+    const TYPE: &'static str = "real number";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        text.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("found `{text}`"))
+    }
+}
+
+impl FromArg for bool {
+    const TYPE: &'static str = "boolean (true/false)";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" | "on" => Ok(true),
+            "false" | "no" | "0" | "off" => Ok(false),
+            _ => Err(format!("found `{text}`")),
+        }
+    }
+}
+
+impl FromArg for String {
+    const TYPE: &'static str = "string";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        if text.starts_with('"') || text.starts_with('\'') {
+            bricks_config::unquote(text)
+        } else {
+            Ok(text.to_string())
+        }
+    }
+}
+
+impl FromArg for PathBuf {
+    const TYPE: &'static str = "file name";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        let s = String::from_arg(text)?;
+        if s.is_empty() {
+            return Err("found an empty file name".into());
+        }
+        Ok(PathBuf::from(s))
+    }
+}
+
+impl FromArg for Ipv4Addr {
+    const TYPE: &'static str = "IPv4 address";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        text.parse().map_err(|_| format!("found `{text}`"))
+    }
+}
+
+impl FromArg for Ipv6Addr {
+    const TYPE: &'static str = "IPv6 address";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        text.parse().map_err(|_| format!("found `{text}`"))
+    }
+}
+
+impl FromArg for EthernetAddress {
+    const TYPE: &'static str = "Ethernet address";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        text.parse().map_err(|_| format!("found `{text}`"))
+    }
+}
+
+impl FromArg for Ipv4Cidr {
+    const TYPE: &'static str = "IPv4 prefix (ADDR/LEN or ADDR/MASK)";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        if !text.contains('/') {
+            // Click's IPPrefixArg accepts a bare address as a /32.
+            let a: Ipv4Addr = text.parse().map_err(|_| format!("found `{text}`"))?;
+            return Ok(Ipv4Cidr::new(a, 32));
+        }
+        text.parse().map_err(|_| format!("found `{text}`"))
+    }
+}
+
+impl FromArg for Duration {
+    const TYPE: &'static str = "duration (e.g. 1, 0.5s, 100ms, 20us)";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let v: f64 = num.parse().map_err(|_| format!("found `{text}`"))?;
+        let scale = match unit.trim() {
+            "" | "s" | "sec" | "secs" => 1.0,
+            "ms" | "msec" => 1e-3,
+            "us" | "usec" => 1e-6,
+            "ns" | "nsec" => 1e-9,
+            "min" | "m" => 60.0,
+            "h" | "hr" => 3600.0,
+            _ => return Err(format!("unknown unit in `{text}`")),
+        };
+        let secs = v * scale;
+        if !secs.is_finite() || secs < 0.0 || secs > 1e12 {
+            return Err(format!("found `{text}`"));
+        }
+        Ok(Duration::from_secs_f64(secs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(texts: &[&str]) -> Vec<Arg> {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Arg {
+                text: t.to_string(),
+                span: Span {
+                    file: 0,
+                    start: i * 10,
+                    end: i * 10 + t.len(),
+                },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn positional_then_keyword() {
+        let a = args(&["\\<0800>", "100", "BURST 8"]);
+        let mut r = Args::new(&a, None);
+        let data: Data = r.read_p("DATA").unwrap().unwrap();
+        let limit: Option<u64> = r.read_p("LIMIT").unwrap();
+        let burst: Option<usize> = r.read("BURST").unwrap();
+        let stop: Option<bool> = r.read("STOP").unwrap();
+        r.complete().unwrap();
+        assert_eq!(data.0, vec![0x08, 0x00]);
+        assert_eq!(limit, Some(100));
+        assert_eq!(burst, Some(8));
+        assert_eq!(stop, None);
+    }
+
+    #[test]
+    fn keyword_instead_of_positional() {
+        let a = args(&["LIMIT 5"]);
+        let mut r = Args::new(&a, None);
+        let data: Option<Data> = r.read_p("DATA").unwrap();
+        let limit: Option<u64> = r.read_p("LIMIT").unwrap();
+        r.complete().unwrap();
+        assert_eq!(data, None);
+        assert_eq!(limit, Some(5));
+    }
+
+    #[test]
+    fn unknown_keyword_is_named_and_suggested() {
+        let a = args(&["LIMT 5"]);
+        let mut r = Args::new(&a, None);
+        let _: Option<u64> = r.read_p("LIMIT").unwrap();
+        let e = r.complete().unwrap_err();
+        assert_eq!(e.message, "unknown keyword LIMT");
+        assert_eq!(e.help.as_deref(), Some("did you mean LIMIT?"));
+        assert_eq!(e.span.unwrap().start, 0);
+    }
+
+    #[test]
+    fn bad_value_names_argument_and_type() {
+        let a = args(&["", "BURST lots"]);
+        let mut r = Args::new(&a, None);
+        let e = r.read::<usize>("BURST").unwrap_err();
+        assert_eq!(
+            e.message,
+            "bad argument BURST: expected unsigned integer, found `lots`"
+        );
+        assert_eq!(e.span.unwrap().start, 10);
+    }
+
+    #[test]
+    fn too_many_positional() {
+        let a = args(&["1", "2"]);
+        let mut r = Args::new(&a, None);
+        let _: Option<u64> = r.read_p("LIMIT").unwrap();
+        let e = r.complete().unwrap_err();
+        assert_eq!(e.message, "too many arguments");
+    }
+
+    #[test]
+    fn missing_mandatory() {
+        let a = args(&[]);
+        let mut r = Args::new(&a, None);
+        let e = r.read_mp::<u64>("MTU").unwrap_err();
+        assert_eq!(e.message, "missing mandatory argument MTU");
+    }
+
+    #[test]
+    fn rest_returns_unread_positionals() {
+        let a = args(&["12/0806 20/0001", "12/0800", "-"]);
+        let mut r = Args::new(&a, None);
+        let rest: Vec<&str> = r.rest().into_iter().map(|(t, _)| t).collect();
+        assert_eq!(rest, vec!["12/0806 20/0001", "12/0800", "-"]);
+        r.complete().unwrap();
+    }
+
+    #[test]
+    fn values() {
+        assert_eq!(u16::from_arg("0x800"), Ok(0x800));
+        assert!(u8::from_arg("256").is_err());
+        assert_eq!(bool::from_arg("TRUE"), Ok(true));
+        assert_eq!(Duration::from_arg("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(Duration::from_arg("2"), Ok(Duration::from_secs(2)));
+        assert!(Duration::from_arg("-1").is_err());
+        assert!(Duration::from_arg("5 parsecs").is_err());
+        assert_eq!(String::from_arg("\"a b\""), Ok("a b".to_string()));
+        let c = Ipv4Cidr::from_arg("10.0.0.1").unwrap();
+        assert_eq!(c.prefix_len(), 32);
+        assert_eq!(Ipv4Cidr::from_arg("10.0.0.0/255.0.0.0").unwrap().prefix_len(), 8);
+        assert_eq!(
+            EthernetAddress::from_arg("00:11:22:33:44:55").unwrap(),
+            EthernetAddress([0, 0x11, 0x22, 0x33, 0x44, 0x55])
+        );
+    }
+}

@@ -1,0 +1,396 @@
+//! One worker's instance of the element graph, and the context an element
+//! sees while it runs.
+
+use crate::{Element, Stats};
+use bricks_packet::{Batch, Packet, Timestamp, MAX_BATCH};
+use std::cell::RefCell;
+
+/// One end of a connection: an element and one of its ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edge {
+    /// Element index in the graph.
+    pub element: u32,
+    /// Port number on that element.
+    pub port: u32,
+}
+
+impl Edge {
+    /// No connection.
+    pub const NONE: Edge = Edge {
+        element: u32::MAX,
+        port: u32::MAX,
+    };
+
+    /// Whether this is a real connection.
+    #[inline(always)]
+    pub fn is_some(self) -> bool {
+        self.element != u32::MAX
+    }
+}
+
+/// The elements of one worker and how their ports are connected.
+///
+/// Elements sit in `RefCell`s: a push or pull borrows the callee for the
+/// length of one batch. The graph builder refuses push and pull cycles, so
+/// an element is never entered twice and the borrow cannot fail.
+pub struct Graph {
+    elements: Vec<RefCell<Box<dyn Element>>>,
+    names: Vec<String>,
+    /// For each element, the downstream end of each push output.
+    outputs: Vec<Box<[Edge]>>,
+    /// For each element, the upstream end of each pull input.
+    inputs: Vec<Box<[Edge]>>,
+    /// Packets pushed to an output that no connection takes.
+    unconnected: Vec<std::cell::Cell<u64>>,
+}
+
+impl Graph {
+    /// Builds a graph. `outputs[e][p]` is where push output `p` of element
+    /// `e` leads ([`Edge::NONE`] for pull outputs and unconnected optional
+    /// outputs); `inputs[e][p]` is where pull input `p` of `e` comes from.
+    pub fn new(
+        elements: Vec<Box<dyn Element>>,
+        names: Vec<String>,
+        outputs: Vec<Box<[Edge]>>,
+        inputs: Vec<Box<[Edge]>>,
+    ) -> Graph {
+        assert_eq!(elements.len(), names.len());
+        assert_eq!(elements.len(), outputs.len());
+        assert_eq!(elements.len(), inputs.len());
+        let n = elements.len();
+        Graph {
+            elements: elements.into_iter().map(RefCell::new).collect(),
+            names,
+            outputs,
+            inputs,
+            unconnected: (0..n).map(|_| std::cell::Cell::new(0)).collect(),
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.elements.len()
+    }
+
+    /// Whether the graph has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.elements.is_empty()
+    }
+
+    /// Element names, by index.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Index of the element called `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+
+    /// Runs `f` on element `index` with a context for it.
+    pub fn with_element<R>(
+        &self,
+        index: usize,
+        worker: &mut WorkerState,
+        f: impl FnOnce(&mut dyn Element, &mut Context<'_>) -> R,
+    ) -> R {
+        let mut e = self.elements[index].borrow_mut();
+        let mut cx = Context {
+            graph: self,
+            element: index,
+            worker,
+        };
+        f(&mut **e, &mut cx)
+    }
+
+    /// Collects the counters of element `index`.
+    pub fn stats(&self, index: usize) -> Stats {
+        let mut s = Stats::default();
+        self.elements[index].borrow().stats(&mut s);
+        let u = self.unconnected[index].get();
+        if u > 0 {
+            s.counter("unconnected_drops", u);
+        }
+        s
+    }
+
+    /// Calls a write handler on element `index`.
+    pub fn write_handler(&self, index: usize, handler: &str, value: &str) -> Result<(), String> {
+        self.elements[index].borrow_mut().write_handler(handler, value)
+    }
+}
+
+/// State of one worker that every element can reach through its
+/// [`Context`].
+#[derive(Debug)]
+pub struct WorkerState {
+    /// This worker's number, from 0.
+    pub worker: usize,
+    /// How many workers run this graph.
+    pub workers: usize,
+    /// Time at the start of the current scheduling round.
+    pub now: Timestamp,
+    /// Set by an element that wants the router to stop (Click's
+    /// `STOP true`).
+    pub stop_requested: bool,
+    /// Timers requested this round: (expiry, element).
+    pub timer_requests: Vec<(Timestamp, usize)>,
+    /// Time comes from the packets read (offline runs of captures), not
+    /// from the wall clock: runs are then repeatable to the byte.
+    pub trace_clock: bool,
+    /// Errors elements reported while running (a capture that turned out
+    /// damaged, a file that could not be written).
+    pub errors: Vec<String>,
+}
+
+impl WorkerState {
+    /// State for worker `worker` of `workers`.
+    pub fn new(worker: usize, workers: usize) -> WorkerState {
+        WorkerState {
+            worker,
+            workers,
+            now: Timestamp::now(),
+            stop_requested: false,
+            timer_requests: Vec::new(),
+            trace_clock: false,
+            errors: Vec::new(),
+        }
+    }
+}
+
+/// What an element sees of the graph and its worker while it runs.
+pub struct Context<'a> {
+    graph: &'a Graph,
+    element: usize,
+    worker: &'a mut WorkerState,
+}
+
+impl<'a> Context<'a> {
+    /// This element's index in the graph.
+    #[inline(always)]
+    pub fn element_index(&self) -> usize {
+        self.element
+    }
+
+    /// This element's name.
+    pub fn name(&self) -> &str {
+        &self.graph.names[self.element]
+    }
+
+    /// Time at the start of the current scheduling round.
+    #[inline(always)]
+    pub fn now(&self) -> Timestamp {
+        self.worker.now
+    }
+
+    /// The worker this runs on.
+    #[inline(always)]
+    pub fn worker(&self) -> usize {
+        self.worker.worker
+    }
+
+    /// Number of outputs this element has in the configuration.
+    #[inline(always)]
+    pub fn noutputs(&self) -> usize {
+        self.graph.outputs[self.element].len()
+    }
+
+    /// Whether push output `port` leads somewhere.
+    #[inline(always)]
+    pub fn output_connected(&self, port: usize) -> bool {
+        self.graph.outputs[self.element]
+            .get(port)
+            .is_some_and(|e| e.is_some())
+    }
+
+    /// Moves the clock to `t` when time follows the packets (a trace
+    /// clock); the clock never goes backwards.
+    #[inline]
+    pub fn observe_time(&mut self, t: Timestamp) {
+        if self.worker.trace_clock && t > self.worker.now {
+            self.worker.now = t;
+        }
+    }
+
+    /// Reports an error that stops this element but not the router; the
+    /// run ends with a failure status.
+    pub fn report_error(&mut self, message: impl Into<String>) {
+        let m = format!("{}: {}", self.name(), message.into());
+        self.worker.errors.push(m);
+    }
+
+    /// Asks the router to stop once in-flight packets are delivered.
+    pub fn request_stop(&mut self) {
+        self.worker.stop_requested = true;
+    }
+
+    /// Asks for [`Element::run_timer`] to be called at or after `at`.
+    pub fn schedule_at(&mut self, at: Timestamp) {
+        self.worker.timer_requests.push((at, self.element));
+    }
+
+    /// Pushes `batch` out of push output `port`; the batch is empty after.
+    #[inline]
+    pub fn push(&mut self, port: usize, batch: &mut Batch) {
+        if batch.is_empty() {
+            return;
+        }
+        let edge = match self.graph.outputs[self.element].get(port) {
+            Some(e) if e.is_some() => *e,
+            _ => {
+                let c = &self.graph.unconnected[self.element];
+                c.set(c.get() + batch.len() as u64);
+                batch.clear();
+                return;
+            }
+        };
+        let dst = edge.element as usize;
+        let mut e = self.graph.elements[dst].borrow_mut();
+        let mut cx = Context {
+            graph: self.graph,
+            element: dst,
+            worker: &mut *self.worker,
+        };
+        e.push(edge.port as usize, batch, &mut cx);
+        // An element must take every packet; whatever it left is dropped
+        // here and counted against it rather than leaked downstream.
+        if !batch.is_empty() {
+            let c = &self.graph.unconnected[dst];
+            c.set(c.get() + batch.len() as u64);
+            batch.clear();
+        }
+    }
+
+    /// Pushes a single packet out of `port`.
+    #[inline]
+    pub fn push_one(&mut self, port: usize, p: Packet) {
+        let mut b = Batch::new();
+        let _ = b.push(p);
+        self.push(port, &mut b);
+    }
+
+    /// Pulls up to `max` packets from whatever feeds pull input `port` and
+    /// appends them to `out`.
+    #[inline]
+    pub fn pull(&mut self, port: usize, out: &mut Batch, max: usize) {
+        let edge = match self.graph.inputs[self.element].get(port) {
+            Some(e) if e.is_some() => *e,
+            _ => return,
+        };
+        let max = max.min(out.remaining());
+        if max == 0 {
+            return;
+        }
+        let src = edge.element as usize;
+        let mut e = self.graph.elements[src].borrow_mut();
+        let mut cx = Context {
+            graph: self.graph,
+            element: src,
+            worker: &mut *self.worker,
+        };
+        e.pull(edge.port as usize, out, max, &mut cx);
+    }
+
+    /// Sends each packet of `batch` to the output `classify` picks, or drops
+    /// it when `classify` says `None` (the element counts why). Packets
+    /// keep their order within each output. The common case, every packet
+    /// to output 0, forwards the batch as it is.
+    #[inline]
+    pub fn push_classified(
+        &mut self,
+        batch: &mut Batch,
+        classify: impl FnMut(&mut Packet) -> Option<usize>,
+    ) {
+        self.dispatch(batch, classify);
+        self.push(0, batch);
+    }
+
+    /// Pulls up to `max` packets from input 0, applies `f` to the batch,
+    /// and appends what is left to `out`: the pull side of an element that
+    /// works on batches in place.
+    #[inline]
+    pub fn pull_with(&mut self, out: &mut Batch, max: usize, f: impl FnOnce(&mut Batch, &mut Self)) {
+        let mut b = Batch::new();
+        self.pull(0, &mut b, max);
+        if b.is_empty() {
+            return;
+        }
+        f(&mut b, self);
+        out.append(&mut b);
+    }
+
+    /// The pull side of [`Context::push_classified`]: pulls from input 0,
+    /// returns the packets classified to output 0 in `out`, and pushes the
+    /// others out of their (push) outputs.
+    #[inline]
+    pub fn pull_classified(
+        &mut self,
+        out: &mut Batch,
+        max: usize,
+        classify: impl FnMut(&mut Packet) -> Option<usize>,
+    ) {
+        let mut b = Batch::new();
+        self.pull(0, &mut b, max);
+        if b.is_empty() {
+            return;
+        }
+        self.dispatch(&mut b, classify);
+        out.append(&mut b);
+    }
+
+    /// Classifies `batch`, pushes every packet bound for an output other
+    /// than 0 out of that output, drops the `None`s, and leaves the output-0
+    /// packets in `batch`.
+    #[inline]
+    fn dispatch(&mut self, batch: &mut Batch, mut classify: impl FnMut(&mut Packet) -> Option<usize>) {
+        const DROP: u16 = u16::MAX;
+        let mut ports = [0u16; MAX_BATCH];
+        let mut others = false;
+        let mut max_port = 0u16;
+        for (slot, p) in ports.iter_mut().zip(batch.iter_mut()) {
+            let port = match classify(p) {
+                Some(port) => port.min(DROP as usize - 1) as u16,
+                None => DROP,
+            };
+            *slot = port;
+            if port != 0 {
+                others = true;
+                if port != DROP {
+                    max_port = max_port.max(port);
+                }
+            }
+        }
+        if !others {
+            return;
+        }
+        let mut len = batch.len();
+        let mut out = Batch::new();
+        for port in 1..=max_port {
+            if !ports[..len].contains(&port) {
+                continue;
+            }
+            let mut i = 0;
+            batch.split_off_into(&mut out, |_| {
+                let keep = ports[i] != port;
+                i += 1;
+                keep
+            });
+            // Keep the port list aligned with the packets that stayed.
+            let mut w = 0;
+            for r in 0..len {
+                if ports[r] != port {
+                    ports[w] = ports[r];
+                    w += 1;
+                }
+            }
+            len = w;
+            self.push(port as usize, &mut out);
+        }
+        let mut i = 0;
+        batch.retain(|_| {
+            let keep = ports[i] != DROP;
+            i += 1;
+            keep
+        });
+    }
+}

@@ -1,0 +1,118 @@
+//! Elements: the unit a bricks router is built from.
+//!
+//! An element is a Rust type implementing [`Element`]. It declares its ports
+//! and their push/pull processing up front in an [`ElementClass`] (Click's
+//! `port_count` and `processing` strings), reads its arguments by keyword
+//! with [`Args`], carries its manual in a [`Manual`] next to its code, and
+//! reports its counters through [`Stats`].
+//!
+//! Elements exchange whole [`Batch`]es: a push element gets one call per
+//! batch and hands packets on with [`Context::push`], so there is no virtual
+//! call per packet (FastClick's batching). Pull is the reverse: a task or a
+//! pull element asks its upstream for up to `max` packets with
+//! [`Context::pull`]. Each worker owns its own instance of the whole graph
+//! ([`Graph`]), so an element never shares mutable state with another core
+//! and needs no lock of its own (RouteBricks §4.2, one core per packet).
+
+#![forbid(unsafe_code)]
+
+pub mod args;
+mod graph;
+mod info;
+mod registry;
+mod stats;
+
+pub use args::{ArgError, Args, FromArg};
+pub use bricks_packet::{Batch, Packet};
+pub use graph::{Context, Edge, Graph, WorkerState};
+pub use info::{
+    ElementClass, Keyword, Manual, PortCount, PortInfo, PortRange, Processing, ProcessingSpec,
+};
+pub use registry::Registry;
+pub use stats::Stats;
+
+/// What a task did when the engine ran it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskResult {
+    /// It moved packets or otherwise made progress; run it again soon.
+    Worked,
+    /// It had nothing to do this time.
+    Idle,
+    /// A source that has finished for good (its LIMIT reached, its file
+    /// read). The engine stops running it.
+    Done,
+}
+
+/// How the engine should treat an element's task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskKind {
+    /// No task: the element only reacts to pushes and pulls.
+    None,
+    /// A source of packets. A run ends when every source is done and the
+    /// graph has drained.
+    Source,
+    /// A task that moves packets already in the graph (Unqueue, a pulling
+    /// sink). It keeps running while sources run and while it finds work.
+    Pump,
+}
+
+/// An element of the router graph.
+///
+/// Every method has a default so that an element implements only what its
+/// ports need: a push element `push`, a pull output `pull`, a source or a
+/// pulling sink `run_task` (and returns its [`TaskKind`] from `task_kind`).
+pub trait Element: Send {
+    /// A batch arrives on push input `port`. The element takes every packet
+    /// out of `batch`: it forwards them with [`Context::push`], keeps them
+    /// (a queue), or drops them and counts why.
+    fn push(&mut self, port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        let _ = (port, cx);
+        batch.clear();
+    }
+
+    /// A downstream element pulls up to `max` packets from output `port`
+    /// into `out`. Leaving `out` unchanged means there is nothing now.
+    fn pull(&mut self, port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let _ = (port, out, max, cx);
+    }
+
+    /// Which task, if any, this element runs. Asked once, after the element
+    /// is configured.
+    fn task_kind(&self) -> TaskKind {
+        TaskKind::None
+    }
+
+    /// Runs the element's task once.
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        let _ = cx;
+        TaskResult::Done
+    }
+
+    /// A timer set with [`Context::schedule_at`] has expired.
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        let _ = cx;
+    }
+
+    /// Reports the element's counters.
+    fn stats(&self, stats: &mut Stats) {
+        let _ = stats;
+    }
+
+    /// Called once when the router stops, after the graph has drained:
+    /// flush files, count packets that can no longer be delivered.
+    fn shutdown(&mut self, cx: &mut Context<'_>) {
+        let _ = cx;
+    }
+
+    /// Handles a write handler (Click's `element.handler value`).
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        let _ = value;
+        Err(format!("no write handler `{handler}`"))
+    }
+}
+
+impl core::fmt::Debug for dyn Element {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("<element>")
+    }
+}

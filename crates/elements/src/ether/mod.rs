@@ -1,0 +1,6 @@
+//! Elements of the `ether` group.
+
+use bricks_element::ElementClass;
+
+/// Every class of this group.
+pub static CLASSES: &[&ElementClass] = &[];

@@ -1,0 +1,292 @@
+//! `FromDevice`, `ToDevice` and `ToHost`: a router's interfaces.
+//!
+//! The configuration names an interface; what serves it is chosen outside
+//! the configuration (see `bricks_io::binding`). Offline, an interface is a
+//! pair of capture files, so Click's router configurations run unmodified
+//! on recorded traffic.
+
+use super::capture::{CaptureSink, CaptureSource};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
+    TaskKind, TaskResult,
+};
+use bricks_io::binding::{self, Binding};
+use bricks_io::pcap::LinkType;
+use bricks_packet::{DEFAULT_BURST, MAX_BATCH};
+
+/// The `FromDevice` class.
+pub static FROM_DEVICE: ElementClass = ElementClass {
+    name: "FromDevice",
+    ports: "0/1",
+    processing: "/h",
+    manual: &FROM_MANUAL,
+    make: make_from,
+};
+
+/// The `PollDevice` class: Click's polling receive element, the same as
+/// `FromDevice` here (bricks always polls).
+pub static POLL_DEVICE: ElementClass = ElementClass {
+    name: "PollDevice",
+    ports: "0/1",
+    processing: "/h",
+    manual: &POLL_MANUAL,
+    make: make_from,
+};
+
+static POLL_MANUAL: Manual = Manual {
+    summary: "receives packets from an interface (Click's polling name for FromDevice)",
+    see_also: &["FromDevice"],
+    example: "PollDevice(eth0) -> Discard;",
+    ..FROM_MANUAL
+};
+
+/// The `ToDevice` class.
+pub static TO_DEVICE: ElementClass = ElementClass {
+    name: "ToDevice",
+    ports: "1/0",
+    processing: "a/",
+    manual: &TO_MANUAL,
+    make: make_to,
+};
+
+/// The `ToHost` class.
+pub static TO_HOST: ElementClass = ElementClass {
+    name: "ToHost",
+    ports: "1/0",
+    processing: "h/",
+    manual: &HOST_MANUAL,
+    make: make_host,
+};
+
+const BINDING_HELP: &str = "bind it on the command line: \
+    `bricks run --device NAME=pcap:IN.pcap,OUT.pcap CONFIG`";
+
+const DEVICE_KEYWORDS: [Keyword; 4] = [
+    Keyword {
+        name: "DEVNAME",
+        ty: "interface name",
+        default: None,
+        doc: "the interface",
+    },
+    Keyword {
+        name: "BURST",
+        ty: "unsigned",
+        default: Some("32"),
+        doc: "packets per batch (RouteBricks' kp; up to 256)",
+    },
+    Keyword {
+        name: "PROMISC",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "receive frames for other hosts too (accepted for Click compatibility)",
+    },
+    Keyword {
+        name: "SNIFFER",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "leave the host's own stack undisturbed (accepted for Click compatibility)",
+    },
+];
+
+static FROM_MANUAL: Manual = Manual {
+    summary: "receives packets from an interface",
+    synopsis: "FromDevice(DEVNAME [, KEYWORDS])",
+    description: "Pushes the packets received on interface DEVNAME, in batches of up to \
+        BURST, with the packet type annotation set from the destination MAC. The \
+        interface is served by what it is bound to: `--device eth0=pcap:in.pcap,out.pcap` \
+        reads received packets from in.pcap (an offline run; the router stops when every \
+        such file is read and the graph has drained). An unbound name is refused.",
+    ports: "no inputs; one push output",
+    keywords: &DEVICE_KEYWORDS,
+    counters: &[
+        ("count", "packets received"),
+        ("oversized", "frames too large for a buffer"),
+    ],
+    example: "FromDevice(eth0) -> Discard;",
+    see_also: &["ToDevice", "FromDump"],
+};
+
+static TO_MANUAL: Manual = Manual {
+    summary: "sends packets out of an interface",
+    synopsis: "ToDevice(DEVNAME [, KEYWORDS])",
+    description: "Sends packets out of interface DEVNAME. Usually after a Queue: the input \
+        is then pull and a task pulls up to BURST packets at a time (RouteBricks' kn \
+        batching toward the device). With a pcap binding the packets are written to the \
+        binding's output file; a binding with no output file drops and counts them.",
+    ports: "one input, pull or push; no outputs",
+    keywords: &DEVICE_KEYWORDS,
+    counters: &[
+        ("count", "packets sent"),
+        ("drops", "packets the device could not take"),
+    ],
+    example: "FromDevice(eth0) -> Queue -> ToDevice(eth0);",
+    see_also: &["FromDevice", "Queue", "ToDump"],
+};
+
+static HOST_MANUAL: Manual = Manual {
+    summary: "delivers packets to the host",
+    synopsis: "ToHost([DEVNAME])",
+    description: "Hands packets to the host's own network stack (local delivery in a \
+        router). Offline, bind the name `host` (or DEVNAME) to a capture \
+        (`--device host=pcap:,local.pcap`) to record what would be delivered; without a \
+        binding packets are counted and dropped.",
+    ports: "one push input; no outputs",
+    keywords: &[DEVICE_KEYWORDS[0]],
+    counters: &[
+        ("count", "packets delivered (or recorded)"),
+        ("drops", "packets dropped for lack of a host binding"),
+    ],
+    example: "FromDevice(eth0) -> ToHost;",
+    see_also: &["ToDevice"],
+};
+
+fn read_device(args: &mut Args<'_>) -> Result<(String, usize), ArgError> {
+    let name: String = args.read_mp("DEVNAME")?;
+    let burst: usize = args.read_p("BURST")?.unwrap_or(DEFAULT_BURST);
+    let _promisc: Option<bool> = args.read_p("PROMISC")?;
+    let _sniffer: Option<bool> = args.read("SNIFFER")?;
+    Ok((name, burst.clamp(1, MAX_BATCH)))
+}
+
+fn unbound(name: &str) -> ArgError {
+    ArgError::new(format!("interface `{name}` is not bound to a backend")).with_help(BINDING_HELP)
+}
+
+fn make_from(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let (name, burst) = read_device(args)?;
+    let src = match binding::lookup(&name) {
+        Some(Binding::Pcap { input: Some(path), .. }) => {
+            Some(CaptureSource::open(path, false).map_err(ArgError::new)?)
+        }
+        Some(Binding::Pcap { input: None, .. }) => None,
+        None => return Err(unbound(&name)),
+    };
+    Ok(Box::new(FromDevice { src, burst }))
+}
+
+fn make_to(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let (name, burst) = read_device(args)?;
+    let sink = match binding::lookup(&name) {
+        Some(Binding::Pcap { output, .. }) => {
+            output.map(|p| CaptureSink::new(p, LinkType::Ethernet, false, 0))
+        }
+        None => return Err(unbound(&name)),
+    };
+    Ok(Box::new(ToDevice {
+        sink,
+        burst,
+        pull: ports.input_is_pull(0),
+        drops: 0,
+    }))
+}
+
+fn make_host(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let name: String = args.read_p("DEVNAME")?.unwrap_or_else(|| "host".into());
+    let sink = match binding::lookup(&name) {
+        Some(Binding::Pcap {
+            output: Some(p), ..
+        }) => Some(CaptureSink::new(p, LinkType::Ethernet, false, 0)),
+        _ => None,
+    };
+    Ok(Box::new(ToDevice {
+        sink,
+        burst: DEFAULT_BURST,
+        pull: false,
+        drops: 0,
+    }))
+}
+
+/// Receives from an interface.
+pub struct FromDevice {
+    /// `None` when the binding has no input: nothing is ever received.
+    src: Option<CaptureSource>,
+    burst: usize,
+}
+
+impl Element for FromDevice {
+    fn task_kind(&self) -> TaskKind {
+        TaskKind::Source
+    }
+
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        let Some(src) = self.src.as_mut() else {
+            return TaskResult::Done;
+        };
+        if src.done || cx.worker() != 0 {
+            return TaskResult::Done;
+        }
+        let mut b = Batch::new();
+        let n = src.fill(&mut b, self.burst, cx);
+        cx.push(0, &mut b);
+        if n > 0 {
+            TaskResult::Worked
+        } else if src.done {
+            TaskResult::Done
+        } else {
+            TaskResult::Idle
+        }
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        if let Some(src) = &self.src {
+            s.counter("count", src.count);
+            s.counter("oversized", src.oversized);
+        }
+    }
+}
+
+/// Sends to an interface (or, as `ToHost`, to the host).
+pub struct ToDevice {
+    sink: Option<CaptureSink>,
+    burst: usize,
+    pull: bool,
+    drops: u64,
+}
+
+impl ToDevice {
+    fn send(&mut self, b: &mut Batch, cx: &mut Context<'_>) {
+        match self.sink.as_mut() {
+            Some(s) => s.write(b, cx),
+            None => self.drops += b.len() as u64,
+        }
+        b.clear();
+    }
+}
+
+impl Element for ToDevice {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        self.send(batch, cx);
+    }
+
+    fn task_kind(&self) -> TaskKind {
+        if self.pull {
+            TaskKind::Pump
+        } else {
+            TaskKind::None
+        }
+    }
+
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        let mut b = Batch::new();
+        cx.pull(0, &mut b, self.burst);
+        if b.is_empty() {
+            return TaskResult::Idle;
+        }
+        self.send(&mut b, cx);
+        TaskResult::Worked
+    }
+
+    fn shutdown(&mut self, cx: &mut Context<'_>) {
+        if let Some(s) = self.sink.as_mut() {
+            if cx.worker() == 0 || s.count > 0 {
+                s.finish(cx);
+            }
+        }
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        let (count, errors) = self.sink.as_ref().map_or((0, 0), |s| (s.count, s.errors));
+        s.counter("count", count);
+        s.counter("drops", self.drops + errors);
+    }
+}

@@ -1,0 +1,518 @@
+//! `CheckIPHeader`: the validity checks a router applies to every IPv4
+//! datagram it receives (RFC 1812 section 5.2.2), and the source address
+//! filter of section 5.3.7.
+
+use super::header::{be16, be32, is_multicast_or_reserved, AddressList, PrefixList};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
+    Stats,
+};
+use bricks_wire::checksum;
+use std::net::Ipv4Addr;
+
+/// The `CheckIPHeader` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "CheckIPHeader",
+    ports: "1/1-2",
+    processing: "a/ah",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "checks IPv4 headers (RFC 1812 section 5.2.2)",
+    synopsis: "CheckIPHeader([OFFSET, KEYWORDS INTERFACES, BADSRC, GOODDST, CHECKSUM, \
+        VERBOSE, DETAILS])",
+    description: "Expects IPv4 packets whose header starts OFFSET bytes into the data. \
+        Performs the checks RFC 1812 section 5.2.2 requires of a router before it \
+        processes a datagram: the packet holds at least 20 bytes, the version is 4, the \
+        header length is at least 5 words, the total length is at least the header \
+        length and no more than the packet length, and the header checksum is correct. \
+        The source address must be a unicast address (RFC 1812 section 5.3.7): \
+        multicast and class E sources, which include the limited broadcast \
+        255.255.255.255, are always refused; addresses listed in BADSRC (directed \
+        broadcasts of the router's subnets) are refused unless the destination is \
+        one of the GOODDST addresses. Valid packets are trimmed to the IP total length \
+        (Ethernet padding goes), get their network header annotation set to the IP \
+        header and their destination annotation set to the IP destination, and leave \
+        on output 0. Invalid packets leave on output 1 if it is connected and are \
+        dropped otherwise; either way they are counted by reason.\n\n\
+        As in Click, a single unnamed argument that is not a number is the deprecated \
+        BADSRC2 list, which also refuses 0.0.0.0 and 255.255.255.255 as sources, and \
+        may be followed by OFFSET.",
+    ports: "one input; output 0 valid packets (agnostic); optional output 1 invalid \
+        packets (push)",
+    keywords: &[
+        Keyword {
+            name: "OFFSET",
+            ty: "unsigned integer",
+            default: Some("0"),
+            doc: "where the IP header starts in the packet data",
+        },
+        Keyword {
+            name: "INTERFACES",
+            ty: "space-separated IPv4 prefixes (ADDR/LEN)",
+            default: None,
+            doc: "the router's interface addresses. Acts as a BADSRC of each subnet's \
+                broadcast and network address plus 0.0.0.0 and 255.255.255.255, and a \
+                GOODDST of the interface addresses",
+        },
+        Keyword {
+            name: "BADSRC",
+            ty: "space-separated IPv4 addresses",
+            default: Some("empty"),
+            doc: "source addresses to refuse (but see GOODDST); added to what \
+                INTERFACES gives",
+        },
+        Keyword {
+            name: "GOODDST",
+            ty: "space-separated IPv4 addresses",
+            default: Some("empty"),
+            doc: "destinations exempt from the BADSRC check (a host that does not know \
+                its address yet may send from 0.0.0.0 to the router)",
+        },
+        Keyword {
+            name: "CHECKSUM",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "whether to verify the header checksum; the other checks always run",
+        },
+        Keyword {
+            name: "VERBOSE",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "accepted for compatibility with Click; bricks reports bad packets \
+                through its counters, never per packet",
+        },
+        Keyword {
+            name: "DETAILS",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "accepted for compatibility with Click; the per-reason counters are \
+                always kept",
+        },
+    ],
+    counters: &[
+        ("drops", "invalid packets, whatever the reason (sent to output 1 or dropped)"),
+        ("truncated", "shorter than 20 bytes or than the IP total length"),
+        ("bad_version", "version field not 4"),
+        ("bad_header_length", "header length below 5 words"),
+        ("bad_length", "total length below the header length"),
+        ("bad_checksum", "header checksum wrong"),
+        ("bad_source", "source address not a valid unicast address"),
+    ],
+    example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 11 79 e4 0a 00 00 01 \
+        0a 00 00 02>, LIMIT 1) -> c :: CheckIPHeader(INTERFACES 10.0.0.2/24) -> Discard; \
+        c[1] -> Discard;",
+    see_also: &["MarkIPHeader", "GetIPAddress", "StaticIPLookup", "Strip"],
+};
+
+/// Why CheckIPHeader refused a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// Fewer than 20 bytes, or fewer than the total length announces.
+    Truncated,
+    /// The version field is not 4.
+    BadVersion,
+    /// The header length is below 5 words (20 bytes).
+    BadHeaderLength,
+    /// The total length is below the header length.
+    BadLength,
+    /// The header checksum is wrong.
+    BadChecksum,
+    /// The source is multicast, class E, or in the BADSRC list.
+    BadSource,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 6] = [
+        DropReason::Truncated,
+        DropReason::BadVersion,
+        DropReason::BadHeaderLength,
+        DropReason::BadLength,
+        DropReason::BadChecksum,
+        DropReason::BadSource,
+    ];
+
+    /// The name of the counter for this reason.
+    pub const fn counter(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::BadVersion => "bad_version",
+            DropReason::BadHeaderLength => "bad_header_length",
+            DropReason::BadLength => "bad_length",
+            DropReason::BadChecksum => "bad_checksum",
+            DropReason::BadSource => "bad_source",
+        }
+    }
+
+    /// What is wrong, in words.
+    pub const fn text(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "packet shorter than its IP header or IP length",
+            DropReason::BadVersion => "bad IP version",
+            DropReason::BadHeaderLength => "bad IP header length",
+            DropReason::BadLength => "bad IP length",
+            DropReason::BadChecksum => "bad IP checksum",
+            DropReason::BadSource => "bad source address",
+        }
+    }
+}
+
+impl core::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+/// Addresses that are neither a subnet's broadcast nor its network address
+/// when the subnet is a /31 or /32 (RFC 3021): both are hosts there.
+fn subnet_special_addresses(p: &bricks_wire::Ipv4Cidr) -> impl Iterator<Item = Ipv4Addr> {
+    let net = p.network().address();
+    p.broadcast().into_iter().chain(p.broadcast().map(|_| net))
+}
+
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let interfaces: Option<PrefixList> = args.read("INTERFACES")?;
+    let badsrc: Option<AddressList> = args.read("BADSRC")?;
+    let gooddst: Option<AddressList> = args.read("GOODDST")?;
+    let kw_offset: Option<usize> = args.read("OFFSET")?;
+    let checksum: bool = args.read("CHECKSUM")?.unwrap_or(true);
+    let _verbose: Option<bool> = args.read("VERBOSE")?;
+    let _details: Option<bool> = args.read("DETAILS")?;
+
+    let mut bad_src: Vec<Ipv4Addr> = Vec::new();
+    let mut good_dst: Vec<Ipv4Addr> = Vec::new();
+    if let Some(ifs) = interfaces {
+        for p in &ifs.0 {
+            bad_src.extend(subnet_special_addresses(p));
+            good_dst.push(p.address());
+        }
+        bad_src.push(Ipv4Addr::UNSPECIFIED);
+        bad_src.push(Ipv4Addr::BROADCAST);
+    }
+    bad_src.extend(badsrc.map(|l| l.0).unwrap_or_default());
+    good_dst.extend(gooddst.map(|l| l.0).unwrap_or_default());
+
+    // Click's positional forms: `CheckIPHeader(OFFSET)` and the deprecated
+    // `CheckIPHeader(BADSRC2 [, OFFSET])`.
+    let mut offset = kw_offset;
+    let rest = args.rest();
+    let mut positional = rest.iter();
+    if let Some(&(text, span)) = positional.next() {
+        let text = text.trim();
+        if let Ok(n) = <usize as bricks_element::FromArg>::from_arg(text) {
+            offset = offset.or(Some(n));
+        } else {
+            let old = <AddressList as bricks_element::FromArg>::from_arg(text).map_err(|why| {
+                ArgError::at(
+                    span,
+                    format!("bad argument OFFSET: expected unsigned integer, {why}"),
+                )
+            })?;
+            bad_src.extend(old.0);
+            bad_src.push(Ipv4Addr::UNSPECIFIED);
+            bad_src.push(Ipv4Addr::BROADCAST);
+            if let Some(&(text, span)) = positional.next() {
+                let n = <usize as bricks_element::FromArg>::from_arg(text.trim()).map_err(|why| {
+                    ArgError::at(
+                        span,
+                        format!("bad argument OFFSET: expected unsigned integer, {why}"),
+                    )
+                })?;
+                offset = offset.or(Some(n));
+            }
+        }
+    }
+    if let Some(&(_, span)) = positional.next() {
+        return Err(ArgError::at(span, "too many arguments")
+            .with_help("arguments: OFFSET, then keywords"));
+    }
+
+    bad_src.sort_unstable();
+    bad_src.dedup();
+    good_dst.sort_unstable();
+    good_dst.dedup();
+    Ok(Box::new(CheckIPHeader {
+        offset: offset.unwrap_or(0),
+        checksum,
+        bad_src: bad_src.into_iter().map(u32::from).collect(),
+        good_dst: good_dst.into_iter().map(u32::from).collect(),
+        has_reject: ports.noutputs() > 1,
+        drops: [0; DropReason::ALL.len()],
+    }))
+}
+
+/// Checks IPv4 headers.
+#[derive(Debug)]
+pub struct CheckIPHeader {
+    offset: usize,
+    checksum: bool,
+    /// Refused source addresses, host order.
+    bad_src: Box<[u32]>,
+    /// Destinations exempt from `bad_src`, host order.
+    good_dst: Box<[u32]>,
+    has_reject: bool,
+    drops: [u64; DropReason::ALL.len()],
+}
+
+impl CheckIPHeader {
+    /// Checks one packet; on success trims it and sets its annotations.
+    #[inline]
+    pub fn check(&self, p: &mut Packet) -> Result<(), DropReason> {
+        let data = p.data();
+        let h = match data.get(self.offset..) {
+            Some(h) if h.len() >= 20 => h,
+            _ => return Err(DropReason::Truncated),
+        };
+        let ver_ihl = h[0];
+        if ver_ihl >> 4 != 4 {
+            return Err(DropReason::BadVersion);
+        }
+        let hlen = usize::from(ver_ihl & 0x0f) * 4;
+        if hlen < 20 {
+            return Err(DropReason::BadHeaderLength);
+        }
+        let len = usize::from(be16(h, 2));
+        if len < hlen {
+            return Err(DropReason::BadLength);
+        }
+        if len > h.len() {
+            return Err(DropReason::Truncated);
+        }
+        if self.checksum && checksum::data(&h[..hlen]) != 0xffff {
+            return Err(DropReason::BadChecksum);
+        }
+        let src = be32(h, 12);
+        let dst = be32(h, 16);
+        if is_multicast_or_reserved(src)
+            || (!self.bad_src.is_empty()
+                && self.bad_src.contains(&src)
+                && !self.good_dst.contains(&dst))
+        {
+            return Err(DropReason::BadSource);
+        }
+        let excess = h.len() - len;
+        p.take_back(excess);
+        p.set_network_header(self.offset);
+        p.anno_mut().dst_ip = Ipv4Addr::from(dst);
+        Ok(())
+    }
+
+    #[inline]
+    fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
+        match self.check(p) {
+            Ok(()) => Some(0),
+            Err(r) => {
+                self.drops[r as usize] += 1;
+                self.has_reject.then_some(1)
+            }
+        }
+    }
+
+    /// Invalid packets seen for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.drops[reason as usize]
+    }
+}
+
+impl Element for CheckIPHeader {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        cx.push_classified(batch, |p| self.verdict(p));
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        cx.pull_classified(out, max, |p| self.verdict(p));
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("drops", self.drops.iter().sum());
+        for r in DropReason::ALL {
+            s.counter(r.counter(), self.drops[r as usize]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ip::header::testing::{echo_request, fix_ip_checksum, udp};
+    use bricks_runtime::testing::{make_element, Harness};
+
+    fn run(args: &str, frame: &[u8]) -> Harness {
+        let mut h = Harness::push(&CLASS, args, 1, 2);
+        h.push_bytes(0, frame);
+        h
+    }
+
+    fn expect_drop(args: &str, frame: &[u8], reason: DropReason) {
+        let mut h = run(args, frame);
+        assert!(h.take(0).is_empty(), "{reason:?} passed");
+        assert_eq!(h.take_bytes(1), vec![frame.to_vec()], "{reason:?}");
+        let s = h.stats();
+        assert_eq!(s.get("drops"), Some(1));
+        for r in DropReason::ALL {
+            assert_eq!(s.get(r.counter()), Some(u64::from(r == reason)), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn valid_packet_passes_with_annotations() {
+        let frame = echo_request();
+        let mut h = run("", &frame);
+        let out = h.take(0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].data(), &frame[..]);
+        assert_eq!(out[0].network_header_offset(), Some(0));
+        assert_eq!(out[0].anno().dst_ip, Ipv4Addr::new(198, 51, 100, 7));
+        assert_eq!(h.stats().get("drops"), Some(0));
+    }
+
+    #[test]
+    fn ethernet_padding_is_trimmed_and_offset_honoured() {
+        // A 14-byte Ethernet header in front, 6 bytes of padding behind a
+        // 40-byte datagram, as on a minimum-size Ethernet frame.
+        let mut frame = vec![0xee; 14];
+        frame.extend(udp(12));
+        frame.extend([0; 6]);
+        let mut h = run("OFFSET 14", &frame);
+        let out = h.take(0);
+        assert_eq!(out[0].len(), 14 + 40);
+        assert_eq!(out[0].network_header_offset(), Some(14));
+        assert_eq!(out[0].network_header().unwrap()[0], 0x45);
+        assert_eq!(out[0].anno().dst_ip, Ipv4Addr::new(10, 1, 2, 3));
+        // Positional OFFSET works too.
+        let mut h = run("14", &frame);
+        assert_eq!(h.take(0).len(), 1);
+    }
+
+    #[test]
+    fn every_drop_reason() {
+        let good = echo_request();
+        expect_drop("", &good[..19], DropReason::Truncated);
+        expect_drop("", &[], DropReason::Truncated);
+        expect_drop("OFFSET 70", &good, DropReason::Truncated);
+
+        let mut v6 = good.clone();
+        v6[0] = 0x65;
+        fix_ip_checksum(&mut v6);
+        expect_drop("", &v6, DropReason::BadVersion);
+
+        let mut short_hl = good.clone();
+        short_hl[0] = 0x44;
+        expect_drop("", &short_hl, DropReason::BadHeaderLength);
+
+        let mut len_below_header = good.clone();
+        len_below_header[2..4].copy_from_slice(&19u16.to_be_bytes());
+        fix_ip_checksum(&mut len_below_header);
+        expect_drop("", &len_below_header, DropReason::BadLength);
+
+        let mut len_beyond_packet = good.clone();
+        len_beyond_packet[2..4].copy_from_slice(&85u16.to_be_bytes());
+        fix_ip_checksum(&mut len_beyond_packet);
+        expect_drop("", &len_beyond_packet, DropReason::Truncated);
+
+        // The header announces options the packet does not hold.
+        let mut options_missing = good[..20].to_vec();
+        options_missing[0] = 0x46;
+        options_missing[2..4].copy_from_slice(&20u16.to_be_bytes());
+        expect_drop("", &options_missing, DropReason::BadLength);
+
+        let mut bad_sum = good.clone();
+        bad_sum[11] ^= 1;
+        expect_drop("", &bad_sum, DropReason::BadChecksum);
+
+        for src in [[255, 255, 255, 255], [224, 0, 0, 5], [240, 1, 2, 3]] {
+            let mut p = good.clone();
+            p[12..16].copy_from_slice(&src);
+            fix_ip_checksum(&mut p);
+            expect_drop("", &p, DropReason::BadSource);
+        }
+    }
+
+    #[test]
+    fn checksum_false_skips_only_the_checksum() {
+        let mut bad_sum = echo_request();
+        bad_sum[11] ^= 1;
+        let mut h = run("CHECKSUM false", &bad_sum);
+        assert_eq!(h.take(0).len(), 1);
+        let mut bad_version = bad_sum.clone();
+        bad_version[0] = 0x55;
+        expect_drop("CHECKSUM false", &bad_version, DropReason::BadVersion);
+    }
+
+    #[test]
+    fn interfaces_give_bad_sources_and_good_destinations() {
+        let args = "INTERFACES 18.26.4.1/24 1.0.0.1/8";
+        let with = |src: [u8; 4], dst: [u8; 4]| {
+            let mut p = echo_request();
+            p[12..16].copy_from_slice(&src);
+            p[16..20].copy_from_slice(&dst);
+            fix_ip_checksum(&mut p);
+            p
+        };
+        for src in [
+            [18, 26, 4, 255],
+            [18, 26, 4, 0],
+            [1, 255, 255, 255],
+            [1, 0, 0, 0],
+            [0, 0, 0, 0],
+        ] {
+            expect_drop(args, &with(src, [1, 2, 3, 4]), DropReason::BadSource);
+            // Addressed to the router itself: exempt (GOODDST).
+            let mut h = run(args, &with(src, [18, 26, 4, 1]));
+            assert_eq!(h.take(0).len(), 1, "{src:?}");
+        }
+        // The limited broadcast is never a valid source, GOODDST or not.
+        expect_drop(args, &with([255; 4], [18, 26, 4, 1]), DropReason::BadSource);
+        // An ordinary host passes.
+        let mut h = run(args, &with([18, 26, 4, 7], [1, 2, 3, 4]));
+        assert_eq!(h.take(0).len(), 1);
+    }
+
+    #[test]
+    fn badsrc_and_old_syntax() {
+        let mut p = echo_request();
+        p[12..16].copy_from_slice(&[10, 0, 0, 255]);
+        fix_ip_checksum(&mut p);
+        expect_drop("BADSRC 10.0.0.255", &p, DropReason::BadSource);
+        let mut h = run("BADSRC 10.0.0.255, GOODDST 198.51.100.7", &p);
+        assert_eq!(h.take(0).len(), 1);
+        // Deprecated positional BADSRC2 also refuses 0.0.0.0.
+        expect_drop("10.0.0.255", &p, DropReason::BadSource);
+        let mut zero = echo_request();
+        zero[12..16].copy_from_slice(&[0; 4]);
+        fix_ip_checksum(&mut zero);
+        expect_drop("10.0.0.255", &zero, DropReason::BadSource);
+        let mut h = run("", &zero);
+        assert_eq!(h.take(0).len(), 1, "0.0.0.0 is refused only when configured");
+        // BADSRC2 followed by OFFSET.
+        let mut framed = vec![0; 4];
+        framed.extend(&p);
+        let mut h = run("10.0.0.254, 4", &framed);
+        assert_eq!(h.take(0).len(), 1);
+    }
+
+    #[test]
+    fn unconnected_output_1_drops() {
+        let mut h = Harness::push(&CLASS, "", 1, 1);
+        let mut bad = echo_request();
+        bad[0] = 0x46;
+        h.push_packets(0, [Packet::from_slice(&bad).unwrap(), Packet::from_slice(&echo_request()).unwrap()]);
+        assert_eq!(h.take(0).len(), 1);
+        assert_eq!(h.stats().get("drops"), Some(1));
+        assert_eq!(h.stats().get("unconnected_drops"), None);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        let ports = PortInfo::default();
+        assert!(make_element(&CLASS, "INTERFACES 1.2.3.4/40", &ports).is_err());
+        assert!(make_element(&CLASS, "BADSRC 1.2.3", &ports).is_err());
+        assert!(make_element(&CLASS, "1.2.3.4, x", &ports).is_err());
+        assert!(make_element(&CLASS, "1.2.3.4, 0, 3", &ports).is_err());
+        assert!(make_element(&CLASS, "CHECKSUM maybe", &ports).is_err());
+        assert!(make_element(&CLASS, "OFFST 3", &ports).unwrap_err().contains("OFFST"));
+    }
+}

@@ -1,0 +1,37 @@
+//! The built-in elements.
+//!
+//! One file per element, grouped by what they do. Every class is listed in
+//! [`registry`], the one place a new element is registered.
+
+#![forbid(unsafe_code)]
+
+pub mod classify;
+pub mod ether;
+pub mod io;
+pub mod ip;
+pub mod standard;
+
+use bricks_element::{ElementClass, Registry};
+
+/// Every built-in element class.
+pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
+    [
+        standard::CLASSES,
+        io::CLASSES,
+        classify::CLASSES,
+        ip::CLASSES,
+        ether::CLASSES,
+    ]
+        .into_iter()
+        .flatten()
+        .copied()
+}
+
+/// A registry holding every built-in element class.
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    for c in classes() {
+        r.register(*c);
+    }
+    r
+}

@@ -1,0 +1,232 @@
+//! `Paint`, `PaintTee` and `CheckPaint`: set and test the paint annotation
+//! (Click's way of remembering which interface a packet came in on).
+
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo, Stats,
+};
+
+/// The `Paint` class.
+pub static PAINT: ElementClass = ElementClass {
+    name: "Paint",
+    ports: "1/1",
+    processing: "a/a",
+    manual: &PAINT_MANUAL,
+    make: make_paint,
+};
+
+/// The `PaintTee` class.
+pub static PAINT_TEE: ElementClass = ElementClass {
+    name: "PaintTee",
+    ports: "1/2",
+    processing: "a/ah",
+    manual: &PAINT_TEE_MANUAL,
+    make: make_paint_tee,
+};
+
+/// The `CheckPaint` class.
+pub static CHECK_PAINT: ElementClass = ElementClass {
+    name: "CheckPaint",
+    ports: "1/1-2",
+    processing: "a/ah",
+    manual: &CHECK_PAINT_MANUAL,
+    make: make_check_paint,
+};
+
+static PAINT_MANUAL: Manual = Manual {
+    summary: "sets the paint annotation",
+    synopsis: "Paint(COLOR)",
+    description: "Sets each packet's paint annotation to COLOR (0-255). Routers paint \
+        packets with the number of the interface they arrived on so that PaintTee can \
+        spot packets that leave by the same interface (ICMP redirects).",
+    ports: "one input, one output; agnostic",
+    keywords: &[],
+    counters: &[],
+    example: "InfiniteSource(LIMIT 1) -> Paint(2) -> Discard;",
+    see_also: &["PaintTee", "CheckPaint"],
+};
+
+static PAINT_TEE_MANUAL: Manual = Manual {
+    summary: "copies packets with a given paint to output 1",
+    synopsis: "PaintTee(COLOR)",
+    description: "Sends every packet to output 0. A packet whose paint annotation equals \
+        COLOR is also copied to output 1. In an IP router, output 1 feeds an ICMP redirect \
+        generator: a packet about to leave by the interface it came in on.",
+    ports: "one input; output 0 agnostic, output 1 push",
+    keywords: &[],
+    counters: &[("copies", "packets copied to output 1")],
+    example: "InfiniteSource(LIMIT 1) -> Paint(1) -> pt :: PaintTee(1) -> Discard; pt[1] -> Discard;",
+    see_also: &["Paint", "ICMPError"],
+};
+
+static CHECK_PAINT_MANUAL: Manual = Manual {
+    summary: "passes packets with a given paint",
+    synopsis: "CheckPaint(COLOR)",
+    description: "Packets whose paint annotation equals COLOR go to output 0. Others go to \
+        output 1 if it is connected, and are dropped and counted otherwise.",
+    ports: "one input; output 0 agnostic, optional output 1 push",
+    keywords: &[],
+    counters: &[("drops", "packets of another colour dropped (no output 1)")],
+    example: "InfiniteSource(LIMIT 1) -> Paint(3) -> CheckPaint(3) -> Discard;",
+    see_also: &["Paint"],
+};
+
+fn make_paint(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    Ok(Box::new(Paint {
+        color: args.read_mp("COLOR")?,
+    }))
+}
+
+fn make_paint_tee(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    Ok(Box::new(PaintTee {
+        color: args.read_mp("COLOR")?,
+        copies: 0,
+    }))
+}
+
+fn make_check_paint(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    Ok(Box::new(CheckPaint {
+        color: args.read_mp("COLOR")?,
+        has_reject: ports.noutputs() > 1,
+        drops: 0,
+    }))
+}
+
+/// Sets the paint annotation.
+#[derive(Debug)]
+pub struct Paint {
+    color: u8,
+}
+
+impl Element for Paint {
+    #[inline]
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        for p in batch.iter_mut() {
+            p.anno_mut().paint = self.color;
+        }
+        cx.push(0, batch);
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        cx.pull_with(out, max, |b, _| {
+            for p in b.iter_mut() {
+                p.anno_mut().paint = self.color;
+            }
+        });
+    }
+}
+
+/// Copies packets of one colour to output 1.
+#[derive(Debug)]
+pub struct PaintTee {
+    color: u8,
+    copies: u64,
+}
+
+impl PaintTee {
+    fn copy(&mut self, b: &Batch, cx: &mut Context<'_>) {
+        let mut copies = Batch::new();
+        for p in b.iter().filter(|p| p.anno().paint == self.color) {
+            let _ = copies.push(p.duplicate());
+        }
+        self.copies += copies.len() as u64;
+        cx.push(1, &mut copies);
+    }
+}
+
+impl Element for PaintTee {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        self.copy(batch, cx);
+        cx.push(0, batch);
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        cx.pull_with(out, max, |b, cx| self.copy(b, cx));
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("copies", self.copies);
+    }
+}
+
+/// Passes packets of one colour.
+#[derive(Debug)]
+pub struct CheckPaint {
+    color: u8,
+    has_reject: bool,
+    drops: u64,
+}
+
+impl CheckPaint {
+    #[inline]
+    fn verdict(&mut self, paint: u8) -> Option<usize> {
+        if paint == self.color {
+            Some(0)
+        } else if self.has_reject {
+            Some(1)
+        } else {
+            self.drops += 1;
+            None
+        }
+    }
+}
+
+impl Element for CheckPaint {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        cx.push_classified(batch, |p| self.verdict(p.anno().paint));
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        cx.pull_classified(out, max, |p| self.verdict(p.anno().paint));
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("drops", self.drops);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_element::Packet;
+    use bricks_runtime::testing::Harness;
+
+    fn painted(color: u8, tag: u8) -> Packet {
+        let mut p = Packet::from_slice(&[tag; 4]).unwrap();
+        p.anno_mut().paint = color;
+        p
+    }
+
+    #[test]
+    fn paint_sets_annotation() {
+        let mut h = Harness::push(&PAINT, "7", 1, 1);
+        h.push_bytes(0, &[0; 4]);
+        assert_eq!(h.take(0)[0].anno().paint, 7);
+    }
+
+    #[test]
+    fn paint_tee_copies_matching() {
+        let mut h = Harness::push(&PAINT_TEE, "1", 1, 2);
+        h.push_packets(0, [painted(1, 1), painted(2, 2), painted(1, 3)]);
+        assert_eq!(h.take_bytes(0), vec![vec![1; 4], vec![2; 4], vec![3; 4]]);
+        assert_eq!(h.take_bytes(1), vec![vec![1; 4], vec![3; 4]]);
+        assert_eq!(h.stats().get("copies"), Some(2));
+    }
+
+    #[test]
+    fn check_paint_splits_or_drops() {
+        let mut h = Harness::push(&CHECK_PAINT, "1", 1, 2);
+        h.push_packets(0, [painted(1, 1), painted(2, 2)]);
+        assert_eq!(h.take_bytes(0), vec![vec![1; 4]]);
+        assert_eq!(h.take_bytes(1), vec![vec![2; 4]]);
+        let mut h = Harness::push(&CHECK_PAINT, "1", 1, 1);
+        h.push_packets(0, [painted(1, 1), painted(2, 2)]);
+        assert_eq!(h.take_bytes(0), vec![vec![1; 4]]);
+        assert_eq!(h.stats().get("drops"), Some(1));
+    }
+
+    #[test]
+    fn colour_must_fit_a_byte() {
+        let e = bricks_runtime::testing::make_element(&PAINT, "256", &Default::default());
+        assert!(e.unwrap_err().contains("COLOR"));
+    }
+}

@@ -1,0 +1,162 @@
+//! `Queue` / `SimpleQueue`: the push-to-pull boundary, a bounded FIFO.
+
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
+};
+use std::collections::VecDeque;
+
+/// The `Queue` class.
+pub static QUEUE: ElementClass = ElementClass {
+    name: "Queue",
+    ports: "1/1",
+    processing: "h/l",
+    manual: &MANUAL,
+    make,
+};
+
+/// The `SimpleQueue` class (the same queue under Click's other name).
+pub static SIMPLE_QUEUE: ElementClass = ElementClass {
+    name: "SimpleQueue",
+    ports: "1/1",
+    processing: "h/l",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "stores packets in a bounded FIFO",
+    synopsis: "Queue([CAPACITY])",
+    description: "Takes pushed packets and hands them out, oldest first, when pulled: the \
+        boundary between a push path and a pull path (a scheduler, a device that sends when \
+        it can). A packet arriving at a full queue is dropped and counted (tail drop). The \
+        memory for CAPACITY packets is reserved up front.",
+    ports: "one push input; one pull output",
+    keywords: &[Keyword {
+        name: "CAPACITY",
+        ty: "unsigned",
+        default: Some("1000"),
+        doc: "most packets held",
+    }],
+    counters: &[
+        ("length", "packets held now"),
+        ("highwater_length", "most packets ever held"),
+        ("drops", "packets dropped because the queue was full"),
+        ("enqueued", "packets accepted"),
+    ],
+    example: "InfiniteSource(LIMIT 10) -> Queue(100) -> Unqueue -> Discard;",
+    see_also: &["Unqueue", "RoundRobinSched", "PrioSched"],
+};
+
+fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let capacity: usize = args.read_p("CAPACITY")?.unwrap_or(1000);
+    if capacity == 0 || capacity > 1 << 24 {
+        return Err(ArgError::new(format!(
+            "CAPACITY {capacity} out of range (1 to 16777216)"
+        )));
+    }
+    Ok(Box::new(Queue {
+        q: VecDeque::with_capacity(capacity),
+        capacity,
+        highwater: 0,
+        drops: 0,
+        enqueued: 0,
+    }))
+}
+
+/// A bounded FIFO of packets.
+#[derive(Debug)]
+pub struct Queue {
+    q: VecDeque<bricks_element::Packet>,
+    capacity: usize,
+    highwater: usize,
+    drops: u64,
+    enqueued: u64,
+}
+
+impl Element for Queue {
+    #[inline]
+    fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+        let room = self.capacity - self.q.len();
+        let n = batch.len();
+        let take = n.min(room);
+        let mut it = batch.drain();
+        self.q.extend(it.by_ref().take(take));
+        drop(it);
+        self.enqueued += take as u64;
+        self.drops += (n - take) as u64;
+        self.highwater = self.highwater.max(self.q.len());
+    }
+
+    #[inline]
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
+        let n = max.min(self.q.len()).min(out.remaining());
+        for p in self.q.drain(..n) {
+            let _ = out.push(p);
+        }
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("length", self.q.len() as u64);
+        s.counter("highwater_length", self.highwater as u64);
+        s.counter("drops", self.drops);
+        s.counter("enqueued", self.enqueued);
+    }
+
+    fn write_handler(&mut self, handler: &str, _value: &str) -> Result<(), String> {
+        match handler {
+            "reset" => {
+                self.q.clear();
+                self.drops = 0;
+                self.highwater = 0;
+                self.enqueued = 0;
+                Ok(())
+            }
+            _ => Err(format!("no write handler `{handler}` (Queue has `reset`)")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_element::{Packet, Processing};
+    use bricks_runtime::testing::Harness;
+
+    fn harness(args: &str) -> Harness {
+        Harness::new(
+            &QUEUE,
+            args,
+            PortInfo {
+                inputs: vec![Processing::Push],
+                outputs: vec![Processing::Pull],
+            },
+        )
+    }
+
+    #[test]
+    fn fifo_order_and_tail_drop() {
+        let mut h = harness("3");
+        h.push_packets(0, (0..5u8).map(|i| Packet::from_slice(&[i]).unwrap()));
+        let s = h.stats();
+        assert_eq!(s.get("length"), Some(3));
+        assert_eq!(s.get("drops"), Some(2));
+        let got: Vec<u8> = h.pull(0, 10).iter().map(|p| p.data()[0]).collect();
+        assert_eq!(got, vec![0, 1, 2]);
+        assert!(h.pull(0, 10).is_empty());
+        assert_eq!(h.stats().get("highwater_length"), Some(3));
+    }
+
+    #[test]
+    fn pull_respects_max() {
+        let mut h = harness("");
+        h.push_packets(0, (0..5u8).map(|i| Packet::from_slice(&[i]).unwrap()));
+        assert_eq!(h.pull(0, 2).len(), 2);
+        assert_eq!(h.stats().get("length"), Some(3));
+    }
+
+    #[test]
+    fn zero_capacity_refused() {
+        let e = bricks_runtime::testing::make_element(&QUEUE, "0", &Default::default());
+        assert!(e.unwrap_err().contains("CAPACITY 0 out of range"));
+    }
+}

@@ -1,0 +1,145 @@
+//! `RoundRobinSched` and `PrioSched`: pull schedulers over several inputs.
+
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo,
+};
+
+/// The `RoundRobinSched` class.
+pub static ROUND_ROBIN: ElementClass = ElementClass {
+    name: "RoundRobinSched",
+    ports: "1-/1",
+    processing: "l/l",
+    manual: &RR_MANUAL,
+    make: make_rr,
+};
+
+/// The `PrioSched` class.
+pub static PRIO: ElementClass = ElementClass {
+    name: "PrioSched",
+    ports: "1-/1",
+    processing: "l/l",
+    manual: &PRIO_MANUAL,
+    make: make_prio,
+};
+
+static RR_MANUAL: Manual = Manual {
+    summary: "pulls from its inputs in turn",
+    synopsis: "RoundRobinSched",
+    description: "Each packet pulled from the output comes from the next input in turn \
+        that has one (packet-by-packet round robin, as Click's). A batch pull of N packets \
+        is N such turns, so inputs share the output fairly whatever the batch size.",
+    ports: "one or more pull inputs; one pull output",
+    keywords: &[],
+    counters: &[],
+    example: "q1 :: Queue; q2 :: Queue; rr :: RoundRobinSched; \
+        InfiniteSource(LIMIT 4) -> q1 -> [0]rr; InfiniteSource(LIMIT 4) -> q2 -> [1]rr; \
+        rr -> Unqueue -> Discard;",
+    see_also: &["PrioSched", "Queue"],
+};
+
+static PRIO_MANUAL: Manual = Manual {
+    summary: "pulls from the first input that has packets",
+    synopsis: "PrioSched",
+    description: "Strict priority: a pull is served from input 0 while it has packets, then \
+        from input 1, and so on.",
+    ports: "one or more pull inputs; one pull output",
+    keywords: &[],
+    counters: &[],
+    example: "hi :: Queue; lo :: Queue; p :: PrioSched; \
+        InfiniteSource(LIMIT 4) -> hi -> [0]p; InfiniteSource(LIMIT 4) -> lo -> [1]p; \
+        p -> Unqueue -> Discard;",
+    see_also: &["RoundRobinSched"],
+};
+
+fn make_rr(_args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    Ok(Box::new(RoundRobinSched {
+        inputs: ports.ninputs(),
+        next: 0,
+    }))
+}
+
+fn make_prio(_args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    Ok(Box::new(PrioSched {
+        inputs: ports.ninputs(),
+    }))
+}
+
+/// Round-robin over inputs.
+#[derive(Debug)]
+pub struct RoundRobinSched {
+    inputs: usize,
+    next: usize,
+}
+
+impl Element for RoundRobinSched {
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let mut got = 0;
+        let mut empty_in_a_row = 0;
+        while got < max && empty_in_a_row < self.inputs {
+            let before = out.len();
+            cx.pull(self.next, out, 1);
+            self.next = (self.next + 1) % self.inputs;
+            if out.len() > before {
+                got += 1;
+                empty_in_a_row = 0;
+            } else {
+                empty_in_a_row += 1;
+            }
+        }
+    }
+}
+
+/// Strict priority over inputs.
+#[derive(Debug)]
+pub struct PrioSched {
+    inputs: usize,
+}
+
+impl Element for PrioSched {
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let target = (out.len() + max).min(bricks_packet::MAX_BATCH);
+        for i in 0..self.inputs {
+            let want = target - out.len();
+            if want == 0 {
+                break;
+            }
+            cx.pull(i, out, want);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_element::{Packet, Processing};
+    use bricks_runtime::testing::Harness;
+
+    fn ports(n: usize) -> PortInfo {
+        PortInfo {
+            inputs: vec![Processing::Pull; n],
+            outputs: vec![Processing::Pull],
+        }
+    }
+
+    fn tagged(tag: u8, n: usize) -> Vec<Packet> {
+        (0..n).map(|_| Packet::from_slice(&[tag]).unwrap()).collect()
+    }
+
+    #[test]
+    fn round_robin_alternates_and_skips_empty() {
+        let mut h = Harness::new(&ROUND_ROBIN, "", ports(3));
+        h.feed(0, tagged(0, 3));
+        h.feed(2, tagged(2, 1));
+        let got: Vec<u8> = h.pull(0, 10).iter().map(|p| p.data()[0]).collect();
+        assert_eq!(got, vec![0, 2, 0, 0]);
+    }
+
+    #[test]
+    fn prio_serves_first_input_first() {
+        let mut h = Harness::new(&PRIO, "", ports(2));
+        h.feed(0, tagged(0, 2));
+        h.feed(1, tagged(1, 5));
+        let got: Vec<u8> = h.pull(0, 4).iter().map(|p| p.data()[0]).collect();
+        assert_eq!(got, vec![0, 0, 1, 1]);
+    }
+}

@@ -1,0 +1,12 @@
+//! Where packets enter and leave a router: capture files now, Linux
+//! devices (AF_XDP, AF_PACKET) behind the same names later.
+//!
+//! [`pcap`] reads and writes the classic libpcap format in both byte orders
+//! and both time resolutions. [`binding`] maps an interface name used in a
+//! configuration (`FromDevice(eth0)`) to what backs it, so that an
+//! unmodified router configuration can run offline on capture files.
+
+#![forbid(unsafe_code)]
+
+pub mod binding;
+pub mod pcap;

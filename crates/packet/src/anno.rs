@@ -1,0 +1,114 @@
+//! Per-packet annotations: what elements tell each other about a packet
+//! besides its bytes (Click's packet annotations).
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// How the link layer addressed the packet, set from the destination MAC
+/// address on input (Linux's `skb->pkt_type`, Click's packet type
+/// annotation). ICMP errors are never sent for link broadcasts or
+/// multicasts (RFC 1812 §4.3.2.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum PacketType {
+    /// Addressed to this host.
+    #[default]
+    Host,
+    /// Sent to the link broadcast address.
+    Broadcast,
+    /// Sent to a link multicast address.
+    Multicast,
+    /// Addressed to another host (seen in promiscuous mode).
+    OtherHost,
+    /// Sent by this host.
+    Outgoing,
+}
+
+/// Nanoseconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
+pub struct Timestamp(pub u64);
+
+impl Timestamp {
+    /// The current wall-clock time.
+    pub fn now() -> Timestamp {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp(d.as_nanos() as u64)
+    }
+
+    /// Whole seconds.
+    pub fn secs(self) -> u64 {
+        self.0 / 1_000_000_000
+    }
+
+    /// Nanoseconds within the second.
+    pub fn subsec_nanos(self) -> u32 {
+        (self.0 % 1_000_000_000) as u32
+    }
+
+    /// Builds a timestamp from seconds and nanoseconds.
+    pub fn from_parts(secs: u64, nanos: u32) -> Timestamp {
+        Timestamp(secs * 1_000_000_000 + nanos as u64)
+    }
+}
+
+/// What elements know about a packet besides its bytes.
+///
+/// All of it fits in the buffer's first cache line with the offsets. Header
+/// offsets are positions in the buffer, not in the frame, so they stay
+/// valid when a `Strip` moves the frame start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotations {
+    /// Next-hop IPv4 address (Click's `DST_IP_ANNO`): set from the IP
+    /// destination by `GetIPAddress`/`CheckIPHeader`, replaced by a route's
+    /// gateway, read by `ARPQuerier`.
+    pub dst_ip: Ipv4Addr,
+    /// Next-hop IPv6 address.
+    pub dst_ip6: Ipv6Addr,
+    /// Arrival or generation time.
+    pub timestamp: Timestamp,
+    /// Flow hash (software RSS/Toeplitz or the device's), used to pick
+    /// among equal-cost paths and queues.
+    pub flow_hash: u32,
+    /// Where the network header starts, as a buffer offset.
+    pub l3_offset: Option<u16>,
+    /// Next-hop MTU reported by a fragmenter that refused a DF packet; the
+    /// ICMP "fragmentation needed" error quotes it (RFC 1191).
+    pub mtu: u16,
+    /// Input device index (0 when unknown).
+    pub device: u16,
+    /// Virtual router the packet belongs to.
+    pub vrouter: u16,
+    /// Cluster output node chosen at the input node.
+    pub output_node: u16,
+    /// Click's paint annotation.
+    pub paint: u8,
+    /// Link-layer addressing of the packet.
+    pub packet_type: PacketType,
+    /// Click's `FIX_IP_SRC` annotation: `FixIPSrc` rewrites the source.
+    pub fix_ip_src: bool,
+    /// Offset of an IP option error for an ICMP parameter problem
+    /// (Click's `ICMP_PARAMPROB_ANNO`), relative to the IP header.
+    pub param_off: Option<u8>,
+}
+
+impl Default for Annotations {
+    #[inline]
+    fn default() -> Self {
+        Annotations {
+            dst_ip: Ipv4Addr::UNSPECIFIED,
+            dst_ip6: Ipv6Addr::UNSPECIFIED,
+            timestamp: Timestamp(0),
+            flow_hash: 0,
+            l3_offset: None,
+            mtu: 0,
+            device: 0,
+            vrouter: 0,
+            output_node: 0,
+            paint: 0,
+            packet_type: PacketType::Host,
+            fix_ip_src: false,
+            param_off: None,
+        }
+    }
+}

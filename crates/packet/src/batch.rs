@@ -1,0 +1,203 @@
+//! Batches: up to [`MAX_BATCH`] packets handled by one element call.
+
+use crate::{Packet, MAX_BATCH};
+use arrayvec::ArrayVec;
+
+/// A batch of packets.
+///
+/// Batches are passed by `&mut` and never moved by value (they are large),
+/// and an element that receives one takes every packet out of it.
+#[derive(Default)]
+pub struct Batch {
+    pkts: ArrayVec<Packet, MAX_BATCH>,
+}
+
+impl Batch {
+    /// An empty batch.
+    #[inline]
+    pub fn new() -> Batch {
+        Batch {
+            pkts: ArrayVec::new(),
+        }
+    }
+
+    /// Number of packets.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.pkts.len()
+    }
+
+    /// Whether there are no packets.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+
+    /// Whether no more packets fit.
+    #[inline(always)]
+    pub fn is_full(&self) -> bool {
+        self.pkts.is_full()
+    }
+
+    /// Room left.
+    #[inline(always)]
+    pub fn remaining(&self) -> usize {
+        self.pkts.remaining_capacity()
+    }
+
+    /// Adds a packet; if the batch is full the packet is handed back.
+    #[inline(always)]
+    pub fn push(&mut self, p: Packet) -> Result<(), Packet> {
+        self.pkts.try_push(p).map_err(|e| e.element())
+    }
+
+    /// Removes and returns the last packet.
+    #[inline(always)]
+    pub fn pop(&mut self) -> Option<Packet> {
+        self.pkts.pop()
+    }
+
+    /// The packets.
+    #[inline(always)]
+    pub fn as_slice(&self) -> &[Packet] {
+        &self.pkts
+    }
+
+    /// The packets, writable.
+    #[inline(always)]
+    pub fn as_mut_slice(&mut self) -> &mut [Packet] {
+        &mut self.pkts
+    }
+
+    /// Iterates over the packets.
+    #[inline(always)]
+    pub fn iter(&self) -> core::slice::Iter<'_, Packet> {
+        self.pkts.iter()
+    }
+
+    /// Iterates over the packets, writable.
+    #[inline(always)]
+    pub fn iter_mut(&mut self) -> core::slice::IterMut<'_, Packet> {
+        self.pkts.iter_mut()
+    }
+
+    /// Takes all packets out, in order.
+    #[inline(always)]
+    pub fn drain(&mut self) -> arrayvec::Drain<'_, Packet, MAX_BATCH> {
+        self.pkts.drain(..)
+    }
+
+    /// Drops every packet.
+    #[inline(always)]
+    pub fn clear(&mut self) {
+        self.pkts.clear()
+    }
+
+    /// Keeps the packets for which `keep` returns true, in order; the
+    /// others are dropped.
+    #[inline(always)]
+    pub fn retain(&mut self, keep: impl FnMut(&mut Packet) -> bool) {
+        self.pkts.retain(keep)
+    }
+
+    /// Moves the packets `keep` rejects into `other` (in order) and keeps
+    /// the rest here (in order). Packets that do not fit in `other` are
+    /// dropped; callers size their batches so that this cannot happen.
+    #[inline]
+    pub fn split_off_into(&mut self, other: &mut Batch, mut keep: impl FnMut(&mut Packet) -> bool) {
+        // One pass that moves rejected packets out (leaving empty shells),
+        // then one compaction: O(n), where removing one by one is O(n^2).
+        let mut moved = false;
+        for p in self.pkts.iter_mut() {
+            if !keep(p) {
+                let _ = other.push(p.take_shell());
+                moved = true;
+            }
+        }
+        if moved {
+            self.pkts.retain(|p| !p.is_shell());
+        }
+    }
+
+    /// Appends packets from `other` until this batch is full; returns how
+    /// many moved.
+    #[inline]
+    pub fn append(&mut self, other: &mut Batch) -> usize {
+        let n = other.len().min(self.remaining());
+        for p in other.pkts.drain(..n) {
+            // Cannot fail: `n` is bounded by the room left.
+            let _ = self.pkts.try_push(p);
+        }
+        n
+    }
+}
+
+impl core::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Batch").field("len", &self.len()).finish()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Batch {
+    type Item = &'a mut Packet;
+    type IntoIter = core::slice::IterMut<'a, Packet>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.pkts.iter_mut()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(tag: u8) -> Packet {
+        Packet::from_slice(&[tag; 8]).unwrap()
+    }
+
+    #[test]
+    fn push_pop_order() {
+        let mut b = Batch::new();
+        for i in 0..5 {
+            b.push(pkt(i)).unwrap();
+        }
+        let tags: Vec<u8> = b.drain().map(|p| p.data()[0]).collect();
+        assert_eq!(tags, vec![0, 1, 2, 3, 4]);
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn full_batch_returns_packet() {
+        let mut b = Batch::new();
+        for _ in 0..MAX_BATCH {
+            b.push(pkt(0)).unwrap();
+        }
+        assert!(b.is_full());
+        assert!(b.push(pkt(1)).is_err());
+    }
+
+    #[test]
+    fn split_keeps_order_on_both_sides() {
+        let mut b = Batch::new();
+        for i in 0..10 {
+            b.push(pkt(i)).unwrap();
+        }
+        let mut odd = Batch::new();
+        b.split_off_into(&mut odd, |p| p.data()[0] % 2 == 0);
+        let even: Vec<u8> = b.iter().map(|p| p.data()[0]).collect();
+        let odds: Vec<u8> = odd.iter().map(|p| p.data()[0]).collect();
+        assert_eq!(even, vec![0, 2, 4, 6, 8]);
+        assert_eq!(odds, vec![1, 3, 5, 7, 9]);
+    }
+
+    #[test]
+    fn append_moves_until_full() {
+        let mut a = Batch::new();
+        let mut b = Batch::new();
+        for i in 0..3 {
+            b.push(pkt(i)).unwrap();
+        }
+        assert_eq!(a.append(&mut b), 3);
+        assert!(b.is_empty());
+        assert_eq!(a.len(), 3);
+    }
+}

@@ -1,0 +1,473 @@
+//! Packets, the per-core buffer pool they come from, batches, and annotations.
+//!
+//! A [`Packet`] owns one fixed-size buffer with [`HEADROOM`] bytes in front
+//! of the frame so that encapsulations (an Ethernet header after `Strip`, an
+//! ESP tunnel header, a cluster MAC rewrite) never copy the payload. Buffers
+//! come from a pool that belongs to the current thread: in bricks a packet
+//! stays on the core that received it (RouteBricks §4.2, "one core per
+//! packet"), so a thread-local free list needs no lock and no atomic
+//! operation, and steady-state forwarding allocates nothing. A packet that
+//! does cross cores (the pipeline mode that exists to be measured) simply
+//! returns its buffer to the pool of the core that drops it.
+//!
+//! A [`Batch`] carries up to [`MAX_BATCH`] packets through the element graph
+//! so that the cost of an element call is paid once per batch, not once per
+//! packet (RouteBricks §4.2 poll-driven batching, FastClick's `PacketBatch`).
+
+mod anno;
+mod batch;
+mod pool;
+
+pub use anno::{Annotations, PacketType, Timestamp};
+pub use batch::Batch;
+pub use pool::{pool_stats, PoolStats};
+
+/// Bytes reserved in front of the frame for headers added later.
+pub const HEADROOM: usize = 128;
+/// Largest frame a buffer holds after the headroom: Ethernet with VLAN tags at
+/// MTU 1500 fits with room to spare; larger frames are refused by
+/// [`Packet::from_slice`] and counted by the input element as oversized.
+pub const MAX_FRAME: usize = 2048;
+/// Total size of one buffer.
+pub const BUFFER_SIZE: usize = HEADROOM + MAX_FRAME;
+/// Most packets one batch can carry.
+pub const MAX_BATCH: usize = 256;
+/// Default batch size (RouteBricks' kp = 32).
+pub const DEFAULT_BURST: usize = 32;
+
+/// The storage behind a packet: annotations and offsets in the first cache
+/// line, frame bytes after them.
+#[repr(C, align(64))]
+pub(crate) struct Buffer {
+    pub(crate) anno: Annotations,
+    /// Offset of the first frame byte in `data`.
+    pub(crate) head: u32,
+    /// Offset one past the last frame byte in `data`.
+    pub(crate) tail: u32,
+    pub(crate) data: [u8; BUFFER_SIZE],
+}
+
+/// One packet: an owned buffer with the frame at `data()`.
+///
+/// Dropping a packet returns its buffer to the current thread's pool.
+pub struct Packet {
+    // `Option` only so that `Drop` can move the box out; it is `Some` for
+    // the whole life of a packet.
+    buf: Option<Box<Buffer>>,
+}
+
+/// Why a frame could not be made into a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketError {
+    /// The frame is longer than [`MAX_FRAME`] bytes.
+    Oversized { len: usize },
+    /// There is not enough headroom or tailroom for the requested change.
+    NoRoom { need: usize, have: usize },
+}
+
+impl core::fmt::Display for PacketError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PacketError::Oversized { len } => {
+                write!(f, "frame of {len} bytes exceeds the {MAX_FRAME}-byte buffer")
+            }
+            PacketError::NoRoom { need, have } => {
+                write!(f, "needs {need} bytes of room, buffer has {have}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PacketError {}
+
+impl Packet {
+    /// An empty packet (length 0, full headroom), with default annotations.
+    #[inline]
+    pub fn new() -> Packet {
+        let mut buf = pool::alloc();
+        buf.anno = Annotations::default();
+        buf.head = HEADROOM as u32;
+        buf.tail = HEADROOM as u32;
+        Packet { buf: Some(buf) }
+    }
+
+    /// A packet holding a copy of `frame`.
+    #[inline]
+    pub fn from_slice(frame: &[u8]) -> Result<Packet, PacketError> {
+        if frame.len() > MAX_FRAME {
+            return Err(PacketError::Oversized { len: frame.len() });
+        }
+        let mut p = Packet::new();
+        let b = p.buf_mut();
+        b.data[HEADROOM..HEADROOM + frame.len()].copy_from_slice(frame);
+        b.tail = (HEADROOM + frame.len()) as u32;
+        Ok(p)
+    }
+
+    #[inline(always)]
+    fn buf(&self) -> &Buffer {
+        match &self.buf {
+            Some(b) => b,
+            None => unreachable!("packet buffer is present until drop"),
+        }
+    }
+
+    #[inline(always)]
+    fn buf_mut(&mut self) -> &mut Buffer {
+        match &mut self.buf {
+            Some(b) => b,
+            None => unreachable!("packet buffer is present until drop"),
+        }
+    }
+
+    /// The frame bytes.
+    #[inline(always)]
+    pub fn data(&self) -> &[u8] {
+        let b = self.buf();
+        &b.data[b.head as usize..b.tail as usize]
+    }
+
+    /// The frame bytes, writable.
+    #[inline(always)]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let b = self.buf_mut();
+        &mut b.data[b.head as usize..b.tail as usize]
+    }
+
+    /// Frame length in bytes.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        let b = self.buf();
+        (b.tail - b.head) as usize
+    }
+
+    /// Whether the frame is empty.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes free in front of the frame.
+    #[inline(always)]
+    pub fn headroom(&self) -> usize {
+        self.buf().head as usize
+    }
+
+    /// Bytes free after the frame.
+    #[inline(always)]
+    pub fn tailroom(&self) -> usize {
+        BUFFER_SIZE - self.buf().tail as usize
+    }
+
+    /// Offset of the frame's first byte inside the buffer. Header annotations
+    /// are buffer offsets so that they survive `pull` and `push`.
+    #[inline(always)]
+    pub fn head_offset(&self) -> usize {
+        self.buf().head as usize
+    }
+
+    /// Prepends `n` bytes (Click's `push`); the new bytes are uninitialised
+    /// garbage the caller overwrites.
+    #[inline]
+    pub fn push_front(&mut self, n: usize) -> Result<(), PacketError> {
+        let b = self.buf_mut();
+        if n > b.head as usize {
+            return Err(PacketError::NoRoom {
+                need: n,
+                have: b.head as usize,
+            });
+        }
+        b.head -= n as u32;
+        Ok(())
+    }
+
+    /// Removes `n` bytes from the front (Click's `pull`). Removing more than
+    /// the frame holds leaves an empty frame.
+    #[inline]
+    pub fn pull_front(&mut self, n: usize) {
+        let b = self.buf_mut();
+        let n = n.min((b.tail - b.head) as usize);
+        b.head += n as u32;
+    }
+
+    /// Appends `n` zero bytes at the end (Click's `put`).
+    #[inline]
+    pub fn put_back(&mut self, n: usize) -> Result<(), PacketError> {
+        let b = self.buf_mut();
+        let tail = b.tail as usize;
+        if n > BUFFER_SIZE - tail {
+            return Err(PacketError::NoRoom {
+                need: n,
+                have: BUFFER_SIZE - tail,
+            });
+        }
+        b.data[tail..tail + n].fill(0);
+        b.tail += n as u32;
+        Ok(())
+    }
+
+    /// Removes `n` bytes from the end (Click's `take`).
+    #[inline]
+    pub fn take_back(&mut self, n: usize) {
+        let b = self.buf_mut();
+        let n = n.min((b.tail - b.head) as usize);
+        b.tail -= n as u32;
+    }
+
+    /// Sets the frame length, keeping the front; growing zero-fills.
+    #[inline]
+    pub fn set_len(&mut self, len: usize) -> Result<(), PacketError> {
+        let cur = self.len();
+        if len <= cur {
+            self.take_back(cur - len);
+            Ok(())
+        } else {
+            self.put_back(len - cur)
+        }
+    }
+
+    /// Moves the frame start back to the buffer offset `offset`, as Click's
+    /// `Unstrip` does: bytes between `offset` and the current head become
+    /// part of the frame again (their old contents are still there).
+    #[inline]
+    pub fn set_head_offset(&mut self, offset: usize) -> Result<(), PacketError> {
+        let b = self.buf_mut();
+        if offset > b.tail as usize {
+            return Err(PacketError::NoRoom {
+                need: offset,
+                have: b.tail as usize,
+            });
+        }
+        b.head = offset as u32;
+        Ok(())
+    }
+
+    /// The bytes of the buffer from `offset` to the end of the frame. Used
+    /// with header annotations, which are buffer offsets.
+    #[inline]
+    pub fn bytes_from(&self, offset: usize) -> &[u8] {
+        let b = self.buf();
+        let start = offset.min(b.tail as usize);
+        &b.data[start..b.tail as usize]
+    }
+
+    /// Writable counterpart of [`Packet::bytes_from`].
+    #[inline]
+    pub fn bytes_from_mut(&mut self, offset: usize) -> &mut [u8] {
+        let b = self.buf_mut();
+        let start = offset.min(b.tail as usize);
+        &mut b.data[start..b.tail as usize]
+    }
+
+    /// The network (IP) header, as located by the `l3_offset` annotation,
+    /// to the end of the frame; `None` if no element has set it.
+    #[inline]
+    pub fn network_header(&self) -> Option<&[u8]> {
+        let off = self.anno().l3_offset?;
+        Some(self.bytes_from(off as usize))
+    }
+
+    /// Writable counterpart of [`Packet::network_header`].
+    #[inline]
+    pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
+        let off = self.anno().l3_offset?;
+        Some(self.bytes_from_mut(off as usize))
+    }
+
+    /// Marks the network header as starting `offset` bytes into the frame.
+    #[inline]
+    pub fn set_network_header(&mut self, offset: usize) {
+        let abs = self.head_offset() + offset;
+        self.anno_mut().l3_offset = Some(abs as u16);
+    }
+
+    /// Offset of the network header inside the current frame, if it is
+    /// annotated and not stripped away.
+    #[inline]
+    pub fn network_header_offset(&self) -> Option<usize> {
+        let off = self.anno().l3_offset? as usize;
+        off.checked_sub(self.head_offset())
+    }
+
+    /// The annotations.
+    #[inline(always)]
+    pub fn anno(&self) -> &Annotations {
+        &self.buf().anno
+    }
+
+    /// The annotations, writable.
+    #[inline(always)]
+    pub fn anno_mut(&mut self) -> &mut Annotations {
+        &mut self.buf_mut().anno
+    }
+
+    /// A deep copy with the same annotations (Click's `clone`, which shares
+    /// data; bricks copies instead, which keeps every packet writable).
+    pub fn duplicate(&self) -> Packet {
+        let mut p = Packet::new();
+        let src = self.buf();
+        let dst = p.buf_mut();
+        dst.anno = src.anno;
+        dst.head = src.head;
+        dst.tail = src.tail;
+        dst.data[src.head as usize..src.tail as usize]
+            .copy_from_slice(&src.data[src.head as usize..src.tail as usize]);
+        // Header annotations may point before `head` (an Unstrip can bring
+        // those bytes back), so copy the headroom that is in use too.
+        if let Some(l3) = src.anno.l3_offset {
+            let l3 = (l3 as usize).min(src.head as usize);
+            dst.data[l3..src.head as usize].copy_from_slice(&src.data[l3..src.head as usize]);
+        }
+        p
+    }
+}
+
+impl Packet {
+    /// Moves the buffer out into a new packet, leaving `self` an empty
+    /// shell that only `is_shell` and `drop` may touch.
+    #[inline(always)]
+    pub(crate) fn take_shell(&mut self) -> Packet {
+        Packet {
+            buf: self.buf.take(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn is_shell(&self) -> bool {
+        self.buf.is_none()
+    }
+}
+
+impl Default for Packet {
+    fn default() -> Self {
+        Packet::new()
+    }
+}
+
+impl Drop for Packet {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            pool::free(buf);
+        }
+    }
+}
+
+impl core::fmt::Debug for Packet {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Packet")
+            .field("len", &self.len())
+            .field("headroom", &self.headroom())
+            .field("anno", self.anno())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_slice_and_views() {
+        let p = Packet::from_slice(&[1, 2, 3, 4]).unwrap();
+        assert_eq!(p.data(), &[1, 2, 3, 4]);
+        assert_eq!(p.len(), 4);
+        assert_eq!(p.headroom(), HEADROOM);
+        assert_eq!(p.tailroom(), BUFFER_SIZE - HEADROOM - 4);
+    }
+
+    #[test]
+    fn oversized_is_refused() {
+        let big = vec![0u8; MAX_FRAME + 1];
+        assert_eq!(
+            Packet::from_slice(&big).unwrap_err(),
+            PacketError::Oversized { len: MAX_FRAME + 1 }
+        );
+        assert!(Packet::from_slice(&big[..MAX_FRAME]).is_ok());
+    }
+
+    #[test]
+    fn strip_and_unstrip() {
+        let mut p = Packet::from_slice(&[0xaa; 14].iter().chain(&[0x45; 20]).copied().collect::<Vec<_>>()).unwrap();
+        p.pull_front(14);
+        assert_eq!(p.len(), 20);
+        assert_eq!(p.data()[0], 0x45);
+        p.push_front(14).unwrap();
+        assert_eq!(p.data()[0], 0xaa);
+        assert_eq!(p.len(), 34);
+    }
+
+    #[test]
+    fn push_beyond_headroom_fails() {
+        let mut p = Packet::from_slice(&[0; 10]).unwrap();
+        assert!(p.push_front(HEADROOM + 1).is_err());
+        assert!(p.push_front(HEADROOM).is_ok());
+        assert_eq!(p.headroom(), 0);
+    }
+
+    #[test]
+    fn pull_more_than_len_empties() {
+        let mut p = Packet::from_slice(&[0; 10]).unwrap();
+        p.pull_front(100);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn put_and_take() {
+        let mut p = Packet::from_slice(&[9; 10]).unwrap();
+        p.put_back(6).unwrap();
+        assert_eq!(p.data(), &[9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0]);
+        p.take_back(12);
+        assert_eq!(p.data(), &[9, 9, 9, 9]);
+        p.set_len(6).unwrap();
+        assert_eq!(p.data(), &[9, 9, 9, 9, 0, 0]);
+        assert!(p.put_back(BUFFER_SIZE).is_err());
+    }
+
+    #[test]
+    fn network_header_survives_strip() {
+        let mut p = Packet::from_slice(&[0u8; 34]).unwrap();
+        p.data_mut()[14] = 0x45;
+        p.set_network_header(14);
+        p.pull_front(14);
+        assert_eq!(p.network_header().unwrap()[0], 0x45);
+        assert_eq!(p.network_header_offset(), Some(0));
+        p.pull_front(1);
+        assert_eq!(p.network_header_offset(), None);
+    }
+
+    #[test]
+    fn duplicate_is_deep() {
+        let mut a = Packet::from_slice(&[1, 2, 3]).unwrap();
+        a.anno_mut().paint = 7;
+        let mut b = a.duplicate();
+        b.data_mut()[0] = 9;
+        assert_eq!(a.data(), &[1, 2, 3]);
+        assert_eq!(b.data(), &[9, 2, 3]);
+        assert_eq!(b.anno().paint, 7);
+    }
+
+    #[test]
+    fn buffers_are_recycled() {
+        let before = pool_stats();
+        for _ in 0..1000 {
+            let p = Packet::from_slice(&[0; 64]).unwrap();
+            drop(p);
+        }
+        let after = pool_stats();
+        // At most one fresh allocation for the loop: every later packet
+        // reuses the buffer the previous one returned.
+        assert!(after.allocated - before.allocated <= 1, "{before:?} -> {after:?}");
+    }
+
+    #[test]
+    fn new_packet_has_clean_annotations() {
+        let mut p = Packet::new();
+        p.anno_mut().paint = 3;
+        p.anno_mut().dst_ip = [10, 0, 0, 1].into();
+        drop(p);
+        let q = Packet::new();
+        assert_eq!(q.anno().paint, 0);
+        assert_eq!(q.anno().dst_ip, std::net::Ipv4Addr::UNSPECIFIED);
+    }
+}

@@ -1,0 +1,508 @@
+//! From a parsed configuration to a checked plan, and from a plan to a
+//! runnable graph.
+//!
+//! Checks, in the order a user meets them: every class exists; port
+//! numbers fit each class's port count and no port below the highest used
+//! one is left unconnected; push and pull are resolved (agnostic ports take
+//! the processing of what they connect to, Click's rule) and a push output
+//! never meets a pull input or the reverse; a push output and a pull input
+//! have exactly one connection; there is no push or pull cycle; every
+//! element accepts its arguments. Errors are collected, not just the first.
+
+use crate::Registry;
+use bricks_config::{Arg, Diagnostic, Router, Span};
+use bricks_element::{
+    Args, Edge, Element, ElementClass, Graph, PortInfo, Processing, ProcessingSpec, TaskKind,
+};
+
+/// One element of a checked plan.
+#[derive(Debug, Clone)]
+pub struct PlanElement {
+    /// Its name (`Class@N` for an anonymous element).
+    pub name: String,
+    /// Its class.
+    pub class: ElementClass,
+    /// Its arguments as written.
+    pub args: Vec<Arg>,
+    /// Where its arguments are, for errors.
+    pub config_span: Span,
+    /// Its ports, resolved.
+    pub ports: PortInfo,
+    /// Where each output leads: every (element, port) it connects to.
+    pub outputs: Vec<Vec<(usize, usize)>>,
+    /// Where each input comes from.
+    pub inputs: Vec<Vec<(usize, usize)>>,
+    /// Its task, if it has one.
+    pub task: TaskKind,
+}
+
+/// A checked configuration, ready to be instantiated once per worker.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The elements in declaration order.
+    pub elements: Vec<PlanElement>,
+}
+
+fn diag(span: Span, message: impl Into<String>) -> Diagnostic {
+    Diagnostic {
+        span,
+        message: message.into(),
+        help: None,
+        notes: Vec::new(),
+    }
+}
+
+fn with_help(mut d: Diagnostic, help: impl Into<String>) -> Diagnostic {
+    d.help = Some(help.into());
+    d
+}
+
+/// Union-find over the agnostic port groups of elements, each group
+/// possibly fixed to push or pull.
+struct Resolver {
+    parent: Vec<usize>,
+    value: Vec<Option<Processing>>,
+}
+
+impl Resolver {
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.parent[x] != x {
+            self.parent[x] = self.parent[self.parent[x]];
+            x = self.parent[x];
+        }
+        x
+    }
+}
+
+/// What one side of a connection is, for resolution: fixed or the group
+/// of an element's agnostic ports.
+#[derive(Clone, Copy)]
+enum Side {
+    Fixed(Processing),
+    Group(usize),
+}
+
+/// Checks `router` against `registry` and builds a plan.
+pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let n = router.elements.len();
+
+    // Classes.
+    let mut classes: Vec<Option<ElementClass>> = Vec::with_capacity(n);
+    for decl in &router.elements {
+        match registry.get(&decl.class) {
+            Some(c) => classes.push(Some(*c)),
+            None => {
+                let mut d = diag(
+                    decl.class_span,
+                    format!("unknown element class `{}`", decl.class),
+                );
+                if let Some(s) = bricks_config::suggest(&decl.class, registry.names()) {
+                    d = with_help(d, format!("did you mean `{s}`?"));
+                }
+                errors.push(d);
+                classes.push(None);
+            }
+        }
+    }
+
+    // Port counts from the connections.
+    let mut outputs: Vec<Vec<Vec<(usize, usize)>>> = vec![Vec::new(); n];
+    let mut inputs: Vec<Vec<Vec<(usize, usize)>>> = vec![Vec::new(); n];
+    let mut out_spans: Vec<Vec<Vec<Span>>> = vec![Vec::new(); n];
+    let mut in_spans: Vec<Vec<Vec<Span>>> = vec![Vec::new(); n];
+    for c in &router.connections {
+        if outputs[c.from].len() <= c.from_port {
+            outputs[c.from].resize(c.from_port + 1, Vec::new());
+            out_spans[c.from].resize(c.from_port + 1, Vec::new());
+        }
+        outputs[c.from][c.from_port].push((c.to, c.to_port));
+        out_spans[c.from][c.from_port].push(c.span);
+        if inputs[c.to].len() <= c.to_port {
+            inputs[c.to].resize(c.to_port + 1, Vec::new());
+            in_spans[c.to].resize(c.to_port + 1, Vec::new());
+        }
+        inputs[c.to][c.to_port].push((c.from, c.from_port));
+        in_spans[c.to][c.to_port].push(c.span);
+    }
+    for (i, decl) in router.elements.iter().enumerate() {
+        let Some(class) = classes[i] else { continue };
+        let pc = class.port_count();
+        for (side, ports, spans, range) in [
+            ("input", &mut inputs[i], &in_spans[i], pc.inputs),
+            ("output", &mut outputs[i], &out_spans[i], pc.outputs),
+        ] {
+            if ports.len() > range.max {
+                let port = ports.len() - 1;
+                let span = spans[port].first().copied().unwrap_or(decl.name_span);
+                errors.push(with_help(
+                    diag(
+                        span,
+                        format!(
+                            "{side} port {port} out of range: `{}` ({}) has {} {side}{}",
+                            decl.name,
+                            decl.class,
+                            range,
+                            if range.max == 1 { "" } else { "s" }
+                        ),
+                    ),
+                    format!("see `bricks elements {}`", decl.class),
+                ));
+                continue;
+            }
+            if ports.len() < range.min {
+                ports.resize(range.min, Vec::new());
+            }
+            for (port, conns) in ports.iter().enumerate() {
+                if conns.is_empty() {
+                    errors.push(diag(
+                        decl.name_span,
+                        format!(
+                            "{side} {port} of `{}` ({}) is not connected",
+                            decl.name, decl.class
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let classes: Vec<ElementClass> = classes.into_iter().map(|c| c.unwrap()).collect();
+    let specs: Vec<ProcessingSpec> = classes.iter().map(|c| c.processing_spec()).collect();
+
+    // Push and pull. Every element's agnostic ports form one group (Click's
+    // default flow code: any input may flow to any output).
+    let mut res = Resolver {
+        parent: (0..n).collect(),
+        value: vec![None; n],
+    };
+    let side_out = |i: usize, p: usize| match specs[i].output(p) {
+        Processing::Agnostic => Side::Group(i),
+        x => Side::Fixed(x),
+    };
+    let side_in = |i: usize, p: usize| match specs[i].input(p) {
+        Processing::Agnostic => Side::Group(i),
+        x => Side::Fixed(x),
+    };
+    let conflict = |c: &bricks_config::Connection, out: Processing| -> Diagnostic {
+        let from = &router.elements[c.from];
+        let to = &router.elements[c.to];
+        if out == Processing::Push {
+            with_help(
+                diag(
+                    c.span,
+                    format!(
+                        "push output {} of `{}` connected to pull input {} of `{}`",
+                        c.from_port, from.name, c.to_port, to.name
+                    ),
+                ),
+                "put a Queue between them",
+            )
+        } else {
+            with_help(
+                diag(
+                    c.span,
+                    format!(
+                        "pull output {} of `{}` connected to push input {} of `{}`",
+                        c.from_port, from.name, c.to_port, to.name
+                    ),
+                ),
+                "put an Unqueue between them",
+            )
+        }
+    };
+    // Fixed constraints first, then unions, so that a conflict is reported
+    // on a connection that shows it.
+    for c in &router.connections {
+        let a = side_out(c.from, c.from_port);
+        let b = side_in(c.to, c.to_port);
+        match (a, b) {
+            (Side::Fixed(x), Side::Fixed(y)) if x != y => errors.push(conflict(c, x)),
+            (Side::Fixed(x), Side::Group(g)) | (Side::Group(g), Side::Fixed(x)) => {
+                let r = res.find(g);
+                match res.value[r] {
+                    None => res.value[r] = Some(x),
+                    Some(v) if v != x => {
+                        let out = match a {
+                            Side::Fixed(x) => x,
+                            _ => v,
+                        };
+                        errors.push(conflict(c, out));
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    for c in &router.connections {
+        if let (Side::Group(g), Side::Group(h)) =
+            (side_out(c.from, c.from_port), side_in(c.to, c.to_port))
+        {
+            let (rg, rh) = (res.find(g), res.find(h));
+            if rg == rh {
+                continue;
+            }
+            match (res.value[rg], res.value[rh]) {
+                (Some(x), Some(y)) if x != y => errors.push(conflict(c, x)),
+                (vg, vh) => {
+                    res.parent[rh] = rg;
+                    res.value[rg] = vg.or(vh);
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut resolve = |s: Side| match s {
+        Side::Fixed(x) => x,
+        Side::Group(g) => {
+            let r = res.find(g);
+            res.value[r].unwrap_or(Processing::Push)
+        }
+    };
+    let ports: Vec<PortInfo> = (0..n)
+        .map(|i| PortInfo {
+            inputs: (0..inputs[i].len()).map(|p| resolve(side_in(i, p))).collect(),
+            outputs: (0..outputs[i].len())
+                .map(|p| resolve(side_out(i, p)))
+                .collect(),
+        })
+        .collect();
+
+    // Connection counts.
+    for i in 0..n {
+        let decl = &router.elements[i];
+        for (p, conns) in outputs[i].iter().enumerate() {
+            if ports[i].outputs[p] == Processing::Push && conns.len() > 1 {
+                errors.push(with_help(
+                    diag(
+                        out_spans[i][p][1],
+                        format!(
+                            "push output {p} of `{}` connected more than once",
+                            decl.name
+                        ),
+                    ),
+                    "a push output goes to one place: use a Tee to copy packets",
+                ));
+            }
+        }
+        for (p, conns) in inputs[i].iter().enumerate() {
+            if ports[i].inputs[p] == Processing::Pull && conns.len() > 1 {
+                errors.push(with_help(
+                    diag(
+                        in_spans[i][p][1],
+                        format!(
+                            "pull input {p} of `{}` connected more than once",
+                            decl.name
+                        ),
+                    ),
+                    "a pull input pulls from one place: use a scheduler such as RoundRobinSched",
+                ));
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    // Cycles among push connections and among pull connections.
+    for want in [Processing::Push, Processing::Pull] {
+        if let Some(cycle) = find_cycle(n, |i| {
+            let mut next = Vec::new();
+            for (p, conns) in outputs[i].iter().enumerate() {
+                if ports[i].outputs[p] == want {
+                    next.extend(conns.iter().map(|&(e, _)| e));
+                }
+            }
+            next
+        }) {
+            let names: Vec<&str> = cycle
+                .iter()
+                .map(|&i| router.elements[i].name.as_str())
+                .collect();
+            errors.push(with_help(
+                diag(
+                    router.elements[cycle[0]].name_span,
+                    format!("{} cycle: {}", want.as_str(), names.join(" -> ")),
+                ),
+                "a packet would loop forever inside one call; break the cycle with a Queue",
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    // Arguments, and each element's task.
+    let mut elements = Vec::with_capacity(n);
+    for i in 0..n {
+        let decl = &router.elements[i];
+        let mut task = TaskKind::None;
+        match make(&classes[i], &decl.args, decl.config_span, &ports[i]) {
+            Ok(e) => task = e.task_kind(),
+            Err(mut d) => {
+                d.message = format!("{} ({}): {}", decl.name, decl.class, d.message);
+                errors.push(d);
+            }
+        }
+        elements.push(PlanElement {
+            name: decl.name.clone(),
+            class: classes[i],
+            args: decl.args.clone(),
+            config_span: decl.config_span,
+            ports: ports[i].clone(),
+            outputs: std::mem::take(&mut outputs[i]),
+            inputs: std::mem::take(&mut inputs[i]),
+            task,
+        });
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Plan { elements })
+}
+
+fn make(
+    class: &ElementClass,
+    args: &[Arg],
+    span: Span,
+    ports: &PortInfo,
+) -> Result<Box<dyn Element>, Diagnostic> {
+    let mut a = Args::new(args, Some(span));
+    let e = (class.make)(&mut a, ports).and_then(|e| a.complete().map(|_| e));
+    e.map_err(|e| Diagnostic {
+        span: e.span.unwrap_or(span),
+        message: e.message,
+        help: e.help,
+        notes: Vec::new(),
+    })
+}
+
+/// A cycle in the directed graph `next`, as a list of nodes, if any.
+fn find_cycle(n: usize, next: impl Fn(usize) -> Vec<usize>) -> Option<Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let mut mark = vec![Mark::New; n];
+    for start in 0..n {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        // Iterative DFS: (node, its successors, next successor to visit).
+        let mut stack: Vec<(usize, Vec<usize>, usize)> = vec![(start, next(start), 0)];
+        mark[start] = Mark::Open;
+        while let Some(top) = stack.last_mut() {
+            if top.2 < top.1.len() {
+                let s = top.1[top.2];
+                top.2 += 1;
+                match mark[s] {
+                    Mark::Open => {
+                        let pos = stack.iter().position(|f| f.0 == s).unwrap_or(0);
+                        let mut cycle: Vec<usize> = stack[pos..].iter().map(|f| f.0).collect();
+                        cycle.push(s);
+                        return Some(cycle);
+                    }
+                    Mark::New => {
+                        mark[s] = Mark::Open;
+                        let succ = next(s);
+                        stack.push((s, succ, 0));
+                    }
+                    Mark::Done => {}
+                }
+            } else {
+                mark[top.0] = Mark::Done;
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+impl Plan {
+    /// Builds a fresh set of element instances, one graph for one worker.
+    pub fn instantiate(&self) -> Result<Graph, Diagnostic> {
+        let mut elements = Vec::with_capacity(self.elements.len());
+        let mut names = Vec::with_capacity(self.elements.len());
+        let mut outs = Vec::with_capacity(self.elements.len());
+        let mut ins = Vec::with_capacity(self.elements.len());
+        for pe in &self.elements {
+            elements.push(make(&pe.class, &pe.args, pe.config_span, &pe.ports)?);
+            names.push(pe.name.clone());
+            outs.push(
+                pe.outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(p, c)| match (pe.ports.outputs[p], c.first()) {
+                        (Processing::Push, Some(&(e, q))) => Edge {
+                            element: e as u32,
+                            port: q as u32,
+                        },
+                        _ => Edge::NONE,
+                    })
+                    .collect(),
+            );
+            ins.push(
+                pe.inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(p, c)| match (pe.ports.inputs[p], c.first()) {
+                        (Processing::Pull, Some(&(e, q))) => Edge {
+                            element: e as u32,
+                            port: q as u32,
+                        },
+                        _ => Edge::NONE,
+                    })
+                    .collect(),
+            );
+        }
+        Ok(Graph::new(elements, names, outs, ins))
+    }
+
+    /// The plan as text: each element with its class, ports and where they
+    /// lead. `bricks check` prints this.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for pe in &self.elements {
+            let _ = write!(s, "{} :: {}", pe.name, pe.class.name);
+            match pe.task {
+                TaskKind::Source => s.push_str("  [task: source]"),
+                TaskKind::Pump => s.push_str("  [task]"),
+                TaskKind::None => {}
+            }
+            s.push('\n');
+            for (p, conns) in pe.inputs.iter().enumerate() {
+                let from: Vec<String> = conns
+                    .iter()
+                    .map(|&(e, q)| format!("{}[{q}]", self.elements[e].name))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "    in  {p} {:<4} <- {}",
+                    pe.ports.inputs[p].as_str(),
+                    from.join(", ")
+                );
+            }
+            for (p, conns) in pe.outputs.iter().enumerate() {
+                let to: Vec<String> = conns
+                    .iter()
+                    .map(|&(e, q)| format!("[{q}]{}", self.elements[e].name))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "    out {p} {:<4} -> {}",
+                    pe.ports.outputs[p].as_str(),
+                    to.join(", ")
+                );
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,320 @@
+//! The engine: runs one worker's graph until its sources finish or it is
+//! told to stop, then drains what is in flight.
+//!
+//! A round runs every due timer, then every task once. Tasks run to
+//! completion: a source's batch travels push by push until it is queued,
+//! sent or dropped before the next task starts. When no task made progress
+//! for a while the worker naps briefly instead of spinning (a device-driven
+//! router can turn that off).
+
+use crate::Plan;
+use bricks_config::Diagnostic;
+use bricks_element::{Graph, Stats, TaskKind, TaskResult, WorkerState};
+use bricks_packet::Timestamp;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Stops a running engine from another thread or a signal handler.
+#[derive(Debug, Clone, Default)]
+pub struct StopHandle(Arc<AtomicBool>);
+
+impl StopHandle {
+    /// Asks the engine to stop: sources stop producing, packets already in
+    /// the graph are delivered, then `run` returns.
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Makes SIGINT and SIGTERM ask for a stop. A second signal while the
+    /// graph drains ends the process at once.
+    pub fn install_signal_handlers(&self) -> std::io::Result<()> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        for sig in [SIGINT, SIGTERM] {
+            // Registered first so that it sees the flag before it is set.
+            signal_hook::flag::register_conditional_shutdown(sig, 130, self.0.clone())?;
+            signal_hook::flag::register(sig, self.0.clone())?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every source finished and the graph drained.
+    SourcesDone,
+    /// An element asked for a stop (Click's `STOP true`).
+    Requested,
+    /// A stop came from outside (a signal, a [`StopHandle`]).
+    External,
+    /// The configuration has no task, so nothing would ever happen.
+    NoTasks,
+}
+
+/// One element's final counters.
+#[derive(Debug, Clone)]
+pub struct ElementStats {
+    /// Element name.
+    pub name: String,
+    /// Element class.
+    pub class: &'static str,
+    /// Its counters.
+    pub stats: Stats,
+}
+
+/// What a finished run reports.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// Why it ended.
+    pub reason: StopReason,
+    /// Wall-clock time it ran.
+    pub elapsed: Duration,
+    /// Counters of every element that has any.
+    pub elements: Vec<ElementStats>,
+    /// Errors elements reported while running.
+    pub errors: Vec<String>,
+}
+
+impl RunSummary {
+    /// The counters of the element called `name`.
+    pub fn stats(&self, name: &str) -> Option<&Stats> {
+        self.elements
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| &e.stats)
+    }
+
+    /// Counters as text, one element a line.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for e in &self.elements {
+            let _ = write!(s, "{} ({}):", e.name, e.class);
+            for (k, v) in e.stats.entries() {
+                let _ = write!(s, " {k}={v}");
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+struct TaskSlot {
+    element: usize,
+    kind: TaskKind,
+    done: bool,
+}
+
+/// Runs one worker's instance of a plan.
+pub struct Engine {
+    graph: Graph,
+    classes: Vec<&'static str>,
+    state: WorkerState,
+    tasks: Vec<TaskSlot>,
+    timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
+    stop: StopHandle,
+    /// Nap when idle instead of spinning.
+    pub idle_sleep: bool,
+}
+
+impl Engine {
+    /// Instantiates `plan` as worker 0 of 1.
+    pub fn new(plan: &Plan) -> Result<Engine, Diagnostic> {
+        Engine::for_worker(plan, 0, 1)
+    }
+
+    /// Instantiates `plan` as worker `worker` of `workers`.
+    pub fn for_worker(plan: &Plan, worker: usize, workers: usize) -> Result<Engine, Diagnostic> {
+        let graph = plan.instantiate()?;
+        let tasks = plan
+            .elements
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.task != TaskKind::None)
+            .map(|(i, e)| TaskSlot {
+                element: i,
+                kind: e.task,
+                done: false,
+            })
+            .collect();
+        Ok(Engine {
+            graph,
+            classes: plan.elements.iter().map(|e| e.class.name).collect(),
+            state: WorkerState::new(worker, workers),
+            tasks,
+            timers: BinaryHeap::new(),
+            stop: StopHandle::default(),
+            idle_sleep: true,
+        })
+    }
+
+    /// Makes time follow the timestamps of packets read from captures
+    /// instead of the wall clock, so that an offline run is repeatable.
+    pub fn set_trace_clock(&mut self, on: bool) {
+        self.state.trace_clock = on;
+        if on {
+            self.state.now = Timestamp(0);
+        }
+    }
+
+    /// A handle that stops this engine.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// The running graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Calls a write handler (`element.handler`) on this worker's graph.
+    pub fn write_handler(&self, element: &str, handler: &str, value: &str) -> Result<(), String> {
+        let i = self
+            .graph
+            .find(element)
+            .ok_or_else(|| format!("no element `{element}`"))?;
+        self.graph.write_handler(i, handler, value)
+    }
+
+    fn take_timer_requests(&mut self) {
+        for (t, e) in self.state.timer_requests.drain(..) {
+            self.timers.push(Reverse((t, e)));
+        }
+    }
+
+    /// Runs one round: due timers, then each task once. Returns whether
+    /// any task made progress.
+    pub fn step(&mut self) -> bool {
+        if !self.state.trace_clock {
+            self.state.now = Timestamp::now();
+        }
+        let mut worked = false;
+        while let Some(&Reverse((t, e))) = self.timers.peek() {
+            if t > self.state.now {
+                break;
+            }
+            self.timers.pop();
+            self.graph
+                .with_element(e, &mut self.state, |el, cx| el.run_timer(cx));
+            worked = true;
+        }
+        for slot in self.tasks.iter_mut() {
+            if slot.done {
+                continue;
+            }
+            let r = self
+                .graph
+                .with_element(slot.element, &mut self.state, |el, cx| el.run_task(cx));
+            match r {
+                TaskResult::Worked => worked = true,
+                TaskResult::Idle => {}
+                TaskResult::Done => {
+                    slot.done = true;
+                    worked = true;
+                }
+            }
+        }
+        self.take_timer_requests();
+        worked
+    }
+
+    fn sources_running(&self) -> bool {
+        self.tasks
+            .iter()
+            .any(|t| t.kind == TaskKind::Source && !t.done)
+    }
+
+    /// Runs until every source has finished and the graph has drained, or
+    /// until a stop is asked for; then delivers what is in flight, shuts
+    /// every element down, and reports the counters.
+    pub fn run(&mut self) -> RunSummary {
+        let start = Instant::now();
+        let mut idle_rounds = 0u32;
+        let reason = if self.tasks.is_empty() {
+            StopReason::NoTasks
+        } else {
+            loop {
+                if self.stop.is_stopped() {
+                    break StopReason::External;
+                }
+                if self.state.stop_requested {
+                    break StopReason::Requested;
+                }
+                let worked = self.step();
+                if worked {
+                    idle_rounds = 0;
+                    continue;
+                }
+                if !self.sources_running() {
+                    break StopReason::SourcesDone;
+                }
+                idle_rounds += 1;
+                if self.idle_sleep && idle_rounds > 64 {
+                    let nap = match self.timers.peek() {
+                        Some(&Reverse((t, _))) => {
+                            Duration::from_nanos(t.0.saturating_sub(self.state.now.0))
+                        }
+                        None => Duration::from_micros(200),
+                    };
+                    std::thread::sleep(nap.min(Duration::from_micros(200)));
+                }
+            }
+        };
+        self.drain();
+        self.shutdown();
+        RunSummary {
+            reason,
+            elapsed: start.elapsed(),
+            elements: self.collect_stats(),
+            errors: std::mem::take(&mut self.state.errors),
+        }
+    }
+
+    /// Stops the sources and runs the remaining tasks until nothing moves,
+    /// so that packets already inside the graph reach their destination.
+    pub fn drain(&mut self) {
+        for t in self.tasks.iter_mut() {
+            if t.kind == TaskKind::Source {
+                t.done = true;
+            }
+        }
+        // Bounded: a pump that always claims progress cannot hold the
+        // router hostage at exit.
+        for _ in 0..1_000_000 {
+            if !self.step() {
+                break;
+            }
+        }
+    }
+
+    /// Calls every element's shutdown hook (flush files, count packets that
+    /// can no longer be delivered).
+    pub fn shutdown(&mut self) {
+        for i in 0..self.graph.len() {
+            self.graph
+                .with_element(i, &mut self.state, |el, cx| el.shutdown(cx));
+        }
+    }
+
+    /// Every element's counters.
+    pub fn collect_stats(&self) -> Vec<ElementStats> {
+        (0..self.graph.len())
+            .filter_map(|i| {
+                let stats = self.graph.stats(i);
+                (!stats.is_empty()).then(|| ElementStats {
+                    name: self.graph.names()[i].clone(),
+                    class: self.classes[i],
+                    stats,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,21 @@
+//! The runtime: turns a parsed Click configuration into a checked
+//! [`Plan`], instantiates it as a [`Graph`] per worker, and runs it.
+//!
+//! The layers below know nothing of scheduling: `config` parses the
+//! language, `element` defines what an element is. Here the graph is checked
+//! (classes exist, port counts fit, push meets push and pull meets pull,
+//! every port is connected, no push or pull cycle), arguments are read, and
+//! the engine runs tasks to completion on one worker thread (RouteBricks
+//! §4.2: a packet is handled start to finish by the core that received it).
+//!
+//! [`Graph`]: bricks_element::Graph
+
+#![forbid(unsafe_code)]
+
+mod build;
+mod engine;
+pub mod testing;
+
+pub use build::{build, Plan, PlanElement};
+pub use engine::{Engine, RunSummary, StopHandle};
+pub use bricks_element::Registry;

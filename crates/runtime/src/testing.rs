@@ -1,0 +1,257 @@
+//! A harness that runs one element in isolation, for element unit tests:
+//! packets go into its inputs, whatever comes out of each output is
+//! captured, pull inputs are fed from lists, and time can be moved by hand.
+
+use bricks_config::{Arg, Source, SourceMap};
+use bricks_element::{
+    Args, Batch, Context, Edge, Element, ElementClass, Graph, Packet, PortInfo, Processing,
+    Stats, TaskResult, WorkerState,
+};
+use bricks_packet::Timestamp;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+type Shared<T> = Arc<Mutex<T>>;
+
+/// Records every packet pushed into it (push) or nothing (pull side).
+struct Capture(Shared<Vec<Packet>>);
+
+impl Element for Capture {
+    fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+        let mut v = self.0.lock().unwrap();
+        v.extend(batch.drain());
+    }
+}
+
+/// Hands out queued packets when pulled.
+struct Feed(Shared<VecDeque<Packet>>);
+
+impl Element for Feed {
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
+        let mut q = self.0.lock().unwrap();
+        for _ in 0..max {
+            match q.pop_front() {
+                Some(p) => {
+                    if out.push(p).is_err() {
+                        break;
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+/// Parses an argument string the way a configuration would.
+pub fn parse_args(text: &str) -> Result<Vec<Arg>, String> {
+    let mut map = SourceMap::default();
+    let src = format!("x :: Harness({text});");
+    let r = bricks_config::parse(
+        &mut map,
+        Source {
+            name: "<test>".into(),
+            text: src,
+        },
+    )
+    .map_err(|d| {
+        d.iter()
+            .map(|d| map.render(d))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    Ok(r.elements[0].args.clone())
+}
+
+/// Builds an element of `class` from `args` with the given ports, as the
+/// graph builder would; returns the argument error's text on failure.
+pub fn make_element(
+    class: &ElementClass,
+    args: &str,
+    ports: &PortInfo,
+) -> Result<Box<dyn Element>, String> {
+    let parsed = parse_args(args)?;
+    let mut a = Args::new(&parsed, None);
+    let e = (class.make)(&mut a, ports).map_err(|e| e.message)?;
+    a.complete().map_err(|e| e.message)?;
+    Ok(e)
+}
+
+/// One element under test, wired to captures and feeds.
+pub struct Harness {
+    graph: Graph,
+    state: WorkerState,
+    captured: Vec<Shared<Vec<Packet>>>,
+    feeds: Vec<Shared<VecDeque<Packet>>>,
+}
+
+impl Harness {
+    /// An element with `ninputs` push inputs and `noutputs` push outputs.
+    pub fn push(class: &ElementClass, args: &str, ninputs: usize, noutputs: usize) -> Harness {
+        Harness::new(
+            class,
+            args,
+            PortInfo {
+                inputs: vec![Processing::Push; ninputs],
+                outputs: vec![Processing::Push; noutputs],
+            },
+        )
+    }
+
+    /// An element with the given resolved ports. Push outputs are captured;
+    /// pull inputs are fed from [`Harness::feed`].
+    pub fn new(class: &ElementClass, args: &str, ports: PortInfo) -> Harness {
+        Harness::try_new(class, args, ports).unwrap_or_else(|e| panic!("{}: {e}", class.name))
+    }
+
+    /// Like [`Harness::new`], but returns the configuration error.
+    pub fn try_new(class: &ElementClass, args: &str, ports: PortInfo) -> Result<Harness, String> {
+        let element = make_element(class, args, &ports)?;
+        let mut elements: Vec<Box<dyn Element>> = vec![element];
+        let mut names = vec!["dut".to_string()];
+        let mut outs: Vec<Box<[Edge]>> = Vec::new();
+        let mut ins: Vec<Box<[Edge]>> = Vec::new();
+        let mut captured = Vec::new();
+        let mut feeds = Vec::new();
+        let mut dut_out = Vec::new();
+        for (p, proc_) in ports.outputs.iter().enumerate() {
+            let c: Shared<Vec<Packet>> = Default::default();
+            captured.push(c.clone());
+            if *proc_ == Processing::Push {
+                dut_out.push(Edge {
+                    element: elements.len() as u32,
+                    port: 0,
+                });
+                elements.push(Box::new(Capture(c)));
+                names.push(format!("out{p}"));
+                outs.push(Box::new([]));
+                ins.push(Box::new([]));
+            } else {
+                dut_out.push(Edge::NONE);
+            }
+        }
+        let mut dut_in = Vec::new();
+        for (p, proc_) in ports.inputs.iter().enumerate() {
+            let f: Shared<VecDeque<Packet>> = Default::default();
+            feeds.push(f.clone());
+            if *proc_ == Processing::Pull {
+                dut_in.push(Edge {
+                    element: elements.len() as u32,
+                    port: 0,
+                });
+                elements.push(Box::new(Feed(f)));
+                names.push(format!("in{p}"));
+                outs.push(Box::new([]));
+                ins.push(Box::new([]));
+            } else {
+                dut_in.push(Edge::NONE);
+            }
+        }
+        outs.insert(0, dut_out.into_boxed_slice());
+        ins.insert(0, dut_in.into_boxed_slice());
+        Ok(Harness {
+            graph: Graph::new(elements, names, outs, ins),
+            state: WorkerState::new(0, 1),
+            captured,
+            feeds,
+        })
+    }
+
+    /// Pushes `packets` into input `port` as one batch per 256 packets.
+    pub fn push_packets(&mut self, port: usize, packets: impl IntoIterator<Item = Packet>) {
+        let mut b = Batch::new();
+        for p in packets {
+            if let Err(p) = b.push(p) {
+                self.push_batch(port, &mut b);
+                let _ = b.push(p);
+            }
+        }
+        self.push_batch(port, &mut b);
+    }
+
+    fn push_batch(&mut self, port: usize, b: &mut Batch) {
+        if b.is_empty() {
+            return;
+        }
+        self.graph
+            .with_element(0, &mut self.state, |e, cx| e.push(port, b, cx));
+        b.clear();
+    }
+
+    /// Pushes one frame (bytes) into input `port`.
+    pub fn push_bytes(&mut self, port: usize, frame: &[u8]) {
+        self.push_packets(port, [Packet::from_slice(frame).unwrap()]);
+    }
+
+    /// Queues packets for the element to pull from input `port`.
+    pub fn feed(&mut self, port: usize, packets: impl IntoIterator<Item = Packet>) {
+        self.feeds[port].lock().unwrap().extend(packets);
+    }
+
+    /// Pulls up to `max` packets from output `port`.
+    pub fn pull(&mut self, port: usize, max: usize) -> Vec<Packet> {
+        let mut b = Batch::new();
+        self.graph
+            .with_element(0, &mut self.state, |e, cx| e.pull(port, &mut b, max, cx));
+        b.drain().collect()
+    }
+
+    /// Runs the element's task once.
+    pub fn run_task(&mut self) -> TaskResult {
+        self.graph
+            .with_element(0, &mut self.state, |e, cx| e.run_task(cx))
+    }
+
+    /// Sets the clock to `t` and runs the element's timer if it asked for
+    /// one at or before `t`.
+    pub fn advance_to(&mut self, t: Timestamp) {
+        self.state.now = t;
+        let due = self.state.timer_requests.iter().any(|&(at, _)| at <= t);
+        if due {
+            self.state.timer_requests.retain(|&(at, _)| at > t);
+            self.graph
+                .with_element(0, &mut self.state, |e, cx| e.run_timer(cx));
+        }
+    }
+
+    /// The current clock.
+    pub fn now(&self) -> Timestamp {
+        self.state.now
+    }
+
+    /// Times the element has asked to be woken at.
+    pub fn timers(&self) -> Vec<Timestamp> {
+        self.state.timer_requests.iter().map(|&(t, _)| t).collect()
+    }
+
+    /// Takes the packets captured on output `port` so far.
+    pub fn take(&mut self, port: usize) -> Vec<Packet> {
+        std::mem::take(&mut *self.captured[port].lock().unwrap())
+    }
+
+    /// Takes the frames captured on output `port`, as bytes.
+    pub fn take_bytes(&mut self, port: usize) -> Vec<Vec<u8>> {
+        self.take(port).iter().map(|p| p.data().to_vec()).collect()
+    }
+
+    /// The element's counters (plus packets it pushed to unconnected
+    /// outputs, as `unconnected_drops`).
+    pub fn stats(&self) -> Stats {
+        self.graph.stats(0)
+    }
+
+    /// Calls a write handler.
+    pub fn write_handler(&self, handler: &str, value: &str) -> Result<(), String> {
+        self.graph.write_handler(0, handler, value)
+    }
+
+    /// Calls the element's shutdown hook.
+    pub fn shutdown(&mut self) {
+        self.graph
+            .with_element(0, &mut self.state, |e, cx| e.shutdown(cx));
+    }
+
+    /// Whether the element asked the router to stop.
+    pub fn stop_requested(&self) -> bool {
+        self.state.stop_requested
+    }
+}
