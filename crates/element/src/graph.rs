@@ -203,13 +203,14 @@ impl<'a> Context<'a> {
             .is_some_and(|e| e.is_some())
     }
 
-    /// Moves the clock to `t` when time follows the packets (a trace
-    /// clock); the clock never goes backwards.
+    /// Whether time follows the packets (an offline run of captures)
+    /// rather than the wall clock. Sources then hold each packet until the
+    /// clock reaches its timestamp, asking for a timer at that time; the
+    /// engine jumps the clock to the next timer when nothing else is due,
+    /// so captures from several interfaces interleave in time order.
     #[inline]
-    pub fn observe_time(&mut self, t: Timestamp) {
-        if self.worker.trace_clock && t > self.worker.now {
-            self.worker.now = t;
-        }
+    pub fn trace_clock(&self) -> bool {
+        self.worker.trace_clock
     }
 
     /// Reports an error that stops this element but not the router; the

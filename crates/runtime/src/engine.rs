@@ -253,6 +253,13 @@ impl Engine {
                     idle_rounds = 0;
                     continue;
                 }
+                if self.state.trace_clock && self.sources_running() {
+                    // Nothing is due now: jump to the next thing that is.
+                    if let Some(&Reverse((t, _))) = self.timers.peek() {
+                        self.state.now = self.state.now.max(t);
+                        continue;
+                    }
+                }
                 if !self.sources_running() {
                     break StopReason::SourcesDone;
                 }

@@ -116,11 +116,16 @@ impl CaptureSource {
                 self.done = true;
                 break;
             };
+            let ts = p.anno().timestamp;
+            if cx.trace_clock() && ts > cx.now() {
+                self.pending = Some(p);
+                cx.schedule_at(ts);
+                break;
+            }
             if !self.due(&p) {
                 self.pending = Some(p);
                 break;
             }
-            cx.observe_time(p.anno().timestamp);
             let _ = out.push(p);
             n += 1;
         }

@@ -6,7 +6,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
     Stats, TaskKind, TaskResult,
 };
-use bricks_packet::{DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
+use bricks_packet::{Timestamp, DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
 
 /// The `InfiniteSource` class.
 pub static INFINITE_SOURCE: ElementClass = ElementClass {
@@ -297,6 +297,17 @@ impl RatedSource {
     }
 }
 
+impl RatedSource {
+    /// When the next packet falls due.
+    fn next_due(&self) -> Timestamp {
+        let Some((t0, c0)) = self.start else {
+            return Timestamp(0);
+        };
+        let k = (self.e.count - c0) as u128; // packets sent since t0, the first at t0
+        Timestamp(t0 + (k * 1_000_000_000 / self.rate as u128) as u64)
+    }
+}
+
 impl Element for RatedSource {
     fn task_kind(&self) -> TaskKind {
         if self.e.pull {
@@ -316,6 +327,7 @@ impl Element for RatedSource {
         }
         let n = self.due(cx).min(MAX_BATCH as u64) as usize;
         if n == 0 {
+            cx.schedule_at(self.next_due());
             return TaskResult::Idle;
         }
         let mut b = Batch::new();
@@ -354,7 +366,6 @@ impl Element for RatedSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bricks_packet::Timestamp;
     use bricks_runtime::testing::Harness;
 
     #[test]

@@ -26,7 +26,10 @@ pub fn exercise_frame(data: &[u8]) {
     if let Ok(repr) = EthernetRepr::parse(&frame) {
         let mut buf = vec![0u8; repr.buffer_len()];
         repr.emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
-        assert_eq!(EthernetRepr::parse(&EthernetFrame::new_unchecked(&buf[..])), Ok(repr));
+        assert_eq!(
+            EthernetRepr::parse(&EthernetFrame::new_unchecked(&buf[..])),
+            Ok(repr)
+        );
         black_box(repr.to_string());
     }
     exercise_ethertype(frame.ethertype(), frame.payload(), 0);
@@ -47,7 +50,10 @@ fn exercise_ethertype(ethertype: EtherType, payload: &[u8], depth: usize) {
             let repr = VlanRepr::parse(&tag).unwrap();
             let mut buf = [0u8; 4];
             repr.emit(&mut VlanPacket::new_unchecked(&mut buf[..]));
-            assert_eq!(VlanRepr::parse(&VlanPacket::new_unchecked(&buf[..])), Ok(repr));
+            assert_eq!(
+                VlanRepr::parse(&VlanPacket::new_unchecked(&buf[..])),
+                Ok(repr)
+            );
             black_box(repr.to_string());
             exercise_ethertype(tag.ethertype(), tag.payload(), depth + 1);
         }
@@ -70,7 +76,10 @@ pub fn exercise_mpls(mut data: &[u8], depth: usize) {
         let repr = MplsRepr::parse(&entry).unwrap();
         let mut buf = [0u8; 4];
         repr.emit(&mut MplsPacket::new_unchecked(&mut buf[..]));
-        assert_eq!(MplsRepr::parse(&MplsPacket::new_unchecked(&buf[..])), Ok(repr));
+        assert_eq!(
+            MplsRepr::parse(&MplsPacket::new_unchecked(&buf[..])),
+            Ok(repr)
+        );
         black_box(repr.to_string());
         data = entry.payload();
         if entry.bottom_of_stack() {
@@ -89,14 +98,22 @@ pub fn exercise_arp(data: &[u8]) {
     let Ok(arp) = ArpPacket::new_checked(data) else {
         return;
     };
-    black_box((arp.hardware_type(), arp.protocol_type(), arp.hardware_len(), arp.protocol_len()));
+    black_box((
+        arp.hardware_type(),
+        arp.protocol_type(),
+        arp.hardware_len(),
+        arp.protocol_len(),
+    ));
     black_box((arp.operation(), arp.is_ethernet_ipv4()));
     black_box((arp.source_hardware_addr(), arp.source_protocol_addr()));
     black_box((arp.target_hardware_addr(), arp.target_protocol_addr()));
     if let Ok(repr) = ArpRepr::parse(&arp) {
         let mut buf = vec![0u8; repr.buffer_len()];
         repr.emit(&mut ArpPacket::new_unchecked(&mut buf[..]));
-        assert_eq!(ArpRepr::parse(&ArpPacket::new_unchecked(&buf[..])), Ok(repr));
+        assert_eq!(
+            ArpRepr::parse(&ArpPacket::new_unchecked(&buf[..])),
+            Ok(repr)
+        );
         black_box(repr.to_string());
     }
 }
@@ -106,17 +123,32 @@ pub fn exercise_ipv4(data: &[u8], depth: usize) {
     let Ok(ip) = Ipv4Packet::new_checked(data) else {
         return;
     };
-    black_box((ip.version(), ip.header_len(), ip.dscp(), ip.ecn(), ip.dscp_ecn()));
+    black_box((
+        ip.version(),
+        ip.header_len(),
+        ip.dscp(),
+        ip.ecn(),
+        ip.dscp_ecn(),
+    ));
     black_box((ip.total_len(), ip.ident(), ip.dont_frag(), ip.more_frags()));
     black_box((ip.frag_offset(), ip.is_fragment(), ip.hop_limit(), ip.ttl()));
-    black_box((ip.next_header(), ip.checksum(), ip.src_addr(), ip.dst_addr()));
+    black_box((
+        ip.next_header(),
+        ip.checksum(),
+        ip.src_addr(),
+        ip.dst_addr(),
+    ));
     let verified = ip.verify_checksum();
     black_box(ip.options());
     for option in ip.options_iter() {
         match option {
             Ok(option) => {
                 black_box((option.kind, option.data, option.len(), option.pointer()));
-                black_box((option.kind.copied(), option.kind.class(), option.kind.number()));
+                black_box((
+                    option.kind.copied(),
+                    option.kind.class(),
+                    option.kind.number(),
+                ));
                 black_box(option.timestamp_overflow_flag());
                 for addr in option.route_addresses() {
                     black_box(addr);
@@ -134,7 +166,10 @@ pub fn exercise_ipv4(data: &[u8], depth: usize) {
         assert!(verified);
         let mut buf = vec![0u8; repr.buffer_len() + repr.payload_len];
         repr.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(Ipv4Repr::parse(&Ipv4Packet::new_unchecked(&buf[..])), Ok(repr));
+        assert_eq!(
+            Ipv4Repr::parse(&Ipv4Packet::new_unchecked(&buf[..])),
+            Ok(repr)
+        );
         black_box(repr.to_string());
     }
 
@@ -154,7 +189,13 @@ pub fn exercise_ipv4(data: &[u8], depth: usize) {
     exercise_l4_v4(ip.next_header(), ip.payload(), src, dst, depth);
 }
 
-fn exercise_l4_v4(protocol: IpProtocol, payload: &[u8], src: Ipv4Addr, dst: Ipv4Addr, depth: usize) {
+fn exercise_l4_v4(
+    protocol: IpProtocol,
+    payload: &[u8],
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    depth: usize,
+) {
     match protocol {
         IpProtocol::ICMP => exercise_icmpv4(payload, depth),
         IpProtocol::UDP => {
@@ -189,14 +230,26 @@ pub fn exercise_icmpv4(data: &[u8], depth: usize) {
     let Ok(icmp) = Icmpv4Packet::new_checked(data) else {
         return;
     };
-    black_box((icmp.msg_type(), icmp.msg_code(), icmp.checksum(), icmp.rest_of_header()));
-    black_box((icmp.echo_ident(), icmp.echo_seq_no(), icmp.param_problem_pointer()));
+    black_box((
+        icmp.msg_type(),
+        icmp.msg_code(),
+        icmp.checksum(),
+        icmp.rest_of_header(),
+    ));
+    black_box((
+        icmp.echo_ident(),
+        icmp.echo_seq_no(),
+        icmp.param_problem_pointer(),
+    ));
     black_box((icmp.gateway(), icmp.next_hop_mtu(), icmp.verify_checksum()));
     black_box((icmp.msg_type().is_error(), icmp.msg_type().to_string()));
     if let Ok(repr) = Icmpv4Repr::parse(&icmp) {
         let mut buf = vec![0u8; repr.buffer_len()];
         repr.emit(&mut Icmpv4Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(Icmpv4Repr::parse(&Icmpv4Packet::new_unchecked(&buf[..])), Ok(repr));
+        assert_eq!(
+            Icmpv4Repr::parse(&Icmpv4Packet::new_unchecked(&buf[..])),
+            Ok(repr)
+        );
         black_box(repr.to_string());
     }
     if icmp.msg_type().is_error() && depth < 16 {
@@ -209,12 +262,27 @@ pub fn exercise_ipv6(data: &[u8], depth: usize) {
     let Ok(ip) = Ipv6Packet::new_checked(data) else {
         return;
     };
-    black_box((ip.version(), ip.traffic_class(), ip.dscp(), ip.ecn(), ip.flow_label()));
-    black_box((ip.payload_len(), ip.next_header(), ip.hop_limit(), ip.src_addr(), ip.dst_addr()));
+    black_box((
+        ip.version(),
+        ip.traffic_class(),
+        ip.dscp(),
+        ip.ecn(),
+        ip.flow_label(),
+    ));
+    black_box((
+        ip.payload_len(),
+        ip.next_header(),
+        ip.hop_limit(),
+        ip.src_addr(),
+        ip.dst_addr(),
+    ));
     if let Ok(repr) = Ipv6Repr::parse(&ip) {
         let mut buf = vec![0u8; repr.buffer_len() + repr.payload_len];
         repr.emit(&mut Ipv6Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(Ipv6Repr::parse(&Ipv6Packet::new_unchecked(&buf[..])), Ok(repr));
+        assert_eq!(
+            Ipv6Repr::parse(&Ipv6Packet::new_unchecked(&buf[..])),
+            Ok(repr)
+        );
         black_box(repr.to_string());
     }
     let (src, dst) = (ip.src_addr(), ip.dst_addr());
@@ -253,14 +321,30 @@ pub fn exercise_icmpv6(data: &[u8], src: Ipv6Addr, dst: Ipv6Addr, depth: usize) 
     let Ok(icmp) = Icmpv6Packet::new_checked(data) else {
         return;
     };
-    black_box((icmp.msg_type(), icmp.msg_code(), icmp.checksum(), icmp.rest_of_header()));
-    black_box((icmp.echo_ident(), icmp.echo_seq_no(), icmp.pkt_too_big_mtu()));
+    black_box((
+        icmp.msg_type(),
+        icmp.msg_code(),
+        icmp.checksum(),
+        icmp.rest_of_header(),
+    ));
+    black_box((
+        icmp.echo_ident(),
+        icmp.echo_seq_no(),
+        icmp.pkt_too_big_mtu(),
+    ));
     black_box((icmp.param_problem_ptr(), icmp.verify_checksum(src, dst)));
-    black_box((icmp.msg_type().is_error(), icmp.msg_type().is_ndp(), icmp.msg_type().to_string()));
+    black_box((
+        icmp.msg_type().is_error(),
+        icmp.msg_type().is_ndp(),
+        icmp.msg_type().to_string(),
+    ));
     if let Ok(repr) = Icmpv6Repr::parse(src, dst, &icmp) {
         let mut buf = vec![0u8; repr.buffer_len()];
         repr.emit(src, dst, &mut Icmpv6Packet::new_unchecked(&mut buf[..]));
-        assert_eq!(Icmpv6Repr::parse(src, dst, &Icmpv6Packet::new_unchecked(&buf[..])), Ok(repr));
+        assert_eq!(
+            Icmpv6Repr::parse(src, dst, &Icmpv6Packet::new_unchecked(&buf[..])),
+            Ok(repr)
+        );
         black_box(repr.to_string());
     }
     if icmp.msg_type().is_error() && depth < 16 {
@@ -269,26 +353,64 @@ pub fn exercise_icmpv6(data: &[u8], src: Ipv6Addr, dst: Ipv6Addr, depth: usize) 
 }
 
 fn exercise_udp(udp: &UdpPacket<&[u8]>) {
-    black_box((udp.src_port(), udp.dst_port(), udp.len(), udp.checksum(), udp.payload()));
+    black_box((
+        udp.src_port(),
+        udp.dst_port(),
+        udp.len(),
+        udp.checksum(),
+        udp.payload(),
+    ));
     let repr = UdpRepr::parse(udp).unwrap();
     let mut buf = vec![0u8; repr.buffer_len() + repr.payload_len];
     repr.emit(&mut UdpPacket::new_unchecked(&mut buf[..]));
-    assert_eq!(UdpRepr::parse(&UdpPacket::new_unchecked(&buf[..])), Ok(repr));
+    assert_eq!(
+        UdpRepr::parse(&UdpPacket::new_unchecked(&buf[..])),
+        Ok(repr)
+    );
     black_box(repr.to_string());
 }
 
 fn exercise_tcp(tcp: &TcpPacket<&[u8]>) {
-    black_box((tcp.src_port(), tcp.dst_port(), tcp.seq_number(), tcp.ack_number()));
+    black_box((
+        tcp.src_port(),
+        tcp.dst_port(),
+        tcp.seq_number(),
+        tcp.ack_number(),
+    ));
     black_box((tcp.header_len(), tcp.flags(), tcp.flags().to_string()));
-    black_box((tcp.fin(), tcp.syn(), tcp.rst(), tcp.psh(), tcp.ack(), tcp.urg(), tcp.ece(), tcp.cwr()));
-    black_box((tcp.window_len(), tcp.checksum(), tcp.urgent_at(), tcp.options(), tcp.payload()));
+    black_box((
+        tcp.fin(),
+        tcp.syn(),
+        tcp.rst(),
+        tcp.psh(),
+        tcp.ack(),
+        tcp.urg(),
+        tcp.ece(),
+        tcp.cwr(),
+    ));
+    black_box((
+        tcp.window_len(),
+        tcp.checksum(),
+        tcp.urgent_at(),
+        tcp.options(),
+        tcp.payload(),
+    ));
     for option in tcp.options_iter().flatten() {
-        black_box((option.kind, option.data, option.mss(), option.window_scale(), option.timestamp()));
+        black_box((
+            option.kind,
+            option.data,
+            option.mss(),
+            option.window_scale(),
+            option.timestamp(),
+        ));
     }
     let repr = TcpRepr::parse(tcp).unwrap();
     let mut buf = vec![0u8; repr.buffer_len()];
     repr.emit(&mut TcpPacket::new_unchecked(&mut buf[..]));
-    assert_eq!(TcpRepr::parse(&TcpPacket::new_unchecked(&buf[..])), Ok(repr));
+    assert_eq!(
+        TcpRepr::parse(&TcpPacket::new_unchecked(&buf[..])),
+        Ok(repr)
+    );
     black_box(repr.to_string());
 }
 
@@ -301,7 +423,10 @@ pub fn exercise_esp(data: &[u8]) {
     if let Ok(repr) = EspRepr::parse(&esp) {
         let mut buf = [0u8; 8];
         repr.emit(&mut EspPacket::new_unchecked(&mut buf[..]));
-        assert_eq!(EspRepr::parse(&EspPacket::new_unchecked(&buf[..])), Ok(repr));
+        assert_eq!(
+            EspRepr::parse(&EspPacket::new_unchecked(&buf[..])),
+            Ok(repr)
+        );
         black_box(repr.to_string());
     }
 }

@@ -1,0 +1,680 @@
+//! Compiled classifier programs: a decision DAG of masked comparisons.
+//!
+//! Classifier and IPClassifier compile their patterns once, at
+//! configuration time, into the structure Click's
+//! `Classification::Wordwise::Program` uses (`elements/standard/
+//! classification.cc`): a DAG whose inner nodes load a big-endian word at a
+//! fixed offset, mask it, compare it, and jump on the outcome, and whose
+//! leaves are output ports. A packet costs one load, mask, compare and
+//! branch per node it visits, with no allocation and no call per node.
+//!
+//! Patterns are first written as boolean [`Expr`]essions over [`Test`]s;
+//! [`Program::build`] turns the list of patterns into short-circuit control
+//! flow (an `and` jumps to the next conjunct on success and to the next
+//! pattern on failure), shares identical nodes, and then runs Click's
+//! "dominator" optimisation in a simple form: along every edge it knows the
+//! outcome of a few tests that every path to the edge made, and an edge into
+//! a test whose outcome that knowledge decides is moved past it. With
+//! `Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -)` an IPv4 frame
+//! takes two tests: `12/0806` fails, the second pattern's `12/0806` is
+//! skipped, `12/0800` succeeds.
+//!
+//! A test reads up to eight bytes. When the packet ends before the last byte
+//! the mask selects, the test is false (Click's "short packet" rule); a
+//! test's `negate` flag gives "present and not equal", which is still false
+//! on a short packet, while an [`Expr::Not`] is a plain logical negation.
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// Where a test reads its bytes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Base {
+    /// The packet data (Classifier).
+    Data,
+    /// The IP header (IPClassifier).
+    Network,
+    /// The transport header: the IP header plus its header length.
+    Transport,
+}
+
+/// The comparison a test makes between the masked word `x` and its
+/// operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `x == a`.
+    Eq,
+    /// `x > a`.
+    Gt,
+    /// `a <= x <= b`.
+    In,
+}
+
+/// One comparison of up to eight packet bytes.
+///
+/// The word is the eight bytes from `offset` as a big-endian `u64` (bytes
+/// past the end of the packet read as zero); `mask`, `a` and `b` are in the
+/// same left-aligned position, so a field in the middle of the word compares
+/// in numeric order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Test {
+    /// Which header `offset` counts from.
+    pub base: Base,
+    /// Byte offset of the word.
+    pub offset: u16,
+    /// Bytes from `offset` the packet must hold: through the last byte the
+    /// mask selects.
+    pub need: u8,
+    /// The comparison.
+    pub op: Op,
+    /// Present-and-not: the test is true when the bytes are there and the
+    /// comparison fails.
+    pub negate: bool,
+    /// Bits of the word that take part.
+    pub mask: u64,
+    /// First operand (already masked for [`Op::Eq`]).
+    pub a: u64,
+    /// Second operand ([`Op::In`] only).
+    pub b: u64,
+}
+
+/// Bytes a mask needs: through its last nonzero byte.
+fn need_of(mask: u64) -> u8 {
+    if mask == 0 {
+        0
+    } else {
+        8 - (mask.trailing_zeros() / 8) as u8
+    }
+}
+
+impl Test {
+    /// `word & mask == value & mask` at `offset`.
+    pub fn eq(base: Base, offset: u16, mask: u64, value: u64) -> Test {
+        Test {
+            base,
+            offset,
+            need: need_of(mask),
+            op: Op::Eq,
+            negate: false,
+            mask,
+            a: value & mask,
+            b: 0,
+        }
+    }
+
+    /// A comparison of the `bits`-bit field that starts `bit` bits into
+    /// `base` (`bits <= 32`): `field & mask` against `a` (and `b`), all in
+    /// field units. The caller keeps `a` and `b` below `2^bits`.
+    pub fn field(base: Base, bit: usize, bits: u32, mask: u64, op: Op, a: u64, b: u64) -> Test {
+        debug_assert!((1..=32).contains(&bits));
+        let offset = bit / 8;
+        let shift = 64 - (bit % 8) as u32 - bits;
+        let mask = (mask & ((1u64 << bits) - 1)) << shift;
+        let a = a << shift;
+        Test {
+            base,
+            offset: offset as u16,
+            need: need_of(mask),
+            op,
+            negate: false,
+            mask,
+            a: if op == Op::Eq { a & mask } else { a },
+            b: b << shift,
+        }
+    }
+
+    /// The same test with "present and not" instead.
+    pub fn negated(mut self) -> Test {
+        self.negate = !self.negate;
+        self
+    }
+
+    fn compare(&self, x: u64) -> bool {
+        let r = match self.op {
+            Op::Eq => x == self.a,
+            Op::Gt => x > self.a,
+            Op::In => self.a <= x && x <= self.b,
+        };
+        r != self.negate
+    }
+
+    /// The outcome if it does not depend on the packet: a test that masks
+    /// nothing needs no bytes and sees zero.
+    pub fn constant(&self) -> Option<bool> {
+        (self.mask == 0).then(|| self.compare(0))
+    }
+
+    /// Runs the test on `bytes`.
+    #[inline(always)]
+    pub fn eval(&self, bytes: &[u8]) -> bool {
+        let off = self.offset as usize;
+        let word = match bytes.get(off..).and_then(|s| s.first_chunk::<8>()) {
+            Some(w) => u64::from_be_bytes(*w),
+            None => match load_short(bytes, off, self.need) {
+                Some(w) => w,
+                None => return false,
+            },
+        };
+        self.compare(word & self.mask)
+    }
+}
+
+/// The word at `off` when fewer than eight bytes remain: zero-padded if the
+/// `need` bytes the test looks at are there.
+#[cold]
+fn load_short(bytes: &[u8], off: usize, need: u8) -> Option<u64> {
+    let avail = bytes.len().checked_sub(off)?;
+    if avail < need as usize {
+        return None;
+    }
+    let mut w = [0u8; 8];
+    let n = avail.min(8);
+    w[..n].copy_from_slice(&bytes[off..off + n]);
+    Some(u64::from_be_bytes(w))
+}
+
+/// A boolean expression over tests: one pattern before compilation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// Always true or always false.
+    Const(bool),
+    /// One test.
+    Test(Test),
+    /// Logical negation (true on a packet too short for the inner tests).
+    Not(Box<Expr>),
+    /// All of these, tried in order.
+    And(Vec<Expr>),
+    /// Any of these, tried in order.
+    Or(Vec<Expr>),
+    /// `c ? a : b`, Click's ternary operator.
+    Cond(Box<[Expr; 3]>),
+}
+
+impl Expr {
+    /// Negation that keeps short packets false ("present and not"), as
+    /// Click's `negate_subtree(tree, true)` does for `!=`-style relations:
+    /// De Morgan down to the tests, each test negated in place.
+    pub fn negate_present(self) -> Expr {
+        match self {
+            Expr::Const(b) => Expr::Const(!b),
+            Expr::Test(t) => Expr::Test(t.negated()),
+            Expr::And(v) => Expr::Or(v.into_iter().map(Expr::negate_present).collect()),
+            Expr::Or(v) => Expr::And(v.into_iter().map(Expr::negate_present).collect()),
+            // Not used by the compilers; a plain negation is the closest.
+            e @ (Expr::Not(_) | Expr::Cond(_)) => Expr::Not(Box::new(e)),
+        }
+    }
+}
+
+/// Supplies the bytes a test's [`Base`] names.
+pub trait Headers {
+    /// The bytes from the start of `base` to the end of the packet; empty
+    /// when the packet has no such header.
+    fn bytes(&self, base: Base) -> &[u8];
+}
+
+impl Headers for [u8] {
+    #[inline(always)]
+    fn bytes(&self, _base: Base) -> &[u8] {
+        self
+    }
+}
+
+/// An IP packet seen from its network header, with the transport header
+/// where the IP header length says (Click's transport header annotation).
+#[derive(Debug, Clone, Copy)]
+pub struct IpHeaders<'a> {
+    /// From the IP header to the end of the packet.
+    pub network: &'a [u8],
+    /// From the transport header to the end; empty if the packet ends
+    /// with the IP header.
+    pub transport: &'a [u8],
+}
+
+impl<'a> IpHeaders<'a> {
+    /// Locates the transport header of the IP packet `ip`.
+    #[inline]
+    pub fn new(ip: &'a [u8]) -> IpHeaders<'a> {
+        let transport = match ip.first() {
+            Some(&b) => ip.get(usize::from(b & 0x0f) * 4..).unwrap_or(&[]),
+            None => &[],
+        };
+        IpHeaders {
+            network: ip,
+            transport,
+        }
+    }
+}
+
+impl Headers for IpHeaders<'_> {
+    #[inline(always)]
+    fn bytes(&self, base: Base) -> &[u8] {
+        match base {
+            Base::Transport => self.transport,
+            Base::Data | Base::Network => self.network,
+        }
+    }
+}
+
+/// Jump targets: a node index, or a leaf (this bit set) naming an output.
+const LEAF: u32 = 1 << 31;
+/// The leaf for "no pattern matched".
+const DROP: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Node {
+    test: Test,
+    /// Where to go when the test is false (`[0]`) or true (`[1]`).
+    next: [u32; 2],
+}
+
+/// Tests whose outcome the optimiser remembers along a path.
+const MAX_FACTS: usize = 16;
+/// Tests one edge may be moved past, which bounds compile time.
+const MAX_DRIFT: usize = 64;
+
+/// A compiled list of patterns.
+#[derive(Clone)]
+pub struct Program {
+    nodes: Box<[Node]>,
+    entry: u32,
+}
+
+impl Program {
+    /// Compiles `patterns`: a packet goes to the output of the first one
+    /// that holds, or is dropped.
+    pub fn build(patterns: &[Expr]) -> Program {
+        assert!(patterns.len() < (LEAF - 1) as usize, "too many patterns");
+        let mut b = Builder::default();
+        let mut next = DROP;
+        for (i, e) in patterns.iter().enumerate().rev() {
+            next = b.emit(e, LEAF | i as u32, next);
+        }
+        b.finish(next)
+    }
+
+    /// Number of tests in the program.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether every packet goes to one output (or none) without a test.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The output for a packet, or `None` to drop it.
+    #[inline]
+    pub fn run<H: Headers + ?Sized>(&self, h: &H) -> Option<usize> {
+        let mut t = self.entry;
+        while t & LEAF == 0 {
+            let n = &self.nodes[t as usize];
+            t = n.next[n.test.eval(h.bytes(n.test.base)) as usize];
+        }
+        (t != DROP).then_some((t & !LEAF) as usize)
+    }
+
+    /// Classifies a packet by its data (Classifier's offsets).
+    #[inline]
+    pub fn classify(&self, data: &[u8]) -> Option<usize> {
+        self.run(data)
+    }
+
+    /// Classifies an IP packet given from its IP header (IPClassifier's
+    /// offsets).
+    #[inline]
+    pub fn classify_ip(&self, ip: &[u8]) -> Option<usize> {
+        self.run(&IpHeaders::new(ip))
+    }
+
+    /// Like [`Program::run`], also counting the tests it made.
+    pub fn run_counting<H: Headers + ?Sized>(&self, h: &H) -> (Option<usize>, usize) {
+        let mut t = self.entry;
+        let mut steps = 0;
+        while t & LEAF == 0 {
+            let n = &self.nodes[t as usize];
+            steps += 1;
+            t = n.next[n.test.eval(h.bytes(n.test.base)) as usize];
+        }
+        ((t != DROP).then_some((t & !LEAF) as usize), steps)
+    }
+}
+
+fn fmt_target(f: &mut fmt::Formatter<'_>, t: u32) -> fmt::Result {
+    if t == DROP {
+        write!(f, "drop")
+    } else if t & LEAF != 0 {
+        write!(f, "[{}]", t & !LEAF)
+    } else {
+        write!(f, "step {t}")
+    }
+}
+
+/// One line per test, like Click's `program` handler.
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.nodes.is_empty() {
+            write!(f, "all -> ")?;
+            fmt_target(f, self.entry)?;
+            return writeln!(f);
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            let t = &n.test;
+            let base = match t.base {
+                Base::Data => "",
+                Base::Network => "ip",
+                Base::Transport => "transp",
+            };
+            let op = match (t.op, t.negate) {
+                (Op::Eq, false) => "==",
+                (Op::Eq, true) => "!=",
+                (Op::Gt, false) => ">",
+                (Op::Gt, true) => "<=",
+                (Op::In, false) => "in",
+                (Op::In, true) => "not in",
+            };
+            write!(
+                f,
+                "{i:3} {base}[{}] & {:016x} {op} {:016x}",
+                t.offset, t.mask, t.a
+            )?;
+            if t.op == Op::In {
+                write!(f, "..{:016x}", t.b)?;
+            }
+            write!(f, "  yes->")?;
+            fmt_target(f, n.next[1])?;
+            write!(f, "  no->")?;
+            fmt_target(f, n.next[0])?;
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    /// Nodes in creation order; every jump goes to an earlier node.
+    nodes: Vec<Node>,
+    shared: HashMap<Node, u32>,
+}
+
+impl Builder {
+    /// Emits code for `e` that continues at `t` when it holds and at `f`
+    /// when not; returns its entry.
+    fn emit(&mut self, e: &Expr, t: u32, f: u32) -> u32 {
+        match e {
+            Expr::Const(true) => t,
+            Expr::Const(false) => f,
+            Expr::Test(x) => self.node(*x, t, f),
+            Expr::Not(e) => self.emit(e, f, t),
+            Expr::And(v) => v.iter().rev().fold(t, |t, e| self.emit(e, t, f)),
+            Expr::Or(v) => v.iter().rev().fold(f, |f, e| self.emit(e, t, f)),
+            Expr::Cond(c) => {
+                let yes = self.emit(&c[1], t, f);
+                let no = self.emit(&c[2], t, f);
+                self.emit(&c[0], yes, no)
+            }
+        }
+    }
+
+    fn node(&mut self, test: Test, t: u32, f: u32) -> u32 {
+        if t == f {
+            return t;
+        }
+        if let Some(c) = test.constant() {
+            return if c { t } else { f };
+        }
+        let node = Node {
+            test,
+            next: [f, t],
+        };
+        if let Some(&i) = self.shared.get(&node) {
+            return i;
+        }
+        let i = self.nodes.len() as u32;
+        self.nodes.push(node);
+        self.shared.insert(node, i);
+        i
+    }
+
+    fn finish(self, entry: u32) -> Program {
+        // Number the nodes so that every jump goes forward, entry first.
+        let n = self.nodes.len();
+        let flip = |t: u32| {
+            if t & LEAF != 0 {
+                t
+            } else {
+                (n - 1 - t as usize) as u32
+            }
+        };
+        let nodes: Vec<Node> = self
+            .nodes
+            .into_iter()
+            .rev()
+            .map(|mut nd| {
+                nd.next = nd.next.map(flip);
+                nd
+            })
+            .collect();
+        let (mut nodes, entry) = compact(nodes, flip(entry));
+        optimize(&mut nodes);
+        let (nodes, entry) = compact(nodes, entry);
+        Program {
+            nodes: nodes.into_boxed_slice(),
+            entry,
+        }
+    }
+}
+
+/// Drops the nodes `entry` cannot reach and renumbers the rest (in order,
+/// so jumps still go forward and the entry becomes node 0).
+fn compact(nodes: Vec<Node>, entry: u32) -> (Vec<Node>, u32) {
+    if entry & LEAF != 0 {
+        return (Vec::new(), entry);
+    }
+    let mut reach = vec![false; nodes.len()];
+    reach[entry as usize] = true;
+    for i in entry as usize..nodes.len() {
+        if reach[i] {
+            for t in nodes[i].next {
+                if t & LEAF == 0 {
+                    reach[t as usize] = true;
+                }
+            }
+        }
+    }
+    let mut map = vec![0u32; nodes.len()];
+    let mut k = 0;
+    for (i, r) in reach.iter().enumerate() {
+        if *r {
+            map[i] = k;
+            k += 1;
+        }
+    }
+    let remap = |t: u32| if t & LEAF != 0 { t } else { map[t as usize] };
+    let out = nodes
+        .into_iter()
+        .zip(reach)
+        .filter(|(_, r)| *r)
+        .map(|(mut nd, _)| {
+            nd.next = nd.next.map(remap);
+            nd
+        })
+        .collect();
+    (out, remap(entry))
+}
+
+/// What a packet that made `fact` with outcome `outcome` must give for
+/// `t`, if that is decided.
+fn implied(fact: &Test, outcome: bool, t: &Test) -> Option<bool> {
+    if fact == t {
+        return Some(outcome);
+    }
+    if fact.base != t.base
+        || fact.offset != t.offset
+        || fact.op != Op::Eq
+        || t.op != Op::Eq
+        || fact.negate
+        || t.negate
+    {
+        return None;
+    }
+    if outcome {
+        // The bytes are there and equal `fact.a` under `fact.mask`.
+        if t.mask & !fact.mask == 0 {
+            return Some(fact.a & t.mask == t.a);
+        }
+        if (fact.a ^ t.a) & fact.mask & t.mask != 0 {
+            return Some(false);
+        }
+    } else if fact.mask & !t.mask == 0 && t.a & fact.mask == fact.a {
+        // `t` true would make `fact` true.
+        return Some(false);
+    }
+    None
+}
+
+/// Moves edges past tests their path has already decided. Nodes must be in
+/// topological order with the entry at 0.
+fn optimize(nodes: &mut [Node]) {
+    let mut facts: Vec<Option<Vec<(Test, bool)>>> = vec![None; nodes.len()];
+    if let Some(f) = facts.first_mut() {
+        *f = Some(Vec::new());
+    }
+    for i in 0..nodes.len() {
+        // Nodes nothing reaches any more have no facts; `compact` drops
+        // them.
+        let Some(known) = facts[i].take() else {
+            continue;
+        };
+        for outcome in [false, true] {
+            let mut f = known.clone();
+            if f.len() == MAX_FACTS {
+                f.remove(0);
+            }
+            f.push((nodes[i].test, outcome));
+            let mut t = nodes[i].next[outcome as usize];
+            for _ in 0..MAX_DRIFT {
+                if t & LEAF != 0 {
+                    break;
+                }
+                let nd = &nodes[t as usize];
+                if nd.next[0] == nd.next[1] {
+                    t = nd.next[0];
+                    continue;
+                }
+                let decided = f
+                    .iter()
+                    .rev()
+                    .find_map(|(fact, o)| implied(fact, *o, &nd.test));
+                match decided {
+                    Some(v) => t = nd.next[v as usize],
+                    None => break,
+                }
+            }
+            nodes[i].next[outcome as usize] = t;
+            if t & LEAF == 0 {
+                let slot = &mut facts[t as usize];
+                match slot {
+                    None => *slot = Some(f),
+                    Some(g) => g.retain(|x| f.contains(x)),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eq16(offset: u16, v: u16) -> Expr {
+        Expr::Test(Test::eq(Base::Data, offset, 0xffff << 48, (v as u64) << 48))
+    }
+
+    #[test]
+    fn field_places_bits() {
+        // IP header length: the low nibble of byte 0.
+        let t = Test::field(Base::Network, 4, 4, 0xf, Op::Eq, 5, 0);
+        assert_eq!(t.offset, 0);
+        assert_eq!(t.need, 1);
+        assert!(t.eval(&[0x45]));
+        assert!(!t.eval(&[0x46]));
+        assert!(!t.eval(&[]));
+        // TCP destination port > 1023, at bytes 2-3.
+        let t = Test::field(Base::Transport, 16, 16, 0xffff, Op::Gt, 1023, 0);
+        assert_eq!((t.offset, t.need), (2, 2));
+        assert!(t.eval(&[0, 0, 0x04, 0x00]));
+        assert!(!t.eval(&[0, 0, 0x03, 0xff]));
+        assert!(!t.eval(&[0, 0, 0x04]), "short packet");
+    }
+
+    #[test]
+    fn negated_test_is_false_on_short_packets() {
+        let t = Test::eq(Base::Data, 2, 0xff << 56, 7 << 56).negated();
+        assert!(t.eval(&[0, 0, 8]));
+        assert!(!t.eval(&[0, 0, 7]));
+        assert!(!t.eval(&[0, 0]));
+        let not = Program::build(&[Expr::Not(Box::new(Expr::Test(Test::eq(
+            Base::Data,
+            2,
+            0xff << 56,
+            7 << 56,
+        ))))]);
+        assert_eq!(not.classify(&[0, 0]), Some(0), "logical not is true");
+    }
+
+    #[test]
+    fn repeated_test_is_skipped() {
+        let p = Program::build(&[
+            Expr::And(vec![eq16(12, 0x0806), eq16(20, 1)]),
+            Expr::And(vec![eq16(12, 0x0806), eq16(20, 2)]),
+            eq16(12, 0x0800),
+            Expr::Const(true),
+        ]);
+        let mut ip = [0u8; 34];
+        ip[12] = 8;
+        assert_eq!(p.run_counting(&ip[..]), (Some(2), 2), "{p}");
+        let mut arp = [0u8; 42];
+        arp[12..14].copy_from_slice(&[8, 6]);
+        arp[20..22].copy_from_slice(&[0, 2]);
+        assert_eq!(p.run_counting(&arp[..]), (Some(1), 3), "{p}");
+        assert_eq!(p.classify(&[0; 10]), Some(3));
+    }
+
+    #[test]
+    fn constants_need_no_tests() {
+        let p = Program::build(&[Expr::Const(false), Expr::Const(true)]);
+        assert!(p.is_empty());
+        assert_eq!(p.classify(&[]), Some(1));
+        let p = Program::build(&[Expr::Const(false)]);
+        assert_eq!(p.classify(&[]), None);
+        assert_eq!(p.to_string(), "all -> drop\n");
+    }
+
+    #[test]
+    fn ternary() {
+        let c = Expr::Cond(Box::new([eq16(0, 1), eq16(2, 2), eq16(4, 3)]));
+        let p = Program::build(&[c]);
+        assert_eq!(p.classify(&[0, 1, 0, 2, 0, 0]), Some(0));
+        assert_eq!(p.classify(&[0, 1, 0, 0, 0, 3]), None);
+        assert_eq!(p.classify(&[0, 0, 0, 0, 0, 3]), Some(0));
+    }
+
+    #[test]
+    fn ip_headers_locate_transport() {
+        let mut ip = [0u8; 24];
+        ip[0] = 0x45;
+        ip[20] = 0xaa;
+        let h = IpHeaders::new(&ip);
+        assert_eq!(h.transport, &[0xaa, 0, 0, 0]);
+        assert!(IpHeaders::new(&ip[..20]).transport.is_empty());
+        assert!(IpHeaders::new(&[]).transport.is_empty());
+    }
+}

@@ -1,0 +1,432 @@
+//! `StaticIPLookup`: longest-prefix match of the destination annotation
+//! over a small route table (RFC 1812 section 5.2.4.3), in Click's route
+//! syntax.
+//!
+//! The table is a list sorted from the longest prefix to the shortest and
+//! scanned linearly: the first match is the longest. That is right for the
+//! handful of routes a configuration file holds; full-size tables belong to
+//! the `lpm` layer.
+
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
+};
+use bricks_wire::Ipv4Cidr;
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+/// The `StaticIPLookup` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "StaticIPLookup",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "IP routing lookup in a table given in the configuration",
+    synopsis: "StaticIPLookup(ADDR/MASK [GATEWAY] OUT, ...)",
+    description: "Each argument is a route: a destination prefix (ADDR/LEN or \
+        ADDR/NETMASK; a bare address is a /32), an optional gateway (an address, or `-` \
+        for none), and the output port. For each packet, the route with the longest \
+        prefix containing the packet's destination address annotation is chosen (RFC \
+        1812 section 5.2.4.3); if it has a gateway, the annotation is replaced by the \
+        gateway, so that ARP resolves the next hop; the packet leaves on the route's \
+        output. A packet that matches no route is dropped and counted. Every OUT must \
+        be below the number of outputs. If a prefix is given twice, the later route \
+        wins, as in Click.\n\n\
+        Write handlers change the table at run time: `add ROUTE` adds a route and \
+        fails if its prefix already has one, `set ROUTE` adds or replaces, and \
+        `remove ADDR/MASK [GATEWAY [OUT]]` removes the route for the prefix (the gateway \
+        and output, when given, must match).",
+    ports: "one push input; any number of push outputs, one per OUT used",
+    keywords: &[],
+    counters: &[("no_route", "packets whose destination matched no route, dropped")],
+    example: "InfiniteSource(LIMIT 1, LENGTH 20) -> GetIPAddress(16) -> \
+        rt :: StaticIPLookup(18.26.4.0/24 0, 1.0.0.0/255.0.0.0 1, \
+        0.0.0.0/0 18.26.4.1 0, 255.255.255.255/32 0.0.0.0 2); \
+        rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;",
+    see_also: &["GetIPAddress", "CheckIPHeader", "DropBroadcasts"],
+};
+
+/// One route: prefix, optional gateway, output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// Destination prefix, host bits cleared.
+    pub prefix: Ipv4Cidr,
+    /// Next hop, if not directly connected.
+    pub gateway: Option<Ipv4Addr>,
+    /// Output port.
+    pub port: usize,
+}
+
+impl core::fmt::Display for Route {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.gateway {
+            Some(g) => write!(f, "{}\t{}\t{}", self.prefix, g, self.port),
+            None => write!(f, "{}\t-\t{}", self.prefix, self.port),
+        }
+    }
+}
+
+/// A route as written for `remove`, where the gateway and output are
+/// optional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RouteSpec {
+    prefix: Ipv4Cidr,
+    gateway: Option<Option<Ipv4Addr>>,
+    port: Option<usize>,
+}
+
+/// Reads Click's route syntax `ADDR/MASK [GATEWAY] OUT`; with `remove`,
+/// OUT may be left out too.
+fn parse_route(text: &str, remove: bool) -> Result<RouteSpec, String> {
+    let expected = if remove {
+        "expected `ADDR/MASK [GATEWAY [OUT]]`"
+    } else {
+        "expected `ADDR/MASK [GATEWAY] OUT`"
+    };
+    let mut words = text.split_whitespace();
+    let first = words.next().ok_or_else(|| format!("{expected}, found nothing"))?;
+    let prefix = if first.contains('/') {
+        first.parse::<Ipv4Cidr>().map_err(|e| format!("{expected}: `{first}`: {e}"))?
+    } else {
+        let a: Ipv4Addr = first
+            .parse()
+            .map_err(|_| format!("{expected}: `{first}` is not an address or prefix"))?;
+        Ipv4Cidr::new(a, 32)
+    };
+    let prefix = prefix.network();
+    let rest: Vec<&str> = words.collect();
+    let port = |w: &str| -> Result<usize, String> {
+        w.parse::<usize>()
+            .map_err(|_| format!("{expected}: `{w}` is not an output number"))
+    };
+    let gateway = |w: &str| -> Result<Option<Ipv4Addr>, String> {
+        if w == "-" {
+            return Ok(None);
+        }
+        let g: Ipv4Addr = w
+            .parse()
+            .map_err(|_| format!("{expected}: `{w}` is not a gateway address"))?;
+        // Click writes a route without gateway with 0.0.0.0 too.
+        Ok((!g.is_unspecified()).then_some(g))
+    };
+    let (gateway, port) = match rest.as_slice() {
+        [] if remove => (None, None),
+        [w] if w.contains('.') || *w == "-" => (Some(gateway(w)?), None),
+        [w] => (None, Some(port(w)?)),
+        [g, p] => (Some(gateway(g)?), Some(port(p)?)),
+        [] => return Err(format!("{expected}: the output is missing")),
+        _ => return Err(format!("{expected}, found `{text}`")),
+    };
+    if !remove && port.is_none() {
+        return Err(format!("{expected}: the output is missing"));
+    }
+    Ok(RouteSpec {
+        prefix,
+        gateway,
+        port,
+    })
+}
+
+/// Why a change to the table was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteError {
+    /// The route text does not parse.
+    Syntax(String),
+    /// The output is not one of the element's outputs.
+    BadOutput {
+        /// The output asked for.
+        port: usize,
+        /// How many outputs the element has.
+        noutputs: usize,
+    },
+    /// `add` for a prefix that already has a route.
+    Exists(Route),
+    /// `remove` for a route that is not in the table.
+    NotFound(String),
+}
+
+impl core::fmt::Display for RouteError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RouteError::Syntax(s) => f.write_str(s),
+            RouteError::BadOutput { port, noutputs } => write!(
+                f,
+                "bad OUT {port}: this StaticIPLookup has {noutputs} output{}",
+                if *noutputs == 1 { "" } else { "s" }
+            ),
+            RouteError::Exists(r) => write!(
+                f,
+                "conflict with existing route `{}`; use `set` to replace it",
+                r.to_string().replace('\t', " ")
+            ),
+            RouteError::NotFound(s) => write!(f, "route `{s}` not found"),
+        }
+    }
+}
+
+impl std::error::Error for RouteError {}
+
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let mut t = StaticIPLookup {
+        routes: Vec::new(),
+        noutputs: ports.noutputs(),
+        no_route: 0,
+    };
+    for (text, span) in args.rest() {
+        t.parse_full(text)
+            .and_then(|r| t.insert(r, true))
+            .map_err(|e| ArgError::at(span, e.to_string()))?;
+    }
+    Ok(Box::new(t))
+}
+
+/// Routes packets by their destination annotation.
+#[derive(Debug)]
+pub struct StaticIPLookup {
+    /// Sorted by prefix length, longest first.
+    routes: Vec<Route>,
+    noutputs: usize,
+    no_route: u64,
+}
+
+impl StaticIPLookup {
+    fn parse_full(&self, text: &str) -> Result<Route, RouteError> {
+        let s = parse_route(text, false).map_err(RouteError::Syntax)?;
+        let port = s.port.unwrap_or(0);
+        if port >= self.noutputs {
+            return Err(RouteError::BadOutput {
+                port,
+                noutputs: self.noutputs,
+            });
+        }
+        Ok(Route {
+            prefix: s.prefix,
+            gateway: s.gateway.flatten(),
+            port,
+        })
+    }
+
+    /// Inserts `r`, replacing a route for the same prefix if `replace`.
+    fn insert(&mut self, r: Route, replace: bool) -> Result<(), RouteError> {
+        if let Some(old) = self.routes.iter_mut().find(|o| o.prefix == r.prefix) {
+            if !replace {
+                return Err(RouteError::Exists(*old));
+            }
+            *old = r;
+            return Ok(());
+        }
+        let at = self
+            .routes
+            .partition_point(|o| o.prefix.prefix_len() >= r.prefix.prefix_len());
+        self.routes.insert(at, r);
+        Ok(())
+    }
+
+    /// Adds a route (`ADDR/MASK [GATEWAY] OUT`); fails if the prefix has one.
+    pub fn add(&mut self, text: &str) -> Result<(), RouteError> {
+        let r = self.parse_full(text)?;
+        self.insert(r, false)
+    }
+
+    /// Adds or replaces a route.
+    pub fn set(&mut self, text: &str) -> Result<(), RouteError> {
+        let r = self.parse_full(text)?;
+        self.insert(r, true)
+    }
+
+    /// Removes the route for a prefix (`ADDR/MASK [GATEWAY [OUT]]`).
+    pub fn remove(&mut self, text: &str) -> Result<Route, RouteError> {
+        let s = parse_route(text, true).map_err(RouteError::Syntax)?;
+        let at = self.routes.iter().position(|r| {
+            r.prefix == s.prefix
+                && s.gateway.is_none_or(|g| g == r.gateway)
+                && s.port.is_none_or(|p| p == r.port)
+        });
+        match at {
+            Some(i) => Ok(self.routes.remove(i)),
+            None => Err(RouteError::NotFound(text.trim().to_string())),
+        }
+    }
+
+    /// The routes, longest prefix first.
+    pub fn routes(&self) -> &[Route] {
+        &self.routes
+    }
+
+    /// The table as text, one `ADDR/LEN GATEWAY OUT` line per route
+    /// (Click's `table` handler), longest prefix first.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        for r in &self.routes {
+            let _ = writeln!(s, "{r}");
+        }
+        s
+    }
+
+    /// The output and next hop for `dst`.
+    #[inline]
+    pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
+        self.routes.iter().find(|r| r.prefix.contains_addr(&dst))
+    }
+
+    #[inline]
+    fn route(&mut self, p: &mut Packet) -> Option<usize> {
+        match self.lookup(p.anno().dst_ip) {
+            Some(r) => {
+                let port = r.port;
+                if let Some(g) = r.gateway {
+                    p.anno_mut().dst_ip = g;
+                }
+                Some(port)
+            }
+            None => {
+                self.no_route += 1;
+                None
+            }
+        }
+    }
+}
+
+impl Element for StaticIPLookup {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        cx.push_classified(batch, |p| self.route(p));
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("no_route", self.no_route);
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        let r = match handler {
+            "add" => self.add(value),
+            "set" => self.set(value),
+            "remove" => self.remove(value).map(|_| ()),
+            _ => {
+                return Err(format!(
+                    "no write handler `{handler}`; StaticIPLookup has add, set and remove"
+                ))
+            }
+        };
+        r.map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_runtime::testing::{make_element, Harness};
+
+    const ROUTER: &str = "18.26.4.24/32 0, 18.26.4.255/32 0, 18.26.4.0/32 0, \
+        1.0.0.1/32 0, 1.255.255.255/32 0, 1.0.0.0/32 0, \
+        18.26.4.0/255.255.255.0 1, 1.0.0.0/255.0.0.0 2, \
+        255.255.255.255/32 0.0.0.0 0, 0.0.0.0/32 0, 0.0.0.0/0 18.26.4.1 1";
+
+    fn to(dst: [u8; 4]) -> Packet {
+        let mut p = Packet::from_slice(&dst).unwrap();
+        p.anno_mut().dst_ip = Ipv4Addr::from(dst);
+        p
+    }
+
+    #[test]
+    fn longest_prefix_wins_and_gateway_replaces_annotation() {
+        let mut h = Harness::push(&CLASS, ROUTER, 1, 3);
+        h.push_packets(
+            0,
+            [
+                to([18, 26, 4, 24]),
+                to([18, 26, 4, 9]),
+                to([1, 2, 3, 4]),
+                to([8, 8, 8, 8]),
+                to([255, 255, 255, 255]),
+                to([1, 255, 255, 255]),
+            ],
+        );
+        let o0: Vec<Vec<u8>> = h.take_bytes(0);
+        assert_eq!(o0, vec![vec![18, 26, 4, 24], vec![255; 4], vec![1, 255, 255, 255]]);
+        let o1 = h.take(1);
+        assert_eq!(o1.len(), 2);
+        assert_eq!(o1[0].anno().dst_ip, Ipv4Addr::new(18, 26, 4, 9));
+        assert_eq!(o1[1].data(), &[8, 8, 8, 8]);
+        assert_eq!(o1[1].anno().dst_ip, Ipv4Addr::new(18, 26, 4, 1));
+        let o2 = h.take(2);
+        assert_eq!(o2[0].anno().dst_ip, Ipv4Addr::new(1, 2, 3, 4));
+        assert_eq!(h.stats().get("no_route"), Some(0));
+    }
+
+    #[test]
+    fn no_route_is_dropped_and_counted() {
+        let mut h = Harness::push(&CLASS, "10.0.0.0/8 0", 1, 1);
+        h.push_packets(0, [to([11, 0, 0, 1]), to([10, 9, 9, 9])]);
+        assert_eq!(h.take_bytes(0), vec![vec![10, 9, 9, 9]]);
+        assert_eq!(h.stats().get("no_route"), Some(1));
+    }
+
+    #[test]
+    fn route_syntax() {
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push; 2],
+        };
+        for bad in [
+            "10.0.0.0/8",
+            "10.0.0.0/8 2",
+            "10.0.0.0/8 x",
+            "10.0.0.0/33 0",
+            "10.0.0.0/255.0.255.0 0",
+            "10.0.0.0/8 1.2.3.4 0 9",
+            "10.0.0.0/8 1.2.3 0",
+        ] {
+            assert!(make_element(&CLASS, bad, &ports).is_err(), "{bad}");
+        }
+        let e = make_element(&CLASS, "10.0.0.0/8 5", &ports).unwrap_err();
+        assert!(e.contains("bad OUT 5"), "{e}");
+        assert!(make_element(&CLASS, "10.0.0.0/8 - 1, 10.1.2.3 1", &ports).is_ok());
+    }
+
+    #[test]
+    fn later_duplicate_wins_and_host_bits_are_cleared() {
+        let mut h = Harness::push(&CLASS, "10.1.2.3/8 0, 10.0.0.0/8 1.1.1.1 2", 1, 3);
+        h.push_packets(0, [to([10, 200, 0, 1])]);
+        assert_eq!(h.take(2)[0].anno().dst_ip, Ipv4Addr::new(1, 1, 1, 1));
+    }
+
+    #[test]
+    fn handlers_add_set_remove_and_table() {
+        let mut t = StaticIPLookup {
+            routes: Vec::new(),
+            noutputs: 3,
+            no_route: 0,
+        };
+        t.add("0.0.0.0/0 18.26.4.1 1").unwrap();
+        t.add("18.26.4.0/24 1").unwrap();
+        t.add("18.26.4.24/32 0").unwrap();
+        assert_eq!(
+            t.table(),
+            "18.26.4.24/32\t-\t0\n18.26.4.0/24\t-\t1\n0.0.0.0/0\t18.26.4.1\t1\n"
+        );
+        let e = t.add("18.26.4.0/24 2").unwrap_err();
+        assert!(matches!(e, RouteError::Exists(_)));
+        assert!(e.to_string().contains("18.26.4.0/24 - 1"), "{e}");
+        t.set("18.26.4.0/24 2").unwrap();
+        assert_eq!(t.lookup(Ipv4Addr::new(18, 26, 4, 7)).unwrap().port, 2);
+        assert!(matches!(t.add("1.0.0.0/8 3"), Err(RouteError::BadOutput { port: 3, .. })));
+        assert!(matches!(t.remove("18.26.4.0/24 - 1"), Err(RouteError::NotFound(_))));
+        assert_eq!(t.remove("18.26.4.0/24 - 2").unwrap().port, 2);
+        assert_eq!(t.remove("0.0.0.0/0").unwrap().gateway, Some(Ipv4Addr::new(18, 26, 4, 1)));
+        assert!(t.lookup(Ipv4Addr::new(8, 8, 8, 8)).is_none());
+        assert_eq!(t.routes().len(), 1);
+
+        let mut h = Harness::push(&CLASS, "10.0.0.0/8 0", 1, 2);
+        h.write_handler("add", "11.0.0.0/8 1").unwrap();
+        assert!(h.write_handler("add", "11.0.0.0/8 0").is_err());
+        assert!(h.write_handler("flush", "").is_err());
+        h.push_packets(0, [to([11, 1, 1, 1])]);
+        assert_eq!(h.take(1).len(), 1);
+        h.write_handler("remove", "11.0.0.0/8").unwrap();
+        h.push_packets(0, [to([11, 1, 1, 1])]);
+        assert_eq!(h.stats().get("no_route"), Some(1));
+    }
+}
