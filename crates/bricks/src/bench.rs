@@ -83,9 +83,9 @@ const FRAME_HEX: &str = "00 00 C0 3B 71 EF 00 20 6A 12 34 56 08 00 \
 fn config(w: Workload, packets: u64) -> String {
     let src = format!("InfiniteSource(DATA \\<{FRAME_HEX}>, LIMIT {packets}, BURST 32, STOP true)");
     match w {
-        Workload::Minimal => format!(
-            "{src} -> EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02) -> Discard;"
-        ),
+        Workload::Minimal => {
+            format!("{src} -> EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02) -> Discard;")
+        }
         Workload::Ipv4 => {
             let mut routes: Vec<String> = (0..15).map(|i| format!("10.{i}.0.0/16 0")).collect();
             routes.push("1.0.0.0/8 1".into());
@@ -115,9 +115,24 @@ fn engine(w: Workload, packets: u64) -> anyhow::Result<Engine> {
             text: config(w, packets),
         },
     )
-    .map_err(|d| anyhow::anyhow!("{}", d.iter().map(|d| map.render(d)).collect::<Vec<_>>().join("\n")))?;
-    let plan = bricks_runtime::build(&router, &bricks_elements::registry())
-        .map_err(|d| anyhow::anyhow!("{}", d.iter().map(|d| map.render(d)).collect::<Vec<_>>().join("\n")))?;
+    .map_err(|d| {
+        anyhow::anyhow!(
+            "{}",
+            d.iter()
+                .map(|d| map.render(d))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
+    let plan = bricks_runtime::build(&router, &bricks_elements::registry()).map_err(|d| {
+        anyhow::anyhow!(
+            "{}",
+            d.iter()
+                .map(|d| map.render(d))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
     let mut e = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
     e.idle_sleep = false;
     if w == Workload::Iprouter {
@@ -165,7 +180,10 @@ fn callgrind_instructions(w: Workload, packets: u64) -> anyhow::Result<u64> {
     let text = std::fs::read_to_string(&out)?;
     let _ = std::fs::remove_file(&out);
     text.lines()
-        .find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))
+        .find_map(|l| {
+            l.strip_prefix("summary:")
+                .or_else(|| l.strip_prefix("totals:"))
+        })
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .context("no instruction total in callgrind's output")
@@ -234,7 +252,9 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         );
     }
     if !callgrind && !a.no_callgrind {
-        println!("(valgrind not found: instructions per packet not counted; apt-get install valgrind)");
+        println!(
+            "(valgrind not found: instructions per packet not counted; apt-get install valgrind)"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -220,7 +220,10 @@ impl<'a> Args<'a> {
 
     fn missing(&self, key: &str) -> ArgError {
         let e = ArgError::new(format!("missing mandatory argument {key}"));
-        ArgError { span: self.whole, ..e }
+        ArgError {
+            span: self.whole,
+            ..e
+        }
     }
 
     /// Every positional argument not read yet, with its location: the
@@ -271,14 +274,13 @@ impl<'a> Args<'a> {
                         None => e.with_help(format!("keywords: {}", self.asked.join(", "))),
                     }
                 }
-                None => ArgError::at(it.span, "too many arguments").with_help(if self
-                    .asked
-                    .is_empty()
-                {
-                    "this element takes no arguments".to_string()
-                } else {
-                    format!("arguments: {}", self.asked.join(", "))
-                }),
+                None => ArgError::at(it.span, "too many arguments").with_help(
+                    if self.asked.is_empty() {
+                        "this element takes no arguments".to_string()
+                    } else {
+                        format!("arguments: {}", self.asked.join(", "))
+                    },
+                ),
             });
         }
         Ok(())
@@ -530,7 +532,12 @@ mod tests {
         assert_eq!(String::from_arg("\"a b\""), Ok("a b".to_string()));
         let c = Ipv4Cidr::from_arg("10.0.0.1").unwrap();
         assert_eq!(c.prefix_len(), 32);
-        assert_eq!(Ipv4Cidr::from_arg("10.0.0.0/255.0.0.0").unwrap().prefix_len(), 8);
+        assert_eq!(
+            Ipv4Cidr::from_arg("10.0.0.0/255.0.0.0")
+                .unwrap()
+                .prefix_len(),
+            8
+        );
         assert_eq!(
             EthernetAddress::from_arg("00:11:22:33:44:55").unwrap(),
             EthernetAddress([0, 0x11, 0x22, 0x33, 0x44, 0x55])

@@ -4,6 +4,7 @@
 use crate::{Element, Stats};
 use bricks_packet::{Batch, Packet, Timestamp, MAX_BATCH};
 use std::cell::RefCell;
+use std::collections::VecDeque;
 
 /// One end of a connection: an element and one of its ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +32,12 @@ impl Edge {
 /// The elements of one worker and how their ports are connected.
 ///
 /// Elements sit in `RefCell`s: a push or pull borrows the callee for the
-/// length of one batch. The graph builder refuses push and pull cycles, so
-/// an element is never entered twice and the borrow cannot fail.
+/// length of one batch. Click allows push cycles (an IP router sends its
+/// ICMP errors back into the route lookup that is still handling the
+/// batch that caused them); a push that reaches an element already busy
+/// further up the call chain is deferred instead, and the engine delivers
+/// deferred packets as soon as the outer push returns, in order. Pull
+/// cycles are refused when the graph is built.
 pub struct Graph {
     elements: Vec<RefCell<Box<dyn Element>>>,
     names: Vec<String>,
@@ -42,6 +47,9 @@ pub struct Graph {
     inputs: Vec<Box<[Edge]>>,
     /// Packets pushed to an output that no connection takes.
     unconnected: Vec<std::cell::Cell<u64>>,
+    /// Packets pushed into an element that was busy (a push cycle):
+    /// (element, input port, packet), delivered by `run_deferred`.
+    deferred: RefCell<VecDeque<(u32, u32, Packet)>>,
 }
 
 impl Graph {
@@ -64,7 +72,33 @@ impl Graph {
             outputs,
             inputs,
             unconnected: (0..n).map(|_| std::cell::Cell::new(0)).collect(),
+            deferred: RefCell::new(VecDeque::new()),
         }
+    }
+
+    /// Delivers packets whose push was deferred because their element was
+    /// busy (see the type's documentation). Returns whether there were any.
+    pub fn run_deferred(&self, worker: &mut WorkerState) -> bool {
+        let mut any = false;
+        loop {
+            let mut b = Batch::new();
+            let (element, port) = {
+                let mut d = self.deferred.borrow_mut();
+                let Some(&(e, p, _)) = d.front() else { break };
+                while let Some(&(e2, p2, _)) = d.front() {
+                    if (e2, p2) != (e, p) || b.is_full() {
+                        break;
+                    }
+                    if let Some((_, _, pkt)) = d.pop_front() {
+                        let _ = b.push(pkt);
+                    }
+                }
+                (e as usize, p as usize)
+            };
+            any = true;
+            self.with_element(element, worker, |el, cx| el.push(port, &mut b, cx));
+        }
+        any
     }
 
     /// Number of elements.
@@ -116,7 +150,9 @@ impl Graph {
 
     /// Calls a write handler on element `index`.
     pub fn write_handler(&self, index: usize, handler: &str, value: &str) -> Result<(), String> {
-        self.elements[index].borrow_mut().write_handler(handler, value)
+        self.elements[index]
+            .borrow_mut()
+            .write_handler(handler, value)
     }
 }
 
@@ -246,7 +282,11 @@ impl<'a> Context<'a> {
             }
         };
         let dst = edge.element as usize;
-        let mut e = self.graph.elements[dst].borrow_mut();
+        let Ok(mut e) = self.graph.elements[dst].try_borrow_mut() else {
+            let mut d = self.graph.deferred.borrow_mut();
+            d.extend(batch.drain().map(|p| (edge.element, edge.port, p)));
+            return;
+        };
         let mut cx = Context {
             graph: self.graph,
             element: dst,
@@ -310,7 +350,12 @@ impl<'a> Context<'a> {
     /// and appends what is left to `out`: the pull side of an element that
     /// works on batches in place.
     #[inline]
-    pub fn pull_with(&mut self, out: &mut Batch, max: usize, f: impl FnOnce(&mut Batch, &mut Self)) {
+    pub fn pull_with(
+        &mut self,
+        out: &mut Batch,
+        max: usize,
+        f: impl FnOnce(&mut Batch, &mut Self),
+    ) {
         let mut b = Batch::new();
         self.pull(0, &mut b, max);
         if b.is_empty() {
@@ -343,7 +388,11 @@ impl<'a> Context<'a> {
     /// than 0 out of that output, drops the `None`s, and leaves the output-0
     /// packets in `batch`.
     #[inline]
-    fn dispatch(&mut self, batch: &mut Batch, mut classify: impl FnMut(&mut Packet) -> Option<usize>) {
+    fn dispatch(
+        &mut self,
+        batch: &mut Batch,
+        mut classify: impl FnMut(&mut Packet) -> Option<usize>,
+    ) {
         const DROP: u16 = u16::MAX;
         let mut ports = [0u16; MAX_BATCH];
         let mut others = false;

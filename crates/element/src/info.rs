@@ -29,7 +29,11 @@ impl PortRange {
             }
             Some((a, b)) => {
                 let min = if a.is_empty() { 0 } else { a.parse().ok()? };
-                let max = if b.is_empty() { usize::MAX } else { b.parse().ok()? };
+                let max = if b.is_empty() {
+                    usize::MAX
+                } else {
+                    b.parse().ok()?
+                };
                 (min <= max).then_some(PortRange { min, max })
             }
         }
@@ -127,7 +131,8 @@ impl ProcessingSpec {
         let (i, o) = s.split_once('/').unwrap_or((s, s));
         // An empty side is allowed (Click writes `/h` for a source): that
         // side has no ports.
-        let side = |t: &str| -> Option<Vec<Processing>> { t.chars().map(Processing::from_code).collect() };
+        let side =
+            |t: &str| -> Option<Vec<Processing>> { t.chars().map(Processing::from_code).collect() };
         if s.is_empty() || s == "/" {
             return None;
         }

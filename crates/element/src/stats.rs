@@ -30,7 +30,10 @@ impl Stats {
 
     /// One counter's value.
     pub fn get(&self, name: &str) -> Option<u64> {
-        self.entries.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
+        self.entries
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
     }
 
     /// Whether nothing was reported.

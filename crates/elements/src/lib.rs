@@ -22,9 +22,9 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         ip::CLASSES,
         ether::CLASSES,
     ]
-        .into_iter()
-        .flatten()
-        .copied()
+    .into_iter()
+    .flatten()
+    .copied()
 }
 
 /// A registry holding every built-in element class.

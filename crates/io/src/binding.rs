@@ -56,7 +56,10 @@ impl Binding {
             input: path(i),
             output: path(o),
         };
-        if b == (Binding::Pcap { input: None, output: None }) {
+        if b == (Binding::Pcap {
+            input: None,
+            output: None,
+        }) {
             return Err(BindingError(format!("`{spec}`: no file given")));
         }
         Ok((name.to_string(), b))
@@ -109,7 +112,10 @@ mod tests {
             }
         );
         assert!(Binding::parse("eth0").is_err());
-        assert!(Binding::parse("eth0=xdp:0").unwrap_err().0.contains("unknown backend `xdp`"));
+        assert!(Binding::parse("eth0=xdp:0")
+            .unwrap_err()
+            .0
+            .contains("unknown backend `xdp`"));
         assert!(Binding::parse("eth0=pcap:").is_err());
     }
 }

@@ -132,7 +132,12 @@ pub struct PcapReader<R> {
 
 /// Reads exactly `buf.len()` bytes; `Ok(false)` at a clean end of file
 /// (nothing read), an error when the end comes part way.
-fn read_full<R: Read>(r: &mut R, buf: &mut [u8], offset: u64, what: &'static str) -> Result<bool, PcapError> {
+fn read_full<R: Read>(
+    r: &mut R,
+    buf: &mut [u8],
+    offset: u64,
+    what: &'static str,
+) -> Result<bool, PcapError> {
     let mut got = 0;
     while got < buf.len() {
         match r.read(&mut buf[got..]) {
@@ -175,7 +180,8 @@ impl<R: Read> PcapReader<R> {
         };
         let snaplen = word(16);
         let lt = word(20) & 0x0fff_ffff; // the top bits carry FCS information
-        let linktype = LinkType::from_u32(lt).ok_or(PcapError::UnsupportedLinkType { linktype: lt })?;
+        let linktype =
+            LinkType::from_u32(lt).ok_or(PcapError::UnsupportedLinkType { linktype: lt })?;
         Ok(PcapReader {
             r,
             swapped,
@@ -276,7 +282,12 @@ pub struct PcapWriter<W: Write> {
 impl<W: Write> PcapWriter<W> {
     /// Writes the file header (native little-endian byte order).
     /// `snaplen` 0 means no limit.
-    pub fn new(mut w: W, linktype: LinkType, nanos: bool, snaplen: u32) -> Result<PcapWriter<W>, PcapError> {
+    pub fn new(
+        mut w: W,
+        linktype: LinkType,
+        nanos: bool,
+        snaplen: u32,
+    ) -> Result<PcapWriter<W>, PcapError> {
         let snaplen = if snaplen == 0 { 65535 } else { snaplen };
         let mut h = [0u8; 24];
         h[0..4].copy_from_slice(&(if nanos { MAGIC_NS } else { MAGIC_US }).to_le_bytes());
@@ -346,21 +357,29 @@ mod tests {
     fn reads_a_real_capture() {
         let recs = read_all(ARP_PCAP).unwrap();
         assert_eq!(recs.len(), 1);
-        let Record::Packet(p) = &recs[0] else { panic!() };
+        let Record::Packet(p) = &recs[0] else {
+            panic!()
+        };
         assert_eq!(p.len(), 42);
         assert_eq!(&p.data()[12..14], &[0x08, 0x06]);
-        assert_eq!(p.anno().timestamp, Timestamp::from_parts(10000, 123_456_000));
+        assert_eq!(
+            p.anno().timestamp,
+            Timestamp::from_parts(10000, 123_456_000)
+        );
     }
 
     #[test]
     fn round_trip_both_resolutions() {
         for nanos in [false, true] {
             let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, nanos, 0).unwrap();
-            w.write(Timestamp::from_parts(5, 123_456_789), &[1, 2, 3]).unwrap();
+            w.write(Timestamp::from_parts(5, 123_456_789), &[1, 2, 3])
+                .unwrap();
             let bytes = w.into_inner();
             let mut r = PcapReader::new(&bytes[..]).unwrap();
             assert_eq!(r.is_nanos(), nanos);
-            let Some(Record::Packet(p)) = r.next_record().unwrap() else { panic!() };
+            let Some(Record::Packet(p)) = r.next_record().unwrap() else {
+                panic!()
+            };
             assert_eq!(p.data(), &[1, 2, 3]);
             let want = if nanos { 123_456_789 } else { 123_456_000 };
             assert_eq!(p.anno().timestamp, Timestamp::from_parts(5, want));
@@ -371,13 +390,25 @@ mod tests {
     #[test]
     fn big_endian_file() {
         let mut be = ARP_PCAP.to_vec();
-        for range in [0..4, 8..12, 12..16, 16..20, 20..24, 24..28, 28..32, 32..36, 36..40] {
+        for range in [
+            0..4,
+            8..12,
+            12..16,
+            16..20,
+            20..24,
+            24..28,
+            28..32,
+            32..36,
+            36..40,
+        ] {
             be[range].reverse();
         }
         be[4..6].reverse();
         be[6..8].reverse();
         let recs = read_all(&be).unwrap();
-        let Record::Packet(p) = &recs[0] else { panic!() };
+        let Record::Packet(p) = &recs[0] else {
+            panic!()
+        };
         assert_eq!(p.len(), 42);
         assert_eq!(p.anno().timestamp.secs(), 10000);
     }
@@ -385,9 +416,15 @@ mod tests {
     #[test]
     fn truncation_reports_offset() {
         let e = read_all(&ARP_PCAP[..ARP_PCAP.len() - 1]).unwrap_err();
-        assert_eq!(e.to_string(), "file ends inside a record starting at byte 24");
+        assert_eq!(
+            e.to_string(),
+            "file ends inside a record starting at byte 24"
+        );
         let e = read_all(&ARP_PCAP[..30]).unwrap_err();
-        assert_eq!(e.to_string(), "file ends inside a record header starting at byte 24");
+        assert_eq!(
+            e.to_string(),
+            "file ends inside a record header starting at byte 24"
+        );
         let e = read_all(&ARP_PCAP[..10]).unwrap_err();
         assert!(e.to_string().contains("file header"));
     }
@@ -415,7 +452,13 @@ mod tests {
         w.write(Timestamp(0), &vec![0u8; 9000]).unwrap();
         w.write(Timestamp(0), &[7; 60]).unwrap();
         let recs = read_all(&w.into_inner()).unwrap();
-        assert!(matches!(recs[0], Record::Oversized { offset: 24, len: 9000 }));
+        assert!(matches!(
+            recs[0],
+            Record::Oversized {
+                offset: 24,
+                len: 9000
+            }
+        ));
         assert!(matches!(&recs[1], Record::Packet(p) if p.len() == 60));
     }
 
@@ -426,7 +469,9 @@ mod tests {
         let bytes = w.into_inner();
         let mut r = PcapReader::new(&bytes[..]).unwrap();
         assert_eq!(r.linktype(), LinkType::RawIp);
-        let Some(Record::Packet(p)) = r.next_record().unwrap() else { panic!() };
+        let Some(Record::Packet(p)) = r.next_record().unwrap() else {
+            panic!()
+        };
         assert_eq!(p.data(), &[1, 2, 3, 4]);
     }
 }

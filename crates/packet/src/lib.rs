@@ -69,7 +69,10 @@ impl core::fmt::Display for PacketError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             PacketError::Oversized { len } => {
-                write!(f, "frame of {len} bytes exceeds the {MAX_FRAME}-byte buffer")
+                write!(
+                    f,
+                    "frame of {len} bytes exceeds the {MAX_FRAME}-byte buffer"
+                )
             }
             PacketError::NoRoom { need, have } => {
                 write!(f, "needs {need} bytes of room, buffer has {have}")
@@ -388,7 +391,14 @@ mod tests {
 
     #[test]
     fn strip_and_unstrip() {
-        let mut p = Packet::from_slice(&[0xaa; 14].iter().chain(&[0x45; 20]).copied().collect::<Vec<_>>()).unwrap();
+        let mut p = Packet::from_slice(
+            &[0xaa; 14]
+                .iter()
+                .chain(&[0x45; 20])
+                .copied()
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
         p.pull_front(14);
         assert_eq!(p.len(), 20);
         assert_eq!(p.data()[0], 0x45);
@@ -457,7 +467,10 @@ mod tests {
         let after = pool_stats();
         // At most one fresh allocation for the loop: every later packet
         // reuses the buffer the previous one returned.
-        assert!(after.allocated - before.allocated <= 1, "{before:?} -> {after:?}");
+        assert!(
+            after.allocated - before.allocated <= 1,
+            "{before:?} -> {after:?}"
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! one is left unconnected; push and pull are resolved (agnostic ports take
 //! the processing of what they connect to, Click's rule) and a push output
 //! never meets a pull input or the reverse; a push output and a pull input
-//! have exactly one connection; there is no push or pull cycle; every
-//! element accepts its arguments. Errors are collected, not just the first.
+//! have exactly one connection; there is no pull cycle; every element
+//! accepts its arguments. Errors are collected, not just the first.
 
 use crate::Registry;
 use bricks_config::{Arg, Diagnostic, Router, Span};
@@ -266,7 +266,9 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
     };
     let ports: Vec<PortInfo> = (0..n)
         .map(|i| PortInfo {
-            inputs: (0..inputs[i].len()).map(|p| resolve(side_in(i, p))).collect(),
+            inputs: (0..inputs[i].len())
+                .map(|p| resolve(side_in(i, p)))
+                .collect(),
             outputs: (0..outputs[i].len())
                 .map(|p| resolve(side_out(i, p)))
                 .collect(),
@@ -295,10 +297,7 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
                 errors.push(with_help(
                     diag(
                         in_spans[i][p][1],
-                        format!(
-                            "pull input {p} of `{}` connected more than once",
-                            decl.name
-                        ),
+                        format!("pull input {p} of `{}` connected more than once", decl.name),
                     ),
                     "a pull input pulls from one place: use a scheduler such as RoundRobinSched",
                 ));
@@ -309,8 +308,9 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
         return Err(errors);
     }
 
-    // Cycles among push connections and among pull connections.
-    for want in [Processing::Push, Processing::Pull] {
+    // Pull cycles would recurse forever. Push cycles are legal, as in Click
+    // (the graph defers a push into a busy element).
+    for want in [Processing::Pull] {
         if let Some(cycle) = find_cycle(n, |i| {
             let mut next = Vec::new();
             for (p, conns) in outputs[i].iter().enumerate() {
@@ -329,7 +329,7 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
                     router.elements[cycle[0]].name_span,
                     format!("{} cycle: {}", want.as_str(), names.join(" -> ")),
                 ),
-                "a packet would loop forever inside one call; break the cycle with a Queue",
+                "a pull would ask itself for packets forever; break the cycle with a Queue and an Unqueue",
             ));
         }
     }

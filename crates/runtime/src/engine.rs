@@ -92,11 +92,15 @@ impl RunSummary {
             .map(|e| &e.stats)
     }
 
-    /// Counters as text, one element a line.
+    /// Counters as text, one element a line; elements whose counters are
+    /// all zero are left out.
     pub fn render(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
         for e in &self.elements {
+            if e.stats.entries().iter().all(|&(_, v)| v == 0) {
+                continue;
+            }
             let _ = write!(s, "{} ({}):", e.name, e.class);
             for (k, v) in e.stats.entries() {
                 let _ = write!(s, " {k}={v}");
@@ -204,6 +208,7 @@ impl Engine {
             self.timers.pop();
             self.graph
                 .with_element(e, &mut self.state, |el, cx| el.run_timer(cx));
+            self.graph.run_deferred(&mut self.state);
             worked = true;
         }
         for slot in self.tasks.iter_mut() {
@@ -213,6 +218,7 @@ impl Engine {
             let r = self
                 .graph
                 .with_element(slot.element, &mut self.state, |el, cx| el.run_task(cx));
+            self.graph.run_deferred(&mut self.state);
             match r {
                 TaskResult::Worked => worked = true,
                 TaskResult::Idle => {}

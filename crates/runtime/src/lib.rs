@@ -16,6 +16,6 @@ mod build;
 mod engine;
 pub mod testing;
 
+pub use bricks_element::Registry;
 pub use build::{build, Plan, PlanElement};
 pub use engine::{Engine, RunSummary, StopHandle};
-pub use bricks_element::Registry;

@@ -4,8 +4,8 @@
 
 use bricks_config::{Arg, Source, SourceMap};
 use bricks_element::{
-    Args, Batch, Context, Edge, Element, ElementClass, Graph, Packet, PortInfo, Processing,
-    Stats, TaskResult, WorkerState,
+    Args, Batch, Context, Edge, Element, ElementClass, Graph, Packet, PortInfo, Processing, Stats,
+    TaskResult, WorkerState,
 };
 use bricks_packet::Timestamp;
 use std::collections::VecDeque;

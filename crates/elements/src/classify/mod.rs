@@ -86,12 +86,11 @@ pub(crate) fn check_outputs(
     }
     if np < no {
         let plural = if np == 1 { "" } else { "s" };
-        return Err(ArgError::new(format!(
-            "{class} has {np} pattern{plural} but {no} outputs"
-        ))
-        .with_help(format!(
-            "{class} needs one pattern per output port; `-` matches every packet"
-        )));
+        return Err(
+            ArgError::new(format!("{class} has {np} pattern{plural} but {no} outputs")).with_help(
+                format!("{class} needs one pattern per output port; `-` matches every packet"),
+            ),
+        );
     }
     Ok(())
 }

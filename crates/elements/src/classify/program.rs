@@ -163,6 +163,10 @@ impl Test {
 /// `need` bytes the test looks at are there.
 #[cold]
 fn load_short(bytes: &[u8], off: usize, need: u8) -> Option<u64> {
+    if need == 0 {
+        // The mask is zero: nothing to read, whatever the length.
+        return Some(0);
+    }
     let avail = bytes.len().checked_sub(off)?;
     if avail < need as usize {
         return None;
@@ -191,6 +195,26 @@ pub enum Expr {
 }
 
 impl Expr {
+    /// Evaluates the expression directly on a packet: the meaning
+    /// [`Program::build`] must preserve (the fuzz target and the tests
+    /// compare the two).
+    pub fn eval<H: Headers + ?Sized>(&self, h: &H) -> bool {
+        match self {
+            Expr::Const(b) => *b,
+            Expr::Test(t) => t.eval(h.bytes(t.base)),
+            Expr::Not(e) => !e.eval(h),
+            Expr::And(v) => v.iter().all(|e| e.eval(h)),
+            Expr::Or(v) => v.iter().any(|e| e.eval(h)),
+            Expr::Cond(c) => {
+                if c[0].eval(h) {
+                    c[1].eval(h)
+                } else {
+                    c[2].eval(h)
+                }
+            }
+        }
+    }
+
     /// Negation that keeps short packets false ("present and not"), as
     /// Click's `negate_subtree(tree, true)` does for `!=`-style relations:
     /// De Morgan down to the tests, each test negated in place.
@@ -430,10 +454,7 @@ impl Builder {
         if let Some(c) = test.constant() {
             return if c { t } else { f };
         }
-        let node = Node {
-            test,
-            next: [f, t],
-        };
+        let node = Node { test, next: [f, t] };
         if let Some(&i) = self.shared.get(&node) {
             return i;
         }
@@ -676,5 +697,79 @@ mod tests {
         assert_eq!(h.transport, &[0xaa, 0, 0, 0]);
         assert!(IpHeaders::new(&ip[..20]).transport.is_empty());
         assert!(IpHeaders::new(&[]).transport.is_empty());
+    }
+
+    use proptest::prelude::*;
+
+    /// Bytes from a small alphabet, so that tests often agree.
+    fn byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            Just(0u8),
+            Just(1),
+            Just(0x0f),
+            Just(0xf0),
+            Just(0xff),
+            any::<u8>()
+        ]
+    }
+
+    fn test() -> impl Strategy<Value = Test> {
+        let mask = prop_oneof![
+            Just(0xffu64 << 56),
+            Just(0xffffu64 << 48),
+            Just(0xf0u64 << 56),
+            Just(0x0fu64 << 56),
+            Just(0x00ffu64 << 48),
+            Just(0),
+            any::<u64>(),
+        ];
+        (
+            0u16..6,
+            mask,
+            prop::collection::vec(byte(), 8),
+            0u8..3,
+            any::<bool>(),
+            any::<u64>(),
+        )
+            .prop_map(|(offset, mask, v, op, negate, b)| {
+                let a = u64::from_be_bytes(v.try_into().unwrap());
+                let mut t = Test::eq(Base::Data, offset, mask, a);
+                t.op = [Op::Eq, Op::Gt, Op::In][op as usize];
+                if t.op != Op::Eq {
+                    t.a = a & mask;
+                    t.b = t.a.max(b & mask);
+                }
+                t.negate = negate;
+                t
+            })
+    }
+
+    fn expr() -> impl Strategy<Value = Expr> {
+        let leaf =
+            prop_oneof![1 => any::<bool>().prop_map(Expr::Const), 6 => test().prop_map(Expr::Test)];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                inner.clone().prop_map(|e| Expr::Not(Box::new(e))),
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Expr::And),
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Expr::Or),
+                (inner.clone(), inner.clone(), inner)
+                    .prop_map(|(a, b, c)| Expr::Cond(Box::new([a, b, c]))),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn compiled_program_matches_expressions(
+            patterns in prop::collection::vec(expr(), 1..5),
+            packets in prop::collection::vec(prop::collection::vec(byte(), 0..12), 16),
+        ) {
+            let p = Program::build(&patterns);
+            for bytes in &packets {
+                let want = patterns.iter().position(|e| e.eval(&bytes[..]));
+                prop_assert_eq!(p.classify(bytes), want, "{:?} on {:02x?}\n{}", patterns, bytes, p);
+            }
+        }
     }
 }

@@ -6,8 +6,7 @@
 //! no allocation.
 
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Manual, Packet, PortInfo,
-    Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Manual, Packet, PortInfo, Stats,
 };
 use bricks_packet::{Annotations, PacketType};
 use bricks_wire::arp::{ArpOperation, ArpPacket, ArpRepr, ETHERNET_IPV4_LEN};
@@ -56,9 +55,15 @@ static MANUAL: Manual = Manual {
     keywords: &[],
     counters: &[
         ("replies", "requests answered"),
-        ("truncated", "frames shorter than an Ethernet ARP packet (42 bytes)"),
+        (
+            "truncated",
+            "frames shorter than an Ethernet ARP packet (42 bytes)",
+        ),
         ("not_arp", "frames whose EtherType is not ARP (0x0806)"),
-        ("unsupported", "ARP for other than Ethernet hardware and IPv4 addresses"),
+        (
+            "unsupported",
+            "ARP for other than Ethernet hardware and IPv4 addresses",
+        ),
         ("not_request", "ARP operations other than request (1)"),
         ("bad_sender", "requests from a group hardware address"),
         ("unknown_target", "requests for an address not configured"),
@@ -386,8 +391,14 @@ mod tests {
             replies: 0,
             rejects: [0; 6],
         };
-        assert_eq!(h.lookup(Ipv4Addr::new(10, 0, 0, 9)), Some(EthernetAddress([2; 6])));
-        assert_eq!(h.lookup(Ipv4Addr::new(10, 1, 0, 9)), Some(EthernetAddress([3; 6])));
+        assert_eq!(
+            h.lookup(Ipv4Addr::new(10, 0, 0, 9)),
+            Some(EthernetAddress([2; 6]))
+        );
+        assert_eq!(
+            h.lookup(Ipv4Addr::new(10, 1, 0, 9)),
+            Some(EthernetAddress([3; 6]))
+        );
         assert_eq!(h.lookup(Ipv4Addr::new(11, 0, 0, 1)), None);
         assert_eq!(
             h.table(),
@@ -493,11 +504,15 @@ mod tests {
         let mut h = responder("10.0.0.1 52:54:00:aa:00:01");
         h.push_bytes(0, &A_REQUEST_B);
         assert!(h.take(0).is_empty());
-        h.write_handler("add", "10.0.0.2/32 52:54:00:bb:00:02").unwrap();
+        h.write_handler("add", "10.0.0.2/32 52:54:00:bb:00:02")
+            .unwrap();
         h.push_bytes(0, &A_REQUEST_B);
         assert_eq!(h.take_bytes(0), vec![B_REPLY_A.to_vec()]);
         h.write_handler("remove", "10.0.0.2").unwrap();
-        assert!(h.write_handler("remove", "10.0.0.2").unwrap_err().contains("not found"));
+        assert!(h
+            .write_handler("remove", "10.0.0.2")
+            .unwrap_err()
+            .contains("not found"));
         assert!(h.write_handler("add", "10.0.0.3").is_err());
         h.push_bytes(0, &A_REQUEST_B);
         assert!(h.take(0).is_empty());
@@ -513,6 +528,11 @@ mod tests {
         assert!(err("10.0.0.1 1:1:1:1:1:1, 10.0.0.300 1:1:1:1:1:1").contains("argument 2"));
         assert!(err("10.0.0.1/33 1:1:1:1:1:1").contains("10.0.0.1/33"));
         assert!(err("10.0.0.1 1:1:1:1:1:1, TIMEOUT 5").contains("unknown keyword TIMEOUT"));
-        assert!(make_element(&CLASS, "10.0.0.1 10.1.0.0/255.255.0.0 1:1:1:1:1:1", &PortInfo::default()).is_ok());
+        assert!(make_element(
+            &CLASS,
+            "10.0.0.1 10.1.0.0/255.255.0.0 1:1:1:1:1:1",
+            &PortInfo::default()
+        )
+        .is_ok());
     }
 }

@@ -52,8 +52,12 @@ static MANUAL: Manual = Manual {
             doc: "destination address",
         },
     ],
-    counters: &[("no_headroom", "packets dropped for lack of 14 bytes of headroom")],
-    example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 00 00 00 0a 00 00 01 0a 00 00 02>, \
+    counters: &[(
+        "no_headroom",
+        "packets dropped for lack of 14 bytes of headroom",
+    )],
+    example:
+        "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 00 00 00 0a 00 00 01 0a 00 00 02>, \
         LIMIT 1) -> EtherEncap(0x0800, 52:54:00:aa:00:01, 52:54:00:bb:00:02) -> Discard;",
     see_also: &["EtherRewrite", "ARPQuerier", "Strip"],
 };
@@ -130,7 +134,11 @@ impl Element for EtherEncap {
             "src" => self.header[6..12].copy_from_slice(&EthernetAddress::from_arg(value)?.0),
             "dst" => self.header[..6].copy_from_slice(&EthernetAddress::from_arg(value)?.0),
             "ethertype" => self.header[12..].copy_from_slice(&u16::from_arg(value)?.to_be_bytes()),
-            _ => return Err(format!("no write handler `{handler}` (src, dst, ethertype)")),
+            _ => {
+                return Err(format!(
+                    "no write handler `{handler}` (src, dst, ethertype)"
+                ))
+            }
         }
         Ok(())
     }
@@ -208,10 +216,23 @@ mod tests {
     fn arguments_are_checked() {
         let e = make_element(&CLASS, "0x0800, 1:2:3:4:5:6", &PortInfo::default());
         assert!(e.unwrap_err().contains("DST"));
-        let e = make_element(&CLASS, "0x10000, 1:2:3:4:5:6, 1:2:3:4:5:6", &PortInfo::default());
+        let e = make_element(
+            &CLASS,
+            "0x10000, 1:2:3:4:5:6, 1:2:3:4:5:6",
+            &PortInfo::default(),
+        );
         assert!(e.unwrap_err().contains("ETHERTYPE"));
-        let e = make_element(&CLASS, "0x0800, 1:2:3:4:5, 1:2:3:4:5:6", &PortInfo::default());
+        let e = make_element(
+            &CLASS,
+            "0x0800, 1:2:3:4:5, 1:2:3:4:5:6",
+            &PortInfo::default(),
+        );
         assert!(e.unwrap_err().contains("SRC"));
-        assert!(make_element(&CLASS, "ETHERTYPE 2048, SRC 1:2:3:4:5:6, DST 1:2:3:4:5:6", &PortInfo::default()).is_ok());
+        assert!(make_element(
+            &CLASS,
+            "ETHERTYPE 2048, SRC 1:2:3:4:5:6, DST 1:2:3:4:5:6",
+            &PortInfo::default()
+        )
+        .is_ok());
     }
 }

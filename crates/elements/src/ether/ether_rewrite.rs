@@ -171,7 +171,10 @@ mod tests {
         h.write_handler("dst", "4:4:4:4:4:4").unwrap();
         assert!(h.write_handler("dst", "nonsense").is_err());
         h.push_bytes(0, &[0; 14]);
-        assert_eq!(h.take_bytes(0)[0][..12], [4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3]);
+        assert_eq!(
+            h.take_bytes(0)[0][..12],
+            [4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3]
+        );
         let e = make_element(&CLASS, "1:1:1:1:1:1", &PortInfo::default());
         assert!(e.unwrap_err().contains("DST"));
     }

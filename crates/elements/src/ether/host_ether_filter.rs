@@ -62,8 +62,14 @@ static MANUAL: Manual = Manual {
     ],
     counters: &[
         ("own", "frames filtered because their source is ETHER"),
-        ("other_host", "frames filtered because they are unicast to another host"),
-        ("runts", "frames too short for an Ethernet header at OFFSET, filtered"),
+        (
+            "other_host",
+            "frames filtered because they are unicast to another host",
+        ),
+        (
+            "runts",
+            "frames too short for an Ethernet header at OFFSET, filtered",
+        ),
     ],
     example: "InfiniteSource(DATA \\<52 54 00 aa 00 01 52 54 00 bb 00 02 08 00>, LIMIT 1) \
         -> f :: HostEtherFilter(52:54:00:aa:00:01) -> Discard; f[1] -> Discard;",
@@ -188,7 +194,11 @@ mod tests {
         }
         assert_eq!(
             types(&mut h, 0),
-            [PacketType::Host, PacketType::Broadcast, PacketType::Multicast]
+            [
+                PacketType::Host,
+                PacketType::Broadcast,
+                PacketType::Multicast
+            ]
         );
         assert_eq!(types(&mut h, 1), [PacketType::OtherHost]);
         assert_eq!(h.stats().get("other_host"), Some(1));
@@ -238,9 +248,11 @@ mod tests {
         assert!(make_element(&CLASS, "", &PortInfo::default())
             .unwrap_err()
             .contains("ETHER"));
-        assert!(make_element(&CLASS, "1:2:3:4:5:6, maybe", &PortInfo::default())
-            .unwrap_err()
-            .contains("DROP_OWN"));
+        assert!(
+            make_element(&CLASS, "1:2:3:4:5:6, maybe", &PortInfo::default())
+                .unwrap_err()
+                .contains("DROP_OWN")
+        );
         assert!(make_element(&CLASS, "1:2:3:4:5:6, OFFSET 99999", &PortInfo::default()).is_err());
     }
 }

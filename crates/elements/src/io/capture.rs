@@ -134,14 +134,15 @@ impl CaptureSource {
     }
 }
 
-type SharedWriter = Arc<Mutex<PcapWriter<BufWriter<File>>>>;
+type Writer = PcapWriter<BufWriter<File>>;
+type SharedWriter = Arc<Mutex<Writer>>;
+type WriterTable = Mutex<HashMap<PathBuf, Weak<Mutex<Writer>>>>;
 
 /// Writers by path, so that every worker's instance of one ToDump element
 /// writes into the same file. Weak: the file closes when the last element
 /// that writes it goes away.
-fn writers() -> &'static Mutex<HashMap<PathBuf, Weak<Mutex<PcapWriter<BufWriter<File>>>>>> {
-    static W: OnceLock<Mutex<HashMap<PathBuf, Weak<Mutex<PcapWriter<BufWriter<File>>>>>>> =
-        OnceLock::new();
+fn writers() -> &'static WriterTable {
+    static W: OnceLock<WriterTable> = OnceLock::new();
     W.get_or_init(Default::default)
 }
 
@@ -154,6 +155,8 @@ pub struct CaptureSink {
     snaplen: u32,
     writer: Option<SharedWriter>,
     failed: bool,
+    /// Record the time of sending rather than the packet's timestamp.
+    stamp_now: bool,
     /// Packets written.
     pub count: u64,
     /// Packets that could not be written.
@@ -170,9 +173,17 @@ impl CaptureSink {
             snaplen,
             writer: None,
             failed: false,
+            stamp_now: false,
             count: 0,
             errors: 0,
         }
+    }
+
+    /// Records each packet at the time it is written, as an interface
+    /// capture would, instead of with its timestamp annotation.
+    pub fn stamp_with_send_time(mut self) -> CaptureSink {
+        self.stamp_now = true;
+        self
     }
 
     fn writer(&mut self, cx: &mut Context<'_>) -> Option<SharedWriter> {
@@ -222,10 +233,16 @@ impl CaptureSink {
             return;
         };
         let mut first_error = None;
+        let now = cx.now();
         {
             let mut writer = w.lock().unwrap_or_else(|e| e.into_inner());
             for p in b.iter() {
-                match writer.write(p.anno().timestamp, p.data()) {
+                let ts = if self.stamp_now {
+                    now
+                } else {
+                    p.anno().timestamp
+                };
+                match writer.write(ts, p.data()) {
                     Ok(()) => self.count += 1,
                     Err(e) => {
                         self.errors += 1;

@@ -35,6 +35,7 @@ pub static POLL_DEVICE: ElementClass = ElementClass {
 
 static POLL_MANUAL: Manual = Manual {
     summary: "receives packets from an interface (Click's polling name for FromDevice)",
+    synopsis: "PollDevice(DEVNAME [, KEYWORDS])",
     see_also: &["FromDevice"],
     example: "PollDevice(eth0) -> Discard;",
     ..FROM_MANUAL
@@ -155,9 +156,9 @@ fn unbound(name: &str) -> ArgError {
 fn make_from(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let (name, burst) = read_device(args)?;
     let src = match binding::lookup(&name) {
-        Some(Binding::Pcap { input: Some(path), .. }) => {
-            Some(CaptureSource::open(path, false).map_err(ArgError::new)?)
-        }
+        Some(Binding::Pcap {
+            input: Some(path), ..
+        }) => Some(CaptureSource::open(path, false).map_err(ArgError::new)?),
         Some(Binding::Pcap { input: None, .. }) => None,
         None => return Err(unbound(&name)),
     };
@@ -168,7 +169,7 @@ fn make_to(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, Ar
     let (name, burst) = read_device(args)?;
     let sink = match binding::lookup(&name) {
         Some(Binding::Pcap { output, .. }) => {
-            output.map(|p| CaptureSink::new(p, LinkType::Ethernet, false, 0))
+            output.map(|p| CaptureSink::new(p, LinkType::Ethernet, false, 0).stamp_with_send_time())
         }
         None => return Err(unbound(&name)),
     };
@@ -185,7 +186,7 @@ fn make_host(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>,
     let sink = match binding::lookup(&name) {
         Some(Binding::Pcap {
             output: Some(p), ..
-        }) => Some(CaptureSink::new(p, LinkType::Ethernet, false, 0)),
+        }) => Some(CaptureSink::new(p, LinkType::Ethernet, false, 0).stamp_with_send_time()),
         _ => None,
     };
     Ok(Box::new(ToDevice {

@@ -63,9 +63,12 @@ static MANUAL: Manual = Manual {
     ],
     counters: &[
         ("count", "packets emitted"),
-        ("oversized", "records skipped for being larger than a buffer"),
+        (
+            "oversized",
+            "records skipped for being larger than a buffer",
+        ),
     ],
-    example: "FromDump(conf/golden/ip-router/eth0-in.pcap, STOP true) -> Discard;",
+    example: "FromDump(tests/golden/ip-router/eth0-in.pcap, STOP true) -> Discard;",
     see_also: &["ToDump", "FromDevice"],
 };
 
@@ -129,7 +132,11 @@ impl Element for FromDump {
         use bricks_element::FromArg;
         match handler {
             "active" => self.active = bool::from_arg(value.trim())?,
-            _ => return Err(format!("no write handler `{handler}` (FromDump has `active`)")),
+            _ => {
+                return Err(format!(
+                    "no write handler `{handler}` (FromDump has `active`)"
+                ))
+            }
         }
         Ok(())
     }

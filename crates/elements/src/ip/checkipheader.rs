@@ -4,8 +4,8 @@
 
 use super::header::{be16, be32, is_multicast_or_reserved, AddressList, PrefixList};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
-    Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
+    PortInfo, Stats,
 };
 use bricks_wire::checksum;
 use std::net::Ipv4Addr;
@@ -93,15 +93,21 @@ static MANUAL: Manual = Manual {
         },
     ],
     counters: &[
-        ("drops", "invalid packets, whatever the reason (sent to output 1 or dropped)"),
-        ("truncated", "shorter than 20 bytes or than the IP total length"),
+        (
+            "drops",
+            "invalid packets, whatever the reason (sent to output 1 or dropped)",
+        ),
+        (
+            "truncated",
+            "shorter than 20 bytes or than the IP total length",
+        ),
         ("bad_version", "version field not 4"),
         ("bad_header_length", "header length below 5 words"),
         ("bad_length", "total length below the header length"),
         ("bad_checksum", "header checksum wrong"),
         ("bad_source", "source address not a valid unicast address"),
     ],
-    example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 11 79 e4 0a 00 00 01 \
+    example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 11 66 d7 0a 00 00 01 \
         0a 00 00 02>, LIMIT 1) -> c :: CheckIPHeader(INTERFACES 10.0.0.2/24) -> Discard; \
         c[1] -> Discard;",
     see_also: &["MarkIPHeader", "GetIPAddress", "StaticIPLookup", "Strip"],
@@ -166,8 +172,9 @@ impl core::fmt::Display for DropReason {
     }
 }
 
-/// Addresses that are neither a subnet's broadcast nor its network address
-/// when the subnet is a /31 or /32 (RFC 3021): both are hosts there.
+/// The directed broadcast address of subnet `p` and its all-zeros form
+/// (RFC 1812 section 5.3.7, RFC 919), neither of which a host sends from;
+/// none for a /31 or /32, where every address is a host (RFC 3021).
 fn subnet_special_addresses(p: &bricks_wire::Ipv4Cidr) -> impl Iterator<Item = Ipv4Addr> {
     let net = p.network().address();
     p.broadcast().into_iter().chain(p.broadcast().map(|_| net))
@@ -202,10 +209,10 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let mut positional = rest.iter();
     if let Some(&(text, span)) = positional.next() {
         let text = text.trim();
-        if let Ok(n) = <usize as bricks_element::FromArg>::from_arg(text) {
+        if let Ok(n) = usize::from_arg(text) {
             offset = offset.or(Some(n));
         } else {
-            let old = <AddressList as bricks_element::FromArg>::from_arg(text).map_err(|why| {
+            let old = AddressList::from_arg(text).map_err(|why| {
                 ArgError::at(
                     span,
                     format!("bad argument OFFSET: expected unsigned integer, {why}"),
@@ -215,7 +222,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             bad_src.push(Ipv4Addr::UNSPECIFIED);
             bad_src.push(Ipv4Addr::BROADCAST);
             if let Some(&(text, span)) = positional.next() {
-                let n = <usize as bricks_element::FromArg>::from_arg(text.trim()).map_err(|why| {
+                let n = usize::from_arg(text.trim()).map_err(|why| {
                     ArgError::at(
                         span,
                         format!("bad argument OFFSET: expected unsigned integer, {why}"),
@@ -226,8 +233,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         }
     }
     if let Some(&(_, span)) = positional.next() {
-        return Err(ArgError::at(span, "too many arguments")
-            .with_help("arguments: OFFSET, then keywords"));
+        return Err(
+            ArgError::at(span, "too many arguments").with_help("arguments: OFFSET, then keywords")
+        );
     }
 
     bad_src.sort_unstable();
@@ -486,7 +494,11 @@ mod tests {
         fix_ip_checksum(&mut zero);
         expect_drop("10.0.0.255", &zero, DropReason::BadSource);
         let mut h = run("", &zero);
-        assert_eq!(h.take(0).len(), 1, "0.0.0.0 is refused only when configured");
+        assert_eq!(
+            h.take(0).len(),
+            1,
+            "0.0.0.0 is refused only when configured"
+        );
         // BADSRC2 followed by OFFSET.
         let mut framed = vec![0; 4];
         framed.extend(&p);
@@ -499,7 +511,13 @@ mod tests {
         let mut h = Harness::push(&CLASS, "", 1, 1);
         let mut bad = echo_request();
         bad[0] = 0x46;
-        h.push_packets(0, [Packet::from_slice(&bad).unwrap(), Packet::from_slice(&echo_request()).unwrap()]);
+        h.push_packets(
+            0,
+            [
+                Packet::from_slice(&bad).unwrap(),
+                Packet::from_slice(&echo_request()).unwrap(),
+            ],
+        );
         assert_eq!(h.take(0).len(), 1);
         assert_eq!(h.stats().get("drops"), Some(1));
         assert_eq!(h.stats().get("unconnected_drops"), None);
@@ -513,6 +531,8 @@ mod tests {
         assert!(make_element(&CLASS, "1.2.3.4, x", &ports).is_err());
         assert!(make_element(&CLASS, "1.2.3.4, 0, 3", &ports).is_err());
         assert!(make_element(&CLASS, "CHECKSUM maybe", &ports).is_err());
-        assert!(make_element(&CLASS, "OFFST 3", &ports).unwrap_err().contains("OFFST"));
+        assert!(make_element(&CLASS, "OFFST 3", &ports)
+            .unwrap_err()
+            .contains("OFFST"));
     }
 }

@@ -8,8 +8,8 @@
 
 use super::header::{be16, ip_bytes_mut, is_multicast};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
-    Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
+    PortInfo, Stats,
 };
 use bricks_wire::checksum;
 
@@ -50,10 +50,13 @@ static MANUAL: Manual = Manual {
         },
     ],
     counters: &[
-        ("expired", "packets with TTL 0 or 1 (sent to output 1 or dropped)"),
+        (
+            "expired",
+            "packets with TTL 0 or 1 (sent to output 1 or dropped)",
+        ),
         ("truncated", "packets shorter than an IP header, dropped"),
     ],
-    example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 11 79 e4 0a 00 00 01 \
+    example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 11 66 d7 0a 00 00 01 \
         0a 00 00 02>, LIMIT 1) -> MarkIPHeader -> dt :: DecIPTTL -> Discard; \
         dt[1] -> Discard;",
     see_also: &["ICMPError", "CheckIPHeader"],
@@ -81,16 +84,15 @@ pub struct DecIPTTL {
 
 /// Decrements the TTL of the header `h` and patches its checksum; the
 /// caller has checked that the TTL is above 1.
+///
+/// RFC 1624 eqn. 3 only needs the difference between the old and the new
+/// 16-bit word (TTL, protocol): it is always 0x0100, so the update is
+/// written with constant words, `update(HC, 0x0100, 0x0000)`, which gives
+/// the same sum as the real words and compiles to an add and a fold.
 #[inline(always)]
 pub(crate) fn decrement_ttl(h: &mut [u8; 20]) {
-    let ttl = h[8];
-    let proto = h[9];
-    let sum = checksum::update(
-        be16(h, 10),
-        u16::from_be_bytes([ttl, proto]),
-        u16::from_be_bytes([ttl - 1, proto]),
-    );
-    h[8] = ttl - 1;
+    let sum = checksum::update(be16(h, 10), 0x0100, 0x0000);
+    h[8] -= 1;
     h[10..12].copy_from_slice(&sum.to_be_bytes());
 }
 
@@ -138,11 +140,13 @@ impl Element for DecIPTTL {
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
             "active" => {
-                self.active = <bool as bricks_element::FromArg>::from_arg(value.trim())
+                self.active = bool::from_arg(value.trim())
                     .map_err(|why| format!("active: expected true or false, {why}"))?;
                 Ok(())
             }
-            _ => Err(format!("no write handler `{handler}`; DecIPTTL has `active`")),
+            _ => Err(format!(
+                "no write handler `{handler}`; DecIPTTL has `active`"
+            )),
         }
     }
 }
@@ -253,6 +257,23 @@ mod tests {
         // 0x0000 is reached for some identification.
         assert!(found[0]);
         assert!(!found[1]);
+    }
+
+    #[test]
+    fn constant_words_equal_real_words() {
+        for ttl in 2..=255u8 {
+            for proto in [0u8, 1, 6, 17, 255] {
+                for hc in (0..=0xffffu32).step_by(251).chain([0, 0xffff]) {
+                    let hc = hc as u16;
+                    let real = checksum::update(
+                        hc,
+                        u16::from_be_bytes([ttl, proto]),
+                        u16::from_be_bytes([ttl - 1, proto]),
+                    );
+                    assert_eq!(checksum::update(hc, 0x0100, 0), real);
+                }
+            }
+        }
     }
 
     proptest! {

@@ -3,8 +3,7 @@
 
 use super::header::{be32, ip_bytes};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
-    Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
 use std::net::Ipv4Addr;
 
@@ -157,7 +156,9 @@ mod tests {
     #[test]
     fn arguments() {
         let ports = PortInfo::default();
-        assert!(make_element(&CLASS, "", &ports).unwrap_err().contains("OFFSET"));
+        assert!(make_element(&CLASS, "", &ports)
+            .unwrap_err()
+            .contains("OFFSET"));
         assert!(make_element(&CLASS, "16, IP dst", &ports).is_err());
         assert!(make_element(&CLASS, "IP both", &ports).is_err());
         assert!(make_element(&CLASS, "IP dst", &ports).is_ok());

@@ -8,9 +8,6 @@ use bricks_packet::Timestamp;
 use bricks_wire::Ipv4Cidr;
 use std::net::Ipv4Addr;
 
-/// Length of an IPv4 header without options.
-pub(crate) const IP_HEADER_LEN: usize = 20;
-
 /// End of option list.
 pub(crate) const IPOPT_EOL: u8 = 0;
 /// No operation (padding between options).
@@ -56,7 +53,7 @@ pub(crate) fn ip_bytes_mut(p: &mut Packet) -> &mut [u8] {
 #[inline]
 pub(crate) fn prefix_len(p: &Packet) -> usize {
     match p.anno().l3_offset {
-        Some(_) => p.network_header_offset().unwrap_or(0),
+        Some(_) => p.network_header_offset().unwrap_or(0).min(p.len()),
         None => 0,
     }
 }
@@ -259,9 +256,15 @@ mod tests {
     #[test]
     fn address_classes() {
         assert!(is_multicast_or_reserved(u32::from(Ipv4Addr::BROADCAST)));
-        assert!(is_multicast_or_reserved(u32::from(Ipv4Addr::new(224, 0, 0, 1))));
-        assert!(is_multicast_or_reserved(u32::from(Ipv4Addr::new(240, 0, 0, 1))));
-        assert!(!is_multicast_or_reserved(u32::from(Ipv4Addr::new(223, 255, 255, 255))));
+        assert!(is_multicast_or_reserved(u32::from(Ipv4Addr::new(
+            224, 0, 0, 1
+        ))));
+        assert!(is_multicast_or_reserved(u32::from(Ipv4Addr::new(
+            240, 0, 0, 1
+        ))));
+        assert!(!is_multicast_or_reserved(u32::from(Ipv4Addr::new(
+            223, 255, 255, 255
+        ))));
         assert!(is_multicast(u32::from(Ipv4Addr::new(239, 1, 2, 3))));
         assert!(!is_multicast(u32::from(Ipv4Addr::new(240, 1, 2, 3))));
     }
@@ -278,7 +281,9 @@ mod tests {
     fn lists() {
         let l = AddressList::from_arg("1.2.3.4  5.6.7.8").unwrap();
         assert_eq!(l.bits(), vec![0x0102_0304, 0x0506_0708]);
-        assert!(AddressList::from_arg("1.2.3.4 x").unwrap_err().contains("`x`"));
+        assert!(AddressList::from_arg("1.2.3.4 x")
+            .unwrap_err()
+            .contains("`x`"));
         let p = PrefixList::from_arg("18.26.4.1/24 1.0.0.1/255.0.0.0 9.9.9.9").unwrap();
         assert_eq!(p.0[1].prefix_len(), 8);
         assert_eq!(p.0[2].prefix_len(), 32);

@@ -41,7 +41,10 @@ static MANUAL: Manual = Manual {
         and output, when given, must match).",
     ports: "one push input; any number of push outputs, one per OUT used",
     keywords: &[],
-    counters: &[("no_route", "packets whose destination matched no route, dropped")],
+    counters: &[(
+        "no_route",
+        "packets whose destination matched no route, dropped",
+    )],
     example: "InfiniteSource(LIMIT 1, LENGTH 20) -> GetIPAddress(16) -> \
         rt :: StaticIPLookup(18.26.4.0/24 0, 1.0.0.0/255.0.0.0 1, \
         0.0.0.0/0 18.26.4.1 0, 255.255.255.255/32 0.0.0.0 2); \
@@ -87,9 +90,13 @@ fn parse_route(text: &str, remove: bool) -> Result<RouteSpec, String> {
         "expected `ADDR/MASK [GATEWAY] OUT`"
     };
     let mut words = text.split_whitespace();
-    let first = words.next().ok_or_else(|| format!("{expected}, found nothing"))?;
+    let first = words
+        .next()
+        .ok_or_else(|| format!("{expected}, found nothing"))?;
     let prefix = if first.contains('/') {
-        first.parse::<Ipv4Cidr>().map_err(|e| format!("{expected}: `{first}`: {e}"))?
+        first
+            .parse::<Ipv4Cidr>()
+            .map_err(|e| format!("{expected}: `{first}`: {e}"))?
     } else {
         let a: Ipv4Addr = first
             .parse()
@@ -345,7 +352,10 @@ mod tests {
             ],
         );
         let o0: Vec<Vec<u8>> = h.take_bytes(0);
-        assert_eq!(o0, vec![vec![18, 26, 4, 24], vec![255; 4], vec![1, 255, 255, 255]]);
+        assert_eq!(
+            o0,
+            vec![vec![18, 26, 4, 24], vec![255; 4], vec![1, 255, 255, 255]]
+        );
         let o1 = h.take(1);
         assert_eq!(o1.len(), 2);
         assert_eq!(o1[0].anno().dst_ip, Ipv4Addr::new(18, 26, 4, 9));
@@ -412,10 +422,19 @@ mod tests {
         assert!(e.to_string().contains("18.26.4.0/24 - 1"), "{e}");
         t.set("18.26.4.0/24 2").unwrap();
         assert_eq!(t.lookup(Ipv4Addr::new(18, 26, 4, 7)).unwrap().port, 2);
-        assert!(matches!(t.add("1.0.0.0/8 3"), Err(RouteError::BadOutput { port: 3, .. })));
-        assert!(matches!(t.remove("18.26.4.0/24 - 1"), Err(RouteError::NotFound(_))));
+        assert!(matches!(
+            t.add("1.0.0.0/8 3"),
+            Err(RouteError::BadOutput { port: 3, .. })
+        ));
+        assert!(matches!(
+            t.remove("18.26.4.0/24 - 1"),
+            Err(RouteError::NotFound(_))
+        ));
         assert_eq!(t.remove("18.26.4.0/24 - 2").unwrap().port, 2);
-        assert_eq!(t.remove("0.0.0.0/0").unwrap().gateway, Some(Ipv4Addr::new(18, 26, 4, 1)));
+        assert_eq!(
+            t.remove("0.0.0.0/0").unwrap().gateway,
+            Some(Ipv4Addr::new(18, 26, 4, 1))
+        );
         assert!(t.lookup(Ipv4Addr::new(8, 8, 8, 8)).is_none());
         assert_eq!(t.routes().len(), 1);
 

@@ -67,7 +67,9 @@ impl Element for Counter {
                 *self = Counter::default();
                 Ok(())
             }
-            _ => Err(format!("no write handler `{handler}` (Counter has `reset`)")),
+            _ => Err(format!(
+                "no write handler `{handler}` (Counter has `reset`)"
+            )),
         }
     }
 }

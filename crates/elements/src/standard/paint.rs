@@ -54,7 +54,8 @@ static PAINT_TEE_MANUAL: Manual = Manual {
     ports: "one input; output 0 agnostic, output 1 push",
     keywords: &[],
     counters: &[("copies", "packets copied to output 1")],
-    example: "InfiniteSource(LIMIT 1) -> Paint(1) -> pt :: PaintTee(1) -> Discard; pt[1] -> Discard;",
+    example:
+        "InfiniteSource(LIMIT 1) -> Paint(1) -> pt :: PaintTee(1) -> Discard; pt[1] -> Discard;",
     see_also: &["Paint", "ICMPError"],
 };
 

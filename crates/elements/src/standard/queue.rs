@@ -19,8 +19,16 @@ pub static SIMPLE_QUEUE: ElementClass = ElementClass {
     name: "SimpleQueue",
     ports: "1/1",
     processing: "h/l",
-    manual: &MANUAL,
+    manual: &SIMPLE_MANUAL,
     make,
+};
+
+static SIMPLE_MANUAL: Manual = Manual {
+    summary: "stores packets in a bounded FIFO (Click's name for a single-core Queue)",
+    synopsis: "SimpleQueue([CAPACITY])",
+    example: "InfiniteSource(LIMIT 10) -> SimpleQueue(100) -> Unqueue -> Discard;",
+    see_also: &["Queue"],
+    ..MANUAL
 };
 
 static MANUAL: Manual = Manual {

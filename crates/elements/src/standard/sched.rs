@@ -1,8 +1,6 @@
 //! `RoundRobinSched` and `PrioSched`: pull schedulers over several inputs.
 
-use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo,
-};
+use bricks_element::{ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo};
 
 /// The `RoundRobinSched` class.
 pub static ROUND_ROBIN: ElementClass = ElementClass {
@@ -122,7 +120,9 @@ mod tests {
     }
 
     fn tagged(tag: u8, n: usize) -> Vec<Packet> {
-        (0..n).map(|_| Packet::from_slice(&[tag]).unwrap()).collect()
+        (0..n)
+            .map(|_| Packet::from_slice(&[tag]).unwrap())
+            .collect()
     }
 
     #[test]

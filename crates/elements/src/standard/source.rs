@@ -28,7 +28,8 @@ pub static RATED_SOURCE: ElementClass = ElementClass {
 
 /// Click's default payload, kept so that configurations that rely on it
 /// produce the same bytes.
-const DEFAULT_DATA: &[u8] = b"Random bullshit in a packet, at least 64 bytes long. Well, now it is.";
+const DEFAULT_DATA: &[u8] =
+    b"Random bullshit in a packet, at least 64 bytes long. Well, now it is.";
 
 const COMMON_KEYWORDS: [Keyword; 5] = [
     Keyword {
@@ -178,7 +179,9 @@ impl Emitter {
         let now = cx.now();
         for _ in 0..n {
             // Cannot fail: DATA was checked against the buffer size.
-            let Ok(mut p) = Packet::from_slice(&self.data) else { break };
+            let Ok(mut p) = Packet::from_slice(&self.data) else {
+                break;
+            };
             p.anno_mut().timestamp = now;
             if b.push(p).is_err() {
                 break;
@@ -200,7 +203,11 @@ impl Emitter {
             "active" => self.active = bool::from_arg(value.trim())?,
             "limit" => self.limit = u64::try_from(i64::from_arg(value.trim())?).ok(),
             "reset" => self.count = 0,
-            _ => return Err(format!("no write handler `{handler}` (active, limit, reset)")),
+            _ => {
+                return Err(format!(
+                    "no write handler `{handler}` (active, limit, reset)"
+                ))
+            }
         }
         Ok(())
     }
@@ -293,7 +300,9 @@ impl RatedSource {
         let (t0, c0) = *self.start.get_or_insert((now, self.e.count));
         let elapsed = now.saturating_sub(t0) as u128;
         let due = (elapsed * self.rate as u128 / 1_000_000_000) as u64 + 1;
-        (c0 + due).saturating_sub(self.e.count).min(self.e.remaining())
+        (c0 + due)
+            .saturating_sub(self.e.count)
+            .min(self.e.remaining())
     }
 }
 

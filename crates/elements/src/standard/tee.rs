@@ -1,8 +1,6 @@
 //! `Tee`: copies each packet to every output.
 
-use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo,
-};
+use bricks_element::{ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo};
 
 /// The `Tee` class.
 pub static CLASS: ElementClass = ElementClass {

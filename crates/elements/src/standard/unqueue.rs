@@ -78,7 +78,9 @@ impl Element for Unqueue {
         if !self.active {
             return TaskResult::Idle;
         }
-        let left = self.limit.map_or(u64::MAX, |l| l.saturating_sub(self.count));
+        let left = self
+            .limit
+            .map_or(u64::MAX, |l| l.saturating_sub(self.count));
         let n = (self.burst as u64).min(left) as usize;
         if n == 0 {
             return TaskResult::Idle;

@@ -131,7 +131,9 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         )));
     }
     if flows == 0 || flows > 1 << 24 {
-        return Err(ArgError::new(format!("FLOWS {flows} out of range (1 to 16777216)")));
+        return Err(ArgError::new(format!(
+            "FLOWS {flows} out of range (1 to 16777216)"
+        )));
     }
     let dst = match dst {
         Some(t) => parse_prefixes(&t)?,
@@ -235,7 +237,9 @@ impl Element for WorkloadSource {
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        let left = self.limit.map_or(u64::MAX, |l| l.saturating_sub(self.count));
+        let left = self
+            .limit
+            .map_or(u64::MAX, |l| l.saturating_sub(self.count));
         if left == 0 {
             if self.stop {
                 cx.request_stop();
@@ -281,14 +285,20 @@ mod tests {
             let d = ip.dst_addr().octets();
             assert_eq!(&d[..2], &[10, 1]);
         }
-        let distinct: std::collections::HashSet<_> = out.iter().map(|f| f[30..34].to_vec()).collect();
+        let distinct: std::collections::HashSet<_> =
+            out.iter().map(|f| f[30..34].to_vec()).collect();
         assert!(distinct.len() > 1 && distinct.len() <= 10);
     }
 
     #[test]
     fn same_seed_same_packets() {
         let run = |seed: u64| {
-            let mut h = Harness::push(&CLASS, &format!("IMIX true, FLOWS 100, LIMIT 40, SEED {seed}"), 0, 1);
+            let mut h = Harness::push(
+                &CLASS,
+                &format!("IMIX true, FLOWS 100, LIMIT 40, SEED {seed}"),
+                0,
+                1,
+            );
             while h.run_task() == TaskResult::Worked {}
             h.take_bytes(0)
                 .into_iter()

@@ -1,10 +1,11 @@
 //! Click's two-interface IP router (the configuration of the Click paper,
-//! as conf/make-ip-conf.pl writes it) parses unmodified, and so does every
-//! example in the workspace's `conf/`.
+//! as conf/make-ip-conf.pl writes it) parses unmodified, and so do the
+//! other configurations in `tests/data` and every example in the
+//! workspace's `conf/`.
 
 use std::path::Path;
 
-use bricks_config::{parse, split_keyword, Router, Source, SourceMap};
+use bricks_config::{parse, parse_data, split_keyword, unquote, Router, Source, SourceMap};
 
 fn parse_file(path: &Path) -> Router {
     let text = std::fs::read_to_string(path).unwrap();
@@ -102,6 +103,48 @@ fn ip_router_connections() {
     assert!(connected(&r, "dt0", 1, "ICMPError@32", 0));
     assert!(connected(&r, "ICMPError@32", 0, "rt", 0));
     assert!(connected(&r, "out0", 0, "todevice0", 0));
+}
+
+#[test]
+fn compound_example() {
+    let r = parse_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compound.click"));
+    let names: Vec<&str> = r.elements.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "FromDevice@1",
+            "p/Counted@1/c",
+            "p/Counted@1/Queue@2",
+            "p/Unqueue@2",
+            "ToDevice@3",
+            "InfiniteSource@4",
+            "Print@5",
+            "Sink@6",
+        ]
+    );
+    assert_eq!(r.element("Sink@6").unwrap().class, "Discard");
+    assert_eq!(r.element("p/Unqueue@2").unwrap().arg_texts(), ["BURST 8"]);
+    assert_eq!(r.element("ToDevice@3").unwrap().arg_texts(), ["eth0"]);
+    let print = r.element("Print@5").unwrap();
+    assert_eq!(unquote(&print.args[0].text).unwrap(), "to sink: \"eth0\"");
+    let data = split_keyword(&r.element("InfiniteSource@4").unwrap().args[0].text)
+        .1
+        .to_string();
+    assert_eq!(parse_data(&data).unwrap().len(), 18);
+    assert_eq!(r.connections.len(), 6);
+    assert!(connected(&r, "InfiniteSource@4", 0, "Print@5", 0));
+    assert!(connected(&r, "p/Unqueue@2", 0, "ToDevice@3", 0));
+    assert_eq!(r.requirements, [r#"package "bricks-test""#]);
+}
+
+/// Every file in `tests/data` parses; the directory also seeds the
+/// `config_parse` fuzz target.
+#[test]
+fn every_test_configuration_parses() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    for entry in std::fs::read_dir(data).unwrap() {
+        parse_file(&entry.unwrap().path());
+    }
 }
 
 #[test]

@@ -1,0 +1,1068 @@
+//! `ARPQuerier`: encapsulates IPv4 packets in Ethernet headers whose
+//! destination it finds with ARP (RFC 826), holding packets while it asks.
+//!
+//! The datapath is here; the table, its limits and timing rules are in
+//! [`super::arp_table`]. Each worker has its own table (one core per
+//! packet): a worker learns from the ARP replies that reach it.
+
+use super::arp_table::{ArpTable, Hold, Limits, Lookup, SEC};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
+    PortInfo, Stats,
+};
+use bricks_packet::Timestamp;
+use bricks_wire::arp::{ArpOperation, ArpPacket, ArpRepr, ETHERNET_IPV4_LEN};
+use bricks_wire::ethernet::{EtherType, EthernetAddress, HEADER_LEN};
+use bricks_wire::ipv4::Ipv4Cidr;
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+/// The `ARPQuerier` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "ARPQuerier",
+    ports: "2/1-2",
+    processing: "h/h",
+    manual: &MANUAL,
+    make,
+};
+
+const KEYWORDS: [&str; 12] = [
+    "IP",
+    "ETH",
+    "CAPACITY",
+    "ENTRY_CAPACITY",
+    "ENTRY_PACKET_CAPACITY",
+    "CAPACITY_SLIM_FACTOR",
+    "TIMEOUT",
+    "POLL_TIMEOUT",
+    "BROADCAST",
+    "BROADCAST_POLL",
+    "RETRIES",
+    "TABLE",
+];
+
+static MANUAL: Manual = Manual {
+    summary: "encapsulates IP packets in Ethernet headers found via ARP",
+    synopsis: "ARPQuerier(IP, ETH [, KEYWORDS])\nARPQuerier(IP/LEN, ETH [, KEYWORDS])\n\
+        ARPQuerier(IP ETH [, KEYWORDS])",
+    description: "Handles the sending side of ARP (RFC 826) for one interface whose \
+        IPv4 address is IP and Ethernet address ETH. \
+        \n\nInput 0 takes IPv4 packets (no Ethernet header) whose destination IP \
+        annotation holds the next hop, as set by a route lookup or GetIPAddress; when the \
+        annotation is 0.0.0.0 the IP header's destination is used instead (bricks; Click \
+        drops such packets). If the next hop's Ethernet address is known, the packet gets \
+        an Ethernet header (type 0x0800, source ETH) and leaves on output 0. Otherwise it \
+        is held and an ARP request for the next hop is broadcast. Packets for \
+        255.255.255.255 and for the subnet's broadcast address go to ff:ff:ff:ff:ff:ff, \
+        packets for IPv4 multicast groups to 01:00:5e plus the group's low 23 bits (RFC \
+        1112), both without a query; packets whose next hop is 0.0.0.0 are dropped. \
+        \n\nInput 1 takes ARP packets with their Ethernet header. A reply records its \
+        sender's mapping, whoever it was meant for (as in Click), and sends the packets \
+        held for that address in the order they arrived. A request updates the mapping \
+        of a sender already in the table, gratuitous ARP included, and adds the sender \
+        when the request asks for IP (RFC 826's merge; Click ignores requests). Senders \
+        with a group Ethernet address or a 0.0.0.0, broadcast (limited or subnet), \
+        multicast or our own IP address are never recorded. \
+        \n\nQueries leave on output 1 if the element has two outputs, on output 0 otherwise. \
+        At most 10 queries a second go out for one address, and one every 2 seconds once \
+        10 in a row went unanswered (Click). While packets wait, the query is retried \
+        every second; when RETRIES retries have gone unanswered for a second, the waiting \
+        packets are dropped (bricks, after Linux; Click keeps them until the entry \
+        expires). A known entry older than POLL_TIMEOUT is renewed: the next packet that \
+        uses it also sends a query, to the known address unless BROADCAST_POLL is true. \
+        Entries expire TIMEOUT after they were last confirmed. \
+        \n\nWrite handlers: `insert IP ETH` adds a static entry (never expires, never \
+        polled, not changed by ARP traffic; in Click it ages like a learnt one) and sends \
+        the packets waiting for it at the next packet or timer; `delete IP` removes an \
+        entry and drops its waiting packets; `clear` removes every entry (the counters are \
+        kept, unlike Click); `ipaddr IP` and `broadcast IP` change those addresses. The \
+        `TABLE` keyword (Click's shared ARPTable) is not supported: each worker keeps its \
+        own table, and learns from the replies that reach that worker.",
+    ports: "input 0: IPv4 packets, push; input 1: ARP packets with Ethernet header, push; \
+        output 0: Ethernet frames, push; optional output 1: ARP queries, push",
+    keywords: &[
+        Keyword {
+            name: "CAPACITY",
+            ty: "unsigned",
+            default: Some("2048"),
+            doc: "most packets held in all while addresses are resolved; 0 for no limit",
+        },
+        Keyword {
+            name: "ENTRY_CAPACITY",
+            ty: "unsigned",
+            default: Some("0"),
+            doc: "most table entries (the oldest eighth is evicted when full); 0 for no limit",
+        },
+        Keyword {
+            name: "ENTRY_PACKET_CAPACITY",
+            ty: "unsigned",
+            default: Some("0"),
+            doc: "most packets held for one address; 0 for no limit",
+        },
+        Keyword {
+            name: "CAPACITY_SLIM_FACTOR",
+            ty: "unsigned",
+            default: Some("2"),
+            doc: "when CAPACITY is exceeded, the oldest held packets are dropped until \
+                CAPACITY - CAPACITY/CAPACITY_SLIM_FACTOR remain",
+        },
+        Keyword {
+            name: "TIMEOUT",
+            ty: "duration",
+            default: Some("5min"),
+            doc: "lifetime of a learnt entry; 0 for forever",
+        },
+        Keyword {
+            name: "POLL_TIMEOUT",
+            ty: "duration",
+            default: Some("1min"),
+            doc: "age after which using an entry also sends a renewal query; 0 for never",
+        },
+        Keyword {
+            name: "BROADCAST",
+            ty: "IPv4 address",
+            default: Some("IP's subnet broadcast, or 255.255.255.255"),
+            doc: "local broadcast address, sent to ff:ff:ff:ff:ff:ff",
+        },
+        Keyword {
+            name: "BROADCAST_POLL",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "send renewal queries to the broadcast address instead of the known one",
+        },
+        Keyword {
+            name: "RETRIES",
+            ty: "unsigned",
+            default: Some("2"),
+            doc: "unanswered retries before held packets are dropped (bricks extension)",
+        },
+    ],
+    counters: &[
+        (
+            "queries",
+            "ARP requests sent, retries and renewals included",
+        ),
+        ("responses", "ARP replies recorded in the table"),
+        ("broadcasts", "IP packets sent to ff:ff:ff:ff:ff:ff"),
+        ("drops", "IP packets dropped, all reasons below together"),
+        ("no_dst", "IP packets without a next hop (0.0.0.0)"),
+        (
+            "no_reply",
+            "held packets dropped after RETRIES unanswered retries",
+        ),
+        (
+            "hold_overflow",
+            "held packets dropped for CAPACITY, ENTRY_PACKET_CAPACITY or ENTRY_CAPACITY",
+        ),
+        (
+            "expired",
+            "held packets dropped because their entry expired",
+        ),
+        (
+            "cleared",
+            "held packets dropped by the delete and clear handlers",
+        ),
+        ("no_headroom", "IP packets without 14 bytes of headroom"),
+        (
+            "held_at_shutdown",
+            "packets still held when the router stopped",
+        ),
+        (
+            "bad_arp",
+            "frames on input 1 that are not Ethernet/IPv4 ARP",
+        ),
+        ("arp_ignored", "ARP packets on input 1 that taught nothing"),
+        ("entries", "entries in the table now"),
+        ("held", "packets held now"),
+    ],
+    example:
+        "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 00 00 00 0a 00 00 01 0a 00 00 02>, \
+        LIMIT 2) -> q :: ARPQuerier(10.0.0.1/24, 52:54:00:aa:00:01, TIMEOUT 10min) -> Discard; \
+        Idle -> [1]q;",
+    see_also: &["ARPResponder", "EtherEncap", "HostEtherFilter"],
+};
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    Ok(Box::new(ArpQuerier::from_args(args, ports)?))
+}
+
+impl ArpQuerier {
+    /// Builds the element from its arguments (what the class's `make`
+    /// does, without the box).
+    pub fn from_args(args: &mut Args<'_>, ports: &PortInfo) -> Result<ArpQuerier, ArgError> {
+        let defaults = Limits::default();
+        let capacity: usize = args.read("CAPACITY")?.unwrap_or(defaults.capacity);
+        let entry_capacity: usize = args.read("ENTRY_CAPACITY")?.unwrap_or(0);
+        let entry_packet_capacity: usize = args.read("ENTRY_PACKET_CAPACITY")?.unwrap_or(0);
+        let slim_factor: usize = args
+            .read("CAPACITY_SLIM_FACTOR")?
+            .unwrap_or(defaults.slim_factor);
+        if slim_factor == 0 {
+            return Err(ArgError::new("CAPACITY_SLIM_FACTOR cannot be zero"));
+        }
+        let timeout: Option<Duration> = args.read("TIMEOUT")?;
+        let poll_timeout: Option<Duration> = args.read("POLL_TIMEOUT")?;
+        let broadcast: Option<Ipv4Addr> = args.read("BROADCAST")?;
+        let broadcast_poll: bool = args.read("BROADCAST_POLL")?.unwrap_or(false);
+        let retries: u32 = args.read("RETRIES")?.unwrap_or(defaults.retries);
+        if args.read::<String>("TABLE")?.is_some() {
+            return Err(ArgError::new("TABLE is not supported")
+                .with_help("each worker keeps its own ARP table; leave TABLE out"));
+        }
+        let (ip, eth) = read_addresses(args)?;
+        if ip.address().is_unspecified() {
+            return Err(ArgError::new("IP cannot be 0.0.0.0"));
+        }
+        let limits = Limits {
+            capacity,
+            entry_capacity,
+            entry_packet_capacity,
+            slim_factor,
+            timeout: timeout.map_or(defaults.timeout, duration_ns),
+            poll_timeout: poll_timeout.map_or(defaults.poll_timeout, duration_ns),
+            retries,
+        };
+        Ok(ArpQuerier {
+            my_ip: ip.address(),
+            my_eth: eth,
+            bcast: broadcast.unwrap_or_else(|| ip.broadcast().unwrap_or(Ipv4Addr::BROADCAST)),
+            broadcast_poll,
+            query_port: ports.noutputs().max(1) - 1,
+            table: ArpTable::new(limits),
+            timer_at: None,
+            now: Timestamp(0),
+            c: Counters::default(),
+        })
+    }
+}
+
+/// Reads IP and ETH: two arguments (`IP[/LEN], ETH`), keywords, or one
+/// argument holding both words (the place of Click's AddressInfo `NAME`).
+fn read_addresses(args: &mut Args<'_>) -> Result<(Ipv4Cidr, EthernetAddress), ArgError> {
+    let mut ip: Option<Ipv4Cidr> = args.read("IP")?;
+    let mut eth: Option<EthernetAddress> = args.read("ETH")?;
+    let parse_ip = |t: &str, span| {
+        Ipv4Cidr::from_arg(t.trim()).map_err(|why| {
+            ArgError::at(
+                span,
+                format!("bad argument IP: expected {}, {why}", Ipv4Cidr::TYPE),
+            )
+        })
+    };
+    let parse_eth = |t: &str, span| {
+        EthernetAddress::from_arg(t.trim()).map_err(|why| {
+            ArgError::at(
+                span,
+                format!(
+                    "bad argument ETH: expected {}, {why}",
+                    EthernetAddress::TYPE
+                ),
+            )
+        })
+    };
+    let mut positional = Vec::new();
+    for (text, span) in args.rest() {
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let (Some(k), _) = bricks_config::split_keyword(text) {
+            let e = ArgError::at(span, format!("unknown keyword {k}"));
+            return Err(match bricks_config::suggest(k, KEYWORDS) {
+                Some(s) => e.with_help(format!("did you mean {s}?")),
+                None => e.with_help(format!("keywords: {}", KEYWORDS.join(", "))),
+            });
+        }
+        positional.push((text, span));
+    }
+    let mut rest = positional.into_iter();
+    if ip.is_none() {
+        if let Some((text, span)) = rest.next() {
+            let words: Vec<&str> = text.split_ascii_whitespace().collect();
+            match (words.as_slice(), eth) {
+                ([i, e], None) => {
+                    ip = Some(parse_ip(i, span)?);
+                    eth = Some(parse_eth(e, span)?);
+                }
+                _ => ip = Some(parse_ip(text, span)?),
+            }
+        }
+    }
+    if eth.is_none() {
+        if let Some((text, span)) = rest.next() {
+            eth = Some(parse_eth(text, span)?);
+        }
+    }
+    if let Some((_, span)) = rest.next() {
+        return Err(ArgError::at(span, "too many arguments").with_help("arguments: IP, ETH"));
+    }
+    let ip = ip.ok_or_else(|| ArgError::new("missing mandatory argument IP"))?;
+    let eth = eth.ok_or_else(|| ArgError::new("missing mandatory argument ETH"))?;
+    Ok((ip, eth))
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    queries: u64,
+    responses: u64,
+    broadcasts: u64,
+    no_dst: u64,
+    no_headroom: u64,
+    held_at_shutdown: u64,
+    bad_arp: u64,
+    arp_ignored: u64,
+}
+
+/// Resolves next hops with ARP and encapsulates IPv4 packets.
+#[derive(Debug)]
+pub struct ArpQuerier {
+    my_ip: Ipv4Addr,
+    my_eth: EthernetAddress,
+    bcast: Ipv4Addr,
+    broadcast_poll: bool,
+    /// Output for queries: the last one.
+    query_port: usize,
+    table: ArpTable,
+    /// The earliest timer asked for and not yet run.
+    timer_at: Option<u64>,
+    /// The clock at the last push or timer, for [`ArpQuerier::table`].
+    now: Timestamp,
+    c: Counters,
+}
+
+/// The Ethernet address of an IPv4 multicast group (RFC 1112 §6.4).
+fn multicast_eth(ip: Ipv4Addr) -> EthernetAddress {
+    let o = ip.octets();
+    EthernetAddress([0x01, 0x00, 0x5e, o[1] & 0x7f, o[2], o[3]])
+}
+
+/// The next hop: the annotation, or the IP header's destination when the
+/// annotation is unset.
+#[inline]
+fn next_hop(p: &Packet) -> Ipv4Addr {
+    let a = p.anno().dst_ip;
+    if !a.is_unspecified() {
+        return a;
+    }
+    let h = p.network_header().unwrap_or_else(|| p.data());
+    match h.get(..20) {
+        Some(h) if h[0] >> 4 == 4 => Ipv4Addr::new(h[16], h[17], h[18], h[19]),
+        _ => Ipv4Addr::UNSPECIFIED,
+    }
+}
+
+impl ArpQuerier {
+    /// The ARP table as text: one `IP OK ETH AGE` line per entry (Click's
+    /// `table` handler), `static` appended for static entries, in address
+    /// order, ages as of the element's last packet or timer.
+    pub fn table(&self) -> String {
+        self.table.text(self.now.0)
+    }
+
+    /// Asks for `run_timer` at `at` unless an earlier run is already due.
+    fn arm(&mut self, cx: &mut Context<'_>, at: u64) {
+        if self.timer_at.is_none_or(|t| at < t) {
+            cx.schedule_at(Timestamp(at));
+            self.timer_at = Some(at);
+        }
+    }
+
+    /// An ARP request for `target`, sent to `dst`.
+    fn query(&mut self, target: Ipv4Addr, dst: EthernetAddress, stamp: Timestamp) -> Packet {
+        let mut q = Packet::new();
+        // A fresh buffer has room for far more than 42 bytes.
+        let _ = q.put_back(HEADER_LEN + ETHERNET_IPV4_LEN);
+        let d = q.data_mut();
+        d[..6].copy_from_slice(&dst.0);
+        d[6..12].copy_from_slice(&self.my_eth.0);
+        d[12..14].copy_from_slice(&EtherType::ARP.0.to_be_bytes());
+        ArpRepr::EthernetIpv4 {
+            operation: ArpOperation::Request,
+            source_hardware_addr: self.my_eth,
+            source_protocol_addr: self.my_ip,
+            target_hardware_addr: EthernetAddress::UNSPECIFIED,
+            target_protocol_addr: target,
+        }
+        .emit(&mut ArpPacket::new_unchecked(&mut d[HEADER_LEN..]));
+        q.anno_mut().timestamp = stamp;
+        self.c.queries += 1;
+        q
+    }
+
+    /// Adds the Ethernet header for `dst` to `p` and appends it to `out`,
+    /// pushing `out` first if it is full.
+    #[inline]
+    fn send(&mut self, mut p: Packet, dst: EthernetAddress, out: &mut Batch, cx: &mut Context<'_>) {
+        if p.push_front(HEADER_LEN).is_err() {
+            self.c.no_headroom += 1;
+            return;
+        }
+        if let Some(h) = p.data_mut().first_chunk_mut::<HEADER_LEN>() {
+            h[..6].copy_from_slice(&dst.0);
+            h[6..12].copy_from_slice(&self.my_eth.0);
+            h[12..].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
+        }
+        if let Err(p) = out.push(p) {
+            cx.push(0, out);
+            let _ = out.push(p);
+        }
+    }
+
+    fn send_all(
+        &mut self,
+        held: VecDeque<Packet>,
+        dst: EthernetAddress,
+        out: &mut Batch,
+        cx: &mut Context<'_>,
+    ) {
+        for p in held {
+            self.send(p, dst, out, cx);
+        }
+    }
+
+    /// Sends packets that waited for entries inserted by hand.
+    fn flush_resolved(&mut self, cx: &mut Context<'_>) {
+        if !self.table.has_resolved_waiting() {
+            return;
+        }
+        let mut out = Batch::new();
+        for (eth, held) in self.table.take_resolved() {
+            self.send_all(held, eth, &mut out, cx);
+        }
+        cx.push(0, &mut out);
+    }
+
+    fn handle_ip(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+        let now = cx.now();
+        self.now = now;
+        self.flush_resolved(cx);
+        let mut out = Batch::new();
+        // At most one query per input packet, so this cannot overflow.
+        let mut queries = Batch::new();
+        let mut retry_at: Option<u64> = None;
+        for p in batch.drain() {
+            let dst = next_hop(&p);
+            if dst.is_unspecified() {
+                self.c.no_dst += 1;
+                continue;
+            }
+            match self.table.lookup(dst, now.0) {
+                Lookup::Known { eth, poll } => {
+                    if poll {
+                        let to = if self.broadcast_poll {
+                            EthernetAddress::BROADCAST
+                        } else {
+                            eth
+                        };
+                        let q = self.query(dst, to, p.anno().timestamp);
+                        let _ = queries.push(q);
+                    }
+                    self.send(p, eth, &mut out, cx);
+                }
+                Lookup::Unknown if dst == Ipv4Addr::BROADCAST || dst == self.bcast => {
+                    self.c.broadcasts += 1;
+                    self.send(p, EthernetAddress::BROADCAST, &mut out, cx);
+                }
+                Lookup::Unknown if dst.is_multicast() => {
+                    self.send(p, multicast_eth(dst), &mut out, cx);
+                }
+                Lookup::Unknown => {
+                    let stamp = p.anno().timestamp;
+                    if let Hold::Queued {
+                        query,
+                        retry_at: at,
+                    } = self.table.hold(dst, p, now.0)
+                    {
+                        if query {
+                            let q = self.query(dst, EthernetAddress::BROADCAST, stamp);
+                            let _ = queries.push(q);
+                        }
+                        retry_at = Some(retry_at.map_or(at, |t| t.min(at)));
+                    }
+                }
+            }
+        }
+        if let Some(at) = retry_at {
+            self.arm(cx, at);
+        }
+        cx.push(self.query_port, &mut queries);
+        cx.push(0, &mut out);
+    }
+
+    /// Reads an Ethernet/IPv4 ARP packet: (operation, sender MAC, sender
+    /// IP, target IP).
+    fn parse_arp(d: &[u8]) -> Option<(ArpOperation, EthernetAddress, Ipv4Addr, Ipv4Addr)> {
+        if d.len() < HEADER_LEN + ETHERNET_IPV4_LEN || d[12..14] != EtherType::ARP.0.to_be_bytes() {
+            return None;
+        }
+        let arp = ArpPacket::new_unchecked(&d[HEADER_LEN..]);
+        match ArpRepr::parse(&arp).ok()? {
+            ArpRepr::EthernetIpv4 {
+                operation,
+                source_hardware_addr,
+                source_protocol_addr,
+                target_protocol_addr,
+                ..
+            } => Some((
+                operation,
+                source_hardware_addr,
+                source_protocol_addr,
+                target_protocol_addr,
+            )),
+        }
+    }
+
+    fn handle_arp(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+        let now = cx.now();
+        self.now = now;
+        self.flush_resolved(cx);
+        let mut out = Batch::new();
+        let mut learnt = false;
+        for p in batch.drain() {
+            let Some((op, sha, spa, tpa)) = Self::parse_arp(p.data()) else {
+                self.c.bad_arp += 1;
+                continue;
+            };
+            if sha.is_multicast()
+                || spa.is_unspecified()
+                || spa.is_broadcast()
+                || spa == self.bcast
+                || spa.is_multicast()
+                || spa == self.my_ip
+            {
+                self.c.arp_ignored += 1;
+                continue;
+            }
+            let released = match op {
+                ArpOperation::Reply => {
+                    let r = self.table.learn(spa, sha, now.0);
+                    if r.is_some() {
+                        self.c.responses += 1;
+                    }
+                    r
+                }
+                ArpOperation::Request if tpa == self.my_ip => self.table.learn(spa, sha, now.0),
+                ArpOperation::Request => self.table.update(spa, sha, now.0),
+                ArpOperation::Unknown(_) => None,
+            };
+            match released {
+                Some(held) => {
+                    learnt = true;
+                    self.send_all(held, sha, &mut out, cx);
+                }
+                None => self.c.arp_ignored += 1,
+            }
+        }
+        let timeout = self.table.limits().timeout;
+        if learnt && timeout != 0 {
+            self.arm(cx, now.0.saturating_add(timeout).saturating_add(1));
+        }
+        cx.push(0, &mut out);
+    }
+}
+
+impl Element for ArpQuerier {
+    fn push(&mut self, port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        if port == 0 {
+            self.handle_ip(batch, cx);
+        } else {
+            self.handle_arp(batch, cx);
+        }
+    }
+
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        let now = cx.now();
+        self.now = now;
+        self.timer_at = None;
+        self.flush_resolved(cx);
+        let work = self.table.run_timer(now.0);
+        let mut queries = Batch::new();
+        for ip in work.queries {
+            let q = self.query(ip, EthernetAddress::BROADCAST, now);
+            if let Err(q) = queries.push(q) {
+                cx.push(self.query_port, &mut queries);
+                let _ = queries.push(q);
+            }
+        }
+        cx.push(self.query_port, &mut queries);
+        // Expiry only frees memory (lookups check ages themselves), so
+        // sweeps are at least a second apart; retries are exact.
+        let sweep = work.next_expiry.map(|t| t.max(now.0.saturating_add(SEC)));
+        let next = match (work.next_retry, sweep) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(at) = next {
+            self.arm(cx, at);
+        }
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        let d = self.table.drops();
+        let c = &self.c;
+        s.counter("queries", c.queries);
+        s.counter("responses", c.responses);
+        s.counter("broadcasts", c.broadcasts);
+        s.counter(
+            "drops",
+            d.total() + c.no_dst + c.no_headroom + c.held_at_shutdown,
+        );
+        s.counter("no_dst", c.no_dst);
+        s.counter("no_reply", d.no_reply);
+        s.counter("hold_overflow", d.hold_overflow);
+        s.counter("expired", d.expired);
+        s.counter("cleared", d.cleared);
+        s.counter("no_headroom", c.no_headroom);
+        s.counter("held_at_shutdown", c.held_at_shutdown);
+        s.counter("bad_arp", c.bad_arp);
+        s.counter("arp_ignored", c.arp_ignored);
+        s.counter("entries", self.table.len() as u64);
+        s.counter("held", self.table.held() as u64);
+    }
+
+    fn shutdown(&mut self, _cx: &mut Context<'_>) {
+        self.c.held_at_shutdown += self.table.discard_held() as u64;
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        let words: Vec<&str> = value.split_ascii_whitespace().collect();
+        let ip = |w: &str| Ipv4Addr::from_arg(w).map_err(|e| format!("expected IPv4 address, {e}"));
+        match (handler, words.as_slice()) {
+            ("insert", [i, e]) => {
+                let eth = EthernetAddress::from_arg(e)
+                    .map_err(|e| format!("expected Ethernet address, {e}"))?;
+                self.table.insert_static(ip(i)?, eth, self.now.0);
+                Ok(())
+            }
+            ("insert", _) => Err("expected `IP ETH`".into()),
+            ("delete", [i]) => {
+                let a = ip(i)?;
+                if self.table.remove(a) {
+                    Ok(())
+                } else {
+                    Err(format!("no ARP entry for {a}"))
+                }
+            }
+            ("delete", _) => Err("expected `IP`".into()),
+            ("clear", _) => {
+                self.table.clear();
+                Ok(())
+            }
+            ("ipaddr", [i]) => {
+                let a = ip(i)?;
+                if a.is_unspecified() {
+                    return Err("the address cannot be 0.0.0.0".into());
+                }
+                self.my_ip = a;
+                Ok(())
+            }
+            ("broadcast", [i]) => {
+                self.bcast = ip(i)?;
+                Ok(())
+            }
+            ("ipaddr" | "broadcast", _) => Err("expected `IP`".into()),
+            _ => Err(format!(
+                "no write handler `{handler}` (insert, delete, clear, ipaddr, broadcast)"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ether::testdata::*;
+    use bricks_element::Processing;
+    use bricks_runtime::testing::{make_element, Harness};
+
+    const T0: u64 = 1_000 * SEC;
+
+    /// Host A's querier, at T0.
+    fn querier(args: &str, outputs: usize) -> Harness {
+        let mut h = Harness::new(
+            &CLASS,
+            args,
+            PortInfo {
+                inputs: vec![Processing::Push; 2],
+                outputs: vec![Processing::Push; outputs],
+            },
+        );
+        h.advance_to(Timestamp(T0));
+        h
+    }
+
+    fn a_querier() -> Harness {
+        querier("10.0.0.1/24, 52:54:00:aa:00:01", 2)
+    }
+
+    fn at(h: &mut Harness, ns: u64) {
+        h.advance_to(Timestamp(ns));
+    }
+
+    fn tagged(tag: u8, next_hop: Ipv4Addr) -> Packet {
+        let mut ip = echo_ip().to_vec();
+        ip[20] = tag;
+        ip_packet(&ip, next_hop)
+    }
+
+    #[test]
+    fn unknown_next_hop_sends_linux_query_then_reply_releases_linux_frame() {
+        let mut h = a_querier();
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        // The query is byte for byte the one A's kernel sent.
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+        assert!(h.take(0).is_empty());
+        assert_eq!(h.stats().get("held"), Some(1));
+        // B's real reply releases the packet as A's kernel framed it.
+        h.push_bytes(1, &B_REPLY_A);
+        assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        let s = h.stats();
+        assert_eq!(
+            (s.get("queries"), s.get("responses"), s.get("held")),
+            (Some(1), Some(1), Some(0))
+        );
+        // Known now: the next packet goes straight out.
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        assert!(h.take(1).is_empty());
+    }
+
+    #[test]
+    fn held_packets_leave_in_order() {
+        let mut h = a_querier();
+        h.push_packets(0, (0..5).map(|i| tagged(i, B_IP)));
+        h.push_packets(0, (5..300).map(|i| tagged(i as u8, B_IP)));
+        assert_eq!(h.take(1).len(), 1);
+        h.push_bytes(1, &padded(&B_REPLY_A));
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), 300);
+        for (i, f) in out.iter().enumerate() {
+            assert_eq!(f[..14], A_ECHO_B[..14]);
+            assert_eq!(f[34], i as u8);
+        }
+    }
+
+    #[test]
+    fn one_output_carries_queries_too() {
+        let mut h = querier("10.0.0.1, 52:54:00:aa:00:01", 1);
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(0), vec![A_REQUEST_B.to_vec()]);
+    }
+
+    #[test]
+    fn queries_are_rate_limited() {
+        let mut h = a_querier();
+        h.push_packets(0, (0..10).map(|i| tagged(i, B_IP)));
+        at(&mut h, T0 + 50_000_000);
+        h.push_packets(0, [tagged(10, B_IP)]);
+        assert_eq!(h.take(1).len(), 1, "one query within 100 ms");
+        at(&mut h, T0 + 100_000_000);
+        h.push_packets(0, [tagged(11, B_IP)]);
+        assert_eq!(h.take(1).len(), 1, "a second one after 100 ms");
+        assert_eq!(h.stats().get("queries"), Some(2));
+    }
+
+    #[test]
+    fn retries_then_drops_as_no_reply() {
+        let mut h = a_querier();
+        let nobody = Ipv4Addr::new(10, 0, 0, 9);
+        h.push_packets(0, [tagged(1, nobody), tagged(2, nobody)]);
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_UNKNOWN.to_vec()]);
+        assert_eq!(h.timers(), [Timestamp(T0 + SEC)]);
+        at(&mut h, T0 + SEC);
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_UNKNOWN.to_vec()]);
+        at(&mut h, T0 + 2 * SEC);
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_UNKNOWN.to_vec()]);
+        at(&mut h, T0 + 3 * SEC);
+        assert!(h.take(1).is_empty());
+        let s = h.stats();
+        assert_eq!(s.get("no_reply"), Some(2));
+        assert_eq!(s.get("drops"), Some(2));
+        assert_eq!(s.get("held"), Some(0));
+        assert_eq!(s.get("queries"), Some(3));
+        // A late reply still teaches the address.
+        let mut late = B_REPLY_A;
+        late[31] = 9;
+        h.push_bytes(1, &late);
+        h.push_packets(0, [tagged(3, nobody)]);
+        assert_eq!(h.take(0).len(), 1);
+    }
+
+    #[test]
+    fn entry_expires_after_timeout() {
+        let mut h = querier(
+            "10.0.0.1/24, 52:54:00:aa:00:01, TIMEOUT 30, POLL_TIMEOUT 0",
+            2,
+        );
+        h.push_bytes(1, &B_REPLY_A);
+        assert_eq!(h.stats().get("entries"), Some(1));
+        at(&mut h, T0 + 30 * SEC);
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take(0).len(), 1, "still valid at exactly TIMEOUT");
+        at(&mut h, T0 + 31 * SEC);
+        assert_eq!(h.stats().get("entries"), Some(0), "swept by the timer");
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert!(h.take(0).is_empty());
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+    }
+
+    #[test]
+    fn renewal_poll_is_unicast_after_poll_timeout() {
+        let mut h = querier("10.0.0.1/24, 52:54:00:aa:00:01, POLL_TIMEOUT 60", 2);
+        h.push_bytes(1, &B_REPLY_A);
+        at(&mut h, T0 + 59 * SEC);
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take(0).len(), 1);
+        assert!(h.take(1).is_empty());
+        at(&mut h, T0 + 60 * SEC);
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP), ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take(0).len(), 2, "packets still flow while renewing");
+        let mut unicast = A_REQUEST_B;
+        unicast[..6].copy_from_slice(&B_MAC.0);
+        assert_eq!(h.take_bytes(1), vec![unicast.to_vec()]);
+
+        let mut h = querier("10.0.0.1/24, 52:54:00:aa:00:01, BROADCAST_POLL true", 2);
+        h.push_bytes(1, &B_REPLY_A);
+        at(&mut h, T0 + 61 * SEC);
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+    }
+
+    #[test]
+    fn hold_capacity_overflow_is_counted() {
+        let mut h2 = querier("10.0.0.1/24, 52:54:00:aa:00:01, CAPACITY 4", 2);
+        h2.push_packets(0, (0..5).map(|i| tagged(i, B_IP)));
+        let s = h2.stats();
+        assert_eq!(s.get("hold_overflow"), Some(3));
+        assert_eq!(s.get("held"), Some(2));
+        h2.push_bytes(1, &B_REPLY_A);
+        let tags: Vec<u8> = h2.take_bytes(0).iter().map(|f| f[34]).collect();
+        assert_eq!(tags, [3, 4], "the oldest packets were dropped");
+
+        let mut h3 = querier("10.0.0.1/24, 52:54:00:aa:00:01, ENTRY_PACKET_CAPACITY 2", 2);
+        h3.push_packets(0, (0..5).map(|i| tagged(i, B_IP)));
+        assert_eq!(h3.stats().get("hold_overflow"), Some(3));
+        h3.push_bytes(1, &B_REPLY_A);
+        let tags: Vec<u8> = h3.take_bytes(0).iter().map(|f| f[34]).collect();
+        assert_eq!(tags, [0, 1], "new packets are refused per entry");
+    }
+
+    #[test]
+    fn broadcast_and_multicast_next_hops() {
+        let mut h = a_querier();
+        let bc = [0xff; 6];
+        h.push_packets(
+            0,
+            [
+                ip_packet(echo_ip(), Ipv4Addr::BROADCAST),
+                ip_packet(echo_ip(), Ipv4Addr::new(10, 0, 0, 255)),
+                ip_packet(echo_ip(), Ipv4Addr::new(239, 129, 2, 3)),
+            ],
+        );
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0][..6], bc);
+        assert_eq!(out[1][..6], bc);
+        assert_eq!(out[2][..6], [0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]);
+        assert_eq!(out[0][6..14], A_ECHO_B[6..14]);
+        assert!(h.take(1).is_empty());
+        assert_eq!(h.stats().get("broadcasts"), Some(2));
+        // With a /32 only 255.255.255.255 is broadcast; BROADCAST overrides.
+        let mut h = querier("10.0.0.1, 52:54:00:aa:00:01, BROADCAST 10.0.0.127", 2);
+        h.push_packets(0, [ip_packet(echo_ip(), Ipv4Addr::new(10, 0, 0, 127))]);
+        assert_eq!(h.take_bytes(0)[0][..6], bc);
+    }
+
+    #[test]
+    fn unset_annotation_uses_ip_destination() {
+        let mut h = a_querier();
+        h.push_packets(0, [Packet::from_slice(echo_ip()).unwrap()]);
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+        // No annotation and no IPv4 header: dropped as having no next hop.
+        h.push_packets(
+            0,
+            [
+                Packet::from_slice(&[0x60; 40]).unwrap(),
+                Packet::from_slice(&[]).unwrap(),
+            ],
+        );
+        assert_eq!(h.stats().get("no_dst"), Some(2));
+    }
+
+    #[test]
+    fn static_insert_and_delete() {
+        let mut h = a_querier();
+        h.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02")
+            .unwrap();
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        assert!(h.take(1).is_empty());
+        // ARP cannot move a static entry.
+        let mut spoof = B_REPLY_A;
+        spoof[22..28].copy_from_slice(&[0x52, 0x54, 0, 0xee, 0xee, 0xee]);
+        h.push_bytes(1, &spoof);
+        assert_eq!(h.stats().get("arp_ignored"), Some(1));
+        at(&mut h, T0 + 3600 * SEC);
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        h.write_handler("delete", "10.0.0.2").unwrap();
+        assert!(h.write_handler("delete", "10.0.0.2").is_err());
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert!(h.take(0).is_empty());
+        assert_eq!(h.take(1).len(), 1);
+    }
+
+    #[test]
+    fn static_insert_releases_waiting_packets() {
+        let mut h = a_querier();
+        h.push_packets(0, [tagged(1, B_IP)]);
+        h.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02")
+            .unwrap();
+        h.push_packets(0, [tagged(2, B_IP)]);
+        let tags: Vec<u8> = h.take_bytes(0).iter().map(|f| f[34]).collect();
+        assert_eq!(tags, [1, 2]);
+    }
+
+    #[test]
+    fn gratuitous_arp_updates_existing_entry_only() {
+        let mut h = a_querier();
+        // Not in the table: a gratuitous request teaches nothing.
+        h.push_bytes(1, &B_GRATUITOUS);
+        assert_eq!(h.stats().get("entries"), Some(0));
+        // Pending: B's announcement resolves it and releases the packet.
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        h.take(1);
+        h.push_bytes(1, &B_GRATUITOUS);
+        assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        // Known: B moves to a new MAC and announces it.
+        let mut moved = B_GRATUITOUS;
+        moved[11] = 0x99;
+        moved[27] = 0x99;
+        h.push_bytes(1, &moved);
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(0)[0][5], 0x99);
+    }
+
+    #[test]
+    fn requests_for_us_teach_the_sender() {
+        let mut h = querier("10.0.0.2/24, 52:54:00:bb:00:02", 2);
+        h.push_bytes(1, &A_REQUEST_B);
+        h.push_packets(0, [ip_packet(echo_ip(), A_IP)]);
+        let out = h.take_bytes(0);
+        assert_eq!(out[0][..12], B_REPLY_A[..12]);
+        let mut other = A_REQUEST_B;
+        other[41] = 7;
+        other[31] = 5;
+        h.push_bytes(1, &other);
+        assert_eq!(h.stats().get("entries"), Some(1));
+    }
+
+    #[test]
+    fn bad_arp_on_input_1() {
+        let mut h = a_querier();
+        let mut group = B_REPLY_A;
+        group[22] = 0x01;
+        let mut zero = B_REPLY_A;
+        zero[28..32].copy_from_slice(&[0; 4]);
+        let mut mine = B_REPLY_A;
+        mine[31] = 1;
+        let mut subnet_broadcast = B_REPLY_A;
+        subnet_broadcast[31] = 255;
+        for f in [&B_REPLY_A[..41], &A_ECHO_B[..], &[0u8; 3][..]] {
+            h.push_bytes(1, f);
+        }
+        for f in [group, zero, mine, subnet_broadcast] {
+            h.push_bytes(1, &f);
+        }
+        let s = h.stats();
+        assert_eq!(s.get("bad_arp"), Some(3));
+        assert_eq!(s.get("arp_ignored"), Some(4));
+        assert_eq!(s.get("entries"), Some(0));
+        assert!(h.take(0).is_empty() && h.take(1).is_empty());
+    }
+
+    #[test]
+    fn held_packets_counted_at_shutdown() {
+        let mut h = a_querier();
+        h.push_packets(0, (0..3).map(|i| tagged(i, B_IP)));
+        h.shutdown();
+        let s = h.stats();
+        assert_eq!(s.get("held_at_shutdown"), Some(3));
+        assert_eq!(s.get("held"), Some(0));
+        assert_eq!(s.get("drops"), Some(3));
+    }
+
+    #[test]
+    fn clear_drops_waiting_packets() {
+        let mut h = a_querier();
+        h.push_packets(0, (0..3).map(|i| tagged(i, B_IP)));
+        h.push_bytes(1, &padded(&B_GRATUITOUS));
+        h.write_handler("clear", "").unwrap();
+        assert_eq!(h.stats().get("cleared"), Some(0));
+        h.push_packets(0, (0..3).map(|i| tagged(i, Ipv4Addr::new(10, 0, 0, 3))));
+        h.write_handler("clear", "").unwrap();
+        assert_eq!(h.stats().get("cleared"), Some(3));
+        assert_eq!(h.stats().get("entries"), Some(0));
+    }
+
+    #[test]
+    fn address_handlers() {
+        let mut h = a_querier();
+        h.write_handler("ipaddr", "10.0.0.5").unwrap();
+        h.write_handler("broadcast", "10.0.0.9").unwrap();
+        assert!(h.write_handler("ipaddr", "0.0.0.0").is_err());
+        assert!(h.write_handler("insert", "10.0.0.2").is_err());
+        assert!(h.write_handler("frobnicate", "").is_err());
+        h.push_packets(0, [ip_packet(echo_ip(), Ipv4Addr::new(10, 0, 0, 9))]);
+        assert_eq!(h.take_bytes(0)[0][..6], [0xff; 6]);
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(1)[0][28..32], [10, 0, 0, 5]);
+    }
+
+    #[test]
+    fn table_text() {
+        let parsed = bricks_runtime::testing::parse_args("10.0.0.1/24, 52:54:00:aa:00:01").unwrap();
+        let mut q =
+            ArpQuerier::from_args(&mut Args::new(&parsed, None), &PortInfo::default()).unwrap();
+        assert_eq!(q.table(), "");
+        q.write_handler("insert", "10.0.0.3 52:54:00:cc:00:03")
+            .unwrap();
+        q.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02")
+            .unwrap();
+        assert_eq!(
+            q.table(),
+            "10.0.0.2 1 52:54:00:bb:00:02 0.000 static\n10.0.0.3 1 52:54:00:cc:00:03 0.000 static\n"
+        );
+        q.write_handler("clear", "").unwrap();
+        assert_eq!(q.table(), "");
+    }
+
+    #[test]
+    fn argument_forms() {
+        let ok = |a: &str| make_element(&CLASS, a, &PortInfo::default()).map(|_| ());
+        let err = |a: &str| make_element(&CLASS, a, &PortInfo::default()).unwrap_err();
+        ok("10.0.0.1, 52:54:00:aa:00:01").unwrap();
+        ok("10.0.0.1/24, 52:54:00:aa:00:01, CAPACITY 0, TIMEOUT 0").unwrap();
+        ok("10.0.0.1/255.255.255.0 52:54:00:aa:00:01").unwrap();
+        ok("IP 10.0.0.1, ETH 52:54:00:aa:00:01").unwrap();
+        ok("10.0.0.1, ETH 52:54:00:aa:00:01, POLL_TIMEOUT 30s, RETRIES 5").unwrap();
+        assert!(err("10.0.0.1").contains("missing mandatory argument ETH"));
+        assert!(err("").contains("missing mandatory argument IP"));
+        assert!(err("10.0.0.1, 52:54:00:aa:00:01, 3").contains("too many"));
+        assert!(err("10.0.0.1, 52:54:00:aa").contains("ETH"));
+        assert!(err("10.0.0.x, 52:54:00:aa:00:01").contains("IP"));
+        assert!(err("0.0.0.0, 52:54:00:aa:00:01").contains("0.0.0.0"));
+        assert!(err("10.0.0.1, 52:54:00:aa:00:01, CAPACITY_SLIM_FACTOR 0").contains("zero"));
+        assert!(err("10.0.0.1, 52:54:00:aa:00:01, TABLE t").contains("TABLE"));
+        let e = make_element(
+            &CLASS,
+            "10.0.0.1, 52:54:00:aa:00:01, TIMOUT 5",
+            &PortInfo::default(),
+        );
+        assert!(e.unwrap_err().contains("unknown keyword TIMOUT"));
+    }
+}

@@ -1,0 +1,806 @@
+//! `ICMPError`: turns a packet the router could not forward into the ICMP
+//! error that tells its sender why (RFC 792; RFC 1812 section 4.3), and
+//! refuses to answer where RFC 1812 section 4.3.2.7 forbids it.
+
+use super::header::{
+    be16, be32, ip_bytes, is_multicast_or_reserved, AddressList, IPOPT_EOL, IPOPT_LSRR, IPOPT_NOP,
+    IPOPT_SSRR, PROTO_ICMP,
+};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
+    PortInfo, Stats,
+};
+use bricks_packet::{PacketType, Timestamp, MAX_FRAME};
+use bricks_wire::checksum;
+use std::net::Ipv4Addr;
+
+/// The `ICMPError` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "ICMPError",
+    ports: "1/1",
+    processing: "a/a",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "generates ICMP error packets",
+    synopsis: "ICMPError(SRC, TYPE [, CODE, BADADDRS, KEYWORDS MTU, PMTU, SET_FIX_ANNO])",
+    description: "For each incoming IP packet (network header annotation set), emits \
+        an ICMP error of type TYPE and code CODE addressed to the packet's source, and \
+        consumes the packet. TYPE is a number or one of `unreachable` (3), \
+        `sourcequench` (4), `redirect` (5), `timeexceeded` (11), `parameterproblem` \
+        (12); CODE is a number or a name for that type: `net`, `host`, `protocol`, \
+        `port`, `needfrag`, `srcroutefail`, `netunknown`, `hostunknown`, `isolated`, \
+        `netprohibited`, `hostprohibited`, `tosnet`, `toshost`, `filterprohibited`, \
+        `hostprecedence`, `precedencecutoff` for unreachable; `net`, `host`, `tosnet`, \
+        `toshost` for redirect; `transit`, `reassembly` for timeexceeded; \
+        `erroratptr`, `missingopt`, `length` for parameterproblem. CODE defaults to 0.\n\n\
+        The error is a new IPv4 packet without link header: source SRC, TTL 255, \
+        precedence 6 (RFC 1812 section 4.3.2.5; a source quench keeps the original's), \
+        protocol ICMP, then the ICMP header and as much of the original datagram, IP \
+        header first, as fits in MTU bytes (RFC 1812 section 4.3.2.3). A \
+        fragmentation-needed error (unreachable, needfrag) carries the next-hop MTU \
+        from the packet's MTU annotation, set by IPFragmenter, or PMTU when the \
+        annotation is 0 (RFC 1191). A parameter problem carries the pointer from the \
+        packet's parameter problem annotation, set by IPGWOptions. A redirect carries \
+        the gateway from the destination annotation, the next hop the route lookup \
+        chose. The error's destination annotation is the original source, its network \
+        header annotation is set, and its fix_ip_src annotation is set (unless \
+        SET_FIX_ANNO is false) so that FixIPSrc gives it the outgoing interface's \
+        address.\n\n\
+        As RFC 1812 section 4.3.2.7 requires, no error is sent about an ICMP error (any \
+        ICMP type but the echo, router discovery, timestamp, information and address \
+        mask queries and replies), a fragment other than the first, a link-level \
+        broadcast or multicast, a packet to a broadcast, multicast or class E address \
+        or to one of BADADDRS, or a packet whose source is not one host: network 0, \
+        127/8, multicast, class E, the limited broadcast, or one of BADADDRS. No \
+        redirect is sent for a source-routed packet (RFC 1812 section 5.2.7.2). Such \
+        packets are dropped and counted by reason. Rate limiting (RFC 1812 section \
+        4.3.2.8) is left to an element after this one.",
+    ports: "one input, one output; agnostic",
+    keywords: &[
+        Keyword {
+            name: "SRC",
+            ty: "IPv4 address",
+            default: None,
+            doc: "source address of the errors (FixIPSrc may replace it)",
+        },
+        Keyword {
+            name: "TYPE",
+            ty: "ICMP error type, name or number",
+            default: None,
+            doc: "3, 4, 5, 11 or 12",
+        },
+        Keyword {
+            name: "CODE",
+            ty: "ICMP code, name or number",
+            default: Some("0"),
+            doc: "the code within TYPE",
+        },
+        Keyword {
+            name: "BADADDRS",
+            ty: "space-separated IPv4 addresses",
+            default: Some("empty"),
+            doc: "addresses (typically the subnet broadcasts) that, as source or \
+                destination, mean no error is sent",
+        },
+        Keyword {
+            name: "MTU",
+            ty: "unsigned integer",
+            default: Some("576"),
+            doc: "largest error packet, IP header included; at least 56",
+        },
+        Keyword {
+            name: "PMTU",
+            ty: "unsigned integer",
+            default: Some("0"),
+            doc: "next-hop MTU for fragmentation-needed errors when the packet's MTU \
+                annotation is not set",
+        },
+        Keyword {
+            name: "SET_FIX_ANNO",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "whether to set the fix_ip_src annotation on the errors",
+        },
+    ],
+    counters: &[
+        ("generated", "ICMP errors sent"),
+        (
+            "suppressed",
+            "packets answered with no error, whatever the reason",
+        ),
+        (
+            "suppressed_malformed",
+            "not an IPv4 packet with a complete header",
+        ),
+        (
+            "suppressed_icmp_error",
+            "the packet is itself an ICMP error",
+        ),
+        ("suppressed_fragment", "a fragment other than the first"),
+        (
+            "suppressed_link_broadcast",
+            "arrived as a link-level broadcast or multicast",
+        ),
+        (
+            "suppressed_bad_destination",
+            "sent to a broadcast, multicast or BADADDRS address",
+        ),
+        ("suppressed_bad_source", "source is not a single host"),
+        (
+            "suppressed_source_routed",
+            "redirect for a source-routed packet",
+        ),
+    ],
+    example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 01 11 a5 d7 0a 00 00 01 \
+        0a 00 00 02>, LIMIT 1) -> MarkIPHeader -> dt :: DecIPTTL -> Discard; \
+        dt[1] -> ICMPError(18.26.4.24, timeexceeded) -> FixIPSrc(18.26.4.24) -> Discard;",
+    see_also: &[
+        "DecIPTTL",
+        "IPFragmenter",
+        "IPGWOptions",
+        "FixIPSrc",
+        "PaintTee",
+    ],
+};
+
+const UNREACHABLE: u8 = 3;
+const SOURCE_QUENCH: u8 = 4;
+const REDIRECT: u8 = 5;
+const TIME_EXCEEDED: u8 = 11;
+const PARAMETER_PROBLEM: u8 = 12;
+const NEEDFRAG: u8 = 4;
+
+/// ICMP type names (Click's `NameInfo` database).
+const TYPES: &[(&str, u8)] = &[
+    ("echo-reply", 0),
+    ("unreachable", UNREACHABLE),
+    ("sourcequench", SOURCE_QUENCH),
+    ("redirect", REDIRECT),
+    ("echo", 8),
+    ("routeradvert", 9),
+    ("routersolicit", 10),
+    ("timeexceeded", TIME_EXCEEDED),
+    ("parameterproblem", PARAMETER_PROBLEM),
+    ("timestamp", 13),
+    ("timestamp-reply", 14),
+    ("inforeq", 15),
+    ("inforeq-reply", 16),
+    ("maskreq", 17),
+    ("maskreq-reply", 18),
+];
+
+/// Code names for each error type.
+fn code_names(icmp_type: u8) -> &'static [(&'static str, u8)] {
+    match icmp_type {
+        UNREACHABLE => &[
+            ("net", 0),
+            ("host", 1),
+            ("protocol", 2),
+            ("port", 3),
+            ("needfrag", NEEDFRAG),
+            ("srcroutefail", 5),
+            ("netunknown", 6),
+            ("hostunknown", 7),
+            ("isolated", 8),
+            ("netprohibited", 9),
+            ("hostprohibited", 10),
+            ("tosnet", 11),
+            ("toshost", 12),
+            ("filterprohibited", 13),
+            ("hostprecedence", 14),
+            ("precedencecutoff", 15),
+        ],
+        REDIRECT => &[("net", 0), ("host", 1), ("tosnet", 2), ("toshost", 3)],
+        TIME_EXCEEDED => &[("transit", 0), ("reassembly", 1)],
+        PARAMETER_PROBLEM => &[("erroratptr", 0), ("missingopt", 1), ("length", 2)],
+        _ => &[],
+    }
+}
+
+/// ICMP types that are errors; only these can be generated.
+const fn is_error_type(t: u8) -> bool {
+    matches!(
+        t,
+        UNREACHABLE | SOURCE_QUENCH | REDIRECT | TIME_EXCEEDED | PARAMETER_PROBLEM
+    )
+}
+
+/// ICMP types an error may be sent about: queries and their replies
+/// (echo, router discovery, timestamp, information, address mask).
+/// Anything else, known error or unknown type, gets no answer.
+const fn is_query_type(t: u8) -> bool {
+    matches!(t, 0 | 8 | 9 | 10 | 13..=18)
+}
+
+fn lookup_name(text: &str, names: &[(&str, u8)]) -> Option<u8> {
+    let t = text.trim();
+    names
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(t))
+        .map(|&(_, v)| v)
+        .or_else(|| u8::from_arg(t).ok())
+}
+
+/// Why no error was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Suppressed {
+    /// Not an IPv4 packet with a complete header.
+    Malformed,
+    /// The packet is an ICMP error (or an ICMP message too short to tell).
+    IcmpError,
+    /// A fragment other than the first.
+    Fragment,
+    /// Arrived as a link-level broadcast or multicast.
+    LinkBroadcast,
+    /// Destined to a broadcast, multicast, class E or BADADDRS address.
+    BadDestination,
+    /// Its source does not name a single host.
+    BadSource,
+    /// A redirect about a source-routed packet.
+    SourceRouted,
+}
+
+impl Suppressed {
+    /// Every reason, in counter order.
+    pub const ALL: [Suppressed; 7] = [
+        Suppressed::Malformed,
+        Suppressed::IcmpError,
+        Suppressed::Fragment,
+        Suppressed::LinkBroadcast,
+        Suppressed::BadDestination,
+        Suppressed::BadSource,
+        Suppressed::SourceRouted,
+    ];
+
+    /// The counter for this reason.
+    pub const fn counter(self) -> &'static str {
+        match self {
+            Suppressed::Malformed => "suppressed_malformed",
+            Suppressed::IcmpError => "suppressed_icmp_error",
+            Suppressed::Fragment => "suppressed_fragment",
+            Suppressed::LinkBroadcast => "suppressed_link_broadcast",
+            Suppressed::BadDestination => "suppressed_bad_destination",
+            Suppressed::BadSource => "suppressed_bad_source",
+            Suppressed::SourceRouted => "suppressed_source_routed",
+        }
+    }
+
+    /// The reason, in words.
+    pub const fn text(self) -> &'static str {
+        match self {
+            Suppressed::Malformed => "not an IPv4 packet with a complete header",
+            Suppressed::IcmpError => "no ICMP error about an ICMP error",
+            Suppressed::Fragment => "no ICMP error about a non-first fragment",
+            Suppressed::LinkBroadcast => "no ICMP error about a link-level broadcast or multicast",
+            Suppressed::BadDestination => {
+                "no ICMP error about a packet to a broadcast or multicast address"
+            }
+            Suppressed::BadSource => "no ICMP error to a source that is not a single host",
+            Suppressed::SourceRouted => "no redirect for a source-routed packet",
+        }
+    }
+}
+
+impl core::fmt::Display for Suppressed {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+/// Smallest MTU: a 20-byte header, 8 of ICMP, a 20-byte quoted header and
+/// 8 bytes of its data (RFC 792).
+const MIN_MTU: usize = 56;
+
+fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let src: Ipv4Addr = args.read_mp("SRC")?;
+    let type_text: String = args.read_mp("TYPE")?;
+    let code_text: Option<String> = args.read_p("CODE")?;
+    let bad_addrs: AddressList = args.read_p("BADADDRS")?.unwrap_or_default();
+    let mtu: usize = args.read("MTU")?.unwrap_or(576);
+    let pmtu: u16 = args.read("PMTU")?.unwrap_or(0);
+    let set_fix_anno: bool = args.read("SET_FIX_ANNO")?.unwrap_or(true);
+
+    let icmp_type = lookup_name(&type_text, TYPES).ok_or_else(|| {
+        ArgError::new(format!(
+            "bad argument TYPE: expected ICMP type, found `{type_text}`"
+        ))
+        .with_help("use timeexceeded, unreachable, parameterproblem, redirect or a number")
+    })?;
+    if !is_error_type(icmp_type) {
+        return Err(ArgError::new(format!("ICMP type {icmp_type} is not an error type"))
+            .with_help("error types: unreachable (3), sourcequench (4), redirect (5), timeexceeded (11), parameterproblem (12)"));
+    }
+    let names = code_names(icmp_type);
+    let code = match code_text.as_deref() {
+        None => 0,
+        Some(t) => lookup_name(t, names).ok_or_else(|| {
+            let known: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+            ArgError::new(format!(
+                "bad argument CODE: `{t}` is not a code of ICMP type {icmp_type}"
+            ))
+            .with_help(format!("codes: {} or a number 0-255", known.join(", ")))
+        })?,
+    };
+    if !(MIN_MTU..=usize::from(u16::MAX)).contains(&mtu) {
+        return Err(ArgError::new(format!("MTU {mtu} is out of range"))
+            .with_help("at least 56 (an IP header, an ICMP header and a quoted header with 8 bytes), at most 65535"));
+    }
+    Ok(Box::new(ICMPError {
+        src: src.octets(),
+        icmp_type,
+        code,
+        bad_addrs: bad_addrs.bits().into_boxed_slice(),
+        mtu: mtu.min(MAX_FRAME),
+        pmtu,
+        set_fix_anno,
+        ident: 0,
+        generated: 0,
+        suppressed: [0; Suppressed::ALL.len()],
+    }))
+}
+
+/// Whether the options area `options` holds a source route option.
+fn has_source_route(options: &[u8]) -> bool {
+    let mut i = 0;
+    while i < options.len() {
+        match options[i] {
+            IPOPT_EOL => return false,
+            IPOPT_NOP => i += 1,
+            IPOPT_LSRR | IPOPT_SSRR => return true,
+            _ => match options.get(i + 1) {
+                Some(&len) if len >= 2 => i += usize::from(len),
+                _ => return false,
+            },
+        }
+    }
+    false
+}
+
+/// Generates ICMP errors.
+#[derive(Debug)]
+pub struct ICMPError {
+    src: [u8; 4],
+    icmp_type: u8,
+    code: u8,
+    /// Host order.
+    bad_addrs: Box<[u32]>,
+    /// Largest error packet.
+    mtu: usize,
+    pmtu: u16,
+    set_fix_anno: bool,
+    ident: u16,
+    generated: u64,
+    suppressed: [u64; Suppressed::ALL.len()],
+}
+
+impl ICMPError {
+    /// Whether `a` (host order) names one host that can be sent an error.
+    fn valid_source(&self, a: u32) -> bool {
+        let net = a >> 24;
+        net != 0 && net != 127 && !is_multicast_or_reserved(a) && !self.bad_addrs.contains(&a)
+    }
+
+    /// Builds the error about `p`, or says why there must be none.
+    pub fn respond(&mut self, p: &Packet, now: Timestamp) -> Result<Packet, Suppressed> {
+        let ip = ip_bytes(p);
+        if ip.len() < 20 || ip[0] >> 4 != 4 {
+            return Err(Suppressed::Malformed);
+        }
+        let hlen = usize::from(ip[0] & 0x0f) * 4;
+        if hlen < 20 || hlen > ip.len() {
+            return Err(Suppressed::Malformed);
+        }
+        if be16(ip, 6) & 0x1fff != 0 {
+            return Err(Suppressed::Fragment);
+        }
+        if ip[9] == PROTO_ICMP && !ip.get(hlen).is_some_and(|&t| is_query_type(t)) {
+            return Err(Suppressed::IcmpError);
+        }
+        if matches!(
+            p.anno().packet_type,
+            PacketType::Broadcast | PacketType::Multicast
+        ) {
+            return Err(Suppressed::LinkBroadcast);
+        }
+        let src = be32(ip, 12);
+        let dst = be32(ip, 16);
+        if is_multicast_or_reserved(dst) || self.bad_addrs.contains(&dst) {
+            return Err(Suppressed::BadDestination);
+        }
+        if !self.valid_source(src) {
+            return Err(Suppressed::BadSource);
+        }
+        if self.icmp_type == REDIRECT && has_source_route(&ip[20..hlen]) {
+            return Err(Suppressed::SourceRouted);
+        }
+
+        // Quote the datagram up to its total length (not link padding),
+        // or what there is of it if the packet is cut short.
+        let total = usize::from(be16(ip, 2));
+        let datagram = if (hlen..=ip.len()).contains(&total) {
+            total
+        } else {
+            ip.len()
+        };
+        let quote = datagram.min(self.mtu - 28);
+        let len = 28 + quote;
+
+        let mut q = Packet::new();
+        if q.put_back(len).is_err() {
+            // `mtu` is capped at a buffer's size, so this cannot happen.
+            return Err(Suppressed::Malformed);
+        }
+        self.ident = self.ident.wrapping_add(1);
+        let tos = if self.icmp_type == SOURCE_QUENCH {
+            ip[1] & 0xe0
+        } else {
+            0xc0
+        };
+        let d = q.data_mut();
+        d[0] = 0x45;
+        d[1] = tos;
+        d[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        d[4..6].copy_from_slice(&self.ident.to_be_bytes());
+        d[6..8].fill(0);
+        d[8] = 255;
+        d[9] = PROTO_ICMP;
+        d[10..12].fill(0);
+        d[12..16].copy_from_slice(&self.src);
+        d[16..20].copy_from_slice(&ip[12..16]);
+        let sum = !checksum::data(&d[..20]);
+        d[10..12].copy_from_slice(&sum.to_be_bytes());
+
+        let icmp = &mut d[20..];
+        icmp[0] = self.icmp_type;
+        icmp[1] = self.code;
+        icmp[2..8].fill(0);
+        match self.icmp_type {
+            UNREACHABLE if self.code == NEEDFRAG => {
+                let mtu = match p.anno().mtu {
+                    0 => self.pmtu,
+                    m => m,
+                };
+                icmp[6..8].copy_from_slice(&mtu.to_be_bytes());
+            }
+            PARAMETER_PROBLEM if self.code != 1 => {
+                icmp[4] = p.anno().param_off.unwrap_or(0);
+            }
+            REDIRECT => icmp[4..8].copy_from_slice(&p.anno().dst_ip.octets()),
+            _ => {}
+        }
+        icmp[8..].copy_from_slice(&ip[..quote]);
+        let sum = !checksum::data(icmp);
+        icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+
+        let a = q.anno_mut();
+        a.dst_ip = Ipv4Addr::from(src);
+        a.fix_ip_src = self.set_fix_anno;
+        a.timestamp = now;
+        q.set_network_header(0);
+        Ok(q)
+    }
+
+    fn answer(&mut self, p: &Packet, now: Timestamp) -> Option<Packet> {
+        match self.respond(p, now) {
+            Ok(q) => {
+                self.generated += 1;
+                Some(q)
+            }
+            Err(r) => {
+                self.suppressed[r as usize] += 1;
+                None
+            }
+        }
+    }
+}
+
+impl Element for ICMPError {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        let now = cx.now();
+        let mut out = Batch::new();
+        for p in batch.drain() {
+            if let Some(q) = self.answer(&p, now) {
+                // One error per packet of a batch: it fits.
+                let _ = out.push(q);
+            }
+        }
+        cx.push(0, &mut out);
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let now = cx.now();
+        let mut b = Batch::new();
+        cx.pull(0, &mut b, max);
+        for p in b.drain() {
+            if let Some(q) = self.answer(&p, now) {
+                let _ = out.push(q);
+            }
+        }
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("generated", self.generated);
+        s.counter("suppressed", self.suppressed.iter().sum());
+        for r in Suppressed::ALL {
+            s.counter(r.counter(), self.suppressed[r as usize]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ip::header::testing::{echo_request, fix_ip_checksum, ip_checksum_ok, udp};
+    use bricks_element::Processing;
+    use bricks_runtime::testing::{make_element, Harness};
+
+    fn packet(frame: &[u8]) -> Packet {
+        let mut p = Packet::from_slice(frame).unwrap();
+        p.set_network_header(0);
+        p
+    }
+
+    fn one(args: &str, p: Packet) -> Result<Vec<u8>, Suppressed> {
+        let mut h = Harness::push(&CLASS, args, 1, 1);
+        h.push_packets(0, [p]);
+        let out = h.take(0);
+        let s = h.stats();
+        match out.len() {
+            1 => {
+                let q = &out[0];
+                assert_eq!(q.network_header_offset(), Some(0));
+                assert_eq!(s.get("generated"), Some(1));
+                Ok(q.data().to_vec())
+            }
+            0 => {
+                assert_eq!(s.get("suppressed"), Some(1));
+                let r = Suppressed::ALL
+                    .into_iter()
+                    .find(|r| s.get(r.counter()) == Some(1))
+                    .unwrap();
+                Err(r)
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    /// Checks the IP and ICMP headers of an error and returns the ICMP
+    /// part.
+    fn check_error(e: &[u8], orig: &[u8], ty: u8, code: u8) -> Vec<u8> {
+        assert_eq!(e[0], 0x45);
+        assert_eq!(e[1], 0xc0, "precedence 6");
+        assert_eq!(usize::from(be16(e, 2)), e.len());
+        assert_eq!(be16(e, 6), 0, "no fragmentation");
+        assert_eq!(e[8], 255, "TTL");
+        assert_eq!(e[9], 1, "ICMP");
+        assert!(ip_checksum_ok(e));
+        assert_eq!(&e[12..16], &[18, 26, 4, 24]);
+        assert_eq!(&e[16..20], &orig[12..16], "back to the source");
+        let icmp = &e[20..];
+        assert_eq!(icmp[0], ty);
+        assert_eq!(icmp[1], code);
+        assert_eq!(checksum::data(icmp), 0xffff, "ICMP checksum");
+        icmp.to_vec()
+    }
+
+    #[test]
+    fn time_exceeded_quotes_the_whole_small_datagram() {
+        let orig = echo_request();
+        let e = one("18.26.4.24, timeexceeded", packet(&orig)).unwrap();
+        assert_eq!(e.len(), 20 + 8 + 84);
+        let icmp = check_error(&e, &orig, 11, 0);
+        assert_eq!(&icmp[4..8], &[0; 4]);
+        assert_eq!(&icmp[8..], &orig[..]);
+    }
+
+    #[test]
+    fn annotations_of_the_error() {
+        let mut h = Harness::push(&CLASS, "18.26.4.24, 11", 1, 1);
+        h.advance_to(Timestamp::from_parts(77, 0));
+        let mut p = packet(&echo_request());
+        p.anno_mut().paint = 4;
+        h.push_packets(0, [p]);
+        let q = &h.take(0)[0];
+        assert_eq!(q.anno().dst_ip, Ipv4Addr::new(192, 0, 2, 1));
+        assert!(q.anno().fix_ip_src);
+        assert_eq!(q.anno().timestamp, Timestamp::from_parts(77, 0));
+        assert_eq!(q.anno().paint, 0, "a new packet");
+
+        let mut h = Harness::push(&CLASS, "18.26.4.24, 11, SET_FIX_ANNO false", 1, 1);
+        h.push_packets(0, [packet(&echo_request())]);
+        assert!(!h.take(0)[0].anno().fix_ip_src);
+    }
+
+    #[test]
+    fn large_datagram_is_quoted_up_to_576_bytes() {
+        let orig = udp(1400);
+        let e = one("18.26.4.24, unreachable, port", packet(&orig)).unwrap();
+        assert_eq!(e.len(), 576);
+        let icmp = check_error(&e, &orig, 3, 3);
+        assert_eq!(&icmp[8..], &orig[..548]);
+        let e = one("18.26.4.24, unreachable, port, MTU 100", packet(&orig)).unwrap();
+        assert_eq!(e.len(), 100);
+        // Link padding after the datagram is not quoted.
+        let mut padded = udp(10);
+        padded.extend([0xee; 8]);
+        let e = one("18.26.4.24, unreachable, host", packet(&padded)).unwrap();
+        assert_eq!(e.len(), 28 + 38);
+    }
+
+    #[test]
+    fn needfrag_carries_next_hop_mtu() {
+        let mut orig = udp(1600);
+        orig[6] = 0x40;
+        fix_ip_checksum(&mut orig);
+        let mut p = packet(&orig);
+        p.anno_mut().mtu = 1500;
+        let e = one("18.26.4.24, unreachable, needfrag", p).unwrap();
+        let icmp = check_error(&e, &orig, 3, 4);
+        assert_eq!(&icmp[4..8], &[0, 0, 0x05, 0xdc]);
+        // Without the annotation, PMTU.
+        let e = one("18.26.4.24, 3, 4, PMTU 1280", packet(&orig)).unwrap();
+        assert_eq!(&e[24..28], &[0, 0, 0x05, 0x00]);
+    }
+
+    #[test]
+    fn parameter_problem_carries_pointer() {
+        let orig = echo_request();
+        let mut p = packet(&orig);
+        p.anno_mut().param_off = Some(22);
+        let e = one("18.26.4.24, parameterproblem", p).unwrap();
+        let icmp = check_error(&e, &orig, 12, 0);
+        assert_eq!(&icmp[4..8], &[22, 0, 0, 0]);
+    }
+
+    #[test]
+    fn redirect_carries_gateway() {
+        let orig = echo_request();
+        let mut p = packet(&orig);
+        p.anno_mut().dst_ip = Ipv4Addr::new(18, 26, 4, 1);
+        let e = one("18.26.4.24, redirect, host", p).unwrap();
+        let icmp = check_error(&e, &orig, 5, 1);
+        assert_eq!(&icmp[4..8], &[18, 26, 4, 1]);
+    }
+
+    #[test]
+    fn source_quench_keeps_precedence() {
+        let mut orig = echo_request();
+        orig[1] = 0xa8;
+        fix_ip_checksum(&mut orig);
+        let e = one("18.26.4.24, sourcequench", packet(&orig)).unwrap();
+        assert_eq!(e[1], 0xa0);
+    }
+
+    #[test]
+    fn every_suppression() {
+        let args = "18.26.4.24, timeexceeded, BADADDRS 18.26.4.255";
+        let with = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut v = echo_request();
+            f(&mut v);
+            fix_ip_checksum(&mut v);
+            packet(&v)
+        };
+        assert_eq!(one(args, packet(&[0x45; 19])), Err(Suppressed::Malformed));
+        assert_eq!(
+            one(args, with(&|v| v[0] = 0x65)),
+            Err(Suppressed::Malformed)
+        );
+        assert_eq!(
+            one(args, with(&|v| v[0] = 0x44)),
+            Err(Suppressed::Malformed)
+        );
+        // ICMP errors, unknown types and a header cut before the type.
+        for t in [3u8, 4, 5, 11, 12, 42] {
+            assert_eq!(
+                one(args, with(&|v| v[20] = t)),
+                Err(Suppressed::IcmpError),
+                "type {t}"
+            );
+        }
+        assert_eq!(
+            one(args, packet(&echo_request()[..20])),
+            Err(Suppressed::IcmpError)
+        );
+        for t in [0u8, 8, 13, 14, 17, 18] {
+            assert!(one(args, with(&|v| v[20] = t)).is_ok(), "type {t}");
+        }
+        // Non-first fragment; the first fragment is answered.
+        assert_eq!(
+            one(args, with(&|v| v[6] = 0x20 | 0x01)),
+            Err(Suppressed::Fragment)
+        );
+        assert_eq!(one(args, with(&|v| v[7] = 0x08)), Err(Suppressed::Fragment));
+        assert!(one(args, with(&|v| v[6] = 0x20)).is_ok());
+        for t in [PacketType::Broadcast, PacketType::Multicast] {
+            let mut p = packet(&echo_request());
+            p.anno_mut().packet_type = t;
+            assert_eq!(one(args, p), Err(Suppressed::LinkBroadcast));
+        }
+        for dst in [
+            [255, 255, 255, 255],
+            [224, 0, 0, 1],
+            [240, 0, 0, 1],
+            [18, 26, 4, 255],
+        ] {
+            assert_eq!(
+                one(args, with(&|v| v[16..20].copy_from_slice(&dst))),
+                Err(Suppressed::BadDestination),
+                "{dst:?}"
+            );
+        }
+        for src in [
+            [0, 0, 0, 0],
+            [0, 1, 2, 3],
+            [127, 0, 0, 1],
+            [224, 1, 1, 1],
+            [250, 1, 1, 1],
+            [255, 255, 255, 255],
+            [18, 26, 4, 255],
+        ] {
+            assert_eq!(
+                one(args, with(&|v| v[12..16].copy_from_slice(&src))),
+                Err(Suppressed::BadSource),
+                "{src:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_redirect_for_source_routed_packets() {
+        // A UDP packet with NOP and LSRR options.
+        let plain = udp(8);
+        let opts = [1, 131, 7, 4, 10, 0, 0, 1, 0, 0, 0, 0];
+        let mut v = [&plain[..20], &opts[..], &plain[20..]].concat();
+        v[0] = 0x48;
+        let total = v.len() as u16;
+        v[2..4].copy_from_slice(&total.to_be_bytes());
+        fix_ip_checksum(&mut v);
+        assert_eq!(
+            one("18.26.4.24, redirect, host", packet(&v)),
+            Err(Suppressed::SourceRouted)
+        );
+        // Other errors about it are sent, quoting the options.
+        let e = one("18.26.4.24, timeexceeded", packet(&v)).unwrap();
+        assert_eq!(&e[28..], &v[..]);
+    }
+
+    #[test]
+    fn pull_generates_too() {
+        let ports = PortInfo {
+            inputs: vec![Processing::Pull],
+            outputs: vec![Processing::Pull],
+        };
+        let mut h = Harness::new(&CLASS, "18.26.4.24, timeexceeded", ports);
+        let mut bcast = packet(&echo_request());
+        bcast.anno_mut().packet_type = PacketType::Broadcast;
+        h.feed(0, [packet(&echo_request()), bcast, packet(&udp(4))]);
+        let out = h.pull(0, 8);
+        assert_eq!(out.len(), 2);
+        assert_eq!(h.stats().get("suppressed_link_broadcast"), Some(1));
+    }
+
+    #[test]
+    fn arguments() {
+        let ports = PortInfo::default();
+        let ok = |a: &str| make_element(&CLASS, a, &ports).map(|_| ());
+        assert!(ok("1.2.3.4, timeexceeded").is_ok());
+        assert!(ok("1.2.3.4, TimeExceeded, transit").is_ok());
+        assert!(ok("1.2.3.4, 3, 4, 1.2.3.255 1.2.255.255, MTU 1500, PMTU 1400").is_ok());
+        assert!(ok("SRC 1.2.3.4, TYPE 12, CODE erroratptr, SET_FIX_ANNO false").is_ok());
+        assert!(ok("1.2.3.4, echo")
+            .unwrap_err()
+            .contains("not an error type"));
+        assert!(ok("1.2.3.4, 300").is_err());
+        assert!(ok("1.2.3.4, bogus").unwrap_err().contains("TYPE"));
+        assert!(ok("1.2.3.4, redirect, needfrag")
+            .unwrap_err()
+            .contains("not a code of ICMP type 5"));
+        assert!(ok("1.2.3.4, unreachable, 256").is_err());
+        assert!(ok("1.2.3.4, unreachable, MTU 40").is_err());
+        assert!(ok("1.2.3.4").unwrap_err().contains("TYPE"));
+        assert!(ok("timeexceeded").is_err());
+    }
+}
