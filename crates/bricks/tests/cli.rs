@@ -210,13 +210,13 @@ fn run_with_compound_element_and_define() {
 
 #[test]
 fn sigterm_stops_a_run_cleanly() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bricks"))
+    let child = Command::new(env!("CARGO_BIN_EXE_bricks"))
         .args(["run", "-e", "InfiniteSource -> q :: Queue -> Discard"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    // SAFETY-free: send SIGTERM with the kill command to our own child.
+    // SIGTERM to our own child, by its PID.
     let ok = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

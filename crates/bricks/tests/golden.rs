@@ -163,7 +163,7 @@ fn click_ip_router() {
             (ip.next_header().0 == 1 && ip.dst_addr().octets() == [18, 26, 4, 99]).then(|| {
                 assert!(ip.verify_checksum());
                 assert_eq!(ip.src_addr().octets(), [18, 26, 4, 1]);
-                let icmp = &f[14 + ip.header_len() as usize..];
+                let icmp = &f[14 + ip.header_len()..];
                 (icmp[0], icmp[1], [icmp[4], icmp[5], icmp[6], icmp[7]])
             })
         })
@@ -191,7 +191,7 @@ fn click_ip_router() {
         .all(|ip| ip.total_len() <= 1500 && ip.verify_checksum()));
     let payload: usize = frags
         .iter()
-        .map(|ip| ip.total_len() as usize - ip.header_len() as usize)
+        .map(|ip| ip.total_len() as usize - ip.header_len())
         .sum();
     assert_eq!(payload, 1580);
 

@@ -419,7 +419,7 @@ impl FromArg for Duration {
             _ => return Err(format!("unknown unit in `{text}`")),
         };
         let secs = v * scale;
-        if !secs.is_finite() || secs < 0.0 || secs > 1e12 {
+        if !secs.is_finite() || !(0.0..=1e12).contains(&secs) {
             return Err(format!("found `{text}`"));
         }
         Ok(Duration::from_secs_f64(secs))

@@ -397,12 +397,15 @@ impl<'a> Context<'a> {
         let mut ports = [0u16; MAX_BATCH];
         let mut others = false;
         let mut max_port = 0u16;
+        let mut first = None;
+        let mut uniform = true;
         for (slot, p) in ports.iter_mut().zip(batch.iter_mut()) {
             let port = match classify(p) {
                 Some(port) => port.min(DROP as usize - 1) as u16,
                 None => DROP,
             };
             *slot = port;
+            uniform &= *first.get_or_insert(port) == port;
             if port != 0 {
                 others = true;
                 if port != DROP {
@@ -411,6 +414,16 @@ impl<'a> Context<'a> {
             }
         }
         if !others {
+            return;
+        }
+        // Every packet bound for the same output: hand the batch on whole
+        // (a router's forwarding output is rarely output 0).
+        if uniform {
+            match first {
+                Some(DROP) => batch.clear(),
+                Some(port) => self.push(port as usize, batch),
+                None => {}
+            }
             return;
         }
         let mut len = batch.len();

@@ -87,10 +87,12 @@ impl Batch {
         self.pkts.drain(..)
     }
 
-    /// Drops every packet.
-    #[inline(always)]
+    /// Drops every packet, returning the buffers to the pool in one go.
+    #[inline]
     pub fn clear(&mut self) {
-        self.pkts.clear()
+        if !self.pkts.is_empty() {
+            crate::pool::free_many(self.pkts.drain(..));
+        }
     }
 
     /// Keeps the packets for which `keep` returns true, in order; the
@@ -105,18 +107,25 @@ impl Batch {
     /// dropped; callers size their batches so that this cannot happen.
     #[inline]
     pub fn split_off_into(&mut self, other: &mut Batch, mut keep: impl FnMut(&mut Packet) -> bool) {
-        // One pass that moves rejected packets out (leaving empty shells),
-        // then one compaction: O(n), where removing one by one is O(n^2).
-        let mut moved = false;
-        for p in self.pkts.iter_mut() {
-            if !keep(p) {
-                let _ = other.push(p.take_shell());
-                moved = true;
+        let mut flags = [true; MAX_BATCH];
+        let mut any = false;
+        for (f, p) in flags.iter_mut().zip(self.pkts.iter_mut()) {
+            *f = keep(p);
+            any |= !*f;
+        }
+        if !any {
+            return;
+        }
+        // Each packet moves once, to one side or the other, in order.
+        let mut kept = ArrayVec::new();
+        for (p, k) in self.pkts.drain(..).zip(flags) {
+            if k {
+                kept.push(p);
+            } else {
+                let _ = other.push(p);
             }
         }
-        if moved {
-            self.pkts.retain(|p| !p.is_shell());
-        }
+        self.pkts = kept;
     }
 
     /// Appends packets from `other` until this batch is full; returns how
@@ -129,6 +138,13 @@ impl Batch {
             let _ = self.pkts.try_push(p);
         }
         n
+    }
+}
+
+impl Drop for Batch {
+    #[inline]
+    fn drop(&mut self) {
+        self.clear();
     }
 }
 

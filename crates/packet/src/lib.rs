@@ -14,6 +14,8 @@
 //! so that the cost of an element call is paid once per batch, not once per
 //! packet (RouteBricks §4.2 poll-driven batching, FastClick's `PacketBatch`).
 
+use std::mem::ManuallyDrop;
+
 mod anno;
 mod batch;
 mod pool;
@@ -50,10 +52,13 @@ pub(crate) struct Buffer {
 /// One packet: an owned buffer with the frame at `data()`.
 ///
 /// Dropping a packet returns its buffer to the current thread's pool.
+///
+/// Invariant, kept by every method that moves the frame's ends:
+/// `head <= tail <= BUFFER_SIZE`. The frame accessors rely on it to slice
+/// without bounds checks (they run several times per packet per element).
 pub struct Packet {
-    // `Option` only so that `Drop` can move the box out; it is `Some` for
-    // the whole life of a packet.
-    buf: Option<Box<Buffer>>,
+    // `ManuallyDrop` so that `Drop` can hand the box back to the pool.
+    buf: ManuallyDrop<Box<Buffer>>,
 }
 
 /// Why a frame could not be made into a packet.
@@ -87,11 +92,37 @@ impl Packet {
     /// An empty packet (length 0, full headroom), with default annotations.
     #[inline]
     pub fn new() -> Packet {
-        let mut buf = pool::alloc();
+        Packet::from_buffer(pool::alloc())
+    }
+
+    #[inline(always)]
+    pub(crate) fn from_buffer(mut buf: Box<Buffer>) -> Packet {
         buf.anno = Annotations::default();
         buf.head = HEADROOM as u32;
         buf.tail = HEADROOM as u32;
-        Packet { buf: Some(buf) }
+        Packet {
+            buf: ManuallyDrop::new(buf),
+        }
+    }
+
+    /// Gives up the packet's buffer without returning it to the pool.
+    #[inline(always)]
+    pub(crate) fn into_buffer(self) -> Box<Buffer> {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again, so the box is moved
+        // out exactly once.
+        unsafe { ManuallyDrop::take(&mut me.buf) }
+    }
+
+    /// Fills `out` with up to `n` new packets (fewer if `out` fills up),
+    /// calling `init` on each: one trip to the pool for the whole batch.
+    #[inline]
+    pub fn alloc_batch(out: &mut Batch, n: usize, mut init: impl FnMut(&mut Packet)) {
+        let before = out.len();
+        pool::alloc_into(out, n);
+        for p in &mut out.as_mut_slice()[before..] {
+            init(p);
+        }
     }
 
     /// A packet holding a copy of `frame`.
@@ -101,40 +132,53 @@ impl Packet {
             return Err(PacketError::Oversized { len: frame.len() });
         }
         let mut p = Packet::new();
-        let b = p.buf_mut();
-        b.data[HEADROOM..HEADROOM + frame.len()].copy_from_slice(frame);
-        b.tail = (HEADROOM + frame.len()) as u32;
+        p.set_frame(frame)?;
         Ok(p)
+    }
+
+    /// Replaces the frame with a copy of `frame`, keeping the headroom
+    /// (no zero-filling first, unlike `set_len`).
+    #[inline]
+    pub fn set_frame(&mut self, frame: &[u8]) -> Result<(), PacketError> {
+        let b = self.buf_mut();
+        let head = b.head as usize;
+        if frame.len() > BUFFER_SIZE - head {
+            return Err(PacketError::NoRoom {
+                need: frame.len(),
+                have: BUFFER_SIZE - head,
+            });
+        }
+        b.data[head..head + frame.len()].copy_from_slice(frame);
+        b.tail = (head + frame.len()) as u32;
+        Ok(())
     }
 
     #[inline(always)]
     fn buf(&self) -> &Buffer {
-        match &self.buf {
-            Some(b) => b,
-            None => unreachable!("packet buffer is present until drop"),
-        }
+        &self.buf
     }
 
     #[inline(always)]
     fn buf_mut(&mut self) -> &mut Buffer {
-        match &mut self.buf {
-            Some(b) => b,
-            None => unreachable!("packet buffer is present until drop"),
-        }
+        &mut self.buf
     }
 
     /// The frame bytes.
     #[inline(always)]
     pub fn data(&self) -> &[u8] {
         let b = self.buf();
-        &b.data[b.head as usize..b.tail as usize]
+        debug_assert!(b.head <= b.tail && b.tail as usize <= BUFFER_SIZE);
+        // SAFETY: the type invariant head <= tail <= BUFFER_SIZE.
+        unsafe { b.data.get_unchecked(b.head as usize..b.tail as usize) }
     }
 
     /// The frame bytes, writable.
     #[inline(always)]
     pub fn data_mut(&mut self) -> &mut [u8] {
         let b = self.buf_mut();
-        &mut b.data[b.head as usize..b.tail as usize]
+        debug_assert!(b.head <= b.tail && b.tail as usize <= BUFFER_SIZE);
+        // SAFETY: the type invariant head <= tail <= BUFFER_SIZE.
+        unsafe { b.data.get_unchecked_mut(b.head as usize..b.tail as usize) }
     }
 
     /// Frame length in bytes.
@@ -325,22 +369,6 @@ impl Packet {
     }
 }
 
-impl Packet {
-    /// Moves the buffer out into a new packet, leaving `self` an empty
-    /// shell that only `is_shell` and `drop` may touch.
-    #[inline(always)]
-    pub(crate) fn take_shell(&mut self) -> Packet {
-        Packet {
-            buf: self.buf.take(),
-        }
-    }
-
-    #[inline(always)]
-    pub(crate) fn is_shell(&self) -> bool {
-        self.buf.is_none()
-    }
-}
-
 impl Default for Packet {
     fn default() -> Self {
         Packet::new()
@@ -350,9 +378,9 @@ impl Default for Packet {
 impl Drop for Packet {
     #[inline]
     fn drop(&mut self) {
-        if let Some(buf) = self.buf.take() {
-            pool::free(buf);
-        }
+        // SAFETY: drop runs once; the box is not touched after this.
+        let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
+        pool::free(buf);
     }
 }
 

@@ -34,6 +34,11 @@ const fn fold(mut sum: u64) -> u16 {
 /// accumulator.
 #[inline]
 pub fn data(data: &[u8]) -> u16 {
+    // An IPv4 header without options is by far the most common input:
+    // five words, unrolled, no loop and no tail.
+    if let Ok(h) = <&[u8; 20]>::try_from(data) {
+        return header20(h);
+    }
     let mut words = data.chunks_exact(4);
     let mut sum: u64 = 0;
     for word in &mut words {
@@ -49,6 +54,13 @@ pub fn data(data: &[u8]) -> u16 {
     // The folded sum holds memory-order words; reading it big-endian turns
     // it into the value of the big-endian sum.
     u16::from_be(fold(sum))
+}
+
+/// [`data`] for exactly 20 bytes (an IPv4 header without options).
+#[inline(always)]
+pub fn header20(h: &[u8; 20]) -> u16 {
+    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    u16::from_be(fold(w(0) + w(4) + w(8) + w(12) + w(16)))
 }
 
 /// The ones' complement sum of several partial sums.

@@ -27,45 +27,33 @@ static MANUAL: Manual = Manual {
     summary: "classifies packets by their bytes",
     synopsis: "Classifier(PATTERN_1, ..., PATTERN_N)",
     description: "Sends each packet to the output of the first pattern it matches; a \
-packet that matches no pattern is dropped and counted. There must be exactly one \
-pattern per output: pattern 0 for output 0, and so on.
+packet that matches no pattern is dropped and counted. There must be exactly one pattern \
+per output: pattern 0 for output 0, and so on.
 
-A pattern is a list of clauses separated by spaces; it matches when every clause \
-does. A clause is OFFSET/VALUE or OFFSET/VALUE%MASK:
+A pattern is a list of clauses separated by spaces, and matches when every clause does. A \
+clause is OFFSET/VALUE or OFFSET/VALUE%MASK. OFFSET is a decimal byte offset from the start \
+of the packet data. VALUE is hexadecimal bytes, an even number of hex digits (at least \
+two), where `?` matches any nibble. MASK, if given, has exactly as many hex digits as VALUE; \
+only the bits it sets are compared, and `?` in it is a zero nibble. A clause written \
+!OFFSET/VALUE matches when the plain clause does not. The pattern `-` matches every packet, \
+and so does an empty one.
 
-  OFFSET  decimal byte offset from the start of the packet data.
-  VALUE   hexadecimal bytes, an even number (at least 2) of hex digits. A `?` \
-digit matches any nibble.
-  MASK    hexadecimal, exactly as many digits as VALUE. Only the bits set in the \
-mask are compared; `?` in a mask is a zero nibble.
+A clause does not match a packet that ends before the last byte it compares (bytes whose \
+mask is zero do not count), so its negation does. Patterns are tried in order: put more \
+specific ones first. They are compiled once into a decision tree of masked comparisons of \
+up to eight bytes each, and a comparison that an earlier one on the same path has already \
+decided is skipped: with the example below, an IPv4 frame takes two comparisons.
 
-A clause written !OFFSET/VALUE matches when the plain clause does not. The \
-pattern `-` matches every packet (so does an empty pattern).
-
-A clause does not match a packet that ends before the last byte it compares \
-(bytes whose mask is zero do not count); so `!OFFSET/VALUE` does match such a \
-packet. Patterns are tried in order, so more specific patterns go first. They \
-are compiled once into a decision tree of masked 64-bit comparisons, and a test \
-that an earlier test on the same path has already decided is skipped: an IPv4 \
-frame takes two comparisons in the example below.
-
-Examples of patterns:
-
-  12/0800            Ethernet type IPv4
-  12/0806 20/0001    ARP request
-  12/86dd            IPv6
-  12/0800 23/06      IPv4 carrying TCP (Ethernet header, no VLAN)
-  14/4?              IP version 4, any header length
-  0/ffffffffffff     Ethernet broadcast destination
-  0/01%01            multicast destination (group bit)
-  !12/0800           anything but IPv4
-  33/02%12           TCP SYN without ACK in a 14-byte Ethernet + 20-byte IP frame
-  -                  every packet",
+Examples: `12/0800` (Ethernet type IPv4); `12/0806 20/0001` (ARP request); `12/86dd` \
+(IPv6); `12/0800 23/06` (IPv4 carrying TCP, no VLAN tag); `14/4?` (IP version 4, any \
+header length); `0/ffffffffffff` (Ethernet broadcast); `0/01%01` (a multicast \
+destination); `!12/0800` (anything but IPv4); `12/0800 47/02%12` (a TCP SYN without ACK \
+behind 14 bytes of Ethernet and 20 of IP header); `-` (every packet).",
     ports: "one push input; N push outputs, one per pattern",
     keywords: &[],
     counters: &[("drops", "packets that matched no pattern")],
     example:
-        "InfiniteSource(LIMIT 4) -> c :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
+        "InfiniteSource(LIMIT 4) -> c :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -); \
 c[0] -> Discard; c[1] -> Discard; c[2] -> Discard; c[3] -> Discard;",
     see_also: &["IPClassifier", "CheckIPHeader", "Strip"],
 };
@@ -632,6 +620,27 @@ mod tests {
             e.message,
             "pattern 1: `z` is not a hex digit in the value of `12/08`"
         );
+    }
+
+    #[test]
+    fn manual_pattern_examples_work() {
+        let d = MANUAL.description;
+        let ex = &d[d.find("Examples:").unwrap()..];
+        let pats: Vec<String> = ex
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(pats.len(), 10, "{pats:?}");
+        let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
+        let p = compile(&refs).unwrap();
+        assert_eq!(p.classify(&TCP_SYN), Some(0));
+        assert_eq!(p.classify(&ARP_REQUEST), Some(1));
+        assert_eq!(p.classify(&IPV6), Some(2));
+        assert_eq!(run(&[refs[8]], &TCP_SYN), Some(0), "the SYN pattern");
+        assert_eq!(run(&[refs[5]], &ARP_REQUEST), Some(0), "broadcast");
+        assert_eq!(run(&[refs[6]], &IPV6), Some(0), "multicast");
     }
 
     #[test]

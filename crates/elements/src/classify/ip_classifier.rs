@@ -21,78 +21,60 @@ static MANUAL: Manual = Manual {
     summary: "classifies IP packets with tcpdump-like patterns",
     synopsis: "IPClassifier(PATTERN_1, ..., PATTERN_N)",
     description: "Sends each IP packet to the output of the first pattern it matches; a \
-packet that matches no pattern is dropped and counted. There must be exactly one \
-pattern per output. The IP header is where the network header annotation says \
-(CheckIPHeader and MarkIPHeader set it); without the annotation it is taken to start \
-the packet data. The transport header follows the IP header, at its header length.
+packet that matches no pattern is dropped and counted. There must be exactly one pattern \
+per output. The IP header is where the network header annotation says (CheckIPHeader and \
+MarkIPHeader set it), or at the start of the data if nothing set it; the transport header \
+follows it, at the IP header length.
 
-A pattern is built from primitives joined by `and` (`&&`), `or` (`||`) and `not` \
-(`!`), with parentheses; `and` binds tighter than `or`, two primitives side by side \
-are and-ed, and `C ? A : B` chooses (spaces around the `:`). A pattern of just `-`, \
-`any` or `all` matches everything; `true` and `false` are primitives.
+A pattern is made of primitives joined with `and` (or `&&`), `or` (`||`) and `not` (`!`), \
+and parentheses. `not` binds tightest, then `and`, then `or`; two primitives side by side \
+are joined with `and`; `C ? A : B` chooses between A and B (put spaces around the colon). \
+A pattern that is just `-`, `any` or `all` matches every packet.
 
-Primitives:
+The primitives are: `ip proto P`, also written `proto P` or just `P`, for IP protocol P, a \
+number or one of icmp, igmp, ipip, tcp, udp, dccp, gre, esp, ah, ospf, sctp, or tcpudp for \
+TCP or UDP; `host ADDR` for an IP address; `net ADDR/LEN`, also `net ADDR/MASK` and `net \
+ADDR mask MASK`, for a prefix; `port PORT` for a TCP or UDP port, and `tcp port PORT`, `udp \
+port PORT`, `sctp port PORT`, `dccp port PORT` for one protocol's, where PORT is a number, \
+a range LO-HI or a name (http, www, https, ssh, telnet, ftp, smtp, domain, dns, bootps, \
+bootpc, tftp, ntp, snmp, pop3, imap, ...); `tcp opt FLAG` for a TCP flag that is set, one \
+of fin, syn, rst, psh, ack, urg, ece, cwr (also `tcp FLAG` or just `FLAG`); `tcp win N` for \
+the TCP window; `icmp type T` for an ICMP type, a number or one of echo, echo-reply, \
+unreachable, sourcequench, redirect, routeradvert, routersolicit, timeexceeded, \
+parameterproblem, timestamp, timestamp-reply, inforeq, inforeq-reply, maskreq, \
+maskreq-reply; `ip vers N`, `ip hl N` (in 32-bit words), `ip tos N`, `ip dscp N` (the upper \
+six bits of the TOS), `ip ttl N`, `ip len N`, `ip id N`; `ip ect` and `ip ce` for the ECN \
+bits; `ip frag` for fragments (more-fragments set or a fragment offset) and `ip unfrag` for \
+the rest; `ip[POS:LEN] V` for LEN bytes (1 to 4) of the IP header from byte POS, and \
+`ip[POS]` for one; `transp[POS:LEN] V` for the transport header, and `tcp[...]`, \
+`udp[...]`, `icmp[...]` for it in one protocol; `true` and `false`.
 
-  ip proto P, proto P, P     IP protocol P: a number or icmp, igmp, ipip, tcp, udp,
-                             dccp, gre, esp, ah, ospf, sctp; tcpudp is TCP or UDP
-  [DIR] host ADDR            source and/or destination address
-  [DIR] net ADDR/LEN         ... in a prefix; also ADDR/MASK, ADDR mask MASK
-  [DIR] [PROTO] port PORT    source and/or destination port, TCP or UDP unless a
-                             PROTO (tcp, udp, sctp, dccp) is given; PORT is a
-                             number, a name (http, www, https, ssh, domain, dns,
-                             smtp, ntp, snmp, ...) or a range LO-HI
-  tcp opt FLAG               TCP packets with FLAG set: fin, syn, rst, psh, ack, urg,
-                             ece, cwr (`tcp syn` and `syn` say the same)
-  tcp win N                  TCP window
-  icmp type T                ICMP type: a number or echo, echo-reply, unreachable,
-                             sourcequench, redirect, routeradvert, routersolicit,
-                             timeexceeded, parameterproblem, timestamp,
-                             timestamp-reply, inforeq, inforeq-reply, maskreq,
-                             maskreq-reply
-  ip vers N, ip hl N         version, header length (in 32-bit words)
-  ip tos N, ip dscp N        TOS byte, DSCP (its upper 6 bits)
-  ip ect, ip ce              ECN capable transport, congestion experienced
-  ip ttl N, ip len N, ip id N
-  ip frag, ip unfrag         fragments (more-fragments set or an offset), and not
-  ip[POS:LEN] V              LEN (1-4) bytes of the IP header at POS; ip[POS] is one
-  transp[POS:LEN] V          ... of the transport header; also tcp[...], udp[...],
-                             icmp[...], which also require that protocol
+host, net and port take a direction first: `src`, `dst`, `src or dst` (the default) or \
+`src and dst`. A primitive with a value may put a relation before it: `==` (the default), \
+`!=`, `<`, `>`, `<=`, `>=`; and a mask before that, as in `tcp[13] & 0x12 == 0x02` or `dst \
+host & 255.255.0.0 10.1.0.0`. With both directions, `!=`, `<` and `<=` must hold for the \
+source and the destination, and `==`, `>`, `>=` for either: `port != 80` is `not port 80` \
+among TCP and UDP packets.
 
-DIR is `src`, `dst`, `src or dst` or `src and dst`; without it, host, net and port \
-match either address or port. A field primitive may take a relation before its \
-value, `==` (the default), `!=`, `<`, `>`, `<=`, `>=`, and a mask, `& MASK`, before \
-that: `ip ttl < 2`, `tcp[13] & 0x12 == 0x02`. A port or field value may be a range \
-LO-HI. For host, net and port without a direction, `!=`, `<`, `<=` mean the relation \
-holds for both source and destination (Click: `port != 80` is `not port 80` among \
-TCP and UDP packets), and `==`, `>`, `>=` for either.
+A value may stand alone, its type told by its form: `tcp`, `www` (a port), `syn` (a TCP \
+flag), `echo-reply` (an ICMP type), `10.0.0.1` (a host), `10.0.0.0/8` (a net), `frag`, \
+`unfrag`. A primitive without qualifiers takes those of the one before it: `src port 80 or \
+81` means `src port 80 or src port 81`, and `src host 10.0.0.1 or 10.0.0.2` means `src host \
+10.0.0.1 or src host 10.0.0.2`.
 
-Values can stand alone: `tcp`, `www` (a port), `syn` (a TCP flag), `10.0.0.1` (a \
-host), `10.0.0.0/8` (a net), `frag`, `unfrag`. A primitive without qualifiers takes \
-those of the one before it: `src port 80 or 81` is `src port 80 or src port 81`, \
-`src host 10.0.0.1 or 10.0.0.2` is `src host 10.0.0.1 or src host 10.0.0.2`.
+Port, TCP flag and window, ICMP type and transport header primitives also require their \
+protocol and a first fragment (fragment offset 0): a later fragment carries no transport \
+header. A primitive on bytes the packet does not have is false, and so is its `!=` form, \
+while `not` of it is true: `port != 80` never matches an ICMP packet, `not port 80` does.
 
-Port, TCP flag, TCP window, ICMP type and transp[...] primitives require the \
-protocol and match only first fragments (fragment offset 0): the transport header \
-of a later fragment is payload. A primitive on bytes the packet does not have is \
-false, and so is its `!=` form; `not` of it is true. `port != 80` does not match \
-ICMP packets, `not port 80` does.
-
-Examples of patterns:
-
-  tcp dst port 80            web requests
-  dst tcp port 8000 or 8080
-  udp and (port 53 or port 123)
-  src net 10.0.0.0/8 and not dst net 10.0.0.0/8
-  icmp type echo
-  tcp opt syn and not tcp opt ack
-  ip ttl < 2
-  ip frag
-  dst port 1024-65535
-  -",
+Examples: `tcp dst port 80`; `dst tcp port 8000 or 8080`; `udp and (port 53 or port 123)`; \
+`src net 10.0.0.0/8 and not dst net 10.0.0.0/8`; `icmp type echo`; `tcp opt syn and not \
+tcp opt ack`; `ip ttl < 2`; `ip frag`; `dst port 1024-65535`; `tcp ? dst port 80 : udp`; \
+`-`.",
     ports: "one push input; N push outputs, one per pattern",
     keywords: &[],
     counters: &[("drops", "packets that matched no pattern")],
-    example: "InfiniteSource(LIMIT 1) -> Strip(14) -> c :: IPClassifier(tcp dst port 80, icmp type echo, -);
+    example: "InfiniteSource(LIMIT 1) -> Strip(14) -> c :: IPClassifier(tcp dst port 80, icmp type echo, -); \
 c[0] -> Discard; c[1] -> Discard; c[2] -> Discard;",
     see_also: &["Classifier", "CheckIPHeader", "MarkIPHeader"],
 };
@@ -746,20 +728,27 @@ mod tests {
         assert_eq!(h.take(0).len(), 1);
     }
 
+    /// The backquoted items of the manual's "Examples:" paragraph.
+    fn manual_examples(description: &str) -> Vec<String> {
+        let ex = &description[description.find("Examples:").unwrap()..];
+        ex.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    }
+
     #[test]
     fn manual_pattern_examples_compile() {
-        let d = MANUAL.description;
-        let ex = &d[d.find("Examples of patterns:").unwrap()..];
-        let lines: Vec<&str> = ex
-            .lines()
-            .skip(2)
-            .filter(|l| !l.trim().is_empty())
-            .collect();
-        assert!(lines.len() >= 9);
-        for l in lines {
-            let pat = l.trim().split("  ").next().unwrap();
+        let examples = manual_examples(MANUAL.description);
+        assert!(examples.len() >= 10, "{examples:?}");
+        for pat in &examples {
             compile(&[pat]).unwrap_or_else(|e| panic!("{pat}: {e}"));
         }
+        assert_eq!(
+            matches("tcp ? dst port 80 : udp"),
+            ["syn", "dns", "frag1", "frag2", "ce"]
+        );
     }
 
     #[test]

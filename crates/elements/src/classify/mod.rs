@@ -4,8 +4,9 @@
 //! Both compile their patterns once into a [`program::Program`], a decision
 //! DAG of masked word comparisons in the manner of Click's
 //! `Classification::Wordwise` (Kohler et al., "The Click Modular Router",
-//! TOCS 2000, §4.2 on classifier compilation), and classify each packet of
-//! a batch with a handful of loads and compares.
+//! ACM TOCS 18(3), 2000, which describes the Classifier's decision tree and
+//! its optimisation), and classify each packet of a batch with a handful of
+//! loads and compares.
 
 pub mod classifier;
 pub mod ip_classifier;
@@ -114,5 +115,64 @@ pub(crate) fn locate(e: PatternError, patterns: &[(&str, Span)]) -> ArgError {
     match e.help {
         Some(h) => err.with_help(h),
         None => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CLASSES;
+    use bricks_config::{Source, SourceMap};
+    use bricks_runtime::{build, Engine, RunSummary};
+
+    /// Builds and runs `config`, or renders its diagnostics.
+    fn run(config: &str) -> Result<RunSummary, String> {
+        let mut map = SourceMap::default();
+        let source = Source {
+            name: "<test>".into(),
+            text: config.to_string(),
+        };
+        let router = bricks_config::parse(&mut map, source).map_err(|d| map.render_all(&d))?;
+        let plan = build(&router, &crate::registry()).map_err(|d| map.render_all(&d))?;
+        let mut engine = Engine::new(&plan).map_err(|e| e.to_string())?;
+        engine.idle_sleep = false;
+        let summary = engine.run();
+        assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+        Ok(summary)
+    }
+
+    #[test]
+    fn manual_examples_run() {
+        for class in CLASSES {
+            let m = class.manual;
+            assert!(m.example.contains(class.name), "{}", class.name);
+            let s = run(m.example).unwrap_or_else(|e| panic!("{}: {e}", class.name));
+            for e in &s.elements {
+                for &(name, v) in e.stats.entries() {
+                    let bad = name == "drops" || name == "unconnected_drops";
+                    assert!(!bad || v == 0, "{}: {}.{name} = {v}", class.name, e.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_pattern_is_underlined_in_the_configuration() {
+        let config = "InfiniteSource(LIMIT 1) -> c :: IPClassifier(tcp, udp dst port bogus);\n\
+                      c[0] -> Discard; c[1] -> Discard;";
+        let e = run(config).err().unwrap();
+        assert!(
+            e.contains(
+                "pattern 1: expected a port number, name or range after `port`, found `bogus`"
+            ),
+            "{e}"
+        );
+        let line = e.lines().find(|l| l.contains("^")).unwrap();
+        assert_eq!(line.matches('^').count(), "bogus".len(), "{e}");
+        let e = run(
+            "InfiniteSource(LIMIT 1) -> c :: Classifier(12/0800, 12/08x0, -); c[0] -> Discard;",
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("Classifier has 3 patterns but 1 output"), "{e}");
     }
 }

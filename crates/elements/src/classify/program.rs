@@ -129,7 +129,8 @@ impl Test {
         self
     }
 
-    fn compare(&self, x: u64) -> bool {
+    /// The comparison on the masked word `x`.
+    pub fn compare(&self, x: u64) -> bool {
         let r = match self.op {
             Op::Eq => x == self.a,
             Op::Gt => x > self.a,
@@ -145,17 +146,22 @@ impl Test {
     }
 
     /// Runs the test on `bytes`.
-    #[inline(always)]
     pub fn eval(&self, bytes: &[u8]) -> bool {
-        let off = self.offset as usize;
-        let word = match bytes.get(off..).and_then(|s| s.first_chunk::<8>()) {
-            Some(w) => u64::from_be_bytes(*w),
-            None => match load_short(bytes, off, self.need) {
-                Some(w) => w,
-                None => return false,
-            },
-        };
-        self.compare(word & self.mask)
+        match load(bytes, self.offset, self.need) {
+            Some(w) => self.compare(w & self.mask),
+            None => false,
+        }
+    }
+}
+
+/// The eight bytes at `off` as a big-endian word, or `None` if the packet
+/// ends before the `need` bytes a test looks at.
+#[inline(always)]
+fn load(bytes: &[u8], off: u16, need: u8) -> Option<u64> {
+    let off = off as usize;
+    match bytes.get(off..).and_then(|s| s.first_chunk::<8>()) {
+        Some(w) => Some(u64::from_be_bytes(*w)),
+        None => load_short(bytes, off, need),
     }
 }
 
@@ -292,6 +298,54 @@ struct Node {
     next: [u32; 2],
 }
 
+/// A node as the datapath runs it: every comparison is a range check,
+/// `(x - lo) <= span` on the masked word, so a step is one load, mask,
+/// subtract, compare and indexed jump whatever the operator.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    mask: u64,
+    lo: u64,
+    span: u64,
+    next: [u32; 2],
+    offset: u16,
+    need: u8,
+    base: Base,
+    /// Invert the range check (present-and-not, or an empty range).
+    flip: bool,
+}
+
+impl Step {
+    fn new(n: &Node) -> Step {
+        let t = &n.test;
+        let (lo, span, flip) = match t.op {
+            Op::Eq => (t.a, 0, t.negate),
+            Op::Gt if t.a < u64::MAX => (t.a + 1, u64::MAX - (t.a + 1), t.negate),
+            Op::In if t.a <= t.b => (t.a, t.b - t.a, t.negate),
+            // An empty range: "not in everything", still false when the
+            // bytes are missing.
+            Op::Gt | Op::In => (0, u64::MAX, !t.negate),
+        };
+        Step {
+            mask: t.mask,
+            lo,
+            span,
+            next: n.next,
+            offset: t.offset,
+            need: t.need,
+            base: t.base,
+            flip,
+        }
+    }
+
+    #[inline(always)]
+    fn eval(&self, bytes: &[u8]) -> bool {
+        match load(bytes, self.offset, self.need) {
+            Some(w) => ((w & self.mask).wrapping_sub(self.lo) <= self.span) != self.flip,
+            None => false,
+        }
+    }
+}
+
 /// Tests whose outcome the optimiser remembers along a path.
 const MAX_FACTS: usize = 16;
 /// Tests one edge may be moved past, which bounds compile time.
@@ -300,6 +354,8 @@ const MAX_DRIFT: usize = 64;
 /// A compiled list of patterns.
 #[derive(Clone)]
 pub struct Program {
+    steps: Box<[Step]>,
+    /// The tests of `steps`, for display.
     nodes: Box<[Node]>,
     entry: u32,
 }
@@ -332,8 +388,8 @@ impl Program {
     pub fn run<H: Headers + ?Sized>(&self, h: &H) -> Option<usize> {
         let mut t = self.entry;
         while t & LEAF == 0 {
-            let n = &self.nodes[t as usize];
-            t = n.next[n.test.eval(h.bytes(n.test.base)) as usize];
+            let s = &self.steps[t as usize];
+            t = s.next[s.eval(h.bytes(s.base)) as usize];
         }
         (t != DROP).then_some((t & !LEAF) as usize)
     }
@@ -356,9 +412,9 @@ impl Program {
         let mut t = self.entry;
         let mut steps = 0;
         while t & LEAF == 0 {
-            let n = &self.nodes[t as usize];
+            let s = &self.steps[t as usize];
             steps += 1;
-            t = n.next[n.test.eval(h.bytes(n.test.base)) as usize];
+            t = s.next[s.eval(h.bytes(s.base)) as usize];
         }
         ((t != DROP).then_some((t & !LEAF) as usize), steps)
     }
@@ -487,6 +543,7 @@ impl Builder {
         optimize(&mut nodes);
         let (nodes, entry) = compact(nodes, entry);
         Program {
+            steps: nodes.iter().map(Step::new).collect(),
             nodes: nodes.into_boxed_slice(),
             entry,
         }
@@ -617,6 +674,38 @@ mod tests {
 
     fn eq16(offset: u16, v: u16) -> Expr {
         Expr::Test(Test::eq(Base::Data, offset, 0xffff << 48, (v as u64) << 48))
+    }
+
+    #[test]
+    fn steps_agree_with_tests() {
+        let words = [0, 1, 0x7f, 0x80, u64::MAX - 1, u64::MAX];
+        for op in [Op::Eq, Op::Gt, Op::In] {
+            for a in words {
+                for b in words {
+                    for negate in [false, true] {
+                        let t = Test {
+                            base: Base::Data,
+                            offset: 0,
+                            need: 8,
+                            op,
+                            negate,
+                            mask: u64::MAX,
+                            a,
+                            b,
+                        };
+                        let s = Step::new(&Node {
+                            test: t,
+                            next: [0, 1],
+                        });
+                        for x in words {
+                            let bytes = x.to_be_bytes();
+                            assert_eq!(s.eval(&bytes), t.eval(&bytes), "{t:?} on {x:#x}");
+                        }
+                        assert!(!s.eval(&[0; 7]), "short: {t:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod icmperror;
 pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod markipheader;
+pub mod prefix_table;
 pub mod staticiplookup;
 
 use bricks_element::ElementClass;

@@ -2,11 +2,12 @@
 //! over a small route table (RFC 1812 section 5.2.4.3), in Click's route
 //! syntax.
 //!
-//! The table is a list sorted from the longest prefix to the shortest and
-//! scanned linearly: the first match is the longest. That is right for the
-//! handful of routes a configuration file holds; full-size tables belong to
-//! the `lpm` layer.
+//! The table is a list sorted from the longest prefix to the shortest, as
+//! Click keeps it, compiled into a [`PrefixTable`] (a hash table per prefix
+//! length) so that a lookup costs a probe per distinct length rather than a
+//! compare per route. Full-size tables belong to the `lpm` layer.
 
+use super::prefix_table::PrefixTable;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
 };
@@ -179,6 +180,7 @@ impl std::error::Error for RouteError {}
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let mut t = StaticIPLookup {
         routes: Vec::new(),
+        table: PrefixTable::default(),
         noutputs: ports.noutputs(),
         no_route: 0,
     };
@@ -187,6 +189,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             .and_then(|r| t.insert(r, true))
             .map_err(|e| ArgError::at(span, e.to_string()))?;
     }
+    t.recompile();
     Ok(Box::new(t))
 }
 
@@ -195,6 +198,8 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
 pub struct StaticIPLookup {
     /// Sorted by prefix length, longest first.
     routes: Vec<Route>,
+    /// `routes` compiled for lookup; rebuilt whenever they change.
+    table: PrefixTable,
     noutputs: usize,
     no_route: u64,
 }
@@ -223,25 +228,29 @@ impl StaticIPLookup {
                 return Err(RouteError::Exists(*old));
             }
             *old = r;
-            return Ok(());
+        } else {
+            let at = self
+                .routes
+                .partition_point(|o| o.prefix.prefix_len() >= r.prefix.prefix_len());
+            self.routes.insert(at, r);
         }
-        let at = self
-            .routes
-            .partition_point(|o| o.prefix.prefix_len() >= r.prefix.prefix_len());
-        self.routes.insert(at, r);
         Ok(())
     }
 
     /// Adds a route (`ADDR/MASK [GATEWAY] OUT`); fails if the prefix has one.
     pub fn add(&mut self, text: &str) -> Result<(), RouteError> {
         let r = self.parse_full(text)?;
-        self.insert(r, false)
+        self.insert(r, false)?;
+        self.recompile();
+        Ok(())
     }
 
     /// Adds or replaces a route.
     pub fn set(&mut self, text: &str) -> Result<(), RouteError> {
         let r = self.parse_full(text)?;
-        self.insert(r, true)
+        self.insert(r, true)?;
+        self.recompile();
+        Ok(())
     }
 
     /// Removes the route for a prefix (`ADDR/MASK [GATEWAY [OUT]]`).
@@ -253,7 +262,11 @@ impl StaticIPLookup {
                 && s.port.is_none_or(|p| p == r.port)
         });
         match at {
-            Some(i) => Ok(self.routes.remove(i)),
+            Some(i) => {
+                let r = self.routes.remove(i);
+                self.recompile();
+                Ok(r)
+            }
             None => Err(RouteError::NotFound(text.trim().to_string())),
         }
     }
@@ -276,7 +289,15 @@ impl StaticIPLookup {
     /// The output and next hop for `dst`.
     #[inline]
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
-        self.routes.iter().find(|r| r.prefix.contains_addr(&dst))
+        self.table.lookup(u32::from(dst)).map(|i| &self.routes[i])
+    }
+
+    fn recompile(&mut self) {
+        self.table = PrefixTable::build(
+            self.routes
+                .iter()
+                .map(|r| (u32::from(r.prefix.address()), r.prefix.prefix_len())),
+        );
     }
 
     #[inline]
@@ -407,6 +428,7 @@ mod tests {
     fn handlers_add_set_remove_and_table() {
         let mut t = StaticIPLookup {
             routes: Vec::new(),
+            table: PrefixTable::default(),
             noutputs: 3,
             no_route: 0,
         };

@@ -177,17 +177,14 @@ impl Emitter {
     #[inline]
     fn fill(&mut self, b: &mut Batch, n: usize, cx: &Context<'_>) {
         let now = cx.now();
-        for _ in 0..n {
+        let data = &self.data[..];
+        let before = b.len();
+        Packet::alloc_batch(b, n, |p| {
             // Cannot fail: DATA was checked against the buffer size.
-            let Ok(mut p) = Packet::from_slice(&self.data) else {
-                break;
-            };
+            let _ = p.set_frame(data);
             p.anno_mut().timestamp = now;
-            if b.push(p).is_err() {
-                break;
-            }
-            self.count += 1;
-        }
+        });
+        self.count += (b.len() - before) as u64;
     }
 
     fn finished(&self, cx: &mut Context<'_>) -> TaskResult {
