@@ -16,8 +16,13 @@ pub fn manual_text(c: &ElementClass) -> String {
         m.ports, c.ports, c.processing
     );
     let _ = writeln!(s, "DESCRIPTION");
-    for line in wrap(m.description, 76) {
-        let _ = writeln!(s, "    {line}");
+    for (i, para) in m.description.split("\n\n").enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        for line in wrap(para, 76) {
+            let _ = writeln!(s, "    {line}");
+        }
     }
     s.push('\n');
     if !m.keywords.is_empty() {

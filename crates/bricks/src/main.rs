@@ -56,6 +56,10 @@ struct ConfigArgs {
     /// Configuration given on the command line instead of a file.
     #[arg(short = 'e', long = "expr", conflicts_with = "file")]
     expr: Option<String>,
+    /// Set a configuration variable, overriding its `define`: NAME=VALUE
+    /// (as `click router.click DEV=eth1`). Repeat for each variable.
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
+    defines: Vec<String>,
     /// Back an interface with capture files: NAME=pcap:IN[,OUT].
     ///
     /// FromDevice(NAME) reads IN, ToDevice(NAME) writes OUT; `host` backs
@@ -123,8 +127,17 @@ fn load(a: &ConfigArgs) -> anyhow::Result<Option<Plan>> {
         },
         (None, None) => anyhow::bail!("give a configuration file or -e TEXT"),
     };
+    let mut options = bricks_config::Options::default();
+    for d in &a.defines {
+        let (name, value) = d
+            .split_once('=')
+            .with_context(|| format!("--define `{d}`: expected NAME=VALUE"))?;
+        options
+            .defines
+            .push((name.trim_start_matches('$').to_string(), value.to_string()));
+    }
     let mut map = SourceMap::default();
-    let router = match bricks_config::parse(&mut map, source) {
+    let router = match bricks_config::parse_with(&mut map, source, &options) {
         Ok(r) => r,
         Err(diags) => {
             report(&map, &diags);

@@ -27,28 +27,23 @@ fn frames(path: &Path) -> Vec<Vec<u8>> {
     v
 }
 
-/// Runs `config` with `devices` bound (name, input file in the golden
-/// directory, output file name), compares every output with the expected
-/// one, and returns the outputs' frames by output name.
+/// Runs `config` with the arguments `args` gives for a scratch directory,
+/// compares each file named in `outputs` (written there by the run) with
+/// the expected one in `tests/golden/DIR/`, and returns their frames.
 fn golden(
     dir: &str,
     config: &str,
-    devices: &[(&str, Option<&str>, &str)],
-) -> Vec<(String, Vec<Vec<u8>>)> {
+    args: impl Fn(&Path, &Path) -> Vec<String>,
+    outputs: &[&str],
+) -> Vec<Vec<Vec<u8>>> {
     let gdir = root().join("tests/golden").join(dir);
     let tmp = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bricks"));
-    cmd.current_dir(root())
-        .args(["run", config, "--clock", "trace", "--quiet"]);
-    for (name, input, output) in devices {
-        let i = input
-            .map(|i| gdir.join(i).display().to_string())
-            .unwrap_or_default();
-        let o = tmp.path().join(output);
-        cmd.arg("-d")
-            .arg(format!("{name}=pcap:{i},{}", o.display()));
-    }
-    let out = cmd.output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .current_dir(root())
+        .args(["run", config, "--clock", "trace", "--quiet"])
+        .args(args(&gdir, tmp.path()))
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -56,7 +51,7 @@ fn golden(
     );
     let bless = std::env::var_os("BRICKS_BLESS").is_some();
     let mut result = Vec::new();
-    for (_, _, output) in devices {
+    for output in outputs {
         let got = tmp.path().join(output);
         let want = gdir.join(output);
         if bless {
@@ -79,9 +74,25 @@ fn golden(
                 wf.len()
             );
         }
-        result.push((output.to_string(), frames(&got)));
+        result.push(frames(&got));
     }
     result
+}
+
+/// `-d NAME=pcap:IN,OUT` arguments for devices given as (name, input in
+/// the golden directory, output in the scratch directory).
+fn devices(gdir: &Path, tmp: &Path, devs: &[(&str, Option<&str>, &str)]) -> Vec<String> {
+    devs.iter()
+        .flat_map(|(name, input, output)| {
+            let i = input
+                .map(|i| gdir.join(i).display().to_string())
+                .unwrap_or_default();
+            [
+                "-d".to_string(),
+                format!("{name}=pcap:{i},{}", tmp.join(output).display()),
+            ]
+        })
+        .collect()
 }
 
 fn ip_of(frame: &[u8]) -> Option<Ipv4Packet<&[u8]>> {
@@ -110,15 +121,22 @@ fn click_ip_router() {
     let out = golden(
         "ip-router",
         "conf/ip-router.click",
-        &[
-            ("eth0", Some("eth0-in.pcap"), "eth0-out.pcap"),
-            ("eth1", Some("eth1-in.pcap"), "eth1-out.pcap"),
-            ("host", None, "host.pcap"),
-        ],
+        |g, t| {
+            devices(
+                g,
+                t,
+                &[
+                    ("eth0", Some("eth0-in.pcap"), "eth0-out.pcap"),
+                    ("eth1", Some("eth1-in.pcap"), "eth1-out.pcap"),
+                    ("host", None, "host.pcap"),
+                ],
+            )
+        },
+        &["eth0-out.pcap", "eth1-out.pcap", "host.pcap"],
     );
-    let eth0 = &out[0].1;
-    let eth1 = &out[1].1;
-    let host = &out[2].1;
+    let eth0 = &out[0];
+    let eth1 = &out[1];
+    let host = &out[2];
 
     // ARP: the router answers for itself on eth0 and, as proxy, for
     // 1.0.0.77 on eth1; it asks for A, for the default gateway and for
@@ -209,4 +227,59 @@ fn click_ip_router() {
     assert!(idents(host).contains(&45));
     // C -> A forwarded once A's address was learnt.
     assert!(idents(eth0).contains(&60));
+}
+
+/// Raw-IP capture in (big-endian, nanosecond), fragmented to 576 bytes.
+#[test]
+fn fragmentation_on_raw_ip_captures() {
+    let out = golden(
+        "fragment",
+        "conf/fragment.click",
+        |g, t| {
+            vec![
+                "-D".into(),
+                format!("IN={}", g.join("in.pcap").display()),
+                "-D".into(),
+                format!("OUT={}", t.join("out.pcap").display()),
+            ]
+        },
+        &["out.pcap"],
+    );
+    let ips: Vec<Ipv4Packet<&[u8]>> = out[0]
+        .iter()
+        .map(|f| Ipv4Packet::new_checked(&f[..]).unwrap())
+        .collect();
+    assert!(ips
+        .iter()
+        .all(|ip| ip.total_len() <= 576 && ip.verify_checksum()));
+    let of = |id: u16| {
+        ips.iter()
+            .filter(|ip| ip.ident() == id && ip.next_header().0 == 17)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of(1).len(), 1);
+    // Payload bytes add up and offsets follow each other.
+    for (id, total) in [(2u16, 1408usize), (3, 1408), (4, 1008)] {
+        let frags = of(id);
+        assert!(frags.len() >= 2, "ident {id}");
+        let mut next = 0;
+        for f in &frags {
+            assert_eq!(f.frag_offset() as usize, next, "ident {id}");
+            next += f.total_len() as usize - f.header_len();
+        }
+        assert_eq!(next, total, "ident {id}");
+        assert!(!frags.last().unwrap().more_frags());
+    }
+    // Router Alert (copied) is in every fragment; Record Route only in the first.
+    assert!(of(3).iter().all(|f| f.options().first() == Some(&148)));
+    assert_eq!(of(4)[0].options().first(), Some(&7));
+    assert!(of(4)[1..].iter().all(|f| f.header_len() == 20));
+    // The DF packet is answered with needfrag carrying the MTU.
+    let icmp = ips
+        .iter()
+        .find(|ip| ip.next_header().0 == 1)
+        .expect("ICMP error");
+    let body = &icmp.payload()[..8];
+    assert_eq!(&body[..2], &[3, 4]);
+    assert_eq!(u16::from_be_bytes([body[6], body[7]]), 576);
 }

@@ -421,6 +421,12 @@ mod tests {
         assert_eq!(matches("ip[9] = 1"), ["echo", "reply"]);
         assert_eq!(matches("ip[12:4] = 0xc0a8010a"), ["dns", "igmp"]);
         assert_eq!(matches("ip[1] & 0xfc = 0xb8"), ["finack"]);
+        assert_eq!(matches("ip[16:4] = 8.8.8.8"), ["dns"]);
+        assert_eq!(matches("ip[16:4] & 255.0.0.0 = 224.0.0.0"), ["igmp"]);
+        assert_eq!(
+            err("ip[16:2] = 8.8.8.8").message,
+            "`ip[...]` needs a number"
+        );
         assert_eq!(matches("ip[16:2] == 0xe000"), ["igmp"]);
         assert_eq!(matches("transp[0:2] = 40000"), ["syn"]);
         assert_eq!(matches("udp[2:2] = 2000"), ["ce"]);

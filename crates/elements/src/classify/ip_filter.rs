@@ -1106,11 +1106,12 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
     }
 
     let what = p.kind.name();
-    let int_mask = match mask {
-        Mask::None => None,
-        Mask::Int(m) => Some(m),
-        Mask::Addr(_) if matches!(p.kind, Kind::Host | Kind::Net) => None,
-        Mask::Addr(_) => return Err(format!("`{what}` takes a number as its mask")),
+    let int_mask = match (mask, p.kind) {
+        (Mask::None, _) => None,
+        (Mask::Int(m), _) => Some(m),
+        (Mask::Addr(m), Kind::Host | Kind::Net) => Some(m),
+        (Mask::Addr(m), Kind::Field(f)) if f.bits == 32 => Some(m),
+        (Mask::Addr(_), _) => return Err(format!("`{what}` takes a number as its mask")),
     };
     let main = match p.kind {
         Kind::None => return Err("incomplete primitive".to_string()),
@@ -1284,7 +1285,9 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                 Data::Int(v) => Data::Int(v),
                 Data::Range(lo, hi) => Data::Range(lo, hi),
                 Data::IcmpType(v) if f == ICMP_TYPE => Data::Int(v as u32),
-                _ => return Err(format!("`{}` needs a value, like `{} 1`", f.name, f.name)),
+                // A four-byte field may be compared with an address.
+                Data::Host(a) if f.bits == 32 => Data::Int(a),
+                _ => return Err(format!("`{}` needs a number", f.name)),
             };
             let full = if f.bits == 32 {
                 u32::MAX
