@@ -394,39 +394,46 @@ impl<'a> Context<'a> {
         mut classify: impl FnMut(&mut Packet) -> Option<usize>,
     ) {
         const DROP: u16 = u16::MAX;
-        let mut ports = [0u16; MAX_BATCH];
-        let mut others = false;
-        let mut max_port = 0u16;
-        let mut first = None;
-        let mut uniform = true;
-        for (slot, p) in ports.iter_mut().zip(batch.iter_mut()) {
-            let port = match classify(p) {
+        #[inline(always)]
+        fn port_of<F: FnMut(&mut Packet) -> Option<usize>>(
+            p: &mut Packet,
+            classify: &mut F,
+        ) -> u16 {
+            match classify(p) {
                 Some(port) => port.min(DROP as usize - 1) as u16,
                 None => DROP,
-            };
-            *slot = port;
-            uniform &= *first.get_or_insert(port) == port;
-            if port != 0 {
-                others = true;
-                if port != DROP {
-                    max_port = max_port.max(port);
-                }
             }
         }
-        if !others {
+        let mut ports = [0u16; MAX_BATCH];
+        let pkts = batch.as_mut_slice();
+        let Some((head, rest)) = pkts.split_first_mut() else {
             return;
+        };
+        let first = port_of(head, &mut classify);
+        ports[0] = first;
+        // One pass that only records ports and whether they all agree: the
+        // usual case is a whole batch bound for one output.
+        let mut differ = 0u16;
+        for (slot, p) in ports[1..].iter_mut().zip(rest) {
+            let port = port_of(p, &mut classify);
+            differ |= port ^ first;
+            *slot = port;
         }
-        // Every packet bound for the same output: hand the batch on whole
-        // (a router's forwarding output is rarely output 0).
-        if uniform {
+        if differ == 0 {
             match first {
-                Some(DROP) => batch.clear(),
-                Some(port) => self.push(port as usize, batch),
-                None => {}
+                0 => {}
+                DROP => batch.clear(),
+                port => self.push(port as usize, batch),
             }
             return;
         }
         let mut len = batch.len();
+        let max_port = ports[..len]
+            .iter()
+            .filter(|&&p| p != DROP)
+            .max()
+            .copied()
+            .unwrap_or(0);
         let mut out = Batch::new();
         for port in 1..=max_port {
             if !ports[..len].contains(&port) {
