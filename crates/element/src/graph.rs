@@ -332,6 +332,24 @@ impl<'a> Context<'a> {
         e.pull(edge.port as usize, out, max, &mut cx);
     }
 
+    /// The task of an element whose input is pull (a sink after a Queue):
+    /// pulls up to `burst` packets from input 0 and hands them to `take` as
+    /// if they had been pushed.
+    #[inline]
+    pub fn pull_task(
+        &mut self,
+        burst: usize,
+        take: impl FnOnce(&mut Batch, &mut Self),
+    ) -> crate::TaskResult {
+        let mut b = Batch::new();
+        self.pull(0, &mut b, burst);
+        if b.is_empty() {
+            return crate::TaskResult::Idle;
+        }
+        take(&mut b, self);
+        crate::TaskResult::Worked
+    }
+
     /// Sends each packet of `batch` to the output `classify` picks, or drops
     /// it when `classify` says `None` (the element counts why). Packets
     /// keep their order within each output. The common case, every packet

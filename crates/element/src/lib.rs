@@ -56,6 +56,18 @@ pub enum TaskKind {
     Pump,
 }
 
+impl TaskKind {
+    /// [`TaskKind::Pump`] for an element whose input resolved to pull (a
+    /// sink after a Queue), no task otherwise.
+    pub fn pump_if(pull: bool) -> TaskKind {
+        if pull {
+            TaskKind::Pump
+        } else {
+            TaskKind::None
+        }
+    }
+}
+
 /// An element of the router graph.
 ///
 /// Every method has a default so that an element implements only what its

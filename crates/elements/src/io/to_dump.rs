@@ -115,21 +115,11 @@ impl Element for ToDump {
     }
 
     fn task_kind(&self) -> TaskKind {
-        if self.pull {
-            TaskKind::Pump
-        } else {
-            TaskKind::None
-        }
+        TaskKind::pump_if(self.pull)
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        let mut b = Batch::new();
-        cx.pull(0, &mut b, self.burst);
-        if b.is_empty() {
-            return TaskResult::Idle;
-        }
-        self.take(&mut b, cx);
-        TaskResult::Worked
+        cx.pull_task(self.burst, |b, cx| self.take(b, cx))
     }
 
     fn shutdown(&mut self, cx: &mut Context<'_>) {

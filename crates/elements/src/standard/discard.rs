@@ -57,21 +57,11 @@ impl Element for Discard {
     }
 
     fn task_kind(&self) -> TaskKind {
-        if self.pull {
-            TaskKind::Pump
-        } else {
-            TaskKind::None
-        }
+        TaskKind::pump_if(self.pull)
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        let mut b = Batch::new();
-        cx.pull(0, &mut b, self.burst);
-        if b.is_empty() {
-            return TaskResult::Idle;
-        }
-        self.count += b.len() as u64;
-        TaskResult::Worked
+        cx.pull_task(self.burst, |b, cx| self.push(0, b, cx))
     }
 
     fn stats(&self, s: &mut Stats) {
