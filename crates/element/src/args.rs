@@ -16,8 +16,10 @@
 use bricks_config::{Arg, Span};
 use bricks_wire::ethernet::EthernetAddress;
 use bricks_wire::ipv4::Ipv4Cidr;
+use std::any::Any;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// A problem with an element's arguments, located in the configuration.
@@ -80,8 +82,13 @@ struct Item<'a> {
     span: Span,
 }
 
+/// State that every worker's instance of one configured element shares: a
+/// route table, an SA database. Made once, by the first instance.
+pub type SharedSlot = OnceLock<Arc<dyn Any + Send + Sync>>;
+
 /// The arguments of one element, read one by one.
 pub struct Args<'a> {
+    shared: Option<&'a SharedSlot>,
     items: Vec<Item<'a>>,
     used: Vec<bool>,
     asked: Vec<&'static str>,
@@ -107,12 +114,42 @@ impl<'a> Args<'a> {
             })
             .collect();
         Args {
+            shared: None,
             used: vec![false; items.len()],
             items,
             asked: Vec::new(),
             next_positional: 0,
             whole,
         }
+    }
+
+    /// Gives the element a slot for state shared by all its instances
+    /// (see [`Args::shared`]).
+    pub fn with_shared(mut self, slot: &'a SharedSlot) -> Args<'a> {
+        self.shared = Some(slot);
+        self
+    }
+
+    /// State shared by every worker's instance of this element: `init`
+    /// runs for the first instance only (when the configuration is
+    /// checked), and later instances get the same `Arc`. Tables that all
+    /// workers read (routes, SAs) live here; they must synchronise their
+    /// own updates (read-mostly, replaced atomically). Without a slot (a
+    /// lone element in a test) every call makes a fresh value.
+    pub fn shared<T: Any + Send + Sync>(
+        &mut self,
+        init: impl FnOnce(&mut Self) -> Result<T, ArgError>,
+    ) -> Result<Arc<T>, ArgError> {
+        if let Some(existing) = self.shared.and_then(|s| s.get()) {
+            return Arc::clone(existing)
+                .downcast::<T>()
+                .map_err(|_| ArgError::new("shared state of another type"));
+        }
+        let value = Arc::new(init(self)?);
+        if let Some(slot) = self.shared {
+            let _ = slot.set(value.clone());
+        }
+        Ok(value)
     }
 
     /// Builds arguments from plain strings, for tests and programmatic

@@ -12,8 +12,10 @@
 use crate::Registry;
 use bricks_config::{Arg, Diagnostic, Router, Span};
 use bricks_element::{
-    Args, Edge, Element, ElementClass, Graph, PortInfo, Processing, ProcessingSpec, TaskKind,
+    Args, Edge, Element, ElementClass, Graph, PortInfo, Processing, ProcessingSpec, SharedSlot,
+    TaskKind,
 };
+use std::sync::Arc;
 
 /// One element of a checked plan.
 #[derive(Debug, Clone)]
@@ -34,6 +36,8 @@ pub struct PlanElement {
     pub inputs: Vec<Vec<(usize, usize)>>,
     /// Its task, if it has one.
     pub task: TaskKind,
+    /// State its instances share (made when the plan was checked).
+    pub shared: Arc<SharedSlot>,
 }
 
 /// A checked configuration, ready to be instantiated once per worker.
@@ -342,7 +346,14 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
     for i in 0..n {
         let decl = &router.elements[i];
         let mut task = TaskKind::None;
-        match make(&classes[i], &decl.args, decl.config_span, &ports[i]) {
+        let shared = Arc::new(SharedSlot::new());
+        match make(
+            &classes[i],
+            &decl.args,
+            decl.config_span,
+            &ports[i],
+            &shared,
+        ) {
             Ok(e) => task = e.task_kind(),
             Err(mut d) => {
                 d.message = format!("{} ({}): {}", decl.name, decl.class, d.message);
@@ -358,6 +369,7 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
             outputs: std::mem::take(&mut outputs[i]),
             inputs: std::mem::take(&mut inputs[i]),
             task,
+            shared,
         });
     }
     if !errors.is_empty() {
@@ -371,8 +383,9 @@ fn make(
     args: &[Arg],
     span: Span,
     ports: &PortInfo,
+    shared: &SharedSlot,
 ) -> Result<Box<dyn Element>, Diagnostic> {
-    let mut a = Args::new(args, Some(span));
+    let mut a = Args::new(args, Some(span)).with_shared(shared);
     let e = (class.make)(&mut a, ports).and_then(|e| a.complete().map(|_| e));
     e.map_err(|e| Diagnostic {
         span: e.span.unwrap_or(span),
@@ -433,7 +446,13 @@ impl Plan {
         let mut outs = Vec::with_capacity(self.elements.len());
         let mut ins = Vec::with_capacity(self.elements.len());
         for pe in &self.elements {
-            elements.push(make(&pe.class, &pe.args, pe.config_span, &pe.ports)?);
+            elements.push(make(
+                &pe.class,
+                &pe.args,
+                pe.config_span,
+                &pe.ports,
+                &pe.shared,
+            )?);
             names.push(pe.name.clone());
             outs.push(
                 pe.outputs
@@ -504,5 +523,70 @@ impl Plan {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_config::{Source, SourceMap};
+    use bricks_element::Manual;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// An element whose instances count themselves in shared state.
+    struct Probe;
+
+    impl Element for Probe {}
+
+    static MANUAL: Manual = Manual {
+        summary: "test probe",
+        synopsis: "Probe",
+        description: "counts its instances in shared state",
+        ports: "none",
+        keywords: &[],
+        counters: &[],
+        example: "Probe;",
+        see_also: &[],
+    };
+
+    static INSTANCES: AtomicUsize = AtomicUsize::new(0);
+    static SHARED_MADE: AtomicUsize = AtomicUsize::new(0);
+
+    static PROBE: ElementClass = ElementClass {
+        name: "Probe",
+        ports: "0/0",
+        processing: "a/a",
+        manual: &MANUAL,
+        make: |args, _| {
+            let s = args.shared(|_| {
+                SHARED_MADE.fetch_add(1, Ordering::SeqCst);
+                Ok(AtomicUsize::new(0))
+            })?;
+            s.fetch_add(1, Ordering::SeqCst);
+            INSTANCES.store(s.load(Ordering::SeqCst), Ordering::SeqCst);
+            Ok(Box::new(Probe))
+        },
+    };
+
+    #[test]
+    fn shared_state_is_made_once_per_configured_element() {
+        let mut reg = crate::Registry::new();
+        reg.register(PROBE);
+        let mut map = SourceMap::default();
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<t>".into(),
+                text: "p :: Probe;".into(),
+            },
+        )
+        .unwrap();
+        let plan = build(&router, &reg).unwrap();
+        plan.instantiate().unwrap();
+        plan.instantiate().unwrap();
+        // Made when the plan was checked; the check and both workers'
+        // instances saw the same value.
+        assert_eq!(SHARED_MADE.load(Ordering::SeqCst), 1);
+        assert_eq!(INSTANCES.load(Ordering::SeqCst), 3);
     }
 }
