@@ -1,7 +1,9 @@
 //! `bricks`: the command line. Subcommands only; the work is in the crates.
 
 mod bench;
+mod bench_lpm;
 mod elements_cmd;
+mod routes_cmd;
 
 use anyhow::Context as _;
 use bricks_config::{Source, SourceMap};
@@ -18,6 +20,8 @@ use std::process::ExitCode;
     bricks run conf/ip-router.click --device eth0=pcap:in0.pcap,out0.pcap --device eth1=pcap:in1.pcap,out1.pcap\n  \
     bricks run -e 'InfiniteSource(LIMIT 5, STOP true) -> Print(hi) -> Discard'\n  \
     bricks elements ARPQuerier\n  \
+    bricks routes gen --v4 1000000 --v6 200000 -o table.txt\n  \
+    bricks routes lookup table.txt 8.8.8.8 2001:db8::1\n  \
     bricks bench core")]
 struct Cli {
     #[command(subcommand)]
@@ -40,6 +44,11 @@ enum Command {
     Elements {
         /// Element class, e.g. Classifier.
         name: Option<String>,
+    },
+    /// Route files: statistics, lookups, a generator of realistic tables.
+    Routes {
+        #[command(subcommand)]
+        what: routes_cmd::RoutesCommand,
     },
     /// Measure the packet path in memory.
     Bench {
@@ -95,6 +104,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check(&a),
         Command::Run(a) => run(&a),
         Command::Elements { name } => elements_cmd::elements(name.as_deref()),
+        Command::Routes { what } => routes_cmd::routes(what),
         Command::Bench { what } => bench::bench(what),
     };
     match r {

@@ -283,3 +283,36 @@ fn fragmentation_on_raw_ip_captures() {
     assert_eq!(&body[..2], &[3, 4]);
     assert_eq!(u16::from_be_bytes([body[6], body[7]]), 576);
 }
+
+/// The same router with each Internet-scale lookup element in place of
+/// StaticIPLookup must produce the very same captures.
+#[test]
+fn click_ip_router_with_every_lookup_element() {
+    let text = std::fs::read_to_string(root().join("conf/ip-router.click")).unwrap();
+    for class in ["LookupIPRoute", "DirectIPLookup", "RadixIPLookup"] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("router.click");
+        std::fs::write(
+            &config,
+            text.replace("StaticIPLookup(", &format!("{class}(")),
+        )
+        .unwrap();
+        let config = config.display().to_string();
+        golden(
+            "ip-router",
+            &config,
+            |g, t| {
+                devices(
+                    g,
+                    t,
+                    &[
+                        ("eth0", Some("eth0-in.pcap"), "eth0-out.pcap"),
+                        ("eth1", Some("eth1-in.pcap"), "eth1-out.pcap"),
+                        ("host", None, "host.pcap"),
+                    ],
+                )
+            },
+            &["eth0-out.pcap", "eth1-out.pcap", "host.pcap"],
+        );
+    }
+}

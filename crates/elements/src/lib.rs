@@ -9,6 +9,7 @@ pub mod classify;
 pub mod ether;
 pub mod io;
 pub mod ip;
+pub mod route;
 pub mod standard;
 
 use bricks_element::{ElementClass, Registry};
@@ -20,6 +21,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         io::CLASSES,
         classify::CLASSES,
         ip::CLASSES,
+        route::CLASSES,
         ether::CLASSES,
     ]
     .into_iter()

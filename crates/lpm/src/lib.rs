@@ -5,6 +5,20 @@
 //! Shared vocabulary: a route maps a prefix to a [`NextHop`], an index into
 //! a next-hop table kept by the caller (gateway, output port, ECMP group).
 
+pub mod bench;
+pub mod dir24_8;
+pub mod gen;
+pub mod ipv6;
+mod mem;
+pub mod naive;
 pub mod prefix;
+pub mod source;
+pub mod table;
+pub mod trie4;
 
+pub use dir24_8::Dir24_8;
+pub use ipv6::Poptrie6;
+pub use naive::{Naive4, Naive6};
 pub use prefix::{NextHop, Prefix4, Prefix6};
+pub use table::{Lpm4, Lpm4Update, Lpm6, Lpm6Update, LpmError};
+pub use trie4::Trie4;

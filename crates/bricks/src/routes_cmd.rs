@@ -1,0 +1,211 @@
+//! `bricks routes`: route files from the command line.
+
+use anyhow::Context as _;
+use bricks_lpm::source::{self, OnError, RouteTable};
+use bricks_lpm::{Dir24_8, Lpm4, Lpm6, NextHop, Poptrie6, Prefix4, Prefix6, Trie4};
+use clap::Subcommand;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Memory bound used when building tables from the command line.
+const MEMORY: usize = 1 << 30;
+
+#[derive(Subcommand)]
+pub enum RoutesCommand {
+    /// Count a route file's prefixes by length, and build every lookup
+    /// structure from it: memory and build time of each.
+    Stats {
+        /// Route file: text (`PREFIX [GATEWAY] OUTPUT` lines) or MRT
+        /// TABLE_DUMP_V2, possibly gzip or bzip2 compressed.
+        file: PathBuf,
+        /// Refuse the file at its first malformed route instead of
+        /// skipping (and reporting) it.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Look addresses up: for each, the matching prefix, the next hop and
+    /// the output, or `no route`.
+    Lookup {
+        /// Route file.
+        file: PathBuf,
+        /// IPv4 or IPv6 addresses.
+        #[arg(required = true)]
+        addrs: Vec<IpAddr>,
+    },
+    /// Generate a realistic table (today's prefix-length distributions,
+    /// nested prefixes, a few equal-cost groups) as a text route file.
+    Gen {
+        /// IPv4 prefixes.
+        #[arg(long, default_value_t = 1_000_000)]
+        v4: usize,
+        /// IPv6 prefixes.
+        #[arg(long, default_value_t = 200_000)]
+        v6: usize,
+        /// Seed: the same seed gives the same table.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output file (`-` for standard output).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+fn load(file: &Path, strict: bool) -> anyhow::Result<RouteTable> {
+    let on_error = if strict {
+        OnError::Refuse
+    } else {
+        OnError::Skip
+    };
+    let (table, warnings) = source::load(file, on_error).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(table)
+}
+
+pub fn routes(cmd: RoutesCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        RoutesCommand::Stats { file, strict } => stats(&file, strict),
+        RoutesCommand::Lookup { file, addrs } => lookup(&file, &addrs),
+        RoutesCommand::Gen {
+            v4,
+            v6,
+            seed,
+            output,
+        } => {
+            let t = Instant::now();
+            let table = bricks_lpm::gen::generate(v4, v6, seed);
+            let out: Box<dyn std::io::Write> = if output.as_os_str() == "-" {
+                Box::new(std::io::stdout().lock())
+            } else {
+                Box::new(
+                    std::fs::File::create(&output)
+                        .with_context(|| format!("creating {}", output.display()))?,
+                )
+            };
+            source::text::write_text(&table, std::io::BufWriter::new(out))?;
+            eprintln!(
+                "{} IPv4 and {} IPv6 prefixes (seed {seed}) in {:.2} s",
+                table.v4.len(),
+                table.v6.len(),
+                t.elapsed().as_secs_f64()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+fn stats(file: &Path, strict: bool) -> anyhow::Result<ExitCode> {
+    let t = Instant::now();
+    let table = load(file, strict)?;
+    println!(
+        "{}: {} IPv4 and {} IPv6 prefixes, read in {:.2} s",
+        file.display(),
+        table.v4.len(),
+        table.v6.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let ecmp = table.routes().filter(|(_, h)| h.len() > 1).count();
+    println!("equal-cost groups: {ecmp}");
+    let mut v4 = [0usize; 33];
+    for (p, _) in &table.v4 {
+        v4[p.len as usize] += 1;
+    }
+    let mut v6 = [0usize; 129];
+    for (p, _) in &table.v6 {
+        v6[p.len as usize] += 1;
+    }
+    println!("\nprefix length  IPv4      IPv6");
+    for (len, &b) in v6.iter().enumerate() {
+        let a = v4.get(len).copied().unwrap_or(0);
+        if a + b > 0 {
+            println!("/{len:<12} {a:<9} {b}");
+        }
+    }
+    let interned = table.intern();
+    println!("\nalgorithm     memory       build");
+    if !interned.v4.is_empty() {
+        let t = Instant::now();
+        let d = Dir24_8::build(&interned.v4, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+        println!(
+            "{:<13} {:<12} {:.3} s",
+            d.name(),
+            mib(d.memory_bytes()),
+            t.elapsed().as_secs_f64()
+        );
+        let t = Instant::now();
+        let r = Trie4::build(&interned.v4, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+        println!(
+            "{:<13} {:<12} {:.3} s",
+            r.name(),
+            mib(r.memory_bytes()),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    if !interned.v6.is_empty() {
+        let t = Instant::now();
+        let p = Poptrie6::build(&interned.v6, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+        println!(
+            "{:<13} {:<12} {:.3} s",
+            p.name(),
+            mib(p.memory_bytes()),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn lookup(file: &Path, addrs: &[IpAddr]) -> anyhow::Result<ExitCode> {
+    let table = load(file, false)?;
+    let interned = table.intern();
+    let d4 = Dir24_8::build(&interned.v4, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let d6 = Poptrie6::build(&interned.v6, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // The matching prefix itself, for the report: a map per family.
+    let p4: HashMap<Prefix4, NextHop> = interned.v4.iter().copied().collect();
+    let p6: HashMap<Prefix6, NextHop> = interned.v6.iter().copied().collect();
+    for addr in addrs {
+        let (prefix, nh) = match addr {
+            IpAddr::V4(a) => {
+                let a = u32::from(*a);
+                let nh = d4.lookup(a);
+                let prefix = (0..=32u8)
+                    .rev()
+                    .map(|l| Prefix4::new(a, l))
+                    .find(|p| p4.contains_key(p))
+                    .map(|p| format!("{}/{}", std::net::Ipv4Addr::from(p.addr), p.len));
+                (prefix, nh)
+            }
+            IpAddr::V6(a) => {
+                let a = u128::from(*a);
+                let nh = d6.lookup(a);
+                let prefix = (0..=128u8)
+                    .rev()
+                    .map(|l| Prefix6::new(a, l))
+                    .find(|p| p6.contains_key(p))
+                    .map(|p| format!("{}/{}", std::net::Ipv6Addr::from(p.addr), p.len));
+                (prefix, nh)
+            }
+        };
+        match (prefix, nh) {
+            (Some(prefix), Some(nh)) => {
+                let hops: Vec<String> = interned.groups[nh.0 as usize]
+                    .iter()
+                    .map(|h| match h.gateway {
+                        Some(g) => format!("via {g} output {}", h.output),
+                        None => format!("direct output {}", h.output),
+                    })
+                    .collect();
+                println!("{addr} {prefix} {}", hops.join(" | "));
+            }
+            _ => println!("{addr} no route"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,470 @@
+//! `LookupIPRoute`, `DirectIPLookup`, `RadixIPLookup` and `LookupIP6Route`:
+//! longest-prefix-match routing at Internet scale (RFC 1812 §5.2.4.3).
+//!
+//! The three IPv4 classes take Click's route syntax and differ in the
+//! lookup structure behind them: `DirectIPLookup` and `LookupIPRoute` use
+//! DIR-24-8 (RouteBricks §5.1's D-lookup), `RadixIPLookup` the 4-bit-stride
+//! multibit trie of Hardekopf et al. §4.1. A whole batch is looked up at
+//! once so that the table's memory accesses overlap. Every worker's
+//! instance reads the same table, which write handlers change in place
+//! while traffic flows.
+
+use super::table::{self, RouteTable};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
+};
+use bricks_lpm::source::RoutePrefix;
+use bricks_lpm::{Dir24_8, Lpm4Update, Lpm6Update, NextHop, Poptrie6, Trie4};
+use bricks_packet::MAX_BATCH;
+use std::net::{IpAddr, Ipv6Addr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+const KEYWORDS: &[Keyword] = &[
+    Keyword {
+        name: "ROUTES",
+        ty: "file name",
+        default: Some("none"),
+        doc: "also load the routes of this file (one `PREFIX [GATEWAY] OUTPUT` per line, \
+              or an MRT TABLE_DUMP_V2 RIB dump, possibly gzip or bzip2 compressed)",
+    },
+    Keyword {
+        name: "SKIP_ERRORS",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "skip malformed routes in ROUTES (reporting each) instead of refusing the file",
+    },
+    Keyword {
+        name: "MEMORY",
+        ty: "bytes",
+        default: Some("1073741824"),
+        doc: "refuse a table whose lookup structure would need more memory",
+    },
+];
+
+const DESCRIPTION: &str = "Each argument is a route in Click's syntax: `ADDR/LEN [GATEWAY] \
+    OUT` (LEN may be a netmask; GATEWAY `-` or absent for a directly connected \
+    network). Several routes for one prefix form an equal-cost group: a packet takes \
+    one of them by its flow hash (computed from addresses, protocol and ports when the \
+    device gave none), so a flow never changes path. For each packet, the longest \
+    prefix containing its destination address annotation is chosen (RFC 1812 \
+    5.2.4.3); a gateway replaces the annotation so that ARP resolves the next hop; the \
+    packet leaves on the route's output. Packets that match no route are dropped and \
+    counted.\n\nThe table is shared by every worker and can change while traffic \
+    flows: write `add ROUTE` or `set ROUTE` to add or replace a route, `remove \
+    PREFIX` to withdraw one. Lookups never lock and never see a half-updated entry.";
+
+/// The `DirectIPLookup` class (DIR-24-8).
+pub static DIRECT: ElementClass = ElementClass {
+    name: "DirectIPLookup",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &DIRECT_MANUAL,
+    make: |a, p| make_v4(a, p, Algorithm::Dir24_8),
+};
+
+/// The `LookupIPRoute` class (DIR-24-8 as well).
+pub static LOOKUP: ElementClass = ElementClass {
+    name: "LookupIPRoute",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &LOOKUP_MANUAL,
+    make: |a, p| make_v4(a, p, Algorithm::Dir24_8),
+};
+
+/// The `RadixIPLookup` class (4-bit-stride multibit trie).
+pub static RADIX: ElementClass = ElementClass {
+    name: "RadixIPLookup",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &RADIX_MANUAL,
+    make: |a, p| make_v4(a, p, Algorithm::Trie4),
+};
+
+/// The `LookupIP6Route` class.
+pub static LOOKUP6: ElementClass = ElementClass {
+    name: "LookupIP6Route",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &LOOKUP6_MANUAL,
+    make: make_v6,
+};
+
+static DIRECT_MANUAL: Manual = Manual {
+    summary: "IPv4 routing lookup with DIR-24-8, for full Internet tables",
+    synopsis: "DirectIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
+    description: DESCRIPTION,
+    ports: "one push input (packets with a destination address annotation); one push output per route output",
+    keywords: KEYWORDS,
+    counters: &[
+        ("no_route", "packets that matched no route"),
+        ("routes", "routes in the table now"),
+        ("memory", "bytes of the lookup structure"),
+    ],
+    example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: DirectIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
+    see_also: &["RadixIPLookup", "LookupIPRoute", "StaticIPLookup", "LookupIP6Route"],
+};
+
+static LOOKUP_MANUAL: Manual = Manual {
+    summary: "IPv4 routing lookup (DIR-24-8), Click's general route table element",
+    synopsis: "LookupIPRoute(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
+    example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: LookupIPRoute(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
+    ..DIRECT_MANUAL
+};
+
+static RADIX_MANUAL: Manual = Manual {
+    summary: "IPv4 routing lookup with a 4-bit-stride multibit trie",
+    synopsis: "RadixIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
+    example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
+    ..DIRECT_MANUAL
+};
+
+static LOOKUP6_MANUAL: Manual = Manual {
+    summary: "IPv6 routing lookup (Poptrie), for full Internet tables",
+    synopsis: "LookupIP6Route(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
+    description: "IPv6 counterpart of DirectIPLookup: routes `ADDR/LEN [GATEWAY] OUT` (IPv6 \
+        prefixes; IPv4 lines of a ROUTES file are ignored), equal-cost groups, the same \
+        handlers. The destination is the packet's IPv6 destination annotation, or, when \
+        that is unset, the destination field of the IPv6 header at the network header \
+        annotation (or the start of the packet). A gateway replaces the annotation.",
+    ports: "one push input (IPv6 packets); one push output per route output",
+    example: "InfiniteSource(LIMIT 1) -> rt :: LookupIP6Route(2001:db8::/32 0, ::/0 fe80::1 1); rt[0] -> Discard; rt[1] -> Discard;",
+    see_also: &["DirectIPLookup"],
+    ..DIRECT_MANUAL
+};
+
+#[derive(Debug, Clone, Copy)]
+enum Algorithm {
+    Dir24_8,
+    Trie4,
+}
+
+/// Reads the routes of a lookup element: those of its arguments, then
+/// those of its ROUTES file for the family `keep` accepts (a file may mix
+/// IPv4 and IPv6; each family's element takes its own).
+fn read_routes(
+    args: &mut Args<'_>,
+    keep: fn(&bricks_lpm::source::RoutePrefix) -> bool,
+) -> Result<impl FnOnce() -> Result<Vec<bricks_lpm::source::Route>, ArgError>, ArgError> {
+    let file: Option<PathBuf> = args.read("ROUTES")?;
+    let skip: bool = args.read("SKIP_ERRORS")?.unwrap_or(false);
+    let texts: Vec<(String, bricks_config::Span)> = args
+        .rest()
+        .into_iter()
+        .map(|(t, s)| (t.to_string(), s))
+        .collect();
+    Ok(move || {
+        let borrowed: Vec<(&str, bricks_config::Span)> =
+            texts.iter().map(|(t, s)| (t.as_str(), *s)).collect();
+        let mut routes = table::parse_routes(&borrowed)?;
+        if let Some(f) = file {
+            routes.extend(
+                table::load_file(&f, skip)?
+                    .into_iter()
+                    .filter(|r| keep(&r.prefix)),
+            );
+        }
+        Ok(routes)
+    })
+}
+
+fn make_v4(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+    algo: Algorithm,
+) -> Result<Box<dyn Element>, ArgError> {
+    let memory: usize = args.read("MEMORY")?.unwrap_or(table::DEFAULT_MEMORY);
+    let routes = read_routes(args, |p| matches!(p, RoutePrefix::V4(_)))?;
+    let noutputs = ports.noutputs();
+    let t: Arc<RouteTable<dyn Lpm4Update>> = args.shared(|_| {
+        let routes = routes()?;
+        table::build_v4(&routes, noutputs, |r| -> Result<Box<dyn Lpm4Update>, _> {
+            Ok(match algo {
+                Algorithm::Dir24_8 => Box::new(Dir24_8::build(r, memory)?),
+                Algorithm::Trie4 => Box::new(Trie4::build(r, memory)?),
+            })
+        })
+    })?;
+    Ok(Box::new(IpRouteLookup { t, no_route: 0 }))
+}
+
+fn make_v6(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let memory: usize = args.read("MEMORY")?.unwrap_or(table::DEFAULT_MEMORY);
+    let routes = read_routes(args, |p| matches!(p, RoutePrefix::V6(_)))?;
+    let noutputs = ports.noutputs();
+    let t: Arc<RouteTable<dyn Lpm6Update>> = args.shared(|_| {
+        let routes = routes()?;
+        table::build_v6(&routes, noutputs, |r| -> Result<Box<dyn Lpm6Update>, _> {
+            Ok(Box::new(Poptrie6::build(r, memory)?))
+        })
+    })?;
+    Ok(Box::new(Ip6RouteLookup { t, no_route: 0 }))
+}
+
+/// IPv4 route lookup over a shared table.
+pub struct IpRouteLookup {
+    t: Arc<RouteTable<dyn Lpm4Update>>,
+    no_route: u64,
+}
+
+impl Element for IpRouteLookup {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        let n = batch.len();
+        let mut addrs = [0u32; MAX_BATCH];
+        for (a, p) in addrs.iter_mut().zip(batch.iter()) {
+            *a = u32::from(p.anno().dst_ip);
+        }
+        let mut found: [Option<NextHop>; MAX_BATCH] = [None; MAX_BATCH];
+        self.t.lpm.lookup_batch(&addrs[..n], &mut found[..n]);
+        let groups = self.t.groups();
+        let mut i = 0;
+        let mut missed = 0;
+        cx.push_classified(batch, |p| {
+            let r = found[i];
+            i += 1;
+            let Some(group) = r.and_then(|nh| groups.get(nh.0 as usize)) else {
+                missed += 1;
+                return None;
+            };
+            let hop = if group.len() == 1 {
+                &group[0]
+            } else {
+                table::pick(group, table::flow_hash(p))
+            };
+            if let Some(gw) = table::gateway_v4(hop) {
+                p.anno_mut().dst_ip = gw;
+            }
+            Some(hop.output as usize)
+        });
+        self.no_route += missed;
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("no_route", self.no_route);
+        s.counter("routes", self.t.lpm.route_count() as u64);
+        s.counter("memory", self.t.lpm.memory_bytes() as u64);
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        self.t.handle(handler, value)
+    }
+}
+
+/// IPv6 route lookup over a shared table.
+pub struct Ip6RouteLookup {
+    t: Arc<RouteTable<dyn Lpm6Update>>,
+    no_route: u64,
+}
+
+/// The IPv6 destination a packet is routed by.
+#[inline]
+fn dst6(p: &bricks_element::Packet) -> u128 {
+    let a = p.anno().dst_ip6;
+    if !a.is_unspecified() {
+        return u128::from(a);
+    }
+    let ip = p.network_header().unwrap_or(p.data());
+    match ip.get(24..40) {
+        Some(d) if ip[0] >> 4 == 6 => {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(d);
+            u128::from_be_bytes(b)
+        }
+        _ => 0,
+    }
+}
+
+impl Element for Ip6RouteLookup {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        let n = batch.len();
+        let mut addrs = [0u128; MAX_BATCH];
+        for (a, p) in addrs.iter_mut().zip(batch.iter()) {
+            *a = dst6(p);
+        }
+        let mut found: [Option<NextHop>; MAX_BATCH] = [None; MAX_BATCH];
+        self.t.lpm.lookup_batch(&addrs[..n], &mut found[..n]);
+        let groups = self.t.groups();
+        let mut i = 0;
+        let mut missed = 0;
+        cx.push_classified(batch, |p| {
+            let (r, addr) = (found[i], addrs[i]);
+            i += 1;
+            let Some(group) = r.and_then(|nh| groups.get(nh.0 as usize)) else {
+                missed += 1;
+                return None;
+            };
+            let hop = if group.len() == 1 {
+                &group[0]
+            } else {
+                let h = (addr as u64 ^ (addr >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                table::pick(group, (h >> 32) as u32)
+            };
+            p.anno_mut().dst_ip6 = match hop.gateway {
+                Some(IpAddr::V6(g)) if !g.is_unspecified() => g,
+                _ => Ipv6Addr::from(addr),
+            };
+            Some(hop.output as usize)
+        });
+        self.no_route += missed;
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("no_route", self.no_route);
+        s.counter("routes", self.t.lpm.route_count() as u64);
+        s.counter("memory", self.t.lpm.memory_bytes() as u64);
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        self.t.handle6(handler, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_element::Packet;
+    use bricks_runtime::testing::{make_element, Harness};
+    use std::net::Ipv4Addr;
+
+    /// A UDP/IPv4 packet (network header annotated) from `src`:`sport` to
+    /// `dst`, with the destination annotation set as CheckIPHeader would.
+    fn udp(src: [u8; 4], dst: [u8; 4], sport: u16) -> Packet {
+        let mut b = vec![
+            0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, src[0], src[1], src[2], src[3], dst[0],
+            dst[1], dst[2], dst[3],
+        ];
+        b.extend_from_slice(&sport.to_be_bytes());
+        b.extend_from_slice(&[0x13, 0x88, 0, 8, 0, 0]);
+        let mut p = Packet::from_slice(&b).unwrap();
+        p.set_network_header(0);
+        p.anno_mut().dst_ip = Ipv4Addr::from(dst);
+        p
+    }
+
+    #[test]
+    fn longest_prefix_gateway_and_no_route_for_every_ipv4_class() {
+        for class in [&DIRECT, &LOOKUP, &RADIX] {
+            let mut h = Harness::push(
+                class,
+                "10.0.0.0/8 0, 10.1.0.0/16 10.9.9.9 1, 192.168.0.0/255.255.0.0 2",
+                1,
+                3,
+            );
+            h.push_packets(
+                0,
+                [
+                    udp([1, 1, 1, 1], [10, 2, 3, 4], 1),
+                    udp([1, 1, 1, 1], [10, 1, 3, 4], 1),
+                    udp([1, 1, 1, 1], [192, 168, 7, 7], 1),
+                    udp([1, 1, 1, 1], [11, 0, 0, 1], 1),
+                ],
+            );
+            let out0 = h.take(0);
+            let out1 = h.take(1);
+            let out2 = h.take(2);
+            assert_eq!(
+                (out0.len(), out1.len(), out2.len()),
+                (1, 1, 1),
+                "{}",
+                class.name
+            );
+            assert_eq!(out1[0].anno().dst_ip, Ipv4Addr::new(10, 9, 9, 9));
+            assert_eq!(out0[0].anno().dst_ip, Ipv4Addr::new(10, 2, 3, 4));
+            assert_eq!(h.stats().get("no_route"), Some(1));
+            assert_eq!(h.stats().get("routes"), Some(3));
+        }
+    }
+
+    #[test]
+    fn ecmp_keeps_each_flow_on_one_path_and_spreads_flows() {
+        let mut h = Harness::push(&DIRECT, "0.0.0.0/0 10.0.0.1 0, 0.0.0.0/0 10.0.0.2 1", 1, 2);
+        let mut per_flow = std::collections::HashMap::new();
+        for round in 0..3 {
+            for sport in 0..200u16 {
+                h.push_packets(0, [udp([1, 2, 3, 4], [5, 6, 7, 8], sport)]);
+                let (a, b) = (h.take(0), h.take(1));
+                let port = if a.len() == 1 { 0 } else { 1 };
+                assert_eq!(a.len() + b.len(), 1);
+                let prev = per_flow.insert(sport, port);
+                if round > 0 {
+                    assert_eq!(prev, Some(port), "flow {sport} moved");
+                }
+            }
+        }
+        let on0 = per_flow.values().filter(|&&p| p == 0).count();
+        assert!((60..=140).contains(&on0), "{on0} of 200 flows on path 0");
+    }
+
+    #[test]
+    fn handlers_change_the_table_while_it_is_used() {
+        let mut h = Harness::push(&DIRECT, "10.0.0.0/8 0", 1, 2);
+        h.write_handler("add", "10.1.0.0/16 1").unwrap();
+        h.push_packets(0, [udp([1, 1, 1, 1], [10, 1, 0, 1], 1)]);
+        assert_eq!(h.take(1).len(), 1);
+        h.write_handler("remove", "10.1.0.0/16").unwrap();
+        h.push_packets(0, [udp([1, 1, 1, 1], [10, 1, 0, 1], 1)]);
+        assert_eq!(h.take(0).len(), 1, "falls back to the covering /8");
+        assert!(h.write_handler("remove", "10.1.0.0/16").is_err());
+        assert!(h
+            .write_handler("add", "10.2.0.0/16 5")
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(h.write_handler("add", "bogus").is_err());
+    }
+
+    #[test]
+    fn routes_file_is_loaded_and_errors_name_the_line() {
+        let dir = std::env::temp_dir().join(format!("bricks-routes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.txt");
+        std::fs::write(&good, "# table\n10.0.0.0/8 1\n2001:db8::/32 0\n").unwrap();
+        let mut h = Harness::push(&DIRECT, &format!("ROUTES {}", good.display()), 1, 2);
+        h.push_packets(0, [udp([1, 1, 1, 1], [10, 0, 0, 1], 1)]);
+        assert_eq!(h.take(1).len(), 1);
+        let bad = dir.join("bad.txt");
+        std::fs::write(&bad, "10.0.0.0/8 1\n10.0.0.0/33 0\n").unwrap();
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push; 2],
+        };
+        let e = make_element(&DIRECT, &format!("ROUTES {}", bad.display()), &ports).unwrap_err();
+        assert!(e.contains("bad.txt:2"), "{e}");
+        assert!(make_element(
+            &DIRECT,
+            &format!("ROUTES {}, SKIP_ERRORS true", bad.display()),
+            &ports
+        )
+        .is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn argument_errors() {
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push],
+        };
+        let e = make_element(&DIRECT, "10.0.0.0/8 3", &ports).unwrap_err();
+        assert!(e.contains("output 3 out of range"), "{e}");
+        let e = make_element(&DIRECT, "10.0.0.0/8 0, 2001:db8::/32 0", &ports).unwrap_err();
+        assert!(e.contains("IPv6 route"), "{e}");
+        let e = make_element(&DIRECT, "10.0.0.0/8 0, MEMORY 1000", &ports).unwrap_err();
+        assert!(e.contains("1000"), "{e}");
+    }
+
+    #[test]
+    fn ipv6_lookup_by_header_and_gateway_annotation() {
+        let mut h = Harness::push(&LOOKUP6, "2001:db8::/32 0, 2001:db8:1::/48 fe80::1 1", 1, 2);
+        let mut frame = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
+        frame.extend_from_slice(&"2001:db8::5".parse::<Ipv6Addr>().unwrap().octets());
+        frame.extend_from_slice(&"2001:db8:1::9".parse::<Ipv6Addr>().unwrap().octets());
+        frame.extend_from_slice(&[0; 8]);
+        h.push_bytes(0, &frame);
+        let out = h.take(1);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].anno().dst_ip6,
+            "fe80::1".parse::<Ipv6Addr>().unwrap()
+        );
+    }
+}

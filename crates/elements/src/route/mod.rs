@@ -1,0 +1,14 @@
+//! Route lookup at Internet scale: elements over the `bricks_lpm` tables.
+
+pub mod lookup;
+pub mod table;
+
+use bricks_element::ElementClass;
+
+/// Every class of this group.
+pub static CLASSES: &[&ElementClass] = &[
+    &lookup::DIRECT,
+    &lookup::LOOKUP,
+    &lookup::RADIX,
+    &lookup::LOOKUP6,
+];

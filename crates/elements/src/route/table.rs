@@ -1,0 +1,303 @@
+//! The state every route-lookup element shares across workers: the
+//! longest-prefix-match table, the next-hop groups its entries point to,
+//! and the parsing of Click's route syntax and of route files.
+//!
+//! One `RouteTable` is made per configured element (through
+//! `Args::shared`) and read by every worker without a lock: the LPM
+//! structures are updated in place with atomic stores (see
+//! `bricks_lpm::table`), and the hop groups are an append-only list
+//! published by pointer swap, so a lookup never sees a half-made group.
+
+use arc_swap::ArcSwap;
+use bricks_element::{ArgError, Packet};
+use bricks_lpm::source::{self, Hop, OnError, Route, RoutePrefix};
+use bricks_lpm::{Lpm4Update, Lpm6Update, NextHop, Prefix4, Prefix6};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Default bound on a table's lookup memory.
+pub const DEFAULT_MEMORY: usize = 1 << 30;
+
+/// Routes of one element: the LPM table and its hop groups.
+pub struct RouteTable<T: ?Sized> {
+    /// The lookup structure.
+    pub lpm: Box<T>,
+    /// Hop groups by next-hop index; replaced whole when a group is added.
+    groups: ArcSwap<Vec<Arc<[Hop]>>>,
+    /// Writer side: group -> index, and the routes as configured (for
+    /// `remove` checks and reports).
+    writer: Mutex<HashMap<Vec<Hop>, NextHop>>,
+    noutputs: usize,
+}
+
+/// A route-table change that was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteError(pub String);
+
+impl core::fmt::Display for RouteError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Parses routes written in Click's syntax, one per argument.
+pub fn parse_routes(texts: &[(&str, bricks_config::Span)]) -> Result<Vec<Route>, ArgError> {
+    let mut routes = Vec::new();
+    for (text, span) in texts {
+        match source::text::parse_line(text) {
+            Ok(Some(r)) => routes.push(r),
+            Ok(None) => {}
+            Err(e) => return Err(ArgError::at(*span, format!("bad route `{text}`: {e}"))),
+        }
+    }
+    Ok(routes)
+}
+
+/// Reads a route file (text or MRT, detected by content).
+pub fn load_file(path: &Path, skip_errors: bool) -> Result<Vec<Route>, ArgError> {
+    let on_error = if skip_errors {
+        OnError::Skip
+    } else {
+        OnError::Refuse
+    };
+    let (table, warnings) =
+        source::load(path, on_error).map_err(|e| ArgError::new(e.to_string()))?;
+    for w in warnings.iter().take(20) {
+        eprintln!("warning: {w}");
+    }
+    Ok(table
+        .routes()
+        .map(|(prefix, hops)| Route {
+            prefix,
+            hops: hops.to_vec(),
+        })
+        .collect())
+}
+
+impl<T: ?Sized> RouteTable<T> {
+    fn check_outputs(&self, hops: &[Hop]) -> Result<(), RouteError> {
+        for h in hops {
+            if h.output as usize >= self.noutputs {
+                return Err(RouteError(format!(
+                    "output {} out of range: the element has {} output{}",
+                    h.output,
+                    self.noutputs,
+                    if self.noutputs == 1 { "" } else { "s" }
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The next-hop index of `hops`, adding the group if it is new.
+    fn intern(&self, hops: &[Hop]) -> Result<NextHop, RouteError> {
+        self.check_outputs(hops)?;
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(nh) = w.get(hops) {
+            return Ok(*nh);
+        }
+        let current = self.groups.load();
+        if current.len() as u32 > NextHop::MAX {
+            return Err(RouteError("too many distinct next-hop groups".into()));
+        }
+        let nh = NextHop(current.len() as u32);
+        let mut next = Vec::with_capacity(current.len() + 1);
+        next.extend(current.iter().cloned());
+        next.push(hops.into());
+        // Published before any LPM entry can name it.
+        self.groups.store(Arc::new(next));
+        w.insert(hops.to_vec(), nh);
+        Ok(nh)
+    }
+
+    /// The current hop groups (one atomic load; hold it for a batch).
+    #[inline]
+    pub fn groups(&self) -> arc_swap::Guard<Arc<Vec<Arc<[Hop]>>>> {
+        self.groups.load()
+    }
+
+    fn with_groups(
+        lpm: Box<T>,
+        groups: Vec<Vec<Hop>>,
+        noutputs: usize,
+    ) -> Result<Self, RouteError> {
+        let t = RouteTable {
+            lpm,
+            groups: ArcSwap::from_pointee(groups.iter().map(|g| g.as_slice().into()).collect()),
+            writer: Mutex::new(
+                groups
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, g)| (g, NextHop(i as u32)))
+                    .collect(),
+            ),
+            noutputs,
+        };
+        for g in t.groups.load().iter() {
+            t.check_outputs(g)?;
+        }
+        Ok(t)
+    }
+}
+
+/// Builds an IPv4 table from routes with the constructor `build` (one of
+/// the `bricks_lpm` algorithms).
+pub fn build_v4<T: Lpm4Update + ?Sized>(
+    routes: &[Route],
+    noutputs: usize,
+    build: impl FnOnce(&[(Prefix4, NextHop)]) -> Result<Box<T>, bricks_lpm::LpmError>,
+) -> Result<RouteTable<T>, ArgError> {
+    let mut table = source::RouteTable::new();
+    for r in routes {
+        if let RoutePrefix::V6(p) = r.prefix {
+            return Err(ArgError::new(format!(
+                "IPv6 route {}/{} in an IPv4 table (use LookupIP6Route)",
+                std::net::Ipv6Addr::from(p.addr),
+                p.len
+            )));
+        }
+        table.push(r.clone());
+    }
+    table.canonicalize(source::Duplicates::Merge);
+    let interned = table.intern();
+    let lpm = build(&interned.v4).map_err(|e| ArgError::new(e.to_string()))?;
+    RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))
+}
+
+/// Builds an IPv6 table; see [`build_v4`].
+pub fn build_v6<T: Lpm6Update + ?Sized>(
+    routes: &[Route],
+    noutputs: usize,
+    build: impl FnOnce(&[(Prefix6, NextHop)]) -> Result<Box<T>, bricks_lpm::LpmError>,
+) -> Result<RouteTable<T>, ArgError> {
+    let mut table = source::RouteTable::new();
+    for r in routes {
+        if let RoutePrefix::V4(p) = r.prefix {
+            return Err(ArgError::new(format!(
+                "IPv4 route {}/{} in an IPv6 table (use DirectIPLookup)",
+                std::net::Ipv4Addr::from(p.addr),
+                p.len
+            )));
+        }
+        table.push(r.clone());
+    }
+    table.canonicalize(source::Duplicates::Merge);
+    let interned = table.intern();
+    let lpm = build(&interned.v6).map_err(|e| ArgError::new(e.to_string()))?;
+    RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))
+}
+
+impl<T: Lpm4Update + ?Sized> RouteTable<T> {
+    /// Handles `add` and `set` (both add a route or replace the one for the
+    /// same prefix) and `remove` (Click's route table handlers).
+    pub fn handle(&self, handler: &str, value: &str) -> Result<(), String> {
+        match handler {
+            "add" | "set" => {
+                let route = parse_one(value)?;
+                let RoutePrefix::V4(p) = route.prefix else {
+                    return Err("IPv6 route in an IPv4 table".into());
+                };
+                let nh = self.intern(&route.hops).map_err(|e| e.0)?;
+                self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+                Ok(())
+            }
+            "remove" => {
+                let p = parse_prefix(value)?;
+                let RoutePrefix::V4(p) = p else {
+                    return Err("IPv6 prefix in an IPv4 table".into());
+                };
+                match self.lpm.remove(p).map_err(|e| e.to_string())? {
+                    Some(_) => Ok(()),
+                    None => Err(format!("{value}: no such route")),
+                }
+            }
+            _ => Err(format!("no write handler `{handler}` (add, set, remove)")),
+        }
+    }
+}
+
+impl<T: Lpm6Update + ?Sized> RouteTable<T> {
+    /// Handles `add`, `set` and `remove` for IPv6 routes.
+    pub fn handle6(&self, handler: &str, value: &str) -> Result<(), String> {
+        match handler {
+            "add" | "set" => {
+                let route = parse_one(value)?;
+                let RoutePrefix::V6(p) = route.prefix else {
+                    return Err("IPv4 route in an IPv6 table".into());
+                };
+                let nh = self.intern(&route.hops).map_err(|e| e.0)?;
+                self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+                Ok(())
+            }
+            "remove" => {
+                let RoutePrefix::V6(p) = parse_prefix(value)? else {
+                    return Err("IPv4 prefix in an IPv6 table".into());
+                };
+                match self.lpm.remove(p).map_err(|e| e.to_string())? {
+                    Some(_) => Ok(()),
+                    None => Err(format!("{value}: no such route")),
+                }
+            }
+            _ => Err(format!("no write handler `{handler}` (add, set, remove)")),
+        }
+    }
+}
+
+fn parse_one(text: &str) -> Result<Route, String> {
+    source::text::parse_line(text)?.ok_or_else(|| "no route given".to_string())
+}
+
+fn parse_prefix(text: &str) -> Result<RoutePrefix, String> {
+    // A prefix alone is a route line without its output: reuse the parser.
+    let first = text.split_whitespace().next().unwrap_or("");
+    Ok(parse_one(&format!("{first} 0"))?.prefix)
+}
+
+/// A flow hash of an IPv4 packet (addresses, protocol, and ports of first
+/// fragments), for choosing among equal-cost paths when the device gave
+/// none. Kept in the packet's annotation so later choices agree.
+#[inline]
+pub fn flow_hash(p: &mut Packet) -> u32 {
+    if p.anno().flow_hash != 0 {
+        return p.anno().flow_hash;
+    }
+    let h = match p.network_header() {
+        Some(ip) if ip.len() >= 20 && ip[0] >> 4 == 4 => {
+            let hl = usize::from(ip[0] & 0x0f) * 4;
+            let mut words = [0u32; 4];
+            words[0] = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
+            words[1] = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
+            words[2] = u32::from(ip[9]);
+            let first = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff == 0;
+            if first && matches!(ip[9], 6 | 17 | 132) && ip.len() >= hl + 4 {
+                words[3] = u32::from_be_bytes([ip[hl], ip[hl + 1], ip[hl + 2], ip[hl + 3]]);
+            }
+            let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+            for w in words {
+                h = (h ^ u64::from(w)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+                h ^= h >> 32;
+            }
+            (h as u32) | 1
+        }
+        _ => 1,
+    };
+    p.anno_mut().flow_hash = h;
+    h
+}
+
+/// The hop of `group` a packet with flow hash `h` takes.
+#[inline(always)]
+pub fn pick(group: &[Hop], h: u32) -> &Hop {
+    &group[((u64::from(h) * group.len() as u64) >> 32) as usize]
+}
+
+/// A gateway as an IPv4 address, if it is one.
+#[inline(always)]
+pub fn gateway_v4(h: &Hop) -> Option<std::net::Ipv4Addr> {
+    match h.gateway {
+        Some(IpAddr::V4(a)) if !a.is_unspecified() => Some(a),
+        _ => None,
+    }
+}

@@ -1,0 +1,1117 @@
+//! IPv6 longest-prefix match: [`Poptrie6`], a Poptrie (Asai and Ohara,
+//! "Poptrie: A Compressed Trie with Population Count for Fast and Scalable
+//! Software IP Routing Table Lookup", SIGCOMM 2015) with a 20-bit direct
+//! pointing array and 6-bit strides.
+//!
+//! # Why Poptrie
+//!
+//! An IPv6 table of 200K prefixes is mostly /48 (about half), /32, /40,
+//! /44, /36 and /29, spread over a few RIR blocks of 2000::/3. Two
+//! families of structures do LPM at this size:
+//!
+//! - *Expanded multibit tries* (DIR-24-8 carried on: `rte_lpm6`'s 24-bit
+//!   table then 8-bit groups) look up in few accesses but each /48 under a
+//!   different /40 gets its own 256-entry group: roughly a kilobyte per
+//!   prefix, 100-200 MiB for 200K, and a structure that large misses cache
+//!   at every level.
+//! - *Hash tables per length* (Waldvogel's binary search on lengths) are
+//!   compact but cost several hashes and probes per lookup.
+//!
+//! Poptrie keeps the multibit trie's few dependent loads and compresses
+//! each node to a bitmap: a node holds a 64-bit `vector` (which of its 64
+//! slots lead to a child node), a 64-bit `leafvec` (where a run of equal
+//! leaves starts) and the base indexes of its children and of its leaves,
+//! which sit contiguously in two arrays; a lookup finds the next index
+//! with a population count. Leaves are pushed (each holds the final answer
+//! for its range, so a lookup reads exactly one leaf) and runs of equal
+//! leaves are stored once, so a node with one /48 in it costs 24 bytes
+//! plus two or three leaves. 200K prefixes shaped like today's table
+//! ([`crate::gen`]) take 15.7 MiB, 4 of them the direct pointing array,
+//! against 100 MiB and more for an expanded trie; the hot upper levels
+//! stay in cache.
+//!
+//! The direct pointing array covers the first 20 bits (2^20 entries, 4
+//! MiB, a leaf or the index of the node for that /20), chosen for the
+//! length distribution: with 6-bit strides after it the levels end at /26,
+//! /32, /38, /44, /50, so a /32 ends exactly at a level, a /48 takes five
+//! node loads, and 20 + 18 x 6 = 128 leaves no partial last stride.
+//!
+//! A lookup is a chain of dependent loads that miss cache on a large
+//! table, so [`Lpm6::lookup_batch`] interleaves 32 lookups, advancing each
+//! by one load per pass after prefetching it (about 4x the speed of one
+//! lookup at a time). The population counts use the POPCNT instruction,
+//! selected at run time, since the x86_64 baseline lacks it.
+//!
+//! # Updates
+//!
+//! Nodes are immutable once linked. A route change rebuilds the node that
+//! holds the prefix (reusing every untouched slot's subtree as is) into
+//! fresh blocks, and copies the path above it only as far as it must: a
+//! node is three words, and when a rebuilt node keeps its `vector` and
+//! `leafvec`, one atomic store of its third word (where its children and
+//! leaves are) publishes it in place; otherwise its parent is copied, up to
+//! a new node for the /20 published with one Release store of the direct
+//! pointing entry. Path copying, the RCU idiom: a lookup sees the whole old
+//! path or the whole new one. Replaced blocks go to limbo and are reused
+//! only after a reuse-sequence bump that lookups check (`src/mem.rs`);
+//! lookups bound-check every index they follow, so a reused block can only
+//! cause a retry. Prefixes of /20 or shorter rewrite the direct-pointing
+//! entries they cover, one at a time. The writer keeps the rules in an
+//! ordered map (the rules under a region, to rebuild it) and a hash map
+//! (the rules covering a prefix).
+
+#![deny(unsafe_code)]
+
+use crate::mem::{prefetch, zeroed_u32, zeroed_u64, BlockPool, ReuseSeq};
+use crate::prefix::{NextHop, Prefix6};
+use crate::table::{check_next_hop, Lpm6, Lpm6Update, LpmError, RuleMap};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Bits resolved by the direct pointing array.
+const DIR_BITS: u8 = 20;
+const DIR_LEN: usize = 1 << DIR_BITS;
+const DIR_BYTES: usize = DIR_LEN * 4;
+const STRIDE: u8 = 6;
+/// Direct-pointing entry: a node index rather than a leaf.
+const NODE: u32 = 1 << 31;
+const VALID: u32 = 1 << 30;
+const NH_MASK: u32 = (1 << 22) - 1;
+/// A node is three words: vector, leafvec, leaf base | child base << 32.
+const NODE_WORDS: usize = 3;
+const NODE_BYTES: usize = NODE_WORDS * 8;
+const LEAF_BYTES: usize = 4;
+/// Node levels below the direct pointing array.
+const LEVELS: usize = (128 - DIR_BITS as usize) / STRIDE as usize;
+/// Addresses resolved together by [`Lpm6::lookup_batch`].
+const LANES: usize = 32;
+
+#[inline(always)]
+fn leaf(nh: NextHop) -> u32 {
+    VALID | nh.0
+}
+
+#[inline(always)]
+fn answer(l: u32) -> Option<NextHop> {
+    (l & VALID != 0).then_some(NextHop(l & NH_MASK))
+}
+
+/// The slot of `addr` in a node whose region is `r` bits long.
+#[inline(always)]
+fn chunk(addr: u128, r: u8) -> usize {
+    ((addr >> (128 - r - STRIDE)) & 63) as usize
+}
+
+fn has_popcnt() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::is_x86_feature_detected!("popcnt");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Bits `0..=v` of a word.
+#[inline(always)]
+fn upto(v: usize) -> u64 {
+    u64::MAX >> (63 - v)
+}
+
+/// A slot of a node while the writer builds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The answer for the whole slot.
+    Leaf(u32),
+    /// A child node: its three words.
+    Node([u64; 3]),
+}
+
+/// What rebuilding a region produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// The region's node (or leaf) is unchanged where its parent holds
+    /// it; whatever changed below was published in place.
+    Same,
+    /// New content for the region, not yet linked.
+    New(Slot),
+}
+
+/// The route change being applied: the prefix, and the rules that cover
+/// it (and it, if present), shortest first.
+struct Change<'a> {
+    p: Prefix6,
+    chain: &'a [(u8, u32)],
+}
+
+/// The `vector` and `leafvec` a node of these slots has.
+fn shape(slots: &[Slot; 64]) -> (u64, u64) {
+    let (mut vector, mut leafvec, mut last) = (0u64, 0u64, None);
+    for (v, s) in slots.iter().enumerate() {
+        match *s {
+            Slot::Node(_) => vector |= 1 << v,
+            Slot::Leaf(l) => {
+                if last != Some(l) {
+                    leafvec |= 1 << v;
+                    last = Some(l);
+                }
+            }
+        }
+    }
+    (vector, leafvec)
+}
+
+/// The Poptrie; see the module doc. Share it with an `Arc`: lookups and
+/// updates both take `&self`.
+pub struct Poptrie6 {
+    dir: Box<[AtomicU32]>,
+    nodes: Box<[AtomicU64]>,
+    leaves: Box<[AtomicU32]>,
+    seq: ReuseSeq,
+    bound: usize,
+    touched: AtomicUsize,
+    /// The CPU has POPCNT (see [`Poptrie6::lookup_one_popcnt`]).
+    popcnt: bool,
+    writer: Mutex<Writer>,
+}
+
+struct Writer {
+    /// Ordered, for the rules under a region.
+    rules: BTreeMap<(u128, u8), NextHop>,
+    /// The same rules, for probing one prefix.
+    exact: RuleMap<(u128, u8)>,
+    per_len: [u32; 129],
+    nodes: BlockPool,
+    leaves: BlockPool,
+    /// Blocks written by the update in progress (freed if it fails) and
+    /// blocks it replaces (freed once it is published): (is_node, start,
+    /// size).
+    made: Vec<(bool, u32, usize)>,
+    replaced: Vec<(bool, u32, usize)>,
+}
+
+impl Writer {
+    /// The longest rule with length in `lo..=hi` that covers `addr`, as a
+    /// leaf with its length.
+    fn best(&self, addr: u128, lo: u8, hi: u8) -> Option<(u8, u32)> {
+        (lo..=hi).rev().find_map(|l| {
+            if self.per_len[l as usize] == 0 {
+                return None;
+            }
+            self.exact
+                .get(&(addr & Prefix6::mask(l), l))
+                .map(|&nh| (l, leaf(nh)))
+        })
+    }
+
+    /// Rules strictly inside the region `addr/r` (longer than `r`), in
+    /// (address, length) order.
+    fn under(&self, addr: u128, r: u8) -> Vec<(u128, u8, u32)> {
+        if r >= 128 {
+            return Vec::new();
+        }
+        let last = addr | !Prefix6::mask(r);
+        self.rules
+            .range((addr, r + 1)..=(last, 128))
+            .map(|(&(a, l), &nh)| (a, l, leaf(nh)))
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Poptrie6 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Poptrie6")
+            .field("memory_bytes", &self.memory_bytes())
+            .field("bound", &self.bound)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Poptrie6 {
+    fn default() -> Self {
+        Poptrie6::new()
+    }
+}
+
+impl Poptrie6 {
+    /// The memory bound of [`Poptrie6::new`]: 256 MiB (200K prefixes shaped
+    /// like today's table take about 16 MiB).
+    pub const DEFAULT_MEMORY_BOUND: usize = 256 << 20;
+
+    /// An empty table with the default bound.
+    pub fn new() -> Poptrie6 {
+        Poptrie6::with_memory_bound(Self::DEFAULT_MEMORY_BOUND).expect("default bound fits")
+    }
+
+    /// An empty table that refuses to grow past `bound` bytes.
+    pub fn with_memory_bound(bound: usize) -> Result<Poptrie6, LpmError> {
+        if bound < DIR_BYTES {
+            return Err(LpmError::MemoryBound {
+                algorithm: "poptrie6",
+                needed: DIR_BYTES,
+                bound,
+                detail: "the direct pointing array alone takes 4 MiB".into(),
+            });
+        }
+        let rest = bound - DIR_BYTES;
+        // Both arenas are reserved for the whole budget (address space,
+        // not memory); the budget is enforced on what they use together.
+        let node_cap = (rest / NODE_BYTES).min(u32::MAX as usize);
+        let leaf_cap = (rest / LEAF_BYTES).min(u32::MAX as usize);
+        let dir = zeroed_u32(DIR_LEN);
+        let nodes = zeroed_u64(node_cap * NODE_WORDS);
+        let leaves = zeroed_u32(leaf_cap);
+        Ok(Poptrie6 {
+            dir,
+            nodes,
+            leaves,
+            seq: ReuseSeq::default(),
+            bound,
+            touched: AtomicUsize::new(0),
+            popcnt: has_popcnt(),
+            writer: Mutex::new(Writer {
+                rules: BTreeMap::new(),
+                exact: RuleMap::default(),
+                per_len: [0; 129],
+                nodes: BlockPool::new(node_cap, 64),
+                leaves: BlockPool::new(leaf_cap, 64),
+                made: Vec::new(),
+                replaced: Vec::new(),
+            }),
+        })
+    }
+
+    /// A table of `routes` within `bound` bytes (a prefix given twice
+    /// keeps its last next hop), built bottom-up in one pass over the
+    /// sorted prefixes.
+    pub fn build(routes: &[(Prefix6, NextHop)], bound: usize) -> Result<Poptrie6, LpmError> {
+        let t = Poptrie6::with_memory_bound(bound)?;
+        {
+            let mut w = t.lock();
+            for &(p, nh) in routes {
+                check_next_hop(nh)?;
+                let p = Prefix6::new(p.addr, p.len);
+                if w.rules.insert((p.addr, p.len), nh).is_none() {
+                    w.per_len[p.len as usize] += 1;
+                }
+                w.exact.insert((p.addr, p.len), nh);
+            }
+            let all: Vec<(u128, u8, u32)> = w
+                .rules
+                .iter()
+                .map(|(&(a, l), &nh)| (a, l, leaf(nh)))
+                .collect();
+            // Direct pointing: paint the short prefixes, parents first.
+            let mut top = vec![0u32; DIR_LEN];
+            for &(a, l, v) in all.iter().filter(|r| r.1 <= DIR_BITS) {
+                let first = (a >> (128 - DIR_BITS)) as usize;
+                top[first..first + (1 << (DIR_BITS - l))].fill(v);
+            }
+            let deep: Vec<(u128, u8, u32)> = all.into_iter().filter(|r| r.1 > DIR_BITS).collect();
+            let mut i = 0;
+            let mut result = Ok(());
+            while i < deep.len() {
+                let d = (deep[i].0 >> (128 - DIR_BITS)) as usize;
+                let mut e = i;
+                while e < deep.len() && (deep[e].0 >> (128 - DIR_BITS)) as usize == d {
+                    e += 1;
+                }
+                let region = (d as u128) << (128 - DIR_BITS);
+                match t.build_fresh(&mut w, &deep[i..e], region, DIR_BITS, top[d]) {
+                    Ok(Slot::Leaf(v)) => top[d] = v,
+                    Ok(Slot::Node(desc)) => match t.store_top(&mut w, desc) {
+                        Ok(b) => top[d] = NODE | b,
+                        Err(err) => result = Err(err),
+                    },
+                    Err(err) => result = Err(err),
+                }
+                if result.is_err() {
+                    break;
+                }
+                i = e;
+            }
+            result?;
+            w.made.clear();
+            for (x, &v) in t.dir.iter().zip(&top) {
+                x.store(v, Ordering::Relaxed);
+            }
+        }
+        Ok(t)
+    }
+
+    /// The configured memory bound.
+    pub fn memory_bound(&self) -> usize {
+        self.bound
+    }
+
+    /// Nodes and leaves in use.
+    pub fn node_and_leaf_count(&self) -> (usize, usize) {
+        let w = self.lock();
+        (w.nodes.live(), w.leaves.live())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Writer> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Follows node `n` down for `addr` to its leaf; `None` if an index
+    /// leads outside the arenas (a block reused under the lookup). The
+    /// address is shifted left as levels are consumed, so each slot is
+    /// the top six bits: a constant shift instead of a variable one.
+    #[inline(always)]
+    fn walk(&self, mut n: u32, addr: u128) -> Option<u32> {
+        let mut key = addr << DIR_BITS;
+        for _ in 0..LEVELS {
+            let base = n as usize * NODE_WORDS;
+            let w = self.nodes.get(base..base + NODE_WORDS)?;
+            let vector = w[0].load(Ordering::Relaxed);
+            let bases = w[2].load(Ordering::Relaxed);
+            let v = (key >> (128 - STRIDE)) as usize;
+            if vector & (1 << v) != 0 {
+                let rank = (vector & upto(v)).count_ones();
+                n = ((bases >> 32) as u32).wrapping_add(rank - 1);
+                key <<= STRIDE;
+            } else {
+                let leafvec = w[1].load(Ordering::Relaxed);
+                let rank = (leafvec & upto(v)).count_ones() as usize;
+                let i = (bases as u32 as usize).wrapping_add(rank).wrapping_sub(1);
+                return self.leaves.get(i).map(|l| l.load(Ordering::Relaxed));
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn lookup_one(&self, addr: u128) -> Option<NextHop> {
+        loop {
+            let s = self.seq.begin();
+            let d = self.dir[(addr >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
+            if d & NODE == 0 {
+                return answer(d);
+            }
+            let l = self.walk(d & !NODE, addr);
+            if let (Some(l), true) = (l, self.seq.validate(s)) {
+                return answer(l);
+            }
+        }
+    }
+
+    /// [`Poptrie6::lookup_one`] compiled with the POPCNT instruction (the
+    /// x86_64 baseline lacks it, and without it a population count is a
+    /// dozen instructions).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn lookup_one_popcnt(&self, addr: u128) -> Option<NextHop> {
+        self.lookup_one(addr)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn lookup_lanes_popcnt(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
+        self.lookup_lanes(addrs, out)
+    }
+
+    /// The three words of node `n`.
+    fn read_node(&self, n: u32) -> [u64; 3] {
+        let b = n as usize * NODE_WORDS;
+        [0, 1, 2].map(|k| self.nodes[b + k].load(Ordering::Relaxed))
+    }
+
+    /// Slot `v` of a node.
+    fn slot(&self, [vector, leafvec, bases]: [u64; 3], v: usize) -> Slot {
+        if vector & (1 << v) != 0 {
+            Slot::Node(self.read_node((bases >> 32) as u32 + (vector & upto(v)).count_ones() - 1))
+        } else {
+            let i = bases as u32 as usize + (leafvec & upto(v)).count_ones() as usize - 1;
+            Slot::Leaf(self.leaves[i].load(Ordering::Relaxed))
+        }
+    }
+
+    /// The 64 slots of a node.
+    fn decode(&self, desc: [u64; 3]) -> [Slot; 64] {
+        let [vector, leafvec, bases] = desc;
+        let mut child = (bases >> 32) as u32;
+        // The leaf of a slot is the last run that starts at or before it.
+        let mut leaf_at = (bases as u32 as usize).wrapping_sub(1);
+        let mut leaf = 0;
+        std::array::from_fn(|v| {
+            if vector & (1 << v) != 0 {
+                child += 1;
+                Slot::Node(self.read_node(child - 1))
+            } else {
+                if leafvec & (1 << v) != 0 {
+                    leaf_at = leaf_at.wrapping_add(1);
+                    leaf = self.leaves[leaf_at].load(Ordering::Relaxed);
+                }
+                Slot::Leaf(leaf)
+            }
+        })
+    }
+
+    fn alloc(&self, w: &mut Writer, is_node: bool, size: usize) -> Result<u32, LpmError> {
+        let (nh, lh) = (w.nodes.high_water(), w.leaves.high_water());
+        let used = DIR_BYTES + nh * NODE_BYTES + lh * LEAF_BYTES;
+        let left = self.bound.saturating_sub(used);
+        let got = if is_node {
+            w.nodes
+                .alloc_limited(size, &self.seq, nh + left / NODE_BYTES)
+        } else {
+            w.leaves
+                .alloc_limited(size, &self.seq, lh + left / LEAF_BYTES)
+        };
+        let Some(b) = got else {
+            let unit = if is_node { NODE_BYTES } else { LEAF_BYTES };
+            return Err(LpmError::MemoryBound {
+                algorithm: "poptrie6",
+                needed: used + size * unit,
+                bound: self.bound,
+                detail: format!(
+                    "4 MiB direct pointing + {} nodes of 24 bytes + {} leaves of 4 bytes, \
+                     and {} more {}",
+                    nh,
+                    lh,
+                    size,
+                    if is_node { "nodes" } else { "leaves" }
+                ),
+            });
+        };
+        w.made.push((is_node, b, size));
+        self.touched.store(
+            DIR_BYTES + w.nodes.high_water() * NODE_BYTES + w.leaves.high_water() * LEAF_BYTES,
+            Ordering::Relaxed,
+        );
+        Ok(b)
+    }
+
+    /// Writes a node from its slots, or returns the one leaf when all
+    /// slots are the same leaf (the region then needs no node).
+    fn assemble(&self, w: &mut Writer, slots: &[Slot; 64]) -> Result<Slot, LpmError> {
+        if let Slot::Leaf(first) = slots[0] {
+            if slots.iter().all(|s| *s == Slot::Leaf(first)) {
+                return Ok(Slot::Leaf(first));
+            }
+        }
+        let mut vector = 0u64;
+        let mut leafvec = 0u64;
+        let mut children = [[0u64; 3]; 64];
+        let mut runs = [0u32; 64];
+        let (mut nc, mut nr) = (0, 0);
+        for (v, s) in slots.iter().enumerate() {
+            match *s {
+                Slot::Node(d) => {
+                    vector |= 1 << v;
+                    children[nc] = d;
+                    nc += 1;
+                }
+                Slot::Leaf(l) => {
+                    if nr == 0 || runs[nr - 1] != l {
+                        leafvec |= 1 << v;
+                        runs[nr] = l;
+                        nr += 1;
+                    }
+                }
+            }
+        }
+        let mut cbase = 0;
+        if nc > 0 {
+            cbase = self.alloc(w, true, nc)?;
+            let b = cbase as usize * NODE_WORDS;
+            for (x, &y) in self.nodes[b..b + nc * NODE_WORDS]
+                .iter()
+                .zip(children[..nc].iter().flatten())
+            {
+                x.store(y, Ordering::Relaxed);
+            }
+        }
+        let mut lbase = 0;
+        if nr > 0 {
+            lbase = self.alloc(w, false, nr)?;
+            for (x, &l) in self.leaves[lbase as usize..].iter().zip(&runs[..nr]) {
+                x.store(l, Ordering::Relaxed);
+            }
+        }
+        Ok(Slot::Node([
+            vector,
+            leafvec,
+            lbase as u64 | (cbase as u64) << 32,
+        ]))
+    }
+
+    /// Builds the region `region/r` from scratch: `rules` are the rules
+    /// under it in (address, length) order (rules not longer than `r` are
+    /// ignored) and `inherited` the answer where none of them applies.
+    fn build_fresh(
+        &self,
+        w: &mut Writer,
+        rules: &[(u128, u8, u32)],
+        region: u128,
+        r: u8,
+        inherited: u32,
+    ) -> Result<Slot, LpmError> {
+        if !rules.iter().any(|x| x.1 > r) {
+            return Ok(Slot::Leaf(inherited));
+        }
+        let mut paint = [inherited; 64];
+        for &(a, l, v) in rules.iter().filter(|x| x.1 > r && x.1 <= r + STRIDE) {
+            let first = chunk(a, r);
+            paint[first..first + (1 << (r + STRIDE - l))].fill(v);
+        }
+        let mut slots = paint.map(Slot::Leaf);
+        let mut i = 0;
+        while i < rules.len() {
+            let v = chunk(rules[i].0, r);
+            let mut e = i;
+            let mut deep = false;
+            while e < rules.len() && chunk(rules[e].0, r) == v {
+                deep |= rules[e].1 > r + STRIDE;
+                e += 1;
+            }
+            if deep {
+                let sub = region | (v as u128) << (128 - r - STRIDE);
+                slots[v] = self.build_fresh(w, &rules[i..e], sub, r + STRIDE, paint[v])?;
+            }
+            i = e;
+        }
+        self.assemble(w, &slots)
+    }
+
+    /// Rebuilds the region `region/r`, which contains the changed prefix
+    /// (longer than `r`), from its old content (`old`: a node, or a leaf
+    /// for the whole region): only slots the change touches are rebuilt,
+    /// the others keep their leaf or child subtree.
+    ///
+    /// Path copying stops as low as it can. A node is three words, so a
+    /// changed node normally needs a new copy of its parent's children
+    /// block; but when its `vector` and `leafvec` stay the same, only its
+    /// third word (where its own children and leaves are) changes, and one
+    /// atomic store of that word in place publishes the new blocks: a
+    /// reader combines the unchanged words with the old or the new third
+    /// word, both consistent. Likewise leaves whose runs do not move are
+    /// stored in place. Such a level returns [`Outcome::Same`], and the
+    /// levels above it are not copied.
+    fn rebuild(
+        &self,
+        w: &mut Writer,
+        region: u128,
+        r: u8,
+        inherited: u32,
+        old: Slot,
+        ch: &Change<'_>,
+    ) -> Result<Outcome, LpmError> {
+        let p = ch.p;
+        let decode = |old: Slot| match old {
+            Slot::Node(desc) => self.decode(desc),
+            leaf @ Slot::Leaf(_) => [leaf; 64],
+        };
+        let first = chunk(p.addr, r);
+        let slot_len = r + STRIDE;
+        // The longest rule of the chain (rules covering `p`, up to `p`
+        // itself) with a length in `lo..=hi`.
+        let from_chain = |lo: u8, hi: u8| ch.chain.iter().rev().find(|c| c.0 >= lo && c.0 <= hi);
+        if p.len <= slot_len {
+            let old_slots = decode(old);
+            let mut slots = old_slots;
+            let shared = from_chain(r + 1, p.len).map_or(inherited, |c| c.1);
+            // The slots `p` spans take `shared` or the answer of a longer
+            // rule inside `p`; rules too long for this level get subtrees.
+            let span = 1usize << (slot_len - p.len);
+            let mut value = [shared; 64];
+            let under = w.under(p.addr, p.len);
+            for &(a, l, x) in under.iter().filter(|u| u.1 <= slot_len) {
+                let v = chunk(a, r);
+                value[v..v + (1 << (slot_len - l))].fill(x);
+            }
+            let mut k = 0;
+            for v in first..first + span {
+                let a = region | (v as u128) << (128 - slot_len);
+                let lo = k;
+                while k < under.len() && chunk(under[k].0, r) == v {
+                    k += 1;
+                }
+                let deep = &under[lo..k];
+                if !deep.iter().any(|u| u.1 > slot_len) && slots[v] == Slot::Leaf(value[v]) {
+                    continue;
+                }
+                if let Slot::Node(d) = slots[v] {
+                    self.retire(w, d);
+                }
+                slots[v] = self.build_fresh(w, deep, a, slot_len, value[v])?;
+            }
+            self.assemble_over(w, &slots, old, &old_slots)
+        } else {
+            // Down the path, only the slot holding `p` is read; the whole
+            // node is decoded only if it has to be copied.
+            let a = region | (first as u128) << (128 - slot_len);
+            let value = from_chain(r + 1, slot_len).map_or(inherited, |c| c.1);
+            let child = match old {
+                Slot::Node(desc) => self.slot(desc, first),
+                leaf @ Slot::Leaf(_) => leaf,
+            };
+            match self.rebuild(w, a, slot_len, value, child, ch)? {
+                Outcome::Same => Ok(Outcome::Same),
+                Outcome::New(new) => {
+                    if let (Slot::Node(o), Slot::Node(n), Slot::Node(me)) = (child, new, old) {
+                        if o[0] == n[0] && o[1] == n[1] {
+                            // The child keeps its shape: swap its third
+                            // word where it sits in this node's children.
+                            let rank = (me[0] & upto(first)).count_ones() - 1;
+                            let at = ((me[2] >> 32) as u32 + rank) as usize * NODE_WORDS + 2;
+                            self.nodes[at].store(n[2], Ordering::Release);
+                            return Ok(Outcome::Same);
+                        }
+                    }
+                    let old_slots = decode(old);
+                    let mut slots = old_slots;
+                    slots[first] = new;
+                    self.assemble_over(w, &slots, old, &old_slots)
+                }
+            }
+        }
+    }
+
+    /// Like [`Poptrie6::assemble`] for a node that replaces `old`: returns
+    /// [`Outcome::Same`] when `old` already is `slots`, after storing in
+    /// place the leaves that changed without moving a run; otherwise
+    /// schedules `old`'s blocks for freeing and writes a new node.
+    fn assemble_over(
+        &self,
+        w: &mut Writer,
+        slots: &[Slot; 64],
+        old: Slot,
+        old_slots: &[Slot; 64],
+    ) -> Result<Outcome, LpmError> {
+        if let Slot::Node(d) = old {
+            let (vector, leafvec) = shape(slots);
+            let same_children = slots
+                .iter()
+                .zip(old_slots)
+                .all(|(n, o)| !matches!(n, Slot::Node(_)) || n == o);
+            if vector == d[0] && leafvec == d[1] && same_children {
+                let mut at = (d[2] as u32 as usize).wrapping_sub(1);
+                for (v, s) in slots.iter().enumerate() {
+                    if leafvec & (1 << v) != 0 {
+                        at = at.wrapping_add(1);
+                        if let Slot::Leaf(l) = *s {
+                            if self.leaves[at].load(Ordering::Relaxed) != l {
+                                self.leaves[at].store(l, Ordering::Release);
+                            }
+                        }
+                    }
+                }
+                return Ok(Outcome::Same);
+            }
+            self.retire_blocks(w, d);
+        } else if slots.iter().all(|s| *s == old) {
+            return Ok(Outcome::Same);
+        }
+        self.assemble(w, slots).map(Outcome::New)
+    }
+
+    /// Schedules the blocks of a replaced node (not its children) for
+    /// freeing once the update is published.
+    fn retire_blocks(&self, w: &mut Writer, [vector, leafvec, bases]: [u64; 3]) {
+        if vector != 0 {
+            w.replaced
+                .push((true, (bases >> 32) as u32, vector.count_ones() as usize));
+        }
+        if leafvec != 0 {
+            w.replaced
+                .push((false, bases as u32, leafvec.count_ones() as usize));
+        }
+    }
+
+    /// Schedules a replaced node and its whole subtree for freeing.
+    fn retire(&self, w: &mut Writer, desc: [u64; 3]) {
+        for s in self.decode(desc) {
+            if let Slot::Node(d) = s {
+                self.retire(w, d);
+            }
+        }
+        self.retire_blocks(w, desc);
+    }
+
+    /// Writes the node for a /20 into a block of its own; returns it.
+    fn store_top(&self, w: &mut Writer, desc: [u64; 3]) -> Result<u32, LpmError> {
+        let b = self.alloc(w, true, 1)?;
+        for (x, &y) in self.nodes[b as usize * NODE_WORDS..].iter().zip(&desc) {
+            x.store(y, Ordering::Relaxed);
+        }
+        Ok(b)
+    }
+
+    /// Publishes `new` as the content of direct-pointing entry `d`.
+    fn publish(&self, w: &mut Writer, d: usize, new: Slot) -> Result<(), LpmError> {
+        let old = self.dir[d].load(Ordering::Relaxed);
+        let value = match new {
+            Slot::Leaf(v) => v,
+            Slot::Node(desc) => NODE | self.store_top(w, desc)?,
+        };
+        self.dir[d].store(value, Ordering::Release);
+        if old & NODE != 0 {
+            w.replaced.push((true, old & !NODE, 1));
+        }
+        Ok(())
+    }
+
+    /// Brings the structure in line with the rule store after the route
+    /// `p` changed there.
+    fn apply(&self, w: &mut Writer, p: Prefix6) -> Result<(), LpmError> {
+        let top_of = |d: usize| (d as u128) << (128 - DIR_BITS);
+        if p.len <= DIR_BITS {
+            // One pass over the rules under `p`: paint the direct-pointing
+            // entries it spans with the prefixes of /20 or shorter (with
+            // their lengths), and group the longer ones by entry.
+            let first = (p.addr >> (128 - DIR_BITS)) as usize;
+            let n = 1usize << (DIR_BITS - p.len);
+            let (l0, v0) = w.best(p.addr, 0, p.len).unwrap_or((0, 0));
+            let mut paint = vec![(l0, v0); n];
+            let last = p.addr | !Prefix6::mask(p.len);
+            let under: Vec<(u128, u8, u32)> = w
+                .rules
+                .range((p.addr, p.len + 1)..=(last, 128))
+                .map(|(&(a, l), &nh)| (a, l, leaf(nh)))
+                .collect();
+            for &(a, l, v) in under.iter().filter(|r| r.1 <= DIR_BITS) {
+                let i = (a >> (128 - DIR_BITS)) as usize - first;
+                paint[i..i + (1 << (DIR_BITS - l))].fill((l, v));
+            }
+            let mut k = 0;
+            for (i, &(l, value)) in paint.iter().enumerate() {
+                let d = first + i;
+                let lo = k;
+                while k < under.len() && (under[k].0 >> (128 - DIR_BITS)) as usize == d {
+                    k += 1;
+                }
+                if l > p.len {
+                    // A longer prefix covers this /20: `p` does not show.
+                    continue;
+                }
+                let old = self.dir[d].load(Ordering::Relaxed);
+                let deep = under[lo..k].iter().any(|r| r.1 > DIR_BITS);
+                if old & NODE == 0 && !deep {
+                    if old != value {
+                        self.dir[d].store(value, Ordering::Release);
+                    }
+                    continue;
+                }
+                if old & NODE != 0 {
+                    self.retire(w, self.read_node(old & !NODE));
+                }
+                let new = self.build_fresh(w, &under[lo..k], top_of(d), DIR_BITS, value)?;
+                self.publish(w, d, new)?;
+                // Each entry is its own transaction: once published, what
+                // it replaced can go and a later failure leaves it be.
+                self.settle(w);
+            }
+        } else {
+            let d = (p.addr >> (128 - DIR_BITS)) as usize;
+            let a = top_of(d);
+            // The rules that cover `p` (and `p`), shortest first: every
+            // level on its path takes its inherited answer from them.
+            let chain: Vec<(u8, u32)> = (0..=p.len)
+                .filter(|&l| w.per_len[l as usize] > 0)
+                .filter_map(|l| {
+                    w.exact
+                        .get(&(p.addr & Prefix6::mask(l), l))
+                        .map(|&nh| (l, leaf(nh)))
+                })
+                .collect();
+            let value = chain
+                .iter()
+                .rev()
+                .find(|c| c.0 <= DIR_BITS)
+                .map_or(0, |c| c.1);
+            let old = self.dir[d].load(Ordering::Relaxed);
+            let old = if old & NODE != 0 {
+                Slot::Node(self.read_node(old & !NODE))
+            } else {
+                Slot::Leaf(old)
+            };
+            let ch = Change { p, chain: &chain };
+            match self.rebuild(w, a, DIR_BITS, value, old, &ch)? {
+                Outcome::Same => {}
+                Outcome::New(Slot::Node(n)) if matches!(old, Slot::Node(o) if o[0] == n[0] && o[1] == n[1]) =>
+                {
+                    // Same shape: swap the third word of the /20's node.
+                    let b = (self.dir[d].load(Ordering::Relaxed) & !NODE) as usize;
+                    self.nodes[b * NODE_WORDS + 2].store(n[2], Ordering::Release);
+                }
+                Outcome::New(new) => self.publish(w, d, new)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees the blocks the published change replaced and forgets the
+    /// blocks it wrote (they are linked now).
+    fn settle(&self, w: &mut Writer) {
+        for (is_node, b, size) in std::mem::take(&mut w.replaced) {
+            self.free(w, is_node, b, size);
+        }
+        w.made.clear();
+    }
+
+    /// Runs `apply` for a rule-store change. On failure nothing of the
+    /// failing step was published: the blocks it wrote are freed, the
+    /// blocks it meant to replace are kept, and `undo` restores the rule
+    /// store. A change of a /20 or shorter publishes one direct-pointing
+    /// entry at a time, so the entries published before the failure are
+    /// then rebuilt from the restored rules (from the memory they just
+    /// gave back).
+    fn commit(
+        &self,
+        w: &mut Writer,
+        p: Prefix6,
+        undo: impl FnOnce(&mut Writer),
+    ) -> Result<(), LpmError> {
+        match self.apply(w, p) {
+            Ok(()) => {
+                self.settle(w);
+                Ok(())
+            }
+            Err(e) => {
+                w.replaced.clear();
+                for (is_node, b, size) in std::mem::take(&mut w.made) {
+                    self.free(w, is_node, b, size);
+                }
+                undo(w);
+                if p.len <= DIR_BITS {
+                    let restored = self.apply(w, p);
+                    debug_assert!(restored.is_ok(), "restoring a /20 or shorter: {restored:?}");
+                    self.settle(w);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn free(&self, w: &mut Writer, is_node: bool, b: u32, size: usize) {
+        if is_node {
+            w.nodes.free(b, size, &self.seq);
+        } else {
+            w.leaves.free(b, size, &self.seq);
+        }
+    }
+
+    /// One lookup per lane, interleaved: each pass advances every lane by
+    /// one dependent load (direct-pointing entry, node, or leaf), after
+    /// prefetching what each lane loads next, so the cache misses of all
+    /// lanes overlap instead of adding up.
+    #[inline(always)]
+    fn lookup_lanes(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
+        let n = addrs.len();
+        debug_assert!(n <= LANES);
+        for &a in addrs {
+            prefetch(&self.dir[(a >> (128 - DIR_BITS)) as usize]);
+        }
+        'retry: loop {
+            let s = self.seq.begin();
+            // Per lane: what to load next (a node index, or a leaf index
+            // when `at_leaf`), and the result once known.
+            let mut next = [0usize; LANES];
+            let mut at_leaf = 0u64;
+            let mut res = [0u32; LANES];
+            let mut active = 0u64;
+            for k in 0..n {
+                let d = self.dir[(addrs[k] >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
+                if d & NODE != 0 {
+                    next[k] = (d & !NODE) as usize * NODE_WORDS;
+                    active |= 1 << k;
+                    if let Some(x) = self.nodes.get(next[k]) {
+                        prefetch(x);
+                    }
+                } else {
+                    res[k] = d;
+                }
+            }
+            let mut key = [0u128; LANES];
+            for k in 0..n {
+                key[k] = addrs[k] << DIR_BITS;
+            }
+            let mut depth = 0;
+            while active != 0 {
+                let mut still = 0u64;
+                let mut lanes = active;
+                while lanes != 0 {
+                    let k = lanes.trailing_zeros() as usize;
+                    lanes &= lanes - 1;
+                    if at_leaf & (1 << k) != 0 {
+                        let Some(l) = self.leaves.get(next[k]) else {
+                            continue 'retry;
+                        };
+                        res[k] = l.load(Ordering::Relaxed);
+                        continue;
+                    }
+                    let Some(w) = self.nodes.get(next[k]..next[k] + NODE_WORDS) else {
+                        continue 'retry;
+                    };
+                    let vector = w[0].load(Ordering::Relaxed);
+                    let bases = w[2].load(Ordering::Relaxed);
+                    let v = (key[k] >> (128 - STRIDE)) as usize;
+                    if vector & (1 << v) != 0 {
+                        let rank = (vector & upto(v)).count_ones();
+                        next[k] =
+                            ((bases >> 32) as u32).wrapping_add(rank - 1) as usize * NODE_WORDS;
+                        key[k] <<= STRIDE;
+                        if let Some(x) = self.nodes.get(next[k]) {
+                            prefetch(x);
+                        }
+                    } else {
+                        let leafvec = w[1].load(Ordering::Relaxed);
+                        let rank = (leafvec & upto(v)).count_ones() as usize;
+                        next[k] = (bases as u32 as usize).wrapping_add(rank).wrapping_sub(1);
+                        at_leaf |= 1 << k;
+                        if let Some(x) = self.leaves.get(next[k]) {
+                            prefetch(x);
+                        }
+                    }
+                    still |= 1 << k;
+                }
+                active = still;
+                // Each pass moves a lane one level down or onto its leaf;
+                // more passes than levels means a reused block misled it.
+                depth += 1;
+                if depth > LEVELS + 1 {
+                    continue 'retry;
+                }
+            }
+            if self.seq.validate(s) {
+                for k in 0..n {
+                    out[k] = answer(res[k]);
+                }
+                return;
+            }
+        }
+    }
+}
+
+impl Lpm6 for Poptrie6 {
+    #[inline]
+    #[allow(unsafe_code)]
+    fn lookup(&self, addr: u128) -> Option<NextHop> {
+        #[cfg(target_arch = "x86_64")]
+        if self.popcnt {
+            // SAFETY: `popcnt` is set only when the CPU was detected to
+            // have POPCNT, the one feature the function is compiled with.
+            return unsafe { self.lookup_one_popcnt(addr) };
+        }
+        self.lookup_one(addr)
+    }
+
+    #[allow(unsafe_code)]
+    fn lookup_batch(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
+        assert!(out.len() >= addrs.len(), "output shorter than the batch");
+        for (a, o) in addrs.chunks(LANES).zip(out.chunks_mut(LANES)) {
+            #[cfg(target_arch = "x86_64")]
+            if self.popcnt {
+                // SAFETY: as in `lookup`: the CPU has POPCNT.
+                unsafe { self.lookup_lanes_popcnt(a, o) };
+                continue;
+            }
+            self.lookup_lanes(a, o);
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.touched.load(Ordering::Relaxed).max(DIR_BYTES)
+    }
+
+    fn name(&self) -> &'static str {
+        "poptrie6"
+    }
+}
+
+impl Lpm6Update for Poptrie6 {
+    fn insert(&self, p: Prefix6, nh: NextHop) -> Result<Option<NextHop>, LpmError> {
+        check_next_hop(nh)?;
+        let p = Prefix6::new(p.addr, p.len);
+        let mut w = self.lock();
+        let key = (p.addr, p.len);
+        let prev = w.rules.insert(key, nh);
+        w.exact.insert(key, nh);
+        if prev.is_none() {
+            w.per_len[p.len as usize] += 1;
+        }
+        if prev == Some(nh) {
+            return Ok(prev);
+        }
+        self.commit(&mut w, p, |w| match prev {
+            Some(old) => {
+                w.rules.insert(key, old);
+                w.exact.insert(key, old);
+            }
+            None => {
+                w.rules.remove(&key);
+                w.exact.remove(&key);
+                w.per_len[key.1 as usize] -= 1;
+            }
+        })?;
+        Ok(prev)
+    }
+
+    fn remove(&self, p: Prefix6) -> Result<Option<NextHop>, LpmError> {
+        let p = Prefix6::new(p.addr, p.len);
+        let mut w = self.lock();
+        let key = (p.addr, p.len);
+        let Some(old) = w.rules.remove(&key) else {
+            return Ok(None);
+        };
+        w.exact.remove(&key);
+        w.per_len[p.len as usize] -= 1;
+        self.commit(&mut w, p, |w| {
+            w.rules.insert(key, old);
+            w.exact.insert(key, old);
+            w.per_len[key.1 as usize] += 1;
+        })?;
+        Ok(Some(old))
+    }
+
+    fn route_count(&self) -> usize {
+        self.lock().rules.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str, len: u8) -> Prefix6 {
+        Prefix6::new(s.parse::<std::net::Ipv6Addr>().unwrap().into(), len)
+    }
+
+    fn ip(s: &str) -> u128 {
+        s.parse::<std::net::Ipv6Addr>().unwrap().into()
+    }
+
+    #[test]
+    fn levels_and_collapse() {
+        let t = Poptrie6::new();
+        t.insert(p("2001:db8::", 32), NextHop(1)).unwrap();
+        t.insert(p("2001:db8:1::", 48), NextHop(2)).unwrap();
+        t.insert(p("2001:db8:1:2::", 64), NextHop(3)).unwrap();
+        assert_eq!(t.lookup(ip("2001:db8:1:2::5")), Some(NextHop(3)));
+        assert_eq!(t.lookup(ip("2001:db8:1:3::5")), Some(NextHop(2)));
+        assert_eq!(t.lookup(ip("2001:db8:2::")), Some(NextHop(1)));
+        assert_eq!(t.lookup(ip("2001:db9::")), None);
+        // A more-specific with the covering prefix's next hop needs no node.
+        let (n0, _) = t.node_and_leaf_count();
+        t.insert(p("2001:db8:5::", 48), NextHop(1)).unwrap();
+        assert_eq!(t.node_and_leaf_count().0, n0);
+        t.remove(p("2001:db8:1::", 48)).unwrap();
+        assert_eq!(t.lookup(ip("2001:db8:1:2::5")), Some(NextHop(3)));
+        assert_eq!(t.lookup(ip("2001:db8:1:3::5")), Some(NextHop(1)));
+        t.remove(p("2001:db8:1:2::", 64)).unwrap();
+        t.remove(p("2001:db8::", 32)).unwrap();
+        t.remove(p("2001:db8:5::", 48)).unwrap();
+        assert_eq!(t.node_and_leaf_count(), (0, 0));
+        assert_eq!(t.lookup(ip("2001:db8:1:2::5")), None);
+    }
+
+    #[test]
+    fn bound_is_enforced_and_undone() {
+        let t = Poptrie6::with_memory_bound(DIR_BYTES + 100).unwrap();
+        t.insert(p("2001:db8::", 32), NextHop(1)).unwrap();
+        let e = t.insert(p("2001:db8:1:2::", 64), NextHop(3)).unwrap_err();
+        assert!(e.to_string().contains("poptrie6: the table needs"), "{e}");
+        assert_eq!(t.lookup(ip("2001:db8:1:2::5")), Some(NextHop(1)));
+        assert_eq!(t.route_count(), 1);
+    }
+}
