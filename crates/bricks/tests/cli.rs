@@ -287,3 +287,64 @@ fn help_explains_the_commands() {
     let o = bricks(&["run", "--help"]);
     assert!(stdout(&o).contains("NAME=pcap:IN[,OUT]"));
 }
+
+#[test]
+fn routes_gen_stats_and_lookup() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("table.txt");
+    let t = table.to_string_lossy().into_owned();
+    let o = bricks(&["routes", "gen", "--v4", "5000", "--v6", "1000", "--seed", "3", "-o", &t]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = bricks(&["routes", "stats", &t]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("5000 IPv4 and 1000 IPv6 prefixes"), "{out}");
+    for algo in ["dir24-8", "trie4", "poptrie6"] {
+        assert!(out.contains(algo), "{algo}:\n{out}");
+    }
+    // Look up an address inside the first route of the file, and one in
+    // unallocated space.
+    let text = std::fs::read_to_string(&table).unwrap();
+    let first = text.lines().find(|l| !l.starts_with('#') && l.contains('.')).unwrap();
+    let prefix = first.split_whitespace().next().unwrap();
+    let addr = prefix.split('/').next().unwrap();
+    let o = bricks(&["routes", "lookup", &t, addr, "240.0.0.1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with(addr), "{out}");
+    assert!(lines[0].contains("output"), "{out}");
+    assert_eq!(lines[1], "240.0.0.1 no route");
+}
+
+#[test]
+fn routes_refuse_or_skip_malformed_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.txt");
+    std::fs::write(&f, "10.0.0.0/8 1\n10.0.0.0/40 2\n192.168.0.0/16 0\n").unwrap();
+    let p = f.to_string_lossy().into_owned();
+    let o = bricks(&["routes", "stats", "--strict", &p]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("bad.txt:2"), "{}", stderr(&o));
+    let o = bricks(&["routes", "stats", &p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning: ") && stderr(&o).contains("bad.txt:2"));
+    assert!(stdout(&o).contains("2 IPv4 and 0 IPv6 prefixes"), "{}", stdout(&o));
+}
+
+#[test]
+fn route_file_in_a_configuration_and_memory_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("routes.txt");
+    std::fs::write(&f, "10.0.0.0/8 0\n0.0.0.0/0 10.0.0.1 1\n").unwrap();
+    let config = format!(
+        "InfiniteSource(LIMIT 10, STOP true) -> Strip(14) -> CheckIPHeader -> rt :: DirectIPLookup(ROUTES {}); rt[0] -> Discard; rt[1] -> c :: Counter -> Discard;",
+        f.display()
+    );
+    let o = bricks(&["check", "-e", &config]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let small = config.replace("ROUTES", "MEMORY 1000, ROUTES");
+    let o = bricks(&["check", "-e", &small]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("memory bound"), "{}", stderr(&o));
+}
