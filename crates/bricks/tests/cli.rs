@@ -293,7 +293,9 @@ fn routes_gen_stats_and_lookup() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("table.txt");
     let t = table.to_string_lossy().into_owned();
-    let o = bricks(&["routes", "gen", "--v4", "5000", "--v6", "1000", "--seed", "3", "-o", &t]);
+    let o = bricks(&[
+        "routes", "gen", "--v4", "5000", "--v6", "1000", "--seed", "3", "-o", &t,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = bricks(&["routes", "stats", &t]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -305,7 +307,10 @@ fn routes_gen_stats_and_lookup() {
     // Look up an address inside the first route of the file, and one in
     // unallocated space.
     let text = std::fs::read_to_string(&table).unwrap();
-    let first = text.lines().find(|l| !l.starts_with('#') && l.contains('.')).unwrap();
+    let first = text
+        .lines()
+        .find(|l| !l.starts_with('#') && l.contains('.'))
+        .unwrap();
     let prefix = first.split_whitespace().next().unwrap();
     let addr = prefix.split('/').next().unwrap();
     let o = bricks(&["routes", "lookup", &t, addr, "240.0.0.1"]);
@@ -329,7 +334,11 @@ fn routes_refuse_or_skip_malformed_lines() {
     let o = bricks(&["routes", "stats", &p]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("warning: ") && stderr(&o).contains("bad.txt:2"));
-    assert!(stdout(&o).contains("2 IPv4 and 0 IPv6 prefixes"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("2 IPv4 and 0 IPv6 prefixes"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]

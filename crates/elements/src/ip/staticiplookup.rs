@@ -9,7 +9,7 @@
 
 use super::prefix_table::PrefixTable;
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
 use bricks_wire::Ipv4Cidr;
 use std::fmt::Write as _;
@@ -41,7 +41,13 @@ static MANUAL: Manual = Manual {
         `remove ADDR/MASK [GATEWAY [OUT]]` removes the route for the prefix (the gateway \
         and output, when given, must match).",
     ports: "one push input; any number of push outputs, one per OUT used",
-    keywords: &[],
+    keywords: &[Keyword {
+        name: "ROUTES",
+        ty: "file name",
+        default: Some("none"),
+        doc: "also read routes from this file, one `ADDR/MASK [GATEWAY] OUT` per line \
+              (`#` and `//` comments); for large tables use DirectIPLookup",
+    }],
     counters: &[(
         "no_route",
         "packets whose destination matched no route, dropped",
@@ -184,10 +190,25 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         noutputs: ports.noutputs(),
         no_route: 0,
     };
+    let file: Option<std::path::PathBuf> = args.read("ROUTES")?;
     for (text, span) in args.rest() {
         t.parse_full(text)
             .and_then(|r| t.insert(r, true))
             .map_err(|e| ArgError::at(span, e.to_string()))?;
+    }
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| ArgError::new(format!("{}: {e}", path.display())))?;
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split('#').next().unwrap_or("");
+            let code = code.split("//").next().unwrap_or("").trim();
+            if code.is_empty() {
+                continue;
+            }
+            t.parse_full(code)
+                .and_then(|r| t.insert(r, true))
+                .map_err(|e| ArgError::new(format!("{}:{}: {e}", path.display(), i + 1)))?;
+        }
     }
     t.recompile();
     Ok(Box::new(t))
@@ -469,5 +490,31 @@ mod tests {
         h.write_handler("remove", "11.0.0.0/8").unwrap();
         h.push_packets(0, [to([11, 1, 1, 1])]);
         assert_eq!(h.stats().get("no_route"), Some(1));
+    }
+
+    #[test]
+    fn routes_file_with_comments_and_located_errors() {
+        let dir = std::env::temp_dir().join(format!("bricks-static-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.txt");
+        std::fs::write(
+            &good,
+            "# routes\n10.0.0.0/8 1 // the lab\n0.0.0.0/0 10.0.0.1 0\n",
+        )
+        .unwrap();
+        let mut h = Harness::push(&CLASS, &format!("ROUTES {}", good.display()), 1, 2);
+        h.push_packets(0, [to([10, 1, 2, 3]), to([8, 8, 8, 8])]);
+        assert_eq!(h.take(1).len(), 1);
+        let out0 = h.take(0);
+        assert_eq!(out0[0].anno().dst_ip, Ipv4Addr::new(10, 0, 0, 1));
+        let bad = dir.join("bad.txt");
+        std::fs::write(&bad, "10.0.0.0/8 1\n10.0.0.0/8 9\n").unwrap();
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push; 2],
+        };
+        let e = make_element(&CLASS, &format!("ROUTES {}", bad.display()), &ports).unwrap_err();
+        assert!(e.contains("bad.txt:2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
