@@ -601,37 +601,4 @@ mod tests {
         assert!(warnings.is_empty());
         assert_eq!(back, t);
     }
-
-    /// Release timings for the reply and BENCHMARKS.md:
-    /// `cargo test --release -p bricks-lpm gen_speed -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn gen_speed() {
-        use std::time::Instant;
-        let t0 = Instant::now();
-        let t = generate(1_000_000, 200_000, 1);
-        let gen = t0.elapsed();
-        let mut text = Vec::new();
-        let t0 = Instant::now();
-        write_text(&t, &mut text).unwrap();
-        let write = t0.elapsed();
-        let t0 = Instant::now();
-        let (back, _) = read_text(&text[..], "gen", OnError::Refuse).unwrap();
-        let read = t0.elapsed();
-        assert_eq!(back.len(), t.len());
-        let mrt = crate::source::mrt::write::dump(&t);
-        let t0 = Instant::now();
-        let (m, _) =
-            crate::source::read_mrt(&mrt[..], "gen", OnError::Refuse, &Default::default()).unwrap();
-        let mrt_read = t0.elapsed();
-        assert_eq!(m.len(), t.len());
-        let f4 = nested_fraction(&t.v4, |p| p.len, |p, l| Prefix4::new(p.addr, l));
-        println!(
-            "1M IPv4 + 200K IPv6: generate {gen:?}; text write {write:?} ({} MB), read {read:?}; \
-             MRT ({} MB, 2 entries per prefix) read {mrt_read:?}; IPv4 nested {:.1}%",
-            text.len() >> 20,
-            mrt.len() >> 20,
-            f4 * 100.0
-        );
-    }
 }
