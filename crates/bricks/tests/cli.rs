@@ -210,12 +210,24 @@ fn run_with_compound_element_and_define() {
 
 #[test]
 fn sigterm_stops_a_run_cleanly() {
-    let child = Command::new(env!("CARGO_BIN_EXE_bricks"))
-        .args(["run", "-e", "InfiniteSource -> q :: Queue -> Discard"])
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args([
+            "run",
+            "-e",
+            "RatedSource(RATE 100) -> Print(ready, 0) -> q :: Queue -> Discard",
+        ])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Wait until the router runs (its first packet is printed), however
+    // slow the machine, then stop it.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("ready") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "router exited early");
+    }
     // SIGTERM to our own child, by its PID.
     let ok = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -223,11 +235,12 @@ fn sigterm_stops_a_run_cleanly() {
         .unwrap()
         .success();
     assert!(ok);
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.contains("stopped: External"), "{err}");
-    assert!(err.contains("q (Queue): length=0 "), "{err}");
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{rest}");
+    assert!(rest.contains("stopped: External"), "{rest}");
+    assert!(rest.contains("q (Queue): length=0 "), "{rest}");
 }
 
 #[test]
