@@ -7,13 +7,14 @@
 //! several runs over 4M addresses, one at a time and in batches of 32.
 
 use crate::bench::engine_for;
-use bricks_lpm::source::RouteTable;
-use bricks_lpm::{Dir24_8, Lpm4, Lpm4Update, Lpm6, NextHop, Poptrie6, Prefix4, Prefix6, Trie4};
-use std::hint::black_box;
+use bricks_lpm::bench::{
+    addresses_in4, addresses_in6, churn4, measure4, measure6, measure_updates_while_forwarding4,
+    memory_references, random_addresses4, SplitMix64,
+};
+use bricks_lpm::source::InternedRoutes;
+use bricks_lpm::{Dir24_8, Lpm4, Lpm6, NextHop, Poptrie6, Prefix4, Trie4};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const MEMORY: usize = 1 << 30;
 
@@ -36,83 +37,37 @@ pub struct LpmArgs {
     packets: u64,
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }
 
 /// Addresses: uniform, and a trace-like mix (90% to 1,000 destinations
-/// inside the table's prefixes).
-fn v4_addrs(routes: &[(Prefix4, NextHop)], n: usize, rng: &mut Rng) -> (Vec<u32>, Vec<u32>) {
-    let uniform: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
-    let popular: Vec<u32> = (0..1000)
-        .map(|_| {
-            let (p, _) = routes[(rng.next() % routes.len() as u64) as usize];
-            p.addr | (rng.next() as u32 & !Prefix4::mask(p.len))
-        })
-        .collect();
+/// inside the table's prefixes, 10% uniform).
+fn v4_addrs(routes: &[(Prefix4, NextHop)], n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
+    let uniform = random_addresses4(n, seed);
+    let popular = addresses_in4(routes, 1000, seed + 1);
+    let mut r = SplitMix64(seed + 2);
     let trace = (0..n)
-        .map(|_| {
-            if rng.next() % 10 < 9 {
-                popular[(rng.next() % 1000) as usize]
+        .map(|i| {
+            if r.next_u64() % 10 < 9 {
+                popular[(r.next_u64() % 1000) as usize]
             } else {
-                rng.next() as u32
+                uniform[i]
             }
         })
         .collect();
     (uniform, trace)
 }
 
+/// Median lookups/s of several single-round measurements.
 fn rate4(t: &dyn Lpm4, addrs: &[u32], batch: usize, runs: usize) -> f64 {
-    let mut out = vec![None; batch.max(1)];
-    let mut rates = Vec::new();
-    for _ in 0..runs {
-        let start = Instant::now();
-        if batch <= 1 {
-            for a in addrs {
-                black_box(t.lookup(*a));
-            }
-        } else {
-            for chunk in addrs.chunks(batch) {
-                t.lookup_batch(chunk, &mut out[..chunk.len()]);
-                black_box(&out);
-            }
-        }
-        rates.push(addrs.len() as f64 / start.elapsed().as_secs_f64());
-    }
-    median(rates)
+    median((0..runs).map(|_| measure4(t, addrs, batch, 1)).collect())
 }
 
+/// IPv6 counterpart of [`rate4`].
 fn rate6(t: &dyn Lpm6, addrs: &[u128], batch: usize, runs: usize) -> f64 {
-    let mut out = vec![None; batch.max(1)];
-    let mut rates = Vec::new();
-    for _ in 0..runs {
-        let start = Instant::now();
-        if batch <= 1 {
-            for a in addrs {
-                black_box(t.lookup(*a));
-            }
-        } else {
-            for chunk in addrs.chunks(batch) {
-                t.lookup_batch(chunk, &mut out[..chunk.len()]);
-                black_box(&out);
-            }
-        }
-        rates.push(addrs.len() as f64 / start.elapsed().as_secs_f64());
-    }
-    median(rates)
+    median((0..runs).map(|_| measure6(t, addrs, batch, 1)).collect())
 }
 
 fn mlps(r: f64) -> String {
@@ -123,15 +78,12 @@ fn mib(b: usize) -> String {
     format!("{:.1}", b as f64 / (1 << 20) as f64)
 }
 
-fn table(v4: usize, v6: usize) -> (RouteTable, bricks_lpm::source::InternedRoutes) {
-    let t = bricks_lpm::gen::generate(v4, v6, 1);
-    let i = t.intern();
-    (t, i)
+fn table(v4: usize, v6: usize) -> InternedRoutes {
+    bricks_lpm::gen::generate(v4, v6, 1).intern()
 }
 
 pub fn bench(a: LpmArgs) -> anyhow::Result<ExitCode> {
     let runs = a.runs.max(1);
-    let mut rng = Rng(7);
     println!("bricks bench lpm: generated tables (seed 1), 4M lookups per run, median of {runs} runs, one core");
     println!(
         "\n{:<9} {:>9} {:>9} {:>8} {:>14} {:>14} {:>14} {:>14}",
@@ -150,8 +102,8 @@ pub fn bench(a: LpmArgs) -> anyhow::Result<ExitCode> {
     );
     let mut big_routes = Vec::new();
     for size in [a.v4, 256_000] {
-        let (_, interned) = table(size, 0);
-        let (uniform, trace) = v4_addrs(&interned.v4, 4_000_000, &mut rng);
+        let interned = table(size, 0);
+        let (uniform, trace) = v4_addrs(&interned.v4, 4_000_000, 7);
         let label = format!("{}K v4", size / 1000);
         let t0 = Instant::now();
         let d = Dir24_8::build(&interned.v4, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -173,18 +125,10 @@ pub fn bench(a: LpmArgs) -> anyhow::Result<ExitCode> {
             );
         }
         // Hardekopf et al.'s cost model: memory references per lookup.
-        let refs: Vec<usize> = uniform[..200_000]
-            .iter()
-            .map(|&x| r.lookup_counting(x).1)
-            .collect();
-        let avg = refs.iter().sum::<usize>() as f64 / refs.len() as f64;
+        let refs = memory_references(&r, &uniform[..200_000]);
         println!(
             "{:<9} {:>9}  memory references per lookup (uniform): best {} average {:.2} worst {}",
-            label,
-            "trie4",
-            refs.iter().min().unwrap_or(&0),
-            avg,
-            refs.iter().max().unwrap_or(&0)
+            label, "trie4", refs.best, refs.average, refs.worst
         );
         if size == a.v4 {
             big_routes = interned.v4;
@@ -192,17 +136,14 @@ pub fn bench(a: LpmArgs) -> anyhow::Result<ExitCode> {
     }
 
     // IPv6.
-    let (_, i6) = table(0, a.v6);
+    let i6 = table(0, a.v6);
     let p = Poptrie6::build(&i6.v6, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let uniform6: Vec<u128> = (0..4_000_000)
-        .map(|_| (0x2000u128 << 112) | ((rng.next() as u128) << 64 | rng.next() as u128) >> 3)
+    // Uniform in 2000::/3: random bits under the 3-bit global unicast tag.
+    let uniform6: Vec<u128> = addresses_in6(&[], 4_000_000, 9)
+        .into_iter()
+        .map(|a| (0x2000u128 << 112) | a >> 3)
         .collect();
-    let inside6: Vec<u128> = (0..4_000_000)
-        .map(|_| {
-            let (p, _) = i6.v6[(rng.next() % i6.v6.len() as u64) as usize];
-            p.addr | (((rng.next() as u128) << 64 | rng.next() as u128) & !Prefix6::mask(p.len))
-        })
-        .collect();
+    let inside6 = addresses_in6(&i6.v6, 4_000_000, 10);
     let t0 = Instant::now();
     let _ = Poptrie6::build(&i6.v6, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
     println!(
@@ -223,73 +164,23 @@ pub fn bench(a: LpmArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Route changes applied by one thread while another looks up.
+/// Route changes applied by one thread while another looks up (BGP-like
+/// churn: withdrawals and re-announcements with other next hops).
 fn updates(routes: &[(Prefix4, NextHop)], seconds: u64) -> anyhow::Result<()> {
-    let d = Arc::new(Dir24_8::build(routes, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?);
-    let mut rng = Rng(11);
-    let addrs: Vec<u32> = (0..1 << 20).map(|_| rng.next() as u32).collect();
-    let reader = |d: Arc<Dir24_8>, stop: Arc<AtomicBool>, n: Arc<AtomicU64>, addrs: Vec<u32>| {
-        std::thread::spawn(move || {
-            let mut out = [None; 32];
-            let mut count = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for chunk in addrs.chunks(32) {
-                    d.lookup_batch(chunk, &mut out[..chunk.len()]);
-                    black_box(&out);
-                }
-                count += addrs.len() as u64;
-            }
-            n.store(count, Ordering::Relaxed);
-        })
-    };
-    let span = Duration::from_secs(seconds.max(1));
-    // Alone.
-    let (stop, n) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicU64::new(0)),
-    );
-    let h = reader(d.clone(), stop.clone(), n.clone(), addrs.clone());
-    std::thread::sleep(span);
-    stop.store(true, Ordering::Relaxed);
-    h.join().map_err(|_| anyhow::anyhow!("reader panicked"))?;
-    let alone = n.load(Ordering::Relaxed) as f64 / span.as_secs_f64();
-    // With a writer changing routes: each change adds a /24 or withdraws
-    // the one added before it, so the table stays the same size.
-    let (stop, n) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicU64::new(0)),
-    );
-    let h = reader(d.clone(), stop.clone(), n.clone(), addrs);
-    let start = Instant::now();
-    let mut changes = 0u64;
-    let mut pending: Option<Prefix4> = None;
-    while start.elapsed() < span {
-        for _ in 0..1000 {
-            match pending.take() {
-                Some(p) => {
-                    d.remove(p).map_err(|e| anyhow::anyhow!("{e}"))?;
-                }
-                None => {
-                    let p = Prefix4::new(rng.next() as u32, 24);
-                    d.insert(p, NextHop((rng.next() % 16) as u32))
-                        .map_err(|e| anyhow::anyhow!("{e}"))?;
-                    pending = Some(p);
-                }
-            }
-            changes += 1;
-        }
-    }
-    let elapsed = start.elapsed().as_secs_f64();
-    stop.store(true, Ordering::Relaxed);
-    h.join().map_err(|_| anyhow::anyhow!("reader panicked"))?;
-    let during = n.load(Ordering::Relaxed) as f64 / elapsed;
+    let d = Dir24_8::build(routes, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let addrs = random_addresses4(1 << 20, 11);
+    let alone = measure4(&d, &addrs, 32, 8);
+    // Enough changes for about `seconds` at a few million per second.
+    let changes = churn4(routes, (seconds.max(1) * 3_000_000) as usize, 12);
+    let (rate, during) = measure_updates_while_forwarding4(&d, &changes, &addrs, 32);
     println!(
         "\nupdates while forwarding (dir24-8, {}K prefixes, writer and reader on separate cores):",
         routes.len() / 1000
     );
     println!(
-        "  {:.0} route changes/s applied; reader {} M lookups/s during, {} M lookups/s alone ({:.2}x)",
-        changes as f64 / elapsed,
+        "  {:.0} route changes/s applied ({} changes); reader {} M lookups/s during, {} M lookups/s alone ({:.2}x)",
+        rate,
+        changes.len(),
         mlps(during),
         mlps(alone),
         during / alone
@@ -313,10 +204,10 @@ fn forwarding(routes: &[(Prefix4, NextHop)], packets: u64, runs: usize) -> anyho
     }
     std::fs::write(&file, text)?;
     // Destinations drawn from 4,096 of the table's prefixes.
-    let mut rng = Rng(3);
+    let mut r = SplitMix64(3);
     let dsts: Vec<String> = (0..4096)
         .map(|_| {
-            let (p, _) = routes[(rng.next() % routes.len() as u64) as usize];
+            let (p, _) = routes[(r.next_u64() % routes.len() as u64) as usize];
             format!("{}/{}", std::net::Ipv4Addr::from(p.addr), p.len)
         })
         .collect();
