@@ -92,8 +92,9 @@ impl RunSummary {
             .map(|e| &e.stats)
     }
 
-    /// Counters as text, one element a line; elements whose counters are
-    /// all zero are left out.
+    /// Counters as text, one element a line, zero counters left out (and
+    /// elements with nothing to report); a drained queue therefore shows no
+    /// `length`.
     pub fn render(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
@@ -102,7 +103,7 @@ impl RunSummary {
                 continue;
             }
             let _ = write!(s, "{} ({}):", e.name, e.class);
-            for (k, v) in e.stats.entries() {
+            for (k, v) in e.stats.entries().iter().filter(|(_, v)| *v != 0) {
                 let _ = write!(s, " {k}={v}");
             }
             s.push('\n');
