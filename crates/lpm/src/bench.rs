@@ -19,38 +19,45 @@ use std::time::Instant;
 /// one [`Lpm4::lookup`] at a time when `batch` is 0 or 1, else
 /// [`Lpm4::lookup_batch`] over consecutive runs of `batch` addresses.
 pub fn measure4(table: &dyn Lpm4, addrs: &[u32], batch: usize, rounds: usize) -> f64 {
-    let mut out = vec![None; batch.max(1)];
-    let mut sum = 0u64;
-    let start = Instant::now();
-    for _ in 0..rounds {
-        if batch <= 1 {
-            for &a in addrs {
-                sum = sum.wrapping_add(table.lookup(a).map_or(0, |h| h.0 as u64));
-            }
-        } else {
-            for c in addrs.chunks(batch) {
-                table.lookup_batch(c, &mut out);
-                sum = sum.wrapping_add(out[0].map_or(0, |h| h.0 as u64));
-            }
-        }
-    }
-    black_box(sum);
-    (addrs.len() * rounds) as f64 / start.elapsed().as_secs_f64()
+    measure(
+        addrs,
+        batch,
+        rounds,
+        |a| table.lookup(a),
+        |c, o| table.lookup_batch(c, o),
+    )
 }
 
 /// Lookups per second of an IPv6 table; see [`measure4`].
 pub fn measure6(table: &dyn Lpm6, addrs: &[u128], batch: usize, rounds: usize) -> f64 {
+    measure(
+        addrs,
+        batch,
+        rounds,
+        |a| table.lookup(a),
+        |c, o| table.lookup_batch(c, o),
+    )
+}
+
+/// Lookups per second through either family's `lookup` / `lookup_batch`.
+fn measure<A: Copy>(
+    addrs: &[A],
+    batch: usize,
+    rounds: usize,
+    lookup: impl Fn(A) -> Option<NextHop>,
+    lookup_batch: impl Fn(&[A], &mut [Option<NextHop>]),
+) -> f64 {
     let mut out = vec![None; batch.max(1)];
     let mut sum = 0u64;
     let start = Instant::now();
     for _ in 0..rounds {
         if batch <= 1 {
             for &a in addrs {
-                sum = sum.wrapping_add(table.lookup(a).map_or(0, |h| h.0 as u64));
+                sum = sum.wrapping_add(lookup(a).map_or(0, |h| h.0 as u64));
             }
         } else {
             for c in addrs.chunks(batch) {
-                table.lookup_batch(c, &mut out);
+                lookup_batch(c, &mut out);
                 sum = sum.wrapping_add(out[0].map_or(0, |h| h.0 as u64));
             }
         }
@@ -94,28 +101,12 @@ pub type Update6 = (Prefix6, Option<NextHop>);
 
 /// Route changes per second of applying `updates` in order.
 pub fn measure_updates4(table: &dyn Lpm4Update, updates: &[Update4]) -> f64 {
-    let start = Instant::now();
-    for &(p, nh) in updates {
-        let r = match nh {
-            Some(nh) => table.insert(p, nh),
-            None => table.remove(p),
-        };
-        black_box(r.ok());
-    }
-    updates.len() as f64 / start.elapsed().as_secs_f64()
+    apply(updates, |p, nh| table.insert(p, nh), |p| table.remove(p))
 }
 
 /// Route changes per second of an IPv6 table; see [`measure_updates4`].
 pub fn measure_updates6(table: &dyn Lpm6Update, updates: &[Update6]) -> f64 {
-    let start = Instant::now();
-    for &(p, nh) in updates {
-        let r = match nh {
-            Some(nh) => table.insert(p, nh),
-            None => table.remove(p),
-        };
-        black_box(r.ok());
-    }
-    updates.len() as f64 / start.elapsed().as_secs_f64()
+    apply(updates, |p, nh| table.insert(p, nh), |p| table.remove(p))
 }
 
 /// Route changes per second while another thread forwards: one reader
@@ -127,33 +118,12 @@ pub fn measure_updates_while_forwarding4<T: Lpm4Update + ?Sized>(
     addrs: &[u32],
     batch: usize,
 ) -> (f64, f64) {
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let reader = s.spawn(|| {
-            let mut out = vec![None; batch.max(1)];
-            let mut n = 0usize;
-            let start = Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                for c in addrs.chunks(batch.max(1)) {
-                    table.lookup_batch(c, &mut out);
-                }
-                n += addrs.len();
-            }
-            black_box(&out);
-            n as f64 / start.elapsed().as_secs_f64()
-        });
-        let start = Instant::now();
-        for &(p, nh) in updates {
-            let r = match nh {
-                Some(nh) => table.insert(p, nh),
-                None => table.remove(p),
-            };
-            black_box(r.ok());
-        }
-        let rate = updates.len() as f64 / start.elapsed().as_secs_f64();
-        done.store(true, Ordering::Relaxed);
-        (rate, reader.join().expect("reader"))
-    })
+    while_forwarding(
+        addrs,
+        batch,
+        |c, o| table.lookup_batch(c, o),
+        || apply(updates, |p, nh| table.insert(p, nh), |p| table.remove(p)),
+    )
 }
 
 /// IPv6 version of [`measure_updates_while_forwarding4`].
@@ -163,6 +133,40 @@ pub fn measure_updates_while_forwarding6<T: Lpm6Update + ?Sized>(
     addrs: &[u128],
     batch: usize,
 ) -> (f64, f64) {
+    while_forwarding(
+        addrs,
+        batch,
+        |c, o| table.lookup_batch(c, o),
+        || apply(updates, |p, nh| table.insert(p, nh), |p| table.remove(p)),
+    )
+}
+
+/// Applies `updates` in order; returns changes per second.
+fn apply<P: Copy, E>(
+    updates: &[(P, Option<NextHop>)],
+    insert: impl Fn(P, NextHop) -> Result<Option<NextHop>, E>,
+    remove: impl Fn(P) -> Result<Option<NextHop>, E>,
+) -> f64 {
+    let start = Instant::now();
+    for &(p, nh) in updates {
+        let r = match nh {
+            Some(nh) => insert(p, nh),
+            None => remove(p),
+        };
+        black_box(r.ok());
+    }
+    updates.len() as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Runs `write` (returning its rate) while a reader thread looks up
+/// `addrs` in batches; returns (the writer's rate, the reader's
+/// lookups/s).
+fn while_forwarding<A: Sync>(
+    addrs: &[A],
+    batch: usize,
+    lookup_batch: impl Fn(&[A], &mut [Option<NextHop>]) + Sync,
+    write: impl FnOnce() -> f64,
+) -> (f64, f64) {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         let reader = s.spawn(|| {
@@ -171,22 +175,14 @@ pub fn measure_updates_while_forwarding6<T: Lpm6Update + ?Sized>(
             let start = Instant::now();
             while !done.load(Ordering::Relaxed) {
                 for c in addrs.chunks(batch.max(1)) {
-                    table.lookup_batch(c, &mut out);
+                    lookup_batch(c, &mut out);
                 }
                 n += addrs.len();
             }
             black_box(&out);
             n as f64 / start.elapsed().as_secs_f64()
         });
-        let start = Instant::now();
-        for &(p, nh) in updates {
-            let r = match nh {
-                Some(nh) => table.insert(p, nh),
-                None => table.remove(p),
-            };
-            black_box(r.ok());
-        }
-        let rate = updates.len() as f64 / start.elapsed().as_secs_f64();
+        let rate = write();
         done.store(true, Ordering::Relaxed);
         (rate, reader.join().expect("reader"))
     })
