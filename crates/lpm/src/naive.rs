@@ -3,35 +3,107 @@
 //! §5.2.4.3, "longest match") written as plainly as possible. Every other
 //! table is tested against it; it is not meant to be fast, and its updates
 //! take a lock that its lookups also take (readers of the real tables never
-//! lock).
+//! lock). One generic table serves both families.
 
 #![deny(unsafe_code)]
 
 use crate::prefix::{NextHop, Prefix4, Prefix6};
 use crate::table::{check_next_hop, Lpm4, Lpm4Update, Lpm6, Lpm6Update, LpmError};
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::RwLock;
 
-/// Reference IPv4 table.
-#[derive(Debug)]
-pub struct Naive4 {
-    by_len: RwLock<Vec<HashMap<u32, NextHop>>>,
+/// An address family as the reference table needs it.
+pub trait Family: Copy + Eq + Hash + Send + Sync + 'static {
+    /// Address bits (32 or 128).
+    const BITS: u8;
+    /// The address with all but the first `len` bits cleared.
+    fn masked(self, len: u8) -> Self;
 }
 
-impl Default for Naive4 {
+impl Family for u32 {
+    const BITS: u8 = 32;
+    fn masked(self, len: u8) -> u32 {
+        self & Prefix4::mask(len)
+    }
+}
+
+impl Family for u128 {
+    const BITS: u8 = 128;
+    fn masked(self, len: u8) -> u128 {
+        self & Prefix6::mask(len)
+    }
+}
+
+/// Reference table for addresses of type `A`.
+#[derive(Debug)]
+pub struct Naive<A> {
+    by_len: RwLock<Vec<HashMap<A, NextHop>>>,
+}
+
+/// Reference IPv4 table.
+pub type Naive4 = Naive<u32>;
+/// Reference IPv6 table.
+pub type Naive6 = Naive<u128>;
+
+impl<A: Family> Default for Naive<A> {
     fn default() -> Self {
-        Naive4::new()
+        Naive::new()
+    }
+}
+
+impl<A: Family> Naive<A> {
+    /// An empty table.
+    pub fn new() -> Naive<A> {
+        Naive {
+            by_len: RwLock::new(vec![HashMap::new(); A::BITS as usize + 1]),
+        }
+    }
+
+    fn get(&self, addr: A) -> Option<NextHop> {
+        let m = self.by_len.read().unwrap();
+        (0..=A::BITS)
+            .rev()
+            .find_map(|len| m[len as usize].get(&addr.masked(len)).copied())
+    }
+
+    fn put(&self, addr: A, len: u8, nh: NextHop) -> Result<Option<NextHop>, LpmError> {
+        check_next_hop(nh)?;
+        Ok(self.by_len.write().unwrap()[len as usize].insert(addr, nh))
+    }
+
+    fn take(&self, addr: A, len: u8) -> Option<NextHop> {
+        self.by_len.write().unwrap()[len as usize].remove(&addr)
+    }
+
+    fn count(&self) -> usize {
+        self.by_len.read().unwrap().iter().map(HashMap::len).sum()
+    }
+
+    fn bytes(&self) -> usize {
+        let m = self.by_len.read().unwrap();
+        m.iter()
+            .map(|h| h.capacity() * (std::mem::size_of::<A>() + 5))
+            .sum()
+    }
+
+    /// Every route as (address, length, next hop), sorted.
+    fn entries(&self) -> Vec<(A, u8, NextHop)>
+    where
+        A: Ord,
+    {
+        let m = self.by_len.read().unwrap();
+        let mut v: Vec<_> = m
+            .iter()
+            .enumerate()
+            .flat_map(|(len, h)| h.iter().map(move |(&a, &nh)| (a, len as u8, nh)))
+            .collect();
+        v.sort();
+        v
     }
 }
 
 impl Naive4 {
-    /// An empty table.
-    pub fn new() -> Naive4 {
-        Naive4 {
-            by_len: RwLock::new(vec![HashMap::new(); 33]),
-        }
-    }
-
     /// A table of `routes`; a prefix given twice keeps its last next hop.
     pub fn from_routes(routes: &[(Prefix4, NextHop)]) -> Result<Naive4, LpmError> {
         let t = Naive4::new();
@@ -43,73 +115,17 @@ impl Naive4 {
 
     /// Every route, sorted by prefix.
     pub fn routes(&self) -> Vec<(Prefix4, NextHop)> {
-        let m = self.by_len.read().unwrap();
-        let mut v: Vec<_> = m
-            .iter()
-            .enumerate()
-            .flat_map(|(len, h)| {
-                h.iter()
-                    .map(move |(&a, &nh)| (Prefix4::new(a, len as u8), nh))
-            })
+        let mut v: Vec<_> = self
+            .entries()
+            .into_iter()
+            .map(|(a, len, nh)| (Prefix4::new(a, len), nh))
             .collect();
         v.sort();
         v
     }
 }
 
-impl Lpm4 for Naive4 {
-    fn lookup(&self, addr: u32) -> Option<NextHop> {
-        let m = self.by_len.read().unwrap();
-        (0..=32u8)
-            .rev()
-            .find_map(|len| m[len as usize].get(&(addr & Prefix4::mask(len))).copied())
-    }
-
-    fn memory_bytes(&self) -> usize {
-        let m = self.by_len.read().unwrap();
-        m.iter().map(|h| h.capacity() * 9).sum()
-    }
-
-    fn name(&self) -> &'static str {
-        "naive4"
-    }
-}
-
-impl Lpm4Update for Naive4 {
-    fn insert(&self, p: Prefix4, nh: NextHop) -> Result<Option<NextHop>, LpmError> {
-        check_next_hop(nh)?;
-        Ok(self.by_len.write().unwrap()[p.len as usize].insert(p.addr, nh))
-    }
-
-    fn remove(&self, p: Prefix4) -> Result<Option<NextHop>, LpmError> {
-        Ok(self.by_len.write().unwrap()[p.len as usize].remove(&p.addr))
-    }
-
-    fn route_count(&self) -> usize {
-        self.by_len.read().unwrap().iter().map(HashMap::len).sum()
-    }
-}
-
-/// Reference IPv6 table.
-#[derive(Debug)]
-pub struct Naive6 {
-    by_len: RwLock<Vec<HashMap<u128, NextHop>>>,
-}
-
-impl Default for Naive6 {
-    fn default() -> Self {
-        Naive6::new()
-    }
-}
-
 impl Naive6 {
-    /// An empty table.
-    pub fn new() -> Naive6 {
-        Naive6 {
-            by_len: RwLock::new(vec![HashMap::new(); 129]),
-        }
-    }
-
     /// A table of `routes`; a prefix given twice keeps its last next hop.
     pub fn from_routes(routes: &[(Prefix6, NextHop)]) -> Result<Naive6, LpmError> {
         let t = Naive6::new();
@@ -121,31 +137,51 @@ impl Naive6 {
 
     /// Every route, sorted by prefix.
     pub fn routes(&self) -> Vec<(Prefix6, NextHop)> {
-        let m = self.by_len.read().unwrap();
-        let mut v: Vec<_> = m
-            .iter()
-            .enumerate()
-            .flat_map(|(len, h)| {
-                h.iter()
-                    .map(move |(&a, &nh)| (Prefix6::new(a, len as u8), nh))
-            })
+        let mut v: Vec<_> = self
+            .entries()
+            .into_iter()
+            .map(|(a, len, nh)| (Prefix6::new(a, len), nh))
             .collect();
         v.sort();
         v
     }
 }
 
-impl Lpm6 for Naive6 {
-    fn lookup(&self, addr: u128) -> Option<NextHop> {
-        let m = self.by_len.read().unwrap();
-        (0..=128u8)
-            .rev()
-            .find_map(|len| m[len as usize].get(&(addr & Prefix6::mask(len))).copied())
+impl Lpm4 for Naive4 {
+    fn lookup(&self, addr: u32) -> Option<NextHop> {
+        self.get(addr)
     }
 
     fn memory_bytes(&self) -> usize {
-        let m = self.by_len.read().unwrap();
-        m.iter().map(|h| h.capacity() * 21).sum()
+        self.bytes()
+    }
+
+    fn name(&self) -> &'static str {
+        "naive4"
+    }
+}
+
+impl Lpm4Update for Naive4 {
+    fn insert(&self, p: Prefix4, nh: NextHop) -> Result<Option<NextHop>, LpmError> {
+        self.put(p.addr, p.len, nh)
+    }
+
+    fn remove(&self, p: Prefix4) -> Result<Option<NextHop>, LpmError> {
+        Ok(self.take(p.addr, p.len))
+    }
+
+    fn route_count(&self) -> usize {
+        self.count()
+    }
+}
+
+impl Lpm6 for Naive6 {
+    fn lookup(&self, addr: u128) -> Option<NextHop> {
+        self.get(addr)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.bytes()
     }
 
     fn name(&self) -> &'static str {
@@ -155,16 +191,15 @@ impl Lpm6 for Naive6 {
 
 impl Lpm6Update for Naive6 {
     fn insert(&self, p: Prefix6, nh: NextHop) -> Result<Option<NextHop>, LpmError> {
-        check_next_hop(nh)?;
-        Ok(self.by_len.write().unwrap()[p.len as usize].insert(p.addr, nh))
+        self.put(p.addr, p.len, nh)
     }
 
     fn remove(&self, p: Prefix6) -> Result<Option<NextHop>, LpmError> {
-        Ok(self.by_len.write().unwrap()[p.len as usize].remove(&p.addr))
+        Ok(self.take(p.addr, p.len))
     }
 
     fn route_count(&self) -> usize {
-        self.by_len.read().unwrap().iter().map(HashMap::len).sum()
+        self.count()
     }
 }
 
