@@ -8,7 +8,7 @@
 //! in packets, so that start-up and tear-down cancel out.
 
 use anyhow::{bail, Context as _};
-use bricks_config::{Source, SourceMap};
+use bricks_config::Source;
 use bricks_runtime::Engine;
 use clap::{Subcommand, ValueEnum};
 use std::process::{Command, ExitCode};
@@ -112,32 +112,11 @@ fn config(w: Workload, packets: u64) -> String {
 }
 
 pub(crate) fn engine_for(name: &str, text: String) -> anyhow::Result<Engine> {
-    let mut map = SourceMap::default();
-    let router = bricks_config::parse(
-        &mut map,
-        Source {
-            name: name.to_string(),
-            text,
-        },
-    )
-    .map_err(|d| {
-        anyhow::anyhow!(
-            "{}",
-            d.iter()
-                .map(|d| map.render(d))
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    })?;
-    let plan = bricks_runtime::build(&router, &bricks_elements::registry()).map_err(|d| {
-        anyhow::anyhow!(
-            "{}",
-            d.iter()
-                .map(|d| map.render(d))
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    })?;
+    let source = Source {
+        name: name.to_string(),
+        text,
+    };
+    let plan = crate::plan(source, &Default::default()).map_err(anyhow::Error::msg)?;
     let mut e = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
     e.idle_sleep = false;
     Ok(e)

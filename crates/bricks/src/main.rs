@@ -146,32 +146,35 @@ fn load(a: &ConfigArgs) -> anyhow::Result<Option<Plan>> {
             .defines
             .push((name.trim_start_matches('$').to_string(), value.to_string()));
     }
-    let mut map = SourceMap::default();
-    let router = match bricks_config::parse_with(&mut map, source, &options) {
-        Ok(r) => r,
-        Err(diags) => {
-            report(&map, &diags);
-            return Ok(None);
-        }
-    };
-    match bricks_runtime::build(&router, &bricks_elements::registry()) {
+    match plan(source, &options) {
         Ok(plan) => Ok(Some(plan)),
-        Err(diags) => {
-            report(&map, &diags);
+        Err(rendered) => {
+            eprint!("{rendered}");
             Ok(None)
         }
     }
 }
 
-fn report(map: &SourceMap, diags: &[bricks_config::Diagnostic]) {
-    for d in diags {
-        eprintln!("{}", map.render(d));
-    }
-    eprintln!(
-        "{} error{} found; the configuration was not run",
-        diags.len(),
-        if diags.len() == 1 { "" } else { "s" }
-    );
+/// Parses and checks a configuration against the built-in elements; on
+/// errors, returns them rendered (file:line:column, underlined) with a
+/// closing count line.
+pub(crate) fn plan(source: Source, options: &bricks_config::Options) -> Result<Plan, String> {
+    let mut map = SourceMap::default();
+    let result = bricks_config::parse_with(&mut map, source, options)
+        .and_then(|router| bricks_runtime::build(&router, &bricks_elements::registry()));
+    result.map_err(|diags| {
+        let mut s = String::new();
+        for d in &diags {
+            s.push_str(&map.render(d));
+            s.push('\n');
+        }
+        s.push_str(&format!(
+            "{} error{} found; the configuration was not run\n",
+            diags.len(),
+            if diags.len() == 1 { "" } else { "s" }
+        ));
+        s
+    })
 }
 
 fn check(a: &ConfigArgs) -> anyhow::Result<ExitCode> {
