@@ -6,7 +6,10 @@
 //! configuration (`FromDevice(eth0)`) to what backs it, so that an
 //! unmodified router configuration can run offline on capture files.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod binding;
 pub mod pcap;
+pub mod queue;
+
+pub use queue::{DeviceError, RxQueue, RxStats, TxQueue, TxStats};
