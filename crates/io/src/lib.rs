@@ -9,6 +9,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod binding;
+pub mod ifinfo;
 pub mod pcap;
 pub mod queue;
 
