@@ -4,10 +4,11 @@ mod bench;
 mod bench_lpm;
 mod elements_cmd;
 mod routes_cmd;
+mod runner;
 
 use anyhow::Context as _;
 use bricks_config::{Source, SourceMap};
-use bricks_runtime::{Engine, Plan};
+use bricks_runtime::Plan;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -96,6 +97,29 @@ struct RunArgs {
     /// Do not print the final counters.
     #[arg(short, long)]
     quiet: bool,
+    /// Worker threads, each pinned to a core and running its own copy of
+    /// the graph; every device queue is owned by exactly one of them.
+    #[arg(short = 't', long, default_value_t = 1, value_name = "N")]
+    threads: usize,
+    /// Do not pin worker threads to cores.
+    #[arg(long)]
+    no_pin: bool,
+    /// Stop after this many seconds (packets in flight are still
+    /// delivered).
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Print live counters every SECONDS (rates per element and worker on
+    /// stderr, or JSON lines on stdout with --stats-json).
+    #[arg(long, value_name = "SECONDS")]
+    stats_interval: Option<f64>,
+    /// Live counters as one JSON object per line on stdout:
+    /// {"elapsed":S,"workers":[{"worker":0,"elements":{"NAME":{"class":C,"count":N,...}}}]}
+    #[arg(long)]
+    stats_json: bool,
+    /// The longest an idle worker sleeps before polling again, in
+    /// microseconds; 0 busy-polls (lowest latency, a whole core per worker).
+    #[arg(long, default_value_t = 50, value_name = "MICROSECONDS")]
+    idle_nap: u64,
 }
 
 fn main() -> ExitCode {
@@ -197,21 +221,28 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let Some(plan) = load(&a.config)? else {
         return Ok(ExitCode::from(CONFIG_ERROR));
     };
-    let mut engine = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
-    engine.set_trace_clock(matches!(a.clock, Clock::Trace));
-    engine
-        .stop_handle()
-        .install_signal_handlers()
-        .context("installing signal handlers")?;
-    let summary = engine.run();
-    if !a.quiet {
-        eprint!("{}", summary.render());
-        eprintln!(
-            "stopped: {:?} after {:.3} s",
-            summary.reason,
-            summary.elapsed.as_secs_f64()
+    let secs = |s: f64, what: &str| {
+        anyhow::ensure!(
+            s.is_finite() && s > 0.0,
+            "--{what} must be a positive number of seconds"
         );
-    }
+        Ok(std::time::Duration::from_secs_f64(s))
+    };
+    anyhow::ensure!(a.threads >= 1, "--threads must be at least 1");
+    let settings = runner::RunSettings {
+        threads: a.threads,
+        pin: !a.no_pin,
+        duration: a.duration.map(|d| secs(d, "duration")).transpose()?,
+        quiet: a.quiet,
+        trace_clock: matches!(a.clock, Clock::Trace),
+        stats_interval: a
+            .stats_interval
+            .map(|d| secs(d, "stats-interval"))
+            .transpose()?,
+        stats_json: a.stats_json,
+        max_nap: std::time::Duration::from_micros(a.idle_nap),
+    };
+    let summary = runner::run_plan(plan, &settings)?;
     for e in &summary.errors {
         eprintln!("error: {e}");
     }

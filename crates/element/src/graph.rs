@@ -137,6 +137,11 @@ impl Graph {
         f(&mut **e, &mut cx)
     }
 
+    /// Reads element `index` outside of any packet processing.
+    pub fn with_element_ref<R>(&self, index: usize, f: impl FnOnce(&dyn Element) -> R) -> R {
+        f(&**self.elements[index].borrow())
+    }
+
     /// Collects the counters of element `index`.
     pub fn stats(&self, index: usize) -> Stats {
         let mut s = Stats::default();

@@ -94,6 +94,15 @@ pub trait Element: Send {
         TaskKind::None
     }
 
+    /// Whether a [`TaskKind::Source`] task runs on every worker. By default
+    /// a source runs on worker 0 only: the graph is instantiated once per
+    /// worker, and a generator or a capture reader on every worker would
+    /// produce its traffic N times. A device receiver answers `true`: each
+    /// worker reads the device queues it owns.
+    fn task_on_every_worker(&self) -> bool {
+        false
+    }
+
     /// Runs the element's task once.
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
         let _ = cx;

@@ -14,7 +14,7 @@ use bricks_packet::Timestamp;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Stops a running engine from another thread or a signal handler.
@@ -128,6 +128,17 @@ pub struct Engine {
     stop: StopHandle,
     /// Nap when idle instead of spinning.
     pub idle_sleep: bool,
+    /// The longest nap when idle.
+    pub max_nap: Duration,
+    publish: Option<Publish>,
+}
+
+/// Where and how often a worker copies its counters for a reader on
+/// another thread (live rates).
+struct Publish {
+    slot: Arc<Mutex<Vec<ElementStats>>>,
+    every: Duration,
+    last: Instant,
 }
 
 impl Engine {
@@ -147,7 +158,11 @@ impl Engine {
             .map(|(i, e)| TaskSlot {
                 element: i,
                 kind: e.task,
-                done: false,
+                // A source that runs on worker 0 only is finished elsewhere
+                // before it starts.
+                done: e.task == TaskKind::Source
+                    && worker != 0
+                    && !graph.with_element_ref(i, |el| el.task_on_every_worker()),
             })
             .collect();
         Ok(Engine {
@@ -158,6 +173,8 @@ impl Engine {
             timers: BinaryHeap::new(),
             stop: StopHandle::default(),
             idle_sleep: true,
+            max_nap: Duration::from_micros(200),
+            publish: None,
         })
     }
 
@@ -173,6 +190,34 @@ impl Engine {
     /// A handle that stops this engine.
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
+    }
+
+    /// Makes this engine obey `stop` (shared by all workers of a run).
+    pub fn set_stop_handle(&mut self, stop: StopHandle) {
+        self.stop = stop;
+    }
+
+    /// Copies this worker's counters into `slot` about every `every`, so
+    /// that another thread can show live rates without touching the graph.
+    pub fn publish_stats(&mut self, slot: Arc<Mutex<Vec<ElementStats>>>, every: Duration) {
+        self.publish = Some(Publish {
+            slot,
+            every,
+            last: Instant::now(),
+        });
+    }
+
+    fn maybe_publish(&mut self) {
+        let Some(p) = self.publish.as_mut() else {
+            return;
+        };
+        if p.last.elapsed() < p.every {
+            return;
+        }
+        p.last = Instant::now();
+        let slot = p.slot.clone();
+        let stats = self.collect_stats();
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = stats;
     }
 
     /// The running graph.
@@ -245,10 +290,15 @@ impl Engine {
     pub fn run(&mut self) -> RunSummary {
         let start = Instant::now();
         let mut idle_rounds = 0u32;
+        let mut rounds = 0u32;
         let reason = if self.tasks.is_empty() {
             StopReason::NoTasks
         } else {
             loop {
+                rounds = rounds.wrapping_add(1);
+                if rounds % 1024 == 0 {
+                    self.maybe_publish();
+                }
                 if self.stop.is_stopped() {
                     break StopReason::External;
                 }
@@ -272,18 +322,23 @@ impl Engine {
                 }
                 idle_rounds += 1;
                 if self.idle_sleep && idle_rounds > 64 {
+                    self.maybe_publish();
                     let nap = match self.timers.peek() {
                         Some(&Reverse((t, _))) => {
                             Duration::from_nanos(t.0.saturating_sub(self.state.now.0))
                         }
-                        None => Duration::from_micros(200),
+                        None => self.max_nap,
                     };
-                    std::thread::sleep(nap.min(Duration::from_micros(200)));
+                    std::thread::sleep(nap.min(self.max_nap));
                 }
             }
         };
         self.drain();
         self.shutdown();
+        if let Some(p) = self.publish.as_mut() {
+            p.last = Instant::now() - p.every;
+        }
+        self.maybe_publish();
         RunSummary {
             reason,
             elapsed: start.elapsed(),

@@ -15,7 +15,9 @@
 mod build;
 mod engine;
 pub mod testing;
+mod workers;
 
 pub use bricks_element::Registry;
 pub use build::{build, Plan, PlanElement};
-pub use engine::{Engine, RunSummary, StopHandle};
+pub use engine::{ElementStats, Engine, RunSummary, StopHandle, StopReason};
+pub use workers::{sum_stats, WorkerOptions, Workers, WorkersSummary};

@@ -1,0 +1,216 @@
+//! Runs a checked configuration on one or more workers and reports what
+//! happened: live counters while it runs (a table, or JSON lines for
+//! scripts and `bricks demo`), the summed counters at the end.
+
+use anyhow::Context as _;
+use bricks_config::Source;
+use bricks_runtime::{ElementStats, Plan, RunSummary, WorkerOptions, Workers};
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How a configuration is run.
+#[derive(Debug, Clone)]
+pub(crate) struct RunSettings {
+    /// Worker threads.
+    pub threads: usize,
+    /// Pin workers to cores.
+    pub pin: bool,
+    /// Stop after this long (sources still drain).
+    pub duration: Option<Duration>,
+    /// Print no counters.
+    pub quiet: bool,
+    /// Time follows capture timestamps.
+    pub trace_clock: bool,
+    /// Print live counters this often.
+    pub stats_interval: Option<Duration>,
+    /// Live counters as JSON lines on stdout instead of a table on stderr.
+    pub stats_json: bool,
+    /// The longest an idle worker sleeps; zero spins.
+    pub max_nap: Duration,
+}
+
+impl Default for RunSettings {
+    fn default() -> RunSettings {
+        RunSettings {
+            threads: 1,
+            pin: true,
+            duration: None,
+            quiet: false,
+            trace_clock: false,
+            stats_interval: None,
+            stats_json: false,
+            max_nap: Duration::from_micros(50),
+        }
+    }
+}
+
+/// Checks `text` and runs it.
+#[allow(dead_code)]
+pub(crate) fn run_text(
+    name: &str,
+    text: &str,
+    settings: &RunSettings,
+) -> anyhow::Result<RunSummary> {
+    let plan = crate::plan(
+        Source {
+            name: name.to_string(),
+            text: text.to_string(),
+        },
+        &Default::default(),
+    )
+    .map_err(anyhow::Error::msg)?;
+    run_plan(plan, settings)
+}
+
+/// Runs a checked plan until its sources finish, the duration passes, or
+/// SIGINT/SIGTERM; returns the counters summed over the workers.
+pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<RunSummary> {
+    let plan = Arc::new(plan);
+    let opts = WorkerOptions {
+        threads: settings.threads.max(1),
+        pin: settings.pin,
+        trace_clock: settings.trace_clock,
+        publish_every: settings.stats_interval,
+        max_nap: settings.max_nap,
+    };
+    let workers = Workers::start(plan, &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    let stop = workers.stop_handle();
+    stop.install_signal_handlers()
+        .context("installing signal handlers")?;
+    let start = Instant::now();
+    let mut last: Option<(Instant, Vec<Vec<ElementStats>>)> = None;
+    let tick = settings
+        .stats_interval
+        .unwrap_or(Duration::from_millis(50))
+        .min(Duration::from_millis(50));
+    let mut next_report = settings.stats_interval.map(|i| start + i);
+    while !workers.finished() {
+        std::thread::sleep(tick);
+        if settings.duration.is_some_and(|d| start.elapsed() >= d) {
+            stop.stop();
+        }
+        if let (Some(at), Some(every)) = (next_report, settings.stats_interval) {
+            if Instant::now() >= at {
+                next_report = Some(at + every);
+                let now = workers.live();
+                report_live(start, &now, last.as_ref(), settings.stats_json);
+                last = Some((Instant::now(), now));
+            }
+        }
+    }
+    let summary = workers.join();
+    if !settings.quiet {
+        eprint!("{}", summary.total.render());
+        eprintln!(
+            "stopped: {:?} after {:.3} s",
+            summary.total.reason,
+            summary.total.elapsed.as_secs_f64()
+        );
+    }
+    if settings.stats_json && settings.stats_interval.is_some() {
+        let per: Vec<Vec<ElementStats>> = summary
+            .per_worker
+            .iter()
+            .map(|s| s.elements.clone())
+            .collect();
+        report_live(start, &per, None, true);
+    }
+    Ok(summary.total)
+}
+
+/// One report of live counters.
+fn report_live(
+    start: Instant,
+    per_worker: &[Vec<ElementStats>],
+    last: Option<&(Instant, Vec<Vec<ElementStats>>)>,
+    json: bool,
+) {
+    if json {
+        println!("{}", stats_json(start.elapsed(), per_worker));
+        let _ = std::io::stdout().flush();
+        return;
+    }
+    // A table of the packet counters that moved, per element and worker.
+    let Some((then, prev)) = last else {
+        return;
+    };
+    let secs = then.elapsed().as_secs_f64().max(1e-9);
+    let mut lines = Vec::new();
+    let total = bricks_runtime::sum_stats(per_worker.iter().map(Vec::as_slice));
+    let total_prev = bricks_runtime::sum_stats(prev.iter().map(Vec::as_slice));
+    for e in &total {
+        let Some(count) = e.stats.get("count") else {
+            continue;
+        };
+        let before = total_prev
+            .iter()
+            .find(|p| p.name == e.name)
+            .and_then(|p| p.stats.get("count"))
+            .unwrap_or(0);
+        let rate = count.saturating_sub(before) as f64 / secs;
+        if rate > 0.0 {
+            let cores: Vec<String> = per_worker
+                .iter()
+                .enumerate()
+                .map(|(w, s)| {
+                    let now = count_of(s, &e.name);
+                    let was = prev.get(w).map_or(0, |p| count_of(p, &e.name));
+                    format!("w{w} {}", si(now.saturating_sub(was) as f64 / secs))
+                })
+                .collect();
+            lines.push(format!(
+                "  {:<16} {:>10} pkt/s   [{}]",
+                e.name,
+                si(rate),
+                cores.join(", ")
+            ));
+        }
+    }
+    eprintln!("{:7.1} s", start.elapsed().as_secs_f64());
+    for l in lines {
+        eprintln!("{l}");
+    }
+}
+
+fn count_of(stats: &[ElementStats], name: &str) -> u64 {
+    stats
+        .iter()
+        .find(|e| e.name == name)
+        .and_then(|e| e.stats.get("count"))
+        .unwrap_or(0)
+}
+
+/// `1.23M`, `456k`, `789`.
+pub(crate) fn si(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// `{"elapsed":1.0,"workers":[{"worker":0,"elements":{"NAME":{"class":"C","count":1}}}]}`
+pub(crate) fn stats_json(elapsed: Duration, per_worker: &[Vec<ElementStats>]) -> String {
+    let workers: Vec<serde_json::Value> = per_worker
+        .iter()
+        .enumerate()
+        .map(|(w, elements)| {
+            let mut map = serde_json::Map::new();
+            for e in elements {
+                let mut counters = serde_json::Map::new();
+                counters.insert("class".into(), e.class.into());
+                for &(k, v) in e.stats.entries() {
+                    counters.insert(k.into(), v.into());
+                }
+                map.insert(e.name.clone(), counters.into());
+            }
+            serde_json::json!({"worker": w, "elements": map})
+        })
+        .collect();
+    serde_json::json!({"elapsed": elapsed.as_secs_f64(), "workers": workers}).to_string()
+}
