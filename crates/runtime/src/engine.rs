@@ -296,7 +296,7 @@ impl Engine {
         } else {
             loop {
                 rounds = rounds.wrapping_add(1);
-                if rounds % 1024 == 0 {
+                if rounds.is_multiple_of(1024) {
                     self.maybe_publish();
                 }
                 if self.stop.is_stopped() {

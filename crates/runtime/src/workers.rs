@@ -79,13 +79,12 @@ impl Workers {
         let mut handles = Vec::with_capacity(n);
         let mut live = Vec::with_capacity(n);
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), Diagnostic>>();
-        for w in 0..n {
+        for (w, &core) in cores.iter().enumerate() {
             let plan = plan.clone();
             let stop = stop.clone();
             let slot = Arc::new(Mutex::new(Vec::new()));
             live.push(slot.clone());
             let opts = opts.clone();
-            let core = cores[w];
             let ready = ready_tx.clone();
             let h = std::thread::Builder::new()
                 .name(format!("bricks-w{w}"))
