@@ -1,8 +1,10 @@
 //! What the kernel says about an interface: its index, queues, address.
 //!
-//! Read from sysfs (as seen from the caller's network namespace) and
-//! `if_nametoindex`, so a missing interface is reported by name before any
-//! socket is opened.
+//! Read from sysfs and `if_nametoindex`, so a missing interface is reported
+//! by name before any socket is opened. sysfs shows the network namespace
+//! it was mounted in: a process started by `ip netns exec` (which remounts
+//! it) sees its own interfaces, but a thread that only called `setns` sees
+//! the index of its new namespace and the sysfs of its old one.
 
 use std::path::Path;
 

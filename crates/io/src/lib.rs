@@ -8,9 +8,14 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod afpacket;
 pub mod binding;
+pub mod dispatch;
 pub mod ifinfo;
+pub mod live;
 pub mod pcap;
 pub mod queue;
+pub mod steer;
+pub mod xdp;
 
 pub use queue::{DeviceError, RxQueue, RxStats, TxQueue, TxStats};

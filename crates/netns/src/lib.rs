@@ -11,7 +11,9 @@
 //! Everything goes through iproute2 (`ip`), the tool every Linux machine
 //! has and the one a user would type to reproduce a test by hand.
 
-use std::process::{Command, Output, Stdio};
+use std::io::Read as _;
+use std::process::{Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Why setting up a test network failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,6 +214,31 @@ impl Network {
         run(&mut self.exec(ns, &["sysctl", "-qw", &format!("{key}={value}")])).map(drop)
     }
 
+    /// Turns off checksum offload, segmentation offload and receive
+    /// offload on interface `ifname` of namespace `ns` (`ethtool -K`).
+    ///
+    /// A veth hands its peer TCP segments of up to 64 KiB whose checksum
+    /// is not yet computed, since both ends are in one kernel; a router
+    /// reading raw frames (AF_PACKET) would forward them unfinished. With
+    /// offloads off, hosts send real MTU-sized frames with real checksums,
+    /// as a NIC would put them on the wire, and verify the checksums of
+    /// what they receive.
+    pub fn disable_offloads(&self, ns: &str, ifname: &str) -> Result<(), NetnsError> {
+        let args = [
+            "ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro",
+            "off",
+        ];
+        match self.exec(ns, &args).stdout(Stdio::null()).output() {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => Err(NetnsError(format!(
+                "ethtool -K {ifname} in {}: {}",
+                self.ns_name(ns),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))),
+            Err(e) => Err(NetnsError(format!("running ethtool: {e}"))),
+        }
+    }
+
     /// Deletes everything now (also done on drop).
     pub fn delete(&mut self) {
         for ns in self.namespaces.drain(..).rev() {
@@ -224,6 +251,225 @@ impl Drop for Network {
     fn drop(&mut self) {
         self.delete();
     }
+}
+
+/// Whether `ethtool` can be run (needed by [`Network::disable_offloads`]).
+pub fn have_ethtool() -> bool {
+    Command::new("ethtool")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A child process that is killed, by its PID, when dropped: a failing
+/// test or an aborted demo never leaves a router or a ping running.
+///
+/// Commands made by [`Network::exec`] keep their PID through
+/// `ip netns exec` (it execs the program), so the PID is the program's.
+#[derive(Debug)]
+pub struct ChildGuard {
+    child: std::process::Child,
+    status: Option<ExitStatus>,
+    /// The command line, for messages.
+    program: String,
+}
+
+impl ChildGuard {
+    /// Spawns `cmd`.
+    pub fn spawn(cmd: &mut Command) -> Result<ChildGuard, NetnsError> {
+        let child = cmd
+            .spawn()
+            .map_err(|e| NetnsError(format!("{cmd:?}: {e}")))?;
+        let program = std::iter::once(cmd.get_program())
+            .chain(cmd.get_args())
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Ok(ChildGuard {
+            child,
+            status: None,
+            program,
+        })
+    }
+
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The child, to take its stdin, stdout or stderr.
+    pub fn child_mut(&mut self) -> &mut std::process::Child {
+        &mut self.child
+    }
+
+    /// Its exit status if it has ended (it is reaped then).
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
+    }
+
+    /// Waits at most `timeout` for it to end.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.try_wait() {
+                return Some(s);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `signal` (e.g. `libc::SIGTERM`) unless it has ended.
+    pub fn signal(&mut self, signal: i32) {
+        if self.try_wait().is_none() {
+            let pid = self.child.id() as libc::pid_t;
+            // SAFETY: kill has no memory preconditions; the PID is our own
+            // child, not yet reaped (try_wait said it runs), so it cannot
+            // have been reused by another process.
+            unsafe {
+                libc::kill(pid, signal);
+            }
+        }
+    }
+
+    /// Asks it to stop (SIGTERM), waits at most `grace`, then kills it
+    /// (SIGKILL). Returns how it ended.
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        self.signal(libc::SIGTERM);
+        if let Some(s) = self.wait_timeout(grace) {
+            return Some(s);
+        }
+        self.kill()
+    }
+
+    /// Kills it (SIGKILL) and reaps it.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        self.signal(libc::SIGKILL);
+        self.wait_timeout(Duration::from_secs(5))
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A child process whose output is collected while it runs (on threads,
+/// so a child that fills a pipe never blocks), killed when dropped.
+#[derive(Debug)]
+pub struct Captured {
+    child: ChildGuard,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    stderr: std::thread::JoinHandle<Vec<u8>>,
+}
+
+impl Captured {
+    /// Spawns `cmd` with stdin closed and stdout and stderr captured.
+    pub fn spawn(cmd: &mut Command) -> Result<Captured, NetnsError> {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = ChildGuard::spawn(cmd)?;
+        let read = |r: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_end(&mut v);
+                }
+                v
+            })
+        };
+        let stdout = read(child.child.stdout.take().map(|s| Box::new(s) as _));
+        let stderr = read(child.child.stderr.take().map(|s| Box::new(s) as _));
+        Ok(Captured {
+            child,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits at most `timeout` for it to end, or until `cancel` is set;
+    /// then it is killed and the error holds what it printed so far. A
+    /// non-zero exit is not an error here: the caller reads `status`.
+    pub fn wait(
+        mut self,
+        timeout: Duration,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<Output, NetnsError> {
+        let end = Instant::now() + timeout;
+        let cancelled = || cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+        let status = loop {
+            if let Some(s) = self.child.try_wait() {
+                break Some(s);
+            }
+            if Instant::now() >= end || cancelled() {
+                self.child.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let stdout = self.stdout.join().unwrap_or_default();
+        let stderr = self.stderr.join().unwrap_or_default();
+        match status {
+            Some(status) => Ok(Output {
+                status,
+                stdout,
+                stderr,
+            }),
+            None => Err(NetnsError(format!(
+                "{} {}; it printed: {}{}",
+                self.child.program,
+                if cancelled() {
+                    "was stopped".to_string()
+                } else {
+                    format!("did not finish within {timeout:?}")
+                },
+                String::from_utf8_lossy(&stdout).trim(),
+                String::from_utf8_lossy(&stderr).trim()
+            ))),
+        }
+    }
+}
+
+/// Runs `cmd` with its output captured and waits at most `timeout` for it;
+/// on timeout it is killed and the error holds what it printed so far.
+/// A non-zero exit is not an error here: the caller reads `status`.
+pub fn output_timeout(cmd: &mut Command, timeout: Duration) -> Result<Output, NetnsError> {
+    Captured::spawn(cmd)?.wait(timeout, None)
+}
+
+/// Runs `f` on a new thread that has joined network namespace `ns` (a
+/// full name, as [`Network::ns_name`] gives) and returns its result.
+/// Sockets and XDP programs act in the namespace of the thread that makes
+/// them; only that thread moves. Note that sysfs still shows the caller's
+/// namespace (`ip netns exec` remounts it; a thread cannot).
+pub fn in_namespace<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    use std::os::fd::AsRawFd;
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: setns takes an open namespace file descriptor, which
+        // `file` keeps open for the call; it changes only this thread.
+        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
 
 /// The names of all network namespaces `ip netns` knows.
@@ -239,6 +485,37 @@ pub fn list_namespaces() -> Result<Vec<String>, NetnsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_guard_kills_its_process_on_drop() {
+        let guard = ChildGuard::spawn(Command::new("sleep").arg("30")).unwrap();
+        let pid = guard.id();
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        drop(guard);
+        // Reaped by the guard, so the PID is gone (or, rarely, reused by a
+        // process that is not our sleep).
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        assert_ne!(comm.trim(), "sleep");
+    }
+
+    #[test]
+    fn output_timeout_bounds_the_wait_and_keeps_the_output() {
+        let out = output_timeout(
+            Command::new("sh").args(["-c", "echo hi; exit 3"]),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+        let start = Instant::now();
+        let err = output_timeout(
+            Command::new("sh").args(["-c", "echo started; exec sleep 30"]),
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(err.0.contains("started"), "{err}");
+    }
 
     #[test]
     fn two_namespaces_ping_over_a_multiqueue_veth() {

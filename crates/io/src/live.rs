@@ -1,0 +1,439 @@
+//! The live interfaces of a running router, and who owns which queue.
+//!
+//! Device elements declare the interfaces a configuration names
+//! ([`declare`]); the runner opens them all before any worker starts
+//! ([`open_declared`]), choosing a backend per interface and assigning
+//! every receive queue and every transmit queue to exactly one worker
+//! (RouteBricks §4.2: one core per queue, so no queue is ever locked).
+//! Workers then take what they were assigned ([`take_rx`], [`take_tx`]);
+//! a queue can be taken once only, and [`ownership`] lists who took what.
+//!
+//! Backends: AF_XDP where it works (the redirect program is attached by
+//! bricks), AF_PACKET with TPACKET_V3 rings and fanout otherwise. `Auto`
+//! tries AF_XDP first and says why it fell back.
+//!
+//! In the per-core spread (the default) each worker reads the queues it
+//! owns. In `pipeline` and `serial` spreads a dispatcher thread owns every
+//! receive queue and hands packets to the workers through rings (see
+//! [`crate::dispatch`]); transmit queues stay with the workers.
+
+use crate::afpacket::{self, Fanout, PacketConfig};
+use crate::dispatch::{Dispatcher, Mode};
+use crate::ifinfo;
+use crate::steer::Steering;
+use crate::xdp::{self, XdpConfig, XdpMode, ZeroCopy};
+use crate::{DeviceError, RxQueue, TxQueue};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// Which kernel interface serves a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// AF_XDP if it can be set up, AF_PACKET otherwise.
+    #[default]
+    Auto,
+    /// AF_XDP only.
+    Xdp,
+    /// AF_PACKET only.
+    Packet,
+}
+
+impl core::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Backend, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Backend::Auto),
+            "xdp" | "af_xdp" => Ok(Backend::Xdp),
+            "packet" | "af_packet" => Ok(Backend::Packet),
+            _ => Err(format!(
+                "unknown backend `{s}` (expected auto, xdp or packet)"
+            )),
+        }
+    }
+}
+
+/// How received packets reach the workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Spread {
+    /// Each worker reads the receive queues it owns (run to completion).
+    #[default]
+    PerCore,
+    /// One dispatcher thread reads every queue and hands whole batches to
+    /// workers (RouteBricks' pipeline, Fig. 6).
+    Pipeline,
+    /// One dispatcher thread reads every queue and steers each packet to a
+    /// worker in software (the NIC paper's serial NIC).
+    Serial,
+}
+
+impl core::str::FromStr for Spread {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Spread, String> {
+        match s {
+            "per-core" | "percore" | "parallel" => Ok(Spread::PerCore),
+            "pipeline" => Ok(Spread::Pipeline),
+            "serial" => Ok(Spread::Serial),
+            _ => Err(format!(
+                "unknown mode `{s}` (expected per-core, pipeline or serial)"
+            )),
+        }
+    }
+}
+
+/// What a configuration asks of one interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceSpec {
+    /// The interface name.
+    pub name: String,
+    /// The backend asked for.
+    pub backend: Backend,
+    /// One queue only (`QUEUE n`), or all of them.
+    pub queue: Option<u32>,
+    /// XDP attach mode.
+    pub xdp_mode: XdpMode,
+    /// XDP zero-copy.
+    pub zero_copy: ZeroCopy,
+}
+
+impl DeviceSpec {
+    /// All queues, backend chosen automatically.
+    pub fn new(name: &str) -> DeviceSpec {
+        DeviceSpec {
+            name: name.to_string(),
+            backend: Backend::Auto,
+            queue: None,
+            xdp_mode: XdpMode::Auto,
+            zero_copy: ZeroCopy::Auto,
+        }
+    }
+}
+
+/// Who took one queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    /// Interface.
+    pub device: String,
+    /// `rx` or `tx`.
+    pub direction: &'static str,
+    /// Queue number.
+    pub queue: u32,
+    /// Backend serving it.
+    pub backend: &'static str,
+    /// The worker that took it.
+    pub worker: usize,
+}
+
+/// How one interface was opened, for the run's first lines.
+#[derive(Debug, Clone)]
+pub struct OpenReport {
+    /// Interface.
+    pub device: String,
+    /// Backend and mode (`af_xdp native copy`, `af_packet fanout qm`).
+    pub backend: String,
+    /// Receive queue → worker (or `None`: the dispatcher).
+    pub rx: Vec<(u32, Option<usize>)>,
+    /// Why `Auto` did not get AF_XDP, or another note.
+    pub note: Option<String>,
+}
+
+impl core::fmt::Display for OpenReport {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}: {}, rx", self.device, self.backend)?;
+        for (q, w) in &self.rx {
+            match w {
+                Some(w) => write!(f, " q{q}->w{w}")?,
+                None => write!(f, " q{q}->dispatcher")?,
+            }
+        }
+        if let Some(n) = &self.note {
+            write!(f, " ({n})")?;
+        }
+        Ok(())
+    }
+}
+
+struct OpenDevice {
+    rx: Vec<(usize, Box<dyn RxQueue>)>,
+    tx: Vec<(usize, Box<dyn TxQueue>)>,
+}
+
+#[derive(Default)]
+struct Table {
+    specs: Vec<DeviceSpec>,
+    open: BTreeMap<String, OpenDevice>,
+    owners: Vec<Ownership>,
+}
+
+fn table() -> MutexGuard<'static, Table> {
+    static T: OnceLock<Mutex<Table>> = OnceLock::new();
+    T.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records that the configuration uses interface `spec.name`. Several
+/// elements may name the same interface; their settings must agree where
+/// both set one.
+pub fn declare(spec: DeviceSpec) -> Result<(), String> {
+    let mut t = table();
+    match t.specs.iter_mut().find(|s| s.name == spec.name) {
+        None => t.specs.push(spec),
+        Some(s) => {
+            if s.backend == Backend::Auto {
+                s.backend = spec.backend;
+            } else if spec.backend != Backend::Auto && spec.backend != s.backend {
+                return Err(format!(
+                    "`{}` is given backends {:?} and {:?}; one interface has one backend",
+                    spec.name, s.backend, spec.backend
+                ));
+            }
+            if s.queue.is_none() {
+                s.queue = spec.queue;
+            } else if spec.queue.is_some() && spec.queue != s.queue {
+                return Err(format!("`{}` is given two different QUEUEs", spec.name));
+            }
+            if s.xdp_mode == XdpMode::Auto {
+                s.xdp_mode = spec.xdp_mode;
+            }
+            if s.zero_copy == ZeroCopy::Auto {
+                s.zero_copy = spec.zero_copy;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The interfaces declared so far.
+pub fn declared() -> Vec<DeviceSpec> {
+    table().specs.clone()
+}
+
+/// Opens every declared interface for `workers` workers. With a
+/// `Pipeline` or `Serial` spread, returns the dispatcher that owns the
+/// receive queues; run it on a thread of its own.
+pub fn open_declared(
+    workers: usize,
+    spread: Spread,
+    steering: Arc<Steering>,
+) -> Result<(Vec<OpenReport>, Option<Dispatcher>), DeviceError> {
+    let workers = workers.max(1);
+    let specs = declared();
+    let mut reports = Vec::new();
+    let mut dispatcher = match spread {
+        Spread::PerCore => None,
+        Spread::Pipeline => Some(Dispatcher::new(Mode::Pipeline, workers, steering, 4096)),
+        Spread::Serial => Some(Dispatcher::new(Mode::Serial, workers, steering, 4096)),
+    };
+    for spec in &specs {
+        let (mut dev, mut report) = open_one(spec, workers)?;
+        if let Some(d) = dispatcher.as_mut() {
+            let queues: Vec<Box<dyn RxQueue>> = dev.rx.drain(..).map(|(_, q)| q).collect();
+            for (_, w) in report.rx.iter_mut() {
+                *w = None;
+            }
+            for (w, ring) in d.add_device(&spec.name, queues).into_iter().enumerate() {
+                dev.rx.push((w, Box::new(ring)));
+            }
+        }
+        table().open.insert(spec.name.clone(), dev);
+        reports.push(report);
+    }
+    Ok((reports, dispatcher))
+}
+
+fn open_one(spec: &DeviceSpec, workers: usize) -> Result<(OpenDevice, OpenReport), DeviceError> {
+    let info = ifinfo::lookup(&spec.name).map_err(|e| DeviceError::Io(e.to_string()))?;
+    match spec.backend {
+        Backend::Xdp => open_xdp(spec, &info, workers),
+        Backend::Packet => open_packet(spec, &info, workers, None),
+        Backend::Auto => match open_xdp(spec, &info, workers) {
+            Ok(r) => Ok(r),
+            Err(e) => open_packet(
+                spec,
+                &info,
+                workers,
+                Some(format!("AF_XDP unavailable: {e}; using AF_PACKET")),
+            ),
+        },
+    }
+}
+
+fn open_xdp(
+    spec: &DeviceSpec,
+    info: &ifinfo::IfInfo,
+    workers: usize,
+) -> Result<(OpenDevice, OpenReport), DeviceError> {
+    let cfg = XdpConfig {
+        mode: spec.xdp_mode,
+        zero_copy: spec.zero_copy,
+        ..XdpConfig::default()
+    };
+    let queues: Vec<u32> = match spec.queue {
+        Some(q) if q >= info.rx_queues => {
+            return Err(DeviceError::Io(format!(
+                "{}: QUEUE {q} does not exist (the interface has {} receive queues)",
+                spec.name, info.rx_queues
+            )))
+        }
+        Some(q) => vec![q],
+        None => (0..info.rx_queues).collect(),
+    };
+    let mut dev = OpenDevice {
+        rx: Vec::new(),
+        tx: Vec::new(),
+    };
+    let mut report = OpenReport {
+        device: spec.name.clone(),
+        backend: String::new(),
+        rx: Vec::new(),
+        note: None,
+    };
+    let mut tx_owner = vec![false; workers];
+    for (i, &q) in queues.iter().enumerate() {
+        let (rx, tx) = xdp::open_queue(&spec.name, q, &cfg)?;
+        if report.backend.is_empty() {
+            report.backend = format!("af_xdp {}", rx.mode());
+            report.note = rx.fallback_reason().map(str::to_string);
+        }
+        let w = i % workers;
+        report.rx.push((q, Some(w)));
+        dev.rx.push((w, Box::new(rx)));
+        // A worker sends on the first queue it owns; the transmit halves
+        // of its other queues stay idle.
+        if !tx_owner[w] {
+            tx_owner[w] = true;
+            dev.tx.push((w, Box::new(tx)));
+        }
+    }
+    // Workers with no queue of their own (more workers than queues) send
+    // through an AF_PACKET socket each: a transmit queue is never shared.
+    let missing: Vec<usize> = (0..workers).filter(|&w| !tx_owner[w]).collect();
+    if !missing.is_empty() {
+        let socks = afpacket::open(&spec.name, missing.len() as u32, &PacketConfig::default())?;
+        for (w, (_rx, tx)) in missing.into_iter().zip(socks) {
+            dev.tx.push((w, Box::new(tx)));
+        }
+    }
+    Ok((dev, report))
+}
+
+fn open_packet(
+    spec: &DeviceSpec,
+    info: &ifinfo::IfInfo,
+    workers: usize,
+    note: Option<String>,
+) -> Result<(OpenDevice, OpenReport), DeviceError> {
+    if let Some(q) = spec.queue {
+        return Err(DeviceError::Io(format!(
+            "{}: QUEUE {q} needs AF_XDP (AF_PACKET cannot bind one queue); \
+             use BACKEND xdp or leave QUEUE out",
+            spec.name
+        )));
+    }
+    // With as many sockets as workers, fanout by queue mapping keeps each
+    // hardware queue on one worker; a single-queue interface is split by
+    // the kernel's flow hash instead.
+    let fanout = if info.rx_queues > 1 {
+        Fanout::QueueMapping
+    } else {
+        Fanout::Hash
+    };
+    let cfg = PacketConfig {
+        fanout,
+        ..PacketConfig::default()
+    };
+    let socks = afpacket::open(&spec.name, workers as u32, &cfg)?;
+    let mut dev = OpenDevice {
+        rx: Vec::new(),
+        tx: Vec::new(),
+    };
+    let mut report = OpenReport {
+        device: spec.name.clone(),
+        backend: format!(
+            "af_packet tpacket_v3{}",
+            if workers > 1 {
+                format!(" fanout {fanout:?}")
+            } else {
+                String::new()
+            }
+        ),
+        rx: Vec::new(),
+        note,
+    };
+    for (w, (rx, tx)) in socks.into_iter().enumerate() {
+        report.rx.push((w as u32, Some(w)));
+        dev.rx.push((w, Box::new(rx)));
+        dev.tx.push((w, Box::new(tx)));
+    }
+    Ok((dev, report))
+}
+
+/// Takes the receive queues assigned to `worker` on interface `name`
+/// (none if it was not opened or has nothing for this worker). Each queue
+/// is handed out once.
+pub fn take_rx(name: &str, worker: usize) -> Vec<Box<dyn RxQueue>> {
+    let mut t = table();
+    let Table { open, owners, .. } = &mut *t;
+    let Some(dev) = open.get_mut(name) else {
+        return Vec::new();
+    };
+    let (mine, rest): (Vec<_>, Vec<_>) = dev.rx.drain(..).partition(|(w, _)| *w == worker);
+    dev.rx = rest;
+    mine.into_iter()
+        .map(|(_, q)| {
+            record(owners, name, "rx", q.queue(), q.backend(), worker);
+            q
+        })
+        .collect()
+}
+
+/// Takes the transmit queue assigned to `worker` on interface `name`.
+pub fn take_tx(name: &str, worker: usize) -> Option<Box<dyn TxQueue>> {
+    let mut t = table();
+    let Table { open, owners, .. } = &mut *t;
+    let dev = open.get_mut(name)?;
+    let i = dev.tx.iter().position(|(w, _)| *w == worker)?;
+    let (_, q) = dev.tx.swap_remove(i);
+    record(owners, name, "tx", q.queue(), q.backend(), worker);
+    Some(q)
+}
+
+fn record(
+    owners: &mut Vec<Ownership>,
+    device: &str,
+    direction: &'static str,
+    queue: u32,
+    backend: &'static str,
+    worker: usize,
+) {
+    // The invariant the whole design rests on: a queue has one owner.
+    // Rings (`backend == "ring"`) are per worker by construction.
+    assert!(
+        !owners.iter().any(|o| o.device == device
+            && o.direction == direction
+            && o.queue == queue
+            && o.backend == backend),
+        "{device} {direction} queue {queue} ({backend}) taken twice"
+    );
+    owners.push(Ownership {
+        device: device.to_string(),
+        direction,
+        queue,
+        backend,
+        worker,
+    });
+}
+
+/// Who took which queue so far.
+pub fn ownership() -> Vec<Ownership> {
+    table().owners.clone()
+}
+
+/// Closes everything not yet taken and forgets every declaration: the
+/// next configuration starts from nothing.
+pub fn reset() {
+    let mut t = table();
+    t.specs.clear();
+    t.open.clear();
+    t.owners.clear();
+}
