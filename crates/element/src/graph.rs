@@ -230,6 +230,12 @@ impl<'a> Context<'a> {
         self.worker.worker
     }
 
+    /// How many workers run this graph.
+    #[inline(always)]
+    pub fn workers(&self) -> usize {
+        self.worker.workers
+    }
+
     /// Number of outputs this element has in the configuration.
     #[inline(always)]
     pub fn noutputs(&self) -> usize {

@@ -94,6 +94,12 @@ pub trait Element: Send {
         TaskKind::None
     }
 
+    /// Called once on each worker before its first round: take per-worker
+    /// resources (a device's queues) so that they are owned from the start.
+    fn start(&mut self, cx: &mut Context<'_>) {
+        let _ = cx;
+    }
+
     /// Whether a [`TaskKind::Source`] task runs on every worker. By default
     /// a source runs on worker 0 only: the graph is instantiated once per
     /// worker, and a generator or a capture reader on every worker would
@@ -123,6 +129,14 @@ pub trait Element: Send {
     /// flush files, count packets that can no longer be delivered.
     fn shutdown(&mut self, cx: &mut Context<'_>) {
         let _ = cx;
+    }
+
+    /// Whether write handler `handler` changes state that every worker's
+    /// instance shares (a route table): such a call goes to one worker
+    /// only. Other handlers are called on every worker's instance.
+    fn handler_is_shared(&self, handler: &str) -> bool {
+        let _ = handler;
+        false
     }
 
     /// Handles a write handler (Click's `element.handler value`).

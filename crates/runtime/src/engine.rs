@@ -14,7 +14,7 @@ use bricks_packet::Timestamp;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Stops a running engine from another thread or a signal handler.
@@ -131,6 +131,30 @@ pub struct Engine {
     /// The longest nap when idle.
     pub max_nap: Duration,
     publish: Option<Publish>,
+    mailbox: Option<mpsc::Receiver<HandlerCall>>,
+    started: bool,
+}
+
+/// A write handler call sent to a running worker from another thread.
+#[derive(Debug)]
+pub struct HandlerCall {
+    /// Element name.
+    pub element: String,
+    /// Handler name.
+    pub handler: String,
+    /// The value written.
+    pub value: String,
+    /// Where the answer goes.
+    pub reply: mpsc::Sender<HandlerReply>,
+}
+
+/// A worker's answer to a [`HandlerCall`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandlerReply {
+    /// What the handler said.
+    pub result: Result<(), String>,
+    /// The handler changes shared state: no other worker needs the call.
+    pub shared: bool,
 }
 
 /// Where and how often a worker copies its counters for a reader on
@@ -175,6 +199,8 @@ impl Engine {
             idle_sleep: true,
             max_nap: Duration::from_micros(200),
             publish: None,
+            mailbox: None,
+            started: false,
         })
     }
 
@@ -205,6 +231,38 @@ impl Engine {
             every,
             last: Instant::now(),
         });
+    }
+
+    /// Makes this engine answer write handler calls arriving on `mailbox`
+    /// (checked between rounds, about every thousand rounds and when idle).
+    pub fn set_mailbox(&mut self, mailbox: mpsc::Receiver<HandlerCall>) {
+        self.mailbox = Some(mailbox);
+    }
+
+    fn answer_mail(&mut self) {
+        let Some(mb) = self.mailbox.as_ref() else {
+            return;
+        };
+        while let Ok(call) = mb.try_recv() {
+            let reply = match self.graph.find(&call.element) {
+                None => HandlerReply {
+                    result: Err(format!("no element `{}`", call.element)),
+                    shared: true,
+                },
+                Some(i) => HandlerReply {
+                    shared: self
+                        .graph
+                        .with_element_ref(i, |el| el.handler_is_shared(&call.handler)),
+                    result: self.graph.write_handler(i, &call.handler, &call.value),
+                },
+            };
+            let _ = call.reply.send(reply);
+        }
+    }
+
+    fn housekeeping(&mut self) {
+        self.answer_mail();
+        self.maybe_publish();
     }
 
     fn maybe_publish(&mut self) {
@@ -289,6 +347,7 @@ impl Engine {
     /// every element down, and reports the counters.
     pub fn run(&mut self) -> RunSummary {
         let start = Instant::now();
+        self.start();
         let mut idle_rounds = 0u32;
         let mut rounds = 0u32;
         let reason = if self.tasks.is_empty() {
@@ -297,7 +356,7 @@ impl Engine {
             loop {
                 rounds = rounds.wrapping_add(1);
                 if rounds.is_multiple_of(1024) {
-                    self.maybe_publish();
+                    self.housekeeping();
                 }
                 if self.stop.is_stopped() {
                     break StopReason::External;
@@ -322,7 +381,7 @@ impl Engine {
                 }
                 idle_rounds += 1;
                 if self.idle_sleep && idle_rounds > 64 {
-                    self.maybe_publish();
+                    self.housekeeping();
                     let nap = match self.timers.peek() {
                         Some(&Reverse((t, _))) => {
                             Duration::from_nanos(t.0.saturating_sub(self.state.now.0))
@@ -345,6 +404,19 @@ impl Engine {
             elements: self.collect_stats(),
             errors: std::mem::take(&mut self.state.errors),
         }
+    }
+
+    /// Calls every element's start hook once (done by `run`; call it
+    /// before `step` when driving the engine by hand).
+    pub fn start(&mut self) {
+        if std::mem::replace(&mut self.started, true) {
+            return;
+        }
+        for i in 0..self.graph.len() {
+            self.graph
+                .with_element(i, &mut self.state, |el, cx| el.start(cx));
+        }
+        self.take_timer_requests();
     }
 
     /// Stops the sources and runs the remaining tasks until nothing moves,

@@ -19,5 +19,7 @@ mod workers;
 
 pub use bricks_element::Registry;
 pub use build::{build, Plan, PlanElement};
-pub use engine::{ElementStats, Engine, RunSummary, StopHandle, StopReason};
-pub use workers::{sum_stats, WorkerOptions, Workers, WorkersSummary};
+pub use engine::{
+    ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,
+};
+pub use workers::{sum_stats, Control, WorkerOptions, Workers, WorkersSummary};

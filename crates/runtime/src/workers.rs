@@ -8,7 +8,9 @@
 //! once each). Counters stay per worker and are summed when read; a worker
 //! publishes a copy of its counters every so often for live rates.
 
-use crate::engine::{ElementStats, Engine, RunSummary, StopHandle, StopReason};
+use crate::engine::{
+    ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,
+};
 use crate::Plan;
 use bricks_config::Diagnostic;
 use bricks_element::Stats;
@@ -47,9 +49,72 @@ impl Default for WorkerOptions {
 /// Running workers.
 pub struct Workers {
     handles: Vec<JoinHandle<RunSummary>>,
-    live: Vec<Arc<Mutex<Vec<ElementStats>>>>,
-    stop: StopHandle,
+    control: Control,
     cores: Vec<Option<usize>>,
+}
+
+/// Reaches running workers from any thread: their live counters, their
+/// write handlers, a stop.
+#[derive(Clone)]
+pub struct Control {
+    live: Vec<Arc<Mutex<Vec<ElementStats>>>>,
+    mail: Vec<mpsc::Sender<HandlerCall>>,
+    stop: StopHandle,
+}
+
+impl Control {
+    /// The counters each worker last published.
+    pub fn live(&self) -> Vec<Vec<ElementStats>> {
+        self.live
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect()
+    }
+
+    /// Stops every worker.
+    pub fn stop(&self) {
+        self.stop.stop();
+    }
+
+    /// Calls write handler `element.handler` with `value`: on worker 0
+    /// first, then, unless the handler changes shared state, on every other
+    /// worker. Returns the first error.
+    pub fn write_handler(&self, element: &str, handler: &str, value: &str) -> Result<(), String> {
+        let call = |w: usize| -> Option<HandlerReply> {
+            let (tx, rx) = mpsc::channel();
+            self.mail[w]
+                .send(HandlerCall {
+                    element: element.to_string(),
+                    handler: handler.to_string(),
+                    value: value.to_string(),
+                    reply: tx,
+                })
+                .ok()?;
+            // A worker answers between rounds; one that has finished
+            // never will.
+            rx.recv_timeout(Duration::from_secs(2)).ok()
+        };
+        let mut first = None;
+        let mut shared = false;
+        for w in 0..self.mail.len() {
+            if let Some(r) = call(w) {
+                shared = r.shared;
+                first.get_or_insert(r.result);
+                break;
+            }
+        }
+        let Some(result) = first else {
+            return Err("no worker is running".into());
+        };
+        if !shared {
+            for w in 1..self.mail.len() {
+                if let Some(HandlerReply { result: Err(e), .. }) = call(w) {
+                    return Err(format!("worker {w}: {e}"));
+                }
+            }
+        }
+        result
+    }
 }
 
 /// What a finished multi-worker run reports.
@@ -78,6 +143,7 @@ impl Workers {
         };
         let mut handles = Vec::with_capacity(n);
         let mut live = Vec::with_capacity(n);
+        let mut mail = Vec::with_capacity(n);
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), Diagnostic>>();
         for (w, &core) in cores.iter().enumerate() {
             let plan = plan.clone();
@@ -86,6 +152,8 @@ impl Workers {
             live.push(slot.clone());
             let opts = opts.clone();
             let ready = ready_tx.clone();
+            let (mail_tx, mailbox) = mpsc::channel();
+            mail.push(mail_tx);
             let h = std::thread::Builder::new()
                 .name(format!("bricks-w{w}"))
                 .spawn(move || {
@@ -103,6 +171,7 @@ impl Workers {
                         }
                     };
                     engine.set_stop_handle(stop);
+                    engine.set_mailbox(mailbox);
                     engine.set_trace_clock(opts.trace_clock);
                     engine.max_nap = opts.max_nap;
                     engine.idle_sleep = !opts.max_nap.is_zero();
@@ -123,13 +192,12 @@ impl Workers {
         }
         let workers = Workers {
             handles,
-            live,
-            stop,
+            control: Control { live, mail, stop },
             cores,
         };
         match failure {
             Some(d) => {
-                workers.stop.stop();
+                workers.control.stop();
                 let _ = workers.join();
                 Err(d)
             }
@@ -139,7 +207,12 @@ impl Workers {
 
     /// Stops every worker (they drain and shut down).
     pub fn stop_handle(&self) -> StopHandle {
-        self.stop.clone()
+        self.control.stop.clone()
+    }
+
+    /// A handle for other threads: live counters, write handlers, stop.
+    pub fn control(&self) -> Control {
+        self.control.clone()
     }
 
     /// The core each worker is pinned to.
@@ -155,10 +228,7 @@ impl Workers {
     /// The counters each worker last published (empty before its first
     /// publication).
     pub fn live(&self) -> Vec<Vec<ElementStats>> {
-        self.live
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
-            .collect()
+        self.control.live()
     }
 
     /// Waits for every worker and sums their counters.
