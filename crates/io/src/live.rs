@@ -248,6 +248,8 @@ fn open_one(spec: &DeviceSpec, workers: usize) -> Result<(OpenDevice, OpenReport
         Backend::Packet => open_packet(spec, &info, workers, None),
         Backend::Auto => match open_xdp(spec, &info, workers) {
             Ok(r) => Ok(r),
+            // AF_PACKET cannot bind one queue: AF_XDP's reason is the one.
+            Err(e) if spec.queue.is_some() => Err(e),
             Err(e) => open_packet(
                 spec,
                 &info,

@@ -243,30 +243,32 @@ impl fmt::Debug for Toeplitz {
     }
 }
 
-/// What RSS hashes, copied out of a frame, in hash-input order.
+/// What RSS hashes, in hash-input order, borrowed from the frame: in both
+/// IPv4 and IPv6 the source and destination addresses are adjacent, and so
+/// are the two ports, so nothing is copied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Tuple {
+enum Tuple<'a> {
     /// Not IPv4 or IPv6, or too short to read.
     None,
     /// Source and destination address; the ports for unfragmented TCP and
     /// UDP.
     V4 {
-        addrs: [u8; 8],
+        addrs: &'a [u8; 8],
         proto: u8,
-        ports: Option<[u8; 4]>,
+        ports: Option<&'a [u8; 4]>,
     },
     /// The same for IPv6.
     V6 {
-        addrs: [u8; 32],
+        addrs: &'a [u8; 32],
         proto: u8,
-        ports: Option<[u8; 4]>,
+        ports: Option<&'a [u8; 4]>,
     },
 }
 
-impl Tuple {
+impl<'a> Tuple<'a> {
     /// Reads an Ethernet frame, behind up to two VLAN tags.
     #[inline]
-    fn parse(frame: &[u8]) -> Tuple {
+    fn parse(frame: &'a [u8]) -> Tuple<'a> {
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
             return Tuple::None;
         };
@@ -291,19 +293,21 @@ impl Tuple {
     }
 
     #[inline]
-    fn parse_v4(l3: &[u8]) -> Tuple {
+    fn parse_v4(l3: &'a [u8]) -> Tuple<'a> {
         let Ok(ip) = Ipv4Packet::new_checked(l3) else {
+            return Tuple::None;
+        };
+        // `check_len` passed: the fixed header is there.
+        let Some(fixed) = l3.first_chunk::<{ bricks_wire::ipv4::HEADER_LEN }>() else {
             return Tuple::None;
         };
         if ip.version() != 4 {
             return Tuple::None;
         }
-        let mut addrs = [0u8; 8];
-        addrs[..4].copy_from_slice(&ip.src_addr().octets());
-        addrs[4..].copy_from_slice(&ip.dst_addr().octets());
+        let addrs = fixed[12..20].try_into().expect("8 bytes");
         let proto = ip.next_header();
         let ports = if is_tcp_or_udp(proto) && !ip.is_fragment() {
-            ip.payload().first_chunk::<4>().copied()
+            ip.payload().first_chunk::<4>()
         } else {
             None
         };
@@ -315,16 +319,17 @@ impl Tuple {
     }
 
     #[inline]
-    fn parse_v6(l3: &[u8]) -> Tuple {
+    fn parse_v6(l3: &'a [u8]) -> Tuple<'a> {
         let Ok(ip) = Ipv6Packet::new_checked(l3) else {
+            return Tuple::None;
+        };
+        let Some(fixed) = l3.first_chunk::<{ bricks_wire::ipv6::HEADER_LEN }>() else {
             return Tuple::None;
         };
         if ip.version() != 6 {
             return Tuple::None;
         }
-        let mut addrs = [0u8; 32];
-        addrs[..16].copy_from_slice(&ip.src_addr().octets());
-        addrs[16..].copy_from_slice(&ip.dst_addr().octets());
+        let addrs = fixed[8..40].try_into().expect("32 bytes");
         let mut next = ip.next_header();
         let mut rest = ip.payload();
         let mut ports = None;
@@ -334,7 +339,7 @@ impl Tuple {
         for _ in 0..=MAX_IPV6_EXTENSIONS {
             match next {
                 IpProtocol::TCP | IpProtocol::UDP => {
-                    ports = rest.first_chunk::<4>().copied();
+                    ports = rest.first_chunk::<4>();
                     break;
                 }
                 IpProtocol::HOPOPT | IpProtocol::IPV6_ROUTE | IpProtocol::IPV6_OPTS => {
@@ -412,36 +417,55 @@ pub struct FlowKey {
     pub dst: SocketAddr,
 }
 
-impl FlowKey {
-    /// The tuple a matching frame parses to.
-    fn tuple(&self) -> Tuple {
-        let mut ports = [0u8; 4];
-        ports[..2].copy_from_slice(&self.src.port().to_be_bytes());
-        ports[2..].copy_from_slice(&self.dst.port().to_be_bytes());
-        let proto = self.proto.number();
-        match (self.src.ip(), self.dst.ip()) {
+/// A flow rule's tuple in the bytes a matching frame carries.
+#[derive(Debug, Clone, Copy)]
+struct RuleTuple {
+    /// Source then destination address (IPv4: the first 8 bytes).
+    addrs: [u8; 32],
+    v6: bool,
+    proto: u8,
+    ports: [u8; 4],
+}
+
+impl RuleTuple {
+    fn new(key: &FlowKey) -> RuleTuple {
+        let mut t = RuleTuple {
+            addrs: [0; 32],
+            v6: key.src.is_ipv6(),
+            proto: key.proto.number(),
+            ports: [0; 4],
+        };
+        t.ports[..2].copy_from_slice(&key.src.port().to_be_bytes());
+        t.ports[2..].copy_from_slice(&key.dst.port().to_be_bytes());
+        match (key.src.ip(), key.dst.ip()) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
-                let mut addrs = [0u8; 8];
-                addrs[..4].copy_from_slice(&s.octets());
-                addrs[4..].copy_from_slice(&d.octets());
-                Tuple::V4 {
-                    addrs,
-                    proto,
-                    ports: Some(ports),
-                }
+                t.addrs[..4].copy_from_slice(&s.octets());
+                t.addrs[4..8].copy_from_slice(&d.octets());
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
-                let mut addrs = [0u8; 32];
-                addrs[..16].copy_from_slice(&s.octets());
-                addrs[16..].copy_from_slice(&d.octets());
-                Tuple::V6 {
-                    addrs,
-                    proto,
-                    ports: Some(ports),
-                }
+                t.addrs[..16].copy_from_slice(&s.octets());
+                t.addrs[16..].copy_from_slice(&d.octets());
             }
-            // Refused when the rule is parsed.
-            _ => Tuple::None,
+            // Mixed families are refused when the rule is parsed.
+            _ => {}
+        }
+        t
+    }
+
+    /// The tuple a matching frame parses to.
+    fn as_tuple(&self) -> Tuple<'_> {
+        if self.v6 {
+            Tuple::V6 {
+                addrs: &self.addrs,
+                proto: self.proto,
+                ports: Some(&self.ports),
+            }
+        } else {
+            Tuple::V4 {
+                addrs: self.addrs[..8].try_into().expect("8 bytes"),
+                proto: self.proto,
+                ports: Some(&self.ports),
+            }
         }
     }
 }
@@ -454,7 +478,7 @@ impl fmt::Display for FlowKey {
 
 /// The rules whose tuples share the low bits of their hash, with their
 /// workers.
-type FlowBucket = Box<[(Tuple, u8)]>;
+type FlowBucket = Box<[(RuleTuple, u8)]>;
 
 /// Flow rules indexed by the RSS hash of their tuple, as Flow Director
 /// indexes its perfect filters by a hash: the dispatcher has the hash
@@ -473,8 +497,8 @@ impl FlowIndex {
         let size = (rules.len() * 2).next_power_of_two();
         let mut buckets = vec![Vec::new(); size];
         for (key, &worker) in rules {
-            let t = key.tuple();
-            let h = toeplitz.hash_tuple(&t);
+            let t = RuleTuple::new(key);
+            let h = toeplitz.hash_tuple(&t.as_tuple());
             buckets[h as usize & (size - 1)].push((t, worker));
         }
         FlowIndex {
@@ -490,7 +514,7 @@ impl FlowIndex {
         }
         self.buckets[(hash & self.mask) as usize]
             .iter()
-            .find(|(rule, _)| rule == t)
+            .find(|(rule, _)| rule.as_tuple() == *t)
             .map(|&(_, w)| w)
     }
 }
