@@ -29,6 +29,11 @@ pub enum BenchCommand {
     /// IPv6), memory, build time, updates applied while lookups run, and
     /// the IPv4 forwarding path with the 1M-prefix table.
     Lpm(crate::bench_lpm::LpmArgs),
+    /// Forwarding between real interfaces (veths in network namespaces):
+    /// bricks against Linux and XDP_REDIRECT, and RouteBricks' batching
+    /// (kp, kn) and spreading (per-core, pipeline, serial) choices, with
+    /// latency at a low rate. Needs root.
+    Io(crate::bench_io::IoArgs),
 }
 
 #[derive(clap::Args)]
@@ -187,6 +192,7 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     let a = match cmd {
         BenchCommand::Core(a) => a,
         BenchCommand::Lpm(a) => return crate::bench_lpm::bench(a),
+        BenchCommand::Io(a) => return crate::bench_io::bench(a),
     };
     let workloads = if a.workload.is_empty() {
         Workload::ALL.to_vec()

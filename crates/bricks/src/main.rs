@@ -1,10 +1,15 @@
 //! `bricks`: the command line. Subcommands only; the work is in the crates.
 
 mod bench;
+mod bench_io;
 mod bench_lpm;
+mod control;
+mod demo;
 mod elements_cmd;
+mod gen_cmd;
 mod routes_cmd;
 mod runner;
+mod sink_cmd;
 
 use anyhow::Context as _;
 use bricks_config::{Source, SourceMap};
@@ -51,6 +56,28 @@ enum Command {
         #[command(subcommand)]
         what: routes_cmd::RoutesCommand,
     },
+    /// Talk to a running router's control socket (`bricks run --control
+    /// PATH`): `bricks ctl PATH help`.
+    Ctl {
+        /// The socket given to `bricks run --control`.
+        socket: PathBuf,
+        /// The command and its arguments, e.g. `write rt.add 10.9.0.0/16 1`.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// Build a network of Linux namespaces (two hosts, a router), run
+    /// conf/demo-router.click in it, send real traffic through it with
+    /// live rates and a summary, and delete it all at the end.
+    ///
+    /// Needs root; without it, runs the same router in memory.
+    Demo(demo::DemoArgs),
+    /// Send traffic: a configuration of WorkloadSource (sizes, IMIX,
+    /// flows, rate) or a capture, GenStamp (sequence numbers and send
+    /// times for `bricks sink`) and ToDevice.
+    Gen(gen_cmd::GenArgs),
+    /// Receive traffic and report rate, loss, reordering and latency of
+    /// the probes `bricks gen` stamps (FromDevice -> TrafficSink).
+    Sink(sink_cmd::SinkArgs),
     /// Measure the packet path in memory.
     Bench {
         #[command(subcommand)]
@@ -120,6 +147,17 @@ struct RunArgs {
     /// microseconds; 0 busy-polls (lowest latency, a whole core per worker).
     #[arg(long, default_value_t = 50, value_name = "MICROSECONDS")]
     idle_nap: u64,
+    /// How received packets reach the workers: `per-core` (each worker
+    /// polls the device queues it owns, run to completion), `pipeline` (a
+    /// dispatcher thread polls every queue and hands whole batches to the
+    /// workers) or `serial` (a dispatcher thread steers each packet to a
+    /// worker in software: Toeplitz hash, MAC and flow rules).
+    #[arg(long, default_value = "per-core", value_name = "MODE")]
+    mode: bricks_io::live::Spread,
+    /// Answer commands on this Unix socket while running (`bricks ctl
+    /// PATH help` lists them): write handlers, steering, counters.
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -130,6 +168,10 @@ fn main() -> ExitCode {
         Command::Elements { name } => elements_cmd::elements(name.as_deref()),
         Command::Routes { what } => routes_cmd::routes(what),
         Command::Bench { what } => bench::bench(what),
+        Command::Gen(a) => gen_cmd::gen(&a),
+        Command::Sink(a) => sink_cmd::sink(&a),
+        Command::Demo(a) => demo::demo(a),
+        Command::Ctl { socket, command } => control::ctl(&socket, &command),
     };
     match r {
         Ok(code) => code,
@@ -241,6 +283,8 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             .transpose()?,
         stats_json: a.stats_json,
         max_nap: std::time::Duration::from_micros(a.idle_nap),
+        spread: a.mode,
+        control: a.control.clone(),
     };
     let summary = runner::run_plan(plan, &settings)?;
     for e in &summary.errors {

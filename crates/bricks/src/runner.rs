@@ -4,8 +4,11 @@
 
 use anyhow::Context as _;
 use bricks_config::Source;
+use bricks_io::live::{self, Spread};
+use bricks_io::steer::Steering;
 use bricks_runtime::{ElementStats, Plan, RunSummary, WorkerOptions, Workers};
 use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +31,10 @@ pub(crate) struct RunSettings {
     pub stats_json: bool,
     /// The longest an idle worker sleeps; zero spins.
     pub max_nap: Duration,
+    /// How received packets reach the workers.
+    pub spread: Spread,
+    /// Answer control commands on this Unix socket.
+    pub control: Option<std::path::PathBuf>,
 }
 
 impl Default for RunSettings {
@@ -41,6 +48,8 @@ impl Default for RunSettings {
             stats_interval: None,
             stats_json: false,
             max_nap: Duration::from_micros(50),
+            spread: Spread::PerCore,
+            control: None,
         }
     }
 }
@@ -66,9 +75,51 @@ pub(crate) fn run_text(
 /// Runs a checked plan until its sources finish, the duration passes, or
 /// SIGINT/SIGTERM; returns the counters summed over the workers.
 pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<RunSummary> {
+    // Whatever happens, the next configuration run by this process starts
+    // with no interface open or declared.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            live::reset();
+        }
+    }
+    let _reset = Reset;
+    let threads = settings.threads.max(1);
+    let steering = Arc::new(Steering::new(threads));
+    let mut dispatcher = None;
+    if !live::declared().is_empty() {
+        let (reports, d) = live::open_declared(threads, settings.spread, steering.clone())
+            .map_err(anyhow::Error::msg)?;
+        if !settings.quiet {
+            for r in &reports {
+                eprintln!("{r}");
+            }
+        }
+        dispatcher = d;
+    } else if settings.spread != Spread::PerCore {
+        anyhow::bail!("--mode pipeline and serial need live interfaces (FromDevice)");
+    }
+    let dispatch_stop = Arc::new(AtomicBool::new(false));
+    let dispatch_thread = dispatcher.map(|mut d| {
+        let stop = dispatch_stop.clone();
+        // The dispatcher gets the core after the workers'.
+        let core = core_affinity::get_core_ids()
+            .filter(|ids| settings.pin && !ids.is_empty())
+            .map(|ids| ids[threads % ids.len()]);
+        std::thread::Builder::new()
+            .name("bricks-dispatch".into())
+            .spawn(move || {
+                if let Some(c) = core {
+                    core_affinity::set_for_current(c);
+                }
+                d.run(&stop);
+                d
+            })
+            .expect("spawning the dispatcher thread")
+    });
     let plan = Arc::new(plan);
     let opts = WorkerOptions {
-        threads: settings.threads.max(1),
+        threads,
         pin: settings.pin,
         trace_clock: settings.trace_clock,
         publish_every: settings.stats_interval,
@@ -76,6 +127,10 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     };
     let workers = Workers::start(plan, &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
     let stop = workers.stop_handle();
+    let _control = match &settings.control {
+        Some(path) => Some(crate::control::serve(path, workers.control(), steering)?),
+        None => None,
+    };
     stop.install_signal_handlers()
         .context("installing signal handlers")?;
     let start = Instant::now();
@@ -100,6 +155,18 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         }
     }
     let summary = workers.join();
+    dispatch_stop.store(true, Ordering::Relaxed);
+    if let Some(h) = dispatch_thread {
+        if let (Ok(d), false) = (h.join(), settings.quiet) {
+            let st = d.stats();
+            eprintln!(
+                "dispatcher: received={} handed={} dropped={}",
+                st.received(),
+                st.handed(),
+                st.dropped()
+            );
+        }
+    }
     if !settings.quiet {
         eprint!("{}", summary.total.render());
         eprintln!(

@@ -370,3 +370,91 @@ fn route_file_in_a_configuration_and_memory_bound() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("memory bound"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_missing_interface_is_named_before_anything_runs() {
+    let o = bricks(&["run", "-e", "FromDevice(nope0) -> Discard;"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("no interface `nope0`"), "{e}");
+    assert!(e.contains("ip link"), "{e}");
+}
+
+#[test]
+fn device_keywords_are_checked() {
+    let (code, e) = check("FromDevice(eth0, BACKEND dpdk) -> Discard;");
+    assert_eq!(code, 2);
+    assert!(e.contains("unknown backend `dpdk`"), "{e}");
+    let (code, e) = check("FromDevice(eth0, XDP_MODE turbo) -> Discard;");
+    assert_eq!(code, 2);
+    assert!(e.contains("expected auto, native or generic"), "{e}");
+    let (code, e) =
+        check("FromDevice(eth0, BACKEND xdp) -> Queue -> ToDevice(eth0, BACKEND packet);");
+    assert_eq!(code, 2);
+    assert!(e.contains("one interface has one backend"), "{e}");
+    // Checking needs no interface and no privilege.
+    let (code, e) =
+        check("FromDevice(eth9, QUEUE 3) -> Queue -> ToDevice(eth9, BURST 16, FLUSH 50us);");
+    assert_eq!(code, 0, "{e}");
+}
+
+#[test]
+fn ctl_without_a_router_says_what_is_missing() {
+    let o = bricks(&["ctl", "/nonexistent/bricks.sock", "stats"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("is a router running with --control"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn control_socket_answers_while_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("c.sock");
+    let s = sock.to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args([
+            "run",
+            "-e",
+            "InfiniteSource(LIMIT -1) -> c :: Counter -> Discard;",
+            "--threads",
+            "2",
+            "--stats-interval",
+            "0.05",
+            "--duration",
+            "10",
+            "--control",
+            s,
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let o = bricks(&["ctl", s, "stats"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert!(v["total"]["c"]["count"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["workers"].as_array().unwrap().len(), 2);
+    let o = bricks(&["ctl", s, "write", "c.reset"]);
+    assert_eq!(stdout(&o).trim(), "ok");
+    let o = bricks(&["ctl", s, "write", "nothere.reset"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("no element `nothere`"),
+        "{}",
+        stdout(&o)
+    );
+    let o = bricks(&["ctl", s, "frobnicate"]);
+    assert!(stdout(&o).contains("unknown command"), "{}", stdout(&o));
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    assert!(child.wait().unwrap().success());
+    assert!(!sock.exists(), "the socket file is removed at exit");
+}

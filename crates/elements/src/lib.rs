@@ -9,6 +9,7 @@ pub mod classify;
 pub mod ether;
 pub mod io;
 pub mod ip;
+pub mod measure;
 pub mod route;
 pub mod standard;
 
@@ -23,6 +24,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         ip::CLASSES,
         route::CLASSES,
         ether::CLASSES,
+        measure::CLASSES,
     ]
     .into_iter()
     .flatten()

@@ -57,3 +57,19 @@ fn a_stop_reaches_every_worker_and_live_counters_are_published() {
     assert_eq!(s.total.reason, StopReason::External);
     assert!(s.total.stats("c").unwrap().get("count").unwrap() > 0);
 }
+
+#[test]
+fn a_generator_on_every_worker_splits_flows_limit_and_rate() {
+    let p = plan(
+        "WorkloadSource(FLOWS 8, LIMIT 1001, ALL_WORKERS true) -> GenStamp -> c :: Counter -> Discard;",
+    );
+    let opts = WorkerOptions {
+        threads: 2,
+        pin: false,
+        ..Default::default()
+    };
+    let s = Workers::start(p, &opts).unwrap().join();
+    assert_eq!(s.total.stats("c").unwrap().get("count"), Some(1001));
+    assert_eq!(s.per_worker[0].stats("c").unwrap().get("count"), Some(501));
+    assert_eq!(s.per_worker[1].stats("c").unwrap().get("count"), Some(500));
+}

@@ -8,8 +8,10 @@
 //! leftover from a killed run can be found and removed with
 //! [`Network::clean_prefix`].
 //!
-//! Everything goes through iproute2 (`ip`), the tool every Linux machine
-//! has and the one a user would type to reproduce a test by hand.
+//! Everything goes through iproute2 (`ip`), and `ethtool` for offloads:
+//! the tools a user would type to reproduce a test by hand. Processes
+//! started in the namespaces are held by [`ChildGuard`] or [`Captured`],
+//! which kill them when dropped, so they never outlive a failed test.
 
 use std::io::Read as _;
 use std::process::{Command, ExitStatus, Output, Stdio};

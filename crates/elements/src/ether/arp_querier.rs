@@ -2,10 +2,21 @@
 //! destination it finds with ARP (RFC 826), holding packets while it asks.
 //!
 //! The datapath is here; the table, its limits and timing rules are in
-//! [`super::arp_table`]. Each worker has its own table (one core per
-//! packet): a worker learns from the ARP replies that reach it.
+//! [`super::arp_table`]. The mappings are shared by every worker's
+//! instance (`Args::shared`), because an ARP reply reaches whichever worker
+//! the NIC steered it to; the packets waiting for a reply stay on the
+//! worker that received them (one core per packet, RouteBricks §4.2).
+//!
+//! A worker learns that another one resolved an address it waits for from
+//! the table's generation counter: it looks at every batch (one atomic
+//! load of a line that changes only when a mapping does) and, while it
+//! holds packets and shares the table, on a timer every
+//! [`RECHECK_INTERVAL`] in case no batch comes. The check on every batch
+//! also keeps held packets ahead of newer ones for the same address; the
+//! timer only covers a worker that receives nothing more, and costs the
+//! same load when nothing changed.
 
-use super::arp_table::{ArpTable, Hold, Limits, Lookup, SEC};
+use super::arp_table::{ArpTable, Hold, Limits, Lookup, Neighbours, RECHECK_INTERVAL, SEC};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
@@ -76,9 +87,17 @@ static MANUAL: Manual = Manual {
         polled, not changed by ARP traffic; in Click it ages like a learnt one) and sends \
         the packets waiting for it at the next packet or timer; `delete IP` removes an \
         entry and drops its waiting packets; `clear` removes every entry (the counters are \
-        kept, unlike Click); `ipaddr IP` and `broadcast IP` change those addresses. The \
-        `TABLE` keyword (Click's shared ARPTable) is not supported: each worker keeps its \
-        own table, and learns from the replies that reach that worker.",
+        kept, unlike Click); `ipaddr IP` and `broadcast IP` change those addresses. \
+        \n\nThe table is shared by every worker running this element: a reply that reaches \
+        one worker teaches them all, an address one worker resolved is not queried by \
+        another, at most one worker sends each renewal query, and a query one worker sent \
+        in the last 100 ms stands for all of them. Held packets stay on the worker that \
+        received them; it sends them within a millisecond of the reply reaching any worker \
+        (at once if it gets another packet first). `insert` and `delete` change the shared \
+        table (a `delete` drops the packets held on the worker that runs it); `clear` \
+        empties it and runs on every worker, each dropping its held packets. The `TABLE` \
+        keyword (Click's separate ARPTable element) is not supported: the table is already \
+        shared.",
     ports: "input 0: IPv4 packets, push; input 1: ARP packets with Ethernet header, push; \
         output 0: Ethernet frames, push; optional output 1: ARP queries, push",
     keywords: &[
@@ -211,8 +230,9 @@ impl ArpQuerier {
         let broadcast_poll: bool = args.read("BROADCAST_POLL")?.unwrap_or(false);
         let retries: u32 = args.read("RETRIES")?.unwrap_or(defaults.retries);
         if args.read::<String>("TABLE")?.is_some() {
-            return Err(ArgError::new("TABLE is not supported")
-                .with_help("each worker keeps its own ARP table; leave TABLE out"));
+            return Err(ArgError::new("TABLE is not supported").with_help(
+                "every worker's instance already shares one ARP table; leave TABLE out",
+            ));
         }
         let (ip, eth) = read_addresses(args)?;
         if ip.address().is_unspecified() {
@@ -227,14 +247,17 @@ impl ArpQuerier {
             poll_timeout: poll_timeout.map_or(defaults.poll_timeout, duration_ns),
             retries,
         };
+        let neighbours: std::sync::Arc<Neighbours> = args.shared(|_| Ok(Neighbours::new()))?;
         Ok(ArpQuerier {
             my_ip: ip.address(),
             my_eth: eth,
             bcast: broadcast.unwrap_or_else(|| ip.broadcast().unwrap_or(Ipv4Addr::BROADCAST)),
             broadcast_poll,
             query_port: ports.noutputs().max(1) - 1,
-            table: ArpTable::new(limits),
+            table: ArpTable::with_neighbours(limits, neighbours),
             timer_at: None,
+            recheck_at: None,
+            worker: None,
             now: Timestamp(0),
             c: Counters::default(),
         })
@@ -327,8 +350,14 @@ pub struct ArpQuerier {
     /// Output for queries: the last one.
     query_port: usize,
     table: ArpTable,
-    /// The earliest timer asked for and not yet run.
+    /// The earliest timer asked for retries and expiry, not yet run.
     timer_at: Option<u64>,
+    /// The look for addresses other workers resolved, if one is asked for.
+    recheck_at: Option<u64>,
+    /// The worker this instance runs on, once it has run: the one on
+    /// worker 0 reports the shared entries, so that sums over workers
+    /// count them once.
+    worker: Option<usize>,
     /// The clock at the last push or timer, for [`ArpQuerier::table`].
     now: Timestamp,
     c: Counters,
@@ -368,6 +397,18 @@ impl ArpQuerier {
         if self.timer_at.is_none_or(|t| at < t) {
             cx.schedule_at(Timestamp(at));
             self.timer_at = Some(at);
+        }
+    }
+
+    /// While packets wait here and other workers share the table, asks
+    /// for a look at it soon: the reply may reach another worker, and this
+    /// one may get no packet to make it look. Alone, a worker learns every
+    /// reply itself and needs no such timer.
+    fn arm_recheck(&mut self, cx: &mut Context<'_>, now: u64) {
+        if self.recheck_at.is_none() && self.table.held() > 0 && self.table.shared_with_others() {
+            let at = now.saturating_add(RECHECK_INTERVAL);
+            cx.schedule_at(Timestamp(at));
+            self.recheck_at = Some(at);
         }
     }
 
@@ -424,22 +465,33 @@ impl ArpQuerier {
         }
     }
 
-    /// Sends packets that waited for entries inserted by hand.
+    /// Sends packets that waited for addresses resolved since the last
+    /// call: learnt on another worker, or inserted by hand.
     fn flush_resolved(&mut self, cx: &mut Context<'_>) {
-        if !self.table.has_resolved_waiting() {
+        let resolved = self.table.take_resolved(self.now.0);
+        if resolved.is_empty() {
             return;
         }
         let mut out = Batch::new();
-        for (eth, held) in self.table.take_resolved() {
+        for (eth, held) in resolved {
             self.send_all(held, eth, &mut out, cx);
         }
         cx.push(0, &mut out);
     }
 
-    fn handle_ip(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+    /// Notes the time and worker at the start of a push or timer.
+    fn enter(&mut self, cx: &Context<'_>) -> Timestamp {
         let now = cx.now();
         self.now = now;
+        self.worker = Some(cx.worker());
+        now
+    }
+
+    fn handle_ip(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+        let now = self.enter(cx);
         self.flush_resolved(cx);
+        // One load of the shared table for the whole batch.
+        let snap = self.table.snapshot();
         let mut out = Batch::new();
         // At most one query per input packet, so this cannot overflow.
         let mut queries = Batch::new();
@@ -450,8 +502,13 @@ impl ArpQuerier {
                 self.c.no_dst += 1;
                 continue;
             }
-            match self.table.lookup(dst, now.0) {
+            match self.table.lookup_in(&snap, dst, now.0) {
                 Lookup::Known { eth, poll } => {
+                    // Resolved on another worker during this batch:
+                    // what waited here leaves first.
+                    if let Some(held) = self.table.take_waiting(dst) {
+                        self.send_all(held, eth, &mut out, cx);
+                    }
                     if poll {
                         let to = if self.broadcast_poll {
                             EthernetAddress::BROADCAST
@@ -486,11 +543,37 @@ impl ArpQuerier {
                 }
             }
         }
+        drop(snap);
         if let Some(at) = retry_at {
             self.arm(cx, at);
         }
+        self.arm_recheck(cx, now.0);
         cx.push(self.query_port, &mut queries);
         cx.push(0, &mut out);
+    }
+
+    /// Retries, gives up, expires, and asks for the next time.
+    fn run_due(&mut self, cx: &mut Context<'_>, now: Timestamp) {
+        let work = self.table.run_timer(now.0);
+        let mut queries = Batch::new();
+        for ip in work.queries {
+            let q = self.query(ip, EthernetAddress::BROADCAST, now);
+            if let Err(q) = queries.push(q) {
+                cx.push(self.query_port, &mut queries);
+                let _ = queries.push(q);
+            }
+        }
+        cx.push(self.query_port, &mut queries);
+        // Expiry only frees memory (lookups check ages themselves), so
+        // sweeps are at least a second apart; retries are exact.
+        let sweep = work.next_expiry.map(|t| t.max(now.0.saturating_add(SEC)));
+        let next = match (work.next_retry, sweep) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(at) = next {
+            self.arm(cx, at);
+        }
     }
 
     /// Reads an Ethernet/IPv4 ARP packet: (operation, sender MAC, sender
@@ -517,8 +600,7 @@ impl ArpQuerier {
     }
 
     fn handle_arp(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
-        let now = cx.now();
-        self.now = now;
+        let now = self.enter(cx);
         self.flush_resolved(cx);
         let mut out = Batch::new();
         let mut learnt = false;
@@ -575,30 +657,20 @@ impl Element for ArpQuerier {
     }
 
     fn run_timer(&mut self, cx: &mut Context<'_>) {
-        let now = cx.now();
-        self.now = now;
-        self.timer_at = None;
+        let now = self.enter(cx);
+        if self.recheck_at.is_some_and(|t| t <= now.0) {
+            self.recheck_at = None;
+        }
+        // Alone, every call does the whole work, as it always has. Shared,
+        // a call for a recheck only looks at the table: sweeping it every
+        // millisecond would cost a scan of every entry.
+        let due = !self.table.shared_with_others() || self.timer_at.is_some_and(|t| t <= now.0);
         self.flush_resolved(cx);
-        let work = self.table.run_timer(now.0);
-        let mut queries = Batch::new();
-        for ip in work.queries {
-            let q = self.query(ip, EthernetAddress::BROADCAST, now);
-            if let Err(q) = queries.push(q) {
-                cx.push(self.query_port, &mut queries);
-                let _ = queries.push(q);
-            }
+        if due {
+            self.timer_at = None;
+            self.run_due(cx, now);
         }
-        cx.push(self.query_port, &mut queries);
-        // Expiry only frees memory (lookups check ages themselves), so
-        // sweeps are at least a second apart; retries are exact.
-        let sweep = work.next_expiry.map(|t| t.max(now.0.saturating_add(SEC)));
-        let next = match (work.next_retry, sweep) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if let Some(at) = next {
-            self.arm(cx, at);
-        }
+        self.arm_recheck(cx, now.0);
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -620,12 +692,26 @@ impl Element for ArpQuerier {
         s.counter("held_at_shutdown", c.held_at_shutdown);
         s.counter("bad_arp", c.bad_arp);
         s.counter("arp_ignored", c.arp_ignored);
-        s.counter("entries", self.table.len() as u64);
+        // Shared entries once for all workers (by worker 0's instance),
+        // plus the addresses each worker waits for.
+        let shared = if self.worker.is_none_or(|w| w == 0) {
+            self.table.neighbours().len()
+        } else {
+            0
+        };
+        s.counter("entries", (shared + self.table.waiting_only_len()) as u64);
         s.counter("held", self.table.held() as u64);
     }
 
-    fn shutdown(&mut self, _cx: &mut Context<'_>) {
+    fn shutdown(&mut self, cx: &mut Context<'_>) {
+        self.worker = Some(cx.worker());
         self.c.held_at_shutdown += self.table.discard_held() as u64;
+    }
+
+    /// `insert` and `delete` change the shared table, so one worker runs
+    /// them; `clear` runs on every worker, each dropping its held packets.
+    fn handler_is_shared(&self, handler: &str) -> bool {
+        matches!(handler, "insert" | "delete")
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
@@ -676,8 +762,9 @@ impl Element for ArpQuerier {
 mod tests {
     use super::*;
     use crate::ether::testdata::*;
-    use bricks_element::Processing;
+    use bricks_element::{Edge, Graph, Processing, SharedSlot, WorkerState};
     use bricks_runtime::testing::{make_element, Harness};
+    use std::sync::{Arc, Mutex};
 
     const T0: u64 = 1_000 * SEC;
 
@@ -1064,5 +1151,222 @@ mod tests {
             &PortInfo::default(),
         );
         assert!(e.unwrap_err().contains("unknown keyword TIMOUT"));
+    }
+
+    /// Records what one output sends.
+    struct Sink(Arc<Mutex<Vec<Packet>>>);
+
+    impl Element for Sink {
+        fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+            self.0.lock().unwrap().extend(batch.drain());
+        }
+    }
+
+    /// One worker's instance of host A's querier, made with the slot that
+    /// every worker's instance of the element shares (as `Plan::instantiate`
+    /// does), both outputs captured.
+    struct Worker {
+        graph: Graph,
+        state: WorkerState,
+        out: [Arc<Mutex<Vec<Packet>>>; 2],
+    }
+
+    impl Worker {
+        fn new(slot: &SharedSlot, worker: usize, workers: usize) -> Worker {
+            let parsed =
+                bricks_runtime::testing::parse_args("10.0.0.1/24, 52:54:00:aa:00:01").unwrap();
+            let ports = PortInfo {
+                inputs: vec![Processing::Push; 2],
+                outputs: vec![Processing::Push; 2],
+            };
+            let mut args = Args::new(&parsed, None).with_shared(slot);
+            let q = ArpQuerier::from_args(&mut args, &ports).unwrap();
+            args.complete().unwrap();
+            let out: [Arc<Mutex<Vec<Packet>>>; 2] = Default::default();
+            let to = |element| Edge { element, port: 0 };
+            let graph = Graph::new(
+                vec![
+                    Box::new(q),
+                    Box::new(Sink(out[0].clone())),
+                    Box::new(Sink(out[1].clone())),
+                ],
+                vec!["q".into(), "out0".into(), "out1".into()],
+                vec![
+                    vec![to(1), to(2)].into_boxed_slice(),
+                    Box::default(),
+                    Box::default(),
+                ],
+                vec![
+                    vec![Edge::NONE, Edge::NONE].into_boxed_slice(),
+                    Box::default(),
+                    Box::default(),
+                ],
+            );
+            let mut state = WorkerState::new(worker, workers);
+            state.now = Timestamp(T0);
+            Worker { graph, state, out }
+        }
+
+        fn push(&mut self, port: usize, packets: impl IntoIterator<Item = Packet>) {
+            let mut b = Batch::new();
+            for p in packets {
+                b.push(p).unwrap();
+            }
+            self.graph
+                .with_element(0, &mut self.state, |e, cx| e.push(port, &mut b, cx));
+        }
+
+        fn push_bytes(&mut self, port: usize, frame: &[u8]) {
+            self.push(port, [Packet::from_slice(frame).unwrap()]);
+        }
+
+        /// Sets the clock and runs the timer if one is due.
+        fn advance_to(&mut self, ns: u64) {
+            let t = Timestamp(ns);
+            self.state.now = t;
+            if self.state.timer_requests.iter().any(|&(at, _)| at <= t) {
+                self.state.timer_requests.retain(|&(at, _)| at > t);
+                self.graph
+                    .with_element(0, &mut self.state, |e, cx| e.run_timer(cx));
+            }
+        }
+
+        fn timers(&self) -> Vec<u64> {
+            let mut t: Vec<u64> = self.state.timer_requests.iter().map(|r| r.0 .0).collect();
+            t.sort_unstable();
+            t
+        }
+
+        fn take_bytes(&mut self, port: usize) -> Vec<Vec<u8>> {
+            let v = std::mem::take(&mut *self.out[port].lock().unwrap());
+            v.iter().map(|p| p.data().to_vec()).collect()
+        }
+
+        fn stats(&self) -> Stats {
+            self.graph.stats(0)
+        }
+
+        fn write_handler(&self, handler: &str, value: &str) -> Result<(), String> {
+            self.graph.write_handler(0, handler, value)
+        }
+
+        fn handler_is_shared(&self, handler: &str) -> bool {
+            self.graph
+                .with_element_ref(0, |e| e.handler_is_shared(handler))
+        }
+    }
+
+    /// Workers 0 and 1 of a two-worker router.
+    fn two_workers() -> (Worker, Worker) {
+        let slot = SharedSlot::new();
+        (Worker::new(&slot, 0, 2), Worker::new(&slot, 1, 2))
+    }
+
+    fn tags(frames: &[Vec<u8>]) -> Vec<u8> {
+        frames.iter().map(|f| f[34]).collect()
+    }
+
+    #[test]
+    fn reply_on_one_worker_releases_packets_held_on_another() {
+        let (mut a, mut b) = two_workers();
+        b.push(0, [tagged(1, B_IP), tagged(2, B_IP)]);
+        assert_eq!(b.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+        assert_eq!(b.stats().get("held"), Some(2));
+        // B's reply is steered to worker A, which held nothing.
+        a.push_bytes(1, &B_REPLY_A);
+        assert!(a.take_bytes(0).is_empty());
+        assert_eq!(a.stats().get("responses"), Some(1));
+        // No packet comes to B: its recheck timer sends what it held.
+        assert_eq!(b.timers()[0], T0 + RECHECK_INTERVAL);
+        b.advance_to(T0 + RECHECK_INTERVAL);
+        let out = b.take_bytes(0);
+        assert_eq!(tags(&out), [1, 2]);
+        assert!(out.iter().all(|f| f[..14] == A_ECHO_B[..14]));
+        let s = b.stats();
+        assert_eq!((s.get("held"), s.get("drops")), (Some(0), Some(0)));
+        // Nothing held: no more rechecks, only the retry timer is left.
+        assert_eq!(b.timers(), [T0 + SEC]);
+        b.advance_to(T0 + SEC);
+        assert!(
+            b.take_bytes(1).is_empty(),
+            "no retry for a resolved address"
+        );
+    }
+
+    #[test]
+    fn held_packets_leave_before_newer_ones_on_another_worker() {
+        let (mut a, mut b) = two_workers();
+        b.push(0, [tagged(1, B_IP), tagged(2, B_IP)]);
+        a.push_bytes(1, &B_REPLY_A);
+        // B's next packet comes before its timer: the held ones go first.
+        b.push(0, [tagged(3, B_IP)]);
+        assert_eq!(tags(&b.take_bytes(0)), [1, 2, 3]);
+        assert_eq!(b.stats().get("held"), Some(0));
+    }
+
+    #[test]
+    fn workers_do_not_repeat_each_others_queries() {
+        let (mut a, mut b) = two_workers();
+        // Resolved on A: B sends at once, without a query.
+        a.push_bytes(1, &B_REPLY_A);
+        b.push(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(b.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        assert!(b.take_bytes(1).is_empty());
+        assert_eq!(b.stats().get("queries"), Some(0));
+        // Being resolved by A: B's packet waits on A's query.
+        let nobody = Ipv4Addr::new(10, 0, 0, 9);
+        a.push(0, [tagged(1, nobody)]);
+        assert_eq!(a.take_bytes(1), vec![A_REQUEST_UNKNOWN.to_vec()]);
+        b.advance_to(T0 + SEC / 100);
+        b.push(0, [tagged(2, nobody)]);
+        assert!(b.take_bytes(1).is_empty());
+        assert_eq!(b.stats().get("held"), Some(1));
+    }
+
+    #[test]
+    fn renewal_poll_goes_out_once_for_all_workers() {
+        let (mut a, mut b) = two_workers();
+        a.push_bytes(1, &B_REPLY_A);
+        a.advance_to(T0 + 60 * SEC);
+        b.advance_to(T0 + 60 * SEC);
+        a.push(0, [ip_packet(echo_ip(), B_IP)]);
+        b.push(0, [ip_packet(echo_ip(), B_IP)]);
+        let mut unicast = A_REQUEST_B;
+        unicast[..6].copy_from_slice(&B_MAC.0);
+        assert_eq!(a.take_bytes(1), vec![unicast.to_vec()]);
+        assert!(b.take_bytes(1).is_empty());
+        assert_eq!(a.take_bytes(0).len() + b.take_bytes(0).len(), 2);
+    }
+
+    #[test]
+    fn static_insert_on_one_worker_is_seen_by_another() {
+        let (a, mut b) = two_workers();
+        assert!(a.handler_is_shared("insert") && a.handler_is_shared("delete"));
+        assert!(!a.handler_is_shared("clear") && !a.handler_is_shared("ipaddr"));
+        b.push(0, [tagged(1, B_IP)]);
+        b.take_bytes(1);
+        a.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02")
+            .unwrap();
+        b.advance_to(T0 + RECHECK_INTERVAL);
+        assert_eq!(tags(&b.take_bytes(0)), [1]);
+        b.push(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(b.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        assert!(b.take_bytes(1).is_empty());
+        // Deleted on A: B has to ask again.
+        a.write_handler("delete", "10.0.0.2").unwrap();
+        b.push(0, [ip_packet(echo_ip(), B_IP)]);
+        assert!(b.take_bytes(0).is_empty());
+        assert_eq!(b.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+    }
+
+    #[test]
+    fn shared_entries_are_counted_once_over_workers() {
+        let (mut a, mut b) = two_workers();
+        a.push_bytes(1, &B_REPLY_A);
+        b.push(0, [ip_packet(echo_ip(), Ipv4Addr::new(10, 0, 0, 9))]);
+        // Worker 0 reports the shared entry, each worker its pending ones:
+        // the sum is the two addresses.
+        assert_eq!(a.stats().get("entries"), Some(1));
+        assert_eq!(b.stats().get("entries"), Some(1));
     }
 }

@@ -6,13 +6,20 @@
 //! on recorded traffic.
 
 use super::capture::{CaptureSink, CaptureSource};
+use super::live::{LiveRx, LiveTx};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
     TaskKind, TaskResult,
 };
 use bricks_io::binding::{self, Binding};
+use bricks_io::live;
 use bricks_io::pcap::LinkType;
+use bricks_io::xdp::XdpMode;
 use bricks_packet::{DEFAULT_BURST, MAX_BATCH};
+use std::time::Duration;
+
+/// Frames per kick of the kernel when sending (RouteBricks' kn).
+const TX_BURST: usize = 16;
 
 /// The `FromDevice` class.
 pub static FROM_DEVICE: ElementClass = ElementClass {
@@ -59,10 +66,7 @@ pub static TO_HOST: ElementClass = ElementClass {
     make: make_host,
 };
 
-const BINDING_HELP: &str = "bind it on the command line: \
-    `bricks run --device NAME=pcap:IN.pcap,OUT.pcap CONFIG`";
-
-const DEVICE_KEYWORDS: [Keyword; 4] = [
+const DEVICE_KEYWORDS: [Keyword; 7] = [
     Keyword {
         name: "DEVNAME",
         ty: "interface name",
@@ -72,8 +76,29 @@ const DEVICE_KEYWORDS: [Keyword; 4] = [
     Keyword {
         name: "BURST",
         ty: "unsigned",
-        default: Some("32"),
-        doc: "packets per batch (RouteBricks' kp; up to 256)",
+        default: Some("32 (FromDevice), 16 (ToDevice)"),
+        doc: "FromDevice: frames taken per queue and poll (RouteBricks' kp); ToDevice: frames \
+              per kick of the kernel (kn); up to 256",
+    },
+    Keyword {
+        name: "BACKEND",
+        ty: "auto, xdp or packet",
+        default: Some("auto"),
+        doc: "live interface: AF_XDP, AF_PACKET (TPACKET_V3 + fanout), or AF_XDP where it \
+              can be set up and AF_PACKET otherwise",
+    },
+    Keyword {
+        name: "QUEUE",
+        ty: "unsigned",
+        default: Some("all queues"),
+        doc: "live interface: use this receive queue only (AF_XDP)",
+    },
+    Keyword {
+        name: "XDP_MODE",
+        ty: "auto, native or generic",
+        default: Some("auto"),
+        doc: "live interface: attach the XDP program in the driver (native) or after it \
+              (generic); auto tries native first",
     },
     Keyword {
         name: "PROMISC",
@@ -89,19 +114,48 @@ const DEVICE_KEYWORDS: [Keyword; 4] = [
     },
 ];
 
+const TO_KEYWORDS: [Keyword; 8] = [
+    DEVICE_KEYWORDS[0],
+    DEVICE_KEYWORDS[1],
+    DEVICE_KEYWORDS[2],
+    DEVICE_KEYWORDS[3],
+    DEVICE_KEYWORDS[4],
+    DEVICE_KEYWORDS[5],
+    DEVICE_KEYWORDS[6],
+    Keyword {
+        name: "FLUSH",
+        ty: "duration",
+        default: Some("100us"),
+        doc: "live interface: the longest a frame waits in the transmit ring for BURST - 1 \
+              others before the kernel is told to send (0: every batch is sent at once)",
+    },
+];
+
 static FROM_MANUAL: Manual = Manual {
     summary: "receives packets from an interface",
     synopsis: "FromDevice(DEVNAME [, KEYWORDS])",
     description: "Pushes the packets received on interface DEVNAME, in batches of up to \
-        BURST, with the packet type annotation set from the destination MAC. The \
-        interface is served by what it is bound to: `--device eth0=pcap:in.pcap,out.pcap` \
-        reads received packets from in.pcap (an offline run; the router stops when every \
-        such file is read and the graph has drained). An unbound name is refused.",
+        BURST, with the packet type annotation set from the destination MAC. DEVNAME is \
+        a live Linux interface unless the command line binds it to captures. Live, the \
+        backend is AF_XDP (bricks attaches its own redirect program; native mode where the \
+        driver has it, zero-copy where it allows) or AF_PACKET with TPACKET_V3 rings and \
+        fanout; every receive queue of the interface is owned by one worker (`bricks run \
+        --threads N` spreads them), and each worker's FromDevice polls the queues it owns. \
+        With `--device eth0=pcap:in.pcap,out.pcap` received packets are read from in.pcap \
+        instead (an offline run; the router stops when every such file is read and the \
+        graph has drained).",
     ports: "no inputs; one push output",
     keywords: &DEVICE_KEYWORDS,
     counters: &[
         ("count", "packets received"),
+        ("bytes", "their bytes (live)"),
+        (
+            "ring_drops",
+            "frames the kernel dropped because the ring was full (live)",
+        ),
         ("oversized", "frames too large for a buffer"),
+        ("errors", "failed polls (live)"),
+        ("queues", "receive queues this worker owns (live)"),
     ],
     example: "FromDevice(eth0) -> Discard;",
     see_also: &["ToDevice", "FromDump"],
@@ -111,14 +165,20 @@ static TO_MANUAL: Manual = Manual {
     summary: "sends packets out of an interface",
     synopsis: "ToDevice(DEVNAME [, KEYWORDS])",
     description: "Sends packets out of interface DEVNAME. Usually after a Queue: the input \
-        is then pull and a task pulls up to BURST packets at a time (RouteBricks' kn \
-        batching toward the device). With a pcap binding the packets are written to the \
-        binding's output file; a binding with no output file drops and counts them.",
+        is then pull and a task pulls up to BURST packets at a time. Live, each worker \
+        sends on a transmit queue of its own; frames are placed in the ring and the kernel \
+        is told to send once per BURST frames (RouteBricks' kn) or when the oldest has \
+        waited FLUSH. A full ring drops and counts; the worker never blocks. With a pcap \
+        binding the packets are written to the binding's output file; a binding with no \
+        output file drops and counts them.",
     ports: "one input, pull or push; no outputs",
-    keywords: &DEVICE_KEYWORDS,
+    keywords: &TO_KEYWORDS,
     counters: &[
         ("count", "packets sent"),
+        ("bytes", "their bytes (live)"),
         ("drops", "packets the device could not take"),
+        ("ring_full", "of which: the transmit ring was full (live)"),
+        ("kicks", "times the kernel was told to send (live)"),
     ],
     example: "FromDevice(eth0) -> Queue -> ToDevice(eth0);",
     see_also: &["FromDevice", "Queue", "ToDump"],
@@ -141,44 +201,83 @@ static HOST_MANUAL: Manual = Manual {
     see_also: &["ToDevice"],
 };
 
-fn read_device(args: &mut Args<'_>) -> Result<(String, usize), ArgError> {
-    let name: String = args.read_mp("DEVNAME")?;
-    let burst: usize = args.read_p("BURST")?.unwrap_or(DEFAULT_BURST);
-    let _promisc: Option<bool> = args.read_p("PROMISC")?;
-    let _sniffer: Option<bool> = args.read("SNIFFER")?;
-    Ok((name, burst.clamp(1, MAX_BATCH)))
+/// What a device element's arguments say.
+struct DeviceArgs {
+    name: String,
+    burst: Option<usize>,
+    spec: live::DeviceSpec,
 }
 
-fn unbound(name: &str) -> ArgError {
-    ArgError::new(format!("interface `{name}` is not bound to a backend")).with_help(BINDING_HELP)
+fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
+    let name: String = args.read_mp("DEVNAME")?;
+    let burst: Option<usize> = args.read_p("BURST")?;
+    let _promisc: Option<bool> = args.read_p("PROMISC")?;
+    let _sniffer: Option<bool> = args.read("SNIFFER")?;
+    let mut spec = live::DeviceSpec::new(&name);
+    if let Some(b) = args.read::<String>("BACKEND")? {
+        spec.backend = b.parse().map_err(ArgError::new)?;
+    }
+    spec.queue = args.read("QUEUE")?;
+    if let Some(m) = args.read::<String>("XDP_MODE")? {
+        spec.xdp_mode = match m.to_ascii_lowercase().as_str() {
+            "auto" => XdpMode::Auto,
+            "native" | "drv" => XdpMode::Native,
+            "generic" | "skb" => XdpMode::Generic,
+            _ => {
+                return Err(ArgError::new(format!(
+                    "XDP_MODE `{m}`: expected auto, native or generic"
+                )))
+            }
+        };
+    }
+    Ok(DeviceArgs {
+        name,
+        burst: burst.map(|b| b.clamp(1, MAX_BATCH)),
+        spec,
+    })
 }
 
 fn make_from(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let (name, burst) = read_device(args)?;
-    let src = match binding::lookup(&name) {
+    let d = read_device(args)?;
+    let burst = d.burst.unwrap_or(DEFAULT_BURST);
+    match binding::lookup(&d.name) {
         Some(Binding::Pcap {
             input: Some(path), ..
-        }) => Some(CaptureSource::open(path, false).map_err(ArgError::new)?),
-        Some(Binding::Pcap { input: None, .. }) => None,
-        None => return Err(unbound(&name)),
-    };
-    Ok(Box::new(FromDevice { src, burst }))
+        }) => Ok(Box::new(FromDevice {
+            src: Some(CaptureSource::open(path, false).map_err(ArgError::new)?),
+            burst,
+        })),
+        Some(Binding::Pcap { input: None, .. }) => Ok(Box::new(FromDevice { src: None, burst })),
+        None => {
+            live::declare(d.spec).map_err(ArgError::new)?;
+            Ok(Box::new(LiveRx::new(d.name, burst)))
+        }
+    }
 }
 
 fn make_to(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let (name, burst) = read_device(args)?;
-    let sink = match binding::lookup(&name) {
-        Some(Binding::Pcap { output, .. }) => {
-            output.map(|p| CaptureSink::new(p, LinkType::Ethernet, false, 0).stamp_with_send_time())
+    let d = read_device(args)?;
+    let burst = d.burst.unwrap_or(TX_BURST);
+    let flush: Duration = args.read("FLUSH")?.unwrap_or(Duration::from_micros(100));
+    let pull = ports.input_is_pull(0);
+    match binding::lookup(&d.name) {
+        Some(Binding::Pcap { output, .. }) => Ok(Box::new(ToDevice {
+            sink: output
+                .map(|p| CaptureSink::new(p, LinkType::Ethernet, false, 0).stamp_with_send_time()),
+            burst,
+            pull,
+            drops: 0,
+        })),
+        None => {
+            live::declare(d.spec).map_err(ArgError::new)?;
+            Ok(Box::new(LiveTx::new(
+                d.name,
+                burst,
+                flush.as_nanos() as u64,
+                pull,
+            )))
         }
-        None => return Err(unbound(&name)),
-    };
-    Ok(Box::new(ToDevice {
-        sink,
-        burst,
-        pull: ports.input_is_pull(0),
-        drops: 0,
-    }))
+    }
 }
 
 fn make_host(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {

@@ -3,6 +3,7 @@
 pub mod capture;
 pub mod device;
 pub mod from_dump;
+pub mod live;
 pub mod to_dump;
 
 use bricks_element::ElementClass;

@@ -24,6 +24,7 @@ pub mod fixipsrc;
 pub mod getipaddress;
 mod header;
 pub mod icmperror;
+pub mod icmppingresponder;
 pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod markipheader;
@@ -40,6 +41,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &fixipsrc::CLASS,
     &getipaddress::CLASS,
     &icmperror::CLASS,
+    &icmppingresponder::CLASS,
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
     &markipheader::CLASS,

@@ -245,6 +245,11 @@ impl Element for IpRouteLookup {
         s.counter("memory", self.t.lpm.memory_bytes() as u64);
     }
 
+    fn handler_is_shared(&self, _handler: &str) -> bool {
+        // Every handler edits the table all workers share.
+        true
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         self.t.handle(handler, value)
     }
@@ -312,6 +317,11 @@ impl Element for Ip6RouteLookup {
         s.counter("no_route", self.no_route);
         s.counter("routes", self.t.lpm.route_count() as u64);
         s.counter("memory", self.t.lpm.memory_bytes() as u64);
+    }
+
+    fn handler_is_shared(&self, _handler: &str) -> bool {
+        // Every handler edits the table all workers share.
+        true
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {

@@ -1,15 +1,20 @@
 //! `WorkloadSource`: synthetic IPv4/UDP traffic for benchmarks and tests:
 //! fixed sizes or the IMIX mix, many flows, random destinations drawn from
-//! a list of prefixes, all from a seed so that runs repeat exactly.
+//! a list of prefixes or a route file, all from a seed so that runs repeat
+//! exactly; optionally paced at a fixed packet rate (the generator of
+//! `bricks gen`).
 
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
     Stats, TaskKind, TaskResult,
 };
+use bricks_packet::Timestamp;
 use bricks_packet::{DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
 use bricks_wire::ethernet::EthernetAddress;
 use bricks_wire::ipv4::Ipv4Cidr;
 use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The `WorkloadSource` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -28,10 +33,16 @@ static MANUAL: Manual = Manual {
         bytes in the ratio 7:4:1. FLOWS flows are made up front, each with a source from \
         SRC, a destination drawn at random from the DST prefixes (a random prefix, then a \
         random address inside it), and random UDP ports; every packet picks a flow at \
-        random. The UDP payload starts with a 64-bit sequence number and the 64-bit send \
-        time in nanoseconds, so a sink can measure loss, reordering and latency. The IPv4 \
-        checksum is valid; the UDP checksum is zero (allowed by RFC 768 for IPv4). \
-        Everything derives from SEED: the same arguments give the same packets.",
+        random. ROUTES draws destinations from the IPv4 prefixes of a route file (text \
+        or MRT, as the lookup elements read it) as well. The UDP payload starts with a \
+        64-bit sequence number and the 64-bit send time in nanoseconds (GenStamp replaces \
+        them with a per-flow probe). The IPv4 checksum is valid; the UDP checksum is zero \
+        (allowed by RFC 768 for IPv4). With RATE, packets leave at RATE per second by a \
+        token bucket of BURST packets whose credit is counted from the start, so the \
+        average stays exact over any run; when the router cannot keep up for more than \
+        10 ms (or BURST packets, if more), the missed credit is dropped rather than sent \
+        as one long burst, and counted. Everything derives from SEED: the same arguments \
+        give the same packets.",
     ports: "no inputs; one push output",
     keywords: &[
         Keyword { name: "SIZE", ty: "unsigned", default: Some("64"), doc: "frame size in bytes (60 to 2048)" },
@@ -39,15 +50,22 @@ static MANUAL: Manual = Manual {
         Keyword { name: "FLOWS", ty: "unsigned", default: Some("1"), doc: "number of distinct flows" },
         Keyword { name: "SRC", ty: "IPv4 prefix", default: Some("192.0.2.0/24"), doc: "source addresses" },
         Keyword { name: "DST", ty: "IPv4 prefixes", default: Some("198.18.0.0/15"), doc: "space-separated prefixes destinations are drawn from" },
+        Keyword { name: "ROUTES", ty: "file name", default: None, doc: "route file whose IPv4 prefixes destinations are drawn from (with DST's, if given)" },
         Keyword { name: "ETHSRC", ty: "Ethernet address", default: Some("02:00:00:00:00:01"), doc: "source MAC" },
         Keyword { name: "ETHDST", ty: "Ethernet address", default: Some("02:00:00:00:00:02"), doc: "destination MAC" },
         Keyword { name: "TTL", ty: "unsigned", default: Some("64"), doc: "IP time to live" },
         Keyword { name: "SEED", ty: "unsigned", default: Some("1"), doc: "seed of every random choice" },
         Keyword { name: "LIMIT", ty: "integer", default: Some("-1"), doc: "packets in all; -1 for no limit" },
+        Keyword { name: "ALL_WORKERS", ty: "boolean", default: Some("false"), doc: "generate on every worker: worker w of n sends flows w, w + n, ... and its share of RATE and LIMIT, so a generator uses every transmit queue (`bricks gen --threads n`)" },
+        Keyword { name: "RATE", ty: "unsigned", default: Some("0"), doc: "packets per second; 0 for as fast as possible" },
         Keyword { name: "BURST", ty: "unsigned", default: Some("32"), doc: "packets per batch (up to 256)" },
         Keyword { name: "STOP", ty: "boolean", default: Some("false"), doc: "stop the router when LIMIT is reached" },
     ],
-    counters: &[("count", "packets emitted"), ("byte_count", "bytes emitted")],
+    counters: &[
+        ("count", "packets emitted"),
+        ("byte_count", "bytes emitted"),
+        ("rate_shortfall", "packets RATE allowed that could not be sent in time (dropped credit)"),
+    ],
     example: "WorkloadSource(IMIX true, FLOWS 1000, DST 10.0.0.0/8 172.16.0.0/12, LIMIT 100, STOP true) -> Discard;",
     see_also: &["InfiniteSource", "RatedSource"],
 };
@@ -106,6 +124,25 @@ fn parse_prefixes(text: &str) -> Result<Vec<Ipv4Cidr>, ArgError> {
     Ok(v)
 }
 
+/// The IPv4 prefixes of a route file.
+fn route_prefixes(path: &std::path::Path) -> Result<Vec<Ipv4Cidr>, ArgError> {
+    use bricks_lpm::source::RoutePrefix;
+    let v: Vec<Ipv4Cidr> = crate::route::table::load_file(path, false)?
+        .into_iter()
+        .filter_map(|r| match r.prefix {
+            RoutePrefix::V4(p) => Some(Ipv4Cidr::new(Ipv4Addr::from(p.addr), p.len)),
+            RoutePrefix::V6(_) => None,
+        })
+        .collect();
+    if v.is_empty() {
+        return Err(ArgError::new(format!(
+            "bad argument ROUTES: no IPv4 prefix in {}",
+            path.display()
+        )));
+    }
+    Ok(v)
+}
+
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let size: usize = args.read("SIZE")?.unwrap_or(64);
     let imix = args.read("IMIX")?.unwrap_or(false);
@@ -114,6 +151,8 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         .read("SRC")?
         .unwrap_or_else(|| Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24));
     let dst: Option<String> = args.read("DST")?;
+    let routes: Option<PathBuf> = args.read("ROUTES")?;
+    let rate: u64 = args.read("RATE")?.unwrap_or(0);
     let ethsrc: EthernetAddress = args
         .read("ETHSRC")?
         .unwrap_or(EthernetAddress([2, 0, 0, 0, 0, 1]));
@@ -125,6 +164,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let limit: i64 = args.read("LIMIT")?.unwrap_or(-1);
     let burst: usize = args.read("BURST")?.unwrap_or(DEFAULT_BURST);
     let stop = args.read("STOP")?.unwrap_or(false);
+    let all_workers = args.read("ALL_WORKERS")?.unwrap_or(false);
     if !(60..=MAX_FRAME).contains(&size) {
         return Err(ArgError::new(format!(
             "SIZE {size} out of range (60 to {MAX_FRAME} bytes)"
@@ -135,10 +175,18 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             "FLOWS {flows} out of range (1 to 16777216)"
         )));
     }
-    let dst = match dst {
+    let mut dst = match dst {
         Some(t) => parse_prefixes(&t)?,
+        None if routes.is_some() => Vec::new(),
         None => vec![Ipv4Cidr::new(Ipv4Addr::new(198, 18, 0, 0), 15)],
     };
+    if let Some(path) = routes {
+        // Read once for every worker's instance: a route file can hold a
+        // million prefixes.
+        let from_file: Arc<Vec<Ipv4Cidr>> = args.shared(|_| route_prefixes(&path))?;
+        dst.extend_from_slice(&from_file);
+    }
+    let burst = burst.clamp(1, MAX_BATCH);
     let mut rng = SplitMix(seed);
     let flows = (0..flows)
         .map(|_| {
@@ -163,11 +211,80 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         size: size as u16,
         imix,
         limit: u64::try_from(limit).ok(),
-        burst: burst.clamp(1, MAX_BATCH),
+        burst,
         stop,
+        pacer: (rate > 0).then(|| Pacer::new(rate, burst as u64)),
         count: 0,
         bytes: 0,
+        all_workers,
+        rate,
+        seed,
     }))
+}
+
+/// Paces a source at `rate` packets per second: a token bucket whose
+/// credit is computed from the time since the start rather than added up
+/// batch by batch, so no rounding error accumulates and after T seconds
+/// exactly `1 + floor(rate * T)` packets have been allowed (less what was
+/// dropped, below).
+#[derive(Debug, Clone)]
+struct Pacer {
+    rate: u64,
+    /// Credit kept when the source falls behind (at least a burst, at
+    /// least 10 ms of traffic); beyond it, credit is dropped so that a
+    /// stall does not end in a long line-rate burst.
+    max_backlog: u64,
+    /// Router time the schedule starts at.
+    start: Option<u64>,
+    /// Packets taken since the start, dropped credit included.
+    taken: u64,
+    /// Credit dropped.
+    shortfall: u64,
+    /// A timer is asked for at this time.
+    timer: Option<u64>,
+}
+
+impl Pacer {
+    fn new(rate: u64, burst: u64) -> Pacer {
+        Pacer {
+            rate,
+            max_backlog: burst.max(rate / 100),
+            start: None,
+            taken: 0,
+            shortfall: 0,
+            timer: None,
+        }
+    }
+
+    /// Packets allowed by `now` since the start (the first one at once).
+    fn allowed(&self, start: u64, now: u64) -> u64 {
+        let elapsed = u128::from(now.saturating_sub(start));
+        1 + (elapsed * u128::from(self.rate) / 1_000_000_000) as u64
+    }
+
+    /// How many of `want` packets may leave at `now`.
+    fn take(&mut self, now: u64, want: u64) -> u64 {
+        let start = *self.start.get_or_insert(now);
+        let mut credit = self.allowed(start, now).saturating_sub(self.taken);
+        if credit > self.max_backlog {
+            let drop = credit - self.max_backlog;
+            self.shortfall += drop;
+            self.taken += drop;
+            credit = self.max_backlog;
+        }
+        let n = credit.min(want);
+        self.taken += n;
+        n
+    }
+
+    /// When the next packet is allowed.
+    fn next_due(&self) -> u64 {
+        let start = self.start.unwrap_or(0);
+        // The first time at which allowed() reaches taken + 1.
+        let need = u128::from(self.taken); // = (taken + 1) - 1
+        let ns = (need * 1_000_000_000).div_ceil(u128::from(self.rate));
+        start.saturating_add(ns.min(u128::from(u64::MAX)) as u64)
+    }
 }
 
 /// Generates a seeded workload.
@@ -182,8 +299,18 @@ pub struct WorkloadSource {
     limit: Option<u64>,
     burst: usize,
     stop: bool,
+    pacer: Option<Pacer>,
     count: u64,
     bytes: u64,
+    all_workers: bool,
+    rate: u64,
+    seed: u64,
+}
+
+/// Worker `w`'s share of `total` split over `n` workers (the remainder
+/// goes to the first ones).
+fn share(total: u64, w: usize, n: usize) -> u64 {
+    total / n as u64 + u64::from((w as u64) < total % n as u64)
 }
 
 impl WorkloadSource {
@@ -236,6 +363,30 @@ impl Element for WorkloadSource {
         TaskKind::Source
     }
 
+    fn task_on_every_worker(&self) -> bool {
+        self.all_workers
+    }
+
+    fn start(&mut self, cx: &mut Context<'_>) {
+        let (w, n) = (cx.worker(), cx.workers());
+        if !self.all_workers || n <= 1 {
+            return;
+        }
+        // This worker's flows; with fewer flows than workers, one each.
+        let mine: Vec<Flow> = if self.flows.len() >= n {
+            self.flows.iter().skip(w).step_by(n).copied().collect()
+        } else {
+            vec![self.flows[w % self.flows.len()]]
+        };
+        self.flows = mine;
+        self.rng = SplitMix(self.seed ^ (w as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        self.limit = self.limit.map(|l| share(l, w, n));
+        if self.rate > 0 {
+            let r = share(self.rate, w, n).max(1);
+            self.pacer = Some(Pacer::new(r, self.burst as u64));
+        }
+    }
+
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
         let left = self
             .limit
@@ -246,8 +397,19 @@ impl Element for WorkloadSource {
             }
             return TaskResult::Done;
         }
-        let n = (self.burst as u64).min(left) as usize;
         let now = cx.now();
+        let mut n = (self.burst as u64).min(left) as usize;
+        if let Some(pacer) = self.pacer.as_mut() {
+            n = pacer.take(now.0, n as u64) as usize;
+            if n == 0 {
+                let due = pacer.next_due();
+                if pacer.timer.is_none_or(|t| t > due) {
+                    pacer.timer = Some(due);
+                    cx.schedule_at(Timestamp(due));
+                }
+                return TaskResult::Idle;
+            }
+        }
         let mut b = Batch::new();
         for _ in 0..n {
             let mut p = self.build(now.0);
@@ -258,9 +420,19 @@ impl Element for WorkloadSource {
         TaskResult::Worked
     }
 
+    fn run_timer(&mut self, _cx: &mut Context<'_>) {
+        // The timer only wakes the engine; the task sends.
+        if let Some(p) = self.pacer.as_mut() {
+            p.timer = None;
+        }
+    }
+
     fn stats(&self, s: &mut Stats) {
         s.counter("count", self.count);
         s.counter("byte_count", self.bytes);
+        if let Some(p) = &self.pacer {
+            s.counter("rate_shortfall", p.shortfall);
+        }
     }
 }
 
@@ -324,6 +496,109 @@ mod tests {
         let (a, b, c) = (n(64), n(594), n(1518));
         assert!((a / c - 7.0).abs() < 1.0, "{a} {b} {c}");
         assert!((b / c - 4.0).abs() < 0.7, "{a} {b} {c}");
+    }
+
+    /// Runs the source at simulated times from `start` to `end` in steps of
+    /// `step(i)` ns, dropping what it sends; returns how many it sent.
+    fn drive(h: &mut Harness, start: u64, end: u64, mut step: impl FnMut() -> u64) -> usize {
+        let mut t = start;
+        let mut sent = 0;
+        loop {
+            h.advance_to(Timestamp(t));
+            while h.run_task() == TaskResult::Worked {}
+            sent += h.take(0).len();
+            if t >= end {
+                return sent;
+            }
+            t = (t + step()).min(end);
+        }
+    }
+
+    #[test]
+    fn rate_is_exact_over_a_long_run() {
+        let mut h = Harness::push(&CLASS, "RATE 1000", 0, 1);
+        let start = 1_700_000_000_000_000_000;
+        let mut rng = SplitMix(9);
+        // 100 simulated seconds in uneven steps of up to 3 ms.
+        let sent = drive(&mut h, start, start + 100_000_000_000, || {
+            1 + rng.below(3_000_000)
+        });
+        assert_eq!(sent, 100_001);
+        assert_eq!(h.stats().get("rate_shortfall"), Some(0));
+    }
+
+    #[test]
+    fn rate_waits_on_a_timer() {
+        let mut h = Harness::push(&CLASS, "RATE 10, LIMIT 3, STOP true", 0, 1);
+        h.advance_to(Timestamp(5_000_000_000));
+        assert_eq!(h.run_task(), TaskResult::Worked);
+        assert_eq!(h.run_task(), TaskResult::Idle);
+        assert_eq!(h.timers(), [Timestamp(5_100_000_000)]);
+        // Asked once, however often the idle task runs.
+        assert_eq!(h.run_task(), TaskResult::Idle);
+        assert_eq!(h.timers().len(), 1);
+        h.advance_to(Timestamp(5_100_000_000));
+        assert_eq!(h.run_task(), TaskResult::Worked);
+        h.advance_to(Timestamp(5_250_000_000));
+        assert_eq!(h.run_task(), TaskResult::Worked);
+        assert_eq!(h.run_task(), TaskResult::Done);
+        assert!(h.stop_requested());
+        assert_eq!(h.take(0).len(), 3);
+    }
+
+    #[test]
+    fn a_stall_drops_credit_instead_of_bursting() {
+        let mut h = Harness::push(&CLASS, "RATE 100000, BURST 32", 0, 1);
+        let t0 = 1_000_000_000;
+        h.advance_to(Timestamp(t0));
+        while h.run_task() == TaskResult::Worked {}
+        assert_eq!(h.take(0).len(), 1);
+        // One second without running: 100,000 packets of credit, of which
+        // 10 ms' worth (1,000) is kept.
+        h.advance_to(Timestamp(t0 + 1_000_000_000));
+        while h.run_task() == TaskResult::Worked {}
+        assert_eq!(h.take(0).len(), 1_000);
+        assert_eq!(h.stats().get("rate_shortfall"), Some(99_000));
+    }
+
+    #[test]
+    fn destinations_from_a_route_file() {
+        let dir = std::env::temp_dir().join(format!("bricks-workload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("routes.txt");
+        std::fs::write(
+            &file,
+            "10.9.0.0/16 0\n172.20.5.0/24 10.0.0.1 1\n2001:db8::/32 0\n",
+        )
+        .unwrap();
+        let mut h = Harness::push(
+            &CLASS,
+            &format!("FLOWS 200, LIMIT 400, ROUTES {}", file.display()),
+            0,
+            1,
+        );
+        while h.run_task() == TaskResult::Worked {}
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), 400);
+        let (mut a, mut b) = (0, 0);
+        for f in &out {
+            match &f[30..33] {
+                [10, 9, _] => a += 1,
+                [172, 20, 5] => b += 1,
+                d => panic!("destination {d:?} outside the route file"),
+            }
+        }
+        assert!(a > 100 && b > 100, "{a} {b}");
+        let only_v6 = dir.join("v6.txt");
+        std::fs::write(&only_v6, "2001:db8::/32 0\n").unwrap();
+        let e = bricks_runtime::testing::make_element(
+            &CLASS,
+            &format!("ROUTES {}", only_v6.display()),
+            &PortInfo::default(),
+        )
+        .unwrap_err();
+        assert!(e.contains("no IPv4 prefix"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

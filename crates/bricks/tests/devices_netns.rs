@@ -1,0 +1,197 @@
+//! Live devices across workers, in network namespaces: every queue has
+//! one owner, and software steering can be changed while traffic flows
+//! without losing a packet.
+//!
+//! Topology: gen:g0 <-> r:r0, r:r1 <-> sink:s0, two queues per veth. The
+//! router forwards r0 to r1 as it is; the generator and the sink are
+//! bricks configurations too.
+
+use bricks_netns::{output_timeout, skip_unless_root, Captured, Network};
+use std::process::Command;
+use std::time::Duration;
+
+const BRICKS: &str = env!("CARGO_BIN_EXE_bricks");
+
+fn network(tag: &str) -> Network {
+    let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
+    for ns in ["gen", "r", "sink"] {
+        net.add_namespace(ns).unwrap();
+        // No IPv6 router solicitations or other chatter in the counts.
+        net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
+            .unwrap();
+        net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
+            .unwrap();
+    }
+    net.add_link("gen", "g0", "r", "r0", 2).unwrap();
+    net.add_link("r", "r1", "sink", "s0", 2).unwrap();
+    net
+}
+
+fn bricks(net: &Network, ns: &str, args: &[&str]) -> Command {
+    let mut argv = vec![BRICKS];
+    argv.extend_from_slice(args);
+    net.exec(ns, &argv)
+}
+
+/// The value of `counter` of element `name` in a run's final summary.
+fn counter(stderr: &str, name: &str, counter: &str) -> u64 {
+    stderr
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} (")))
+        .and_then(|l| {
+            l.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(&format!("{counter}=")))
+        })
+        .map_or(0, |v| v.parse().unwrap())
+}
+
+fn wait_for_socket(path: &std::path::Path) {
+    for _ in 0..200 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+fn ctl(net: &Network, sock: &str, cmd: &[&str]) -> String {
+    let mut args = vec!["ctl", sock];
+    args.extend_from_slice(cmd);
+    let out = output_timeout(&mut bricks(net, "r", &args), Duration::from_secs(10)).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "bricks ctl {cmd:?}: {text}");
+    text
+}
+
+const PACKETS: u64 = 20_000;
+
+/// Sends PACKETS frames of 64 flows at 20,000 a second from gen to the
+/// router and counts what reaches the sink, running `during` while the
+/// traffic flows. Returns (router summary, packets at the sink).
+fn forward(
+    net: &Network,
+    router_args: &[&str],
+    backend: &str,
+    during: impl FnOnce(&str),
+) -> (String, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("ctl.sock");
+    let sock_s = sock.to_str().unwrap().to_string();
+    let sink = Captured::spawn(&mut bricks(
+        net,
+        "sink",
+        &[
+            "run",
+            "-e",
+            "FromDevice(s0) -> Classifier(12/0800) -> c :: Counter -> Discard;",
+            "--duration",
+            "6",
+        ],
+    ))
+    .unwrap();
+    let conf = format!(
+        "FromDevice(r0, BACKEND {backend}) -> c :: Counter -> Queue(4096) -> ToDevice(r1, BACKEND {backend});"
+    );
+    let mut args = vec!["run", "-e", &conf, "--duration", "5", "--control", &sock_s];
+    args.extend_from_slice(router_args);
+    let router = Captured::spawn(&mut bricks(net, "r", &args)).unwrap();
+    wait_for_socket(&sock);
+    std::thread::sleep(Duration::from_millis(300));
+    let gen = Captured::spawn(&mut bricks(
+        net,
+        "gen",
+        &[
+            "run",
+            "-e",
+            &format!(
+                "WorkloadSource(FLOWS 64, RATE 20000, LIMIT {PACKETS}, SEED 7) -> ToDevice(g0);"
+            ),
+        ],
+    ))
+    .unwrap();
+    during(&sock_s);
+    let g = gen.wait(Duration::from_secs(20), None).unwrap();
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let r = router.wait(Duration::from_secs(20), None).unwrap();
+    let rs = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "router: {rs}");
+    let s = sink.wait(Duration::from_secs(20), None).unwrap();
+    let ss = String::from_utf8_lossy(&s.stderr).into_owned();
+    (rs, counter(&ss, "c", "count"))
+}
+
+fn queue_ownership_is_exclusive(backend: &str, tag: &str) {
+    let net = network(tag);
+    let mut owners = String::new();
+    let (summary, at_sink) = forward(&net, &["--threads", "2"], backend, |sock| {
+        std::thread::sleep(Duration::from_millis(500));
+        owners = ctl(&net, sock, &["queues"]);
+    });
+    assert_eq!(at_sink, PACKETS, "router said:\n{summary}");
+    // r0's receive queues and r1's transmit queues: each owned once, and
+    // each worker owns something.
+    let rx: Vec<&str> = owners.lines().filter(|l| l.starts_with("r0 rx")).collect();
+    let tx: Vec<&str> = owners.lines().filter(|l| l.starts_with("r1 tx")).collect();
+    assert!(!rx.is_empty() && tx.len() == 2, "ownership:\n{owners}");
+    let mut seen = std::collections::HashSet::new();
+    for l in rx.iter().chain(&tx) {
+        let key = l.split(" -> ").next().unwrap();
+        assert!(seen.insert(key.to_string()), "{key} owned twice:\n{owners}");
+    }
+    for w in ["worker 0", "worker 1"] {
+        assert!(
+            rx.iter().any(|l| l.ends_with(w)),
+            "{w} owns no rx queue:\n{owners}"
+        );
+        assert!(
+            tx.iter().any(|l| l.ends_with(w)),
+            "{w} owns no tx queue:\n{owners}"
+        );
+    }
+}
+
+#[test]
+fn queue_ownership_is_exclusive_af_xdp() {
+    if skip_unless_root("queue_ownership_is_exclusive_af_xdp").is_none() {
+        queue_ownership_is_exclusive("xdp", "dqx");
+    }
+}
+
+#[test]
+fn queue_ownership_is_exclusive_af_packet() {
+    if skip_unless_root("queue_ownership_is_exclusive_af_packet").is_none() {
+        queue_ownership_is_exclusive("packet", "dqp");
+    }
+}
+
+#[test]
+fn resteering_while_traffic_flows_loses_nothing() {
+    if skip_unless_root("resteering_while_traffic_flows_loses_nothing").is_some() {
+        return;
+    }
+    let net = network("drs");
+    let (summary, at_sink) = forward(
+        &net,
+        &["--threads", "2", "--mode", "serial"],
+        "auto",
+        |sock| {
+            // 20,000 packets take a second; change the rules every 100 ms.
+            let steps: [&[&str]; 7] = [
+                &["steer", "queues", "1"],
+                &["steer", "key", "symmetric"],
+                &["steer", "queues", "2"],
+                &["steer", "mac", "02:00:00:00:00:02", "1"],
+                &["steer", "mac", "del", "02:00:00:00:00:02"],
+                &["steer", "key", "default"],
+                &["steer", "show"],
+            ];
+            for step in steps {
+                std::thread::sleep(Duration::from_millis(100));
+                ctl(&net, sock, step);
+            }
+        },
+    );
+    assert_eq!(at_sink, PACKETS, "router said:\n{summary}");
+    assert!(summary.contains("dropped=0"), "{summary}");
+}

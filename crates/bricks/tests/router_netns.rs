@@ -1,0 +1,347 @@
+//! The router between real Linux hosts: the bricks binary runs
+//! conf/demo-router.click in a network namespace, and the hosts' own tools
+//! check what it does: ping both ways, a TCP transfer checked byte for
+//! byte, ARP learnt in both directions with no static entry, and ICMP time
+//! exceeded for a TTL that runs out. The same suite runs on every device
+//! backend, with one worker and with two.
+//!
+//! Needs root (skipped otherwise, a failure under CI=true). Each test
+//! builds its own network, named uniquely, and everything is deleted when
+//! it ends, failed or not.
+
+use bricks_netns::{output_timeout, skip_unless_root, Captured, ChildGuard, Network};
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The addresses conf/demo-router.click has as defaults: the test gives
+/// the router only its MACs and backend, so the defaults are checked too.
+const H1: &str = "10.1.0.2";
+const H2: &str = "10.2.0.2";
+const GW1: &str = "10.1.0.1";
+const GW2: &str = "10.2.0.1";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A network with the router running in it.
+struct Lab {
+    // Fields drop in order: the router ends before its network goes.
+    router: ChildGuard,
+    /// The router's last `--stats-json` line.
+    stats: Arc<Mutex<Option<serde_json::Value>>>,
+    /// What the router printed on stderr.
+    stderr: Arc<Mutex<String>>,
+    net: Network,
+    macs: [String; 2],
+}
+
+impl Lab {
+    fn start(tag: &str, backend: &str, threads: usize) -> Lab {
+        let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
+        for ns in ["r", "h1", "h2"] {
+            net.add_namespace(ns).unwrap();
+            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
+                .unwrap();
+            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
+                .unwrap();
+        }
+        net.sysctl("r", "net.ipv4.ip_forward", "0").unwrap();
+        let mut macs = Vec::new();
+        for (host, dev, addr, gw) in [("h1", "eth0", H1, GW1), ("h2", "eth1", H2, GW2)] {
+            net.add_link(host, "eth0", "r", dev, 2).unwrap();
+            net.disable_offloads(host, "eth0").unwrap();
+            net.disable_offloads("r", dev).unwrap();
+            net.add_addr(host, "eth0", &format!("{addr}/24")).unwrap();
+            net.add_route(host, &["default", "via", gw]).unwrap();
+            macs.push(net.mac("r", dev).unwrap());
+        }
+        let conf = root().join("conf/demo-router.click");
+        let threads = threads.to_string();
+        let defines = [
+            format!("BACKEND={backend}"),
+            format!("MAC0={}", macs[0]),
+            format!("MAC1={}", macs[1]),
+        ];
+        let mut argv = vec![
+            env!("CARGO_BIN_EXE_bricks"),
+            "run",
+            conf.to_str().unwrap(),
+            "--threads",
+            &threads,
+            "--stats-interval",
+            "0.5",
+            "--stats-json",
+        ];
+        for d in &defines {
+            argv.extend(["-D", d.as_str()]);
+        }
+        let mut cmd = net.exec("r", &argv);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut router = ChildGuard::spawn(&mut cmd).unwrap();
+        let stats = Arc::new(Mutex::new(None));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let out = router.child_mut().stdout.take().unwrap();
+        let err = router.child_mut().stderr.take().unwrap();
+        {
+            let stats = stats.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                        *stats.lock().unwrap() = Some(v);
+                    }
+                }
+            });
+        }
+        {
+            let stderr = stderr.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut s = stderr.lock().unwrap();
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            });
+        }
+        let lab = Lab {
+            router,
+            stats,
+            stderr,
+            net,
+            macs: [macs[0].clone(), macs[1].clone()],
+        };
+        // Up when the first counters come: every device is open.
+        lab.wait_for(
+            "the router's first counters",
+            Duration::from_secs(30),
+            |l| l.stats.lock().unwrap().is_some(),
+        );
+        lab
+    }
+
+    /// Waits until `ok` holds; fails with the router's stderr otherwise.
+    fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&Lab) -> bool) {
+        let end = Instant::now() + timeout;
+        while !ok(self) {
+            assert!(
+                Instant::now() < end,
+                "no {what} within {timeout:?}; router stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Counter `counter` of element `name`, summed over the workers, from
+    /// the router's last stats line.
+    fn counter(&self, name: &str, counter: &str) -> u64 {
+        let stats = self.stats.lock().unwrap();
+        let Some(s) = stats.as_ref() else { return 0 };
+        s["workers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| w["elements"][name][counter].as_u64().unwrap_or(0))
+            .sum()
+    }
+
+    /// Runs `argv` in namespace `ns` for at most `secs`.
+    fn run(&self, ns: &str, argv: &[&str], secs: u64) -> std::process::Output {
+        output_timeout(&mut self.net.exec(ns, argv), Duration::from_secs(secs))
+            .unwrap_or_else(|e| panic!("{e}\nrouter stderr:\n{}", self.stderr()))
+    }
+
+    fn ping(&self, from: &str, to: &str) {
+        let out = self.run(
+            from,
+            &["ping", "-n", "-c", "3", "-i", "0.2", "-W", "2", to],
+            20,
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("3 received"),
+            "ping {from} -> {to}:\n{text}{}\nrouter stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.stderr()
+        );
+    }
+
+    /// The router's MAC as the host knows it, learnt by ARP.
+    fn check_neighbour(&self, host: &str, router_ip: &str, mac: &str) {
+        let out = self.run(host, &["ip", "neigh", "show", router_ip], 5);
+        let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
+        assert!(
+            text.contains(&mac.to_lowercase()),
+            "{host} does not know {router_ip} at {mac}: {text}"
+        );
+        assert!(
+            ["reachable", "stale", "delay", "probe"]
+                .iter()
+                .any(|s| text.contains(s)),
+            "{host}'s entry for {router_ip} is not a learnt one: {text}"
+        );
+        assert!(!text.contains("permanent"), "{text}");
+    }
+
+    fn tcp(&self, mib: u64) {
+        let bin = env!("CARGO_BIN_EXE_bricks");
+        let bytes = (mib << 20).to_string();
+        let addr = format!("{H2}:5001");
+        let server = Captured::spawn(&mut self.net.exec(
+            "h2",
+            &[
+                bin,
+                "demo",
+                "tcp-serve",
+                "--listen",
+                &addr,
+                "--bytes",
+                &bytes,
+            ],
+        ))
+        .unwrap();
+        let sent = self.run(
+            "h1",
+            &[bin, "demo", "tcp-send", "--to", &addr, "--bytes", &bytes],
+            90,
+        );
+        assert!(
+            sent.status.success(),
+            "tcp-send: {}\nrouter stderr:\n{}",
+            String::from_utf8_lossy(&sent.stderr),
+            self.stderr()
+        );
+        let got = server.wait(Duration::from_secs(30), None).unwrap();
+        let text = String::from_utf8_lossy(&got.stdout);
+        let result: serde_json::Value = text
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("tcp-serve printed no result: {text}"));
+        assert_eq!(result["intact"], true, "{result}");
+        assert_eq!(result["received"].as_u64(), Some(mib << 20), "{result}");
+    }
+
+    fn ttl_exceeded(&self) {
+        let out = self.run(
+            "h1",
+            &["ping", "-n", "-c", "1", "-t", "1", "-W", "2", H2],
+            10,
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("From {GW1}")) && text.contains("Time to live exceeded"),
+            "ping -t 1 from h1 did not see time exceeded from {GW1}:\n{text}\nrouter stderr:\n{}",
+            self.stderr()
+        );
+    }
+}
+
+/// Everything a router owes two hosts, on one backend and worker count.
+fn suite(tag: &str, backend: &str, threads: usize) {
+    let name = format!("router_netns {backend} {threads} worker(s)");
+    if skip_unless_root(&name).is_some() {
+        return;
+    }
+    let mut lab = Lab::start(tag, backend, threads);
+    let prefix = lab.net.prefix().to_string();
+
+    // Hosts reach each other through bricks, both ways.
+    lab.ping("h1", H2);
+    lab.ping("h2", H1);
+
+    // The router answers pings to its own addresses, on both sides and
+    // across (h1 pings the far interface's address).
+    lab.ping("h1", GW1);
+    lab.ping("h2", GW2);
+    lab.ping("h1", GW2);
+    lab.wait_for("ICMPPingResponder's replies", Duration::from_secs(5), |l| {
+        l.counter("ping", "replies") >= 9
+    });
+
+    // ARP, both directions, nothing static: the hosts learnt the router's
+    // MACs, and the router learnt the hosts' (its queries were answered)
+    // and answered h1's query for its address.
+    lab.check_neighbour("h1", GW1, &lab.macs[0]);
+    lab.check_neighbour("h2", GW2, &lab.macs[1]);
+    lab.wait_for("ARP counters", Duration::from_secs(5), |l| {
+        l.counter("arpq0", "responses") >= 1
+            && l.counter("arpq1", "responses") >= 1
+            && l.counter("ar0", "replies") >= 1
+    });
+
+    // A TCP transfer arrives whole and unchanged.
+    lab.tcp(8);
+
+    // TTL 1: the router answers with time exceeded, from its own address
+    // on the sender's side.
+    lab.ttl_exceeded();
+    lab.wait_for("DecIPTTL's expired counter", Duration::from_secs(5), |l| {
+        l.counter("dt1", "expired") >= 1
+    });
+
+    // The transfer's segments (8 MiB in at most 1448 bytes each) went in
+    // on eth0 and out on eth1, counted by the named device elements.
+    let segments = (8u64 << 20) / 1448;
+    lab.wait_for(
+        "the transfer in the device counters",
+        Duration::from_secs(5),
+        |l| l.counter("in0", "count") >= segments && l.counter("out1", "count") >= segments,
+    );
+
+    // Hosts answer ARP at once here: no packet may have been dropped
+    // while its next hop was being resolved.
+    for q in ["arpq0", "arpq1"] {
+        assert_eq!(
+            lab.counter(q, "drops"),
+            0,
+            "{q} dropped packets waiting for ARP; its counters: no_reply {}, \
+             hold_overflow {}, queries {}, responses {}",
+            lab.counter(q, "no_reply"),
+            lab.counter(q, "hold_overflow"),
+            lab.counter(q, "queries"),
+            lab.counter(q, "responses"),
+        );
+    }
+    assert!(
+        lab.router.try_wait().is_none(),
+        "the router ended during the suite:\n{}",
+        lab.stderr()
+    );
+    drop(lab);
+    let left: Vec<String> = bricks_netns::list_namespaces()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn af_xdp_one_worker() {
+    suite("x1", "xdp", 1);
+}
+
+#[test]
+fn af_xdp_two_workers() {
+    suite("x2", "xdp", 2);
+}
+
+#[test]
+fn af_packet_one_worker() {
+    suite("p1", "packet", 1);
+}
+
+#[test]
+fn af_packet_two_workers() {
+    suite("p2", "packet", 2);
+}

@@ -1,0 +1,264 @@
+//! `FromDevice` and `ToDevice` on live Linux interfaces.
+//!
+//! Each worker's instance takes the queues the runner assigned to its
+//! worker (`bricks_io::live`): a receive queue and a transmit queue are
+//! touched by one core only (RouteBricks §4.2). Receiving polls each owned
+//! queue for up to BURST frames (the paper's kp); sending places frames in
+//! the transmit ring and tells the kernel once per BURST frames (kn), or
+//! when the oldest placed frame has waited FLUSH, so that a lone packet at
+//! a low rate is not held back for long.
+
+use super::capture::set_packet_type;
+use bricks_element::{Batch, Context, Element, Stats, TaskKind, TaskResult};
+use bricks_io::live;
+use bricks_io::{DeviceError, RxQueue, RxStats, TxQueue, TxStats};
+use bricks_packet::Timestamp;
+
+/// Receives from the queues of a live interface this worker owns.
+pub struct LiveRx {
+    name: String,
+    burst: usize,
+    queues: Vec<Box<dyn RxQueue>>,
+    taken: bool,
+    /// Counters of queues that went away.
+    closed: RxStats,
+    errors: u64,
+}
+
+impl LiveRx {
+    /// Receives from interface `name`, up to `burst` frames per queue and
+    /// poll.
+    pub fn new(name: String, burst: usize) -> LiveRx {
+        LiveRx {
+            name,
+            burst,
+            queues: Vec::new(),
+            taken: false,
+            closed: RxStats::default(),
+            errors: 0,
+        }
+    }
+
+    fn totals(&self) -> RxStats {
+        let mut t = self.closed;
+        for q in &self.queues {
+            add_rx(&mut t, &q.stats());
+        }
+        t
+    }
+}
+
+fn add_rx(t: &mut RxStats, s: &RxStats) {
+    t.packets += s.packets;
+    t.bytes += s.bytes;
+    t.ring_drops += s.ring_drops;
+    t.oversized += s.oversized;
+}
+
+fn add_tx(t: &mut TxStats, s: &TxStats) {
+    t.packets += s.packets;
+    t.bytes += s.bytes;
+    t.ring_full += s.ring_full;
+    t.kicks += s.kicks;
+    t.errors += s.errors;
+}
+
+/// Says that an interface went away, on stderr at once (the router keeps
+/// running) and in the run's errors.
+fn report_gone(cx: &mut Context<'_>, msg: String) {
+    eprintln!(
+        "bricks: {}: {msg}; the rest of the router keeps forwarding",
+        cx.name()
+    );
+    cx.report_error(msg);
+}
+
+impl Element for LiveRx {
+    fn start(&mut self, cx: &mut Context<'_>) {
+        self.taken = true;
+        self.queues = live::take_rx(&self.name, cx.worker());
+    }
+
+    fn task_kind(&self) -> TaskKind {
+        TaskKind::Source
+    }
+
+    fn task_on_every_worker(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        if !self.taken {
+            self.taken = true;
+            self.queues = live::take_rx(&self.name, cx.worker());
+        }
+        if self.queues.is_empty() {
+            return TaskResult::Done;
+        }
+        let mut worked = false;
+        let mut i = 0;
+        while i < self.queues.len() {
+            let mut b = Batch::new();
+            match self.queues[i].recv(&mut b, self.burst) {
+                Ok(0) => i += 1,
+                Ok(_) => {
+                    for p in b.iter_mut() {
+                        set_packet_type(p);
+                    }
+                    cx.push(0, &mut b);
+                    worked = true;
+                    i += 1;
+                }
+                Err(DeviceError::Gone(m)) => {
+                    let q = self.queues.remove(i);
+                    add_rx(&mut self.closed, &q.stats());
+                    report_gone(cx, m);
+                }
+                Err(DeviceError::Io(m)) => {
+                    // A failed poll is retried; only the first is worth a
+                    // message.
+                    if self.errors == 0 {
+                        eprintln!("bricks: {}: {m}", cx.name());
+                    }
+                    self.errors += 1;
+                    i += 1;
+                }
+            }
+        }
+        if self.queues.is_empty() {
+            TaskResult::Done
+        } else if worked {
+            TaskResult::Worked
+        } else {
+            TaskResult::Idle
+        }
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        let t = self.totals();
+        s.counter("count", t.packets);
+        s.counter("bytes", t.bytes);
+        s.counter("ring_drops", t.ring_drops);
+        s.counter("oversized", t.oversized);
+        s.counter("errors", self.errors);
+        s.counter("queues", self.queues.len() as u64);
+    }
+}
+
+/// Sends on the transmit queue of a live interface this worker owns.
+pub struct LiveTx {
+    name: String,
+    burst: usize,
+    flush_ns: u64,
+    pull: bool,
+    tx: Option<Box<dyn TxQueue>>,
+    taken: bool,
+    /// When the oldest unflushed frame must go at the latest.
+    deadline: Option<u64>,
+    closed: TxStats,
+    /// Packets dropped for lack of a queue (the interface went away).
+    no_queue: u64,
+}
+
+impl LiveTx {
+    /// Sends on interface `name`, telling the kernel every `burst` frames
+    /// or after `flush_ns` nanoseconds.
+    pub fn new(name: String, burst: usize, flush_ns: u64, pull: bool) -> LiveTx {
+        LiveTx {
+            name,
+            burst,
+            flush_ns,
+            pull,
+            tx: None,
+            taken: false,
+            deadline: None,
+            closed: TxStats::default(),
+            no_queue: 0,
+        }
+    }
+
+    fn lose_queue(&mut self, cx: &mut Context<'_>, msg: String) {
+        if let Some(q) = self.tx.take() {
+            add_tx(&mut self.closed, &q.stats());
+        }
+        self.deadline = None;
+        report_gone(cx, msg);
+    }
+
+    fn flush(&mut self, cx: &mut Context<'_>) {
+        self.deadline = None;
+        if let Some(tx) = self.tx.as_mut() {
+            if let Err(DeviceError::Gone(m)) = tx.flush() {
+                self.lose_queue(cx, m);
+            }
+        }
+    }
+
+    fn send(&mut self, b: &mut Batch, cx: &mut Context<'_>) {
+        if !self.taken {
+            self.taken = true;
+            self.tx = live::take_tx(&self.name, cx.worker());
+        }
+        let Some(tx) = self.tx.as_mut() else {
+            self.no_queue += b.len() as u64;
+            b.clear();
+            return;
+        };
+        if let Err(DeviceError::Gone(m)) = tx.enqueue(b) {
+            b.clear();
+            self.lose_queue(cx, m);
+            return;
+        }
+        b.clear();
+        let pending = tx.pending();
+        if pending >= self.burst || self.flush_ns == 0 {
+            self.flush(cx);
+        } else if pending > 0 && self.deadline.is_none() {
+            let at = cx.now().0.saturating_add(self.flush_ns);
+            self.deadline = Some(at);
+            cx.schedule_at(Timestamp(at));
+        }
+    }
+}
+
+impl Element for LiveTx {
+    fn start(&mut self, cx: &mut Context<'_>) {
+        self.taken = true;
+        self.tx = live::take_tx(&self.name, cx.worker());
+    }
+
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        self.send(batch, cx);
+    }
+
+    fn task_kind(&self) -> TaskKind {
+        TaskKind::pump_if(self.pull)
+    }
+
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        let burst = self.burst;
+        cx.pull_task(burst, |b, cx| self.send(b, cx))
+    }
+
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        if self.deadline.is_some_and(|d| d <= cx.now().0) {
+            self.flush(cx);
+        }
+    }
+
+    fn shutdown(&mut self, cx: &mut Context<'_>) {
+        self.flush(cx);
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        let mut t = self.closed;
+        if let Some(q) = &self.tx {
+            add_tx(&mut t, &q.stats());
+        }
+        s.counter("count", t.packets);
+        s.counter("bytes", t.bytes);
+        s.counter("drops", t.ring_full + t.errors + self.no_queue);
+        s.counter("ring_full", t.ring_full);
+        s.counter("kicks", t.kicks);
+    }
+}
