@@ -195,3 +195,93 @@ fn resteering_while_traffic_flows_loses_nothing() {
     assert_eq!(at_sink, PACKETS, "router said:\n{summary}");
     assert!(summary.contains("dropped=0"), "{summary}");
 }
+
+#[test]
+fn an_interface_that_disappears_is_reported_and_the_rest_keeps_forwarding() {
+    if skip_unless_root("an_interface_that_disappears").is_some() {
+        return;
+    }
+    let mut net = network("dgo");
+    net.add_link("gen", "g2", "r", "r2", 1).unwrap();
+    let sink = Captured::spawn(&mut bricks(
+        &net,
+        "sink",
+        &[
+            "run",
+            "-e",
+            "FromDevice(s0) -> Classifier(12/0800) -> c :: Counter -> Discard;",
+            "--duration",
+            "5",
+        ],
+    ))
+    .unwrap();
+    let router = Captured::spawn(&mut bricks(
+        &net,
+        "r",
+        &[
+            "run",
+            "-e",
+            "FromDevice(r0) -> Queue(4096) -> ToDevice(r1); \
+             FromDevice(r2) -> Queue -> ToDevice(r2);",
+            "--duration",
+            "4",
+        ],
+    ))
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let gen = Captured::spawn(&mut bricks(
+        &net,
+        "gen",
+        &[
+            "run",
+            "-e",
+            &format!("WorkloadSource(FLOWS 8, RATE 20000, LIMIT {PACKETS}) -> ToDevice(g0);"),
+        ],
+    ))
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    bricks_netns::ip(&["-n", &net.ns_name("r"), "link", "del", "r2"]).unwrap();
+    assert!(gen
+        .wait(Duration::from_secs(20), None)
+        .unwrap()
+        .status
+        .success());
+    let r = router.wait(Duration::from_secs(20), None).unwrap();
+    let rs = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(rs.contains("r2") && rs.contains("gone"), "{rs}");
+    assert!(rs.contains("keeps forwarding"), "{rs}");
+    // The run reports the error in its exit status, after forwarding on.
+    assert_eq!(r.status.code(), Some(1), "{rs}");
+    let s = sink.wait(Duration::from_secs(20), None).unwrap();
+    let ss = String::from_utf8_lossy(&s.stderr).into_owned();
+    assert_eq!(counter(&ss, "c", "count"), PACKETS, "router said:\n{rs}");
+}
+
+#[test]
+fn an_interface_that_cannot_take_our_xdp_program_falls_back_to_af_packet() {
+    if skip_unless_root("an_interface_that_cannot_take_our_xdp_program").is_some() {
+        return;
+    }
+    let net = network("dfb");
+    // Someone else's XDP program on r0: bricks must not replace it.
+    let _theirs = bricks_netns::in_namespace(&net.ns_name("r"), || {
+        bricks_io::xdp::attach_pass("r0", bricks_io::xdp::XdpMode::Auto).unwrap()
+    });
+    let (summary, at_sink) = forward(&net, &[], "auto", |_| {});
+    assert!(summary.contains("using AF_PACKET"), "{summary}");
+    assert!(summary.contains("r0: af_packet"), "{summary}");
+    assert_eq!(at_sink, PACKETS, "router said:\n{summary}");
+    // Asked for AF_XDP only, it refuses with the reason.
+    let out = output_timeout(
+        &mut bricks(
+            &net,
+            "r",
+            &["run", "-e", "FromDevice(r0, BACKEND xdp) -> Discard;"],
+        ),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("r0") && e.contains("XDP"), "{e}");
+}

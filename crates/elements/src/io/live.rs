@@ -66,6 +66,7 @@ fn add_tx(t: &mut TxStats, s: &TxStats) {
 /// Says that an interface went away, on stderr at once (the router keeps
 /// running) and in the run's errors.
 fn report_gone(cx: &mut Context<'_>, msg: String) {
+    let msg = DeviceError::Gone(msg).to_string();
     eprintln!(
         "bricks: {}: {msg}; the rest of the router keeps forwarding",
         cx.name()

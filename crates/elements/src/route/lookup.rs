@@ -185,7 +185,11 @@ fn make_v4(
             })
         })
     })?;
-    Ok(Box::new(IpRouteLookup { t, no_route: 0 }))
+    Ok(Box::new(IpRouteLookup {
+        t,
+        no_route: 0,
+        reports_table: true,
+    }))
 }
 
 fn make_v6(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -198,16 +202,27 @@ fn make_v6(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, Ar
             Ok(Box::new(Poptrie6::build(r, memory)?))
         })
     })?;
-    Ok(Box::new(Ip6RouteLookup { t, no_route: 0 }))
+    Ok(Box::new(Ip6RouteLookup {
+        t,
+        no_route: 0,
+        reports_table: true,
+    }))
 }
 
 /// IPv4 route lookup over a shared table.
 pub struct IpRouteLookup {
     t: Arc<RouteTable<dyn Lpm4Update>>,
     no_route: u64,
+    /// The table is shared: one worker reports its size, so that the
+    /// sum over workers is the table's.
+    reports_table: bool,
 }
 
 impl Element for IpRouteLookup {
+    fn start(&mut self, cx: &mut Context<'_>) {
+        self.reports_table = cx.worker() == 0;
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let n = batch.len();
         let mut addrs = [0u32; MAX_BATCH];
@@ -241,8 +256,10 @@ impl Element for IpRouteLookup {
 
     fn stats(&self, s: &mut Stats) {
         s.counter("no_route", self.no_route);
-        s.counter("routes", self.t.lpm.route_count() as u64);
-        s.counter("memory", self.t.lpm.memory_bytes() as u64);
+        if self.reports_table {
+            s.counter("routes", self.t.lpm.route_count() as u64);
+            s.counter("memory", self.t.lpm.memory_bytes() as u64);
+        }
     }
 
     fn handler_is_shared(&self, _handler: &str) -> bool {
@@ -259,6 +276,9 @@ impl Element for IpRouteLookup {
 pub struct Ip6RouteLookup {
     t: Arc<RouteTable<dyn Lpm6Update>>,
     no_route: u64,
+    /// The table is shared: one worker reports its size, so that the
+    /// sum over workers is the table's.
+    reports_table: bool,
 }
 
 /// The IPv6 destination a packet is routed by.
@@ -280,6 +300,10 @@ fn dst6(p: &bricks_element::Packet) -> u128 {
 }
 
 impl Element for Ip6RouteLookup {
+    fn start(&mut self, cx: &mut Context<'_>) {
+        self.reports_table = cx.worker() == 0;
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let n = batch.len();
         let mut addrs = [0u128; MAX_BATCH];
@@ -315,8 +339,10 @@ impl Element for Ip6RouteLookup {
 
     fn stats(&self, s: &mut Stats) {
         s.counter("no_route", self.no_route);
-        s.counter("routes", self.t.lpm.route_count() as u64);
-        s.counter("memory", self.t.lpm.memory_bytes() as u64);
+        if self.reports_table {
+            s.counter("routes", self.t.lpm.route_count() as u64);
+            s.counter("memory", self.t.lpm.memory_bytes() as u64);
+        }
     }
 
     fn handler_is_shared(&self, _handler: &str) -> bool {
