@@ -126,8 +126,9 @@ struct RunArgs {
     quiet: bool,
     /// Worker threads, each pinned to a core and running its own copy of
     /// the graph; every device queue is owned by exactly one of them.
-    #[arg(short = 't', long, default_value_t = 1, value_name = "N")]
-    threads: usize,
+    /// [default: 1, or the configuration's Settings(THREADS n)]
+    #[arg(short = 't', long, value_name = "N")]
+    threads: Option<usize>,
     /// Do not pin worker threads to cores.
     #[arg(long)]
     no_pin: bool,
@@ -145,15 +146,17 @@ struct RunArgs {
     stats_json: bool,
     /// The longest an idle worker sleeps before polling again, in
     /// microseconds; 0 busy-polls (lowest latency, a whole core per worker).
-    #[arg(long, default_value_t = 50, value_name = "MICROSECONDS")]
-    idle_nap: u64,
+    /// [default: 50, or the configuration's Settings(IDLE_NAP d)]
+    #[arg(long, value_name = "MICROSECONDS")]
+    idle_nap: Option<u64>,
     /// How received packets reach the workers: `per-core` (each worker
     /// polls the device queues it owns, run to completion), `pipeline` (a
     /// dispatcher thread polls every queue and hands whole batches to the
     /// workers) or `serial` (a dispatcher thread steers each packet to a
     /// worker in software: Toeplitz hash, MAC and flow rules).
-    #[arg(long, default_value = "per-core", value_name = "MODE")]
-    mode: bricks_io::live::Spread,
+    /// [default: per-core, or the configuration's Settings(MODE m)]
+    #[arg(long, value_name = "MODE")]
+    mode: Option<bricks_io::live::Spread>,
     /// Answer commands on this Unix socket while running (`bricks ctl
     /// PATH help` lists them): write handlers, steering, counters.
     #[arg(long, value_name = "PATH")]
@@ -259,6 +262,22 @@ fn check(a: &ConfigArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the configuration's `Settings` element (if any) says.
+fn config_settings(
+    plan: &Plan,
+) -> anyhow::Result<bricks_elements::standard::settings::RunSettings> {
+    let mut found = plan.elements.iter().filter(|e| e.class.name == "Settings");
+    let Some(e) = found.next() else {
+        return Ok(Default::default());
+    };
+    anyhow::ensure!(
+        found.next().is_none(),
+        "the configuration has more than one Settings element"
+    );
+    bricks_elements::standard::settings::read(&mut bricks_element::Args::from_strs(&e.args))
+        .map_err(|err| anyhow::anyhow!("{}: {}", e.name, err.message))
+}
+
 fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let Some(plan) = load(&a.config)? else {
         return Ok(ExitCode::from(CONFIG_ERROR));
@@ -270,9 +289,21 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         Ok(std::time::Duration::from_secs_f64(s))
     };
-    anyhow::ensure!(a.threads >= 1, "--threads must be at least 1");
+    let conf = config_settings(&plan)?;
+    let threads = a.threads.or(conf.threads).unwrap_or(1);
+    anyhow::ensure!(threads >= 1, "--threads must be at least 1");
+    let mode = match (a.mode, conf.mode.as_deref()) {
+        (Some(m), _) => m,
+        (None, Some(m)) => m.parse().map_err(anyhow::Error::msg)?,
+        (None, None) => bricks_io::live::Spread::PerCore,
+    };
+    let max_nap = match (a.idle_nap, conf.idle_nap) {
+        (Some(us), _) => std::time::Duration::from_micros(us),
+        (None, Some(d)) => d,
+        (None, None) => std::time::Duration::from_micros(50),
+    };
     let settings = runner::RunSettings {
-        threads: a.threads,
+        threads,
         pin: !a.no_pin,
         duration: a.duration.map(|d| secs(d, "duration")).transpose()?,
         quiet: a.quiet,
@@ -282,8 +313,8 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             .map(|d| secs(d, "stats-interval"))
             .transpose()?,
         stats_json: a.stats_json,
-        max_nap: std::time::Duration::from_micros(a.idle_nap),
-        spread: a.mode,
+        max_nap,
+        spread: mode,
         control: a.control.clone(),
     };
     let summary = runner::run_plan(plan, &settings)?;

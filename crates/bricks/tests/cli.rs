@@ -458,3 +458,42 @@ fn control_socket_answers_while_running() {
     assert!(child.wait().unwrap().success());
     assert!(!sock.exists(), "the socket file is removed at exit");
 }
+
+#[test]
+fn settings_in_the_configuration_and_json_counters_per_worker() {
+    let conf = "Settings(THREADS 2); InfiniteSource(LIMIT 10) -> c :: Counter -> Discard;";
+    let o = bricks(&[
+        "run",
+        "-e",
+        conf,
+        "--stats-interval",
+        "0.01",
+        "--stats-json",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let last = stdout(&o).lines().last().unwrap().to_string();
+    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+    let w = v["workers"].as_array().unwrap();
+    assert_eq!(w.len(), 2, "Settings(THREADS 2) gives two workers: {v}");
+    assert_eq!(w[0]["elements"]["c"]["count"], 10);
+    assert_eq!(w[1]["elements"]["c"]["count"], 0, "sources run on worker 0");
+    // The command line wins over the configuration.
+    let o = bricks(&[
+        "run",
+        "-e",
+        conf,
+        "--threads",
+        "1",
+        "--stats-interval",
+        "0.01",
+        "--stats-json",
+        "-q",
+    ]);
+    let last = stdout(&o).lines().last().unwrap().to_string();
+    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(v["workers"].as_array().unwrap().len(), 1);
+    let (code, e) = check("Settings(MODE turbo);");
+    assert_eq!(code, 2);
+    assert!(e.contains("expected per-core, pipeline or serial"), "{e}");
+}

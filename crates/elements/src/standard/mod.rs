@@ -7,6 +7,7 @@ pub mod paint;
 pub mod print;
 pub mod queue;
 pub mod sched;
+pub mod settings;
 pub mod source;
 pub mod strip;
 pub mod tee;
@@ -30,6 +31,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &sched::PRIO,
     &source::INFINITE_SOURCE,
     &source::RATED_SOURCE,
+    &settings::CLASS,
     &strip::STRIP,
     &strip::UNSTRIP,
     &tee::CLASS,
