@@ -5,6 +5,7 @@
 use crate::gen_cmd::{bind_devices, seconds, Backend};
 use crate::runner::{self, si, RunSettings};
 use bricks_element::Stats;
+use bricks_elements::measure::traffic_sink::LATENCY_BUCKETS;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -103,6 +104,9 @@ pub(crate) struct SinkReport {
     pub bps: u64,
     /// Seconds the sink ran.
     pub elapsed: f64,
+    /// Probes per latency bucket: (upper bound in microseconds, or `None`
+    /// for the last, open bucket; count).
+    pub histogram: Vec<(Option<u64>, u64)>,
 }
 
 /// Ethernet adds a preamble and start delimiter (8 bytes), the FCS (4)
@@ -148,6 +152,14 @@ impl SinkReport {
             },
             pps: g("rate_pps"),
             bps: g("rate_bps"),
+            histogram: LATENCY_BUCKETS
+                .iter()
+                .enumerate()
+                .map(|(k, name)| {
+                    let bound = (k + 1 < LATENCY_BUCKETS.len()).then_some(1u64 << k);
+                    (bound, g(name))
+                })
+                .collect(),
             elapsed,
         }
     }
@@ -197,8 +209,34 @@ impl SinkReport {
                 "p99": l.p99,
                 "p999": l.p999,
                 "max": l.max,
+                "histogram": self.histogram.iter().filter(|(_, n)| *n > 0).map(|(b, n)| {
+                    serde_json::json!({"below_us": b, "count": n})
+                }).collect::<Vec<_>>(),
             },
         })
+    }
+
+    /// The latency histogram as bars, from the first to the last bucket
+    /// that has probes.
+    fn histogram_text(&self) -> String {
+        let used: Vec<usize> = (0..self.histogram.len())
+            .filter(|&k| self.histogram[k].1 > 0)
+            .collect();
+        let (Some(&first), Some(&last)) = (used.first(), used.last()) else {
+            return String::new();
+        };
+        let most = self.histogram.iter().map(|h| h.1).max().unwrap_or(1).max(1);
+        let total: u64 = self.histogram.iter().map(|h| h.1).sum();
+        let mut s = String::from("  latency histogram\n");
+        for &(bound, n) in &self.histogram[first..=last] {
+            let label = match bound {
+                Some(b) => format!("< {}", ns(b * 1000)),
+                None => format!(">= {}", ns((1u64 << (self.histogram.len() - 1)) * 1000)),
+            };
+            let bar = "#".repeat(((n * 40).div_ceil(most)) as usize);
+            let _ = writeln!(s, "    {label:>10} {n:>10} {:>6.2}% {bar}", pct(n, total));
+        }
+        s
     }
 
     pub(crate) fn text(&self, iface: &str) -> String {
@@ -251,6 +289,7 @@ impl SinkReport {
                 l.samples
             );
         }
+        let _ = write!(s, "{}", self.histogram_text());
         if self.future_stamps > 0 {
             let _ = writeln!(
                 s,

@@ -90,6 +90,10 @@ static MANUAL: Manual = Manual {
         ("latency_p999_ns", "99.9th percentile latency"),
         ("latency_max_ns", "highest latency"),
         (
+            "latency_lt_1us ... latency_ge_1048576us",
+            "the latency histogram: probes below 1, 2, 4, ... 2^20 microseconds, and above",
+        ),
+        (
             "rate_pps",
             "probes per second between the first and the last probe (packets, if none is a probe)",
         ),
@@ -143,6 +147,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         })
     })?;
     Ok(Box::new(TrafficSink {
+        buckets: [0; LATENCY_BUCKETS.len()],
         offset,
         shared,
         local: new_histogram(),
@@ -209,8 +214,49 @@ impl Span {
     }
 }
 
+/// Counters of the latency histogram: probes whose latency is below 1 us,
+/// 2 us, 4 us, ... 2^20 us (about a second), and at or above that. Unlike
+/// percentiles, bucket counts add up over workers.
+pub const LATENCY_BUCKETS: [&str; 22] = [
+    "latency_lt_1us",
+    "latency_lt_2us",
+    "latency_lt_4us",
+    "latency_lt_8us",
+    "latency_lt_16us",
+    "latency_lt_32us",
+    "latency_lt_64us",
+    "latency_lt_128us",
+    "latency_lt_256us",
+    "latency_lt_512us",
+    "latency_lt_1024us",
+    "latency_lt_2048us",
+    "latency_lt_4096us",
+    "latency_lt_8192us",
+    "latency_lt_16384us",
+    "latency_lt_32768us",
+    "latency_lt_65536us",
+    "latency_lt_131072us",
+    "latency_lt_262144us",
+    "latency_lt_524288us",
+    "latency_lt_1048576us",
+    "latency_ge_1048576us",
+];
+
+/// The bucket of a latency of `ns` nanoseconds.
+#[inline]
+fn bucket(ns: u64) -> usize {
+    let us = ns / 1000;
+    if us == 0 {
+        0
+    } else {
+        ((64 - us.leading_zeros()) as usize).min(LATENCY_BUCKETS.len() - 1)
+    }
+}
+
 /// Receives and measures probes.
 pub struct TrafficSink {
+    /// Probes per latency bucket ([`LATENCY_BUCKETS`]).
+    buckets: [u64; LATENCY_BUCKETS.len()],
     offset: usize,
     shared: Arc<Shared>,
     /// Latencies not yet folded into the shared histogram.
@@ -298,7 +344,10 @@ impl TrafficSink {
             self.c.probe_bytes += len;
             let (flow, seq, time) = (probe.flow(), probe.seq32(), probe.time48());
             match elapsed48(now, time) {
-                Some(ns) => self.local.saturating_record(ns),
+                Some(ns) => {
+                    self.local.saturating_record(ns);
+                    self.buckets[bucket(ns)] += 1;
+                }
                 None => self.c.future += 1,
             }
             self.follow(flow, seq);
@@ -409,12 +458,29 @@ impl Element for TrafficSink {
         s.counter("reordered", c.reordered);
         s.counter("reorder_sequences", c.reorder_sequences);
         s.counter("future_stamps", c.future);
+        for (name, &n) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
+            s.counter(name, n);
+        }
         if self.worker == Some(0) {
             self.latency_stats(s);
         }
         let (pps, bps) = self.rates();
         s.counter("rate_pps", pps);
         s.counter("rate_bps", bps);
+    }
+}
+
+#[cfg(test)]
+mod bucket_tests {
+    use super::*;
+
+    #[test]
+    fn latencies_fall_in_power_of_two_microsecond_buckets() {
+        assert_eq!(LATENCY_BUCKETS[bucket(999)], "latency_lt_1us");
+        assert_eq!(LATENCY_BUCKETS[bucket(1_000)], "latency_lt_2us");
+        assert_eq!(LATENCY_BUCKETS[bucket(1_999)], "latency_lt_2us");
+        assert_eq!(LATENCY_BUCKETS[bucket(397_000)], "latency_lt_512us");
+        assert_eq!(LATENCY_BUCKETS[bucket(u64::MAX)], "latency_ge_1048576us");
     }
 }
 
