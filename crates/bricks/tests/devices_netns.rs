@@ -12,6 +12,14 @@ use std::time::Duration;
 
 const BRICKS: &str = env!("CARGO_BIN_EXE_bricks");
 
+/// These tests count every packet; run them one at a time so that two
+/// of them never compete for this machine's two cores.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn network(tag: &str) -> Network {
     let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
     for ns in ["gen", "r", "sink"] {
@@ -122,6 +130,7 @@ fn forward(
 }
 
 fn queue_ownership_is_exclusive(backend: &str, tag: &str) {
+    let _serial = serial();
     let net = network(tag);
     let mut owners = String::new();
     let (summary, at_sink) = forward(&net, &["--threads", "2"], backend, |sock| {
@@ -170,6 +179,7 @@ fn resteering_while_traffic_flows_loses_nothing() {
     if skip_unless_root("resteering_while_traffic_flows_loses_nothing").is_some() {
         return;
     }
+    let _serial = serial();
     let net = network("drs");
     let (summary, at_sink) = forward(
         &net,
@@ -201,6 +211,7 @@ fn an_interface_that_disappears_is_reported_and_the_rest_keeps_forwarding() {
     if skip_unless_root("an_interface_that_disappears").is_some() {
         return;
     }
+    let _serial = serial();
     let mut net = network("dgo");
     net.add_link("gen", "g2", "r", "r2", 1).unwrap();
     let sink = Captured::spawn(&mut bricks(
@@ -262,6 +273,7 @@ fn an_interface_that_cannot_take_our_xdp_program_falls_back_to_af_packet() {
     if skip_unless_root("an_interface_that_cannot_take_our_xdp_program").is_some() {
         return;
     }
+    let _serial = serial();
     let net = network("dfb");
     // Someone else's XDP program on r0: bricks must not replace it.
     let _theirs = bricks_netns::in_namespace(&net.ns_name("r"), || {
