@@ -1,0 +1,76 @@
+//! `bricks bench io` end to end: a short run of two subjects through real
+//! veths in network namespaces (needs root), and the network it built is
+//! gone afterwards.
+
+use std::process::{Command, Stdio};
+
+#[test]
+fn a_short_bench_forwards_through_linux_and_bricks_and_cleans_up() {
+    let name = "a_short_bench_forwards_through_linux_and_bricks_and_cleans_up";
+    if bricks_netns::skip_unless_root(name).is_some() {
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args([
+            "bench",
+            "io",
+            "--seconds",
+            "1",
+            "--runs",
+            "1",
+            "--only",
+            "linux,bricks",
+            "--json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bricks runs");
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "status {}\nstdout: {stdout}\nstderr: {stderr}",
+        out.status
+    );
+    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: not JSON: {stdout}"));
+    let subjects = report["subjects"].as_array().unwrap();
+    let names: Vec<&str> = subjects.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, ["linux", "bricks"], "{report}");
+    for s in subjects {
+        let runs = s["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "{s}");
+        let r = &runs[0];
+        // Both forward: the sink received a good share of what was sent
+        // (not all of it: the generator outruns bricks on a small machine).
+        assert!(r["sent"].as_u64().unwrap() > 1000, "{s}");
+        assert!(r["received"].as_u64().unwrap() > 1000, "{s}");
+        assert!(s["mpps"]["median"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["loss_free"]["mpps"].as_f64().is_some(), "{s}");
+    }
+    // bricks opened both interfaces itself and counted what it forwarded.
+    let bricks = &subjects[1]["runs"][0];
+    let notes = bricks["notes"].to_string();
+    assert!(notes.contains("r0: ") && notes.contains("r1: "), "{bricks}");
+    assert!(
+        bricks["router"]["sent"].as_u64().unwrap() > 1000,
+        "{bricks}"
+    );
+    assert!(report["ratios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "bricks / Linux"));
+    // Nothing of the test network is left.
+    let prefix = format!("b{}io-", pid % 100_000);
+    let left: Vec<String> = bricks_netns::list_namespaces()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
