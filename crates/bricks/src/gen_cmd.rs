@@ -264,7 +264,13 @@ pub(crate) fn config(a: &GenArgs) -> anyhow::Result<String> {
     if !a.no_stamp {
         chain.push("stamp :: GenStamp".into());
     }
-    chain.push(format!("tx :: ToDevice({}{})", a.iface, a.backend.arg()));
+    // FLUSH 0: a generator's batches leave at once, so the send time
+    // stamped in each probe is when it really left.
+    chain.push(format!(
+        "tx :: ToDevice({}, FLUSH 0{})",
+        a.iface,
+        a.backend.arg()
+    ));
     let _ = writeln!(text, "{};", chain.join(" -> "));
     Ok(text)
 }
@@ -458,7 +464,7 @@ mod tests {
             "// bricks gen gtest0\n\
              src :: WorkloadSource(SIZE 64, FLOWS 16, ETHSRC 02:aa:00:00:00:01, \
              ETHDST ff:ff:ff:ff:ff:ff, SEED 1);\n\
-             src -> stamp :: GenStamp -> tx :: ToDevice(gtest0);\n"
+             src -> stamp :: GenStamp -> tx :: ToDevice(gtest0, FLUSH 0);\n"
         );
         checks(&text, "gtest0");
     }
@@ -479,7 +485,7 @@ mod tests {
             "SEED 4",
             "RATE 5000",
             "LIMIT 100, STOP true",
-            "ToDevice(gtest1, BACKEND packet)",
+            "ToDevice(gtest1, FLUSH 0, BACKEND packet)",
         ] {
             assert!(text.contains(part), "{part} missing from\n{text}");
         }
@@ -499,7 +505,7 @@ mod tests {
         let a = args("gtest2 --replay x.pcap --no-stamp");
         assert!(config(&a)
             .unwrap()
-            .contains("src -> tx :: ToDevice(gtest2);"));
+            .contains("src -> tx :: ToDevice(gtest2, FLUSH 0);"));
         let a = args("gtest2 --replay x.pcap --src-mac 02:00:00:00:00:01");
         assert!(config(&a).unwrap_err().to_string().contains("--dst-mac"));
     }

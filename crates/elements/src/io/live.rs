@@ -146,6 +146,9 @@ impl Element for LiveRx {
     }
 }
 
+/// Packets a pulling ToDevice takes per round at least.
+const PULL: usize = 64;
+
 /// Sends on the transmit queue of a live interface this worker owns.
 pub struct LiveTx {
     name: String,
@@ -195,7 +198,27 @@ impl LiveTx {
         }
     }
 
+    /// Sends `b` in runs of at most `burst` frames, each followed by a kick
+    /// once `burst` frames are pending: kn is the frames per kick however
+    /// many packets one pull or push brings.
     fn send(&mut self, b: &mut Batch, cx: &mut Context<'_>) {
+        if b.len() <= self.burst {
+            return self.send_run(b, cx);
+        }
+        let mut run = Batch::new();
+        let mut all = std::mem::take(b);
+        for p in all.drain() {
+            let _ = run.push(p);
+            if run.len() == self.burst {
+                self.send_run(&mut run, cx);
+            }
+        }
+        if !run.is_empty() {
+            self.send_run(&mut run, cx);
+        }
+    }
+
+    fn send_run(&mut self, b: &mut Batch, cx: &mut Context<'_>) {
         if !self.taken {
             self.taken = true;
             self.tx = live::take_tx(&self.name, cx.worker());
@@ -237,8 +260,11 @@ impl Element for LiveTx {
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        let burst = self.burst;
-        cx.pull_task(burst, |b, cx| self.send(b, cx))
+        // Pull as much as a receive poll brings in (kp), whatever kn is:
+        // a small kn must mean frequent kicks, not a slow drain of the
+        // Queue in front.
+        let pull = self.burst.max(PULL);
+        cx.pull_task(pull, |b, cx| self.send(b, cx))
     }
 
     fn run_timer(&mut self, cx: &mut Context<'_>) {
