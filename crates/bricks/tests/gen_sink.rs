@@ -125,7 +125,10 @@ fn generated_configurations_print_and_check() {
     assert!(o.status.success());
     assert!(text.contains("WorkloadSource(IMIX true"), "{text}");
     assert!(text.contains("RATE 1000"), "{text}");
-    assert!(text.contains("GenStamp -> tx :: ToDevice(eth9, FLUSH 0)"), "{text}");
+    assert!(
+        text.contains("GenStamp -> tx :: ToDevice(eth9, FLUSH 0)"),
+        "{text}"
+    );
     let o = bricks(&["sink", "eth9", "--print-config"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("FromDevice(eth9) -> sink :: TrafficSink"));
 }
