@@ -1124,22 +1124,7 @@ mod tests {
 
     // ---- helpers ----------------------------------------------------------
 
-    /// Runs `f` on a new thread that has joined network namespace `ns`
-    /// (its full name), so the sockets `f` opens belong there. Only that
-    /// thread moves; the sockets keep their namespace wherever they go.
-    fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = format!("/var/run/netns/{ns}");
-        std::thread::spawn(move || {
-            let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-            // SAFETY: `file` is an open namespace file for the whole call;
-            // setns changes only the calling thread's namespace.
-            let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(r, 0, "setns {path}: {}", io::Error::last_os_error());
-            f()
-        })
-        .join()
-        .unwrap_or_else(|e| std::panic::resume_unwind(e))
-    }
+    use bricks_netns::in_namespace as in_netns;
 
     /// Runs `f` on a new thread without CAP_NET_RAW in its effective set
     /// (Linux keeps capabilities per thread).

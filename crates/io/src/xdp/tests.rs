@@ -14,23 +14,7 @@ const PATIENCE: Duration = Duration::from_secs(5);
 /// Marks the frames a test sent (other traffic is ignored).
 const MAGIC: &[u8; 8] = b"bricksXD";
 
-/// Runs `f` on a thread that has entered network namespace `ns` (its full
-/// name), and returns what it returns. Sockets and XDP attachments act in
-/// the namespace of the thread that makes them; once made, they work from
-/// any thread.
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        // SAFETY: setns on an open namespace file affects only this
-        // thread, which is ours and ends with `f`.
-        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .unwrap_or_else(|e| std::panic::resume_unwind(e))
-}
+use bricks_netns::in_namespace as in_ns;
 
 /// A network with namespaces `names`, IPv6 off so that no router
 /// solicitation or MLD report joins the test's frames.
