@@ -318,12 +318,5 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         control: a.control.clone(),
     };
     let summary = runner::run_plan(plan, &settings)?;
-    for e in &summary.errors {
-        eprintln!("error: {e}");
-    }
-    Ok(if summary.errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(runner::exit_status(&summary))
 }

@@ -54,8 +54,20 @@ impl Default for RunSettings {
     }
 }
 
+/// Prints the errors elements reported while running; the exit status
+/// says whether there were any.
+pub(crate) fn exit_status(summary: &RunSummary) -> std::process::ExitCode {
+    for e in &summary.errors {
+        eprintln!("error: {e}");
+    }
+    if summary.errors.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
+    }
+}
+
 /// Checks `text` and runs it.
-#[allow(dead_code)]
 pub(crate) fn run_text(
     name: &str,
     text: &str,

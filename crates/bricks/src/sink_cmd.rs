@@ -336,14 +336,7 @@ pub(crate) fn sink(a: &SinkArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", report.text(&a.iface));
     }
-    for e in &summary.errors {
-        eprintln!("error: {e}");
-    }
-    Ok(if summary.errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(runner::exit_status(&summary))
 }
 
 #[cfg(test)]

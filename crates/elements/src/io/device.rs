@@ -312,7 +312,7 @@ impl Element for FromDevice {
         let Some(src) = self.src.as_mut() else {
             return TaskResult::Done;
         };
-        if src.done || cx.worker() != 0 {
+        if src.done {
             return TaskResult::Done;
         }
         let mut b = Batch::new();

@@ -102,7 +102,7 @@ impl Element for FromDump {
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
         // One reader per capture: the other workers have nothing to read.
-        if self.src.done || cx.worker() != 0 {
+        if self.src.done {
             if self.stop {
                 cx.request_stop();
             }
