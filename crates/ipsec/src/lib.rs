@@ -1,0 +1,1 @@
+//! IPsec ESP.
