@@ -1,0 +1,245 @@
+//! The SA and policy databases of one gateway, read by every worker without
+//! a lock and replaced whole, RCU style, when the file is reloaded.
+//!
+//! A reload keeps the very same `Sa` (sequence counter, replay window,
+//! counters) for every state whose line did not change, so replacing an SA
+//! while traffic flows loses nothing: the new SA is added beside the old
+//! one, the policy moves to it, and the old one is removed once the peer
+//! has switched too.
+
+use crate::file::{self, FileError, SaFile};
+use crate::sa::Sa;
+use crate::spd::{Action, Dir, Flow, Selector, Template};
+use arc_swap::ArcSwap;
+use std::sync::Arc;
+
+/// What an outbound policy does with a packet.
+#[derive(Debug, Clone, Copy)]
+pub enum Verdict<'a> {
+    /// Encapsulate with this SA.
+    Protect(&'a Sa),
+    /// Send in the clear (an allow policy without template, or no policy).
+    Bypass,
+    /// Drop (a block policy).
+    Block,
+}
+
+#[derive(Debug)]
+struct OutPolicy {
+    selector: Selector,
+    action: Action,
+    /// Index into `sas` of the SA serving the template.
+    sa: Option<usize>,
+}
+
+#[derive(Debug)]
+struct InPolicy {
+    selector: Selector,
+    action: Action,
+    template: Option<Template>,
+}
+
+/// One version of the databases.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    sas: Vec<Arc<Sa>>,
+    /// (SPI, destination, index into `sas`), sorted.
+    by_spi: Vec<(u32, u32, usize)>,
+    out: Vec<OutPolicy>,
+    inbound: Vec<InPolicy>,
+}
+
+impl Snapshot {
+    /// Builds the databases from a parsed file, reusing the SAs of `old`
+    /// whose state lines are unchanged. `now_ns` starts new SAs' lifetimes.
+    pub fn build(file: &SaFile, old: Option<&Snapshot>, now_ns: u64) -> Snapshot {
+        let sas: Vec<Arc<Sa>> = file
+            .states
+            .iter()
+            .map(|spec| {
+                old.and_then(|o| o.sas.iter().find(|s| same_state(s.spec(), spec)))
+                    .cloned()
+                    .unwrap_or_else(|| Arc::new(Sa::new(spec.clone(), now_ns)))
+            })
+            .collect();
+        let mut by_spi: Vec<_> = sas
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.spi(), u32::from(s.dst()), i))
+            .collect();
+        by_spi.sort_unstable();
+        let mut policies: Vec<_> = file.policies.iter().collect();
+        // Lower priority values first; file order among equals.
+        policies.sort_by_key(|p| p.priority);
+        let out = policies
+            .iter()
+            .filter(|p| p.dir == Dir::Out)
+            .map(|p| OutPolicy {
+                selector: p.selector,
+                action: p.action,
+                // The newest (last) matching state serves the template, as
+                // Linux prefers the most recently added SA.
+                sa: p
+                    .template
+                    .as_ref()
+                    .and_then(|t| file.states.iter().rposition(|s| t.matches(s))),
+            })
+            .collect();
+        let inbound = policies
+            .iter()
+            .filter(|p| p.dir != Dir::Out)
+            .map(|p| InPolicy {
+                selector: p.selector,
+                action: p.action,
+                template: p.template,
+            })
+            .collect();
+        Snapshot {
+            sas,
+            by_spi,
+            out,
+            inbound,
+        }
+    }
+
+    /// Every SA, in file order.
+    pub fn sas(&self) -> &[Arc<Sa>] {
+        &self.sas
+    }
+
+    /// The SA for an inbound packet.
+    #[inline]
+    pub fn find(&self, spi: u32, dst: u32) -> Option<&Sa> {
+        let i = self
+            .by_spi
+            .binary_search_by(|&(s, d, _)| (s, d).cmp(&(spi, dst)))
+            .ok()?;
+        Some(&self.sas[self.by_spi[i].2])
+    }
+
+    /// Whether any outbound policy exists.
+    pub fn has_outbound(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// What the outbound policies say about `flow` (RFC 4301 section
+    /// 5.1: the first matching policy decides; traffic no policy selects
+    /// passes in the clear, as in Linux).
+    #[inline]
+    pub fn outbound(&self, flow: &Flow) -> Verdict<'_> {
+        for p in &self.out {
+            if p.selector.matches(flow) {
+                return match (p.action, p.sa) {
+                    (Action::Block, _) => Verdict::Block,
+                    (Action::Allow, Some(i)) => Verdict::Protect(&self.sas[i]),
+                    (Action::Allow, None) => Verdict::Bypass,
+                };
+            }
+        }
+        Verdict::Bypass
+    }
+
+    /// Whether a packet decapsulated by `sa` may pass (RFC 4301 section
+    /// 5.2, step 4): the first inbound (in or fwd) policy selecting its
+    /// inner header must allow it and name this SA in its template, and the
+    /// SA's own selector, if it has one, must take it too. Traffic no
+    /// inbound policy selects is dropped: it came through a tunnel nobody
+    /// said it may use.
+    #[inline]
+    pub fn inbound_allows(&self, sa: &Sa, flow: &Flow) -> bool {
+        if !sa.selector_takes(flow) {
+            return false;
+        }
+        self.inbound
+            .iter()
+            .find(|p| p.selector.matches(flow))
+            .is_some_and(|p| {
+                p.action == Action::Allow && p.template.is_some_and(|t| t.matches(sa.spec()))
+            })
+    }
+}
+
+/// Whether two state lines describe the same SA (everything but where in
+/// the file it is).
+fn same_state(a: &file::StateSpec, b: &file::StateSpec) -> bool {
+    a.spi == b.spi
+        && a.src == b.src
+        && a.dst == b.dst
+        && a.reqid == b.reqid
+        && a.algorithm == b.algorithm
+        && a.replay_window == b.replay_window
+        && a.esn == b.esn
+        && a.lifetime == b.lifetime
+        && a.selector == b.selector
+}
+
+/// The databases, swapped whole on reload.
+#[derive(Debug)]
+pub struct Database {
+    current: ArcSwap<Snapshot>,
+}
+
+impl Database {
+    /// Parses and builds.
+    pub fn from_text(text: &str, now_ns: u64) -> Result<Database, FileError> {
+        let file = file::parse(text)?;
+        Ok(Database {
+            current: ArcSwap::from_pointee(Snapshot::build(&file, None, now_ns)),
+        })
+    }
+
+    /// The current version; hold it for a batch.
+    #[inline]
+    pub fn load(&self) -> arc_swap::Guard<Arc<Snapshot>> {
+        self.current.load()
+    }
+
+    /// The current version as an `Arc`.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Replaces the databases with the file's new text, keeping every SA
+    /// whose line is unchanged. On error nothing changes.
+    pub fn reload(&self, text: &str, now_ns: u64) -> Result<ReloadSummary, FileError> {
+        let file = file::parse(text)?;
+        let old = self.current.load_full();
+        let new = Snapshot::build(&file, Some(&old), now_ns);
+        let kept = new
+            .sas
+            .iter()
+            .filter(|s| old.sas.iter().any(|o| Arc::ptr_eq(o, s)))
+            .count();
+        let summary = ReloadSummary {
+            kept,
+            added: new.sas.len() - kept,
+            removed: old.sas.len() - kept,
+            policies: file.policies.len(),
+        };
+        self.current.store(Arc::new(new));
+        Ok(summary)
+    }
+}
+
+/// What a reload changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReloadSummary {
+    /// SAs kept with their state.
+    pub kept: usize,
+    /// New SAs.
+    pub added: usize,
+    /// SAs gone.
+    pub removed: usize,
+    /// Policies now in force.
+    pub policies: usize,
+}
+
+impl core::fmt::Display for ReloadSummary {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} SAs kept, {} added, {} removed; {} policies",
+            self.kept, self.added, self.removed, self.policies
+        )
+    }
+}

@@ -1,0 +1,241 @@
+//! Security policies (RFC 4301 section 4.4.1): which traffic an SA
+//! protects, as `ip xfrm policy` selects it.
+
+use crate::file::StateSpec;
+use core::fmt;
+use std::net::Ipv4Addr;
+
+/// An IPv4 prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    /// The network, with the host bits cleared.
+    pub addr: u32,
+    /// Its length, 0 to 32.
+    pub len: u8,
+}
+
+impl Prefix {
+    /// Every address.
+    pub const ANY: Prefix = Prefix { addr: 0, len: 0 };
+
+    /// `A.B.C.D` or `A.B.C.D/LEN`.
+    pub fn parse(s: &str) -> Option<Prefix> {
+        let (a, len) = match s.split_once('/') {
+            Some((a, l)) => (a, l.parse().ok().filter(|&l: &u8| l <= 32)?),
+            None => (s, 32),
+        };
+        let addr = u32::from(a.parse::<Ipv4Addr>().ok()?);
+        Some(Prefix {
+            addr: addr & Self::mask(len),
+            len,
+        })
+    }
+
+    fn mask(len: u8) -> u32 {
+        u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0)
+    }
+
+    /// Whether `a` is inside.
+    #[inline]
+    pub fn contains(&self, a: u32) -> bool {
+        a & Self::mask(self.len) == self.addr
+    }
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", Ipv4Addr::from(self.addr), self.len)
+    }
+}
+
+/// The fields a policy matches on: addresses, protocol, ports (ICMP type
+/// and code where the ports are, as Linux keeps them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selector {
+    /// Source prefix.
+    pub src: Prefix,
+    /// Destination prefix.
+    pub dst: Prefix,
+    /// IP protocol, `None` for any.
+    pub proto: Option<u8>,
+    /// Source port (ICMP type).
+    pub sport: Option<u16>,
+    /// Destination port (ICMP code).
+    pub dport: Option<u16>,
+}
+
+/// The fields of one packet a selector looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    /// Source address.
+    pub src: u32,
+    /// Destination address.
+    pub dst: u32,
+    /// IP protocol.
+    pub proto: u8,
+    /// Source port or ICMP type; 0 when the packet has none.
+    pub sport: u16,
+    /// Destination port or ICMP code; 0 when the packet has none.
+    pub dport: u16,
+}
+
+impl Flow {
+    /// Reads an IPv4 packet's flow; `None` if it is not a whole IPv4
+    /// header. Ports are read only from first fragments that hold them.
+    #[inline]
+    pub fn of_ipv4(ip: &[u8]) -> Option<Flow> {
+        let h = ip.first_chunk::<20>()?;
+        if h[0] >> 4 != 4 {
+            return None;
+        }
+        let ihl = usize::from(h[0] & 0x0f) * 4;
+        let proto = h[9];
+        let first = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
+        let l4 = ip.get(ihl..).filter(|_| first).unwrap_or(&[]);
+        let (sport, dport) = match (proto, l4) {
+            (6 | 17 | 132, [a, b, c, d, ..]) => {
+                (u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d]))
+            }
+            (1, [t, c, ..]) => (u16::from(*t), u16::from(*c)),
+            _ => (0, 0),
+        };
+        Some(Flow {
+            src: u32::from_be_bytes([h[12], h[13], h[14], h[15]]),
+            dst: u32::from_be_bytes([h[16], h[17], h[18], h[19]]),
+            proto,
+            sport,
+            dport,
+        })
+    }
+}
+
+impl Selector {
+    /// Everything.
+    pub fn any() -> Selector {
+        Selector {
+            src: Prefix::ANY,
+            dst: Prefix::ANY,
+            proto: None,
+            sport: None,
+            dport: None,
+        }
+    }
+
+    /// Whether the selector takes `f`.
+    #[inline]
+    pub fn matches(&self, f: &Flow) -> bool {
+        self.src.contains(f.src)
+            && self.dst.contains(f.dst)
+            && self.proto.is_none_or(|p| p == f.proto)
+            && self.sport.is_none_or(|p| p == f.sport)
+            && self.dport.is_none_or(|p| p == f.dport)
+    }
+}
+
+/// A policy's direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// Traffic leaving through the tunnel.
+    Out,
+    /// Traffic arriving through the tunnel for this host (in Linux); for a
+    /// gateway, checked like `fwd`.
+    In,
+    /// Traffic arriving through the tunnel and forwarded.
+    Fwd,
+}
+
+/// What a policy does with the traffic it selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Let it through: protected by the template's SA when the policy has
+    /// one, in the clear otherwise.
+    Allow,
+    /// Drop it.
+    Block,
+}
+
+/// Which SA a policy uses: `tmpl src A dst B proto esp [spi S] [reqid R]
+/// mode tunnel`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Template {
+    /// Tunnel source.
+    pub src: Option<Ipv4Addr>,
+    /// Tunnel destination.
+    pub dst: Option<Ipv4Addr>,
+    /// A particular SA.
+    pub spi: Option<u32>,
+    /// SAs with this request id.
+    pub reqid: Option<u32>,
+}
+
+impl Template {
+    /// Whether state `s` can serve this template.
+    pub fn matches(&self, s: &StateSpec) -> bool {
+        self.src.is_none_or(|a| a == s.src)
+            && self.dst.is_none_or(|a| a == s.dst)
+            && self.spi.is_none_or(|v| v == s.spi)
+            && self.reqid.is_none_or(|v| v == s.reqid)
+    }
+}
+
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut sep = "";
+        if let Some(a) = self.src {
+            write!(f, "src {a}")?;
+            sep = " ";
+        }
+        if let Some(a) = self.dst {
+            write!(f, "{sep}dst {a}")?;
+            sep = " ";
+        }
+        if let Some(v) = self.spi {
+            write!(f, "{sep}spi {v:#x}")?;
+            sep = " ";
+        }
+        if let Some(v) = self.reqid {
+            write!(f, "{sep}reqid {v}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes() {
+        let p = Prefix::parse("192.168.1.77/24").unwrap();
+        assert_eq!(p.to_string(), "192.168.1.0/24");
+        assert!(p.contains(0xc0a8_01ff));
+        assert!(!p.contains(0xc0a8_02_01));
+        assert!(Prefix::parse("0.0.0.0/0").unwrap().contains(1));
+        assert_eq!(Prefix::parse("10.0.0.1").unwrap().len, 32);
+        assert!(Prefix::parse("10.0.0.1/33").is_none());
+        assert!(Prefix::parse("10.0.0/8").is_none());
+    }
+
+    #[test]
+    fn flows_from_real_headers() {
+        // A TCP SYN 192.168.1.2:40000 -> 192.168.2.2:80.
+        let mut p = vec![
+            0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 192, 168, 1, 2, 192, 168, 2, 2,
+        ];
+        p.extend_from_slice(&[0x9c, 0x40, 0, 80, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 2, 0, 0, 0, 0, 0, 0]);
+        let f = Flow::of_ipv4(&p).unwrap();
+        assert_eq!((f.proto, f.sport, f.dport), (6, 40000, 80));
+        let mut s = Selector::any();
+        s.dst = Prefix::parse("192.168.2.0/24").unwrap();
+        s.proto = Some(6);
+        s.dport = Some(80);
+        assert!(s.matches(&f));
+        s.dport = Some(443);
+        assert!(!s.matches(&f));
+        // A later fragment has no ports.
+        p[6] = 0x00;
+        p[7] = 0x10;
+        assert_eq!(Flow::of_ipv4(&p).unwrap().dport, 0);
+        assert!(Flow::of_ipv4(&p[..19]).is_none());
+    }
+}
