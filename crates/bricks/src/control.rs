@@ -110,8 +110,8 @@ pub(crate) fn execute(cmd: &str, control: &Control, steering: &Steering) -> Stri
             let mut sum = serde_json::Map::new();
             for e in &total {
                 let mut c = serde_json::Map::new();
-                for &(k, n) in e.stats.entries() {
-                    c.insert(k.into(), n.into());
+                for (k, n) in e.stats.entries() {
+                    c.insert(k.to_string(), (*n).into());
                 }
                 sum.insert(e.name.clone(), c.into());
             }

@@ -283,8 +283,8 @@ pub(crate) fn stats_json(elapsed: Duration, per_worker: &[Vec<ElementStats>]) ->
             for e in elements {
                 let mut counters = serde_json::Map::new();
                 counters.insert("class".into(), e.class.into());
-                for &(k, v) in e.stats.entries() {
-                    counters.insert(k.into(), v.into());
+                for (k, v) in e.stats.entries() {
+                    counters.insert(k.to_string(), (*v).into());
                 }
                 map.insert(e.name.clone(), counters.into());
             }

@@ -5,6 +5,8 @@ use std::path::Path;
 
 #[test]
 fn every_manual_is_complete_and_its_example_builds() {
+    // Examples name files as a user at the project's root would (conf/...).
+    std::env::set_current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     std::env::set_current_dir(&root).unwrap();
     for (name, input) in [

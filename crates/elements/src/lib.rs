@@ -9,6 +9,7 @@ pub mod classify;
 pub mod ether;
 pub mod io;
 pub mod ip;
+pub mod ipsec;
 pub mod measure;
 pub mod route;
 pub mod standard;
@@ -22,6 +23,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         io::CLASSES,
         classify::CLASSES,
         ip::CLASSES,
+        ipsec::CLASSES,
         route::CLASSES,
         ether::CLASSES,
         measure::CLASSES,

@@ -120,7 +120,11 @@ pub fn encapsulate(sa: &Sa, seq: u64, p: &mut Packet) -> Result<(), EncapError> 
 /// IVs. Never use it to send: an IV repeated under one key breaks GCM.
 #[doc(hidden)]
 pub fn encapsulate_with_iv(sa: &Sa, seq: u64, iv: &[u8], p: &mut Packet) -> Result<(), EncapError> {
-    assert_eq!(iv.len(), sa.transform.iv_len(), "IV length of the SA's algorithm");
+    assert_eq!(
+        iv.len(),
+        sa.transform.iv_len(),
+        "IV length of the SA's algorithm"
+    );
     encapsulate_with(sa, seq, Some(iv), p)
 }
 
@@ -319,7 +323,11 @@ pub fn decapsulate<'a>(
     }
     let t = &sa.transform;
     let (iv_len, icv_len) = (t.iv_len(), t.icv_len());
-    let Some(ct_len) = esp.len().checked_sub(8 + iv_len + icv_len).filter(|&n| n >= 2) else {
+    let Some(ct_len) = esp
+        .len()
+        .checked_sub(8 + iv_len + icv_len)
+        .filter(|&n| n >= 2)
+    else {
         return fail(DecapError::Truncated);
     };
     if ct_len % t.align() != 0 {
@@ -392,9 +400,8 @@ pub fn decapsulate<'a>(
     p.pull_front(start);
     p.take_back(p.len() - inner);
     let d = p.data();
-    let ok = d.len() >= 20
-        && d[0] >> 4 == 4
-        && usize::from(u16::from_be_bytes([d[2], d[3]])) <= d.len();
+    let ok =
+        d.len() >= 20 && d[0] >> 4 == 4 && usize::from(u16::from_be_bytes([d[2], d[3]])) <= d.len();
     if !ok {
         return fail(DecapError::BadInner);
     }

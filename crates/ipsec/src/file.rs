@@ -164,7 +164,11 @@ pub struct SaFile {
 pub fn parse(text: &str) -> Result<SaFile, FileError> {
     let mut file = SaFile::default();
     for (line, words) in logical_lines(text)? {
-        let mut t = Tokens { words, pos: 0, line };
+        let mut t = Tokens {
+            words,
+            pos: 0,
+            line,
+        };
         if t.peek() == Some("ip") {
             t.next();
             t.expect_word("xfrm")?;
@@ -395,9 +399,20 @@ fn key_bytes(t: &Tokens, v: &str) -> Result<Vec<u8>, FileError> {
 }
 
 enum AlgWord {
-    Aead { name: String, key: Vec<u8>, icv: u32 },
-    Enc { name: String, key: Vec<u8> },
-    Auth { name: String, key: Vec<u8>, trunc: Option<u32> },
+    Aead {
+        name: String,
+        key: Vec<u8>,
+        icv: u32,
+    },
+    Enc {
+        name: String,
+        key: Vec<u8>,
+    },
+    Auth {
+        name: String,
+        key: Vec<u8>,
+        trunc: Option<u32>,
+    },
 }
 
 fn state(t: &mut Tokens) -> Result<StateSpec, FileError> {
@@ -591,9 +606,8 @@ fn limit(t: &mut Tokens, l: &mut Lifetime) -> Result<(), FileError> {
         let kind = kind.to_string();
         t.next();
         let v = t.value(&kind)?;
-        *slot = parse_limit(&v).ok_or_else(|| {
-            t.error(format!("`limit {kind}` needs a number, found `{v}`"))
-        })?;
+        *slot = parse_limit(&v)
+            .ok_or_else(|| t.error(format!("`limit {kind}` needs a number, found `{v}`")))?;
         any = true;
     }
     if any {
@@ -622,9 +636,7 @@ fn algorithm(t: &Tokens, algs: Vec<AlgWord>) -> Result<Algorithm, FileError> {
             AlgWord::Aead { .. } => aead = Some(a),
             AlgWord::Enc { .. } if enc.is_some() => return Err(t.error("two `enc` algorithms")),
             AlgWord::Enc { .. } => enc = Some(a),
-            AlgWord::Auth { .. } if auth.is_some() => {
-                return Err(t.error("two `auth` algorithms"))
-            }
+            AlgWord::Auth { .. } if auth.is_some() => return Err(t.error("two `auth` algorithms")),
             AlgWord::Auth { .. } => auth = Some(a),
         }
     }
@@ -633,9 +645,15 @@ fn algorithm(t: &Tokens, algs: Vec<AlgWord>) -> Result<Algorithm, FileError> {
         (Some(_), _, _) => Err(t.error(
             "`aead` combines encryption and authentication: give no `enc` or `auth` with it",
         )),
-        (None, Some(AlgWord::Enc { name, key }), Some(AlgWord::Auth { name: an, key: ak, trunc })) => {
-            cbc_sha1(t, &name, key, &an, ak, trunc)
-        }
+        (
+            None,
+            Some(AlgWord::Enc { name, key }),
+            Some(AlgWord::Auth {
+                name: an,
+                key: ak,
+                trunc,
+            }),
+        ) => cbc_sha1(t, &name, key, &an, ak, trunc),
         (None, Some(_), None) => Err(t.error(
             "`enc` without `auth`: ESP without integrity is not supported; add \
              `auth-trunc 'hmac(sha1)' 0xKEY 96`",
@@ -771,9 +789,15 @@ fn selector_words(t: &mut Tokens) -> Result<Selector, FileError> {
                     "icmp" => Some(1),
                     "sctp" => Some(132),
                     "gre" => Some(47),
-                    other => Some(parse_number(other).and_then(|n| u8::try_from(n).ok()).ok_or_else(
-                        || t.error(format!("unknown protocol `{other}` (tcp, udp, icmp, a number)")),
-                    )?),
+                    other => Some(
+                        parse_number(other)
+                            .and_then(|n| u8::try_from(n).ok())
+                            .ok_or_else(|| {
+                                t.error(format!(
+                                    "unknown protocol `{other}` (tcp, udp, icmp, a number)"
+                                ))
+                            })?,
+                    ),
                 };
             }
             "sport" | "dport" | "type" | "code" => {
@@ -819,9 +843,7 @@ fn policy(t: &mut Tokens) -> Result<PolicySpec, FileError> {
                     "out" => Dir::Out,
                     "in" => Dir::In,
                     "fwd" => Dir::Fwd,
-                    other => {
-                        return Err(t.error(format!("dir {other}: expected out, in or fwd")))
-                    }
+                    other => return Err(t.error(format!("dir {other}: expected out, in or fwd"))),
                 })
             }
             "priority" => priority = t.number("priority")?,
@@ -948,7 +970,10 @@ mod tests {
         let f = parse(&text).unwrap();
         assert_eq!(f.states.len(), 2);
         let s = &f.states[0];
-        assert_eq!((s.spi, s.reqid, s.replay_window, s.esn, s.line), (0x1001, 1, 128, true, 2));
+        assert_eq!(
+            (s.spi, s.reqid, s.replay_window, s.esn, s.line),
+            (0x1001, 1, 128, true, 2)
+        );
         assert_eq!(s.lifetime.soft_bytes, 1000);
         assert_eq!(s.lifetime.hard_seconds, 60);
         let Algorithm::AesGcm { key, salt } = &s.algorithm else {
@@ -957,10 +982,16 @@ mod tests {
         assert_eq!((key.len(), *salt), (16, [0xca, 0xfe, 0xba, 0xbe]));
         assert_eq!(f.states[1].spi, 4098);
         assert_eq!(f.states[1].replay_window, DEFAULT_REPLAY_WINDOW);
-        assert!(matches!(f.states[1].algorithm, Algorithm::AesCbcHmacSha1 { .. }));
+        assert!(matches!(
+            f.states[1].algorithm,
+            Algorithm::AesCbcHmacSha1 { .. }
+        ));
         assert_eq!(f.policies.len(), 2);
         let p = &f.policies[0];
-        assert_eq!((p.dir, p.priority, p.selector.proto, p.selector.dport), (Dir::Out, 5, Some(6), Some(80)));
+        assert_eq!(
+            (p.dir, p.priority, p.selector.proto, p.selector.dport),
+            (Dir::Out, 5, Some(6), Some(80))
+        );
         assert_eq!(p.template.as_ref().unwrap().reqid, Some(1));
         assert_eq!(f.policies[1].dir, Dir::Fwd);
     }
@@ -980,19 +1011,25 @@ mod tests {
 
     #[test]
     fn wrong_key_lengths_name_the_line_and_the_sizes() {
-        let e = err("\n\nstate add src 1.0.0.1 dst 1.0.0.2 proto esp spi 0x300 mode tunnel aead \
-             'rfc4106(gcm(aes))' 0x000102030405060708090a0b0c0d0e0f 128");
+        let e = err(
+            "\n\nstate add src 1.0.0.1 dst 1.0.0.2 proto esp spi 0x300 mode tunnel aead \
+             'rfc4106(gcm(aes))' 0x000102030405060708090a0b0c0d0e0f 128",
+        );
         assert_eq!(e.line, 3);
         assert!(e.message.contains("must be 20 bytes"), "{e}");
         assert!(e.message.contains("this one is 16 bytes"), "{e}");
         let e = err("state add src 1.0.0.1 dst 1.0.0.2 proto esp spi 0x300 mode tunnel enc \
              'cbc(aes)' 0x0011 auth-trunc 'hmac(sha1)' 0x0102030405060708090a0b0c0d0e0f1011121314 96");
         assert!(e.message.contains("this one is 2 bytes"), "{e}");
-        let e = err("state add src 1.0.0.1 dst 1.0.0.2 proto esp spi 0x300 mode tunnel enc \
-             'cbc(aes)' 0x00112233445566778899aabbccddeeff auth-trunc 'hmac(sha1)' 0x0102 96");
+        let e = err(
+            "state add src 1.0.0.1 dst 1.0.0.2 proto esp spi 0x300 mode tunnel enc \
+             'cbc(aes)' 0x00112233445566778899aabbccddeeff auth-trunc 'hmac(sha1)' 0x0102 96",
+        );
         assert!(e.message.contains("hmac(sha1) must be 20 bytes"), "{e}");
-        let e = err("state add src 1.0.0.1 dst 1.0.0.2 proto esp spi 0x300 mode tunnel aead \
-             'rfc4106(gcm(aes))' 0x0001020 128");
+        let e = err(
+            "state add src 1.0.0.1 dst 1.0.0.2 proto esp spi 0x300 mode tunnel aead \
+             'rfc4106(gcm(aes))' 0x0001020 128",
+        );
         assert!(e.message.contains("odd number"), "{e}");
     }
 

@@ -62,7 +62,10 @@ impl ReplayWindow {
     /// `32 (n - 1) + 1 >= size` below it: out of the window.
     pub fn new(size: u32, esn: bool) -> ReplayWindow {
         let size = size.min(MAX_WINDOW);
-        let n = (size as usize).div_ceil(32).saturating_add(1).next_power_of_two();
+        let n = (size as usize)
+            .div_ceil(32)
+            .saturating_add(1)
+            .next_power_of_two();
         ReplayWindow {
             size,
             esn,
@@ -167,7 +170,11 @@ impl ReplayWindow {
     #[inline]
     fn locate(&self, seq: u64) -> (usize, u32, u64) {
         let block = seq >> 5;
-        ((block & self.mask) as usize, block as u32, 1u64 << (seq & 31))
+        (
+            (block & self.mask) as usize,
+            block as u32,
+            1u64 << (seq & 31),
+        )
     }
 }
 

@@ -21,6 +21,9 @@ use std::net::Ipv4Addr;
 pub(crate) struct Line<T>(pub T);
 
 /// The keyed transform.
+// Each lives inside an `Arc<Sa>`: boxing the big variant would only add a
+// pointer chase per packet.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Transform {
     Gcm {
         key: aead::LessSafeKey,
@@ -34,6 +37,7 @@ pub(crate) enum Transform {
 
 /// An expanded AES key for CBC (both directions) and IV generation.
 #[derive(Clone)]
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum CbcKey {
     Aes128(aes::Aes128),
     Aes256(aes::Aes256),
@@ -63,7 +67,8 @@ impl Transform {
                 } else {
                     &aead::AES_128_GCM
                 };
-                let key = aead::UnboundKey::new(alg, key).expect("key length checked by the parser");
+                let key =
+                    aead::UnboundKey::new(alg, key).expect("key length checked by the parser");
                 Transform::Gcm {
                     key: aead::LessSafeKey::new(key),
                     salt: *salt,
@@ -305,7 +310,10 @@ impl Sa {
             let why = if over(l.hard_bytes, bytes) {
                 Some(format!("{bytes} bytes (byte-hard {})", l.hard_bytes))
             } else if over(l.hard_packets, packets) {
-                Some(format!("{packets} packets (packet-hard {})", l.hard_packets))
+                Some(format!(
+                    "{packets} packets (packet-hard {})",
+                    l.hard_packets
+                ))
             } else if over(l.hard_seconds, age) {
                 Some(format!("{age} s (time-hard {})", l.hard_seconds))
             } else {
@@ -319,7 +327,10 @@ impl Sa {
             let why = if over(l.soft_bytes, bytes) {
                 Some(format!("{bytes} bytes (byte-soft {})", l.soft_bytes))
             } else if over(l.soft_packets, packets) {
-                Some(format!("{packets} packets (packet-soft {})", l.soft_packets))
+                Some(format!(
+                    "{packets} packets (packet-soft {})",
+                    l.soft_packets
+                ))
             } else if over(l.soft_seconds, age) {
                 Some(format!("{age} s (time-soft {})", l.soft_seconds))
             } else {
@@ -335,7 +346,7 @@ impl Sa {
     fn raise(&self, bits: u8, reason: String) -> Option<Expiry> {
         let before = self.expired.fetch_or(bits, Ordering::Relaxed);
         let new = bits & !before;
-        (new != 0).then(|| Expiry {
+        (new != 0).then_some(Expiry {
             hard: new & HARD != 0,
             reason,
         })

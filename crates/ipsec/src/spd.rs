@@ -209,7 +209,7 @@ mod tests {
         let p = Prefix::parse("192.168.1.77/24").unwrap();
         assert_eq!(p.to_string(), "192.168.1.0/24");
         assert!(p.contains(0xc0a8_01ff));
-        assert!(!p.contains(0xc0a8_02_01));
+        assert!(!p.contains(0xc0a8_0201));
         assert!(Prefix::parse("0.0.0.0/0").unwrap().contains(1));
         assert_eq!(Prefix::parse("10.0.0.1").unwrap().len, 32);
         assert!(Prefix::parse("10.0.0.1/33").is_none());
@@ -222,7 +222,9 @@ mod tests {
         let mut p = vec![
             0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0, 192, 168, 1, 2, 192, 168, 2, 2,
         ];
-        p.extend_from_slice(&[0x9c, 0x40, 0, 80, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 2, 0, 0, 0, 0, 0, 0]);
+        p.extend_from_slice(&[
+            0x9c, 0x40, 0, 80, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 2, 0, 0, 0, 0, 0, 0,
+        ]);
         let f = Flow::of_ipv4(&p).unwrap();
         assert_eq!((f.proto, f.sport, f.dport), (6, 40000, 80));
         let mut s = Selector::any();

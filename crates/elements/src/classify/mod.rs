@@ -147,9 +147,9 @@ mod tests {
             assert!(m.example.contains(class.name), "{}", class.name);
             let s = run(m.example).unwrap_or_else(|e| panic!("{}: {e}", class.name));
             for e in &s.elements {
-                for &(name, v) in e.stats.entries() {
+                for (name, v) in e.stats.entries() {
                     let bad = name == "drops" || name == "unconnected_drops";
-                    assert!(!bad || v == 0, "{}: {}.{name} = {v}", class.name, e.name);
+                    assert!(!bad || *v == 0, "{}: {}.{name} = {v}", class.name, e.name);
                 }
             }
         }

@@ -22,7 +22,7 @@ pub mod decipttl;
 pub mod dropbroadcasts;
 pub mod fixipsrc;
 pub mod getipaddress;
-mod header;
+pub(crate) mod header;
 pub mod icmperror;
 pub mod icmppingresponder;
 pub mod ipfragmenter;
@@ -103,14 +103,14 @@ mod tests {
             assert!(!s.elements.is_empty(), "{}", class.name);
             // The examples feed well-formed packets: nothing is refused.
             for e in &s.elements {
-                for &(name, v) in e.stats.entries() {
+                for (name, v) in e.stats.entries() {
                     let bad = name == "drops"
                         || name == "no_route"
                         || name == "truncated"
                         || name.starts_with("bad_")
                         || name.starts_with("suppressed")
                         || name == "unconnected_drops";
-                    assert!(!bad || v == 0, "{}: {}.{name} = {v}", class.name, e.name);
+                    assert!(!bad || *v == 0, "{}: {}.{name} = {v}", class.name, e.name);
                 }
             }
         }

@@ -459,7 +459,7 @@ impl Element for TrafficSink {
         s.counter("reorder_sequences", c.reorder_sequences);
         s.counter("future_stamps", c.future);
         for (name, &n) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
-            s.counter(name, n);
+            s.counter(*name, n);
         }
         if self.worker == Some(0) {
             self.latency_stats(s);

@@ -1,0 +1,164 @@
+//! IPsec ESP in tunnel mode: `IPsecESPEncap` and `IPsecESPDecap` over an SA
+//! and policy file in `ip xfrm` notation (see `bricks_ipsec::file`).
+//!
+//! Each element reads the file once into a database every worker's
+//! instance shares (read without locks, replaced whole by the `reload`
+//! handler). The encapsulating element uses the states its `dir out`
+//! policies name; the decapsulating one finds states by SPI and checks the
+//! result against the `dir in` / `dir fwd` policies. Giving both elements
+//! the same file is the usual set-up: it then reads like the Linux peer's.
+
+pub mod decap;
+pub mod encap;
+
+use bricks_element::{ArgError, Args, Context, ElementClass, Stats};
+use bricks_ipsec::sa::Expiry;
+use bricks_ipsec::{Database, Sa};
+use bricks_packet::Timestamp;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Every class of this group.
+pub static CLASSES: &[&ElementClass] = &[&encap::CLASS, &decap::CLASS];
+
+/// The database of one element and the file it came from.
+#[derive(Debug)]
+pub(crate) struct SaFileDb {
+    pub db: Database,
+    pub path: PathBuf,
+}
+
+impl SaFileDb {
+    /// Reads the `FILE` argument and, for the first instance, the file.
+    pub fn open(args: &mut Args<'_>) -> Result<Arc<SaFileDb>, ArgError> {
+        let path: PathBuf = args.read_mp("FILE")?;
+        args.shared(|_| {
+            let text = read(&path)?;
+            let db = Database::from_text(&text, Timestamp::now().0)
+                .map_err(|e| ArgError::new(format!("{}: {e}", path.display())))?;
+            Ok(SaFileDb { db, path })
+        })
+    }
+
+    /// The `reload` handler: reads the file again and swaps the databases,
+    /// keeping the SAs whose lines did not change.
+    pub fn reload(&self) -> Result<String, String> {
+        let text = read(&self.path).map_err(|e| e.to_string())?;
+        let summary = self
+            .db
+            .reload(&text, Timestamp::now().0)
+            .map_err(|e| format!("{}: {e}; nothing changed", self.path.display()))?;
+        Ok(format!("{}: {summary}", self.path.display()))
+    }
+
+    /// Time limits pass while an SA is idle too: when any SA has one, the
+    /// first worker's instance looks once a second.
+    pub fn arm_lifetimes(&self, cx: &mut Context<'_>) {
+        let timed = self.db.load().sas().iter().any(|sa| {
+            let l = &sa.spec().lifetime;
+            l.soft_seconds != 0 || l.hard_seconds != 0
+        });
+        if timed {
+            cx.schedule_at(Timestamp(cx.now().0 + 1_000_000_000));
+        }
+    }
+
+    /// The timer of [`SaFileDb::arm_lifetimes`].
+    pub fn check_lifetimes(&self, cx: &mut Context<'_>) {
+        let now = cx.now().0;
+        for sa in self.db.load().sas() {
+            if let Some(e) = sa.check_time(now) {
+                announce(sa, e);
+            }
+        }
+        cx.schedule_at(Timestamp(now + 1_000_000_000));
+    }
+
+    /// Per-SA counters, reported by one instance only (they are shared).
+    pub fn report(&self, s: &mut Stats) {
+        for sa in self.db.load().sas() {
+            let c = sa.count();
+            let spi = sa.spi();
+            s.counter(format!("sa {spi:#x} packets"), c.packets);
+            s.counter(format!("sa {spi:#x} bytes"), c.bytes);
+            if c.replay != 0 {
+                s.counter(format!("sa {spi:#x} replay"), c.replay);
+            }
+            if c.auth_failed != 0 {
+                s.counter(format!("sa {spi:#x} auth_failed"), c.auth_failed);
+            }
+            if c.expired != 0 {
+                s.counter(format!("sa {spi:#x} expired"), c.expired);
+            }
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String, ArgError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        ArgError::new(format!("cannot read SA file {}: {e}", path.display()))
+            .with_help("FILE names a file of `ip xfrm state add` and `ip xfrm policy add` lines")
+    })
+}
+
+/// Tells the operator about a lifetime event, once per SA and limit.
+pub(crate) fn announce(sa: &Sa, e: Expiry) {
+    let what = if e.hard {
+        "hard lifetime reached; the SA is no longer used"
+    } else {
+        "soft lifetime reached; replace it (rekey)"
+    };
+    eprintln!(
+        "ipsec: SA spi {:#x} {} -> {}: {what}: {}",
+        sa.spi(),
+        sa.src(),
+        sa.dst(),
+        e.reason
+    );
+}
+
+/// Adds a batch's traffic to each SA's shared counters in one go, rather
+/// than one atomic add per packet on a line every worker writes.
+pub(crate) struct Tally<'a> {
+    current: Option<&'a Sa>,
+    packets: u64,
+    bytes: u64,
+    now: u64,
+}
+
+impl<'a> Tally<'a> {
+    pub fn new(now: u64) -> Tally<'a> {
+        Tally {
+            current: None,
+            packets: 0,
+            bytes: 0,
+            now,
+        }
+    }
+
+    #[inline]
+    pub fn add(&mut self, sa: &'a Sa, bytes: usize) {
+        if !self.current.is_some_and(|c| core::ptr::eq(c, sa)) {
+            self.flush();
+            self.current = Some(sa);
+        }
+        self.packets += 1;
+        self.bytes += bytes as u64;
+    }
+
+    pub fn flush(&mut self) {
+        if let Some(sa) = self.current.take() {
+            if let Some(e) = sa.account(self.packets, self.bytes, self.now) {
+                announce(sa, e);
+            }
+        }
+        self.packets = 0;
+        self.bytes = 0;
+    }
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
