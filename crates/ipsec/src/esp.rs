@@ -20,12 +20,12 @@
 //! the sequence number encrypted with the SA's key (unpredictable, as RFC
 //! 3602 section 2.3 requires).
 
-use crate::sa::{Sa, Transform};
+use crate::sa::{HmacSha1, Sa, Transform};
 use bricks_packet::Packet;
 use bricks_wire::checksum;
 use cbc::cipher::{block_padding::NoPadding, BlockDecryptMut, BlockEncryptMut, InnerIvInit};
 use ring::aead::{Aad, Nonce};
-use ring::hmac;
+use hmac::Mac;
 
 /// IP protocol number of ESP.
 pub const PROTO_ESP: u8 = 50;
@@ -203,8 +203,10 @@ fn encapsulate_with(
                 }
             }
             .expect("padded to the block size");
-            let tag = sha1_icv(mac, &d[20..head + padded], sa.esn().then_some(seq_hi));
-            d[head + padded..head + padded + 12].copy_from_slice(&tag.as_ref()[..12]);
+            let tag = sha1_mac(mac, &d[20..head + padded], sa.esn().then_some(seq_hi))
+                .finalize()
+                .into_bytes();
+            d[head + padded..head + padded + 12].copy_from_slice(&tag[..12]);
         }
     }
 
@@ -274,20 +276,13 @@ mod arrayvec_aad {
 /// HMAC-SHA1 over the authenticated part, with the high half of an ESN
 /// appended (RFC 4303 section 2.2.1: it is authenticated but not sent).
 #[inline]
-fn sha1_icv(mac: &hmac::Key, data: &[u8], seq_hi: Option<u32>) -> hmac::Tag {
-    let mut ctx = hmac::Context::with_key(mac);
+fn sha1_mac(mac: &HmacSha1, data: &[u8], seq_hi: Option<u32>) -> HmacSha1 {
+    let mut ctx = mac.clone();
     ctx.update(data);
     if let Some(hi) = seq_hi {
         ctx.update(&hi.to_be_bytes());
     }
-    ctx.sign()
-}
-
-/// Compares without an early exit, so that timing does not tell how much
-/// of a forged ICV was right.
-#[inline]
-fn same_icv(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    ctx
 }
 
 /// Decapsulates the ESP packet `p` (an outer IPv4 packet, from its network
@@ -353,8 +348,10 @@ pub fn decapsulate<'a>(
             }
         }
         Transform::CbcSha1 { aes, mac } => {
-            let tag = sha1_icv(mac, &d[ihl..start + ct_len], seq_hi);
-            if !same_icv(&tag.as_ref()[..12], &d[start + ct_len..total]) {
+            // In constant time: timing must not tell how much of a forged
+            // ICV was right.
+            let ctx = sha1_mac(mac, &d[ihl..start + ct_len], seq_hi);
+            if ctx.verify_truncated_left(&d[start + ct_len..total]).is_err() {
                 return fail(DecapError::AuthFailed);
             }
             let iv: [u8; 16] = d[ihl + 8..start].try_into().expect("16 bytes");

@@ -12,7 +12,11 @@ use crate::file::{Algorithm, Lifetime, StateSpec};
 use crate::replay::ReplayWindow;
 use aes::cipher::{BlockEncrypt, KeyInit};
 use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use ring::{aead, hmac};
+use hmac::{Hmac, Mac};
+use ring::aead;
+
+/// HMAC-SHA1, keyed once; each packet works on a copy.
+pub(crate) type HmacSha1 = Hmac<sha1::Sha1>;
 use std::net::Ipv4Addr;
 
 /// Keeps a value on a cache line of its own.
@@ -31,7 +35,7 @@ pub(crate) enum Transform {
     },
     CbcSha1 {
         aes: CbcKey,
-        mac: hmac::Key,
+        mac: HmacSha1,
     },
 }
 
@@ -80,7 +84,7 @@ impl Transform {
                 } else {
                     CbcKey::Aes128(aes::Aes128::new_from_slice(key).expect("checked length"))
                 },
-                mac: hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, auth_key),
+                mac: <HmacSha1 as Mac>::new_from_slice(auth_key).expect("HMAC takes any key length"),
             },
         }
     }
