@@ -187,7 +187,9 @@ pub fn parse(text: &str) -> Result<SaFile, FileError> {
                     "expected `ip xfrm state add ...` or `ip xfrm policy add ...`, found `{other}`"
                 )))
             }
-            None => unreachable!("logical lines are not empty"),
+            None => {
+                return Err(t.error("expected `state add ...` or `policy add ...` after `ip xfrm`"))
+            }
         }
     }
     check_whole(&file)?;
@@ -385,6 +387,9 @@ fn key_bytes(t: &Tokens, v: &str) -> Result<Vec<u8>, FileError> {
     let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) else {
         return Ok(v.as_bytes().to_vec());
     };
+    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(t.error(format!("key {v} is not hexadecimal")));
+    }
     if hex.len() % 2 != 0 {
         return Err(t.error(format!(
             "key {v} has an odd number of hex digits ({})",
@@ -1060,6 +1065,8 @@ mod tests {
             (GCM.replace("10.0.0.2", "fe80::1"), "IPv4 address"),
             ("ip route add 1.2.3.4".to_string(), "expected `xfrm`"),
             ("ip xfrm state add 'src".to_string(), "unterminated"),
+            ("ip xfrm".to_string(), "after `ip xfrm`"),
+            (GCM.replace("0x0001", "0xé001"), "not hexadecimal"),
             (
                 "policy add src 1.0.0.0/8 dst 2.0.0.0/8 tmpl src 1.1.1.1 dst 2.2.2.2 proto esp mode tunnel"
                     .to_string(),
