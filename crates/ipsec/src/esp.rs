@@ -24,8 +24,8 @@ use crate::sa::{HmacSha1, Sa, Transform};
 use bricks_packet::Packet;
 use bricks_wire::checksum;
 use cbc::cipher::{block_padding::NoPadding, BlockDecryptMut, BlockEncryptMut, InnerIvInit};
-use ring::aead::{Aad, Nonce};
 use hmac::Mac;
+use ring::aead::{Aad, Nonce};
 
 /// IP protocol number of ESP.
 pub const PROTO_ESP: u8 = 50;
@@ -351,7 +351,10 @@ pub fn decapsulate<'a>(
             // In constant time: timing must not tell how much of a forged
             // ICV was right.
             let ctx = sha1_mac(mac, &d[ihl..start + ct_len], seq_hi);
-            if ctx.verify_truncated_left(&d[start + ct_len..total]).is_err() {
+            if ctx
+                .verify_truncated_left(&d[start + ct_len..total])
+                .is_err()
+            {
                 return fail(DecapError::AuthFailed);
             }
             let iv: [u8; 16] = d[ihl + 8..start].try_into().expect("16 bytes");

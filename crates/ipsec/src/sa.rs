@@ -84,7 +84,8 @@ impl Transform {
                 } else {
                     CbcKey::Aes128(aes::Aes128::new_from_slice(key).expect("checked length"))
                 },
-                mac: <HmacSha1 as Mac>::new_from_slice(auth_key).expect("HMAC takes any key length"),
+                mac: <HmacSha1 as Mac>::new_from_slice(auth_key)
+                    .expect("HMAC takes any key length"),
             },
         }
     }
