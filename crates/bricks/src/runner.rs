@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use bricks_config::Source;
 use bricks_io::live::{self, Spread};
 use bricks_io::steer::Steering;
-use bricks_runtime::{ElementStats, Plan, RunSummary, WorkerOptions, Workers};
+use bricks_runtime::{ElementStats, Plan, RunSummary, StopHandle, WorkerOptions, Workers};
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -137,14 +137,18 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         publish_every: settings.stats_interval,
         max_nap: settings.max_nap,
     };
+    // Signals are caught before any worker runs, so a SIGTERM that arrives
+    // as soon as the first packet moves still ends the run cleanly.
+    let signalled = StopHandle::default();
+    signalled
+        .install_signal_handlers()
+        .context("installing signal handlers")?;
     let workers = Workers::start(plan, &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
     let stop = workers.stop_handle();
     let _control = match &settings.control {
         Some(path) => Some(crate::control::serve(path, workers.control(), steering)?),
         None => None,
     };
-    stop.install_signal_handlers()
-        .context("installing signal handlers")?;
     let start = Instant::now();
     let mut last: Option<(Instant, Vec<Vec<ElementStats>>)> = None;
     let tick = settings
@@ -153,10 +157,10 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         .min(Duration::from_millis(50));
     let mut next_report = settings.stats_interval.map(|i| start + i);
     while !workers.finished() {
-        std::thread::sleep(tick);
-        if settings.duration.is_some_and(|d| start.elapsed() >= d) {
+        if signalled.is_stopped() || settings.duration.is_some_and(|d| start.elapsed() >= d) {
             stop.stop();
         }
+        std::thread::sleep(tick);
         if let (Some(at), Some(every)) = (next_report, settings.stats_interval) {
             if Instant::now() >= at {
                 next_report = Some(at + every);

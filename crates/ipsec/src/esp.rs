@@ -226,7 +226,7 @@ fn encapsulate_with(
     h[9] = PROTO_ESP;
     h[12..16].copy_from_slice(&sa.src().octets());
     h[16..20].copy_from_slice(&sa.dst().octets());
-    let sum = checksum::header20(h);
+    let sum = !checksum::header20(h);
     h[10..12].copy_from_slice(&sum.to_be_bytes());
     p.set_network_header(0);
     Ok(())
@@ -295,6 +295,9 @@ pub fn decapsulate<'a>(
     find: impl FnOnce(u32, u32) -> Option<&'a Sa>,
 ) -> Result<(&'a Sa, u64), (DecapError, Option<&'a Sa>)> {
     to_network_header(p);
+    if p.data().first().is_some_and(|b| b >> 4 != 4) {
+        return Err((DecapError::NotEsp, None));
+    }
     let Some((ihl, total)) = ipv4_len(p) else {
         return Err((DecapError::Truncated, None));
     };
@@ -399,12 +402,19 @@ pub fn decapsulate<'a>(
     let inner = ct_len - 2 - pad;
     p.pull_front(start);
     p.take_back(p.len() - inner);
+    // The inner packet must be a whole IPv4 packet; TFC padding after it
+    // (RFC 4303 section 2.7) is cut off.
     let d = p.data();
-    let ok =
-        d.len() >= 20 && d[0] >> 4 == 4 && usize::from(u16::from_be_bytes([d[2], d[3]])) <= d.len();
-    if !ok {
+    let Some(h) = d.first_chunk::<20>() else {
+        return fail(DecapError::BadInner);
+    };
+    let inner_ihl = usize::from(h[0] & 0x0f) * 4;
+    let inner_total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    if h[0] >> 4 != 4 || inner_ihl < 20 || inner_total < inner_ihl || inner_total > d.len() {
         return fail(DecapError::BadInner);
     }
+    let tfc = d.len() - inner_total;
+    p.take_back(tfc);
     p.set_network_header(0);
     Ok((sa, seq))
 }

@@ -122,7 +122,7 @@ impl ReplayWindow {
         if seq > top {
             return Ok(());
         }
-        if seq == 0 || seq + u64::from(self.size) <= top {
+        if seq == 0 || top - seq >= u64::from(self.size) {
             return Err(Refused::TooOld);
         }
         let (slot, tag, bit) = self.locate(seq);
@@ -143,7 +143,11 @@ impl ReplayWindow {
             self.top.fetch_max(seq, Ordering::AcqRel);
             return Ok(());
         }
-        if seq == 0 || seq + u64::from(self.size) <= self.top() {
+        let top = self.top();
+        // `seq > top` is the window moving right; otherwise it must lie
+        // inside it (written without `seq + size`, which overflows at the
+        // last ESN numbers).
+        if seq == 0 || (seq <= top && top - seq >= u64::from(self.size)) {
             return Err(Refused::TooOld);
         }
         let (slot, tag, bit) = self.locate(seq);
