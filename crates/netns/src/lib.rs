@@ -484,6 +484,126 @@ pub fn list_namespaces() -> Result<Vec<String>, NetnsError> {
         .collect())
 }
 
+/// Opens TUN device `name` (IP packets, no packet-information header),
+/// creating it in the network namespace of the calling thread: call it
+/// inside [`in_namespace`]. The device is deleted when the file is closed.
+/// Reads give one IP packet each, writes take one.
+///
+/// Userspace packet handlers in tests use it, e.g. an ESP peer where the
+/// kernel has no ESP of its own.
+pub fn open_tun(name: &str) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("bad interface name {name:?}"),
+        ));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")?;
+    // SAFETY: ifreq is plain old data, for which all zeroes is valid.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+    // SAFETY: TUNSETIFF reads and writes one ifreq, which `req` is, alive
+    // for the call; the name is NUL-terminated (checked length, zeroed).
+    let r = unsafe { libc::ioctl(file.as_raw_fd(), libc::TUNSETIFF, &mut req) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
+/// A raw IPv4 socket for IP protocol `protocol` (e.g. 50, ESP), made in
+/// the network namespace of the calling thread (call it inside
+/// [`in_namespace`]) and connected to `peer`: reads give whole IPv4
+/// packets (header included) of that protocol from `peer`, writes send
+/// their bytes to `peer` as the payload of an IPv4 header the kernel
+/// builds. Its receive buffer is 8 MiB.
+pub fn raw_ipv4_socket(protocol: u8, peer: std::net::Ipv4Addr) -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: socket has no memory preconditions.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::c_int::from(protocol),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a descriptor socket just returned, owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // A full receive buffer does not just drop: the kernel then counts
+    // the packet as undelivered and answers ICMP protocol unreachable.
+    // 8 MiB holds several TCP windows for a slow reader (root may exceed
+    // rmem_max with SO_RCVBUFFORCE).
+    let size: libc::c_int = 8 << 20;
+    // SAFETY: setsockopt reads one c_int, `size`, alive for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(peer.octets()),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: connect reads `addr`, a sockaddr_in alive for the call, of
+    // the length given.
+    let r = unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+/// Waits at most `timeout` for `fd` to have something to read; `Ok(false)`
+/// on timeout (or an interrupted wait). Lets a thread that reads a TUN
+/// device or a raw socket look at a stop flag now and then.
+pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: poll reads and writes one pollfd, `p`, alive for the call.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.kind() == std::io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(r > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,12 @@
 //! `IPsecESPDecap`: ESP tunnel-mode decapsulation with anti-replay and the
 //! inbound policy check (RFC 4301 section 5.2, RFC 4303 section 3.4).
 
-use super::{SaFileDb, Tally};
+use super::{SaCounts, SaDrop, SaFileDb, Tally};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
 use bricks_ipsec::spd::Flow;
 use bricks_ipsec::{decapsulate, DecapError};
-use core::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The `IPsecESPDecap` class.
@@ -98,6 +97,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         db,
         has_other: ports.noutputs() > 1,
         reports_sas: true,
+        sas: SaCounts::default(),
         c: Counts::default(),
     }))
 }
@@ -146,8 +146,10 @@ impl Counts {
 pub struct IPsecESPDecap {
     db: Arc<SaFileDb>,
     has_other: bool,
+    /// The first worker's instance watches the time limits.
     reports_sas: bool,
     c: Counts,
+    sas: SaCounts,
 }
 
 impl Element for IPsecESPDecap {
@@ -166,7 +168,7 @@ impl Element for IPsecESPDecap {
         let snap = self.db.db.load();
         let has_other = self.has_other;
         let c = &mut self.c;
-        let mut tally = Tally::new(cx.now().0);
+        let mut tally = Tally::new(cx.now().0, &mut self.sas);
         cx.push_classified(batch, |p| {
             match decapsulate(p, |spi, dst| snap.find(spi, dst)) {
                 Ok((sa, _seq)) => {
@@ -186,20 +188,14 @@ impl Element for IPsecESPDecap {
                 }
                 Err((e, sa)) => {
                     c.count(e);
-                    if let Some(sa) = sa {
-                        let k = sa.counters();
-                        match e {
-                            DecapError::Replayed | DecapError::TooOld => {
-                                k.replay.fetch_add(1, Ordering::Relaxed);
-                            }
-                            DecapError::AuthFailed => {
-                                k.auth_failed.fetch_add(1, Ordering::Relaxed);
-                            }
-                            DecapError::Expired => {
-                                k.expired.fetch_add(1, Ordering::Relaxed);
-                            }
-                            _ => {}
-                        }
+                    let why = match e {
+                        DecapError::Replayed | DecapError::TooOld => Some(SaDrop::Replay),
+                        DecapError::AuthFailed => Some(SaDrop::AuthFailed),
+                        DecapError::Expired => Some(SaDrop::Expired),
+                        _ => None,
+                    };
+                    if let (Some(sa), Some(why)) = (sa, why) {
+                        tally.dropped(sa, why);
                     }
                     None
                 }
@@ -224,9 +220,7 @@ impl Element for IPsecESPDecap {
         s.counter("fragment", c.fragment);
         s.counter("expired", c.expired);
         s.counter("policy", c.policy);
-        if self.reports_sas {
-            self.db.report(s);
-        }
+        self.sas.report(&self.db, s);
     }
 
     fn handler_is_shared(&self, handler: &str) -> bool {

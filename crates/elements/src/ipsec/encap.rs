@@ -1,7 +1,7 @@
 //! `IPsecESPEncap`: ESP tunnel-mode encapsulation of the traffic the
 //! outbound policies select (RFC 4301 section 5.1, RFC 4303 section 3.3).
 
-use super::{announce, SaFileDb, Tally};
+use super::{announce, SaCounts, SaDrop, SaFileDb, Tally};
 use crate::ip::header::ip_bytes;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
@@ -98,6 +98,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         has_bypass: ports.noutputs() > 1,
         reports_sas: true,
         c: Counts::default(),
+        sas: SaCounts::default(),
     }))
 }
 
@@ -116,9 +117,10 @@ struct Counts {
 pub struct IPsecESPEncap {
     db: Arc<SaFileDb>,
     has_bypass: bool,
-    /// The SAs are shared: one worker's instance reports their counters.
+    /// The first worker's instance watches the time limits.
     reports_sas: bool,
     c: Counts,
+    sas: SaCounts,
 }
 
 impl Element for IPsecESPEncap {
@@ -137,7 +139,7 @@ impl Element for IPsecESPEncap {
         let snap = self.db.db.load();
         let bypass = usize::from(self.has_bypass);
         let c = &mut self.c;
-        let mut tally = Tally::new(cx.now().0);
+        let mut tally = Tally::new(cx.now().0, &mut self.sas);
         cx.push_classified(batch, |p| {
             let Some(flow) = Flow::of_ipv4(ip_bytes(p)) else {
                 c.not_ipv4 += 1;
@@ -156,9 +158,7 @@ impl Element for IPsecESPEncap {
             };
             if sa.is_dead() {
                 c.expired += 1;
-                sa.counters()
-                    .expired
-                    .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                tally.dropped(sa, SaDrop::Expired);
                 return None;
             }
             let Some(seq) = sa.next_seq() else {
@@ -166,6 +166,7 @@ impl Element for IPsecESPEncap {
                     announce(sa, e);
                 }
                 c.expired += 1;
+                tally.dropped(sa, SaDrop::Expired);
                 return None;
             };
             let inner = ip_bytes(p).len();
@@ -195,9 +196,7 @@ impl Element for IPsecESPEncap {
         s.counter("expired", c.expired);
         s.counter("not_ipv4", c.not_ipv4);
         s.counter("no_room", c.no_room);
-        if self.reports_sas {
-            self.db.report(s);
-        }
+        self.sas.report(&self.db, s);
     }
 
     fn handler_is_shared(&self, handler: &str) -> bool {

@@ -12,7 +12,7 @@ pub mod decap;
 pub mod encap;
 
 use bricks_element::{ArgError, Args, Context, ElementClass, Stats};
-use bricks_ipsec::sa::Expiry;
+use bricks_ipsec::sa::{Expiry, SaCount};
 use bricks_ipsec::{Database, Sa};
 use bricks_packet::Timestamp;
 use std::path::{Path, PathBuf};
@@ -73,25 +73,6 @@ impl SaFileDb {
         }
         cx.schedule_at(Timestamp(now + 1_000_000_000));
     }
-
-    /// Per-SA counters, reported by one instance only (they are shared).
-    pub fn report(&self, s: &mut Stats) {
-        for sa in self.db.load().sas() {
-            let c = sa.count();
-            let spi = sa.spi();
-            s.counter(format!("sa {spi:#x} packets"), c.packets);
-            s.counter(format!("sa {spi:#x} bytes"), c.bytes);
-            if c.replay != 0 {
-                s.counter(format!("sa {spi:#x} replay"), c.replay);
-            }
-            if c.auth_failed != 0 {
-                s.counter(format!("sa {spi:#x} auth_failed"), c.auth_failed);
-            }
-            if c.expired != 0 {
-                s.counter(format!("sa {spi:#x} expired"), c.expired);
-            }
-        }
-    }
 }
 
 fn read(path: &Path) -> Result<String, ArgError> {
@@ -117,22 +98,76 @@ pub(crate) fn announce(sa: &Sa, e: Expiry) {
     );
 }
 
+/// One worker's share of each SA's counters. Each instance reports its
+/// own and the runner sums them, so the totals are exact however the
+/// workers end; the SA's shared counters serve its lifetimes.
+#[derive(Debug, Default)]
+pub(crate) struct SaCounts(Vec<(u32, SaCount)>);
+
+impl SaCounts {
+    /// The counters of the SA with this SPI (SPIs are unique in a file).
+    pub fn of(&mut self, spi: u32) -> &mut SaCount {
+        let i = match self.0.iter().position(|e| e.0 == spi) {
+            Some(i) => i,
+            None => {
+                self.0.push((spi, SaCount::default()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    /// Reports every SA of the database (zeros included), then those this
+    /// worker counted that a reload has since removed.
+    pub fn report(&self, db: &SaFileDb, s: &mut Stats) {
+        let snap = db.db.load();
+        let mut spis: Vec<u32> = snap.sas().iter().map(|sa| sa.spi()).collect();
+        for (spi, _) in &self.0 {
+            if !spis.contains(spi) {
+                spis.push(*spi);
+            }
+        }
+        for spi in spis {
+            let c = self
+                .0
+                .iter()
+                .find(|e| e.0 == spi)
+                .map(|e| e.1)
+                .unwrap_or_default();
+            s.counter(format!("sa {spi:#x} packets"), c.packets);
+            s.counter(format!("sa {spi:#x} bytes"), c.bytes);
+            for (name, n) in [
+                ("replay", c.replay),
+                ("auth_failed", c.auth_failed),
+                ("expired", c.expired),
+            ] {
+                if n != 0 {
+                    s.counter(format!("sa {spi:#x} {name}"), n);
+                }
+            }
+        }
+    }
+}
+
 /// Adds a batch's traffic to each SA's shared counters in one go, rather
-/// than one atomic add per packet on a line every worker writes.
+/// than one atomic add per packet on a line every worker writes, and to
+/// this worker's [`SaCounts`].
 pub(crate) struct Tally<'a> {
     current: Option<&'a Sa>,
     packets: u64,
     bytes: u64,
     now: u64,
+    local: &'a mut SaCounts,
 }
 
 impl<'a> Tally<'a> {
-    pub fn new(now: u64) -> Tally<'a> {
+    pub fn new(now: u64, local: &'a mut SaCounts) -> Tally<'a> {
         Tally {
             current: None,
             packets: 0,
             bytes: 0,
             now,
+            local,
         }
     }
 
@@ -146,8 +181,25 @@ impl<'a> Tally<'a> {
         self.bytes += bytes as u64;
     }
 
+    /// Counts a packet of `sa` dropped for `why` (replay, auth_failed,
+    /// expired) on the SA and in this worker's counters.
+    pub fn dropped(&mut self, sa: &Sa, why: SaDrop) {
+        let k = sa.counters();
+        let c = self.local.of(sa.spi());
+        let (shared, local) = match why {
+            SaDrop::Replay => (&k.replay, &mut c.replay),
+            SaDrop::AuthFailed => (&k.auth_failed, &mut c.auth_failed),
+            SaDrop::Expired => (&k.expired, &mut c.expired),
+        };
+        shared.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        *local += 1;
+    }
+
     pub fn flush(&mut self) {
         if let Some(sa) = self.current.take() {
+            let c = self.local.of(sa.spi());
+            c.packets += self.packets;
+            c.bytes += self.bytes;
             if let Some(e) = sa.account(self.packets, self.bytes, self.now) {
                 announce(sa, e);
             }
@@ -155,6 +207,14 @@ impl<'a> Tally<'a> {
         self.packets = 0;
         self.bytes = 0;
     }
+}
+
+/// Why a packet of an SA was dropped, for [`Tally::dropped`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SaDrop {
+    Replay,
+    AuthFailed,
+    Expired,
 }
 
 impl Drop for Tally<'_> {
