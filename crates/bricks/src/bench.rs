@@ -34,6 +34,13 @@ pub enum BenchCommand {
     /// (kp, kn) and spreading (per-core, pipeline, serial) choices, with
     /// latency at a low rate. Needs root.
     Io(crate::bench_io::IoArgs),
+    /// IPsec ESP tunnel mode: encapsulation and decapsulation in memory on
+    /// one core (AES-128-GCM, AES-256-GCM, AES-128-CBC with HMAC-SHA1-96;
+    /// 64-byte, 1400-byte and IMIX packets; Mpps, Gbps, ns and
+    /// instructions per packet), one SA's sequence counter shared by two
+    /// workers, and conf/ipsec-gw.click between veths against Linux's
+    /// XFRM (that part needs root).
+    Ipsec(crate::bench_ipsec::IpsecArgs),
 }
 
 #[derive(clap::Args)]
@@ -193,6 +200,7 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Core(a) => a,
         BenchCommand::Lpm(a) => return crate::bench_lpm::bench(a),
         BenchCommand::Io(a) => return crate::bench_io::bench(a),
+        BenchCommand::Ipsec(a) => return crate::bench_ipsec::bench(a),
     };
     let workloads = if a.workload.is_empty() {
         Workload::ALL.to_vec()

@@ -330,7 +330,7 @@ fn cpu_list(cpus: &[usize]) -> String {
         .join(",")
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     match v.len() {
         0 => f64::NAN,
@@ -359,7 +359,7 @@ struct SinkReport {
 }
 
 /// The last line of `text` that is a JSON object.
-fn last_json(text: &str) -> Option<serde_json::Value> {
+pub(crate) fn last_json(text: &str) -> Option<serde_json::Value> {
     text.lines()
         .rev()
         .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
@@ -619,7 +619,7 @@ fn napi_threads(ifname: &str) -> BTreeSet<u32> {
 
 /// The machine the bench runs on.
 #[derive(Debug, Clone)]
-struct Machine {
+pub(crate) struct Machine {
     /// CPUs this process may use.
     cpus: Vec<usize>,
     model: String,
@@ -627,7 +627,18 @@ struct Machine {
 }
 
 impl Machine {
-    fn probe() -> Machine {
+    /// One line for a report: CPU count and model, kernel.
+    pub(crate) fn describe(&self) -> String {
+        let n = self.cpus.len();
+        format!(
+            "{n} CPU{} ({}), Linux {}",
+            if n == 1 { "" } else { "s" },
+            self.model,
+            self.kernel
+        )
+    }
+
+    pub(crate) fn probe() -> Machine {
         let mut cpus: Vec<usize> = core_affinity::get_core_ids()
             .unwrap_or_default()
             .into_iter()
@@ -693,32 +704,19 @@ struct Testbed {
 
 impl Testbed {
     fn build(machine: Machine, flows: u32, cancel: Arc<AtomicBool>) -> anyhow::Result<Testbed> {
-        clean_stale_networks();
-        let prefix = Network::unique_prefix("io");
-        let mut net = Network::new(&prefix).map_err(anyhow::Error::msg)?;
+        let Line {
+            net,
+            r0_mac,
+            r1_mac,
+            s0_mac,
+            r0_napi,
+            s0_napi,
+        } = Line::build("io", "r")?;
         let e = anyhow::Error::msg;
-        for ns in ["gen", "r", "sink"] {
-            net.add_namespace(ns).map_err(e)?;
-            // No IPv6 chatter (router solicitations, MLD) on the links:
-            // every frame the sink sees comes from the generator.
-            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
-                .map_err(e)?;
-            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
-                .map_err(e)?;
-        }
-        net.add_link("gen", "g0", "r", "r0", QUEUES).map_err(e)?;
-        net.add_link("r", "r1", "sink", "s0", QUEUES).map_err(e)?;
         net.add_addr("gen", "g0", G0_CIDR).map_err(e)?;
         net.add_addr("r", "r0", R0_CIDR).map_err(e)?;
         net.add_addr("r", "r1", R1_CIDR).map_err(e)?;
         net.add_addr("sink", "s0", S0_CIDR).map_err(e)?;
-        for k in ["all", "default", "r0", "r1"] {
-            net.sysctl("r", &format!("net.ipv4.conf.{k}.rp_filter"), "0")
-                .map_err(e)?;
-        }
-        let r0_mac = net.mac("r", "r0").map_err(e)?;
-        let r1_mac = net.mac("r", "r1").map_err(e)?;
-        let s0_mac = net.mac("sink", "s0").map_err(e)?;
         // ARP never interferes with the Linux subject.
         let r = net.ns_name("r");
         let neigh = [
@@ -735,19 +733,6 @@ impl Testbed {
             "permanent",
         ];
         bricks_netns::ip(&neigh).map_err(e)?;
-        // Senders hand over finished frames, one per skb (no TSO), so that
-        // the receiving veth takes them through NAPI (veth_xmit uses NAPI
-        // only for skbs GRO could handle).
-        for (ns, ifname) in [("gen", "g0"), ("r", "r1")] {
-            sh(net.exec(
-                ns,
-                &[
-                    "ethtool", "-K", ifname, "tx", "off", "tso", "off", "gso", "off",
-                ],
-            ))?;
-        }
-        let r0_napi = threaded_napi(&net, "r", "r0")?;
-        let s0_napi = threaded_napi(&net, "sink", "s0")?;
         pin(&s0_napi, &[machine.tester_cpu()])?;
         let exe = std::env::current_exe()
             .context("finding the bricks executable")?
@@ -973,6 +958,66 @@ impl Testbed {
     }
 }
 
+/// The benches' network: `gen [g0] -- [r0] MID [r1] -- [s0] sink`, three
+/// namespaces without IPv6 (no router solicitations or MLD: every frame
+/// the sink sees comes from the generator), two veth links of [`QUEUES`]
+/// queues, no reverse-path filter in the middle, and threaded NAPI on r0
+/// and s0 (their thread IDs, for pinning). Networks of earlier runs that
+/// were killed are deleted first.
+pub(crate) struct Line {
+    pub net: Network,
+    pub r0_mac: String,
+    pub r1_mac: String,
+    pub s0_mac: String,
+    pub r0_napi: Vec<u32>,
+    pub s0_napi: Vec<u32>,
+}
+
+impl Line {
+    pub(crate) fn build(tag: &str, mid: &str) -> anyhow::Result<Line> {
+        clean_stale_networks(&format!("{tag}-"));
+        let mut net = Network::new(&Network::unique_prefix(tag)).map_err(anyhow::Error::msg)?;
+        let e = anyhow::Error::msg;
+        for ns in ["gen", mid, "sink"] {
+            net.add_namespace(ns).map_err(e)?;
+            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
+                .map_err(e)?;
+            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
+                .map_err(e)?;
+        }
+        net.add_link("gen", "g0", mid, "r0", QUEUES).map_err(e)?;
+        net.add_link(mid, "r1", "sink", "s0", QUEUES).map_err(e)?;
+        for k in ["all", "default", "r0", "r1"] {
+            net.sysctl(mid, &format!("net.ipv4.conf.{k}.rp_filter"), "0")
+                .map_err(e)?;
+        }
+        let r0_mac = net.mac(mid, "r0").map_err(e)?;
+        let r1_mac = net.mac(mid, "r1").map_err(e)?;
+        let s0_mac = net.mac("sink", "s0").map_err(e)?;
+        // Senders hand over finished frames, one per skb (no TSO), so that
+        // the receiving veth takes them through NAPI (veth_xmit uses NAPI
+        // only for skbs GRO could handle).
+        for (ns, ifname) in [("gen", "g0"), (mid, "r1")] {
+            sh(net.exec(
+                ns,
+                &[
+                    "ethtool", "-K", ifname, "tx", "off", "tso", "off", "gso", "off",
+                ],
+            ))?;
+        }
+        let r0_napi = threaded_napi(&net, mid, "r0")?;
+        let s0_napi = threaded_napi(&net, "sink", "s0")?;
+        Ok(Line {
+            net,
+            r0_mac,
+            r1_mac,
+            s0_mac,
+            r0_napi,
+            s0_napi,
+        })
+    }
+}
+
 /// Turns on GRO (so that a plain veth receives through NAPI) and threaded
 /// NAPI on `ifname`, at real-time priority (see the module doc); returns
 /// the NAPI threads' PIDs.
@@ -1009,7 +1054,7 @@ fn threaded_napi(net: &Network, ns: &str, ifname: &str) -> anyhow::Result<Vec<u3
 }
 
 /// Pins kernel threads to `cpus`.
-fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
+pub(crate) fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
     let list = cpu_list(cpus);
     for pid in pids {
         let mut c = Command::new("taskset");
@@ -1021,7 +1066,7 @@ fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
 
 /// Deletes the networks of earlier runs that were killed before they could
 /// (their prefix names a process that is gone).
-fn clean_stale_networks() {
+fn clean_stale_networks(tag: &str) {
     let Ok(names) = bricks_netns::list_namespaces() else {
         return;
     };
@@ -1029,7 +1074,7 @@ fn clean_stale_networks() {
         let Some(rest) = ns.strip_prefix('b') else {
             continue;
         };
-        let Some((pid, _)) = rest.split_once("io-") else {
+        let Some((pid, _)) = rest.split_once(tag) else {
             continue;
         };
         if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {

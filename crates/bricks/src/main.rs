@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_io;
+mod bench_ipsec;
 mod bench_lpm;
 mod control;
 mod demo;
