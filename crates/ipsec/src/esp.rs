@@ -79,8 +79,16 @@ pub enum DecapError {
 /// The bytes ESP adds to an inner packet of `len` bytes with `sa`.
 pub fn overhead(sa: &Sa, len: usize) -> usize {
     let t = &sa.transform;
-    let padded = (len + 2).next_multiple_of(t.align());
+    let padded = round_up(len + 2, t.align());
     20 + 8 + t.iv_len() + padded - len + t.icv_len()
+}
+
+/// `n` rounded up to a multiple of `align`, a power of two (a mask, not
+/// the division `next_multiple_of` compiles to when `align` is not known).
+#[inline]
+fn round_up(n: usize, align: usize) -> usize {
+    debug_assert!(align.is_power_of_two());
+    (n + align - 1) & !(align - 1)
 }
 
 /// The part of the frame from the network header on, with anything in
@@ -142,7 +150,7 @@ fn encapsulate_with(
     };
     let t = &sa.transform;
     let (iv_len, icv_len) = (t.iv_len(), t.icv_len());
-    let padded = (len + 2).next_multiple_of(t.align());
+    let padded = round_up(len + 2, t.align());
     let pad = padded - len - 2;
     let head = 20 + 8 + iv_len;
     if p.tailroom() < padded - len + icv_len || p.headroom() < head {
@@ -328,7 +336,7 @@ pub fn decapsulate<'a>(
     else {
         return fail(DecapError::Truncated);
     };
-    if ct_len % t.align() != 0 {
+    if ct_len & (t.align() - 1) != 0 {
         return fail(DecapError::BadLength);
     }
     let window = sa.replay();
@@ -399,22 +407,20 @@ pub fn decapsulate<'a>(
         NEXT_NONE => return fail(DecapError::Dummy),
         _ => return fail(DecapError::NextHeader),
     }
-    let inner = ct_len - 2 - pad;
-    p.pull_front(start);
-    p.take_back(p.len() - inner);
     // The inner packet must be a whole IPv4 packet; TFC padding after it
-    // (RFC 4303 section 2.7) is cut off.
-    let d = p.data();
-    let Some(h) = d.first_chunk::<20>() else {
+    // (RFC 4303 section 2.7) is cut off with the trailer.
+    let inner = &pt[..ct_len - 2 - pad];
+    let Some(h) = inner.first_chunk::<20>() else {
         return fail(DecapError::BadInner);
     };
     let inner_ihl = usize::from(h[0] & 0x0f) * 4;
     let inner_total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    if h[0] >> 4 != 4 || inner_ihl < 20 || inner_total < inner_ihl || inner_total > d.len() {
+    if h[0] >> 4 != 4 || inner_ihl < 20 || inner_total < inner_ihl || inner_total > inner.len() {
         return fail(DecapError::BadInner);
     }
-    let tfc = d.len() - inner_total;
-    p.take_back(tfc);
+    let end = p.len() - (start + inner_total);
+    p.pull_front(start);
+    p.take_back(end);
     p.set_network_header(0);
     Ok((sa, seq))
 }

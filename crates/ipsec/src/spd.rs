@@ -12,11 +12,17 @@ pub struct Prefix {
     pub addr: u32,
     /// Its length, 0 to 32.
     pub len: u8,
+    /// The netmask of `len`, kept so that a match is one AND and compare.
+    mask: u32,
 }
 
 impl Prefix {
     /// Every address.
-    pub const ANY: Prefix = Prefix { addr: 0, len: 0 };
+    pub const ANY: Prefix = Prefix {
+        addr: 0,
+        len: 0,
+        mask: 0,
+    };
 
     /// `A.B.C.D` or `A.B.C.D/LEN`.
     pub fn parse(s: &str) -> Option<Prefix> {
@@ -25,9 +31,11 @@ impl Prefix {
             None => (s, 32),
         };
         let addr = u32::from(a.parse::<Ipv4Addr>().ok()?);
+        let mask = Self::mask(len);
         Some(Prefix {
-            addr: addr & Self::mask(len),
+            addr: addr & mask,
             len,
+            mask,
         })
     }
 
@@ -38,7 +46,7 @@ impl Prefix {
     /// Whether `a` is inside.
     #[inline]
     pub fn contains(&self, a: u32) -> bool {
-        a & Self::mask(self.len) == self.addr
+        a & self.mask == self.addr
     }
 }
 
