@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod classify;
+pub mod cluster;
 pub mod ether;
 pub mod io;
 pub mod ip;
@@ -27,6 +28,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         route::CLASSES,
         ether::CLASSES,
         measure::CLASSES,
+        cluster::CLASSES,
     ]
     .into_iter()
     .flatten()

@@ -195,6 +195,13 @@ impl Harness {
         b.drain().collect()
     }
 
+    /// Calls the element's start hook, as a worker does before its first
+    /// round (elements that arm timers or take resources there).
+    pub fn start(&mut self) {
+        self.graph
+            .with_element(0, &mut self.state, |e, cx| e.start(cx));
+    }
+
     /// Runs the element's task once.
     pub fn run_task(&mut self) -> TaskResult {
         self.graph

@@ -11,7 +11,11 @@
 //! percentiles, so that the sum over workers is the merged figure.
 
 use super::probe::{elapsed48, extend_seq, Probe};
-use super::{monotonic_ns, probe::locate_udp, FlowMap};
+use super::{
+    monotonic_ns,
+    probe::{locate_udp, UdpAt},
+    FlowMap,
+};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
@@ -33,7 +37,8 @@ static MANUAL: Manual = Manual {
     summary: "measures loss, reordering and latency of GenStamp probes",
     synopsis: "TrafficSink([OFFSET])",
     description: "Counts every packet and byte it receives and drops them. Packets carrying \
-        a GenStamp probe OFFSET bytes into their UDP payload are followed per flow: the \
+        a GenStamp probe OFFSET bytes into their UDP payload are followed per flow (the \
+        probe's flow id from its IP source: several generators may feed one sink): the \
         sequence number restores a flow's order, so the sink counts packets missing from \
         it (`lost`: sequence numbers below the highest seen that never arrived), packets \
         that arrived twice (`duplicates`), and reordering as RouteBricks §6.2 measures it: \
@@ -264,7 +269,9 @@ pub struct TrafficSink {
     last_merge: u64,
     worker: Option<usize>,
     active: bool,
-    flows: FlowMap<u32, FlowState>,
+    /// Flows by (sender, flow id): several generators number their flows
+    /// alike, so a probe's flow is its sender's.
+    flows: FlowMap<u64, FlowState>,
     c: Counts,
     /// When packets, and probes, arrived, for the rates: stray packets
     /// (a neighbour solicitation seconds before the test) would stretch
@@ -273,10 +280,25 @@ pub struct TrafficSink {
     probe_span: Span,
 }
 
+/// The sender of a probe: its IPv4 source address, or the low 32 bits of
+/// its IPv6 one.
+#[inline]
+fn sender(frame: &[u8], at: &UdpAt) -> u32 {
+    let (from, len) = if at.v6 {
+        (at.l3 + 20, 4)
+    } else {
+        (at.l3 + 12, 4)
+    };
+    frame
+        .get(from..from + len)
+        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
 impl TrafficSink {
-    /// Follows one probe of `flow` with 32-bit sequence `seq32`.
+    /// Follows one probe of `flow` (sender in the high bits) with 32-bit
+    /// sequence `seq32`.
     #[inline]
-    fn follow(&mut self, flow: u32, seq32: u32) {
+    fn follow(&mut self, flow: u64, seq32: u32) {
         let c = &mut self.c;
         let st = self.flows.entry(flow).or_insert(FlowState {
             next: 0,
@@ -333,9 +355,10 @@ impl TrafficSink {
             let frame = p.data();
             let probe = locate_udp(frame, p.network_header_offset()).and_then(|at| {
                 let start = at.l4 + 8 + self.offset;
-                Probe::new_checked(frame.get(start..at.end)?).ok()
+                let probe = Probe::new_checked(frame.get(start..at.end)?).ok()?;
+                Some((sender(frame, &at), probe))
             });
-            let Some(probe) = probe else {
+            let Some((sender, probe)) = probe else {
                 self.c.other += 1;
                 self.c.other_bytes += len;
                 continue;
@@ -350,7 +373,7 @@ impl TrafficSink {
                 }
                 None => self.c.future += 1,
             }
-            self.follow(flow, seq);
+            self.follow(u64::from(sender) << 32 | u64::from(flow), seq);
         }
     }
 
@@ -551,6 +574,23 @@ mod tests {
         let s = sink_with(&[(1, 0), (1, 2), (1, 1), (1, 3)]).stats();
         assert_eq!(s.get("reordered"), Some(1));
         assert_eq!(s.get("reorder_sequences"), Some(1));
+    }
+
+    #[test]
+    fn flows_of_different_senders_are_apart() {
+        // Two generators both number their first flow 0.
+        let mut h = Harness::push(&CLASS, "", 1, 0);
+        for seq in 0..3 {
+            for src in [[10, 1, 0, 2], [10, 2, 0, 2]] {
+                let mut f = probe(0, seq, 0);
+                f[26..30].copy_from_slice(&src);
+                h.push_bytes(0, &f);
+            }
+        }
+        let s = h.stats();
+        assert_eq!(s.get("flows"), Some(2));
+        assert_eq!(s.get("duplicates"), Some(0));
+        assert_eq!(s.get("reordered"), Some(0));
     }
 
     #[test]
