@@ -41,6 +41,13 @@ pub enum BenchCommand {
     /// workers, and conf/ipsec-gw.click between veths against Linux's
     /// XFRM (that part needs root).
     Ipsec(crate::bench_ipsec::IpsecArgs),
+    /// A RouteBricks cluster in namespaces (conf/cluster/rb4.toml with
+    /// rates for this machine; root): per-server load relative to the
+    /// external rate for uniform and worst-case traffic (2R..3R),
+    /// reordering with and without flowlets, failover time when a server
+    /// dies, the cluster's throughput against one server's, and CPU time
+    /// per packet.
+    Cluster(crate::bench_cluster::ClusterArgs),
 }
 
 #[derive(clap::Args)]
@@ -201,6 +208,7 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Lpm(a) => return crate::bench_lpm::bench(a),
         BenchCommand::Io(a) => return crate::bench_io::bench(a),
         BenchCommand::Ipsec(a) => return crate::bench_ipsec::bench(a),
+        BenchCommand::Cluster(a) => return crate::bench_cluster::bench(a),
     };
     let workloads = if a.workload.is_empty() {
         Workload::ALL.to_vec()

@@ -1,9 +1,11 @@
 //! `bricks`: the command line. Subcommands only; the work is in the crates.
 
 mod bench;
+mod bench_cluster;
 mod bench_io;
 mod bench_ipsec;
 mod bench_lpm;
+mod cluster;
 mod control;
 mod demo;
 mod elements_cmd;
@@ -29,6 +31,8 @@ use std::process::ExitCode;
     bricks elements ARPQuerier\n  \
     bricks routes gen --v4 1000000 --v6 200000 -o table.txt\n  \
     bricks routes lookup table.txt 8.8.8.8 2001:db8::1\n  \
+    bricks cluster plan --ports 1024 --rate 10G --fanout 10 --ports-per-server 1\n  \
+    sudo bricks cluster up conf/cluster/rb4.toml\n  \
     bricks bench core")]
 struct Cli {
     #[command(subcommand)]
@@ -79,6 +83,25 @@ enum Command {
     /// Receive traffic and report rate, loss, reordering and latency of
     /// the probes `bricks gen` stamps (FromDevice -> TrafficSink).
     Sink(sink_cmd::SinkArgs),
+    /// RouteBricks clusters: size one, check a cluster file, print a
+    /// server's configuration, or run a whole cluster in network
+    /// namespaces (up, status, kill, restart, down).
+    #[command(after_help = "Examples:\n  \
+        bricks cluster plan --ports 4 --rate 10G --fanout 4 --ports-per-server 1\n  \
+        bricks cluster check conf/cluster/rb4.toml\n  \
+        bricks cluster config conf/cluster/rb4.toml n1 > n1.click\n  \
+        sudo bricks cluster up conf/cluster/rb4.toml\n  \
+        sudo ip netns exec bc-rb4-hn1ext0 ping 10.2.0.2\n  \
+        sudo bricks cluster status\n  \
+        sudo bricks cluster down\n\n\
+        On real servers: `bricks cluster config FILE NODE > node.click` for each server, the \
+        cluster file copied to every server at the path the configuration names, internal \
+        interfaces cabled as the file's links say and set promiscuous (`ip link set IF promisc \
+        on`), then on each server `bricks run node.click -D MAC0=<its external port's MAC>`.")]
+    Cluster {
+        #[command(subcommand)]
+        what: cluster::ClusterCommand,
+    },
     /// Measure the packet path in memory.
     Bench {
         #[command(subcommand)]
@@ -176,6 +199,7 @@ fn main() -> ExitCode {
         Command::Sink(a) => sink_cmd::sink(&a),
         Command::Demo(a) => demo::demo(a),
         Command::Ctl { socket, command } => control::ctl(&socket, &command),
+        Command::Cluster { what } => cluster::cluster(what),
     };
     match r {
         Ok(code) => code,

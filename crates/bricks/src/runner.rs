@@ -134,7 +134,14 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         threads,
         pin: settings.pin,
         trace_clock: settings.trace_clock,
-        publish_every: settings.stats_interval,
+        // `bricks ctl SOCK stats` reads what the workers last published:
+        // with a control socket they publish at least 10 times a second.
+        publish_every: settings.stats_interval.or_else(|| {
+            settings
+                .control
+                .is_some()
+                .then_some(Duration::from_millis(100))
+        }),
         max_nap: settings.max_nap,
     };
     // Signals are caught before any worker runs, so a SIGTERM that arrives

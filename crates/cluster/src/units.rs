@@ -47,20 +47,31 @@ fn split_unit(s: &str) -> (&str, &str) {
     (s[..at].trim(), s[at..].trim())
 }
 
-/// Reads a rate: a number and one of bps, kbps (or Kbps), Mbps, Gbps;
-/// decimals allowed where the result is a whole number of bits per
-/// second (`2.5Gbps`).
+/// Reads a rate: a number and a unit, bps, kbps (or Kbps), Mbps, Gbps or
+/// Tbps, also written bit/s (`Gbit/s`) or as the bare prefix (`10G`, as
+/// on command lines); decimals allowed where the result is a whole number
+/// of bits per second (`2.5Gbps`).
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     let (number, unit) = split_unit(s.trim());
-    let scale = match unit {
-        "bps" => 1,
-        "kbps" | "Kbps" => 1_000,
-        "Mbps" => 1_000_000,
-        "Gbps" => 1_000_000_000,
+    if number.is_empty() {
+        return Err(format!(
+            "rate `{s}`: expected a rate, a number and a unit such as \"100Mbps\" or \"10G\""
+        ));
+    }
+    let prefix = unit
+        .strip_suffix("bps")
+        .or_else(|| unit.strip_suffix("bit/s"))
+        .unwrap_or(unit);
+    let scale = match prefix {
+        "" if !unit.is_empty() => 1,
+        "k" | "K" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
         "" => return Err(format!("rate `{s}` has no unit: write e.g. \"100Mbps\"")),
         _ => {
             return Err(format!(
-                "rate `{s}`: unknown unit `{unit}` (use bps, kbps, Mbps or Gbps)"
+                "rate `{s}`: unknown unit `{unit}` (use bps, kbps, Mbps, Gbps or Tbps)"
             ))
         }
     };
@@ -219,6 +230,9 @@ mod tests {
         assert_eq!(parse_rate("0bps"), Ok(0));
         assert!(parse_rate("1.5bps").unwrap_err().contains("not a number"));
         assert!(parse_rate("100").unwrap_err().contains("no unit"));
+        assert_eq!(parse_rate("10G"), Ok(10_000_000_000));
+        assert_eq!(parse_rate("40 Mbit/s"), Ok(40_000_000));
+        assert_eq!(parse_rate("1Tbps"), Ok(1_000_000_000_000));
         assert!(parse_rate("100MB")
             .unwrap_err()
             .contains("unknown unit `MB`"));

@@ -1,0 +1,961 @@
+//! `bricks bench cluster`: the RB4 experiments of RouteBricks §6.2 on one
+//! machine.
+//!
+//! A copy of conf/cluster/rb4.toml (four servers in a full mesh, one
+//! external port each) runs in network namespaces as `bricks cluster up`
+//! runs it, with R set for this machine: R is twice the rate each host
+//! offers, so that uniform traffic (a host sends a third of its packets
+//! to each other host) fits the direct share R/N and a host sending all
+//! its packets to one other host exceeds it twice over. Then:
+//!
+//! * **load**: `bricks gen` in every host, `bricks sink` in the
+//!   receivers; each server's packets handled (from outside + transit +
+//!   delivered, from its `VLBNode` counters) relative to the external
+//!   input rate R. Direct VLB promises 2R for uniform traffic (§3.2) and
+//!   at most 3R in the worst case (here: a permutation, every host
+//!   sending R to the next one: 2.75R expected with N = 4);
+//! * **reordering** (§6.2's metric, measured by `bricks sink`): one host
+//!   sends a flow set above R/N to another, so load balancing kicks in,
+//!   with flowlets on and off (`write vlb.flowlets`);
+//! * **failover**: a stream of numbered datagrams from one host to
+//!   another; the intermediate server that carries most of its balanced
+//!   share is killed (SIGKILL) mid-stream; the figure is the longest time
+//!   a flow goes without packets (hellos every 50 ms, 3 missed = down:
+//!   the goal is 200 ms);
+//! * **scaling**: the packets per second the four-server cluster delivers
+//!   with every host sending as fast as it can, against one server
+//!   forwarding between two hosts the same way;
+//! * **CPU per packet**: each server's user + system time
+//!   (`/proc/PID/stat`) over the packets it handled, during the uniform
+//!   runs (idle time, measured first, taken out).
+//!
+//! Every process shares the machine's CPUs: on a small machine the
+//! absolute rates say more about the machine than about the cluster; the
+//! ratios (load, reordering, gaps) are the figures to read.
+
+use crate::bench_io::{last_json, median, Machine};
+use crate::cluster::state::{self, State};
+use crate::cluster::status::{self, Counters};
+use crate::cluster::up::{self, StopSignal, UpArgs};
+use anyhow::Context as _;
+use bricks_netns::Captured;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// `bricks bench cluster` options.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    sudo bricks bench cluster\n  \
+    sudo bricks bench cluster --quick\n  \
+    sudo bricks bench cluster --only load,failover --runs 5 --json")]
+pub struct ClusterArgs {
+    /// A short run (under 40 s): one run of each measurement, 1 s of
+    /// traffic each.
+    #[arg(long)]
+    quick: bool,
+    /// Seconds of traffic in each run [default: 3, 1 with --quick].
+    #[arg(long, value_name = "SECONDS")]
+    seconds: Option<f64>,
+    /// Runs of each measurement; medians are reported [default: 3, 1
+    /// with --quick].
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Packets per second each host offers in the paced measurements.
+    #[arg(long, default_value_t = 20_000, value_name = "PPS")]
+    rate: u64,
+    /// Measure only these (comma-separated): load, reorder, failover,
+    /// scale.
+    #[arg(long, value_delimiter = ',', value_name = "WHAT,...")]
+    only: Vec<String>,
+    /// The cluster file to copy [default: conf/cluster/rb4.toml].
+    #[arg(long, value_name = "FILE")]
+    cluster: Option<PathBuf>,
+    /// Device backend of the servers.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit status when the bench cannot run here.
+const CANNOT_RUN: u8 = 2;
+
+const WHAT: [&str; 4] = ["load", "reorder", "failover", "scale"];
+
+/// Frame size of the paced traffic.
+const FRAME: u64 = 64;
+
+/// Bytes the cluster adds to a frame on internal links (label + shim),
+/// counted when choosing R so the direct share is what the bench means.
+const LABEL: u64 = 26;
+
+/// How long a sink gets to open its device before the senders start.
+const SINK_START: Duration = Duration::from_millis(700);
+
+/// Niceness of generators and sinks: as the servers' (`cluster up`'s
+/// default), except the flat-out senders of the scaling runs, which run
+/// below the servers so that they cannot starve them.
+const NICE: &str = "5";
+const NICE_FLOOD: &str = "15";
+
+/// A cluster that is taken down when dropped.
+struct Running {
+    st: State,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        up::teardown(&self.st);
+    }
+}
+
+/// Where the bench finds rb4.toml: the given file, the repository's.
+fn cluster_file(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = given {
+        anyhow::ensure!(p.exists(), "{}: no such file", p.display());
+        return Ok(p.to_path_buf());
+    }
+    for base in [
+        PathBuf::from("."),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+    ] {
+        let p = base.join("conf/cluster/rb4.toml");
+        if p.exists() {
+            return Ok(p);
+        }
+    }
+    anyhow::bail!(
+        "conf/cluster/rb4.toml not found: run from the repository, or give --cluster FILE"
+    )
+}
+
+/// `text` (a cluster file) with its external rate set to `bps`: the
+/// top-level `rate` key is replaced (added when missing).
+pub(crate) fn with_rate(text: &str, bps: u64) -> String {
+    let mut out = String::new();
+    let mut done = false;
+    let mut top = true;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            if top && !done {
+                let _ = writeln!(out, "rate = \"{bps}bps\"");
+                done = true;
+            }
+            top = false;
+        }
+        let key = t.split('=').next().unwrap_or("").trim();
+        if top && !done && key == "rate" {
+            let _ = writeln!(out, "rate = \"{bps}bps\"");
+            done = true;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if !done {
+        let _ = writeln!(out, "rate = \"{bps}bps\"");
+    }
+    out
+}
+
+/// Runs `argv` in namespace `ns` at niceness `nice`, output captured.
+fn spawn(ns: &str, nice: &str, argv: &[&str]) -> anyhow::Result<Captured> {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, "nice", "-n", nice]).args(argv);
+    Captured::spawn(&mut c).map_err(anyhow::Error::msg)
+}
+
+/// Waits for a captured process and returns its last JSON line.
+fn report(c: Captured, timeout: Duration, stop: &AtomicBool, who: &str) -> anyhow::Result<Value> {
+    let out = c.wait(timeout, Some(stop)).map_err(anyhow::Error::msg)?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    last_json(&text).with_context(|| {
+        format!(
+            "{who} printed no report ({}): {} {}",
+            out.status,
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })
+}
+
+/// Every server's counters and CPU seconds at one moment.
+struct Snapshot {
+    at: Instant,
+    counters: Vec<Option<Counters>>,
+    cpu: Vec<Option<f64>>,
+}
+
+fn snapshot(st: &State) -> Snapshot {
+    Snapshot {
+        at: Instant::now(),
+        counters: status::sample(st),
+        cpu: st
+            .nodes
+            .iter()
+            .map(|n| n.process.and_then(|(p, _)| state::cpu_seconds(p)))
+            .collect(),
+    }
+}
+
+/// What the servers did between two snapshots.
+#[derive(Debug, Clone, Default)]
+struct Work {
+    secs: f64,
+    /// Per server: (from outside, forwarded, delivered, direct, balanced).
+    packets: Vec<[u64; 5]>,
+    /// Per server: CPU seconds.
+    cpu: Vec<f64>,
+}
+
+impl Work {
+    fn between(a: &Snapshot, b: &Snapshot) -> Work {
+        let mut w = Work {
+            secs: (b.at - a.at).as_secs_f64(),
+            ..Default::default()
+        };
+        for i in 0..a.counters.len() {
+            let d = |k: &str| match (&a.counters[i], &b.counters[i]) {
+                (Some(x), Some(y)) => y.get(k).saturating_sub(x.get(k)),
+                _ => 0,
+            };
+            let input = d("direct") + d("balanced") + d("local");
+            w.packets.push([
+                input,
+                d("forwarded"),
+                d("delivered"),
+                d("direct"),
+                d("balanced"),
+            ]);
+            w.cpu.push(match (a.cpu[i], b.cpu[i]) {
+                (Some(x), Some(y)) => (y - x).max(0.0),
+                _ => 0.0,
+            });
+        }
+        w
+    }
+
+    fn handled(&self, i: usize) -> u64 {
+        self.packets[i][0] + self.packets[i][1] + self.packets[i][2]
+    }
+
+    /// R in packets: the mean input of the servers that had any.
+    fn r(&self) -> f64 {
+        let inputs: Vec<u64> = self.packets.iter().map(|p| p[0]).collect();
+        // Servers with traffic from outside; a stray packet does not make
+        // a server an input.
+        let busiest = inputs.iter().copied().max().unwrap_or(0);
+        let inputs: Vec<u64> = inputs
+            .into_iter()
+            .filter(|&x| x > 0 && x * 20 >= busiest)
+            .collect();
+        if inputs.is_empty() {
+            return 0.0;
+        }
+        inputs.iter().sum::<u64>() as f64 / inputs.len() as f64
+    }
+
+    fn loads(&self) -> Vec<f64> {
+        let r = self.r();
+        (0..self.packets.len())
+            .map(|i| {
+                if r > 0.0 {
+                    self.handled(i) as f64 / r
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect()
+    }
+}
+
+/// The bench's context.
+struct Bench<'a> {
+    exe: String,
+    st: &'a mut State,
+    stop: &'a AtomicBool,
+    secs: f64,
+    rate: u64,
+    /// CPU seconds per second each server burns idle.
+    idle_cpu: Vec<f64>,
+}
+
+/// One run of paced traffic: what was sent and received, and the work.
+struct Traffic {
+    sent: u64,
+    received: u64,
+    reordered: u64,
+    probes: u64,
+    work: Work,
+}
+
+impl Bench<'_> {
+    fn ns_of_host(&self, h: usize) -> String {
+        self.st.hosts[h].namespace.clone()
+    }
+
+    /// Each `(from, to-list, rate)` sends 64-byte frames for `secs`
+    /// seconds (`rate` None: as fast as it can); sinks run in every host
+    /// that receives.
+    fn traffic(
+        &self,
+        flows: &[(usize, Vec<usize>, Option<u64>)],
+        nflows: u32,
+    ) -> anyhow::Result<Traffic> {
+        let mut receivers: Vec<usize> = flows.iter().flat_map(|f| f.1.clone()).collect();
+        receivers.sort_unstable();
+        receivers.dedup();
+        let secs = self.secs;
+        let sink_secs = format!("{}", secs + 1.5);
+        let mut sinks = Vec::new();
+        for &h in &receivers {
+            let host = &self.st.hosts[h];
+            sinks.push(spawn(
+                &host.namespace,
+                NICE,
+                &[
+                    &self.exe,
+                    "sink",
+                    &host.iface,
+                    "--duration",
+                    &sink_secs,
+                    "--backend",
+                    "packet",
+                    "--json",
+                ],
+            )?);
+        }
+        std::thread::sleep(SINK_START);
+        let before = snapshot(self.st);
+        let mut gens = Vec::new();
+        for (from, to, rate) in flows {
+            let host = &self.st.hosts[*from];
+            let dst: Vec<&str> = to
+                .iter()
+                .map(|&t| self.st.hosts[t].address.as_str())
+                .collect();
+            let dst = dst.join(",");
+            let rate_s = rate.map(|r| r.to_string());
+            let secs_s = secs.to_string();
+            let flows_s = nflows.to_string();
+            let mut argv = vec![
+                self.exe.as_str(),
+                "gen",
+                &host.iface,
+                "--duration",
+                &secs_s,
+                "--src",
+                &host.address,
+                "--dst",
+                &dst,
+                "--dst-mac",
+                &host.gateway_mac,
+                "--flows",
+                &flows_s,
+                "--size",
+                "64",
+                "--backend",
+                "packet",
+                "--seed",
+                "7",
+                "--json",
+            ];
+            if let Some(r) = &rate_s {
+                argv.extend(["--rate", r.as_str()]);
+            }
+            let nice = if rate.is_some() { NICE } else { NICE_FLOOD };
+            gens.push(spawn(&host.namespace, nice, &argv)?);
+        }
+        let limit = Duration::from_secs_f64(secs + 30.0);
+        let mut sent = 0;
+        for g in gens {
+            let j = report(g, limit, self.stop, "bricks gen")?;
+            sent += j["sent"].as_u64().unwrap_or(0);
+        }
+        // In flight: a few hundred microseconds; the servers nap 200 us.
+        std::thread::sleep(Duration::from_millis(300));
+        let after = snapshot(self.st);
+        let (mut received, mut reordered, mut probes) = (0, 0, 0);
+        for s in sinks {
+            let j = report(s, limit, self.stop, "bricks sink")?;
+            let dup = j["duplicates"].as_u64().unwrap_or(0);
+            received += j["probes"].as_u64().unwrap_or(0).saturating_sub(dup);
+            probes += j["probes"].as_u64().unwrap_or(0);
+            reordered += j["reordered"].as_u64().unwrap_or(0);
+        }
+        Ok(Traffic {
+            sent,
+            received,
+            reordered,
+            probes,
+            work: Work::between(&before, &after),
+        })
+    }
+
+    fn write_all(&self, handler: &str, value: &str) -> anyhow::Result<()> {
+        for n in &self.st.nodes {
+            let c = status::node_counters(&n.socket)?;
+            status::query(&n.socket, &format!("write {}.{handler} {value}", c.element))?;
+        }
+        Ok(())
+    }
+
+    fn ping_all(&self) -> anyhow::Result<()> {
+        for a in 0..self.st.hosts.len() {
+            for b in 0..self.st.hosts.len() {
+                if a == b {
+                    continue;
+                }
+                let out = bricks_netns::output_timeout(
+                    Command::new("ip").args([
+                        "netns",
+                        "exec",
+                        &self.ns_of_host(a),
+                        "ping",
+                        "-c",
+                        "1",
+                        "-W",
+                        "2",
+                        &self.st.hosts[b].address,
+                    ]),
+                    Duration::from_secs(10),
+                )
+                .map_err(anyhow::Error::msg)?;
+                anyhow::ensure!(
+                    out.status.success(),
+                    "ping {} -> {} failed: {}",
+                    self.st.hosts[a].namespace,
+                    self.st.hosts[b].address,
+                    String::from_utf8_lossy(&out.stdout).trim()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The failover run: a stream h0 -> h1, the busiest intermediate
+    /// server killed after a third of it, restarted after.
+    fn failover(&mut self) -> anyhow::Result<Value> {
+        let (h0, h1) = (0, 1);
+        let to = format!("{}:9000", self.st.hosts[h1].address);
+        let secs = (self.secs * 2.0).max(2.0);
+        let recv = spawn(
+            &self.ns_of_host(h1),
+            NICE,
+            &[
+                &self.exe,
+                "cluster",
+                "probe-recv",
+                "--listen",
+                &to,
+                "--duration",
+                &format!("{}", secs + 5.0),
+                "--idle",
+                "1.5",
+            ],
+        )?;
+        std::thread::sleep(Duration::from_millis(300));
+        let rate = self.rate.to_string();
+        let send = spawn(
+            &self.ns_of_host(h0),
+            NICE,
+            &[
+                &self.exe,
+                "cluster",
+                "probe-send",
+                "--to",
+                &to,
+                "--rate",
+                &rate,
+                "--flows",
+                "16",
+                "--duration",
+                &secs.to_string(),
+                "--size",
+                "64",
+            ],
+        )?;
+        // Which intermediate carries the balanced share: the most
+        // forwarded packets over a short look.
+        std::thread::sleep(Duration::from_secs_f64(secs / 6.0));
+        let a = snapshot(self.st);
+        std::thread::sleep(Duration::from_secs_f64(secs / 6.0));
+        let b = snapshot(self.st);
+        let w = Work::between(&a, &b);
+        let in_node = self.st.node(&self.st.hosts[h0].node)?;
+        let out_node = self.st.node(&self.st.hosts[h1].node)?;
+        let victim = (0..self.st.nodes.len())
+            .filter(|&i| i != in_node && i != out_node)
+            .max_by_key(|&i| w.packets[i][1])
+            .context("no intermediate server")?;
+        let carried = w.packets[victim][1] as f64 / w.secs.max(1e-6);
+        let killed_at = Instant::now();
+        up::kill_node(self.st, victim, StopSignal::Kill)?;
+        let limit = Duration::from_secs_f64(secs + 30.0);
+        let sent = report(send, limit, self.stop, "probe-send")?;
+        let got = report(recv, limit, self.stop, "probe-recv")?;
+        let victim_name = self.st.nodes[victim].name.clone();
+        let restart = Instant::now();
+        up::restart_node(self.st, victim, Duration::from_secs(30), self.stop)?;
+        Ok(json!({
+            "killed": victim_name,
+            "killed_after_s": (killed_at.elapsed().as_secs_f64() - secs).abs(),
+            "carried_pps": carried,
+            "sent": sent["sent"],
+            "received": got["received"],
+            "lost": got["lost"],
+            "max_flow_gap_ms": got["max_flow_gap_ms"],
+            "max_gap_ms": got["max_gap_ms"],
+            "restart_s": restart.elapsed().as_secs_f64(),
+        }))
+    }
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 * 100.0 / b as f64
+    }
+}
+
+/// The load measured under one traffic pattern (medians over the runs).
+struct LoadFinding {
+    traffic: String,
+    /// Per server: handled / R.
+    load: Vec<f64>,
+    /// Per server: packets handled per second.
+    pps: Vec<f64>,
+    loss_pct: f64,
+    direct_pct: f64,
+}
+
+/// The bench's findings.
+#[derive(Default)]
+struct Findings {
+    loads: Vec<LoadFinding>,
+    /// (flowlets, reordered %, sequences... as measured).
+    reorder: Vec<(bool, f64, f64)>,
+    failover: Vec<Value>,
+    /// (cluster pps, one server pps).
+    scale: Option<(f64, f64)>,
+    /// Per server: median µs of CPU per packet handled (net of idle).
+    cpu_us: Vec<f64>,
+    /// One server alone: µs of CPU per packet.
+    cpu_one_us: Option<f64>,
+}
+
+pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
+    if !bricks_netns::is_root() {
+        eprintln!(
+            "bricks bench cluster runs a cluster in network namespaces, which needs root: sudo {} \
+             bench cluster",
+            std::env::args().next().unwrap_or_else(|| "bricks".into())
+        );
+        return Ok(ExitCode::from(CANNOT_RUN));
+    }
+    for w in &a.only {
+        anyhow::ensure!(
+            WHAT.contains(&w.as_str()),
+            "--only {w}: expected some of {}",
+            WHAT.join(", ")
+        );
+    }
+    let wants = |w: &str| a.only.is_empty() || a.only.iter().any(|o| o == w);
+    let secs = a.seconds.unwrap_or(if a.quick { 1.0 } else { 3.0 });
+    anyhow::ensure!(
+        secs.is_finite() && (0.2..=60.0).contains(&secs),
+        "--seconds: 0.2 to 60"
+    );
+    let runs = a.runs.unwrap_or(if a.quick { 1 } else { 3 }).max(1);
+    anyhow::ensure!(a.rate >= 100, "--rate: at least 100 packets per second");
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let started = Instant::now();
+    let machine = Machine::probe();
+    let source = cluster_file(a.cluster.as_deref())?;
+    // R: twice what each host offers, in bits on the internal links.
+    let r_bps = 2 * a.rate * (FRAME + LABEL) * 8;
+    let dir = tempfile::tempdir().context("making a scratch directory")?;
+    let file = dir.path().join("rb4-bench.toml");
+    let text = std::fs::read_to_string(&source)
+        .with_context(|| format!("reading {}", source.display()))?;
+    std::fs::write(&file, with_rate(&text, r_bps))?;
+    let cluster = crate::cluster::load(&file).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        cluster.io_nodes().count() >= 3 && cluster.nodes.iter().all(|n| n.ports.len() <= 1),
+        "{}: the bench wants at least 3 servers with one external port each",
+        source.display()
+    );
+    let name = format!("bench{}", std::process::id() % 100_000);
+    let mut args = UpArgs::new(&file);
+    args.name = Some(name);
+    args.backend = a.backend.clone();
+    if !a.json {
+        println!(
+            "bricks bench cluster: {} ({} servers, R = {} for {} pkt/s of {FRAME}-byte frames \
+             per host), {secs} s per run, median of {runs}",
+            source.display(),
+            cluster.nodes.len(),
+            crate::cluster::rate_text(r_bps),
+            a.rate
+        );
+        println!("machine: {}", machine.describe());
+    }
+    let st = up::up(&args, &cluster, &stop)?;
+    let mut running = Running { st };
+    let exe = std::env::current_exe()?.display().to_string();
+    let mut f = Findings::default();
+    let result = (|| -> anyhow::Result<()> {
+        let mut b = Bench {
+            exe: exe.clone(),
+            st: &mut running.st,
+            stop: &stop,
+            secs,
+            rate: a.rate,
+            idle_cpu: Vec::new(),
+        };
+        b.ping_all()?;
+        let idle_a = snapshot(b.st);
+        std::thread::sleep(Duration::from_millis(if a.quick { 500 } else { 1000 }));
+        let idle = Work::between(&idle_a, &snapshot(b.st));
+        b.idle_cpu = idle.cpu.iter().map(|c| c / idle.secs.max(1e-6)).collect();
+        let hosts = b.st.hosts.len();
+        if wants("load") {
+            let uniform: Vec<(usize, Vec<usize>, Option<u64>)> = (0..hosts)
+                .map(|h| (h, (0..hosts).filter(|&o| o != h).collect(), Some(a.rate)))
+                .collect();
+            // Direct VLB's worst case (§3.2): a permutation, each input
+            // sending all of R to one output, so that only R/N goes
+            // directly and the rest crosses an intermediate: expected
+            // 1 + 1 + (N - 1)/N = 2.75R per server for N = 4, bound 3R.
+            let worst: Vec<(usize, Vec<usize>, Option<u64>)> = (0..hosts)
+                .map(|h| (h, vec![(h + 1) % hosts], Some(2 * a.rate)))
+                .collect();
+            let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
+            for (label, flows) in [
+                ("uniform (every host to every other)", &uniform),
+                (
+                    "worst case (a permutation at R: host i to host i + 1)",
+                    &worst,
+                ),
+            ] {
+                let mut loads: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
+                let mut pps: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
+                let (mut loss, mut direct) = (Vec::new(), Vec::new());
+                for _ in 0..runs {
+                    anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+                    let t = b.traffic(flows, 64)?;
+                    for (i, l) in t.work.loads().into_iter().enumerate() {
+                        loads[i].push(l);
+                        pps[i].push(t.work.handled(i) as f64 / t.work.secs.max(1e-6));
+                        if flows.len() == hosts {
+                            let net = t.work.cpu[i] - b.idle_cpu[i] * t.work.secs;
+                            let handled = t.work.handled(i);
+                            if handled > 0 {
+                                cpu[i].push(net.max(0.0) * 1e6 / handled as f64);
+                            }
+                        }
+                    }
+                    loss.push(pct(t.sent.saturating_sub(t.received), t.sent));
+                    let d: u64 = t.work.packets.iter().map(|p| p[3]).sum();
+                    let bal: u64 = t.work.packets.iter().map(|p| p[4]).sum();
+                    direct.push(pct(d, d + bal));
+                }
+                f.loads.push(LoadFinding {
+                    traffic: label.to_string(),
+                    load: loads.iter_mut().map(|v| median(v)).collect(),
+                    pps: pps.iter_mut().map(|v| median(v)).collect(),
+                    loss_pct: median(&mut loss),
+                    direct_pct: median(&mut direct),
+                });
+            }
+            f.cpu_us = cpu.iter_mut().map(|v| median(v)).collect();
+        }
+        if wants("reorder") {
+            let pair = vec![(0usize, vec![1usize], Some(a.rate))];
+            for flowlets in [true, false] {
+                b.write_all("flowlets", if flowlets { "true" } else { "false" })?;
+                let (mut r, mut loss) = (Vec::new(), Vec::new());
+                for _ in 0..runs {
+                    anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+                    let t = b.traffic(&pair, 16)?;
+                    r.push(pct(t.reordered, t.probes));
+                    loss.push(pct(t.sent.saturating_sub(t.received), t.sent));
+                }
+                f.reorder
+                    .push((flowlets, median(&mut r), median(&mut loss)));
+            }
+            b.write_all("flowlets", if cluster.flowlets { "true" } else { "false" })?;
+        }
+        if wants("failover") {
+            for _ in 0..runs {
+                anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+                f.failover.push(b.failover()?);
+            }
+        }
+        if wants("scale") {
+            let all: Vec<(usize, Vec<usize>, Option<u64>)> = (0..hosts)
+                .map(|h| (h, (0..hosts).filter(|&o| o != h).collect(), None))
+                .collect();
+            let mut c = Vec::new();
+            for _ in 0..runs {
+                anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+                let t = b.traffic(&all, 64)?;
+                c.push(t.received as f64 / secs);
+            }
+            f.scale = Some((median(&mut c), f64::NAN));
+        }
+        Ok(())
+    })();
+    drop(running);
+    result?;
+    if wants("scale") && !stop.load(Ordering::Relaxed) {
+        let (one, cpu) = one_server(&a, &exe, secs, runs, &stop, dir.path())?;
+        if let Some(s) = f.scale.as_mut() {
+            s.1 = one;
+        }
+        f.cpu_one_us = cpu;
+    }
+    let names: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
+    if a.json {
+        println!(
+            "{}",
+            findings_json(&f, &names, &machine, secs, runs, a.rate, r_bps)
+        );
+    } else {
+        print!("{}", findings_text(&f, &names, a.rate));
+        println!("({:.0} s in all)", started.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One server forwarding between two hosts, the cluster's way (a
+/// one-server cluster with two ports: every packet is handled once):
+/// packets per second delivered with both hosts sending flat out, and CPU
+/// per packet.
+fn one_server(
+    a: &ClusterArgs,
+    exe: &str,
+    secs: f64,
+    runs: usize,
+    stop: &AtomicBool,
+    dir: &Path,
+) -> anyhow::Result<(f64, Option<f64>)> {
+    let r_bps = 2 * a.rate * (FRAME + LABEL) * 8;
+    let text = format!(
+        "name = \"one\"\nrate = \"{r_bps}bps\"\n\n\
+         [[node]]\nname = \"n1\"\n\
+         [[node.port]]\niface = \"ext0\"\naddress = \"10.1.0.1/24\"\n\
+         [[node.port]]\niface = \"ext1\"\naddress = \"10.2.0.1/24\"\n\n\
+         [[route]]\nprefix = \"10.1.0.0/24\"\nnode = \"n1\"\nport = \"ext0\"\n\n\
+         [[route]]\nprefix = \"10.2.0.0/24\"\nnode = \"n1\"\nport = \"ext1\"\n"
+    );
+    let file = dir.join("one.toml");
+    std::fs::write(&file, text)?;
+    let cluster = crate::cluster::load(&file).map_err(anyhow::Error::msg)?;
+    let mut args = UpArgs::new(&file);
+    args.name = Some(format!("bench{}one", std::process::id() % 100_000));
+    args.backend = a.backend.clone();
+    let st = up::up(&args, &cluster, stop)?;
+    let mut running = Running { st };
+    let b = Bench {
+        exe: exe.to_string(),
+        st: &mut running.st,
+        stop,
+        secs,
+        rate: a.rate,
+        idle_cpu: vec![0.0],
+    };
+    b.ping_all()?;
+    let flows = vec![(0usize, vec![1usize], None), (1, vec![0], None)];
+    let (mut pps, mut cpu) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+        let t = b.traffic(&flows, 64)?;
+        pps.push(t.received as f64 / secs);
+        let h = t.work.handled(0);
+        if h > 0 {
+            cpu.push(t.work.cpu[0] * 1e6 / h as f64);
+        }
+    }
+    let cpu = (!cpu.is_empty()).then(|| median(&mut cpu));
+    Ok((median(&mut pps), cpu))
+}
+
+fn findings_text(f: &Findings, names: &[String], rate: u64) -> String {
+    let si = crate::runner::si;
+    let mut s = String::new();
+    for l in &f.loads {
+        let (loads, pps) = (&l.load, &l.pps);
+        let _ = writeln!(
+            s,
+            "\nload, {}: {rate} pkt/s per sending host; loss {:.2}%, direct {:.1}%",
+            l.traffic, l.loss_pct, l.direct_pct
+        );
+        let _ = writeln!(s, "  {:<8} {:>12} {:>8}", "server", "handled/s", "load");
+        for (i, n) in names.iter().enumerate() {
+            let _ = writeln!(s, "  {:<8} {:>12} {:>7.2}R", n, si(pps[i]), loads[i]);
+        }
+        let max = loads.iter().copied().fold(f64::NAN, f64::max);
+        let _ = writeln!(
+            s,
+            "  highest load {max:.2}R (Direct VLB: 2R uniform .. 3R worst case)"
+        );
+    }
+    if !f.cpu_us.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nCPU per packet handled (uniform load, idle napping taken out):"
+        );
+        for (i, n) in names.iter().enumerate() {
+            let _ = writeln!(s, "  {:<8} {:>8.2} us", n, f.cpu_us[i]);
+        }
+        if let Some(one) = f.cpu_one_us {
+            let _ = writeln!(s, "  one server alone (scaling runs): {one:.2} us");
+        }
+    }
+    if !f.reorder.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nreordering, one host to another above R/N (RouteBricks §6.2: 0.15% with, 5.5% \
+             without):"
+        );
+        for (on, r, loss) in &f.reorder {
+            let _ = writeln!(
+                s,
+                "  flowlets {:<4} {:>8.3}% of packets reordered (loss {loss:.2}%)",
+                if *on { "on" } else { "off" },
+                r
+            );
+        }
+    }
+    if !f.failover.is_empty() {
+        let mut gaps: Vec<f64> = f
+            .failover
+            .iter()
+            .filter_map(|v| v["max_flow_gap_ms"].as_f64())
+            .collect();
+        let mut all: Vec<f64> = f
+            .failover
+            .iter()
+            .filter_map(|v| v["max_gap_ms"].as_f64())
+            .collect();
+        let lost: Vec<String> = f
+            .failover
+            .iter()
+            .map(|v| format!("{}/{}", v["lost"], v["sent"]))
+            .collect();
+        let killed: Vec<String> = f
+            .failover
+            .iter()
+            .map(|v| v["killed"].as_str().unwrap_or("?").to_string())
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nfailover: a server carrying balanced traffic killed mid-stream ({} pkt/s, 16 flows)",
+            rate
+        );
+        let _ = writeln!(
+            s,
+            "  longest silence of a flow {:.0} ms (median; goal 200 ms), of the whole stream {:.0} \
+             ms; lost {}; killed {}",
+            median(&mut gaps),
+            median(&mut all),
+            lost.join(", "),
+            killed.join(", ")
+        );
+    }
+    if let Some((c, one)) = f.scale {
+        let _ = writeln!(
+            s,
+            "\nscaling, every host sending flat out: cluster {} pkt/s delivered, one server {} \
+             pkt/s, ratio {:.2}",
+            si(c),
+            si(one),
+            c / one
+        );
+        let _ = writeln!(
+            s,
+            "  (every process shares this machine's CPUs: the cluster handles each packet two or \
+             three times, on the same CPUs)"
+        );
+    }
+    s
+}
+
+fn findings_json(
+    f: &Findings,
+    names: &[String],
+    machine: &Machine,
+    secs: f64,
+    runs: usize,
+    rate: u64,
+    r_bps: u64,
+) -> Value {
+    json!({
+        "machine": machine.describe(),
+        "seconds": secs,
+        "runs": runs,
+        "rate_pps": rate,
+        "r_bps": r_bps,
+        "servers": names,
+        "load": f.loads.iter().map(|l| json!({
+            "traffic": l.traffic, "load": l.load, "handled_pps": l.pps,
+            "loss_pct": l.loss_pct, "direct_pct": l.direct_pct,
+        })).collect::<Vec<_>>(),
+        "cpu_us_per_packet": f.cpu_us,
+        "cpu_us_per_packet_one_server": f.cpu_one_us,
+        "reorder": f.reorder.iter().map(|(on, r, loss)| json!({
+            "flowlets": on, "reordered_pct": r, "loss_pct": loss,
+        })).collect::<Vec<_>>(),
+        "failover": f.failover,
+        "scale": f.scale.map(|(c, one)| json!({"cluster_pps": c, "one_server_pps": one, "ratio": c / one})),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_is_replaced_at_the_top_level_only() {
+        let t = "name = \"rb4\"\nrate = \"10G\"\n\n[[node]]\nrate = 5\n";
+        assert_eq!(
+            with_rate(t, 1000),
+            "name = \"rb4\"\nrate = \"1000bps\"\n\n[[node]]\nrate = 5\n"
+        );
+        let t = "name = \"rb4\"\n[[node]]\nname = \"n1\"\n";
+        assert_eq!(
+            with_rate(t, 7),
+            "name = \"rb4\"\nrate = \"7bps\"\n[[node]]\nname = \"n1\"\n"
+        );
+    }
+
+    #[test]
+    fn load_is_handled_over_mean_input() {
+        let w = Work {
+            secs: 1.0,
+            packets: vec![[100, 0, 300, 50, 50], [100, 50, 0, 100, 0], [0, 0, 0, 0, 0]],
+            cpu: vec![0.0; 3],
+        };
+        assert_eq!(w.r(), 100.0);
+        let l = w.loads();
+        assert_eq!(l[0], 4.0);
+        assert_eq!(l[1], 1.5);
+        assert_eq!(l[2], 0.0);
+    }
+}
