@@ -73,9 +73,10 @@ static MANUAL: Manual = Manual {
         the I/O nodes; measured over 10 ms windows, split among workers), else through \
         the live intermediate node that carried the fewest bytes in the window. With \
         flowlets on, the choice holds for every packet of a flow less than \
-        flowlet_delta after the previous one, except that a flowlet sent directly moves \
-        to an intermediate once the direct share is used up (the longer path cannot \
-        overtake its earlier packets; a balanced flowlet never moves back while it lasts). \
+        flowlet_delta after the previous one, except that while the direct share is \
+        exceeded, one direct flowlet per window moves to an intermediate (the longer path \
+        cannot overtake its earlier packets; a balanced flowlet never moves back while it \
+        lasts). \
         \n\nIntermediate and output nodes read only the label: an intermediate clears \
         its byte and sends the frame on towards the output node; the output node \
         counts the packet reordered when its sequence number is below one already seen \
@@ -176,9 +177,12 @@ static MANUAL: Manual = Manual {
 const WINDOW_NS: u64 = 10_000_000;
 /// How often a worker refreshes its view of the links.
 const REFRESH_NS: u64 = 1_000_000;
-/// Flowlet table entries per worker (a power of two): flows are found by
-/// hash; two flows on one entry only start new flowlets more often.
+/// Flowlet table entries per worker: sets of [`WAYS`] found by flow hash,
+/// the least recently used entry of a set replaced. A flow that loses its
+/// entry starts a new flowlet, which may reorder it: four ways keep that
+/// rare while fewer than a few thousand flows are active per worker.
 const FLOWLETS: usize = 4096;
+const WAYS: usize = 4;
 /// Reorder-tracking entries per input node on an output node.
 const ORDER_SLOTS: usize = 4096;
 
@@ -503,6 +507,9 @@ struct Worker {
     direct_bytes: Vec<u64>,
     /// Bytes balanced through each node in this window.
     via_bytes: Vec<u64>,
+    /// Per output node: whether a direct flowlet was moved to an
+    /// intermediate in this window.
+    moved: Vec<bool>,
     c: Counts,
     per_link: Vec<LinkCounts>,
     /// Per output node: (direct, balanced) packets.
@@ -527,6 +534,7 @@ impl VLBNode {
             window_end: 0,
             direct_bytes: vec![0; n],
             via_bytes: vec![0; n],
+            moved: vec![false; n],
             c: Counts::default(),
             per_link: vec![LinkCounts::default(); links],
             per_dst: vec![(0, 0); n],
@@ -562,21 +570,26 @@ impl Worker {
             self.c.local += 1;
             return Some(self.links + usize::from(t.port));
         }
-        let len = p.len() as u64;
+        // R is a line rate: count the frame the packet came in as.
+        let len = p.len() as u64 + 14;
         let h = flow_hash(p);
         let choice = if flowlets {
             let delta = sh.delta_ns.load(Relaxed);
-            let slot = (h as usize) & (FLOWLETS - 1);
+            let slot = self.flowlet_slot(h);
             let f = self.flows[slot];
             let mut keep = f.hash == h
                 && f.dst == t.node
                 && now.saturating_sub(f.last) <= delta
                 && self.still_good(f.dst, f.via);
-            // A flowlet sent directly beyond R/N moves to an intermediate:
-            // Direct VLB's bound holds, and the longer path cannot
-            // overtake the packets already sent (the reverse move could,
-            // so a balanced flowlet stays balanced until it pauses).
-            if keep && f.via == NONE && self.over_share(sh, t.node) {
+            // Direct flowlets beyond R/N move to an intermediate, one per
+            // window and output node, so that the direct flowlets shrink to
+            // what fits the share rather than all leaving at once: Direct
+            // VLB's bound holds, and the longer path cannot overtake the
+            // packets already sent (the reverse move could, so a balanced
+            // flowlet stays balanced until it pauses).
+            let d = usize::from(t.node);
+            if keep && f.via == NONE && !self.moved[d] && self.over_share(sh, t.node) {
+                self.moved[d] = true;
                 keep = false;
             }
             let choice = if keep {
@@ -645,8 +658,25 @@ impl Worker {
         d[14..HEADER_LEN].copy_from_slice(&shim.bytes());
         let lc = &mut self.per_link[usize::from(link)];
         lc.packets += 1;
-        lc.bytes += len + HEADER_LEN as u64;
+        lc.bytes += p.len() as u64;
         Some(usize::from(link))
+    }
+
+    /// The flowlet entry of flow hash `h`: its own, else the least
+    /// recently used of its set.
+    #[inline]
+    fn flowlet_slot(&self, h: u32) -> usize {
+        // The set from the hash's high bits (the low bits of a flow hash
+        // of similar 5-tuples are alike).
+        let sets = FLOWLETS / WAYS;
+        let set = (h.wrapping_mul(0x9e37_79b1) >> (32 - sets.trailing_zeros())) as usize;
+        let base = set * WAYS;
+        let ways = &self.flows[base..base + WAYS];
+        if let Some(w) = ways.iter().position(|f| f.hash == h) {
+            return base + w;
+        }
+        let oldest = (0..WAYS).min_by_key(|&w| ways[w].last).unwrap_or(0);
+        base + oldest
     }
 
     /// Whether a flowlet's path is still usable.
@@ -832,6 +862,7 @@ impl Worker {
             self.window_end = now + WINDOW_NS;
             self.direct_bytes.fill(0);
             self.via_bytes.fill(0);
+            self.moved.fill(false);
         }
     }
 }

@@ -460,3 +460,43 @@ fn handlers_and_port_counts_are_checked() {
     .expect("refused");
     assert!(bad.contains("no node `n9`"), "{bad}");
 }
+
+#[test]
+fn direct_flowlets_shrink_to_the_share_one_per_window_and_never_come_back() {
+    let mut n = node("n1", "shrink");
+    n.all_up();
+    // Eight continuous flows to n3, two 500-byte packets each per window:
+    // 8,224 bytes a window against a direct share of 2,500.
+    let mut balanced = [false; 8];
+    let mut direct_last = 0;
+    for w in 0..12 {
+        let batch: Vec<Packet> = (0..16)
+            .map(|i| udp([10, 3, 0, 9], 3000 + (i % 8) as u16, 500))
+            .collect();
+        n.h.push_packets(0, batch);
+        let sport = |f: &Vec<u8>| u16::from_be_bytes([f[HEADER_LEN + 20], f[HEADER_LEN + 21]]);
+        // Within a window a flow may go direct, then move; a flow moved
+        // in an earlier window never goes direct again.
+        let direct: Vec<u16> = n.h.take_bytes(1).iter().map(sport).collect();
+        for s in &direct {
+            assert!(
+                !balanced[usize::from(s - 3000)],
+                "window {w}: flow {s} came back from an intermediate"
+            );
+        }
+        for link in [0, 2] {
+            for f in n.h.take_bytes(link) {
+                balanced[usize::from(sport(&f) - 3000)] = true;
+            }
+        }
+        direct_last = direct.len();
+        n.tick(WINDOW_NS);
+        if w % 4 == 3 {
+            n.all_up();
+        }
+    }
+    // Converged: two flows (4 packets, 2,056 bytes) fit the share, a
+    // third would not.
+    assert_eq!(direct_last, 4, "direct packets in the last window");
+    assert_eq!(balanced.iter().filter(|&&b| b).count(), 6);
+}
