@@ -529,6 +529,8 @@ fn pct(a: u64, b: u64) -> f64 {
 /// The load measured under one traffic pattern (medians over the runs).
 struct LoadFinding {
     traffic: String,
+    /// Packets per second each sending host offered.
+    rate: u64,
     /// Per server: handled / R.
     load: Vec<f64>,
     /// Per server: packets handled per second.
@@ -677,6 +679,7 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
                 }
                 f.loads.push(LoadFinding {
                     traffic: label.to_string(),
+                    rate: flows[0].2.unwrap_or(a.rate),
                     load: loads.iter_mut().map(|v| median(v)).collect(),
                     pps: pps.iter_mut().map(|v| median(v)).collect(),
                     loss_pct: median(&mut loss),
@@ -803,8 +806,8 @@ fn findings_text(f: &Findings, names: &[String], rate: u64) -> String {
         let (loads, pps) = (&l.load, &l.pps);
         let _ = writeln!(
             s,
-            "\nload, {}: {rate} pkt/s per sending host; loss {:.2}%, direct {:.1}%",
-            l.traffic, l.loss_pct, l.direct_pct
+            "\nload, {}: {} pkt/s per sending host; loss {:.2}%, direct {:.1}%",
+            l.traffic, l.rate, l.loss_pct, l.direct_pct
         );
         let _ = writeln!(s, "  {:<8} {:>12} {:>8}", "server", "handled/s", "load");
         for (i, n) in names.iter().enumerate() {
@@ -914,7 +917,7 @@ fn findings_json(
         "r_bps": r_bps,
         "servers": names,
         "load": f.loads.iter().map(|l| json!({
-            "traffic": l.traffic, "load": l.load, "handled_pps": l.pps,
+            "traffic": l.traffic, "rate_pps": l.rate, "load": l.load, "handled_pps": l.pps,
             "loss_pct": l.loss_pct, "direct_pct": l.direct_pct,
         })).collect::<Vec<_>>(),
         "cpu_us_per_packet": f.cpu_us,
