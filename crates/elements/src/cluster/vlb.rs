@@ -496,7 +496,8 @@ struct Worker {
     view: View,
     links: usize,
     first_worker: bool,
-    workers: u64,
+    /// This worker's direct share of R/N: bytes per window per output.
+    budget: u64,
     flows: Box<[Flowlet]>,
     /// Next sequence number per flow tag (input side).
     seqs: Box<[u16]>,
@@ -527,7 +528,7 @@ impl VLBNode {
             view: View::new(&sh),
             links,
             first_worker: true,
-            workers: 1,
+            budget: sh.share_per_window.max(1),
             flows: vec![Flowlet::default(); FLOWLETS].into_boxed_slice(),
             seqs: vec![0u16; 1 << 16].into_boxed_slice(),
             order: vec![None; n],
@@ -588,14 +589,14 @@ impl Worker {
             // packets already sent (the reverse move could, so a balanced
             // flowlet stays balanced until it pauses).
             let d = usize::from(t.node);
-            if keep && f.via == NONE && !self.moved[d] && self.over_share(sh, t.node) {
+            if keep && f.via == NONE && !self.moved[d] && self.over_share(t.node) {
                 self.moved[d] = true;
                 keep = false;
             }
             let choice = if keep {
                 self.path(f.dst, f.via)
             } else {
-                self.choose(sh, t.node)
+                self.choose(t.node)
             };
             let via = match choice {
                 Choice::Direct(_) => NONE,
@@ -610,7 +611,7 @@ impl Worker {
             };
             choice
         } else {
-            self.choose(sh, t.node)
+            self.choose(t.node)
         };
         let (link, via) = match choice {
             Choice::Direct(l) => {
@@ -701,15 +702,16 @@ impl Worker {
     /// Whether this worker's direct traffic to `dst` used up its share of
     /// R/N in the current window.
     #[inline]
-    fn over_share(&self, sh: &Shared, dst: NodeId) -> bool {
-        self.direct_bytes[usize::from(dst)] >= (sh.share_per_window / self.workers).max(1)
+    fn over_share(&self, dst: NodeId) -> bool {
+        self.direct_bytes[usize::from(dst)] >= self.budget
     }
 
     /// Direct VLB: directly while under R/N, else the least-loaded usable
     /// intermediate; directly over R/N when no intermediate is usable.
-    fn choose(&mut self, sh: &Shared, dst: NodeId) -> Choice {
+    #[inline]
+    fn choose(&mut self, dst: NodeId) -> Choice {
         let direct = self.view.next[usize::from(dst)];
-        if direct != NONE && !self.over_share(sh, dst) {
+        if direct != NONE && !self.over_share(dst) {
             return Choice::Direct(direct);
         }
         let usable = &self.view.usable[usize::from(dst)];
@@ -925,7 +927,7 @@ impl VLBNode {
 impl Element for VLBNode {
     fn start(&mut self, cx: &mut Context<'_>) {
         self.w.first_worker = cx.worker() == 0;
-        self.w.workers = cx.workers().max(1) as u64;
+        self.w.budget = (self.sh.share_per_window / cx.workers().max(1) as u64).max(1);
         if self.w.first_worker && !self.sh.ends.is_empty() {
             cx.schedule_at(cx.now());
         }
