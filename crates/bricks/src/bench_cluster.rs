@@ -13,10 +13,12 @@
 //!   delivered, from its `VLBNode` counters) relative to the external
 //!   input rate R. Direct VLB promises 2R for uniform traffic (§3.2) and
 //!   at most 3R in the worst case (here: a permutation, every host
-//!   sending R to the next one: 2.75R expected with N = 4);
+//!   sending R to the next one: 2.75R expected with N = 4 when decided
+//!   per packet; with flowlets, flows that started within R/N stay direct);
 //! * **reordering** (§6.2's metric, measured by `bricks sink`): one host
-//!   sends a flow set above R/N to another, so load balancing kicks in,
-//!   with flowlets on and off (`write vlb.flowlets`);
+//!   sends flows (16 fast ones, then 256 slower ones), together twice
+//!   R/N, to another, so load balancing kicks in, with flowlets on and off
+//!   (`write vlb.flowlets`);
 //! * **failover**: a stream of numbered datagrams from one host to
 //!   another; the intermediate server that carries most of its balanced
 //!   share is killed (SIGKILL) mid-stream; the figure is the longest time
@@ -87,6 +89,10 @@ pub struct ClusterArgs {
 const CANNOT_RUN: u8 = 2;
 
 const WHAT: [&str; 4] = ["load", "reorder", "failover", "scale"];
+
+/// Flow counts of the reordering runs: a few fast flows (gaps shorter than
+/// the paths' delay difference) and many slower ones, as on a link.
+const REORDER_FLOWS: [u32; 2] = [16, 256];
 
 /// Frame size of the paced traffic.
 const FRAME: u64 = 64;
@@ -543,8 +549,8 @@ struct LoadFinding {
 #[derive(Default)]
 struct Findings {
     loads: Vec<LoadFinding>,
-    /// (flowlets, reordered %, sequences... as measured).
-    reorder: Vec<(bool, f64, f64)>,
+    /// (flows, flowlets, reordered %, loss %, balanced %).
+    reorder: Vec<(u32, bool, f64, f64, f64)>,
     failover: Vec<Value>,
     /// (cluster pps, one server pps).
     scale: Option<(f64, f64)>,
@@ -648,13 +654,20 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
                 .map(|h| (h, vec![(h + 1) % hosts], Some(2 * a.rate)))
                 .collect();
             let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
-            for (label, flows) in [
-                ("uniform (every host to every other)", &uniform),
+            for (label, flows, flowlets) in [
+                ("uniform (every host to every other)", &uniform, true),
                 (
-                    "worst case (a permutation at R: host i to host i + 1)",
+                    "worst case (a permutation at R: host i to host i + 1), flowlets",
                     &worst,
+                    true,
+                ),
+                (
+                    "worst case (the same permutation), per-packet Direct VLB",
+                    &worst,
+                    false,
                 ),
             ] {
+                b.write_all("flowlets", if flowlets { "true" } else { "false" })?;
                 let mut loads: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
                 let mut pps: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
                 let (mut loss, mut direct) = (Vec::new(), Vec::new());
@@ -686,21 +699,32 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
                     direct_pct: median(&mut direct),
                 });
             }
+            b.write_all("flowlets", if cluster.flowlets { "true" } else { "false" })?;
             f.cpu_us = cpu.iter_mut().map(|v| median(v)).collect();
         }
         if wants("reorder") {
             let pair = vec![(0usize, vec![1usize], Some(a.rate))];
-            for flowlets in [true, false] {
+            for (nflows, flowlets) in REORDER_FLOWS.iter().flat_map(|&n| [(n, true), (n, false)]) {
                 b.write_all("flowlets", if flowlets { "true" } else { "false" })?;
-                let (mut r, mut loss) = (Vec::new(), Vec::new());
+                let (mut r, mut loss, mut bal) = (Vec::new(), Vec::new(), Vec::new());
                 for _ in 0..runs {
                     anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
-                    let t = b.traffic(&pair, 16)?;
+                    // With flowlets, the flows that start while the direct
+                    // share is used up are balanced.
+                    let t = b.traffic(&pair, nflows)?;
                     r.push(pct(t.reordered, t.probes));
                     loss.push(pct(t.sent.saturating_sub(t.received), t.sent));
+                    let d: u64 = t.work.packets.iter().map(|p| p[3]).sum();
+                    let x: u64 = t.work.packets.iter().map(|p| p[4]).sum();
+                    bal.push(pct(x, d + x));
                 }
-                f.reorder
-                    .push((flowlets, median(&mut r), median(&mut loss)));
+                f.reorder.push((
+                    nflows,
+                    flowlets,
+                    median(&mut r),
+                    median(&mut loss),
+                    median(&mut bal),
+                ));
             }
             b.write_all("flowlets", if cluster.flowlets { "true" } else { "false" })?;
         }
@@ -837,10 +861,10 @@ fn findings_text(f: &Findings, names: &[String], rate: u64) -> String {
             "\nreordering, one host to another above R/N (RouteBricks §6.2: 0.15% with, 5.5% \
              without):"
         );
-        for (on, r, loss) in &f.reorder {
+        for (flows, on, r, loss, bal) in &f.reorder {
             let _ = writeln!(
                 s,
-                "  flowlets {:<4} {:>8.3}% of packets reordered (loss {loss:.2}%)",
+                "  {flows:>4} flows, flowlets {:<4} {:>8.3}% of packets reordered ({bal:.1}% balanced, loss {loss:.2}%)",
                 if *on { "on" } else { "off" },
                 r
             );
@@ -922,8 +946,8 @@ fn findings_json(
         })).collect::<Vec<_>>(),
         "cpu_us_per_packet": f.cpu_us,
         "cpu_us_per_packet_one_server": f.cpu_one_us,
-        "reorder": f.reorder.iter().map(|(on, r, loss)| json!({
-            "flowlets": on, "reordered_pct": r, "loss_pct": loss,
+        "reorder": f.reorder.iter().map(|(flows, on, r, loss, bal)| json!({
+            "flows": flows, "flowlets": on, "reordered_pct": r, "loss_pct": loss, "balanced_pct": bal,
         })).collect::<Vec<_>>(),
         "failover": f.failover,
         "scale": f.scale.map(|(c, one)| json!({"cluster_pps": c, "one_server_pps": one, "ratio": c / one})),

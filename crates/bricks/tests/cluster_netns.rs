@@ -510,8 +510,10 @@ fn flowlets_reorder_less_than_per_packet_balancing() {
             assert!(ok, "{out}");
         }
         let balanced = up.counter(in_node, "balanced");
-        // 3,000 packets/s of 64 bytes to one host: twice the direct share.
-        let (sent, received, reordered, probes) = up.udp(&[(0, vec![1])], 3000, 6000, 16);
+        // 3,000 packets/s of 64 bytes to one host: twice the direct share,
+        // in 64 flows: with flowlets, those that start while the share is
+        // used up are balanced.
+        let (sent, received, reordered, probes) = up.udp(&[(0, vec![1])], 3000, 6000, 64);
         assert!(received * 100 >= sent * 90, "{received} of {sent}");
         assert!(
             up.counter(in_node, "balanced") > balanced + 500,

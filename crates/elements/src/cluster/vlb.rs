@@ -73,10 +73,9 @@ static MANUAL: Manual = Manual {
         the I/O nodes; measured over 10 ms windows, split among workers), else through \
         the live intermediate node that carried the fewest bytes in the window. With \
         flowlets on, the choice holds for every packet of a flow less than \
-        flowlet_delta after the previous one, except that while the direct share is \
-        exceeded, one direct flowlet per window moves to an intermediate (the longer path \
-        cannot overtake its earlier packets; a balanced flowlet never moves back while it \
-        lasts). \
+        flowlet_delta after the previous one (a flowlet changes path only when its path \
+        dies), so the share is enforced as flowlets start: a long flowlet keeps the path \
+        it started on. \
         \n\nIntermediate and output nodes read only the label: an intermediate clears \
         its byte and sends the frame on towards the output node; the output node \
         counts the packet reordered when its sequence number is below one already seen \
@@ -508,9 +507,6 @@ struct Worker {
     direct_bytes: Vec<u64>,
     /// Bytes balanced through each node in this window.
     via_bytes: Vec<u64>,
-    /// Per output node: whether a direct flowlet was moved to an
-    /// intermediate in this window.
-    moved: Vec<bool>,
     c: Counts,
     per_link: Vec<LinkCounts>,
     /// Per output node: (direct, balanced) packets.
@@ -535,7 +531,6 @@ impl VLBNode {
             window_end: 0,
             direct_bytes: vec![0; n],
             via_bytes: vec![0; n],
-            moved: vec![false; n],
             c: Counts::default(),
             per_link: vec![LinkCounts::default(); links],
             per_dst: vec![(0, 0); n],
@@ -578,21 +573,10 @@ impl Worker {
             let delta = sh.delta_ns.load(Relaxed);
             let slot = self.flowlet_slot(h);
             let f = self.flows[slot];
-            let mut keep = f.hash == h
+            let keep = f.hash == h
                 && f.dst == t.node
                 && now.saturating_sub(f.last) <= delta
                 && self.still_good(f.dst, f.via);
-            // Direct flowlets beyond R/N move to an intermediate, one per
-            // window and output node, so that the direct flowlets shrink to
-            // what fits the share rather than all leaving at once: Direct
-            // VLB's bound holds, and the longer path cannot overtake the
-            // packets already sent (the reverse move could, so a balanced
-            // flowlet stays balanced until it pauses).
-            let d = usize::from(t.node);
-            if keep && f.via == NONE && !self.moved[d] && self.over_share(t.node) {
-                self.moved[d] = true;
-                keep = false;
-            }
             let choice = if keep {
                 self.path(f.dst, f.via)
             } else {
@@ -864,7 +848,6 @@ impl Worker {
             self.window_end = now + WINDOW_NS;
             self.direct_bytes.fill(0);
             self.via_bytes.fill(0);
-            self.moved.fill(false);
         }
     }
 }

@@ -240,40 +240,48 @@ fn direct_vlb_sends_r_over_n_directly_and_balances_the_rest() {
     assert_eq!(spread(&mut n, 40, 5)[1], 5);
 }
 
+/// Like [`spread`], one packet at a time, `gap_ns` apart.
+fn paced(n: &mut Node, flows: u16, count: usize, gap_ns: u64) -> [usize; 3] {
+    let mut out = [0; 3];
+    for i in 0..count {
+        n.h.push_packets(0, [udp([10, 3, 0, 9], 2000 + (i as u16 % flows), 500)]);
+        n.tick(gap_ns);
+        for (link, o) in out.iter_mut().enumerate() {
+            *o += n.h.take(link).len();
+        }
+    }
+    out
+}
+
 #[test]
 fn flowlets_keep_a_flow_on_one_path_until_it_pauses_for_delta() {
     let mut n = node("n1", "flowlet");
     n.all_up();
-    // One flow far over the share: directly until the share is used up,
-    // then through one intermediate (never back, never spread).
-    let [a, direct, b] = spread(&mut n, 1, 40);
-    assert_eq!(direct, 5);
-    assert!((a, b) == (35, 0) || (a, b) == (0, 35), "{a} {b}");
-    assert_eq!(n.count("direct"), 5);
-    // Still balanced in the next window: a balanced flowlet stays.
-    n.tick(WINDOW_NS);
-    let [a2, direct, b2] = spread(&mut n, 1, 10);
-    assert_eq!(direct, 0);
-    assert!(
-        (a2 == 0) == (a == 0) && (b2 == 0) == (b == 0),
-        "same intermediate"
-    );
-    // Another flow in the same window takes the direct share (the first
-    // flow, balanced, used none of it), then moves to one intermediate.
+    // One flow far over the share, 300 us between packets: it started
+    // within the share, so it stays direct (a flowlet never changes path
+    // while it lasts: its earlier packets could still be on the way).
+    assert_eq!(paced(&mut n, 1, 20, 300_000), [0, 20, 0]);
+    // Another flow, started while the share is used up, is balanced and
+    // stays on its intermediate, in this window and the next.
     let batch: Vec<Packet> = (0..10).map(|_| udp([10, 3, 0, 9], 999, 500)).collect();
     n.h.push_packets(0, batch);
-    let counts = [n.h.take(0).len(), n.h.take(1).len(), n.h.take(2).len()];
-    assert_eq!(counts[1], 5, "the window's share: {counts:?}");
-    assert!(
-        counts[0] == 0 || counts[2] == 0,
-        "one intermediate: {counts:?}"
-    );
+    let first = [n.h.take(0).len(), n.h.take(1).len(), n.h.take(2).len()];
+    assert!(first == [10, 0, 0] || first == [0, 0, 10], "{first:?}");
+    n.tick(WINDOW_NS);
+    let batch: Vec<Packet> = (0..10).map(|_| udp([10, 3, 0, 9], 999, 500)).collect();
+    n.h.push_packets(0, batch);
+    let again = [n.h.take(0).len(), n.h.take(1).len(), n.h.take(2).len()];
+    assert_eq!(again, first);
     // After a pause longer than delta the flow starts a new flowlet: a
     // fresh window's share sends it directly again.
     n.tick(150 * MS);
     n.all_up();
-    assert_eq!(spread(&mut n, 1, 1), [0, 1, 0]);
-    let _ = (a, b);
+    let batch: Vec<Packet> = (0..3).map(|_| udp([10, 3, 0, 9], 999, 500)).collect();
+    n.h.push_packets(0, batch);
+    assert_eq!(
+        [n.h.take(0).len(), n.h.take(1).len(), n.h.take(2).len()],
+        [0, 3, 0]
+    );
 }
 
 #[test]
@@ -462,41 +470,32 @@ fn handlers_and_port_counts_are_checked() {
 }
 
 #[test]
-fn direct_flowlets_shrink_to_the_share_one_per_window_and_never_come_back() {
-    let mut n = node("n1", "shrink");
+fn flowlets_started_within_the_share_go_direct_the_rest_are_balanced_and_all_stay() {
+    let mut n = node("n1", "starts");
     n.all_up();
-    // Eight continuous flows to n3, two 500-byte packets each per window:
-    // 8,224 bytes a window against a direct share of 2,500.
-    let mut balanced = [false; 8];
-    let mut direct_last = 0;
-    for w in 0..12 {
+    // Eight flows to n3 start at once (500-byte packets, a share of 2,500
+    // bytes): the first five fit, the other three are balanced. Then
+    // every flow keeps its path, window after window.
+    let sport = |f: &Vec<u8>| u16::from_be_bytes([f[HEADER_LEN + 20], f[HEADER_LEN + 21]]);
+    let mut path: [Option<usize>; 8] = [None; 8];
+    for w in 0..6 {
         let batch: Vec<Packet> = (0..16)
             .map(|i| udp([10, 3, 0, 9], 3000 + (i % 8) as u16, 500))
             .collect();
         n.h.push_packets(0, batch);
-        let sport = |f: &Vec<u8>| u16::from_be_bytes([f[HEADER_LEN + 20], f[HEADER_LEN + 21]]);
-        // Within a window a flow may go direct, then move; a flow moved
-        // in an earlier window never goes direct again.
-        let direct: Vec<u16> = n.h.take_bytes(1).iter().map(sport).collect();
-        for s in &direct {
-            assert!(
-                !balanced[usize::from(s - 3000)],
-                "window {w}: flow {s} came back from an intermediate"
-            );
-        }
-        for link in [0, 2] {
+        for link in 0..3 {
             for f in n.h.take_bytes(link) {
-                balanced[usize::from(sport(&f) - 3000)] = true;
+                let flow = usize::from(sport(&f) - 3000);
+                let was = path[flow].get_or_insert(link);
+                assert_eq!(*was, link, "window {w}: flow {flow} changed path");
             }
         }
-        direct_last = direct.len();
         n.tick(WINDOW_NS);
         if w % 4 == 3 {
             n.all_up();
         }
     }
-    // Converged: two flows (4 packets, 2,056 bytes) fit the share, a
-    // third would not.
-    assert_eq!(direct_last, 4, "direct packets in the last window");
-    assert_eq!(balanced.iter().filter(|&&b| b).count(), 6);
+    let direct = path.iter().filter(|p| **p == Some(1)).count();
+    assert_eq!(direct, 5, "{path:?}");
+    assert_eq!(n.count("balanced"), 3 * 2 * 6);
 }
