@@ -481,7 +481,7 @@ impl Bench<'_> {
                 "--rate",
                 &rate,
                 "--flows",
-                "16",
+                "256",
                 "--duration",
                 &secs.to_string(),
                 "--size",
@@ -502,6 +502,10 @@ impl Bench<'_> {
             .max_by_key(|&i| w.packets[i][1])
             .context("no intermediate server")?;
         let carried = w.packets[victim][1] as f64 / w.secs.max(1e-6);
+        anyhow::ensure!(
+            carried > 0.0,
+            "no balanced traffic through any intermediate to kill"
+        );
         let killed_at = Instant::now();
         up::kill_node(self.st, victim, StopSignal::Kill)?;
         let limit = Duration::from_secs_f64(secs + 30.0);
@@ -893,7 +897,7 @@ fn findings_text(f: &Findings, names: &[String], rate: u64) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "\nfailover: a server carrying balanced traffic killed mid-stream ({} pkt/s, 16 flows)",
+            "\nfailover: a server carrying balanced traffic killed mid-stream ({} pkt/s, 256 flows)",
             rate
         );
         let _ = writeln!(

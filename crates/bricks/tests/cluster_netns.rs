@@ -570,7 +570,7 @@ fn a_killed_server_costs_well_under_a_second_and_is_used_again() {
                 "--rate",
                 "3000",
                 "--flows",
-                "16",
+                "64",
                 "--duration",
                 &secs.to_string(),
                 "--size",
@@ -626,7 +626,7 @@ fn a_killed_server_costs_well_under_a_second_and_is_used_again() {
         got["received"].as_u64().unwrap(),
     );
     assert!(r * 100 >= s * 80, "{r} of {s} arrived: {got}");
-    assert_eq!(got["flows"], 16, "{got}");
+    assert_eq!(got["flows"], 64, "{got}");
     assert!(got["span_s"].as_f64().unwrap() > 3.5, "{got}");
     // The other servers see the dead one's links down.
     let (ok, status) = bricks(
