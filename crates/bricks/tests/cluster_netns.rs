@@ -380,6 +380,51 @@ fn rb4_full_mesh_forwards_ping_tcp_and_udp_between_every_pair() {
             }
         }
     }
+    // The cluster is one router: host 1 pings n2's address on its own
+    // port and on host 2's side (answered by n2 after crossing the
+    // cluster), and a packet with TTL 1 gets "time exceeded" from the
+    // input node, as from any router.
+    let (ns0, _, _, _) = up.host(0);
+    let gateway = |h: usize| {
+        up.state["hosts"][h]["gateway"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let far_gateway = gateway(1);
+    let out = output_timeout(
+        &mut up.exec(
+            &ns0,
+            &[
+                "ping",
+                "-n",
+                "-c",
+                "3",
+                "-i",
+                "0.2",
+                "-W",
+                "2",
+                &far_gateway,
+            ],
+        ),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!text.contains(" 0 received"), "ping {far_gateway}: {text}");
+    let out = output_timeout(
+        &mut up.exec(
+            &ns0,
+            &["ping", "-n", "-c", "1", "-t", "1", "-W", "2", &up.host(1).1],
+        ),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("Time to live exceeded") && text.contains(&gateway(0)),
+        "ping -t 1: {text}"
+    );
     // TCP, every ordered pair at once, 256 KiB each checked byte for byte.
     let bytes = (256 << 10).to_string();
     let mut servers = Vec::new();
