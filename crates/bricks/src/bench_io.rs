@@ -1375,10 +1375,7 @@ fn xdp_hold(spec: &str) -> anyhow::Result<ExitCode> {
         }
         _ => bail!("--xdp-hold {spec}: expected redirect:FROM:TO or pass:IF"),
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
-    }
+    let stop = crate::runner::stop_on_signals()?;
     println!("ready: XDP {spec} attached, {mode}");
     std::io::stdout().flush()?;
     while !stop.load(Ordering::Relaxed) {
@@ -1431,10 +1428,7 @@ pub fn bench(a: IoArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(CANNOT_RUN));
         }
     }
-    let cancel = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, cancel.clone()).context("installing signal handlers")?;
-    }
+    let cancel = crate::runner::stop_on_signals()?;
     let machine = Machine::probe();
     let load_start = load_average();
     let bed = Testbed::build(machine.clone(), a.flows, cancel.clone())

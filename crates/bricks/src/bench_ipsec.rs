@@ -1740,10 +1740,7 @@ pub fn bench(a: IpsecArgs) -> anyhow::Result<ExitCode> {
         "--seconds must be a positive number"
     );
     let sel = select(&a.only, a.quick)?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, cancel.clone()).context("installing signal handlers")?;
-    }
+    let cancel = crate::runner::stop_on_signals()?;
     let dir = tempfile::tempdir().context("making a temporary directory")?;
     write_sa_files(dir.path())?;
     let progress = std::io::stderr().is_terminal();

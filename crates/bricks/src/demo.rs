@@ -120,15 +120,7 @@ pub(crate) fn demo(a: DemoArgs) -> anyhow::Result<ExitCode> {
         );
         return memory::run(config.path());
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    // SIGHUP too: a closed terminal must not leave the network behind.
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
-    }
+    let stop = crate::runner::stop_on_signals()?;
     live(&a, config.path(), stop)
 }
 

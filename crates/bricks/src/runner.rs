@@ -304,3 +304,18 @@ pub(crate) fn stats_json(elapsed: Duration, per_worker: &[Vec<ElementStats>]) ->
         .collect();
     serde_json::json!({"elapsed": elapsed.as_secs_f64(), "workers": workers}).to_string()
 }
+
+/// A flag that SIGINT, SIGTERM and SIGHUP set: what long-running commands
+/// (demo, cluster up, the benches) poll to stop and clean up, a closed
+/// terminal included.
+pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    Ok(stop)
+}

@@ -25,7 +25,6 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `bricks cluster up` options.
@@ -103,18 +102,6 @@ const INTERNAL_MTU: &str = "1600";
 /// How long a server gets to end after SIGTERM.
 const GRACE: Duration = Duration::from_secs(3);
 
-fn signals() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
-    }
-    Ok(stop)
-}
-
 fn need_root(what: &str) -> Option<ExitCode> {
     if bricks_netns::is_root() {
         return None;
@@ -139,7 +126,7 @@ pub(crate) fn up_command(a: &UpArgs) -> anyhow::Result<ExitCode> {
     if let Some(code) = need_root("up") {
         return Ok(code);
     }
-    let stop = signals()?;
+    let stop = crate::runner::stop_on_signals()?;
     match up(a, &cluster, &stop) {
         Ok(st) => {
             print!("{}", summary(&st, &cluster));
@@ -835,7 +822,7 @@ pub(crate) fn restart_command(name: &str, node: &str, timeout: f64) -> anyhow::R
     }
     let mut st = loaded(name)?;
     let i = st.node(node)?;
-    let stop = signals()?;
+    let stop = crate::runner::stop_on_signals()?;
     let t = Instant::now();
     restart_node(&mut st, i, Duration::from_secs_f64(timeout.max(1.0)), &stop)?;
     println!(
