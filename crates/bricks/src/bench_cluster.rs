@@ -46,7 +46,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `bricks bench cluster` options.
@@ -89,6 +88,10 @@ pub struct ClusterArgs {
 const CANNOT_RUN: u8 = 2;
 
 const WHAT: [&str; 4] = ["load", "reorder", "failover", "scale"];
+
+/// Flows of the failover runs: enough that some start while the direct
+/// share is used up, so that intermediates carry some of them.
+const FAILOVER_FLOWS: u32 = 256;
 
 /// Flow counts of the reordering runs: a few fast flows (gaps shorter than
 /// the paths' delay difference) and many slower ones, as on a link.
@@ -299,7 +302,19 @@ struct Traffic {
     received: u64,
     reordered: u64,
     probes: u64,
+    /// The longest time without packets at any sink: of a whole stream,
+    /// and of any one flow (ms).
+    max_gap_ms: f64,
+    max_flow_gap_ms: f64,
     work: Work,
+}
+
+/// Paced traffic under way: its sinks and generators.
+struct Streams {
+    sinks: Vec<Captured>,
+    gens: Vec<Captured>,
+    before: Snapshot,
+    limit: Duration,
 }
 
 impl Bench<'_> {
@@ -315,10 +330,22 @@ impl Bench<'_> {
         flows: &[(usize, Vec<usize>, Option<u64>)],
         nflows: u32,
     ) -> anyhow::Result<Traffic> {
+        let s = self.start(flows, nflows, self.secs, false)?;
+        self.finish(s)
+    }
+
+    /// Starts [`Bench::traffic`] for `secs` seconds; `round_robin`: each
+    /// generator takes its flows in turn (evenly spaced packets per flow).
+    fn start(
+        &self,
+        flows: &[(usize, Vec<usize>, Option<u64>)],
+        nflows: u32,
+        secs: f64,
+        round_robin: bool,
+    ) -> anyhow::Result<Streams> {
         let mut receivers: Vec<usize> = flows.iter().flat_map(|f| f.1.clone()).collect();
         receivers.sort_unstable();
         receivers.dedup();
-        let secs = self.secs;
         let sink_secs = format!("{}", secs + 1.5);
         let mut sinks = Vec::new();
         for &h in &receivers {
@@ -376,10 +403,28 @@ impl Bench<'_> {
             if let Some(r) = &rate_s {
                 argv.extend(["--rate", r.as_str()]);
             }
+            if round_robin {
+                argv.push("--round-robin");
+            }
             let nice = if rate.is_some() { NICE } else { NICE_FLOOD };
             gens.push(spawn(&host.namespace, nice, &argv)?);
         }
-        let limit = Duration::from_secs_f64(secs + 30.0);
+        Ok(Streams {
+            sinks,
+            gens,
+            before,
+            limit: Duration::from_secs_f64(secs + 30.0),
+        })
+    }
+
+    /// Waits for traffic started by [`Bench::start`] and reads its reports.
+    fn finish(&self, s: Streams) -> anyhow::Result<Traffic> {
+        let Streams {
+            sinks,
+            gens,
+            before,
+            limit,
+        } = s;
         let mut sent = 0;
         for g in gens {
             let j = report(g, limit, self.stop, "bricks gen")?;
@@ -389,18 +434,23 @@ impl Bench<'_> {
         std::thread::sleep(Duration::from_millis(300));
         let after = snapshot(self.st);
         let (mut received, mut reordered, mut probes) = (0, 0, 0);
+        let (mut max_gap_ms, mut max_flow_gap_ms) = (0.0f64, 0.0f64);
         for s in sinks {
             let j = report(s, limit, self.stop, "bricks sink")?;
             let dup = j["duplicates"].as_u64().unwrap_or(0);
             received += j["probes"].as_u64().unwrap_or(0).saturating_sub(dup);
             probes += j["probes"].as_u64().unwrap_or(0);
             reordered += j["reordered"].as_u64().unwrap_or(0);
+            max_gap_ms = max_gap_ms.max(j["max_gap_ms"].as_f64().unwrap_or(0.0));
+            max_flow_gap_ms = max_flow_gap_ms.max(j["max_flow_gap_ms"].as_f64().unwrap_or(0.0));
         }
         Ok(Traffic {
             sent,
             received,
             reordered,
             probes,
+            max_gap_ms,
+            max_flow_gap_ms,
             work: Work::between(&before, &after),
         })
     }
@@ -450,43 +500,14 @@ impl Bench<'_> {
     /// server killed after a third of it, restarted after.
     fn failover(&mut self) -> anyhow::Result<Value> {
         let (h0, h1) = (0, 1);
-        let to = format!("{}:9000", self.st.hosts[h1].address);
         let secs = (self.secs * 2.0).max(2.0);
-        let recv = spawn(
-            &self.ns_of_host(h1),
-            NICE,
-            &[
-                &self.exe,
-                "cluster",
-                "probe-recv",
-                "--listen",
-                &to,
-                "--duration",
-                &format!("{}", secs + 5.0),
-                "--idle",
-                "1.5",
-            ],
-        )?;
-        std::thread::sleep(Duration::from_millis(300));
-        let rate = self.rate.to_string();
-        let send = spawn(
-            &self.ns_of_host(h0),
-            NICE,
-            &[
-                &self.exe,
-                "cluster",
-                "probe-send",
-                "--to",
-                &to,
-                "--rate",
-                &rate,
-                "--flows",
-                "256",
-                "--duration",
-                &secs.to_string(),
-                "--size",
-                "64",
-            ],
+        // Flows in turn: a flow's packets are evenly spaced, so its longest
+        // silence is the failure's, not chance's.
+        let streams = self.start(
+            &[(h0, vec![h1], Some(self.rate))],
+            FAILOVER_FLOWS,
+            secs,
+            true,
         )?;
         // Which intermediate carries the balanced share: the most
         // forwarded packets over a short look.
@@ -508,9 +529,7 @@ impl Bench<'_> {
         );
         let killed_at = Instant::now();
         up::kill_node(self.st, victim, StopSignal::Kill)?;
-        let limit = Duration::from_secs_f64(secs + 30.0);
-        let sent = report(send, limit, self.stop, "probe-send")?;
-        let got = report(recv, limit, self.stop, "probe-recv")?;
+        let t = self.finish(streams)?;
         let victim_name = self.st.nodes[victim].name.clone();
         let restart = Instant::now();
         up::restart_node(self.st, victim, Duration::from_secs(30), self.stop)?;
@@ -518,11 +537,11 @@ impl Bench<'_> {
             "killed": victim_name,
             "killed_after_s": (killed_at.elapsed().as_secs_f64() - secs).abs(),
             "carried_pps": carried,
-            "sent": sent["sent"],
-            "received": got["received"],
-            "lost": got["lost"],
-            "max_flow_gap_ms": got["max_flow_gap_ms"],
-            "max_gap_ms": got["max_gap_ms"],
+            "sent": t.sent,
+            "received": t.received,
+            "lost": t.sent.saturating_sub(t.received),
+            "max_flow_gap_ms": t.max_flow_gap_ms,
+            "max_gap_ms": t.max_gap_ms,
             "restart_s": restart.elapsed().as_secs_f64(),
         }))
     }
@@ -588,14 +607,7 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
     );
     let runs = a.runs.unwrap_or(if a.quick { 1 } else { 3 }).max(1);
     anyhow::ensure!(a.rate >= 100, "--rate: at least 100 packets per second");
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
-    }
+    let stop = crate::runner::stop_on_signals()?;
     let started = Instant::now();
     let machine = Machine::probe();
     let source = cluster_file(a.cluster.as_deref())?;

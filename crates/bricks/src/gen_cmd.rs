@@ -82,6 +82,10 @@ pub(crate) struct GenArgs {
     /// Distinct flows (5-tuples); each packet belongs to one at random.
     #[arg(long, default_value_t = 16, conflicts_with = "replay")]
     pub flows: usize,
+    /// Take the flows in turn rather than at random, so that each flow's
+    /// packets are evenly spaced (for measuring how long flows stop).
+    #[arg(long, conflicts_with = "replay")]
+    pub round_robin: bool,
     /// Source address or prefix the flows' sources are drawn from.
     #[arg(long, value_name = "IP[/LEN]", conflicts_with = "replay")]
     pub src: Option<String>,
@@ -235,6 +239,9 @@ pub(crate) fn config(a: &GenArgs) -> anyhow::Result<String> {
             Size::Imix => "IMIX true".to_string(),
         };
         let _ = write!(w, ", FLOWS {}", a.flows);
+        if a.round_robin {
+            let _ = write!(w, ", ROUND_ROBIN true");
+        }
         if let Some(s) = &a.src {
             let _ = write!(w, ", SRC {}", prefix("--src", s)?);
         }

@@ -98,6 +98,9 @@ pub(crate) struct SinkReport {
     pub reordered: u64,
     pub reorder_sequences: u64,
     pub future_stamps: u64,
+    /// The longest time without probes: of the stream, of any one flow.
+    pub max_gap_ns: u64,
+    pub max_flow_gap_ns: u64,
     pub latency: Latency,
     /// Packets and bits per second between the first and the last packet.
     pub pps: u64,
@@ -140,6 +143,8 @@ impl SinkReport {
             reordered: g("reordered"),
             reorder_sequences: g("reorder_sequences"),
             future_stamps: g("future_stamps"),
+            max_gap_ns: g("max_gap_ns"),
+            max_flow_gap_ns: g("max_flow_gap_ns"),
             latency: Latency {
                 samples: g("latency_samples"),
                 min: g("latency_min_ns"),
@@ -200,6 +205,8 @@ impl SinkReport {
             "reordered_pct": pct(self.reordered, self.probes),
             "reorder_sequences": self.reorder_sequences,
             "future_stamps": self.future_stamps,
+            "max_gap_ms": self.max_gap_ns as f64 / 1e6,
+            "max_flow_gap_ms": self.max_flow_gap_ns as f64 / 1e6,
             "latency_ns": {
                 "samples": l.samples,
                 "min": l.min,

@@ -217,6 +217,21 @@ impl Up {
         count: u64,
         nflows: u32,
     ) -> (u64, u64, u64, u64) {
+        let r = self.finish_udp(self.start_udp(flows, rate, count, nflows, false));
+        (r.sent, r.received, r.reordered, r.probes)
+    }
+
+    /// Starts [`Up::udp`]'s senders and sinks.
+    /// `round_robin`: the generators take their flows in turn, so that
+    /// each flow's packets are evenly spaced.
+    fn start_udp(
+        &self,
+        flows: &[(usize, Vec<usize>)],
+        rate: u64,
+        count: u64,
+        nflows: u32,
+        round_robin: bool,
+    ) -> Udp {
         let mut rx: Vec<usize> = flows.iter().flat_map(|f| f.1.clone()).collect();
         rx.sort_unstable();
         rx.dedup();
@@ -271,11 +286,22 @@ impl Up {
                         "--backend",
                         "packet",
                         "--json",
+                        if round_robin {
+                            "--round-robin"
+                        } else {
+                            "--seed=1" // the default: no change
+                        },
                     ],
                 ))
                 .unwrap(),
             );
         }
+        Udp { sinks, gens, secs }
+    }
+
+    /// Waits for traffic of [`Up::start_udp`] and sums the reports.
+    fn finish_udp(&self, u: Udp) -> UdpResult {
+        let Udp { sinks, gens, secs } = u;
         let json = |c: Captured, who: &str| -> Value {
             let out = c.wait(Duration::from_secs_f64(secs + 30.0), None).unwrap();
             let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -297,6 +323,7 @@ impl Up {
             sent += j["sent"].as_u64().unwrap();
         }
         let (mut received, mut reordered, mut probes) = (0, 0, 0);
+        let (mut flows, mut max_gap_ms, mut max_flow_gap_ms) = (0, 0.0f64, 0.0f64);
         for s in sinks {
             let j = json(s, "bricks sink");
             eprintln!(
@@ -307,9 +334,40 @@ impl Up {
             received += p - j["duplicates"].as_u64().unwrap_or(0);
             probes += p;
             reordered += j["reordered"].as_u64().unwrap();
+            flows += j["flows"].as_u64().unwrap();
+            max_gap_ms = max_gap_ms.max(j["max_gap_ms"].as_f64().unwrap());
+            max_flow_gap_ms = max_flow_gap_ms.max(j["max_flow_gap_ms"].as_f64().unwrap());
         }
-        (sent, received, reordered, probes)
+        UdpResult {
+            sent,
+            received,
+            reordered,
+            probes,
+            flows,
+            max_gap_ms,
+            max_flow_gap_ms,
+        }
     }
+}
+
+/// Senders and sinks under way.
+struct Udp {
+    sinks: Vec<Captured>,
+    gens: Vec<Captured>,
+    secs: f64,
+}
+
+/// What they sent and received.
+struct UdpResult {
+    sent: u64,
+    received: u64,
+    reordered: u64,
+    probes: u64,
+    flows: u64,
+    /// The longest time without probes at a sink: of a whole stream, of
+    /// any one flow.
+    max_gap_ms: f64,
+    max_flow_gap_ms: f64,
 }
 
 impl Drop for Up {
@@ -584,58 +642,9 @@ fn a_killed_server_costs_well_under_a_second_and_is_used_again() {
     let t0 = Instant::now();
     let up = Up::start("kill", &with_rate("conf/cluster/rb4.toml", R_BPS));
     up.ping(0, 1).unwrap();
-    let (ns1, addr1, _, _) = up.host(1);
-    let (ns0, _, _, _) = up.host(0);
-    let to = format!("{addr1}:9000");
-    let stream = |secs: f64| {
-        let recv = Captured::spawn(&mut up.exec(
-            &ns1,
-            &[
-                BRICKS,
-                "cluster",
-                "probe-recv",
-                "--listen",
-                &to,
-                "--duration",
-                &format!("{}", secs + 6.0),
-                "--idle",
-                "2",
-            ],
-        ))
-        .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        let send = Captured::spawn(&mut up.exec(
-            &ns0,
-            &[
-                BRICKS,
-                "cluster",
-                "probe-send",
-                "--to",
-                &to,
-                "--rate",
-                "3000",
-                "--flows",
-                "64",
-                "--duration",
-                &secs.to_string(),
-                "--size",
-                "64",
-            ],
-        ))
-        .unwrap();
-        (send, recv)
-    };
-    let finish = |c: Captured| -> Value {
-        let out = c.wait(Duration::from_secs(40), None).unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        text.lines()
-            .rev()
-            .find_map(|l| serde_json::from_str(l).ok())
-            .unwrap_or_else(|| panic!("no report: {text} {}", String::from_utf8_lossy(&out.stderr)))
-    };
-    // The stream goes from n1's host to n2's; the intermediate that
-    // forwards most of it is killed a second in.
-    let (send, recv) = stream(4.0);
+    // The stream goes from n1's host to n2's (64 flows, 4 s); the
+    // intermediate that forwards most of it is killed a second in.
+    let stream = up.start_udp(&[(0, vec![1])], 3000, 12_000, 64, true);
     std::thread::sleep(Duration::from_millis(700));
     let f0: Vec<u64> = (0..4).map(|i| up.counter(i, "forwarded")).collect();
     std::thread::sleep(Duration::from_millis(300));
@@ -655,24 +664,28 @@ fn a_killed_server_costs_well_under_a_second_and_is_used_again() {
         Duration::from_secs(20),
     );
     assert!(ok, "{out}");
-    let sent = finish(send);
-    let got = finish(recv);
-    let gap = got["max_flow_gap_ms"].as_f64().unwrap();
+    let got = up.finish_udp(stream);
+    let gap = got.max_flow_gap_ms;
     eprintln!(
         "killed {vname}: longest silence of a flow {gap:.0} ms, of the stream {:.0} ms, lost {} of {}",
-        got["max_gap_ms"].as_f64().unwrap(),
-        got["lost"],
-        sent["sent"]
+        got.max_gap_ms,
+        got.sent - got.received,
+        got.sent
     );
-    assert!(gap < 1000.0, "flows stopped for {gap} ms: {got}");
-    // Traffic kept flowing: most of it arrived, in every flow, until the end.
-    let (s, r) = (
-        sent["sent"].as_u64().unwrap(),
-        got["received"].as_u64().unwrap(),
+    assert!(gap < 1000.0, "flows stopped for {gap} ms");
+    // Traffic kept flowing: most of it arrived, in every flow.
+    assert!(
+        got.received * 100 >= got.sent * 90,
+        "{} of {} arrived",
+        got.received,
+        got.sent
     );
-    assert!(r * 100 >= s * 80, "{r} of {s} arrived: {got}");
-    assert_eq!(got["flows"], 64, "{got}");
-    assert!(got["span_s"].as_f64().unwrap() > 3.5, "{got}");
+    assert_eq!(got.flows, 64);
+    assert!(
+        got.max_gap_ms < 1000.0,
+        "the stream stopped for {} ms",
+        got.max_gap_ms
+    );
     // The other servers see the dead one's links down.
     let (ok, status) = bricks(
         &["cluster", "status", &up.name, "--interval", "0.3", "--json"],
@@ -698,15 +711,13 @@ fn a_killed_server_costs_well_under_a_second_and_is_used_again() {
     assert!(ok, "{out}");
     eprintln!("restarted {vname} in {:.2} s", t.elapsed().as_secs_f64());
     let before = up.counter(victim, "forwarded");
-    let (send, recv) = stream(2.0);
-    let _ = finish(send);
-    let got = finish(recv);
+    let got = up.finish_udp(up.start_udp(&[(0, vec![1])], 3000, 6000, 64, true));
     let after = up.counter(victim, "forwarded");
     assert!(
         after > before + 100,
         "{vname} forwarded {before} -> {after} after restart"
     );
-    assert!(got["received"].as_u64().unwrap() > 0);
+    assert!(got.received > 0);
     eprintln!("failover test: {:.1} s", t0.elapsed().as_secs_f64());
 }
 

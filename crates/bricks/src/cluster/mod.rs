@@ -12,11 +12,11 @@
 //!   whole cluster on this machine, one network namespace per server,
 //!   veth pairs as the internal links, one host namespace per external
 //!   port, one `bricks run` per server; its state in
-//!   `/run/bricks-cluster/NAME/state.json` ([`state`]);
-//! * hidden helpers that measure how long flows stop when a server fails
-//!   ([`probe`]).
+//!   `/run/bricks-cluster/NAME/state.json` ([`state`]).
+//!
+//! How long flows stop when a server fails is measured with `bricks gen`
+//! and `bricks sink` (its `max_flow_gap`).
 
-pub(crate) mod probe;
 pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod up;
@@ -154,13 +154,6 @@ pub(crate) enum ClusterCommand {
         #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
         timeout: f64,
     },
-    /// Send numbered UDP datagrams at a steady rate over several flows (a
-    /// helper for failover measurements, run in a host namespace).
-    #[command(hide = true)]
-    ProbeSend(probe::SendArgs),
-    /// Receive them and report per-flow arrival gaps as JSON.
-    #[command(hide = true)]
-    ProbeRecv(probe::RecvArgs),
 }
 
 /// `bricks cluster plan` options.
@@ -230,8 +223,6 @@ pub(crate) fn cluster(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             node,
             timeout,
         } => up::restart_command(&name, &node, timeout),
-        ClusterCommand::ProbeSend(a) => probe::send(&a),
-        ClusterCommand::ProbeRecv(a) => probe::recv(&a),
     }
 }
 

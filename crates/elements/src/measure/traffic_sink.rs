@@ -20,7 +20,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
 use hdrhistogram::Histogram;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -74,6 +74,11 @@ static MANUAL: Manual = Manual {
             "probes missing from their flow's sequence (no tail)",
         ),
         ("duplicates", "probes received more than once"),
+        (
+            "max_gap_ns, max_flow_gap_ns",
+            "the longest time without probes, of the whole stream and of any one flow \
+             (how long a failure stopped traffic)",
+        ),
         (
             "reordered",
             "probes that arrived after a later probe of their flow",
@@ -135,6 +140,14 @@ struct Shared {
     /// Instances that have received packets and folded their histogram
     /// for the last time.
     finished: AtomicUsize,
+    /// When the last batch with probes arrived (monotonic ns), on any
+    /// worker, and the longest time between two such batches: the
+    /// longest silence of the whole stream.
+    last_probe: AtomicU64,
+    max_gap: AtomicU64,
+    /// The longest time between two probes of one flow (a flow is
+    /// received by one worker).
+    max_flow_gap: AtomicU64,
 }
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -149,6 +162,9 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             merged: Mutex::new(new_histogram()),
             active: AtomicUsize::new(0),
             finished: AtomicUsize::new(0),
+            last_probe: AtomicU64::new(0),
+            max_gap: AtomicU64::new(0),
+            max_flow_gap: AtomicU64::new(0),
         })
     })?;
     Ok(Box::new(TrafficSink {
@@ -175,6 +191,8 @@ struct FlowState {
     window: u64,
     /// The previous probe of this flow was reordered.
     late: bool,
+    /// When its last probe arrived (monotonic ns).
+    last_ns: u64,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -193,6 +211,8 @@ struct Counts {
     reordered: u64,
     reorder_sequences: u64,
     future: u64,
+    /// This worker's longest time between two probes of a flow (ns).
+    max_flow_gap: u64,
 }
 
 /// Router times of the first and the latest batch of something.
@@ -296,21 +316,29 @@ fn sender(frame: &[u8], at: &UdpAt) -> u32 {
 
 impl TrafficSink {
     /// Follows one probe of `flow` (sender in the high bits) with 32-bit
-    /// sequence `seq32`.
+    /// sequence `seq32`, arrived at `now`.
     #[inline]
-    fn follow(&mut self, flow: u64, seq32: u32) {
+    fn follow(&mut self, flow: u64, seq32: u32, now: u64) {
         let c = &mut self.c;
         let st = self.flows.entry(flow).or_insert(FlowState {
             next: 0,
             window: 0,
             late: false,
+            last_ns: now,
         });
+        let gap = now.saturating_sub(st.last_ns);
+        st.last_ns = now;
+        if gap > c.max_flow_gap {
+            c.max_flow_gap = gap;
+            self.shared.max_flow_gap.fetch_max(gap, Ordering::Relaxed);
+        }
         if st.next == 0 {
             let s = u64::from(seq32);
             *st = FlowState {
                 next: s + 1,
                 window: 1,
                 late: false,
+                last_ns: now,
             };
             c.expected += s + 1;
             c.unique += 1;
@@ -373,7 +401,7 @@ impl TrafficSink {
                 }
                 None => self.c.future += 1,
             }
-            self.follow(u64::from(sender) << 32 | u64::from(flow), seq);
+            self.follow(u64::from(sender) << 32 | u64::from(flow), seq, now);
         }
     }
 
@@ -441,6 +469,12 @@ impl Element for TrafficSink {
         self.receive(batch, now);
         if self.c.probes > probes {
             self.probe_span.see(t);
+            let prev = self.shared.last_probe.swap(now, Ordering::Relaxed);
+            if prev != 0 {
+                self.shared
+                    .max_gap
+                    .fetch_max(now.saturating_sub(prev), Ordering::Relaxed);
+            }
         }
         batch.clear();
         if now.wrapping_sub(self.last_merge) >= MERGE_EVERY_NS {
@@ -486,6 +520,11 @@ impl Element for TrafficSink {
         }
         if self.worker == Some(0) {
             self.latency_stats(s);
+            s.counter("max_gap_ns", self.shared.max_gap.load(Ordering::Relaxed));
+            s.counter(
+                "max_flow_gap_ns",
+                self.shared.max_flow_gap.load(Ordering::Relaxed),
+            );
         }
         let (pps, bps) = self.rates();
         s.counter("rate_pps", pps);
@@ -591,6 +630,23 @@ mod tests {
         assert_eq!(s.get("flows"), Some(2));
         assert_eq!(s.get("duplicates"), Some(0));
         assert_eq!(s.get("reordered"), Some(0));
+    }
+
+    #[test]
+    fn the_longest_silences_of_the_stream_and_of_a_flow() {
+        let mut h = Harness::push(&CLASS, "", 1, 0);
+        h.push_bytes(0, &probe(0, 0, 0));
+        h.push_bytes(0, &probe(1, 0, 0));
+        std::thread::sleep(Duration::from_millis(30));
+        h.push_bytes(0, &probe(1, 1, 0));
+        let s = h.stats();
+        let ms = 1_000_000;
+        assert!(s.get("max_gap_ns").unwrap() >= 30 * ms);
+        assert!(s.get("max_flow_gap_ns").unwrap() >= 30 * ms);
+        // Flow 0, silent all along, counts when it resumes.
+        std::thread::sleep(Duration::from_millis(30));
+        h.push_bytes(0, &probe(0, 1, 0));
+        assert!(h.stats().get("max_flow_gap_ns").unwrap() >= 60 * ms);
     }
 
     #[test]

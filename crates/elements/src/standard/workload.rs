@@ -33,7 +33,8 @@ static MANUAL: Manual = Manual {
         bytes in the ratio 7:4:1. FLOWS flows are made up front, each with a source from \
         SRC, a destination drawn at random from the DST prefixes (a random prefix, then a \
         random address inside it), and random UDP ports; every packet picks a flow at \
-        random. ROUTES draws destinations from the IPv4 prefixes of a route file (text \
+        random, or the next one in turn with ROUND_ROBIN (so that each flow's packets \
+        are evenly spaced, as a failover measurement wants). ROUTES draws destinations from the IPv4 prefixes of a route file (text \
         or MRT, as the lookup elements read it) as well. The UDP payload starts with a \
         64-bit sequence number and the 64-bit send time in nanoseconds (GenStamp replaces \
         them with a per-flow probe). The IPv4 checksum is valid; the UDP checksum is zero \
@@ -48,6 +49,7 @@ static MANUAL: Manual = Manual {
         Keyword { name: "SIZE", ty: "unsigned", default: Some("64"), doc: "frame size in bytes (60 to 2048)" },
         Keyword { name: "IMIX", ty: "boolean", default: Some("false"), doc: "use the 7:4:1 mix of 64/594/1518 bytes instead of SIZE" },
         Keyword { name: "FLOWS", ty: "unsigned", default: Some("1"), doc: "number of distinct flows" },
+        Keyword { name: "ROUND_ROBIN", ty: "boolean", default: Some("false"), doc: "take the flows in turn instead of at random" },
         Keyword { name: "SRC", ty: "IPv4 prefix", default: Some("192.0.2.0/24"), doc: "source addresses" },
         Keyword { name: "DST", ty: "IPv4 prefixes", default: Some("198.18.0.0/15"), doc: "space-separated prefixes destinations are drawn from" },
         Keyword { name: "ROUTES", ty: "file name", default: None, doc: "route file whose IPv4 prefixes destinations are drawn from (with DST's, if given)" },
@@ -147,6 +149,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let size: usize = args.read("SIZE")?.unwrap_or(64);
     let imix = args.read("IMIX")?.unwrap_or(false);
     let flows: usize = args.read("FLOWS")?.unwrap_or(1);
+    let round_robin = args.read("ROUND_ROBIN")?.unwrap_or(false);
     let src: Ipv4Cidr = args
         .read("SRC")?
         .unwrap_or_else(|| Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24));
@@ -205,6 +208,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     eth[12..14].copy_from_slice(&[0x08, 0x00]);
     Ok(Box::new(WorkloadSource {
         flows,
+        next_flow: round_robin.then_some(0),
         rng,
         eth,
         ttl,
@@ -291,6 +295,8 @@ impl Pacer {
 #[derive(Debug)]
 pub struct WorkloadSource {
     flows: Vec<Flow>,
+    /// With ROUND_ROBIN: the flow of the next packet.
+    next_flow: Option<usize>,
     rng: SplitMix,
     eth: [u8; 14],
     ttl: u8,
@@ -321,7 +327,15 @@ impl WorkloadSource {
         } else {
             self.size as usize
         };
-        let flow = self.flows[self.rng.below(self.flows.len() as u64) as usize];
+        let k = match &mut self.next_flow {
+            Some(k) => {
+                let this = *k;
+                *k = (this + 1) % self.flows.len();
+                this
+            }
+            None => self.rng.below(self.flows.len() as u64) as usize,
+        };
+        let flow = self.flows[k];
         let mut p = Packet::new();
         // Cannot fail: size <= MAX_FRAME was checked at configuration.
         let _ = p.set_len(size);
@@ -441,6 +455,18 @@ mod tests {
     use super::*;
     use bricks_runtime::testing::Harness;
     use bricks_wire::ipv4::Ipv4Packet;
+
+    #[test]
+    fn round_robin_takes_the_flows_in_turn() {
+        let mut h = Harness::push(&CLASS, "FLOWS 3, ROUND_ROBIN true, LIMIT 9", 0, 1);
+        while h.run_task() == TaskResult::Worked {}
+        let ports: Vec<[u8; 2]> = h.take_bytes(0).iter().map(|f| [f[34], f[35]]).collect();
+        assert_eq!(ports.len(), 9);
+        for (i, p) in ports.iter().enumerate() {
+            assert_eq!(p, &ports[i % 3], "packet {i}");
+        }
+        assert!(ports[0] != ports[1] && ports[1] != ports[2] && ports[0] != ports[2]);
+    }
 
     #[test]
     fn packets_are_valid_ipv4_udp() {
