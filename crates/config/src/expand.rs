@@ -27,8 +27,9 @@ use crate::{Arg, Connection, ElementDecl, Limits, Options};
 #[derive(Default)]
 struct Frame {
     vars: HashMap<String, String>,
-    /// The compound class this frame belongs to, for error help.
-    class: Option<String>,
+    /// The compound class this frame belongs to (an index into
+    /// [`Parsed::classes`]), for error help.
+    class: Option<usize>,
 }
 
 /// Looks variables up in `local` (a frame being built) then `frames`,
@@ -229,8 +230,9 @@ impl<'p> Expander<'p> {
             );
             if let Some(s) = suggest(&name, known.iter().map(String::as_str)) {
                 d = d.with_help(format!("did you mean `${s}`?"));
-            } else if let Some(class) = frames.last().and_then(|f| f.class.as_ref()) {
-                let params = self.params_of(class);
+            } else if let Some(k) = frames.last().and_then(|f| f.class) {
+                let class = &self.parsed.classes[k].name;
+                let params = self.params_of(k);
                 d = d.with_help(if params.is_empty() {
                     format!("element class `{class}` takes no parameters; declare one with `elementclass {class} {{ ${name} | ... }}`")
                 } else {
@@ -246,20 +248,13 @@ impl<'p> Expander<'p> {
         }
     }
 
-    fn params_of(&self, class: &str) -> String {
-        self.parsed
-            .classes
+    fn params_of(&self, class: usize) -> String {
+        self.parsed.classes[class]
+            .formals
             .iter()
-            .rev()
-            .find(|c| c.name == class)
-            .map(|c| {
-                c.formals
-                    .iter()
-                    .map(|f| format!("`${}`", f.var))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default()
+            .map(|f| format!("`${}`", f.var))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Substitutes and splits an element's arguments.
@@ -412,7 +407,7 @@ impl<'p> Expander<'p> {
                     let outer = &frames[..class.depth.min(frames.len())];
                     let mut frame = Frame {
                         vars,
-                        class: Some(class.name.clone()),
+                        class: Some(*k),
                     };
                     for d in &class.body.defines {
                         let value = self.define_value(d.value, &frame.vars, outer);

@@ -143,8 +143,13 @@ pub(crate) struct Parser<'a> {
     peeked: VecDeque<Token>,
     errors: Vec<Diagnostic>,
     classes: Vec<CompoundClass>,
-    /// Visible class names, innermost last.
-    types: Vec<(String, Binding)>,
+    /// Visible class names: what each name means, innermost binding
+    /// last. A map, not a list: a file may define many thousands of
+    /// classes and every bare word is looked up.
+    types: HashMap<String, Vec<Binding>>,
+    /// The names bound so far, in order, so that leaving a scope can
+    /// unbind what it bound.
+    bound: Vec<String>,
     requirements: Vec<String>,
     /// Number of enclosing `elementclass` bodies.
     depth: usize,
@@ -159,7 +164,8 @@ pub(crate) fn parse(text: &str, file: u32) -> Result<Parsed, Vec<Diagnostic>> {
         peeked: VecDeque::new(),
         errors: Vec::new(),
         classes: Vec::new(),
-        types: Vec::new(),
+        types: HashMap::new(),
+        bound: Vec::new(),
         requirements: Vec::new(),
         depth: 0,
         gave_up: false,
@@ -283,11 +289,25 @@ impl<'a> Parser<'a> {
     }
 
     fn lookup_type(&self, name: &str) -> Option<&Binding> {
-        self.types
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, b)| b)
+        self.types.get(name).and_then(|b| b.last())
+    }
+
+    fn bind_type(&mut self, name: String, binding: Binding) {
+        self.types.entry(name.clone()).or_default().push(binding);
+        self.bound.push(name);
+    }
+
+    /// Forgets the bindings made after the first `len`.
+    fn unbind_types(&mut self, len: usize) {
+        while self.bound.len() > len {
+            let Some(name) = self.bound.pop() else { break };
+            if let Some(b) = self.types.get_mut(&name) {
+                b.pop();
+                if b.is_empty() {
+                    self.types.remove(&name);
+                }
+            }
+        }
     }
 
     fn resolve_class(&self, name: &str) -> ClassRef {
@@ -775,7 +795,7 @@ impl<'a> Parser<'a> {
                     .lookup_type(target)
                     .cloned()
                     .unwrap_or_else(|| Binding::Primitive(target.to_string()));
-                self.types.push((word, binding));
+                self.bind_type(word, binding);
             }
             _ => {
                 let d = Diagnostic::error(
@@ -807,7 +827,7 @@ impl<'a> Parser<'a> {
             return;
         }
         self.depth += 1;
-        let types_len = self.types.len();
+        let types_len = self.bound.len();
         let formals = self.formals();
         let mut body = Body {
             is_compound: true,
@@ -833,7 +853,7 @@ impl<'a> Parser<'a> {
         if self.peek().kind == Tok::RBrace {
             self.bump();
         }
-        self.types.truncate(types_len);
+        self.unbind_types(types_len);
         self.depth -= 1;
         self.finish_body(&mut body);
         self.classes.push(CompoundClass {
@@ -844,7 +864,7 @@ impl<'a> Parser<'a> {
             depth: self.depth + 1,
         });
         let index = self.classes.len() - 1;
-        self.types.push((name, Binding::Compound(index)));
+        self.bind_type(name, Binding::Compound(index));
     }
 
     /// `$a, $b, KEYWORD $c |` at the start of a compound body.
@@ -996,6 +1016,11 @@ impl<'a> Parser<'a> {
             }
         }
         let mut taken: std::collections::HashSet<String> = body.names.keys().cloned().collect();
+        // The last N given to each class: every N from an element's
+        // position up to it is taken already (positions only grow), so
+        // the search starts after it and each name is tried once per
+        // class, not once per element.
+        let mut last: HashMap<String, usize> = HashMap::new();
         let mut position = 0usize;
         for e in &mut body.elems {
             if e.alias_of.is_some() || matches!(e.class, ClassRef::Input | ClassRef::Output) {
@@ -1005,7 +1030,10 @@ impl<'a> Parser<'a> {
             if e.declared.is_some() {
                 continue;
             }
-            let mut n = position;
+            let mut n = match last.get(e.class_written.as_str()) {
+                Some(&l) => position.max(l + 1),
+                None => position,
+            };
             loop {
                 let candidate = format!("{}@{n}", e.class_written);
                 if taken.insert(candidate.clone()) {
@@ -1013,6 +1041,12 @@ impl<'a> Parser<'a> {
                     break;
                 }
                 n += 1;
+            }
+            match last.get_mut(e.class_written.as_str()) {
+                Some(l) => *l = n,
+                None => {
+                    last.insert(e.class_written.clone(), n);
+                }
             }
         }
     }
