@@ -163,6 +163,23 @@ fn statistics(fd: i32) -> XdpStatistics {
     s
 }
 
+impl XdpStatistics {
+    /// Frames the kernel received for this socket but could not deliver,
+    /// each counted once.
+    ///
+    /// In copy mode a frame that finds the fill ring empty is counted both
+    /// in `rx_dropped` and in `rx_fill_ring_empty_descs` (net/xdp/xsk.c,
+    /// `__xsk_rcv`: `xsk_buff_alloc` fails, bumping the fill queue's
+    /// `queue_empty_descs`, then `rx_dropped++`); in zero-copy mode
+    /// `rx_fill_ring_empty_descs` counts the driver's failed refills, not
+    /// frames. So only `rx_dropped` (fill ring empty, frame too long) and
+    /// `rx_ring_full` (RX ring full; counted apart from `rx_dropped` when
+    /// the full structure is asked for) are frames lost.
+    fn ring_drops(&self) -> u64 {
+        self.rx_dropped + self.rx_ring_full
+    }
+}
+
 fn errno_of(e: xdpilone::Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e.get_raw().abs())
 }
@@ -531,12 +548,12 @@ impl RxQueue for XdpRx {
     }
 
     /// The queue's counters; `ring_drops` comes from the kernel
-    /// (`XDP_STATISTICS`: dropped, RX ring full, fill ring empty), one
+    /// (`XDP_STATISTICS`, see [`XdpStatistics::ring_drops`]), one
     /// `getsockopt` per call, so read it at report intervals.
     fn stats(&self) -> RxStats {
         let k = statistics(self.fd);
         RxStats {
-            ring_drops: k.rx_dropped + k.rx_ring_full + k.rx_fill_ring_empty_descs,
+            ring_drops: k.ring_drops(),
             ..self.stats
         }
     }
@@ -697,5 +714,30 @@ impl TxQueue for XdpTx {
             errors: statistics(self.fd).tx_invalid_descs,
             ..self.stats
         }
+    }
+}
+
+#[cfg(test)]
+mod statistics_tests {
+    use super::XdpStatistics;
+
+    #[test]
+    fn a_frame_that_found_the_fill_ring_empty_is_one_drop_not_two() {
+        // What a copy-mode socket reports after 168 frames found the fill
+        // ring empty and 5 found the RX ring full.
+        let k = XdpStatistics {
+            rx_dropped: 168,
+            rx_fill_ring_empty_descs: 168,
+            rx_ring_full: 5,
+            rx_invalid_descs: 2,
+            ..XdpStatistics::default()
+        };
+        assert_eq!(k.ring_drops(), 173);
+        // A zero-copy driver's failed refills are no frames.
+        let zc = XdpStatistics {
+            rx_fill_ring_empty_descs: 1000,
+            ..XdpStatistics::default()
+        };
+        assert_eq!(zc.ring_drops(), 0);
     }
 }
