@@ -7,7 +7,9 @@
 //! the processing of what they connect to, Click's rule) and a push output
 //! never meets a pull input or the reverse; a push output and a pull input
 //! have exactly one connection; there is no pull cycle; every element
-//! accepts its arguments. Errors are collected, not just the first.
+//! accepts its arguments. Errors are collected, not just the first: the
+//! arguments of every element whose class is known and whose ports fit are
+//! checked even when other elements' classes are unknown.
 
 use crate::Registry;
 use bricks_config::{Arg, Diagnostic, Router, Span};
@@ -97,14 +99,7 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
         match registry.get(&decl.class) {
             Some(c) => classes.push(Some(*c)),
             None => {
-                let mut d = diag(
-                    decl.class_span,
-                    format!("unknown element class `{}`", decl.class),
-                );
-                if let Some(s) = bricks_config::suggest(&decl.class, registry.names()) {
-                    d = with_help(d, format!("did you mean `{s}`?"));
-                }
-                errors.push(d);
+                errors.push(unknown_class(decl, registry));
                 classes.push(None);
             }
         }
@@ -129,6 +124,9 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
         inputs[c.to][c.to_port].push((c.from, c.from_port));
         in_spans[c.to][c.to_port].push(c.span);
     }
+    // Elements whose ports do not fit their class: their arguments are not
+    // checked (an element reads its port count with them).
+    let mut bad_ports = vec![false; n];
     for (i, decl) in router.elements.iter().enumerate() {
         let Some(class) = classes[i] else { continue };
         let pc = class.port_count();
@@ -152,6 +150,7 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
                     ),
                     format!("see `bricks elements {}`", decl.class),
                 ));
+                bad_ports[i] = true;
                 continue;
             }
             if ports.len() < range.min {
@@ -171,6 +170,11 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
         }
     }
     if !errors.is_empty() {
+        // The graph cannot be resolved with classes missing or ports out
+        // of range, but every element whose class is known and whose
+        // ports fit can still have its arguments checked, so that one
+        // `bricks check` reports everything it can.
+        check_args_only(router, &classes, &bad_ports, &inputs, &outputs, &mut errors);
         return Err(errors);
     }
     let classes: Vec<ElementClass> = classes.into_iter().map(|c| c.unwrap()).collect();
@@ -258,9 +262,10 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
             }
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    // A push/pull conflict leaves some groups undecided (they default to
+    // push below): the connection-count and cycle checks would only repeat
+    // it, but arguments are still worth checking.
+    let conflicts = !errors.is_empty();
     let mut resolve = |s: Side| match s {
         Side::Fixed(x) => x,
         Side::Group(g) => {
@@ -280,7 +285,7 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
         .collect();
 
     // Connection counts.
-    for i in 0..n {
+    for i in (0..n).filter(|_| !conflicts) {
         let decl = &router.elements[i];
         for (p, conns) in outputs[i].iter().enumerate() {
             if ports[i].outputs[p] == Processing::Push && conns.len() > 1 {
@@ -308,13 +313,10 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
             }
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
 
     // Pull cycles would recurse forever. Push cycles are legal, as in Click
     // (the graph defers a push into a busy element).
-    for want in [Processing::Pull] {
+    for want in [Processing::Pull].into_iter().filter(|_| !conflicts) {
         if let Some(cycle) = find_cycle(n, |i| {
             let mut next = Vec::new();
             for (p, conns) in outputs[i].iter().enumerate() {
@@ -337,11 +339,9 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
             ));
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
 
-    // Arguments, and each element's task.
+    // Arguments, and each element's task; checked even when the graph has
+    // errors, so that one `bricks check` reports them all.
     let mut elements = Vec::with_capacity(n);
     for i in 0..n {
         let decl = &router.elements[i];
@@ -376,6 +376,75 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
         return Err(errors);
     }
     Ok(Plan { elements })
+}
+
+/// The error for a class the registry does not have: a Click element that
+/// bricks lacks is named as such, anything else gets a typo suggestion.
+fn unknown_class(decl: &bricks_config::ElementDecl, registry: &Registry) -> Diagnostic {
+    let near = bricks_config::suggest(&decl.class, registry.names());
+    if crate::is_click_class(&decl.class) {
+        let d = diag(
+            decl.class_span,
+            format!(
+                "`{}` is a Click element that bricks does not implement yet",
+                decl.class
+            ),
+        );
+        match near {
+            Some(s) => with_help(
+                d,
+                format!("bricks has `{s}`, spelt alike; `bricks elements` lists all it has"),
+            ),
+            None => with_help(d, "see `bricks elements` for the ones it has"),
+        }
+    } else {
+        let d = diag(
+            decl.class_span,
+            format!("unknown element class `{}`", decl.class),
+        );
+        match near {
+            Some(s) => with_help(d, format!("did you mean `{s}`?")),
+            None => with_help(
+                d,
+                "see `bricks elements` for the element classes bricks has",
+            ),
+        }
+    }
+}
+
+/// Checks the arguments of the elements whose class is known and whose
+/// ports fit, when the graph as a whole has errors. Their push or pull
+/// processing is not resolved: it is taken from the class, agnostic as
+/// push, which no argument check depends on.
+fn check_args_only(
+    router: &Router,
+    classes: &[Option<ElementClass>],
+    bad_ports: &[bool],
+    inputs: &[Vec<Vec<(usize, usize)>>],
+    outputs: &[Vec<Vec<(usize, usize)>>],
+    errors: &mut Vec<Diagnostic>,
+) {
+    let push = |p: Processing| match p {
+        Processing::Agnostic => Processing::Push,
+        x => x,
+    };
+    for (i, decl) in router.elements.iter().enumerate() {
+        let Some(class) = classes[i].filter(|_| !bad_ports[i]) else {
+            continue;
+        };
+        let spec = class.processing_spec();
+        let ports = PortInfo {
+            inputs: (0..inputs[i].len()).map(|p| push(spec.input(p))).collect(),
+            outputs: (0..outputs[i].len())
+                .map(|p| push(spec.output(p)))
+                .collect(),
+        };
+        let shared = SharedSlot::new();
+        if let Err(mut d) = make(&class, &decl.args, decl.config_span, &ports, &shared) {
+            d.message = format!("{} ({}): {}", decl.name, decl.class, d.message);
+            errors.push(d);
+        }
+    }
 }
 
 fn make(
@@ -567,6 +636,77 @@ mod tests {
             Ok(Box::new(Probe))
         },
     };
+
+    /// Takes no arguments and keeps no state (unlike `Probe`, whose
+    /// counts another test reads).
+    static PLAIN: ElementClass = ElementClass {
+        name: "Probe",
+        ports: "0/0",
+        processing: "a/a",
+        manual: &MANUAL,
+        make: |_, _| Ok(Box::new(Probe)),
+    };
+
+    fn errors_of(text: &str) -> Vec<String> {
+        let mut reg = crate::Registry::new();
+        reg.register(PLAIN);
+        let mut map = SourceMap::default();
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<t>".into(),
+                text: text.into(),
+            },
+        )
+        .unwrap();
+        let errs = build(&router, &reg).unwrap_err();
+        errs.iter()
+            .map(|d| format!("{} / {}", d.message, d.help.as_deref().unwrap_or("")))
+            .collect()
+    }
+
+    #[test]
+    fn unknown_classes_and_argument_errors_are_reported_together() {
+        let errs = errors_of("a :: Probe(BOGUS 1); b :: IPRewriter; c :: Prob; d :: Nothing;");
+        assert_eq!(errs.len(), 4, "{errs:#?}");
+        assert!(errs[0].starts_with("`IPRewriter` is a Click element that bricks does not implement yet / see `bricks elements`"), "{}", errs[0]);
+        assert_eq!(
+            errs[1],
+            "unknown element class `Prob` / did you mean `Probe`?"
+        );
+        assert!(
+            errs[2].starts_with("unknown element class `Nothing` / see `bricks elements`"),
+            "{}",
+            errs[2]
+        );
+        assert!(
+            errs[3].starts_with("a (Probe): unknown keyword BOGUS"),
+            "{}",
+            errs[3]
+        );
+    }
+
+    #[test]
+    fn arguments_of_an_element_with_ports_out_of_range_are_not_checked() {
+        // Its port count is wrong, so its arguments cannot be judged.
+        let errs = errors_of("a :: Probe(BOGUS 1); b :: Probe(BOGUS 2); a[1] -> Nope;");
+        assert_eq!(errs.len(), 3, "{errs:#?}");
+        assert!(
+            errs[0].starts_with("unknown element class `Nope`"),
+            "{}",
+            errs[0]
+        );
+        assert!(
+            errs[1].starts_with("output port 1 out of range: `a`"),
+            "{}",
+            errs[1]
+        );
+        assert!(
+            errs[2].starts_with("b (Probe): unknown keyword BOGUS"),
+            "{}",
+            errs[2]
+        );
+    }
 
     #[test]
     fn shared_state_is_made_once_per_configured_element() {

@@ -13,12 +13,14 @@
 #![forbid(unsafe_code)]
 
 mod build;
+mod click_classes;
 mod engine;
 pub mod testing;
 mod workers;
 
 pub use bricks_element::Registry;
 pub use build::{build, Plan, PlanElement};
+pub use click_classes::{is_click_class, CLICK_CLASSES};
 pub use engine::{
     ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,
 };
