@@ -3,7 +3,7 @@
 
 use crate::{Element, Stats};
 use bricks_packet::{Batch, Packet, Timestamp, MAX_BATCH};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 /// One end of a connection: an element and one of its ports.
@@ -38,6 +38,12 @@ impl Edge {
 /// further up the call chain is deferred instead, and the engine delivers
 /// deferred packets as soon as the outer push returns, in order. Pull
 /// cycles are refused when the graph is built.
+///
+/// A push is a call, so a chain of pushes is a chain of calls on the
+/// worker's stack. A push that would nest deeper than [`MAX_PUSH_DEPTH`]
+/// calls is deferred the same way: a chain of ten thousand elements runs
+/// in segments of that depth instead of overflowing the stack, at the cost
+/// of queueing each packet once per segment.
 pub struct Graph {
     elements: Vec<RefCell<Box<dyn Element>>>,
     names: Vec<String>,
@@ -46,11 +52,18 @@ pub struct Graph {
     /// For each element, the upstream end of each pull input.
     inputs: Vec<Box<[Edge]>>,
     /// Packets pushed to an output that no connection takes.
-    unconnected: Vec<std::cell::Cell<u64>>,
+    unconnected: Vec<Cell<u64>>,
     /// Packets pushed into an element that was busy (a push cycle):
     /// (element, input port, packet), delivered by `run_deferred`.
     deferred: RefCell<VecDeque<(u32, u32, Packet)>>,
+    /// Pushes and pulls in progress on this worker's stack.
+    depth: Cell<u32>,
 }
+
+/// The deepest a chain of pushes and pulls nests before a push is deferred
+/// (see [`Graph`]). Far more than any real router needs (Click's IP router
+/// is about 20 deep), and little enough stack for any worker thread.
+pub const MAX_PUSH_DEPTH: u32 = 64;
 
 impl Graph {
     /// Builds a graph. `outputs[e][p]` is where push output `p` of element
@@ -71,8 +84,9 @@ impl Graph {
             names,
             outputs,
             inputs,
-            unconnected: (0..n).map(|_| std::cell::Cell::new(0)).collect(),
+            unconnected: (0..n).map(|_| Cell::new(0)).collect(),
             deferred: RefCell::new(VecDeque::new()),
+            depth: Cell::new(0),
         }
     }
 
@@ -293,7 +307,13 @@ impl<'a> Context<'a> {
             }
         };
         let dst = edge.element as usize;
-        let Ok(mut e) = self.graph.elements[dst].try_borrow_mut() else {
+        let depth = self.graph.depth.get();
+        // Deferred: too deep a chain of calls, or a cycle back into an
+        // element still busy further up.
+        let callee = (depth < MAX_PUSH_DEPTH)
+            .then(|| self.graph.elements[dst].try_borrow_mut().ok())
+            .flatten();
+        let Some(mut e) = callee else {
             let mut d = self.graph.deferred.borrow_mut();
             d.extend(batch.drain().map(|p| (edge.element, edge.port, p)));
             return;
@@ -303,7 +323,9 @@ impl<'a> Context<'a> {
             element: dst,
             worker: &mut *self.worker,
         };
+        self.graph.depth.set(depth + 1);
         e.push(edge.port as usize, batch, &mut cx);
+        self.graph.depth.set(depth);
         // An element must take every packet; whatever it left is dropped
         // here and counted against it rather than leaked downstream.
         if !batch.is_empty() {
@@ -340,7 +362,12 @@ impl<'a> Context<'a> {
             element: src,
             worker: &mut *self.worker,
         };
+        // A pull cannot be deferred (its caller waits for the packets);
+        // it counts so that pushes made under it defer sooner.
+        let depth = self.graph.depth.get();
+        self.graph.depth.set(depth.saturating_add(1));
         e.pull(edge.port as usize, out, max, &mut cx);
+        self.graph.depth.set(depth);
     }
 
     /// The task of an element whose input is pull (a sink after a Queue):
