@@ -14,7 +14,7 @@ use bricks_packet::Timestamp;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// Stops a running engine from another thread or a signal handler.
@@ -130,7 +130,7 @@ pub struct Engine {
     pub idle_sleep: bool,
     /// The longest nap when idle.
     pub max_nap: Duration,
-    publish: Option<Publish>,
+    stats_requests: Option<mpsc::Receiver<StatsRequest>>,
     mailbox: Option<mpsc::Receiver<HandlerCall>>,
     started: bool,
 }
@@ -157,13 +157,9 @@ pub struct HandlerReply {
     pub shared: bool,
 }
 
-/// Where and how often a worker copies its counters for a reader on
-/// another thread (live rates).
-struct Publish {
-    slot: Arc<Mutex<Vec<ElementStats>>>,
-    every: Duration,
-    last: Instant,
-}
+/// A reader on another thread asking for a worker's counters: the worker
+/// sends them back on this channel.
+pub type StatsRequest = mpsc::Sender<Vec<ElementStats>>;
 
 impl Engine {
     /// Instantiates `plan` as worker 0 of 1.
@@ -198,7 +194,7 @@ impl Engine {
             stop: StopHandle::default(),
             idle_sleep: true,
             max_nap: Duration::from_micros(200),
-            publish: None,
+            stats_requests: None,
             mailbox: None,
             started: false,
         })
@@ -223,14 +219,13 @@ impl Engine {
         self.stop = stop;
     }
 
-    /// Copies this worker's counters into `slot` about every `every`, so
-    /// that another thread can show live rates without touching the graph.
-    pub fn publish_stats(&mut self, slot: Arc<Mutex<Vec<ElementStats>>>, every: Duration) {
-        self.publish = Some(Publish {
-            slot,
-            every,
-            last: Instant::now(),
-        });
+    /// Makes this engine answer requests for its counters arriving on
+    /// `requests`, so that another thread can show live rates without
+    /// touching the graph. Counters are collected only when asked for
+    /// (checked with the mailbox): a worker that nobody reads spends
+    /// nothing on them.
+    pub fn answer_stats(&mut self, requests: mpsc::Receiver<StatsRequest>) {
+        self.stats_requests = Some(requests);
     }
 
     /// Makes this engine answer write handler calls arriving on `mailbox`
@@ -262,20 +257,19 @@ impl Engine {
 
     fn housekeeping(&mut self) {
         self.answer_mail();
-        self.maybe_publish();
+        self.answer_stats_requests();
     }
 
-    fn maybe_publish(&mut self) {
-        let Some(p) = self.publish.as_mut() else {
+    fn answer_stats_requests(&mut self) {
+        let Some(rx) = self.stats_requests.as_ref() else {
             return;
         };
-        if p.last.elapsed() < p.every {
-            return;
+        // Readers that asked at about the same time share one collection.
+        let mut stats = None;
+        while let Ok(reply) = rx.try_recv() {
+            let s = stats.get_or_insert_with(|| self.collect_stats());
+            let _ = reply.send(s.clone());
         }
-        p.last = Instant::now();
-        let slot = p.slot.clone();
-        let stats = self.collect_stats();
-        *slot.lock().unwrap_or_else(|e| e.into_inner()) = stats;
     }
 
     /// The running graph.
@@ -394,10 +388,6 @@ impl Engine {
         };
         self.drain();
         self.shutdown();
-        if let Some(p) = self.publish.as_mut() {
-            p.last = Instant::now() - p.every;
-        }
-        self.maybe_publish();
         RunSummary {
             reason,
             elapsed: start.elapsed(),

@@ -5,19 +5,22 @@
 //!
 //! Workers share nothing mutable but what elements share on purpose
 //! (route and ARP tables through `Args::shared`, device queues handed out
-//! once each). Counters stay per worker and are summed when read; a worker
-//! publishes a copy of its counters every so often for live rates.
+//! once each). Counters stay per worker and are summed when read. For live
+//! rates a reader asks each worker for a copy of its counters, which the
+//! worker makes between rounds; a worker nobody asks spends nothing on
+//! them.
 
 use crate::engine::{
-    ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,
+    ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StatsRequest, StopHandle,
+    StopReason,
 };
 use crate::Plan;
 use bricks_config::Diagnostic;
-use bricks_element::Stats;
+use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How to run the workers.
 #[derive(Debug, Clone)]
@@ -28,7 +31,8 @@ pub struct WorkerOptions {
     pub pin: bool,
     /// Time follows capture timestamps (see [`Engine::set_trace_clock`]).
     pub trace_clock: bool,
-    /// Publish counters this often for [`Workers::live`].
+    /// Let [`Workers::live`] read the counters, each worker collecting
+    /// them at most this often (and only when they are read).
     pub publish_every: Option<Duration>,
     /// The longest an idle worker sleeps before polling again. Zero spins.
     pub max_nap: Duration,
@@ -57,17 +61,66 @@ pub struct Workers {
 /// write handlers, a stop.
 #[derive(Clone)]
 pub struct Control {
-    live: Vec<Arc<Mutex<Vec<ElementStats>>>>,
+    live: Vec<Arc<Mutex<Snapshot>>>,
+    stats: Vec<mpsc::Sender<StatsRequest>>,
+    /// How old a copy of the counters may be before a worker is asked
+    /// again; `None`: live counters are off.
+    every: Option<Duration>,
     mail: Vec<mpsc::Sender<HandlerCall>>,
     stop: StopHandle,
 }
 
+/// The last copy of one worker's counters a reader got.
+#[derive(Default)]
+struct Snapshot {
+    /// When it was taken; `None` before the first one.
+    at: Option<Instant>,
+    /// The worker has finished: these are its final counters.
+    done: bool,
+    stats: Vec<ElementStats>,
+}
+
+/// How long a reader waits for a worker to answer (it does between rounds,
+/// within a millisecond unless a round is very long).
+const STATS_WAIT: Duration = Duration::from_secs(1);
+
 impl Control {
-    /// The counters each worker last published.
+    /// Each worker's counters, at most `publish_every` old (the final ones
+    /// of a worker that has finished; nothing while live counters are off
+    /// or before a worker first answers).
     pub fn live(&self) -> Vec<Vec<ElementStats>> {
-        self.live
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        let Some(every) = self.every else {
+            return vec![Vec::new(); self.live.len()];
+        };
+        let lock = |w: usize| self.live[w].lock().unwrap_or_else(|e| e.into_inner());
+        // Ask every worker first, then wait: they collect in parallel.
+        let asked: Vec<Option<mpsc::Receiver<Vec<ElementStats>>>> = (0..self.live.len())
+            .map(|w| {
+                let s = lock(w);
+                if s.done || s.at.is_some_and(|at| at.elapsed() < every) {
+                    return None;
+                }
+                drop(s);
+                let (tx, rx) = mpsc::channel();
+                self.stats[w].send(tx).ok().map(|()| rx)
+            })
+            .collect();
+        let deadline = Instant::now() + STATS_WAIT;
+        asked
+            .into_iter()
+            .enumerate()
+            .map(|(w, rx)| {
+                let fresh = rx.and_then(|rx| {
+                    rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                        .ok()
+                });
+                let mut s = lock(w);
+                if let (Some(stats), false) = (fresh, s.done) {
+                    s.at = Some(Instant::now());
+                    s.stats = stats;
+                }
+                s.stats.clone()
+            })
             .collect()
     }
 
@@ -143,13 +196,16 @@ impl Workers {
         };
         let mut handles = Vec::with_capacity(n);
         let mut live = Vec::with_capacity(n);
+        let mut stats = Vec::with_capacity(n);
         let mut mail = Vec::with_capacity(n);
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), Diagnostic>>();
         for (w, &core) in cores.iter().enumerate() {
             let plan = plan.clone();
             let stop = stop.clone();
-            let slot = Arc::new(Mutex::new(Vec::new()));
+            let slot = Arc::new(Mutex::new(Snapshot::default()));
             live.push(slot.clone());
+            let (stats_tx, stats_rx) = mpsc::channel();
+            stats.push(stats_tx);
             let opts = opts.clone();
             let ready = ready_tx.clone();
             let (mail_tx, mailbox) = mpsc::channel();
@@ -175,10 +231,20 @@ impl Workers {
                     engine.set_trace_clock(opts.trace_clock);
                     engine.max_nap = opts.max_nap;
                     engine.idle_sleep = !opts.max_nap.is_zero();
-                    if let Some(every) = opts.publish_every {
-                        engine.publish_stats(slot, every);
+                    let publish = opts.publish_every.is_some();
+                    if publish {
+                        engine.answer_stats(stats_rx);
                     }
-                    engine.run()
+                    let summary = engine.run();
+                    if publish {
+                        let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
+                        s.done = true;
+                        s.stats = summary.elements.clone();
+                    }
+                    // Readers still waiting see the channel close and take
+                    // the final counters just stored.
+                    drop(engine);
+                    summary
                 })
                 .expect("spawning a worker thread");
             handles.push(h);
@@ -192,7 +258,13 @@ impl Workers {
         }
         let workers = Workers {
             handles,
-            control: Control { live, mail, stop },
+            control: Control {
+                live,
+                stats,
+                every: opts.publish_every,
+                mail,
+                stop,
+            },
             cores,
         };
         match failure {
@@ -225,8 +297,7 @@ impl Workers {
         self.handles.iter().all(|h| h.is_finished())
     }
 
-    /// The counters each worker last published (empty before its first
-    /// publication).
+    /// Each worker's counters (see [`Control::live`]).
     pub fn live(&self) -> Vec<Vec<ElementStats>> {
         self.control.live()
     }
@@ -251,24 +322,26 @@ impl Workers {
 }
 
 /// Sums the counters of several workers element by element, keeping the
-/// element order of the first worker that reports each.
+/// element order of the first worker that reports each. Linear in the
+/// number of counters: workers run one plan, so an element is usually at
+/// the same position in every list; otherwise it is found by name.
 pub fn sum_stats<'a>(
     per_worker: impl IntoIterator<Item = &'a [ElementStats]>,
 ) -> Vec<ElementStats> {
     let mut out: Vec<ElementStats> = Vec::new();
+    let mut position: HashMap<&'a str, usize> = HashMap::new();
     for stats in per_worker {
-        for e in stats {
-            match out.iter_mut().find(|o| o.name == e.name) {
-                Some(o) => o.stats.merge(&e.stats),
-                None => out.push(ElementStats {
-                    name: e.name.clone(),
-                    class: e.class,
-                    stats: {
-                        let mut s = Stats::default();
-                        s.merge(&e.stats);
-                        s
-                    },
-                }),
+        for (i, e) in stats.iter().enumerate() {
+            let at = match out.get(i) {
+                Some(o) if o.name == e.name => Some(i),
+                _ => position.get(e.name.as_str()).copied(),
+            };
+            match at {
+                Some(at) => out[at].stats.merge(&e.stats),
+                None => {
+                    position.insert(&e.name, out.len());
+                    out.push(e.clone());
+                }
             }
         }
     }
