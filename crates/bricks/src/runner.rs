@@ -7,6 +7,7 @@ use bricks_config::Source;
 use bricks_io::live::{self, Spread};
 use bricks_io::steer::Steering;
 use bricks_runtime::{ElementStats, Plan, RunSummary, StopHandle, WorkerOptions, Workers};
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -229,23 +230,28 @@ fn report_live(
     let mut lines = Vec::new();
     let total = bricks_runtime::sum_stats(per_worker.iter().map(Vec::as_slice));
     let total_prev = bricks_runtime::sum_stats(prev.iter().map(Vec::as_slice));
+    // Every `count` by element name, looked up once per element and
+    // worker: a configuration may have a hundred thousand elements.
+    let total_prev = counts(&total_prev);
+    let now_per_worker: Vec<HashMap<&str, u64>> = per_worker.iter().map(|s| counts(s)).collect();
+    let prev_per_worker: Vec<HashMap<&str, u64>> = prev.iter().map(|s| counts(s)).collect();
     for e in &total {
         let Some(count) = e.stats.get("count") else {
             continue;
         };
-        let before = total_prev
-            .iter()
-            .find(|p| p.name == e.name)
-            .and_then(|p| p.stats.get("count"))
-            .unwrap_or(0);
+        let name = e.name.as_str();
+        let before = total_prev.get(name).copied().unwrap_or(0);
         let rate = count.saturating_sub(before) as f64 / secs;
         if rate > 0.0 {
-            let cores: Vec<String> = per_worker
+            let cores: Vec<String> = now_per_worker
                 .iter()
                 .enumerate()
                 .map(|(w, s)| {
-                    let now = count_of(s, &e.name);
-                    let was = prev.get(w).map_or(0, |p| count_of(p, &e.name));
+                    let now = s.get(name).copied().unwrap_or(0);
+                    let was = prev_per_worker
+                        .get(w)
+                        .and_then(|p| p.get(name).copied())
+                        .unwrap_or(0);
                     format!("w{w} {}", si(now.saturating_sub(was) as f64 / secs))
                 })
                 .collect();
@@ -263,12 +269,12 @@ fn report_live(
     }
 }
 
-fn count_of(stats: &[ElementStats], name: &str) -> u64 {
+/// Each element's `count` counter, by element name.
+fn counts(stats: &[ElementStats]) -> HashMap<&str, u64> {
     stats
         .iter()
-        .find(|e| e.name == name)
-        .and_then(|e| e.stats.get("count"))
-        .unwrap_or(0)
+        .filter_map(|e| Some((e.name.as_str(), e.stats.get("count")?)))
+        .collect()
 }
 
 /// `1.23M`, `456k`, `789`.
