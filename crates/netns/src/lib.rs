@@ -50,16 +50,35 @@ pub fn skip_unless_root(test: &str) -> Option<String> {
     Some(reason)
 }
 
+/// A command as a user would type it in a shell: arguments that hold
+/// anything but plain characters are single-quoted.
+pub fn shell_line(cmd: &Command) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| {
+            let a = a.to_string_lossy();
+            if !a.is_empty() && a.chars().all(plain) {
+                a.into_owned()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Runs a command and returns its output; a failure carries the command
 /// line and its stderr.
 pub fn run(cmd: &mut Command) -> Result<Output, NetnsError> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| NetnsError(format!("{cmd:?}: {e}")))?;
+        .map_err(|e| NetnsError(format!("`{}`: {e}", shell_line(cmd))))?;
     if !out.status.success() {
         return Err(NetnsError(format!(
-            "{cmd:?} failed ({}): {}",
+            "`{}` failed ({}): {}",
+            shell_line(cmd),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         )));
@@ -284,12 +303,8 @@ impl ChildGuard {
     pub fn spawn(cmd: &mut Command) -> Result<ChildGuard, NetnsError> {
         let child = cmd
             .spawn()
-            .map_err(|e| NetnsError(format!("{cmd:?}: {e}")))?;
-        let program = std::iter::once(cmd.get_program())
-            .chain(cmd.get_args())
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
+            .map_err(|e| NetnsError(format!("`{}`: {e}", shell_line(cmd))))?;
+        let program = shell_line(cmd);
         Ok(ChildGuard {
             child,
             status: None,
@@ -438,7 +453,7 @@ impl Captured {
                 if cancelled() {
                     "was stopped".to_string()
                 } else {
-                    format!("did not finish within {timeout:?}")
+                    format!("did not finish within {:.1} s", timeout.as_secs_f64())
                 },
                 String::from_utf8_lossy(&stdout).trim(),
                 String::from_utf8_lossy(&stderr).trim()
@@ -496,7 +511,10 @@ pub fn open_tun(name: &str) -> std::io::Result<std::fs::File> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("bad interface name {name:?}"),
+            format!(
+                "bad interface name `{name}`: it must have 1 to {} bytes",
+                libc::IFNAMSIZ - 1
+            ),
         ));
     }
     let file = std::fs::OpenOptions::new()
@@ -607,6 +625,22 @@ pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout: Duration) -> std:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_are_shown_as_shell_lines() {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", "ns 1", "sh", "-c", "echo 'hi'", ""]);
+        assert_eq!(
+            shell_line(&cmd),
+            r#"ip netns exec 'ns 1' sh -c 'echo '\''hi'\''' ''"#
+        );
+        let err = run(Command::new("false").arg("--x=1")).unwrap_err();
+        assert!(
+            err.to_string().starts_with("`false --x=1` failed ("),
+            "{err}"
+        );
+        assert!(!err.to_string().contains('"'), "{err}");
+    }
 
     #[test]
     fn a_child_guard_kills_its_process_on_drop() {
