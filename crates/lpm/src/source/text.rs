@@ -173,9 +173,13 @@ pub fn parse_line(line: &str) -> Result<Option<Route>, String> {
         None | Some("-") => None,
         Some(g) => parse_gateway(g, prefix)?,
     };
-    let output = output
-        .parse::<u32>()
-        .map_err(|_| format!("`{output}`: bad output port (a number 0..=4294967295)"))?;
+    let output = output.parse::<u32>().map_err(|_| {
+        format!(
+            "`{output}`: bad output port: expected an output port number, e.g. 0 \
+                 (the element output the route's packets leave by; an interface is \
+                 reached through the output connected to it)"
+        )
+    })?;
     Ok(Some(Route {
         prefix,
         hops: vec![Hop { gateway, output }],
@@ -379,6 +383,7 @@ mod tests {
             ("2001:db8::/32 10.0.0.1 1", "IPv4 gateway for IPv6 prefix"),
             ("10.0.0.0/8 -1", "bad output port"),
             ("10.0.0.0/8 4294967296", "bad output port"),
+            ("10.0.0.0/8 eth0", "expected an output port number, e.g. 0"),
             ("10.0.0.0/8 1.1.1.1 1 | 2.2.2.2 2", "too many fields"),
         ];
         for (line, want) in cases {
