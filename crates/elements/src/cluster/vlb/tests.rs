@@ -55,20 +55,25 @@ const T0: u64 = 1_000_000_000;
 
 struct Node {
     h: Harness,
-    _dir: std::path::PathBuf,
+    /// Deleted with the node, also when a test fails.
+    _dir: tempfile::TempDir,
 }
 
-fn file(text: &str, tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("bricks-vlb-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("cluster.toml");
+/// `text` as `cluster.toml` in a directory of its own, which is deleted
+/// when the returned guard is dropped.
+fn file(text: &str, tag: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("bricks-vlb-{tag}-"))
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join("cluster.toml");
     std::fs::write(&path, text).unwrap();
-    path
+    (dir, path)
 }
 
 /// Node `name` of RB4 (3 links, 1 port: 4 inputs, 5 outputs).
 fn node(name: &str, tag: &str) -> Node {
-    let path = file(RB4, tag);
+    let (dir, path) = file(RB4, tag);
     let ports = PortInfo {
         inputs: vec![Processing::Push; 4],
         outputs: vec![Processing::Push; 5],
@@ -79,7 +84,7 @@ fn node(name: &str, tag: &str) -> Node {
         ports,
     );
     h.advance_to(Timestamp(T0));
-    Node { h, _dir: path }
+    Node { h, _dir: dir }
 }
 
 /// A hello from `sender` hearing `hears`.
@@ -426,10 +431,14 @@ fn an_intermediate_forwards_by_the_label_alone() {
     assert_eq!(n.count("hop_limit"), 1);
     assert_eq!(n.count("unknown_output"), 3);
     assert_eq!(n.count("foreign"), 2);
-    // The output's link dies: frames for it are dropped, not sent round.
-    n.tick(200 * MS);
-    n.h.push_bytes(1, &hello(0, &[1, 2, 3]));
-    n.h.push_bytes(3, &hello(3, &[0, 1, 2]));
+    // The output's link dies (silent for four intervals while the others'
+    // hellos keep the node running): frames for it are dropped, not sent
+    // round.
+    for _ in 0..4 {
+        n.tick(50 * MS);
+        n.h.push_bytes(1, &hello(0, &[1, 2, 3]));
+        n.h.push_bytes(3, &hello(3, &[0, 1, 2]));
+    }
     n.tick(2 * MS);
     n.h.push_bytes(1, &labelled(2, 1, 0, 5, 3, MAX_HOPS));
     assert_eq!(n.count("dead_output"), 1);
@@ -444,7 +453,7 @@ fn handlers_and_port_counts_are_checked() {
     assert!(n.h.write_handler("flowlet_delta", "0ms").is_err());
     assert!(n.h.write_handler("nope", "1").is_err());
     n.tick(0);
-    let path = file(RB4, "ports");
+    let (_dir, path) = file(RB4, "ports");
     let bad = Harness::try_new(
         &CLASS,
         &format!("FILE {}, NODE n1", path.display()),
@@ -498,4 +507,80 @@ fn flowlets_started_within_the_share_go_direct_the_rest_are_balanced_and_all_sta
     let direct = path.iter().filter(|p| **p == Some(1)).count();
     assert_eq!(direct, 5, "{path:?}");
     assert_eq!(n.count("balanced"), 3 * 2 * 6);
+}
+
+/// Node n2 running with every peer saying hello each interval for 200 ms;
+/// its hello timer runs too.
+fn intermediate_running(tag: &str) -> Node {
+    let mut n = node("n2", tag);
+    n.h.start();
+    n.tick(0);
+    for _ in 0..4 {
+        for (l, peer) in [(1, 0u8), (2, 2), (3, 3)] {
+            let others: Vec<u8> = (0..4).filter(|&x| x != peer).collect();
+            n.h.push_bytes(l, &hello(peer, &others));
+        }
+        n.tick(50 * MS);
+    }
+    for l in 0..3 {
+        n.h.take(l);
+    }
+    n
+}
+
+#[test]
+fn a_node_that_stalls_keeps_its_links_and_forwards_what_waited() {
+    let mut n = intermediate_running("stall");
+    for link in ["vn1", "vn3", "vn4"] {
+        assert_eq!(n.count(&format!("link {link} up")), 1, "{link}");
+    }
+    // The node stops for 250 ms (five intervals): when it resumes, its
+    // timer is due and the peers' hellos wait in its queues, with transit
+    // frames from n1 to n3 behind n1's.
+    n.tick(250 * MS);
+    for l in 0..3 {
+        let f = n.h.take_bytes(l);
+        let h = Hello::parse(&f[0][14..]).unwrap();
+        assert!(h.hears(0) && h.hears(2) && h.hears(3), "link {l}: a stall is no silence");
+    }
+    let mut waiting = vec![Packet::from_slice(&hello(0, &[1, 2, 3])).unwrap()];
+    for seq in 0..20 {
+        waiting.push(Packet::from_slice(&labelled(2, 1, 0, 5, seq, MAX_HOPS)).unwrap());
+    }
+    n.h.push_packets(1, waiting);
+    n.h.push_bytes(2, &hello(2, &[0, 1, 3]));
+    n.h.push_bytes(3, &hello(3, &[0, 1, 2]));
+    assert_eq!(n.count("dead_output"), 0);
+    assert_eq!(n.count("forwarded"), 20);
+    assert_eq!(n.h.take(1).len(), 20, "out on vn3");
+    n.tick(2 * MS);
+    for link in ["vn1", "vn3", "vn4"] {
+        assert_eq!(n.count(&format!("link {link} up")), 1, "{link}");
+    }
+}
+
+#[test]
+fn a_peer_silent_for_three_intervals_while_the_node_runs_is_down() {
+    let mut n = intermediate_running("silent");
+    // n3 (link 2, vn3) falls silent; n1 and n4 go on, and stop hearing it.
+    for _ in 0..4 {
+        n.h.push_bytes(1, &hello(0, &[1, 3]));
+        n.h.push_bytes(3, &hello(3, &[0, 1]));
+        n.tick(50 * MS);
+    }
+    assert_eq!(n.count("link vn3 up"), 0);
+    assert_eq!(n.count("link vn1 up"), 1);
+    n.h.push_bytes(1, &labelled(2, 1, 0, 5, 1, MAX_HOPS));
+    assert_eq!(n.count("dead_output"), 1);
+    assert!(n.h.take(1).iter().all(|p| p.data()[12..14] == ETHERTYPE_HELLO.to_be_bytes()));
+
+    // Every peer silent, nothing but the node's own timer running: down
+    // after hello_misses intervals all the same.
+    let mut n = intermediate_running("all-silent");
+    for _ in 0..4 {
+        n.tick(50 * MS);
+    }
+    for link in ["vn1", "vn3", "vn4"] {
+        assert_eq!(n.count(&format!("link {link} up")), 0, "{link}");
+    }
 }
