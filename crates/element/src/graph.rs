@@ -65,6 +65,12 @@ pub struct Graph {
 /// is about 20 deep), and little enough stack for any worker thread.
 pub const MAX_PUSH_DEPTH: u32 = 64;
 
+/// The longest chain of pulls a configuration may have. A pull cannot be
+/// deferred like a push (its caller waits for the packets), so each
+/// element of the chain is a call on the stack; the graph check refuses
+/// longer chains rather than let a worker overflow its stack.
+pub const MAX_PULL_DEPTH: usize = 256;
+
 impl Graph {
     /// Builds a graph. `outputs[e][p]` is where push output `p` of element
     /// `e` leads ([`Edge::NONE`] for pull outputs and unconnected optional

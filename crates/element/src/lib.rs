@@ -24,7 +24,7 @@ mod stats;
 
 pub use args::{ArgError, Args, FromArg, SharedSlot};
 pub use bricks_packet::{Batch, Packet};
-pub use graph::{Context, Edge, Graph, WorkerState, MAX_PUSH_DEPTH};
+pub use graph::{Context, Edge, Graph, WorkerState, MAX_PULL_DEPTH, MAX_PUSH_DEPTH};
 pub use info::{
     ElementClass, Keyword, Manual, PortCount, PortInfo, PortRange, Processing, ProcessingSpec,
 };

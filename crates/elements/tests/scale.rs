@@ -2,7 +2,7 @@
 //! all of them summed in time linear in their number.
 
 use bricks_config::{parse, Source, SourceMap};
-use bricks_element::{Stats, MAX_PUSH_DEPTH};
+use bricks_element::{Stats, MAX_PULL_DEPTH, MAX_PUSH_DEPTH};
 use bricks_runtime::{sum_stats, ElementStats, Engine, Plan, StopReason, WorkerOptions, Workers};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,9 +12,20 @@ use std::time::{Duration, Instant};
 const GENEROUS: Duration = Duration::from_secs(20);
 
 fn plan(text: &str) -> Arc<Plan> {
+    try_plan(text).unwrap()
+}
+
+fn try_plan(text: &str) -> Result<Arc<Plan>, String> {
     let mut map = SourceMap::default();
     let r = parse(&mut map, Source::from_string(text)).unwrap();
-    Arc::new(bricks_runtime::build(&r, &bricks_elements::registry()).unwrap())
+    bricks_runtime::build(&r, &bricks_elements::registry())
+        .map(Arc::new)
+        .map_err(|e| {
+            e.iter()
+                .map(|d| format!("{}; {}", d.message, d.help.as_deref().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
 }
 
 #[test]
@@ -107,4 +118,40 @@ fn a_ten_thousand_deep_push_chain_runs_and_delivers_its_packet() {
     let c = summary.stats("c").unwrap();
     assert_eq!(c.get("count"), Some(3), "{}", summary.render());
     assert_eq!(summary.stats("ck").and_then(|s| s.get("drops")), Some(0));
+}
+
+/// A Queue, then `paints` Paints and a Counter pulled by a Discard: a pull
+/// chain of `paints + 2` elements.
+fn pull_chain(paints: usize) -> String {
+    let mut text = String::from("InfiniteSource(LIMIT 3, STOP true) -> Queue");
+    for _ in 0..paints {
+        text.push_str(" -> Paint(7)");
+    }
+    text.push_str(" -> c :: Counter -> Discard;");
+    text
+}
+
+#[test]
+fn a_pull_chain_as_deep_as_the_limit_runs_and_a_deeper_one_is_refused() {
+    let p = plan(&pull_chain(MAX_PULL_DEPTH - 2));
+    let w = Workers::start(
+        p,
+        &WorkerOptions {
+            pin: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let s = w.join();
+    assert_eq!(s.total.stats("c").and_then(|c| c.get("count")), Some(3));
+
+    let e = try_plan(&pull_chain(MAX_PULL_DEPTH - 1)).unwrap_err();
+    let want = format!(
+        "`Discard@{}` pulls through a chain of {} elements starting at `Queue@2`; \
+         a worker runs pull chains of at most {MAX_PULL_DEPTH}",
+        MAX_PULL_DEPTH + 3,
+        MAX_PULL_DEPTH + 1
+    );
+    assert!(e.starts_with(&want), "{e}");
+    assert!(e.contains("Unqueue"), "{e}");
 }

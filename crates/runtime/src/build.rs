@@ -15,7 +15,7 @@ use crate::Registry;
 use bricks_config::{Arg, Diagnostic, Router, Span};
 use bricks_element::{
     Args, Edge, Element, ElementClass, Graph, PortInfo, Processing, ProcessingSpec, SharedSlot,
-    TaskKind,
+    TaskKind, MAX_PULL_DEPTH,
 };
 use std::sync::Arc;
 
@@ -339,6 +339,9 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
             ));
         }
     }
+    if errors.is_empty() {
+        errors.extend(pull_chain_too_deep(router, &ports, &outputs));
+    }
 
     // Arguments, and each element's task; checked even when the graph has
     // errors, so that one `bricks check` reports them all.
@@ -462,6 +465,69 @@ fn make(
         help: e.help,
         notes: Vec::new(),
     })
+}
+
+/// A pull is a call into the element pulled from, which pulls in turn; it
+/// cannot be deferred as a push can, so a chain of pulls longer than
+/// [`MAX_PULL_DEPTH`] is refused rather than left to overflow a worker's
+/// stack. Linear: the pull graph has no cycle (checked before), and its
+/// elements are visited once each in topological order.
+fn pull_chain_too_deep(
+    router: &Router,
+    ports: &[PortInfo],
+    outputs: &[Vec<Vec<(usize, usize)>>],
+) -> Option<Diagnostic> {
+    let n = router.elements.len();
+    // The elements that pull from `i`.
+    let pullers = |i: usize| {
+        outputs[i]
+            .iter()
+            .enumerate()
+            .filter(move |&(p, _)| ports[i].outputs.get(p) == Some(&Processing::Pull))
+            .flat_map(|(_, conns)| conns.iter().map(|&(e, _)| e))
+    };
+    let mut waiting = vec![0usize; n];
+    for i in 0..n {
+        for j in pullers(i) {
+            waiting[j] += 1;
+        }
+    }
+    // depth[j]: elements on the longest chain `j` pulls through; from[j]:
+    // the element it pulls from on that chain.
+    let mut depth = vec![0usize; n];
+    let mut from = vec![usize::MAX; n];
+    let mut ready: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    while let Some(i) = ready.pop() {
+        for j in pullers(i) {
+            if depth[i] + 1 > depth[j] {
+                depth[j] = depth[i] + 1;
+                from[j] = i;
+            }
+            waiting[j] -= 1;
+            if waiting[j] == 0 {
+                ready.push(j);
+            }
+        }
+    }
+    let (deepest, &d) = depth.iter().enumerate().max_by_key(|&(_, d)| *d)?;
+    if d <= MAX_PULL_DEPTH {
+        return None;
+    }
+    let mut start = deepest;
+    while from[start] != usize::MAX {
+        start = from[start];
+    }
+    let (first, last) = (&router.elements[start], &router.elements[deepest]);
+    Some(with_help(
+        diag(
+            last.name_span,
+            format!(
+                "`{}` pulls through a chain of {d} elements starting at `{}`; a worker runs pull chains of at most {MAX_PULL_DEPTH}",
+                last.name, first.name
+            ),
+        ),
+        "each element of a pull chain is a nested call; break the chain with `-> Unqueue -> Queue ->`, or let the packets be pushed instead (move the Queue to the end)",
+    ))
 }
 
 /// A cycle in the directed graph `next`, as a list of nodes, if any.

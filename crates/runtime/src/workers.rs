@@ -80,6 +80,13 @@ struct Snapshot {
     stats: Vec<ElementStats>,
 }
 
+/// Stack of a worker thread: room for a pull chain of
+/// [`bricks_element::MAX_PULL_DEPTH`] elements with pushes
+/// [`bricks_element::MAX_PUSH_DEPTH`] deep under it, whatever the
+/// elements keep on the stack (a batch is 2 KiB). Only what is used is
+/// ever backed by memory.
+const WORKER_STACK: usize = 16 << 20;
+
 /// How long a reader waits for a worker to answer (it does between rounds,
 /// within a millisecond unless a round is very long).
 const STATS_WAIT: Duration = Duration::from_secs(1);
@@ -212,6 +219,7 @@ impl Workers {
             mail.push(mail_tx);
             let h = std::thread::Builder::new()
                 .name(format!("bricks-w{w}"))
+                .stack_size(WORKER_STACK)
                 .spawn(move || {
                     if let Some(id) = core {
                         core_affinity::set_for_current(core_affinity::CoreId { id });
