@@ -38,6 +38,17 @@ pub enum Backend {
     Packet,
 }
 
+impl Backend {
+    /// The BACKEND keyword's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Auto => "auto",
+            Backend::Xdp => "xdp",
+            Backend::Packet => "packet",
+        }
+    }
+}
+
 impl core::str::FromStr for Backend {
     type Err = String;
     fn from_str(s: &str) -> Result<Backend, String> {
@@ -183,8 +194,10 @@ pub fn declare(spec: DeviceSpec) -> Result<(), String> {
                 s.backend = spec.backend;
             } else if spec.backend != Backend::Auto && spec.backend != s.backend {
                 return Err(format!(
-                    "`{}` is given backends {:?} and {:?}; one interface has one backend",
-                    spec.name, s.backend, spec.backend
+                    "`{}` is given BACKEND {} and {}; one interface has one backend",
+                    spec.name,
+                    s.backend.as_str(),
+                    spec.backend.as_str()
                 ));
             }
             if s.queue.is_none() {
@@ -354,7 +367,15 @@ fn open_packet(
         backend: format!(
             "af_packet tpacket_v3{}",
             if workers > 1 {
-                format!(" fanout {fanout:?}")
+                format!(
+                    " fanout {}",
+                    match fanout {
+                        crate::afpacket::Fanout::Hash => "by flow hash",
+                        crate::afpacket::Fanout::QueueMapping => "by receive queue",
+                        crate::afpacket::Fanout::Cpu => "by cpu",
+                        crate::afpacket::Fanout::RoundRobin => "round-robin",
+                    }
+                )
             } else {
                 String::new()
             }
