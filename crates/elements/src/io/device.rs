@@ -185,17 +185,28 @@ static TO_MANUAL: Manual = Manual {
 };
 
 static HOST_MANUAL: Manual = Manual {
-    summary: "delivers packets to the host",
+    summary: "packets for the host (recorded to a capture; bricks has no host path yet)",
     synopsis: "ToHost([DEVNAME])",
-    description: "Hands packets to the host's own network stack (local delivery in a \
-        router). Offline, bind the name `host` (or DEVNAME) to a capture \
-        (`--device host=pcap:,local.pcap`) to record what would be delivered; without a \
-        binding packets are counted and dropped.",
+    description: "Where a router's packets for the host itself go (local delivery), as \
+        Click's ToHost hands them to the host's network stack. bricks has no path into \
+        the host's stack yet: unless the command line binds the name `host` (or DEVNAME) \
+        to a capture (`--device host=pcap:,local.pcap`), which records what would be \
+        delivered, packets are counted in `drops` and dropped, and `bricks run` warns so \
+        when it starts. Click's keywords (SNIFFERS, TYPE, QUIET, ALLOW_NONEXISTENT, \
+        HEADROOM, MTU, ...) are not accepted.",
     ports: "one push input; no outputs",
-    keywords: &[DEVICE_KEYWORDS[0]],
+    keywords: &[Keyword {
+        name: "DEVNAME",
+        ty: "interface name",
+        default: Some("host"),
+        doc: "the name looked up among the command line's `--device` bindings",
+    }],
     counters: &[
-        ("count", "packets delivered (or recorded)"),
-        ("drops", "packets dropped for lack of a host binding"),
+        ("count", "packets recorded to the bound capture"),
+        (
+            "drops",
+            "packets dropped: no capture is bound (bricks has no host path yet)",
+        ),
     ],
     example: "FromDevice(eth0) -> ToHost;",
     see_also: &["ToDevice"],
