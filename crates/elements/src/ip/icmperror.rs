@@ -1,6 +1,7 @@
 //! `ICMPError`: turns a packet the router could not forward into the ICMP
 //! error that tells its sender why (RFC 792; RFC 1812 section 4.3), and
-//! refuses to answer where RFC 1812 section 4.3.2.7 forbids it.
+//! refuses to answer where RFC 1812 section 4.3.2.7 forbids it, at a rate
+//! limited per destination and overall (section 4.3.2.8).
 
 use super::header::{
     be16, be32, ip_bytes, is_multicast_or_reserved, AddressList, IPOPT_EOL, IPOPT_LSRR, IPOPT_NOP,
@@ -13,6 +14,8 @@ use bricks_element::{
 use bricks_packet::{PacketType, Timestamp, MAX_FRAME};
 use bricks_wire::checksum;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The `ICMPError` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -25,7 +28,8 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "generates ICMP error packets",
-    synopsis: "ICMPError(SRC, TYPE [, CODE, BADADDRS, KEYWORDS MTU, PMTU, SET_FIX_ANNO])",
+    synopsis: "ICMPError(SRC, TYPE [, CODE, BADADDRS, KEYWORDS MTU, PMTU, SET_FIX_ANNO, \
+        RATELIMIT, RATE, BURST, DEST_RATE, DEST_BURST])",
     description: "For each incoming IP packet (network header annotation set), emits \
         an ICMP error of type TYPE and code CODE addressed to the packet's source, and \
         consumes the packet. TYPE is a number or one of `unreachable` (3), \
@@ -56,8 +60,22 @@ static MANUAL: Manual = Manual {
         or to one of BADADDRS, or a packet whose source is not one host: network 0, \
         127/8, multicast, class E, the limited broadcast, or one of BADADDRS. No \
         redirect is sent for a source-routed packet (RFC 1812 section 5.2.7.2). Such \
-        packets are dropped and counted by reason. Rate limiting (RFC 1812 section \
-        4.3.2.8) is left to an element after this one.",
+        packets are dropped and counted by reason.\n\n\
+        Errors are rate-limited (RFC 1812 section 4.3.2.8), as Linux limits its own \
+        (`icmp_ratelimit`, `icmp_msgs_per_sec`, `icmp_msgs_burst`): each destination \
+        may receive DEST_BURST errors at once and then DEST_RATE per second, and all \
+        destinations together BURST at once and then RATE per second. Both are token \
+        buckets on the router's clock (so `--clock trace` runs are reproducible). The \
+        per-destination buckets live in a table of 1,024 slots chosen by a hash of the \
+        destination; a destination that finds its slot taken by another evicts it and \
+        starts with a full bucket, so the table stays bounded whatever the traffic and \
+        the overall bucket bounds the total. The destination's bucket is consulted \
+        first, so a flood to one host does not use up the overall budget of the \
+        others. The buckets belong to this element and are shared by all workers: the \
+        limits hold for the element however many cores run it (each ICMPError of a \
+        configuration has its own). Unlike Linux, fragmentation-needed errors are \
+        limited too (a sender that misses one retransmits and gets another). Errors \
+        refused by a limit are counted in `rate_limited`.",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -104,6 +122,41 @@ static MANUAL: Manual = Manual {
             default: Some("true"),
             doc: "whether to set the fix_ip_src annotation on the errors",
         },
+        Keyword {
+            name: "RATELIMIT",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "whether to limit the rate of errors at all (false: one error per \
+                eligible packet, as in Click)",
+        },
+        Keyword {
+            name: "RATE",
+            ty: "unsigned integer",
+            default: Some("1000"),
+            doc: "errors per second to all destinations together once BURST is spent \
+                (Linux's icmp_msgs_per_sec); 0 turns this limit off",
+        },
+        Keyword {
+            name: "BURST",
+            ty: "unsigned integer",
+            default: Some("50"),
+            doc: "errors that may leave at once to all destinations together (Linux's \
+                icmp_msgs_burst); at least 1",
+        },
+        Keyword {
+            name: "DEST_RATE",
+            ty: "unsigned integer",
+            default: Some("1"),
+            doc: "errors per second to one destination once DEST_BURST is spent (Linux's \
+                icmp_ratelimit of 1000 ms); at most 1000; 0 turns this limit off",
+        },
+        Keyword {
+            name: "DEST_BURST",
+            ty: "unsigned integer",
+            default: Some("6"),
+            doc: "errors that may leave at once to one destination (Linux allows 6); at \
+                least 1",
+        },
     ],
     counters: &[
         ("generated", "ICMP errors sent"),
@@ -132,6 +185,10 @@ static MANUAL: Manual = Manual {
         (
             "suppressed_source_routed",
             "redirect for a source-routed packet",
+        ),
+        (
+            "rate_limited",
+            "errors not sent because a rate limit was reached (not in `suppressed`)",
         ),
     ],
     example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 01 11 a5 d7 0a 00 00 01 \
@@ -290,6 +347,136 @@ impl core::fmt::Display for Suppressed {
     }
 }
 
+/// Slots of the per-destination table: a bound on the state an attacker
+/// can make the router keep, whatever sources it forges.
+pub const DEST_SLOTS: usize = 1024;
+
+/// The rate limits of RFC 1812 section 4.3.2.8: a token bucket per
+/// destination and one for all destinations, shared by every worker's
+/// instance of an element.
+///
+/// Each bucket is kept as the generic cell rate algorithm keeps it (ATM
+/// Forum TM 4.0; the form of `governor` and Linux's `sch_tbf` without the
+/// token count): one "theoretical arrival time" (TAT) per bucket. A message
+/// may leave at `now` if `TAT - now <= (burst - 1) * interval`, and then
+/// `TAT = max(TAT, now) + interval`. So after a quiet spell `burst`
+/// messages leave at once and then one per `interval`: in a time `t` at
+/// most `burst + t / interval`. One word per bucket, updated by one
+/// compare-and-swap, so workers share the buckets without a lock.
+#[derive(Debug)]
+pub struct RateLimiter {
+    /// Overall: interval and tolerance in nanoseconds; interval 0 is off.
+    global_interval: u64,
+    global_tolerance: u64,
+    /// The overall bucket's TAT, nanoseconds on the router's clock.
+    global_tat: AtomicU64,
+    /// Per destination: interval and tolerance in milliseconds; interval
+    /// 0 is off.
+    dest_interval: u32,
+    dest_tolerance: u32,
+    /// Each slot: the destination (high 32 bits) and its TAT in
+    /// milliseconds modulo 2^32 (low 32 bits); 0 is an empty slot (no
+    /// error is ever sent to 0.0.0.0).
+    slots: Box<[AtomicU64]>,
+}
+
+impl RateLimiter {
+    /// Limits of `rate` messages per second after a burst of `burst`
+    /// overall, and `dest_rate` after `dest_burst` per destination (a rate
+    /// of 0 turns that limit off; bursts are at least 1, `dest_rate` at
+    /// most 1000).
+    pub fn new(rate: u32, burst: u32, dest_rate: u32, dest_burst: u32) -> RateLimiter {
+        let global_interval = if rate == 0 {
+            0
+        } else {
+            1_000_000_000 / u64::from(rate)
+        };
+        let dest_interval = if dest_rate == 0 {
+            0
+        } else {
+            (1000 / dest_rate).max(1)
+        };
+        RateLimiter {
+            global_interval,
+            global_tolerance: global_interval * u64::from(burst.max(1) - 1),
+            global_tat: AtomicU64::new(0),
+            dest_interval,
+            dest_tolerance: dest_interval.saturating_mul(dest_burst.max(1) - 1),
+            slots: (0..DEST_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Whether a message to `dst` may leave at `now`; if so, it is
+    /// counted against both buckets. The destination's bucket is asked
+    /// first, so that messages it refuses do not use up the overall one
+    /// (Linux made the same change in 2024).
+    pub fn allow(&self, dst: Ipv4Addr, now: Timestamp) -> bool {
+        self.allow_dest(u32::from(dst), now) && self.allow_global(now.0)
+    }
+
+    fn allow_global(&self, now: u64) -> bool {
+        if self.global_interval == 0 {
+            return true;
+        }
+        let mut cur = self.global_tat.load(Ordering::Relaxed);
+        loop {
+            let tat = cur.max(now);
+            if tat - now > self.global_tolerance {
+                return false;
+            }
+            match self.global_tat.compare_exchange_weak(
+                cur,
+                tat + self.global_interval,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(c) => cur = c,
+            }
+        }
+    }
+
+    /// The slot of `dst`: Fibonacci hashing of the address, so that the
+    /// hosts of one subnet spread over the table.
+    fn slot(&self, dst: u32) -> &AtomicU64 {
+        let h = (u64::from(dst).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
+        &self.slots[h % DEST_SLOTS]
+    }
+
+    fn allow_dest(&self, dst: u32, now: Timestamp) -> bool {
+        if self.dest_interval == 0 {
+            return true;
+        }
+        // Milliseconds modulo 2^32 (49 days): differences are taken
+        // wrapping, and a TAT can never lie more than tolerance + interval
+        // ahead of now, so one that seems to is an old one from a previous
+        // lap of the counter and counts as a full bucket.
+        let now_ms = (now.0 / 1_000_000) as u32;
+        let slot = self.slot(dst);
+        let mut cur = slot.load(Ordering::Relaxed);
+        loop {
+            let (key, old) = ((cur >> 32) as u32, cur as u32);
+            let ahead = old.wrapping_sub(now_ms);
+            let tat = if key != dst
+                || ahead as i32 <= 0
+                || ahead > self.dest_tolerance.saturating_add(self.dest_interval)
+            {
+                now_ms
+            } else {
+                old
+            };
+            if tat.wrapping_sub(now_ms) > self.dest_tolerance {
+                return false;
+            }
+            let new = u64::from(dst) << 32 | u64::from(tat.wrapping_add(self.dest_interval));
+            match slot.compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(c) => cur = c,
+            }
+        }
+    }
+}
+
 /// Smallest MTU: a 20-byte header, 8 of ICMP, a 20-byte quoted header and
 /// 8 bytes of its data (RFC 792).
 const MIN_MTU: usize = 56;
@@ -302,6 +489,11 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let mtu: usize = args.read("MTU")?.unwrap_or(576);
     let pmtu: u16 = args.read("PMTU")?.unwrap_or(0);
     let set_fix_anno: bool = args.read("SET_FIX_ANNO")?.unwrap_or(true);
+    let ratelimit: bool = args.read("RATELIMIT")?.unwrap_or(true);
+    let rate: u32 = args.read("RATE")?.unwrap_or(1000);
+    let burst: u32 = args.read("BURST")?.unwrap_or(50);
+    let dest_rate: u32 = args.read("DEST_RATE")?.unwrap_or(1);
+    let dest_burst: u32 = args.read("DEST_BURST")?.unwrap_or(6);
 
     let icmp_type = lookup_name(&type_text, TYPES).ok_or_else(|| {
         ArgError::new(format!(
@@ -328,6 +520,19 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         return Err(ArgError::new(format!("MTU {mtu} is out of range"))
             .with_help("at least 56 (an IP header, an ICMP header and a quoted header with 8 bytes), at most 65535"));
     }
+    if burst == 0 || dest_burst == 0 {
+        return Err(ArgError::new("BURST and DEST_BURST must be at least 1")
+            .with_help("to switch a limit off give its rate as 0 (RATE 0, DEST_RATE 0), or RATELIMIT false for both"));
+    }
+    if dest_rate > 1000 {
+        return Err(ArgError::new(format!("DEST_RATE {dest_rate} is above 1000 per second"))
+            .with_help("per-destination limits are kept to the millisecond; use DEST_RATE 0 for no per-destination limit"));
+    }
+    let limiter = if ratelimit && (rate > 0 || dest_rate > 0) {
+        Some(args.shared(|_| Ok(RateLimiter::new(rate, burst, dest_rate, dest_burst)))?)
+    } else {
+        None
+    };
     Ok(Box::new(ICMPError {
         src: src.octets(),
         icmp_type,
@@ -337,8 +542,10 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         pmtu,
         set_fix_anno,
         ident: 0,
+        limiter,
         generated: 0,
         suppressed: [0; Suppressed::ALL.len()],
+        rate_limited: 0,
     }))
 }
 
@@ -372,8 +579,11 @@ pub struct ICMPError {
     pmtu: u16,
     set_fix_anno: bool,
     ident: u16,
+    /// Shared by every worker's instance; `None` when RATELIMIT is false.
+    limiter: Option<Arc<RateLimiter>>,
     generated: u64,
     suppressed: [u64; Suppressed::ALL.len()],
+    rate_limited: u64,
 }
 
 impl ICMPError {
@@ -383,8 +593,15 @@ impl ICMPError {
         net != 0 && net != 127 && !is_multicast_or_reserved(a) && !self.bad_addrs.contains(&a)
     }
 
-    /// Builds the error about `p`, or says why there must be none.
+    /// Builds the error about `p`, or says why there must be none (rate
+    /// limits aside).
     pub fn respond(&mut self, p: &Packet, now: Timestamp) -> Result<Packet, Suppressed> {
+        self.check(p)?;
+        self.build(p, now)
+    }
+
+    /// Says why there must be no error about `p`, if there must be none.
+    fn check(&self, p: &Packet) -> Result<(), Suppressed> {
         let ip = ip_bytes(p);
         if ip.len() < 20 || ip[0] >> 4 != 4 {
             return Err(Suppressed::Malformed);
@@ -416,6 +633,14 @@ impl ICMPError {
         if self.icmp_type == REDIRECT && has_source_route(&ip[20..hlen]) {
             return Err(Suppressed::SourceRouted);
         }
+        Ok(())
+    }
+
+    /// Builds the error about `p`, which passed [`ICMPError::check`].
+    fn build(&mut self, p: &Packet, now: Timestamp) -> Result<Packet, Suppressed> {
+        let ip = ip_bytes(p);
+        let hlen = usize::from(ip[0] & 0x0f) * 4;
+        let src = be32(ip, 12);
 
         // Quote the datagram up to its total length (not link padding),
         // or what there is of it if the packet is cut short.
@@ -484,7 +709,20 @@ impl ICMPError {
     }
 
     fn answer(&mut self, p: &Packet, now: Timestamp) -> Option<Packet> {
-        match self.respond(p, now) {
+        // Limited after the checks, so that packets that get no error
+        // anyway take nothing from the buckets, and before the error is
+        // built, so that a flood costs no buffers.
+        let limited = self.check(p).map(|()| {
+            self.limiter.as_ref().is_some_and(|l| {
+                let src = Ipv4Addr::from(be32(ip_bytes(p), 12));
+                !l.allow(src, now)
+            })
+        });
+        if limited == Ok(true) {
+            self.rate_limited += 1;
+            return None;
+        }
+        match limited.and_then(|_| self.build(p, now)) {
             Ok(q) => {
                 self.generated += 1;
                 Some(q)
@@ -527,6 +765,7 @@ impl Element for ICMPError {
         for r in Suppressed::ALL {
             s.counter(r.counter(), self.suppressed[r as usize]);
         }
+        s.counter("rate_limited", self.rate_limited);
     }
 }
 
@@ -782,6 +1021,149 @@ mod tests {
         assert_eq!(h.stats().get("suppressed_link_broadcast"), Some(1));
     }
 
+    /// `n` copies of `frame` from `src`, each a packet ICMPError answers.
+    fn from(src: [u8; 4], n: usize) -> Vec<Packet> {
+        let mut v = echo_request();
+        v[12..16].copy_from_slice(&src);
+        fix_ip_checksum(&mut v);
+        (0..n).map(|_| packet(&v)).collect()
+    }
+
+    #[test]
+    fn errors_to_one_destination_are_limited_and_refill_on_the_clock() {
+        let mut h = Harness::push(&CLASS, "18.26.4.24, timeexceeded", 1, 1);
+        h.advance_to(Timestamp::from_parts(1_000, 0));
+        h.push_packets(0, from([192, 0, 2, 1], 100));
+        assert_eq!(h.take(0).len(), 6, "DEST_BURST 6");
+        assert_eq!(h.stats().get("rate_limited"), Some(94));
+        assert_eq!(h.stats().get("suppressed"), Some(0));
+        // Another destination has its own bucket.
+        h.push_packets(0, from([192, 0, 2, 2], 10));
+        assert_eq!(h.take(0).len(), 6);
+        // 999 ms later nothing has refilled; at 1 s one error may go.
+        h.advance_to(Timestamp::from_parts(1_000, 999_000_000));
+        h.push_packets(0, from([192, 0, 2, 1], 5));
+        assert!(h.take(0).is_empty());
+        h.advance_to(Timestamp::from_parts(1_001, 0));
+        h.push_packets(0, from([192, 0, 2, 1], 5));
+        assert_eq!(h.take(0).len(), 1);
+        // After a quiet spell the whole burst again, but no more.
+        h.advance_to(Timestamp::from_parts(1_100, 0));
+        h.push_packets(0, from([192, 0, 2, 1], 10));
+        assert_eq!(h.take(0).len(), 6);
+        // Over 10 s of a steady flood: burst + rate x time.
+        let mut sent = 0;
+        for ms in (0..10_000u64).step_by(10) {
+            h.advance_to(Timestamp(1_200_000_000_000 + ms * 1_000_000));
+            h.push_packets(0, from([192, 0, 2, 3], 3));
+            sent += h.take(0).len();
+        }
+        assert_eq!(sent, 6 + 9);
+    }
+
+    #[test]
+    fn errors_to_all_destinations_are_limited_together() {
+        let args = "18.26.4.24, timeexceeded, RATE 100, BURST 20";
+        let mut h = Harness::push(&CLASS, args, 1, 1);
+        h.advance_to(Timestamp::from_parts(50, 0));
+        // 64 sources, 2 packets each: per destination all would pass.
+        let mut ps = Vec::new();
+        for i in 0..64u8 {
+            ps.extend(from([192, 0, 2, i + 1], 2));
+        }
+        h.push_packets(0, ps);
+        assert_eq!(h.take(0).len(), 20, "BURST 20");
+        assert_eq!(h.stats().get("rate_limited"), Some(108));
+        // 100 per second: 10 ms gives one more, to anyone.
+        h.advance_to(Timestamp::from_parts(50, 10_000_000));
+        h.push_packets(0, from([192, 0, 2, 200], 3));
+        assert_eq!(h.take(0).len(), 1);
+        // Per-destination limit off: one destination uses the whole budget.
+        let args = "18.26.4.24, timeexceeded, RATE 100, BURST 20, DEST_RATE 0";
+        let mut h = Harness::push(&CLASS, args, 1, 1);
+        h.push_packets(0, from([192, 0, 2, 1], 50));
+        assert_eq!(h.take(0).len(), 20);
+    }
+
+    #[test]
+    fn ratelimit_false_answers_every_packet() {
+        let mut h = Harness::push(&CLASS, "18.26.4.24, timeexceeded, RATELIMIT false", 1, 1);
+        h.push_packets(0, from([192, 0, 2, 1], 300));
+        assert_eq!(h.take(0).len(), 300);
+        assert_eq!(h.stats().get("rate_limited"), Some(0));
+        let mut h = Harness::push(&CLASS, "18.26.4.24, 11, RATE 0, DEST_RATE 0", 1, 1);
+        h.push_packets(0, from([192, 0, 2, 1], 300));
+        assert_eq!(h.take(0).len(), 300);
+    }
+
+    #[test]
+    fn suppressed_packets_take_nothing_from_the_buckets() {
+        let mut h = Harness::push(&CLASS, "18.26.4.24, timeexceeded", 1, 1);
+        let mut bcast = from([192, 0, 2, 1], 50);
+        for p in &mut bcast {
+            p.anno_mut().packet_type = PacketType::Broadcast;
+        }
+        h.push_packets(0, bcast);
+        h.push_packets(0, from([192, 0, 2, 1], 10));
+        assert_eq!(h.take(0).len(), 6);
+        assert_eq!(h.stats().get("suppressed_link_broadcast"), Some(50));
+        assert_eq!(h.stats().get("rate_limited"), Some(4));
+    }
+
+    #[test]
+    fn workers_share_the_buckets() {
+        let l = Arc::new(RateLimiter::new(1000, 50, 1, 6));
+        let now = Timestamp::from_parts(7, 0);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let l = Arc::clone(&l);
+                std::thread::spawn(move || {
+                    let mut n = 0;
+                    for i in 0..1000u32 {
+                        // Half to one host, half to many.
+                        let dst = if i % 2 == 0 {
+                            Ipv4Addr::new(192, 0, 2, 1)
+                        } else {
+                            Ipv4Addr::from(0x0a00_0000 + t * 1000 + i)
+                        };
+                        n += usize::from(l.allow(dst, now));
+                    }
+                    n
+                })
+            })
+            .collect();
+        let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(total, 50, "the overall burst, across threads");
+    }
+
+    #[test]
+    fn the_destination_table_is_bounded_and_evicts() {
+        let l = RateLimiter::new(0, 1, 1, 1);
+        let now = Timestamp::from_parts(3, 0);
+        // Far more destinations than slots: each new one starts full.
+        for i in 0..(4 * DEST_SLOTS as u32) {
+            assert!(l.allow(Ipv4Addr::from(0x0a00_0001 + i), now));
+        }
+        assert_eq!(l.slots.len(), DEST_SLOTS);
+        // A destination still in its slot is limited.
+        let last = Ipv4Addr::from(0x0a00_0000 + 4 * DEST_SLOTS as u32);
+        assert!(!l.allow(last, now));
+    }
+
+    #[test]
+    fn the_millisecond_counter_wraps_without_refusing() {
+        let l = RateLimiter::new(0, 1, 1, 2);
+        let d = Ipv4Addr::new(192, 0, 2, 9);
+        // Just before 2^32 ms and just after: a refill, not a 49-day wait.
+        let before = Timestamp(((1u64 << 32) - 500) * 1_000_000);
+        assert!(l.allow(d, before) && l.allow(d, before) && !l.allow(d, before));
+        let after = Timestamp(((1u64 << 32) + 1_600) * 1_000_000);
+        assert!(l.allow(d, after) && l.allow(d, after) && !l.allow(d, after));
+        // A slot left alone for some laps of the counter counts as full.
+        let later = Timestamp(((5u64 << 32) + 1_000) * 1_000_000);
+        assert!(l.allow(d, later));
+    }
+
     #[test]
     fn arguments() {
         let ports = PortInfo::default();
@@ -802,5 +1184,14 @@ mod tests {
         assert!(ok("1.2.3.4, unreachable, MTU 40").is_err());
         assert!(ok("1.2.3.4").unwrap_err().contains("TYPE"));
         assert!(ok("timeexceeded").is_err());
+        assert!(ok("1.2.3.4, 11, RATE 10, BURST 5, DEST_RATE 2, DEST_BURST 3").is_ok());
+        assert!(ok("1.2.3.4, 11, BURST 0")
+            .unwrap_err()
+            .contains("at least 1"));
+        assert!(ok("1.2.3.4, 11, DEST_BURST 0").is_err());
+        assert!(ok("1.2.3.4, 11, DEST_RATE 5000")
+            .unwrap_err()
+            .contains("1000"));
+        assert!(ok("1.2.3.4, 11, RATELIMIT maybe").is_err());
     }
 }
