@@ -104,7 +104,9 @@ const DEVICE_KEYWORDS: [Keyword; 7] = [
         name: "PROMISC",
         ty: "boolean",
         default: Some("false"),
-        doc: "receive frames for other hosts too (accepted for Click compatibility)",
+        doc: "FromDevice on a live interface: keep frames unicast to other hosts' MACs \
+              (packet type OTHERHOST); otherwise they are dropped and counted in \
+              `other_host`, as Linux drops PACKET_OTHERHOST frames",
     },
     Keyword {
         name: "SNIFFER",
@@ -135,7 +137,10 @@ static FROM_MANUAL: Manual = Manual {
     summary: "receives packets from an interface",
     synopsis: "FromDevice(DEVNAME [, KEYWORDS])",
     description: "Pushes the packets received on interface DEVNAME, in batches of up to \
-        BURST, with the packet type annotation set from the destination MAC. DEVNAME is \
+        BURST, with the packet type annotation set from the destination MAC. On a live \
+        interface, frames unicast to another MAC than the interface's (read when the \
+        router starts) are dropped and counted unless PROMISC is true, as a host's card \
+        and Linux do; a router must not route what was not sent to it. DEVNAME is \
         a live Linux interface unless the command line binds it to captures. Live, the \
         backend is AF_XDP (bricks attaches its own redirect program; native mode where the \
         driver has it, zero-copy where it allows) or AF_PACKET with TPACKET_V3 rings and \
@@ -156,6 +161,10 @@ static FROM_MANUAL: Manual = Manual {
         ("oversized", "frames too large for a buffer"),
         ("errors", "failed polls (live)"),
         ("queues", "receive queues this worker owns (live)"),
+        (
+            "other_host",
+            "frames unicast to another MAC than the interface's, dropped (live, PROMISC false)",
+        ),
     ],
     example: "FromDevice(eth0) -> Discard;",
     see_also: &["ToDevice", "FromDump"],
@@ -216,13 +225,14 @@ static HOST_MANUAL: Manual = Manual {
 struct DeviceArgs {
     name: String,
     burst: Option<usize>,
+    promisc: bool,
     spec: live::DeviceSpec,
 }
 
 fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
     let name: String = args.read_mp("DEVNAME")?;
     let burst: Option<usize> = args.read_p("BURST")?;
-    let _promisc: Option<bool> = args.read_p("PROMISC")?;
+    let promisc: bool = args.read_p("PROMISC")?.unwrap_or(false);
     let _sniffer: Option<bool> = args.read("SNIFFER")?;
     let mut spec = live::DeviceSpec::new(&name);
     if let Some(b) = args.read::<String>("BACKEND")? {
@@ -244,6 +254,7 @@ fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
     Ok(DeviceArgs {
         name,
         burst: burst.map(|b| b.clamp(1, MAX_BATCH)),
+        promisc,
         spec,
     })
 }
@@ -261,7 +272,7 @@ fn make_from(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>,
         Some(Binding::Pcap { input: None, .. }) => Ok(Box::new(FromDevice { src: None, burst })),
         None => {
             live::declare(d.spec).map_err(ArgError::new)?;
-            Ok(Box::new(LiveRx::new(d.name, burst)))
+            Ok(Box::new(LiveRx::new(d.name, burst, d.promisc)))
         }
     }
 }

@@ -7,12 +7,19 @@
 //! the transmit ring and tells the kernel once per BURST frames (kn), or
 //! when the oldest placed frame has waited FLUSH, so that a lone packet at
 //! a low rate is not held back for long.
+//!
+//! As a host's network card and Linux do (`PACKET_OTHERHOST`), a receiver
+//! that is not promiscuous drops frames unicast to another MAC than the
+//! interface's: AF_XDP sees every frame that reaches the wire of a veth or
+//! a promiscuous card, and a router must not route a frame that was not
+//! sent to it (RFC 1812 section 5.3.4: a packet received as a link-layer
+//! unicast to someone else is not the router's to forward).
 
 use super::capture::set_packet_type;
 use bricks_element::{Batch, Context, Element, Stats, TaskKind, TaskResult};
 use bricks_io::live;
 use bricks_io::{DeviceError, RxQueue, RxStats, TxQueue, TxStats};
-use bricks_packet::Timestamp;
+use bricks_packet::{Packet, PacketType, Timestamp};
 
 /// Receives from the queues of a live interface this worker owns.
 pub struct LiveRx {
@@ -23,12 +30,20 @@ pub struct LiveRx {
     /// Counters of queues that went away.
     closed: RxStats,
     errors: u64,
+    /// Whether frames for other hosts are kept (PROMISC).
+    promisc: bool,
+    /// The interface's MAC, read when the router starts; `None` when it
+    /// has none (a tunnel) or is promiscuous: nothing is filtered.
+    mac: Option<[u8; 6]>,
+    /// Frames dropped because they were unicast to another MAC.
+    other_host: u64,
 }
 
 impl LiveRx {
     /// Receives from interface `name`, up to `burst` frames per queue and
-    /// poll.
-    pub fn new(name: String, burst: usize) -> LiveRx {
+    /// poll; frames unicast to another MAC than the interface's are
+    /// dropped unless `promisc`.
+    pub fn new(name: String, burst: usize, promisc: bool) -> LiveRx {
         LiveRx {
             name,
             burst,
@@ -36,7 +51,35 @@ impl LiveRx {
             taken: false,
             closed: RxStats::default(),
             errors: 0,
+            promisc,
+            mac: None,
+            other_host: 0,
         }
+    }
+
+    fn take_queues(&mut self, worker: usize) {
+        self.taken = true;
+        self.queues = live::take_rx(&self.name, worker);
+        if !self.promisc {
+            self.mac = bricks_io::ifinfo::lookup(&self.name)
+                .ok()
+                .map(|i| i.mac)
+                .filter(|m| *m != [0; 6]);
+        }
+    }
+
+    /// Sets each frame's packet type and drops, counting them, the frames
+    /// for other hosts unless promiscuous.
+    fn accept(&mut self, b: &mut Batch) {
+        let Some(mac) = self.mac else {
+            for p in b.iter_mut() {
+                set_packet_type(p);
+            }
+            return;
+        };
+        let before = b.len();
+        b.retain(|p| packet_type(p, &mac) != PacketType::OtherHost);
+        self.other_host += (before - b.len()) as u64;
     }
 
     fn totals(&self) -> RxStats {
@@ -76,8 +119,7 @@ fn report_gone(cx: &mut Context<'_>, msg: String) {
 
 impl Element for LiveRx {
     fn start(&mut self, cx: &mut Context<'_>) {
-        self.taken = true;
-        self.queues = live::take_rx(&self.name, cx.worker());
+        self.take_queues(cx.worker());
     }
 
     fn task_kind(&self) -> TaskKind {
@@ -90,8 +132,7 @@ impl Element for LiveRx {
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
         if !self.taken {
-            self.taken = true;
-            self.queues = live::take_rx(&self.name, cx.worker());
+            self.take_queues(cx.worker());
         }
         if self.queues.is_empty() {
             return TaskResult::Done;
@@ -103,9 +144,7 @@ impl Element for LiveRx {
             match self.queues[i].recv(&mut b, self.burst) {
                 Ok(0) => i += 1,
                 Ok(_) => {
-                    for p in b.iter_mut() {
-                        set_packet_type(p);
-                    }
+                    self.accept(&mut b);
                     cx.push(0, &mut b);
                     worked = true;
                     i += 1;
@@ -143,7 +182,20 @@ impl Element for LiveRx {
         s.counter("oversized", t.oversized);
         s.counter("errors", self.errors);
         s.counter("queues", self.queues.len() as u64);
+        s.counter("other_host", self.other_host);
     }
+}
+
+/// Sets `p`'s packet type from its destination MAC for an interface whose
+/// address is `mac`, and returns it.
+fn packet_type(p: &mut Packet, mac: &[u8; 6]) -> PacketType {
+    set_packet_type(p);
+    let t = p.anno().packet_type;
+    if t == PacketType::Host && p.data().get(..6).is_some_and(|d| d != mac) {
+        p.anno_mut().packet_type = PacketType::OtherHost;
+        return PacketType::OtherHost;
+    }
+    t
 }
 
 /// Packets a pulling ToDevice takes per round at least.
@@ -287,5 +339,74 @@ impl Element for LiveTx {
         s.counter("drops", t.ring_full + t.errors + self.no_queue);
         s.counter("ring_full", t.ring_full);
         s.counter("kicks", t.kicks);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An ARP request (broadcast), an IPv4 multicast (IGMP to 224.0.0.22),
+    /// a ping to the interface and the same ping to another host's MAC.
+    fn frames(mac: [u8; 6]) -> Vec<Vec<u8>> {
+        let ping_tail = [
+            0x02, 0x42, 0xac, 0x11, 0x00, 0x02, 0x08, 0x00, 0x45, 0x00, 0x00, 0x1c, 0x1c, 0x46,
+            0x40, 0x00, 0x40, 0x01, 0x06, 0x8f, 0x0a, 0x00, 0x01, 0x02, 0x0a, 0x00, 0x02, 0x02,
+            0x08, 0x00, 0xf7, 0xff, 0x00, 0x00, 0x00, 0x00,
+        ];
+        let mut arp = vec![0xff; 6];
+        arp.extend([0x02, 0x42, 0xac, 0x11, 0x00, 0x02, 0x08, 0x06]);
+        arp.extend([0, 1, 8, 0, 6, 4, 0, 1]);
+        arp.extend([0x02, 0x42, 0xac, 0x11, 0x00, 0x02, 10, 0, 1, 2]);
+        arp.extend([0, 0, 0, 0, 0, 0, 10, 0, 1, 1]);
+        let mut igmp = vec![0x01, 0x00, 0x5e, 0x00, 0x00, 0x16];
+        igmp.extend(&ping_tail);
+        let mut mine = mac.to_vec();
+        mine.extend(&ping_tail);
+        let mut other = vec![0x02, 0x42, 0xac, 0x11, 0x00, 0x99];
+        other.extend(&ping_tail);
+        vec![arp, igmp, mine, other]
+    }
+
+    fn batch(frames: &[Vec<u8>]) -> Batch {
+        let mut b = Batch::new();
+        for f in frames {
+            b.push(Packet::from_slice(f).unwrap()).unwrap();
+        }
+        b
+    }
+
+    #[test]
+    fn frames_for_other_hosts_are_dropped_and_counted() {
+        let mac = [0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
+        let mut rx = LiveRx::new("eth0".into(), 32, false);
+        rx.mac = Some(mac);
+        let mut b = batch(&frames(mac));
+        rx.accept(&mut b);
+        let types: Vec<PacketType> = b.iter().map(|p| p.anno().packet_type).collect();
+        assert_eq!(
+            types,
+            [
+                PacketType::Broadcast,
+                PacketType::Multicast,
+                PacketType::Host
+            ]
+        );
+        assert_eq!(&b.as_slice()[2].data()[..6], &mac);
+        assert_eq!(rx.other_host, 1);
+        let mut s = Stats::default();
+        rx.stats(&mut s);
+        assert_eq!(s.get("other_host"), Some(1));
+    }
+
+    #[test]
+    fn promiscuous_or_without_a_mac_nothing_is_dropped() {
+        let mac = [0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
+        // PROMISC true never learns the MAC, so it filters nothing.
+        let mut rx = LiveRx::new("eth0".into(), 32, true);
+        let mut b = batch(&frames(mac));
+        rx.accept(&mut b);
+        assert_eq!(b.len(), 4);
+        assert_eq!(rx.other_host, 0);
     }
 }
