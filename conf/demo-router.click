@@ -51,9 +51,10 @@ define(
 // The routing table, shared by both interfaces' input paths.
 //
 // Output 0 is local delivery (the router's own addresses, the subnets'
-// network and broadcast addresses, the limited broadcast); output 1 leaves
-// through eth0, output 2 through eth1. A default route would go here too,
-// e.g. `0.0.0.0/0 10.2.0.254 2`.
+// network and broadcast addresses, the limited broadcast, local network
+// control multicast: never forwarded, RFC 1812 section 5.3.7 and RFC 2644);
+// output 1 leaves through eth0, output 2 through eth1. A default route would
+// go here too, e.g. `0.0.0.0/0 10.2.0.254 2`.
 
 rt :: StaticIPLookup(
     $IP0/32 0,
@@ -63,16 +64,19 @@ rt :: StaticIPLookup(
     $BCAST1/32 0,
     $NET1/32 0,
     255.255.255.255/32 0.0.0.0 0,
+    224.0.0.0/24 0,
     0.0.0.0/32 0,
     $NET0/$LEN0 1,
     $NET1/$LEN1 2,
 );
 
 // The IP input path: take off the Ethernet header, check the IP header
-// (RFC 1812 section 5.2.2), copy the destination address into the packet's
+// (RFC 1812 section 5.2.2) and drop martian sources and destinations
+// (section 5.3.7: loopback, network 0, class E, the router's own address as
+// a source), copy the destination address into the packet's
 // destination annotation, look the route up.
 ip :: Strip(14)
-    -> CheckIPHeader(INTERFACES $IP0/$LEN0 $IP1/$LEN1)
+    -> CheckIPHeader(INTERFACES $IP0/$LEN0 $IP1/$LEN1, MARTIANS true)
     -> GetIPAddress(16)
     -> [0]rt;
 

@@ -11,7 +11,12 @@
 //     --device eth1=pcap:eth1-in.pcap,eth1-out.pcap \
 //     --device host=pcap:,host.pcap
 
-// Shared IP input path and routing table
+// Shared IP input path and routing table. What a router must not forward
+// (RFC 1812 section 5.3.7) stays here: martian sources and destinations are
+// dropped by CheckIPHeader (MARTIANS, a bricks extension), the limited
+// broadcast, local network control multicast and the subnets' broadcasts
+// go to the host. ICMP errors leave with the address of the interface they
+// leave by (FixIPSrc on each output path; RFC 1812 section 4.3.2.4).
 rt :: StaticIPLookup(
 	18.26.4.1/32 0,
 	18.26.4.255/32 0,
@@ -22,10 +27,11 @@ rt :: StaticIPLookup(
 	18.26.4.0/255.255.255.0 1,
 	1.0.0.0/255.0.0.0 2,
 	255.255.255.255/32 0.0.0.0 0,
+	224.0.0.0/24 0,
 	0.0.0.0/32 0,
 	0.0.0.0/0.0.0.0 18.26.4.254 1);
 ip :: Strip(14)
-    -> CheckIPHeader(INTERFACES 18.26.4.1/24 1.0.0.1/8)
+    -> CheckIPHeader(INTERFACES 18.26.4.1/24 1.0.0.1/8, MARTIANS true)
     -> GetIPAddress(16)
     -> [0]rt;
 

@@ -62,6 +62,7 @@ rt :: StaticIPLookup(
     $WAN_BCAST/32 0,
     $WAN_NET/32 0,
     255.255.255.255/32 0.0.0.0 0,
+    224.0.0.0/24 0,
     0.0.0.0/32 0,
     $LAN_NET/$LAN_LEN 1,
     $WAN_NET/$WAN_LEN 2,
@@ -84,7 +85,7 @@ arpq0 :: ARPQuerier($LAN_IP/$LAN_LEN, $LAN_MAC) -> q0;
 c0[1] -> arpt;
 arpt[0] -> [1]arpq0;
 c0[2] -> Strip(14)
-    -> CheckIPHeader(INTERFACES $LAN_IP/$LAN_LEN $WAN_IP/$WAN_LEN)
+    -> CheckIPHeader(INTERFACES $LAN_IP/$LAN_LEN $WAN_IP/$WAN_LEN, MARTIANS true)
     -> GetIPAddress(16)
     -> [0]rt;
 c0[3] -> other0 :: Discard;
@@ -106,9 +107,9 @@ arpq1 :: ARPQuerier($WAN_IP/$WAN_LEN, $WAN_MAC) -> q1;
 c1[1] -> arpt;
 arpt[1] -> [1]arpq1;
 c1[2] -> Strip(14)
-    -> CheckIPHeader(INTERFACES $LAN_IP/$LAN_LEN $WAN_IP/$WAN_LEN)
+    -> CheckIPHeader(INTERFACES $LAN_IP/$LAN_LEN $WAN_IP/$WAN_LEN, MARTIANS true)
     -> esp_in :: IPsecESPDecap(FILE $SA_FILE)
-    -> CheckIPHeader
+    -> CheckIPHeader(MARTIANS true)
     -> GetIPAddress(16)
     -> [0]rt;
 // Not ESP. Packets from the remote network must come through the tunnel
