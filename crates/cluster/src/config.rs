@@ -5,16 +5,26 @@
 //! stays the single description of the cluster:
 //!
 //! ```text
-//!  ext port p ─ FromDevice ─ Classifier ─ ARP ─────────────────────┐
-//!                               └ IPv4: Strip, CheckIPHeader ─ rt  │
-//!  rt[0] (the node's own addresses) ─ ICMPPingResponder ─ rt        │
-//!  rt[1] ─ DropBroadcasts, IPGWOptions, FixIPSrc, DecIPTTL,         │
-//!          IPFragmenter ─ [0]vlb                                    │
-//!  internal link l ─ FromDevice ─ [1+l]vlb                          │
-//!  vlb[l] ─ Queue ─ ToDevice (internal link l)                      │
-//!  vlb[L+p] ─ ARPQuerier (port p) ─ Queue ─ ToDevice (port p) ◄─────┘
-//!  vlb[L+P] (no route) ─ ICMPError(unreachable) ─ rt
+//!  ext port p ─ FromDevice ─ Classifier ─ ARP ──────────────────────┐
+//!                        └ IPv4: Strip, CheckIPHeader ─ rt_p        │
+//!  rt_p[0] (the node's own addresses) ─ ICMPPingResponder ─ rt_0     │
+//!  rt_p[1] ─ DropBroadcasts, IPGWOptions, FixIPSrc, DecIPTTL,        │
+//!            IPFragmenter ─ [0]vlb; their ICMP errors ─ rt_p         │
+//!  internal link l ─ FromDevice(PROMISC true) ─ [1+l]vlb             │
+//!  vlb[l] ─ Queue ─ ToDevice (internal link l)                       │
+//!  vlb[L+p] ─ ARPQuerier (port p) ─ Queue ─ ToDevice (port p) ◄──────┘
+//!  vlb[L+P] (no route) ─ ICMPError(unreachable) ─ rt_p of the input port
 //! ```
+//!
+//! Each external port has its own routing path, with the port's address
+//! in IPGWOptions, FixIPSrc and ICMPError, so that an ICMP error about a
+//! packet that came in by port p has p's address as its source (RFC 1812
+//! section 4.3.2.4: the error goes back the way the packet came). External
+//! ports take frames for their own MAC only (FromDevice's default); internal
+//! links are promiscuous, since labels are MACs of their own. CheckIPHeader
+//! drops martian sources and destinations (RFC 1812 section 5.3.7), and,
+//! unless the cluster file sets `directed_broadcast = true`, packets to the
+//! broadcast or network address of another node's port (RFC 2644).
 //!
 //! The input node does the whole IPv4 processing (RFC 1812: header
 //! checks, TTL, options, ICMP errors) once; the packet then crosses the
@@ -150,15 +160,37 @@ pub fn node_config(cluster: &Cluster, node: NodeId, options: &ConfigOptions) -> 
         return s;
     }
 
-    let first = n.ports[0].address;
     let interfaces: Vec<String> = n
         .ports
         .iter()
         .map(|p| format!("{}/{}", p.address, p.prefix_len))
         .collect();
-    let _ = writeln!(
-        w,
-        "// The node's own addresses (output 0) and everything else (output 1)."
+    // The subnet broadcasts of the other nodes' ports: not forwarded
+    // unless the file says so (RFC 2644). This node's own are local.
+    let mut baddst = String::new();
+    if !cluster.directed_broadcast {
+        for (m, other) in cluster.nodes.iter().enumerate() {
+            if m == usize::from(node) {
+                continue;
+            }
+            for q in other.ports.iter().filter(|q| q.prefix_len < 31) {
+                let _ = write!(
+                    baddst,
+                    " {} {}",
+                    broadcast(q.address, q.prefix_len),
+                    network(q.address, q.prefix_len)
+                );
+            }
+        }
+    }
+    let check = format!(
+        "CheckIPHeader(INTERFACES {}, MARTIANS true{})",
+        interfaces.join(" "),
+        if baddst.is_empty() {
+            String::new()
+        } else {
+            format!(", BADDST{baddst}")
+        }
     );
     let own = n
         .ports
@@ -166,41 +198,87 @@ pub fn node_config(cluster: &Cluster, node: NodeId, options: &ConfigOptions) -> 
         .map(|p| format!("dst host {}", p.address))
         .collect::<Vec<_>>()
         .join(" or ");
-    let _ = writeln!(w, "rt :: StaticIPLookup(");
-    for p in &n.ports {
-        let _ = writeln!(w, "    {}/32 0,", p.address);
-        if p.prefix_len < 31 {
-            let _ = writeln!(w, "    {}/32 0,", broadcast(p.address, p.prefix_len));
-            let _ = writeln!(w, "    {}/32 0,", network(p.address, p.prefix_len));
+    let rt0 = format!("rt_{}", n.ports[0].iface);
+    let _ = writeln!(
+        w,
+        "// Packets for the node itself: pings answered, the rest dropped."
+    );
+    let _ = writeln!(w, "ping :: ICMPPingResponder -> {rt0};");
+    let _ = writeln!(w, "ping[1] -> local :: Discard;");
+    let _ = writeln!(w);
+    let _ = writeln!(
+        w,
+        "// The input node's share of RFC 1812, once per packet for the whole cluster."
+    );
+    let _ = writeln!(
+        w,
+        "// Each port has its own path so that the ICMP errors about what came in by"
+    );
+    let _ = writeln!(
+        w,
+        "// a port carry that port's address (RFC 1812 section 4.3.2.4)."
+    );
+    for port in &n.ports {
+        let i = &port.iface;
+        let a = port.address;
+        let _ = writeln!(
+            w,
+            "// {i}: the node's own addresses (output 0) and everything else (output 1)."
+        );
+        let _ = writeln!(w, "rt_{i} :: StaticIPLookup(");
+        for p in &n.ports {
+            let _ = writeln!(w, "    {}/32 0,", p.address);
+            if p.prefix_len < 31 {
+                let _ = writeln!(w, "    {}/32 0,", broadcast(p.address, p.prefix_len));
+                let _ = writeln!(w, "    {}/32 0,", network(p.address, p.prefix_len));
+            }
+        }
+        let _ = writeln!(w, "    255.255.255.255/32 0,");
+        let _ = writeln!(w, "    224.0.0.0/24 0,");
+        let _ = writeln!(w, "    0.0.0.0/32 0,");
+        let _ = writeln!(w, "    0.0.0.0/0 1,");
+        let _ = writeln!(w, ");");
+        let _ = writeln!(w, "rt_{i}[0] -> ping;");
+        let _ = writeln!(w, "rt_{i}[1] -> DropBroadcasts");
+        let _ = writeln!(w, "    -> gio_{i} :: IPGWOptions({a})");
+        let _ = writeln!(w, "    -> FixIPSrc({a})");
+        let _ = writeln!(w, "    -> dt_{i} :: DecIPTTL");
+        let _ = writeln!(w, "    -> fr_{i} :: IPFragmenter($MTU)");
+        let _ = writeln!(w, "    -> [0]vlb;");
+        let _ = writeln!(w, "dt_{i}[1] -> ICMPError({a}, timeexceeded) -> rt_{i};");
+        let _ = writeln!(
+            w,
+            "fr_{i}[1] -> ICMPError({a}, unreachable, needfrag) -> rt_{i};"
+        );
+        let _ = writeln!(
+            w,
+            "gio_{i}[1] -> ICMPError({a}, parameterproblem) -> rt_{i};"
+        );
+    }
+    // No route: the error goes back by the port the packet came in by,
+    // told by its paint when there are several.
+    let noroute = links + ports;
+    if ports == 1 {
+        let _ = writeln!(
+            w,
+            "vlb[{noroute}] -> ICMPError({}, unreachable, net) -> {rt0};",
+            n.ports[0].address
+        );
+    } else {
+        let _ = write!(w, "vlb[{noroute}]");
+        for (p, port) in n.ports.iter().enumerate() {
+            let (i, a) = (&port.iface, port.address);
+            if p + 1 < ports {
+                let _ = writeln!(
+                    w,
+                    " -> noroute_{i} :: CheckPaint({p}) -> ICMPError({a}, unreachable, net) -> rt_{i};"
+                );
+                let _ = write!(w, "noroute_{i}[1]");
+            } else {
+                let _ = writeln!(w, " -> ICMPError({a}, unreachable, net) -> rt_{i};");
+            }
         }
     }
-    let _ = writeln!(w, "    255.255.255.255/32 0,");
-    let _ = writeln!(w, "    0.0.0.0/32 0,");
-    let _ = writeln!(w, "    0.0.0.0/0 1,");
-    let _ = writeln!(w, ");");
-    let _ = writeln!(w, "rt[0] -> ping :: ICMPPingResponder -> rt;");
-    let _ = writeln!(w, "ping[1] -> local :: Discard;");
-    let _ = writeln!(
-        w,
-        "// The input node's share of RFC 1812: once per packet, for the whole cluster."
-    );
-    let _ = writeln!(w, "rt[1] -> DropBroadcasts");
-    let _ = writeln!(w, "    -> gio :: IPGWOptions({first})");
-    let _ = writeln!(w, "    -> FixIPSrc({first})");
-    let _ = writeln!(w, "    -> dt :: DecIPTTL");
-    let _ = writeln!(w, "    -> fr :: IPFragmenter($MTU)");
-    let _ = writeln!(w, "    -> [0]vlb;");
-    let _ = writeln!(w, "dt[1] -> ICMPError({first}, timeexceeded) -> rt;");
-    let _ = writeln!(
-        w,
-        "fr[1] -> ICMPError({first}, unreachable, needfrag) -> rt;"
-    );
-    let _ = writeln!(w, "gio[1] -> ICMPError({first}, parameterproblem) -> rt;");
-    let _ = writeln!(
-        w,
-        "vlb[{}] -> ICMPError({first}, unreachable, net) -> rt;",
-        links + ports
-    );
     let _ = writeln!(w);
 
     for (p, port) in n.ports.iter().enumerate() {
@@ -229,10 +307,14 @@ pub fn node_config(cluster: &Cluster, node: NodeId, options: &ConfigOptions) -> 
             port.address, port.prefix_len
         );
         let _ = writeln!(w, "c_{i}[1] -> [1]arpq_{i};");
+        let paint = if ports > 1 {
+            format!("Paint({p}) -> ")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             w,
-            "c_{i}[2] -> Strip(14) -> CheckIPHeader(INTERFACES {}) -> GetIPAddress(16) -> rt;",
-            interfaces.join(" ")
+            "c_{i}[2] -> {paint}Strip(14) -> {check} -> GetIPAddress(16) -> rt_{i};"
         );
         let _ = writeln!(w, "c_{i}[3] -> other_{i} :: Discard;");
         let _ = writeln!(
@@ -280,9 +362,101 @@ mod tests {
             assert!(text.contains(&format!("vlb[{l}] -> q_{i}")));
         }
         assert!(text.contains("vlb[3] -> own_ext0 :: IPClassifier(dst host 10.1.0.1, -) -> ping;"));
-        assert!(text.contains("vlb[4] -> ICMPError(10.1.0.1, unreachable, net) -> rt;"));
+        assert!(text.contains("vlb[4] -> ICMPError(10.1.0.1, unreachable, net) -> rt_ext0;"));
         assert!(text.contains("$BACKEND packet,"));
         assert!(text.contains("$MAC0 02:01:00:00:fe:01,"));
+        // The external port takes frames for its own MAC only.
+        assert!(text.contains("in_ext0 :: FromDevice(ext0, BACKEND $BACKEND);"));
+    }
+
+    fn options() -> ConfigOptions {
+        ConfigOptions {
+            cluster_file: "/etc/c.toml".into(),
+            backend: "auto".into(),
+        }
+    }
+
+    /// Two nodes; n1 has two external ports.
+    const TWO_PORTS: &str = r#"
+name = "t2"
+rate = "1Gbps"
+[[node]]
+name = "n1"
+[[node.port]]
+iface = "ext0"
+address = "10.1.0.1/24"
+[[node.port]]
+iface = "ext1"
+address = "10.5.0.1/16"
+[[node]]
+name = "n2"
+[[node.port]]
+iface = "ext0"
+address = "10.2.0.1/24"
+[[route]]
+prefix = "10.1.0.0/24"
+node = "n1"
+port = "ext0"
+[[route]]
+prefix = "10.5.0.0/16"
+node = "n1"
+port = "ext1"
+[[route]]
+prefix = "10.2.0.0/24"
+node = "n2"
+port = "ext0"
+"#;
+
+    #[test]
+    fn directed_broadcasts_of_other_nodes_are_dropped_unless_the_file_allows_them() {
+        let c = Cluster::from_toml(TWO_PORTS).unwrap();
+        let n1 = node_config(&c, 0, &options());
+        let check = "CheckIPHeader(INTERFACES 10.1.0.1/24 10.5.0.1/16, MARTIANS true, \
+                     BADDST 10.2.0.255 10.2.0.0)";
+        assert!(n1.contains(&format!("c_ext0[2] -> Paint(0) -> Strip(14) -> {check}")));
+        assert!(n1.contains(&format!("c_ext1[2] -> Paint(1) -> Strip(14) -> {check}")));
+        // n2 refuses both of n1's subnets' broadcasts.
+        let n2 = node_config(&c, 1, &options());
+        assert!(n2.contains(
+            "MARTIANS true, BADDST 10.1.0.255 10.1.0.0 10.5.255.255 10.5.0.0) -> GetIPAddress(16) -> rt_ext0;"
+        ));
+        // The node's own subnet broadcasts are local, never forwarded.
+        assert!(n1.contains("    10.5.255.255/32 0,\n"));
+        assert!(n1.contains("    224.0.0.0/24 0,\n"));
+
+        let on = Cluster::from_toml(&TWO_PORTS.replace(
+            "rate = \"1Gbps\"",
+            "rate = \"1Gbps\"\ndirected_broadcast = true",
+        ))
+        .unwrap();
+        let n1 = node_config(&on, 0, &options());
+        assert!(!n1.contains("BADDST"));
+        assert!(n1.contains("CheckIPHeader(INTERFACES 10.1.0.1/24 10.5.0.1/16, MARTIANS true) ->"));
+    }
+
+    #[test]
+    fn icmp_errors_carry_the_address_of_the_port_the_packet_came_in_by() {
+        let c = Cluster::from_toml(TWO_PORTS).unwrap();
+        let text = node_config(&c, 0, &options());
+        for (i, a) in [("ext0", "10.1.0.1"), ("ext1", "10.5.0.1")] {
+            assert!(text.contains(&format!("GetIPAddress(16) -> rt_{i};")));
+            assert!(text.contains(&format!("rt_{i}[1] -> DropBroadcasts\n    -> gio_{i} :: IPGWOptions({a})\n    -> FixIPSrc({a})\n")));
+            assert!(text.contains(&format!(
+                "dt_{i}[1] -> ICMPError({a}, timeexceeded) -> rt_{i};"
+            )));
+            assert!(text.contains(&format!(
+                "fr_{i}[1] -> ICMPError({a}, unreachable, needfrag) -> rt_{i};"
+            )));
+            assert!(text.contains(&format!(
+                "gio_{i}[1] -> ICMPError({a}, parameterproblem) -> rt_{i};"
+            )));
+        }
+        // No route: by the paint of the input port.
+        assert!(text.contains(
+            "vlb[3] -> noroute_ext0 :: CheckPaint(0) -> ICMPError(10.1.0.1, unreachable, net) -> rt_ext0;\n\
+             noroute_ext0[1] -> ICMPError(10.5.0.1, unreachable, net) -> rt_ext1;"
+        ));
+        assert!(!text.contains("ICMPError(10.1.0.1, timeexceeded) -> rt_ext1"));
     }
 
     #[test]

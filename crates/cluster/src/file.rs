@@ -16,6 +16,8 @@
 //! flowlet_delta = "100ms"   # delta: us, ms or s; default 100ms
 //! hello_interval = "50ms"   # hello period on every internal link; default 50ms
 //! hello_misses = 3          # hellos missed in a row before a link is down; default 3
+//! directed_broadcast = false # forward packets to an external port's subnet
+//!                           # broadcast onto it (RFC 2644); default false
 //! routes_file = "rb4.routes" # optional, relative to this file; lines
 //!                           # "PREFIX/LEN NODE PORT [GATEWAY]", '#' comments
 //!
@@ -109,6 +111,7 @@ struct FileCluster {
     flowlet_delta: Option<Spanned<String>>,
     hello_interval: Option<Spanned<String>>,
     hello_misses: Option<Spanned<i64>>,
+    directed_broadcast: Option<bool>,
     routes_file: Option<Spanned<String>>,
     #[serde(default)]
     node: Vec<FileNode>,
@@ -734,6 +737,7 @@ fn build(text: &str, f: FileCluster, dir: &Path) -> Result<Cluster, ClusterError
         flowlet_delta,
         hello_interval,
         hello_misses,
+        directed_broadcast: f.directed_broadcast.unwrap_or(false),
         nodes,
         links,
         routes,
@@ -1059,6 +1063,7 @@ port = "ext0"
         assert_eq!(c.flowlet_delta, Duration::from_millis(100));
         assert_eq!(c.hello_interval, Duration::from_millis(50));
         assert_eq!(c.hello_misses, 3);
+        assert!(!c.directed_broadcast, "off by default (RFC 2644)");
         assert_eq!(
             c.links,
             vec![Link {
@@ -1200,12 +1205,14 @@ port = "ext0"
         let c = Cluster::from_toml(&TWO.replace(
             "rate = \"1Gbps\"",
             "rate = \"1Gbps\"\nid = 7\ninternal_rate = \"2.5Gbps\"\nflowlets = false\n\
+             directed_broadcast = true\n\
              flowlet_delta = \"1s\"\nhello_interval = \"250us\"\nhello_misses = 5",
         ))
         .unwrap();
         assert_eq!(c.id, 7);
         assert_eq!(c.internal_rate_bps, 2_500_000_000);
         assert!(!c.flowlets);
+        assert!(c.directed_broadcast);
         assert_eq!(c.flowlet_delta, Duration::from_secs(1));
         assert_eq!(c.hello_interval, Duration::from_micros(250));
         assert_eq!(c.hello_misses, 5);

@@ -32,6 +32,9 @@ pub struct Cluster {
     pub hello_interval: Duration,
     /// Hellos missed in a row before a link is taken as down.
     pub hello_misses: u32,
+    /// Whether packets to the broadcast address of an external port's
+    /// subnet are forwarded onto it (RFC 2644: off by default).
+    pub directed_broadcast: bool,
     /// Nodes; index = [`NodeId`].
     pub nodes: Vec<Node>,
     /// Internal links.

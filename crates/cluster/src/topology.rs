@@ -375,6 +375,7 @@ mod tests {
                     flowlet_delta: Duration::from_millis(100),
                     hello_interval: Duration::from_millis(50),
                     hello_misses: 3,
+                    directed_broadcast: false,
                     nodes: (0..io)
                         .map(|i| Node {
                             name: format!("n{i}"),
