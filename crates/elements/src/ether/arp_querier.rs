@@ -16,7 +16,10 @@
 //! timer only covers a worker that receives nothing more, and costs the
 //! same load when nothing changed.
 
-use super::arp_table::{ArpTable, Hold, Limits, Lookup, Neighbours, RECHECK_INTERVAL, SEC};
+use super::arp_table::{
+    ArpTable, Hold, Learn, Limits, Lookup, Neighbours, Refusal, MAX_ENTRY_CAPACITY,
+    RECHECK_INTERVAL, SEC,
+};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
@@ -38,7 +41,7 @@ pub static CLASS: ElementClass = ElementClass {
     make,
 };
 
-const KEYWORDS: [&str; 12] = [
+const KEYWORDS: [&str; 13] = [
     "IP",
     "ETH",
     "CAPACITY",
@@ -50,6 +53,7 @@ const KEYWORDS: [&str; 12] = [
     "BROADCAST",
     "BROADCAST_POLL",
     "RETRIES",
+    "QUERY_RATE",
     "TABLE",
 ];
 
@@ -68,13 +72,24 @@ static MANUAL: Manual = Manual {
         255.255.255.255 and for the subnet's broadcast address go to ff:ff:ff:ff:ff:ff, \
         packets for IPv4 multicast groups to 01:00:5e plus the group's low 23 bits (RFC \
         1112), both without a query; packets whose next hop is 0.0.0.0 are dropped. \
-        \n\nInput 1 takes ARP packets with their Ethernet header. A reply records its \
-        sender's mapping, whoever it was meant for (as in Click), and sends the packets \
-        held for that address in the order they arrived. A request updates the mapping \
-        of a sender already in the table, gratuitous ARP included, and adds the sender \
-        when the request asks for IP (RFC 826's merge; Click ignores requests). Senders \
-        with a group Ethernet address or a 0.0.0.0, broadcast (limited or subnet), \
-        multicast or our own IP address are never recorded. \
+        \n\nInput 1 takes ARP packets with their Ethernet header; the neighbours it \
+        learns are this interface's only, even when a configuration copies every \
+        interface's ARP frames to every ARPQuerier (Click's IP router does, with a Tee). \
+        A frame is used only if its Ethernet destination is ETH or broadcast (a frame \
+        for another interface's address is counted in `other_interface`), its sender's \
+        Ethernet address is a unicast address other than ETH (`bad_mac`), and its \
+        sender's IP address is in IP's subnet when IP has a prefix length, as in \
+        `10.0.0.1/24` (`off_subnet`). Senders with a 0.0.0.0, broadcast (limited or \
+        subnet), multicast or our own IP address are never recorded (`arp_ignored`). \
+        A reply sent to ETH updates an existing entry: it resolves an address this \
+        element asked about, sending the packets held for it in the order they \
+        arrived, or renews (and, if the neighbour moved, changes) a known one. Entries \
+        are only made for addresses the element asked about, or for the sender of a \
+        request for IP when IP has a prefix length (RFC 826's merge, as Linux does); \
+        anything else is `unsolicited`. A broadcast frame (a gratuitous reply or a \
+        request) cannot be told apart from a copy of another interface's, so it \
+        never resolves a query nor changes a known Ethernet address; it only renews \
+        an entry whose address it confirms (Click learns from every reply). \
         \n\nQueries leave on output 1 if the element has two outputs, on output 0 otherwise. \
         At most 10 queries a second go out for one address, and one every 2 seconds once \
         10 in a row went unanswered (Click). While packets wait, the query is retried \
@@ -83,8 +98,16 @@ static MANUAL: Manual = Manual {
         expires). A known entry older than POLL_TIMEOUT is renewed: the next packet that \
         uses it also sends a query, to the known address unless BROADCAST_POLL is true. \
         Entries expire TIMEOUT after they were last confirmed. \
+        \n\nThe table holds at most ENTRY_CAPACITY entries, the addresses being \
+        queried included; a new entry evicts the oldest unresolved one first, then \
+        the oldest resolved one (static entries are never evicted). At most \
+        QUERY_RATE queries a second leave the interface, renewals included; an \
+        address whose query the rate refused gets no entry and is tried again at the \
+        next retry (`query_rate_limited`). Learning, evicting and expiring cost the \
+        same whatever the table's size, and never make a packet wait for a lock. \
         \n\nWrite handlers: `insert IP ETH` adds a static entry (never expires, never \
-        polled, not changed by ARP traffic; in Click it ages like a learnt one) and sends \
+        polled, not changed by ARP traffic; in Click it ages like a learnt one; a \
+        group, all-zero or our own Ethernet address is refused) and sends \
         the packets waiting for it at the next packet or timer; `delete IP` removes an \
         entry and drops its waiting packets; `clear` removes every entry (the counters are \
         kept, unlike Click); `ipaddr IP` and `broadcast IP` change those addresses. \
@@ -110,8 +133,10 @@ static MANUAL: Manual = Manual {
         Keyword {
             name: "ENTRY_CAPACITY",
             ty: "unsigned",
-            default: Some("0"),
-            doc: "most table entries (the oldest eighth is evicted when full); 0 for no limit",
+            default: Some("4096"),
+            doc: "most table entries, unresolved ones included (unresolved, then the oldest \
+                resolved, are evicted when full); 1 to 1048576 (Click's 0, no limit, is \
+                refused)",
         },
         Keyword {
             name: "ENTRY_PACKET_CAPACITY",
@@ -156,6 +181,13 @@ static MANUAL: Manual = Manual {
             default: Some("2"),
             doc: "unanswered retries before held packets are dropped (bricks extension)",
         },
+        Keyword {
+            name: "QUERY_RATE",
+            ty: "unsigned",
+            default: Some("256"),
+            doc: "most ARP queries a second from this interface, with a burst of one \
+                second's worth; 0 for no limit (bricks extension)",
+        },
     ],
     counters: &[
         (
@@ -191,7 +223,39 @@ static MANUAL: Manual = Manual {
             "bad_arp",
             "frames on input 1 that are not Ethernet/IPv4 ARP",
         ),
-        ("arp_ignored", "ARP packets on input 1 that taught nothing"),
+        (
+            "arp_ignored",
+            "ARP packets on input 1 that taught nothing, all reasons",
+        ),
+        (
+            "other_interface",
+            "ARP frames sent to another Ethernet address than ETH (another interface's)",
+        ),
+        (
+            "bad_mac",
+            "ARP frames whose sender is a group, all-zero or our own Ethernet address",
+        ),
+        (
+            "off_subnet",
+            "ARP frames whose sender is outside IP's subnet",
+        ),
+        (
+            "unsolicited",
+            "ARP frames about an address not asked about, or broadcasts that would \
+            change a known mapping",
+        ),
+        (
+            "table_full",
+            "new entries refused because ENTRY_CAPACITY static entries fill the table",
+        ),
+        (
+            "evictions",
+            "entries evicted to make room for new ones (worker 0 reports them)",
+        ),
+        (
+            "query_rate_limited",
+            "queries not sent because QUERY_RATE was used up",
+        ),
         ("entries", "entries in the table now"),
         ("held", "packets held now"),
     ],
@@ -216,7 +280,19 @@ impl ArpQuerier {
     pub fn from_args(args: &mut Args<'_>, ports: &PortInfo) -> Result<ArpQuerier, ArgError> {
         let defaults = Limits::default();
         let capacity: usize = args.read("CAPACITY")?.unwrap_or(defaults.capacity);
-        let entry_capacity: usize = args.read("ENTRY_CAPACITY")?.unwrap_or(0);
+        let entry_capacity: usize = args
+            .read("ENTRY_CAPACITY")?
+            .unwrap_or(defaults.entry_capacity);
+        if entry_capacity == 0 || entry_capacity > MAX_ENTRY_CAPACITY {
+            return Err(ArgError::new(format!(
+                "ENTRY_CAPACITY must be 1 to {MAX_ENTRY_CAPACITY}, not {entry_capacity}"
+            ))
+            .with_help(
+                "the table has a fixed size (Click's 0, no limit, lets one host fill memory); \
+                 leave ENTRY_CAPACITY out for 4096",
+            ));
+        }
+        let query_rate: u32 = args.read("QUERY_RATE")?.unwrap_or(defaults.query_rate);
         let entry_packet_capacity: usize = args.read("ENTRY_PACKET_CAPACITY")?.unwrap_or(0);
         let slim_factor: usize = args
             .read("CAPACITY_SLIM_FACTOR")?
@@ -246,9 +322,12 @@ impl ArpQuerier {
             timeout: timeout.map_or(defaults.timeout, duration_ns),
             poll_timeout: poll_timeout.map_or(defaults.poll_timeout, duration_ns),
             retries,
+            query_rate,
         };
-        let neighbours: std::sync::Arc<Neighbours> = args.shared(|_| Ok(Neighbours::new()))?;
+        let neighbours: std::sync::Arc<Neighbours> =
+            args.shared(|_| Ok(Neighbours::new(entry_capacity, query_rate)))?;
         Ok(ArpQuerier {
+            subnet: (ip.prefix_len() < 32).then(|| ip.network()),
             my_ip: ip.address(),
             my_eth: eth,
             bcast: broadcast.unwrap_or_else(|| ip.broadcast().unwrap_or(Ipv4Addr::BROADCAST)),
@@ -338,11 +417,18 @@ struct Counters {
     held_at_shutdown: u64,
     bad_arp: u64,
     arp_ignored: u64,
+    other_interface: u64,
+    bad_mac: u64,
+    off_subnet: u64,
+    unsolicited: u64,
 }
 
 /// Resolves next hops with ARP and encapsulates IPv4 packets.
 #[derive(Debug)]
 pub struct ArpQuerier {
+    /// IP's subnet, when IP was given with a prefix length: the only
+    /// senders learnt.
+    subnet: Option<Ipv4Cidr>,
     my_ip: Ipv4Addr,
     my_eth: EthernetAddress,
     bcast: Ipv4Addr,
@@ -576,9 +662,18 @@ impl ArpQuerier {
         }
     }
 
-    /// Reads an Ethernet/IPv4 ARP packet: (operation, sender MAC, sender
-    /// IP, target IP).
-    fn parse_arp(d: &[u8]) -> Option<(ArpOperation, EthernetAddress, Ipv4Addr, Ipv4Addr)> {
+    /// Reads an Ethernet/IPv4 ARP frame: (Ethernet destination, operation,
+    /// sender MAC, sender IP, target IP).
+    #[allow(clippy::type_complexity)]
+    fn parse_arp(
+        d: &[u8],
+    ) -> Option<(
+        EthernetAddress,
+        ArpOperation,
+        EthernetAddress,
+        Ipv4Addr,
+        Ipv4Addr,
+    )> {
         if d.len() < HEADER_LEN + ETHERNET_IPV4_LEN || d[12..14] != EtherType::ARP.0.to_be_bytes() {
             return None;
         }
@@ -591,11 +686,57 @@ impl ArpQuerier {
                 target_protocol_addr,
                 ..
             } => Some((
+                EthernetAddress([d[0], d[1], d[2], d[3], d[4], d[5]]),
                 operation,
                 source_hardware_addr,
                 source_protocol_addr,
                 target_protocol_addr,
             )),
+        }
+    }
+
+    /// Whether `eth` may be a neighbour's address: unicast, not all-zero,
+    /// not ours.
+    fn good_mac(&self, eth: EthernetAddress) -> bool {
+        eth.is_unicast() && eth != EthernetAddress::UNSPECIFIED && eth != self.my_eth
+    }
+
+    /// What an ARP frame from the wire may do to the table, or the counter
+    /// for why it may do nothing.
+    fn classify_arp(
+        &mut self,
+        dst: EthernetAddress,
+        op: ArpOperation,
+        sha: EthernetAddress,
+        spa: Ipv4Addr,
+        tpa: Ipv4Addr,
+    ) -> Option<Learn> {
+        if dst != self.my_eth && !dst.is_broadcast() {
+            self.c.other_interface += 1;
+            return None;
+        }
+        if !self.good_mac(sha) {
+            self.c.bad_mac += 1;
+            return None;
+        }
+        if spa.is_unspecified()
+            || spa.is_broadcast()
+            || spa == self.bcast
+            || spa.is_multicast()
+            || spa == self.my_ip
+        {
+            return None;
+        }
+        if self.subnet.is_some_and(|n| !n.contains_addr(&spa)) {
+            self.c.off_subnet += 1;
+            return None;
+        }
+        let for_us = op == ArpOperation::Request && tpa == self.my_ip;
+        match op {
+            ArpOperation::Request if for_us && self.subnet.is_some() => Some(Learn::Create),
+            _ if dst.is_broadcast() => Some(Learn::Refresh),
+            ArpOperation::Reply | ArpOperation::Request => Some(Learn::Update),
+            ArpOperation::Unknown(_) => None,
         }
     }
 
@@ -605,38 +746,28 @@ impl ArpQuerier {
         let mut out = Batch::new();
         let mut learnt = false;
         for p in batch.drain() {
-            let Some((op, sha, spa, tpa)) = Self::parse_arp(p.data()) else {
+            let Some((dst, op, sha, spa, tpa)) = Self::parse_arp(p.data()) else {
                 self.c.bad_arp += 1;
                 continue;
             };
-            if sha.is_multicast()
-                || spa.is_unspecified()
-                || spa.is_broadcast()
-                || spa == self.bcast
-                || spa.is_multicast()
-                || spa == self.my_ip
-            {
+            let Some(how) = self.classify_arp(dst, op, sha, spa, tpa) else {
                 self.c.arp_ignored += 1;
                 continue;
-            }
-            let released = match op {
-                ArpOperation::Reply => {
-                    let r = self.table.learn(spa, sha, now.0);
-                    if r.is_some() {
+            };
+            match self.table.resolve(spa, sha, now.0, how) {
+                Ok(held) => {
+                    if op == ArpOperation::Reply {
                         self.c.responses += 1;
                     }
-                    r
-                }
-                ArpOperation::Request if tpa == self.my_ip => self.table.learn(spa, sha, now.0),
-                ArpOperation::Request => self.table.update(spa, sha, now.0),
-                ArpOperation::Unknown(_) => None,
-            };
-            match released {
-                Some(held) => {
                     learnt = true;
                     self.send_all(held, sha, &mut out, cx);
                 }
-                None => self.c.arp_ignored += 1,
+                Err(r) => {
+                    if r == Refusal::Unsolicited {
+                        self.c.unsolicited += 1;
+                    }
+                    self.c.arp_ignored += 1;
+                }
             }
         }
         let timeout = self.table.limits().timeout;
@@ -692,14 +823,26 @@ impl Element for ArpQuerier {
         s.counter("held_at_shutdown", c.held_at_shutdown);
         s.counter("bad_arp", c.bad_arp);
         s.counter("arp_ignored", c.arp_ignored);
-        // Shared entries once for all workers (by worker 0's instance),
-        // plus the addresses each worker waits for.
-        let shared = if self.worker.is_none_or(|w| w == 0) {
-            self.table.neighbours().len()
+        s.counter("other_interface", c.other_interface);
+        s.counter("bad_mac", c.bad_mac);
+        s.counter("off_subnet", c.off_subnet);
+        s.counter("unsolicited", c.unsolicited);
+        s.counter("table_full", d.table_full);
+        s.counter("query_rate_limited", d.query_rate_limited);
+        // Shared entries once for all workers (by worker 0's instance).
+        let (entries, evictions) = if self.worker.is_none_or(|w| w == 0) {
+            let n = self.table.neighbours();
+            (
+                n.len() as u64,
+                n.work()
+                    .evictions
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
         } else {
-            0
+            (0, 0)
         };
-        s.counter("entries", (shared + self.table.waiting_only_len()) as u64);
+        s.counter("evictions", evictions);
+        s.counter("entries", entries);
         s.counter("held", self.table.held() as u64);
     }
 
@@ -721,8 +864,22 @@ impl Element for ArpQuerier {
             ("insert", [i, e]) => {
                 let eth = EthernetAddress::from_arg(e)
                     .map_err(|e| format!("expected Ethernet address, {e}"))?;
-                self.table.insert_static(ip(i)?, eth, self.now.0);
-                Ok(())
+                if !self.good_mac(eth) {
+                    return Err(format!(
+                        "{eth} cannot be a neighbour's address: give a unicast address, \
+                         not all-zero and not this interface's own ({})",
+                        self.my_eth
+                    ));
+                }
+                self.table
+                    .insert_static(ip(i)?, eth, self.now.0)
+                    .map_err(|_| {
+                        format!(
+                            "the ARP table is full of static entries ({}): delete one \
+                             or raise ENTRY_CAPACITY",
+                            self.table.neighbours().capacity()
+                        )
+                    })
             }
             ("insert", _) => Err("expected `IP ETH`".into()),
             ("delete", [i]) => {
@@ -744,6 +901,9 @@ impl Element for ArpQuerier {
                     return Err("the address cannot be 0.0.0.0".into());
                 }
                 self.my_ip = a;
+                self.subnet = self
+                    .subnet
+                    .map(|n| Ipv4Cidr::new(a, n.prefix_len()).network());
                 Ok(())
             }
             ("broadcast", [i]) => {
@@ -788,6 +948,14 @@ mod tests {
 
     fn at(h: &mut Harness, ns: u64) {
         h.advance_to(Timestamp(ns));
+    }
+
+    /// Makes B known the only way ARP traffic can: A asks, B answers.
+    fn learn_b(h: &mut Harness) {
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+        h.push_bytes(1, &B_REPLY_A);
+        assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
     }
 
     fn tagged(tag: u8, next_hop: Ipv4Addr) -> Packet {
@@ -885,7 +1053,7 @@ mod tests {
             "10.0.0.1/24, 52:54:00:aa:00:01, TIMEOUT 30, POLL_TIMEOUT 0",
             2,
         );
-        h.push_bytes(1, &B_REPLY_A);
+        learn_b(&mut h);
         assert_eq!(h.stats().get("entries"), Some(1));
         at(&mut h, T0 + 30 * SEC);
         h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
@@ -900,7 +1068,7 @@ mod tests {
     #[test]
     fn renewal_poll_is_unicast_after_poll_timeout() {
         let mut h = querier("10.0.0.1/24, 52:54:00:aa:00:01, POLL_TIMEOUT 60", 2);
-        h.push_bytes(1, &B_REPLY_A);
+        learn_b(&mut h);
         at(&mut h, T0 + 59 * SEC);
         h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
         assert_eq!(h.take(0).len(), 1);
@@ -913,7 +1081,7 @@ mod tests {
         assert_eq!(h.take_bytes(1), vec![unicast.to_vec()]);
 
         let mut h = querier("10.0.0.1/24, 52:54:00:aa:00:01, BROADCAST_POLL true", 2);
-        h.push_bytes(1, &B_REPLY_A);
+        learn_b(&mut h);
         at(&mut h, T0 + 61 * SEC);
         h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
         assert_eq!(h.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
@@ -1015,23 +1183,203 @@ mod tests {
     }
 
     #[test]
-    fn gratuitous_arp_updates_existing_entry_only() {
+    fn broadcast_arp_only_confirms_known_entries() {
         let mut h = a_querier();
         // Not in the table: a gratuitous request teaches nothing.
         h.push_bytes(1, &B_GRATUITOUS);
         assert_eq!(h.stats().get("entries"), Some(0));
-        // Pending: B's announcement resolves it and releases the packet.
+        assert_eq!(h.stats().get("unsolicited"), Some(1));
+        // Pending: a broadcast may be another interface's copy, so it does
+        // not answer our query; B's reply to us does.
         h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
         h.take(1);
         h.push_bytes(1, &B_GRATUITOUS);
+        assert!(h.take(0).is_empty());
+        h.push_bytes(1, &B_REPLY_A);
         assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
-        // Known: B moves to a new MAC and announces it.
+        // Known: an announcement of the same MAC renews it, one of another
+        // MAC is refused.
+        h.push_bytes(1, &B_GRATUITOUS);
         let mut moved = B_GRATUITOUS;
         moved[11] = 0x99;
         moved[27] = 0x99;
         h.push_bytes(1, &moved);
+        assert_eq!(h.stats().get("unsolicited"), Some(3));
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        // B moved and says so to us: traffic follows.
+        let mut reply = B_REPLY_A;
+        reply[11] = 0x99;
+        reply[27] = 0x99;
+        h.push_bytes(1, &reply);
         h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
         assert_eq!(h.take_bytes(0)[0][5], 0x99);
+    }
+
+    #[test]
+    fn unsolicited_reply_is_ignored() {
+        let mut h = a_querier();
+        h.push_bytes(1, &B_REPLY_A);
+        let s = h.stats();
+        assert_eq!(
+            (s.get("unsolicited"), s.get("responses"), s.get("entries")),
+            (Some(1), Some(0), Some(0))
+        );
+        // B is still unknown: a packet for it asks.
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert!(h.take(0).is_empty());
+        assert_eq!(h.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+    }
+
+    #[test]
+    fn off_subnet_sender_is_ignored() {
+        let mut h = a_querier();
+        // A next hop outside 10.0.0.0/24 (a bad route) is asked about, but
+        // its answer is not believed.
+        let far = Ipv4Addr::new(192, 168, 7, 2);
+        h.push_packets(0, [ip_packet(echo_ip(), far)]);
+        assert_eq!(h.take(1).len(), 1);
+        let mut reply = B_REPLY_A;
+        reply[28..32].copy_from_slice(&far.octets());
+        h.push_bytes(1, &reply);
+        let mut request = A_REQUEST_B;
+        request[6..12].copy_from_slice(&B_MAC.0);
+        request[22..28].copy_from_slice(&B_MAC.0);
+        request[28..32].copy_from_slice(&far.octets());
+        request[38..42].copy_from_slice(&A_IP.octets());
+        h.push_bytes(1, &request);
+        assert!(h.take(0).is_empty());
+        let s = h.stats();
+        assert_eq!((s.get("off_subnet"), s.get("held")), (Some(2), Some(1)));
+    }
+
+    #[test]
+    fn without_a_prefix_only_asked_addresses_are_learnt() {
+        // IP without a prefix length: no subnet to check, so requests for
+        // us make no entries; answers to our queries still resolve.
+        let mut h = querier("10.0.0.2, 52:54:00:bb:00:02", 2);
+        h.push_bytes(1, &A_REQUEST_B);
+        assert_eq!(h.stats().get("entries"), Some(0));
+        assert_eq!(h.stats().get("unsolicited"), Some(1));
+        let mut h = querier("10.0.0.1, 52:54:00:aa:00:01", 2);
+        learn_b(&mut h);
+        assert_eq!(h.stats().get("responses"), Some(1));
+    }
+
+    /// Two interfaces' queriers, with every ARP reply copied to both (as
+    /// Click's IP router and bricks' demo router do): a frame for one
+    /// interface never teaches the other.
+    #[test]
+    fn reply_at_the_other_interfaces_querier_is_ignored() {
+        let mut if0 = a_querier();
+        let mut if1 = querier("10.0.1.1/24, 52:54:00:aa:01:01", 2);
+        let if1_mac = [0x52, 0x54, 0x00, 0xaa, 0x01, 0x01];
+        learn_b(&mut if0);
+        // An attacker on interface 1's LAN claims interface 0's gateway B,
+        // in a reply to interface 1's address...
+        let attacker = [0x52, 0x54, 0x00, 0x66, 0x66, 0x66];
+        let mut claim = B_REPLY_A;
+        claim[..6].copy_from_slice(&if1_mac);
+        claim[6..12].copy_from_slice(&attacker);
+        claim[22..28].copy_from_slice(&attacker);
+        claim[32..38].copy_from_slice(&if1_mac);
+        claim[38..42].copy_from_slice(&[10, 0, 1, 1]);
+        // ... and broadcast to everyone.
+        let mut broadcast = claim;
+        broadcast[..6].copy_from_slice(&[0xff; 6]);
+        for f in [claim, broadcast] {
+            if0.push_bytes(1, &f);
+            if1.push_bytes(1, &f);
+        }
+        assert_eq!(if0.stats().get("other_interface"), Some(1));
+        assert_eq!(if0.stats().get("unsolicited"), Some(1));
+        assert_eq!(if1.stats().get("off_subnet"), Some(2));
+        assert_eq!(if1.stats().get("entries"), Some(0));
+        // Interface 0's traffic still goes to B.
+        if0.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(if0.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        // A genuine answer to interface 1's own query, copied to interface
+        // 0's querier too, teaches interface 1 only.
+        let c = Ipv4Addr::new(10, 0, 1, 2);
+        if1.push_packets(0, [ip_packet(echo_ip(), c)]);
+        assert_eq!(if1.take(1).len(), 1);
+        let mut answer = claim;
+        answer[28..32].copy_from_slice(&c.octets());
+        if0.push_bytes(1, &answer);
+        if1.push_bytes(1, &answer);
+        assert_eq!(if0.stats().get("other_interface"), Some(2));
+        assert_eq!(if1.take_bytes(0)[0][..6], attacker);
+        assert_eq!(if1.stats().get("responses"), Some(1));
+    }
+
+    #[test]
+    fn bad_sender_macs_are_refused() {
+        let mut h = a_querier();
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        h.take(1);
+        for mac in [
+            [0u8; 6],
+            [0xff; 6],
+            [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01],
+            A_MAC.0,
+        ] {
+            let mut f = B_REPLY_A;
+            f[22..28].copy_from_slice(&mac);
+            h.push_bytes(1, &f);
+        }
+        let s = h.stats();
+        assert_eq!((s.get("bad_mac"), s.get("held")), (Some(4), Some(1)));
+        assert!(h.take(0).is_empty());
+        for mac in [
+            "00:00:00:00:00:00",
+            "ff:ff:ff:ff:ff:ff",
+            "01:00:5e:00:00:01",
+            "52:54:00:aa:00:01",
+        ] {
+            let e = h
+                .write_handler("insert", &format!("10.0.0.2 {mac}"))
+                .unwrap_err();
+            assert!(e.contains("cannot be a neighbour's address"), "{e}");
+        }
+        assert!(h.take(0).is_empty());
+    }
+
+    #[test]
+    fn table_is_bounded_and_evicts() {
+        let mut h = querier(
+            "10.0.0.1/16, 52:54:00:aa:00:01, ENTRY_CAPACITY 4, QUERY_RATE 0",
+            2,
+        );
+        learn_b(&mut h);
+        h.push_packets(
+            0,
+            (0..100u32).map(|i| ip_packet(echo_ip(), Ipv4Addr::from_bits(0x0a00_0100 + i))),
+        );
+        let s = h.stats();
+        assert_eq!(s.get("entries"), Some(4));
+        assert_eq!(s.get("evictions"), Some(97));
+        assert_eq!(h.take(1).len(), 100);
+        // Unresolved entries went first: B is still known.
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+    }
+
+    #[test]
+    fn queries_are_limited_per_interface() {
+        let mut h = querier("10.0.0.1/16, 52:54:00:aa:00:01, QUERY_RATE 5", 2);
+        h.push_packets(
+            0,
+            (0..20u32).map(|i| ip_packet(echo_ip(), Ipv4Addr::from_bits(0x0a00_0100 + i))),
+        );
+        assert_eq!(h.take(1).len(), 5);
+        let s = h.stats();
+        assert_eq!(s.get("query_rate_limited"), Some(15));
+        assert_eq!(s.get("entries"), Some(5));
+        assert_eq!(s.get("held"), Some(20));
+        // A second later the bucket has refilled; the retries ask for the
+        // rest, five a second.
+        at(&mut h, T0 + SEC);
+        assert_eq!(h.take(1).len(), 5);
     }
 
     #[test]
@@ -1068,6 +1416,7 @@ mod tests {
         let s = h.stats();
         assert_eq!(s.get("bad_arp"), Some(3));
         assert_eq!(s.get("arp_ignored"), Some(4));
+        assert_eq!(s.get("bad_mac"), Some(1));
         assert_eq!(s.get("entries"), Some(0));
         assert!(h.take(0).is_empty() && h.take(1).is_empty());
     }
@@ -1087,7 +1436,7 @@ mod tests {
     fn clear_drops_waiting_packets() {
         let mut h = a_querier();
         h.push_packets(0, (0..3).map(|i| tagged(i, B_IP)));
-        h.push_bytes(1, &padded(&B_GRATUITOUS));
+        h.push_bytes(1, &padded(&B_REPLY_A));
         h.write_handler("clear", "").unwrap();
         assert_eq!(h.stats().get("cleared"), Some(0));
         h.push_packets(0, (0..3).map(|i| tagged(i, Ipv4Addr::new(10, 0, 0, 3))));
@@ -1145,6 +1494,8 @@ mod tests {
         assert!(err("0.0.0.0, 52:54:00:aa:00:01").contains("0.0.0.0"));
         assert!(err("10.0.0.1, 52:54:00:aa:00:01, CAPACITY_SLIM_FACTOR 0").contains("zero"));
         assert!(err("10.0.0.1, 52:54:00:aa:00:01, TABLE t").contains("TABLE"));
+        assert!(err("10.0.0.1, 52:54:00:aa:00:01, ENTRY_CAPACITY 0").contains("1 to 1048576"));
+        ok("10.0.0.1, 52:54:00:aa:00:01, ENTRY_CAPACITY 10, QUERY_RATE 0").unwrap();
         let e = make_element(
             &CLASS,
             "10.0.0.1, 52:54:00:aa:00:01, TIMOUT 5",
@@ -1246,6 +1597,14 @@ mod tests {
             self.graph.stats(0)
         }
 
+        /// Makes B known: this worker asks, B answers.
+        fn learn_b(&mut self) {
+            self.push(0, [ip_packet(echo_ip(), B_IP)]);
+            assert_eq!(self.take_bytes(1), vec![A_REQUEST_B.to_vec()]);
+            self.push_bytes(1, &B_REPLY_A);
+            assert_eq!(self.take_bytes(0), vec![A_ECHO_B.to_vec()]);
+        }
+
         fn write_handler(&self, handler: &str, value: &str) -> Result<(), String> {
             self.graph.write_handler(0, handler, value)
         }
@@ -1308,7 +1667,7 @@ mod tests {
     fn workers_do_not_repeat_each_others_queries() {
         let (mut a, mut b) = two_workers();
         // Resolved on A: B sends at once, without a query.
-        a.push_bytes(1, &B_REPLY_A);
+        a.learn_b();
         b.push(0, [ip_packet(echo_ip(), B_IP)]);
         assert_eq!(b.take_bytes(0), vec![A_ECHO_B.to_vec()]);
         assert!(b.take_bytes(1).is_empty());
@@ -1326,7 +1685,7 @@ mod tests {
     #[test]
     fn renewal_poll_goes_out_once_for_all_workers() {
         let (mut a, mut b) = two_workers();
-        a.push_bytes(1, &B_REPLY_A);
+        a.learn_b();
         a.advance_to(T0 + 60 * SEC);
         b.advance_to(T0 + 60 * SEC);
         a.push(0, [ip_packet(echo_ip(), B_IP)]);
@@ -1362,11 +1721,11 @@ mod tests {
     #[test]
     fn shared_entries_are_counted_once_over_workers() {
         let (mut a, mut b) = two_workers();
-        a.push_bytes(1, &B_REPLY_A);
+        a.learn_b();
         b.push(0, [ip_packet(echo_ip(), Ipv4Addr::new(10, 0, 0, 9))]);
-        // Worker 0 reports the shared entry, each worker its pending ones:
+        // Worker 0 reports the shared entries, B's Pending one included:
         // the sum is the two addresses.
-        assert_eq!(a.stats().get("entries"), Some(1));
-        assert_eq!(b.stats().get("entries"), Some(1));
+        assert_eq!(a.stats().get("entries"), Some(2));
+        assert_eq!(b.stats().get("entries"), Some(0));
     }
 }

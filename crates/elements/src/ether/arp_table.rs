@@ -10,39 +10,74 @@
 //! `CAPACITY - CAPACITY / CAPACITY_SLIM_FACTOR` remain. bricks adds what
 //! Linux's neighbour table does and Click does not: a query is retried
 //! every second while packets wait, and after RETRIES unanswered retries
-//! the waiting packets are dropped instead of waiting for the entry to
-//! expire five minutes later.
+//! the waiting packets are dropped; the table is bounded (ENTRY_CAPACITY,
+//! 4096 entries by default; Linux's `gc_thresh3` is 1024), unresolved
+//! entries are evicted before resolved ones, oldest first; and queries
+//! leave each interface at a bounded rate (QUERY_RATE), whatever the
+//! traffic asks for.
 //!
 //! The table is split in two, because bricks runs one instance of the graph
 //! per worker core (RouteBricks §4.2) and an ARP reply reaches whichever
 //! worker the NIC steered it to:
 //!
 //! - [`Neighbours`], shared by every worker's instance of one element
-//!   (through `Args::shared`): the mappings learnt or inserted by hand
-//!   (Known, Static), each with its renewal-poll timing, plus a small
-//!   record of recent queries, so that N workers do not send N queries for
-//!   one address. Workers read it on every packet without a lock.
-//! - [`ArpTable`], one per worker: the packets waiting on this worker
-//!   (a packet never changes core) and the query and retry timing of the
-//!   addresses they wait for (the Pending entries).
+//!   (through `Args::shared`): every entry, Pending (queried, no answer
+//!   yet: the addresses "we asked about"), Known or Static, each with its
+//!   query timing, and the interface's query rate limit. Workers read it
+//!   on every packet without a lock.
+//! - [`ArpTable`], one per worker: the packets waiting on this worker (a
+//!   packet never changes core) and the retry timing of the addresses
+//!   they wait for.
 //!
-//! With one worker the two halves together behave exactly like one table.
+//! # Why a fixed-size open-addressed table
 //!
-//! Time is in nanoseconds ([`Timestamp`]'s unit). Nothing here blocks or
-//! sets timers; the element asks [`ArpTable::run_timer`] what is due.
+//! A hostile host can make a router learn or query an address per frame
+//! it sends, so adding an entry must cost O(1) and must not disturb the
+//! readers (a copy-on-write map cost a copy of the whole table per new
+//! address: 20,000 distinct senders took 10 s). [`Neighbours`] is an array
+//! of slots, twice ENTRY_CAPACITY rounded up to a power of two, probed
+//! linearly from a seeded hash for at most [`PROBE_LIMIT`] slots. Each slot
+//! is a handful of atomic words: readers never lock, never allocate, and
+//! see one mapping word (Ethernet address and state) whole. A slot that
+//! changes address is guarded by a sequence number (a per-slot seqlock), so
+//! a reader never takes one address's mapping for another's; a reader that
+//! meets a slot mid-change treats it as a miss, which only makes the packet
+//! wait for a query, so readers never wait for a writer. Writers (ARP
+//! frames, handlers, expiry) take one mutex that readers never touch, do
+//! O(1) work, and publish nothing new: changes are stores into the slots.
+//! Removals leave tombstones; when tombstones and entries fill three
+//! quarters of the slots the array is rebuilt into a fresh one (an
+//! `arc-swap` publication), which happens at most once per ENTRY_CAPACITY/2
+//! insertions: amortised O(1). The alternatives cost more: a sharded map
+//! still copies or locks a shard per insertion, and a map under a
+//! read-write lock makes every packet take the lock.
+//!
+//! Eviction and expiry follow two FIFO queues of (address, time) records,
+//! one for Pending and one for Known entries, kept by the writers. A record
+//! whose entry was renewed since is put back at the end with its new time
+//! (a second chance), one whose entry is gone is dropped, so the work of a
+//! timer run or an eviction is proportional to what expires or is evicted,
+//! never a scan of the table. The per-worker retries use a deadline heap
+//! for the same reason.
+//!
+//! Time is in nanoseconds ([`Timestamp`]'s unit), always the engine's
+//! clock as passed in, so `--clock trace` runs are deterministic. Nothing
+//! here blocks or sets timers; the element asks [`ArpTable::run_timer`]
+//! what is due.
 //!
 //! [`Timestamp`]: bricks_packet::Timestamp
 
 use arc_swap::{ArcSwap, Guard};
 use bricks_packet::Packet;
 use bricks_wire::ethernet::EthernetAddress;
+use std::cmp::Reverse;
 use std::collections::hash_map::RandomState;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::hash::{BuildHasher, Hasher};
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One second.
 pub const SEC: u64 = 1_000_000_000;
@@ -59,6 +94,17 @@ pub const RETRY_INTERVAL: u64 = SEC;
 /// worker learnt, when no packet arrives to make it look (see
 /// [`ArpTable::take_resolved`]).
 pub const RECHECK_INTERVAL: u64 = SEC / 1000;
+/// ENTRY_CAPACITY's default: four times Linux's `gc_thresh3`, a few
+/// hundred kilobytes of slots.
+pub const DEFAULT_ENTRY_CAPACITY: usize = 4096;
+/// The largest ENTRY_CAPACITY accepted (about 100 MB of slots).
+pub const MAX_ENTRY_CAPACITY: usize = 1 << 20;
+/// QUERY_RATE's default, queries a second for one interface.
+pub const DEFAULT_QUERY_RATE: u32 = 256;
+/// Slots a lookup or an insertion looks at, at most. With at most half the
+/// slots in use and a hash the sender cannot predict, a run this long is
+/// vanishingly rare; an insertion that meets one evicts within it.
+pub const PROBE_LIMIT: usize = 32;
 
 /// How far an entry's address can be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,10 +124,6 @@ fn poll_gap(polls: u32) -> u64 {
     } else {
         POLL_GAP
     }
-}
-
-fn allow_poll(polled_at: Option<u64>, polls: u32, now: u64) -> bool {
-    polled_at.is_none_or(|t| now >= t.saturating_add(poll_gap(polls)))
 }
 
 fn expired(live_at: u64, now: u64, timeout: u64) -> bool {
@@ -142,27 +184,42 @@ impl Hasher for AddrHasher {
 // ---------------------------------------------------------------------
 // The shared half.
 
-/// `Neighbour::mapping`'s state bits (above the 48 address bits).
-const KNOWN: u64 = 1 << 48;
-const STATIC: u64 = 2 << 48;
-/// `Neighbour::polled_at` when no renewal query went out since the last
-/// answer.
+/// `Slot::key` of a slot never used since the array was built: probes
+/// stop here.
+const EMPTY: u64 = 0;
+/// `Slot::key` of a slot whose entry was removed: probes go on.
+const TOMB: u64 = 1;
+/// Set in `Slot::key` above the 32 address bits when the slot holds one.
+const LIVE: u64 = 1 << 32;
+
+/// `Slot::mapping`'s state bits (above the 48 address bits).
+const PENDING: u64 = 1 << 48;
+const KNOWN: u64 = 2 << 48;
+const STATIC: u64 = 3 << 48;
+const STATE_BITS: u64 = 3 << 48;
+/// `Slot::polled_at` when no query went out since the entry was made or
+/// last answered.
 const NEVER: u64 = u64::MAX;
 
-/// One learnt or static mapping. Updated in place, so that a renewal or a
-/// moved neighbour costs a few stores instead of a copy of the map.
-#[derive(Debug)]
-struct Neighbour {
-    /// The Ethernet address (low 48 bits) and [`KNOWN`] or [`STATIC`]: one
-    /// word, so a reader sees a whole mapping, old or new, never half of
-    /// each. Stored last (Release) by writers.
+/// One entry's place in the shared array.
+#[derive(Debug, Default)]
+struct Slot {
+    /// Even when `key` is stable; odd while a writer changes it (and the
+    /// fields that go with a new address). Only writers change it, under
+    /// the writer lock.
+    seq: AtomicU32,
+    /// [`EMPTY`], [`TOMB`], or [`LIVE`] | the IPv4 address.
+    key: AtomicU64,
+    /// The Ethernet address (low 48 bits) and [`PENDING`], [`KNOWN`] or
+    /// [`STATIC`]: one word, so a reader sees a whole mapping, old or new.
     mapping: AtomicU64,
-    /// When the mapping was last confirmed.
+    /// Known: when the mapping was last confirmed. Pending: when the
+    /// address was last wanted by a packet.
     live_at: AtomicU64,
-    /// When the last renewal query went out, or [`NEVER`]. Claimed by
-    /// compare-and-swap, so one worker sends each renewal.
+    /// When the last query (or renewal poll) went out, or [`NEVER`].
+    /// Claimed by compare-and-swap, so one worker sends each.
     polled_at: AtomicU64,
-    /// Renewal queries since the last answer.
+    /// Queries since the last answer.
     polls: AtomicU32,
 }
 
@@ -174,49 +231,59 @@ struct Mapping {
     live_at: u64,
 }
 
-impl Neighbour {
-    fn new(eth: EthernetAddress, state: State, now: u64) -> Neighbour {
-        Neighbour {
-            mapping: AtomicU64::new(pack(eth, state)),
-            live_at: AtomicU64::new(now),
-            polled_at: AtomicU64::new(NEVER),
-            polls: AtomicU32::new(0),
-        }
+fn pack(eth: EthernetAddress, state: State) -> u64 {
+    let e = eth.0;
+    let bits = u64::from_be_bytes([0, 0, e[0], e[1], e[2], e[3], e[4], e[5]]);
+    bits | match state {
+        State::Pending => PENDING,
+        State::Known => KNOWN,
+        State::Static => STATIC,
     }
+}
 
+fn unpack(m: u64) -> (EthernetAddress, State) {
+    let b = m.to_be_bytes();
+    let state = match m & STATE_BITS {
+        STATIC => State::Static,
+        KNOWN => State::Known,
+        _ => State::Pending,
+    };
+    (EthernetAddress([b[2], b[3], b[4], b[5], b[6], b[7]]), state)
+}
+
+impl Slot {
     #[inline]
-    fn read(&self) -> Mapping {
-        let m = self.mapping.load(Ordering::Acquire);
-        let b = m.to_be_bytes();
+    fn mapping(&self) -> Mapping {
+        let (eth, state) = unpack(self.mapping.load(Ordering::Acquire));
         Mapping {
-            eth: EthernetAddress([b[2], b[3], b[4], b[5], b[6], b[7]]),
-            state: if m & STATIC != 0 {
-                State::Static
-            } else {
-                State::Known
-            },
+            eth,
+            state,
             live_at: self.live_at.load(Ordering::Relaxed),
         }
     }
 
-    /// Writers hold [`Neighbours::writer`]; the mapping goes last so a
-    /// reader that sees it sees the rest.
+    /// Changes the mapping of the address the slot already holds. Writers
+    /// only; the mapping goes last so a reader that sees it sees the rest.
     fn set(&self, eth: EthernetAddress, state: State, now: u64) {
         self.polls.store(0, Ordering::Relaxed);
-        if state == State::Known {
-            self.polled_at.store(NEVER, Ordering::Relaxed);
-        }
+        self.polled_at.store(NEVER, Ordering::Relaxed);
         self.live_at.store(now, Ordering::Relaxed);
         self.mapping.store(pack(eth, state), Ordering::Release);
     }
 
-    /// Takes the right to send a renewal query now, if the rate limit
-    /// allows one; at most one of several workers asking at once gets it.
+    /// Whether the per-address rate limit lets a query out now.
+    fn poll_allowed(&self, now: u64) -> bool {
+        let at = self.polled_at.load(Ordering::Relaxed);
+        let polls = self.polls.load(Ordering::Relaxed);
+        at == NEVER || now >= at.saturating_add(poll_gap(polls))
+    }
+
+    /// Takes the right to send a query now, if the rate limit allows one;
+    /// at most one of several workers asking at once gets it.
     fn claim_poll(&self, now: u64) -> bool {
         let at = self.polled_at.load(Ordering::Relaxed);
         let polls = self.polls.load(Ordering::Relaxed);
-        let last = (at != NEVER).then_some(at);
-        if !allow_poll(last, polls, now) {
+        if at != NEVER && now < at.saturating_add(poll_gap(polls)) {
             return false;
         }
         let won = self
@@ -230,58 +297,204 @@ impl Neighbour {
     }
 }
 
-fn pack(eth: EthernetAddress, state: State) -> u64 {
-    let e = eth.0;
-    let bits = u64::from_be_bytes([0, 0, e[0], e[1], e[2], e[3], e[4], e[5]]);
-    bits | if state == State::Static {
-        STATIC
-    } else {
-        KNOWN
+/// The slot array: a power of two long, probed linearly.
+struct Slots {
+    slots: Box<[Slot]>,
+    hash: AddrHash,
+}
+
+impl Slots {
+    fn new(len: usize, hash: AddrHash) -> Slots {
+        Slots {
+            slots: (0..len).map(|_| Slot::default()).collect(),
+            hash,
+        }
+    }
+
+    #[inline]
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    #[inline]
+    fn home(&self, key: u32) -> usize {
+        (self.hash.hash_one(key) >> 32) as usize & self.mask()
+    }
+
+    /// The slot holding `key`, read without a lock: `None` if there is
+    /// none, or if the slot is being given to another address right now.
+    #[inline]
+    fn find(&self, key: u32) -> Option<(&Slot, Mapping)> {
+        let want = LIVE | u64::from(key);
+        let mut i = self.home(key);
+        for _ in 0..PROBE_LIMIT {
+            let s = &self.slots[i];
+            let seq = s.seq.load(Ordering::Acquire);
+            let k = s.key.load(Ordering::Relaxed);
+            if k == EMPTY && seq & 1 == 0 {
+                return None;
+            }
+            if k == want {
+                let m = s.mapping();
+                fence(Ordering::Acquire);
+                if seq & 1 == 0 && s.seq.load(Ordering::Relaxed) == seq {
+                    return Some((s, m));
+                }
+                // Mid-change: as good as absent (the packet waits).
+                return None;
+            }
+            i = (i + 1) & self.mask();
+        }
+        None
+    }
+
+    /// The index of `key`'s slot. Writers only (the lock keeps it stable).
+    fn index_of(&self, key: u32) -> Option<usize> {
+        let want = LIVE | u64::from(key);
+        let mut i = self.home(key);
+        for _ in 0..PROBE_LIMIT {
+            match self.slots[i].key.load(Ordering::Relaxed) {
+                EMPTY => return None,
+                k if k == want => return Some(i),
+                _ => i = (i + 1) & self.mask(),
+            }
+        }
+        None
+    }
+
+    /// Gives slot `i` to `key` (or frees it when `key` is [`TOMB`]).
+    /// Writers only.
+    fn write_key(&self, i: usize, key: u64, mapping: u64, now: u64) {
+        let s = &self.slots[i];
+        let seq = s.seq.load(Ordering::Relaxed);
+        s.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        s.key.store(key, Ordering::Relaxed);
+        s.mapping.store(mapping, Ordering::Relaxed);
+        s.live_at.store(now, Ordering::Relaxed);
+        s.polled_at.store(NEVER, Ordering::Relaxed);
+        s.polls.store(0, Ordering::Relaxed);
+        s.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 }
 
-type Map = HashMap<u32, Arc<Neighbour>, AddrHash>;
+/// The per-interface limit on queries: a token bucket kept as one word
+/// (the generic cell rate algorithm: the time at which the bucket will be
+/// full again), shared by the workers without a lock.
+#[derive(Debug)]
+struct QueryBucket {
+    /// When the bucket is next full (ns); 0 at start.
+    tat: AtomicU64,
+    /// Time one query costs (ns); 0 for no limit.
+    interval: u64,
+    /// How far `tat` may run ahead of now: a burst of one second's worth.
+    tolerance: u64,
+}
 
-/// Slots in [`Neighbours::recent_queries`]: only addresses queried in the
-/// last [`POLL_GAP`] matter, so a few thousand bytes cover any real burst.
-const QUERY_SLOTS: usize = 1024;
-/// `recent_queries` keeps time in units of 2^20 ns (about 1.05 ms) in 32
-/// bits: it wraps after 52 days, and only differences under a second are
-/// ever compared.
-const QUERY_TIME_SHIFT: u32 = 20;
-/// [`POLL_GAP`] in those units, rounded down: a query that one worker's
-/// own rate limit allows is never refused because of its own earlier one.
-const QUERY_GAP_UNITS: u32 = (POLL_GAP >> QUERY_TIME_SHIFT) as u32;
+impl QueryBucket {
+    fn new(rate: u32) -> QueryBucket {
+        let interval = if rate == 0 { 0 } else { SEC / u64::from(rate) };
+        QueryBucket {
+            tat: AtomicU64::new(0),
+            interval,
+            tolerance: interval.saturating_mul(u64::from(rate.saturating_sub(1))),
+        }
+    }
 
-/// The neighbour mappings every worker's instance of one `ARPQuerier`
-/// shares, read without a lock.
-///
-/// Readers load the map once per batch (one atomic load: an `arc-swap`
-/// snapshot) and read each mapping from one atomic word. Writers (ARP
-/// replies and requests, handlers, expiry) take a mutex that only writers
-/// use. A change to an existing address (a renewal, a neighbour that moved,
-/// a static entry over a learnt one) is stored in place; adding or removing
-/// an address copies the map and publishes the copy (copy-on-write). ARP
-/// adds and removes addresses rarely next to the packet rate, and a hash
-/// map snapshot keeps the per-packet path to a hash, a load and a
-/// compare. A lock-free open-addressing table would make additions
-/// cheaper but needs per-slot sequence checks on every read; neighbour
-/// tables are small (hundreds to thousands of entries), so the copy wins.
+    fn allows(&self, now: u64) -> bool {
+        self.interval == 0 || self.tat.load(Ordering::Relaxed).saturating_sub(now) <= self.tolerance
+    }
+
+    fn take(&self, now: u64) -> bool {
+        if self.interval == 0 {
+            return true;
+        }
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        loop {
+            let base = tat.max(now);
+            if base - now > self.tolerance {
+                return false;
+            }
+            match self.tat.compare_exchange_weak(
+                tat,
+                base + self.interval,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(v) => tat = v,
+            }
+        }
+    }
+}
+
+/// What the writers keep beside the slots: the eviction and expiry order,
+/// and how full the array is.
+#[derive(Debug, Default)]
+struct Writer {
+    /// (address, `live_at` when recorded) of Pending entries, oldest first.
+    pending: VecDeque<(u32, u64)>,
+    /// The same for Known entries.
+    known: VecDeque<(u32, u64)>,
+    /// Slots that hold an entry or a tombstone.
+    used: usize,
+}
+
+/// Why the table did not take a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The address has a static entry, which ARP traffic does not change.
+    Static,
+    /// Nobody asked for the address (no Pending entry) and the frame may
+    /// not create one; or a frame that cannot be told apart from another
+    /// interface's tried to change a known mapping.
+    Unsolicited,
+    /// Every entry is static and the table is full.
+    Full,
+}
+
+/// What ARP traffic may do to the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learn {
+    /// Make an entry, or update any entry (a request for our address from
+    /// the subnet, RFC 826's merge; `insert`).
+    Create,
+    /// Update an existing entry, Pending or Known, and resolve packets
+    /// waiting for it (a reply addressed to us).
+    Update,
+    /// Confirm a Known entry whose Ethernet address is unchanged, nothing
+    /// else (a broadcast frame: it may have come from another interface).
+    Refresh,
+}
+
+/// Entries the shared table made room for, and how often it rebuilt its
+/// array; shared by the workers.
+#[derive(Debug, Default)]
+pub struct TableWork {
+    /// Entries evicted to make room for new ones.
+    pub evictions: AtomicU64,
+    /// Times the slot array was rebuilt (published anew).
+    pub rebuilds: AtomicU64,
+    /// Slots copied by those rebuilds.
+    pub slots_copied: AtomicU64,
+}
+
+/// The entries every worker's instance of one `ARPQuerier` shares, read
+/// without a lock (see the module documentation for why this shape).
 pub struct Neighbours {
-    map: ArcSwap<Map>,
-    /// Held by writers only, so that concurrent changes do not lose each
-    /// other's copies.
-    writer: Mutex<()>,
+    slots: ArcSwap<Slots>,
+    writer: Mutex<Writer>,
+    /// Entries now.
+    len: AtomicUsize,
+    /// Most entries.
+    capacity: usize,
     /// Bumped (Release) after every change that can make an address
     /// usable: a worker that holds packets and sees it move looks for the
     /// addresses it waits for.
     generation: AtomicU64,
-    /// Recent queries for unresolved addresses: the address in the high
-    /// 32 bits, the time (see [`QUERY_TIME_SHIFT`]) in the low 32, in a slot
-    /// chosen by hash. A collision only overwrites, so the worst it does
-    /// is let a duplicate query out.
-    recent_queries: Box<[AtomicU64]>,
+    queries: QueryBucket,
     hash: AddrHash,
+    work: TableWork,
     /// Live [`ArpTable`]s over this table (the workers).
     instances: AtomicUsize,
 }
@@ -289,7 +502,8 @@ pub struct Neighbours {
 impl core::fmt::Debug for Neighbours {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Neighbours")
-            .field("entries", &self.map.load().len())
+            .field("entries", &self.len())
+            .field("capacity", &self.capacity)
             .field("generation", &self.generation.load(Ordering::Relaxed))
             .field("instances", &self.instances.load(Ordering::Relaxed))
             .finish()
@@ -298,18 +512,25 @@ impl core::fmt::Debug for Neighbours {
 
 impl Default for Neighbours {
     fn default() -> Neighbours {
-        Neighbours::new()
+        Neighbours::new(DEFAULT_ENTRY_CAPACITY, DEFAULT_QUERY_RATE)
     }
 }
 
-/// A view of the shared mappings as of one moment; hold it for a batch.
-#[derive(Debug)]
-pub struct Snapshot(Guard<Arc<Map>>);
+/// A view of the shared entries as of one moment; hold it for a batch.
+pub struct Snapshot(Guard<Arc<Slots>>);
+
+impl core::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("slots", &self.0.slots.len())
+            .finish()
+    }
+}
 
 impl Snapshot {
     #[inline]
     fn get(&self, key: u32) -> Option<Mapping> {
-        self.0.get(&key).map(|n| n.read())
+        self.0.find(key).map(|(_, m)| m)
     }
 
     /// The address to send to if `key`'s mapping is usable at `now`.
@@ -318,40 +539,60 @@ impl Snapshot {
         let m = self.get(key)?;
         match m.state {
             State::Static => Some(m.eth),
-            _ if !expired(m.live_at, now, timeout) => Some(m.eth),
+            State::Known if !expired(m.live_at, now, timeout) => Some(m.eth),
             _ => None,
         }
     }
 }
 
 impl Neighbours {
-    /// An empty table.
-    pub fn new() -> Neighbours {
+    /// An empty table for at most `capacity` entries (at least 1, at most
+    /// [`MAX_ENTRY_CAPACITY`]) that sends at most `query_rate` queries a
+    /// second (0: no limit).
+    pub fn new(capacity: usize, query_rate: u32) -> Neighbours {
+        let capacity = capacity.clamp(1, MAX_ENTRY_CAPACITY);
         let hash = AddrHash::random();
         Neighbours {
-            map: ArcSwap::from_pointee(HashMap::with_hasher(hash)),
-            writer: Mutex::new(()),
+            slots: ArcSwap::from_pointee(Slots::new(Self::slot_count(capacity), hash)),
+            writer: Mutex::new(Writer::default()),
+            len: AtomicUsize::new(0),
+            capacity,
             generation: AtomicU64::new(0),
-            recent_queries: (0..QUERY_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            queries: QueryBucket::new(query_rate),
             hash,
+            work: TableWork::default(),
             instances: AtomicUsize::new(0),
         }
     }
 
-    /// The mappings now.
-    #[inline]
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot(self.map.load())
+    fn slot_count(capacity: usize) -> usize {
+        (capacity * 2).next_power_of_two().max(PROBE_LIMIT)
     }
 
-    /// Number of mappings.
+    /// The entries now.
+    #[inline]
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot(self.slots.load())
+    }
+
+    /// Number of entries, Pending ones included.
     pub fn len(&self) -> usize {
-        self.map.load().len()
+        self.len.load(Ordering::Relaxed)
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Most entries (ENTRY_CAPACITY).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The writers' work so far.
+    pub fn work(&self) -> &TableWork {
+        &self.work
     }
 
     /// Changes seen so far (see [`ArpTable::take_resolved`]).
@@ -365,200 +606,331 @@ impl Neighbours {
         self.instances.load(Ordering::Relaxed)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+    fn lock(&self) -> MutexGuard<'_, Writer> {
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Copies the map, lets `f` change the copy, publishes it. The caller
-    /// holds the writer lock.
-    fn replace<R>(&self, f: impl FnOnce(&mut Map) -> R) -> R {
-        let mut m = Map::clone(&self.map.load());
-        let r = f(&mut m);
-        self.map.store(Arc::new(m));
-        r
+    /// Removes the entry in slot `i`. The caller holds the lock.
+    fn remove_at(&self, slots: &Slots, i: usize) {
+        slots.write_key(i, TOMB, 0, 0);
+        self.len.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Records `ip` at `eth`, learnt at `now`. Returns false, changing
-    /// nothing, if `ip` is static.
-    fn learn(&self, key: u32, eth: EthernetAddress, now: u64) -> bool {
-        {
-            let _w = self.lock();
-            let current = self.map.load();
-            match current.get(&key) {
-                Some(n) if n.read().state == State::Static => return false,
-                Some(n) => n.set(eth, State::Known, now),
-                None => self.replace(|m| {
-                    m.insert(key, Arc::new(Neighbour::new(eth, State::Known, now)));
-                }),
+    /// Evicts the oldest Pending entry, or else the oldest Known one.
+    /// Returns false if only static entries are left.
+    fn evict_one(&self, w: &mut Writer, slots: &Slots) -> bool {
+        for state in [State::Pending, State::Known] {
+            loop {
+                let q = if state == State::Pending {
+                    &mut w.pending
+                } else {
+                    &mut w.known
+                };
+                let Some((key, stamp)) = q.pop_front() else {
+                    break;
+                };
+                let Some(i) = slots.index_of(key) else {
+                    continue;
+                };
+                let m = slots.slots[i].mapping();
+                if m.state != state {
+                    continue;
+                }
+                if m.live_at != stamp {
+                    // Renewed since it was queued: a second chance.
+                    q.push_back((key, m.live_at));
+                    continue;
+                }
+                self.remove_at(slots, i);
+                self.work.evictions.fetch_add(1, Ordering::Relaxed);
+                return true;
             }
         }
-        self.forget_query(key);
-        self.generation.fetch_add(1, Ordering::Release);
-        true
+        false
     }
 
-    fn insert_static(&self, key: u32, eth: EthernetAddress, now: u64) {
-        {
-            let _w = self.lock();
-            let current = self.map.load();
-            match current.get(&key) {
-                Some(n) => n.set(eth, State::Static, now),
-                None => self.replace(|m| {
-                    m.insert(key, Arc::new(Neighbour::new(eth, State::Static, now)));
-                }),
-            }
+    /// Adds `key` (absent) with `mapping`. The caller holds the lock.
+    fn insert(
+        &self,
+        w: &mut Writer,
+        key: u32,
+        eth: EthernetAddress,
+        state: State,
+        now: u64,
+    ) -> Result<(), Refusal> {
+        let mut slots = self.slots.load_full();
+        if self.len() >= self.capacity && !self.evict_one(w, &slots) {
+            return Err(Refusal::Full);
         }
-        self.generation.fetch_add(1, Ordering::Release);
-    }
-
-    /// Removes the mappings of `keys`, static ones only if `statics`.
-    fn remove(&self, keys: &[u32], statics: bool) -> usize {
-        if keys.is_empty() {
-            return 0;
+        if w.used + 1 > slots.slots.len() / 4 * 3 {
+            slots = self.rebuild(w);
         }
-        let _w = self.lock();
-        self.replace(|m| {
-            let mut n = 0;
-            for k in keys {
-                if let Some(e) = m.get(k) {
-                    if statics || e.read().state != State::Static {
-                        m.remove(k);
-                        n += 1;
+        let mut i = slots.home(key);
+        let mut free = None;
+        let mut oldest: Option<(u64, usize)> = None;
+        for _ in 0..PROBE_LIMIT {
+            let s = &slots.slots[i];
+            match s.key.load(Ordering::Relaxed) {
+                EMPTY | TOMB => {
+                    free = Some(i);
+                    break;
+                }
+                _ => {
+                    let m = s.mapping();
+                    // Pending before Known, then the oldest.
+                    let rank = match m.state {
+                        State::Pending => m.live_at / 2,
+                        State::Known => u64::MAX / 2 + m.live_at / 2,
+                        State::Static => u64::MAX,
+                    };
+                    if m.state != State::Static && oldest.is_none_or(|(r, _)| rank < r) {
+                        oldest = Some((rank, i));
                     }
                 }
             }
-            n
-        })
+            i = (i + 1) & slots.mask();
+        }
+        let i = match (free, oldest) {
+            (Some(i), _) => {
+                if slots.slots[i].key.load(Ordering::Relaxed) == EMPTY {
+                    w.used += 1;
+                }
+                i
+            }
+            (None, Some((_, i))) => {
+                // A full run of slots: make room in it.
+                self.remove_at(&slots, i);
+                self.work.evictions.fetch_add(1, Ordering::Relaxed);
+                i
+            }
+            (None, None) => return Err(Refusal::Full),
+        };
+        slots.write_key(i, LIVE | u64::from(key), pack(eth, state), now);
+        self.len.fetch_add(1, Ordering::Relaxed);
+        match state {
+            State::Pending => w.pending.push_back((key, now)),
+            State::Known => w.known.push_back((key, now)),
+            State::Static => {}
+        }
+        self.compact_queues(w, &slots);
+        Ok(())
+    }
+
+    /// Copies the entries into a fresh array without tombstones and
+    /// publishes it. Readers holding the old one finish their batch on it.
+    fn rebuild(&self, w: &mut Writer) -> Arc<Slots> {
+        let old = self.slots.load_full();
+        let new = Slots::new(old.slots.len(), self.hash);
+        let mut used = 0;
+        for s in old.slots.iter() {
+            let k = s.key.load(Ordering::Relaxed);
+            if k & LIVE == 0 {
+                continue;
+            }
+            let key = k as u32;
+            let mut i = new.home(key);
+            while new.slots[i].key.load(Ordering::Relaxed) != EMPTY {
+                i = (i + 1) & new.mask();
+            }
+            let d = &new.slots[i];
+            d.key.store(k, Ordering::Relaxed);
+            d.mapping
+                .store(s.mapping.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.live_at
+                .store(s.live_at.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.polled_at
+                .store(s.polled_at.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.polls
+                .store(s.polls.load(Ordering::Relaxed), Ordering::Relaxed);
+            used += 1;
+        }
+        w.used = used;
+        let new = Arc::new(new);
+        self.slots.store(new.clone());
+        self.work.rebuilds.fetch_add(1, Ordering::Relaxed);
+        self.work
+            .slots_copied
+            .fetch_add(old.slots.len() as u64, Ordering::Relaxed);
+        new
+    }
+
+    /// Drops queue records of entries that are gone or changed state, once
+    /// they outnumber the entries: O(entries) per as many changes.
+    fn compact_queues(&self, w: &mut Writer, slots: &Slots) {
+        let limit = 2 * self.capacity + 64;
+        for state in [State::Pending, State::Known] {
+            let q = if state == State::Pending {
+                &mut w.pending
+            } else {
+                &mut w.known
+            };
+            if q.len() > limit {
+                q.retain(|&(key, _)| {
+                    slots
+                        .index_of(key)
+                        .is_some_and(|i| slots.slots[i].mapping().state == state)
+                });
+            }
+        }
+    }
+
+    /// Applies what an ARP frame or a handler says of `key`.
+    fn resolve(&self, key: u32, eth: EthernetAddress, now: u64, how: Learn) -> Result<(), Refusal> {
+        let mut w = self.lock();
+        let slots = self.slots.load_full();
+        match slots.index_of(key) {
+            Some(i) => {
+                let s = &slots.slots[i];
+                let m = s.mapping();
+                match (m.state, how) {
+                    (State::Static, _) => return Err(Refusal::Static),
+                    (State::Pending, Learn::Refresh) => return Err(Refusal::Unsolicited),
+                    (State::Known, Learn::Refresh) if m.eth != eth => {
+                        return Err(Refusal::Unsolicited)
+                    }
+                    (State::Pending, _) => {
+                        s.set(eth, State::Known, now);
+                        w.known.push_back((key, now));
+                        self.compact_queues(&mut w, &slots);
+                    }
+                    (State::Known, _) => s.set(eth, State::Known, now),
+                }
+            }
+            None if how == Learn::Create => self.insert(&mut w, key, eth, State::Known, now)?,
+            None => return Err(Refusal::Unsolicited),
+        }
+        drop(w);
+        self.generation.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+
+    fn insert_static(&self, key: u32, eth: EthernetAddress, now: u64) -> Result<(), Refusal> {
+        let mut w = self.lock();
+        let slots = self.slots.load_full();
+        match slots.index_of(key) {
+            Some(i) => slots.slots[i].set(eth, State::Static, now),
+            None => self.insert(&mut w, key, eth, State::Static, now)?,
+        }
+        drop(w);
+        self.generation.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes `key` Pending (absent, or a Known entry that expired), unless
+    /// the table is full of static entries. Returns its slot's table.
+    fn make_pending(&self, key: u32, now: u64, timeout: u64) -> Result<(), Refusal> {
+        let mut w = self.lock();
+        let slots = self.slots.load_full();
+        match slots.index_of(key) {
+            Some(i) => {
+                let s = &slots.slots[i];
+                let m = s.mapping();
+                if m.state == State::Known && expired(m.live_at, now, timeout) {
+                    s.set(EthernetAddress::BROADCAST, State::Pending, now);
+                    w.pending.push_back((key, now));
+                    self.compact_queues(&mut w, &slots);
+                }
+                Ok(())
+            }
+            None => self.insert(&mut w, key, EthernetAddress::BROADCAST, State::Pending, now),
+        }
+    }
+
+    /// Removes `key`'s entry, a static one only if `statics`.
+    fn remove(&self, key: u32, statics: bool) -> bool {
+        let _w = self.lock();
+        let slots = self.slots.load_full();
+        match slots.index_of(key) {
+            Some(i) if statics || slots.slots[i].mapping().state != State::Static => {
+                self.remove_at(&slots, i);
+                true
+            }
+            _ => false,
+        }
     }
 
     fn clear(&self) {
-        {
-            let _w = self.lock();
-            self.map.store(Arc::new(HashMap::with_hasher(self.hash)));
-        }
-        for s in self.recent_queries.iter() {
-            s.store(0, Ordering::Relaxed);
-        }
+        let mut w = self.lock();
+        let cap = self.slots.load().slots.len();
+        self.slots.store(Arc::new(Slots::new(cap, self.hash)));
+        *w = Writer::default();
+        self.len.store(0, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
-    /// Removes learnt mappings that expired by `now`; returns when the
-    /// next one will have.
-    fn sweep(&self, now: u64, timeout: u64) -> Option<u64> {
-        if timeout == 0 {
-            return None;
-        }
+    /// Removes the entries that expired by `now` (Known ones TIMEOUT after
+    /// they were confirmed, Pending ones `pending_life` after they were
+    /// last wanted); returns when the next one may. The work is the
+    /// entries looked at, which expired or were renewed since queued. If
+    /// another worker is at it, does nothing.
+    fn expire(&self, now: u64, timeout: u64, pending_life: u64) -> Option<u64> {
+        let Ok(mut w) = self.writer.try_lock() else {
+            return Some(now.saturating_add(SEC));
+        };
+        let slots = self.slots.load_full();
         let mut next: Option<u64> = None;
-        let mut gone = Vec::new();
-        for (&k, n) in self.map.load().iter() {
-            let m = n.read();
-            if m.state != State::Known {
+        for (state, life) in [(State::Pending, pending_life), (State::Known, timeout)] {
+            if life == 0 {
                 continue;
             }
-            if expired(m.live_at, now, timeout) {
-                gone.push(k);
+            let q = if state == State::Pending {
+                &mut w.pending
             } else {
-                let at = m.live_at.saturating_add(timeout).saturating_add(1);
-                next = Some(next.map_or(at, |t| t.min(at)));
-            }
-        }
-        if !gone.is_empty() {
-            let _w = self.lock();
-            self.replace(|m| {
-                for k in &gone {
-                    // Renewed since the scan: keep it.
-                    let still = m.get(k).is_some_and(|n| {
-                        let e = n.read();
-                        e.state == State::Known && expired(e.live_at, now, timeout)
-                    });
-                    if still {
-                        m.remove(k);
-                    }
+                &mut w.known
+            };
+            while let Some(&(key, stamp)) = q.front() {
+                if !expired(stamp, now, life) {
+                    let at = stamp.saturating_add(life).saturating_add(1);
+                    next = Some(next.map_or(at, |t| t.min(at)));
+                    break;
                 }
-            });
+                q.pop_front();
+                let Some(i) = slots.index_of(key) else {
+                    continue;
+                };
+                let m = slots.slots[i].mapping();
+                if m.state != state {
+                    continue;
+                }
+                if expired(m.live_at, now, life) {
+                    slots.write_key(i, TOMB, 0, 0);
+                    self.len.fetch_sub(1, Ordering::Relaxed);
+                } else {
+                    q.push_back((key, m.live_at));
+                }
+            }
         }
         next
     }
 
-    fn query_slot(&self, key: u32) -> &AtomicU64 {
-        let h = self.hash.hash_one(key);
-        &self.recent_queries[(h >> (64 - QUERY_SLOTS.trailing_zeros())) as usize]
-    }
-
-    /// Takes the right to query `key` now: refused if some worker queried
-    /// it less than [`POLL_GAP`] ago (another worker's query serves this
-    /// one's packets too, since the answer lands in the shared table).
-    fn claim_query(&self, key: u32, now: u64) -> bool {
-        let slot = self.query_slot(key);
-        let t = (now >> QUERY_TIME_SHIFT) as u32;
-        let mine = (u64::from(key) << 32) | u64::from(t);
-        let mut cur = slot.load(Ordering::Relaxed);
-        loop {
-            if cur != 0 && (cur >> 32) as u32 == key {
-                // Either side of now: workers' clocks differ slightly.
-                let d = t.wrapping_sub(cur as u32) as i32;
-                if d.unsigned_abs() < QUERY_GAP_UNITS {
-                    return false;
-                }
-            }
-            match slot.compare_exchange_weak(cur, mine, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(v) => cur = v,
-            }
+    /// Whether a query for `key` may go out now, claiming it if so: the
+    /// per-address rate (Click's) and the interface's QUERY_RATE. `None`
+    /// when the interface's rate refused it.
+    fn claim_query(&self, slot: &Slot, now: u64) -> Option<bool> {
+        if !slot.poll_allowed(now) {
+            return Some(false);
         }
-    }
-
-    /// Forgets the last query for `key` (answered, or its entry is gone):
-    /// a fresh attempt may query at once.
-    fn forget_query(&self, key: u32) {
-        let slot = self.query_slot(key);
-        let cur = slot.load(Ordering::Relaxed);
-        if cur != 0 && (cur >> 32) as u32 == key {
-            let _ = slot.compare_exchange(cur, 0, Ordering::Relaxed, Ordering::Relaxed);
+        if !self.queries.take(now) {
+            return None;
         }
+        Some(slot.claim_poll(now))
     }
 }
 
 // ---------------------------------------------------------------------
 // The per-worker half.
 
-/// One unresolved address on this worker: its query timing and the
-/// packets waiting for it.
+/// One unresolved address on this worker: the packets waiting for it and
+/// this worker's retries.
 #[derive(Debug)]
 struct Waiting {
-    /// When the query started, moved forward while packets keep coming.
-    live_at: u64,
-    /// When this worker last queried (or found a query just sent).
-    polled_at: Option<u64>,
-    /// Queries since the entry was made.
-    polls: u32,
-    held: VecDeque<Packet>,
-}
-
-impl Waiting {
-    fn new(now: u64) -> Waiting {
-        Waiting {
-            live_at: now,
-            polled_at: None,
-            polls: 0,
-            held: VecDeque::new(),
-        }
-    }
-
-    fn allow_poll(&self, now: u64) -> bool {
-        allow_poll(self.polled_at, self.polls, now)
-    }
-
-    fn mark_poll(&mut self, now: u64) {
-        self.polled_at = Some(now);
-        self.polls = self.polls.saturating_add(1);
-    }
-
+    /// When the first of the waiting packets came.
+    since: u64,
+    /// Retries so far.
+    tries: u32,
     /// When the next retry (or the decision to give up) is due.
-    fn retry_due(&self) -> u64 {
-        self.polled_at.map_or(0, |t| {
-            t.saturating_add(RETRY_INTERVAL.max(poll_gap(self.polls)))
-        })
-    }
+    retry_at: u64,
+    held: VecDeque<Packet>,
 }
 
 /// Limits and timeouts, from the element's keywords.
@@ -566,7 +938,7 @@ impl Waiting {
 pub struct Limits {
     /// Most packets waiting in all (0: no limit).
     pub capacity: usize,
-    /// Most entries (0: no limit).
+    /// Most entries, Pending ones included.
     pub entry_capacity: usize,
     /// Most packets waiting for one address (0: no limit).
     pub entry_packet_capacity: usize,
@@ -578,39 +950,55 @@ pub struct Limits {
     pub poll_timeout: u64,
     /// Unanswered retries after which waiting packets are dropped.
     pub retries: u32,
+    /// Most queries a second from this interface (0: no limit).
+    pub query_rate: u32,
+}
+
+impl Limits {
+    /// How long a Pending entry lives after a packet last wanted it: long
+    /// enough for every retry.
+    fn pending_life(&self) -> u64 {
+        RETRY_INTERVAL.saturating_mul(u64::from(self.retries) + 2)
+    }
 }
 
 impl Default for Limits {
-    /// Click's defaults.
+    /// Click's defaults, and bricks' bounds.
     fn default() -> Limits {
         Limits {
             capacity: 2048,
-            entry_capacity: 0,
+            entry_capacity: DEFAULT_ENTRY_CAPACITY,
             entry_packet_capacity: 0,
             slim_factor: 2,
             timeout: 300 * SEC,
             poll_timeout: 60 * SEC,
             retries: 2,
+            query_rate: DEFAULT_QUERY_RATE,
         }
     }
 }
 
-/// Packets the table dropped, by reason.
+/// Packets the table dropped, by reason, and what it refused.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Drops {
     /// Waited through every retry without an answer.
     pub no_reply: u64,
-    /// Over CAPACITY or ENTRY_PACKET_CAPACITY, or their entry was evicted
-    /// for ENTRY_CAPACITY.
+    /// Over CAPACITY or ENTRY_PACKET_CAPACITY.
     pub hold_overflow: u64,
-    /// Their entry expired while they waited.
+    /// Waited longer than TIMEOUT.
     pub expired: u64,
     /// Removed by the `delete` or `clear` handlers.
     pub cleared: u64,
+    /// Not packets: new entries refused because the table was full of
+    /// static entries.
+    pub table_full: u64,
+    /// Not packets: queries not sent because the interface's QUERY_RATE
+    /// was used up.
+    pub query_rate_limited: u64,
 }
 
 impl Drops {
-    /// All of them.
+    /// All the packets dropped.
     pub fn total(&self) -> u64 {
         self.no_reply + self.hold_overflow + self.expired + self.cleared
     }
@@ -620,7 +1008,7 @@ impl Drops {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lookup {
     /// A usable mapping; `poll` asks the caller to send a renewal query
-    /// (POLL_TIMEOUT passed and the rate limit allows one).
+    /// (POLL_TIMEOUT passed and the rate limits allow one).
     Known { eth: EthernetAddress, poll: bool },
     /// Nothing usable: the packet should wait.
     Unknown,
@@ -644,15 +1032,18 @@ pub struct TimerWork {
     pub queries: Vec<Ipv4Addr>,
     /// The earliest pending retry, if any.
     pub next_retry: Option<u64>,
-    /// The earliest expiry of a learnt entry, if any.
+    /// The earliest expiry of an entry, if any.
     pub next_expiry: Option<u64>,
 }
 
-/// One worker's view of the table: the shared mappings plus the addresses
-/// this worker waits for.
+/// One worker's view of the table: the shared entries plus the packets
+/// this worker holds.
 pub struct ArpTable {
     shared: Arc<Neighbours>,
     waiting: HashMap<u32, Waiting, AddrHash>,
+    /// (retry time, address) of waiting entries; a record whose entry
+    /// moved its retry or left is skipped when it comes up.
+    retries: BinaryHeap<Reverse<(u64, u32)>>,
     limits: Limits,
     /// Packets waiting, all entries together.
     held: usize,
@@ -681,28 +1072,30 @@ impl Drop for ArpTable {
 impl ArpTable {
     /// An empty table of its own.
     pub fn new(limits: Limits) -> ArpTable {
-        ArpTable::with_neighbours(limits, Arc::new(Neighbours::new()))
+        let shared = Neighbours::new(limits.entry_capacity, limits.query_rate);
+        ArpTable::with_neighbours(limits, Arc::new(shared))
     }
 
-    /// A worker's table over mappings shared with other workers.
+    /// A worker's table over entries shared with other workers.
     pub fn with_neighbours(limits: Limits, shared: Arc<Neighbours>) -> ArpTable {
         shared.instances.fetch_add(1, Ordering::Relaxed);
         ArpTable {
             seen_generation: shared.generation(),
             shared,
             waiting: HashMap::with_hasher(AddrHash::random()),
+            retries: BinaryHeap::new(),
             limits,
             held: 0,
             drops: Drops::default(),
         }
     }
 
-    /// The shared mappings.
+    /// The shared entries.
     pub fn neighbours(&self) -> &Arc<Neighbours> {
         &self.shared
     }
 
-    /// Whether other workers use the same mappings.
+    /// Whether other workers use the same entries.
     pub fn shared_with_others(&self) -> bool {
         self.shared.instances() > 1
     }
@@ -712,19 +1105,9 @@ impl ArpTable {
         &self.limits
     }
 
-    /// Number of entries this worker sees: the shared mappings and the
-    /// addresses it waits for.
+    /// Number of entries (shared by all workers), Pending ones included.
     pub fn len(&self) -> usize {
-        self.shared.len() + self.waiting_only_len()
-    }
-
-    /// Addresses this worker waits for that have no shared mapping.
-    pub fn waiting_only_len(&self) -> usize {
-        let snap = self.shared.snapshot();
-        self.waiting
-            .keys()
-            .filter(|&&k| snap.get(k).is_none())
-            .count()
+        self.shared.len()
     }
 
     /// Whether there are no entries.
@@ -732,42 +1115,55 @@ impl ArpTable {
         self.len() == 0
     }
 
+    /// Addresses this worker holds packets for.
+    pub fn waiting_len(&self) -> usize {
+        self.waiting.len()
+    }
+
     /// Packets waiting on this worker.
     pub fn held(&self) -> usize {
         self.held
     }
 
-    /// Packets dropped so far on this worker.
+    /// Packets dropped and entries refused so far on this worker.
     pub fn drops(&self) -> &Drops {
         &self.drops
     }
 
-    /// The shared mappings now; hold it for a batch of lookups.
+    /// The shared entries now; hold it for a batch of lookups.
     #[inline]
     pub fn snapshot(&self) -> Snapshot {
         self.shared.snapshot()
     }
 
     /// The mapping for `ip`, if it is usable at `now`.
-    pub fn lookup(&self, ip: Ipv4Addr, now: u64) -> Lookup {
-        self.lookup_in(&self.snapshot(), ip, now)
+    pub fn lookup(&mut self, ip: Ipv4Addr, now: u64) -> Lookup {
+        let snap = self.snapshot();
+        self.lookup_in(&snap, ip, now)
     }
 
     /// [`ArpTable::lookup`] in a snapshot taken for a batch.
     #[inline]
-    pub fn lookup_in(&self, snap: &Snapshot, ip: Ipv4Addr, now: u64) -> Lookup {
-        let Some(n) = snap.0.get(&ip.to_bits()) else {
+    pub fn lookup_in(&mut self, snap: &Snapshot, ip: Ipv4Addr, now: u64) -> Lookup {
+        let Some((slot, m)) = snap.0.find(ip.to_bits()) else {
             return Lookup::Unknown;
         };
-        let m = n.read();
         match m.state {
             State::Static => Lookup::Known {
                 eth: m.eth,
                 poll: false,
             },
-            _ if !expired(m.live_at, now, self.limits.timeout) => {
+            State::Known if !expired(m.live_at, now, self.limits.timeout) => {
                 let pt = self.limits.poll_timeout;
-                let poll = pt != 0 && now >= m.live_at.saturating_add(pt) && n.claim_poll(now);
+                let poll = pt != 0
+                    && now >= m.live_at.saturating_add(pt)
+                    && match self.shared.claim_query(slot, now) {
+                        Some(p) => p,
+                        None => {
+                            self.drops.query_rate_limited += 1;
+                            false
+                        }
+                    };
                 Lookup::Known { eth: m.eth, poll }
             }
             _ => Lookup::Unknown,
@@ -787,68 +1183,94 @@ impl ArpTable {
         Some(w.held)
     }
 
-    fn contains(&self, snap: &Snapshot, key: u32) -> bool {
-        self.waiting.contains_key(&key) || snap.0.contains_key(&key)
-    }
-
-    /// Keeps `p` until `ip` is resolved (Click's `append_query`).
+    /// Keeps `p` until `ip` is resolved (Click's `append_query`), and says
+    /// whether to query for it now.
     pub fn hold(&mut self, ip: Ipv4Addr, p: Packet, now: u64) -> Hold {
         let key = ip.to_bits();
-        if !self.waiting.contains_key(&key) {
-            // A learnt entry that expired starts resolving afresh too, so
-            // that RETRIES counts this attempt's queries only.
-            let snap = self.shared.snapshot();
-            if !snap.0.contains_key(&key) {
-                self.make_room_for_entry(&snap);
-            }
-            self.waiting.insert(key, Waiting::new(now));
+        if let std::collections::hash_map::Entry::Vacant(v) = self.waiting.entry(key) {
+            let retry_at = now.saturating_add(RETRY_INTERVAL);
+            v.insert(Waiting {
+                since: now,
+                tries: 0,
+                retry_at,
+                held: VecDeque::new(),
+            });
+            self.retries.push(Reverse((retry_at, key)));
+            self.compact_retries();
         }
         let limits = self.limits;
         let Some(e) = self.waiting.get_mut(&key) else {
             unreachable!("entry inserted above")
         };
-        // Keep an entry that is still wanted from expiring (Click).
-        if limits.timeout != 0 {
-            e.live_at = e.live_at.max(now.saturating_sub(limits.timeout));
-        }
         if limits.entry_packet_capacity != 0 && e.held.len() >= limits.entry_packet_capacity {
             self.drops.hold_overflow += 1;
             return Hold::Dropped;
         }
+        e.held.push_back(p);
+        let retry_at = e.retry_at;
         self.held += 1;
         if limits.capacity != 0 && self.held > limits.capacity {
-            self.slim();
+            self.slim(key);
         }
-        let Some(e) = self.waiting.get_mut(&key) else {
-            unreachable!("slim drops packets, not entries")
+        let query = self.want(key, now);
+        Hold::Queued { query, retry_at }
+    }
+
+    /// Notes that a packet wants `key` resolved: makes it Pending in the
+    /// shared table if needed, and claims a query if the rate limits allow.
+    fn want(&mut self, key: u32, now: u64) -> bool {
+        let timeout = self.limits.timeout;
+        let snap = self.shared.snapshot();
+        let found = snap.0.find(key);
+        let usable = found.is_some_and(|(_, m)| {
+            m.state == State::Static
+                || (m.state == State::Known && !expired(m.live_at, now, timeout))
+        });
+        if usable {
+            // Resolved meanwhile: the packets leave at the next look.
+            return false;
+        }
+        match found {
+            Some((slot, m)) if m.state == State::Pending => {
+                slot.live_at.store(now, Ordering::Relaxed);
+            }
+            _ => {
+                drop(snap);
+                // Only addresses the interface can query for become
+                // Pending: a flood of new destinations makes no more
+                // entries than QUERY_RATE allows.
+                if !self.shared.queries.allows(now) {
+                    self.drops.query_rate_limited += 1;
+                    return false;
+                }
+                if self.shared.make_pending(key, now, timeout).is_err() {
+                    self.drops.table_full += 1;
+                    return false;
+                }
+            }
+        }
+        let snap = self.shared.snapshot();
+        let Some((slot, _)) = snap.0.find(key) else {
+            return false;
         };
-        e.held.push_back(p);
-        let allowed = e.allow_poll(now);
-        if allowed {
-            // Counted even when another worker's query serves: retries
-            // and giving up follow this worker's own attempts.
-            e.mark_poll(now);
-        }
-        let query = allowed && self.shared.claim_query(key, now);
-        Hold::Queued {
-            query,
-            retry_at: e.retry_due(),
+        match self.shared.claim_query(slot, now) {
+            Some(q) => q,
+            None => {
+                self.drops.query_rate_limited += 1;
+                false
+            }
         }
     }
 
     /// Drops the oldest waiting packets, oldest entries first, until
-    /// `capacity - capacity / slim_factor` packets wait, counting the one
-    /// about to be added (Click's `slim`). Dropping a batch at once keeps
-    /// the cost of finding the oldest entries rare.
-    fn slim(&mut self) {
+    /// `capacity - capacity / slim_factor` packets wait (Click's `slim`).
+    /// Dropping a batch at once keeps the cost of finding the oldest
+    /// entries (a sort of at most CAPACITY entries) rare: amortised
+    /// O(log CAPACITY) per packet. `keep`'s entry stays even if emptied.
+    fn slim(&mut self, keep: u32) {
         let cap = self.limits.capacity;
         let target = (cap - cap / self.limits.slim_factor).max(1);
-        let mut order: Vec<(u64, u32)> = self
-            .waiting
-            .iter()
-            .filter(|(_, e)| !e.held.is_empty())
-            .map(|(&k, e)| (e.live_at, k))
-            .collect();
+        let mut order: Vec<(u64, u32)> = self.waiting.iter().map(|(&k, e)| (e.since, k)).collect();
         order.sort_unstable();
         for (_, k) in order {
             if self.held <= target {
@@ -859,79 +1281,42 @@ impl ArpTable {
                     self.held -= 1;
                     self.drops.hold_overflow += 1;
                 }
+                if e.held.is_empty() && k != keep {
+                    self.waiting.remove(&k);
+                }
             }
         }
     }
 
-    /// Evicts the oldest learnt or pending entries when a new one would
-    /// exceed ENTRY_CAPACITY: an eighth of them at once, so that a flood
-    /// of new addresses costs one scan per many entries. The count is of
-    /// the entries this worker sees (shared ones and its own pending ones).
-    fn make_room_for_entry(&mut self, snap: &Snapshot) {
-        let cap = self.limits.entry_capacity;
-        if cap == 0 {
-            return;
-        }
-        let len = snap.0.len()
-            + self
+    /// Rebuilds the retry heap from the waiting entries once stale records
+    /// outnumber them: O(entries) per as many retries.
+    fn compact_retries(&mut self) {
+        if self.retries.len() > 2 * self.waiting.len() + 64 {
+            self.retries = self
                 .waiting
-                .keys()
-                .filter(|k| !snap.0.contains_key(k))
-                .count();
-        if len < cap {
-            return;
+                .iter()
+                .map(|(&k, w)| Reverse((w.retry_at, k)))
+                .collect();
         }
-        // An address both learnt (expired) and waited for is one pending
-        // entry, aged from when its new query started.
-        let mut victims: Vec<(u64, u32)> = self
-            .waiting
-            .iter()
-            .filter(|(&k, _)| snap.get(k).is_none_or(|m| m.state != State::Static))
-            .map(|(&k, e)| (e.live_at, k))
-            .collect();
-        victims.extend(snap.0.iter().filter_map(|(&k, n)| {
-            let m = n.read();
-            (m.state == State::Known && !self.waiting.contains_key(&k)).then_some((m.live_at, k))
-        }));
-        let n = (len + 1 - cap).max(cap / 8).max(1).min(victims.len());
-        if n == 0 {
-            return;
-        }
-        if n < victims.len() {
-            victims.select_nth_unstable(n - 1);
-        }
-        let mut shared = Vec::new();
-        for &(_, k) in &victims[..n] {
-            if let Some(e) = self.waiting.remove(&k) {
-                self.held -= e.held.len();
-                self.drops.hold_overflow += e.held.len() as u64;
-                self.shared.forget_query(k);
-            }
-            if snap.0.contains_key(&k) {
-                shared.push(k);
-            }
-        }
-        self.shared.remove(&shared, false);
     }
 
-    /// Records `ip` at `eth`, learnt from ARP at `now`, and hands back the
-    /// packets that waited for it on this worker, oldest first (other
-    /// workers find the mapping through [`ArpTable::take_resolved`]). A
-    /// static entry is left alone (`None`).
-    pub fn learn(
+    /// Applies an ARP frame's sender mapping (`how` says what it may do)
+    /// and hands back the packets that waited for it on this worker,
+    /// oldest first (other workers find the mapping through
+    /// [`ArpTable::take_resolved`]).
+    pub fn resolve(
         &mut self,
         ip: Ipv4Addr,
         eth: EthernetAddress,
         now: u64,
-    ) -> Option<VecDeque<Packet>> {
+        how: Learn,
+    ) -> Result<VecDeque<Packet>, Refusal> {
         let key = ip.to_bits();
-        let snap = self.shared.snapshot();
-        if !self.contains(&snap, key) {
-            self.make_room_for_entry(&snap);
-        }
-        drop(snap);
-        if !self.shared.learn(key, eth, now) {
-            return None;
+        if let Err(r) = self.shared.resolve(key, eth, now, how) {
+            if r == Refusal::Full {
+                self.drops.table_full += 1;
+            }
+            return Err(r);
         }
         let held = self
             .waiting
@@ -939,30 +1324,39 @@ impl ArpTable {
             .map(|w| w.held)
             .unwrap_or_default();
         self.held -= held.len();
-        Some(held)
+        Ok(held)
     }
 
-    /// Like [`ArpTable::learn`], but only if `ip` already has a learnt
-    /// entry or this worker waits for it (RFC 826's merge step).
+    /// Records `ip` at `eth`, making an entry if there is none.
+    pub fn learn(
+        &mut self,
+        ip: Ipv4Addr,
+        eth: EthernetAddress,
+        now: u64,
+    ) -> Option<VecDeque<Packet>> {
+        self.resolve(ip, eth, now, Learn::Create).ok()
+    }
+
+    /// Like [`ArpTable::learn`], but only if `ip` already has an entry,
+    /// Pending or Known (RFC 826's merge step).
     pub fn update(
         &mut self,
         ip: Ipv4Addr,
         eth: EthernetAddress,
         now: u64,
     ) -> Option<VecDeque<Packet>> {
-        let key = ip.to_bits();
-        match self.shared.snapshot().get(key) {
-            Some(m) if m.state == State::Static => None,
-            Some(_) => self.learn(ip, eth, now),
-            None if self.waiting.contains_key(&key) => self.learn(ip, eth, now),
-            None => None,
-        }
+        self.resolve(ip, eth, now, Learn::Update).ok()
     }
 
     /// Inserts a static entry, for every worker. Packets waiting for `ip`
     /// are sent at each worker's next call ([`ArpTable::take_resolved`]).
-    pub fn insert_static(&mut self, ip: Ipv4Addr, eth: EthernetAddress, now: u64) {
-        self.shared.insert_static(ip.to_bits(), eth, now);
+    pub fn insert_static(
+        &mut self,
+        ip: Ipv4Addr,
+        eth: EthernetAddress,
+        now: u64,
+    ) -> Result<(), Refusal> {
+        self.shared.insert_static(ip.to_bits(), eth, now)
     }
 
     /// Packets this worker holds for addresses that became usable since
@@ -970,9 +1364,8 @@ impl ArpTable {
     /// the address to send them to. Costs one atomic load when nothing
     /// changed, so the element calls it on every batch and timer.
     pub fn take_resolved(&mut self, now: u64) -> Vec<(EthernetAddress, VecDeque<Packet>)> {
-        // Generation first, then the map: a change published before the
-        // generation we read is in the snapshot; a later one moves the
-        // generation again.
+        // Generation first, then the entries: a change published before
+        // the generation we read is seen; a later one moves it again.
         let g = self.shared.generation();
         if g == self.seen_generation {
             return Vec::new();
@@ -1004,9 +1397,7 @@ impl ArpTable {
     /// worker holds for it. Returns whether there was one.
     pub fn remove(&mut self, ip: Ipv4Addr) -> bool {
         let key = ip.to_bits();
-        let shared =
-            self.shared.snapshot().0.contains_key(&key) && self.shared.remove(&[key], true) > 0;
-        self.shared.forget_query(key);
+        let shared = self.shared.remove(key, true);
         match self.waiting.remove(&key) {
             Some(e) => {
                 self.held -= e.held.len();
@@ -1022,6 +1413,7 @@ impl ArpTable {
         self.shared.clear();
         self.drops.cleared += self.held as u64;
         self.waiting.clear();
+        self.retries.clear();
         self.held = 0;
     }
 
@@ -1029,84 +1421,99 @@ impl ArpTable {
     /// many there were (for the element's shutdown count).
     pub fn discard_held(&mut self) -> usize {
         let n = self.held;
-        for e in self.waiting.values_mut() {
-            e.held.clear();
-        }
+        self.waiting.clear();
+        self.retries.clear();
         self.held = 0;
         n
     }
 
-    /// Expires old entries, retries queries that are due, gives up on
-    /// addresses that used up their retries.
+    /// Retries queries that are due, gives up on addresses that used up
+    /// their retries, expires old entries. The work is proportional to
+    /// the retries due and the entries that expire.
     pub fn run_timer(&mut self, now: u64) -> TimerWork {
         let limits = self.limits;
         let mut work = TimerWork::default();
-        let (mut held, mut drops) = (self.held, self.drops);
-        let shared = &self.shared;
-        self.waiting.retain(|&k, e| {
-            if expired(e.live_at, now, limits.timeout) {
-                held -= e.held.len();
-                drops.expired += e.held.len() as u64;
-                shared.forget_query(k);
-                return false;
+        while let Some(&Reverse((due, key))) = self.retries.peek() {
+            if due > now {
+                work.next_retry = Some(due);
+                break;
             }
-            if !e.held.is_empty() && now >= e.retry_due() {
-                if e.polls > limits.retries {
-                    held -= e.held.len();
-                    drops.no_reply += e.held.len() as u64;
-                    e.held.clear();
+            self.retries.pop();
+            let Some(w) = self.waiting.get_mut(&key) else {
+                continue;
+            };
+            if w.retry_at != due {
+                continue;
+            }
+            if w.tries >= limits.retries || expired(w.since, now, limits.timeout) {
+                let n = w.held.len();
+                if w.tries >= limits.retries {
+                    self.drops.no_reply += n as u64;
                 } else {
-                    e.mark_poll(now);
-                    if shared.claim_query(k, now) {
-                        work.queries.push(Ipv4Addr::from_bits(k));
-                    }
+                    self.drops.expired += n as u64;
                 }
+                self.held -= n;
+                self.waiting.remove(&key);
+                continue;
             }
-            if !e.held.is_empty() {
-                let due = e.retry_due();
-                work.next_retry = Some(work.next_retry.map_or(due, |t| t.min(due)));
+            w.tries += 1;
+            let at = now.saturating_add(RETRY_INTERVAL);
+            w.retry_at = at;
+            self.retries.push(Reverse((at, key)));
+            if self.want(key, now) {
+                work.queries.push(Ipv4Addr::from_bits(key));
             }
-            if limits.timeout != 0 {
-                let at = e.live_at.saturating_add(limits.timeout).saturating_add(1);
-                work.next_expiry = Some(work.next_expiry.map_or(at, |t| t.min(at)));
-            }
-            true
-        });
-        self.held = held;
-        self.drops = drops;
-        if let Some(at) = self.shared.sweep(now, limits.timeout) {
-            work.next_expiry = Some(work.next_expiry.map_or(at, |t| t.min(at)));
         }
+        self.compact_retries();
+        work.next_expiry = self
+            .shared
+            .expire(now, limits.timeout, limits.pending_life());
         work
     }
 
-    /// What this worker knows of `key`: the shared mapping when it is
-    /// usable (or expired and not waited for), else the pending entry.
+    /// What this worker knows of `key` at `now`.
     fn entry(&self, snap: &Snapshot, key: u32, now: u64) -> Option<Mapping> {
-        let shared = snap.get(key);
-        let usable = shared
-            .filter(|m| m.state == State::Static || !expired(m.live_at, now, self.limits.timeout));
-        usable
-            .or_else(|| {
-                self.waiting.get(&key).map(|w| Mapping {
-                    eth: EthernetAddress::BROADCAST,
-                    state: State::Pending,
-                    live_at: w.live_at,
-                })
-            })
-            .or(shared)
+        let m = snap.get(key);
+        match m {
+            Some(m) if m.state == State::Known && expired(m.live_at, now, self.limits.timeout) => {
+                if self.waiting.contains_key(&key) {
+                    Some(Mapping {
+                        eth: EthernetAddress::BROADCAST,
+                        state: State::Pending,
+                        live_at: m.live_at,
+                    })
+                } else {
+                    Some(m)
+                }
+            }
+            Some(m) => Some(m),
+            None => self.waiting.get(&key).map(|w| Mapping {
+                eth: EthernetAddress::BROADCAST,
+                state: State::Pending,
+                live_at: w.since,
+            }),
+        }
     }
 
     /// The table as text, one entry per line in address order: IP, 1 if
     /// the entry is usable (0 if not), Ethernet address, seconds since it
     /// was last confirmed, then `static` for static entries. The first four
-    /// columns are Click's `table` handler's. Shared entries and this
-    /// worker's pending ones are listed.
+    /// columns are Click's `table` handler's. Pending entries show
+    /// ff:ff:ff:ff:ff:ff, as in Click.
     pub fn text(&self, now: u64) -> String {
         let snap = self.shared.snapshot();
-        let mut keys: Vec<u32> = snap.0.keys().copied().collect();
-        keys.extend(self.waiting.keys().filter(|k| !snap.0.contains_key(k)));
+        let mut keys: Vec<u32> = snap
+            .0
+            .slots
+            .iter()
+            .filter_map(|s| {
+                let k = s.key.load(Ordering::Relaxed);
+                (k & LIVE != 0).then_some(k as u32)
+            })
+            .collect();
+        keys.extend(self.waiting.keys().filter(|&&k| snap.get(k).is_none()));
         keys.sort_unstable();
+        keys.dedup();
         let mut s = String::new();
         for k in keys {
             let Some(e) = self.entry(&snap, k, now) else {
@@ -1117,13 +1524,18 @@ impl ArpTable {
                 State::Known => !expired(e.live_at, now, self.limits.timeout),
                 State::Static => true,
             };
+            let eth = if e.state == State::Pending {
+                EthernetAddress::BROADCAST
+            } else {
+                e.eth
+            };
             let age = now.saturating_sub(e.live_at);
             let _ = write!(
                 s,
                 "{} {} {} {}.{:03}",
                 Ipv4Addr::from_bits(k),
                 u8::from(ok),
-                e.eth,
+                eth,
                 age / SEC,
                 age % SEC / 1_000_000
             );
@@ -1144,8 +1556,7 @@ impl ArpTable {
 
     /// The state of `ip`'s entry, ignoring expiry.
     pub fn state(&self, ip: Ipv4Addr) -> Option<State> {
-        let snap = self.shared.snapshot();
-        match snap.get(ip.to_bits()) {
+        match self.shared.snapshot().get(ip.to_bits()) {
             Some(m) => Some(m.state),
             None => self
                 .waiting
@@ -1170,13 +1581,17 @@ mod tests {
         ArpTable::new(limits)
     }
 
-    /// Two workers' tables over one set of mappings.
+    /// Two workers' tables over one set of entries.
     fn two_workers(limits: Limits) -> (ArpTable, ArpTable) {
-        let shared = Arc::new(Neighbours::new());
+        let shared = Arc::new(Neighbours::new(limits.entry_capacity, limits.query_rate));
         (
             ArpTable::with_neighbours(limits, shared.clone()),
             ArpTable::with_neighbours(limits, shared),
         )
+    }
+
+    fn nth(i: u32) -> Ipv4Addr {
+        Ipv4Addr::from_bits(0x0a00_0000 + 10 + i)
     }
 
     #[test]
@@ -1196,7 +1611,7 @@ mod tests {
             Hold::Queued { query: true, .. }
         ));
         assert_eq!(t.held(), 3);
-        let released = t.learn(IP, ETH, t0 + SEC).unwrap();
+        let released = t.update(IP, ETH, t0 + SEC).unwrap();
         let tags: Vec<u8> = released.iter().map(|p| p.data()[0]).collect();
         assert_eq!(tags, [1, 2, 3]);
         assert_eq!(t.held(), 0);
@@ -1229,6 +1644,26 @@ mod tests {
     }
 
     #[test]
+    fn query_rate_is_limited_per_interface() {
+        let mut t = table(Limits {
+            query_rate: 10,
+            ..Limits::default()
+        });
+        let t0 = 7 * SEC;
+        let q = |h: Hold| matches!(h, Hold::Queued { query: true, .. });
+        let sent = (0..100).filter(|&i| q(t.hold(nth(i), pkt(0), t0))).count();
+        // A burst of one second's worth, then nothing until time passes.
+        assert_eq!(sent, 10);
+        assert_eq!(t.drops().query_rate_limited, 90);
+        // Only the addresses queried became Pending entries.
+        assert_eq!(t.len(), 10);
+        assert!(!q(t.hold(nth(200), pkt(0), t0 + SEC / 20)));
+        assert!(q(t.hold(nth(201), pkt(0), t0 + SEC / 10)));
+        // Renewal polls draw on the same bucket.
+        assert_eq!(t.neighbours().queries.interval, SEC / 10);
+    }
+
+    #[test]
     fn capacity_slims_oldest_first() {
         let mut t = table(Limits {
             capacity: 4,
@@ -1244,9 +1679,10 @@ mod tests {
         t.hold(other, pkt(11), 2 * SEC);
         assert_eq!(t.held(), 2);
         assert_eq!(t.drops().hold_overflow, 3);
-        assert!(t.learn(IP, ETH, 3 * SEC).unwrap().is_empty());
+        assert_eq!(t.waiting_len(), 1, "an emptied entry is forgotten");
+        assert!(t.update(IP, ETH, 3 * SEC).unwrap().is_empty());
         let tags: Vec<u8> = t
-            .learn(other, ETH, 3 * SEC)
+            .update(other, ETH, 3 * SEC)
             .unwrap()
             .iter()
             .map(|p| p.data()[0])
@@ -1260,28 +1696,129 @@ mod tests {
             entry_capacity: 2,
             ..Limits::default()
         });
-        t.insert_static(Ipv4Addr::new(10, 0, 0, 1), ETH, 0);
+        t.insert_static(Ipv4Addr::new(10, 0, 0, 1), ETH, 0).unwrap();
         t.learn(Ipv4Addr::new(10, 0, 0, 2), ETH, SEC);
         t.learn(Ipv4Addr::new(10, 0, 0, 3), ETH, 2 * SEC);
         assert_eq!(t.len(), 2);
         assert_eq!(t.state(Ipv4Addr::new(10, 0, 0, 1)), Some(State::Static));
         assert_eq!(t.state(Ipv4Addr::new(10, 0, 0, 3)), Some(State::Known));
+        assert_eq!(t.neighbours().work().evictions.load(Ordering::Relaxed), 1);
+        // Only static entries left: a new one is refused, not forced in.
+        t.insert_static(Ipv4Addr::new(10, 0, 0, 3), ETH, 0).unwrap();
+        assert!(t.learn(Ipv4Addr::new(10, 0, 0, 4), ETH, 3 * SEC).is_none());
+        assert_eq!(t.drops().table_full, 1);
+        assert_eq!(
+            t.insert_static(Ipv4Addr::new(10, 0, 0, 4), ETH, 0),
+            Err(Refusal::Full)
+        );
     }
 
     #[test]
-    fn entry_capacity_counts_pending_entries_too() {
+    fn pending_entries_are_evicted_before_known_ones() {
         let mut t = table(Limits {
-            entry_capacity: 2,
+            entry_capacity: 8,
+            query_rate: 0,
             ..Limits::default()
         });
-        t.hold(Ipv4Addr::new(10, 0, 0, 5), pkt(1), SEC);
-        t.learn(Ipv4Addr::new(10, 0, 0, 2), ETH, 2 * SEC);
-        // The pending entry is the oldest: it goes, with its packet.
-        t.learn(Ipv4Addr::new(10, 0, 0, 3), ETH, 3 * SEC);
-        assert_eq!(t.len(), 2);
-        assert_eq!(t.held(), 0);
-        assert_eq!(t.drops().hold_overflow, 1);
-        assert_eq!(t.state(Ipv4Addr::new(10, 0, 0, 5)), None);
+        let gw = Ipv4Addr::new(10, 0, 0, 1);
+        t.learn(gw, ETH, SEC);
+        t.learn(IP, ETH, SEC);
+        // A flood of packets to addresses nobody has.
+        for i in 0..1000 {
+            t.hold(nth(i), pkt(0), 2 * SEC + u64::from(i));
+        }
+        assert_eq!(t.len(), 8);
+        assert_eq!(t.state(gw), Some(State::Known));
+        assert_eq!(t.state(IP), Some(State::Known));
+        // The newest Pending entries stay: an answer for one is taken, an
+        // answer for an evicted one is unsolicited.
+        assert!(t.update(nth(999), ETH, 3 * SEC).is_some());
+        assert_eq!(
+            t.resolve(nth(0), ETH, 3 * SEC, Learn::Update).err(),
+            Some(Refusal::Unsolicited)
+        );
+        // Held packets are bounded by CAPACITY, waiting entries with them.
+        assert!(t.held() <= 2048 && t.waiting_len() <= t.held());
+    }
+
+    #[test]
+    fn updates_do_not_create_and_broadcasts_do_not_move() {
+        let mut t = table(Limits::default());
+        assert_eq!(
+            t.resolve(IP, ETH, SEC, Learn::Update).err(),
+            Some(Refusal::Unsolicited)
+        );
+        assert_eq!(
+            t.resolve(IP, ETH, SEC, Learn::Refresh).err(),
+            Some(Refusal::Unsolicited)
+        );
+        assert!(t.is_empty());
+        t.hold(IP, pkt(1), SEC);
+        // A broadcast frame does not resolve what we asked for...
+        assert_eq!(
+            t.resolve(IP, ETH, SEC, Learn::Refresh).err(),
+            Some(Refusal::Unsolicited)
+        );
+        assert_eq!(t.resolve(IP, ETH, SEC, Learn::Update).unwrap().len(), 1);
+        // ... nor move a known neighbour; it confirms an unchanged one.
+        let other = EthernetAddress([2, 0, 0, 0, 0, 9]);
+        assert_eq!(
+            t.resolve(IP, other, 2 * SEC, Learn::Refresh).err(),
+            Some(Refusal::Unsolicited)
+        );
+        assert!(t.resolve(IP, ETH, 3 * SEC, Learn::Refresh).is_ok());
+        assert_eq!(t.text(3 * SEC), "10.0.0.2 1 02:00:00:00:00:02 0.000\n");
+        assert!(t.resolve(IP, other, 4 * SEC, Learn::Update).is_ok());
+        assert_eq!(
+            t.lookup(IP, 4 * SEC),
+            Lookup::Known {
+                eth: other,
+                poll: false
+            }
+        );
+    }
+
+    /// 100,000 distinct senders learnt into a 4,096-entry table: each costs
+    /// O(1) writes, and the array is rebuilt only once per 2,048 insertions
+    /// (copy-on-write copied the whole map per new address).
+    #[test]
+    fn learning_many_neighbours_does_not_copy_the_table() {
+        let limits = Limits::default();
+        let mut t = table(limits);
+        let n = 100_000u32;
+        for i in 0..n {
+            let eth = EthernetAddress([2, 0, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
+            assert!(t
+                .learn(Ipv4Addr::from_bits(0x0a00_0000 + i), eth, u64::from(i))
+                .is_some());
+        }
+        let w = t.neighbours().work();
+        let slots = Neighbours::slot_count(limits.entry_capacity) as u64;
+        assert_eq!(t.len(), limits.entry_capacity);
+        assert_eq!(
+            w.evictions.load(Ordering::Relaxed),
+            u64::from(n) - limits.entry_capacity as u64
+        );
+        let rebuilds = w.rebuilds.load(Ordering::Relaxed);
+        assert!(
+            rebuilds <= u64::from(n) / (limits.entry_capacity as u64 / 2) + 1,
+            "{rebuilds} rebuilds"
+        );
+        assert!(w.slots_copied.load(Ordering::Relaxed) <= 4 * u64::from(n) + slots);
+        // The newest are the ones kept, and readable.
+        for i in n - 100..n {
+            assert!(matches!(
+                t.lookup(Ipv4Addr::from_bits(0x0a00_0000 + i), u64::from(n)),
+                Lookup::Known { .. }
+            ));
+        }
+        assert_eq!(
+            t.lookup(Ipv4Addr::from_bits(0x0a00_0000), u64::from(n)),
+            Lookup::Unknown
+        );
+        // Expiry removes them all, each looked at once.
+        t.run_timer(u64::from(n) + limits.timeout + 1);
+        assert!(t.is_empty());
     }
 
     #[test]
@@ -1303,6 +1840,9 @@ mod tests {
         assert_eq!(t.drops().no_reply, 1);
         assert_eq!(t.held(), 0);
         assert_eq!(t.state(IP), Some(State::Pending));
+        // The Pending entry goes once nothing wants it any more.
+        t.run_timer(t0 + 2 * SEC + Limits::default().pending_life() + 1);
+        assert_eq!(t.state(IP), None);
     }
 
     #[test]
@@ -1321,6 +1861,20 @@ mod tests {
     }
 
     #[test]
+    fn renewed_entries_outlive_their_first_deadline() {
+        let mut t = table(Limits {
+            timeout: 10 * SEC,
+            ..Limits::default()
+        });
+        t.learn(IP, ETH, SEC);
+        t.update(IP, ETH, 8 * SEC);
+        assert_eq!(t.run_timer(12 * SEC).next_expiry, Some(18 * SEC + 1));
+        assert_eq!(t.state(IP), Some(State::Known));
+        t.run_timer(18 * SEC + 1);
+        assert!(t.is_empty());
+    }
+
+    #[test]
     fn expired_entry_waited_for_reads_as_pending() {
         let mut t = table(Limits {
             timeout: 10 * SEC,
@@ -1334,7 +1888,6 @@ mod tests {
         assert_eq!(t.len(), 1);
         assert_eq!(t.state_at(IP, 12 * SEC), Some(State::Pending));
         assert_eq!(t.text(12 * SEC), "10.0.0.2 0 ff:ff:ff:ff:ff:ff 0.000\n");
-        // The sweep drops the stale mapping, not the packet.
         t.run_timer(12 * SEC);
         assert_eq!(t.held(), 1);
         assert_eq!(t.state(IP), Some(State::Pending));
@@ -1346,7 +1899,7 @@ mod tests {
             timeout: SEC,
             ..Limits::default()
         });
-        t.insert_static(IP, ETH, 0);
+        t.insert_static(IP, ETH, 0).unwrap();
         assert!(t.learn(IP, EthernetAddress([9; 6]), 5).is_none());
         assert!(t.update(IP, EthernetAddress([9; 6]), 5).is_none());
         t.run_timer(100 * SEC);
@@ -1378,16 +1931,9 @@ mod tests {
             (ETH, State::Known),
             (EthernetAddress([0xff; 6]), State::Static),
             (EthernetAddress([0; 6]), State::Known),
+            (EthernetAddress([0xff; 6]), State::Pending),
         ] {
-            let n = Neighbour::new(eth, state, 7);
-            assert_eq!(
-                n.read(),
-                Mapping {
-                    eth,
-                    state,
-                    live_at: 7
-                }
-            );
+            assert_eq!(unpack(pack(eth, state)), (eth, state));
         }
     }
 
@@ -1398,9 +1944,8 @@ mod tests {
         b.hold(IP, pkt(1), t0);
         b.hold(IP, pkt(2), t0);
         assert!(b.take_resolved(t0).is_empty());
-        // A learns from a reply it did not ask for: nothing of its own
-        // waited.
-        assert!(a.learn(IP, ETH, t0 + 1).unwrap().is_empty());
+        // The reply reaches A: B asked, so it is taken.
+        assert!(a.update(IP, ETH, t0 + 1).unwrap().is_empty());
         assert_eq!(
             b.lookup(IP, t0 + 2),
             Lookup::Known {
@@ -1451,7 +1996,7 @@ mod tests {
 
     #[test]
     fn renewal_poll_is_claimed_by_one_worker() {
-        let (mut a, b) = two_workers(Limits::default());
+        let (mut a, mut b) = two_workers(Limits::default());
         a.learn(IP, ETH, SEC);
         let later = 61 * SEC;
         let polls = [
@@ -1478,7 +2023,7 @@ mod tests {
     fn static_entries_are_shared() {
         let (mut a, mut b) = two_workers(Limits::default());
         b.hold(IP, pkt(1), SEC);
-        a.insert_static(IP, ETH, SEC);
+        a.insert_static(IP, ETH, SEC).unwrap();
         assert_eq!(b.state(IP), Some(State::Static));
         assert_eq!(b.take_resolved(SEC).len(), 1);
         assert!(b.learn(IP, EthernetAddress([9; 6]), 2 * SEC).is_none());
@@ -1497,34 +2042,37 @@ mod tests {
     }
 
     /// A reader never sees a mapping that was never written (half of an
-    /// old one and half of a new one), nor loses an address while others
-    /// come and go around it.
+    /// old one and half of a new one, or another address's), nor loses an
+    /// address while others come and go around it and the array is
+    /// rebuilt under it.
     #[test]
     fn readers_see_old_or_new_mappings_only() {
         use std::sync::atomic::AtomicBool;
         let limits = Limits {
             timeout: 0,
             poll_timeout: 0,
+            entry_capacity: 64,
             ..Limits::default()
         };
-        let (mut w, r) = two_workers(limits);
+        let (mut w, mut r) = two_workers(limits);
         let old = EthernetAddress([0x02, 0x11, 0x11, 0x11, 0x11, 0x11]);
         let new = EthernetAddress([0x02, 0xee, 0xee, 0xee, 0xee, 0xee]);
         let fixed = Ipv4Addr::new(10, 0, 0, 7);
-        w.learn(IP, old, 0);
-        w.insert_static(fixed, old, 0);
+        w.insert_static(IP, old, 0).unwrap();
+        w.insert_static(fixed, old, 0).unwrap();
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
                 for i in 0..20_000u32 {
                     let eth = if i % 2 == 0 { new } else { old };
-                    // Changed in place: a learnt entry and a static one.
-                    w.learn(IP, eth, u64::from(i));
-                    w.insert_static(fixed, eth, u64::from(i));
-                    // Others come and go: the map is copied and replaced.
+                    // Changed in place.
+                    w.insert_static(IP, eth, u64::from(i)).unwrap();
+                    w.insert_static(fixed, eth, u64::from(i)).unwrap();
+                    // Others come and go, each with a MAC of its own.
                     let other = Ipv4Addr::from_bits(0x0a01_0000 + i % 64);
                     if i % 2 == 0 {
-                        w.learn(other, new, u64::from(i));
+                        let b = other.octets();
+                        w.learn(other, EthernetAddress([2, 0, b[0], b[1], b[2], b[3]]), 1);
                     } else {
                         w.remove(other);
                     }
@@ -1546,7 +2094,8 @@ mod tests {
                     for i in 0..64 {
                         let other = Ipv4Addr::from_bits(0x0a01_0000 + i);
                         if let Lookup::Known { eth, .. } = r.lookup_in(&snap, other, 1) {
-                            assert_eq!(eth, new);
+                            let b = other.octets();
+                            assert_eq!(eth, EthernetAddress([2, 0, b[0], b[1], b[2], b[3]]));
                         }
                     }
                     reads += 1;
@@ -1554,5 +2103,6 @@ mod tests {
             });
         });
         assert_eq!(w.len(), 2 + 32);
+        assert!(matches!(w.lookup(IP, 1), Lookup::Known { .. }));
     }
 }
