@@ -14,7 +14,13 @@
 //!
 //! Liveness: every `hello_interval` the first worker sends a hello on
 //! each internal link, listing the peers it hears; a link without a hello
-//! for `hello_misses` intervals is down. A node stops using an
+//! for `hello_misses` intervals is down. Those intervals are counted on
+//! the node's own running time: a node that stalls (stopped, descheduled
+//! on a loaded machine) finds its peers' hellos waiting in its queues when
+//! it resumes, and the stall is no sign that they died. So the hellos of a
+//! batch are read before its other frames are forwarded, and a gap of more
+//! than one interval between two moments the node ran counts as one
+//! interval. A node stops using an
 //! intermediate whose link is down or that no longer hears the output, and
 //! sends directly only over a live shortest path; what cannot be delivered
 //! is dropped and counted, never sent round in circles (the hop count in
@@ -86,7 +92,10 @@ static MANUAL: Manual = Manual {
         of hops. \
         \n\nLiveness (BFD-like): every hello_interval the first worker sends each peer a \
         hello listing the peers it hears; a link is down after hello_misses intervals \
-        without one (printed on standard error, as is its return). An intermediate is \
+        without one (printed on standard error, as is its return). The intervals are \
+        counted while the node runs: after a stall (SIGSTOP, a loaded machine) the hellos \
+        waiting in its queues are read before it judges, and the stall beyond one \
+        interval does not count against its peers. An intermediate is \
         used only while its link is up and it hears the output node.",
     ports: "input 0: IPv4 from this node's external ports (push); inputs 1..=L: frames \
         of the internal links (push); outputs 0..L-1: internal links; L..L+P-1: external \
@@ -197,7 +206,8 @@ struct Target {
 /// A link's liveness as every worker sees it.
 #[derive(Debug, Default)]
 struct LinkLive {
-    /// When the last hello arrived (ns on the router's clock); 0: never.
+    /// When the last hello arrived, on the node's running clock
+    /// ([`Shared::running`]); 0: never.
     last_hello: AtomicU64,
     /// The peers the other end said it hears, in its last hello.
     hears: [AtomicU64; 4],
@@ -222,8 +232,13 @@ struct Shared {
     flowlets: AtomicBool,
     delta_ns: AtomicU64,
     hello_ns: u64,
-    /// A link is down after this long without a hello.
+    /// A link is down after this long without a hello, in running time.
     dead_ns: u64,
+    /// The node's running time (ns): the router's clock less what exceeded
+    /// one hello interval between two moments a worker ran this element.
+    running: AtomicU64,
+    /// The router's clock when `running` was last advanced; 0: never.
+    seen: AtomicU64,
     /// Source MAC of frames sent on each link.
     src_macs: Vec<[u8; 6]>,
     /// Direct VLB's R/N, bytes per window for the whole node.
@@ -294,6 +309,8 @@ impl Shared {
             delta_ns: AtomicU64::new(cluster.flowlet_delta.as_nanos() as u64),
             hello_ns,
             dead_ns: hello_ns * u64::from(cluster.hello_misses.max(1)),
+            running: AtomicU64::new(0),
+            seen: AtomicU64::new(0),
             me,
             ends,
             ports_of,
@@ -305,6 +322,20 @@ impl Shared {
             share_per_window,
             cluster,
         })
+    }
+
+    /// The node's running time at router time `now`. Every worker
+    /// advances it (the first one at least once per hello interval, from
+    /// its timer); each stretch of the router's clock is counted once, and
+    /// at most one hello interval of it: a longer stretch is time the node
+    /// did not run, during which its peers' hellos queued up unread.
+    fn running(&self, now: u64) -> u64 {
+        let prev = self.seen.fetch_max(now, Relaxed);
+        if prev == 0 || now <= prev {
+            return self.running.load(Relaxed);
+        }
+        let step = (now - prev).min(self.hello_ns);
+        self.running.fetch_add(step, Relaxed) + step
     }
 
     fn peer_name(&self, l: usize) -> &str {
@@ -380,13 +411,14 @@ impl View {
         }
     }
 
-    /// Reads the links' liveness; recomputes paths when it changed.
-    fn refresh(&mut self, sh: &Shared, now: u64) {
+    /// Reads the links' liveness at router time `now`, node running time
+    /// `running`; recomputes paths when it changed.
+    fn refresh(&mut self, sh: &Shared, now: u64, running: u64) {
         self.refreshed = now;
         let mut changed = !self.valid;
         for (l, live) in sh.live.iter().enumerate() {
             let last = live.last_hello.load(Relaxed);
-            let up = last != 0 && now.saturating_sub(last) <= sh.dead_ns;
+            let up = last != 0 && running.saturating_sub(last) <= sh.dead_ns;
             let hears: [u64; 4] = std::array::from_fn(|i| live.hears[i].load(Relaxed));
             if up != self.up[l] || hears != self.hears[l] {
                 changed = true;
@@ -717,7 +749,7 @@ impl Worker {
 
     /// A frame from internal link `l`.
     #[inline]
-    fn internal(&mut self, sh: &Shared, l: usize, p: &mut Packet, now: u64) -> Option<usize> {
+    fn internal(&mut self, sh: &Shared, l: usize, p: &mut Packet) -> Option<usize> {
         let d = p.data();
         if d.len() < 14 {
             self.c.foreign += 1;
@@ -725,7 +757,7 @@ impl Worker {
         }
         let ethertype = u16::from_be_bytes([d[12], d[13]]);
         if ethertype == ETHERTYPE_HELLO {
-            self.hello_in(sh, l, &d[14..], now);
+            // Read before the batch was forwarded (`VLBNode::push`).
             return None;
         }
         if ethertype != ETHERTYPE_DATA || d.len() < HEADER_LEN {
@@ -822,7 +854,8 @@ impl Worker {
         }
     }
 
-    fn hello_in(&mut self, sh: &Shared, l: usize, payload: &[u8], now: u64) {
+    /// A hello on link `l`, at node running time `running`.
+    fn hello_in(&mut self, sh: &Shared, l: usize, payload: &[u8], running: u64) {
         let Some(h) = Hello::parse(payload) else {
             self.c.foreign += 1;
             return;
@@ -838,7 +871,7 @@ impl Worker {
             let v = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
             live.hears[i].store(v, Relaxed);
         }
-        live.last_hello.store(now.max(1), Relaxed);
+        live.last_hello.store(running.max(1), Relaxed);
     }
 
     /// Starts a new rate window when the last one is over.
@@ -858,7 +891,8 @@ impl VLBNode {
         let now = cx.now().0;
         let sh = &*self.sh;
         let w = &mut self.w;
-        w.view.refresh(sh, now);
+        let running = sh.running(now);
+        w.view.refresh(sh, now, running);
         let mut hello = Hello {
             cluster: sh.cluster.id,
             sender: sh.me,
@@ -894,11 +928,11 @@ impl VLBNode {
                     );
                 } else {
                     eprintln!(
-                        "{}: link {} to {} down (no hello for {} ms)",
+                        "{}: link {} to {} down (no hello for {} ms of running time)",
                         cx.name(),
                         sh.ends[l].iface,
                         sh.peer_name(l),
-                        now.saturating_sub(last) / 1_000_000
+                        running.saturating_sub(last) / 1_000_000
                     );
                 }
             }
@@ -924,8 +958,24 @@ impl Element for VLBNode {
         let now = cx.now().0;
         let sh = &*self.sh;
         let w = &mut self.w;
-        if !w.view.valid || now >= w.view.refreshed + REFRESH_NS {
-            w.view.refresh(sh, now);
+        // The hellos of the batch first: the links they prove alive carry
+        // its other frames on.
+        let mut heard = false;
+        if port > 0 {
+            let mut running = 0;
+            for p in batch.iter() {
+                let d = p.data();
+                if d.len() >= 14 && d[12..14] == ETHERTYPE_HELLO.to_be_bytes() {
+                    if !heard {
+                        running = sh.running(now);
+                        heard = true;
+                    }
+                    w.hello_in(sh, port - 1, &d[14..], running);
+                }
+            }
+        }
+        if heard || !w.view.valid || now >= w.view.refreshed + REFRESH_NS {
+            w.view.refresh(sh, now, sh.running(now));
         }
         if port == 0 {
             w.roll_window(now);
@@ -933,7 +983,7 @@ impl Element for VLBNode {
             cx.push_classified(batch, |p| w.input(sh, p, now, flowlets));
         } else {
             let l = port - 1;
-            cx.push_classified(batch, |p| w.internal(sh, l, p, now));
+            cx.push_classified(batch, |p| w.internal(sh, l, p));
         }
     }
 

@@ -541,7 +541,10 @@ fn a_node_that_stalls_keeps_its_links_and_forwards_what_waited() {
     for l in 0..3 {
         let f = n.h.take_bytes(l);
         let h = Hello::parse(&f[0][14..]).unwrap();
-        assert!(h.hears(0) && h.hears(2) && h.hears(3), "link {l}: a stall is no silence");
+        assert!(
+            h.hears(0) && h.hears(2) && h.hears(3),
+            "link {l}: a stall is no silence"
+        );
     }
     let mut waiting = vec![Packet::from_slice(&hello(0, &[1, 2, 3])).unwrap()];
     for seq in 0..20 {
@@ -572,7 +575,11 @@ fn a_peer_silent_for_three_intervals_while_the_node_runs_is_down() {
     assert_eq!(n.count("link vn1 up"), 1);
     n.h.push_bytes(1, &labelled(2, 1, 0, 5, 1, MAX_HOPS));
     assert_eq!(n.count("dead_output"), 1);
-    assert!(n.h.take(1).iter().all(|p| p.data()[12..14] == ETHERTYPE_HELLO.to_be_bytes()));
+    assert!(n
+        .h
+        .take(1)
+        .iter()
+        .all(|p| p.data()[12..14] == ETHERTYPE_HELLO.to_be_bytes()));
 
     // Every peer silent, nothing but the node's own timer running: down
     // after hello_misses intervals all the same.
