@@ -63,10 +63,17 @@ enum Command {
     },
     /// Talk to a running router's control socket (`bricks run --control
     /// PATH`): `bricks ctl PATH help`.
+    ///
+    /// Commands: `read ELEMENT.HANDLER [WORKER|per-worker]` (a counter
+    /// summed over the workers, or `class`, `name`, `handlers`), `list
+    /// [ELEMENT]`, `write ELEMENT.HANDLER [VALUE]`, `stats`, `queues`,
+    /// `steer ...`, `help`. The exit status is 1 when the reply is an
+    /// error.
     Ctl {
         /// The socket given to `bricks run --control`.
         socket: PathBuf,
-        /// The command and its arguments, e.g. `write rt.add 10.9.0.0/16 1`.
+        /// The command and its arguments, e.g. `read c.count` or `write
+        /// rt.add 10.9.0.0/16 1`.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },
@@ -185,6 +192,10 @@ struct RunArgs {
     /// PATH help` lists them): write handlers, steering, counters.
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
+    /// Let this group use the control socket too (mode 0660 instead of
+    /// 0600); a name or a number.
+    #[arg(long, value_name = "GROUP", requires = "control")]
+    control_group: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -341,6 +352,7 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         max_nap,
         spread: mode,
         control: a.control.clone(),
+        control_group: a.control_group.clone(),
     };
     let summary = runner::run_plan(plan, &settings)?;
     Ok(runner::exit_status(&summary))

@@ -36,6 +36,8 @@ pub(crate) struct RunSettings {
     pub spread: Spread,
     /// Answer control commands on this Unix socket.
     pub control: Option<std::path::PathBuf>,
+    /// The group that may use the control socket too (mode 0660).
+    pub control_group: Option<String>,
 }
 
 impl Default for RunSettings {
@@ -51,6 +53,7 @@ impl Default for RunSettings {
             max_nap: Duration::from_micros(50),
             spread: Spread::PerCore,
             control: None,
+            control_group: None,
         }
     }
 }
@@ -151,10 +154,17 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     signalled
         .install_signal_handlers()
         .context("installing signal handlers")?;
-    let workers = Workers::start(plan, &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    let workers =
+        Workers::start(plan.clone(), &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
     let stop = workers.stop_handle();
     let _control = match &settings.control {
-        Some(path) => Some(crate::control::serve(path, workers.control(), steering)?),
+        Some(path) => Some(crate::control::serve(
+            path,
+            settings.control_group.as_deref(),
+            &plan,
+            workers.control(),
+            steering,
+        )?),
         None => None,
     };
     let start = Instant::now();
