@@ -58,6 +58,38 @@ fn a_stop_reaches_every_worker_and_live_counters_are_published() {
     assert!(s.total.stats("c").unwrap().get("count").unwrap() > 0);
 }
 
+/// A reader that asks once per `publish_every` (as `bricks run
+/// --stats-interval` does) gets fresh counters each time, though the last
+/// copy is then a little younger than `publish_every`.
+#[test]
+fn a_reader_once_per_interval_gets_fresh_counters() {
+    let p = plan("InfiniteSource -> c :: Counter -> Discard;");
+    let every = Duration::from_millis(400);
+    let opts = WorkerOptions {
+        threads: 1,
+        pin: false,
+        publish_every: Some(every),
+        ..Default::default()
+    };
+    let w = Workers::start(p, &opts).unwrap();
+    let count = |w: &Workers| {
+        w.live()[0]
+            .iter()
+            .find(|e| e.name == "c")
+            .and_then(|e| e.stats.get("count"))
+    };
+    let t0 = Instant::now();
+    while count(&w).is_none() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let first = count(&w).expect("worker 0 published nothing");
+    std::thread::sleep(every - Duration::from_millis(20));
+    let second = count(&w).unwrap();
+    w.stop_handle().stop();
+    w.join();
+    assert!(second > first, "the same counters twice: {first}");
+}
+
 #[test]
 fn a_generator_on_every_worker_splits_flows_limit_and_rate() {
     let p = plan(

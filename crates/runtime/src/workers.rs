@@ -32,7 +32,7 @@ pub struct WorkerOptions {
     /// Time follows capture timestamps (see [`Engine::set_trace_clock`]).
     pub trace_clock: bool,
     /// Let [`Workers::live`] read the counters, each worker collecting
-    /// them at most this often (and only when they are read).
+    /// them at most twice in this time (and only when they are read).
     pub publish_every: Option<Duration>,
     /// The longest an idle worker sleeps before polling again. Zero spins.
     pub max_nap: Duration,
@@ -92,7 +92,7 @@ const WORKER_STACK: usize = 16 << 20;
 const STATS_WAIT: Duration = Duration::from_secs(1);
 
 impl Control {
-    /// Each worker's counters, at most `publish_every` old (the final ones
+    /// Each worker's counters, at most half `publish_every` old (the final ones
     /// of a worker that has finished; nothing while live counters are off
     /// or before a worker first answers).
     pub fn live(&self) -> Vec<Vec<ElementStats>> {
@@ -104,7 +104,12 @@ impl Control {
         let asked: Vec<Option<mpsc::Receiver<Vec<ElementStats>>>> = (0..self.live.len())
             .map(|w| {
                 let s = lock(w);
-                if s.done || s.at.is_some_and(|at| at.elapsed() < every) {
+                // A copy is reused while younger than half the interval:
+                // `at` is when the last answer came, so a reader that asks
+                // once per interval (`bricks run --stats-interval`) finds
+                // it a little younger than the interval each time, and
+                // would otherwise get the same counters every other time.
+                if s.done || s.at.is_some_and(|at| at.elapsed() < every / 2) {
                     return None;
                 }
                 drop(s);
