@@ -229,7 +229,8 @@ impl Engine {
     }
 
     /// Makes this engine answer write handler calls arriving on `mailbox`
-    /// (checked between rounds, about every thousand rounds and when idle).
+    /// (checked between rounds: every thousand rounds or few thousand task
+    /// runs, whichever comes first, and when idle).
     pub fn set_mailbox(&mut self, mailbox: mpsc::Receiver<HandlerCall>) {
         self.mailbox = Some(mailbox);
     }
@@ -343,13 +344,17 @@ impl Engine {
         let start = Instant::now();
         self.start();
         let mut idle_rounds = 0u32;
-        let mut rounds = 0u32;
+        // Task runs since the mail was last read: a graph with a hundred
+        // thousand tasks reads it every round, not every thousand.
+        let mut since = 0usize;
+        let per_round = self.tasks.len().max(4);
         let reason = if self.tasks.is_empty() {
             StopReason::NoTasks
         } else {
             loop {
-                rounds = rounds.wrapping_add(1);
-                if rounds.is_multiple_of(1024) {
+                since += per_round;
+                if since >= 4096 {
+                    since = 0;
                     self.housekeeping();
                 }
                 if self.stop.is_stopped() {
