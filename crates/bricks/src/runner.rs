@@ -100,6 +100,9 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         }
     }
     let _reset = Reset;
+    for w in host_warnings(&plan) {
+        eprintln!("warning: {w}");
+    }
     let threads = settings.threads.max(1);
     let steering = Arc::new(Steering::new(threads));
     let mut dispatcher = None;
@@ -174,9 +177,18 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         .unwrap_or(Duration::from_millis(50))
         .min(Duration::from_millis(50));
     let mut next_report = settings.stats_interval.map(|i| start + i);
+    // Which outside stop came first, to say so at the end.
+    let mut stopped_by: Option<&str> = None;
     while !workers.finished() {
-        if signalled.is_stopped() || settings.duration.is_some_and(|d| start.elapsed() >= d) {
-            stop.stop();
+        if stopped_by.is_none() {
+            if signalled.is_stopped() {
+                stopped_by = Some("interrupted by a signal (Ctrl-C or SIGTERM)");
+            } else if settings.duration.is_some_and(|d| start.elapsed() >= d) {
+                stopped_by = Some("the --duration is over");
+            }
+            if stopped_by.is_some() {
+                stop.stop();
+            }
         }
         std::thread::sleep(tick);
         if let (Some(at), Some(every)) = (next_report, settings.stats_interval) {
@@ -203,9 +215,12 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     }
     if !settings.quiet {
         eprint!("{}", summary.total.render());
+        let reason = match (summary.total.reason, stopped_by) {
+            (bricks_runtime::StopReason::External, Some(why)) => why.to_string(),
+            (reason, _) => reason.to_string(),
+        };
         eprintln!(
-            "stopped: {:?} after {:.3} s",
-            summary.total.reason,
+            "stopped: {reason}, after {:.3} s",
             summary.total.elapsed.as_secs_f64()
         );
     }
@@ -218,6 +233,41 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         report_live(start, &per, None, true);
     }
     Ok(summary.total)
+}
+
+/// A warning for each `ToHost` whose packets go nowhere: bricks has no
+/// path into the host's stack yet, so unless its name is bound to a capture
+/// (`--device host=pcap:,FILE`) it counts and drops what it is given.
+pub(crate) fn host_warnings(plan: &Plan) -> Vec<String> {
+    plan.elements
+        .iter()
+        .filter(|e| e.class.name == "ToHost")
+        .filter_map(|e| {
+            let name: String = bricks_element::Args::from_strs(&e.args)
+                .read_p("DEVNAME")
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "host".into());
+            let recorded = matches!(
+                bricks_io::binding::lookup(&name),
+                Some(bricks_io::binding::Binding::Pcap {
+                    output: Some(_),
+                    ..
+                })
+            );
+            let element = if e.name.starts_with("ToHost@") {
+                format!("ToHost({name})")
+            } else {
+                format!("{} :: ToHost({name})", e.name)
+            };
+            (!recorded).then(|| {
+                format!(
+                    "{element}: packets to the host's stack are counted and dropped; bricks \
+                     has no host path yet (`--device {name}=pcap:,FILE` records them)"
+                )
+            })
+        })
+        .collect()
 }
 
 /// One report of live counters.

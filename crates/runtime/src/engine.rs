@@ -59,6 +59,22 @@ pub enum StopReason {
     NoTasks,
 }
 
+/// In words, for the `stopped: ...` line a run ends with.
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopReason::SourcesDone => "every source is done and the graph has drained",
+            StopReason::Requested => "an element asked to stop (STOP true)",
+            StopReason::External => {
+                "stopped from outside (Ctrl-C, SIGTERM, --duration or the control socket)"
+            }
+            StopReason::NoTasks => {
+                "the configuration has no source or task, so nothing would ever happen"
+            }
+        })
+    }
+}
+
 /// One element's final counters.
 #[derive(Debug, Clone)]
 pub struct ElementStats {
