@@ -1,4 +1,5 @@
-//! `bricks bench`: the packet path measured in memory.
+//! `bricks bench core`: the packet path measured in memory (the other
+//! benches, `lpm`, `io`, `ipsec` and `cluster`, have files of their own).
 //!
 //! Each workload is a configuration whose source makes N packets and whose
 //! sink drops them, run to completion on one core. Time per packet comes
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
-    /// The element graph in memory on one core (64-byte packets).
+    /// The element graph in memory on one core (64-byte packets; no root).
     ///
     /// minimal: InfiniteSource -> EtherRewrite -> Discard.
     /// ipv4: Classifier -> Strip -> CheckIPHeader -> StaticIPLookup
@@ -25,11 +26,21 @@ pub enum BenchCommand {
     /// InfiniteSource. cluster: Strip -> CheckIPHeader -> three VLBNodes
     /// of one cluster in one graph, each packet labelled at the input
     /// node, switched by the intermediate, delivered by the output node.
+    /// Instructions per packet come from callgrind (valgrind) when it is
+    /// installed.
+    #[command(after_help = "Examples:\n  \
+        bricks bench core\n  \
+        bricks bench core --workload ipv4 --workload iprouter --no-callgrind\n  \
+        bricks bench core --packets 1000000 --runs 3")]
     Core(CoreArgs),
     /// Route lookup at Internet scale: lookups per second of every
     /// algorithm on generated tables (1M and 256K IPv4 prefixes, 200K
     /// IPv6), memory, build time, updates applied while lookups run, and
-    /// the IPv4 forwarding path with the 1M-prefix table.
+    /// the IPv4 forwarding path with the 1M-prefix table. In memory; no
+    /// root.
+    #[command(after_help = "Examples:\n  \
+        bricks bench lpm\n  \
+        bricks bench lpm --v4 256000 --v6 50000 --runs 3")]
     Lpm(crate::bench_lpm::LpmArgs),
     /// Forwarding between real interfaces (veths in network namespaces):
     /// bricks against Linux and XDP_REDIRECT, and RouteBricks' batching
@@ -40,11 +51,13 @@ pub enum BenchCommand {
     /// one core (AES-128-GCM, AES-256-GCM, AES-128-CBC with HMAC-SHA1-96;
     /// 64-byte, 1400-byte and IMIX packets; Mpps, Gbps, ns and
     /// instructions per packet), one SA's sequence counter shared by two
-    /// workers, and conf/ipsec-gw.click between veths against Linux's
-    /// XFRM (that part needs root).
+    /// workers, and conf/ipsec-gw.click between veths in network
+    /// namespaces against Linux's XFRM (that part needs root and is skipped
+    /// without it).
     Ipsec(crate::bench_ipsec::IpsecArgs),
-    /// A RouteBricks cluster in namespaces (conf/cluster/rb4.toml with
-    /// rates for this machine; root): per-server load relative to the
+    /// A RouteBricks cluster of bricks routers in network namespaces joined
+    /// by veths (conf/cluster/rb4.toml with rates for this machine; needs
+    /// root): per-server load relative to the
     /// external rate for uniform and worst-case traffic (2R..3R),
     /// reordering with and without flowlets, failover time when a server
     /// dies, the cluster's throughput against one server's, and CPU time

@@ -1320,7 +1320,8 @@ impl Testbed {
         let stderr = std::fs::read_to_string(err).unwrap_or_default();
         anyhow::ensure!(
             status.is_some_and(|s| s.success()),
-            "the bricks gateway failed ({status:?}): {}",
+            "the bricks gateway failed ({}): {}",
+            status.map_or("it did not exit within 15 s".to_string(), |s| s.to_string()),
             tail(&stderr)
         );
         let mut notes: Vec<String> = stderr

@@ -30,7 +30,7 @@ use std::process::ExitCode;
     bricks run -e 'InfiniteSource(LIMIT 5, STOP true) -> Print(hi) -> Discard'\n  \
     bricks elements ARPQuerier\n  \
     bricks routes gen --v4 1000000 --v6 200000 -o table.txt\n  \
-    bricks routes lookup table.txt 8.8.8.8 2001:db8::1\n  \
+    bricks routes lookup table.txt 9.9.9.9 2001:db8::1\n  \
     bricks cluster plan --ports 1024 --rate 10G --fanout 10 --ports-per-server 1\n  \
     sudo bricks cluster up conf/cluster/rb4.toml\n  \
     bricks bench core")]
@@ -44,19 +44,37 @@ enum Command {
     /// Parse and check a configuration, then print its graph.
     ///
     /// Exits with status 2 and messages that point at file:line:column
-    /// when the configuration has errors.
+    /// when the configuration has errors (all of them, in one pass). Needs
+    /// no root and touches no interface.
+    #[command(after_help = "Examples:\n  \
+        bricks check conf/ip-router.click\n  \
+        bricks check -e 'InfiniteSource(LIMIT 5) -> Counter -> Discard'\n  \
+        bricks check conf/ip-router.click -d eth0=pcap:in0.pcap,out0.pcap -d eth1=pcap:in1.pcap")]
     Check(ConfigArgs),
     /// Run a configuration until its sources finish, or until Ctrl-C.
     ///
     /// Packets already inside the graph are delivered before it stops;
-    /// the final counters of every element are printed at the end.
+    /// the final counters of every element are printed at the end. Live
+    /// interfaces (FromDevice/ToDevice not bound to captures with
+    /// --device) need root; captures and in-memory sources do not.
+    #[command(after_help = "Examples:\n  \
+        bricks run -e 'InfiniteSource(LIMIT 5, STOP true) -> Print(hi) -> Discard'\n  \
+        bricks run conf/ip-router.click -d eth0=pcap:in0.pcap,out0.pcap -d eth1=pcap:in1.pcap,out1.pcap\n  \
+        sudo bricks run conf/ip-router.click --threads 2 --stats-interval 1")]
     Run(RunArgs),
     /// List the elements, or print one element's manual.
+    #[command(after_help = "Examples:\n  \
+        bricks elements\n  \
+        bricks elements ARPQuerier")]
     Elements {
         /// Element class, e.g. Classifier.
         name: Option<String>,
     },
     /// Route files: statistics, lookups, a generator of realistic tables.
+    #[command(after_help = "Examples:\n  \
+        bricks routes gen --v4 1000000 --v6 200000 -o table.txt\n  \
+        bricks routes stats table.txt\n  \
+        bricks routes lookup table.txt 9.9.9.9 193.0.14.129 2001:db8::1")]
     Routes {
         #[command(subcommand)]
         what: routes_cmd::RoutesCommand,
@@ -109,7 +127,14 @@ enum Command {
         #[command(subcommand)]
         what: cluster::ClusterCommand,
     },
-    /// Measure the packet path in memory.
+    /// Measure the packet path: in memory on one core (core, lpm, the
+    /// first parts of ipsec) or between veths in network namespaces as
+    /// root (io, ipsec's gateway part, cluster).
+    #[command(after_help = "Examples:\n  \
+        bricks bench core --workload ipv4 --no-callgrind\n  \
+        bricks bench lpm\n  \
+        sudo bricks bench io --seconds 1 --runs 1\n  \
+        sudo bricks bench cluster --quick")]
     Bench {
         #[command(subcommand)]
         what: bench::BenchCommand,
@@ -251,6 +276,9 @@ fn load(a: &ConfigArgs) -> anyhow::Result<Option<Plan>> {
             .defines
             .push((name.trim_start_matches('$').to_string(), value.to_string()));
     }
+    for warning in unused_defines(&source.text, &options.defines) {
+        eprintln!("warning: {warning}");
+    }
     match plan(source, &options) {
         Ok(plan) => Ok(Some(plan)),
         Err(rendered) => {
@@ -258,6 +286,52 @@ fn load(a: &ConfigArgs) -> anyhow::Result<Option<Plan>> {
             Ok(None)
         }
     }
+}
+
+/// The variables of a configuration: every `$name` and `${name}` in its
+/// text (a `define` names its variables the same way). Comments and quotes
+/// are not told apart, so a name only mentioned in a comment counts: this
+/// serves a warning, which had better be missed than wrong.
+fn config_variables(text: &str) -> Vec<&str> {
+    let is_var = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut names: Vec<&str> = Vec::new();
+    for (i, _) in text.match_indices('$') {
+        let rest = &text[i + 1..];
+        let rest = rest.strip_prefix('{').unwrap_or(rest);
+        let end = rest.find(|c| !is_var(c)).unwrap_or(rest.len());
+        if end > 0 && !names.contains(&&rest[..end]) {
+            names.push(&rest[..end]);
+        }
+    }
+    names
+}
+
+/// A warning for each `-D NAME=VALUE` whose NAME the configuration never
+/// defines or uses: a misspelt name would otherwise be ignored in silence.
+fn unused_defines(text: &str, defines: &[(String, String)]) -> Vec<String> {
+    let known = config_variables(text);
+    defines
+        .iter()
+        .filter(|(name, _)| !known.contains(&name.as_str()))
+        .map(|(name, _)| {
+            let mut w = format!(
+                "-D {name}: the configuration never defines or uses `${name}`, so it has no effect"
+            );
+            match bricks_config::suggest(name, known.iter().copied()) {
+                Some(s) => w.push_str(&format!(" (did you mean {s}?)")),
+                None if known.is_empty() => w.push_str(" (it has no variables)"),
+                None => w.push_str(&format!(
+                    " (its variables: {})",
+                    known
+                        .iter()
+                        .map(|k| format!("${k}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+            w
+        })
+        .collect()
 }
 
 /// Parses and checks a configuration against the built-in elements; on
@@ -356,4 +430,33 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let summary = runner::run_plan(plan, &settings)?;
     Ok(runner::exit_status(&summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defines(names: &[&str]) -> Vec<(String, String)> {
+        names.iter().map(|n| (n.to_string(), "1".into())).collect()
+    }
+
+    #[test]
+    fn variables_are_found_in_both_spellings() {
+        let text = "define($DEV eth0, $RATE 10)\nFromDevice(${DEV}) -> Discard; // $x_2";
+        assert_eq!(config_variables(text), ["DEV", "RATE", "x_2"]);
+        assert!(config_variables("a $ b $").is_empty());
+    }
+
+    #[test]
+    fn unused_defines_are_named_with_a_suggestion() {
+        let text = "define($DEV eth0)\nFromDevice($DEV) -> Discard;";
+        assert!(unused_defines(text, &defines(&["DEV"])).is_empty());
+        let w = unused_defines(text, &defines(&["DEVV", "RATE"]));
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("-D DEVV: "), "{}", w[0]);
+        assert!(w[0].ends_with("(did you mean DEV?)"), "{}", w[0]);
+        assert!(w[1].ends_with("(its variables: $DEV)"), "{}", w[1]);
+        let w = unused_defines("Idle -> Discard;", &defines(&["X"]));
+        assert!(w[0].ends_with("(it has no variables)"), "{}", w[0]);
+    }
 }

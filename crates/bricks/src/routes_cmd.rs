@@ -204,8 +204,53 @@ fn lookup(file: &Path, addrs: &[IpAddr]) -> anyhow::Result<ExitCode> {
                     .collect();
                 println!("{addr} {prefix} {}", hops.join(" | "));
             }
-            _ => println!("{addr} no route"),
+            _ => println!("{addr} no route ({})", no_route(*addr, &interned)),
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why an address has no route, in words: how big the table of its family
+/// is, and the prefix that comes closest (the most leading bits shared).
+fn no_route(addr: IpAddr, table: &bricks_lpm::source::InternedRoutes) -> String {
+    // (prefixes, closest prefix as text, leading bits it shares)
+    let (family, n, closest) = match addr {
+        IpAddr::V4(a) => {
+            let a = u32::from(a);
+            let best = table
+                .v4
+                .iter()
+                .map(|(p, _)| (p, ((a ^ p.addr).leading_zeros() as u8).min(p.len)))
+                .max_by_key(|&(p, shared)| (shared, std::cmp::Reverse(p.len)));
+            let closest = best.map(|(p, shared)| {
+                (
+                    format!("{}/{}", std::net::Ipv4Addr::from(p.addr), p.len),
+                    shared,
+                )
+            });
+            ("IPv4", table.v4.len(), closest)
+        }
+        IpAddr::V6(a) => {
+            let a = u128::from(a);
+            let best = table
+                .v6
+                .iter()
+                .map(|(p, _)| (p, ((a ^ p.addr).leading_zeros() as u8).min(p.len)))
+                .max_by_key(|&(p, shared)| (shared, std::cmp::Reverse(p.len)));
+            let closest = best.map(|(p, shared)| {
+                (
+                    format!("{}/{}", std::net::Ipv6Addr::from(p.addr), p.len),
+                    shared,
+                )
+            });
+            ("IPv6", table.v6.len(), closest)
+        }
+    };
+    match closest {
+        None => format!("the table has no {family} prefixes"),
+        Some((prefix, shared)) => format!(
+            "the table has {n} {family} prefixes and no default route; the closest is \
+             {prefix}, which shares the first {shared} bits"
+        ),
+    }
 }

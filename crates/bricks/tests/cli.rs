@@ -86,6 +86,93 @@ fn unknown_class_is_located_underlined_and_suggested() {
 }
 
 #[test]
+fn a_click_element_bricks_lacks_is_named_as_such() {
+    for class in ["Script", "RandomSource", "IPRewriter"] {
+        let (code, err) = check(&format!("InfiniteSource -> {class} -> Discard;"));
+        assert_eq!(code, 2);
+        assert!(
+            err.contains(&format!(
+                "error: `{class}` is a Click element that bricks does not implement yet"
+            )),
+            "{err}"
+        );
+        assert!(
+            err.contains("see `bricks elements` for the ones it has"),
+            "{err}"
+        );
+        assert!(!err.contains("did you mean"), "{err}");
+    }
+    // Typos of bricks elements are still caught as typos.
+    let (_, err) = check("InfiniteSource -> ARPQueirer(1.0.0.1, 0:0:0:0:0:1) -> Discard;");
+    assert!(err.contains("did you mean `ARPQuerier`?"), "{err}");
+    let (_, err) = check("InfiniteSource -> Nonesuch -> Discard;");
+    assert!(err.contains("unknown element class `Nonesuch`"), "{err}");
+    assert!(!err.contains("did you mean"), "{err}");
+}
+
+#[test]
+fn unknown_classes_and_bad_arguments_are_reported_in_one_pass() {
+    let (code, err) = check(
+        "InfiniteSource(LIMT 5) -> IPRewriter -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("`IPRewriter` is a Click element"), "{err}");
+    assert!(err.contains("unknown element class `Discrad`"), "{err}");
+    assert!(err.contains("unknown keyword LIMT"), "{err}");
+    assert!(err.contains("did you mean LIMIT?"), "{err}");
+    assert!(err.contains("c (Counter): unknown keyword X"), "{err}");
+    assert!(err.contains("4 errors found"), "{err}");
+}
+
+#[test]
+fn a_define_the_configuration_never_uses_is_warned_about() {
+    let config = "define($N 3) InfiniteSource(LIMIT $N) -> Discard;";
+    let o = bricks(&["check", "-e", config, "-D", "NN=5", "-D", "N=4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: -D NN: the configuration never defines or uses `$NN`"),
+        "{err}"
+    );
+    assert!(err.contains("(did you mean N?)"), "{err}");
+    assert!(!err.contains("-D N:"), "{err}");
+    let o = bricks(&["check", "-e", config, "-D", "N=4"]);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
+#[test]
+fn to_host_without_a_host_path_is_warned_about() {
+    let o = bricks(&["run", "-e", "InfiniteSource(LIMIT 3) -> th :: ToHost(eth0)"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "warning: th :: ToHost(eth0): packets to the host's stack are counted and dropped; \
+             bricks has no host path yet"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("th (ToHost): drops=3"), "{err}");
+    // Bound to a capture, the packets are recorded: no warning.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("host.pcap");
+    let o = bricks(&[
+        "run",
+        "-e",
+        "InfiniteSource(LIMIT 3) -> ToHost",
+        "-d",
+        &format!("host=pcap:,{}", out.display()),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ToHost@2 (ToHost): count=3"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn unknown_keyword_is_named_and_suggested() {
     let (code, err) = check("InfiniteSource(LIMT 5) -> Discard;");
     assert_eq!(code, 2);
@@ -190,7 +277,11 @@ fn run_delivers_everything_and_prints_counters() {
     // Drained: the queue reports what it took, and no packets left in it.
     assert!(err.contains("q (Queue): highwater_length="), "{err}");
     assert!(!err.contains(" length="), "{err}");
-    assert!(err.contains("stopped: SourcesDone"), "{err}");
+    assert!(
+        err.contains("stopped: every source is done and the graph has drained"),
+        "{err}"
+    );
+    assert!(!err.contains("SourcesDone"), "{err}");
 }
 
 #[test]
@@ -238,7 +329,10 @@ fn sigterm_stops_a_run_cleanly() {
     err.read_to_string(&mut rest).unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "{rest}");
-    assert!(rest.contains("stopped: External"), "{rest}");
+    assert!(
+        rest.contains("stopped: interrupted by a signal (Ctrl-C or SIGTERM)"),
+        "{rest}"
+    );
     assert!(rest.contains("q (Queue): "), "{rest}");
     assert!(!rest.contains(" length="), "{rest}");
 }
@@ -299,6 +393,27 @@ fn help_explains_the_commands() {
     }
     let o = bricks(&["run", "--help"]);
     assert!(stdout(&o).contains("NAME=pcap:IN[,OUT]"));
+    // Every subcommand says what it does and shows an example.
+    for cmd in [
+        "check", "run", "elements", "routes", "demo", "gen", "sink", "cluster", "bench",
+    ] {
+        let h = stdout(&bricks(&[cmd, "--help"]));
+        assert!(h.contains("Examples:"), "{cmd} --help:\n{h}");
+    }
+    // The benches say which need root and which run in memory.
+    let h = stdout(&bricks(&["bench", "--help"]));
+    assert!(h.contains("as root"), "{h}");
+    for (bench, needs) in [
+        ("core", "no root"),
+        ("lpm", "no root"),
+        ("io", "Needs root"),
+        ("ipsec", "needs root"),
+        ("cluster", "needs root"),
+    ] {
+        let h = stdout(&bricks(&["bench", bench, "--help"]));
+        assert!(h.contains(needs), "bench {bench} --help:\n{h}");
+        assert!(h.contains("Examples:"), "bench {bench} --help:\n{h}");
+    }
 }
 
 #[test]
@@ -332,7 +447,57 @@ fn routes_gen_stats_and_lookup() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with(addr), "{out}");
     assert!(lines[0].contains("output"), "{out}");
-    assert_eq!(lines[1], "240.0.0.1 no route");
+    assert!(
+        lines[1].starts_with(
+            "240.0.0.1 no route (the table has 5000 IPv4 prefixes and no default route; \
+             the closest is "
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_readme_route_lookups_answer_on_the_generated_table() {
+    // The README's own commands, read from it so that they cannot rot.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let command = |prefix: &str| -> Vec<String> {
+        let line = readme
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("README has no `{prefix}` line"));
+        let line = line.split('#').next().unwrap();
+        line.split_whitespace().skip(1).map(String::from).collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("table.txt").to_string_lossy().into_owned();
+    let mut gen = command("bricks routes gen");
+    *gen.last_mut().unwrap() = table.clone();
+    let o = bricks(&gen.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut found = 0;
+    for line in readme.lines().map(str::trim) {
+        if !line.starts_with("bricks routes lookup table.txt") {
+            continue;
+        }
+        let mut args: Vec<String> = command(line.split('#').next().unwrap().trim());
+        args[2] = table.clone();
+        let addrs = args.len() - 3;
+        let o = bricks(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let answers: Vec<&str> = out.lines().collect();
+        assert_eq!(answers.len(), addrs, "{out}");
+        for a in answers {
+            // A route names its prefix and output; a miss says why.
+            assert!(
+                a.contains(" output ") || a.contains("no route (the table has 1000000 IPv4"),
+                "{line}: {out}"
+            );
+        }
+        found += out.matches(" output ").count();
+    }
+    assert!(found >= 3, "the README's lookups should mostly find routes");
 }
 
 #[test]
