@@ -450,8 +450,9 @@ mod tests {
 
     #[test]
     fn routes_file_is_loaded_and_errors_name_the_line() {
-        let dir = std::env::temp_dir().join(format!("bricks-routes-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Deleted when dropped, also when an assertion fails.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let good = dir.join("good.txt");
         std::fs::write(&good, "# table\n10.0.0.0/8 1\n2001:db8::/32 0\n").unwrap();
         let mut h = Harness::push(&DIRECT, &format!("ROUTES {}", good.display()), 1, 2);
@@ -471,7 +472,6 @@ mod tests {
             &ports
         )
         .is_ok());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

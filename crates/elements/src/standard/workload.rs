@@ -589,8 +589,9 @@ mod tests {
 
     #[test]
     fn destinations_from_a_route_file() {
-        let dir = std::env::temp_dir().join(format!("bricks-workload-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Deleted when dropped, also when an assertion fails.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let file = dir.join("routes.txt");
         std::fs::write(
             &file,
@@ -624,7 +625,6 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("no IPv4 prefix"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
