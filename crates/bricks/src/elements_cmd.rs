@@ -85,6 +85,11 @@ pub fn elements(name: Option<&str>) -> anyhow::Result<ExitCode> {
                 print!("{}", manual_text(c));
                 Ok(ExitCode::SUCCESS)
             }
+            None if bricks_runtime::is_click_class(n) => {
+                eprintln!("error: `{n}` is a Click element that bricks does not implement yet");
+                eprintln!("`bricks elements` lists the ones it has");
+                Ok(ExitCode::from(2))
+            }
             None => {
                 let hint = bricks_config::suggest(n, reg.names())
                     .map(|s| format!("; did you mean `{s}`?"))

@@ -102,6 +102,13 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
         );
         assert!(!err.contains("did you mean"), "{err}");
     }
+    let o = bricks(&["elements", "IPRewriter"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`IPRewriter` is a Click element that bricks does not implement yet"),
+        "{}",
+        stderr(&o)
+    );
     // Typos of bricks elements are still caught as typos.
     let (_, err) = check("InfiniteSource -> ARPQueirer(1.0.0.1, 0:0:0:0:0:1) -> Discard;");
     assert!(err.contains("did you mean `ARPQuerier`?"), "{err}");
