@@ -217,6 +217,41 @@ struct Report {
 }
 
 impl Report {
+    /// The last line: PASS, FAIL or INTERRUPTED, and what it means.
+    fn verdict(&self) -> String {
+        if self.router_error.is_none() && self.interrupted {
+            return "INTERRUPTED: stopped before the traffic was done.".into();
+        }
+        if self.passed() {
+            return "PASS: the router forwarded all the traffic.".into();
+        }
+        let mut failed: Vec<String> = self
+            .pings
+            .iter()
+            .filter(|(_, r)| !r.as_ref().is_ok_and(|p| p.received > 0))
+            .map(|(l, _)| l.clone())
+            .collect();
+        let (p0, p1) = (&PORTS[0], &PORTS[1]);
+        if self
+            .tcp
+            .as_ref()
+            .is_some_and(|t| !t.as_ref().is_ok_and(TcpResult::intact))
+        {
+            failed.push(format!("tcp {} -> {}", p0.host, p1.host));
+        }
+        if self
+            .udp
+            .as_ref()
+            .is_some_and(|u| !u.as_ref().is_ok_and(|u| u.received > 0))
+        {
+            failed.push(format!("udp {} -> {}", p0.host, p1.host));
+        }
+        if self.router_error.is_some() {
+            failed.push("the router".into());
+        }
+        format!("FAIL: {} (see the summary above).", failed.join(", "))
+    }
+
     fn passed(&self) -> bool {
         self.pings
             .iter()
@@ -236,6 +271,7 @@ impl Report {
 fn live(a: &DemoArgs, config: &Path, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
     check_tools()?;
     let exe = std::env::current_exe().context("finding the bricks binary")?;
+    println!("bricks demo: a router between two Linux hosts, in network namespaces\n");
     let (pids, ended) = PidFile::claim(Path::new(topology::STATE_FILE))?;
     for e in &ended {
         println!("Ended a leftover {e} of an earlier demo.");
@@ -247,7 +283,14 @@ fn live(a: &DemoArgs, config: &Path, stop: Arc<AtomicBool>) -> anyhow::Result<Ex
     if !leftovers.is_empty() {
         println!("Deleting leftover namespaces: {}", leftovers.join(" "));
     }
+    println!(
+        "Building the network: namespaces {PREFIX}{}, {PREFIX}{ROUTER}, {PREFIX}{}, two veth \
+         links...",
+        PORTS[0].host, PORTS[1].host
+    );
+    let built = Instant::now();
     let topo = Topology::build(PREFIX)?;
+    println!("Built in {:.1} s:\n", built.elapsed().as_secs_f64());
     print_topology(&topo);
 
     // The router, in its own process group: Ctrl-C in the terminal
@@ -269,10 +312,16 @@ fn live(a: &DemoArgs, config: &Path, stop: Arc<AtomicBool>) -> anyhow::Result<Ex
         argv.push("-D".into());
         argv.push(d);
     }
+    let mut shown: Vec<String> = vec!["ip".into(), "netns".into(), "exec".into()];
+    shown.push(format!("{PREFIX}{ROUTER}"));
+    shown.push(program_path(&exe));
+    shown.extend(argv[1..].iter().cloned());
     println!(
-        "Router: ip netns exec {PREFIX}{ROUTER} bricks {}\n",
-        argv[1..].join(" ")
+        "Starting the router in {PREFIX}{ROUTER}, {} worker{} pinned to cores; as root:",
+        a.threads,
+        if a.threads == 1 { "" } else { "s" }
     );
+    print!("{}", command_lines(&shown, 78));
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
     let mut cmd = topo.net.exec(ROUTER, &refs);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -301,8 +350,8 @@ fn live(a: &DemoArgs, config: &Path, stop: Arc<AtomicBool>) -> anyhow::Result<Ex
                 let end = started + Duration::from_secs_f64(d);
                 if Instant::now() < end {
                     println!(
-                        "\nShowing the router's rates until {d} s have passed (Ctrl-C ends it \
-                         sooner)."
+                        "Traffic done; rates until {d} s after the router came up (Ctrl-C \
+                         ends sooner)."
                     );
                 }
                 while Instant::now() < end && !stop.load(Ordering::Relaxed) {
@@ -315,10 +364,10 @@ fn live(a: &DemoArgs, config: &Path, stop: Arc<AtomicBool>) -> anyhow::Result<Ex
             None => {
                 let (h1, h2) = (&PORTS[0], &PORTS[1]);
                 println!(
-                    "\nThe network stays up; try, in another terminal:\n    \
+                    "Traffic done. The network stays up; try, in another terminal:\n    \
                      sudo ip netns exec {PREFIX}{} ping {}\n    \
                      sudo ip netns exec {PREFIX}{} ping -t 1 {}\n\
-                     Rates show whenever packets flow. Ctrl-C ends the demo.",
+                     The rates keep showing each second. Ctrl-C ends the demo.",
                     h1.host, h2.host_ip, h2.host, h1.host_ip
                 );
                 while !stop.load(Ordering::Relaxed) && !router.exited() {
@@ -338,6 +387,7 @@ fn live(a: &DemoArgs, config: &Path, stop: Arc<AtomicBool>) -> anyhow::Result<Ex
     drop(topo);
     drop(pids);
     println!("\nThe network ({PREFIX}*) is deleted.");
+    println!("{}", report.verdict());
     Ok(if report.router_error.is_none() && report.interrupted {
         // What ran is reported; what did not run is no failure.
         ExitCode::from(130)
@@ -348,30 +398,165 @@ fn live(a: &DemoArgs, config: &Path, stop: Arc<AtomicBool>) -> anyhow::Result<Ex
     })
 }
 
+/// How to name the running bricks binary in a command a user copies:
+/// relative to the current directory when it is under it (as
+/// `target/release/bricks` is after `cargo run`, where `bricks` is not on
+/// the PATH), its absolute path otherwise.
+fn program_path(exe: &Path) -> String {
+    let rel = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| exe.strip_prefix(cwd).ok().map(Path::to_path_buf));
+    match rel {
+        // A bare name would be looked up on the PATH.
+        Some(r) if r.components().count() == 1 => format!("./{}", r.display()),
+        Some(r) => r.display().to_string(),
+        None => exe.display().to_string(),
+    }
+}
+
+/// `word`, quoted for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._+-:=,@%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// A shell command, two spaces in, broken into lines of at most `width`
+/// columns (a longer word gets a line of its own) with ` \` at the end of
+/// all but the last, so that it can be pasted as it is. An option and its
+/// value stay on one line.
+fn command_lines(words: &[String], width: usize) -> String {
+    let mut units: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = shell_word(&words[i]);
+        if w.starts_with('-') && i + 1 < words.len() && !words[i + 1].starts_with('-') {
+            units.push(format!("{w} {}", shell_word(&words[i + 1])));
+            i += 2;
+        } else {
+            units.push(w);
+            i += 1;
+        }
+    }
+    let mut lines: Vec<String> = vec!["  ".into()];
+    for u in units {
+        let last = lines.last_mut().expect("one line at least");
+        if last.trim().is_empty() {
+            last.push_str(&u);
+        } else if last.len() + 1 + u.len() + 2 <= width {
+            last.push(' ');
+            last.push_str(&u);
+        } else {
+            lines.push(format!("    {u}"));
+        }
+    }
+    let mut s = lines.join(" \\\n");
+    s.push('\n');
+    s
+}
+
+/// `text` broken at spaces into lines of at most `width` columns, the
+/// first starting with `first`, the others indented as far.
+fn wrap(first: &str, text: &str, width: usize) -> String {
+    let indent = " ".repeat(first.len());
+    let mut out = String::new();
+    let mut line = first.to_string();
+    for word in text.split(' ') {
+        let empty = line.len() == first.len();
+        if !empty && line.len() + 1 + word.len() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = indent.clone();
+        } else if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(line.trim_end());
+    out
+}
+
 fn print_topology(topo: &Topology) {
-    println!("bricks demo: a router between two Linux hosts, in network namespaces\n");
     let (p0, p1) = (&PORTS[0], &PORTS[1]);
+    let left = format!("{}/{}", p0.host_ip, p0.len);
+    let middle = format!(
+        "{} [ {}  bricks  {} ] {}",
+        p0.dev, p0.router_ip, p1.router_ip, p1.dev
+    );
+    let right = format!("{}/{}", p1.host_ip, p1.len);
     println!(
-        "  {PREFIX}{} {}/{}  --  {} [ {PREFIX}{ROUTER}: bricks {} | {} ] {}  --  {PREFIX}{} {}/{}",
-        p0.host,
-        p0.host_ip,
-        p0.len,
-        p0.dev,
-        p0.router_ip,
-        p1.router_ip,
-        p1.dev,
+        "  {:<w0$}    {:<w1$}    {PREFIX}{}",
+        format!("{PREFIX}{}", p0.host),
+        format!("{PREFIX}{ROUTER}"),
         p1.host,
-        p1.host_ip,
-        p1.len
+        w0 = left.len(),
+        w1 = middle.len(),
+    );
+    println!("  {left} -- {middle} -- {right}");
+    println!(
+        "  router MACs: {} {}, {} {}",
+        p0.dev, topo.router_macs[0], p1.dev, topo.router_macs[1]
     );
     println!(
-        "  router MACs: {} {}, {} {}; {} queues per link; Linux does not forward in {PREFIX}{ROUTER}\n",
-        p0.dev,
-        topo.router_macs[0],
-        p1.dev,
-        topo.router_macs[1],
+        "  {} queues per link; bricks routes, Linux in {PREFIX}{ROUTER} does not\n",
         topology::QUEUES
     );
+}
+
+/// What the reader of the router's counters prints, and when: nothing
+/// until the router is up, then the rates of every sample, zero or not.
+#[derive(Default)]
+struct LiveView {
+    /// Rows are printed as samples come (from the router being up until
+    /// it is stopped).
+    show: bool,
+    /// The rows of the latest sample while they are not shown yet: the
+    /// first sample comes before the demo knows the router is up.
+    pending: Option<String>,
+    /// Samples shown since the column headings were last printed.
+    since_header: usize,
+    /// The demo is stopping the router.
+    stopping: bool,
+}
+
+/// The column headings come back after this many samples.
+const HEADER_EVERY: usize = 10;
+
+impl LiveView {
+    fn sample(&mut self, rows: String) {
+        if self.show {
+            self.print(&rows);
+        } else {
+            self.pending = Some(rows);
+        }
+    }
+
+    /// Starts showing: the legend, and the rows held back.
+    fn start(&mut self) {
+        print!("{}", Rates::legend());
+        self.show = true;
+        self.since_header = 0;
+        if let Some(rows) = self.pending.take() {
+            self.print(&rows);
+        }
+    }
+
+    fn print(&mut self, rows: &str) {
+        // One print, so that the rows stay together between the traffic
+        // phases' lines.
+        if self.since_header == 0 {
+            print!("{}\n{rows}", Rates::header());
+        } else {
+            print!("{rows}");
+        }
+        self.since_header = (self.since_header + 1) % HEADER_EVERY;
+    }
 }
 
 /// The running router: its process, its counters as they come, and what
@@ -382,8 +567,8 @@ struct RouterProcess {
     stderr: Arc<Mutex<Vec<String>>>,
     /// Echo stderr lines as they come (while starting).
     echo: Arc<AtomicBool>,
-    /// Print rate lines as samples come (while running).
-    show: Arc<AtomicBool>,
+    /// Rate rows as samples come (while running).
+    live: Arc<Mutex<LiveView>>,
     readers: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -398,31 +583,31 @@ impl RouterProcess {
         let latest = Arc::new(Mutex::new(None::<Sample>));
         let lines = Arc::new(Mutex::new(Vec::new()));
         let echo = Arc::new(AtomicBool::new(true));
-        let show = Arc::new(AtomicBool::new(true));
+        let live = Arc::new(Mutex::new(LiveView::default()));
         let mut readers = Vec::new();
         {
-            let (latest, show) = (latest.clone(), show.clone());
+            let (latest, live) = (latest.clone(), live.clone());
             readers.push(std::thread::spawn(move || {
-                let mut prev: Option<Sample> = None;
+                // The counters start at zero with the router.
+                let mut prev = Sample::default();
                 for line in std::io::BufReader::new(stdout).lines() {
                     let Ok(line) = line else { break };
                     let Some(sample) = Sample::parse(&line) else {
                         continue;
                     };
-                    if let Some(r) = prev
-                        .as_ref()
-                        .and_then(|p| Rates::between(p, &sample, &PORTS))
-                    {
-                        if show.load(Ordering::Relaxed) && !r.idle() {
-                            print!("{}", r.render());
-                        }
+                    if let Some(r) = Rates::between(&prev, &sample, &PORTS) {
+                        lock(&live).sample(r.render());
                     }
-                    *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(sample.clone());
-                    prev = Some(sample);
+                    *lock(&latest) = Some(sample.clone());
+                    prev = sample;
                 }
-                // The router closed its output: it has ended.
-                if show.load(Ordering::Relaxed) {
-                    println!("The router ended unexpectedly.");
+                // The router closed its output: it has ended. Unless the
+                // demo stopped it, that is news.
+                let view = lock(&live);
+                if !view.stopping {
+                    if view.show {
+                        println!("The router ended unexpectedly.");
+                    }
                     stop.store(true, Ordering::Relaxed);
                 }
             }));
@@ -433,9 +618,9 @@ impl RouterProcess {
                 for line in std::io::BufReader::new(stderr).lines() {
                     let Ok(line) = line else { break };
                     if echo.load(Ordering::Relaxed) {
-                        println!("  router: {line}");
+                        println!("{}", wrap("  router: ", &line, 80));
                     }
-                    let mut l = lines.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut l = lock(&lines);
                     l.push(line);
                     if l.len() > 400 {
                         l.drain(..200);
@@ -448,16 +633,13 @@ impl RouterProcess {
             latest,
             stderr: lines,
             echo,
-            show,
+            live,
             readers,
         })
     }
 
     fn latest(&self) -> Option<Sample> {
-        self.latest
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.latest).clone()
     }
 
     fn exited(&mut self) -> bool {
@@ -466,7 +648,7 @@ impl RouterProcess {
 
     /// The last lines the router printed on stderr.
     fn stderr_tail(&self, n: usize) -> String {
-        let l = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let l = lock(&self.stderr);
         l[l.len().saturating_sub(n)..].join("\n")
     }
 
@@ -477,7 +659,9 @@ impl RouterProcess {
         loop {
             if self.latest().is_some() {
                 self.echo.store(false, Ordering::Relaxed);
+                let mut view = lock(&self.live);
                 println!("Router up after {:.1} s.\n", start.elapsed().as_secs_f64());
+                view.start();
                 return Ok(());
             }
             // A router that ended closes its output, which also sets
@@ -511,7 +695,11 @@ impl RouterProcess {
     /// Stops the router (SIGTERM, so it prints its final counters) and
     /// returns those, and an error if it failed on its own.
     fn stop(&mut self) -> (Option<Sample>, Option<String>) {
-        self.show.store(false, Ordering::Relaxed);
+        {
+            let mut view = lock(&self.live);
+            view.show = false;
+            view.stopping = true;
+        }
         let ended_early = self.child.try_wait();
         let status = match ended_early {
             Some(s) => Some(s),
@@ -536,6 +724,12 @@ impl RouterProcess {
     }
 }
 
+/// Locks `m`, also after a thread panicked holding it (what it guards
+/// stays usable: counters and lines).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// What the traffic phases need.
 struct Phases<'a> {
     topo: &'a Topology,
@@ -552,7 +746,7 @@ impl Phases<'_> {
                 return;
             }
             let label = format!("ping {} -> {}", from.host, to.host);
-            println!("{label}: ping -c 3 {}", to.host_ip);
+            println!("{label}: 3 echo requests to {} (ping -c 3)", to.host_ip);
             let r = self.ping(from.host, &to.host_ip.to_string());
             match &r {
                 Ok(p) => println!("{label}: {}", ping_line(p)),
@@ -565,7 +759,7 @@ impl Phases<'_> {
         }
         let bytes = a.tcp_mib << 20;
         println!(
-            "tcp {} -> {}: sending {} MiB to {}:5001",
+            "tcp {} -> {}: sending {} MiB to {}:5001 over TCP",
             p0.host, p1.host, a.tcp_mib, p1.host_ip
         );
         let r = self.tcp(p0.host, p1.host, &format!("{}:5001", p1.host_ip), bytes);
@@ -584,12 +778,17 @@ impl Phases<'_> {
                 .round()
         });
         println!(
-            "udp {} -> {}: bricks gen, {} packets/s of 64 bytes for {secs} s, 16 flows",
+            "udp {} -> {}: bricks gen sends {} packets/s of 64 bytes for {secs} s, 16 flows",
             p0.host, p1.host, a.udp_rate
         );
         let r = self.udp(a.udp_rate, secs).map_err(|e| format!("{e:#}"));
         match &r {
-            Ok(u) => println!("udp {} -> {}: {u}", p0.host, p1.host),
+            Ok(u) => {
+                println!("udp {} -> {}: {u}", p0.host, p1.host);
+                if let Some(l) = u.latency() {
+                    println!("    {l}");
+                }
+            }
             Err(e) => println!("udp {} -> {}: FAILED: {e}", p0.host, p1.host),
         }
         report.udp = Some(r);
@@ -747,44 +946,63 @@ fn ping_line(p: &PingResult) -> String {
     s
 }
 
+/// `16 MiB in 0.21 s = 640 Mbit/s, checked byte for byte`: the rate over
+/// the transfer's own duration (a second's sample of the router's rates
+/// would average it with the idle rest of that second).
 fn tcp_line(t: &TcpResult) -> String {
+    let mib = t.received as f64 / (1 << 20) as f64;
+    let mib = if t.received.is_multiple_of(1 << 20) {
+        format!("{mib:.0}")
+    } else {
+        format!("{mib:.1}")
+    };
+    let check = if t.intact() {
+        "checked byte for byte".to_string()
+    } else if t.received != t.expected {
+        format!("INCOMPLETE ({} of {} bytes)", t.received, t.expected)
+    } else {
+        format!("CORRUPTED from byte {}", t.first_bad.unwrap_or(0))
+    };
     format!(
-        "{:.1} MiB in {:.2} s, {:.1} MB/s, {}",
-        t.received as f64 / (1 << 20) as f64,
+        "{mib} MiB in {:.2} s = {:.0} Mbit/s, {check}",
         t.seconds,
-        t.mbytes_per_s(),
-        if t.intact() {
-            "intact".to_string()
-        } else if t.received != t.expected {
-            format!("INCOMPLETE ({} of {} bytes)", t.received, t.expected)
-        } else {
-            format!("CORRUPTED from byte {}", t.first_bad.unwrap_or(0))
-        }
+        t.mbits_per_s()
     )
 }
 
 fn print_summary(r: &Report) {
     println!("\nSummary");
+    let result = |label: &str, ok: bool, text: &str| {
+        let mark = if ok { "PASS" } else { "FAIL" };
+        println!("{}", wrap(&format!("  {mark}  {label:<14} "), text, 80));
+    };
     for (label, p) in &r.pings {
         match p {
-            Ok(p) => println!("  {label}: {}", ping_line(p)),
-            Err(e) => println!("  {label}: FAILED: {e}"),
+            Ok(p) => result(label, p.received > 0, &ping_line(p)),
+            Err(e) => result(label, false, e),
         }
     }
     let (p0, p1) = (&PORTS[0], &PORTS[1]);
+    let tcp = format!("tcp {} -> {}", p0.host, p1.host);
     match &r.tcp {
-        Some(Ok(t)) => println!("  tcp {} -> {}: {}", p0.host, p1.host, tcp_line(t)),
-        Some(Err(e)) => println!("  tcp {} -> {}: FAILED: {e}", p0.host, p1.host),
+        Some(Ok(t)) => result(&tcp, t.intact(), &tcp_line(t)),
+        Some(Err(e)) => result(&tcp, false, e),
         None => {}
     }
+    let udp = format!("udp {} -> {}", p0.host, p1.host);
     match &r.udp {
-        Some(Ok(l)) => println!("  udp {} -> {}: {l}", p0.host, p1.host),
-        Some(Err(e)) => println!("  udp {} -> {}: FAILED: {e}", p0.host, p1.host),
+        Some(Ok(l)) => {
+            result(&udp, l.received > 0, &l.to_string());
+            if let Some(lat) = l.latency() {
+                println!("{:23}{lat}", "");
+            }
+        }
+        Some(Err(e)) => result(&udp, false, e),
         None => {}
     }
     if let Some(s) = &r.router {
         println!(
-            "  router ({} worker{}, after {:.1} s):",
+            "  router: {} worker{}, {:.1} s; packets and bytes per port:",
             s.workers.len(),
             if s.workers.len() == 1 { "" } else { "s" },
             s.elapsed
@@ -792,28 +1010,153 @@ fn print_summary(r: &Report) {
         print!("{}", rates::port_table(s, &PORTS));
         for (i, p) in PORTS.iter().enumerate() {
             println!(
-                "    {} ARP: answered {} requests for {}, sent {} queries, learnt {} replies, \
-                 dropped {} packets waiting",
+                "    ARP on {}: answered {} who-has {}, sent {} queries, learnt {} replies",
                 p.dev,
                 s.total(&format!("ar{i}"), "replies"),
                 p.router_ip,
                 s.total(&format!("arpq{i}"), "queries"),
                 s.total(&format!("arpq{i}"), "responses"),
-                s.total(&format!("arpq{i}"), "drops"),
             );
         }
+        println!(
+            "    dropped on no port: {} bad IP headers, {} without a route, {} to the router",
+            s.class_total("CheckIPHeader", "drops"),
+            s.total("rt", "no_route"),
+            s.total("local", "count"),
+        );
     }
     if let Some(e) = &r.router_error {
-        println!("  router: {e}");
+        println!("  FAIL  router: {e}");
     }
-    println!(
-        "  {}",
-        if r.router_error.is_none() && r.interrupted {
-            "interrupted before the traffic was done"
-        } else if r.passed() {
-            "all traffic went through"
-        } else {
-            "SOMETHING FAILED (see above)"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_command_is_broken_into_lines_a_shell_joins_back() {
+        let words: Vec<String> = "ip netns exec bdemo-r target/release/bricks run \
+            conf/demo-router.click --threads 2 --stats-interval 1 --stats-json \
+            -D BACKEND=auto -D DEV0=eth0 -D IP0=10.1.0.1 -D NET0=10.1.0.0 -D LEN0=24 \
+            -D BCAST0=10.1.0.255 -D MAC0=02:00:00:00:01:01 -D DEV1=eth1"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let text = command_lines(&words, 78);
+        assert!(text.lines().count() > 1, "{text}");
+        for l in text.lines() {
+            assert!(l.len() <= 78, "too long: {l}");
+            // An option is never parted from its value.
+            assert!(!l.trim_end_matches(" \\").ends_with("-D"), "{l}");
         }
-    );
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[..lines.len() - 1].iter().all(|l| l.ends_with(" \\")));
+        assert!(!lines[lines.len() - 1].ends_with('\\'));
+        let joined: Vec<String> = text
+            .replace(" \\\n", " ")
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        assert_eq!(joined, words);
+    }
+
+    #[test]
+    fn words_the_shell_would_split_are_quoted() {
+        assert_eq!(shell_word("-D"), "-D");
+        assert_eq!(
+            shell_word("MAC0=02:00:00:00:01:01"),
+            "MAC0=02:00:00:00:01:01"
+        );
+        assert_eq!(shell_word("/tmp/my dir/x"), "'/tmp/my dir/x'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+
+    #[test]
+    fn the_program_is_named_so_that_it_runs_from_here() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            program_path(&cwd.join("target/release/bricks")),
+            "target/release/bricks"
+        );
+        assert_eq!(program_path(&cwd.join("bricks")), "./bricks");
+        assert_eq!(
+            program_path(Path::new("/nonexistent/bin/bricks")),
+            "/nonexistent/bin/bricks"
+        );
+    }
+
+    #[test]
+    fn wrapped_text_keeps_its_words_and_indents_the_rest() {
+        let text = "eth0: af_xdp native copy, rx q0->w0 q1->w1 (zero-copy refused: eth0: \
+            the driver has no AF_XDP zero-copy (Operation not supported (os error 95)))";
+        let w = wrap("  router: ", text, 80);
+        let lines: Vec<&str> = w.lines().collect();
+        assert!(lines.len() > 1, "{w}");
+        assert!(lines[0].starts_with("  router: eth0:"));
+        assert!(lines[1..]
+            .iter()
+            .all(|l| l.starts_with("          ") && !l.starts_with("           ")));
+        assert!(lines.iter().all(|l| l.len() <= 80), "{w}");
+        let words: Vec<&str> = w.split_whitespace().skip(1).collect();
+        assert_eq!(words, text.split_whitespace().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_tcp_line_gives_the_transfers_own_rate() {
+        let t = TcpResult {
+            expected: 16 << 20,
+            received: 16 << 20,
+            first_bad: None,
+            seconds: 0.2,
+        };
+        // 16 MiB = 134.2 Mbit, in 0.2 s.
+        assert_eq!(
+            tcp_line(&t),
+            "16 MiB in 0.20 s = 671 Mbit/s, checked byte for byte"
+        );
+        let short = TcpResult {
+            received: 3 << 19,
+            ..t.clone()
+        };
+        assert!(tcp_line(&short).starts_with("1.5 MiB in"));
+        assert!(tcp_line(&short).contains("INCOMPLETE (1572864 of 16777216 bytes)"));
+        let bad = TcpResult {
+            first_bad: Some(1000),
+            ..t
+        };
+        assert!(tcp_line(&bad).ends_with("CORRUPTED from byte 1000"));
+    }
+
+    #[test]
+    fn the_verdict_says_pass_or_fail_and_what_failed() {
+        let ping = PingResult {
+            sent: 3,
+            received: 3,
+            rtt_ms: None,
+            errors: Vec::new(),
+        };
+        let mut r = Report::default();
+        r.pings.push(("ping h1 -> h2".into(), Ok(ping.clone())));
+        r.pings.push((
+            "ping h2 -> h1".into(),
+            Ok(PingResult {
+                received: 0,
+                ..ping
+            }),
+        ));
+        r.tcp = Some(Err("connection refused".into()));
+        assert_eq!(
+            r.verdict(),
+            "FAIL: ping h2 -> h1, tcp h1 -> h2 (see the summary above)."
+        );
+        r.pings.pop();
+        r.tcp = None;
+        assert_eq!(r.verdict(), "PASS: the router forwarded all the traffic.");
+        r.interrupted = true;
+        assert!(r.verdict().starts_with("INTERRUPTED"));
+        r.router_error = Some("the router ended by itself".into());
+        assert_eq!(r.verdict(), "FAIL: the router (see the summary above).");
+    }
 }

@@ -11,7 +11,7 @@ use bricks_netns::{output_timeout, skip_unless_root, ChildGuard};
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 static ONE_DEMO_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -76,33 +76,238 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// How long the shared run lasts (`--duration`).
+const DURATION: u32 = 8;
+
+/// One `bricks demo --duration 8`, run by the first test that needs it
+/// and read by the others; `None` when not root. Call it holding
+/// [`ONE_DEMO_AT_A_TIME`].
+fn shared_run(test: &str) -> Option<&'static (bool, String)> {
+    static RUN: OnceLock<(bool, String)> = OnceLock::new();
+    if skip_unless_root(test).is_some() {
+        return None;
+    }
+    Some(RUN.get_or_init(|| demo(&["--duration", &DURATION.to_string()])))
+}
+
+/// The rows of the live view: (seconds, the eth0 row's columns, the eth1
+/// row's columns), in the order printed.
+fn rate_rows(text: &str) -> Vec<(u64, Vec<String>, Vec<String>)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut rows = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() > 3 && w[1] == "s" && w[2] == "eth0" {
+            if let (Ok(t), Some(next)) = (w[0].parse(), lines.get(i + 1)) {
+                let eth1: Vec<String> = next.split_whitespace().map(String::from).collect();
+                if eth1.first().map(String::as_str) == Some("eth1") {
+                    let eth0 = w[2..].iter().map(|s| s.to_string()).collect();
+                    rows.push((t, eth0, eth1));
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// `12.0k` -> 12000.
+fn si(v: &str) -> f64 {
+    let (num, mult) = match v.as_bytes().last() {
+        Some(b'k') => (&v[..v.len() - 1], 1e3),
+        Some(b'M') => (&v[..v.len() - 1], 1e6),
+        Some(b'G') => (&v[..v.len() - 1], 1e9),
+        _ => (v, 1.0),
+    };
+    num.parse::<f64>()
+        .unwrap_or_else(|_| panic!("not a number: {v}"))
+        * mult
+}
+
 #[test]
 fn demo_sends_its_traffic_and_leaves_nothing_behind() {
-    if skip_unless_root("demo_sends_its_traffic_and_leaves_nothing_behind").is_some() {
-        return;
-    }
     let _turn = ONE_DEMO_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (ok, text) = demo(&["--duration", "8"]);
+    let Some((ok, text)) = shared_run("demo_sends_its_traffic_and_leaves_nothing_behind") else {
+        return;
+    };
     assert!(ok, "bricks demo failed:\n{text}");
     let summary = &text[text.find("\nSummary").expect("no summary")..];
     for line in [
-        "ping h1 -> h2: 3/3 replies",
-        "ping h2 -> h1: 3/3 replies",
-        "tcp h1 -> h2: 16.0 MiB",
-        "intact",
-        "udp h1 -> h2: sent",
-        "all traffic went through",
+        "PASS  ping h1 -> h2  3/3 replies",
+        "PASS  ping h2 -> h1  3/3 replies",
+        "PASS  tcp h1 -> h2   16 MiB in",
+        "checked byte for byte",
+        "PASS  udp h1 -> h2   sent",
+        "one-way latency p50",
     ] {
         assert!(
             summary.contains(line),
             "no `{line}` in the summary:\n{text}"
         );
     }
-    // The live rates showed the transfer on the ports.
-    assert!(text.contains("Mbit/s"), "no rates:\n{text}");
-    assert!(text.contains("eth0  in"), "no per-port rates:\n{text}");
+    // The verdict is the last line.
+    let last = text[..text.find("--- stderr ---").unwrap()].trim_end();
+    assert!(
+        last.ends_with("\nPASS: the router forwarded all the traffic."),
+        "{text}"
+    );
     assert_eq!(demo_namespaces(), Vec::<String>::new(), "{text}");
     assert!(!Path::new(STATE_FILE).exists(), "{STATE_FILE} left behind");
+}
+
+#[test]
+fn demo_shows_a_rate_row_every_second_from_the_start() {
+    let _turn = ONE_DEMO_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((ok, text)) = shared_run("demo_shows_a_rate_row_every_second_from_the_start") else {
+        return;
+    };
+    assert!(ok, "bricks demo failed:\n{text}");
+    let rows = rate_rows(text);
+    let times: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    // The router reports from its first second on; the demo runs for
+    // DURATION seconds from when the router is up, about a second later.
+    assert_eq!(
+        times.first(),
+        Some(&1),
+        "no row for the first second:\n{text}"
+    );
+    assert!(
+        times.windows(2).all(|w| w[1] == w[0] + 1),
+        "a second without its row: {times:?}\n{text}"
+    );
+    assert!(
+        times.len() >= DURATION as usize,
+        "{} rows in {DURATION} s: {times:?}\n{text}",
+        times.len()
+    );
+    // The first row comes before any traffic.
+    let first_row = text.find("  1 s  eth0").unwrap();
+    let first_ping = text.find("ping h1 -> h2:").expect("no ping");
+    assert!(first_row < first_ping, "{text}");
+    // Each row has fresh counters: the UDP load (20 kpkt/s for 3 s or
+    // more) shows in two rows in a row, not as a second of nothing
+    // between two seconds of double.
+    let udp: Vec<bool> = rows.iter().map(|r| si(&r.1[1]) >= 5000.0).collect();
+    assert!(
+        udp.windows(2).any(|w| w[0] && w[1]),
+        "the UDP load is not in two consecutive rows:\n{text}"
+    );
+}
+
+#[test]
+fn demo_rate_rows_have_a_drop_column_per_port() {
+    let _turn = ONE_DEMO_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((ok, text)) = shared_run("demo_rate_rows_have_a_drop_column_per_port") else {
+        return;
+    };
+    assert!(ok, "bricks demo failed:\n{text}");
+    // The legend says what a drop is; the headings name the column.
+    assert!(
+        text.contains("  drop     packets dropped on the port"),
+        "{text}"
+    );
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("time  port"))
+        .expect("no column headings");
+    let cols: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        cols,
+        [
+            "time", "port", "in", "pkt/s", "Mbit/s", "out", "pkt/s", "Mbit/s", "drop", "|", "core",
+            "pkt/s"
+        ],
+        "{text}"
+    );
+    let rows = rate_rows(text);
+    assert!(!rows.is_empty(), "{text}");
+    for (t, eth0, eth1) in &rows {
+        // port, in pkt/s, Mbit/s, out pkt/s, Mbit/s, drop, |, core, pkt/s
+        for port in [eth0, eth1] {
+            assert_eq!(port[6], "|", "second {t}: {port:?}");
+            let drop: u64 = port[5]
+                .parse()
+                .unwrap_or_else(|_| panic!("second {t}: drop is not a count: {port:?}"));
+            // Nothing is lost at these rates; a drop count at all, and a
+            // small one, is what the column promises.
+            assert!(drop <= 1000, "second {t}: {drop} drops\n{text}");
+        }
+    }
+    // The final table has the column too.
+    assert!(text.contains("out bytes  dropped"), "{text}");
+}
+
+#[test]
+fn demo_tcp_line_shows_the_transfers_own_rate() {
+    let _turn = ONE_DEMO_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((ok, text)) = shared_run("demo_tcp_line_shows_the_transfers_own_rate") else {
+        return;
+    };
+    assert!(ok, "bricks demo failed:\n{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("tcp h1 -> h2: 16 MiB in "))
+        .unwrap_or_else(|| panic!("no TCP result line:\n{text}"));
+    let w: Vec<&str> = line.split_whitespace().collect();
+    // tcp h1 -> h2: 16 MiB in S s = R Mbit/s, checked byte for byte
+    let (secs, rate): (f64, f64) = (w[7].parse().unwrap(), w[10].parse().unwrap());
+    assert_eq!((w[8], w[9], w[11]), ("s", "=", "Mbit/s,"), "{line}");
+    assert!(rate > 1.0, "{line}");
+    // The rate is the transfer's own: its bytes over its duration.
+    let expect = (16u64 << 20) as f64 * 8.0 / 1e6 / secs;
+    assert!(
+        (rate - expect).abs() <= expect * 0.05 + 1.0,
+        "{line}: 16 MiB in {secs} s is {expect:.0} Mbit/s"
+    );
+    assert!(line.ends_with("checked byte for byte"), "{line}");
+}
+
+#[test]
+fn demo_prints_a_router_command_that_runs() {
+    let _turn = ONE_DEMO_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((ok, text)) = shared_run("demo_prints_a_router_command_that_runs") else {
+        return;
+    };
+    assert!(ok, "bricks demo failed:\n{text}");
+    // The command, its continuation lines joined as a shell would.
+    let start = text
+        .find("  ip netns exec bdemo-r ")
+        .unwrap_or_else(|| panic!("no router command:\n{text}"));
+    let mut command = String::new();
+    for l in text[start..].lines() {
+        match l.strip_suffix(" \\") {
+            Some(part) => command.push_str(part),
+            None => {
+                command.push_str(l);
+                break;
+            }
+        }
+        command.push(' ');
+    }
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[..4], ["ip", "netns", "exec", "bdemo-r"], "{command}");
+    let (program, config) = (words[4], words[6]);
+    assert_eq!(words[5], "run", "{command}");
+    // Paths as the user's shell sees them, from where the demo ran.
+    let program_path = root().join(program);
+    assert!(
+        program_path.exists(),
+        "{program} does not exist (from {}):\n{text}",
+        root().display()
+    );
+    assert!(root().join(config).exists(), "{config}:\n{text}");
+    // It is a bricks that reads the same configuration.
+    let out = output_timeout(
+        Command::new(&program_path)
+            .current_dir(root())
+            .args(["check", config]),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{program} check {config}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

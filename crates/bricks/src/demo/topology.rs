@@ -42,6 +42,11 @@ pub(crate) struct Port {
     pub rx_element: &'static str,
     /// See `rx_element`.
     pub tx_element: &'static str,
+    /// The counters, as (element, counter), of the packets the router
+    /// dropped on this port: on the way in (device ring full, frame too
+    /// large, not IPv4) and on the way out (TTL expired, bad IP options,
+    /// too big to send, no ARP reply, queue or device ring full).
+    pub drops: &'static [(&'static str, &'static str)],
 }
 
 impl Port {
@@ -63,6 +68,20 @@ pub(crate) const PORTS: [Port; 2] = [
         host_ip: Ipv4Addr::new(10, 1, 0, 2),
         rx_element: "in0",
         tx_element: "out0",
+        drops: &[
+            ("in0", "ring_drops"),
+            ("in0", "oversized"),
+            ("other0", "count"),
+            ("dt0", "expired"),
+            ("dt0", "truncated"),
+            ("gio0", "bad_options"),
+            ("gio0", "truncated"),
+            ("fr0", "too_big_df"),
+            ("fr0", "drops"),
+            ("arpq0", "drops"),
+            ("q0", "drops"),
+            ("out0", "drops"),
+        ],
     },
     Port {
         dev: "eth1",
@@ -74,6 +93,20 @@ pub(crate) const PORTS: [Port; 2] = [
         host_ip: Ipv4Addr::new(10, 2, 0, 2),
         rx_element: "in1",
         tx_element: "out1",
+        drops: &[
+            ("in1", "ring_drops"),
+            ("in1", "oversized"),
+            ("other1", "count"),
+            ("dt1", "expired"),
+            ("dt1", "truncated"),
+            ("gio1", "bad_options"),
+            ("gio1", "truncated"),
+            ("fr1", "too_big_df"),
+            ("fr1", "drops"),
+            ("arpq1", "drops"),
+            ("q1", "drops"),
+            ("out1", "drops"),
+        ],
     },
 ];
 

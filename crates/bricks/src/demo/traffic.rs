@@ -129,6 +129,12 @@ impl TcpResult {
         self.received as f64 / 1e6 / self.seconds.max(1e-9)
     }
 
+    /// Megabits (10^6 bits) of payload per second, over the transfer's
+    /// own duration.
+    pub fn mbits_per_s(&self) -> f64 {
+        self.mbytes_per_s() * 8.0
+    }
+
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "expected": self.expected,
@@ -325,6 +331,16 @@ impl UdpResult {
     }
 }
 
+impl UdpResult {
+    /// The one-way latency percentiles, when the sink measured them.
+    pub fn latency(&self) -> Option<String> {
+        self.latency_us.map(|(p50, p99, p999)| {
+            format!("one-way latency p50 {p50:.0} us, p99 {p99:.0} us, p99.9 {p999:.0} us")
+        })
+    }
+}
+
+/// The counts; [`UdpResult::latency`] is the rest.
 impl core::fmt::Display for UdpResult {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
@@ -335,14 +351,7 @@ impl core::fmt::Display for UdpResult {
             self.lost,
             self.lost as f64 * 100.0 / self.sent.max(1) as f64,
             self.reordered
-        )?;
-        if let Some((p50, p99, p999)) = self.latency_us {
-            write!(
-                f,
-                ", latency p50 {p50:.0} us, p99 {p99:.0} us, p99.9 {p999:.0} us"
-            )?;
-        }
-        Ok(())
+        )
     }
 }
 
@@ -428,8 +437,11 @@ mod tests {
         assert_eq!(r.latency_us, Some((25.0, 81.0, 120.5)));
         assert_eq!(
             r.to_string(),
-            "sent 100, received 98, lost 2 (2.00%), reordered 1, \
-             latency p50 25 us, p99 81 us, p99.9 120 us"
+            "sent 100, received 98, lost 2 (2.00%), reordered 1"
+        );
+        assert_eq!(
+            r.latency().unwrap(),
+            "one-way latency p50 25 us, p99 81 us, p99.9 120 us"
         );
         assert_eq!(UdpResult::from_reports(&sink, &gen), None);
     }
