@@ -2,8 +2,9 @@
 //! conf/demo-router.click in a network namespace, and the hosts' own tools
 //! check what it does: ping both ways, a TCP transfer checked byte for
 //! byte, ARP learnt in both directions with no static entry, and ICMP time
-//! exceeded for a TTL that runs out. The same suite runs on every device
-//! backend, with one worker and with two.
+//! exceeded for a TTL that runs out, at a limited rate under a flood, and
+//! no forwarding of frames for another MAC or of martian sources. The same
+//! suite runs on every device backend, with one worker and with two.
 //!
 //! Needs root (skipped otherwise, a failure under CI=true). Each test
 //! builds its own network, named uniquely, and everything is deleted when
@@ -244,6 +245,152 @@ impl Lab {
             self.stderr()
         );
     }
+
+    /// Counter `counter` summed over every element whose name starts with
+    /// `prefix` (anonymous elements are named after their class).
+    fn class_counter(&self, prefix: &str, counter: &str) -> u64 {
+        let stats = self.stats.lock().unwrap();
+        let Some(s) = stats.as_ref() else { return 0 };
+        s["workers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w["elements"].as_object())
+            .flat_map(|e| e.iter())
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(_, c)| c[counter].as_u64().unwrap_or(0))
+            .sum()
+    }
+
+    /// A field of `/proc/net/snmp` (e.g. "Icmp", "InTimeExcds") in `ns`.
+    fn snmp(&self, ns: &str, proto: &str, field: &str) -> u64 {
+        let out = self.run(ns, &["cat", "/proc/net/snmp"], 5);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{proto}:")))
+            .collect();
+        let names = rows[0].split_whitespace();
+        let values = rows[1].split_whitespace();
+        names
+            .zip(values)
+            .find(|(n, _)| *n == field)
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {proto} {field} in /proc/net/snmp:\n{text}"))
+    }
+
+    /// Sends `count` copies of `frame` out of h1's interface, with bricks
+    /// itself (AF_PACKET), as fast as it can.
+    fn send_from_h1(&self, frame: &[u8], count: usize) {
+        let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+        let config = format!(
+            "InfiniteSource(DATA \\<{hex}>, LIMIT {count}, STOP true) \
+             -> Queue({count}) -> ToDevice(eth0, BACKEND packet);"
+        );
+        let out = self.run(
+            "h1",
+            &[env!("CARGO_BIN_EXE_bricks"), "run", "-e", &config],
+            30,
+        );
+        assert!(
+            out.status.success(),
+            "sending from h1: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn mac_bytes(text: &str) -> [u8; 6] {
+    let mut m = [0u8; 6];
+    for (b, part) in m.iter_mut().zip(text.split(':')) {
+        *b = u8::from_str_radix(part, 16).unwrap();
+    }
+    m
+}
+
+fn ip_bytes(text: &str) -> [u8; 4] {
+    text.parse::<std::net::Ipv4Addr>().unwrap().octets()
+}
+
+/// An Ethernet frame holding a UDP datagram to port 9 (discard) with 8
+/// bytes of payload; the IP header checksum is right, the UDP one 0.
+fn udp_frame(dst_mac: [u8; 6], src_mac: [u8; 6], src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
+    let mut f = Vec::with_capacity(50);
+    f.extend(dst_mac);
+    f.extend(src_mac);
+    f.extend([0x08, 0x00]);
+    let mut ip = [
+        0x45, 0, 0, 36, 0x12, 0x34, 0, 0, ttl, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    ip[12..16].copy_from_slice(&src);
+    ip[16..20].copy_from_slice(&dst);
+    let mut sum: u32 = ip
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f.extend(ip);
+    f.extend([0x30, 0x39, 0, 9, 0, 16, 0, 0]);
+    f.extend(*b"bricks!!");
+    f
+}
+
+/// What RFC 1812 says a router must not do, checked from the hosts.
+fn rfc1812_limits(lab: &Lab) {
+    let router_mac = mac_bytes(&lab.macs[0]);
+    let h1_mac = mac_bytes(&lab.net.mac("h1", "eth0").unwrap());
+
+    // A flood of 2,000 packets with TTL 1: the router answers at most
+    // DEST_BURST (6) + DEST_RATE (1/s) x the time it took.
+    let flood = 2000;
+    let expired = lab.counter("dt1", "expired");
+    let before = lab.snmp("h1", "Icmp", "InTimeExcds");
+    let start = Instant::now();
+    lab.send_from_h1(
+        &udp_frame(router_mac, h1_mac, ip_bytes(H1), ip_bytes(H2), 1),
+        flood,
+    );
+    lab.wait_for("the flood at DecIPTTL", Duration::from_secs(10), |l| {
+        l.counter("dt1", "expired") >= expired + flood as u64
+    });
+    // Errors in flight arrive.
+    std::thread::sleep(Duration::from_millis(500));
+    let got = lab.snmp("h1", "Icmp", "InTimeExcds") - before;
+    let secs = start.elapsed().as_secs() + 1;
+    assert!(
+        (1..=6 + secs).contains(&got),
+        "{flood} packets with TTL 1 gave {got} time exceeded in under {secs} s; \
+         at most 6 + 1 per second are allowed"
+    );
+
+    // A frame for another host's MAC is not routed: dropped by FromDevice.
+    let sent = lab.counter("out1", "count");
+    let other = lab.counter("in0", "other_host");
+    let not_us = [0x02, 0x00, 0x00, 0x00, 0x99, 0x99];
+    lab.send_from_h1(
+        &udp_frame(not_us, h1_mac, ip_bytes(H1), ip_bytes(H2), 64),
+        100,
+    );
+    lab.wait_for("other_host drops", Duration::from_secs(10), |l| {
+        l.counter("in0", "other_host") >= other + 100
+    });
+
+    // A packet from 127.0.0.1 is not routed: a martian source.
+    let martians = lab.class_counter("CheckIPHeader", "martian_source");
+    let lo = [127, 0, 0, 1];
+    lab.send_from_h1(&udp_frame(router_mac, h1_mac, lo, ip_bytes(H2), 64), 100);
+    lab.wait_for("martian_source drops", Duration::from_secs(10), |l| {
+        l.class_counter("CheckIPHeader", "martian_source") >= martians + 100
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    let forwarded = lab.counter("out1", "count") - sent;
+    assert!(
+        forwarded < 100,
+        "{forwarded} frames left on eth1 after 100 to another MAC and 100 from 127.0.0.1"
+    );
 }
 
 /// Everything a router owes two hosts, on one backend and worker count.
@@ -288,6 +435,9 @@ fn suite(tag: &str, backend: &str, threads: usize) {
     lab.wait_for("DecIPTTL's expired counter", Duration::from_secs(5), |l| {
         l.counter("dt1", "expired") >= 1
     });
+
+    // Rate-limited errors, no frames for others, no martians.
+    rfc1812_limits(&lab);
 
     // The transfer's segments (8 MiB in at most 1448 bytes each) went in
     // on eth0 and out on eth1, counted by the named device elements.

@@ -386,16 +386,8 @@ impl RateLimiter {
     /// of 0 turns that limit off; bursts are at least 1, `dest_rate` at
     /// most 1000).
     pub fn new(rate: u32, burst: u32, dest_rate: u32, dest_burst: u32) -> RateLimiter {
-        let global_interval = if rate == 0 {
-            0
-        } else {
-            1_000_000_000 / u64::from(rate)
-        };
-        let dest_interval = if dest_rate == 0 {
-            0
-        } else {
-            (1000 / dest_rate).max(1)
-        };
+        let global_interval = 1_000_000_000u64.checked_div(u64::from(rate)).unwrap_or(0);
+        let dest_interval = 1000u32.checked_div(dest_rate).map_or(0, |i| i.max(1));
         RateLimiter {
             global_interval,
             global_tolerance: global_interval * u64::from(burst.max(1) - 1),
