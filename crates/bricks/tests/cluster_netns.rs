@@ -744,3 +744,160 @@ fn fly_forwards_between_its_hosts() {
     }
     eprintln!("fly test: {:.1} s", t0.elapsed().as_secs_f64());
 }
+
+/// Two servers, the first with two external ports.
+const TWO_PORTS: &str = r#"
+name = "tp"
+rate = "100Mbps"
+hello_interval = "50ms"
+
+[[node]]
+name = "n1"
+[[node.port]]
+iface = "ext0"
+address = "10.1.0.1/24"
+[[node.port]]
+iface = "ext1"
+address = "10.5.0.1/24"
+
+[[node]]
+name = "n2"
+[[node.port]]
+iface = "ext0"
+address = "10.2.0.1/24"
+
+[[route]]
+prefix = "10.1.0.0/24"
+node = "n1"
+port = "ext0"
+
+[[route]]
+prefix = "10.5.0.0/24"
+node = "n1"
+port = "ext1"
+
+[[route]]
+prefix = "10.2.0.0/24"
+node = "n2"
+port = "ext0"
+"#;
+
+/// A field of `/proc/net/snmp` in namespace `ns`.
+fn snmp(up: &Up, ns: &str, proto: &str, field: &str) -> u64 {
+    let out = output_timeout(
+        &mut up.exec(ns, &["cat", "/proc/net/snmp"]),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with(&format!("{proto}:")))
+        .collect();
+    rows[0]
+        .split_whitespace()
+        .zip(rows[1].split_whitespace())
+        .find(|(n, _)| *n == field)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {proto} {field}:\n{text}"))
+}
+
+/// Counter `k` summed over a server's elements of class `class`.
+fn class_total(up: &Up, node: usize, class: &str, k: &str) -> u64 {
+    let (ok, out) = bricks(&["ctl", &up.socket(node), "stats"], Duration::from_secs(10));
+    assert!(ok, "{out}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    v["workers"][0]["elements"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, e)| e["class"] == class)
+        .map(|(n, _)| v["total"][n][k].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn second_port_errors_come_from_its_address_and_directed_broadcasts_stay() {
+    if skip_unless_root("second_port_errors_come_from_its_address_and_directed_broadcasts_stay")
+        .is_some()
+    {
+        return;
+    }
+    let _turn = lock();
+    let up = Up::start("twoport", TWO_PORTS);
+    let n = up.hosts().len();
+    assert_eq!(n, 3);
+    let gateway = |h: usize| {
+        up.state["hosts"][h]["gateway"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let behind = |gw: &str| (0..n).find(|&h| gateway(h) == gw).unwrap();
+    let (h_ext0, h_ext1, h_n2) = (behind("10.1.0.1"), behind("10.5.0.1"), behind("10.2.0.1"));
+    for (a, b) in [(h_ext0, h_n2), (h_ext1, h_n2), (h_n2, h_ext1)] {
+        up.ping(a, b).unwrap();
+    }
+    // RFC 1812 section 4.3.2.4: time exceeded from the second port's
+    // address for a packet that came in by it.
+    let (ns1, _, _, _) = up.host(h_ext1);
+    let out = output_timeout(
+        &mut up.exec(
+            &ns1,
+            &[
+                "ping",
+                "-n",
+                "-c",
+                "1",
+                "-t",
+                "1",
+                "-W",
+                "2",
+                &up.host(h_n2).1,
+            ],
+        ),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("Time to live exceeded") && text.contains("From 10.5.0.1 "),
+        "ping -t 1 from behind ext1: {text}"
+    );
+    // RFC 2644: a ping to n2's subnet broadcast does not leave n2.
+    let (ns0, _, _, _) = up.host(h_ext0);
+    let (ns2, _, _, _) = up.host(h_n2);
+    let before = snmp(&up, &ns2, "Icmp", "InMsgs");
+    let n1 = up.node_index("n1");
+    let refused = class_total(&up, n1, "CheckIPHeader", "bad_destination");
+    let _ = output_timeout(
+        &mut up.exec(
+            &ns0,
+            &[
+                "ping",
+                "-n",
+                "-b",
+                "-c",
+                "3",
+                "-i",
+                "0.2",
+                "-W",
+                "1",
+                "10.2.0.255",
+            ],
+        ),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        class_total(&up, n1, "CheckIPHeader", "bad_destination") - refused,
+        3,
+        "n1 did not refuse the directed broadcasts"
+    );
+    assert_eq!(
+        snmp(&up, &ns2, "Icmp", "InMsgs"),
+        before,
+        "a directed broadcast reached the host behind n2"
+    );
+}
