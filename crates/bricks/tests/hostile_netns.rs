@@ -2,9 +2,10 @@
 //! traffic through ARP. The bricks binary runs conf/demo-router.click
 //! between h1 and h2; an attacker on h1's LAN (a bridge joins h1, the
 //! attacker and the router's eth0) writes frames from a raw AF_PACKET
-//! socket: unsolicited ARP replies from 100,000 addresses, replies claiming
+//! socket: unsolicited ARP replies from up to 100,000 addresses (bounded
+//! by ATTACK_TIME at the paced rate: about 80,000), replies claiming
 //! h2's side (h2 and the router's address there), unicast to the router
-//! and broadcast, and packets to 100,000 addresses on h2's link (a /15).
+//! and broadcast, and packets to as many addresses on h2's link (a /15).
 //! Meanwhile h1 pings h2 (no loss) and sends it a TCP stream (intact), and
 //! the router's resident memory stays bounded.
 //!
