@@ -257,7 +257,9 @@ static MANUAL: Manual = Manual {
             "queries not sent because QUERY_RATE was used up",
         ),
         ("entries", "entries in the table now"),
+        ("count", "the same as entries (Click's handler name)"),
         ("held", "packets held now"),
+        ("length", "the same as held (Click's handler name)"),
     ],
     example:
         "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 40 00 00 00 0a 00 00 01 0a 00 00 02>, \
@@ -843,7 +845,9 @@ impl Element for ArpQuerier {
         };
         s.counter("evictions", evictions);
         s.counter("entries", entries);
+        s.counter("count", entries);
         s.counter("held", self.table.held() as u64);
+        s.counter("length", self.table.held() as u64);
     }
 
     fn shutdown(&mut self, cx: &mut Context<'_>) {
@@ -1357,6 +1361,8 @@ mod tests {
         );
         let s = h.stats();
         assert_eq!(s.get("entries"), Some(4));
+        assert_eq!(s.get("count"), Some(4));
+        assert_eq!(s.get("length"), s.get("held"));
         assert_eq!(s.get("evictions"), Some(97));
         assert_eq!(h.take(1).len(), 100);
         // Unresolved entries went first: B is still known.
