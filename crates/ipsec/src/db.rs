@@ -9,9 +9,30 @@
 
 use crate::file::{self, FileError, SaFile};
 use crate::sa::Sa;
-use crate::spd::{Action, Dir, Flow, Selector, Template};
+use crate::spd::{Action, Dir, Flow, Selector, Template, TemplateIndex};
 use arc_swap::ArcSwap;
+use std::collections::{HashMap, HashSet};
+use std::net::Ipv4Addr;
 use std::sync::Arc;
+
+/// Which element a database serves. Only decapsulation checks sequence
+/// numbers, so only its SAs carry a receive window: with `replay-window
+/// 65536` a window is 32 KiB, which an encapsulating copy of 100,000 SAs
+/// would otherwise hold for nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Encapsulation only: SAs without receive windows.
+    Encap,
+    /// Decapsulation (or both): SAs with the windows their lines ask for.
+    Decap,
+}
+
+impl Side {
+    /// Whether SAs of this side check replay.
+    pub fn checks_replay(self) -> bool {
+        self == Side::Decap
+    }
+}
 
 /// What an outbound policy does with a packet.
 #[derive(Debug, Clone, Copy)]
@@ -51,15 +72,25 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Builds the databases from a parsed file, reusing the SAs of `old`
-    /// whose state lines are unchanged. `now_ns` starts new SAs' lifetimes.
-    pub fn build(file: &SaFile, old: Option<&Snapshot>, now_ns: u64) -> Snapshot {
+    /// whose state lines are unchanged. `now_ns` starts new SAs' lifetimes;
+    /// `side` says whether they need receive windows. Linear in the file:
+    /// old SAs and template matches are found by hash, not by a scan.
+    pub fn build(file: &SaFile, old: Option<&Snapshot>, now_ns: u64, side: Side) -> Snapshot {
+        // SPI and destination identify a state (the parser refuses
+        // duplicates); the rest of the line must match too for it to be
+        // kept. `old` was built for the same side.
+        let old_by_id: HashMap<(u32, Ipv4Addr), &Arc<Sa>> = old
+            .map(|o| o.sas.iter().map(|s| ((s.spi(), s.dst()), s)).collect())
+            .unwrap_or_default();
         let sas: Vec<Arc<Sa>> = file
             .states
             .iter()
             .map(|spec| {
-                old.and_then(|o| o.sas.iter().find(|s| same_state(s.spec(), spec)))
-                    .cloned()
-                    .unwrap_or_else(|| Arc::new(Sa::new(spec.clone(), now_ns)))
+                old_by_id
+                    .get(&(spec.spi, spec.dst))
+                    .filter(|s| same_state(s.spec(), spec))
+                    .map(|s| Arc::clone(s))
+                    .unwrap_or_else(|| Arc::new(Sa::for_side(spec.clone(), now_ns, side)))
             })
             .collect();
         let mut by_spi: Vec<_> = sas
@@ -71,6 +102,7 @@ impl Snapshot {
         let mut policies: Vec<_> = file.policies.iter().collect();
         // Lower priority values first; file order among equals.
         policies.sort_by_key(|p| p.priority);
+        let mut templates = TemplateIndex::new(&file.states);
         let out = policies
             .iter()
             .filter(|p| p.dir == Dir::Out)
@@ -79,10 +111,7 @@ impl Snapshot {
                 action: p.action,
                 // The newest (last) matching state serves the template, as
                 // Linux prefers the most recently added SA.
-                sa: p
-                    .template
-                    .as_ref()
-                    .and_then(|t| file.states.iter().rposition(|s| t.matches(s))),
+                sa: p.template.as_ref().and_then(|t| templates.last_match(t)),
             })
             .collect();
         let inbound = policies
@@ -177,14 +206,22 @@ fn same_state(a: &file::StateSpec, b: &file::StateSpec) -> bool {
 #[derive(Debug)]
 pub struct Database {
     current: ArcSwap<Snapshot>,
+    side: Side,
 }
 
 impl Database {
-    /// Parses and builds.
+    /// Parses and builds, with receive windows (decapsulation, or a test
+    /// that does both).
     pub fn from_text(text: &str, now_ns: u64) -> Result<Database, FileError> {
+        Database::for_side(text, now_ns, Side::Decap)
+    }
+
+    /// Parses and builds the databases one side uses.
+    pub fn for_side(text: &str, now_ns: u64, side: Side) -> Result<Database, FileError> {
         let file = file::parse(text)?;
         Ok(Database {
-            current: ArcSwap::from_pointee(Snapshot::build(&file, None, now_ns)),
+            current: ArcSwap::from_pointee(Snapshot::build(&file, None, now_ns, side)),
+            side,
         })
     }
 
@@ -204,11 +241,12 @@ impl Database {
     pub fn reload(&self, text: &str, now_ns: u64) -> Result<ReloadSummary, FileError> {
         let file = file::parse(text)?;
         let old = self.current.load_full();
-        let new = Snapshot::build(&file, Some(&old), now_ns);
+        let new = Snapshot::build(&file, Some(&old), now_ns, self.side);
+        let old_sas: HashSet<*const Sa> = old.sas.iter().map(Arc::as_ptr).collect();
         let kept = new
             .sas
             .iter()
-            .filter(|s| old.sas.iter().any(|o| Arc::ptr_eq(o, s)))
+            .filter(|s| old_sas.contains(&Arc::as_ptr(s)))
             .count();
         let summary = ReloadSummary {
             kept,

@@ -22,8 +22,9 @@
 //! traversal, other algorithms or ICV lengths) is refused with the line
 //! and the reason rather than ignored.
 
-use crate::spd::{Action, Dir, Prefix, Selector, Template};
+use crate::spd::{Action, Dir, Prefix, Selector, Template, TemplateIndex};
 use core::fmt;
+use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 /// The default anti-replay window when a state gives none (RFC 4303
@@ -196,26 +197,25 @@ pub fn parse(text: &str) -> Result<SaFile, FileError> {
     Ok(file)
 }
 
-/// Checks what no single line shows.
+/// Checks what no single line shows, in time linear in the file.
 fn check_whole(file: &SaFile) -> Result<(), FileError> {
-    for (i, s) in file.states.iter().enumerate() {
-        if let Some(first) = file.states[..i]
-            .iter()
-            .find(|o| o.spi == s.spi && o.dst == s.dst)
-        {
+    let mut first_line: HashMap<(u32, Ipv4Addr), usize> = HashMap::with_capacity(file.states.len());
+    for s in &file.states {
+        if let Some(first) = first_line.insert((s.spi, s.dst), s.line) {
             return Err(FileError {
                 line: s.line,
                 message: format!(
-                    "a second state with spi {:#x} to {} (the first is on line {}); \
+                    "a second state with spi {:#x} to {} (the first is on line {first}); \
                      an SA is identified by its destination and SPI",
-                    s.spi, s.dst, first.line
+                    s.spi, s.dst
                 ),
             });
         }
     }
+    let mut index = TemplateIndex::new(&file.states);
     for p in &file.policies {
         if let Some(t) = &p.template {
-            if !file.states.iter().any(|s| t.matches(s)) {
+            if index.last_match(t).is_none() {
                 return Err(FileError {
                     line: p.line,
                     message: format!(

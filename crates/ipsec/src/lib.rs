@@ -16,7 +16,7 @@ pub mod replay;
 pub mod sa;
 pub mod spd;
 
-pub use db::{Database, Snapshot, Verdict};
+pub use db::{Database, Side, Snapshot, Verdict};
 pub use esp::{decapsulate, encapsulate, DecapError, EncapError};
 pub use file::{parse, FileError, SaFile};
 pub use sa::Sa;

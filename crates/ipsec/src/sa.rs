@@ -8,6 +8,7 @@
 //! rather than once per packet. The counter and the window sit on cache
 //! lines of their own so that senders and receivers do not slow each other.
 
+use crate::db::Side;
 use crate::file::{Algorithm, Lifetime, StateSpec};
 use crate::replay::ReplayWindow;
 use aes::cipher::{BlockEncrypt, KeyInit};
@@ -186,12 +187,24 @@ impl core::fmt::Debug for Sa {
 }
 
 impl Sa {
-    /// Keys the SA; `installed_ns` starts its time limits.
+    /// Keys the SA, with the receive window its line asks for;
+    /// `installed_ns` starts its time limits.
     pub fn new(spec: StateSpec, installed_ns: u64) -> Sa {
+        Sa::for_side(spec, installed_ns, Side::Decap)
+    }
+
+    /// Keys the SA for one side: only decapsulation gets a receive window
+    /// (an encapsulating SA's is off and takes one word).
+    pub fn for_side(spec: StateSpec, installed_ns: u64, side: Side) -> Sa {
+        let window = if side.checks_replay() {
+            spec.replay_window
+        } else {
+            0
+        };
         Sa {
             transform: Transform::new(&spec.algorithm),
             next_seq: Line(AtomicU64::new(1)),
-            replay: Line(ReplayWindow::new(spec.replay_window, spec.esn)),
+            replay: Line(ReplayWindow::new(window, spec.esn)),
             counters: Line(SaCounters::default()),
             installed_ns,
             expired: AtomicU8::new(0),

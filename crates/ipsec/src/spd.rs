@@ -3,6 +3,7 @@
 
 use crate::file::StateSpec;
 use core::fmt;
+use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 /// An IPv4 prefix.
@@ -183,6 +184,60 @@ impl Template {
             && self.dst.is_none_or(|a| a == s.dst)
             && self.spi.is_none_or(|v| v == s.spi)
             && self.reqid.is_none_or(|v| v == s.reqid)
+    }
+}
+
+/// Finds the states templates name with one hash probe per template, so
+/// that matching P policies against S states costs O(P + S) rather than a
+/// scan of the states per policy.
+///
+/// A template constrains some of (src, dst, spi, reqid) and leaves the
+/// others open; for each combination of constrained fields some template
+/// uses (at most 16), the states are hashed once on those fields.
+pub(crate) struct TemplateIndex<'a> {
+    states: &'a [StateSpec],
+    /// By bitmask of constrained fields: projected key -> last state index.
+    by_fields: [Option<HashMap<[u32; 4], usize>>; 16],
+}
+
+impl<'a> TemplateIndex<'a> {
+    pub(crate) fn new(states: &'a [StateSpec]) -> TemplateIndex<'a> {
+        TemplateIndex {
+            states,
+            by_fields: Default::default(),
+        }
+    }
+
+    /// The index of the last state (in file order) that can serve `t`:
+    /// Linux prefers the most recently added SA.
+    pub(crate) fn last_match(&mut self, t: &Template) -> Option<usize> {
+        let fields = usize::from(t.src.is_some())
+            | usize::from(t.dst.is_some()) << 1
+            | usize::from(t.spi.is_some()) << 2
+            | usize::from(t.reqid.is_some()) << 3;
+        if fields == 0 {
+            return self.states.len().checked_sub(1);
+        }
+        let project = |src: u32, dst: u32, spi: u32, reqid: u32| {
+            let keep = |bit: usize, v: u32| if fields & bit != 0 { v } else { 0 };
+            [keep(1, src), keep(2, dst), keep(4, spi), keep(8, reqid)]
+        };
+        let states = self.states;
+        let map = self.by_fields[fields].get_or_insert_with(|| {
+            let mut m = HashMap::with_capacity(states.len());
+            for (i, s) in states.iter().enumerate() {
+                // Later states overwrite earlier ones: the last one wins.
+                m.insert(project(s.src.into(), s.dst.into(), s.spi, s.reqid), i);
+            }
+            m
+        });
+        map.get(&project(
+            t.src.map_or(0, u32::from),
+            t.dst.map_or(0, u32::from),
+            t.spi.unwrap_or(0),
+            t.reqid.unwrap_or(0),
+        ))
+        .copied()
     }
 }
 

@@ -6,7 +6,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
 use bricks_ipsec::spd::Flow;
-use bricks_ipsec::{decapsulate, DecapError};
+use bricks_ipsec::{decapsulate, DecapError, Side};
 use std::sync::Arc;
 
 /// The `IPsecESPDecap` class.
@@ -92,7 +92,7 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let db = SaFileDb::open(args)?;
+    let db = SaFileDb::open(args, Side::Decap)?;
     Ok(Box::new(IPsecESPDecap {
         db,
         has_other: ports.noutputs() > 1,

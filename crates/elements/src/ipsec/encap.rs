@@ -7,7 +7,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
 use bricks_ipsec::spd::Flow;
-use bricks_ipsec::{encapsulate, EncapError, Verdict};
+use bricks_ipsec::{encapsulate, EncapError, Side, Verdict};
 use std::sync::Arc;
 
 /// The `IPsecESPEncap` class.
@@ -85,7 +85,7 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let db = SaFileDb::open(args)?;
+    let db = SaFileDb::open(args, Side::Encap)?;
     if !db.db.load().has_outbound() {
         return Err(ArgError::new(format!(
             "{}: no `dir out` policy: IPsecESPEncap would protect nothing",

@@ -13,8 +13,9 @@ pub mod encap;
 
 use bricks_element::{ArgError, Args, Context, ElementClass, Stats};
 use bricks_ipsec::sa::{Expiry, SaCount};
-use bricks_ipsec::{Database, Sa};
+use bricks_ipsec::{Database, Sa, Side};
 use bricks_packet::Timestamp;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -29,12 +30,13 @@ pub(crate) struct SaFileDb {
 }
 
 impl SaFileDb {
-    /// Reads the `FILE` argument and, for the first instance, the file.
-    pub fn open(args: &mut Args<'_>) -> Result<Arc<SaFileDb>, ArgError> {
+    /// Reads the `FILE` argument and, for the first instance, the file,
+    /// into SAs for `side` (only decapsulation keeps receive windows).
+    pub fn open(args: &mut Args<'_>, side: Side) -> Result<Arc<SaFileDb>, ArgError> {
         let path: PathBuf = args.read_mp("FILE")?;
         args.shared(|_| {
             let text = read(&path)?;
-            let db = Database::from_text(&text, Timestamp::now().0)
+            let db = Database::for_side(&text, Timestamp::now().0, side)
                 .map_err(|e| ArgError::new(format!("{}: {e}", path.display())))?;
             Ok(SaFileDb { db, path })
         })
@@ -102,38 +104,60 @@ pub(crate) fn announce(sa: &Sa, e: Expiry) {
 /// own and the runner sums them, so the totals are exact however the
 /// workers end; the SA's shared counters serve its lifetimes.
 #[derive(Debug, Default)]
-pub(crate) struct SaCounts(Vec<(u32, SaCount)>);
+pub(crate) struct SaCounts {
+    /// In order of first use.
+    counts: Vec<(u32, SaCount)>,
+    /// SPI -> index into `counts`, once there are more than a few.
+    index: HashMap<u32, usize>,
+}
+
+/// Up to this many SAs are found by a scan, cheaper than hashing.
+const SCAN: usize = 8;
 
 impl SaCounts {
     /// The counters of the SA with this SPI (SPIs are unique in a file).
     pub fn of(&mut self, spi: u32) -> &mut SaCount {
-        let i = match self.0.iter().position(|e| e.0 == spi) {
+        let found = if self.counts.len() <= SCAN {
+            self.counts.iter().position(|e| e.0 == spi)
+        } else {
+            self.index.get(&spi).copied()
+        };
+        let i = match found {
             Some(i) => i,
             None => {
-                self.0.push((spi, SaCount::default()));
-                self.0.len() - 1
+                self.counts.push((spi, SaCount::default()));
+                if self.counts.len() > SCAN {
+                    if self.index.is_empty() {
+                        self.index = self
+                            .counts
+                            .iter()
+                            .enumerate()
+                            .map(|(i, e)| (e.0, i))
+                            .collect();
+                    } else {
+                        self.index.insert(spi, self.counts.len() - 1);
+                    }
+                }
+                self.counts.len() - 1
             }
         };
-        &mut self.0[i].1
+        &mut self.counts[i].1
     }
 
     /// Reports every SA of the database (zeros included), then those this
     /// worker counted that a reload has since removed.
     pub fn report(&self, db: &SaFileDb, s: &mut Stats) {
         let snap = db.db.load();
-        let mut spis: Vec<u32> = snap.sas().iter().map(|sa| sa.spi()).collect();
-        for (spi, _) in &self.0 {
-            if !spis.contains(spi) {
-                spis.push(*spi);
-            }
-        }
-        for spi in spis {
-            let c = self
-                .0
+        let counted: HashMap<u32, SaCount> = self.counts.iter().copied().collect();
+        let in_db: HashSet<u32> = snap.sas().iter().map(|sa| sa.spi()).collect();
+        let spis = snap.sas().iter().map(|sa| sa.spi()).chain(
+            self.counts
                 .iter()
-                .find(|e| e.0 == spi)
-                .map(|e| e.1)
-                .unwrap_or_default();
+                .map(|e| e.0)
+                .filter(|spi| !in_db.contains(spi)),
+        );
+        for spi in spis {
+            let c = counted.get(&spi).copied().unwrap_or_default();
             s.counter(format!("sa {spi:#x} packets"), c.packets);
             s.counter(format!("sa {spi:#x} bytes"), c.bytes);
             for (name, n) in [
@@ -220,5 +244,26 @@ pub(crate) enum SaDrop {
 impl Drop for Tally<'_> {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Past a few SAs the counters are found by hash; every SA keeps its
+    /// own, in order of first use.
+    #[test]
+    fn per_sa_counts_stay_apart_past_the_scan() {
+        let mut c = SaCounts::default();
+        for round in 1..=3u64 {
+            for spi in (0..1000u32).map(|i| 0x100 + i * 7) {
+                c.of(spi).packets += u64::from(spi) * round;
+            }
+        }
+        assert_eq!(c.counts.len(), 1000);
+        assert!(c.counts.iter().enumerate().all(|(i, (spi, n))| {
+            *spi == 0x100 + i as u32 * 7 && n.packets == u64::from(*spi) * 6
+        }));
     }
 }
