@@ -963,9 +963,14 @@ fn tcp_line(t: &TcpResult) -> String {
     } else {
         format!("CORRUPTED from byte {}", t.first_bad.unwrap_or(0))
     };
+    // Three digits of the duration: a fast transfer takes tens of ms.
+    let secs = if t.seconds < 1.0 {
+        format!("{:.3}", t.seconds)
+    } else {
+        format!("{:.2}", t.seconds)
+    };
     format!(
-        "{mib} MiB in {:.2} s = {:.0} Mbit/s, {check}",
-        t.seconds,
+        "{mib} MiB in {secs} s = {:.0} Mbit/s, {check}",
         t.mbits_per_s()
     )
 }
@@ -1114,7 +1119,7 @@ mod tests {
         // 16 MiB = 134.2 Mbit, in 0.2 s.
         assert_eq!(
             tcp_line(&t),
-            "16 MiB in 0.20 s = 671 Mbit/s, checked byte for byte"
+            "16 MiB in 0.200 s = 671 Mbit/s, checked byte for byte"
         );
         let short = TcpResult {
             received: 3 << 19,
