@@ -142,21 +142,17 @@ enum Algorithm {
 /// Reads the routes of a lookup element: those of its arguments, then
 /// those of its ROUTES file for the family `keep` accepts (a file may mix
 /// IPv4 and IPv6; each family's element takes its own).
-fn read_routes(
-    args: &mut Args<'_>,
+fn read_routes<'a>(
+    args: &mut Args<'a>,
     keep: fn(&bricks_lpm::source::RoutePrefix) -> bool,
-) -> Result<impl FnOnce() -> Result<Vec<bricks_lpm::source::Route>, ArgError>, ArgError> {
+) -> Result<impl FnOnce() -> Result<Vec<bricks_lpm::source::Route>, ArgError> + 'a, ArgError> {
     let file: Option<PathBuf> = args.read("ROUTES")?;
     let skip: bool = args.read("SKIP_ERRORS")?.unwrap_or(false);
-    let texts: Vec<(String, bricks_config::Span)> = args
-        .rest()
-        .into_iter()
-        .map(|(t, s)| (t.to_string(), s))
-        .collect();
+    // Borrowed from the configuration, not copied: a table given inline
+    // can be millions of arguments.
+    let texts = args.rest();
     Ok(move || {
-        let borrowed: Vec<(&str, bricks_config::Span)> =
-            texts.iter().map(|(t, s)| (t.as_str(), *s)).collect();
-        let mut routes = table::parse_routes(&borrowed)?;
+        let mut routes = table::parse_routes(&texts)?;
         if let Some(f) = file {
             routes.extend(
                 table::load_file(&f, skip)?
@@ -178,7 +174,7 @@ fn make_v4(
     let noutputs = ports.noutputs();
     let t: Arc<RouteTable<dyn Lpm4Update>> = args.shared(|_| {
         let routes = routes()?;
-        table::build_v4(&routes, noutputs, |r| -> Result<Box<dyn Lpm4Update>, _> {
+        table::build_v4(routes, noutputs, |r| -> Result<Box<dyn Lpm4Update>, _> {
             Ok(match algo {
                 Algorithm::Dir24_8 => Box::new(Dir24_8::build(r, memory)?),
                 Algorithm::Trie4 => Box::new(Trie4::build(r, memory)?),
@@ -198,7 +194,7 @@ fn make_v6(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, Ar
     let noutputs = ports.noutputs();
     let t: Arc<RouteTable<dyn Lpm6Update>> = args.shared(|_| {
         let routes = routes()?;
-        table::build_v6(&routes, noutputs, |r| -> Result<Box<dyn Lpm6Update>, _> {
+        table::build_v6(routes, noutputs, |r| -> Result<Box<dyn Lpm6Update>, _> {
             Ok(Box::new(Poptrie6::build(r, memory)?))
         })
     })?;

@@ -67,13 +67,19 @@ pub fn load_file(path: &Path, skip_errors: bool) -> Result<Vec<Route>, ArgError>
     for w in warnings.iter().take(20) {
         eprintln!("warning: {w}");
     }
-    Ok(table
-        .routes()
-        .map(|(prefix, hops)| Route {
-            prefix,
-            hops: hops.to_vec(),
-        })
-        .collect())
+    // Moved, not copied: a full table's hop lists are a million
+    // allocations.
+    let source::RouteTable { v4, v6 } = table;
+    let mut routes = Vec::with_capacity(v4.len() + v6.len());
+    routes.extend(v4.into_iter().map(|(p, hops)| Route {
+        prefix: RoutePrefix::V4(p),
+        hops,
+    }));
+    routes.extend(v6.into_iter().map(|(p, hops)| Route {
+        prefix: RoutePrefix::V6(p),
+        hops,
+    }));
+    Ok(routes)
 }
 
 impl<T: ?Sized> RouteTable<T> {
@@ -145,7 +151,7 @@ impl<T: ?Sized> RouteTable<T> {
 /// Builds an IPv4 table from routes with the constructor `build` (one of
 /// the `bricks_lpm` algorithms).
 pub fn build_v4<T: Lpm4Update + ?Sized>(
-    routes: &[Route],
+    routes: Vec<Route>,
     noutputs: usize,
     build: impl FnOnce(&[(Prefix4, NextHop)]) -> Result<Box<T>, bricks_lpm::LpmError>,
 ) -> Result<RouteTable<T>, ArgError> {
@@ -158,7 +164,7 @@ pub fn build_v4<T: Lpm4Update + ?Sized>(
                 p.len
             )));
         }
-        table.push(r.clone());
+        table.push(r);
     }
     table.canonicalize(source::Duplicates::Merge);
     let interned = table.intern();
@@ -168,7 +174,7 @@ pub fn build_v4<T: Lpm4Update + ?Sized>(
 
 /// Builds an IPv6 table; see [`build_v4`].
 pub fn build_v6<T: Lpm6Update + ?Sized>(
-    routes: &[Route],
+    routes: Vec<Route>,
     noutputs: usize,
     build: impl FnOnce(&[(Prefix6, NextHop)]) -> Result<Box<T>, bricks_lpm::LpmError>,
 ) -> Result<RouteTable<T>, ArgError> {
@@ -181,7 +187,7 @@ pub fn build_v6<T: Lpm6Update + ?Sized>(
                 p.len
             )));
         }
-        table.push(r.clone());
+        table.push(r);
     }
     table.canonicalize(source::Duplicates::Merge);
     let interned = table.intern();
