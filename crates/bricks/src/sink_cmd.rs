@@ -62,8 +62,10 @@ pub(crate) fn config(a: &SinkArgs) -> anyhow::Result<String> {
     } else {
         String::new()
     };
+    // PROMISC true: a sink measures whatever arrives on its interface, like
+    // a capture, not only the frames addressed to its MAC.
     Ok(format!(
-        "// bricks sink {iface}\nrx :: FromDevice({iface}{backend}) -> sink :: TrafficSink{offset};\n",
+        "// bricks sink {iface}\nrx :: FromDevice({iface}{backend}, PROMISC true) -> sink :: TrafficSink{offset};\n",
         iface = a.iface,
         backend = a.backend.arg(),
     ))
@@ -423,7 +425,7 @@ mod tests {
         assert_eq!(
             config(&a).unwrap(),
             "// bricks sink stest0\n\
-             rx :: FromDevice(stest0, BACKEND xdp) -> sink :: TrafficSink(OFFSET 4);\n"
+             rx :: FromDevice(stest0, BACKEND xdp, PROMISC true) -> sink :: TrafficSink(OFFSET 4);\n"
         );
     }
 }

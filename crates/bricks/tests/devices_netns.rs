@@ -92,14 +92,14 @@ fn forward(
         &[
             "run",
             "-e",
-            "FromDevice(s0) -> Classifier(12/0800) -> c :: Counter -> Discard;",
+            "FromDevice(s0, PROMISC true) -> Classifier(12/0800) -> c :: Counter -> Discard;",
             "--duration",
             "6",
         ],
     ))
     .unwrap();
     let conf = format!(
-        "FromDevice(r0, BACKEND {backend}) -> c :: Counter -> Queue(4096) -> ToDevice(r1, BACKEND {backend});"
+        "FromDevice(r0, BACKEND {backend}, PROMISC true) -> c :: Counter -> Queue(4096) -> ToDevice(r1, BACKEND {backend});"
     );
     let mut args = vec!["run", "-e", &conf, "--duration", "5", "--control", &sock_s];
     args.extend_from_slice(router_args);
@@ -220,7 +220,7 @@ fn an_interface_that_disappears_is_reported_and_the_rest_keeps_forwarding() {
         &[
             "run",
             "-e",
-            "FromDevice(s0) -> Classifier(12/0800) -> c :: Counter -> Discard;",
+            "FromDevice(s0, PROMISC true) -> Classifier(12/0800) -> c :: Counter -> Discard;",
             "--duration",
             "5",
         ],
@@ -232,8 +232,8 @@ fn an_interface_that_disappears_is_reported_and_the_rest_keeps_forwarding() {
         &[
             "run",
             "-e",
-            "FromDevice(r0) -> Queue(4096) -> ToDevice(r1); \
-             FromDevice(r2) -> Queue -> ToDevice(r2);",
+            "FromDevice(r0, PROMISC true) -> Queue(4096) -> ToDevice(r1); \
+             FromDevice(r2, PROMISC true) -> Queue -> ToDevice(r2);",
             "--duration",
             "4",
         ],

@@ -130,7 +130,8 @@ fn generated_configurations_print_and_check() {
         "{text}"
     );
     let o = bricks(&["sink", "eth9", "--print-config"]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("FromDevice(eth9) -> sink :: TrafficSink"));
+    assert!(String::from_utf8_lossy(&o.stdout)
+        .contains("FromDevice(eth9, PROMISC true) -> sink :: TrafficSink"));
 }
 
 /// Live: a sink in one namespace, a generator in another, a veth between.
