@@ -305,17 +305,41 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let mut bad_dst = baddst.map(|l| l.0).unwrap_or_default();
     bad_dst.sort_unstable();
     bad_dst.dedup();
+    let own: Box<[u32]> = own.into_iter().map(u32::from).collect();
+    let bad_src: Box<[u32]> = bad_src.into_iter().map(u32::from).collect();
+    let bad_dst: Box<[u32]> = bad_dst.into_iter().map(u32::from).collect();
+    let src_filter = filter(
+        bad_src
+            .iter()
+            .chain(if martians { own.iter() } else { [].iter() }),
+    );
     Ok(Box::new(CheckIPHeader {
         martians,
-        own: own.into_iter().map(u32::from).collect(),
-        bad_dst: bad_dst.into_iter().map(u32::from).collect(),
+        own,
+        src_filter,
+        dst_filter: filter(bad_dst.iter()),
+        bad_dst,
         offset: offset.unwrap_or(0),
         checksum,
-        bad_src: bad_src.into_iter().map(u32::from).collect(),
+        bad_src,
         good_dst: good_dst.into_iter().map(u32::from).collect(),
         has_reject: ports.noutputs() > 1,
         drops: [0; DropReason::ALL.len()],
     }))
+}
+
+/// The bit of a 64-bit filter that address `a` (host order) sets.
+#[inline(always)]
+fn filter_bit(a: u32) -> u64 {
+    1 << (a.wrapping_mul(0x9e37_79b1) >> 26)
+}
+
+/// A one-word Bloom filter of `addrs`: an address whose bit is clear is in
+/// none of them, so the common packet skips the list scans (a router's
+/// lists hold a handful of addresses; a scan per list cost more than the
+/// rest of the header check).
+fn filter<'a>(addrs: impl Iterator<Item = &'a u32>) -> u64 {
+    addrs.fold(0, |f, &a| f | filter_bit(a))
 }
 
 /// Checks IPv4 headers.
@@ -333,6 +357,10 @@ pub struct CheckIPHeader {
     martians: bool,
     /// The router's own addresses (INTERFACES), host order.
     own: Box<[u32]>,
+    /// [`filter`] of `bad_src`, and of `own` when `martians`.
+    src_filter: u64,
+    /// [`filter`] of `bad_dst`.
+    dst_filter: u64,
     has_reject: bool,
     drops: [u64; DropReason::ALL.len()],
 }
@@ -366,19 +394,18 @@ impl CheckIPHeader {
         }
         let src = be32(h, 12);
         let dst = be32(h, 16);
+        let src_listed = self.src_filter & filter_bit(src) != 0;
         if is_multicast_or_reserved(src)
-            || (!self.bad_src.is_empty()
-                && self.bad_src.contains(&src)
-                && !self.good_dst.contains(&dst))
+            || (src_listed && self.bad_src.contains(&src) && !self.good_dst.contains(&dst))
         {
             return Err(DropReason::BadSource);
         }
         if self.martians {
-            if let Some(r) = self.martian(src, dst) {
+            if let Some(r) = self.martian(src, dst, src_listed) {
                 return Err(r);
             }
         }
-        if !self.bad_dst.is_empty() && self.bad_dst.contains(&dst) {
+        if self.dst_filter & filter_bit(dst) != 0 && self.bad_dst.contains(&dst) {
             return Err(DropReason::BadDestination);
         }
         let excess = h.len() - len;
@@ -391,9 +418,12 @@ impl CheckIPHeader {
     /// The martian check of RFC 1812 sections 5.3.7 and 4.2.2.11 on a
     /// source and destination (host order) that passed the others.
     #[inline]
-    fn martian(&self, src: u32, dst: u32) -> Option<DropReason> {
+    fn martian(&self, src: u32, dst: u32, src_listed: bool) -> Option<DropReason> {
         let (snet, dnet) = (src >> 24, dst >> 24);
-        if (snet == 0 && !self.good_dst.contains(&dst)) || snet == 127 || self.own.contains(&src) {
+        if (snet == 0 && !self.good_dst.contains(&dst))
+            || snet == 127
+            || (src_listed && self.own.contains(&src))
+        {
             return Some(DropReason::MartianSource);
         }
         if dnet == 0 || dnet == 127 || (dst >= 0xf000_0000 && dst != u32::MAX) {
@@ -608,6 +638,21 @@ mod tests {
         framed.extend(&p);
         let mut h = run("10.0.0.254, 4", &framed);
         assert_eq!(h.take(0).len(), 1);
+    }
+
+    #[test]
+    fn the_address_filter_never_hides_a_listed_address() {
+        let listed: Vec<u32> = (0..200u32)
+            .map(|i| i.wrapping_mul(0x0101_0f31) ^ 0x0a00_0001)
+            .collect();
+        let f = super::filter(listed.iter());
+        assert!(listed.iter().all(|&a| f & super::filter_bit(a) != 0));
+        // A handful of addresses leaves most others clear.
+        let few = super::filter([0x1a1a_0401u32, 0x0100_0001, 0x1a1a_04ff, 0].iter());
+        let clear = (0..10_000u32)
+            .filter(|i| few & super::filter_bit(i.wrapping_mul(2_654_435_761)) == 0)
+            .count();
+        assert!(clear > 8_000, "{clear}");
     }
 
     #[test]
