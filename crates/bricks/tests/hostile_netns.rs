@@ -2,11 +2,11 @@
 //! traffic through ARP. The bricks binary runs conf/demo-router.click
 //! between h1 and h2; an attacker on h1's LAN (a bridge joins h1, the
 //! attacker and the router's eth0) writes frames from a raw AF_PACKET
-//! socket: unsolicited ARP replies from up to 100,000 addresses (bounded
-//! by ATTACK_TIME at the paced rate: about 80,000), replies claiming
+//! socket: unsolicited ARP replies from 100,000 addresses (paced to about
+//! 7,000 frames a second, bounded by ATTACK_TIME), replies claiming
 //! h2's side (h2 and the router's address there), unicast to the router
 //! and broadcast, and packets to as many addresses on h2's link (a /15).
-//! Meanwhile h1 pings h2 (no loss) and sends it a TCP stream (intact), and
+//! All the while h1 pings h2 (no loss) and sends it a TCP stream (intact), and
 //! the router's resident memory stays bounded.
 //!
 //! Needs root (skipped otherwise, a failure under CI=true). The network
@@ -25,7 +25,7 @@ const ATTACKER: [u8; 4] = [10, 1, 0, 66];
 /// Distinct addresses the attacker uses for each kind of flood.
 const ADDRESSES: u32 = 100_000;
 /// The attacker stops after this long even if frames are left.
-const ATTACK_TIME: Duration = Duration::from_secs(25);
+const ATTACK_TIME: Duration = Duration::from_secs(40);
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -357,7 +357,7 @@ fn hostile_lan_host_neither_stalls_nor_steals() {
             "-n",
             "-q",
             "-c",
-            "300",
+            "600",
             "-i",
             "0.05",
             "-W",
@@ -376,7 +376,7 @@ fn hostile_lan_host_neither_stalls_nor_steals() {
     let rss_after = rss_kb(router.id());
     eprintln!("attacker sent {sent:?}; router RSS {rss_before} kB -> {rss_after} kB");
 
-    let pinged = pinger.wait(Duration::from_secs(30), None).unwrap();
+    let pinged = pinger.wait(Duration::from_secs(45), None).unwrap();
     let text = String::from_utf8_lossy(&pinged.stdout);
     let router_err = || {
         let s = stats.lock().unwrap();
@@ -431,7 +431,11 @@ fn hostile_lan_host_neither_stalls_nor_steals() {
     );
     // The counters say why nothing was learnt, once the next stats line is in.
     std::thread::sleep(Duration::from_millis(1200));
-    assert!(sent.replies > 10_000 && sent.packets > 10_000, "{sent:?}");
+    // The whole flood went out: every address was used.
+    assert!(
+        sent.replies >= u64::from(ADDRESSES) && sent.packets >= u64::from(ADDRESSES),
+        "{sent:?}"
+    );
     let entries = counter("arpq1", "entries");
     assert!(entries <= 4096, "arpq1 has {entries} entries");
     assert!(counter("arpq0", "off_subnet") > 1000);
