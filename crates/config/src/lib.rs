@@ -170,7 +170,7 @@ impl Default for Limits {
             max_elements: 1_000_000,
             max_depth: 64,
             max_connections: 4_000_000,
-            max_config_bytes: 256 << 20,
+            max_config_bytes: 1 << 30,
         }
     }
 }
