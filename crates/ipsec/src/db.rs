@@ -9,7 +9,7 @@
 
 use crate::file::{self, FileError, SaFile};
 use crate::sa::Sa;
-use crate::spd::{Action, Dir, Flow, Selector, Template, TemplateIndex};
+use crate::spd::{Action, Dir, FirstMatch, Flow, Selector, Template, TemplateIndex};
 use arc_swap::ArcSwap;
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
@@ -68,6 +68,18 @@ pub struct Snapshot {
     by_spi: Vec<(u32, u32, usize)>,
     out: Vec<OutPolicy>,
     inbound: Vec<InPolicy>,
+    /// First-match indexes of `out` and `inbound`, made when a list is long
+    /// enough that a scan would cost more than the index's probes.
+    out_index: Option<FirstMatch>,
+    in_index: Option<FirstMatch>,
+}
+
+/// Policy lists longer than this are searched through a [`FirstMatch`]
+/// index; shorter ones are scanned (a few comparisons beat a hash probe).
+const SCAN_AT_MOST: usize = 8;
+
+fn index_of<'a>(selectors: impl ExactSizeIterator<Item = &'a Selector>) -> Option<FirstMatch> {
+    (selectors.len() > SCAN_AT_MOST).then(|| FirstMatch::new(selectors))
 }
 
 impl Snapshot {
@@ -103,7 +115,7 @@ impl Snapshot {
         // Lower priority values first; file order among equals.
         policies.sort_by_key(|p| p.priority);
         let mut templates = TemplateIndex::new(&file.states);
-        let out = policies
+        let out: Vec<OutPolicy> = policies
             .iter()
             .filter(|p| p.dir == Dir::Out)
             .map(|p| OutPolicy {
@@ -114,7 +126,7 @@ impl Snapshot {
                 sa: p.template.as_ref().and_then(|t| templates.last_match(t)),
             })
             .collect();
-        let inbound = policies
+        let inbound: Vec<InPolicy> = policies
             .iter()
             .filter(|p| p.dir != Dir::Out)
             .map(|p| InPolicy {
@@ -124,6 +136,8 @@ impl Snapshot {
             })
             .collect();
         Snapshot {
+            out_index: index_of(out.iter().map(|p| &p.selector)),
+            in_index: index_of(inbound.iter().map(|p| &p.selector)),
             sas,
             by_spi,
             out,
@@ -156,16 +170,18 @@ impl Snapshot {
     /// passes in the clear, as in Linux).
     #[inline]
     pub fn outbound(&self, flow: &Flow) -> Verdict<'_> {
-        for p in &self.out {
-            if p.selector.matches(flow) {
-                return match (p.action, p.sa) {
-                    (Action::Block, _) => Verdict::Block,
-                    (Action::Allow, Some(i)) => Verdict::Protect(&self.sas[i]),
-                    (Action::Allow, None) => Verdict::Bypass,
-                };
-            }
+        let first = match &self.out_index {
+            Some(index) => index.find(flow).map(|i| &self.out[i]),
+            None => self.out.iter().find(|p| p.selector.matches(flow)),
+        };
+        match first {
+            Some(p) => match (p.action, p.sa) {
+                (Action::Block, _) => Verdict::Block,
+                (Action::Allow, Some(i)) => Verdict::Protect(&self.sas[i]),
+                (Action::Allow, None) => Verdict::Bypass,
+            },
+            None => Verdict::Bypass,
         }
-        Verdict::Bypass
     }
 
     /// Whether a packet decapsulated by `sa` may pass (RFC 4301 section
@@ -179,12 +195,13 @@ impl Snapshot {
         if !sa.selector_takes(flow) {
             return false;
         }
-        self.inbound
-            .iter()
-            .find(|p| p.selector.matches(flow))
-            .is_some_and(|p| {
-                p.action == Action::Allow && p.template.is_some_and(|t| t.matches(sa.spec()))
-            })
+        let first = match &self.in_index {
+            Some(index) => index.find(flow).map(|i| &self.inbound[i]),
+            None => self.inbound.iter().find(|p| p.selector.matches(flow)),
+        };
+        first.is_some_and(|p| {
+            p.action == Action::Allow && p.template.is_some_and(|t| t.matches(sa.spec()))
+        })
     }
 }
 

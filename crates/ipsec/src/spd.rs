@@ -141,6 +141,144 @@ impl Selector {
     }
 }
 
+/// First-match lookup over an ordered list of selectors in time that does
+/// not grow with the list: tuple space search (Srinivasan, Suri and
+/// Varghese, SIGCOMM 1999; Open vSwitch's classifier). Selectors with the
+/// same shape (prefix lengths, and which of protocol and ports they fix)
+/// form a tuple; each tuple is a hash table from the masked fields to the
+/// first selector of that shape and those values. A lookup probes each
+/// tuple once, in the order of their first selectors, and stops as soon as
+/// no later tuple can hold an earlier match. A policy database has a few
+/// shapes however many policies it holds, so a packet costs a few probes,
+/// where a scan costs one comparison per policy (with 100,000 policies a
+/// packet paid 100,000).
+#[derive(Debug, Default)]
+pub struct FirstMatch {
+    /// Sorted by `first`.
+    tuples: Vec<Tuple>,
+}
+
+#[derive(Debug)]
+struct Tuple {
+    src_mask: u32,
+    dst_mask: u32,
+    /// Which of protocol, source port and destination port the shape fixes.
+    proto: bool,
+    sport: bool,
+    dport: bool,
+    /// The lowest index in the tuple.
+    first: usize,
+    /// Masked fields to the first index holding them.
+    map: HashMap<u128, usize, KeyHasher>,
+}
+
+impl Tuple {
+    #[inline]
+    fn key(&self, src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> u128 {
+        let proto = u64::from(proto) * u64::from(self.proto);
+        let sport = u64::from(sport) * u64::from(self.sport);
+        let dport = u64::from(dport) * u64::from(self.dport);
+        let rest = (proto << 32) | (sport << 16) | dport;
+        (u128::from(src & self.src_mask) << 96)
+            | (u128::from(dst & self.dst_mask) << 64)
+            | u128::from(rest)
+    }
+}
+
+impl FirstMatch {
+    /// Indexes `selectors` (in priority order: the first that matches wins).
+    pub fn new<'a>(selectors: impl IntoIterator<Item = &'a Selector>) -> FirstMatch {
+        let mut tuples: Vec<Tuple> = Vec::new();
+        let mut by_shape: HashMap<(u8, u8, bool, bool, bool), usize> = HashMap::new();
+        for (i, s) in selectors.into_iter().enumerate() {
+            let shape = (
+                s.src.len,
+                s.dst.len,
+                s.proto.is_some(),
+                s.sport.is_some(),
+                s.dport.is_some(),
+            );
+            let t = *by_shape.entry(shape).or_insert_with(|| {
+                tuples.push(Tuple {
+                    src_mask: s.src.mask,
+                    dst_mask: s.dst.mask,
+                    proto: shape.2,
+                    sport: shape.3,
+                    dport: shape.4,
+                    first: i,
+                    map: HashMap::default(),
+                });
+                tuples.len() - 1
+            });
+            let tuple = &mut tuples[t];
+            let k = tuple.key(
+                s.src.addr,
+                s.dst.addr,
+                s.proto.unwrap_or(0),
+                s.sport.unwrap_or(0),
+                s.dport.unwrap_or(0),
+            );
+            // A later selector with the same shape and values never wins.
+            tuple.map.entry(k).or_insert(i);
+        }
+        // Tuples are made in the order of their first selector already.
+        FirstMatch { tuples }
+    }
+
+    /// The index of the first selector that takes `f`.
+    #[inline]
+    pub fn find(&self, f: &Flow) -> Option<usize> {
+        let mut best = usize::MAX;
+        for t in &self.tuples {
+            if t.first >= best {
+                break;
+            }
+            if let Some(&i) = t.map.get(&t.key(f.src, f.dst, f.proto, f.sport, f.dport)) {
+                best = best.min(i);
+            }
+        }
+        (best != usize::MAX).then_some(best)
+    }
+}
+
+/// A multiply-xorshift hash of a 128-bit key: the keys are made from the
+/// configuration's selectors, so their spread, not a packet's choice,
+/// sets the tables' probe lengths; SipHash would cost more than the rest
+/// of the lookup.
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher;
+
+impl std::hash::BuildHasher for KeyHasher {
+    type Hasher = KeyHash;
+    fn build_hasher(&self) -> KeyHash {
+        KeyHash(0)
+    }
+}
+
+#[derive(Debug)]
+struct KeyHash(u64);
+
+impl std::hash::Hasher for KeyHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    #[inline]
+    fn write_u128(&mut self, k: u128) {
+        let x = (k as u64) ^ ((k >> 64) as u64).rotate_left(29) ^ self.0;
+        let m = u128::from(x) * 0x9e37_79b9_7f4a_7c15;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, k: u64) {
+        self.write_u128(u128::from(k));
+    }
+}
+
 /// A policy's direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
@@ -266,6 +404,89 @@ impl fmt::Display for Template {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Selectors drawn from a small space, so that flows often match
+    /// several and the order matters.
+    fn selector() -> impl Strategy<Value = Selector> {
+        let prefix =
+            (0u32..4, prop::sample::select(vec![0u8, 8, 16, 24, 32])).prop_map(|(n, len)| {
+                let mask = Prefix::mask(len);
+                Prefix {
+                    addr: (0x0a00_0000 | n << 8 | n) & mask,
+                    len,
+                    mask,
+                }
+            });
+        (
+            prefix.clone(),
+            prefix,
+            prop::option::of(prop::sample::select(vec![1u8, 6, 17])),
+            prop::option::of(0u16..3),
+            prop::option::of(0u16..3),
+        )
+            .prop_map(|(src, dst, proto, sport, dport)| Selector {
+                src,
+                dst,
+                proto,
+                sport,
+                dport,
+            })
+    }
+
+    fn flow() -> impl Strategy<Value = Flow> {
+        let addr = (0u32..4, 0u32..4).prop_map(|(n, h)| 0x0a00_0000 | n << 8 | h);
+        (
+            addr.clone(),
+            addr,
+            prop::sample::select(vec![1u8, 6, 17, 50]),
+            0u16..3,
+            0u16..3,
+        )
+            .prop_map(|(src, dst, proto, sport, dport)| Flow {
+                src,
+                dst,
+                proto,
+                sport,
+                dport,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn first_match_index_agrees_with_a_scan(
+            sels in prop::collection::vec(selector(), 0..60),
+            flows in prop::collection::vec(flow(), 1..40),
+        ) {
+            let index = FirstMatch::new(&sels);
+            for f in &flows {
+                prop_assert_eq!(index.find(f), sels.iter().position(|s| s.matches(f)));
+            }
+        }
+    }
+
+    #[test]
+    fn a_hundred_thousand_policies_take_a_few_probes() {
+        // One /32 pair per peer, as a gateway with many peers has: one shape.
+        let sels: Vec<Selector> = (0..100_000u32)
+            .map(|i| Selector {
+                src: Prefix::parse(&Ipv4Addr::from(0x0a00_0000 + i).to_string()).unwrap(),
+                dst: Prefix::parse(&Ipv4Addr::from(0x0b00_0000 + i).to_string()).unwrap(),
+                ..Selector::any()
+            })
+            .collect();
+        let index = FirstMatch::new(&sels);
+        assert_eq!(index.tuples.len(), 1);
+        let f = |i: u32| Flow {
+            src: 0x0a00_0000 + i,
+            dst: 0x0b00_0000 + i,
+            proto: 17,
+            sport: 9,
+            dport: 9,
+        };
+        assert_eq!(index.find(&f(99_999)), Some(99_999));
+        assert_eq!(index.find(&f(100_000)), None);
+    }
 
     #[test]
     fn prefixes() {
