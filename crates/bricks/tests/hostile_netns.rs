@@ -13,7 +13,10 @@
 //! is named uniquely and deleted when the test ends, failed or not; the
 //! attacker is bounded in frames and in time.
 
+mod common;
+
 use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Captured, ChildGuard, Network};
+use common::{mac_bytes, udp_frame};
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -29,14 +32,6 @@ const ATTACK_TIME: Duration = Duration::from_secs(40);
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn mac_bytes(text: &str) -> [u8; 6] {
-    let mut m = [0u8; 6];
-    for (b, part) in m.iter_mut().zip(text.split(':')) {
-        *b = u8::from_str_radix(part, 16).unwrap();
-    }
-    m
 }
 
 fn ipv4(a: [u8; 4]) -> String {
@@ -64,30 +59,6 @@ fn arp_reply(
 
 /// An Ethernet frame with a UDP datagram to port 9 (discard), 8 bytes of
 /// payload, a right IP checksum and no UDP checksum.
-fn udp_frame(dst_mac: [u8; 6], src_mac: [u8; 6], src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(50);
-    f.extend(dst_mac);
-    f.extend(src_mac);
-    f.extend([0x08, 0x00]);
-    let mut ip = [
-        0x45, 0, 0, 36, 0x12, 0x34, 0, 0, 64, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    ];
-    ip[12..16].copy_from_slice(&src);
-    ip[16..20].copy_from_slice(&dst);
-    let mut sum: u32 = ip
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    f.extend(ip);
-    f.extend([0x30, 0x39, 0x00, 0x09, 0x00, 0x10, 0x00, 0x00]);
-    f.extend(*b"hostile!");
-    f
-}
-
 /// A raw AF_PACKET socket bound to interface `ifname` of the calling
 /// thread's namespace.
 struct RawSocket(std::os::fd::OwnedFd);
@@ -168,7 +139,14 @@ fn attack(router_mac: [u8; 6], router_mac1: [u8; 6]) -> Attack {
             u64::from(sock.send(&arp_reply(dst, sha, sender, router_mac, [10, 1, 0, 1])));
         // 10.2.0.0/15: 131,072 addresses on h2's link.
         let target = (0x0a02_0100u32 + i).to_be_bytes();
-        sent.packets += u64::from(sock.send(&udp_frame(router_mac, me, ATTACKER, target)));
+        sent.packets += u64::from(sock.send(&udp_frame(
+            router_mac,
+            me,
+            ATTACKER,
+            target,
+            64,
+            b"hostile!",
+        )));
         if i % 64 == 0 {
             for (claimed, to) in [
                 (H2, router_mac),

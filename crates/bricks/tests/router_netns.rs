@@ -10,7 +10,10 @@
 //! builds its own network, named uniquely, and everything is deleted when
 //! it ends, failed or not.
 
+mod common;
+
 use bricks_netns::{output_timeout, skip_unless_root, Captured, ChildGuard, Network};
+use common::{mac_bytes, udp_frame};
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -300,44 +303,12 @@ impl Lab {
     }
 }
 
-fn mac_bytes(text: &str) -> [u8; 6] {
-    let mut m = [0u8; 6];
-    for (b, part) in m.iter_mut().zip(text.split(':')) {
-        *b = u8::from_str_radix(part, 16).unwrap();
-    }
-    m
-}
-
 fn ip_bytes(text: &str) -> [u8; 4] {
     text.parse::<std::net::Ipv4Addr>().unwrap().octets()
 }
 
 /// An Ethernet frame holding a UDP datagram to port 9 (discard) with 8
 /// bytes of payload; the IP header checksum is right, the UDP one 0.
-fn udp_frame(dst_mac: [u8; 6], src_mac: [u8; 6], src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
-    let mut f = Vec::with_capacity(50);
-    f.extend(dst_mac);
-    f.extend(src_mac);
-    f.extend([0x08, 0x00]);
-    let mut ip = [
-        0x45, 0, 0, 36, 0x12, 0x34, 0, 0, ttl, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    ];
-    ip[12..16].copy_from_slice(&src);
-    ip[16..20].copy_from_slice(&dst);
-    let mut sum: u32 = ip
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    f.extend(ip);
-    f.extend([0x30, 0x39, 0, 9, 0, 16, 0, 0]);
-    f.extend(*b"bricks!!");
-    f
-}
-
 /// What RFC 1812 says a router must not do, checked from the hosts.
 fn rfc1812_limits(lab: &Lab) {
     let router_mac = mac_bytes(&lab.macs[0]);
@@ -350,7 +321,14 @@ fn rfc1812_limits(lab: &Lab) {
     let before = lab.snmp("h1", "Icmp", "InTimeExcds");
     let start = Instant::now();
     lab.send_from_h1(
-        &udp_frame(router_mac, h1_mac, ip_bytes(H1), ip_bytes(H2), 1),
+        &udp_frame(
+            router_mac,
+            h1_mac,
+            ip_bytes(H1),
+            ip_bytes(H2),
+            1,
+            b"bricks!!",
+        ),
         flood,
     );
     lab.wait_for("the flood at DecIPTTL", Duration::from_secs(10), |l| {
@@ -371,7 +349,7 @@ fn rfc1812_limits(lab: &Lab) {
     let other = lab.counter("in0", "other_host");
     let not_us = [0x02, 0x00, 0x00, 0x00, 0x99, 0x99];
     lab.send_from_h1(
-        &udp_frame(not_us, h1_mac, ip_bytes(H1), ip_bytes(H2), 64),
+        &udp_frame(not_us, h1_mac, ip_bytes(H1), ip_bytes(H2), 64, b"bricks!!"),
         100,
     );
     lab.wait_for("other_host drops", Duration::from_secs(10), |l| {
@@ -381,7 +359,10 @@ fn rfc1812_limits(lab: &Lab) {
     // A packet from 127.0.0.1 is not routed: a martian source.
     let martians = lab.class_counter("CheckIPHeader", "martian_source");
     let lo = [127, 0, 0, 1];
-    lab.send_from_h1(&udp_frame(router_mac, h1_mac, lo, ip_bytes(H2), 64), 100);
+    lab.send_from_h1(
+        &udp_frame(router_mac, h1_mac, lo, ip_bytes(H2), 64, b"bricks!!"),
+        100,
+    );
     lab.wait_for("martian_source drops", Duration::from_secs(10), |l| {
         l.class_counter("CheckIPHeader", "martian_source") >= martians + 100
     });
