@@ -15,12 +15,9 @@
 
 mod common;
 
-use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Captured, ChildGuard, Network};
-use common::{mac_bytes, udp_frame};
-use std::io::BufRead as _;
+use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Captured, Network};
+use common::{mac_bytes, udp_frame, LiveRouter};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const H2: [u8; 4] = [10, 2, 0, 2];
@@ -222,64 +219,8 @@ fn hostile_lan_host_neither_stalls_nor_steals() {
         "LEN1=15".into(),
         "BCAST1=10.3.255.255".into(),
     ];
-    let mut argv = vec![
-        env!("CARGO_BIN_EXE_bricks"),
-        "run",
-        conf.to_str().unwrap(),
-        "--threads",
-        "1",
-        "--stats-interval",
-        "0.5",
-        "--stats-json",
-    ];
-    for d in &defines {
-        argv.extend(["-D", d.as_str()]);
-    }
-    let mut cmd = net.exec("r", &argv);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut router = ChildGuard::spawn(&mut cmd).unwrap();
-    let stats: Arc<Mutex<Option<serde_json::Value>>> = Arc::new(Mutex::new(None));
-    let stderr = Arc::new(Mutex::new(String::new()));
-    {
-        let out = router.child_mut().stdout.take().unwrap();
-        let stats = stats.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
-                    *stats.lock().unwrap() = Some(v);
-                }
-            }
-        });
-        let err = router.child_mut().stderr.take().unwrap();
-        let stderr = stderr.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-                stderr.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
-    }
-    let counter = |name: &str, c: &str| -> u64 {
-        let s = stats.lock().unwrap();
-        s.as_ref().map_or(0, |s| {
-            s["workers"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|w| w["elements"][name][c].as_u64().unwrap_or(0))
-                .sum()
-        })
-    };
-    let end = Instant::now() + Duration::from_secs(30);
-    while stats.lock().unwrap().is_none() {
-        assert!(
-            Instant::now() < end,
-            "router did not start: {}",
-            stderr.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut router = LiveRouter::start(&net, "r", &conf, 1, &defines);
+    let counter = |name: &str, c: &str| router.counter(name, c);
     let run = |ns: &str, argv: &[&str], secs: u64| {
         output_timeout(&mut net.exec(ns, argv), Duration::from_secs(secs)).unwrap()
     };
@@ -307,9 +248,9 @@ fn hostile_lan_host_neither_stalls_nor_steals() {
     assert!(
         warm.contains(" 0% packet loss"),
         "{warm}\n{}",
-        stderr.lock().unwrap()
+        router.stderr()
     );
-    let rss_before = rss_kb(router.id());
+    let rss_before = rss_kb(router.child.id());
 
     // h1 pings h2 and sends it a TCP stream while the attacker floods.
     let bin = env!("CARGO_BIN_EXE_bricks");
@@ -351,13 +292,13 @@ fn hostile_lan_host_neither_stalls_nor_steals() {
     .unwrap();
     let (m0, m1) = (mac_bytes(&macs[0]), mac_bytes(&macs[1]));
     let sent = in_namespace(&net.ns_name("a"), move || attack(m0, m1));
-    let rss_after = rss_kb(router.id());
+    let rss_after = rss_kb(router.child.id());
     eprintln!("attacker sent {sent:?}; router RSS {rss_before} kB -> {rss_after} kB");
 
     let pinged = pinger.wait(Duration::from_secs(45), None).unwrap();
     let text = String::from_utf8_lossy(&pinged.stdout);
     let router_err = || {
-        let s = stats.lock().unwrap();
+        let s = router.stats();
         let arp: Vec<String> = ["arpq0", "arpq1", "q0", "q1", "in0", "in1"]
             .iter()
             .map(|n| {
@@ -367,7 +308,7 @@ fn hostile_lan_host_neither_stalls_nor_steals() {
                 format!("{n}: {}", w.unwrap_or_default())
             })
             .collect();
-        format!("{}\n{}", arp.join("\n"), stderr.lock().unwrap())
+        format!("{}\n{}", arp.join("\n"), router.stderr())
     };
     assert!(
         text.contains(" 0% packet loss"),
@@ -423,7 +364,7 @@ fn hostile_lan_host_neither_stalls_nor_steals() {
     // QUERY_RATE, not eviction, is what bounds the entries here: only
     // addresses queried for become entries.
     assert!(counter("arpq1", "queries") < 256 * 40, "{}", router_err());
-    router.stop(Duration::from_secs(5));
+    router.child.stop(Duration::from_secs(5));
     drop(router);
     net.delete();
 }

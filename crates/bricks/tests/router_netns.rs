@@ -12,12 +12,9 @@
 
 mod common;
 
-use bricks_netns::{output_timeout, skip_unless_root, Captured, ChildGuard, Network};
-use common::{mac_bytes, udp_frame};
-use std::io::BufRead as _;
+use bricks_netns::{output_timeout, skip_unless_root, Captured, Network};
+use common::{mac_bytes, udp_frame, LiveRouter};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The addresses conf/demo-router.click has as defaults: the test gives
@@ -34,11 +31,7 @@ fn root() -> PathBuf {
 /// A network with the router running in it.
 struct Lab {
     // Fields drop in order: the router ends before its network goes.
-    router: ChildGuard,
-    /// The router's last `--stats-json` line.
-    stats: Arc<Mutex<Option<serde_json::Value>>>,
-    /// What the router printed on stderr.
-    stderr: Arc<Mutex<String>>,
+    router: LiveRouter,
     net: Network,
     macs: [String; 2],
 }
@@ -64,98 +57,30 @@ impl Lab {
             macs.push(net.mac("r", dev).unwrap());
         }
         let conf = root().join("conf/demo-router.click");
-        let threads = threads.to_string();
         let defines = [
             format!("BACKEND={backend}"),
             format!("MAC0={}", macs[0]),
             format!("MAC1={}", macs[1]),
         ];
-        let mut argv = vec![
-            env!("CARGO_BIN_EXE_bricks"),
-            "run",
-            conf.to_str().unwrap(),
-            "--threads",
-            &threads,
-            "--stats-interval",
-            "0.5",
-            "--stats-json",
-        ];
-        for d in &defines {
-            argv.extend(["-D", d.as_str()]);
-        }
-        let mut cmd = net.exec("r", &argv);
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut router = ChildGuard::spawn(&mut cmd).unwrap();
-        let stats = Arc::new(Mutex::new(None));
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let out = router.child_mut().stdout.take().unwrap();
-        let err = router.child_mut().stderr.take().unwrap();
-        {
-            let stats = stats.clone();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
-                        *stats.lock().unwrap() = Some(v);
-                    }
-                }
-            });
-        }
-        {
-            let stderr = stderr.clone();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-                    let mut s = stderr.lock().unwrap();
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            });
-        }
-        let lab = Lab {
+        let router = LiveRouter::start(&net, "r", &conf, threads, &defines);
+        Lab {
             router,
-            stats,
-            stderr,
             net,
             macs: [macs[0].clone(), macs[1].clone()],
-        };
-        // Up when the first counters come: every device is open.
-        lab.wait_for(
-            "the router's first counters",
-            Duration::from_secs(30),
-            |l| l.stats.lock().unwrap().is_some(),
-        );
-        lab
+        }
     }
 
     /// Waits until `ok` holds; fails with the router's stderr otherwise.
     fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&Lab) -> bool) {
-        let end = Instant::now() + timeout;
-        while !ok(self) {
-            assert!(
-                Instant::now() < end,
-                "no {what} within {timeout:?}; router stderr:\n{}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.router.wait_for(what, timeout, |_| ok(self));
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.router.stderr()
     }
 
-    /// Counter `counter` of element `name`, summed over the workers, from
-    /// the router's last stats line.
     fn counter(&self, name: &str, counter: &str) -> u64 {
-        let stats = self.stats.lock().unwrap();
-        let Some(s) = stats.as_ref() else { return 0 };
-        s["workers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|w| w["elements"][name][counter].as_u64().unwrap_or(0))
-            .sum()
+        self.router.counter(name, counter)
     }
 
     /// Runs `argv` in namespace `ns` for at most `secs`.
@@ -252,7 +177,7 @@ impl Lab {
     /// Counter `counter` summed over every element whose name starts with
     /// `prefix` (anonymous elements are named after their class).
     fn class_counter(&self, prefix: &str, counter: &str) -> u64 {
-        let stats = self.stats.lock().unwrap();
+        let stats = self.router.stats();
         let Some(s) = stats.as_ref() else { return 0 };
         s["workers"]
             .as_array()
@@ -444,7 +369,7 @@ fn suite(tag: &str, backend: &str, threads: usize) {
         );
     }
     assert!(
-        lab.router.try_wait().is_none(),
+        lab.router.child.try_wait().is_none(),
         "the router ended during the suite:\n{}",
         lab.stderr()
     );

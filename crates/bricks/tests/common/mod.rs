@@ -2,6 +2,12 @@
 //! views (`bricks_wire`'s `Repr`s), so that the tests send what the router
 //! itself would parse and emit.
 
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
 use bricks_wire::{
     EtherType, EthernetAddress, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet,
     Ipv4Repr, UdpPacket, UdpRepr,
@@ -57,4 +63,119 @@ pub fn udp_frame(
     datagram.payload_mut().copy_from_slice(payload);
     datagram.fill_checksum_v4(src, dst);
     f
+}
+
+/// A `bricks run` in a namespace whose counters (`--stats-json`, every
+/// half second) and stderr are read as they come.
+pub struct LiveRouter {
+    /// The process; killed when dropped.
+    pub child: bricks_netns::ChildGuard,
+    /// The last stats line.
+    stats: Arc<Mutex<Option<serde_json::Value>>>,
+    /// Everything printed on stderr.
+    stderr: Arc<Mutex<String>>,
+}
+
+impl LiveRouter {
+    /// Runs `conf` with `threads` workers and the `NAME=VALUE` defines in
+    /// namespace `ns` of `net`; returns once its first counters are in,
+    /// which is when every device is open.
+    pub fn start(
+        net: &bricks_netns::Network,
+        ns: &str,
+        conf: &Path,
+        threads: usize,
+        defines: &[String],
+    ) -> LiveRouter {
+        let threads = threads.to_string();
+        let mut argv = vec![
+            env!("CARGO_BIN_EXE_bricks"),
+            "run",
+            conf.to_str().unwrap(),
+            "--threads",
+            &threads,
+            "--stats-interval",
+            "0.5",
+            "--stats-json",
+        ];
+        for d in defines {
+            argv.extend(["-D", d.as_str()]);
+        }
+        let mut cmd = net.exec(ns, &argv);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = bricks_netns::ChildGuard::spawn(&mut cmd).unwrap();
+        let stats = Arc::new(Mutex::new(None));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let out = child.child_mut().stdout.take().unwrap();
+        let err = child.child_mut().stderr.take().unwrap();
+        {
+            let stats = stats.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                        *stats.lock().unwrap() = Some(v);
+                    }
+                }
+            });
+        }
+        {
+            let stderr = stderr.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut s = stderr.lock().unwrap();
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            });
+        }
+        let router = LiveRouter {
+            child,
+            stats,
+            stderr,
+        };
+        router.wait_for(
+            "the router's first counters",
+            Duration::from_secs(30),
+            |r| r.stats().is_some(),
+        );
+        router
+    }
+
+    /// Waits until `ok` holds; fails with the router's stderr otherwise.
+    pub fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&LiveRouter) -> bool) {
+        let end = Instant::now() + timeout;
+        while !ok(self) {
+            assert!(
+                Instant::now() < end,
+                "no {what} within {timeout:?}; router stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The last stats line, if one came.
+    pub fn stats(&self) -> MutexGuard<'_, Option<serde_json::Value>> {
+        self.stats.lock().unwrap()
+    }
+
+    /// What the router printed on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Counter `counter` of element `name`, summed over the workers, from
+    /// the last stats line.
+    pub fn counter(&self, name: &str, counter: &str) -> u64 {
+        let stats = self.stats();
+        let Some(s) = stats.as_ref() else { return 0 };
+        s["workers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| w["elements"][name][counter].as_u64().unwrap_or(0))
+            .sum()
+    }
 }
