@@ -14,6 +14,7 @@ pub mod ipsec;
 pub mod measure;
 pub mod route;
 pub mod standard;
+pub mod vrouter;
 
 use bricks_element::{ElementClass, Registry};
 
@@ -29,6 +30,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         ether::CLASSES,
         measure::CLASSES,
         cluster::CLASSES,
+        vrouter::CLASSES,
     ]
     .into_iter()
     .flatten()
