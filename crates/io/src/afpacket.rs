@@ -207,6 +207,11 @@ const H3_NSEC: usize = offset_of!(libc::tpacket3_hdr, tp_nsec);
 const H3_SNAPLEN: usize = offset_of!(libc::tpacket3_hdr, tp_snaplen);
 const H3_LEN: usize = offset_of!(libc::tpacket3_hdr, tp_len);
 const H3_MAC: usize = offset_of!(libc::tpacket3_hdr, tp_mac);
+const H3_STATUS: usize = offset_of!(libc::tpacket3_hdr, tp_status);
+const H3_VLAN_TCI: usize =
+    offset_of!(libc::tpacket3_hdr, hv1) + offset_of!(libc::tpacket_hdr_variant1, tp_vlan_tci);
+const H3_VLAN_TPID: usize =
+    offset_of!(libc::tpacket3_hdr, hv1) + offset_of!(libc::tpacket_hdr_variant1, tp_vlan_tpid);
 /// The `sockaddr_ll` the kernel writes after each frame header.
 const H3_SLL: usize = tpacket_align(size_of::<libc::tpacket3_hdr>());
 const H3_PKTTYPE: usize = H3_SLL + offset_of!(libc::sockaddr_ll, sll_pkttype);
@@ -237,6 +242,12 @@ struct Frame {
     off: usize,
     len: usize,
     ts: Timestamp,
+    /// The 802.1Q tag the kernel took off the frame before packet sockets
+    /// saw it (TPID, TCI): `__netif_receive_skb_core` untags every VLAN
+    /// frame into the skb's metadata, whether or not a VLAN device
+    /// exists, and TPACKET_V3 reports it beside the frame. The frame is
+    /// given back to the router as it was on the wire.
+    vlan: Option<(u16, u16)>,
 }
 
 /// One receive queue: a packet socket with a TPACKET_V3 ring.
@@ -396,7 +407,17 @@ impl PacketRx {
             if self.ring.load_u8(h + H3_PKTTYPE) == libc::PACKET_OUTGOING {
                 continue;
             }
-            if len > MAX_FRAME || snap != len {
+            let status = self.ring.load(h + H3_STATUS);
+            let vlan = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                    self.ring.load_u16(h + H3_VLAN_TPID)
+                } else {
+                    0x8100
+                };
+                (tpid, self.ring.load(h + H3_VLAN_TCI) as u16)
+            });
+            let tag_len = if vlan.is_some() { 4 } else { 0 };
+            if len + tag_len > MAX_FRAME || snap != len || (vlan.is_some() && len < 12) {
                 self.stats.oversized += 1;
                 continue;
             }
@@ -409,7 +430,7 @@ impl PacketRx {
                 u64::from(self.ring.load(h + H3_SEC)),
                 self.ring.load(h + H3_NSEC),
             );
-            return Some(Frame { off, len, ts });
+            return Some(Frame { off, len, ts, vlan });
         }
         None
     }
@@ -424,6 +445,20 @@ impl PacketRx {
         self.last_check = now;
         link_status(&self.sock, &self.ifname, self.ifindex)
     }
+}
+
+/// Puts back the 802.1Q (or 802.1ad) tag the kernel took off a received
+/// frame: the two MAC addresses move 4 bytes into the headroom and the tag
+/// goes between them and the EtherType. The frame is at least 12 bytes
+/// long (checked when it was read).
+fn reinsert_vlan_tag(p: &mut Packet, tpid: u16, tci: u16) {
+    if p.push_front(4).is_err() || p.len() < 16 {
+        return;
+    }
+    let d = p.data_mut();
+    d.copy_within(4..16, 0);
+    d[12..14].copy_from_slice(&tpid.to_be_bytes());
+    d[14..16].copy_from_slice(&tci.to_be_bytes());
 }
 
 impl RxQueue for PacketRx {
@@ -459,9 +494,12 @@ impl RxQueue for PacketRx {
                 if let Some(f) = self.next_frame() {
                     // Cannot fail: a new packet has MAX_FRAME bytes of room.
                     let _ = p.set_frame(self.ring.bytes(f.off, f.len));
+                    if let Some((tpid, tci)) = f.vlan {
+                        reinsert_vlan_tag(p, tpid, tci);
+                    }
                     p.anno_mut().timestamp = f.ts;
                     filled += 1;
-                    bytes += f.len as u64;
+                    bytes += p.len() as u64;
                 }
             });
             while batch.len() > before + filled {

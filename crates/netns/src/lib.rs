@@ -13,6 +13,9 @@
 //! started in the namespaces are held by [`ChildGuard`] or [`Captured`],
 //! which kill them when dropped, so they never outlive a failed test.
 
+pub mod ipip;
+pub mod vlan;
+
 use std::io::Read as _;
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
