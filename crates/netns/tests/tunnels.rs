@@ -62,7 +62,10 @@ fn user_space_ipip_endpoints_carry_pings() {
     net.add_addr("b", "eth0", "192.0.2.2/24").unwrap();
     let ta = IpipTunnel::start(&net.ns_name("a"), "tun0", "192.0.2.2".parse().unwrap()).unwrap();
     let tb = IpipTunnel::start(&net.ns_name("b"), "tun0", "192.0.2.1".parse().unwrap()).unwrap();
-    for (ns, addr, peer) in [("a", "10.9.0.1/32", "10.9.0.2"), ("b", "10.9.0.2/32", "10.9.0.1")] {
+    for (ns, addr, peer) in [
+        ("a", "10.9.0.1/32", "10.9.0.2"),
+        ("b", "10.9.0.2/32", "10.9.0.1"),
+    ] {
         net.add_addr(ns, "tun0", addr).unwrap();
         bricks_netns::run(&mut net.exec(ns, &["ip", "link", "set", "tun0", "up"])).unwrap();
         net.add_route(ns, &[peer, "dev", "tun0"]).unwrap();
