@@ -79,6 +79,10 @@ pub struct Annotations {
     pub device: u16,
     /// Virtual router the packet belongs to.
     pub vrouter: u16,
+    /// 802.1Q Tag Control Information (priority, DEI, VLAN ID) in host
+    /// order (Click's `VLAN_TCI` annotation): set by `VLANDecap` from the
+    /// tag it removed (0 for an untagged frame), read by `VLANEncap(ANNO)`.
+    pub vlan_tci: u16,
     /// Cluster output node chosen at the input node.
     pub output_node: u16,
     /// Click's paint annotation.
@@ -104,6 +108,7 @@ impl Default for Annotations {
             mtu: 0,
             device: 0,
             vrouter: 0,
+            vlan_tci: 0,
             output_node: 0,
             paint: 0,
             packet_type: PacketType::Host,
