@@ -1,8 +1,9 @@
-//! The control socket of a running router, and `bricks ctl`, its client.
+//! The control sockets of a running router, and `bricks ctl`, their client.
 //!
-//! `bricks run --control PATH` listens on a Unix stream socket. A client
-//! sends one command line and reads the answer until the router closes the
-//! connection. Commands read and change the router while traffic flows:
+//! `bricks run --control PATH` listens on a Unix stream socket for the
+//! whole box. A client sends one command line and reads the answer until
+//! the router closes the connection. Commands read and change the router
+//! while traffic flows:
 //!
 //! - `read ELEMENT.HANDLER [WORKER|per-worker]`: one read handler (Click's
 //!   `class`, `name`, `handlers`, or a counter, summed over the workers);
@@ -14,17 +15,38 @@
 //!   (`steer show`, `steer key symmetric`, `steer queues 1`,
 //!   `steer mac AA:BB:CC:DD:EE:FF 1`, `steer flow udp 10.1.0.2:5000
 //!   10.2.0.2:9 0`);
-//! - `stats`: every element's counters as JSON, per worker and summed;
+//! - `stats [--router NAME]`: every element's counters as JSON, per worker
+//!   and summed, or those of one virtual router;
+//! - `routers [--json]`: each virtual router's packets in and out and its
+//!   drops, summed from its elements' counters (see [`Tally`]);
 //! - `queues`: which worker owns which device queue.
 //!
-//! Whoever may connect may reroute traffic, so the socket is created mode
+//! Virtual routers on one box (Egi et al., "Towards High Performance
+//! Virtual Routers on Commodity Hardware", CoNEXT 2008, §3: one forwarding
+//! domain for every router, a control plane per router) are compound
+//! elements: every element of router `red` is named `red/...`.
+//! `bricks run --router-control red=PATH` gives red's administrator a socket
+//! of its own, through which names are relative to `red/` and nothing else
+//! can be reached. The confinement is structural, not a list of refusals:
+//! such a socket's command table has only `read`, `list`, `write`, `stats`
+//! and `help` (nothing that steers, stops or reconfigures the box), and
+//! every element name it is given is prefixed with `red/` and looked up;
+//! the element found must carry the prefix, and its name from the
+//! configuration, not the client's text, is what reaches the workers. A
+//! name that is not red's gets the same reply whether or not it exists
+//! elsewhere, and suggestions are drawn from red's elements only.
+//!
+//! Whoever may connect may reroute traffic, so every socket is created mode
 //! 0600 whatever the umask (0660 with `--control-group`), and a client that
 //! is slow, silent or sends too much costs the router a bounded thread for
-//! a bounded time and never delays other clients.
+//! a bounded time and never delays other clients. Each socket has its own
+//! client limit, so a tenant who fills its own socket does not lock the
+//! box's administrator out.
 
 use bricks_io::live;
 use bricks_io::steer::Steering;
-use bricks_runtime::{Control, Plan};
+use bricks_runtime::{Control, ElementStats, Plan};
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -36,13 +58,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Clients served at once; one more is told `busy` and closed.
+/// Clients served at once on one socket; one more is told `busy` and
+/// closed.
 const MAX_CLIENTS: usize = 64;
 /// The longest command line read; a longer one is refused unread.
 const MAX_LINE: usize = 64 * 1024;
 /// A client has this long, in all, to send its command line, and again to
 /// take the reply.
 const DEADLINE: Duration = Duration::from_secs(2);
+
+/// What `routers` sums, said once for both help texts.
+const TALLY_HELP: &str = "\
+                                  in: `count` of the router's entry elements (those no element
+                                  of the router feeds: its sources, what its inputs reach);
+                                  out: `count` of its exit elements (an output leaving the
+                                  router, or a sink other than Discard, e.g. ToDevice);
+                                  drops: Discard's `count` and every counter named `drops`,
+                                  `*_drops` or `no_route`";
 
 const HELP: &str = "commands (one per connection, a line of at most 64 KiB):
   read ELEMENT.HANDLER            a read handler: a counter summed over the workers
@@ -55,7 +87,25 @@ const HELP: &str = "commands (one per connection, a line of at most 64 KiB):
         flow udp|tcp SRC:PORT DST:PORT WORKER|flow del ...   software steering (--mode serial)
   stats                           counters as JSON, per worker and summed, and the
                                   seconds since the router started
+  stats --router NAME             the same for virtual router NAME only (names relative)
+  routers [--json]                each virtual router (the first part of element names
+                                  NAME/...): NAME in=N out=N drops=N elements=N, where
+";
+
+const HELP_END: &str = "
   queues                          which worker owns which device queue
+  help                            this text
+a failed command's reply starts with `error:`";
+
+const ROUTER_HELP: &str = "commands (one per connection, a line of at most 64 KiB):
+  read ELEMENT.HANDLER            a read handler: a counter summed over the workers
+                                  (e.g. read c.count), or class, name, handlers
+  read ELEMENT.HANDLER WORKER     one worker's value (e.g. read c.count 1)
+  read ELEMENT.HANDLER per-worker one line per worker
+  list [ELEMENT]                  this router's elements and their classes, or
+                                  ELEMENT's read handlers
+  write ELEMENT.HANDLER [VALUE]   call a write handler (e.g. write rt.add 10.9.0.0/16 1)
+  stats                           this router's counters as JSON, per worker and summed
   help                            this text
 a failed command's reply starts with `error:`";
 
@@ -70,25 +120,217 @@ impl Drop for ControlSocket {
     }
 }
 
-/// What the commands work on.
+/// What every socket of one run works on: the whole box.
 struct Router {
     control: Control,
     steering: Arc<Steering>,
     /// Every element's name and class, in declaration order.
     elements: Vec<(String, &'static str)>,
+    /// Each element's position in `elements`, by name.
+    index: HashMap<String, usize>,
+    /// The virtual routers: each top-level compound, in the order its
+    /// first element is declared.
+    routers: Vec<Arc<VirtualRouter>>,
     started: Instant,
 }
 
-/// Starts answering commands on `path` (mode 0600, or 0660 and owned by
-/// `group`) in threads of its own.
+/// One virtual router: the elements whose names start with `NAME/`, and
+/// which of them count its packets in and out (see [`Tally`]).
+struct VirtualRouter {
+    name: String,
+    /// `NAME/`.
+    prefix: String,
+    /// Its elements, by position in [`Router::elements`], in declaration
+    /// order.
+    members: Vec<Member>,
+}
+
+/// An element of a virtual router and its place at the router's edge.
+struct Member {
+    element: usize,
+    /// No element of the router feeds it: its `count` is packets in.
+    entry: bool,
+    /// One of its outputs leaves the router, or it is a sink that delivers
+    /// (not Discard): its `count` is packets out.
+    exit: bool,
+    /// A Discard: its `count` is drops.
+    discard: bool,
+}
+
+impl VirtualRouter {
+    /// The elements named `name/...`, or `None` if there are none.
+    fn new(plan: &Plan, name: &str) -> Option<VirtualRouter> {
+        let prefix = format!("{name}/");
+        let inside: HashSet<usize> = plan
+            .elements
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.name.starts_with(&prefix))
+            .map(|(i, _)| i)
+            .collect();
+        if inside.is_empty() {
+            return None;
+        }
+        let members = plan
+            .elements
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| inside.contains(i))
+            .map(|(i, e)| {
+                let fed_inside = e.inputs.iter().flatten().any(|(j, _)| inside.contains(j));
+                let outputs: Vec<usize> = e.outputs.iter().flatten().map(|&(j, _)| j).collect();
+                let discard = e.class.name == "Discard";
+                let sink = outputs.is_empty() && !matches!(e.class.name, "Discard" | "Idle");
+                Member {
+                    element: i,
+                    entry: !fed_inside,
+                    exit: sink || outputs.iter().any(|j| !inside.contains(j)),
+                    discard,
+                }
+            })
+            .collect();
+        Some(VirtualRouter {
+            name: name.to_string(),
+            prefix,
+            members,
+        })
+    }
+}
+
+/// The virtual routers of a plan: the first part of every element name
+/// that has a `/` (a compound's elements are named `outer/inner`).
+fn top_level_routers(plan: &Plan) -> Vec<Arc<VirtualRouter>> {
+    let mut seen = HashSet::new();
+    let mut names = Vec::new();
+    for e in &plan.elements {
+        if let Some((outer, _)) = e.name.split_once('/') {
+            if seen.insert(outer) {
+                names.push(outer);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|n| VirtualRouter::new(plan, n).map(Arc::new))
+        .collect()
+}
+
+/// Checks `bricks run`'s control sockets before anything runs: each
+/// `--router-control NAME` names elements of the configuration, no name or
+/// path is given twice. The error says which and why.
+pub(crate) fn check_sockets(
+    plan: &Plan,
+    control: Option<&Path>,
+    routers: &[(String, PathBuf)],
+) -> Result<(), String> {
+    let mut paths: Vec<&Path> = control.into_iter().collect();
+    let mut names: Vec<&str> = Vec::new();
+    for (name, path) in routers {
+        let flag = format!("--router-control {name}={}", path.display());
+        if name.is_empty() || name.split('/').any(str::is_empty) {
+            return Err(format!(
+                "{flag}: `{name}` is not a router name; give the name of a compound element, \
+                 whose elements are named NAME/..."
+            ));
+        }
+        if names.contains(&name.as_str()) {
+            return Err(format!("{flag}: router `{name}` has a socket already"));
+        }
+        if paths.contains(&path.as_path()) {
+            return Err(format!(
+                "{flag}: {} is another socket's path already; give each socket its own",
+                path.display()
+            ));
+        }
+        if VirtualRouter::new(plan, name).is_none() {
+            let known: Vec<String> = top_level_routers(plan)
+                .iter()
+                .map(|r| r.name.clone())
+                .collect();
+            let mut e = format!(
+                "{flag}: no element of the configuration is named `{name}/...`, so there is no \
+                 router `{name}`"
+            );
+            match bricks_config::suggest(name, known.iter().map(String::as_str)) {
+                Some(s) => e.push_str(&format!("; did you mean `{s}`?")),
+                None if known.is_empty() => e.push_str(
+                    " (the configuration has no compound elements: a virtual router is one, \
+                     its elements named NAME/...)",
+                ),
+                None => e.push_str(&format!(" (its routers: {})", known.join(", "))),
+            }
+            return Err(e);
+        }
+        names.push(name);
+        paths.push(path);
+    }
+    Ok(())
+}
+
+/// Starts answering commands on the box's socket `control` (if any) and on
+/// each virtual router's socket, in threads of their own; every socket is
+/// mode 0600, or 0660 and owned by `group`. The sockets are removed when
+/// the returned values are dropped.
 pub(crate) fn serve(
-    path: &Path,
+    control_path: Option<&Path>,
+    router_paths: &[(String, PathBuf)],
     group: Option<&str>,
     plan: &Plan,
     control: Control,
     steering: Arc<Steering>,
-) -> anyhow::Result<ControlSocket> {
+) -> anyhow::Result<Vec<ControlSocket>> {
+    if control_path.is_none() && router_paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    check_sockets(plan, control_path, router_paths).map_err(anyhow::Error::msg)?;
     let gid = group.map(group_id).transpose()?;
+    let elements: Vec<(String, &'static str)> = plan
+        .elements
+        .iter()
+        .map(|e| (e.name.clone(), e.class.name))
+        .collect();
+    let index = elements
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (n.clone(), i))
+        .collect();
+    let router = Arc::new(Router {
+        control,
+        steering,
+        elements,
+        index,
+        routers: top_level_routers(plan),
+        started: Instant::now(),
+    });
+    let mut scopes: Vec<(&Path, Scope)> = control_path
+        .map(|p| (p, Scope::Whole))
+        .into_iter()
+        .collect();
+    for (name, path) in router_paths {
+        let vr = router
+            .routers
+            .iter()
+            .find(|r| &r.name == name)
+            .cloned()
+            .or_else(|| VirtualRouter::new(plan, name).map(Arc::new))
+            .ok_or_else(|| anyhow::anyhow!("no router `{name}`"))?;
+        scopes.push((path, Scope::Router(vr)));
+    }
+    let mut sockets = Vec::with_capacity(scopes.len());
+    for (path, scope) in scopes {
+        sockets.push(listen(path, gid, group, router.clone(), scope)?);
+    }
+    Ok(sockets)
+}
+
+/// Binds one socket and answers it in a thread of its own.
+fn listen(
+    path: &Path,
+    gid: Option<u32>,
+    group: Option<&str>,
+    router: Arc<Router>,
+    scope: Scope,
+) -> anyhow::Result<ControlSocket> {
     clear_path(path)?;
     let listener = bind_private(path)
         .map_err(|e| anyhow::anyhow!("control socket {}: {e}", path.display()))?;
@@ -107,19 +349,10 @@ pub(crate) fn serve(
         })?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     }
-    let router = Arc::new(Router {
-        control,
-        steering,
-        elements: plan
-            .elements
-            .iter()
-            .map(|e| (e.name.clone(), e.class.name))
-            .collect(),
-        started: Instant::now(),
-    });
+    let view = Arc::new(View { router, scope });
     std::thread::Builder::new()
         .name("bricks-control".into())
-        .spawn(move || accept_loop(listener, router))?;
+        .spawn(move || accept_loop(listener, view))?;
     Ok(socket)
 }
 
@@ -136,7 +369,7 @@ fn clear_path(path: &Path) -> anyhow::Result<()> {
         return match UnixStream::connect(path) {
             Ok(_) => anyhow::bail!(
                 "control socket {}: another router is listening there; stop it or choose another \
-                 --control path",
+                 socket path",
                 path.display()
             ),
             Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
@@ -169,7 +402,7 @@ fn clear_path(path: &Path) -> anyhow::Result<()> {
     };
     anyhow::bail!(
         "control socket {}: {what} is there; bricks replaces only a socket left by a router that \
-         stopped: remove it or choose another --control path",
+         stopped: remove it or choose another socket path",
         path.display()
     )
 }
@@ -261,7 +494,7 @@ impl Drop for Slot {
     }
 }
 
-fn accept_loop(listener: UnixListener, router: Arc<Router>) {
+fn accept_loop(listener: UnixListener, view: Arc<View>) {
     let active = Arc::new(AtomicUsize::new(0));
     loop {
         let conn = match listener.accept() {
@@ -278,7 +511,7 @@ fn accept_loop(listener: UnixListener, router: Arc<Router>) {
             continue;
         }
         let slot = Slot(active.clone());
-        let router = router.clone();
+        let view = view.clone();
         // The reply is written by the connection's own thread, so if it
         // cannot start, the client hears nothing but its closure.
         let _ = std::thread::Builder::new()
@@ -286,7 +519,7 @@ fn accept_loop(listener: UnixListener, router: Arc<Router>) {
             .stack_size(256 * 1024)
             .spawn(move || {
                 let _slot = slot;
-                let _ = answer(conn, &router);
+                let _ = answer(conn, &view);
             });
     }
 }
@@ -362,11 +595,11 @@ fn read_line(mut conn: &UnixStream, deadline: Instant) -> Result<Vec<u8>, LineEr
     }
 }
 
-fn answer(conn: UnixStream, router: &Router) -> std::io::Result<()> {
+fn answer(conn: UnixStream, view: &View) -> std::io::Result<()> {
     let deadline = Instant::now() + DEADLINE;
     let reply = match read_line(&conn, deadline) {
         Ok(line) => match std::str::from_utf8(&line) {
-            Ok(cmd) => execute(cmd.trim(), router),
+            Ok(cmd) => execute(cmd.trim(), view),
             Err(e) => format!(
                 "error: the command is not UTF-8 text (invalid byte at offset {}); send a \
                  command line such as `stats`",
@@ -414,82 +647,511 @@ fn linger(mut conn: &UnixStream, deadline: Instant) {
     }
 }
 
-/// Runs one command; the answer starts with `error:` when it failed.
-fn execute(cmd: &str, router: &Router) -> String {
-    let (verb, rest) = cmd.split_once(char::is_whitespace).unwrap_or((cmd, ""));
-    let rest = rest.trim();
-    let control = &router.control;
-    match verb {
-        "read" => match read(router, rest) {
-            Ok(s) => s,
-            Err(e) => format!("error: {e}"),
-        },
-        "list" | "handlers" => match list(router, rest) {
-            Ok(s) => s,
-            Err(e) => format!("error: {e}"),
-        },
-        "write" => {
-            let (target, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            let Some((element, handler)) = target.rsplit_once('.') else {
-                return format!("error: `{target}`: expected ELEMENT.HANDLER");
-            };
-            match control.write_handler(element, handler, value.trim()) {
-                Ok(()) => "ok".into(),
-                Err(e) => format!("error: {e}"),
-            }
+/// What one socket reaches.
+enum Scope {
+    /// The whole box (`--control`).
+    Whole,
+    /// One virtual router (`--router-control`).
+    Router(Arc<VirtualRouter>),
+}
+
+/// One socket's view of the running box.
+struct View {
+    router: Arc<Router>,
+    scope: Scope,
+}
+
+/// A command of the control language: its verb and what runs it. Its
+/// reply is the text, or the reason it failed (sent after `error: `).
+struct Command {
+    verb: &'static str,
+    run: fn(&View, &str) -> Result<String, String>,
+}
+
+/// The box's socket: every command.
+const BOX_COMMANDS: &[Command] = &[
+    Command {
+        verb: "read",
+        run: read,
+    },
+    Command {
+        verb: "list",
+        run: list,
+    },
+    Command {
+        verb: "handlers",
+        run: list,
+    },
+    Command {
+        verb: "write",
+        run: write,
+    },
+    Command {
+        verb: "steer",
+        run: steer,
+    },
+    Command {
+        verb: "stats",
+        run: stats,
+    },
+    Command {
+        verb: "routers",
+        run: routers,
+    },
+    Command {
+        verb: "queues",
+        run: queues,
+    },
+    Command {
+        verb: "help",
+        run: help,
+    },
+];
+
+/// A virtual router's socket: its own elements and nothing of the box
+/// (no steering, queues, other routers, or anything that stops or
+/// reconfigures the box).
+const ROUTER_COMMANDS: &[Command] = &[
+    Command {
+        verb: "read",
+        run: read,
+    },
+    Command {
+        verb: "list",
+        run: list,
+    },
+    Command {
+        verb: "handlers",
+        run: list,
+    },
+    Command {
+        verb: "write",
+        run: write,
+    },
+    Command {
+        verb: "stats",
+        run: stats,
+    },
+    Command {
+        verb: "help",
+        run: help,
+    },
+];
+
+/// An element a client named: its name in the configuration (what the
+/// workers are given), the name the client sees, its class.
+struct Found<'a> {
+    name: &'a str,
+    shown: &'a str,
+    class: &'static str,
+}
+
+impl View {
+    fn commands(&self) -> &'static [Command] {
+        match self.scope {
+            Scope::Whole => BOX_COMMANDS,
+            Scope::Router(_) => ROUTER_COMMANDS,
         }
-        "steer" => match router.steering.apply(rest) {
-            Ok(s) => s,
-            Err(e) => format!("error: {e}"),
-        },
-        "stats" => {
-            let per = control.live();
-            let total = bricks_runtime::sum_stats(per.iter().map(Vec::as_slice));
-            let mut v: serde_json::Value =
-                serde_json::from_str(&crate::runner::stats_json(router.started.elapsed(), &per))
-                    .unwrap_or_default();
-            let mut sum = serde_json::Map::new();
-            for e in &total {
-                let mut c = serde_json::Map::new();
-                for (k, n) in e.stats.entries() {
-                    c.insert(k.to_string(), (*n).into());
+    }
+
+    fn help(&self) -> String {
+        match &self.scope {
+            Scope::Whole => format!("{HELP}{TALLY_HELP}{HELP_END}"),
+            Scope::Router(vr) => format!(
+                "control socket of router `{0}`: element names are relative to it (`rt` is \
+                 {0}/rt),\nand nothing outside it can be read or changed\n{ROUTER_HELP}",
+                vr.name
+            ),
+        }
+    }
+
+    /// The element a client means by `name`. Through a router's socket the
+    /// name is prefixed with the router's, and the element found must carry
+    /// that prefix: nothing else can be named, and what is not the router's
+    /// is answered exactly as what does not exist.
+    fn resolve(&self, name: &str) -> Result<Found<'_>, String> {
+        let r = &self.router;
+        match &self.scope {
+            Scope::Whole => match r.index.get(name) {
+                Some(&i) => Ok(Found {
+                    name: &r.elements[i].0,
+                    shown: &r.elements[i].0,
+                    class: r.elements[i].1,
+                }),
+                None => {
+                    let names: Vec<&str> = r.elements.iter().map(|(n, _)| n.as_str()).collect();
+                    Err(format!(
+                        "no element `{name}`{}",
+                        known(name, "elements", &names, "`list` shows them all")
+                    ))
                 }
-                sum.insert(e.name.clone(), c.into());
-            }
-            v["total"] = sum.into();
-            v.to_string()
-        }
-        "queues" => live::ownership()
-            .iter()
-            .map(|o| {
-                format!(
-                    "{} {} queue {} ({}) -> worker {}\n",
-                    o.device, o.direction, o.queue, o.backend, o.worker
-                )
-            })
-            .collect(),
-        "help" | "" => HELP.into(),
-        _ => {
-            let verbs = ["read", "list", "write", "steer", "stats", "queues", "help"];
-            match bricks_config::suggest(verb, verbs) {
-                Some(v) => format!("error: unknown command `{verb}`; did you mean `{v}`?\n{HELP}"),
-                None => format!("error: unknown command `{verb}`\n{HELP}"),
+            },
+            Scope::Router(vr) => {
+                let full = format!("{}{name}", vr.prefix);
+                let found = r.index.get(&full).map(|&i| &r.elements[i]);
+                match found {
+                    Some((n, class)) if n.starts_with(&vr.prefix) => Ok(Found {
+                        name: n,
+                        shown: &n[vr.prefix.len()..],
+                        class,
+                    }),
+                    _ => Err(format!(
+                        "no element `{name}` in router `{}`{}",
+                        vr.name,
+                        known(
+                            name,
+                            "its elements",
+                            &self.member_names(vr),
+                            "`list` shows them all"
+                        )
+                    )),
+                }
             }
         }
     }
+
+    /// A router's elements, by their names relative to it.
+    fn member_names<'a>(&'a self, vr: &'a VirtualRouter) -> Vec<&'a str> {
+        vr.members
+            .iter()
+            .map(|m| &self.router.elements[m.element].0[vr.prefix.len()..])
+            .collect()
+    }
+}
+
+/// Runs one command; the answer starts with `error:` when it failed.
+fn execute(cmd: &str, view: &View) -> String {
+    let (verb, rest) = cmd.split_once(char::is_whitespace).unwrap_or((cmd, ""));
+    if verb.is_empty() {
+        return view.help();
+    }
+    let commands = view.commands();
+    if let Some(c) = commands.iter().find(|c| c.verb == verb) {
+        return (c.run)(view, rest.trim()).unwrap_or_else(|e| format!("error: {e}"));
+    }
+    let verbs: Vec<&str> = commands.iter().map(|c| c.verb).collect();
+    let mut e = format!("error: unknown command `{verb}`");
+    if let Scope::Router(vr) = &view.scope {
+        e.push_str(&format!(
+            " on the control socket of router `{}` (its commands: {}; the box's own commands \
+             are on its --control socket)",
+            vr.name,
+            verbs.join(", ")
+        ));
+    }
+    if let Some(v) = bricks_config::suggest(verb, verbs.iter().copied()) {
+        e.push_str(&format!("; did you mean `{v}`?"));
+    }
+    format!("{e}\n{}", view.help())
+}
+
+fn help(view: &View, _rest: &str) -> Result<String, String> {
+    Ok(view.help())
 }
 
 /// Read handlers every element has (Click's names), before its counters.
 const STANDARD_HANDLERS: [&str; 3] = ["class", "name", "handlers"];
 
-/// Names a few of `all`, with the one closest to `wrong` first.
-fn known(wrong: &str, what: &str, all: &[&str]) -> String {
+/// `read ELEMENT.HANDLER [WORKER|per-worker]`.
+fn read(view: &View, args: &str) -> Result<String, String> {
+    let mut words = args.split_whitespace();
+    let target = words
+        .next()
+        .ok_or("usage: read ELEMENT.HANDLER [WORKER|per-worker]")?;
+    let which = words.next();
+    if let Some(extra) = words.next() {
+        return Err(format!(
+            "`read {args}`: unexpected `{extra}`; usage: read ELEMENT.HANDLER [WORKER|per-worker]"
+        ));
+    }
+    let (element, handler) = target
+        .rsplit_once('.')
+        .ok_or_else(|| format!("`{target}`: expected ELEMENT.HANDLER (e.g. c.count)"))?;
+    let found = view.resolve(element)?;
+    match handler {
+        "class" => return Ok(found.class.to_string()),
+        "name" => return Ok(found.shown.to_string()),
+        "handlers" => return list(view, element),
+        _ => {}
+    }
+    let per_worker = counters_of(&view.router.control, found.name);
+    let values: Vec<Option<u64>> = per_worker
+        .iter()
+        .map(|w| w.iter().find(|(k, _)| k == handler).map(|&(_, v)| v))
+        .collect();
+    if values.iter().all(Option::is_none) {
+        let names = handler_names(&per_worker);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        return Err(format!(
+            "{} ({}) has no read handler `{handler}`{}",
+            found.shown,
+            found.class,
+            known(
+                handler,
+                "its read handlers",
+                &names,
+                "`list ELEMENT` shows them all"
+            )
+        ));
+    }
+    match which {
+        None => Ok(values.iter().flatten().sum::<u64>().to_string()),
+        Some("per-worker") => Ok(values
+            .iter()
+            .enumerate()
+            .map(|(w, v)| format!("worker {w}: {}\n", v.unwrap_or(0)))
+            .collect()),
+        Some(w) => {
+            let n = values.len();
+            match w.parse::<usize>() {
+                Ok(w) if w < n => Ok(values[w].unwrap_or(0).to_string()),
+                _ => Err(format!(
+                    "`{w}`: not a worker; give a number below {n}, or per-worker"
+                )),
+            }
+        }
+    }
+}
+
+/// `list`: every element and its class; `list ELEMENT`: its read handlers.
+fn list(view: &View, element: &str) -> Result<String, String> {
+    if element.is_empty() {
+        let r = &view.router;
+        return Ok(match &view.scope {
+            Scope::Whole => r
+                .elements
+                .iter()
+                .map(|(n, c)| format!("{n} {c}\n"))
+                .collect(),
+            Scope::Router(vr) => vr
+                .members
+                .iter()
+                .map(|m| {
+                    let (n, c) = &r.elements[m.element];
+                    format!("{} {c}\n", &n[vr.prefix.len()..])
+                })
+                .collect(),
+        });
+    }
+    let found = view.resolve(element)?;
+    let per_worker = counters_of(&view.router.control, found.name);
+    Ok(handler_names(&per_worker)
+        .iter()
+        .map(|h| format!("{h}\n"))
+        .collect())
+}
+
+/// `write ELEMENT.HANDLER [VALUE]`.
+fn write(view: &View, rest: &str) -> Result<String, String> {
+    let (target, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let (element, handler) = target
+        .rsplit_once('.')
+        .ok_or_else(|| format!("`{target}`: expected ELEMENT.HANDLER"))?;
+    let found = view.resolve(element)?;
+    view.router
+        .control
+        .write_handler(found.name, handler, value.trim())?;
+    Ok("ok".into())
+}
+
+fn steer(view: &View, rest: &str) -> Result<String, String> {
+    view.router.steering.apply(rest).map_err(|e| e.to_string())
+}
+
+fn queues(_view: &View, _rest: &str) -> Result<String, String> {
+    Ok(live::ownership()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {} queue {} ({}) -> worker {}\n",
+                o.device, o.direction, o.queue, o.backend, o.worker
+            )
+        })
+        .collect())
+}
+
+/// `stats`: the box's counters, or a router's (through its socket, or
+/// `stats --router NAME` on the box's), with names relative to it.
+fn stats(view: &View, rest: &str) -> Result<String, String> {
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let chosen = match (&view.scope, words.as_slice()) {
+        (Scope::Router(vr), []) => Some(vr.clone()),
+        (Scope::Router(_), _) => return Err(format!("`stats {rest}`: usage: stats")),
+        (Scope::Whole, []) => None,
+        (Scope::Whole, ["--router", name]) => Some(router_named(&view.router, name)?),
+        (Scope::Whole, [flag]) if flag.starts_with("--router=") => {
+            Some(router_named(&view.router, &flag["--router=".len()..])?)
+        }
+        (Scope::Whole, _) => {
+            return Err(format!("`stats {rest}`: usage: stats [--router NAME]"));
+        }
+    };
+    let r = &view.router;
+    let mut per = r.control.live();
+    if let Some(vr) = &chosen {
+        // A worker's counters list every element; the router's carry its
+        // prefix, which is taken off.
+        per = per
+            .into_iter()
+            .map(|w| {
+                w.into_iter()
+                    .filter_map(|mut e| {
+                        let shown = e.name.strip_prefix(&vr.prefix)?.to_string();
+                        e.name = shown;
+                        Some(e)
+                    })
+                    .collect()
+            })
+            .collect();
+    }
+    let total = bricks_runtime::sum_stats(per.iter().map(Vec::as_slice));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&crate::runner::stats_json(r.started.elapsed(), &per))
+            .unwrap_or_default();
+    let mut sum = serde_json::Map::new();
+    for e in &total {
+        let mut c = serde_json::Map::new();
+        for (k, n) in e.stats.entries() {
+            c.insert(k.to_string(), (*n).into());
+        }
+        sum.insert(e.name.clone(), c.into());
+    }
+    v["total"] = sum.into();
+    if let Some(vr) = &chosen {
+        v["router"] = vr.name.clone().into();
+    }
+    Ok(v.to_string())
+}
+
+/// A top-level virtual router by name, or an error naming those there are.
+fn router_named(r: &Router, name: &str) -> Result<Arc<VirtualRouter>, String> {
+    if let Some(vr) = r.routers.iter().find(|vr| vr.name == name) {
+        return Ok(vr.clone());
+    }
+    let names: Vec<&str> = r.routers.iter().map(|vr| vr.name.as_str()).collect();
+    if names.is_empty() {
+        return Err(format!(
+            "no router `{name}`: the configuration has no compound elements (a virtual \
+             router's elements are named NAME/...)"
+        ));
+    }
+    Err(format!(
+        "no router `{name}`{}",
+        known(name, "routers", &names, "`routers` shows them all")
+    ))
+}
+
+/// One virtual router's packets, summed from its elements' counters over
+/// the workers. A router's entry elements are those no element of the
+/// router feeds (its sources, and what its input ports lead to); its exit
+/// elements have an output that leaves the router, or are sinks other
+/// than Discard and Idle (ToDevice, ToDump). Elements without a `count`
+/// (Strip, say) add nothing to in or out: a Counter at a router's edges
+/// makes them exact.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Tally {
+    /// The `count` of its entry elements.
+    packets_in: u64,
+    /// The `count` of its exit elements.
+    packets_out: u64,
+    /// The `count` of its Discards, and every counter named `drops`,
+    /// `*_drops` (a full Queue, an unconnected output, a full receive
+    /// ring) or `no_route`.
+    drops: u64,
+}
+
+/// Whether a counter counts packets an element dropped.
+fn is_drop_counter(name: &str) -> bool {
+    name == "drops" || name.ends_with("_drops") || name == "no_route"
+}
+
+impl Tally {
+    /// `vr`'s tally from `total`, each element's counters summed over the
+    /// workers, by element name.
+    fn of(
+        vr: &VirtualRouter,
+        elements: &[(String, &str)],
+        total: &HashMap<&str, &ElementStats>,
+    ) -> Tally {
+        let mut t = Tally::default();
+        for m in &vr.members {
+            let Some(e) = total.get(elements[m.element].0.as_str()) else {
+                continue;
+            };
+            let count = e.stats.get("count").unwrap_or(0);
+            if m.entry {
+                t.packets_in = t.packets_in.saturating_add(count);
+            }
+            if m.exit {
+                t.packets_out = t.packets_out.saturating_add(count);
+            }
+            if m.discard {
+                t.drops = t.drops.saturating_add(count);
+            }
+            for (k, v) in e.stats.entries() {
+                if is_drop_counter(k) {
+                    t.drops = t.drops.saturating_add(*v);
+                }
+            }
+        }
+        t
+    }
+}
+
+/// `routers [--json]`: one line per virtual router.
+fn routers(view: &View, rest: &str) -> Result<String, String> {
+    let json = match rest {
+        "" => false,
+        "--json" | "json" => true,
+        _ => return Err(format!("`routers {rest}`: usage: routers [--json]")),
+    };
+    let r = &view.router;
+    let per = r.control.live();
+    let total = bricks_runtime::sum_stats(per.iter().map(Vec::as_slice));
+    let by_name: HashMap<&str, &ElementStats> =
+        total.iter().map(|e| (e.name.as_str(), e)).collect();
+    let tallies = r
+        .routers
+        .iter()
+        .map(|vr| (vr, Tally::of(vr, &r.elements, &by_name)));
+    if json {
+        let list: Vec<serde_json::Value> = tallies
+            .map(|(vr, t)| {
+                serde_json::json!({
+                    "router": vr.name,
+                    "elements": vr.members.len(),
+                    "in": t.packets_in,
+                    "out": t.packets_out,
+                    "drops": t.drops,
+                })
+            })
+            .collect();
+        return Ok(serde_json::Value::from(list).to_string());
+    }
+    Ok(tallies
+        .map(|(vr, t)| {
+            format!(
+                "{} in={} out={} drops={} elements={}\n",
+                vr.name,
+                t.packets_in,
+                t.packets_out,
+                t.drops,
+                vr.members.len()
+            )
+        })
+        .collect())
+}
+
+/// The one of `all` closest to `wrong`, then a few of them, and `more`
+/// when there are too many to name:
+/// "; did you mean `c`? (elements: c, d, and 3 more; `list` shows them all)".
+fn known(wrong: &str, what: &str, all: &[&str], more: &str) -> String {
     const SHOWN: usize = 20;
     let mut s = String::new();
     if let Some(close) = bricks_config::suggest(wrong, all.iter().copied()) {
         s.push_str(&format!("; did you mean `{close}`?"));
     }
-    s.push_str(&format!(" {what}: "));
+    s.push_str(&format!(" ({what}: "));
     s.push_str(
         &all.iter()
             .take(SHOWN)
@@ -498,23 +1160,10 @@ fn known(wrong: &str, what: &str, all: &[&str]) -> String {
             .join(", "),
     );
     if all.len() > SHOWN {
-        s.push_str(&format!(" and {} more", all.len() - SHOWN));
+        s.push_str(&format!(", and {} more; {more}", all.len() - SHOWN));
     }
+    s.push(')');
     s
-}
-
-/// `element`'s class, or an error that names the elements there are.
-fn find_element<'a>(router: &'a Router, element: &str) -> Result<&'a str, String> {
-    match router.elements.iter().find(|(n, _)| n == element) {
-        Some((_, class)) => Ok(class),
-        None => {
-            let names: Vec<&str> = router.elements.iter().map(|(n, _)| n.as_str()).collect();
-            Err(format!(
-                "no element `{element}`{} (`list` shows them all)",
-                known(element, "elements", &names)
-            ))
-        }
-    }
 }
 
 /// Each worker's counters of `element` (empty for a worker that has not
@@ -552,82 +1201,12 @@ fn handler_names(per_worker: &[Vec<(String, u64)>]) -> Vec<String> {
     names
 }
 
-/// `read ELEMENT.HANDLER [WORKER|per-worker]`.
-fn read(router: &Router, args: &str) -> Result<String, String> {
-    let mut words = args.split_whitespace();
-    let target = words
-        .next()
-        .ok_or("usage: read ELEMENT.HANDLER [WORKER|per-worker]")?;
-    let which = words.next();
-    if let Some(extra) = words.next() {
-        return Err(format!(
-            "`read {args}`: unexpected `{extra}`; usage: read ELEMENT.HANDLER [WORKER|per-worker]"
-        ));
-    }
-    let (element, handler) = target
-        .rsplit_once('.')
-        .ok_or_else(|| format!("`{target}`: expected ELEMENT.HANDLER (e.g. c.count)"))?;
-    let class = find_element(router, element)?;
-    match handler {
-        "class" => return Ok(class.to_string()),
-        "name" => return Ok(element.to_string()),
-        "handlers" => return list(router, element),
-        _ => {}
-    }
-    let per_worker = counters_of(&router.control, element);
-    let values: Vec<Option<u64>> = per_worker
-        .iter()
-        .map(|w| w.iter().find(|(k, _)| k == handler).map(|&(_, v)| v))
-        .collect();
-    if values.iter().all(Option::is_none) {
-        let names = handler_names(&per_worker);
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        return Err(format!(
-            "{element} ({class}) has no read handler `{handler}`{}",
-            known(handler, "its read handlers", &names)
-        ));
-    }
-    match which {
-        None => Ok(values.iter().flatten().sum::<u64>().to_string()),
-        Some("per-worker") => Ok(values
-            .iter()
-            .enumerate()
-            .map(|(w, v)| format!("worker {w}: {}\n", v.unwrap_or(0)))
-            .collect()),
-        Some(w) => {
-            let n = values.len();
-            match w.parse::<usize>() {
-                Ok(w) if w < n => Ok(values[w].unwrap_or(0).to_string()),
-                _ => Err(format!(
-                    "`{w}`: not a worker; give a number below {n}, or per-worker"
-                )),
-            }
-        }
-    }
-}
-
-/// `list`: every element and its class; `list ELEMENT`: its read handlers.
-fn list(router: &Router, element: &str) -> Result<String, String> {
-    if element.is_empty() {
-        return Ok(router
-            .elements
-            .iter()
-            .map(|(n, c)| format!("{n} {c}\n"))
-            .collect());
-    }
-    find_element(router, element)?;
-    let per_worker = counters_of(&router.control, element);
-    Ok(handler_names(&per_worker)
-        .iter()
-        .map(|h| format!("{h}\n"))
-        .collect())
-}
-
 /// `bricks ctl SOCKET COMMAND...`: sends the command, prints the answer.
 pub(crate) fn ctl(socket: &Path, command: &[String]) -> anyhow::Result<std::process::ExitCode> {
     let mut conn = UnixStream::connect(socket).map_err(|e| {
         anyhow::anyhow!(
-            "{}: {e} (is a router running with --control {}?)",
+            "{}: {e} (is a router running with --control {} or --router-control NAME={}?)",
+            socket.display(),
             socket.display(),
             socket.display()
         )

@@ -80,15 +80,35 @@ enum Command {
         what: routes_cmd::RoutesCommand,
     },
     /// Talk to a running router's control socket (`bricks run --control
-    /// PATH`): `bricks ctl PATH help`.
+    /// PATH`, or a virtual router's `--router-control NAME=PATH`): `bricks
+    /// ctl PATH help`.
     ///
     /// Commands: `read ELEMENT.HANDLER [WORKER|per-worker]` (a counter
     /// summed over the workers, or `class`, `name`, `handlers`), `list
-    /// [ELEMENT]`, `write ELEMENT.HANDLER [VALUE]`, `stats`, `queues`,
-    /// `steer ...`, `help`. The exit status is 1 when the reply is an
-    /// error.
+    /// [ELEMENT]`, `write ELEMENT.HANDLER [VALUE]`, `stats [--router
+    /// NAME]`, `routers [--json]`, `queues`, `steer ...`, `help`.
+    ///
+    /// `routers` prints one line per virtual router (the first part of
+    /// element names NAME/...): `NAME in=N out=N drops=N elements=N`,
+    /// where in is the `count` of the router's entry elements (those no
+    /// element of the router feeds), out the `count` of its exit elements
+    /// (an output leaving the router, or a sink other than Discard), and
+    /// drops the `count` of its Discards plus every counter named `drops`,
+    /// `*_drops` or `no_route`.
+    ///
+    /// A virtual router's socket answers `read`, `list`, `write`, `stats`
+    /// and `help` only, with element names relative to the router (`rt`
+    /// is NAME/rt); nothing outside the router can be reached through it.
+    /// The exit status is 1 when the reply is an error.
+    #[command(after_help = "Examples:\n  \
+        bricks ctl /run/bricks.sock read c.count\n  \
+        bricks ctl /run/bricks.sock routers\n  \
+        bricks ctl /run/bricks.sock stats --router red\n  \
+        bricks ctl /run/bricks/red.sock write rt.add 10.9.0.0/16 1\n  \
+        bricks ctl /run/bricks/red.sock list")]
     Ctl {
-        /// The socket given to `bricks run --control`.
+        /// The socket given to `bricks run --control` or
+        /// `--router-control NAME=PATH`.
         socket: PathBuf,
         /// The command and its arguments, e.g. `read c.count` or `write
         /// rt.add 10.9.0.0/16 1`.
@@ -171,6 +191,8 @@ enum Clock {
 }
 
 #[derive(clap::Args)]
+#[group(skip)]
+#[command(group = clap::ArgGroup::new("sockets").multiple(true).args(["control", "router_control"]))]
 struct RunArgs {
     #[command(flatten)]
     config: ConfigArgs,
@@ -217,10 +239,29 @@ struct RunArgs {
     /// PATH help` lists them): write handlers, steering, counters.
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
-    /// Let this group use the control socket too (mode 0660 instead of
+    /// Let this group use the control sockets too (mode 0660 instead of
     /// 0600); a name or a number.
-    #[arg(long, value_name = "GROUP", requires = "control")]
+    #[arg(long, value_name = "GROUP", requires = "sockets")]
     control_group: Option<String>,
+    /// Answer commands for virtual router NAME (the compound whose
+    /// elements are named NAME/...) on this Unix socket: element names are
+    /// relative to NAME (`write rt.add ...` means NAME/rt), and nothing
+    /// outside NAME can be read or changed, nor the box steered or
+    /// stopped. Repeat for each router; works without --control.
+    #[arg(long, value_name = "NAME=PATH", value_parser = router_control_arg)]
+    router_control: Vec<(String, PathBuf)>,
+}
+
+/// `--router-control NAME=PATH`.
+fn router_control_arg(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.trim_end_matches('/').to_string(), PathBuf::from(path)))
+        }
+        _ => Err(format!(
+            "`{s}`: expected NAME=PATH, a virtual router's name and its socket's path"
+        )),
+    }
 }
 
 fn main() -> ExitCode {
@@ -399,6 +440,10 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         Ok(std::time::Duration::from_secs_f64(s))
     };
+    if let Err(e) = control::check_sockets(&plan, a.control.as_deref(), &a.router_control) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(CONFIG_ERROR));
+    }
     let conf = config_settings(&plan)?;
     let threads = a.threads.or(conf.threads).unwrap_or(1);
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");
@@ -427,6 +472,7 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         spread: mode,
         control: a.control.clone(),
         control_group: a.control_group.clone(),
+        router_control: a.router_control.clone(),
     };
     let summary = runner::run_plan(plan, &settings)?;
     Ok(runner::exit_status(&summary))

@@ -36,8 +36,10 @@ pub(crate) struct RunSettings {
     pub spread: Spread,
     /// Answer control commands on this Unix socket.
     pub control: Option<std::path::PathBuf>,
-    /// The group that may use the control socket too (mode 0660).
+    /// The group that may use the control sockets too (mode 0660).
     pub control_group: Option<String>,
+    /// Answer one virtual router's commands on each (NAME, socket).
+    pub router_control: Vec<(String, std::path::PathBuf)>,
 }
 
 impl Default for RunSettings {
@@ -54,6 +56,7 @@ impl Default for RunSettings {
             spread: Spread::PerCore,
             control: None,
             control_group: None,
+            router_control: Vec::new(),
         }
     }
 }
@@ -144,9 +147,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         // `bricks ctl SOCK stats` reads what the workers last published:
         // with a control socket they publish at least 10 times a second.
         publish_every: settings.stats_interval.or_else(|| {
-            settings
-                .control
-                .is_some()
+            (settings.control.is_some() || !settings.router_control.is_empty())
                 .then_some(Duration::from_millis(100))
         }),
         max_nap: settings.max_nap,
@@ -160,16 +161,14 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     let workers =
         Workers::start(plan.clone(), &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
     let stop = workers.stop_handle();
-    let _control = match &settings.control {
-        Some(path) => Some(crate::control::serve(
-            path,
-            settings.control_group.as_deref(),
-            &plan,
-            workers.control(),
-            steering,
-        )?),
-        None => None,
-    };
+    let _control = crate::control::serve(
+        settings.control.as_deref(),
+        &settings.router_control,
+        settings.control_group.as_deref(),
+        &plan,
+        workers.control(),
+        steering,
+    )?;
     let start = Instant::now();
     let mut last: Option<(Instant, Vec<Vec<ElementStats>>)> = None;
     let tick = settings
