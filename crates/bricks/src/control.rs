@@ -46,7 +46,7 @@
 use bricks_io::live;
 use bricks_io::steer::Steering;
 use bricks_runtime::{Control, ElementStats, Plan};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -161,57 +161,75 @@ impl VirtualRouter {
     /// The elements named `name/...`, or `None` if there are none.
     fn new(plan: &Plan, name: &str) -> Option<VirtualRouter> {
         let prefix = format!("{name}/");
-        let inside: HashSet<usize> = plan
+        let owner: Vec<Option<usize>> = plan
             .elements
             .iter()
-            .enumerate()
-            .filter(|(_, e)| e.name.starts_with(&prefix))
-            .map(|(i, _)| i)
+            .map(|e| e.name.starts_with(&prefix).then_some(0))
             .collect();
-        if inside.is_empty() {
-            return None;
-        }
-        let members = plan
-            .elements
+        let members: Vec<usize> = (0..owner.len()).filter(|&i| owner[i].is_some()).collect();
+        (!members.is_empty()).then(|| VirtualRouter::build(plan, &owner, 0, name, &members))
+    }
+
+    /// Router `r` named `name`, made of the elements `members`; `owner`
+    /// is each element's router, if any.
+    fn build(
+        plan: &Plan,
+        owner: &[Option<usize>],
+        r: usize,
+        name: &str,
+        members: &[usize],
+    ) -> VirtualRouter {
+        let inside = |j: usize| owner[j] == Some(r);
+        let members = members
             .iter()
-            .enumerate()
-            .filter(|(i, _)| inside.contains(i))
-            .map(|(i, e)| {
-                let fed_inside = e.inputs.iter().flatten().any(|(j, _)| inside.contains(j));
-                let outputs: Vec<usize> = e.outputs.iter().flatten().map(|&(j, _)| j).collect();
-                let discard = e.class.name == "Discard";
-                let sink = outputs.is_empty() && !matches!(e.class.name, "Discard" | "Idle");
+            .map(|&i| {
+                let e = &plan.elements[i];
+                let fed_inside = e.inputs.iter().flatten().any(|&(j, _)| inside(j));
+                let mut outputs = e.outputs.iter().flatten().map(|&(j, _)| j).peekable();
+                let sink = outputs.peek().is_none() && !matches!(e.class.name, "Discard" | "Idle");
                 Member {
                     element: i,
                     entry: !fed_inside,
-                    exit: sink || outputs.iter().any(|j| !inside.contains(j)),
-                    discard,
+                    exit: sink || outputs.any(|j| !inside(j)),
+                    discard: e.class.name == "Discard",
                 }
             })
             .collect();
-        Some(VirtualRouter {
+        VirtualRouter {
             name: name.to_string(),
-            prefix,
+            prefix: format!("{name}/"),
             members,
-        })
+        }
     }
 }
 
 /// The virtual routers of a plan: the first part of every element name
-/// that has a `/` (a compound's elements are named `outer/inner`).
+/// that has a `/` (a compound's elements are named `outer/inner`), in the
+/// order each first appears. Linear in the elements and connections,
+/// however many routers there are.
 fn top_level_routers(plan: &Plan) -> Vec<Arc<VirtualRouter>> {
-    let mut seen = HashSet::new();
-    let mut names = Vec::new();
-    for e in &plan.elements {
-        if let Some((outer, _)) = e.name.split_once('/') {
-            if seen.insert(outer) {
+    let mut id: HashMap<&str, usize> = HashMap::new();
+    let mut names: Vec<&str> = Vec::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    let owner: Vec<Option<usize>> = plan
+        .elements
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (outer, _) = e.name.split_once('/')?;
+            let r = *id.entry(outer).or_insert_with(|| {
                 names.push(outer);
-            }
-        }
-    }
+                members.push(Vec::new());
+                names.len() - 1
+            });
+            members[r].push(i);
+            Some(r)
+        })
+        .collect();
     names
-        .into_iter()
-        .filter_map(|n| VirtualRouter::new(plan, n).map(Arc::new))
+        .iter()
+        .enumerate()
+        .map(|(r, name)| Arc::new(VirtualRouter::build(plan, &owner, r, name, &members[r])))
         .collect()
 }
 
@@ -1229,4 +1247,209 @@ pub(crate) fn ctl(socket: &Path, command: &[String]) -> anyhow::Result<std::proc
     } else {
         std::process::ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_element::Stats;
+
+    /// Red drops everything it gets; blue sends it out through `o`; `top`
+    /// is the box's own.
+    const TWO: &str = "
+        elementclass Red {
+          input -> s :: Strip(14) -> rib :: RadixIPLookup(10.0.0.0/8 0); rib[0] -> Discard;
+        }
+        elementclass Blue {
+          InfiniteSource(LIMIT 1) -> c :: Counter -> rt :: RadixIPLookup(0.0.0.0/0 0);
+          rt[0] -> o :: Counter -> output;
+        }
+        top :: InfiniteSource(LIMIT 1) -> red :: Red;
+        blue :: Blue -> q :: Queue -> ToDevice(eth9);
+    ";
+
+    fn plan(text: &str) -> Plan {
+        crate::plan(
+            bricks_config::Source {
+                name: "<test>".into(),
+                text: text.into(),
+            },
+            &Default::default(),
+        )
+        .unwrap()
+    }
+
+    /// `name`'s role in `vr`: (entry, exit, discard).
+    fn role(plan: &Plan, vr: &VirtualRouter, name: &str) -> (bool, bool, bool) {
+        let m = vr
+            .members
+            .iter()
+            .find(|m| plan.elements[m.element].name == format!("{}{name}", vr.prefix))
+            .unwrap_or_else(|| panic!("no {name} in {}", vr.name));
+        (m.entry, m.exit, m.discard)
+    }
+
+    #[test]
+    fn routers_are_the_first_part_of_element_names_with_their_edges() {
+        let p = plan(TWO);
+        let routers = top_level_routers(&p);
+        let names: Vec<&str> = routers.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["red", "blue"]);
+        let (red, blue) = (&routers[0], &routers[1]);
+        assert_eq!(red.members.len(), 3);
+        assert_eq!(blue.members.len(), 4);
+        // Red's input port leads to `s`; nothing leaves it but by Discard.
+        assert_eq!(role(&p, red, "s"), (true, false, false));
+        assert_eq!(role(&p, red, "rib"), (false, false, false));
+        let discard = p
+            .elements
+            .iter()
+            .find(|e| e.name.starts_with("red/Discard"))
+            .unwrap()
+            .name
+            .clone();
+        assert_eq!(
+            role(&p, red, &discard["red/".len()..]),
+            (false, false, true)
+        );
+        // Blue's source is its entry, `o` (output port to the box's Queue)
+        // its exit.
+        assert_eq!(role(&p, blue, "InfiniteSource@1"), (true, false, false));
+        assert_eq!(role(&p, blue, "c"), (false, false, false));
+        assert_eq!(role(&p, blue, "o"), (false, true, false));
+        // A nested name is a router of its own for --router-control.
+        let nested = plan(
+            "elementclass In { input -> c :: Counter -> output }
+             elementclass Out { input -> i :: In -> d :: Counter -> output }
+             InfiniteSource(LIMIT 1) -> x :: Out -> Discard;",
+        );
+        let vr = VirtualRouter::new(&nested, "x/i").unwrap();
+        assert_eq!(vr.members.len(), 1);
+        assert_eq!(role(&nested, &vr, "c"), (true, true, false));
+        assert!(VirtualRouter::new(&nested, "x/c").is_none());
+        assert!(VirtualRouter::new(&nested, "x/").is_none());
+    }
+
+    fn stats(name: &str, class: &'static str, counters: &[(&'static str, u64)]) -> ElementStats {
+        let mut s = Stats::default();
+        for &(k, v) in counters {
+            s.counter(k, v);
+        }
+        ElementStats {
+            name: name.into(),
+            class,
+            stats: s,
+        }
+    }
+
+    #[test]
+    fn a_tally_sums_entries_exits_and_drop_counters() {
+        let p = plan(TWO);
+        let routers = top_level_routers(&p);
+        let discard = p
+            .elements
+            .iter()
+            .find(|e| e.name.starts_with("red/Discard"))
+            .unwrap()
+            .name
+            .clone();
+        let all = [
+            // The box's own elements add to no router.
+            stats("top", "InfiniteSource", &[("count", 1000)]),
+            stats("q", "Queue", &[("drops", 7)]),
+            stats("red/s", "Strip", &[("drops", 2)]),
+            stats(
+                "red/rib",
+                "RadixIPLookup",
+                &[("no_route", 5), ("routes", 1)],
+            ),
+            stats(&discard, "Discard", &[("count", 90)]),
+            stats("blue/InfiniteSource@1", "InfiniteSource", &[("count", 40)]),
+            stats("blue/c", "Counter", &[("count", 40)]),
+            stats("blue/rt", "RadixIPLookup", &[("no_route", 0)]),
+            stats(
+                "blue/o",
+                "Counter",
+                &[("count", 38), ("unconnected_drops", 1)],
+            ),
+        ];
+        let by_name: HashMap<&str, &ElementStats> =
+            all.iter().map(|e| (e.name.as_str(), e)).collect();
+        let names: Vec<(String, &str)> = p
+            .elements
+            .iter()
+            .map(|e| (e.name.clone(), e.class.name))
+            .collect();
+        // Strip has no `count`: red's entry adds nothing to `in`.
+        assert_eq!(
+            Tally::of(&routers[0], &names, &by_name),
+            Tally {
+                packets_in: 0,
+                packets_out: 0,
+                drops: 2 + 5 + 90,
+            }
+        );
+        assert_eq!(
+            Tally::of(&routers[1], &names, &by_name),
+            Tally {
+                packets_in: 40,
+                packets_out: 38,
+                drops: 1,
+            }
+        );
+        // Counters not reported yet count as nothing.
+        assert_eq!(
+            Tally::of(&routers[1], &names, &HashMap::new()),
+            Tally::default()
+        );
+        for (name, drop) in [
+            ("drops", true),
+            ("unconnected_drops", true),
+            ("ring_drops", true),
+            ("no_route", true),
+            ("dropsy", false),
+            ("count", false),
+            ("routes", false),
+        ] {
+            assert_eq!(is_drop_counter(name), drop, "{name}");
+        }
+    }
+
+    #[test]
+    fn sockets_are_checked_before_the_run() {
+        let p = plan(TWO);
+        let rc = |list: &[(&str, &str)]| -> Vec<(String, PathBuf)> {
+            list.iter()
+                .map(|&(n, s)| (n.to_string(), PathBuf::from(s)))
+                .collect()
+        };
+        assert_eq!(
+            check_sockets(
+                &p,
+                Some(Path::new("/m")),
+                &rc(&[("red", "/r"), ("blue", "/b")])
+            ),
+            Ok(())
+        );
+        let e = check_sockets(&p, None, &rc(&[("green", "/g")])).unwrap_err();
+        assert!(
+            e.contains("no element of the configuration is named `green/...`"),
+            "{e}"
+        );
+        assert!(e.ends_with("(its routers: red, blue)"), "{e}");
+        let e = check_sockets(&p, None, &rc(&[("rde", "/g")])).unwrap_err();
+        assert!(e.ends_with("did you mean `red`?"), "{e}");
+        for bad in ["", "red//x", "/red"] {
+            let e = check_sockets(&p, None, &rc(&[(bad, "/g")])).unwrap_err();
+            assert!(e.contains("is not a router name"), "{bad}: {e}");
+        }
+        let e = check_sockets(&p, None, &rc(&[("red", "/r"), ("red", "/s")])).unwrap_err();
+        assert!(e.contains("has a socket already"), "{e}");
+        let e = check_sockets(&p, Some(Path::new("/r")), &rc(&[("red", "/r")])).unwrap_err();
+        assert!(e.contains("another socket's path already"), "{e}");
+        let flat = plan("InfiniteSource(LIMIT 1) -> top :: Counter -> Discard;");
+        let e = check_sockets(&flat, None, &rc(&[("top", "/t")])).unwrap_err();
+        assert!(e.contains("has no compound elements"), "{e}");
+        assert!(top_level_routers(&flat).is_empty());
+    }
 }
