@@ -532,3 +532,87 @@ fn help_texts_name_router_sockets() {
     let help = text(&o.stdout);
     assert!(help.contains("--router-control <NAME=PATH>"), "{help}");
 }
+
+/// Sends `bytes` on a fresh connection and returns the whole reply.
+fn raw(socket: &Path, bytes: &[u8]) -> String {
+    use std::io::Write;
+    let mut c = UnixStream::connect(socket).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = c.write_all(bytes);
+    let _ = c.shutdown(std::net::Shutdown::Write);
+    let mut reply = Vec::new();
+    // A busy socket closes with our line unread, which resets the
+    // connection after its reply.
+    if let Err(e) = c.read_to_end(&mut reply) {
+        assert!(!reply.is_empty(), "no reply: {e}");
+    }
+    text(&reply)
+}
+
+#[test]
+fn a_tenant_filling_its_socket_does_not_lock_out_the_box() {
+    let s = Sockets::new();
+    let _r = s.start_all();
+    let held: Vec<UnixStream> = (0..64)
+        .map(|_| UnixStream::connect(&s.red).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let reply = raw(&s.red, b"list\n");
+    assert!(reply.starts_with("error: busy: 64 clients"), "{reply}");
+    // The box's socket and blue's have slots of their own.
+    let start = Instant::now();
+    assert_eq!(number(&s.main, &["read", "red/rib.routes"]), 2);
+    assert_eq!(number(&s.blue, &["read", "rt.routes"]), 2);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?} with red's socket full",
+        start.elapsed()
+    );
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(number(&s.red, &["read", "rib.routes"]), 2);
+}
+
+/// A group other than our own primary one that we may give a file to: any
+/// as root, else one of our supplementary groups (if any).
+fn another_group() -> Option<(String, u32)> {
+    // SAFETY: getegid/geteuid cannot fail.
+    let (egid, euid) = unsafe { (libc::getegid(), libc::geteuid()) };
+    let mine: Vec<u32> = if euid == 0 {
+        Vec::new()
+    } else {
+        let mut buf = [0 as libc::gid_t; 256];
+        // SAFETY: `buf` holds 256 gids.
+        let n = unsafe { libc::getgroups(256, buf.as_mut_ptr()) };
+        buf[..n.max(0) as usize].to_vec()
+    };
+    std::fs::read_to_string("/etc/group")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let gid: u32 = f.nth(1)?.parse().ok()?;
+            (gid != egid && (euid == 0 || mine.contains(&gid))).then(|| (name.to_string(), gid))
+        })
+}
+
+#[test]
+fn with_control_group_router_sockets_are_0660_and_the_groups() {
+    use std::os::unix::fs::MetadataExt;
+    let Some((group, gid)) = another_group() else {
+        eprintln!("skipped: no group other than our own to give the socket to");
+        return;
+    };
+    let s = Sockets::new();
+    let red = format!("red={}", s.red.display());
+    let _r = Router::start(
+        &["--router-control", &red, "--control-group", &group],
+        &[&s.red],
+        0o000,
+    );
+    let m = std::fs::metadata(&s.red).unwrap();
+    assert_eq!(m.permissions().mode() & 0o7777, 0o660);
+    assert_eq!(m.gid(), gid, "group {group}");
+    assert_eq!(number(&s.red, &["read", "rib.routes"]), 2);
+}
