@@ -25,11 +25,13 @@ pub mod getipaddress;
 pub(crate) mod header;
 pub mod icmperror;
 pub mod icmppingresponder;
+pub mod ipencap;
 pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod markipheader;
 pub mod prefix_table;
 pub mod staticiplookup;
+pub mod stripipheader;
 
 use bricks_element::ElementClass;
 
@@ -42,10 +44,12 @@ pub static CLASSES: &[&ElementClass] = &[
     &getipaddress::CLASS,
     &icmperror::CLASS,
     &icmppingresponder::CLASS,
+    &ipencap::CLASS,
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
     &markipheader::CLASS,
     &staticiplookup::CLASS,
+    &stripipheader::CLASS,
 ];
 
 #[cfg(test)]
