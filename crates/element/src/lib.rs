@@ -41,6 +41,37 @@ pub enum TaskResult {
     /// A source that has finished for good (its LIMIT reached, its file
     /// read). The engine stops running it.
     Done,
+    /// It made no progress now but holds packets it will move once the
+    /// clock reaches a timer it has asked for ([`Context::schedule_at`]): a
+    /// rate limiter out of tokens. A run does not end while a task waits
+    /// (unless it is stopped from outside), and with `--clock trace` the
+    /// clock jumps to the next timer instead of ending the run.
+    Waiting,
+}
+
+/// What a scheduling information element (`ScheduleInfo`,
+/// `StaticThreadSched`) says about another element's task.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TaskSetting {
+    /// A scheduling parameter: the task (or, for a compound element's
+    /// name, every task inside it) gets this many times the default
+    /// tickets (Click's `ScheduleInfo`).
+    Tickets(f64),
+    /// The task runs on this worker only, counted from 0 (Click's
+    /// `StaticThreadSched`); `-1` means it never runs.
+    Thread(i64),
+}
+
+/// One `ELEMENT VALUE` argument of a scheduling information element.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskDirective {
+    /// The element named, as written: relative to the compound element
+    /// the information element sits in.
+    pub element: String,
+    /// Where the argument is, for errors.
+    pub span: bricks_config::Span,
+    /// What it says.
+    pub setting: TaskSetting,
 }
 
 /// How the engine should treat an element's task.
@@ -107,6 +138,13 @@ pub trait Element: Send {
     /// worker reads the device queues it owns.
     fn task_on_every_worker(&self) -> bool {
         false
+    }
+
+    /// Scheduling directives this element gives other elements' tasks
+    /// (`ScheduleInfo`, `StaticThreadSched`). Asked once, when the plan is
+    /// checked.
+    fn task_directives(&self) -> Vec<TaskDirective> {
+        Vec::new()
     }
 
     /// Runs the element's task once.

@@ -11,6 +11,7 @@
 //! arguments of every element whose class is known and whose ports fit are
 //! checked even when other elements' classes are unknown.
 
+use crate::placement::{Placement, Subject};
 use crate::Registry;
 use bricks_config::{Arg, Diagnostic, Router, Span};
 use bricks_element::{
@@ -38,6 +39,14 @@ pub struct PlanElement {
     pub inputs: Vec<Vec<(usize, usize)>>,
     /// Its task, if it has one.
     pub task: TaskKind,
+    /// Whether its task (a source) runs on every worker by itself: a
+    /// device receiver reading the queues each worker owns.
+    pub every_worker: bool,
+    /// Its task's tickets: its share of a worker against the worker's
+    /// other tasks (`ScheduleInfo`; [`crate::DEFAULT_TICKETS`] otherwise).
+    pub tickets: u32,
+    /// Which workers run its task (`StaticThreadSched`).
+    pub placement: Placement,
     /// State its instances share (made when the plan was checked).
     pub shared: Arc<SharedSlot>,
 }
@@ -346,9 +355,11 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
     // Arguments, and each element's task; checked even when the graph has
     // errors, so that one `bricks check` reports them all.
     let mut elements = Vec::with_capacity(n);
+    let mut directives = Vec::new();
     for i in 0..n {
         let decl = &router.elements[i];
         let mut task = TaskKind::None;
+        let mut every_worker = false;
         let shared = Arc::new(SharedSlot::new());
         match make(
             &classes[i],
@@ -357,7 +368,14 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
             &ports[i],
             &shared,
         ) {
-            Ok(e) => task = e.task_kind(),
+            Ok(e) => {
+                task = e.task_kind();
+                every_worker = e.task_on_every_worker();
+                let d = e.task_directives();
+                if !d.is_empty() {
+                    directives.push((i, d));
+                }
+            }
             Err(mut d) => {
                 d.message = format!("{} ({}): {}", decl.name, decl.class, d.message);
                 errors.push(d);
@@ -372,8 +390,29 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
             outputs: std::mem::take(&mut outputs[i]),
             inputs: std::mem::take(&mut inputs[i]),
             task,
+            every_worker,
+            tickets: crate::DEFAULT_TICKETS,
+            placement: Placement::Default,
             shared,
         });
+    }
+    let subjects: Vec<Subject<'_>> = elements
+        .iter()
+        .map(|e| Subject {
+            name: &e.name,
+            task: e.task != TaskKind::None,
+            every_worker_source: e.task == TaskKind::Source && e.every_worker,
+            class: e.class.name,
+        })
+        .collect();
+    match crate::placement::resolve(&subjects, &directives) {
+        Ok((tickets, places)) => {
+            for ((e, t), p) in elements.iter_mut().zip(tickets).zip(places) {
+                e.tickets = t;
+                e.placement = p;
+            }
+        }
+        Err(e) => errors.extend(e),
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -627,9 +666,22 @@ impl Plan {
         for pe in &self.elements {
             let _ = write!(s, "{} :: {}", pe.name, pe.class.name);
             match pe.task {
-                TaskKind::Source => s.push_str("  [task: source]"),
-                TaskKind::Pump => s.push_str("  [task]"),
+                TaskKind::Source => s.push_str("  [task: source"),
+                TaskKind::Pump => s.push_str("  [task"),
                 TaskKind::None => {}
+            }
+            if pe.task != TaskKind::None {
+                if pe.tickets != crate::DEFAULT_TICKETS {
+                    let _ = write!(s, ", tickets {}", pe.tickets);
+                }
+                match pe.placement {
+                    Placement::Default => {}
+                    Placement::Worker(w) => {
+                        let _ = write!(s, ", worker {w}");
+                    }
+                    Placement::Nowhere => s.push_str(", no worker"),
+                }
+                s.push(']');
             }
             s.push('\n');
             for (p, conns) in pe.inputs.iter().enumerate() {

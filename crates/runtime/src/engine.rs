@@ -1,13 +1,23 @@
 //! The engine: runs one worker's graph until its sources finish or it is
 //! told to stop, then drains what is in flight.
 //!
-//! A round runs every due timer, then every task once. Tasks run to
-//! completion: a source's batch travels push by push until it is queued,
-//! sent or dropped before the next task starts. When no task made progress
-//! for a while the worker naps briefly instead of spinning (a device-driven
-//! router can turn that off).
+//! A round runs every due timer, then tasks. Tasks run to completion: a
+//! source's batch travels push by push until it is queued, sent or dropped
+//! before the next task starts. When no task made progress for a while the
+//! worker naps briefly instead of spinning (a device-driven router can turn
+//! that off).
+//!
+//! Tasks share their worker by stride scheduling (Waldspurger and Weihl,
+//! as in Click's `RouterThread`): each task has tickets (`ScheduleInfo`),
+//! a stride inversely proportional to them, and a pass; the task with the
+//! smallest pass runs next and its pass advances by its stride, whether it
+//! found work or not. A round is as many runs as there are tasks. When
+//! every task has the same tickets, stride scheduling is plain round robin
+//! and a round runs each task once, in order, with no heap at all.
+//!
+//! Several workers end a run together (see [`Termination`]).
 
-use crate::Plan;
+use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
 use bricks_element::{Graph, Stats, TaskKind, TaskResult, WorkerState};
 use bricks_packet::Timestamp;
@@ -132,6 +142,29 @@ struct TaskSlot {
     element: usize,
     kind: TaskKind,
     done: bool,
+    /// Pass advance per run: [`STRIDE1`] / tickets.
+    stride: u64,
+    /// Virtual time of its next run.
+    pass: u64,
+}
+
+/// The stride of a task with one ticket. Click uses 2^16 with 32-bit
+/// passes; 64-bit passes allow 2^32, so that strides are exact to a few
+/// parts per million for any ticket count (2^16 / 3072 rounds to 21, 2.4 %
+/// off).
+pub const STRIDE1: u64 = 1 << 32;
+
+/// Passes are moved back towards zero when the smallest reaches this, so
+/// that they never overflow.
+const PASS_REBASE: u64 = 1 << 62;
+
+/// What a round did.
+#[derive(Debug, Clone, Copy, Default)]
+struct Round {
+    /// Some task or timer made progress.
+    worked: bool,
+    /// Some task holds packets it will move at a later time.
+    waiting: bool,
 }
 
 /// Runs one worker's instance of a plan.
@@ -140,6 +173,13 @@ pub struct Engine {
     classes: Vec<&'static str>,
     state: WorkerState,
     tasks: Vec<TaskSlot>,
+    /// Tasks not done.
+    live: usize,
+    /// Tickets differ: run by pass from `by_pass`, not in order.
+    stride: bool,
+    /// (pass, task) of every live task, smallest pass first.
+    by_pass: BinaryHeap<Reverse<(u64, u32)>>,
+    term: Arc<Termination>,
     timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
     stop: StopHandle,
     /// Nap when idle instead of spinning.
@@ -183,10 +223,13 @@ impl Engine {
         Engine::for_worker(plan, 0, 1)
     }
 
-    /// Instantiates `plan` as worker `worker` of `workers`.
+    /// Instantiates `plan` as worker `worker` of `workers`. Alone, it ends
+    /// when its own sources are done and its graph is drained; workers
+    /// that share queues join one [`Termination`] with
+    /// [`Engine::join_run`].
     pub fn for_worker(plan: &Plan, worker: usize, workers: usize) -> Result<Engine, Diagnostic> {
         let graph = plan.instantiate()?;
-        let tasks = plan
+        let tasks: Vec<TaskSlot> = plan
             .elements
             .iter()
             .enumerate()
@@ -194,18 +237,42 @@ impl Engine {
             .map(|(i, e)| TaskSlot {
                 element: i,
                 kind: e.task,
-                // A source that runs on worker 0 only is finished elsewhere
-                // before it starts.
-                done: e.task == TaskKind::Source
-                    && worker != 0
-                    && !graph.with_element_ref(i, |el| el.task_on_every_worker()),
+                // A task placed on another worker is finished here before
+                // it starts.
+                done: !e.placement.runs_on(
+                    worker,
+                    workers,
+                    e.task == TaskKind::Source,
+                    e.every_worker,
+                ),
+                stride: STRIDE1 / u64::from(e.tickets.max(1)),
+                pass: 0,
             })
             .collect();
+        let live = tasks.iter().filter(|t| !t.done).count();
+        let mut strides = tasks.iter().filter(|t| !t.done).map(|t| t.stride);
+        let first = strides.next();
+        let stride = strides.any(|s| Some(s) != first);
+        let by_pass = if stride {
+            tasks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| !t.done)
+                .map(|(i, t)| Reverse((t.pass, i as u32)))
+                .collect()
+        } else {
+            BinaryHeap::new()
+        };
         Ok(Engine {
             graph,
             classes: plan.elements.iter().map(|e| e.class.name).collect(),
             state: WorkerState::new(worker, workers),
             tasks,
+            live,
+            stride,
+            by_pass,
+            // Alone until told otherwise: only this worker's view counts.
+            term: Arc::new(Termination::new(1)),
             timers: BinaryHeap::new(),
             stop: StopHandle::default(),
             idle_sleep: true,
@@ -223,6 +290,14 @@ impl Engine {
         if on {
             self.state.now = Timestamp(0);
         }
+    }
+
+    /// Makes this engine one of the workers of a run that ends together
+    /// (see [`Termination`]): it keeps running while another worker's
+    /// sources run or packets move anywhere. Every worker of the run must
+    /// join the same one, which counts them all.
+    pub fn join_run(&mut self, term: Arc<Termination>) {
+        self.term = term;
     }
 
     /// A handle that stops this engine.
@@ -309,13 +384,18 @@ impl Engine {
         }
     }
 
-    /// Runs one round: due timers, then each task once. Returns whether
-    /// any task made progress.
+    /// Runs one round: due timers, then as many task runs as there are
+    /// tasks (each task once when their tickets are equal). Returns
+    /// whether anything made progress.
     pub fn step(&mut self) -> bool {
+        self.round().worked
+    }
+
+    fn round(&mut self) -> Round {
         if !self.state.trace_clock {
             self.state.now = Timestamp::now();
         }
-        let mut worked = false;
+        let mut r = Round::default();
         while let Some(&Reverse((t, e))) = self.timers.peek() {
             if t > self.state.now {
                 break;
@@ -324,27 +404,105 @@ impl Engine {
             self.graph
                 .with_element(e, &mut self.state, |el, cx| el.run_timer(cx));
             self.graph.run_deferred(&mut self.state);
-            worked = true;
+            r.worked = true;
         }
-        for slot in self.tasks.iter_mut() {
-            if slot.done {
-                continue;
-            }
-            let r = self
-                .graph
-                .with_element(slot.element, &mut self.state, |el, cx| el.run_task(cx));
-            self.graph.run_deferred(&mut self.state);
-            match r {
-                TaskResult::Worked => worked = true,
-                TaskResult::Idle => {}
-                TaskResult::Done => {
-                    slot.done = true;
-                    worked = true;
+        if self.stride {
+            self.stride_runs(&mut r);
+        } else {
+            for slot in self.tasks.iter_mut() {
+                if slot.done {
+                    continue;
+                }
+                let res = self
+                    .graph
+                    .with_element(slot.element, &mut self.state, |el, cx| el.run_task(cx));
+                self.graph.run_deferred(&mut self.state);
+                match res {
+                    TaskResult::Worked => r.worked = true,
+                    TaskResult::Idle => {}
+                    TaskResult::Waiting => r.waiting = true,
+                    TaskResult::Done => {
+                        slot.done = true;
+                        self.live -= 1;
+                        r.worked = true;
+                    }
                 }
             }
         }
         self.take_timer_requests();
-        worked
+        r
+    }
+
+    /// Runs one task and accounts for its result.
+    fn run_slot(&mut self, i: usize, r: &mut Round) {
+        let element = self.tasks[i].element;
+        let res = self
+            .graph
+            .with_element(element, &mut self.state, |el, cx| el.run_task(cx));
+        self.graph.run_deferred(&mut self.state);
+        match res {
+            TaskResult::Worked => r.worked = true,
+            TaskResult::Idle => {}
+            TaskResult::Waiting => r.waiting = true,
+            TaskResult::Done => {
+                self.tasks[i].done = true;
+                self.live -= 1;
+                r.worked = true;
+            }
+        }
+    }
+
+    /// A stride-scheduled round: `live` runs, each of the task with the
+    /// smallest pass. A round in which nothing moved is followed by a
+    /// sweep that runs every task once more, outside the passes, so that a
+    /// worker never mistakes a low-ticket task that was not picked this
+    /// round for one with nothing to do.
+    fn stride_runs(&mut self, r: &mut Round) {
+        let mut runs = 0;
+        while runs < self.live {
+            let Some(Reverse((pass, i))) = self.by_pass.pop() else {
+                break;
+            };
+            let i = i as usize;
+            if self.tasks[i].done {
+                // Ended from outside (a stop): dropped from the heap here.
+                continue;
+            }
+            if pass >= PASS_REBASE {
+                self.rebase(pass, i);
+            }
+            runs += 1;
+            self.run_slot(i, r);
+            let slot = &mut self.tasks[i];
+            if !slot.done {
+                slot.pass = slot.pass.wrapping_add(slot.stride);
+                self.by_pass.push(Reverse((slot.pass, i as u32)));
+            }
+        }
+        if !r.worked {
+            for i in 0..self.tasks.len() {
+                if !self.tasks[i].done {
+                    self.run_slot(i, r);
+                }
+            }
+            // Tasks that ended in the sweep are still in the heap; they
+            // are skipped when popped.
+        }
+    }
+
+    /// Moves every pass back by `base` (the smallest), keeping their
+    /// differences; `running` was popped and is pushed back by the caller.
+    fn rebase(&mut self, base: u64, running: usize) {
+        for t in self.tasks.iter_mut() {
+            t.pass = t.pass.saturating_sub(base);
+        }
+        self.by_pass = self
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|&(i, t)| !t.done && i != running)
+            .map(|(i, t)| Reverse((t.pass, i as u32)))
+            .collect();
     }
 
     fn sources_running(&self) -> bool {
@@ -353,9 +511,21 @@ impl Engine {
             .any(|t| t.kind == TaskKind::Source && !t.done)
     }
 
+    /// Marks every source of this worker done (a stop).
+    fn end_sources(&mut self) {
+        for t in self.tasks.iter_mut() {
+            if t.kind == TaskKind::Source && !t.done {
+                t.done = true;
+                self.live -= 1;
+            }
+        }
+    }
+
     /// Runs until every source has finished and the graph has drained, or
     /// until a stop is asked for; then delivers what is in flight, shuts
-    /// every element down, and reports the counters.
+    /// every element down, and reports the counters. With other workers
+    /// (see [`Engine::join_run`]) it ends when they all agree there is
+    /// nothing left to move.
     pub fn run(&mut self) -> RunSummary {
         let start = Instant::now();
         self.start();
@@ -364,6 +534,9 @@ impl Engine {
         // thousand tasks reads it every round, not every thousand.
         let mut since = 0usize;
         let per_round = self.tasks.len().max(4);
+        let worker = self.state.worker;
+        let mut stopping: Option<StopReason> = None;
+        let mut parked = false;
         let reason = if self.tasks.is_empty() {
             StopReason::NoTasks
         } else {
@@ -373,26 +546,55 @@ impl Engine {
                     since = 0;
                     self.housekeeping();
                 }
-                if self.stop.is_stopped() {
-                    break StopReason::External;
+                if stopping.is_none() {
+                    if self.stop.is_stopped() {
+                        stopping = Some(StopReason::External);
+                    } else if self.state.stop_requested || self.term.stop_requested() {
+                        self.term.request_stop();
+                        stopping = Some(StopReason::Requested);
+                    }
+                    if stopping.is_some() {
+                        self.end_sources();
+                    }
                 }
-                if self.state.stop_requested {
-                    break StopReason::Requested;
+                if parked && self.term.finished() {
+                    break stopping.unwrap_or(StopReason::SourcesDone);
                 }
-                let worked = self.step();
-                if worked {
-                    idle_rounds = 0;
-                    continue;
+                let confirming = parked.then(|| self.term.round());
+                let r = self.round();
+                // A stop does not wait for rate limiters.
+                let waiting = r.waiting && stopping.is_none();
+                if r.worked || waiting {
+                    if parked {
+                        parked = false;
+                        self.term.unpark();
+                    }
+                    if r.worked {
+                        idle_rounds = 0;
+                        continue;
+                    }
                 }
-                if self.state.trace_clock && self.sources_running() {
+                let sources = self.sources_running();
+                if !waiting && !sources {
+                    match confirming {
+                        None => {
+                            parked = true;
+                            self.term.park();
+                            continue;
+                        }
+                        Some(round) => {
+                            if self.term.acknowledge(worker, round) {
+                                break stopping.unwrap_or(StopReason::SourcesDone);
+                            }
+                        }
+                    }
+                }
+                if self.state.trace_clock && (sources || waiting) {
                     // Nothing is due now: jump to the next thing that is.
                     if let Some(&Reverse((t, _))) = self.timers.peek() {
                         self.state.now = self.state.now.max(t);
                         continue;
                     }
-                }
-                if !self.sources_running() {
-                    break StopReason::SourcesDone;
                 }
                 idle_rounds += 1;
                 if self.idle_sleep && idle_rounds > 64 {
@@ -404,6 +606,10 @@ impl Engine {
                         None => self.max_nap,
                     };
                     std::thread::sleep(nap.min(self.max_nap));
+                } else if parked {
+                    // Waiting for other workers without napping: let them
+                    // have the core if they share it.
+                    std::thread::yield_now();
                 }
             }
         };
@@ -433,11 +639,7 @@ impl Engine {
     /// Stops the sources and runs the remaining tasks until nothing moves,
     /// so that packets already inside the graph reach their destination.
     pub fn drain(&mut self) {
-        for t in self.tasks.iter_mut() {
-            if t.kind == TaskKind::Source {
-                t.done = true;
-            }
-        }
+        self.end_sources();
         // Bounded: a pump that always claims progress cannot hold the
         // router hostage at exit.
         for _ in 0..1_000_000 {

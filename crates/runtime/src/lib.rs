@@ -15,6 +15,8 @@
 mod build;
 mod click_classes;
 mod engine;
+mod placement;
+mod termination;
 pub mod testing;
 mod workers;
 
@@ -24,4 +26,6 @@ pub use click_classes::{is_click_class, CLICK_CLASSES};
 pub use engine::{
     ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,
 };
+pub use placement::{Placement, DEFAULT_TICKETS, MAX_TICKETS};
+pub use termination::Termination;
 pub use workers::{sum_stats, Control, WorkerOptions, Workers, WorkersSummary};

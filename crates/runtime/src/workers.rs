@@ -14,7 +14,7 @@ use crate::engine::{
     ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StatsRequest, StopHandle,
     StopReason,
 };
-use crate::Plan;
+use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
 use std::collections::HashMap;
 use std::sync::mpsc;
@@ -182,6 +182,17 @@ impl Control {
     }
 }
 
+/// Ends the run for every worker when the thread holding it unwinds.
+struct Abandon(Arc<Termination>);
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abandon();
+        }
+    }
+}
+
 /// What a finished multi-worker run reports.
 #[derive(Debug, Clone)]
 pub struct WorkersSummary {
@@ -211,8 +222,12 @@ impl Workers {
         let mut stats = Vec::with_capacity(n);
         let mut mail = Vec::with_capacity(n);
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), Diagnostic>>();
+        // One run: a worker keeps polling while another's sources run and
+        // while packets move anywhere (queues shared between workers).
+        let term = Arc::new(Termination::new(n));
         for (w, &core) in cores.iter().enumerate() {
             let plan = plan.clone();
+            let term = term.clone();
             let stop = stop.clone();
             let slot = Arc::new(Mutex::new(Snapshot::default()));
             live.push(slot.clone());
@@ -229,17 +244,22 @@ impl Workers {
                     if let Some(id) = core {
                         core_affinity::set_for_current(core_affinity::CoreId { id });
                     }
+                    // A worker that panics or cannot start ends the run for
+                    // the others, which would otherwise wait for it.
+                    let _abandon = Abandon(term.clone());
                     let mut engine = match Engine::for_worker(&plan, w, n) {
                         Ok(e) => {
                             let _ = ready.send(Ok(()));
                             e
                         }
                         Err(d) => {
+                            term.abandon();
                             let _ = ready.send(Err(d));
                             return RunSummary::empty(StopReason::NoTasks);
                         }
                     };
                     engine.set_stop_handle(stop);
+                    engine.join_run(term);
                     engine.set_mailbox(mailbox);
                     engine.set_trace_clock(opts.trace_clock);
                     engine.max_nap = opts.max_nap;

@@ -1,17 +1,27 @@
 //! Sources, sinks, queues, schedulers and plumbing.
 
+pub mod bw_rated_unqueue;
 pub mod counter;
 pub mod discard;
+pub mod drr_sched;
 pub mod idle;
 pub mod paint;
 pub mod print;
 pub mod queue;
+pub mod rated_unqueue;
 pub mod sched;
+pub mod schedule_info;
 pub mod settings;
 pub mod source;
+pub mod static_thread_sched;
+pub mod stride_sched;
 pub mod strip;
 pub mod tee;
+#[cfg(test)]
+mod testrun;
+pub mod thread_safe_queue;
 pub mod unqueue;
+pub mod work_package;
 pub mod workload;
 
 use bricks_element::ElementClass;
@@ -37,4 +47,12 @@ pub static CLASSES: &[&ElementClass] = &[
     &tee::CLASS,
     &unqueue::CLASS,
     &workload::CLASS,
+    &schedule_info::CLASS,
+    &static_thread_sched::CLASS,
+    &thread_safe_queue::CLASS,
+    &stride_sched::CLASS,
+    &drr_sched::CLASS,
+    &rated_unqueue::CLASS,
+    &bw_rated_unqueue::CLASS,
+    &work_package::CLASS,
 ];

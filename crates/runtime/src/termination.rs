@@ -1,0 +1,150 @@
+//! When a run of several workers is over.
+//!
+//! A worker alone is done when its sources are done and a round moves
+//! nothing. With queues shared between workers (`ThreadSafeQueue`) that is
+//! not enough: a worker with no source of its own must keep pulling while
+//! another worker's sources run, and must not leave while packets wait for
+//! it in a shared queue or are still inside another worker's graph on
+//! their way to one.
+//!
+//! The workers agree with a counting protocol. A worker whose own sources
+//! are done and whose round moved nothing *parks*: it leaves the `busy`
+//! count. A parked worker keeps polling; a round that moves packets
+//! unparks it. Every park and unpark starts a new confirmation round
+//! (`round`). A parked worker acknowledges the current round after a whole
+//! round of its own that began in it and moved nothing. The run is over
+//! when nobody is busy, every worker has acknowledged the current round,
+//! and the round is still current: every worker has then looked at every
+//! queue it pulls from since the last packet moved anywhere, and found
+//! nothing (a packet can only enter a shared queue in a round that moved
+//! it, which bumps the round before anyone can park again). A queue whose
+//! puller never runs does not hold the run up: its packets are counted as
+//! its `length` at the end.
+//!
+//! Only idle workers touch these atomics: a busy worker's rounds cost
+//! nothing here.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+
+/// The run-wide state the workers of one run share to agree that it is
+/// over (see the module documentation).
+#[derive(Debug)]
+pub struct Termination {
+    busy: AtomicUsize,
+    round: AtomicU64,
+    acks: Box<[AtomicU64]>,
+    finished: AtomicBool,
+    stop_requested: AtomicBool,
+}
+
+impl Termination {
+    /// For a run of `workers` workers, all busy at first.
+    pub fn new(workers: usize) -> Termination {
+        let workers = workers.max(1);
+        Termination {
+            busy: AtomicUsize::new(workers),
+            round: AtomicU64::new(0),
+            // No worker has acknowledged anything yet.
+            acks: (0..workers).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            finished: AtomicBool::new(false),
+            stop_requested: AtomicBool::new(false),
+        }
+    }
+
+    /// How many workers take part.
+    pub fn workers(&self) -> usize {
+        self.acks.len()
+    }
+
+    /// The current confirmation round; read before a parked worker's round.
+    pub(crate) fn round(&self) -> u64 {
+        self.round.load(SeqCst)
+    }
+
+    /// A worker whose sources are done had a round that moved nothing.
+    pub(crate) fn park(&self) {
+        self.busy.fetch_sub(1, SeqCst);
+        self.round.fetch_add(1, SeqCst);
+    }
+
+    /// A parked worker moved packets again.
+    pub(crate) fn unpark(&self) {
+        self.busy.fetch_add(1, SeqCst);
+        self.round.fetch_add(1, SeqCst);
+    }
+
+    /// Parked worker `worker` had a whole round that began in confirmation
+    /// round `round` and moved nothing. Returns whether the run is over.
+    pub(crate) fn acknowledge(&self, worker: usize, round: u64) -> bool {
+        if let Some(a) = self.acks.get(worker) {
+            a.store(round, SeqCst);
+        }
+        self.finished()
+            || (self.busy.load(SeqCst) == 0
+                && self.acks.iter().all(|a| a.load(SeqCst) == round)
+                && self.round.load(SeqCst) == round
+                && {
+                    self.finished.store(true, SeqCst);
+                    true
+                })
+    }
+
+    /// Ends the run for everyone: a worker could not start or panicked,
+    /// and the others must not wait for it.
+    pub fn abandon(&self) {
+        self.finished.store(true, SeqCst);
+    }
+
+    /// Whether some worker found the run over.
+    pub(crate) fn finished(&self) -> bool {
+        self.finished.load(SeqCst)
+    }
+
+    /// An element asked the router to stop (`STOP true`): every worker
+    /// stops its sources.
+    pub(crate) fn request_stop(&self) {
+        self.stop_requested.store(true, SeqCst);
+    }
+
+    /// Whether a stop was requested by an element on any worker.
+    #[inline]
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.stop_requested
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_worker_finishes_after_an_idle_parked_round() {
+        let t = Termination::new(1);
+        t.park();
+        let r = t.round();
+        assert!(t.acknowledge(0, r));
+    }
+
+    #[test]
+    fn a_busy_worker_or_a_stale_round_holds_the_run() {
+        let t = Termination::new(2);
+        t.park();
+        let r = t.round();
+        // Worker 1 is still busy.
+        assert!(!t.acknowledge(0, r));
+        t.park();
+        // Worker 0's acknowledgement is for a round before worker 1 parked.
+        assert!(!t.acknowledge(1, t.round()));
+        let r = t.round();
+        assert!(!t.acknowledge(1, r));
+        // Worker 0 moved packets in between: a new round.
+        t.unpark();
+        assert!(!t.acknowledge(0, r));
+        t.park();
+        let r = t.round();
+        assert!(!t.acknowledge(0, r));
+        assert!(t.acknowledge(1, r));
+        assert!(t.finished());
+    }
+}
