@@ -13,6 +13,7 @@ mod gen_cmd;
 mod routes_cmd;
 mod runner;
 mod sink_cmd;
+mod vr_cmd;
 
 use anyhow::Context as _;
 use bricks_config::{Source, SourceMap};
@@ -147,6 +148,19 @@ enum Command {
         #[command(subcommand)]
         what: cluster::ClusterCommand,
     },
+    /// Virtual routers on one box (Egi et al., CoNEXT 2008): check a
+    /// virtual-router file, or print the Click configuration it expands
+    /// into (one compound per router, links shared by VLAN, MAC, MPLS
+    /// label or IP-in-IP tunnel, by weight).
+    #[command(after_help = "Examples:\n  \
+        bricks vr check conf/vr/two-tenants.toml\n  \
+        bricks vr config conf/vr/two-tenants.toml -o two-tenants.click\n  \
+        sudo bricks run two-tenants.click --router-control red=/run/bricks/red.sock \
+        --router-control blue=/run/bricks/blue.sock")]
+    Vr {
+        #[command(subcommand)]
+        what: vr_cmd::VrCommand,
+    },
     /// Measure the packet path: in memory on one core (core, lpm, the
     /// first parts of ipsec) or between veths in network namespaces as
     /// root (io, ipsec's gateway part, cluster).
@@ -277,6 +291,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::demo(a),
         Command::Ctl { socket, command } => control::ctl(&socket, &command),
         Command::Cluster { what } => cluster::cluster(what),
+        Command::Vr { what } => vr_cmd::vr(what),
     };
     match r {
         Ok(code) => code,
