@@ -741,3 +741,59 @@ pub fn default_output(file: &Path) -> String {
         .unwrap_or_else(|| "vr".into());
     format!("{stem}.click")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ONE: &str = r#"
+[[link]]
+name = "eth0.5"
+demux = "vlan"
+mtu = 1400
+[[router]]
+name = "r"
+local = "host"
+  [[router.interface]]
+  link = "eth0.5"
+  vlan = 7
+  address = "10.0.0.1/24"
+  [[router.route]]
+  prefix = "0.0.0.0/0"
+  gateway = "10.0.0.254"
+"#;
+
+    #[test]
+    fn weights_are_reduced() {
+        assert_eq!(reduced(&[2, 4, 6]), vec![1, 2, 3]);
+        assert_eq!(reduced(&[7]), vec![1]);
+        assert_eq!(reduced(&[3, 5]), vec![3, 5]);
+    }
+
+    #[test]
+    fn one_router_on_one_link() {
+        let vr = VirtualRouters::from_toml(ONE).unwrap();
+        let text = config(&vr, &ConfigOptions::default());
+        // Link names become element names Click accepts.
+        assert!(
+            text.contains("eth0_5/in :: FromDevice(eth0.5, BACKEND $BACKEND);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("$MAC_eth0_5 02:76:ff:00:00:01,  // a placeholder"),
+            "{text}"
+        );
+        assert!(text.contains("-D MAC_eth0_5=<eth0.5's MAC>"), "{text}");
+        // No scheduler for a link with one router.
+        assert!(text.contains("eth0_5/q_r -> eth0_5/out :: ToDevice(eth0.5, BACKEND $BACKEND);"));
+        assert!(!text.contains("StrideSched"));
+        assert!(text.contains("IPFragmenter(1400)"));
+        assert!(text.contains("-> local :: ToHost(host_r);"));
+        assert!(text.contains("0.0.0.0/0 10.0.0.254 1,"));
+        assert!(!text.contains("ScheduleInfo"));
+        assert_eq!(
+            default_output(Path::new("conf/vr/two-tenants.toml")),
+            "two-tenants.click"
+        );
+    }
+}

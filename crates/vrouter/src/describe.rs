@@ -66,12 +66,18 @@ impl VirtualRouters {
                 link.demux.word(),
                 link.mtu
             );
-            for (r, i) in self.link_interfaces(l) {
+            let on_link = self.link_interfaces(l);
+            let width = on_link
+                .iter()
+                .map(|&(r, i)| self.routers[r].interfaces[i].tag.text().len())
+                .max()
+                .unwrap_or(0);
+            for (r, i) in on_link {
                 let router = &self.routers[r];
                 let itf = &router.interfaces[i];
                 let _ = writeln!(
                     s,
-                    "    {:<32} {} {} {}/{}",
+                    "    {:<width$}  {} {} {}/{}",
                     itf.tag.text(),
                     router.name,
                     itf.name,
@@ -143,5 +149,64 @@ impl VirtualRouters {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::VirtualRouters;
+
+    #[test]
+    fn describes_links_shares_and_route_table_outputs() {
+        let vr = VirtualRouters::from_toml(
+            r#"
+[[link]]
+name = "eth0"
+demux = "vlan"
+[[router]]
+name = "gold"
+weight = 3
+  [[router.interface]]
+  link = "eth0"
+  vlan = 7
+  address = "10.0.0.1/24"
+  [[router.route]]
+  prefix = "0.0.0.0/0"
+  gateway = "10.0.0.254"
+[[router]]
+name = "tin"
+  [[router.interface]]
+  link = "eth0"
+  vlan = 1000
+  address = "10.0.0.1/24"
+  [[router.route]]
+  prefix = "0.0.0.0/0"
+  gateway = "10.0.0.253"
+"#,
+        )
+        .unwrap();
+        let d = vr.describe();
+        assert!(
+            d.starts_with("2 virtual routers on 1 link, queueing direct"),
+            "{d}"
+        );
+        assert!(
+            d.contains("  eth0  demux vlan, MAC from -D MAC_eth0, MTU 1500\n"),
+            "{d}"
+        );
+        assert!(d.contains("    vlan 7     gold eth0 10.0.0.1/24\n"), "{d}");
+        assert!(d.contains("    vlan 1000  tin eth0 10.0.0.1/24\n"), "{d}");
+        assert!(
+            d.contains("output shared by packets: gold 75%, tin 25%"),
+            "{d}"
+        );
+        assert!(
+            d.contains("    gold/rt output 1: eth0 10.0.0.1/24 on eth0 (vlan 7), MTU 1500\n"),
+            "{d}"
+        );
+        assert!(
+            d.contains("    route 0.0.0.0/0 via 10.0.0.253 on eth0\n"),
+            "{d}"
+        );
     }
 }
