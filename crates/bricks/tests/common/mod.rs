@@ -87,6 +87,18 @@ impl LiveRouter {
         threads: usize,
         defines: &[String],
     ) -> LiveRouter {
+        LiveRouter::start_with(net, ns, conf, threads, defines, &[])
+    }
+
+    /// [`LiveRouter::start`] with more `bricks run` arguments.
+    pub fn start_with(
+        net: &bricks_netns::Network,
+        ns: &str,
+        conf: &Path,
+        threads: usize,
+        defines: &[String],
+        extra: &[String],
+    ) -> LiveRouter {
         let threads = threads.to_string();
         let mut argv = vec![
             env!("CARGO_BIN_EXE_bricks"),
@@ -101,6 +113,7 @@ impl LiveRouter {
         for d in defines {
             argv.extend(["-D", d.as_str()]);
         }
+        argv.extend(extra.iter().map(String::as_str));
         let mut cmd = net.exec(ns, &argv);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
