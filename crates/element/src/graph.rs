@@ -456,6 +456,8 @@ impl<'a> Context<'a> {
         mut classify: impl FnMut(&mut Packet) -> Option<usize>,
     ) {
         const DROP: u16 = u16::MAX;
+        /// Above this many outputs a mixed batch is split by sorting.
+        const MANY_PORTS: usize = 16;
         #[inline(always)]
         fn port_of<F: FnMut(&mut Packet) -> Option<usize>>(
             p: &mut Packet,
@@ -497,6 +499,45 @@ impl<'a> Context<'a> {
             .copied()
             .unwrap_or(0);
         let mut out = Batch::new();
+        if max_port as usize > MANY_PORTS {
+            // Many outputs (a demultiplexer of a thousand virtual
+            // routers): a scan per output would cost O(outputs), so the
+            // packets are sorted by (port, position) and pushed a run at
+            // a time, in the same order as below.
+            let mut keys = [0u32; MAX_BATCH];
+            for (i, (k, &port)) in keys.iter_mut().zip(&ports[..len]).enumerate() {
+                *k = u32::from(port) << 16 | i as u32;
+            }
+            keys[..len].sort_unstable();
+            let mut slots: [Option<Packet>; MAX_BATCH] = [const { None }; MAX_BATCH];
+            for (slot, p) in slots.iter_mut().zip(batch.drain()) {
+                *slot = Some(p);
+            }
+            let mut run = (keys[0] >> 16) as u16;
+            for &k in &keys[..len] {
+                let port = (k >> 16) as u16;
+                if port != run {
+                    match run {
+                        0 => {
+                            batch.append(&mut out);
+                        }
+                        _ => self.push(run as usize, &mut out),
+                    }
+                    run = port;
+                }
+                if let Some(p) = slots[(k & 0xffff) as usize].take() {
+                    let _ = out.push(p);
+                }
+            }
+            match run {
+                0 => {
+                    batch.append(&mut out);
+                }
+                DROP => out.clear(),
+                _ => self.push(run as usize, &mut out),
+            }
+            return;
+        }
         for port in 1..=max_port {
             if !ports[..len].contains(&port) {
                 continue;
