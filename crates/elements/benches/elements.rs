@@ -390,6 +390,77 @@ fn elements(c: &mut Criterion) {
         0,
     );
     bench_queue(c);
+    bench_vrdemux(c);
+}
+
+/// VRDemux with 1 and 1,024 virtual routers, by VLAN ID and by MAC
+/// address: the frames of a batch go to routers in turn (frame `i` of the
+/// stretch to router `i mod routers`), so with 1,024 routers no two
+/// frames of a batch share an output and every batch is split, the most
+/// expensive case; with one router the batch moves on whole.
+fn bench_vrdemux(c: &mut Criterion) {
+    use bricks_elements::vrouter::vr_demux::CLASS as VRDEMUX;
+    let mac = |i: usize| [0x02, 0, 0, 0, (i >> 8) as u8, i as u8];
+    for (mode, routers) in [("vlan", 1), ("vlan", 1024), ("mac", 1), ("mac", 1024)] {
+        let mut pairs = Vec::new();
+        let mut frames = Vec::new();
+        for i in 0..routers {
+            let mut f = FRAME.to_vec();
+            if mode == "vlan" {
+                let vid = (i + 1) as u16;
+                f.splice(12..12, [0x81, 0x00, (vid >> 8) as u8, vid as u8]);
+                f.truncate(FRAME.len());
+                pairs.push(format!("{vid} {i}"));
+            } else {
+                let m = mac(i);
+                f[..6].copy_from_slice(&m);
+                let text: Vec<String> = m.iter().map(|b| format!("{b:02x}")).collect();
+                pairs.push(format!("{} {i}", text.join(":")));
+            }
+            frames.push(f);
+        }
+        let args = format!("BY {mode}, {}", pairs.join(", "));
+        let mut group = c.benchmark_group(format!("VRDemux/{mode}/{routers}"));
+        for n in BATCH_SIZES {
+            let mut bench = Bench::push_element(&VRDEMUX, &args, routers);
+            let mut batches: Vec<Batch> =
+                (0..batches_per_stretch(n)).map(|_| Batch::new()).collect();
+            let mut next = 0usize;
+            let mut fill = |b: &mut Batch| {
+                Packet::alloc_batch(b, n, |p| {
+                    p.set_frame(&frames[next % frames.len()])
+                        .expect("a 64-byte frame fits a buffer");
+                    next += 1;
+                })
+            };
+            // Every frame must reach a router, none be dropped.
+            fill(&mut batches[0]);
+            bench.push(&mut batches[0]);
+            let sunk: u64 = (0..routers).map(|o| bench.sunk(o)).sum();
+            assert_eq!(sunk, n as u64, "VRDemux({mode}): frames were dropped");
+            group.throughput(Throughput::Elements(n as u64));
+            group.bench_function(BenchmarkId::from_parameter(n), |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    let mut left = iters as usize;
+                    while left > 0 {
+                        let k = left.min(batches.len());
+                        for b in &mut batches[..k] {
+                            fill(b);
+                        }
+                        let start = Instant::now();
+                        for b in &mut batches[..k] {
+                            bench.push(b);
+                        }
+                        total += start.elapsed();
+                        left -= k;
+                    }
+                    total
+                })
+            });
+        }
+        group.finish();
+    }
 }
 
 /// Short warm-up and measurement: 30 benchmarks in about three minutes on

@@ -676,11 +676,37 @@ mod tests {
         for i in 0..1024 {
             assert_eq!(s.get(&format!("out{i}")), Some(1), "out{i}");
         }
+        // Drops and output 0 mixed into a batch spread over many outputs.
+        let mut frames = Vec::new();
+        let mut outs = Vec::new();
+        for k in 0..200usize {
+            let i = (k * 37) % 1024;
+            frames.push(tagged(&IPV4_UDP, &[(0x8100, i as u16 + 1)]));
+            outs.push(i);
+            if k % 3 == 0 {
+                frames.push(tagged(&IPV4_UDP, &[(0x8100, 4000)]));
+                outs.push(usize::MAX);
+            }
+            if k % 10 == 0 {
+                frames.push(tagged(&IPV4_UDP, &[(0x8100, 1)]));
+                outs.push(0);
+            }
+        }
+        h.push_packets(0, frames.iter().map(|f| Packet::from_slice(f).unwrap()));
+        let mut want = vec![Vec::new(); 1024];
+        for (f, &o) in frames.iter().zip(&outs) {
+            if o != usize::MAX {
+                want[o].push(f.clone());
+            }
+        }
+        for (o, w) in want.iter().enumerate() {
+            assert_eq!(&h.take_bytes(o), w, "output {o}");
+        }
+        assert_eq!(h.stats().get("unknown_tag"), Some(67));
         // An 802.1ad outer tag counts the same; a Q-in-Q frame goes by
         // its outer tag.
         let qinq = tagged(&IPV4_UDP, &[(0x88a8, 700), (0x8100, 5)]);
         check_routes(&mut h, 1024, &[qinq], &[699]);
-        assert_eq!(h.stats().get("unknown_tag"), Some(0));
     }
 
     #[test]
