@@ -12,7 +12,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
     Stats, TaskKind, TaskResult,
 };
-use bricks_packet::{DEFAULT_BURST, MAX_BATCH};
+use bricks_packet::{Timestamp, DEFAULT_BURST, MAX_BATCH};
 use std::time::Duration;
 
 /// The `BandwidthRatedUnqueue` class.
@@ -132,6 +132,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         size,
         burst: burst.clamp(1, MAX_BATCH),
         active,
+        timer: None,
         count: 0,
         bytes: 0,
         empty_runs: 0,
@@ -146,6 +147,8 @@ pub struct BandwidthRatedUnqueue {
     size: Option<u64>,
     burst: usize,
     active: bool,
+    /// The timer asked for, until it fires.
+    timer: Option<Timestamp>,
     count: u64,
     bytes: u64,
     empty_runs: u64,
@@ -165,7 +168,12 @@ impl Element for BandwidthRatedUnqueue {
         self.bucket.refill(now);
         if !self.bucket.positive() {
             self.empty_runs += 1;
-            cx.schedule_at(self.bucket.time_until_positive(now));
+            let at = self.bucket.time_until_positive(now);
+            // One timer at a time (see RatedUnqueue).
+            if self.timer != Some(at) {
+                self.timer = Some(at);
+                cx.schedule_at(at);
+            }
             return TaskResult::Waiting;
         }
         // One packet at a time: each may take the bucket below zero.
@@ -186,6 +194,10 @@ impl Element for BandwidthRatedUnqueue {
         self.count += b.len() as u64;
         cx.push(0, &mut b);
         TaskResult::Worked
+    }
+
+    fn run_timer(&mut self, _cx: &mut Context<'_>) {
+        self.timer = None;
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -225,7 +237,6 @@ mod tests {
     use super::super::testrun::{count, run};
     use super::*;
     use bricks_element::{Packet, Processing};
-    use bricks_packet::Timestamp;
     use bricks_runtime::testing::Harness;
 
     #[test]

@@ -220,6 +220,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         size,
         burst: burst.clamp(1, MAX_BATCH),
         active,
+        timer: None,
         count: 0,
         empty_runs: 0,
         failed_pulls: 0,
@@ -234,6 +235,8 @@ pub struct RatedUnqueue {
     size: Option<u64>,
     burst: usize,
     active: bool,
+    /// The timer asked for, until it fires.
+    timer: Option<Timestamp>,
     count: u64,
     empty_runs: u64,
     failed_pulls: u64,
@@ -256,7 +259,13 @@ impl Element for RatedUnqueue {
             // The last run took every token it could, so packets are
             // probably waiting: come back when the next token is due.
             self.empty_runs += 1;
-            cx.schedule_at(self.bucket.time_until(1, now));
+            let at = self.bucket.time_until(1, now);
+            // One timer at a time: a busy-polling worker runs this every
+            // round, and the timer heap must not grow with it.
+            if self.timer != Some(at) {
+                self.timer = Some(at);
+                cx.schedule_at(at);
+            }
             return TaskResult::Waiting;
         }
         let n = (self.burst as u64).min(tokens) as usize;
@@ -274,6 +283,7 @@ impl Element for RatedUnqueue {
 
     fn run_timer(&mut self, _cx: &mut Context<'_>) {
         // The task runs every round; the timer only wakes the engine.
+        self.timer = None;
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -345,6 +355,9 @@ mod tests {
         assert_eq!(h.timers(), vec![Timestamp(1_001_000_000)]);
         h.advance_to(Timestamp(1_000_999_999));
         assert_eq!(h.run_task(), TaskResult::Waiting);
+        assert_eq!(h.run_task(), TaskResult::Waiting);
+        // Still the one timer, however often it runs while waiting.
+        assert_eq!(h.timers(), vec![Timestamp(1_001_000_000)]);
         h.advance_to(Timestamp(1_010_000_000));
         assert_eq!(h.run_task(), TaskResult::Worked);
         assert_eq!(h.take(0).len(), 10);

@@ -55,3 +55,38 @@ pub fn run_workers(config: &str, threads: usize) -> WorkersSummary {
 pub fn count(s: &RunSummary, element: &str, counter: &str) -> u64 {
     s.stats(element).and_then(|s| s.get(counter)).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The manual examples of the scheduling and rate elements run to the
+    /// end, on one worker and on two.
+    #[test]
+    fn manual_examples_run() {
+        use super::super::*;
+        for class in [
+            &schedule_info::CLASS,
+            &static_thread_sched::CLASS,
+            &thread_safe_queue::CLASS,
+            &stride_sched::CLASS,
+            &drr_sched::CLASS,
+            &rated_unqueue::CLASS,
+            &bw_rated_unqueue::CLASS,
+            &work_package::CLASS,
+        ] {
+            let example = class.manual.example;
+            assert!(example.contains(class.name), "{}", class.name);
+            let s = run(example);
+            assert!(!s.elements.is_empty(), "{}", class.name);
+            let s = run_workers(example, 2);
+            use bricks_runtime::StopReason::{Requested, SourcesDone};
+            assert!(
+                matches!(s.total.reason, SourcesDone | Requested),
+                "{}: {:?}",
+                class.name,
+                s.total.reason
+            );
+        }
+    }
+}
