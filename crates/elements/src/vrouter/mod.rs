@@ -224,6 +224,63 @@ impl TagSpec {
 mod tests {
     use super::*;
     use crate::vrouter::testdata::{tagged, IPV4_UDP};
+    use bricks_config::{Source, SourceMap};
+    use bricks_runtime::{build, Engine};
+
+    /// Every manual's example builds, runs, and drops nothing.
+    #[test]
+    fn manual_examples_run() {
+        for class in CLASSES {
+            let m = class.manual;
+            assert!(m.example.contains(class.name), "{} example", class.name);
+            let mut map = SourceMap::default();
+            let router = bricks_config::parse(
+                &mut map,
+                Source {
+                    name: "<example>".into(),
+                    text: m.example.to_string(),
+                },
+            )
+            .unwrap_or_else(|_| panic!("{}: example does not parse", class.name));
+            let plan = build(&router, &crate::registry()).unwrap_or_else(|d| {
+                let text: Vec<String> = d.iter().map(|d| map.render(d)).collect();
+                panic!("{}: {}", class.name, text.join("\n"))
+            });
+            let mut engine = Engine::new(&plan).unwrap();
+            engine.idle_sleep = false;
+            let summary = engine.run();
+            assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+            let mut delivered = 0;
+            for e in &summary.elements {
+                for (name, v) in e.stats.entries() {
+                    let dropped = matches!(
+                        &**name,
+                        "truncated"
+                            | "no_headroom"
+                            | "not_mpls"
+                            | "unknown_payload"
+                            | "expired"
+                            | "malformed"
+                            | "unknown_tag"
+                            | "no_tag"
+                            | "unconnected_drops"
+                    );
+                    assert!(
+                        !dropped || *v == 0,
+                        "{}: {}.{name} = {v}",
+                        class.name,
+                        e.name
+                    );
+                    if name.starts_with("out") && e.name == "vr" {
+                        delivered += v;
+                    }
+                }
+            }
+            if class.name == "VRDemux" {
+                assert_eq!(delivered, 2, "{}", summary.render());
+            }
+        }
+    }
 
     #[test]
     fn payload_type_skips_tags() {

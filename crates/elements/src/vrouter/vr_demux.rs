@@ -1066,7 +1066,8 @@ mod tests {
                     5 => IPV4_UDP.to_vec(),
                     6 => {
                         let mut f = ipip([10, 0, 0, tag as u8]);
-                        f[14 + 9] = byte;
+                        // Another protocol, often a neighbour of 4.
+                        f[14 + 9] = [3, 5, 17, byte][usize::from(byte >> 6)];
                         f
                     }
                     _ => tagged(&IPV4_UDP, &[(0x88a8, tag as u16)]),
