@@ -147,6 +147,23 @@ mod tests {
     }
 
     #[test]
+    fn packets_crossing_back_and_forth_all_arrive() {
+        // Worker 0's packets go to worker 1 and come back to worker 0:
+        // neither may leave while the other still holds some.
+        for _ in 0..5 {
+            let s = run_workers(
+                "a :: InfiniteSource(LIMIT 20000) -> q1 :: ThreadSafeQueue(100000); \
+                 q1 -> u1 :: Unqueue -> q2 :: ThreadSafeQueue(100000); \
+                 q2 -> u2 :: Unqueue -> c :: Counter -> Discard; \
+                 StaticThreadSched(a 0, u1 1, u2 0);",
+                2,
+            );
+            assert_eq!(per_worker(&s, "c"), vec![20_000, 0]);
+            assert_eq!(per_worker(&s, "u1"), vec![0, 20_000]);
+        }
+    }
+
+    #[test]
     fn a_worker_without_sources_waits_for_the_others() {
         // The consumer is alone on worker 1 and the source is slow (a rate
         // limiter): worker 1 must not leave while worker 0 still sends.
