@@ -91,8 +91,7 @@ fuzz_target!(|data: &[u8]| {
             let before_out: u64 = out_total(&before, dut.noutputs);
             let before_drops = counted(&before);
             let before_repl = before.get("replicated").unwrap_or(0);
-            dut.h
-                .push_packets(0, packets.iter().map(|p| p.duplicate()));
+            dut.h.push_packets(0, packets.iter().map(|p| p.duplicate()));
             let mut got = 0u64;
             for o in 0..dut.noutputs {
                 for p in dut.h.take(o) {
