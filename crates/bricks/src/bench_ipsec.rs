@@ -797,7 +797,7 @@ fn cores_config(dir: &Path, s: Sharing, per_worker: u64, seed: u64) -> String {
     };
     format!(
         "src :: WorkloadSource(SIZE 78, FLOWS 2, SRC 192.168.1.0/24, DST 192.168.2.0/24, \
-         SEED {seed}, LIMIT {}, ALL_WORKERS true, STOP true) \
+         SEED {seed}, LIMIT {}, ALL_WORKERS true) \
          -> enc :: IPsecESPEncap(FILE {}) -> Discard;",
         per_worker * s.threads() as u64,
         file.display()

@@ -261,10 +261,15 @@ pub(crate) fn config(a: &GenArgs) -> anyhow::Result<String> {
             let _ = write!(w, ", RATE {r}");
         }
         if let Some(n) = a.count {
-            let _ = write!(w, ", LIMIT {n}, STOP true");
+            let _ = write!(w, ", LIMIT {n}");
         }
+        // STOP ends the whole run (Click's semantics), so with a source on
+        // every worker the first to finish would cut the others short; the
+        // run ends anyway once every source is done.
         if a.threads > 1 {
             w.push_str(", ALL_WORKERS true");
+        } else if a.count.is_some() {
+            w.push_str(", STOP true");
         }
         let _ = writeln!(text, "src :: WorkloadSource({w});");
     }
