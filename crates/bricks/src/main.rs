@@ -10,6 +10,7 @@ mod control;
 mod demo;
 mod elements_cmd;
 mod gen_cmd;
+mod multistage;
 mod routes_cmd;
 mod runner;
 mod sink_cmd;
@@ -161,6 +162,18 @@ enum Command {
         #[command(subcommand)]
         what: vr_cmd::VrCommand,
     },
+    /// Multistage routers (Bianco et al.): L2 load balancers in front of
+    /// L3 routers over an Ethernet switch, seen from outside as one
+    /// router. Check a multistage file, or print the Click configuration
+    /// of one of its boxes.
+    #[command(after_help = "Examples:\n  \
+        bricks multistage check conf/multistage/2x2.toml\n  \
+        bricks multistage config conf/multistage/2x2.toml lb1 -o lb1.click\n  \
+        bricks multistage config conf/multistage/2x2.toml r1 -o r1.click")]
+    Multistage {
+        #[command(subcommand)]
+        what: multistage::MultistageCommand,
+    },
     /// Measure the packet path: in memory on one core (core, lpm, the
     /// first parts of ipsec) or between veths in network namespaces as
     /// root (io, ipsec's gateway part, cluster).
@@ -292,6 +305,7 @@ fn main() -> ExitCode {
         Command::Ctl { socket, command } => control::ctl(&socket, &command),
         Command::Cluster { what } => cluster::cluster(what),
         Command::Vr { what } => vr_cmd::vr(what),
+        Command::Multistage { what } => multistage::multistage(what),
     };
     match r {
         Ok(code) => code,

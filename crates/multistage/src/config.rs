@@ -233,6 +233,15 @@ pub fn balancer_config(ms: &Multistage, b: usize, o: &ConfigOptions) -> String {
         format!("INTERVAL {}", click_duration(ms.probe_interval)),
         format!("MISSES {}", ms.probe_misses),
     ];
+    // F_k: the balancer takes only frames for it from outside (front
+    // ports are promiscuous), and copies the routers' ARP requests out of
+    // the port whose F_k they come from.
+    let front_macs: Vec<String> = bal
+        .fronts
+        .iter()
+        .map(|p| format!("$MAC{}", p.index))
+        .collect();
+    args.push(format!("FRONT_MAC {}", front_macs.join(" ")));
     if bal.backs.iter().any(|p| p.mac.is_some()) {
         let macs: Vec<String> = (0..n)
             .map(|j| format_mac(&ms.back_port_mac(b, j)))
@@ -548,7 +557,7 @@ mod tests {
         assert!(
             t.contains(
                 "lb :: L2Balancer(FRONT 2 3, ROUTERS 2, BALANCER 1, BACKS 1, POLICY rr, \
-                 DELTA 50ms, INTERVAL 50ms, MISSES 3);"
+                 DELTA 50ms, INTERVAL 50ms, MISSES 3, FRONT_MAC $MAC2 $MAC3);"
             ),
             "{t}"
         );
