@@ -63,6 +63,18 @@ pub enum BenchCommand {
     /// dies, the cluster's throughput against one server's, and CPU time
     /// per packet.
     Cluster(crate::bench_cluster::ClusterArgs),
+    /// Virtual routers on one box (Egi et al., CoNEXT 2008), in memory: the
+    /// rate against flows and IP routing's cost (Figs. 2, 4), two paths
+    /// mapped onto two workers (Fig. 8), a queue shared by two workers
+    /// against one per input (Fig. 11), 1 to 1,024 virtual routers behind
+    /// a demultiplexer (Fig. 16), and 2:1 weights with software and
+    /// per-router receive queues (Figs. 17, 18). Prints the paper's value
+    /// beside bricks' with a verdict, and writes SVG plots.
+    #[command(after_help = "Examples:\n  \
+        bricks bench vr\n  \
+        bricks bench vr --quick -o /tmp/vr\n  \
+        bricks bench vr --only scaling --only fairness --runs 3")]
+    Vr(bricks_experiments::vr::VrArgs),
 }
 
 #[derive(clap::Args)]
@@ -278,6 +290,14 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Io(a) => return crate::bench_io::bench(a),
         BenchCommand::Ipsec(a) => return crate::bench_ipsec::bench(a),
         BenchCommand::Cluster(a) => return crate::bench_cluster::bench(a),
+        BenchCommand::Vr(a) => {
+            let all_ran = bricks_experiments::vr::bench(&a)?;
+            return Ok(if all_ran {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
     };
     let workloads = if a.workload.is_empty() {
         Workload::ALL.to_vec()

@@ -1,0 +1,295 @@
+//! `bricks bench vr --quick` end to end: every experiment of Egi et al.
+//! runs, the summary has rows for every figure with no empty cell and a
+//! verdict, and every plot is well-formed SVG holding the measured series
+//! beside the paper's or the ideal one, with its axis labels.
+
+use std::process::{Command, Stdio};
+
+/// The plots and, for each, texts it must hold: axis labels, then at
+/// least one measured and one reference legend.
+const PLOTS: &[(&str, &[&str])] = &[
+    (
+        "fig2-flows.svg",
+        &[
+            "flows (source-to-sink paths)",
+            "rate relative to one flow",
+            "bricks (in memory)",
+            "paper: flat at ~2.5 Mpps",
+        ],
+    ),
+    (
+        "fig4-iprouting.svg",
+        &[
+            "packet size (bytes)",
+            "IP routing rate / minimal forwarding rate",
+            "bricks, CPU only (in memory)",
+            "paper (one core)",
+        ],
+    ),
+    (
+        "fig8-mapping.svg",
+        &[
+            "aggregate rate relative to (a)",
+            "bricks (in memory)",
+            "paper: limit of two cores, ~3 Mpps = 1.88x (a)",
+        ],
+    ),
+    (
+        "fig11-shared-queue.svg",
+        &[
+            "offered per input (Mpps)",
+            "forwarded per input (Mpps)",
+            "input 0, shared queue",
+            "input 1, queue per input",
+            "fair share (each input)",
+        ],
+    ),
+    (
+        "fig16-scaling.svg",
+        &[
+            "virtual routers",
+            "Mpps (64-byte packets)",
+            "bricks, VRDemux BY mac",
+            "bricks, VRDemux BY vlan",
+            "goal: 80 % of one router",
+        ],
+    ),
+    (
+        "fig17-software-demux.svg",
+        &[
+            "forwarded (Mpps)",
+            "high weight, bricks",
+            "low weight, bricks",
+            "high weight, ideal",
+            "low weight, shares of arrivals (paper, right panel)",
+        ],
+    ),
+    (
+        "fig18-per-router-queues.svg",
+        &[
+            "forwarded (Mpps)",
+            "high weight, bricks",
+            "low weight, bricks",
+            "high weight, ideal",
+            "low weight, ideal",
+        ],
+    ),
+];
+
+/// Checks that `text` is well-formed XML as SVG writers produce it
+/// (elements, attributes in quotes, comments, a declaration, character
+/// references): every tag closed in order, one root, no stray `<` or `&`.
+fn check_xml(text: &str) -> Result<(), String> {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut roots = 0;
+    let mut rest = text;
+    while let Some(lt) = rest.find('<') {
+        check_chars(&rest[..lt])?;
+        if !rest[..lt].trim().is_empty() && stack.is_empty() {
+            return Err(format!("text outside the root: {:?}", &rest[..lt]));
+        }
+        rest = &rest[lt..];
+        if let Some(r) = rest.strip_prefix("<!--") {
+            let end = r.find("-->").ok_or("unclosed comment")?;
+            rest = &r[end + 3..];
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix("<?") {
+            let end = r.find("?>").ok_or("unclosed declaration")?;
+            rest = &r[end + 2..];
+            continue;
+        }
+        // A tag ends at the first `>` outside quotes.
+        let mut quote = None;
+        let mut end = None;
+        for (i, c) in rest.char_indices().skip(1) {
+            match (quote, c) {
+                (None, '"' | '\'') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, '<') => return Err("`<` inside a tag".into()),
+                (None, '>') => {
+                    end = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let end = end.ok_or("unclosed tag")?;
+        let tag = &rest[1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            match stack.pop() {
+                Some(open) if open == name.trim() => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let body = tag.trim_end_matches('/');
+        let name = body.split_whitespace().next().ok_or("empty tag")?;
+        check_attributes(&body[name.len()..])?;
+        if stack.is_empty() {
+            roots += 1;
+        }
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    check_chars(rest)?;
+    if !rest.trim().is_empty() {
+        return Err("text after the root".into());
+    }
+    match (stack.last(), roots) {
+        (None, 1) => Ok(()),
+        (Some(open), _) => Err(format!("<{open}> never closed")),
+        (None, n) => Err(format!("{n} root elements")),
+    }
+}
+
+/// `name="value"` pairs, values without `<` and with valid references.
+fn check_attributes(mut s: &str) -> Result<(), String> {
+    loop {
+        s = s.trim_start();
+        if s.is_empty() {
+            return Ok(());
+        }
+        let eq = s
+            .find('=')
+            .ok_or_else(|| format!("attribute without value: {s}"))?;
+        if s[..eq].trim().is_empty() || s[..eq].contains(char::is_whitespace) {
+            return Err(format!("bad attribute name in {s}"));
+        }
+        let v = s[eq + 1..].trim_start();
+        let q = v
+            .chars()
+            .next()
+            .filter(|c| *c == '"' || *c == '\'')
+            .ok_or("unquoted value")?;
+        let close = v[1..].find(q).ok_or("unclosed value")?;
+        check_chars(&v[1..1 + close])?;
+        s = &v[close + 2..];
+    }
+}
+
+/// Character data: no `<`, and every `&` a known or numeric reference.
+fn check_chars(s: &str) -> Result<(), String> {
+    if s.contains('<') {
+        return Err("stray `<`".into());
+    }
+    let mut rest = s;
+    while let Some(a) = rest.find('&') {
+        let r = &rest[a + 1..];
+        let semi = r.find(';').ok_or("`&` without `;`")?;
+        let name = &r[..semi];
+        let ok = matches!(name, "amp" | "lt" | "gt" | "quot" | "apos")
+            || name
+                .strip_prefix("#x")
+                .is_some_and(|h| u32::from_str_radix(h, 16).is_ok())
+            || name
+                .strip_prefix('#')
+                .is_some_and(|d| d.parse::<u32>().is_ok());
+        if !ok {
+            return Err(format!("bad reference &{name};"));
+        }
+        rest = &r[semi + 1..];
+    }
+    Ok(())
+}
+
+/// The contents of every `<text>` element, trimmed.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_xml_check_can_fail() {
+    assert!(check_xml("<svg a=\"1\"><g><line x=\"2\"/></g><text>a &amp; b</text></svg>").is_ok());
+    assert!(check_xml("<?xml version=\"1.0\"?><!-- c --><svg/>").is_ok());
+    for bad in [
+        "<svg><g></svg>",
+        "<svg></g>",
+        "<svg a=1/>",
+        "<svg a=\"1/>",
+        "<svg><text>a & b</text></svg>",
+        "<svg/><svg/>",
+        "<svg>",
+        "text<svg/>",
+    ] {
+        assert!(check_xml(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_quick_bench_has_every_row_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args(["bench", "vr", "--quick", "--no-callgrind", "-o"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("bricks runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "status {}\nstdout: {stdout}\nstderr: {stderr}",
+        out.status
+    );
+
+    // The summary: a Markdown table, five cells a row, none empty, a
+    // verdict in each, and every figure present.
+    let summary = stdout
+        .split("## Summary")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary:\n{stdout}"));
+    let rows: Vec<Vec<&str>> = summary
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    for r in &rows {
+        assert_eq!(r.len(), 5, "{r:?}");
+        assert!(
+            r.iter().all(|c| !c.is_empty() && *c != "-"),
+            "empty cell: {r:?}"
+        );
+        assert!(
+            r[4].starts_with("holds: ") || r[4].starts_with("differs: "),
+            "no verdict: {r:?}\n{stdout}"
+        );
+    }
+    for fig in [
+        "Figs. 2, 4",
+        "Fig. 8",
+        "Fig. 11",
+        "Fig. 16",
+        "Fig. 17",
+        "Fig. 18",
+    ] {
+        assert!(
+            rows.iter().any(|r| r[0] == fig),
+            "no row for {fig}:\n{summary}"
+        );
+    }
+    assert!(rows.len() >= 11, "{} rows:\n{summary}", rows.len());
+
+    for (file, wanted) in PLOTS {
+        let svg = std::fs::read_to_string(dir.path().join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        check_xml(&svg).unwrap_or_else(|e| panic!("{file} is not well-formed: {e}"));
+        assert!(svg.starts_with("<svg"), "{file}");
+        let t = texts(&svg);
+        for w in *wanted {
+            assert!(t.iter().any(|x| x == w), "{file}: no text `{w}` in {t:?}");
+        }
+        let lines = svg.matches("<polyline").count();
+        assert!(lines >= 2, "{file}: {lines} polylines");
+    }
+}

@@ -1,0 +1,26 @@
+//! Papers' experiments rerun on bricks: each one builds its workloads from
+//! Click text, measures them on this machine, puts the paper's value or
+//! shape beside bricks', gives a verdict with its reason, and draws a plot.
+//!
+//! The `bricks` binary only parses the command line and calls in here
+//! (`bricks bench vr` is [`vr::bench`]), so that the measurements can be
+//! tested and reused without the CLI.
+//!
+//! - [`measure`]: configurations to plans, one worker or several, timing
+//!   with medians and spreads, instructions per packet with callgrind.
+//! - [`frames`]: the test frames, built with `bricks_wire`'s `Repr`s.
+//! - [`report`]: result rows, verdicts and the tables they print as.
+//! - [`plot`]: line charts as SVG.
+//! - [`vr`]: Egi et al., "Towards High Performance Virtual Routers on
+//!   Commodity Hardware" (CoNEXT 2008), §2.4-§3.2.
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod frames;
+pub mod measure;
+pub mod plot;
+pub mod report;
+pub mod vr;
+
+pub use error::Error;

@@ -1,0 +1,417 @@
+//! Running workloads and measuring them.
+//!
+//! A workload is a Click configuration whose sources make a known number
+//! of packets and whose sinks count what arrives. One worker runs it on
+//! the calling thread ([`Workload::run`]); several run it on pinned
+//! threads, each with its own instance of the graph
+//! ([`Workload::run_workers`]). Times are medians of several runs with
+//! their spread ([`Sample`]); instructions per packet come from callgrind
+//! re-running the `bricks` binary on one workload at two packet counts, so
+//! that start-up and tear-down cancel out ([`callgrind_per_packet`]).
+
+use crate::Error;
+use bricks_config::{Source, SourceMap};
+use bricks_runtime::{sum_stats, ElementStats, Engine, Plan, RunSummary, WorkerOptions, Workers};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A configuration to run, and how to read its result.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Its name in messages.
+    pub name: String,
+    /// The Click text.
+    pub text: String,
+    /// Elements whose `count` counter is what the workload delivered.
+    pub sinks: Vec<String>,
+    /// Write handlers called before a one-worker run: (element, handler,
+    /// value).
+    pub setup: Vec<(String, String, String)>,
+    /// Write handlers called on every worker at the end of a
+    /// [`Workload::run_window`], before the stop: they switch off what
+    /// would keep moving packets for ever (a pump fed by endless pull
+    /// sources), so that the workers can drain and finish.
+    pub quiesce: Vec<(String, String, String)>,
+}
+
+/// What one run gave.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Seconds the graph ran (the longest worker's).
+    pub secs: f64,
+    /// Packets the sinks counted.
+    pub delivered: u64,
+    /// Every element's counters (summed over workers).
+    pub summary: RunSummary,
+}
+
+impl Run {
+    /// Counter `counter` of element `element`, 0 when it has none.
+    pub fn counter(&self, element: &str, counter: &str) -> u64 {
+        counter_of(&self.summary, element, counter)
+    }
+
+    /// Nanoseconds per delivered packet.
+    pub fn ns_per_packet(&self) -> f64 {
+        self.secs * 1e9 / self.delivered.max(1) as f64
+    }
+
+    /// Delivered packets per second, in millions.
+    pub fn mpps(&self) -> f64 {
+        self.delivered as f64 / self.secs.max(1e-9) / 1e6
+    }
+}
+
+/// Counter `counter` of element `element` in `s`, 0 when it has none.
+pub fn counter_of(s: &RunSummary, element: &str, counter: &str) -> u64 {
+    s.stats(element).and_then(|st| st.get(counter)).unwrap_or(0)
+}
+
+impl Workload {
+    /// A workload whose sinks are the elements named in `sinks`.
+    pub fn new(name: impl Into<String>, text: impl Into<String>, sinks: &[&str]) -> Workload {
+        Workload {
+            name: name.into(),
+            text: text.into(),
+            sinks: sinks.iter().map(|s| s.to_string()).collect(),
+            setup: Vec::new(),
+            quiesce: Vec::new(),
+        }
+    }
+
+    /// Adds a write handler call made at the end of a windowed run.
+    pub fn with_quiesce(mut self, element: &str, handler: &str, value: &str) -> Workload {
+        self.quiesce
+            .push((element.into(), handler.into(), value.into()));
+        self
+    }
+
+    /// Adds a write handler call made before the run.
+    pub fn with_setup(mut self, element: &str, handler: &str, value: &str) -> Workload {
+        self.setup
+            .push((element.into(), handler.into(), value.into()));
+        self
+    }
+
+    /// Parses and checks the configuration against every built-in element.
+    pub fn plan(&self) -> Result<Plan, Error> {
+        let mut map = SourceMap::default();
+        let source = Source {
+            name: format!("<{}>", self.name),
+            text: self.text.clone(),
+        };
+        bricks_config::parse_with(&mut map, source, &Default::default())
+            .and_then(|r| bricks_runtime::build(&r, &bricks_elements::registry()))
+            .map_err(|diags| Error::Config {
+                workload: self.name.clone(),
+                message: diags.iter().map(|d| map.render(d)).collect::<String>(),
+            })
+    }
+
+    fn run_error(&self, message: impl Into<String>) -> Error {
+        Error::Run {
+            workload: self.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn finish(&self, secs: f64, summary: RunSummary) -> Result<Run, Error> {
+        if !summary.errors.is_empty() {
+            return Err(self.run_error(summary.errors.join("\n")));
+        }
+        let delivered = self
+            .sinks
+            .iter()
+            .map(|s| counter_of(&summary, s, "count"))
+            .sum();
+        Ok(Run {
+            secs,
+            delivered,
+            summary,
+        })
+    }
+
+    /// Runs the workload once on this thread, without napping when idle.
+    pub fn run(&self) -> Result<Run, Error> {
+        let plan = self.plan()?;
+        let mut e = Engine::new(&plan).map_err(|d| self.run_error(d.message))?;
+        e.idle_sleep = false;
+        for (el, h, v) in &self.setup {
+            e.write_handler(el, h, v)
+                .map_err(|m| self.run_error(format!("{el}.{h}: {m}")))?;
+        }
+        let t = Instant::now();
+        let s = e.run();
+        let secs = t.elapsed().as_secs_f64();
+        self.finish(secs, s)
+    }
+
+    /// Runs the workload on `threads` pinned workers that poll without
+    /// napping (a router polling its devices), stopping them after
+    /// `limit` if they have not finished by then.
+    pub fn run_workers(&self, threads: usize, limit: Duration) -> Result<Run, Error> {
+        if !self.setup.is_empty() {
+            return Err(self.run_error("write handlers are only called on one-worker runs"));
+        }
+        let plan = Arc::new(self.plan()?);
+        let opts = WorkerOptions {
+            threads,
+            pin: true,
+            max_nap: Duration::ZERO,
+            ..WorkerOptions::default()
+        };
+        let w = Workers::start(plan, &opts).map_err(|d| self.run_error(d.message))?;
+        let start = Instant::now();
+        while !w.finished() && start.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let stopped = !w.finished();
+        if stopped {
+            w.stop_handle().stop();
+        }
+        let s = w.join();
+        let secs = s
+            .per_worker
+            .iter()
+            .map(|r| r.elapsed.as_secs_f64())
+            .fold(0.0, f64::max);
+        self.finish(secs, s.total)
+    }
+}
+
+/// Counters read twice while a workload ran in its steady state.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// Seconds between the two readings.
+    pub secs: f64,
+    before: Vec<ElementStats>,
+    after: Vec<ElementStats>,
+    /// The final counters, after the stop.
+    pub end: RunSummary,
+}
+
+impl Window {
+    fn read(stats: &[ElementStats], element: &str, counter: &str) -> u64 {
+        stats
+            .iter()
+            .find(|e| e.name == element)
+            .and_then(|e| e.stats.get(counter))
+            .unwrap_or(0)
+    }
+
+    /// How much counter `counter` of `element` grew in the window.
+    pub fn delta(&self, element: &str, counter: &str) -> u64 {
+        Window::read(&self.after, element, counter).saturating_sub(Window::read(
+            &self.before,
+            element,
+            counter,
+        ))
+    }
+
+    /// That growth per second, in millions.
+    pub fn mpps(&self, element: &str, counter: &str) -> f64 {
+        self.delta(element, counter) as f64 / self.secs.max(1e-9) / 1e6
+    }
+}
+
+impl Workload {
+    /// Runs the workload on `threads` pinned, polling workers; after
+    /// `warmup`, reads every counter at the start and the end of `window`,
+    /// then stops the run. For workloads whose sources never end (rated
+    /// sources): what is measured is the steady state.
+    pub fn run_window(
+        &self,
+        threads: usize,
+        warmup: Duration,
+        window: Duration,
+    ) -> Result<Window, Error> {
+        let plan = Arc::new(self.plan()?);
+        let opts = WorkerOptions {
+            threads,
+            pin: true,
+            max_nap: Duration::ZERO,
+            publish_every: Some(Duration::from_millis(1)),
+            ..WorkerOptions::default()
+        };
+        let w = Workers::start(plan, &opts).map_err(|d| self.run_error(d.message))?;
+        let read = || {
+            let per_worker = w.live();
+            let at = Instant::now();
+            (sum_stats(per_worker.iter().map(Vec::as_slice)), at)
+        };
+        std::thread::sleep(warmup);
+        let early_end = w.finished();
+        let (before, t0) = read();
+        std::thread::sleep(window);
+        let (after, t1) = read();
+        let early_end = early_end || w.finished();
+        let control = w.control();
+        for (el, h, v) in &self.quiesce {
+            control
+                .write_handler(el, h, v)
+                .map_err(|m| self.run_error(format!("{el}.{h}: {m}")))?;
+        }
+        w.stop_handle().stop();
+        let end = w.join().total;
+        if !end.errors.is_empty() {
+            return Err(self.run_error(end.errors.join("\n")));
+        }
+        if early_end {
+            return Err(self.run_error("the run ended before the measurement window did"));
+        }
+        Ok(Window {
+            secs: (t1 - t0).as_secs_f64(),
+            before,
+            after,
+            end,
+        })
+    }
+}
+
+/// Times the one-worker workload `w(packets)` `runs` times, after one
+/// short unmeasured run that warms the pool and the caches: nanoseconds
+/// per packet, checking that every packet arrived.
+pub fn time_ns(w: impl Fn(u64) -> Workload, packets: u64, runs: usize) -> Result<Sample, Error> {
+    w(packets.min(50_000)).run()?;
+    let mut ns = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let wl = w(packets);
+        let r = wl.run()?;
+        if r.delivered != packets {
+            return Err(Error::Run {
+                workload: wl.name,
+                message: format!("{} of {packets} packets delivered", r.delivered),
+            });
+        }
+        ns.push(r.ns_per_packet());
+    }
+    Ok(Sample(ns))
+}
+
+/// Several measurements of one quantity.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample(pub Vec<f64>);
+
+impl Sample {
+    /// The median (the upper one of an even count); 0 when empty.
+    pub fn median(&self) -> f64 {
+        let mut v = self.0.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    }
+
+    /// The smallest value.
+    pub fn min(&self) -> f64 {
+        self.0.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    /// The largest value.
+    pub fn max(&self) -> f64 {
+        self.0.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    }
+
+    /// The median with `digits` decimals, and the range when there are
+    /// several values: `12.3 (11.9-13.1)`.
+    pub fn show(&self, digits: usize) -> String {
+        if self.0.len() < 2 {
+            return format!("{:.digits$}", self.median());
+        }
+        format!(
+            "{:.digits$} ({:.digits$}-{:.digits$})",
+            self.median(),
+            self.min(),
+            self.max()
+        )
+    }
+
+    /// Applies `f` to every value.
+    pub fn map(&self, f: impl Fn(f64) -> f64) -> Sample {
+        Sample(self.0.iter().map(|&v| f(v)).collect())
+    }
+}
+
+/// Whether valgrind can be run.
+pub fn valgrind_available() -> bool {
+    Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Instructions callgrind counts for `exe args... --packets N`.
+fn callgrind_total(exe: &Path, args: &[String], packets: u64) -> Result<u64, Error> {
+    let out = std::env::temp_dir().join(format!(
+        "bricks-experiments-callgrind-{}-{packets}.out",
+        std::process::id()
+    ));
+    let status = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(exe)
+        .args(args)
+        .arg("--packets")
+        .arg(packets.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| Error::Callgrind(format!("running valgrind: {e}")))?;
+    if !status.success() {
+        return Err(Error::Callgrind(format!("valgrind exited with {status}")));
+    }
+    let text = std::fs::read_to_string(&out)?;
+    let _ = std::fs::remove_file(&out);
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("summary:")
+                .or_else(|| l.strip_prefix("totals:"))
+        })
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| Error::Callgrind("no instruction total in its output".into()))
+}
+
+/// Instructions per packet of `exe args...`: the difference between runs
+/// of `big` and `small` packets, divided by the difference.
+pub fn callgrind_per_packet(
+    exe: &Path,
+    args: &[String],
+    small: u64,
+    big: u64,
+) -> Result<f64, Error> {
+    let a = callgrind_total(exe, args, small)?;
+    let b = callgrind_total(exe, args, big)?;
+    Ok(b.saturating_sub(a) as f64 / big.saturating_sub(small).max(1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_median_and_range() {
+        let s = Sample(vec![3.0, 1.0, 2.0, 10.0, 4.0]);
+        assert_eq!(s.median(), 3.0);
+        assert_eq!(s.min(), 1.0);
+        assert_eq!(s.max(), 10.0);
+        assert_eq!(s.show(1), "3.0 (1.0-10.0)");
+        assert_eq!(Sample(vec![2.5]).show(2), "2.50");
+        assert_eq!(Sample::default().median(), 0.0);
+    }
+
+    #[test]
+    fn a_workload_runs_and_counts_its_sinks() {
+        let w = Workload::new(
+            "t",
+            "InfiniteSource(LIMIT 1000, BURST 32) -> q :: Queue(1024) -> sink :: Discard;",
+            &["sink"],
+        );
+        let r = w.run().unwrap();
+        assert_eq!(r.delivered, 1000);
+        assert_eq!(r.counter("q", "drops"), 0);
+        assert!(r.secs > 0.0);
+        let bad = Workload::new("bad", "NoSuchElement -> Discard;", &[]);
+        assert!(matches!(bad.run(), Err(Error::Config { .. })));
+    }
+}

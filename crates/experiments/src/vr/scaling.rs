@@ -1,0 +1,416 @@
+//! Fig. 16 (§3.2): the aggregate rate as virtual routers are added on one
+//! core, "simple software de-multiplexing ... scales to very large numbers
+//! of virtual routers ... Only when the CPU caches start to thrash does
+//! performance dip."
+//!
+//! Every workload has the same front: 1,024 sources, each emitting one
+//! frame, pulled in turn by a `RoundRobinSched` and pushed on in batches of
+//! 32 by an `Unqueue`, so that consecutive packets belong to different
+//! routers (the sources are shuffled) and every router gets the same share.
+//! Behind it, N routers (1 to 1,024) sit behind a `VRDemux` on the
+//! destination MAC or on the VLAN ID, each with a forwarding path and a
+//! route table of its own (`Strip -> CheckIPHeader -> StaticIPLookup ->
+//! DecIPTTL`, a few routes that differ router to router). The reference is
+//! the same front feeding one such router without a demultiplexer: what
+//! demultiplexing and dispatching to N routers add is the difference.
+//!
+//! Goals: demultiplexing and per-router dispatch add at most 5 ns per
+//! packet over the single router; 1,024 routers keep at least 80 % of the
+//! single router's rate.
+
+use super::{missing_elements, not_run, Experiment, Settings};
+use crate::frames::{click_data, mac_text, udp_frame, vlan_tagged};
+use crate::measure::{time_ns, Sample, Workload};
+use crate::plot::{Chart, Series};
+use crate::report::{Row, Table, Verdict};
+use crate::Error;
+use bricks_wire::Ipv4Addr;
+use std::fmt::Write as _;
+
+/// Sources in front of every workload (and so the most routers).
+pub const SOURCES: usize = 1024;
+/// Goal: what demultiplexing and dispatch may add per packet.
+pub const GOAL_OVERHEAD_NS: f64 = 5.0;
+/// Goal: the share of the single router's rate 1,024 routers keep.
+pub const GOAL_KEPT_AT_1024: f64 = 0.8;
+/// A point "dips" below this share of the one-router (with demux) rate.
+pub const DIP: f64 = 0.9;
+
+/// The tag virtual routers are told apart by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// The destination MAC address.
+    Mac,
+    /// The 802.1Q VLAN ID.
+    Vlan,
+}
+
+impl Tag {
+    fn name(self) -> &'static str {
+        match self {
+            Tag::Mac => "mac",
+            Tag::Vlan => "vlan",
+        }
+    }
+
+    /// Router `r`'s tag as VRDemux reads it.
+    fn tag_text(self, r: usize) -> String {
+        match self {
+            Tag::Mac => mac_text(router_mac(r)),
+            Tag::Vlan => (r + 1).to_string(),
+        }
+    }
+
+    /// The Ethernet header length of this kind's frames.
+    fn header_len(self) -> usize {
+        match self {
+            Tag::Mac => 14,
+            Tag::Vlan => 18,
+        }
+    }
+
+    /// A 64-byte IPv4 frame (68 with the tag) for router `r`.
+    fn frame(self, r: usize) -> Vec<u8> {
+        let dst_mac = match self {
+            Tag::Mac => router_mac(r),
+            Tag::Vlan => router_mac(0),
+        };
+        let f = udp_frame(
+            dst_mac,
+            [0x02, 0x00, 0x00, 0x00, 0xff, 0x01],
+            Ipv4Addr::new(18, 26, 4, 99),
+            Ipv4Addr::new(1, 0, 0, 2),
+            64,
+        );
+        match self {
+            Tag::Mac => f,
+            Tag::Vlan => vlan_tagged(&f, (r + 1) as u16),
+        }
+    }
+}
+
+/// Router `r`'s MAC address, 02:00:00:00:rr:rr.
+fn router_mac(r: usize) -> [u8; 6] {
+    [0x02, 0, 0, 0, (r >> 8) as u8, r as u8]
+}
+
+/// Router `r`'s routes: its own subnets and its own gateway towards
+/// 1.0.0.0/8, where the traffic goes.
+fn routes(r: usize) -> String {
+    let (a, b) = (r >> 8, r & 0xff);
+    format!(
+        "10.{a}.{b}.0/24 0, 172.16.{b}.0/24 0, 192.168.{a}.0/24 10.{a}.{b}.254 0, \
+         1.0.0.0/8 10.{a}.{b}.1 0, 0.0.0.0/0 10.{a}.{b}.2 0"
+    )
+}
+
+/// Which router each source feeds: `SOURCES / n` sources per router, in
+/// a fixed shuffled order (SplitMix64-driven Fisher-Yates).
+pub fn assignment(n: usize) -> Vec<usize> {
+    let n = n.clamp(1, SOURCES);
+    let mut a: Vec<usize> = (0..SOURCES).map(|j| j % n).collect();
+    let mut x: u64 = 0x5eed;
+    for i in (1..a.len()).rev() {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        a.swap(i, (z % (i as u64 + 1)) as usize);
+    }
+    a
+}
+
+/// N routers behind a VRDemux (`Some(n)`), or one router without one
+/// (`None`), fed `packets` packets by the common front.
+pub fn workload(tag: Tag, routers: Option<usize>, packets: u64) -> Workload {
+    let n = routers.unwrap_or(1);
+    let assign = assignment(n);
+    let mut t = String::with_capacity(SOURCES * 400 + n * 300);
+    t.push_str("rr :: RoundRobinSched; sink :: Discard;\n");
+    for (j, &r) in assign.iter().enumerate() {
+        let limit = packets / SOURCES as u64 + u64::from((j as u64) < packets % SOURCES as u64);
+        let _ = writeln!(
+            t,
+            "InfiniteSource(DATA {}, LIMIT {limit}) -> [{j}]rr;",
+            click_data(&tag.frame(r))
+        );
+    }
+    t.push_str("rr -> Unqueue(BURST 32) -> ");
+    let router = |t: &mut String, r: usize| {
+        let _ = writeln!(
+            t,
+            "Strip({}) -> CheckIPHeader -> rt{r} :: StaticIPLookup({}) -> DecIPTTL -> sink;",
+            tag.header_len(),
+            routes(r)
+        );
+    };
+    match routers {
+        None => router(&mut t, 0),
+        Some(n) => {
+            let pairs: Vec<String> = (0..n).map(|r| format!("{} {r}", tag.tag_text(r))).collect();
+            let _ = writeln!(
+                t,
+                "demux :: VRDemux(BY {}, {});",
+                tag.name(),
+                pairs.join(", ")
+            );
+            for r in 0..n {
+                let _ = write!(t, "demux[{r}] -> ");
+                router(&mut t, r);
+            }
+        }
+    }
+    let name = match routers {
+        Some(n) => format!("{n}-routers-{}", tag.name()),
+        None => format!("one-router-{}", tag.name()),
+    };
+    Workload::new(name, t, &["sink"])
+}
+
+/// The first router count whose rate falls below `DIP` of the first
+/// point's, if any.
+pub fn first_dip(points: &[(usize, f64)]) -> Option<usize> {
+    let first = points.first()?.1;
+    points
+        .iter()
+        .find(|&&(_, mpps)| mpps < DIP * first)
+        .map(|&(n, _)| n)
+}
+
+/// One demultiplexing kind's measurements.
+struct Curve {
+    tag: Tag,
+    single: Sample,
+    points: Vec<(usize, Sample)>,
+}
+
+impl Curve {
+    fn overhead(&self, ns: &Sample) -> f64 {
+        ns.median() - self.single.median()
+    }
+}
+
+/// Runs Fig. 16.
+pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
+    let exp = Experiment::Scaling;
+    let measure = "rate as virtual routers are added (VRDemux), one worker";
+    let paper = "flat; dips only when caches thrash";
+    if let Some(why) = missing_elements(&["VRDemux", "RoundRobinSched", "StaticIPLookup"]) {
+        return Ok(vec![not_run(exp, measure, paper, why)]);
+    }
+    let packets = s.pick(4 << 20, 512 << 10);
+    let counts: Vec<usize> = if s.quick {
+        vec![1, 16, 1024]
+    } else {
+        (0..=10).map(|k| 1usize << k).collect()
+    };
+    let mut curves = Vec::new();
+    for tag in [Tag::Mac, Tag::Vlan] {
+        let single = time_ns(|p| workload(tag, None, p), packets, s.runs)?;
+        let mut points = Vec::new();
+        for &n in &counts {
+            points.push((n, time_ns(|p| workload(tag, Some(n), p), packets, s.runs)?));
+        }
+        curves.push(Curve {
+            tag,
+            single,
+            points,
+        });
+    }
+    let mut t = Table::new(&[
+        "tag",
+        "routers",
+        "Mpps",
+        "ns/packet",
+        "added ns/packet",
+        "rate / one router",
+    ]);
+    for c in &curves {
+        t.push(vec![
+            c.tag.name().into(),
+            "1, no demux".into(),
+            c.single.map(|v| 1e3 / v).show(2),
+            c.single.show(1),
+            "-".into(),
+            "1.00".into(),
+        ]);
+        for (n, ns) in &c.points {
+            t.push(vec![
+                c.tag.name().into(),
+                n.to_string(),
+                ns.map(|v| 1e3 / v).show(2),
+                ns.show(1),
+                format!("{:+.1}", c.overhead(ns)),
+                format!("{:.2}", c.single.median() / ns.median()),
+            ]);
+        }
+    }
+    println!(
+        "Fig. 16: {SOURCES} sources -> RoundRobinSched -> Unqueue -> VRDemux -> N routers \
+         (Strip -> CheckIPHeader -> StaticIPLookup -> DecIPTTL), 64-byte frames, one worker, \
+         {packets} packets per run\n"
+    );
+    print!("{}", t.render());
+
+    let mut series = Vec::new();
+    for c in &curves {
+        series.push(Series::measured(
+            format!("bricks, VRDemux BY {}", c.tag.name()),
+            c.points
+                .iter()
+                .map(|(n, ns)| (*n as f64, 1e3 / ns.median()))
+                .collect(),
+        ));
+    }
+    let single = 1e3 / curves[0].single.median();
+    let last = *counts.last().unwrap_or(&1) as f64;
+    series.push(Series::reference(
+        "one router, no demux (MAC frames)",
+        vec![(1.0, single), (last, single)],
+    ));
+    series.push(Series::reference(
+        "goal: 80 % of one router",
+        vec![
+            (1.0, single * GOAL_KEPT_AT_1024),
+            (last, single * GOAL_KEPT_AT_1024),
+        ],
+    ));
+    Chart {
+        title: "Fig. 16: forwarding rate as virtual routers are added, one worker".into(),
+        x_label: "virtual routers".into(),
+        y_label: "Mpps (64-byte packets)".into(),
+        log_x: true,
+        series,
+    }
+    .write_svg(&s.out.join("fig16-scaling.svg"))?;
+
+    let mut rows = Vec::new();
+    for c in &curves {
+        let over: Vec<(usize, f64)> = c
+            .points
+            .iter()
+            .map(|(n, ns)| (*n, c.overhead(ns)))
+            .collect();
+        let worst = over.iter().fold(
+            (0, f64::NEG_INFINITY),
+            |w, &(n, o)| {
+                if o > w.1 {
+                    (n, o)
+                } else {
+                    w
+                }
+            },
+        );
+        let first_over = over.iter().find(|&&(_, o)| o > GOAL_OVERHEAD_NS);
+        rows.push(Row {
+            experiment: exp.figure().into(),
+            measure: format!(
+                "ns added by VRDemux BY {} and dispatch, 1-{} routers",
+                c.tag.name(),
+                last
+            ),
+            paper: format!("goal: <= {GOAL_OVERHEAD_NS} ns over one router"),
+            bricks: format!(
+                "{:+.1} ns at 1 router, {:+.1} at {}; one router {:.1} ns",
+                over[0].1,
+                over[over.len() - 1].1,
+                last,
+                c.single.median()
+            ),
+            verdict: match first_over {
+                None => Verdict::Holds(format!(
+                    "at most {:+.1} ns (at {} routers)",
+                    worst.1, worst.0
+                )),
+                Some(&(n, o)) => Verdict::Differs(format!(
+                    "{o:+.1} ns from {n} routers on (worst {:+.1} at {}): a batch splits into \
+                     one part per router, and each part pays every element's per-batch cost",
+                    worst.1, worst.0
+                )),
+            },
+        });
+        let (n_last, ns_last) = &c.points[c.points.len() - 1];
+        let kept = c.single.median() / ns_last.median();
+        let mpps: Vec<(usize, f64)> = c
+            .points
+            .iter()
+            .map(|(n, ns)| (*n, 1e3 / ns.median()))
+            .collect();
+        let dip = first_dip(&mpps);
+        rows.push(Row {
+            experiment: exp.figure().into(),
+            measure: format!(
+                "rate of {n_last} routers (BY {}) / one router",
+                c.tag.name()
+            ),
+            paper: format!("{paper}; goal >= {GOAL_KEPT_AT_1024:.2}"),
+            bricks: format!(
+                "{kept:.2} ({:.2} against {:.2} Mpps); {}",
+                mpps[mpps.len() - 1].1,
+                1e3 / c.single.median(),
+                match dip {
+                    Some(n) => format!(
+                        "dips below {:.0} % of 1 router from {n} routers",
+                        DIP * 100.0
+                    ),
+                    None => "no dip".into(),
+                }
+            ),
+            verdict: Verdict::from_check(
+                kept >= GOAL_KEPT_AT_1024,
+                format!(
+                    "{:.0} % lost (goal: <= {:.0} %)",
+                    (1.0 - kept) * 100.0,
+                    (1.0 - GOAL_KEPT_AT_1024) * 100.0
+                ),
+            ),
+        });
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_router_gets_the_same_share_in_a_shuffled_order() {
+        for n in [1, 2, 16, 1024] {
+            let a = assignment(n);
+            assert_eq!(a.len(), SOURCES);
+            let mut per = vec![0; n];
+            for &r in &a {
+                per[r] += 1;
+            }
+            assert!(per.iter().all(|&c| c == SOURCES / n), "{n}: {per:?}");
+        }
+        let a = assignment(1024);
+        let in_order = a.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(in_order < 16, "not shuffled: {in_order} in order");
+        assert_eq!(a, assignment(1024), "fixed order");
+    }
+
+    #[test]
+    fn dips_are_found() {
+        assert_eq!(
+            first_dip(&[(1, 10.0), (2, 9.5), (4, 8.9), (8, 5.0)]),
+            Some(4)
+        );
+        assert_eq!(first_dip(&[(1, 10.0), (2, 9.1)]), None);
+        assert_eq!(first_dip(&[]), None);
+    }
+
+    #[test]
+    fn workloads_deliver_every_packet_to_its_router() {
+        for tag in [Tag::Mac, Tag::Vlan] {
+            let r = workload(tag, None, 3000).run().unwrap();
+            assert_eq!(r.delivered, 3000);
+            let r = workload(tag, Some(4), 4096).run().unwrap();
+            assert_eq!(r.delivered, 4096);
+            for k in 0..4 {
+                assert_eq!(r.counter("demux", &format!("out{k}")), 1024, "{tag:?} {k}");
+            }
+        }
+    }
+}
