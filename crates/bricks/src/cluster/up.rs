@@ -514,20 +514,28 @@ fn node_argv(a: &UpArgs, exe: &Path, n: &NodeState) -> Vec<String> {
 /// its log), so that it outlives `up`; returns (PID, start time). `ip
 /// netns exec` and `nice` exec the next program, so the PID is bricks'.
 fn spawn_node(n: &NodeState) -> anyhow::Result<(u32, u64)> {
-    let log = std::fs::OpenOptions::new()
+    spawn_logged(&n.argv, &n.log)
+}
+
+/// Starts `argv` detached, its own process group, its output appended to
+/// `log`; returns (PID, start time). Also starts a multistage router's
+/// boxes.
+pub(crate) fn spawn_logged(argv: &[String], log: &Path) -> anyhow::Result<(u32, u64)> {
+    anyhow::ensure!(!argv.is_empty(), "no command line to start");
+    let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&n.log)
-        .with_context(|| format!("opening {}", n.log.display()))?;
-    let mut cmd = Command::new(&n.argv[0]);
-    cmd.args(&n.argv[1..])
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
         .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
+        .stdout(out.try_clone()?)
+        .stderr(out);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let child = cmd
         .spawn()
-        .with_context(|| format!("starting {}", n.argv.join(" ")))?;
+        .with_context(|| format!("starting {}", argv.join(" ")))?;
     let pid = child.id();
     // Not waited for here: `state::wait_gone` reaps it if this process
     // stops it, and init adopts it when this process ends.
