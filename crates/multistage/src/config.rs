@@ -35,7 +35,10 @@
 //! interfaces apart by destination MAC (broadcasts to every interface).
 //! Interface k answers ARP and resolves next hops with G_k and F_k, so
 //! what it sends is addressed as if it came from front port k itself; the
-//! switch carries it to the balancer the next hop is behind.
+//! switch carries it to the balancer the next hop is behind. The ARP
+//! replies the balancers copy to the router arrive at its MAC for k, and
+//! are addressed to F_k again (`StoreEtherAddress`) before the
+//! `ARPQuerier`, which takes replies to its own MAC only.
 //!
 //! Variables (`-D NAME=VALUE` on `bricks run`): `BACKEND` (auto, xdp or
 //! packet), `MAC0`, `MAC1`, ... (F_k, front port k's MAC, for every front
@@ -507,7 +510,15 @@ pub fn router_config(ms: &Multistage, r: usize, o: &ConfigOptions) -> String {
             "arpq{k} :: ARPQuerier({a}/{}, $MAC{k}) -> q;",
             p.prefix_len
         );
-        let _ = writeln!(w, "c{k}[1] -> [1]arpq{k};");
+        let _ = writeln!(
+            w,
+            "// The balancers copy ARP replies for F_{k} to this router's MAC for port {k}:"
+        );
+        let _ = writeln!(w, "// addressed to F_{k} again, as the querier takes them.");
+        let _ = writeln!(
+            w,
+            "c{k}[1] -> StoreEtherAddress($MAC{k}, dst) -> [1]arpq{k};"
+        );
         let _ = writeln!(w, "c{k}[2] -> Strip(14) -> ip;");
         let _ = writeln!(w, "c{k}[3] -> other{k} :: Discard;");
         let _ = writeln!(w, "rt[{}] -> DropBroadcasts", u16::from(k) + 1);
@@ -653,6 +664,9 @@ mod tests {
             )));
             assert!(t.contains(&format!(
                 "arpq{k} :: ARPQuerier(10.{k}.0.1/24, $MAC{k}) -> q;"
+            )));
+            assert!(t.contains(&format!(
+                "c{k}[1] -> StoreEtherAddress($MAC{k}, dst) -> [1]arpq{k};"
             )));
             assert!(t.contains(&format!("    10.{k}.0.0/24 {},\n", k + 1)));
             assert!(t.contains(&format!(

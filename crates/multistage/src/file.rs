@@ -506,6 +506,8 @@ fn build(text: &str, f: FileMultistage, dir: &Path) -> Result<Multistage, Multis
     let mut balancers: Vec<Balancer> = Vec::with_capacity(f.balancer.len());
     let mut macs: HashMap<[u8; 6], String> = HashMap::new();
     let mut front_count = 0usize;
+    // The line of each front port's address, by global index.
+    let mut front_lines: Vec<String> = Vec::new();
     for fb in &f.balancer {
         claim(&fb.name, "balancer")?;
         let bname = fb.name.get_ref();
@@ -583,6 +585,7 @@ fn build(text: &str, f: FileMultistage, dir: &Path) -> Result<Multistage, Multis
                 .map_err(|e| p.err(&ff.address, format!("{bname} {ifname}: {e}")))?;
             check_front_address(address, prefix_len)
                 .map_err(|e| p.err(&ff.address, format!("{bname} {ifname}: {e}")))?;
+            front_lines.push(p.line(&ff.address));
             fronts.push(FrontPort {
                 index: front_count as u8,
                 iface: ifname.clone(),
@@ -651,7 +654,7 @@ fn build(text: &str, f: FileMultistage, dir: &Path) -> Result<Multistage, Multis
         });
     }
 
-    check_subnets(&balancers)?;
+    check_subnets(&balancers, &front_lines)?;
 
     // Routes.
     let mut texts: Vec<RouteText> = f
@@ -690,7 +693,7 @@ pub(crate) fn port_name(b: &Balancer, f: &FrontPort) -> String {
 
 /// No two front ports in overlapping subnets: the routers could not tell
 /// which port a destination is behind, nor answer ARP for the right one.
-fn check_subnets(balancers: &[Balancer]) -> Result<(), MultistageError> {
+fn check_subnets(balancers: &[Balancer], lines: &[String]) -> Result<(), MultistageError> {
     // Each subnet as an address interval; sorted by start, an overlap is
     // a start at or before the largest end seen so far.
     let mut spans: Vec<(u32, u32, &Balancer, &FrontPort)> = Vec::new();
@@ -708,11 +711,13 @@ fn check_subnets(balancers: &[Balancer]) -> Result<(), MultistageError> {
             if start <= max_end {
                 debug_assert!(overlap(pf.address, pf.prefix_len, f.address, f.prefix_len));
                 return Err(plain(format!(
-                    "front ports {} {}/{} and {} {}/{} have overlapping subnets: each front \
-                     port needs a subnet of its own",
+                    "{}: front ports {} {}/{} (at {}) and {} {}/{} have overlapping subnets: \
+                     each front port needs a subnet of its own",
+                    lines[usize::from(f.index)],
                     port_name(pb, pf),
                     pf.address,
                     pf.prefix_len,
+                    lines[usize::from(pf.index)],
                     port_name(b, f),
                     f.address,
                     f.prefix_len
@@ -1235,15 +1240,25 @@ gateway = "10.1.0.254"
         let e = err(&TWO.replace("10.1.0.1/24", "10.0.0.2/24"));
         assert_eq!(
             e,
-            "front ports lb1:ext0 10.0.0.1/24 and lb2:ext0 10.0.0.2/24 have overlapping \
-             subnets: each front port needs a subnet of its own"
+            format!(
+                "line {}: front ports lb1:ext0 10.0.0.1/24 (at line {at}) and lb2:ext0 \
+                 10.0.0.2/24 have overlapping subnets: each front port needs a subnet of its \
+                 own",
+                line_of(TWO, "10.1.0.1/24", 0)
+            )
         );
         let e = err(&TWO
             .replace("10.1.0.1/24", "10.0.0.1/8")
             .replace("10.1.0.254", "10.0.0.254"));
-        assert!(
-            e.contains("lb2:ext0 10.0.0.1/8 and lb1:ext0 10.0.0.1/24 have overlapping"),
-            "{e}"
+        // The wider subnet is named first; the line is the later port's.
+        assert_eq!(
+            e,
+            format!(
+                "line {at}: front ports lb2:ext0 10.0.0.1/8 (at line {}) and lb1:ext0 \
+                 10.0.0.1/24 have overlapping subnets: each front port needs a subnet of its \
+                 own",
+                line_of(TWO, "10.1.0.1/24", 0)
+            )
         );
     }
 
