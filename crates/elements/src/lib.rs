@@ -12,6 +12,7 @@ pub mod io;
 pub mod ip;
 pub mod ipsec;
 pub mod measure;
+pub mod multistage;
 pub mod route;
 pub mod standard;
 pub mod vrouter;
@@ -31,6 +32,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         measure::CLASSES,
         cluster::CLASSES,
         vrouter::CLASSES,
+        multistage::CLASSES,
     ]
     .into_iter()
     .flatten()

@@ -8,13 +8,17 @@
 //! - [`arp_responder`]: `ARPResponder`, answers requests (and proxy ARP).
 //! - [`arp_querier`]: `ARPQuerier`, resolves next hops, on top of the table
 //!   in [`arp_table`].
+//! - [`store_ether_address`]: `StoreEtherAddress`, a fixed address at an offset.
+//! - [`ether_switch`]: `EtherSwitch`, a learning bridge.
 
 pub mod arp_querier;
 pub mod arp_responder;
 pub mod arp_table;
 pub mod ether_encap;
 pub mod ether_rewrite;
+pub mod ether_switch;
 pub mod host_ether_filter;
+pub mod store_ether_address;
 
 #[cfg(test)]
 mod testdata;
@@ -28,6 +32,8 @@ pub static CLASSES: &[&ElementClass] = &[
     &ether_encap::CLASS,
     &ether_rewrite::CLASS,
     &host_ether_filter::CLASS,
+    &store_ether_address::CLASS,
+    &ether_switch::CLASS,
 ];
 
 #[cfg(test)]

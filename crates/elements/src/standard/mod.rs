@@ -4,11 +4,13 @@ pub mod bw_rated_unqueue;
 pub mod counter;
 pub mod discard;
 pub mod drr_sched;
+pub mod hash_switch;
 pub mod idle;
 pub mod paint;
 pub mod print;
 pub mod queue;
 pub mod rated_unqueue;
+pub mod round_robin_switch;
 pub mod sched;
 pub mod schedule_info;
 pub mod settings;
@@ -55,4 +57,6 @@ pub static CLASSES: &[&ElementClass] = &[
     &rated_unqueue::CLASS,
     &bw_rated_unqueue::CLASS,
     &work_package::CLASS,
+    &round_robin_switch::CLASS,
+    &hash_switch::CLASS,
 ];
