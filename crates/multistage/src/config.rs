@@ -186,10 +186,10 @@ pub fn balancer_config(ms: &Multistage, b: usize, o: &ConfigOptions) -> String {
     let mode = match (ms.mode, n) {
         (Mode::Dtx, 1) => "DTX: frames are balanced at layer 2 as they arrive".to_string(),
         (Mode::Dtx, n) => format!(
-            "DTX-{n}: frames are balanced at layer 2 as they arrive, and spread over the {n} \
-             back ports by a second round robin"
+            "DTX-{n}: frames are balanced at layer 2 as they arrive, and spread\n// over \
+             the {n} back ports by a second round robin"
         ),
-        (Mode::Odb, _) => "ODB: IPv4 packets are checked and looked up first (Strip, \
+        (Mode::Odb, _) => "ODB: IPv4 packets are checked and looked up first (Strip,\n// \
             CheckIPHeader, a default route, Unstrip), then balanced"
             .to_string(),
     };
@@ -213,9 +213,10 @@ pub fn balancer_config(ms: &Multistage, b: usize, o: &ConfigOptions) -> String {
         click_duration(ms.probe_interval),
         ms.probe_misses
     );
+    let _ = writeln!(w, "// Watch it: bricks ctl {} read lb.live", o.control);
     let _ = writeln!(
         w,
-        "// Watch it: bricks ctl {} read lb.live; change the policy: write lb.policy flow.",
+        "// Change the policy: bricks ctl {} write lb.policy flow",
         o.control
     );
     let _ = writeln!(w);
