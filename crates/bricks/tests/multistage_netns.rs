@@ -890,3 +890,48 @@ fn dtx3_spreads_over_its_back_ports_evenly() {
     assert_eq!(b["live"], 3, "{s}");
     eprintln!("dtx3 test: {:.1} s", t0.elapsed().as_secs_f64());
 }
+
+#[test]
+fn a_running_router_is_kept_and_a_dead_leftover_replaced() {
+    if skip_unless_root("a_running_router_is_kept_and_a_dead_leftover_replaced").is_some() {
+        return;
+    }
+    let _turn = lock();
+    let text = example("2x2.toml");
+    let up = Up::start("left", &text);
+    let file = up._dir.path().join("left.toml");
+    let again = |what: &str| {
+        bricks(
+            &[
+                "multistage",
+                "up",
+                file.to_str().unwrap(),
+                "--name",
+                &up.name,
+                "--backend",
+                "packet",
+            ],
+            Duration::from_secs(120),
+        )
+        .1
+        .contains(what)
+    };
+    // Up: a second `up` of the same name refuses and leaves it alone.
+    assert!(again(&format!("multistage router {} is up", up.name)));
+    up.ping(0, &up.host(1).address).unwrap();
+    let (ok, t) = bricks(
+        &["multistage", "status", &up.name, "--interval", "0.3"],
+        Duration::from_secs(30),
+    );
+    assert!(
+        ok && t.contains("live 2/2") && t.contains("lb2: balanced"),
+        "{t}"
+    );
+    // Every box killed (a crash of the whole router): the next `up`
+    // removes the leftover and starts afresh.
+    for b in up.boxes() {
+        up.kill(b["name"].as_str().unwrap());
+    }
+    assert!(again("Removing a leftover"));
+    up.ping(0, &up.host(1).address).unwrap();
+}
