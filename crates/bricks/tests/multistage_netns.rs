@@ -256,13 +256,14 @@ impl Up {
     /// `bricks gen` from host `from` to host `to`: `count` packets at
     /// `rate` packets/s in `nflows` 5-tuples drawn with `seed` (taken in
     /// turn with `round_robin`, so that each flow's packets are evenly
-    /// spaced), bounded in time too.
+    /// spaced), bounded in time too; to F_k unless `dst_mac` says.
     fn gen(
         &self,
         (from, to): (usize, usize),
         rate: u64,
         count: u64,
         flows: (u32, bool, u64),
+        dst_mac: Option<&str>,
     ) -> Command {
         let (nflows, round_robin, seed) = flows;
         let (a, b) = (self.host(from), self.host(to));
@@ -282,7 +283,7 @@ impl Up {
             "--dst".into(),
             b.address.clone(),
             "--dst-mac".into(),
-            a.gateway_mac.clone(),
+            dst_mac.unwrap_or(&a.gateway_mac).to_string(),
             "--flows".into(),
             nflows.to_string(),
             "--size".into(),
@@ -320,7 +321,8 @@ impl Up {
         let gens = flows
             .iter()
             .map(|&f| {
-                Captured::spawn(&mut self.gen(f, rate, count, (nflows, round_robin, 1))).unwrap()
+                Captured::spawn(&mut self.gen(f, rate, count, (nflows, round_robin, 1), None))
+                    .unwrap()
             })
             .collect();
         Udp { sinks, gens, secs }
@@ -615,6 +617,38 @@ fn two_by_two_is_one_router_to_its_hosts() {
             .unwrap_or_else(|| panic!("tcp {pair}: {text}"));
         assert_eq!(j["intact"], true, "tcp {pair}: {j}");
     }
+    // A host cannot reach the back stage directly: frames it sends to a
+    // router's internal MAC are dropped as spoofed, and no router sees
+    // them.
+    let lb = hosts[0].balancer.clone();
+    let (spoofed, routed) = (
+        up.lb_counter(&lb, "spoofed"),
+        up.to_routers(&lb).iter().sum::<u64>(),
+    );
+    let demux_in = |r: &str| -> u64 {
+        let v = up.stats(r);
+        v["total"]["in"]["count"].as_u64().unwrap_or(0)
+    };
+    let router_in: Vec<u64> = up.names("router").iter().map(|r| demux_in(r)).collect();
+    let out = output_timeout(
+        &mut up.gen((0, 3), 1000, 200, (4, false, 1), Some("02:4d:53:00:00:00")),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(up.lb_counter(&lb, "spoofed") - spoofed, 200);
+    assert_eq!(up.to_routers(&lb).iter().sum::<u64>(), routed);
+    // Routers see only the balancers' probes meanwhile: fewer frames than
+    // the spoofed ones would have added.
+    for (r, before) in up.names("router").iter().zip(router_in) {
+        let seen = demux_in(r) - before;
+        assert!(seen < 200, "{r} saw {seen} frames");
+    }
     // Nothing came back that the balancers could not place.
     for b in up.names("balancer") {
         let c = up.lb(&b);
@@ -663,7 +697,7 @@ fn two_by_two_balances_evenly_keeps_flows_and_measures_reordering() {
     for seed in 1..=12 {
         let before = up.to_routers(&lb);
         let out = output_timeout(
-            &mut up.gen((0, 3), 1000, 300, (1, false, seed)),
+            &mut up.gen((0, 3), 1000, 300, (1, false, seed), None),
             Duration::from_secs(20),
         )
         .unwrap();
