@@ -378,10 +378,10 @@ impl Rates {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "multistage {} ({} balancers, {} routers, switch {}), over {:.1} s",
+            "multistage {} ({}, {}, switch {}), over {:.1} s",
             st.name,
-            st.balancers().count(),
-            routers.len(),
+            count(st.balancers().count(), "balancer"),
+            count(routers.len(), "router"),
             st.switch.namespace,
             self.secs
         );
@@ -475,6 +475,11 @@ impl Rates {
         }
         s
     }
+}
+
+/// `3 routers`, `1 balancer`.
+pub(crate) fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// `bricks multistage status`.

@@ -25,7 +25,7 @@
 //! by default, unpinned, niced and napping when idle.
 
 use super::state::{self, BoxState, HostState, PortState, Role, State, SwitchState};
-use super::status;
+use super::status::{self, count};
 use crate::cluster::state::{alive, signal, start_time, stop as stop_process, wait_gone};
 use crate::cluster::up::{log_tail, spawn_logged, StopSignal};
 use anyhow::Context as _;
@@ -133,13 +133,13 @@ fn summary(st: &State, ms: &Multistage) -> String {
     let backs: usize = ms.balancers.iter().map(|b| b.backs.len()).sum();
     let _ = writeln!(
         s,
-        "multistage {} is up: {} balancers ({} front ports, {} back ports), {} routers, \
-         switch {} (Linux bridge {BRIDGE} in {}); {} {}, policy {}",
+        "multistage {} is up: {} ({}, {}), {}, switch {} (Linux bridge {BRIDGE} in {}); \
+         {} {}, policy {}",
         st.name,
-        ms.balancers.len(),
-        ms.front_count(),
-        backs,
-        ms.routers.len(),
+        count(ms.balancers.len(), "balancer"),
+        count(ms.front_count(), "front port"),
+        count(backs, "back port"),
+        count(ms.routers.len(), "router"),
         ms.switch,
         st.switch.namespace,
         ms.mode.word(),
