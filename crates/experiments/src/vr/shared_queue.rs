@@ -25,9 +25,9 @@ use std::time::Duration;
 /// The output rate, packets per second.
 pub const OUTPUT_PPS: u64 = 1_000_000;
 /// Queue capacity: enough to ride out the workers' threads being
-/// descheduled for a few milliseconds on a shared machine (8 ms of the
+/// descheduled for a few milliseconds on a shared machine (16 ms of the
 /// output's rate), which would otherwise drop packets below saturation.
-pub const QUEUE: usize = 8192;
+pub const QUEUE: usize = 16384;
 /// Equal within this fraction of an even split.
 pub const TOLERANCE: f64 = 0.05;
 
