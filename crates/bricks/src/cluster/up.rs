@@ -211,7 +211,7 @@ fn topology_name(c: &Cluster) -> String {
 
 /// The host address behind a port: the port's address + 1, if that is
 /// still a host address of the subnet.
-fn host_address(addr: Ipv4Addr, len: u8) -> anyhow::Result<Ipv4Addr> {
+pub(crate) fn host_address(addr: Ipv4Addr, len: u8) -> anyhow::Result<Ipv4Addr> {
     let a = u32::from(addr);
     let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
     let h = a.wrapping_add(1);
@@ -340,7 +340,7 @@ fn interrupted(stop: &AtomicBool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn mac_text(m: &[u8; 6]) -> String {
+pub(crate) fn mac_text(m: &[u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()

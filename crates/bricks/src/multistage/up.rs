@@ -27,13 +27,12 @@
 use super::state::{self, BoxState, HostState, PortState, Role, State, SwitchState};
 use super::status::{self, count};
 use crate::cluster::state::{alive, signal, start_time, stop as stop_process, wait_gone};
-use crate::cluster::up::{log_tail, spawn_logged, StopSignal};
+use crate::cluster::up::{host_address, log_tail, mac_text, spawn_logged, StopSignal};
 use anyhow::Context as _;
 use bricks_multistage::config::{node_config, ConfigOptions};
 use bricks_multistage::{Multistage, Node};
 use bricks_netns::Network;
 use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -203,19 +202,6 @@ fn summary(st: &State, ms: &Multistage) -> String {
     s
 }
 
-/// The host address behind a port: the port's address + 1, if that is
-/// still a host address of the subnet.
-fn host_address(addr: Ipv4Addr, len: u8) -> anyhow::Result<Ipv4Addr> {
-    let a = u32::from(addr);
-    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-    let h = a.wrapping_add(1);
-    anyhow::ensure!(
-        len <= 30 && h & mask == a & mask && h & !mask != !mask,
-        "{addr}/{len}: no room for a host at the port's address + 1"
-    );
-    Ok(Ipv4Addr::from(h))
-}
-
 /// The name of the bridge port behind a box's interface: `BOX-IFACE`
 /// where that fits an interface name, else `BOX-J`.
 fn switch_port_name(node: &str, iface: &str, j: usize) -> String {
@@ -225,13 +211,6 @@ fn switch_port_name(node: &str, iface: &str, j: usize) -> String {
     } else {
         format!("{node}-{j}")
     }
-}
-
-fn mac_text(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 /// Builds and starts multistage router `ms` (read from `a.file`) as `a`
@@ -900,16 +879,6 @@ pub(crate) fn restart_command(name: &str, node: &str, timeout: f64) -> anyhow::R
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_addresses_follow_the_port() {
-        assert_eq!(
-            host_address(Ipv4Addr::new(10, 1, 0, 1), 24).unwrap(),
-            Ipv4Addr::new(10, 1, 0, 2)
-        );
-        assert!(host_address(Ipv4Addr::new(10, 1, 0, 254), 24).is_err());
-        assert!(host_address(Ipv4Addr::new(10, 1, 0, 1), 31).is_err());
-    }
 
     #[test]
     fn bridge_ports_are_named_after_their_box_within_fifteen_bytes() {
