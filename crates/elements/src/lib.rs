@@ -13,6 +13,7 @@ pub mod ip;
 pub mod ipsec;
 pub mod measure;
 pub mod multistage;
+pub mod qos;
 pub mod route;
 pub mod standard;
 pub mod vrouter;
@@ -33,6 +34,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         cluster::CLASSES,
         vrouter::CLASSES,
         multistage::CLASSES,
+        qos::CLASSES,
     ]
     .into_iter()
     .flatten()

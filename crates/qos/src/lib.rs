@@ -1,0 +1,8 @@
+//! QoS building blocks after Hardekopf, Riché, Mudigonda, Dahlin, Vin and
+//! Kaur, "Impact of Network Protocols on Programmable Router
+//! Architectures" (§2-§6): the data structures behind bricks' QoS
+//! elements (flow classification, route selection, packet ordering), with
+//! no element of their own (those live in `bricks-elements`' `qos`
+//! module).
+
+#![forbid(unsafe_code)]
