@@ -86,9 +86,50 @@ struct Item<'a> {
 /// route table, an SA database. Made once, by the first instance.
 pub type SharedSlot = OnceLock<Arc<dyn Any + Send + Sync>>;
 
+/// The other elements of a configuration, as an element's arguments may
+/// name them (Click's element references: ARPQuerier's `TABLE`, a
+/// classifier's flow table). The runtime gives one to every element it
+/// builds; the element is the one whose arguments are read, so names are
+/// resolved relative to its compound.
+pub trait ElementRefs {
+    /// The element `name` refers to, as Click's `Router::find` resolves
+    /// it: `name` inside the asking element's compound, then inside each
+    /// enclosing compound in turn, then at top level. Returns its index
+    /// (for [`ElementRefs::shared_of`]), full name and class name.
+    fn find(&self, name: &str) -> Option<(usize, String, &'static str)>;
+
+    /// The shared state (see [`Args::shared`]) of element `index`, made
+    /// now if no instance of it has been made yet. `Err` says why there
+    /// is none (its own arguments are wrong, it keeps no shared state, or
+    /// the references form a cycle).
+    fn shared_of(&self, index: usize) -> Result<Arc<dyn Any + Send + Sync>, String>;
+}
+
+/// A fixed set of named elements' shared state, for unit tests and
+/// programmatic graphs: `(name, class, state)`.
+#[derive(Default)]
+pub struct FixedRefs(pub Vec<(String, &'static str, Arc<dyn Any + Send + Sync>)>);
+
+impl ElementRefs for FixedRefs {
+    fn find(&self, name: &str) -> Option<(usize, String, &'static str)> {
+        self.0
+            .iter()
+            .position(|(n, _, _)| n == name)
+            .map(|i| (i, self.0[i].0.clone(), self.0[i].1))
+    }
+
+    fn shared_of(&self, index: usize) -> Result<Arc<dyn Any + Send + Sync>, String> {
+        self.0
+            .get(index)
+            .map(|(_, _, s)| Arc::clone(s))
+            .ok_or_else(|| "no such element".to_string())
+    }
+}
+
 /// The arguments of one element, read one by one.
 pub struct Args<'a> {
     shared: Option<&'a SharedSlot>,
+    refs: Option<&'a dyn ElementRefs>,
     items: Vec<Item<'a>>,
     used: Vec<bool>,
     asked: Vec<&'static str>,
@@ -115,6 +156,7 @@ impl<'a> Args<'a> {
             .collect();
         Args {
             shared: None,
+            refs: None,
             used: vec![false; items.len()],
             items,
             asked: Vec::new(),
@@ -128,6 +170,75 @@ impl<'a> Args<'a> {
     pub fn with_shared(mut self, slot: &'a SharedSlot) -> Args<'a> {
         self.shared = Some(slot);
         self
+    }
+
+    /// Lets the element's arguments name other elements of the
+    /// configuration (see [`Args::read_shared_of_mp`]).
+    pub fn with_refs(mut self, refs: &'a dyn ElementRefs) -> Args<'a> {
+        self.refs = Some(refs);
+        self
+    }
+
+    /// The shared state of another element named by argument `key`
+    /// (mandatory, positional or keyword): `TABLE ft` gives the table that
+    /// `ft :: FlowTable` made with [`Args::shared`]. The element must be
+    /// of class `class`; its state is made first if it is declared later.
+    /// A name that is unknown, an element of another class, or one whose
+    /// state is of another type is an error located at the argument.
+    pub fn read_shared_of_mp<T: Any + Send + Sync>(
+        &mut self,
+        key: &'static str,
+        class: &'static str,
+    ) -> Result<Arc<T>, ArgError> {
+        self.note(key);
+        let i = if let Some(i) = self.find_keyword(key) {
+            self.mark_keyword(key);
+            i
+        } else if let Some(i) = self.take_positional() {
+            self.used[i] = true;
+            i
+        } else {
+            return Err(self.missing(key));
+        };
+        let span = self.items[i].span;
+        let name = String::from_arg(self.items[i].value.trim())
+            .map_err(|why| ArgError::at(span, format!("bad argument {key}: {why}")))?;
+        if name.is_empty() {
+            return Err(ArgError::at(
+                span,
+                format!("bad argument {key}: expected the name of a {class} element"),
+            ));
+        }
+        let Some(refs) = self.refs else {
+            return Err(ArgError::at(
+                span,
+                format!("{key} `{name}`: no other element can be named here"),
+            ));
+        };
+        let Some((index, full, found)) = refs.find(&name) else {
+            return Err(
+                ArgError::at(span, format!("{key} `{name}` does not name an element")).with_help(
+                    format!(
+                "name a {class} element of this configuration (inside a compound, relative to it)"
+            ),
+                ),
+            );
+        };
+        if found != class {
+            return Err(ArgError::at(
+                span,
+                format!("{key} `{full}` is a {found}, not a {class}"),
+            ));
+        }
+        let state = refs
+            .shared_of(index)
+            .map_err(|why| ArgError::at(span, format!("{key} `{full}`: {why}")))?;
+        state.downcast::<T>().map_err(|_| {
+            ArgError::at(
+                span,
+                format!("{key} `{full}` ({class}) keeps state of another type"),
+            )
+        })
     }
 
     /// State shared by every worker's instance of this element: `init`
@@ -555,6 +666,51 @@ mod tests {
         let rest: Vec<&str> = r.rest().into_iter().map(|(t, _)| t).collect();
         assert_eq!(rest, vec!["12/0806 20/0001", "12/0800", "-"]);
         r.complete().unwrap();
+    }
+
+    #[test]
+    fn shared_state_of_a_named_element() {
+        let refs = FixedRefs(vec![
+            ("ft".into(), "FlowTable", Arc::new(7u32)),
+            ("q".into(), "Queue", Arc::new(1u32)),
+        ]);
+        let a = args(&["ft"]);
+        let mut r = Args::new(&a, None).with_refs(&refs);
+        let t: Arc<u32> = r.read_shared_of_mp("TABLE", "FlowTable").unwrap();
+        r.complete().unwrap();
+        assert_eq!(*t, 7);
+
+        let a = args(&["X 1", "TABLE q"]);
+        let mut r = Args::new(&a, None).with_refs(&refs);
+        let e = r
+            .read_shared_of_mp::<u32>("TABLE", "FlowTable")
+            .unwrap_err();
+        assert_eq!(e.message, "TABLE `q` is a Queue, not a FlowTable");
+        assert_eq!(e.span.unwrap().start, 10);
+
+        let a = args(&["nope"]);
+        let mut r = Args::new(&a, None).with_refs(&refs);
+        let e = r
+            .read_shared_of_mp::<u32>("TABLE", "FlowTable")
+            .unwrap_err();
+        assert_eq!(e.message, "TABLE `nope` does not name an element");
+
+        let a = args(&["ft"]);
+        let mut r = Args::new(&a, None).with_refs(&refs);
+        let e = r
+            .read_shared_of_mp::<u64>("TABLE", "FlowTable")
+            .unwrap_err();
+        assert!(e.message.contains("state of another type"), "{}", e.message);
+
+        let a = args(&["ft"]);
+        let mut r = Args::new(&a, None);
+        assert!(r.read_shared_of_mp::<u32>("TABLE", "FlowTable").is_err());
+        let a = args(&[]);
+        let mut r = Args::new(&a, None).with_refs(&refs);
+        let e = r
+            .read_shared_of_mp::<u32>("TABLE", "FlowTable")
+            .unwrap_err();
+        assert_eq!(e.message, "missing mandatory argument TABLE");
     }
 
     #[test]

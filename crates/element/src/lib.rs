@@ -22,7 +22,7 @@ mod info;
 mod registry;
 mod stats;
 
-pub use args::{ArgError, Args, FromArg, SharedSlot};
+pub use args::{ArgError, Args, ElementRefs, FixedRefs, FromArg, SharedSlot};
 pub use bricks_packet::{Batch, Packet};
 pub use graph::{Context, Edge, Graph, WorkerState, MAX_PULL_DEPTH, MAX_PUSH_DEPTH};
 pub use info::{

@@ -15,9 +15,12 @@ use crate::placement::{Placement, Subject};
 use crate::Registry;
 use bricks_config::{Arg, Diagnostic, Router, Span};
 use bricks_element::{
-    Args, Edge, Element, ElementClass, Graph, PortInfo, Processing, ProcessingSpec, SharedSlot,
-    TaskKind, MAX_PULL_DEPTH,
+    Args, Edge, Element, ElementClass, ElementRefs, Graph, PortInfo, Processing, ProcessingSpec,
+    SharedSlot, TaskKind, MAX_PULL_DEPTH,
 };
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One element of a checked plan.
@@ -356,18 +359,25 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
     // errors, so that one `bricks check` reports them all.
     let mut elements = Vec::with_capacity(n);
     let mut directives = Vec::new();
+    let slots: Vec<Arc<SharedSlot>> = (0..n).map(|_| Arc::new(SharedSlot::new())).collect();
+    let refs = Refs::new(
+        (0..n)
+            .map(|i| Target {
+                name: &router.elements[i].name,
+                class: Some(classes[i]),
+                args: &router.elements[i].args,
+                span: router.elements[i].config_span,
+                ports: Some(&ports[i]),
+                shared: &slots[i],
+            })
+            .collect(),
+    );
     for i in 0..n {
         let decl = &router.elements[i];
         let mut task = TaskKind::None;
         let mut every_worker = false;
-        let shared = Arc::new(SharedSlot::new());
-        match make(
-            &classes[i],
-            &decl.args,
-            decl.config_span,
-            &ports[i],
-            &shared,
-        ) {
+        let shared = Arc::clone(&slots[i]);
+        match refs.make(i) {
             Ok(e) => {
                 task = e.task_kind();
                 every_worker = e.task_on_every_worker();
@@ -470,22 +480,159 @@ fn check_args_only(
         Processing::Agnostic => Processing::Push,
         x => x,
     };
+    let n = router.elements.len();
+    let usable: Vec<Option<ElementClass>> = (0..n)
+        .map(|i| classes[i].filter(|_| !bad_ports[i]))
+        .collect();
+    let ports: Vec<Option<PortInfo>> = (0..n)
+        .map(|i| {
+            let spec = usable[i]?.processing_spec();
+            Some(PortInfo {
+                inputs: (0..inputs[i].len()).map(|p| push(spec.input(p))).collect(),
+                outputs: (0..outputs[i].len())
+                    .map(|p| push(spec.output(p)))
+                    .collect(),
+            })
+        })
+        .collect();
+    let slots: Vec<SharedSlot> = (0..n).map(|_| SharedSlot::new()).collect();
+    let refs = Refs::new(
+        (0..n)
+            .map(|i| Target {
+                name: &router.elements[i].name,
+                class: usable[i],
+                args: &router.elements[i].args,
+                span: router.elements[i].config_span,
+                ports: ports[i].as_ref(),
+                shared: &slots[i],
+            })
+            .collect(),
+    );
     for (i, decl) in router.elements.iter().enumerate() {
-        let Some(class) = classes[i].filter(|_| !bad_ports[i]) else {
+        if usable[i].is_none() {
             continue;
-        };
-        let spec = class.processing_spec();
-        let ports = PortInfo {
-            inputs: (0..inputs[i].len()).map(|p| push(spec.input(p))).collect(),
-            outputs: (0..outputs[i].len())
-                .map(|p| push(spec.output(p)))
-                .collect(),
-        };
-        let shared = SharedSlot::new();
-        if let Err(mut d) = make(&class, &decl.args, decl.config_span, &ports, &shared) {
+        }
+        if let Err(mut d) = refs.make(i) {
             d.message = format!("{} ({}): {}", decl.name, decl.class, d.message);
             errors.push(d);
         }
+    }
+}
+
+/// One element as another element's arguments may name it.
+struct Target<'p> {
+    name: &'p str,
+    /// `None` when its class is unknown or its ports do not fit: it can be
+    /// named but not made.
+    class: Option<ElementClass>,
+    args: &'p [Arg],
+    span: Span,
+    ports: Option<&'p PortInfo>,
+    shared: &'p SharedSlot,
+}
+
+/// Whether an element is being made, to find cycles of references.
+#[derive(Clone, Copy, PartialEq)]
+enum Making {
+    No,
+    Busy,
+}
+
+/// The elements of a configuration for [`ElementRefs`]: names resolve as
+/// in Click's `Router::find`, and a named element's shared state is made
+/// on first use, by making that element (its own references first). The
+/// element is made again in its turn and finds its state made, so the
+/// order of declarations does not matter and the result is the same on
+/// every run. A cycle of references is an error.
+struct Refs<'p> {
+    targets: Vec<Target<'p>>,
+    index: HashMap<&'p str, usize>,
+    making: RefCell<Vec<Making>>,
+}
+
+/// [`Refs`] as seen from one element: names are relative to its compound.
+struct Scoped<'r, 'p> {
+    refs: &'r Refs<'p>,
+    from: usize,
+}
+
+impl<'p> Refs<'p> {
+    fn new(targets: Vec<Target<'p>>) -> Refs<'p> {
+        let index = targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name, i))
+            .collect();
+        Refs {
+            making: RefCell::new(vec![Making::No; targets.len()]),
+            targets,
+            index,
+        }
+    }
+
+    /// Makes element `i` (one instance), with its references resolved.
+    fn make(&self, i: usize) -> Result<Box<dyn Element>, Diagnostic> {
+        let t = &self.targets[i];
+        let (Some(class), Some(ports)) = (t.class, t.ports) else {
+            return Err(diag(t.span, "its configuration has errors"));
+        };
+        let before = std::mem::replace(&mut self.making.borrow_mut()[i], Making::Busy);
+        let scoped = Scoped {
+            refs: self,
+            from: i,
+        };
+        let e = make(&class, t.args, t.span, ports, t.shared, &scoped);
+        self.making.borrow_mut()[i] = before;
+        e
+    }
+}
+
+impl ElementRefs for Scoped<'_, '_> {
+    fn find(&self, name: &str) -> Option<(usize, String, &'static str)> {
+        let name = name.trim_start_matches('/');
+        let mut ctx = self.refs.targets[self.from].name;
+        loop {
+            ctx = match ctx.rfind('/') {
+                Some(k) => &ctx[..k],
+                None => "",
+            };
+            let full = if ctx.is_empty() {
+                name.to_string()
+            } else {
+                format!("{ctx}/{name}")
+            };
+            if let Some(&j) = self.refs.index.get(full.as_str()) {
+                let class = self.refs.targets[j]
+                    .class
+                    .map_or("unknown class", |c| c.name);
+                return Some((j, full, class));
+            }
+            if ctx.is_empty() {
+                return None;
+            }
+        }
+    }
+
+    fn shared_of(&self, j: usize) -> Result<Arc<dyn Any + Send + Sync>, String> {
+        let t = &self.refs.targets[j];
+        if let Some(s) = t.shared.get() {
+            return Ok(Arc::clone(s));
+        }
+        if self.refs.making.borrow()[j] == Making::Busy {
+            return Err("the element references form a cycle".into());
+        }
+        const CYCLE: &str = "the element references form a cycle";
+        self.refs.make(j).map_err(|d| {
+            if d.message.ends_with(CYCLE) {
+                CYCLE.to_string()
+            } else {
+                "its own arguments have errors".to_string()
+            }
+        })?;
+        t.shared
+            .get()
+            .cloned()
+            .ok_or_else(|| "it keeps no state to share".to_string())
     }
 }
 
@@ -495,8 +642,11 @@ fn make(
     span: Span,
     ports: &PortInfo,
     shared: &SharedSlot,
+    refs: &dyn ElementRefs,
 ) -> Result<Box<dyn Element>, Diagnostic> {
-    let mut a = Args::new(args, Some(span)).with_shared(shared);
+    let mut a = Args::new(args, Some(span))
+        .with_shared(shared)
+        .with_refs(refs);
     let e = (class.make)(&mut a, ports).and_then(|e| a.complete().map(|_| e));
     e.map_err(|e| Diagnostic {
         span: e.span.unwrap_or(span),
@@ -619,14 +769,21 @@ impl Plan {
         let mut names = Vec::with_capacity(self.elements.len());
         let mut outs = Vec::with_capacity(self.elements.len());
         let mut ins = Vec::with_capacity(self.elements.len());
-        for pe in &self.elements {
-            elements.push(make(
-                &pe.class,
-                &pe.args,
-                pe.config_span,
-                &pe.ports,
-                &pe.shared,
-            )?);
+        let refs = Refs::new(
+            self.elements
+                .iter()
+                .map(|pe| Target {
+                    name: &pe.name,
+                    class: Some(pe.class),
+                    args: &pe.args,
+                    span: pe.config_span,
+                    ports: Some(&pe.ports),
+                    shared: &pe.shared,
+                })
+                .collect(),
+        );
+        for (i, pe) in self.elements.iter().enumerate() {
+            elements.push(refs.make(i)?);
             names.push(pe.name.clone());
             outs.push(
                 pe.outputs
@@ -846,5 +1003,129 @@ mod tests {
         // instances saw the same value.
         assert_eq!(SHARED_MADE.load(Ordering::SeqCst), 1);
         assert_eq!(INSTANCES.load(Ordering::SeqCst), 3);
+    }
+
+    /// A table every worker shares, and an element that names one.
+    struct Table(AtomicUsize);
+
+    static TABLE: ElementClass = ElementClass {
+        name: "Table",
+        ports: "0/0",
+        processing: "a/a",
+        manual: &MANUAL,
+        make: |args, _| {
+            let size: usize = args.read_p("SIZE")?.unwrap_or(1);
+            args.shared(|_| Ok(Table(AtomicUsize::new(size))))?;
+            Ok(Box::new(Probe))
+        },
+    };
+
+    /// Names a `Table`; another `User` may be named with PEER (cycles).
+    static USER: ElementClass = ElementClass {
+        name: "User",
+        ports: "0/0",
+        processing: "a/a",
+        manual: &MANUAL,
+        make: |args, _| {
+            let t: Arc<Table> = args.read_shared_of_mp("TABLE", "Table")?;
+            t.0.fetch_add(1000, Ordering::SeqCst);
+            if args.read::<String>("PEER")?.is_some() {
+                args.shared(|a| {
+                    // Re-read through the reference API: a User names a User.
+                    a.read_shared_of_mp::<Table>("PEER", "User").map(|_| ())
+                })?;
+            }
+            Ok(Box::new(Probe))
+        },
+    };
+
+    fn build_refs(text: &str) -> Result<Plan, Vec<String>> {
+        let mut reg = crate::Registry::new();
+        reg.register(TABLE);
+        reg.register(USER);
+        reg.register(PLAIN);
+        let mut map = SourceMap::default();
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<t>".into(),
+                text: text.into(),
+            },
+        )
+        .unwrap();
+        build(&router, &reg).map_err(|errs| {
+            errs.iter()
+                .map(|d| {
+                    let at = &text[d.span.start..d.span.end];
+                    format!("{} @{at}", d.message)
+                })
+                .collect()
+        })
+    }
+
+    fn table_of(plan: &Plan, name: &str) -> Arc<Table> {
+        let pe = plan.elements.iter().find(|e| e.name == name).unwrap();
+        Arc::clone(pe.shared.get().unwrap())
+            .downcast::<Table>()
+            .ok()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_user_declared_before_its_table_gets_the_one_table() {
+        let plan = build_refs("u :: User(TABLE t); t :: Table(5); v :: User(t);").unwrap();
+        let t = table_of(&plan, "t");
+        // Made once; both users' check instances added to it.
+        assert_eq!(t.0.load(Ordering::SeqCst), 2005);
+        plan.instantiate().unwrap();
+        plan.instantiate().unwrap();
+        // Every worker's users reach the same table.
+        assert_eq!(t.0.load(Ordering::SeqCst), 6005);
+        assert!(Arc::ptr_eq(&t, &table_of(&plan, "t")));
+    }
+
+    #[test]
+    fn names_are_relative_to_the_compound_then_outward() {
+        let text = "elementclass C { t :: Table(7); u :: User(t); w :: User(top); }
+                    top :: Table(1); t :: Table(2); c :: C; x :: User(c/t);";
+        let plan = build_refs(text).unwrap();
+        // c/u found its own compound's t (7), not the top-level t (2).
+        assert_eq!(table_of(&plan, "c/t").0.load(Ordering::SeqCst), 7 + 2000);
+        assert_eq!(table_of(&plan, "t").0.load(Ordering::SeqCst), 2);
+        // c/w found `top` outside its compound.
+        assert_eq!(table_of(&plan, "top").0.load(Ordering::SeqCst), 1001);
+    }
+
+    #[test]
+    fn unknown_names_and_wrong_classes_are_located_errors() {
+        let errs = build_refs("u :: User(TABLE nope); p :: Probe; v :: User(p);").unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert_eq!(
+            errs[0],
+            "u (User): TABLE `nope` does not name an element @TABLE nope"
+        );
+        assert_eq!(errs[1], "v (User): TABLE `p` is a Probe, not a Table @p");
+    }
+
+    #[test]
+    fn a_table_with_bad_arguments_is_reported_once_and_its_users_say_why() {
+        let errs = build_refs("u :: User(t); t :: Table(SIZE lots);").unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert_eq!(
+            errs[0],
+            "u (User): TABLE `t`: its own arguments have errors @t"
+        );
+        assert!(
+            errs[1].starts_with("t (Table): bad argument SIZE"),
+            "{}",
+            errs[1]
+        );
+    }
+
+    #[test]
+    fn reference_cycles_are_refused() {
+        let errs =
+            build_refs("t :: Table; a :: User(t, PEER b); b :: User(t, PEER a);").unwrap_err();
+        assert!(errs.iter().any(|e| e.contains("cycle")), "{errs:#?}");
     }
 }

@@ -69,8 +69,19 @@ pub fn make_element(
     args: &str,
     ports: &PortInfo,
 ) -> Result<Box<dyn Element>, String> {
+    make_element_with_refs(class, args, ports, &bricks_element::FixedRefs::default())
+}
+
+/// Like [`make_element`], with other elements its arguments may name
+/// (`TABLE ft`).
+pub fn make_element_with_refs(
+    class: &ElementClass,
+    args: &str,
+    ports: &PortInfo,
+    refs: &dyn bricks_element::ElementRefs,
+) -> Result<Box<dyn Element>, String> {
     let parsed = parse_args(args)?;
-    let mut a = Args::new(&parsed, None);
+    let mut a = Args::new(&parsed, None).with_refs(refs);
     let e = (class.make)(&mut a, ports).map_err(|e| e.message)?;
     a.complete().map_err(|e| e.message)?;
     Ok(e)
@@ -105,7 +116,18 @@ impl Harness {
 
     /// Like [`Harness::new`], but returns the configuration error.
     pub fn try_new(class: &ElementClass, args: &str, ports: PortInfo) -> Result<Harness, String> {
-        let element = make_element(class, args, &ports)?;
+        Harness::with_refs(class, args, ports, &bricks_element::FixedRefs::default())
+    }
+
+    /// Like [`Harness::try_new`], with other elements the arguments may
+    /// name (`TABLE ft`): their shared state in `refs`.
+    pub fn with_refs(
+        class: &ElementClass,
+        args: &str,
+        ports: PortInfo,
+        refs: &dyn bricks_element::ElementRefs,
+    ) -> Result<Harness, String> {
+        let element = make_element_with_refs(class, args, &ports, refs)?;
         let mut elements: Vec<Box<dyn Element>> = vec![element];
         let mut names = vec!["dut".to_string()];
         let mut outs: Vec<Box<[Edge]>> = Vec::new();
