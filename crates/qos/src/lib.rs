@@ -6,3 +6,6 @@
 //! module).
 
 #![forbid(unsafe_code)]
+
+pub mod deadline;
+pub mod order;
