@@ -391,6 +391,44 @@ fn elements(c: &mut Criterion) {
     );
     bench_queue(c);
     bench_vrdemux(c);
+    bench_l2balancer(c);
+}
+
+/// L2Balancer in DTX mode (the paper's §III-A): one front port whose MAC
+/// is the frame's destination, one back port, per-packet round robin over
+/// 4 live routers, as `bricks multistage` configures it. Each frame gets
+/// its destination MAC rewritten and the batch leaves whole by the back
+/// port (output 1).
+fn bench_l2balancer(c: &mut Criterion) {
+    use bricks_elements::multistage::{l2_balancer, router_mac, Probe, ProbeKind};
+    let make = || {
+        let mut bench = Bench::new(
+            &l2_balancer::CLASS,
+            "FRONT 0, ROUTERS 4, POLICY rr, FRONT_MAC 00:00:c0:3b:71:ef",
+            PortInfo {
+                inputs: vec![Processing::Push; 2],
+                outputs: vec![Processing::Push; 2],
+            },
+        );
+        // The four routers answer a probe: all live.
+        let mut replies = Batch::new();
+        for r in 0..4 {
+            let reply = Probe {
+                kind: ProbeKind::Reply,
+                balancer: 0,
+                router: r,
+                front: 0,
+                seq: 0,
+            };
+            let frame = reply.frame([0x02, 0x4d, 0x42, 0, 0, 0], router_mac(r, 0));
+            let _ = replies.push(Packet::from_slice(&frame).expect("a 60-byte frame"));
+        }
+        bench
+            .graph
+            .with_element(0, &mut bench.worker, |e, cx| e.push(1, &mut replies, cx));
+        bench
+    };
+    bench_push(c, "L2Balancer/dtx-rr-4", make, Input::Frame, 1);
 }
 
 /// VRDemux with 1 and 1,024 virtual routers, by VLAN ID and by MAC

@@ -297,6 +297,19 @@ impl FromArg for Policy {
     }
 }
 
+/// The low 48 bits of a word: a MAC address read little-endian.
+const MAC48: u64 = (1 << 48) - 1;
+/// Type 0x0800 in the top 16 bits of a little-endian word.
+const IPV4_LE: u64 = 0x0008;
+/// The internal prefixes (02:4d:53, 02:4d:42) read little-endian.
+const INTERNAL_ROUTER_LE: u64 = 0x53_4d02;
+const INTERNAL_BALANCER_LE: u64 = 0x42_4d02;
+
+/// A MAC address as the low 48 bits of a little-endian word.
+fn mac_le48(m: &[u8; 6]) -> u64 {
+    u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0])
+}
+
 /// Longest time a worker goes without refreshing a front port's last
 /// source in the shared return table.
 const LEARN_REFRESH_NS: u64 = 10_000_000;
@@ -314,6 +327,8 @@ struct Shared {
     /// Global number of each front port, in input order.
     fronts: Vec<u8>,
     front_macs: Option<Vec<[u8; 6]>>,
+    /// The same, as the low 48 bits of little-endian words.
+    front_macs_le: Option<Vec<u64>>,
     routers: usize,
     balancer: u8,
     back_macs: Vec<[u8; 6]>,
@@ -456,6 +471,12 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
                     fronts.len()
                 )));
             }
+            if let Some(m) = m.iter().find(|m| m[0] & 1 != 0 || is_internal(&m[..])) {
+                return Err(ArgError::new(format!(
+                    "FRONT_MAC {}: a group or internal address",
+                    mac_text(m)
+                )));
+            }
             Some(m)
         }
         None => None,
@@ -479,6 +500,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         let interval_ns = interval.as_nanos().min(u128::from(u64::MAX / 1024)) as u64;
         Ok(Shared {
             fronts: fronts.clone(),
+            front_macs_le: front_macs
+                .as_ref()
+                .map(|m| m.iter().map(mac_le48).collect()),
             front_macs,
             routers,
             balancer,
@@ -537,6 +561,9 @@ struct Counts {
 pub struct L2Balancer {
     sh: Arc<Shared>,
     w: Worker,
+    /// Each front frame's verdict, kept between batches so that a batch
+    /// the fast path takes whole never initialises it.
+    ports: Box<[u16; MAX_BATCH]>,
 }
 
 /// Per-worker state.
@@ -547,6 +574,12 @@ struct Worker {
     generation: u64,
     /// Live routers, in index order.
     live: Vec<u8>,
+    /// Frames the fast path balanced to each live router (by position in
+    /// `live`), added to `to_router` when `live` changes.
+    live_hits: Vec<u64>,
+    /// Destination MAC of each (front input, live router), as the low 48
+    /// bits of a little-endian word: `[i * live.len() + x]`.
+    live_labels: Vec<u64>,
     /// Next position in `live` (round robin).
     rr: usize,
     /// Next back port (DTX-n).
@@ -554,8 +587,8 @@ struct Worker {
     nfronts: usize,
     nbacks: usize,
     flowlets: Box<[Flowlet]>,
-    /// Per front input: the last source learnt and until when it need not
-    /// be learnt again.
+    /// Per front input: the last source learnt (as [`mac_le48`] gives it)
+    /// and until when it need not be learnt again.
     learnt: Vec<(u64, u64)>,
     arp_budget: u32,
     arp_window_end: u64,
@@ -564,6 +597,9 @@ struct Worker {
     c: Counts,
     to_router: Vec<u64>,
     to_back: Vec<u64>,
+    /// Frames the fast path took (so tests see that it does).
+    #[cfg(test)]
+    fast_hits: u64,
 }
 
 impl L2Balancer {
@@ -575,6 +611,8 @@ impl L2Balancer {
             first_worker: true,
             generation: u64::MAX,
             live: Vec::with_capacity(sh.routers),
+            live_hits: Vec::with_capacity(sh.routers),
+            live_labels: Vec::with_capacity(sh.routers * nfronts),
             rr: 0,
             back_rr: 0,
             nfronts,
@@ -588,9 +626,62 @@ impl L2Balancer {
             c: Counts::default(),
             to_router: vec![0; sh.routers],
             to_back: vec![0; nbacks],
+            #[cfg(test)]
+            fast_hits: 0,
         };
-        L2Balancer { sh, w }
+        L2Balancer {
+            sh,
+            w,
+            ports: Box::new([0; MAX_BATCH]),
+        }
     }
+}
+
+/// The fast path over `pkts[k..]`: while frames are IPv4 for the front
+/// port's MAC (`want_dst`, or with `BY_MAC` false any unicast, non-internal
+/// MAC the packet type calls this host's) and their source and type are
+/// `want_b` (the 8 bytes at offset 6, little-endian), each gets the label
+/// of live position `x` (`labels`, round robin). Returns where it stopped
+/// and the next position.
+#[inline(always)]
+fn fast_run<const BY_MAC: bool>(
+    pkts: &mut [Packet],
+    mut k: usize,
+    labels: &[u64],
+    mut x: usize,
+    want_dst: u64,
+    want_b: u64,
+) -> (usize, usize) {
+    let nlive = labels.len();
+    while let Some(p) = pkts.get_mut(k) {
+        let host = BY_MAC || p.anno().packet_type != PacketType::OtherHost;
+        let Some(h) = p.data_mut().first_chunk_mut::<ETHER_LEN>() else {
+            break;
+        };
+        let (Some(a), Some(b)) = (h.first_chunk::<8>(), h.last_chunk::<8>()) else {
+            break;
+        };
+        let (a, b) = (u64::from_le_bytes(*a), u64::from_le_bytes(*b));
+        let dst_ok = if BY_MAC {
+            (a ^ want_dst) << 16 == 0
+        } else {
+            host && a & 1 == 0
+                && a & 0xff_ffff != INTERNAL_ROUTER_LE
+                && a & 0xff_ffff != INTERNAL_BALANCER_LE
+        };
+        if !dst_ok || b != want_b {
+            break;
+        }
+        let Some(&label) = labels.get(x) else {
+            break;
+        };
+        if let Some(w8) = h.first_chunk_mut::<8>() {
+            *w8 = ((a & !MAC48) | label).to_le_bytes();
+        }
+        x = if x + 1 == nlive { 0 } else { x + 1 };
+        k += 1;
+    }
+    (k, x)
 }
 
 /// A hash of an Ethernet frame's flow: the IPv4 5-tuple (addresses and
@@ -634,15 +725,65 @@ impl Worker {
             return;
         }
         self.generation = g;
+        for (x, &r) in self.live.iter().enumerate() {
+            self.to_router[usize::from(r)] += std::mem::take(&mut self.live_hits[x]);
+        }
         self.live.clear();
         for r in 0..sh.routers {
             if sh.is_live(r as u8) {
                 self.live.push(r as u8);
             }
         }
-        if self.rr >= self.live.len() {
+        let n = self.live.len();
+        self.live_hits.clear();
+        self.live_hits.resize(n, 0);
+        self.live_labels.clear();
+        for i in 0..self.nfronts {
+            for &r in &self.live {
+                self.live_labels.push(mac_le48(&sh.label(i, r)));
+            }
+        }
+        if self.rr >= n {
             self.rr = 0;
         }
+    }
+
+    /// Counts a run of `m` frames the fast path sent round robin from
+    /// position `x0` of `live`: O(min(m, live)) rather than per frame.
+    #[inline]
+    fn credit_run(&mut self, x0: usize, m: usize) {
+        let n = self.live_hits.len();
+        if n == 0 {
+            return;
+        }
+        let (full, rest) = ((m / n) as u64, m % n);
+        if full > 0 {
+            for h in self.live_hits.iter_mut() {
+                *h += full;
+            }
+        }
+        let mut x = x0 % n;
+        for _ in 0..rest {
+            self.live_hits[x] += 1;
+            x = if x + 1 == n { 0 } else { x + 1 };
+        }
+    }
+
+    /// Frames balanced to router `r` so far.
+    fn balanced_to(&self, r: usize) -> u64 {
+        let fast = match self.live.iter().position(|&l| usize::from(l) == r) {
+            Some(x) => self.live_hits[x],
+            None => 0,
+        };
+        self.to_router[r] + fast
+    }
+
+    /// The source a front input's frames may carry without being learnt
+    /// again now (as [`mac_le48`] gives it), if any.
+    #[inline]
+    fn learnt_source(&self, i: usize, now: u64) -> Option<u64> {
+        let (src, until) = self.learnt[i];
+        (now < until).then_some(src)
     }
 
     #[inline(always)]
@@ -663,13 +804,15 @@ impl Worker {
     /// Records `src` as seen on front input `i`; at most once per
     /// [`LEARN_REFRESH_NS`] for a port's usual sender.
     #[inline(always)]
-    fn learn(&mut self, sh: &Shared, i: usize, src: u64, now: u64) {
+    fn learn(&mut self, sh: &Shared, i: usize, src: &[u8; 6], now: u64) {
+        // Cached as the fast path reads it: little-endian.
+        let le = mac_le48(src);
         let cached = &mut self.learnt[i];
-        if cached.0 == src && now < cached.1 {
+        if cached.0 == le && now < cached.1 {
             return;
         }
-        *cached = (src, now.saturating_add(LEARN_REFRESH_NS));
-        match sh.returns.learn(src, i as u16, now / 1_000_000) {
+        *cached = (le, now.saturating_add(LEARN_REFRESH_NS));
+        match sh.returns.learn(mac_u64(src), i as u16, now / 1_000_000) {
             Learnt::Known => {}
             Learnt::Inserted { evicted } => self.c.return_evictions += u64::from(evicted),
             Learnt::Moved => self.c.station_moves += 1,
@@ -701,14 +844,14 @@ impl Worker {
             self.c.bad_source += 1;
             return DROP;
         }
-        let src = mac_u64(&h[6..12]);
+        let src = [h[6], h[7], h[8], h[9], h[10], h[11]];
         let group = h[0] & 1 != 0;
         let for_us = match &sh.front_macs {
             Some(m) => h[..6] == m[i],
             None => p.anno().packet_type != PacketType::OtherHost,
         };
         let arp_reply = ethertype == ETHERTYPE_ARP && p.data().get(20..22) == Some(&[0u8, 2][..]);
-        self.learn(sh, i, src, now);
+        self.learn(sh, i, &src, now);
         if group {
             self.c.front_broadcast += 1;
             return DROP;
@@ -967,27 +1110,68 @@ impl L2Balancer {
         let now = cx.now().0;
         w.refresh(sh);
         let policy = Policy::from_u8(sh.policy.load(Relaxed));
-        let mut ports = [0u16; MAX_BATCH];
         let n = batch.len();
-        let mut differ = 0u16;
-        let mut first = None;
-        for (slot, p) in ports.iter_mut().zip(batch.iter_mut()) {
-            let port = w.front_one(sh, i, p, now, policy);
-            *slot = port;
-            let f = *first.get_or_insert(port);
-            differ |= port ^ f;
+        if n == 0 {
+            return;
         }
-        match first {
-            None => return,
-            Some(DROP) if differ == 0 => {
-                batch.clear();
-                return;
+        let back0 = w.nfronts as u16;
+        // The fast path (DTX, round robin): runs of IPv4 frames for the
+        // front port's MAC from the source this port learnt last (so
+        // already vetted) get their label in one 8-byte store each, and
+        // are counted per run; any other frame takes `front_one`.
+        let fast = policy == Policy::RoundRobin && w.nbacks == 1 && !w.live.is_empty();
+        let nlive = w.live.len();
+        let want_dst = sh.front_macs_le.as_ref().map(|m| m[i]);
+        let mut src_ok = w.learnt_source(i, now);
+        let ports = &mut self.ports[..];
+        let mut differ = 0u16;
+        let mut fast_count = 0u64;
+        let pkts = batch.as_mut_slice();
+        let mut k = 0;
+        while k < n {
+            if let (true, Some(src)) = (fast, src_ok) {
+                let labels = &w.live_labels[i * nlive..(i + 1) * nlive];
+                let x0 = w.rr;
+                // The whole 8 bytes after the destination: the learnt
+                // source and type IPv4.
+                let want_b = src | IPV4_LE << 48;
+                let (end, x) = match want_dst {
+                    Some(f) => fast_run::<true>(pkts, k, labels, x0, f, want_b),
+                    None => fast_run::<false>(pkts, k, labels, x0, 0, want_b),
+                };
+                let m = end - k;
+                if m > 0 {
+                    ports[k..end].fill(back0);
+                    w.rr = x;
+                    w.credit_run(x0, m);
+                    fast_count += m as u64;
+                    k = end;
+                }
+                if k == n {
+                    break;
+                }
             }
-            Some(port) if differ == 0 && port != SPECIAL => {
-                cx.push(usize::from(port), batch);
-                return;
-            }
-            _ => {}
+            let Some(p) = pkts.get_mut(k) else {
+                break;
+            };
+            let port = w.front_one(sh, i, p, now, policy);
+            ports[k] = port;
+            differ |= port ^ back0;
+            src_ok = w.learnt_source(i, now);
+            k += 1;
+        }
+        w.to_back[0] += fast_count;
+        #[cfg(test)]
+        {
+            w.fast_hits += fast_count;
+        }
+        if differ == 0 {
+            cx.push(usize::from(back0), batch);
+            return;
+        }
+        if ports[..n].iter().all(|&p| p == DROP) {
+            batch.clear();
+            return;
         }
         scatter(batch, &ports[..n], cx, |p, cx| {
             w.arp_to_routers(sh, i, p, now, cx)
@@ -997,6 +1181,10 @@ impl L2Balancer {
     fn back(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
         let sh = &*self.sh;
         let w = &mut self.w;
+        if w.name.is_empty() {
+            // For the messages (an instance that was never started).
+            w.name = cx.name().to_string();
+        }
         let now = cx.now().0;
         let mut ports = [0u16; MAX_BATCH];
         let n = batch.len();
@@ -1065,8 +1253,9 @@ impl Element for L2Balancer {
     fn stats(&self, s: &mut Stats) {
         let w = &self.w;
         let c = &w.c;
-        s.counter("balanced", w.to_router.iter().sum());
-        for (r, n) in w.to_router.iter().enumerate() {
+        let per: Vec<u64> = (0..w.to_router.len()).map(|r| w.balanced_to(r)).collect();
+        s.counter("balanced", per.iter().sum());
+        for (r, n) in per.iter().enumerate() {
             s.counter(format!("to_router{r}"), *n);
         }
         for (j, n) in w.to_back.iter().enumerate() {
@@ -1092,6 +1281,8 @@ impl Element for L2Balancer {
         s.counter("station_moves", c.station_moves);
         s.counter("station_refused", c.station_refused);
         s.counter("return_evictions", c.return_evictions);
+        #[cfg(test)]
+        s.counter("fast_hits", w.fast_hits);
         if w.first_worker {
             let sh = &self.sh;
             let live = (0..sh.routers).filter(|&r| sh.is_live(r as u8)).count();

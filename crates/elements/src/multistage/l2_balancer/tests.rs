@@ -244,6 +244,7 @@ fn round_robin_over_live_routers_is_even_and_rewrites_only_the_destination() {
         assert_eq!(d.count(&format!("to_router{r}")), *n);
     }
     assert_eq!(d.count("balanced"), 10_000);
+    assert_eq!(d.count("fast_hits"), 9_999, "all but the first");
     assert_eq!(d.count("to_back0"), 10_000);
     assert!(d.take_bytes(0).is_empty());
 }
@@ -689,6 +690,10 @@ fn a_silent_router_leaves_the_set_after_misses_and_comes_back() {
     d.push(0, packets((0..8).map(|s| udp(F0, HOST_A, s))));
     let routers: Vec<u8> = d.take_bytes(1).iter().map(|f| router_of(f, 0)).collect();
     assert_eq!(routers.iter().filter(|&&r| r == 2).count(), 2);
+    // 9 frames over 3 routers, then 8 over 4.
+    assert_eq!(d.count("to_router0"), 5);
+    assert_eq!(d.count("to_router2"), 2);
+    assert_eq!(d.count("balanced"), 17);
     // All silent: no router, drops counted, never a loop.
     for _ in 0..5 {
         t += 50 * MS;
@@ -827,6 +832,8 @@ fn arguments_are_checked() {
     .contains("BACK_MAC"));
     assert!(err("FRONT 0, ROUTERS 2, BACK_MAC 03:00:00:00:00:01", 2, 2).contains("group"));
     assert!(err("FRONT 0 1, ROUTERS 2, FRONT_MAC 02:00:00:00:00:01", 3, 3).contains("FRONT_MAC"));
+    assert!(err("FRONT 0, ROUTERS 2, FRONT_MAC 02:4d:53:00:00:00", 2, 2).contains("internal"));
+    assert!(err("FRONT 0, ROUTERS 2, FRONT_MAC 01:00:5e:00:00:01", 2, 2).contains("group"));
     assert!(err("FRONT 0, ROUTERS 2, POLICY random", 2, 2).contains("POLICY"));
     assert!(err("FRONT 0, ROUTERS 2, MISSES 0", 2, 2).contains("MISSES"));
     assert!(err("FRONT 0, ROUTERS 2, INTERVAL 0", 2, 2).contains("INTERVAL"));
@@ -841,4 +848,61 @@ fn arguments_are_checked() {
         &ports(3, 4)
     )
     .is_ok());
+}
+
+#[test]
+fn fast_and_slow_frames_of_one_batch_share_the_rotation() {
+    let mut d = Dut::new("FRONT 0, ROUTERS 2, FRONT_MAC 02:00:00:00:0f:00", 1, 1);
+    d.replies(&[0, 1], 0);
+    let batch = [
+        udp(F0, HOST_A, 1),           // learns A
+        udp(F0, HOST_A, 2),           // A again: the fast path
+        udp(F0, router_mac(0, 0), 3), // spoofed
+        udp(F0, HOST_A, 4),
+        udp(F0, HOST_B, 5), // learns B
+        udp(F0, HOST_B, 6),
+        udp(F0, HOST_A, 7),
+        udp(HOST_B, HOST_A, 8), // not for F0
+    ];
+    d.push(0, packets(batch));
+    let out = d.take_bytes(1);
+    let got: Vec<(u16, u8)> = out
+        .iter()
+        .map(|f| (u16::from_be_bytes([f[34], f[35]]), router_of(f, 0)))
+        .collect();
+    assert_eq!(got, [(1, 0), (2, 1), (4, 0), (5, 1), (6, 0), (7, 1)]);
+    assert_eq!(d.count("to_router0"), 3);
+    assert_eq!(d.count("to_router1"), 3);
+    assert_eq!(d.count("to_back0"), 6);
+    assert_eq!(d.count("spoofed"), 1);
+    assert_eq!(d.count("other_host"), 1);
+    assert_eq!(d.count("return_entries"), 2);
+    assert_eq!(d.count("fast_hits"), 3, "frames 2, 4 and 6");
+    // A source learnt long ago is learnt again (the cache expires).
+    d.state.now = Timestamp(T0 + 20 * MS);
+    d.push(0, packets([udp(F0, HOST_A, 9), udp(F0, HOST_A, 10)]));
+    assert_eq!(d.take_bytes(1).len(), 2);
+    assert_eq!(d.count("fast_hits"), 4);
+    // From the learnt source, only IPv4 for F0 takes the fast path.
+    let mut ipv6 = udp(F0, HOST_A, 11);
+    ipv6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    d.push(
+        0,
+        packets([
+            udp(F0, HOST_A, 12),
+            ipv6,
+            arp(F0, HOST_A, 2),
+            udp([0xff; 6], HOST_A, 13),
+            udp(router_mac(1, 0), HOST_A, 14),
+            udp(F1, HOST_A, 15),
+            udp(F0, HOST_A, 16),
+        ]),
+    );
+    assert_eq!(d.count("fast_hits"), 6);
+    assert_eq!(d.count("other_type"), 1);
+    assert_eq!(d.count("arp_to_routers"), 1);
+    assert_eq!(d.count("front_broadcast"), 1);
+    assert_eq!(d.count("spoofed"), 2);
+    assert_eq!(d.count("other_host"), 2);
+    assert_eq!(d.take_bytes(1).len(), 4, "2 frames and 2 ARP copies");
 }
