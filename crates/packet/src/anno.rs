@@ -67,6 +67,12 @@ pub struct Annotations {
     pub dst_ip6: Ipv6Addr,
     /// Arrival or generation time.
     pub timestamp: Timestamp,
+    /// When the packet should leave, in nanoseconds on the engine clock
+    /// (the clock of `Context::now`, which `--clock trace` makes follow
+    /// the packets); 0 when nothing set one. Stamped by `VirtualClock`,
+    /// read by the deadline-ordered queues (`HeapQueue`, `BinSortQueue`,
+    /// `MDSBinSortQueue`).
+    pub deadline: u64,
     /// Flow hash (software RSS/Toeplitz or the device's), used to pick
     /// among equal-cost paths and queues.
     pub flow_hash: u32,
@@ -103,6 +109,7 @@ impl Default for Annotations {
             dst_ip: Ipv4Addr::UNSPECIFIED,
             dst_ip6: Ipv6Addr::UNSPECIFIED,
             timestamp: Timestamp(0),
+            deadline: 0,
             flow_hash: 0,
             l3_offset: None,
             mtu: 0,
