@@ -9,3 +9,5 @@
 
 pub mod deadline;
 pub mod order;
+pub mod file;
+pub mod flow;
