@@ -76,6 +76,10 @@ pub struct Annotations {
     /// Flow hash (software RSS/Toeplitz or the device's), used to pick
     /// among equal-cost paths and queues.
     pub flow_hash: u32,
+    /// The packet's flow record in its `FlowTable`, plus one; 0 when no
+    /// classifier set one. Set by `TagClassifier`/`HashClassifier`, read by
+    /// `FlowLookup` and `VirtualClock` (use [`Annotations::flow_record`]).
+    pub flow: u32,
     /// Where the network header starts, as a buffer offset.
     pub l3_offset: Option<u16>,
     /// Next-hop MTU reported by a fragmenter that refused a DF packet; the
@@ -102,6 +106,21 @@ pub struct Annotations {
     pub param_off: Option<u8>,
 }
 
+impl Annotations {
+    /// The index of the packet's flow record, if a classifier set one.
+    #[inline(always)]
+    pub fn flow_record(&self) -> Option<u32> {
+        self.flow.checked_sub(1)
+    }
+
+    /// Sets the index of the packet's flow record (indexes up to
+    /// `u32::MAX - 1`; a flow table holds far fewer).
+    #[inline(always)]
+    pub fn set_flow_record(&mut self, index: u32) {
+        self.flow = index.saturating_add(1);
+    }
+}
+
 impl Default for Annotations {
     #[inline]
     fn default() -> Self {
@@ -111,6 +130,7 @@ impl Default for Annotations {
             timestamp: Timestamp(0),
             deadline: 0,
             flow_hash: 0,
+            flow: 0,
             l3_offset: None,
             mtu: 0,
             device: 0,
