@@ -11,3 +11,4 @@ pub mod deadline;
 pub mod order;
 pub mod file;
 pub mod flow;
+pub mod memref;
