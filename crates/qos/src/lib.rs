@@ -12,3 +12,4 @@ pub mod order;
 pub mod file;
 pub mod flow;
 pub mod memref;
+pub mod sroute;
