@@ -81,40 +81,6 @@ impl LastDeadline {
     }
 }
 
-/// A rate in bits per second read from text: a number with an optional
-/// unit `bps`, `kbps`, `Mbps`, `Gbps` (powers of 1,000; Click's
-/// bandwidth units), or `Bps`, `kBps`, `MBps`, `GBps` for bytes.
-pub fn parse_rate(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` is not a rate (e.g. 10Mbps)"))?;
-    let mult = match unit.trim() {
-        "" | "bps" => 1.0,
-        "kbps" | "Kbps" => 1e3,
-        "Mbps" => 1e6,
-        "Gbps" => 1e9,
-        "Bps" => 8.0,
-        "kBps" | "KBps" => 8e3,
-        "MBps" => 8e6,
-        "GBps" => 8e9,
-        u => {
-            return Err(format!(
-                "unknown rate unit `{u}` (bps, kbps, Mbps, Gbps, Bps)"
-            ))
-        }
-    };
-    let bits = v * mult;
-    if !(1.0..=1.0e15).contains(&bits) || bits.fract() != 0.0 && bits < 1e3 {
-        return Err(format!("rate `{text}` out of range (1 bps to 1 Pbps)"));
-    }
-    Ok(bits.round() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,16 +140,5 @@ mod tests {
         all.sort_unstable();
         // 1 byte at 8 Gbps is 1 ns: every deadline from 1 to 40,000 once.
         assert_eq!(all, (1..=40_000).collect::<Vec<u64>>());
-    }
-
-    #[test]
-    fn rates() {
-        assert_eq!(parse_rate("10Mbps"), Ok(10_000_000));
-        assert_eq!(parse_rate("1.5Gbps"), Ok(1_500_000_000));
-        assert_eq!(parse_rate("125kBps"), Ok(1_000_000));
-        assert_eq!(parse_rate("64000"), Ok(64_000));
-        assert!(parse_rate("0").is_err());
-        assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("10 furlongs").is_err());
     }
 }

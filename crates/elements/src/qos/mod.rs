@@ -2,7 +2,22 @@
 //! classification, route selection, ordering and deadlines. The data
 //! structures are in `bricks-qos`; these are their elements.
 
+pub mod binsort_queue;
+pub mod fifo_queue;
+pub mod hash_fifo_queue;
+pub mod heap_queue;
+pub mod mds_binsort_queue;
+mod ordered;
+pub mod virtual_clock;
+
 use bricks_element::ElementClass;
 
 /// The QoS elements.
-pub static CLASSES: &[&ElementClass] = &[];
+pub static CLASSES: &[&ElementClass] = &[
+    &fifo_queue::CLASS,
+    &heap_queue::CLASS,
+    &binsort_queue::CLASS,
+    &mds_binsort_queue::CLASS,
+    &hash_fifo_queue::CLASS,
+    &virtual_clock::CLASS,
+];

@@ -177,7 +177,7 @@ impl<T> BinSort<T> {
             }
             found.unwrap_or(from)
         };
-        memref!(self.c, dequeue, refs, refs * 2);
+        memref!(self.c, dequeue, refs, refs);
         let _ = refs;
         found
     }
@@ -187,7 +187,7 @@ impl<T> Order<T> for BinSort<T> {
     #[inline]
     fn enqueue(&mut self, item: T, deadline: u64, now: u64) -> Result<(), T> {
         // Length, base and first bin.
-        memref!(self.c, enqueue, 3, 5);
+        memref!(self.c, enqueue, 3, 3);
         if self.len == self.cfg.capacity {
             self.c.drops += 1;
             return Err(item);
@@ -216,12 +216,13 @@ impl<T> Order<T> for BinSort<T> {
         if t == NIL {
             self.head[slot] = node;
             self.bitmap[slot / 64] |= 1 << (slot % 64);
-            // Free list, node (next, handle, deadline), head, tail, bitmap.
-            memref!(self.c, enqueue, 8, 10);
+            // Free list, the node (next, handle, deadline), head, tail, bitmap
+            // word: the node's three arrays are three locations.
+            memref!(self.c, enqueue, 7, 7);
         } else {
             self.next[t as usize] = node;
             // Free list, node (next, handle, deadline), tail, old tail's next.
-            memref!(self.c, enqueue, 7, 9);
+            memref!(self.c, enqueue, 6, 6);
         }
         self.tail[slot] = node;
         if self.len == 0 || bin < self.first {
@@ -235,7 +236,7 @@ impl<T> Order<T> for BinSort<T> {
     #[inline]
     fn dequeue(&mut self, now: u64) -> Option<T> {
         // Length, base and first bin.
-        memref!(self.c, dequeue, 3, 5);
+        memref!(self.c, dequeue, 3, 3);
         self.advance(now);
         if self.len == 0 {
             return None;
@@ -251,7 +252,7 @@ impl<T> Order<T> for BinSort<T> {
         self.free = node;
         self.len -= 1;
         // Head, node (next, handle, deadline), free list.
-        memref!(self.c, dequeue, 6, 8);
+        memref!(self.c, dequeue, 5, 5);
         if nx == NIL {
             self.tail[slot] = NIL;
             self.bitmap[slot / 64] &= !(1 << (slot % 64));

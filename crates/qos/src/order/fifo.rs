@@ -50,8 +50,8 @@ impl<T> Order<T> for Fifo<T> {
         }
         self.slots[tail] = Some((item, deadline));
         self.len += 1;
-        // The slot (handle and deadline, 4 words) and the new length.
-        memref!(self.c, enqueue, 2, 5);
+        // The slot (handle and deadline) and the new length.
+        memref!(self.c, enqueue, 2, 3);
         self.c.accepted(self.len);
         Ok(())
     }
@@ -68,7 +68,7 @@ impl<T> Order<T> for Fifo<T> {
             self.head = 0;
         }
         self.len -= 1;
-        memref!(self.c, dequeue, 3, 6);
+        memref!(self.c, dequeue, 3, 4);
         self.c.released(deadline, now);
         Some(item)
     }

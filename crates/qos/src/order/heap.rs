@@ -44,14 +44,14 @@ impl<T> DeadlineHeap<T> {
     fn sift_up(&mut self, mut i: usize) {
         while i > 0 {
             let parent = (i - 1) / 2;
-            // The parent's key (4 words).
-            memref!(self.c, enqueue, 1, 4);
+            // The parent's key (2 words).
+            memref!(self.c, enqueue, 1, 2);
             if self.heap[parent].key <= self.heap[i].key {
                 break;
             }
             self.heap.swap(parent, i);
-            // Two entries rewritten (key and handle: 6 words each).
-            memref!(self.c, enqueue, 2, 12);
+            // Two entries rewritten (key and handle: 3 words each).
+            memref!(self.c, enqueue, 2, 6);
             i = parent;
         }
     }
@@ -65,9 +65,9 @@ impl<T> DeadlineHeap<T> {
             }
             let r = l + 1;
             let mut m = l;
-            memref!(self.c, dequeue, 1, 4);
+            memref!(self.c, dequeue, 1, 2);
             if r < n {
-                memref!(self.c, dequeue, 1, 4);
+                memref!(self.c, dequeue, 1, 2);
                 if self.heap[r].key < self.heap[l].key {
                     m = r;
                 }
@@ -76,7 +76,7 @@ impl<T> DeadlineHeap<T> {
                 break;
             }
             self.heap.swap(i, m);
-            memref!(self.c, dequeue, 2, 12);
+            memref!(self.c, dequeue, 2, 6);
             i = m;
         }
     }
@@ -85,7 +85,7 @@ impl<T> DeadlineHeap<T> {
 impl<T> Order<T> for DeadlineHeap<T> {
     #[inline]
     fn enqueue(&mut self, item: T, deadline: u64, _now: u64) -> Result<(), T> {
-        memref!(self.c, enqueue, 2, 3);
+        memref!(self.c, enqueue, 2, 2);
         if self.heap.len() == self.capacity {
             self.c.drops += 1;
             return Err(item);
@@ -93,7 +93,7 @@ impl<T> Order<T> for DeadlineHeap<T> {
         let key = (u128::from(deadline) << 64) | u128::from(self.seq);
         self.seq = self.seq.wrapping_add(1);
         self.heap.push(Entry { key, item });
-        memref!(self.c, enqueue, 2, 7);
+        memref!(self.c, enqueue, 2, 4);
         let i = self.heap.len() - 1;
         self.sift_up(i);
         self.c.accepted(self.heap.len());
@@ -109,7 +109,7 @@ impl<T> Order<T> for DeadlineHeap<T> {
         let last = self.heap.len() - 1;
         self.heap.swap(0, last);
         let e = self.heap.pop()?;
-        memref!(self.c, dequeue, 3, 18);
+        memref!(self.c, dequeue, 3, 9);
         self.sift_down(0);
         self.c.released((e.key >> 64) as u64, now);
         Some(e.item)

@@ -19,11 +19,13 @@
 //! so runs are repeatable with `--clock trace`).
 //!
 //! With the `memrefs` feature each structure also counts, per operation,
-//! the memory references it makes and the 32-bit words it touches (the
-//! paper's unit: a packet handle or a deadline is two words, an index one).
-//! The model counts every load or store of a field of the structure as one
-//! reference, not the packet bytes; without the feature the counting code
-//! is compiled out.
+//! the memory references it makes and the words it touches, in the units
+//! of [`crate::memref`]: 8-byte words (a packet handle, a deadline or an
+//! index is one word, a heap key two), and one reference per separate
+//! location read or written (a slot, a node, a bin's head or tail, a
+//! bitmap word, the structure's own length and indices), not the packet
+//! bytes. The paper's 32-bit words are twice as many. Without the feature
+//! the counting code is compiled out.
 
 mod binsort;
 mod fifo;
@@ -81,7 +83,8 @@ pub struct Counters {
     /// replica the item could go to) was full, or its deadline was beyond
     /// the range of a `BinSort` that rejects those.
     pub drops: u64,
-    /// Items handed out after their deadline.
+    /// Items handed out after their deadline (a deadline of 0 means
+    /// none and is never late).
     pub late: u64,
     /// `BinSort`: items whose deadline fell in a bin already passed; they
     /// were put in the first bin (and leave before every later bin).
@@ -116,7 +119,7 @@ impl Counters {
     #[inline(always)]
     pub(crate) fn released(&mut self, deadline: u64, now: u64) {
         self.dequeued += 1;
-        self.late += u64::from(now > deadline);
+        self.late += u64::from(deadline != 0 && now > deadline);
     }
 }
 
@@ -209,3 +212,40 @@ impl std::fmt::Display for OrderError {
 }
 
 impl std::error::Error for OrderError {}
+
+#[cfg(all(test, feature = "memrefs"))]
+mod memref_tests {
+    use super::*;
+
+    /// References per enqueue + dequeue pair with `n` items held.
+    fn per_pair<O: Order<u64>>(mut o: O, n: u64) -> f64 {
+        for i in 0..n {
+            o.enqueue(i, 1 + (i * 7919) % 1_000_000, 0).unwrap();
+        }
+        let before = o.counters().memrefs;
+        for i in 0..1000 {
+            o.enqueue(i, 1 + (i * 104_729) % 1_000_000, 0).unwrap();
+            o.dequeue(0).unwrap();
+        }
+        let after = o.counters().memrefs;
+        let refs =
+            after.enqueue_refs + after.dequeue_refs - before.enqueue_refs - before.dequeue_refs;
+        refs as f64 / 1000.0
+    }
+
+    #[test]
+    fn binsort_flat_heap_grows_with_log_n() {
+        let cfg = |capacity| BinSortConfig {
+            capacity,
+            ..Default::default()
+        };
+        let b10 = per_pair(BinSort::new(cfg(20)).unwrap(), 10);
+        let b10k = per_pair(BinSort::new(cfg(20_000)).unwrap(), 10_000);
+        let h10 = per_pair(DeadlineHeap::new(20).unwrap(), 10);
+        let h10k = per_pair(DeadlineHeap::new(20_000).unwrap(), 10_000);
+        let f = per_pair(Fifo::new(20_000).unwrap(), 10_000);
+        assert!(b10k <= b10 + 3.0, "BinSort {b10} -> {b10k}");
+        assert!(h10k > h10 * 2.0, "heap {h10} -> {h10k}");
+        assert!(f <= 10.0, "FIFO {f}");
+    }
+}
