@@ -8,8 +8,8 @@
 #![forbid(unsafe_code)]
 
 pub mod deadline;
-pub mod order;
 pub mod file;
 pub mod flow;
 pub mod memref;
+pub mod order;
 pub mod sroute;
