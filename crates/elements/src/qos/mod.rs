@@ -10,6 +10,12 @@ pub mod mds_binsort_queue;
 mod ordered;
 pub mod virtual_clock;
 
+pub mod flow_table;
+pub mod hash_classifier;
+pub mod tag_classifier;
+#[cfg(test)]
+mod testutil;
+
 use bricks_element::ElementClass;
 
 /// The QoS elements.
