@@ -4,17 +4,16 @@
 
 pub mod binsort_queue;
 pub mod fifo_queue;
+pub mod flow_table;
+pub mod hash_classifier;
 pub mod hash_fifo_queue;
 pub mod heap_queue;
 pub mod mds_binsort_queue;
 mod ordered;
-pub mod virtual_clock;
-
-pub mod flow_table;
-pub mod hash_classifier;
 pub mod tag_classifier;
 #[cfg(test)]
 mod testutil;
+pub mod virtual_clock;
 
 use bricks_element::ElementClass;
 
@@ -26,4 +25,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &mds_binsort_queue::CLASS,
     &hash_fifo_queue::CLASS,
     &virtual_clock::CLASS,
+    &flow_table::CLASS,
+    &tag_classifier::CLASS,
+    &hash_classifier::CLASS,
 ];
