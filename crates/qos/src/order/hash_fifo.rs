@@ -13,6 +13,9 @@ pub struct HashFifo<T> {
     replicas: Box<[Fifo<T>]>,
     /// Where [`HashFifo::dequeue_among`] resumes its round robin.
     next: usize,
+    /// Items held in all, and the most ever held.
+    held: usize,
+    highwater: usize,
 }
 
 impl<T> HashFifo<T> {
@@ -31,6 +34,8 @@ impl<T> HashFifo<T> {
         Ok(HashFifo {
             replicas: replicas.into(),
             next: 0,
+            held: 0,
+            highwater: 0,
         })
     }
 
@@ -51,13 +56,18 @@ impl<T> HashFifo<T> {
     #[inline]
     pub fn enqueue_hashed(&mut self, hash: u32, item: T, deadline: u64, now: u64) -> Result<(), T> {
         let r = self.replica_of(hash);
-        self.replicas[r].enqueue(item, deadline, now)
+        self.replicas[r].enqueue(item, deadline, now)?;
+        self.held += 1;
+        self.highwater = self.highwater.max(self.held);
+        Ok(())
     }
 
     /// Dequeues from replica `r` only.
     #[inline]
     pub fn dequeue_from(&mut self, r: usize, now: u64) -> Option<T> {
-        self.replicas.get_mut(r)?.dequeue(now)
+        let x = self.replicas.get_mut(r)?.dequeue(now)?;
+        self.held -= 1;
+        Some(x)
     }
 
     /// Dequeues from the replicas `r` with `r % stride == offset`, round
@@ -76,6 +86,7 @@ impl<T> HashFifo<T> {
                 offset
             };
             if let Some(x) = self.replicas[self.next].dequeue(now) {
+                self.held -= 1;
                 return Some(x);
             }
         }
@@ -100,7 +111,7 @@ impl<T> Order<T> for HashFifo<T> {
     }
 
     fn len(&self) -> usize {
-        self.replicas.iter().map(|f| f.len()).sum()
+        self.held
     }
 
     fn capacity(&self) -> usize {
@@ -112,6 +123,7 @@ impl<T> Order<T> for HashFifo<T> {
         for f in self.replicas.iter() {
             c.add(&f.counters());
         }
+        c.highwater = self.highwater as u64;
         c
     }
 
@@ -120,6 +132,8 @@ impl<T> Order<T> for HashFifo<T> {
             f.clear(sink);
         }
         self.next = 0;
+        self.held = 0;
+        self.highwater = 0;
     }
 }
 
@@ -165,6 +179,19 @@ mod tests {
         h.enqueue_hashed(u32::MAX, 'd', 0, 0).unwrap();
         assert_eq!(h.counters().drops, 1);
         assert_eq!(h.len(), 3);
+    }
+
+    #[test]
+    fn highwater_of_the_whole() {
+        let mut h = HashFifo::new(8, 2).unwrap();
+        h.enqueue_hashed(0, 1, 0, 0).unwrap();
+        h.enqueue_hashed(0, 2, 0, 0).unwrap();
+        assert_eq!(h.dequeue_from(0, 0), Some(1));
+        assert_eq!(h.dequeue_from(0, 0), Some(2));
+        h.enqueue_hashed(u32::MAX, 3, 0, 0).unwrap();
+        h.enqueue_hashed(u32::MAX, 4, 0, 0).unwrap();
+        let c = h.counters();
+        assert_eq!((c.length, c.highwater), (2, 2));
     }
 
     proptest! {

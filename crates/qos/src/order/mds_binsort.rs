@@ -38,6 +38,9 @@ pub struct MdsBinSort<T> {
     rr: usize,
     /// The replica the last merged dequeue served.
     last: usize,
+    /// Items held in all, and the most ever held.
+    held: usize,
+    highwater: usize,
 }
 
 impl<T> MdsBinSort<T> {
@@ -73,6 +76,8 @@ impl<T> MdsBinSort<T> {
             rng,
             rr: 0,
             last: 0,
+            held: 0,
+            highwater: 0,
         })
     }
 
@@ -109,7 +114,9 @@ impl<T> MdsBinSort<T> {
     /// Dequeues from replica `r` only.
     #[inline]
     pub fn dequeue_from(&mut self, r: usize, now: u64) -> Option<T> {
-        self.replicas.get_mut(r)?.dequeue(now)
+        let x = self.replicas.get_mut(r)?.dequeue(now)?;
+        self.held -= 1;
+        Some(x)
     }
 
     /// Dequeues, at time `now`, from the replica with the earliest first
@@ -143,7 +150,9 @@ impl<T> MdsBinSort<T> {
         }
         let (_, r) = best?;
         self.last = r;
-        self.replicas[r].dequeue(now)
+        let x = self.replicas[r].dequeue(now)?;
+        self.held -= 1;
+        Some(x)
     }
 }
 
@@ -156,7 +165,10 @@ impl<T> Order<T> for MdsBinSort<T> {
         for _ in 0..n {
             let rep = &mut self.replicas[r];
             if rep.len() < rep.capacity() {
-                return rep.enqueue(item, deadline, now);
+                rep.enqueue(item, deadline, now)?;
+                self.held += 1;
+                self.highwater = self.highwater.max(self.held);
+                return Ok(());
             }
             r = if r + 1 == n { 0 } else { r + 1 };
         }
@@ -170,7 +182,7 @@ impl<T> Order<T> for MdsBinSort<T> {
     }
 
     fn len(&self) -> usize {
-        self.replicas.iter().map(|f| f.len()).sum()
+        self.held
     }
 
     fn capacity(&self) -> usize {
@@ -182,6 +194,7 @@ impl<T> Order<T> for MdsBinSort<T> {
         for f in self.replicas.iter() {
             c.add(&f.counters());
         }
+        c.highwater = self.highwater as u64;
         c
     }
 
@@ -191,6 +204,8 @@ impl<T> Order<T> for MdsBinSort<T> {
         }
         self.rr = 0;
         self.last = 0;
+        self.held = 0;
+        self.highwater = 0;
     }
 }
 
