@@ -4,12 +4,16 @@
 
 pub mod binsort_queue;
 pub mod fifo_queue;
+pub mod flow_lookup;
 pub mod flow_table;
 pub mod hash_classifier;
 pub mod hash_fifo_queue;
 pub mod heap_queue;
 pub mod mds_binsort_queue;
 mod ordered;
+pub mod sroute_decap;
+pub mod sroute_encap;
+pub mod sroute_lookup;
 pub mod tag_classifier;
 #[cfg(test)]
 mod testutil;
@@ -28,4 +32,8 @@ pub static CLASSES: &[&ElementClass] = &[
     &flow_table::CLASS,
     &tag_classifier::CLASS,
     &hash_classifier::CLASS,
+    &flow_lookup::CLASS,
+    &sroute_encap::CLASS,
+    &sroute_lookup::CLASS,
+    &sroute_decap::CLASS,
 ];
