@@ -13,3 +13,4 @@ pub mod flow;
 pub mod memref;
 pub mod order;
 pub mod sroute;
+pub mod model;
