@@ -75,6 +75,20 @@ pub enum BenchCommand {
         bricks bench vr --quick -o /tmp/vr\n  \
         bricks bench vr --only scaling --only fairness --runs 3")]
     Vr(bricks_experiments::vr::VrArgs),
+    /// Multistage routers (Bianco et al., HPSR 2007): the single-PC model
+    /// (Fig. 1), one router's rate against frame size on veths with
+    /// buffers recycled and allocated per packet (Fig. 5), an L2Balancer
+    /// in memory, ODB against DTX-n (Fig. 6), and whole multistage routers
+    /// (`bricks multistage up`) with every box capped at a fixed rate as
+    /// balancers and routers are added (Fig. 7). The veth and namespace
+    /// parts need root and are skipped, with the reason, without it.
+    /// Prints the paper's value beside bricks' with a verdict, and writes
+    /// SVG plots.
+    #[command(after_help = "Examples:\n  \
+        sudo bricks bench multistage\n  \
+        bricks bench multistage --quick --only fig1 --only fig6 -o /tmp/ms\n  \
+        sudo bricks bench multistage --only fig7 --runs 3")]
+    Multistage(bricks_experiments::multistage::MultistageArgs),
 }
 
 #[derive(clap::Args)]
@@ -292,6 +306,14 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Cluster(a) => return crate::bench_cluster::bench(a),
         BenchCommand::Vr(a) => {
             let all_ran = bricks_experiments::vr::bench(&a)?;
+            return Ok(if all_ran {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
+        BenchCommand::Multistage(a) => {
+            let all_ran = bricks_experiments::multistage::bench(&a)?;
             return Ok(if all_ran {
                 ExitCode::SUCCESS
             } else {

@@ -11,6 +11,9 @@
 //! - [`frames`]: the test frames, built with `bricks_wire`'s `Repr`s.
 //! - [`report`]: result rows, verdicts and the tables they print as.
 //! - [`plot`]: line charts as SVG.
+//! - [`multistage`]: Bianco et al., "Scalable Layer-2/Layer-3 Multistage
+//!   Switching Architectures for Software Routers" (HPSR 2007), §II-C and
+//!   §IV (`bricks bench multistage`).
 //! - [`vr`]: Egi et al., "Towards High Performance Virtual Routers on
 //!   Commodity Hardware" (CoNEXT 2008), §2.4-§3.2.
 
@@ -19,6 +22,7 @@
 pub mod error;
 pub mod frames;
 pub mod measure;
+pub mod multistage;
 pub mod plot;
 pub mod report;
 pub mod vr;
