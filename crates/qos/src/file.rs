@@ -202,6 +202,16 @@ pub fn parse_flow(line: &str) -> Result<FlowSpec, String> {
     })
 }
 
+/// Writes a flow as a line of the flow file (what `parse_flow` reads back).
+pub fn format_flow(f: &FlowSpec) -> String {
+    let mut s = format!("{} rate {}", f.key, f.rate);
+    if let Some(h) = f.next_hop {
+        s.push_str(&format!(" via {h}"));
+    }
+    s.push_str(&format!(" output {}", f.output));
+    s
+}
+
 /// Reads a flow file. Every flow is checked; the first bad line is the
 /// error. A key given twice names both lines.
 pub fn parse_flows(text: &str) -> Result<Vec<FlowSpec>, LineError> {
@@ -294,6 +304,17 @@ mod tests {
         assert_eq!(parse_rate("1T"), Ok(MAX_RATE_BPS));
         assert_eq!(parse_rate("1"), Ok(1));
         assert!(parse_rate("0.4").is_err());
+    }
+
+    #[test]
+    fn formatted_flows_read_back() {
+        let text = "tag 17 rate 64k via 10.0.2.1 output 1\n\
+                    udp 10.0.0.1:5000 10.0.9.9:53 rate 1G\n\
+                    proto 47 192.0.2.1 198.51.100.7 rate 10M output 3\n\
+                    tcp 1.1.1.1 2.2.2.2:80 rate 1\n";
+        for f in parse_flows(text).unwrap() {
+            assert_eq!(parse_flow(&format_flow(&f)), Ok(f));
+        }
     }
 
     #[test]
