@@ -17,10 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let flows = match parse_flows(text) {
         Ok(f) => f,
         Err(e) => {
-            assert!(
-                e.line >= 1 && e.line <= text.lines().count().max(1),
-                "{e}"
-            );
+            assert!(e.line >= 1 && e.line <= text.lines().count().max(1), "{e}");
             return;
         }
     };
