@@ -10,7 +10,7 @@
 use bricks_qos::order::{
     BinSort, BinSortConfig, DeadlineHeap, Fifo, HashFifo, MdsBinSort, Order, Spread,
 };
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 
 const HELD: [usize; 4] = [10, 100, 1_000, 10_000];
@@ -114,4 +114,52 @@ criterion_group! {
         .measurement_time(std::time::Duration::from_secs(1));
     targets = benches
 }
-criterion_main!(order);
+/// `QOS_ORDER_RAW=<structure>:<n>:<pairs>` runs `pairs` enqueue +
+/// dequeue pairs with `n` held and nothing else, for counting cycles and
+/// instructions with `perf stat -e cycles:u,instructions:u` (the
+/// difference between `pairs` and 0 is the structure's cost; unlike wall
+/// time, user-mode cycles do not count time other processes took).
+fn raw(spec: &str) {
+    let mut it = spec.split(':');
+    let (Some(name), Some(n), Some(pairs)) = (it.next(), it.next(), it.next()) else {
+        panic!("QOS_ORDER_RAW=<fifo|heap|binsort|mds>:<n>:<pairs>");
+    };
+    let n: usize = n.parse().unwrap();
+    let pairs: u64 = pairs.parse().unwrap();
+    fn go<O: Order<u64>>(mut o: O, n: usize, pairs: u64) {
+        let mut clock = Clock::new();
+        for i in 0..n as u64 {
+            let d = clock.tick();
+            o.enqueue(i, d, clock.now).unwrap();
+        }
+        for _ in 0..pairs {
+            let d = clock.tick();
+            let _ = o.enqueue(black_box(7), d, clock.now);
+            black_box(o.dequeue(clock.now));
+        }
+    }
+    let cfg = BinSortConfig {
+        capacity: 4 * (n + 1),
+        ..Default::default()
+    };
+    match name {
+        "fifo" => go(Fifo::new(n + 1).unwrap(), n, pairs),
+        "heap" => go(DeadlineHeap::new(n + 1).unwrap(), n, pairs),
+        "binsort" => go(BinSort::new(cfg).unwrap(), n, pairs),
+        "mds" => go(
+            MdsBinSort::new(cfg, 4, Spread::RoundRobin).unwrap(),
+            n,
+            pairs,
+        ),
+        o => panic!("unknown structure {o}"),
+    }
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var("QOS_ORDER_RAW") {
+        raw(&spec);
+        return;
+    }
+    order();
+    Criterion::default().configure_from_args().final_summary();
+}
