@@ -11,6 +11,6 @@ pub mod deadline;
 pub mod file;
 pub mod flow;
 pub mod memref;
+pub mod model;
 pub mod order;
 pub mod sroute;
-pub mod model;
