@@ -110,7 +110,7 @@ static MANUAL: Manual = Manual {
         InfiniteSource(DATA \\<00 30 96 e6 fc 39 00 30 96 05 28 38 88 47 00 01 11 ff \
         45 00 00 14 00 03 00 00 ff 11 a4 e8 0a 01 02 01 0a 22 00 01>, LIMIT 4) \
         -> tc :: TagClassifier(ft) -> Discard;\ntc[1] -> Discard;\n\
-        // bricks ctl write ft.add 'tag 18 rate 2M output 1'; bricks ctl write ft.remove 'tag 17'",
+        // bricks ctl SOCKET write ft.add tag 18 rate 2M output 1\n// bricks ctl SOCKET write ft.remove tag 17",
     see_also: &[
         "TagClassifier",
         "HashClassifier",
