@@ -43,6 +43,13 @@
 //!   the middle of a change) a reader takes the writers' mutex and walks
 //!   alone: it waits, but never misses a flow (`slow_lookups` counts
 //!   these).
+//! - A packet carries its record's index from the classifier to the
+//!   elements after it (`FlowLookup`, `VirtualClock`). If its flow is
+//!   removed in between and the record reused by a new flow, those
+//!   elements read the new flow's record. Freed records are reused oldest
+//!   first, so this needs CAPACITY minus the live flows further adds
+//!   while the packet is between two elements of one worker's batch;
+//!   a generation number in the annotation would close it entirely.
 //! - Per-flow state: `fetch_add` (relaxed) for the meters, a
 //!   compare-and-swap loop for the last deadline (Virtual Clock needs
 //!   `max(now, last) + size/rate` as one step, and two workers may carry
