@@ -481,7 +481,16 @@ fn vlan_tenants(tag: &str, backend: &str, threads: usize) {
         ("b1", cap_b, ".5002", ".5001"),
     ] {
         let lines = lab.captured(cap);
-        let count = |port: &str| lines.iter().filter(|l| l.contains(port)).count();
+        // The server's address and port as tcpdump prints them, to it
+        // ("10.1.0.2.5001:") or from it ("10.1.0.2.5001 >"); a client's
+        // ephemeral port such as 50012 must not count.
+        let count = |port: &str| {
+            let (to, from) = (format!("10.1.0.2{port}:"), format!("10.1.0.2{port} >"));
+            lines
+                .iter()
+                .filter(|l| l.contains(&to) || l.contains(&from))
+                .count()
+        };
         assert!(
             count(own) > 100,
             "{host} captured {} of its own segments",
