@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod arch;
 pub mod deadline;
 pub mod file;
 pub mod flow;
