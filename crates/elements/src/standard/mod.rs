@@ -36,6 +36,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &paint::PAINT,
     &paint::PAINT_TEE,
     &paint::CHECK_PAINT,
+    &paint::PAINT_SWITCH,
     &print::CLASS,
     &queue::QUEUE,
     &queue::SIMPLE_QUEUE,

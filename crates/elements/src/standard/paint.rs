@@ -1,8 +1,10 @@
-//! `Paint`, `PaintTee` and `CheckPaint`: set and test the paint annotation
-//! (Click's way of remembering which interface a packet came in on).
+//! `Paint`, `PaintTee`, `CheckPaint` and `PaintSwitch`: set, test and
+//! switch on the paint annotation (Click's way of remembering which
+//! interface a packet came in on, and bricks' QoS route selection's way of
+//! naming the output a source route or flow record chose).
 
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
 
 /// The `Paint` class.
@@ -30,6 +32,37 @@ pub static CHECK_PAINT: ElementClass = ElementClass {
     processing: "a/ah",
     manual: &CHECK_PAINT_MANUAL,
     make: make_check_paint,
+};
+
+/// The `PaintSwitch` class (Click's `elements/standard/paintswitch.cc`).
+pub static PAINT_SWITCH: ElementClass = ElementClass {
+    name: "PaintSwitch",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &PAINT_SWITCH_MANUAL,
+    make: make_paint_switch,
+};
+
+static PAINT_SWITCH_MANUAL: Manual = Manual {
+    summary: "sends each packet to the output its paint annotation names",
+    synopsis: "PaintSwitch([ANNO])",
+    description: "Sends every packet out of the output whose number is its paint \
+        annotation. A packet whose paint names no output of the element is dropped and \
+        counted. In bricks' QoS Baseline router (conf/qos/null_look_*.click) it sends \
+        each packet to the output port its source route's hop named \
+        (SourceRouteLookup paints it). ANNO, Click's annotation offset, may only be \
+        PAINT (the default): bricks' annotations are named fields, not bytes.",
+    ports: "one push input; push outputs, one per paint colour used",
+    keywords: &[Keyword {
+        name: "ANNO",
+        ty: "annotation name",
+        default: Some("PAINT"),
+        doc: "the annotation that names the output; only PAINT; positional",
+    }],
+    counters: &[("drops", "packets whose paint names no output, dropped")],
+    example: "InfiniteSource(LIMIT 2) -> Paint(1) -> ps :: PaintSwitch; ps[0] -> Discard; \
+        ps[1] -> Print(one) -> Discard;",
+    see_also: &["Paint", "SourceRouteLookup", "FlowLookup"],
 };
 
 static PAINT_MANUAL: Manual = Manual {
@@ -70,6 +103,20 @@ static CHECK_PAINT_MANUAL: Manual = Manual {
     example: "InfiniteSource(LIMIT 1) -> Paint(3) -> CheckPaint(3) -> Discard;",
     see_also: &["Paint"],
 };
+
+fn make_paint_switch(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    if let Some(anno) = args.read_p::<String>("ANNO")? {
+        if !anno.eq_ignore_ascii_case("PAINT") {
+            return Err(ArgError::new(format!(
+                "ANNO `{anno}`: bricks switches on the paint annotation only (PAINT)"
+            )));
+        }
+    }
+    Ok(Box::new(PaintSwitch {
+        noutputs: ports.noutputs(),
+        drops: 0,
+    }))
+}
 
 fn make_paint(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     Ok(Box::new(Paint {
@@ -185,6 +232,33 @@ impl Element for CheckPaint {
     }
 }
 
+/// Sends packets to the output their paint names.
+#[derive(Debug)]
+pub struct PaintSwitch {
+    noutputs: usize,
+    drops: u64,
+}
+
+impl Element for PaintSwitch {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        let n = self.noutputs;
+        let drops = &mut self.drops;
+        cx.push_classified(batch, |p| {
+            let out = p.anno().paint as usize;
+            if out < n {
+                Some(out)
+            } else {
+                *drops += 1;
+                None
+            }
+        });
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("drops", self.drops);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +297,38 @@ mod tests {
         h.push_packets(0, [painted(1, 1), painted(2, 2)]);
         assert_eq!(h.take_bytes(0), vec![vec![1; 4]]);
         assert_eq!(h.stats().get("drops"), Some(1));
+    }
+
+    #[test]
+    fn paint_switch_sends_by_paint_and_drops_out_of_range() {
+        let mut h = Harness::push(&PAINT_SWITCH, "", 1, 3);
+        h.push_packets(
+            0,
+            [
+                painted(2, 1),
+                painted(0, 2),
+                painted(3, 3),
+                painted(2, 4),
+                painted(255, 5),
+            ],
+        );
+        assert_eq!(h.take_bytes(0), vec![vec![2; 4]]);
+        assert!(h.take_bytes(1).is_empty());
+        assert_eq!(h.take_bytes(2), vec![vec![1; 4], vec![4; 4]]);
+        assert_eq!(h.stats().get("drops"), Some(2));
+    }
+
+    #[test]
+    fn paint_switch_takes_paint_only() {
+        let ok =
+            bricks_runtime::testing::make_element(&PAINT_SWITCH, "ANNO PAINT", &Default::default());
+        ok.unwrap();
+        let e = bricks_runtime::testing::make_element(
+            &PAINT_SWITCH,
+            "ANNO AGGREGATE",
+            &Default::default(),
+        );
+        assert!(e.unwrap_err().contains("PAINT"));
     }
 
     #[test]
