@@ -13,28 +13,31 @@
 //   bricks run conf/qos/match_look_fifo.click --clock trace \
 //     -d eth0=pcap:in0.pcap,out0.pcap -d eth1=pcap:in1.pcap,out1.pcap \
 //     -d eth2=pcap:in2.pcap,out2.pcap -d eth3=pcap:in3.pcap,out3.pcap
-// On interfaces named eth0 to eth3 (as root):
+// On interfaces eth0 to eth3 (as root), once each has its port's Ethernet address
+// (FromDevice keeps only frames sent to the interface's own address):
+//   ip link set dev eth0 address 02:00:0a:00:00:01   # and so on
 //   bricks run conf/qos/match_look_fifo.click
 
 elementclass MatchLookFifo {
   // Reserved flows, by 5-tuple (chains of at most k = 4).
   ft :: FlowTable(MODE match, CAPACITY 1024, K 4, FILE conf/qos/flows-match.txt);
 
-  // Routes of the router's own packets only (ICMP errors); output 4 is the router itself.
+  // Routes of the router's own packets only (ICMP errors);
+  // output 4: the router's own addresses, 5: broadcasts.
   rt :: RadixIPLookup(
     10.0.0.1/32 4,
-    10.0.0.0/32 4,
-    10.0.0.255/32 4,
+    10.0.0.0/32 5,
+    10.0.0.255/32 5,
     10.0.1.1/32 4,
-    10.0.1.0/32 4,
-    10.0.1.255/32 4,
+    10.0.1.0/32 5,
+    10.0.1.255/32 5,
     10.0.2.1/32 4,
-    10.0.2.0/32 4,
-    10.0.2.255/32 4,
+    10.0.2.0/32 5,
+    10.0.2.255/32 5,
     10.0.3.1/32 4,
-    10.0.3.0/32 4,
-    10.0.3.255/32 4,
-    255.255.255.255/32 4,
+    10.0.3.0/32 5,
+    10.0.3.255/32 5,
+    255.255.255.255/32 5,
     10.0.0.0/24 0,
     10.0.1.0/24 1,
     10.0.2.0/24 2,
@@ -43,7 +46,9 @@ elementclass MatchLookFifo {
     192.168.1.0/24 10.0.1.2 1,
     192.168.2.0/24 10.0.2.2 2,
     192.168.3.0/24 10.0.3.2 3);
-  rt[4] -> local :: Discard;
+  rt[4] -> ping :: ICMPPingResponder -> rt;
+  ping[1] -> local :: Discard;
+  rt[5] -> broadcast :: Discard;
 
   // Classification and route selection.
   ip :: Strip(14) -> CheckIPHeader(INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> hc :: HashClassifier(ft) -> fl :: FlowLookup(ft);

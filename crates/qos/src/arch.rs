@@ -30,9 +30,12 @@
 //!   port here (see "look"), not the input.
 //! - `rt`, a `RadixIPLookup` (4-bit-stride trie, §4), holds the routes:
 //!   by default each port's subnet and `192.168.i.0/24 via 10.0.i.2`
-//!   ([`Routes::Default`]), always the router's own addresses and
-//!   broadcasts to output `ports` (`local`: bricks has no host stack
-//!   here, so they are counted and dropped). With "pre" it routes every
+//!   ([`Routes::Default`]); always the router's own addresses to output
+//!   `ports`, where `ICMPPingResponder` answers pings and anything else
+//!   is counted and dropped (`local`: bricks has no host stack here),
+//!   and the subnets' network and broadcast addresses and the limited
+//!   broadcast to output `ports + 1` (`broadcast`, counted and dropped:
+//!   a router answers no broadcast ping). With "pre" it routes every
 //!   packet; with "look" only the router's own packets (ICMP errors): a
 //!   label-switching or source-routed router still has an IP table for
 //!   those.
@@ -349,8 +352,11 @@ impl Params {
 /// What the router's ports are connected to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Io {
-    /// `FromDevice(ethI)` and `Queue`-pulling `ToDevice(ethI)` per port;
-    /// `bricks run -d ethI=pcap:IN,OUT` binds them to captures.
+    /// `FromDevice(ethI)` and a `ToDevice(ethI)` pulling `output[i]` per
+    /// port; `bricks run -d ethI=pcap:IN,OUT` binds them to captures. On
+    /// live interfaces, give each the port's Ethernet address
+    /// ([`Params::ether`]) first: `FromDevice` keeps only frames sent to
+    /// the interface's own address.
     Devices,
     /// Click text for each port: `inputs[i]` an element expression that
     /// pushes the frames received on port `i` (written as `INPUT -> [i]r`),
@@ -454,21 +460,22 @@ impl Arch {
         // The routing table: the router's own addresses first.
         let _ = writeln!(
             w,
-            "\n  // Routes {}; output {n} is the router itself.",
+            "\n  // Routes {};\n  // output {n}: the router's own addresses, {}: broadcasts.",
             match self.route {
                 Route::Pre => "of every packet (route selection \"pre\")",
                 Route::Look => "of the router's own packets only (ICMP errors)",
-            }
+            },
+            n + 1
         );
         let mut routes = Vec::new();
         for i in 0..n {
             let a = Params::address(i);
             let o = a.octets();
             routes.push(format!("{a}/32 {n}"));
-            routes.push(format!("{}.{}.{}.0/32 {n}", o[0], o[1], o[2]));
-            routes.push(format!("{}.{}.{}.255/32 {n}", o[0], o[1], o[2]));
+            routes.push(format!("{}.{}.{}.0/32 {}", o[0], o[1], o[2], n + 1));
+            routes.push(format!("{}.{}.{}.255/32 {}", o[0], o[1], o[2], n + 1));
         }
-        routes.push(format!("255.255.255.255/32 {n}"));
+        routes.push(format!("255.255.255.255/32 {}", n + 1));
         let mut file = None;
         match &p.routes {
             Routes::Default => {
@@ -488,7 +495,11 @@ impl Arch {
             let _ = write!(w, ",\n    ROUTES {f}");
         }
         let _ = writeln!(w, ");");
-        let _ = writeln!(w, "  rt[{n}] -> local :: Discard;");
+        let _ = writeln!(
+            w,
+            "  rt[{n}] -> ping :: ICMPPingResponder -> rt;\n  ping[1] -> local :: Discard;\n  rt[{}] -> broadcast :: Discard;",
+            n + 1
+        );
 
         // Classification and route selection, shared by every port.
         let _ = writeln!(w, "\n  // Classification and route selection.");
@@ -684,7 +695,7 @@ impl Arch {
         );
         let _ = writeln!(
             s,
-            "// On captures (from the repository's root):\n//   bricks run conf/qos/{name}.click --clock trace \\\n//     -d eth0=pcap:in0.pcap,out0.pcap -d eth1=pcap:in1.pcap,out1.pcap \\\n//     -d eth2=pcap:in2.pcap,out2.pcap -d eth3=pcap:in3.pcap,out3.pcap\n// On interfaces named eth0 to eth3 (as root):\n//   bricks run conf/qos/{name}.click\n"
+            "// On captures (from the repository's root):\n//   bricks run conf/qos/{name}.click --clock trace \\\n//     -d eth0=pcap:in0.pcap,out0.pcap -d eth1=pcap:in1.pcap,out1.pcap \\\n//     -d eth2=pcap:in2.pcap,out2.pcap -d eth3=pcap:in3.pcap,out3.pcap\n// On interfaces eth0 to eth3 (as root), once each has its port's Ethernet address\n// (FromDevice keeps only frames sent to the interface's own address):\n//   ip link set dev eth0 address 02:00:0a:00:00:01   # and so on\n//   bricks run conf/qos/{name}.click\n"
         );
         s.push_str(
             &self
