@@ -512,19 +512,19 @@ impl FlowTable {
     }
 
     /// Virtual Clock (Zhang, 1990): the deadline of a packet of `bytes`
-    /// bytes arriving at `now` ns, `max(now, last) + bytes * 8 / rate`,
-    /// stored as the flow's last deadline in one atomic step. `None` for
+    /// bytes arriving at `now` ns, `max(now, last) + bytes * 8 / rate`
+    /// rounded up ([`crate::deadline::virtual_clock`], so a deadline is
+    /// never early), stored as the flow's last deadline in one atomic step. `None` for
     /// a bad index.
     #[inline]
     pub fn stamp_deadline(&self, index: u32, now: u64, bytes: u64) -> Option<u64> {
         let r = self.records.get(index as usize)?;
         let rate = r.rate.load(Ordering::Relaxed).max(1);
-        let span = (u128::from(bytes) * 8 * 1_000_000_000 / u128::from(rate)) as u64;
         let mut new = 0;
         let _ = r
             .deadline
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
-                new = last.max(now).saturating_add(span);
+                new = crate::deadline::virtual_clock(now, last, bytes, rate);
                 Some(new)
             });
         Some(new)

@@ -156,6 +156,16 @@ fn meters_and_virtual_clock_deadlines() {
     let m = t.meters(2);
     assert_eq!((m.packets, m.bytes, m.deadline), (2, 150, 501_000_000));
     assert_eq!(t.stamp_deadline(9, 0, 1), None);
+    // A transmission time that is not a whole number of ns rounds up,
+    // as in deadline::virtual_clock: 1 byte at 3 bit/s is 2,666,666,666.67 ns.
+    let mut odd = spec(FlowKey::Tag(3));
+    odd.rate = 3;
+    t.add(&odd).unwrap();
+    assert_eq!(t.stamp_deadline(3, 10, 1), Some(10 + 2_666_666_667));
+    assert_eq!(
+        t.stamp_deadline(3, 10, 1),
+        Some(crate::deadline::virtual_clock(10, 10 + 2_666_666_667, 1, 3))
+    );
     // A new flow on the same tag starts afresh.
     t.remove(&FlowKey::Tag(2)).unwrap();
     t.add(&s).unwrap();
