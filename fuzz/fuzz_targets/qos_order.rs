@@ -82,11 +82,11 @@ fuzz_target!(|data: &[u8]| {
             Beyond::Clamp
         },
     };
-    let mut fifo = Fifo::new(cap).unwrap();
-    let mut heap = DeadlineHeap::new(cap).unwrap();
-    let mut bs = BinSort::new(cfg).unwrap();
-    let mut hf = HashFifo::new(cap.max(replicas), replicas).unwrap();
-    let mut mds = MdsBinSort::new(
+    let mut fifo = Fifo::<_>::new(cap).unwrap();
+    let mut heap = DeadlineHeap::<_>::new(cap).unwrap();
+    let mut bs = BinSort::<_>::new(cfg).unwrap();
+    let mut hf = HashFifo::<_>::new(cap.max(replicas), replicas).unwrap();
+    let mut mds = MdsBinSort::<_>::new(
         BinSortConfig {
             capacity: cap.max(replicas),
             ..cfg

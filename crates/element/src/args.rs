@@ -136,6 +136,8 @@ pub struct Args<'a> {
     /// Positional items are taken in order; this is the next candidate.
     next_positional: usize,
     whole: Option<Span>,
+    /// The default of `MEMREFS` (see [`Args::memrefs`]).
+    memrefs: bool,
 }
 
 impl<'a> Args<'a> {
@@ -162,7 +164,25 @@ impl<'a> Args<'a> {
             asked: Vec::new(),
             next_positional: 0,
             whole,
+            memrefs: false,
         }
+    }
+
+    /// Sets the default of the `MEMREFS` keyword for this element: true
+    /// when the whole run counts memory references (`bricks run
+    /// --memrefs`).
+    pub fn with_memrefs_default(mut self, on: bool) -> Args<'a> {
+        self.memrefs = on;
+        self
+    }
+
+    /// Whether the element counts memory references and words touched
+    /// per packet (`bricks_qos::memref`): its keyword `MEMREFS true|false`,
+    /// or the run's default ([`Args::with_memrefs_default`]; false unless
+    /// set). An element that can count reads this once in its `make` and
+    /// picks the counting or the non-counting instance of its type.
+    pub fn memrefs(&mut self) -> Result<bool, ArgError> {
+        Ok(self.read("MEMREFS")?.unwrap_or(self.memrefs))
     }
 
     /// Gives the element a slot for state shared by all its instances
@@ -577,6 +597,24 @@ impl FromArg for Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memrefs_keyword_and_default() {
+        let off = args(&["MEMREFS false"]);
+        let mut a = Args::new(&off, None).with_memrefs_default(true);
+        assert!(!a.memrefs().unwrap());
+        a.complete().unwrap();
+        let on = args(&["MEMREFS true"]);
+        assert!(Args::new(&on, None).memrefs().unwrap());
+        let none = args(&[]);
+        assert!(Args::new(&none, None)
+            .with_memrefs_default(true)
+            .memrefs()
+            .unwrap());
+        assert!(!Args::new(&none, None).memrefs().unwrap());
+        let bad = args(&["MEMREFS maybe"]);
+        assert!(Args::new(&bad, None).memrefs().is_err());
+    }
 
     fn args(texts: &[&str]) -> Vec<Arg> {
         texts

@@ -64,7 +64,7 @@ fn hash_fifo(c: &mut Criterion) {
     let mut g = c.benchmark_group("order/hash_fifo4");
     g.throughput(Throughput::Elements(1));
     for n in HELD {
-        let mut o = HashFifo::new(4 * (n + 1), 4).unwrap();
+        let mut o = HashFifo::<_>::new(4 * (n + 1), 4).unwrap();
         let mut clock = Clock::new();
         for i in 0..n as u64 {
             let d = clock.tick();
@@ -84,17 +84,17 @@ fn hash_fifo(c: &mut Criterion) {
 }
 
 fn benches(c: &mut Criterion) {
-    run(c, "fifo", |cap| Fifo::new(cap).unwrap());
-    run(c, "heap", |cap| DeadlineHeap::new(cap).unwrap());
+    run(c, "fifo", |cap| Fifo::<_>::new(cap).unwrap());
+    run(c, "heap", |cap| DeadlineHeap::<_>::new(cap).unwrap());
     run(c, "binsort", |cap| {
-        BinSort::new(BinSortConfig {
+        BinSort::<_>::new(BinSortConfig {
             capacity: cap,
             ..Default::default()
         })
         .unwrap()
     });
     run(c, "mds_binsort4_global", |cap| {
-        MdsBinSort::new(
+        MdsBinSort::<_>::new(
             BinSortConfig {
                 capacity: 4 * cap,
                 ..Default::default()
@@ -143,11 +143,11 @@ fn raw(spec: &str) {
         ..Default::default()
     };
     match name {
-        "fifo" => go(Fifo::new(n + 1).unwrap(), n, pairs),
-        "heap" => go(DeadlineHeap::new(n + 1).unwrap(), n, pairs),
-        "binsort" => go(BinSort::new(cfg).unwrap(), n, pairs),
+        "fifo" => go(Fifo::<_>::new(n + 1).unwrap(), n, pairs),
+        "heap" => go(DeadlineHeap::<_>::new(n + 1).unwrap(), n, pairs),
+        "binsort" => go(BinSort::<_>::new(cfg).unwrap(), n, pairs),
         "mds" => go(
-            MdsBinSort::new(cfg, 4, Spread::RoundRobin).unwrap(),
+            MdsBinSort::<_>::new(cfg, 4, Spread::RoundRobin).unwrap(),
             n,
             pairs,
         ),

@@ -59,6 +59,18 @@ pub struct PlanElement {
 pub struct Plan {
     /// The elements in declaration order.
     pub elements: Vec<PlanElement>,
+    /// The options it was built with; its instances are made with them.
+    pub options: BuildOptions,
+}
+
+/// What a whole build gives every element, beyond its own arguments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// The default of every element's `MEMREFS` keyword
+    /// ([`bricks_element::Args::memrefs`]): whether the elements that can
+    /// count memory references do so unless told otherwise (`bricks run
+    /// --memrefs`).
+    pub memrefs: bool,
 }
 
 fn diag(span: Span, message: impl Into<String>) -> Diagnostic {
@@ -100,8 +112,19 @@ enum Side {
     Group(usize),
 }
 
-/// Checks `router` against `registry` and builds a plan.
+/// Checks `router` against `registry` and builds a plan, with the
+/// default [`BuildOptions`].
 pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnostic>> {
+    build_with(router, registry, BuildOptions::default())
+}
+
+/// Checks `router` against `registry` and builds a plan whose elements
+/// are made with `options`.
+pub fn build_with(
+    router: &Router,
+    registry: &Registry,
+    options: BuildOptions,
+) -> Result<Plan, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let n = router.elements.len();
 
@@ -371,6 +394,7 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
                 shared: &slots[i],
             })
             .collect(),
+        options,
     );
     for i in 0..n {
         let decl = &router.elements[i];
@@ -427,7 +451,7 @@ pub fn build(router: &Router, registry: &Registry) -> Result<Plan, Vec<Diagnosti
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(Plan { elements })
+    Ok(Plan { elements, options })
 }
 
 /// The error for a class the registry does not have: a Click element that
@@ -507,6 +531,7 @@ fn check_args_only(
                 shared: &slots[i],
             })
             .collect(),
+        BuildOptions::default(),
     );
     for (i, decl) in router.elements.iter().enumerate() {
         if usable[i].is_none() {
@@ -546,6 +571,7 @@ enum Making {
 /// every run. A cycle of references is an error.
 struct Refs<'p> {
     targets: Vec<Target<'p>>,
+    options: BuildOptions,
     index: HashMap<&'p str, usize>,
     making: RefCell<Vec<Making>>,
 }
@@ -557,7 +583,7 @@ struct Scoped<'r, 'p> {
 }
 
 impl<'p> Refs<'p> {
-    fn new(targets: Vec<Target<'p>>) -> Refs<'p> {
+    fn new(targets: Vec<Target<'p>>, options: BuildOptions) -> Refs<'p> {
         let index = targets
             .iter()
             .enumerate()
@@ -566,6 +592,7 @@ impl<'p> Refs<'p> {
         Refs {
             making: RefCell::new(vec![Making::No; targets.len()]),
             targets,
+            options,
             index,
         }
     }
@@ -581,7 +608,15 @@ impl<'p> Refs<'p> {
             refs: self,
             from: i,
         };
-        let e = make(&class, t.args, t.span, ports, t.shared, &scoped);
+        let e = make(
+            &class,
+            t.args,
+            t.span,
+            ports,
+            t.shared,
+            &scoped,
+            self.options,
+        );
         self.making.borrow_mut()[i] = before;
         e
     }
@@ -643,10 +678,12 @@ fn make(
     ports: &PortInfo,
     shared: &SharedSlot,
     refs: &dyn ElementRefs,
+    options: BuildOptions,
 ) -> Result<Box<dyn Element>, Diagnostic> {
     let mut a = Args::new(args, Some(span))
         .with_shared(shared)
-        .with_refs(refs);
+        .with_refs(refs)
+        .with_memrefs_default(options.memrefs);
     let e = (class.make)(&mut a, ports).and_then(|e| a.complete().map(|_| e));
     e.map_err(|e| Diagnostic {
         span: e.span.unwrap_or(span),
@@ -781,6 +818,7 @@ impl Plan {
                     shared: &pe.shared,
                 })
                 .collect(),
+            self.options,
         );
         for (i, pe) in self.elements.iter().enumerate() {
             elements.push(refs.make(i)?);

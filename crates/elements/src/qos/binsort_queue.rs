@@ -3,7 +3,10 @@
 //! BinSort: 1 ms bins, 1,024 of them, a bitmap of non-empty bins; O(1)
 //! per packet, late by at most one bin).
 
-use super::ordered::{deadline_of, read_capacity, Discipline, OrderedQueue, COUNTERS};
+use super::memrefs;
+use super::ordered::{
+    deadline_of, memrefs_doc, queue, read_capacity, Discipline, COUNTERS, MEM_COUNTERS,
+};
 use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, Packet, PortInfo};
 use bricks_qos::order::{Beyond, BinSort, BinSortConfig, Counters, Order};
 use std::time::Duration;
@@ -54,8 +57,9 @@ pub(crate) const BIN_COUNTERS: [(&str, &str); 2] = [
 
 static MANUAL: Manual = Manual {
     summary: "hands out packets by deadline bins (approximate sort in O(1), BinSort)",
-    synopsis: "BinSortQueue([CAPACITY, BIN, BINS, BEYOND])",
-    description: "Takes pushed packets and hands them out, when pulled, in order of their \
+    synopsis: "BinSortQueue([CAPACITY, BIN, BINS, BEYOND, MEMREFS bool])",
+    description: concat!(
+        "Takes pushed packets and hands them out, when pulled, in order of their \
         deadline annotation cut into bins of BIN each: a packet's bin is its deadline \
         divided by BIN; the BINS bins form a window that starts at the bin of the current \
         time (but never passes a bin that still holds packets) and moves with the clock. \
@@ -69,10 +73,9 @@ static MANUAL: Manual = Manual {
         window is put in the last bin or dropped (BEYOND; counted in beyond). A packet with \
         no deadline (0) is ordered as if its deadline were its arrival time. A packet \
         arriving when CAPACITY packets are held is dropped and counted. Times are the \
-        engine clock's (`--clock trace` makes them follow the packets). With \
-        bricks-elements' `memrefs` feature, memory references and 32-bit words per \
-        operation are counted too (enqueue_memrefs, enqueue_words, dequeue_memrefs, \
-        dequeue_words).",
+        engine clock's (`--clock trace` makes them follow the packets).",
+        memrefs_doc!()
+    ),
     ports: "one push input; one pull output",
     keywords: &[
         Keyword {
@@ -84,6 +87,7 @@ static MANUAL: Manual = Manual {
         BIN_KEYWORDS[0],
         BIN_KEYWORDS[1],
         BIN_KEYWORDS[2],
+        memrefs::KEYWORD,
     ],
     counters: &[
         COUNTERS[0],
@@ -94,14 +98,22 @@ static MANUAL: Manual = Manual {
         COUNTERS[5],
         BIN_COUNTERS[0],
         BIN_COUNTERS[1],
+        MEM_COUNTERS[0],
+        MEM_COUNTERS[1],
+        MEM_COUNTERS[2],
+        MEM_COUNTERS[3],
+        MEM_COUNTERS[4],
+        MEM_COUNTERS[5],
+        MEM_COUNTERS[6],
     ],
     example: "InfiniteSource(LIMIT 10, LENGTH 100) -> VirtualClock(RATE 8Mbps) \
         -> BinSortQueue(100, BIN 100us, BINS 256) -> Unqueue -> Discard;",
     see_also: &["VirtualClock", "MDSBinSortQueue", "HeapQueue", "FIFOQueue"],
 };
 
-impl Discipline for BinSort<Packet> {
+impl<const M: bool> Discipline for BinSort<Packet, M> {
     const BINS: bool = true;
+    const MEMREFS: bool = M;
 
     #[inline]
     fn put(&mut self, p: Packet, now: u64) -> Result<(), Packet> {
@@ -159,12 +171,12 @@ pub(crate) fn read_config(args: &mut Args<'_>) -> Result<BinSortConfig, ArgError
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let cfg = read_config(args)?;
-    let d = BinSort::new(cfg).map_err(|e| ArgError::new(e.to_string()))?;
-    Ok(Box::new(OrderedQueue {
-        d,
-        outputs: 1,
-        class: CLASS.name,
-    }))
+    let e = |e: bricks_qos::order::OrderError| ArgError::new(e.to_string());
+    Ok(if args.memrefs()? {
+        queue(BinSort::<Packet, true>::new(cfg).map_err(e)?, 1, CLASS.name)
+    } else {
+        queue(BinSort::<Packet>::new(cfg).map_err(e)?, 1, CLASS.name)
+    })
 }
 
 #[cfg(test)]

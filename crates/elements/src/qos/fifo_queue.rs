@@ -1,7 +1,8 @@
 //! `FIFOQueue`: a bounded FIFO as a circular array (Hardekopf et al.
 //! §5.2, the "fifo" packet ordering of the twelve service architectures).
 
-use super::ordered::{read_capacity, Discipline, OrderedQueue, COUNTERS};
+use super::memrefs;
+use super::ordered::{memrefs_doc, queue, read_capacity, Discipline, COUNTERS, MEM_COUNTERS};
 use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, Packet, PortInfo};
 use bricks_qos::order::{Counters, Fifo, Order};
 
@@ -16,29 +17,48 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "stores packets in a bounded FIFO kept in a circular array",
-    synopsis: "FIFOQueue([CAPACITY])",
-    description: "Takes pushed packets and hands them out, oldest first, when pulled, like \
+    synopsis: "FIFOQueue([CAPACITY, MEMREFS bool])",
+    description: concat!(
+        "Takes pushed packets and hands them out, oldest first, when pulled, like \
         Queue, from a circular array of CAPACITY slots reserved up front (the paper's FIFO \
         packet ordering: O(1) and a handful of memory references per packet, whatever the \
         deadlines). A packet arriving when the array is full is dropped and counted. \
         Deadline annotations are not used for the order, only to count packets pulled after \
-        their deadline (`late`). With bricks-elements' `memrefs` feature the memory \
-        references and 32-bit words of each operation are counted too (enqueue_memrefs, \
-        enqueue_words, dequeue_memrefs, dequeue_words). Click has no FIFOQueue: its Queue \
-        is the same thing.",
+        their deadline (`late`). Click has no FIFOQueue: its Queue is the same thing.",
+        memrefs_doc!()
+    ),
     ports: "one push input; one pull output",
-    keywords: &[Keyword {
-        name: "CAPACITY",
-        ty: "unsigned",
-        default: Some("1000"),
-        doc: "most packets held (1 to 16777216)",
-    }],
-    counters: COUNTERS,
+    keywords: &[
+        Keyword {
+            name: "CAPACITY",
+            ty: "unsigned",
+            default: Some("1000"),
+            doc: "most packets held (1 to 16777216)",
+        },
+        memrefs::KEYWORD,
+    ],
+    counters: &[
+        COUNTERS[0],
+        COUNTERS[1],
+        COUNTERS[2],
+        COUNTERS[3],
+        COUNTERS[4],
+        COUNTERS[5],
+        MEM_COUNTERS[0],
+        MEM_COUNTERS[1],
+        MEM_COUNTERS[2],
+        MEM_COUNTERS[3],
+        MEM_COUNTERS[4],
+        MEM_COUNTERS[5],
+        MEM_COUNTERS[6],
+    ],
     example: "InfiniteSource(LIMIT 10) -> FIFOQueue(100) -> Unqueue -> Discard;",
     see_also: &["Queue", "HashFIFOQueue", "HeapQueue", "BinSortQueue"],
 };
 
-impl Discipline for Fifo<Packet> {
+impl<const M: bool> Discipline for Fifo<Packet, M> {
+    const MEMREFS: bool = M;
+
     #[inline]
     fn put(&mut self, p: Packet, now: u64) -> Result<(), Packet> {
         let d = p.anno().deadline;
@@ -61,12 +81,16 @@ impl Discipline for Fifo<Packet> {
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let capacity = read_capacity(args)?;
-    let d = Fifo::new(capacity).map_err(|e| ArgError::new(e.to_string()))?;
-    Ok(Box::new(OrderedQueue {
-        d,
-        outputs: 1,
-        class: CLASS.name,
-    }))
+    let e = |e: bricks_qos::order::OrderError| ArgError::new(e.to_string());
+    Ok(if args.memrefs()? {
+        queue(
+            Fifo::<Packet, true>::new(capacity).map_err(e)?,
+            1,
+            CLASS.name,
+        )
+    } else {
+        queue(Fifo::<Packet>::new(capacity).map_err(e)?, 1, CLASS.name)
+    })
 }
 
 #[cfg(test)]

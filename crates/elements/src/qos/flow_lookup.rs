@@ -5,11 +5,11 @@
 //! of a longest-prefix match ("pre"). bricks' own element.
 
 use super::flow_table::read_table;
+use super::memrefs::{self, MemCount};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
 use bricks_qos::flow::FlowTable;
-use bricks_qos::memref::MemRefs;
 use std::sync::Arc;
 
 /// The `FlowLookup` class.
@@ -23,22 +23,27 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "forwards classified packets by their flow's next hop and output port",
-    synopsis: "FlowLookup(TABLE)",
+    synopsis: "FlowLookup(TABLE [, MEMREFS bool])",
     description: "Route selection \"look\": for each packet whose flow annotation a \
         TagClassifier or HashClassifier set, reads the flow's record in TABLE and sets the \
         destination address annotation to the flow's next hop (left as it is when the flow \
         has none), the paint annotation to the flow's output port (255 for ports above 254), \
         and pushes the packet out of that output. Packets with no flow annotation, and \
         packets whose flow's output is not an output of this element, are dropped and \
-        counted. With bricks-elements' cargo feature `memrefs`, mem_refs and mem_words count \
-        the route word read: one reference of one word per packet.",
+        counted. With MEMREFS true (or under `bricks run --memrefs`) the counters \
+        mem_packets, mem_refs and mem_words count the table memory each packet costs \
+        (32-bit words): the route word of its record, one reference of one word, for every \
+        packet with a flow annotation.",
     ports: "one push input; push outputs, one per output port a flow may name",
-    keywords: &[Keyword {
-        name: "TABLE",
-        ty: "FlowTable element name",
-        default: None,
-        doc: "the flow table the packets were classified with; positional",
-    }],
+    keywords: &[
+        Keyword {
+            name: "TABLE",
+            ty: "FlowTable element name",
+            default: None,
+            doc: "the flow table the packets were classified with; positional",
+        },
+        memrefs::KEYWORD,
+    ],
     counters: &[
         ("forwarded", "packets sent out of their flow's output"),
         ("no_flow", "packets without a flow annotation, dropped"),
@@ -46,8 +51,9 @@ static MANUAL: Manual = Manual {
             "no_output",
             "packets whose flow names an output this element lacks, dropped",
         ),
-        ("mem_refs", "table memory references (feature memrefs only)"),
-        ("mem_words", "table words read (feature memrefs only)"),
+        memrefs::PACKETS,
+        memrefs::REFS,
+        memrefs::WORDS,
     ],
     example: "ft :: FlowTable(CAPACITY 64, FLOW tag 29 rate 1M via 10.0.2.1 output 1);\n\
         InfiniteSource(DATA \\<00 30 96 e6 fc 39 00 30 96 05 28 38 88 47 00 01 dd ff \
@@ -65,34 +71,49 @@ static MANUAL: Manual = Manual {
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let table = read_table(args)?;
-    Ok(Box::new(FlowLookup {
-        table,
-        noutputs: ports.noutputs().max(1),
-        forwarded: 0,
-        no_flow: 0,
-        no_output: 0,
-        mem: MemRefs::default(),
-    }))
+    let noutputs = ports.noutputs().max(1);
+    Ok(if args.memrefs()? {
+        Box::new(FlowLookup::<true>::new(table, noutputs))
+    } else {
+        Box::new(FlowLookup::<false>::new(table, noutputs))
+    })
 }
 
-/// Forwards by the flow record.
-pub struct FlowLookup {
+/// Forwards by the flow record; with `M` it counts memory references.
+pub struct FlowLookup<const M: bool = false> {
     table: Arc<FlowTable>,
     noutputs: usize,
     forwarded: u64,
     no_flow: u64,
     no_output: u64,
-    mem: MemRefs,
+    mem: MemCount,
 }
 
-impl FlowLookup {
+impl<const M: bool> FlowLookup<M> {
+    fn new(table: Arc<FlowTable>, noutputs: usize) -> FlowLookup<M> {
+        FlowLookup {
+            table,
+            noutputs,
+            forwarded: 0,
+            no_flow: 0,
+            no_output: 0,
+            mem: MemCount::default(),
+        }
+    }
+
     #[inline(always)]
     fn route(&mut self, p: &mut Packet) -> Option<usize> {
+        if M {
+            self.mem.packets += 1;
+        }
         let Some(i) = p.anno().flow_record() else {
             self.no_flow += 1;
             return None;
         };
-        self.mem.add(1, 1);
+        if M {
+            // The record's route word.
+            self.mem.mem.add(1, 1);
+        }
         let r = self.table.route(i);
         let out = usize::from(r.output);
         if out >= self.noutputs {
@@ -109,7 +130,7 @@ impl FlowLookup {
     }
 }
 
-impl Element for FlowLookup {
+impl<const M: bool> Element for FlowLookup<M> {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         cx.push_classified(batch, |p| self.route(p));
     }
@@ -118,9 +139,8 @@ impl Element for FlowLookup {
         s.counter("forwarded", self.forwarded);
         s.counter("no_flow", self.no_flow);
         s.counter("no_output", self.no_output);
-        if let Some((r, w)) = self.mem.get() {
-            s.counter("mem_refs", r);
-            s.counter("mem_words", w);
+        if M {
+            self.mem.stats(s);
         }
     }
 }
@@ -145,7 +165,7 @@ mod tests {
             "CAPACITY 64, FLOW tag 1 rate 1M via 10.0.1.1 output 1, \
              FLOW tag 2 rate 1M output 0, FLOW tag 3 rate 1M via 10.0.3.1 output 5",
         );
-        let mut h = harness(&CLASS, "ft", &ft, 2);
+        let mut h = harness(&CLASS, "ft, MEMREFS true", &ft, 2);
         h.push_packets(0, [classified(1), classified(2), classified(3)]);
         h.push_packets(0, [Packet::from_slice(&MPLS_TCP).unwrap()]);
         let out1 = h.take(1);
@@ -161,9 +181,10 @@ mod tests {
         assert_eq!(s.get("forwarded"), Some(2));
         assert_eq!(s.get("no_output"), Some(1));
         assert_eq!(s.get("no_flow"), Some(1));
-        if bricks_qos::memref::ENABLED {
-            assert_eq!(s.get("mem_refs"), Some(3));
-        }
+        // Three route words read; the packet without a flow reads none.
+        assert_eq!(s.get("mem_packets"), Some(4));
+        assert_eq!(s.get("mem_refs"), Some(3));
+        assert_eq!(s.get("mem_words"), Some(3));
     }
 
     #[test]

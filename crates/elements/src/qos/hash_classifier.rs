@@ -6,13 +6,13 @@
 //! Click has none.
 
 use super::flow_table::{read_table, RECORD_WORDS};
+use super::memrefs::{self, MemCount};
 use crate::vrouter::{be16_at, payload_type_at, ETHERTYPE_IPV4};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
 use bricks_qos::file::has_ports;
 use bricks_qos::flow::{FiveTuple, FlowTable, Mode};
-use bricks_qos::memref::MemRefs;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "finds each packet's flow by its 5-tuple in a hash table",
-    synopsis: "HashClassifier(TABLE [, METER bool])",
+    synopsis: "HashClassifier(TABLE [, METER bool, MEMREFS bool])",
     description: "Looks each IPv4 packet's 5-tuple (protocol, source and destination \
         address, and the ports of TCP, UDP, SCTP and UDP-Lite; 0 for other protocols) up in \
         TABLE, a FlowTable in MODE match: the tuple hashes onto one bucket whose chain holds \
@@ -39,9 +39,11 @@ static MANUAL: Manual = Manual {
         is not connected: unknown flows, non-first fragments (they carry no ports), and \
         packets that are not IPv4 or shorter than their IP total length (Ethernet padding \
         beyond it is allowed).\
-        \n\nWith bricks-elements' cargo feature `memrefs`, mem_refs and mem_words count the \
-        table memory read: the bucket (1 reference, 1 word) and each record of the chain \
-        read (1 reference, 8 words each).",
+        \n\nWith MEMREFS true (or under `bricks run --memrefs`) the counters mem_packets, \
+        mem_refs and mem_words count the table memory each packet costs (Hardekopf et al.'s \
+        units, 32-bit words): the bucket (1 reference, 1 word) and each record of the chain \
+        read (1 reference, 8 words each), for every packet with a 5-tuple; every packet is \
+        counted in mem_packets.",
     ports: "one input; output 0 packets of known flows, output 1 (optional) the others; agnostic",
     keywords: &[
         Keyword {
@@ -56,6 +58,7 @@ static MANUAL: Manual = Manual {
             default: Some("true"),
             doc: "count each packet in its flow's meters (packets, bytes)",
         },
+        memrefs::KEYWORD,
     ],
     counters: &[
         ("classified", "packets of known flows, to output 0"),
@@ -68,8 +71,9 @@ static MANUAL: Manual = Manual {
             "not_ip",
             "packets that are not IPv4, or shorter than their IP header says, to output 1",
         ),
-        ("mem_refs", "table memory references (feature memrefs only)"),
-        ("mem_words", "table words read (feature memrefs only)"),
+        memrefs::PACKETS,
+        memrefs::REFS,
+        memrefs::WORDS,
     ],
     example: "ft :: FlowTable(MODE match, CAPACITY 1024, K 4, \
         FLOW udp 18.26.4.99:1024 1.0.0.2:1025 rate 10M via 10.0.0.2 output 0);\n\
@@ -83,32 +87,43 @@ static MANUAL: Manual = Manual {
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let table = read_table(args)?;
     let meter = args.read("METER")?.unwrap_or(true);
+    let count = args.memrefs()?;
     if table.mode() != Mode::Match {
         return Err(ArgError::new(
             "TABLE is a FlowTable in MODE tag: HashClassifier needs MODE match",
         )
         .with_help("use TagClassifier for a tag table"));
     }
-    Ok(Box::new(HashClassifier {
-        table,
-        meter,
-        classified: 0,
-        unknown: 0,
-        fragments: 0,
-        not_ip: 0,
-        mem: MemRefs::default(),
-    }))
+    Ok(if count {
+        Box::new(HashClassifier::<true>::new(table, meter))
+    } else {
+        Box::new(HashClassifier::<false>::new(table, meter))
+    })
 }
 
-/// Classifies by 5-tuple.
-pub struct HashClassifier {
+/// Classifies by 5-tuple; with `M` it counts memory references.
+pub struct HashClassifier<const M: bool = false> {
     table: Arc<FlowTable>,
     meter: bool,
     classified: u64,
     unknown: u64,
     fragments: u64,
     not_ip: u64,
-    mem: MemRefs,
+    mem: MemCount,
+}
+
+impl<const M: bool> HashClassifier<M> {
+    fn new(table: Arc<FlowTable>, meter: bool) -> HashClassifier<M> {
+        HashClassifier {
+            table,
+            meter,
+            classified: 0,
+            unknown: 0,
+            fragments: 0,
+            not_ip: 0,
+            mem: MemCount::default(),
+        }
+    }
 }
 
 /// Why a packet has no 5-tuple.
@@ -166,9 +181,12 @@ fn ip_header(p: &Packet) -> Option<&[u8]> {
     (be16_at(d, at)? == ETHERTYPE_IPV4).then(|| &d[at + 2..])
 }
 
-impl HashClassifier {
+impl<const M: bool> HashClassifier<M> {
     #[inline(always)]
     fn classify(&mut self, p: &mut Packet) -> usize {
+        if M {
+            self.mem.packets += 1;
+        }
         let t = match ip_header(p).map(tuple_of) {
             Some(Ok(t)) => t,
             Some(Err(NoTuple::Fragment)) => {
@@ -181,10 +199,13 @@ impl HashClassifier {
             }
         };
         let found = self.table.lookup_tuple(&t);
-        self.mem.add(
-            1 + u64::from(found.probes),
-            1 + RECORD_WORDS * u64::from(found.probes),
-        );
+        if M {
+            // The bucket, and each record of the chain read.
+            self.mem.mem.add(
+                1 + u64::from(found.probes),
+                1 + RECORD_WORDS * u64::from(found.probes),
+            );
+        }
         match found.index {
             Some(i) => {
                 if self.meter {
@@ -202,7 +223,7 @@ impl HashClassifier {
     }
 }
 
-impl Element for HashClassifier {
+impl<const M: bool> Element for HashClassifier<M> {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         cx.push_classified(batch, |p| Some(self.classify(p)));
     }
@@ -212,9 +233,8 @@ impl Element for HashClassifier {
         s.counter("unknown", self.unknown);
         s.counter("fragments", self.fragments);
         s.counter("not_ip", self.not_ip);
-        if let Some((r, w)) = self.mem.get() {
-            s.counter("mem_refs", r);
-            s.counter("mem_words", w);
+        if M {
+            self.mem.stats(s);
         }
     }
 }
@@ -305,20 +325,25 @@ mod tests {
             assert_eq!(r.is_ok(), s <= 3, "{s}");
         }
         assert_eq!(ft.counters().rejected_chain, 1);
-        let mut h = harness(&CLASS, "ft", &ft, 2);
+        let mut h = harness(&CLASS, "ft, MEMREFS true", &ft, 2);
         for s in 1..=4u16 {
             h.push_bytes(0, &udp_from(s));
         }
         let out = h.take(0);
         assert_eq!(out.len(), 3);
         assert_eq!(h.take(1).len(), 1);
-        if bricks_qos::memref::ENABLED {
-            // Chain newest first: flows 1, 2, 3 at depths 3, 2, 1; the
-            // refused flow reads all three.
-            let s = h.stats();
-            assert_eq!(s.get("mem_refs"), Some(4 + 3 + 2 + 1 + 3));
-            assert_eq!(s.get("mem_words"), Some(4 + 8 * 9));
-        }
+        // Chain newest first: flows 1, 2, 3 at depths 3, 2, 1; the
+        // refused flow reads all three. Each packet: the bucket (1, 1)
+        // and the records read (1, 8 each).
+        let s = h.stats();
+        assert_eq!(s.get("mem_packets"), Some(4));
+        assert_eq!(s.get("mem_refs"), Some(4 + 3 + 2 + 1 + 3));
+        assert_eq!(s.get("mem_words"), Some(4 + 8 * 9));
+        // Not counting: no such counters.
+        let mut off = harness(&CLASS, "ft", &ft, 2);
+        off.push_bytes(0, &udp_from(1));
+        assert_eq!(off.stats().get("mem_refs"), None);
+        assert_eq!(off.stats().get("mem_packets"), None);
         // A removal makes room while the element keeps its table.
         ft.remove(&FlowKey::Tuple(FiveTuple {
             src: Ipv4Addr::new(18, 26, 4, 99),

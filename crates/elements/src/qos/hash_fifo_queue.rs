@@ -2,7 +2,10 @@
 //! (Hardekopf et al. §5.2: replicas against lock contention, chosen by
 //! destination so that no destination's packets are reordered).
 
-use super::ordered::{read_capacity, Discipline, OrderedQueue, COUNTERS};
+use super::memrefs;
+use super::ordered::{
+    memrefs_doc, read_capacity, Discipline, OrderedQueue, COUNTERS, MEM_COUNTERS,
+};
 use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, Packet, PortInfo};
 use bricks_qos::order::{Counters, HashFifo, Order};
 use std::net::Ipv4Addr;
@@ -18,8 +21,9 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "FIFOs replicated by destination address: per-destination order kept",
-    synopsis: "HashFIFOQueue([CAPACITY, REPLICAS])",
-    description: "REPLICAS circular-array FIFOs (see FIFOQueue) share CAPACITY, each holding \
+    synopsis: "HashFIFOQueue([CAPACITY, REPLICAS, MEMREFS bool])",
+    description: concat!(
+        "REPLICAS circular-array FIFOs (see FIFOQueue) share CAPACITY, each holding \
         CAPACITY/REPLICAS packets. A pushed packet goes to the FIFO chosen by a hash of its \
         destination IPv4 address: the destination address annotation when set (Click's \
         DST_IP_ANNO, from GetIPAddress, CheckIPHeader or a route lookup), else the \
@@ -28,7 +32,10 @@ static MANUAL: Manual = Manual {
         packets stay in one FIFO and leave in the order they came (TCP relies on it), \
         while different destinations may be reordered among themselves. A packet whose \
         FIFO is full is dropped and counted, even if other FIFOs have room. Pull output p \
-        of N serves the replicas r with r mod N = p, in turn.",
+        of N serves the replicas r with r mod N = p, in turn. Under MEMREFS the replicas' \
+        counts are summed; the hash is computed, not read.",
+        memrefs_doc!()
+    ),
     ports: "one push input; one or more pull outputs",
     keywords: &[
         Keyword {
@@ -43,6 +50,7 @@ static MANUAL: Manual = Manual {
             default: Some("the number of outputs"),
             doc: "number of FIFOs, 1 to 1024, at least one per output and at most CAPACITY",
         },
+        memrefs::KEYWORD,
     ],
     counters: &[
         COUNTERS[0],
@@ -51,6 +59,13 @@ static MANUAL: Manual = Manual {
         COUNTERS[3],
         COUNTERS[4],
         COUNTERS[5],
+        MEM_COUNTERS[0],
+        MEM_COUNTERS[1],
+        MEM_COUNTERS[2],
+        MEM_COUNTERS[3],
+        MEM_COUNTERS[4],
+        MEM_COUNTERS[5],
+        MEM_COUNTERS[6],
         (
             "no_destination",
             "packets with neither a destination annotation nor an IPv4 header: replica 0",
@@ -65,8 +80,8 @@ static MANUAL: Manual = Manual {
 };
 
 /// The replicas and what could not be hashed.
-struct ByDestination {
-    h: HashFifo<Packet>,
+struct ByDestination<const M: bool> {
+    h: HashFifo<Packet, M>,
     no_destination: u64,
 }
 
@@ -95,7 +110,9 @@ fn destination(p: &Packet) -> Option<Ipv4Addr> {
     Some(Ipv4Addr::new(h[16], h[17], h[18], h[19]))
 }
 
-impl Discipline for ByDestination {
+impl<const M: bool> Discipline for ByDestination<M> {
+    const MEMREFS: bool = M;
+
     #[inline]
     fn put(&mut self, p: Packet, now: u64) -> Result<(), Packet> {
         let hash = match destination(&p) {
@@ -125,9 +142,9 @@ impl Discipline for ByDestination {
 }
 
 /// `HashFIFOQueue` adds `no_destination` to the shared counters.
-struct HashFifoQueue(OrderedQueue<ByDestination>);
+struct HashFifoQueue<const M: bool>(OrderedQueue<ByDestination<M>>);
 
-impl Element for HashFifoQueue {
+impl<const M: bool> Element for HashFifoQueue<M> {
     #[inline]
     fn push(
         &mut self,
@@ -168,15 +185,25 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             "{replicas} replicas for {outputs} outputs: some outputs would have none"
         )));
     }
-    let h = HashFifo::new(capacity, replicas).map_err(|e| ArgError::new(e.to_string()))?;
-    Ok(Box::new(HashFifoQueue(OrderedQueue {
+    let e = |e: bricks_qos::order::OrderError| ArgError::new(e.to_string());
+    Ok(if args.memrefs()? {
+        let h = HashFifo::<Packet, true>::new(capacity, replicas).map_err(e)?;
+        wrap(h, outputs)
+    } else {
+        let h = HashFifo::<Packet>::new(capacity, replicas).map_err(e)?;
+        wrap(h, outputs)
+    })
+}
+
+fn wrap<const M: bool>(h: HashFifo<Packet, M>, outputs: usize) -> Box<dyn Element> {
+    Box::new(HashFifoQueue(OrderedQueue {
         d: ByDestination {
             h,
             no_destination: 0,
         },
         outputs,
         class: CLASS.name,
-    })))
+    }))
 }
 
 #[cfg(test)]

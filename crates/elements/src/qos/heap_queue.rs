@@ -3,7 +3,10 @@
 //! packet: the cost the paper rules out at line rate, here for
 //! comparison with `BinSortQueue`).
 
-use super::ordered::{deadline_of, read_capacity, Discipline, OrderedQueue, COUNTERS};
+use super::memrefs;
+use super::ordered::{
+    deadline_of, memrefs_doc, queue, read_capacity, Discipline, COUNTERS, MEM_COUNTERS,
+};
 use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, Packet, PortInfo};
 use bricks_qos::order::{Counters, DeadlineHeap, Order};
 
@@ -18,8 +21,9 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "hands out packets earliest deadline first (exact sort, a binary heap)",
-    synopsis: "HeapQueue([CAPACITY])",
-    description: "Takes pushed packets and hands out, when pulled, the one whose deadline \
+    synopsis: "HeapQueue([CAPACITY, MEMREFS bool])",
+    description: concat!(
+        "Takes pushed packets and hands out, when pulled, the one whose deadline \
         annotation is earliest; packets with equal deadlines leave in the order they came \
         (the heap is keyed on deadline and arrival sequence), so the output is a stable \
         sort by deadline. A packet with no deadline (0) is ordered as if its deadline were \
@@ -27,24 +31,42 @@ static MANUAL: Manual = Manual {
         deadline when nothing earlier is held. Enqueue and dequeue take O(log n) steps for \
         n packets held. A packet arriving when CAPACITY packets are held is dropped and \
         counted. Deadlines come from VirtualClock or any element that sets the annotation; \
-        times are the engine clock's (`--clock trace` makes them follow the packets). With \
-        bricks-elements' `memrefs` feature, memory references and 32-bit words per \
-        operation are counted too (enqueue_memrefs, enqueue_words, dequeue_memrefs, \
-        dequeue_words).",
+        times are the engine clock's (`--clock trace` makes them follow the packets).",
+        memrefs_doc!()
+    ),
     ports: "one push input; one pull output",
-    keywords: &[Keyword {
-        name: "CAPACITY",
-        ty: "unsigned",
-        default: Some("1000"),
-        doc: "most packets held (1 to 16777216)",
-    }],
-    counters: COUNTERS,
+    keywords: &[
+        Keyword {
+            name: "CAPACITY",
+            ty: "unsigned",
+            default: Some("1000"),
+            doc: "most packets held (1 to 16777216)",
+        },
+        memrefs::KEYWORD,
+    ],
+    counters: &[
+        COUNTERS[0],
+        COUNTERS[1],
+        COUNTERS[2],
+        COUNTERS[3],
+        COUNTERS[4],
+        COUNTERS[5],
+        MEM_COUNTERS[0],
+        MEM_COUNTERS[1],
+        MEM_COUNTERS[2],
+        MEM_COUNTERS[3],
+        MEM_COUNTERS[4],
+        MEM_COUNTERS[5],
+        MEM_COUNTERS[6],
+    ],
     example: "InfiniteSource(LIMIT 10, LENGTH 100) -> VirtualClock(RATE 8Mbps) \
         -> HeapQueue(100) -> Unqueue -> Discard;",
     see_also: &["VirtualClock", "BinSortQueue", "FIFOQueue"],
 };
 
-impl Discipline for DeadlineHeap<Packet> {
+impl<const M: bool> Discipline for DeadlineHeap<Packet, M> {
+    const MEMREFS: bool = M;
+
     #[inline]
     fn put(&mut self, p: Packet, now: u64) -> Result<(), Packet> {
         let d = deadline_of(&p, now);
@@ -67,12 +89,20 @@ impl Discipline for DeadlineHeap<Packet> {
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let capacity = read_capacity(args)?;
-    let d = DeadlineHeap::new(capacity).map_err(|e| ArgError::new(e.to_string()))?;
-    Ok(Box::new(OrderedQueue {
-        d,
-        outputs: 1,
-        class: CLASS.name,
-    }))
+    let e = |e: bricks_qos::order::OrderError| ArgError::new(e.to_string());
+    Ok(if args.memrefs()? {
+        queue(
+            DeadlineHeap::<Packet, true>::new(capacity).map_err(e)?,
+            1,
+            CLASS.name,
+        )
+    } else {
+        queue(
+            DeadlineHeap::<Packet>::new(capacity).map_err(e)?,
+            1,
+            CLASS.name,
+        )
+    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! them), with each pull output serving its own replicas.
 
 use super::binsort_queue::{read_config, BIN_COUNTERS, BIN_KEYWORDS};
-use super::ordered::{deadline_of, Discipline, OrderedQueue, COUNTERS};
+use super::memrefs;
+use super::ordered::{deadline_of, memrefs_doc, queue, Discipline, COUNTERS, MEM_COUNTERS};
 use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, Packet, PortInfo};
 use bricks_qos::order::{Counters, MdsBinSort, Order, Spread};
 
@@ -19,8 +20,10 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "BinSort replicated: enqueues spread over REPLICAS BinSorts, each output \
         pulling from its own",
-    synopsis: "MDSBinSortQueue([CAPACITY, REPLICAS, BIN, BINS, BEYOND, SPREAD, SEED, GLOBAL])",
-    description: "REPLICAS BinSorts (see BinSortQueue for the bins, the window and the \
+    synopsis: "MDSBinSortQueue([CAPACITY, REPLICAS, BIN, BINS, BEYOND, SPREAD, SEED, GLOBAL, \
+        MEMREFS bool])",
+    description: concat!(
+        "REPLICAS BinSorts (see BinSortQueue for the bins, the window and the \
         counters) share CAPACITY, each holding CAPACITY/REPLICAS packets. A pushed packet \
         goes to the next replica in turn (SPREAD rr, the paper's) or to a pseudo-random one \
         (SPREAD random, seeded by SEED so runs repeat; the paper's proposed cure for \
@@ -33,8 +36,10 @@ static MANUAL: Manual = Manual {
         bins across all replicas, at most one BIN late like a single BinSort, and in \
         arrival order within a bin per replica only. Otherwise the one-bin bound holds \
         within each output's share. The deadline annotation orders packets as in \
-        BinSortQueue; with the `memrefs` feature memory references and words are counted \
-        over all replicas.",
+        BinSortQueue. Under MEMREFS the replicas' counts are summed, and a merging pull also \
+        counts the length, base and first bin of each non-empty replica it compares.",
+        memrefs_doc!()
+    ),
     ports: "one push input; one or more pull outputs",
     keywords: &[
         Keyword {
@@ -70,6 +75,7 @@ static MANUAL: Manual = Manual {
             default: Some("false"),
             doc: "every output merges every replica (global order) instead of its own",
         },
+        memrefs::KEYWORD,
     ],
     counters: &[
         COUNTERS[0],
@@ -80,6 +86,13 @@ static MANUAL: Manual = Manual {
         COUNTERS[5],
         BIN_COUNTERS[0],
         BIN_COUNTERS[1],
+        MEM_COUNTERS[0],
+        MEM_COUNTERS[1],
+        MEM_COUNTERS[2],
+        MEM_COUNTERS[3],
+        MEM_COUNTERS[4],
+        MEM_COUNTERS[5],
+        MEM_COUNTERS[6],
     ],
     example: "q :: MDSBinSortQueue(100, REPLICAS 4, BIN 100us, BINS 256); \
         InfiniteSource(LIMIT 10, LENGTH 100) -> VirtualClock(RATE 8Mbps) -> q; \
@@ -88,13 +101,14 @@ static MANUAL: Manual = Manual {
 };
 
 /// The replicas and how outputs merge them.
-struct Mds {
-    m: MdsBinSort<Packet>,
+struct Mds<const M: bool> {
+    m: MdsBinSort<Packet, M>,
     global: bool,
 }
 
-impl Discipline for Mds {
+impl<const M: bool> Discipline for Mds<M> {
     const BINS: bool = true;
+    const MEMREFS: bool = M;
 
     #[inline]
     fn put(&mut self, p: Packet, now: u64) -> Result<(), Packet> {
@@ -142,12 +156,14 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         ))
         .with_help("give at least one replica per output, or GLOBAL true"));
     }
-    let m = MdsBinSort::new(cfg, replicas, spread).map_err(|e| ArgError::new(e.to_string()))?;
-    Ok(Box::new(OrderedQueue {
-        d: Mds { m, global },
-        outputs,
-        class: CLASS.name,
-    }))
+    let e = |e: bricks_qos::order::OrderError| ArgError::new(e.to_string());
+    Ok(if args.memrefs()? {
+        let m = MdsBinSort::<Packet, true>::new(cfg, replicas, spread).map_err(e)?;
+        queue(Mds { m, global }, outputs, CLASS.name)
+    } else {
+        let m = MdsBinSort::<Packet>::new(cfg, replicas, spread).map_err(e)?;
+        queue(Mds { m, global }, outputs, CLASS.name)
+    })
 }
 
 #[cfg(test)]

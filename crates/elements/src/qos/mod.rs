@@ -10,6 +10,7 @@ pub mod hash_classifier;
 pub mod hash_fifo_queue;
 pub mod heap_queue;
 pub mod mds_binsort_queue;
+pub(crate) mod memrefs;
 mod ordered;
 pub mod sroute_decap;
 pub mod sroute_encap;

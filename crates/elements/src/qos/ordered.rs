@@ -23,6 +23,49 @@ pub(crate) const COUNTERS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The counters of a queue with MEMREFS true, for its manual.
+pub(crate) const MEM_COUNTERS: [(&str, &str); 7] = [
+    (
+        "mem_packets",
+        "packets pushed: enqueued or refused (MEMREFS true only)",
+    ),
+    (
+        "mem_refs",
+        "memory references of their enqueues and dequeues (MEMREFS true only)",
+    ),
+    (
+        "mem_words",
+        "32-bit words those touched (MEMREFS true only)",
+    ),
+    (
+        "enqueue_refs",
+        "memory references of enqueues (MEMREFS true only)",
+    ),
+    (
+        "enqueue_words",
+        "words touched by enqueues (MEMREFS true only)",
+    ),
+    (
+        "dequeue_refs",
+        "memory references of dequeues that gave a packet (MEMREFS true only)",
+    ),
+    ("dequeue_words", "words touched by them (MEMREFS true only)"),
+];
+
+/// The manual's sentence on MEMREFS for every ordering queue.
+macro_rules! memrefs_doc {
+    () => {
+        " With MEMREFS true (or under `bricks run --memrefs`) the queue counts the memory \
+        references and 32-bit words its structure makes (bricks_qos::memref has the table): \
+        enqueue_refs and enqueue_words for the enqueues (refused ones included), \
+        dequeue_refs and dequeue_words for the dequeues that gave a packet (a pull of an \
+        empty queue is idle polling, not counted), mem_refs and mem_words their sums, and \
+        mem_packets the packets pushed; with MEMREFS false the counting code is compiled \
+        out."
+    };
+}
+pub(crate) use memrefs_doc;
+
 /// How a queue holds and orders packets.
 pub(crate) trait Discipline: Send + 'static {
     /// Takes `p` at time `now` (ns on the engine clock), or gives it back.
@@ -35,6 +78,13 @@ pub(crate) trait Discipline: Send + 'static {
     fn clear(&mut self);
     /// Whether to show BinSort's `late_bins` and `beyond`.
     const BINS: bool = false;
+    /// Whether the structure counts memory references.
+    const MEMREFS: bool = false;
+}
+
+/// The element of a queue over `d`.
+pub(crate) fn queue<D: Discipline>(d: D, outputs: usize, class: &'static str) -> Box<dyn Element> {
+    Box::new(OrderedQueue { d, outputs, class })
 }
 
 /// The deadline a packet is ordered by: its annotation, or `now` for a
@@ -90,11 +140,16 @@ impl<D: Discipline> Element for OrderedQueue<D> {
             s.counter("late_bins", c.late_bins);
             s.counter("beyond", c.beyond);
         }
-        if cfg!(feature = "memrefs") {
-            s.counter("enqueue_memrefs", c.memrefs.enqueue_refs);
-            s.counter("enqueue_words", c.memrefs.enqueue_words);
-            s.counter("dequeue_memrefs", c.memrefs.dequeue_refs);
-            s.counter("dequeue_words", c.memrefs.dequeue_words);
+        if D::MEMREFS {
+            let m = c.memrefs;
+            let t = m.total();
+            s.counter("mem_packets", c.enqueued + c.drops);
+            s.counter("mem_refs", t.refs);
+            s.counter("mem_words", t.words);
+            s.counter("enqueue_refs", m.enqueue.refs);
+            s.counter("enqueue_words", m.enqueue.words);
+            s.counter("dequeue_refs", m.dequeue.refs);
+            s.counter("dequeue_words", m.dequeue.words);
         }
     }
 

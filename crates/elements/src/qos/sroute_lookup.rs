@@ -3,11 +3,11 @@
 //! the shim ([`bricks_qos::sroute`]) and takes its next hop and output
 //! port, with no table at all. bricks' own element.
 
+use super::memrefs::{self, MemCount};
 use super::sroute_encap::{read_ethertype, shim_of, ETHERTYPE_KEYWORD, ETHER_LEN};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
 };
-use bricks_qos::memref::MemRefs;
 use bricks_qos::sroute::{Error, SourceRoute};
 
 /// The `SourceRouteLookup` class.
@@ -21,7 +21,7 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "consumes one hop of a packet's source route",
-    synopsis: "SourceRouteLookup([ETHERTYPE t])",
+    synopsis: "SourceRouteLookup([ETHERTYPE t, MEMREFS bool])",
     description: "Reads the source-route shim that SourceRouteEncap wrote behind the \
         Ethernet header, consumes its next hop (the shim's index moves on by one, in place), \
         sets the destination address annotation to the hop's next hop and the paint \
@@ -29,10 +29,12 @@ static MANUAL: Manual = Manual {
         to output 0. Frames without the shim, with a shim that is truncated, of another \
         version or malformed (no hops, more than 16, an index beyond them), and routes \
         already exhausted go to output 1, or are dropped and counted when it is not \
-        connected. With bricks-elements' cargo feature `memrefs`, mem_refs and mem_words \
-        count the hop read: one reference of one word per packet routed.",
+        connected. With MEMREFS true (or under `bricks run --memrefs`) the counters \
+        mem_packets, mem_refs and mem_words count the route memory each packet costs \
+        (32-bit words): the hop read (6 bytes), one reference of two words per packet \
+        routed; no table is read.",
     ports: "one input; output 0 routed frames, output 1 (optional) the others; agnostic",
-    keywords: &[ETHERTYPE_KEYWORD],
+    keywords: &[ETHERTYPE_KEYWORD, memrefs::KEYWORD],
     counters: &[
         ("routed", "frames whose hop was consumed"),
         ("no_route", "frames without the shim"),
@@ -41,8 +43,9 @@ static MANUAL: Manual = Manual {
             "shims truncated, of another version or malformed",
         ),
         ("exhausted", "routes with no hop left"),
-        ("mem_refs", "hop reads (feature memrefs only)"),
-        ("mem_words", "words read (feature memrefs only)"),
+        memrefs::PACKETS,
+        memrefs::REFS,
+        memrefs::WORDS,
     ],
     example: "InfiniteSource(DATA \\<00 00 c0 3b 71 ef 00 20 6a 12 34 56 08 00 45 00 00 14 00 00 \
         40 00 40 11 23 3d 12 1a 04 63 01 00 00 02>, LIMIT 2) \
@@ -52,29 +55,41 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    Ok(Box::new(SourceRouteLookup {
-        ethertype: read_ethertype(args)?,
-        routed: 0,
-        no_route: 0,
-        malformed: 0,
-        exhausted: 0,
-        mem: MemRefs::default(),
-    }))
+    let ethertype = read_ethertype(args)?;
+    Ok(if args.memrefs()? {
+        Box::new(SourceRouteLookup::<true>::new(ethertype))
+    } else {
+        Box::new(SourceRouteLookup::<false>::new(ethertype))
+    })
 }
 
-/// Consumes hops.
-pub struct SourceRouteLookup {
+/// Consumes hops; with `M` it counts memory references.
+pub struct SourceRouteLookup<const M: bool = false> {
     ethertype: u16,
     routed: u64,
     no_route: u64,
     malformed: u64,
     exhausted: u64,
-    mem: MemRefs,
+    mem: MemCount,
 }
 
-impl SourceRouteLookup {
+impl<const M: bool> SourceRouteLookup<M> {
+    fn new(ethertype: u16) -> SourceRouteLookup<M> {
+        SourceRouteLookup {
+            ethertype,
+            routed: 0,
+            no_route: 0,
+            malformed: 0,
+            exhausted: 0,
+            mem: MemCount::default(),
+        }
+    }
+
     #[inline(always)]
     fn lookup(&mut self, p: &mut Packet) -> usize {
+        if M {
+            self.mem.packets += 1;
+        }
         if shim_of(p.data(), self.ethertype).is_none() {
             self.no_route += 1;
             return 1;
@@ -90,7 +105,10 @@ impl SourceRouteLookup {
             self.exhausted += 1;
             return 1;
         };
-        self.mem.add(1, 1);
+        if M {
+            // The hop (6 bytes: two words).
+            self.mem.mem.add(1, 2);
+        }
         let a = p.anno_mut();
         a.dst_ip = hop.next_hop;
         a.paint = hop.output.min(255) as u8;
@@ -99,7 +117,7 @@ impl SourceRouteLookup {
     }
 }
 
-impl Element for SourceRouteLookup {
+impl<const M: bool> Element for SourceRouteLookup<M> {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         cx.push_classified(batch, |p| Some(self.lookup(p)));
     }
@@ -109,9 +127,8 @@ impl Element for SourceRouteLookup {
         s.counter("no_route", self.no_route);
         s.counter("malformed", self.malformed);
         s.counter("exhausted", self.exhausted);
-        if let Some((r, w)) = self.mem.get() {
-            s.counter("mem_refs", r);
-            s.counter("mem_words", w);
+        if M {
+            self.mem.stats(s);
         }
     }
 }
@@ -153,6 +170,22 @@ mod tests {
         let s = h.stats();
         assert_eq!(s.get("routed"), Some(2));
         assert_eq!(s.get("exhausted"), Some(1));
+    }
+
+    #[test]
+    fn memrefs_one_hop_read_a_packet_routed() {
+        let mut h = Harness::push(&CLASS, "MEMREFS true", 1, 2);
+        h.push_bytes(0, &routed(0));
+        h.push_bytes(0, &routed(1));
+        h.push_bytes(0, &routed(2)); // exhausted: nothing read
+        h.push_bytes(0, &IPV4_UDP); // no route
+        let s = h.stats();
+        assert_eq!(s.get("mem_packets"), Some(4));
+        assert_eq!(s.get("mem_refs"), Some(2));
+        assert_eq!(s.get("mem_words"), Some(4));
+        let mut h = Harness::push(&CLASS, "", 1, 2);
+        h.push_bytes(0, &routed(0));
+        assert_eq!(h.stats().get("mem_refs"), None);
     }
 
     #[test]

@@ -8,12 +8,12 @@
 //! ID, and also offers the VLAN ID and the IPv4 DSCP.
 
 use super::flow_table::{read_table, RECORD_WORDS};
+use super::memrefs::{self, MemCount};
 use crate::vrouter::{be16_at, is_mpls, payload_type_at, ETHERTYPE_IPV4};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
 use bricks_qos::flow::{FlowTable, Mode};
-use bricks_qos::memref::MemRefs;
 use std::sync::Arc;
 
 /// The `TagClassifier` class.
@@ -27,7 +27,7 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "finds each packet's flow by the flow ID it carries (a tag)",
-    synopsis: "TagClassifier(TABLE [, FIELD mpls|vlan|dscp, METER bool])",
+    synopsis: "TagClassifier(TABLE [, FIELD mpls|vlan|dscp, METER bool, MEMREFS bool])",
     description: "Reads the flow ID from a header field of each Ethernet frame and looks it \
         up in TABLE, a FlowTable in MODE tag: the ID indexes the table's array, one memory \
         reference per packet. A packet of a known flow gets the flow's record in its flow \
@@ -39,9 +39,11 @@ static MANUAL: Manual = Manual {
         0x8848, behind up to two VLAN tags): 20 bits. FIELD vlan is the outer 802.1Q VLAN ID \
         (12 bits). FIELD dscp is the DSCP of an IPv4 packet (6 bits, behind up to two VLAN \
         tags).\
-        \n\nWith bricks-elements' cargo feature `memrefs`, the counters mem_refs and mem_words \
-        give the table memory read: one reference of 8 words per packet whose ID is within \
-        the table.",
+        \n\nWith MEMREFS true (or under `bricks run --memrefs`) the counters mem_packets, \
+        mem_refs and mem_words count the table memory each packet costs (Hardekopf et al.'s \
+        units, 32-bit words): one reference of 8 words (the flow's record) per packet whose \
+        ID is within the table, none for the others; every packet is counted in \
+        mem_packets.",
     ports: "one input; output 0 packets of known flows, output 1 (optional) the others; agnostic",
     keywords: &[
         Keyword {
@@ -62,6 +64,7 @@ static MANUAL: Manual = Manual {
             default: Some("true"),
             doc: "count each packet in its flow's meters (packets, bytes)",
         },
+        memrefs::KEYWORD,
     ],
     counters: &[
         ("classified", "packets of known flows, to output 0"),
@@ -77,8 +80,9 @@ static MANUAL: Manual = Manual {
             "untagged",
             "packets without the field (or too short for it), to output 1",
         ),
-        ("mem_refs", "table memory references (feature memrefs only)"),
-        ("mem_words", "table words read (feature memrefs only)"),
+        memrefs::PACKETS,
+        memrefs::REFS,
+        memrefs::WORDS,
     ],
     example: "ft :: FlowTable(CAPACITY 64, FLOW tag 29 rate 1M);\n\
         InfiniteSource(DATA \\<00 30 96 e6 fc 39 00 30 96 05 28 38 88 47 00 01 dd ff \
@@ -108,26 +112,22 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         }
     };
     let meter = args.read("METER")?.unwrap_or(true);
+    let count = args.memrefs()?;
     if table.mode() != Mode::Tag {
         return Err(ArgError::new(
             "TABLE is a FlowTable in MODE match: TagClassifier needs MODE tag",
         )
         .with_help("use HashClassifier for a match table"));
     }
-    Ok(Box::new(TagClassifier {
-        table,
-        field,
-        meter,
-        classified: 0,
-        unknown: 0,
-        beyond: 0,
-        untagged: 0,
-        mem: MemRefs::default(),
-    }))
+    Ok(if count {
+        Box::new(TagClassifier::<true>::new(table, field, meter))
+    } else {
+        Box::new(TagClassifier::<false>::new(table, field, meter))
+    })
 }
 
-/// Classifies by tag.
-pub struct TagClassifier {
+/// Classifies by tag; with `M` it counts memory references.
+pub struct TagClassifier<const M: bool = false> {
     table: Arc<FlowTable>,
     field: Field,
     meter: bool,
@@ -135,7 +135,22 @@ pub struct TagClassifier {
     unknown: u64,
     beyond: u64,
     untagged: u64,
-    mem: MemRefs,
+    mem: MemCount,
+}
+
+impl<const M: bool> TagClassifier<M> {
+    fn new(table: Arc<FlowTable>, field: Field, meter: bool) -> TagClassifier<M> {
+        TagClassifier {
+            table,
+            field,
+            meter,
+            classified: 0,
+            unknown: 0,
+            beyond: 0,
+            untagged: 0,
+            mem: MemCount::default(),
+        }
+    }
 }
 
 /// The flow ID a frame carries in `field`, if it carries one.
@@ -171,9 +186,12 @@ fn tag_of(d: &[u8], field: Field) -> Option<u32> {
     }
 }
 
-impl TagClassifier {
+impl<const M: bool> TagClassifier<M> {
     #[inline(always)]
     fn classify(&mut self, p: &mut Packet) -> usize {
+        if M {
+            self.mem.packets += 1;
+        }
         let Some(tag) = tag_of(p.data(), self.field) else {
             self.untagged += 1;
             return 1;
@@ -182,7 +200,9 @@ impl TagClassifier {
             self.beyond += 1;
             return 1;
         }
-        self.mem.add(1, RECORD_WORDS);
+        if M {
+            self.mem.mem.add(1, RECORD_WORDS);
+        }
         match self.table.lookup_tag(tag) {
             Some(i) => {
                 if self.meter {
@@ -200,7 +220,7 @@ impl TagClassifier {
     }
 }
 
-impl Element for TagClassifier {
+impl<const M: bool> Element for TagClassifier<M> {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         cx.push_classified(batch, |p| Some(self.classify(p)));
     }
@@ -210,9 +230,8 @@ impl Element for TagClassifier {
         s.counter("unknown", self.unknown);
         s.counter("beyond", self.beyond);
         s.counter("untagged", self.untagged);
-        if let Some((r, w)) = self.mem.get() {
-            s.counter("mem_refs", r);
-            s.counter("mem_words", w);
+        if M {
+            self.mem.stats(s);
         }
     }
 }
@@ -257,13 +276,38 @@ mod tests {
         assert_eq!(s.get("untagged"), Some(2));
         let m = ft.meters(29);
         assert_eq!((m.packets, m.bytes), (1, 60));
-        if bricks_qos::memref::ENABLED {
-            // Known, known, unknown: three records read.
-            assert_eq!(s.get("mem_refs"), Some(3));
-            assert_eq!(s.get("mem_words"), Some(24));
-        } else {
-            assert_eq!(s.get("mem_refs"), None);
+        assert_eq!(s.get("mem_refs"), None);
+        assert_eq!(s.get("mem_packets"), None);
+    }
+
+    #[test]
+    fn memrefs_one_reference_of_eight_words_a_packet() {
+        let ft = table("CAPACITY 64, FLOW tag 29 rate 1M, FLOW tag 7 rate 64k");
+        let mut h = harness(&CLASS, "ft, MEMREFS true", &ft, 2);
+        // Known, known, unknown (within the table), beyond, untagged.
+        for f in [
+            MPLS_TCP.to_vec(),
+            labelled(&IPV4_UDP, &[(7, 0, 64)]),
+            labelled(&IPV4_UDP, &[(30, 0, 64)]),
+            labelled(&IPV4_UDP, &[(64, 0, 64)]),
+            IPV4_UDP.to_vec(),
+        ] {
+            h.push_bytes(0, &f);
         }
+        let s = h.stats();
+        assert_eq!(s.get("mem_packets"), Some(5));
+        // Three records read: one reference of 8 words each.
+        assert_eq!(s.get("mem_refs"), Some(3));
+        assert_eq!(s.get("mem_words"), Some(24));
+        let mut h = harness(&CLASS, "ft, MEMREFS true", &ft, 2);
+        for _ in 0..10 {
+            h.push_bytes(0, &MPLS_TCP);
+        }
+        let s = h.stats();
+        assert_eq!(
+            (s.get("mem_packets"), s.get("mem_refs"), s.get("mem_words")),
+            (Some(10), Some(10), Some(80))
+        );
     }
 
     #[test]

@@ -77,9 +77,10 @@ struct Node<T> {
     next: u32,
 }
 
-/// Approximate sort by deadline in bins.
+/// Approximate sort by deadline in bins; with `M` it counts its memory
+/// references ([`crate::memref`]).
 #[derive(Debug)]
-pub struct BinSort<T> {
+pub struct BinSort<T, const M: bool = false> {
     cfg: BinSortConfig,
     /// `u64::MAX / bin_ns`: bins are found by a multiplication, not a
     /// division (see [`BinSort::bin_of`]).
@@ -104,9 +105,9 @@ pub struct BinSort<T> {
     c: Counters,
 }
 
-impl<T> BinSort<T> {
+impl<T, const M: bool> BinSort<T, M> {
     /// A BinSort shaped by `cfg`; all its memory is reserved now.
-    pub fn new(cfg: BinSortConfig) -> Result<BinSort<T>, OrderError> {
+    pub fn new(cfg: BinSortConfig) -> Result<BinSort<T, M>, OrderError> {
         check_capacity(cfg.capacity)?;
         if cfg.bin_ns == 0 {
             return Err(OrderError::BinWidth);
@@ -153,6 +154,11 @@ impl<T> BinSort<T> {
     /// to `now`; `None` when empty. What [`MdsBinSort`](super::MdsBinSort)
     /// merges on.
     pub fn first_bin(&mut self, now: u64) -> Option<u64> {
+        if self.len > 0 {
+            // Length, base and first bin, counted as a dequeue's (not when
+            // empty: idle polling).
+            memref!(M, self.c, dequeue, 3, 5);
+        }
         self.advance(now);
         (self.len > 0).then_some(self.first)
     }
@@ -193,14 +199,14 @@ impl<T> BinSort<T> {
         let w0 = from / 64;
         let hit = self.bitmap[w0] & (!0u64 << (from % 64));
         if hit != 0 {
-            memref!(self.c, dequeue, 1, 1);
+            // The word just written: nothing more read.
             return w0 * 64 + hit.trailing_zeros() as usize;
         }
         // The next non-empty word after w0, circularly, from the summary;
         // back at w0 itself only its bits before `from` can be set.
         let (w, refs) = self.next_word(w0);
-        memref!(self.c, dequeue, refs + 2, refs + 2);
-        let _ = refs;
+        // The summary words and the bitmap word found.
+        memref!(M, self.c, dequeue, refs + 1, 2 * (refs + 1));
         w * 64 + self.bitmap[w].trailing_zeros() as usize
     }
 
@@ -234,11 +240,11 @@ impl<T> BinSort<T> {
     }
 }
 
-impl<T> Order<T> for BinSort<T> {
+impl<T, const M: bool> Order<T> for BinSort<T, M> {
     #[inline]
     fn enqueue(&mut self, item: T, deadline: u64, now: u64) -> Result<(), T> {
         // Length, base and first bin.
-        memref!(self.c, enqueue, 3, 3);
+        memref!(M, self.c, enqueue, 3, 5);
         if self.len == self.cfg.capacity {
             self.c.drops += 1;
             return Err(item);
@@ -270,13 +276,13 @@ impl<T> Order<T> for BinSort<T> {
             let w = slot / 64;
             self.bitmap[w] |= 1 << (slot % 64);
             self.summary[w / 64] |= 1 << (w % 64);
-            // Free list, the node (next, handle, deadline: one line, three
-            // words), head, tail, bitmap word.
-            memref!(self.c, enqueue, 5, 7);
+            // Free list, the node (handle, deadline, link: one line, five
+            // words), head, tail, bitmap word, summary word.
+            memref!(M, self.c, enqueue, 6, 12);
         } else {
             self.nodes[t as usize].next = node;
             // Free list, the node, the old tail's link, tail.
-            memref!(self.c, enqueue, 4, 6);
+            memref!(M, self.c, enqueue, 4, 8);
         }
         self.tail[slot] = node;
         if self.len == 0 || bin < self.first {
@@ -289,12 +295,13 @@ impl<T> Order<T> for BinSort<T> {
 
     #[inline]
     fn dequeue(&mut self, now: u64) -> Option<T> {
-        // Length, base and first bin.
-        memref!(self.c, dequeue, 3, 3);
         self.advance(now);
         if self.len == 0 {
+            // Idle polling, not counted.
             return None;
         }
+        // Length, base and first bin.
+        memref!(M, self.c, dequeue, 3, 5);
         let slot = (self.first & self.mask) as usize;
         let node = self.head[slot];
         let ni = node as usize;
@@ -306,16 +313,19 @@ impl<T> Order<T> for BinSort<T> {
         nd.next = self.free;
         self.free = node;
         self.len -= 1;
-        // Head, the node (three words), free list.
-        memref!(self.c, dequeue, 3, 5);
+        // Head, the node (five words), free list.
+        memref!(M, self.c, dequeue, 3, 7);
         if nx == NIL {
             self.tail[slot] = NIL;
             let w = slot / 64;
             self.bitmap[w] &= !(1 << (slot % 64));
+            // Tail and bitmap word, and the summary word when the bitmap
+            // word empties.
+            memref!(M, self.c, dequeue, 2, 3);
             if self.bitmap[w] == 0 {
                 self.summary[w / 64] &= !(1 << (w % 64));
+                memref!(M, self.c, dequeue, 1, 2);
             }
-            memref!(self.c, dequeue, 2, 2);
             if self.len > 0 {
                 let s = self.scan_from(slot);
                 let ahead = (s as u64).wrapping_sub(slot as u64) & self.mask;
@@ -358,7 +368,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn bs(capacity: usize, bins: usize, beyond: Beyond) -> BinSort<u64> {
-        BinSort::new(BinSortConfig {
+        BinSort::<_>::new(BinSortConfig {
             capacity,
             bin_ns: MS,
             bins,
@@ -486,7 +496,7 @@ mod tests {
             // Time moves at most bins/2 bins in all; deadlines reach at
             // most bins/2 bins ahead: nothing can fall outside the window.
             let half = (bins as u64 * w / 2).max(1);
-            let mut b = BinSort::new(BinSortConfig {
+            let mut b = BinSort::<_>::new(BinSortConfig {
                 capacity: cap, bin_ns: w, bins, beyond: Beyond::Reject,
             }).unwrap();
             let mut now = start * w;

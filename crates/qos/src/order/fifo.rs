@@ -7,18 +7,19 @@
 
 use super::{check_capacity, memref, Counters, Order, OrderError};
 
-/// A bounded FIFO in a circular array.
+/// A bounded FIFO in a circular array; with `M` it counts its memory
+/// references ([`crate::memref`]).
 #[derive(Debug)]
-pub struct Fifo<T> {
+pub struct Fifo<T, const M: bool = false> {
     slots: Box<[Option<(T, u64)>]>,
     head: usize,
     len: usize,
     c: Counters,
 }
 
-impl<T> Fifo<T> {
+impl<T, const M: bool> Fifo<T, M> {
     /// A FIFO holding at most `capacity` items.
-    pub fn new(capacity: usize) -> Result<Fifo<T>, OrderError> {
+    pub fn new(capacity: usize) -> Result<Fifo<T, M>, OrderError> {
         check_capacity(capacity)?;
         Ok(Fifo {
             slots: (0..capacity).map(|_| None).collect(),
@@ -34,11 +35,11 @@ impl<T> Fifo<T> {
     }
 }
 
-impl<T> Order<T> for Fifo<T> {
+impl<T, const M: bool> Order<T> for Fifo<T, M> {
     #[inline]
     fn enqueue(&mut self, item: T, deadline: u64, _now: u64) -> Result<(), T> {
-        // head and length (2 words, 2 references).
-        memref!(self.c, enqueue, 2, 2);
+        // Head and length.
+        memref!(M, self.c, enqueue, 2, 2);
         let cap = self.slots.len();
         if self.len == cap {
             self.c.drops += 1;
@@ -50,25 +51,28 @@ impl<T> Order<T> for Fifo<T> {
         }
         self.slots[tail] = Some((item, deadline));
         self.len += 1;
-        // The slot (handle and deadline) and the new length.
-        memref!(self.c, enqueue, 2, 3);
+        // The slot (handle and deadline).
+        memref!(M, self.c, enqueue, 1, 4);
         self.c.accepted(self.len);
         Ok(())
     }
 
     #[inline]
     fn dequeue(&mut self, now: u64) -> Option<T> {
-        memref!(self.c, dequeue, 2, 2);
         if self.len == 0 {
+            // Idle polling, not counted.
             return None;
         }
+        // Head and length.
+        memref!(M, self.c, dequeue, 2, 2);
         let (item, deadline) = self.slots[self.head].take()?;
         self.head += 1;
         if self.head == self.slots.len() {
             self.head = 0;
         }
         self.len -= 1;
-        memref!(self.c, dequeue, 3, 4);
+        // The slot.
+        memref!(M, self.c, dequeue, 1, 4);
         self.c.released(deadline, now);
         Some(item)
     }
@@ -103,7 +107,7 @@ mod tests {
 
     #[test]
     fn order_wrap_and_tail_drop() {
-        let mut f = Fifo::new(3).unwrap();
+        let mut f = Fifo::<_>::new(3).unwrap();
         for round in 0..5u32 {
             for i in 0..4u32 {
                 let r = f.enqueue(round * 10 + i, 0, 0);
@@ -122,7 +126,7 @@ mod tests {
 
     #[test]
     fn late_counted_against_the_clock() {
-        let mut f = Fifo::new(4).unwrap();
+        let mut f = Fifo::<_>::new(4).unwrap();
         f.enqueue(1u8, 100, 0).unwrap();
         f.enqueue(2u8, 300, 0).unwrap();
         assert_eq!(f.peek_deadline(), Some(100));

@@ -7,10 +7,11 @@
 
 use super::{check_capacity, Counters, Fifo, Order, OrderError};
 
-/// FIFOs replicated by a hash of the destination.
+/// FIFOs replicated by a hash of the destination; with `M` its replicas
+/// count their memory references ([`crate::memref`]).
 #[derive(Debug)]
-pub struct HashFifo<T> {
-    replicas: Box<[Fifo<T>]>,
+pub struct HashFifo<T, const M: bool = false> {
+    replicas: Box<[Fifo<T, M>]>,
     /// Where [`HashFifo::dequeue_among`] resumes its round robin.
     next: usize,
     /// Items held in all, and the most ever held.
@@ -18,10 +19,10 @@ pub struct HashFifo<T> {
     highwater: usize,
 }
 
-impl<T> HashFifo<T> {
+impl<T, const M: bool> HashFifo<T, M> {
     /// `replicas` FIFOs sharing `capacity` (each holds `capacity /
     /// replicas`, the first ones one more when it does not divide).
-    pub fn new(capacity: usize, replicas: usize) -> Result<HashFifo<T>, OrderError> {
+    pub fn new(capacity: usize, replicas: usize) -> Result<HashFifo<T, M>, OrderError> {
         check_capacity(capacity)?;
         if replicas == 0 || replicas > 1024 || replicas > capacity {
             return Err(OrderError::Replicas(replicas));
@@ -99,7 +100,7 @@ impl<T> HashFifo<T> {
     }
 }
 
-impl<T> Order<T> for HashFifo<T> {
+impl<T, const M: bool> Order<T> for HashFifo<T, M> {
     /// Without a destination every item goes to replica 0: use
     /// [`HashFifo::enqueue_hashed`].
     fn enqueue(&mut self, item: T, deadline: u64, now: u64) -> Result<(), T> {
@@ -154,7 +155,7 @@ mod tests {
 
     #[test]
     fn dequeue_among_serves_only_its_replicas_round_robin() {
-        let mut h = HashFifo::new(40, 4).unwrap();
+        let mut h = HashFifo::<_>::new(40, 4).unwrap();
         // One item per replica, twice.
         for round in 0..2u32 {
             for r in 0..4u32 {
@@ -172,7 +173,7 @@ mod tests {
 
     #[test]
     fn full_replica_drops_even_with_room_elsewhere() {
-        let mut h = HashFifo::new(4, 2).unwrap();
+        let mut h = HashFifo::<_>::new(4, 2).unwrap();
         h.enqueue_hashed(1, 'a', 0, 0).unwrap();
         h.enqueue_hashed(1, 'b', 0, 0).unwrap();
         assert_eq!(h.enqueue_hashed(1, 'c', 0, 0), Err('c'));
@@ -183,7 +184,7 @@ mod tests {
 
     #[test]
     fn highwater_of_the_whole() {
-        let mut h = HashFifo::new(8, 2).unwrap();
+        let mut h = HashFifo::<_>::new(8, 2).unwrap();
         h.enqueue_hashed(0, 1, 0, 0).unwrap();
         h.enqueue_hashed(0, 2, 0, 0).unwrap();
         assert_eq!(h.dequeue_from(0, 0), Some(1));
@@ -203,7 +204,7 @@ mod tests {
             outputs in 1usize..4,
             ops in prop::collection::vec((any::<bool>(), 0u32..8, 0usize..4), 0..400),
         ) {
-            let mut h = HashFifo::new(64, replicas).unwrap();
+            let mut h = HashFifo::<_>::new(64, replicas).unwrap();
             let mut sent: Vec<Vec<u32>> = vec![Vec::new(); 8];
             let mut got: Vec<Vec<u32>> = vec![Vec::new(); 8];
             let mut seq = 0u32;

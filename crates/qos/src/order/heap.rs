@@ -15,18 +15,19 @@ struct Entry<T> {
     item: T,
 }
 
-/// A bounded binary min-heap of items by (deadline, arrival).
+/// A bounded binary min-heap of items by (deadline, arrival); with `M`
+/// it counts its memory references ([`crate::memref`]).
 #[derive(Debug)]
-pub struct DeadlineHeap<T> {
+pub struct DeadlineHeap<T, const M: bool = false> {
     heap: Vec<Entry<T>>,
     capacity: usize,
     seq: u64,
     c: Counters,
 }
 
-impl<T> DeadlineHeap<T> {
+impl<T, const M: bool> DeadlineHeap<T, M> {
     /// A heap holding at most `capacity` items; its memory is reserved now.
-    pub fn new(capacity: usize) -> Result<DeadlineHeap<T>, OrderError> {
+    pub fn new(capacity: usize) -> Result<DeadlineHeap<T, M>, OrderError> {
         check_capacity(capacity)?;
         Ok(DeadlineHeap {
             heap: Vec::with_capacity(capacity),
@@ -44,14 +45,14 @@ impl<T> DeadlineHeap<T> {
     fn sift_up(&mut self, mut i: usize) {
         while i > 0 {
             let parent = (i - 1) / 2;
-            // The parent's key (2 words).
-            memref!(self.c, enqueue, 1, 2);
+            // The parent's key.
+            memref!(M, self.c, enqueue, 1, 4);
             if self.heap[parent].key <= self.heap[i].key {
                 break;
             }
             self.heap.swap(parent, i);
-            // Two entries rewritten (key and handle: 3 words each).
-            memref!(self.c, enqueue, 2, 6);
+            // Two entries rewritten (key and handle).
+            memref!(M, self.c, enqueue, 2, 12);
             i = parent;
         }
     }
@@ -65,9 +66,9 @@ impl<T> DeadlineHeap<T> {
             }
             let r = l + 1;
             let mut m = l;
-            memref!(self.c, dequeue, 1, 2);
+            memref!(M, self.c, dequeue, 1, 4);
             if r < n {
-                memref!(self.c, dequeue, 1, 2);
+                memref!(M, self.c, dequeue, 1, 4);
                 if self.heap[r].key < self.heap[l].key {
                     m = r;
                 }
@@ -76,16 +77,17 @@ impl<T> DeadlineHeap<T> {
                 break;
             }
             self.heap.swap(i, m);
-            memref!(self.c, dequeue, 2, 6);
+            memref!(M, self.c, dequeue, 2, 12);
             i = m;
         }
     }
 }
 
-impl<T> Order<T> for DeadlineHeap<T> {
+impl<T, const M: bool> Order<T> for DeadlineHeap<T, M> {
     #[inline]
     fn enqueue(&mut self, item: T, deadline: u64, _now: u64) -> Result<(), T> {
-        memref!(self.c, enqueue, 2, 2);
+        // Length and sequence.
+        memref!(M, self.c, enqueue, 2, 3);
         if self.heap.len() == self.capacity {
             self.c.drops += 1;
             return Err(item);
@@ -93,7 +95,8 @@ impl<T> Order<T> for DeadlineHeap<T> {
         let key = (u128::from(deadline) << 64) | u128::from(self.seq);
         self.seq = self.seq.wrapping_add(1);
         self.heap.push(Entry { key, item });
-        memref!(self.c, enqueue, 2, 4);
+        // The new entry.
+        memref!(M, self.c, enqueue, 1, 6);
         let i = self.heap.len() - 1;
         self.sift_up(i);
         self.c.accepted(self.heap.len());
@@ -102,14 +105,17 @@ impl<T> Order<T> for DeadlineHeap<T> {
 
     #[inline]
     fn dequeue(&mut self, now: u64) -> Option<T> {
-        memref!(self.c, dequeue, 1, 1);
         if self.heap.is_empty() {
+            // Idle polling, not counted.
             return None;
         }
+        // Length.
+        memref!(M, self.c, dequeue, 1, 1);
         let last = self.heap.len() - 1;
         self.heap.swap(0, last);
         let e = self.heap.pop()?;
-        memref!(self.c, dequeue, 3, 9);
+        // The root (read, then overwritten) and the last entry.
+        memref!(M, self.c, dequeue, 2, 12);
         self.sift_down(0);
         self.c.released((e.key >> 64) as u64, now);
         Some(e.item)
@@ -146,7 +152,7 @@ mod tests {
 
     #[test]
     fn equal_deadlines_keep_arrival_order() {
-        let mut h = DeadlineHeap::new(8).unwrap();
+        let mut h = DeadlineHeap::<_>::new(8).unwrap();
         for (i, d) in [5u64, 3, 5, 3, 1].into_iter().enumerate() {
             h.enqueue(i, d, 0).unwrap();
         }
@@ -157,7 +163,7 @@ mod tests {
 
     #[test]
     fn full_heap_drops_and_counts() {
-        let mut h = DeadlineHeap::new(2).unwrap();
+        let mut h = DeadlineHeap::<_>::new(2).unwrap();
         h.enqueue(0u8, 9, 0).unwrap();
         h.enqueue(1u8, 8, 0).unwrap();
         assert_eq!(h.enqueue(2u8, 1, 0), Err(2));
@@ -185,7 +191,7 @@ mod tests {
         /// item of a stable sort of what is held by deadline.
         #[test]
         fn heap_is_an_exact_stable_sort(ops in ops(), cap in 1usize..64) {
-            let mut h = DeadlineHeap::new(cap).unwrap();
+            let mut h = DeadlineHeap::<_>::new(cap).unwrap();
             let mut model: std::collections::BTreeSet<(u64, u64)> = Default::default();
             let mut seq = 0u64;
             for op in ops {
@@ -214,7 +220,7 @@ mod tests {
         /// sorted (stably) by deadline.
         #[test]
         fn heap_sorts_like_sort(ds in prop::collection::vec(0u64..1_000, 0..300)) {
-            let mut h = DeadlineHeap::new(300).unwrap();
+            let mut h = DeadlineHeap::<_>::new(300).unwrap();
             for (i, &d) in ds.iter().enumerate() {
                 h.enqueue(i, d, 0).unwrap();
             }

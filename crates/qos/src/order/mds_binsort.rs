@@ -29,10 +29,11 @@ pub enum Spread {
     Random(u64),
 }
 
-/// Replicated BinSort.
+/// Replicated BinSort; with `M` its replicas count their memory
+/// references ([`crate::memref`]).
 #[derive(Debug)]
-pub struct MdsBinSort<T> {
-    replicas: Box<[BinSort<T>]>,
+pub struct MdsBinSort<T, const M: bool = false> {
+    replicas: Box<[BinSort<T, M>]>,
     spread: Spread,
     rng: u64,
     rr: usize,
@@ -43,7 +44,7 @@ pub struct MdsBinSort<T> {
     highwater: usize,
 }
 
-impl<T> MdsBinSort<T> {
+impl<T, const M: bool> MdsBinSort<T, M> {
     /// `replicas` BinSorts shaped like `cfg`, sharing `cfg.capacity`
     /// (each holds `capacity / replicas`, the first ones one more when it
     /// does not divide).
@@ -51,7 +52,7 @@ impl<T> MdsBinSort<T> {
         cfg: BinSortConfig,
         replicas: usize,
         spread: Spread,
-    ) -> Result<MdsBinSort<T>, OrderError> {
+    ) -> Result<MdsBinSort<T, M>, OrderError> {
         super::check_capacity(cfg.capacity)?;
         if replicas == 0 || replicas > 1024 || replicas > cfg.capacity {
             return Err(OrderError::Replicas(replicas));
@@ -87,7 +88,7 @@ impl<T> MdsBinSort<T> {
     }
 
     /// Replica `r`.
-    pub fn replica(&self, r: usize) -> Option<&BinSort<T>> {
+    pub fn replica(&self, r: usize) -> Option<&BinSort<T, M>> {
         self.replicas.get(r)
     }
 
@@ -156,7 +157,7 @@ impl<T> MdsBinSort<T> {
     }
 }
 
-impl<T> Order<T> for MdsBinSort<T> {
+impl<T, const M: bool> Order<T> for MdsBinSort<T, M> {
     #[inline]
     fn enqueue(&mut self, item: T, deadline: u64, now: u64) -> Result<(), T> {
         let n = self.replicas.len();
@@ -222,7 +223,7 @@ mod tests {
             bins: 64,
             ..Default::default()
         };
-        MdsBinSort::new(cfg, n, spread).unwrap()
+        MdsBinSort::<_>::new(cfg, n, spread).unwrap()
     }
 
     #[test]

@@ -18,14 +18,12 @@
 //! deadlines are nanoseconds on the caller's clock (bricks' engine clock,
 //! so runs are repeatable with `--clock trace`).
 //!
-//! With the `memrefs` feature each structure also counts, per operation,
-//! the memory references it makes and the words it touches, in the units
-//! of [`crate::memref`]: 8-byte words (a packet handle, a deadline or an
-//! index is one word, a heap key two), and one reference per separate
-//! location read or written (a slot, a node, a bin's head or tail, a
-//! bitmap word, the structure's own length and indices), not the packet
-//! bytes. The paper's 32-bit words are twice as many. Without the feature
-//! the counting code is compiled out.
+//! Every structure takes a `const M: bool` (default `false`): with `M =
+//! true` it also counts, per operation, the memory references it makes
+//! and the 32-bit words it touches ([`Counters::memrefs`]), by the table
+//! of [`crate::memref`]; with `M = false` the counting code is compiled
+//! out and the counts stay zero. `Fifo::<u64>::new(..)` does not count,
+//! `BinSort::<u64, true>::new(..)` does.
 
 mod binsort;
 mod fifo;
@@ -38,6 +36,8 @@ pub use fifo::Fifo;
 pub use hash_fifo::HashFifo;
 pub use heap::DeadlineHeap;
 pub use mds_binsort::{MdsBinSort, Spread};
+
+use crate::memref::QueueMemRefs;
 
 /// Most packets any ordering structure holds (16 Mi): indices fit in 32
 /// bits with room for a "none" value.
@@ -93,8 +93,9 @@ pub struct Counters {
     /// last bin (`Beyond::Clamp`) or dropped (`Beyond::Reject`, also in
     /// `drops`).
     pub beyond: u64,
-    /// Memory references and words per operation (`memrefs` feature).
-    pub memrefs: MemRefs,
+    /// Memory references and words by operation; zero unless the
+    /// structure counts (`M = true`).
+    pub memrefs: QueueMemRefs,
 }
 
 impl Counters {
@@ -107,7 +108,7 @@ impl Counters {
         self.late += o.late;
         self.late_bins += o.late_bins;
         self.beyond += o.beyond;
-        self.memrefs.add(&o.memrefs);
+        self.memrefs.merge(&o.memrefs);
     }
 
     #[inline(always)]
@@ -123,45 +124,13 @@ impl Counters {
     }
 }
 
-/// Memory references made and 32-bit words touched, by operation. Always
-/// zero unless bricks-qos is built with the `memrefs` feature.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MemRefs {
-    /// References made by enqueues (drops included).
-    pub enqueue_refs: u64,
-    /// Words touched by enqueues.
-    pub enqueue_words: u64,
-    /// References made by dequeues.
-    pub dequeue_refs: u64,
-    /// Words touched by dequeues.
-    pub dequeue_words: u64,
-}
-
-impl MemRefs {
-    fn add(&mut self, o: &MemRefs) {
-        self.enqueue_refs += o.enqueue_refs;
-        self.enqueue_words += o.enqueue_words;
-        self.dequeue_refs += o.dequeue_refs;
-        self.dequeue_words += o.dequeue_words;
-    }
-}
-
 /// Counts `$refs` references touching `$words` words for operation `$op`
-/// (`enqueue` or `dequeue`) in counters `$c`, when `memrefs` is on; nothing
-/// otherwise.
+/// (`enqueue` or `dequeue`) in counters `$c` when `$m` (the structure's
+/// const parameter) is true; compiled out otherwise.
 macro_rules! memref {
-    ($c:expr, enqueue, $refs:expr, $words:expr) => {
-        #[cfg(feature = "memrefs")]
-        {
-            $c.memrefs.enqueue_refs += $refs as u64;
-            $c.memrefs.enqueue_words += $words as u64;
-        }
-    };
-    ($c:expr, dequeue, $refs:expr, $words:expr) => {
-        #[cfg(feature = "memrefs")]
-        {
-            $c.memrefs.dequeue_refs += $refs as u64;
-            $c.memrefs.dequeue_words += $words as u64;
+    ($m:expr, $c:expr, $op:ident, $refs:expr, $words:expr) => {
+        if $m {
+            $c.memrefs.$op.add($refs as u64, $words as u64);
         }
     };
 }
@@ -213,24 +182,27 @@ impl std::fmt::Display for OrderError {
 
 impl std::error::Error for OrderError {}
 
-#[cfg(all(test, feature = "memrefs"))]
+#[cfg(test)]
 mod memref_tests {
     use super::*;
+    use crate::memref::MemRefs;
+
+    fn m(refs: u64, words: u64) -> MemRefs {
+        MemRefs { refs, words }
+    }
 
     /// References per enqueue + dequeue pair with `n` items held.
     fn per_pair<O: Order<u64>>(mut o: O, n: u64) -> f64 {
         for i in 0..n {
             o.enqueue(i, 1 + (i * 7919) % 1_000_000, 0).unwrap();
         }
-        let before = o.counters().memrefs;
+        let before = o.counters().memrefs.total();
         for i in 0..1000 {
             o.enqueue(i, 1 + (i * 104_729) % 1_000_000, 0).unwrap();
             o.dequeue(0).unwrap();
         }
-        let after = o.counters().memrefs;
-        let refs =
-            after.enqueue_refs + after.dequeue_refs - before.enqueue_refs - before.dequeue_refs;
-        refs as f64 / 1000.0
+        let after = o.counters().memrefs.total();
+        (after.refs - before.refs) as f64 / 1000.0
     }
 
     #[test]
@@ -239,13 +211,109 @@ mod memref_tests {
             capacity,
             ..Default::default()
         };
-        let b10 = per_pair(BinSort::new(cfg(20)).unwrap(), 10);
-        let b10k = per_pair(BinSort::new(cfg(20_000)).unwrap(), 10_000);
-        let h10 = per_pair(DeadlineHeap::new(20).unwrap(), 10);
-        let h10k = per_pair(DeadlineHeap::new(20_000).unwrap(), 10_000);
-        let f = per_pair(Fifo::new(20_000).unwrap(), 10_000);
+        let b10 = per_pair(BinSort::<u64, true>::new(cfg(20)).unwrap(), 10);
+        let b10k = per_pair(BinSort::<u64, true>::new(cfg(20_000)).unwrap(), 10_000);
+        let h10 = per_pair(DeadlineHeap::<u64, true>::new(20).unwrap(), 10);
+        let h10k = per_pair(DeadlineHeap::<u64, true>::new(20_000).unwrap(), 10_000);
+        let f = per_pair(Fifo::<u64, true>::new(20_000).unwrap(), 10_000);
         assert!(b10k <= b10 + 3.0, "BinSort {b10} -> {b10k}");
         assert!(h10k > h10 * 2.0, "heap {h10} -> {h10k}");
-        assert!(f <= 10.0, "FIFO {f}");
+        assert_eq!(f, 6.0, "FIFO");
+    }
+
+    #[test]
+    fn not_counting_counts_nothing() {
+        let mut b = BinSort::<u64>::new(BinSortConfig::default()).unwrap();
+        let mut h = DeadlineHeap::<u64>::new(8).unwrap();
+        let mut f = Fifo::<u64>::new(8).unwrap();
+        for i in 0..4 {
+            b.enqueue(i, i * 1_000_000, 0).unwrap();
+            h.enqueue(i, 10 - i, 0).unwrap();
+            f.enqueue(i, 0, 0).unwrap();
+        }
+        for _ in 0..5 {
+            b.dequeue(0);
+            h.dequeue(0);
+            f.dequeue(0);
+        }
+        let zero = QueueMemRefs::default();
+        assert_eq!(b.counters().memrefs, zero);
+        assert_eq!(h.counters().memrefs, zero);
+        assert_eq!(f.counters().memrefs, zero);
+    }
+
+    #[test]
+    fn fifo_exact_counts() {
+        let mut f = Fifo::<u64, true>::new(2).unwrap();
+        f.enqueue(1, 0, 0).unwrap();
+        f.enqueue(2, 0, 0).unwrap();
+        assert_eq!(f.enqueue(3, 0, 0), Err(3));
+        assert_eq!(f.counters().memrefs.enqueue, m(3 + 3 + 2, 6 + 6 + 2));
+        f.dequeue(0).unwrap();
+        f.dequeue(0).unwrap();
+        assert_eq!(f.dequeue(0), None);
+        assert_eq!(f.counters().memrefs.dequeue, m(3 + 3, 6 + 6));
+    }
+
+    #[test]
+    fn heap_exact_counts() {
+        let mut h = DeadlineHeap::<u64, true>::new(4).unwrap();
+        // Into an empty heap: no sift.
+        h.enqueue(0, 30, 0).unwrap();
+        assert_eq!(h.counters().memrefs.enqueue, m(3, 9));
+        // Later than its parent: one compare, no swap.
+        h.enqueue(1, 40, 0).unwrap();
+        assert_eq!(h.counters().memrefs.enqueue, m(3 + 3 + 1, 9 + 9 + 4));
+        // Earlier than the root: one compare and one swap.
+        h.enqueue(2, 10, 0).unwrap();
+        assert_eq!(
+            h.counters().memrefs.enqueue,
+            m(7 + 3 + 1 + 2, 22 + 9 + 4 + 12)
+        );
+        // Held [10, 40, 30]: the root goes, 30 moves up, its one child
+        // (40) compared, no swap.
+        assert_eq!(h.dequeue(0), Some(2));
+        assert_eq!(h.counters().memrefs.dequeue, m(3 + 1, 13 + 4));
+        // Held [30, 40]: 40 to the root, no child left.
+        assert_eq!(h.dequeue(0), Some(0));
+        assert_eq!(h.dequeue(0), Some(1));
+        assert_eq!(h.dequeue(0), None);
+        assert_eq!(h.counters().memrefs.dequeue, m(4 + 3 + 3, 17 + 13 + 13));
+    }
+
+    #[test]
+    fn binsort_exact_counts() {
+        let cfg = BinSortConfig {
+            capacity: 3,
+            bin_ns: 1_000,
+            bins: 128,
+            beyond: Beyond::Clamp,
+        };
+        let mut b = BinSort::<u64, true>::new(cfg).unwrap();
+        // Two items in bin 0 (empty, then not), one in bin 100 (in another
+        // bitmap word).
+        b.enqueue(0, 0, 0).unwrap();
+        assert_eq!(b.counters().memrefs.enqueue, m(3 + 6, 5 + 12));
+        b.enqueue(1, 10, 0).unwrap();
+        b.enqueue(2, 100_000, 0).unwrap();
+        assert_eq!(
+            b.counters().memrefs.enqueue,
+            m(9 + 3 + 4 + 3 + 6, 17 + 5 + 8 + 5 + 12)
+        );
+        // Full: refused after the first line.
+        assert_eq!(b.enqueue(3, 0, 0), Err(3));
+        assert_eq!(b.counters().memrefs.enqueue, m(25 + 3, 47 + 5));
+        // Bin 0 keeps one item.
+        assert_eq!(b.dequeue(0), Some(0));
+        assert_eq!(b.counters().memrefs.dequeue, m(6, 12));
+        // Bin 0 empties (its bitmap word too): the next bin is found from
+        // the summary (one word) and bitmap word 1.
+        assert_eq!(b.dequeue(0), Some(1));
+        assert_eq!(b.counters().memrefs.dequeue, m(12 + 3 + 2, 24 + 5 + 4));
+        // The last item: its bin and bitmap word empty, nothing held after.
+        assert_eq!(b.dequeue(0), Some(2));
+        assert_eq!(b.counters().memrefs.dequeue, m(17 + 6 + 3, 33 + 12 + 5));
+        assert_eq!(b.dequeue(0), None);
+        assert_eq!(b.counters().memrefs.dequeue, m(26, 50));
     }
 }
