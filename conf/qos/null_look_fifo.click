@@ -19,7 +19,6 @@
 //   bricks run conf/qos/null_look_fifo.click
 
 elementclass NullLookFifo {
-
   // Routes of the router's own packets only (ICMP errors);
   // output 4: the router's own addresses, 5: broadcasts.
   rt :: RadixIPLookup(
@@ -50,24 +49,57 @@ elementclass NullLookFifo {
 
   // Classification and route selection.
   // The shim's hop count N says where the IP header starts (20 + 6 N).
-  hops :: Classifier(14/02 15/01, 14/02 15/02, 14/02 15/03, 14/02 15/04, 14/02 15/05, 14/02 15/06, 14/02 15/07, 14/02 15/08, 14/02 15/09, 14/02 15/0a, 14/02 15/0b, 14/02 15/0c, 14/02 15/0d, 14/02 15/0e, 14/02 15/0f, 14/02 15/10, -);
+  hops :: Classifier(
+    14/02 15/01,
+    14/02 15/02,
+    14/02 15/03,
+    14/02 15/04,
+    14/02 15/05,
+    14/02 15/06,
+    14/02 15/07,
+    14/02 15/08,
+    14/02 15/09,
+    14/02 15/0a,
+    14/02 15/0b,
+    14/02 15/0c,
+    14/02 15/0d,
+    14/02 15/0e,
+    14/02 15/0f,
+    14/02 15/10,
+    -);
   hops[16] -> bad_route :: Discard;
-  hops[0] -> CheckIPHeader(OFFSET 26, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[1] -> CheckIPHeader(OFFSET 32, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[2] -> CheckIPHeader(OFFSET 38, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[3] -> CheckIPHeader(OFFSET 44, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[4] -> CheckIPHeader(OFFSET 50, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[5] -> CheckIPHeader(OFFSET 56, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[6] -> CheckIPHeader(OFFSET 62, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[7] -> CheckIPHeader(OFFSET 68, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[8] -> CheckIPHeader(OFFSET 74, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[9] -> CheckIPHeader(OFFSET 80, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[10] -> CheckIPHeader(OFFSET 86, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[11] -> CheckIPHeader(OFFSET 92, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[12] -> CheckIPHeader(OFFSET 98, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[13] -> CheckIPHeader(OFFSET 104, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[14] -> CheckIPHeader(OFFSET 110, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
-  hops[15] -> CheckIPHeader(OFFSET 116, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true) -> srl;
+  hops[0] -> CheckIPHeader(OFFSET 26, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[1] -> CheckIPHeader(OFFSET 32, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[2] -> CheckIPHeader(OFFSET 38, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[3] -> CheckIPHeader(OFFSET 44, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[4] -> CheckIPHeader(OFFSET 50, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[5] -> CheckIPHeader(OFFSET 56, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[6] -> CheckIPHeader(OFFSET 62, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[7] -> CheckIPHeader(OFFSET 68, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[8] -> CheckIPHeader(OFFSET 74, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[9] -> CheckIPHeader(OFFSET 80, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[10] -> CheckIPHeader(OFFSET 86, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[11] -> CheckIPHeader(OFFSET 92, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[12] -> CheckIPHeader(OFFSET 98, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[13] -> CheckIPHeader(OFFSET 104, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[14] -> CheckIPHeader(OFFSET 110, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
+  hops[15] -> CheckIPHeader(OFFSET 116, INTERFACES 10.0.0.1/24 10.0.1.1/24 10.0.2.1/24 10.0.3.1/24, MARTIANS true)
+      -> srl;
   srl :: SourceRouteLookup -> SourceRouteDecap -> Strip(14) -> ps :: PaintSwitch;
 
   // Port 0: 10.0.0.1/24, 02:00:0a:00:00:01.

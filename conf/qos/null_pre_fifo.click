@@ -18,7 +18,6 @@
 //   bricks run conf/qos/null_pre_fifo.click
 
 elementclass NullPreFifo {
-
   // Routes of every packet (route selection "pre");
   // output 4: the router's own addresses, 5: broadcasts.
   rt :: RadixIPLookup(

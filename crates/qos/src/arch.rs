@@ -74,18 +74,21 @@
 //!   at that offset before the hop is read (`CheckIPHeader` also sets the
 //!   destination annotation, which the hop then overrides). The router
 //!   then removes the shim (`SourceRouteDecap`) and forwards plain IPv4:
-//!   bricks' Baseline router is the last source-routed hop; a route's
-//!   remaining hops, if any, leave with the shim (a chain of source-routed
-//!   routers would forward the shimmed frame without the IP path).
-//!   Frames without a valid shim are dropped and counted (`srl`,
-//!   `bad_route`).
+//!   bricks' Baseline router is the last hop of the source-routed path,
+//!   and hops left in the shim after its own are discarded with it (a
+//!   router in the middle of such a path would forward the shimmed frame
+//!   by its hop alone, without the IP path, which these configurations,
+//!   being IPv4 routers, do not do). Frames without a valid shim are
+//!   dropped and counted (`bad_route`, `srl`'s counters, `ps.drops` for
+//!   an output port the router lacks).
 //!
 //! # Ordering
 //!
 //! - `fifo`: a `FIFOQueue` per output port (a circular array, §5).
 //! - `sort`: Virtual Clock deadlines, then an `MDSBinSortQueue` per output
 //!   port (§6: "architectures with sort use MDS-BinSort"; 1 ms bins, 1,024
-//!   bins). For `tag` and `match`, `VirtualClock(TABLE ft)` stamps each
+//!   bins; one replica, since one `ToDevice` dequeues each port, where the
+//!   paper gives a BinSort to every four dequeuing threads). For `tag` and `match`, `VirtualClock(TABLE ft)` stamps each
 //!   packet from its flow's reserved rate, so a flow sending beyond its
 //!   reservation is sent after the flows within theirs; packets without a
 //!   flow (the router's ICMP errors) are stamped at the link rate
@@ -460,7 +463,12 @@ impl Arch {
         // The routing table: the router's own addresses first.
         let _ = writeln!(
             w,
-            "\n  // Routes {};\n  // output {n}: the router's own addresses, {}: broadcasts.",
+            "{}  // Routes {};\n  // output {n}: the router's own addresses, {}: broadcasts.",
+            if self.classify == Classify::Null {
+                ""
+            } else {
+                "\n"
+            },
             match self.route {
                 Route::Pre => "of every packet (route selection \"pre\")",
                 Route::Look => "of the router's own packets only (ICMP errors)",
@@ -521,12 +529,16 @@ impl Arch {
                     w,
                     "  // The shim's hop count N says where the IP header starts (20 + 6 N)."
                 );
-                let _ = writeln!(w, "  {served} :: Classifier({}, -);", pats.join(", "));
+                let _ = writeln!(
+                    w,
+                    "  {served} :: Classifier(\n    {},\n    -);",
+                    pats.join(",\n    ")
+                );
                 let _ = writeln!(w, "  {served}[{}] -> bad_route :: Discard;", pats.len());
                 for k in 1..=crate::sroute::MAX_HOPS {
                     let _ = writeln!(
                         w,
-                        "  {served}[{}] -> {} -> srl;",
+                        "  {served}[{}] -> {}\n      -> srl;",
                         k - 1,
                         check(Some(
                             14 + crate::sroute::HEADER_LEN + crate::sroute::HOP_LEN * k
