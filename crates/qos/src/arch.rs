@@ -336,6 +336,28 @@ impl Params {
         [0x02, 0x00, 0x0a, 0x00, i as u8, 0x01]
     }
 
+    /// The Ethernet address of the neighbour on port `i`,
+    /// `02:00:0a:00:ii:02`.
+    pub fn neighbour_ether(i: usize) -> [u8; 6] {
+        [0x02, 0x00, 0x0a, 0x00, i as u8, 0x02]
+    }
+
+    /// The frame in which the neighbour on port `i` asks for the router's
+    /// address (an ARP request, RFC 826, padded to 60 bytes). The router
+    /// answers it and learns the neighbour from it, so a source that
+    /// starts with it needs no ARP reply later (see [`Io::Custom`]).
+    pub fn neighbour_arp_request(i: usize) -> Vec<u8> {
+        let mut f = vec![0xff; 6];
+        f.extend_from_slice(&Params::neighbour_ether(i));
+        f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+        f.extend_from_slice(&Params::neighbour_ether(i));
+        f.extend_from_slice(&Params::neighbour(i).octets());
+        f.extend_from_slice(&[0; 6]);
+        f.extend_from_slice(&Params::address(i).octets());
+        f.resize(60, 0);
+        f
+    }
+
     fn ether_text(i: usize) -> String {
         let e = Params::ether(i);
         format!(
@@ -365,7 +387,11 @@ pub enum Io {
     /// pushes the frames received on port `i` (written as `INPUT -> [i]r`),
     /// `outputs[i]` one that pulls the frames sent on port `i` (written as
     /// `r[i] -> OUTPUT`, e.g. `Unqueue -> Discard`). Both need one entry
-    /// per port.
+    /// per port. Next hops are resolved by ARP as on a wire: a packet to a
+    /// neighbour the router does not know yet waits for an ARP reply and
+    /// is dropped after two unanswered retries, so an in-memory source
+    /// should first send each neighbour's request for the router's
+    /// address ([`Params::neighbour_arp_request`]).
     Custom {
         /// Sources, one per port.
         inputs: Vec<String>,
@@ -737,6 +763,18 @@ mod tests {
         assert_eq!(Arch::ALL[9].name(), "tag_look_sort");
         assert_eq!(Arch::ALL[9].class_name(), "TagLookSort");
         assert!("tag_look_heap".parse::<Arch>().is_err());
+    }
+
+    #[test]
+    fn neighbour_arp_request_is_a_request_for_the_port_address() {
+        let f = Params::neighbour_arp_request(2);
+        assert_eq!(f.len(), 60);
+        assert_eq!(&f[0..6], &[0xff; 6]);
+        assert_eq!(&f[12..14], &[0x08, 0x06]);
+        assert_eq!(&f[20..22], &[0, 1]);
+        assert_eq!(&f[22..28], &[0x02, 0x00, 0x0a, 0x00, 2, 0x02]);
+        assert_eq!(&f[28..32], &[10, 0, 2, 2]);
+        assert_eq!(&f[38..42], &[10, 0, 2, 1]);
     }
 
     #[test]
