@@ -89,6 +89,22 @@ pub enum BenchCommand {
         bricks bench multistage --quick --only fig1 --only fig6 -o /tmp/ms\n  \
         sudo bricks bench multistage --only fig7 --runs 3")]
     Multistage(bricks_experiments::multistage::MultistageArgs),
+    /// QoS building blocks (Hardekopf et al.), in memory: the memory of
+    /// hash matching against tagging by model and by filling a real
+    /// FlowTable (Fig. 2), classification against the chain bound k in
+    /// the worst case (Fig. 3), the 4-bit trie at depths 1, 3, 8 and on a
+    /// realistic table (Fig. 4), FIFO, heap, BinSort and MDS-BinSort as
+    /// the queue fills (Fig. 5), and the twelve architectures beside
+    /// bricks' IPv4 router with Table 4's threads and SRAM bandwidth and
+    /// Table 3's scaling of the sort block (Fig. 7). ns and instructions
+    /// per packet on one core, memory references and 32-bit words per
+    /// packet counted exactly. Prints the paper's value beside bricks'
+    /// with a verdict, and writes SVG plots. No root needed.
+    #[command(after_help = "Examples:\n  \
+        bricks bench qos\n  \
+        bricks bench qos --quick -o /tmp/qos\n  \
+        bricks bench qos --only fig5 --only fig7 --runs 3 --no-callgrind")]
+    Qos(bricks_experiments::qos::QosArgs),
 }
 
 #[derive(clap::Args)]
@@ -314,6 +330,14 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         }
         BenchCommand::Multistage(a) => {
             let all_ran = bricks_experiments::multistage::bench(&a)?;
+            return Ok(if all_ran {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
+        BenchCommand::Qos(a) => {
+            let all_ran = bricks_experiments::qos::bench(&a)?;
             return Ok(if all_ran {
                 ExitCode::SUCCESS
             } else {

@@ -14,6 +14,8 @@
 //! - [`multistage`]: Bianco et al., "Scalable Layer-2/Layer-3 Multistage
 //!   Switching Architectures for Software Routers" (HPSR 2007), §II-C and
 //!   §IV (`bricks bench multistage`).
+//! - [`qos`]: Hardekopf et al., "Impact of Network Protocols on
+//!   Programmable Router Architectures", §3-§6 (`bricks bench qos`).
 //! - [`vr`]: Egi et al., "Towards High Performance Virtual Routers on
 //!   Commodity Hardware" (CoNEXT 2008), §2.4-§3.2.
 
@@ -24,6 +26,7 @@ pub mod frames;
 pub mod measure;
 pub mod multistage;
 pub mod plot;
+pub mod qos;
 pub mod report;
 pub mod vr;
 
