@@ -277,6 +277,19 @@ struct RunArgs {
     /// stopped. Repeat for each router; works without --control.
     #[arg(long, value_name = "NAME=PATH", value_parser = router_control_arg)]
     router_control: Vec<(String, PathBuf)>,
+    /// Count memory references and 32-bit words touched per packet
+    /// (Hardekopf et al.'s measure) in every element that can: the MEMREFS
+    /// keyword of the QoS elements and the IPv4 route lookups defaults to
+    /// true (an element's own `MEMREFS false` still wins). At exit a table
+    /// on stderr gives each counting element's packets, references and
+    /// words, per packet too, and the router's sums per packet: the
+    /// references and words of all counting elements divided by the packets
+    /// of the counting element that counted the most (the first counting
+    /// block every packet passes). With --stats-json the same as one JSON
+    /// line on stdout. Off, the counting code is compiled out of the
+    /// elements.
+    #[arg(long)]
+    memrefs: bool,
 }
 
 /// `--router-control NAME=PATH`.
@@ -321,7 +334,7 @@ const CONFIG_ERROR: u8 = 2;
 
 /// Parses, binds devices and checks a configuration; prints diagnostics
 /// and returns `None` when it has errors.
-fn load(a: &ConfigArgs) -> anyhow::Result<Option<Plan>> {
+fn load(a: &ConfigArgs, build: bricks_runtime::BuildOptions) -> anyhow::Result<Option<Plan>> {
     for spec in &a.devices {
         let (name, b) = bricks_io::binding::Binding::parse(spec).map_err(anyhow::Error::msg)?;
         bricks_io::binding::bind(&name, b);
@@ -349,7 +362,7 @@ fn load(a: &ConfigArgs) -> anyhow::Result<Option<Plan>> {
     for warning in unused_defines(&source.text, &options.defines) {
         eprintln!("warning: {warning}");
     }
-    match plan(source, &options) {
+    match plan_with(source, &options, build) {
         Ok(plan) => Ok(Some(plan)),
         Err(rendered) => {
             eprint!("{rendered}");
@@ -408,9 +421,19 @@ fn unused_defines(text: &str, defines: &[(String, String)]) -> Vec<String> {
 /// errors, returns them rendered (file:line:column, underlined) with a
 /// closing count line.
 pub(crate) fn plan(source: Source, options: &bricks_config::Options) -> Result<Plan, String> {
+    plan_with(source, options, Default::default())
+}
+
+/// [`plan`] with build options (`--memrefs`).
+pub(crate) fn plan_with(
+    source: Source,
+    options: &bricks_config::Options,
+    build: bricks_runtime::BuildOptions,
+) -> Result<Plan, String> {
     let mut map = SourceMap::default();
-    let result = bricks_config::parse_with(&mut map, source, options)
-        .and_then(|router| bricks_runtime::build(&router, &bricks_elements::registry()));
+    let result = bricks_config::parse_with(&mut map, source, options).and_then(|router| {
+        bricks_runtime::build_with(&router, &bricks_elements::registry(), build)
+    });
     result.map_err(|diags| {
         let mut s = String::new();
         for d in &diags {
@@ -427,7 +450,7 @@ pub(crate) fn plan(source: Source, options: &bricks_config::Options) -> Result<P
 }
 
 fn check(a: &ConfigArgs) -> anyhow::Result<ExitCode> {
-    let Some(plan) = load(a)? else {
+    let Some(plan) = load(a, Default::default())? else {
         return Ok(ExitCode::from(CONFIG_ERROR));
     };
     print!("{}", plan.describe());
@@ -459,7 +482,8 @@ fn config_settings(
 }
 
 fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    let Some(plan) = load(&a.config)? else {
+    let build = bricks_runtime::BuildOptions { memrefs: a.memrefs };
+    let Some(plan) = load(&a.config, build)? else {
         return Ok(ExitCode::from(CONFIG_ERROR));
     };
     let secs = |s: f64, what: &str| {
@@ -502,6 +526,7 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         control: a.control.clone(),
         control_group: a.control_group.clone(),
         router_control: a.router_control.clone(),
+        memrefs: a.memrefs,
     };
     let summary = runner::run_plan(plan, &settings)?;
     Ok(runner::exit_status(&summary))

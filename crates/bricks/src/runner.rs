@@ -40,6 +40,9 @@ pub(crate) struct RunSettings {
     pub control_group: Option<String>,
     /// Answer one virtual router's commands on each (NAME, socket).
     pub router_control: Vec<(String, std::path::PathBuf)>,
+    /// Print the memory-reference table at exit (`--memrefs`; the plan
+    /// must have been built with counting on).
+    pub memrefs: bool,
 }
 
 impl Default for RunSettings {
@@ -57,6 +60,7 @@ impl Default for RunSettings {
             control: None,
             control_group: None,
             router_control: Vec::new(),
+            memrefs: false,
         }
     }
 }
@@ -223,6 +227,13 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
             summary.total.elapsed.as_secs_f64()
         );
     }
+    if settings.memrefs {
+        let m = MemrefsReport::of(&summary.total.elements);
+        eprint!("{}", m.render());
+        if settings.stats_json {
+            println!("{}", m.json());
+        }
+    }
     if settings.stats_json && settings.stats_interval.is_some() {
         let per: Vec<Vec<ElementStats>> = summary
             .per_worker
@@ -232,6 +243,155 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         report_live(start, &per, None, true);
     }
     Ok(summary.total)
+}
+
+/// One counting element's line of the `--memrefs` table.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MemrefsLine {
+    pub name: String,
+    pub class: &'static str,
+    pub packets: u64,
+    pub refs: u64,
+    pub words: u64,
+}
+
+/// What `--memrefs` reports: every element that counted memory references
+/// (those with a `mem_packets` counter), in declaration order, and the
+/// router's sums per packet.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MemrefsReport {
+    pub lines: Vec<MemrefsLine>,
+}
+
+impl MemrefsReport {
+    /// The report of a run's summed counters.
+    pub fn of(elements: &[ElementStats]) -> MemrefsReport {
+        let lines = elements
+            .iter()
+            .filter_map(|e| {
+                Some(MemrefsLine {
+                    name: e.name.clone(),
+                    class: e.class,
+                    packets: e.stats.get("mem_packets")?,
+                    refs: e.stats.get("mem_refs").unwrap_or(0),
+                    words: e.stats.get("mem_words").unwrap_or(0),
+                })
+            })
+            .collect();
+        MemrefsReport { lines }
+    }
+
+    /// The packets that entered the router, for the per-packet sums: those
+    /// of the counting element that counted the most (the first counting
+    /// block on the path, which every packet passes; later ones see only
+    /// what it let through). The first such element in declaration order.
+    pub fn entered(&self) -> Option<&MemrefsLine> {
+        self.lines
+            .iter()
+            .rev()
+            .max_by_key(|l| l.packets)
+            .filter(|l| l.packets > 0)
+    }
+
+    /// References and words summed over the counting elements.
+    pub fn totals(&self) -> (u64, u64) {
+        self.lines
+            .iter()
+            .fold((0, 0), |(r, w), l| (r + l.refs, w + l.words))
+    }
+
+    /// The table, for stderr.
+    pub fn render(&self) -> String {
+        let per = |x: u64, n: u64| {
+            if n == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.2}", x as f64 / n as f64)
+            }
+        };
+        let mut out =
+            String::from("memory references (Hardekopf et al.'s units: a word is 32 bits)\n");
+        if self.lines.is_empty() {
+            out.push_str("no element counted memory references\n");
+            return out;
+        }
+        let w = self
+            .lines
+            .iter()
+            .map(|l| l.name.len())
+            .max()
+            .unwrap_or(0)
+            .max("element".len());
+        let c = self
+            .lines
+            .iter()
+            .map(|l| l.class.len())
+            .max()
+            .unwrap_or(0)
+            .max("class".len());
+        out.push_str(&format!(
+            "{:<w$}  {:<c$}  {:>12}  {:>14}  {:>14}  {:>9}  {:>9}\n",
+            "element", "class", "packets", "references", "words", "refs/pkt", "words/pkt"
+        ));
+        for l in &self.lines {
+            out.push_str(&format!(
+                "{:<w$}  {:<c$}  {:>12}  {:>14}  {:>14}  {:>9}  {:>9}\n",
+                l.name,
+                l.class,
+                l.packets,
+                l.refs,
+                l.words,
+                per(l.refs, l.packets),
+                per(l.words, l.packets)
+            ));
+        }
+        let (refs, words) = self.totals();
+        match self.entered() {
+            Some(e) => out.push_str(&format!(
+                "router: {} references, {} words per packet ({refs} and {words} over {} \
+                 packets, those {} counted)\n",
+                per(refs, e.packets),
+                per(words, e.packets),
+                e.packets,
+                e.name
+            )),
+            None => out.push_str("router: no packet counted\n"),
+        }
+        out
+    }
+
+    /// The same as one JSON object.
+    pub fn json(&self) -> String {
+        let per = |x: u64, n: u64| (n > 0).then(|| x as f64 / n as f64);
+        let elements: Vec<serde_json::Value> = self
+            .lines
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "name": l.name,
+                    "class": l.class,
+                    "packets": l.packets,
+                    "refs": l.refs,
+                    "words": l.words,
+                    "refs_per_packet": per(l.refs, l.packets),
+                    "words_per_packet": per(l.words, l.packets),
+                })
+            })
+            .collect();
+        let (refs, words) = self.totals();
+        let entered = self.entered();
+        let n = entered.map_or(0, |e| e.packets);
+        serde_json::json!({"memrefs": {
+            "elements": elements,
+            "refs": refs,
+            "words": words,
+            "packets": n,
+            "packets_of": entered.map(|e| e.name.clone()),
+            "refs_per_packet": per(refs, n),
+            "words_per_packet": per(words, n),
+        }})
+        .to_string()
+    }
 }
 
 /// A warning for each `ToHost` whose packets go nowhere: bricks has no
@@ -383,4 +543,60 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
     Ok(stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_element::Stats;
+
+    fn el(name: &str, class: &'static str, counters: &[(&'static str, u64)]) -> ElementStats {
+        let mut stats = Stats::default();
+        for &(k, v) in counters {
+            stats.counter(k, v);
+        }
+        ElementStats {
+            name: name.into(),
+            class,
+            stats,
+        }
+    }
+
+    #[test]
+    fn memrefs_report_divides_by_the_most_packets_counted() {
+        let r = MemrefsReport::of(&[
+            el("src", "InfiniteSource", &[("count", 10)]),
+            el(
+                "c",
+                "TagClassifier",
+                &[("mem_packets", 10), ("mem_refs", 10), ("mem_words", 80)],
+            ),
+            el(
+                "q",
+                "FIFOQueue",
+                &[("mem_packets", 4), ("mem_refs", 24), ("mem_words", 48)],
+            ),
+        ]);
+        assert_eq!(r.lines.len(), 2);
+        assert_eq!(r.entered().map(|l| l.name.as_str()), Some("c"));
+        assert_eq!(r.totals(), (34, 128));
+        let t = r.render();
+        assert!(
+            t.contains("router: 3.40 references, 12.80 words per packet"),
+            "{t}"
+        );
+        // Equal counts: the first declared.
+        let r = MemrefsReport::of(&[
+            el("a", "X", &[("mem_packets", 5)]),
+            el("b", "Y", &[("mem_packets", 5)]),
+        ]);
+        assert_eq!(r.entered().map(|l| l.name.as_str()), Some("a"));
+        // Nothing counted.
+        let r = MemrefsReport::of(&[el("a", "X", &[("mem_packets", 0)])]);
+        assert!(r.render().contains("router: no packet counted"));
+        assert!(r.json().contains("\"refs_per_packet\":null"));
+        assert!(MemrefsReport::of(&[])
+            .render()
+            .contains("no element counted memory references"));
+    }
 }

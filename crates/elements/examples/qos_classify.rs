@@ -1,9 +1,13 @@
 //! Runs N MPLS-labelled frames through TagClassifier (or, with `hash`,
 //! N UDP frames through HashClassifier) on one engine, for instruction
-//! counts under callgrind: `qos_classify tag|hash N [nometer]`. Built
-//! with and without the `memrefs` feature, the difference per packet is
-//! what counting memory references costs; `nometer` leaves the flows'
-//! meters alone (METER false).
+//! counts under callgrind: `qos_classify tag|hash N [nometer] [memrefs]`.
+//! `memrefs` gives the classifier MEMREFS true: the difference per packet
+//! from a run without it is what counting memory references costs, and a
+//! run without it costs what the classifier did before it could count
+//! (its MEMREFS false instance has no counting code); `nometer` leaves the
+//! flows' meters alone (METER false). Per packet: run N and 2N packets
+//! and divide the difference by N, e.g.
+//! `valgrind --tool=callgrind target/release/examples/qos_classify tag 100000`.
 
 use bricks_config::{Source, SourceMap};
 use bricks_runtime::{build, Engine};
@@ -12,13 +16,19 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let kind = args.next().unwrap_or_else(|| "tag".into());
     let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let flags: Vec<String> = args.collect();
+    let mut extra = String::new();
     // `nometer`: classify without updating the flows' meters, to measure
     // what the two atomic additions per packet cost.
-    let meter = if args.next().as_deref() == Some("nometer") {
-        ", METER false"
-    } else {
-        ""
-    };
+    if flags.iter().any(|f| f == "nometer") {
+        extra.push_str(", METER false");
+    }
+    // `memrefs`: count memory references (mem_refs, mem_words).
+    let memrefs = flags.iter().any(|f| f == "memrefs");
+    if memrefs {
+        extra.push_str(", MEMREFS true");
+    }
+    let meter = extra;
     let config = match kind.as_str() {
         "tag" => format!(
             "ft :: FlowTable(CAPACITY 64, FLOW tag 29 rate 1M);
@@ -51,4 +61,14 @@ fn main() {
     let classified = s.stats("c").and_then(|s| s.get("classified")).unwrap_or(0);
     assert_eq!(classified, n);
     println!("classified {classified}");
+    if memrefs {
+        let st = s.stats("c");
+        let get = |k| st.and_then(|s| s.get(k)).unwrap_or(0);
+        println!(
+            "mem_packets {} mem_refs {} mem_words {}",
+            get("mem_packets"),
+            get("mem_refs"),
+            get("mem_words")
+        );
+    }
 }

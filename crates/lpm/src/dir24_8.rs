@@ -404,20 +404,30 @@ impl Sweep<'_, '_> {
     }
 }
 
-impl Lpm4 for Dir24_8 {
+impl Dir24_8 {
+    /// The lookup, also returning how many memory references (32-bit
+    /// entry loads) it made: 1 (the tbl24 entry) or 2 (and the tbl8
+    /// entry of its group).
     #[inline]
-    fn lookup(&self, addr: u32) -> Option<NextHop> {
+    pub fn lookup_counting(&self, addr: u32) -> (Option<NextHop>, usize) {
         loop {
             let s = self.seq.begin();
             let e = self.tbl24[(addr >> 8) as usize].load(Ordering::Acquire);
             if e & EXT == 0 {
-                return answer(e);
+                return (answer(e), 1);
             }
             let t = self.group_entry(e, addr).load(Ordering::Relaxed);
             if self.seq.validate(s) {
-                return answer(t);
+                return (answer(t), 2);
             }
         }
+    }
+}
+
+impl Lpm4 for Dir24_8 {
+    #[inline]
+    fn lookup(&self, addr: u32) -> Option<NextHop> {
+        self.lookup_counting(addr).0
     }
 
     fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<NextHop>]) {

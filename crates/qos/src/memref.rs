@@ -40,6 +40,8 @@
 //! | the meters of the flow's record (in the record already read) | 0 | 0 |
 //! | `FlowLookup`: the route word of the record | 1 | 1 |
 //! | `SourceRouteLookup`: the hop read from the packet's route (6 bytes) | 1 | 2 |
+//! | `VirtualClock` by flow: the rate and last deadline in the flow's record | 1 | 4 |
+//! | `VirtualClock` at RATE: the shared last deadline | 1 | 2 |
 //! | trie4 route lookup: each level's entry (64 bits) | 1 each | 2 each |
 //! | DIR-24-8 route lookup: the /24 entry, and the long table's if any | 1 or 2 | 1 or 2 |
 //! | FIFO enqueue: head, length, the slot (handle and deadline) | 3 | 6 |

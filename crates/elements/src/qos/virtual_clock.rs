@@ -4,6 +4,7 @@
 //! The arithmetic is `bricks_qos::deadline`; per-flow state is the flow
 //! table's when TABLE is given.
 
+use super::memrefs::{self, MemCount};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
@@ -22,7 +23,7 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "stamps packets with Virtual Clock deadlines from a reserved rate",
-    synopsis: "VirtualClock(RATE r | TABLE ft [, RATE r])",
+    synopsis: "VirtualClock(RATE r | TABLE ft [, RATE r, MEMREFS bool])",
     description: "Sets each packet's deadline annotation by Virtual Clock: deadline = \
         max(now, the flow's last deadline) + the packet's bits / the flow's rate, and the \
         flow's last deadline becomes that deadline. A flow within its rate gets deadlines \
@@ -39,7 +40,11 @@ static MANUAL: Manual = Manual {
         output 1, or is dropped when output 1 is unconnected (no_flow counts both). \
         Without TABLE every packet is one flow at RATE, whose last deadline is shared by \
         all workers in the same way. Bandwidths are Click's: a bare number is bytes per \
-        second; bps, kbps, Mbps, Gbps are bits.",
+        second; bps, kbps, Mbps, Gbps are bits.\
+        \n\nWith MEMREFS true (or under `bricks run --memrefs`) the counters mem_packets, \
+        mem_refs and mem_words count the memory each packet's stamp costs (32-bit words): \
+        stamped by its flow, the flow's rate and last deadline in its record (1 reference, \
+        4 words); stamped at RATE, the shared last deadline (1 reference, 2 words).",
     ports: "one push input; push output 0 for stamped packets; optional push output 1 for \
         packets with no flow",
     keywords: &[
@@ -55,6 +60,7 @@ static MANUAL: Manual = Manual {
             default: None,
             doc: "the flow table whose records hold each flow's rate and last deadline",
         },
+        memrefs::KEYWORD,
     ],
     counters: &[
         ("stamped", "packets given a deadline"),
@@ -66,6 +72,9 @@ static MANUAL: Manual = Manual {
             "last_deadline",
             "the last deadline given on this worker, ns",
         ),
+        memrefs::PACKETS,
+        memrefs::REFS,
+        memrefs::WORDS,
     ],
     example: "InfiniteSource(LIMIT 10, LENGTH 100) -> VirtualClock(RATE 8Mbps) \
         -> BinSortQueue -> Unqueue -> Discard;",
@@ -94,18 +103,15 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         None => None,
     };
     let aggregate = args.shared(|_| Ok(LastDeadline::new()))?;
-    Ok(Box::new(VirtualClock {
-        table,
-        rate,
-        aggregate,
-        stamped: 0,
-        no_flow: 0,
-        last: 0,
-    }))
+    Ok(if args.memrefs()? {
+        Box::new(VirtualClock::<true>::new(table, rate, aggregate))
+    } else {
+        Box::new(VirtualClock::<false>::new(table, rate, aggregate))
+    })
 }
 
-/// The element.
-pub struct VirtualClock {
+/// The element; with `M` it counts memory references.
+pub struct VirtualClock<const M: bool = false> {
     table: Option<Arc<FlowTable>>,
     /// Bits per second for packets without a flow record.
     rate: Option<u64>,
@@ -114,9 +120,28 @@ pub struct VirtualClock {
     stamped: u64,
     no_flow: u64,
     last: u64,
+    mem: MemCount,
 }
 
-impl Element for VirtualClock {
+impl<const M: bool> VirtualClock<M> {
+    fn new(
+        table: Option<Arc<FlowTable>>,
+        rate: Option<u64>,
+        aggregate: Arc<LastDeadline>,
+    ) -> VirtualClock<M> {
+        VirtualClock {
+            table,
+            rate,
+            aggregate,
+            stamped: 0,
+            no_flow: 0,
+            last: 0,
+            mem: MemCount::default(),
+        }
+    }
+}
+
+impl<const M: bool> Element for VirtualClock<M> {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let now = cx.now().0;
@@ -125,15 +150,29 @@ impl Element for VirtualClock {
         let rate = self.rate;
         let aggregate = &*self.aggregate;
         let (mut stamped, mut no_flow, mut last) = (0u64, 0u64, self.last);
+        let mem = &mut self.mem;
         cx.push_classified(batch, |p| {
             let bytes = p.len() as u64;
+            if M {
+                mem.packets += 1;
+            }
             let by_flow = match (table, p.anno().flow_record()) {
                 (Some(t), Some(i)) => t.stamp_deadline(i, now, bytes),
                 _ => None,
             };
+            if M && by_flow.is_some() {
+                // The flow's rate and last deadline, in its record.
+                mem.mem.add(1, 4);
+            }
             let d = match (by_flow, rate) {
                 (Some(d), _) => d,
-                (None, Some(r)) => aggregate.stamp(now, bytes, r),
+                (None, Some(r)) => {
+                    if M {
+                        // The shared last deadline.
+                        mem.mem.add(1, 2);
+                    }
+                    aggregate.stamp(now, bytes, r)
+                }
                 (None, None) => {
                     no_flow += 1;
                     return spill.then_some(1);
@@ -153,6 +192,9 @@ impl Element for VirtualClock {
         s.counter("stamped", self.stamped);
         s.counter("no_flow", self.no_flow);
         s.counter("last_deadline", self.last);
+        if M {
+            self.mem.stats(s);
+        }
     }
 }
 
@@ -237,6 +279,25 @@ mod tests {
         assert_eq!(h.stats().get("no_flow"), Some(1));
         let i = t.lookup_tag(3).unwrap();
         assert_eq!(t.meters(i).deadline, 200_000);
+    }
+
+    #[test]
+    fn memrefs_the_record_or_the_shared_deadline() {
+        let t = table();
+        let mut h = with_table("TABLE ft, RATE 460000, MEMREFS true", &t, 2);
+        let ps = [
+            flow_packet(&t, Some(3), 0),
+            flow_packet(&t, Some(5), 1),
+            flow_packet(&t, None, 2),
+        ];
+        h.push_packets(0, ps);
+        let s = h.stats();
+        assert_eq!(s.get("mem_packets"), Some(3));
+        assert_eq!(s.get("mem_refs"), Some(3));
+        assert_eq!(s.get("mem_words"), Some(4 + 4 + 2));
+        let mut h = with_table("TABLE ft", &t, 2);
+        h.push_packets(0, [flow_packet(&t, Some(3), 0)]);
+        assert_eq!(h.stats().get("mem_refs"), None);
     }
 
     #[test]

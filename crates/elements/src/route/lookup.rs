@@ -10,11 +10,14 @@
 //! while traffic flows.
 
 use super::table::{self, RouteTable};
+use crate::qos::memrefs::{self, MemCount};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
 use bricks_lpm::source::RoutePrefix;
-use bricks_lpm::{Dir24_8, Lpm4Update, Lpm6Update, NextHop, Poptrie6, Trie4};
+use bricks_lpm::{
+    Dir24_8, Lpm4, Lpm4Update, Lpm6Update, LpmError, NextHop, Poptrie6, Prefix4, Trie4,
+};
 use bricks_packet::MAX_BATCH;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
@@ -42,7 +45,35 @@ const KEYWORDS: &[Keyword] = &[
     },
 ];
 
-const DESCRIPTION: &str = "Each argument is a route in Click's syntax: `ADDR/LEN [GATEWAY] \
+/// The IPv4 classes' keywords: [`KEYWORDS`] and MEMREFS.
+const KEYWORDS_V4: &[Keyword] = &[KEYWORDS[0], KEYWORDS[1], KEYWORDS[2], memrefs::KEYWORD];
+
+macro_rules! memrefs_doc {
+    () => {
+        "\n\nWith MEMREFS true (or under `bricks run --memrefs`) the \
+    counters mem_packets, mem_refs and mem_words count the table memory each packet's \
+    lookup reads (Hardekopf et al.'s units, 32-bit words): RadixIPLookup one 64-bit entry \
+    per trie level visited (1 reference, 2 words each; 1 to 8 levels), DirectIPLookup and \
+    LookupIPRoute the 32-bit tbl24 entry and, for a /24 with longer prefixes, the tbl8 \
+    entry (1 or 2 references of 1 word). The lookups are then made one by one instead of \
+    a batch at a time. The next-hop group a lookup yields is not counted (it is usually \
+    cached: a few groups serve a whole table). LookupIP6Route does not count."
+    };
+}
+
+/// The IPv4 classes' counters.
+const COUNTERS_V4: &[(&str, &str)] = &[
+    ("no_route", "packets that matched no route"),
+    ("routes", "routes in the table now"),
+    ("memory", "bytes of the lookup structure"),
+    memrefs::PACKETS,
+    memrefs::REFS,
+    memrefs::WORDS,
+];
+
+macro_rules! description {
+    () => {
+        "Each argument is a route in Click's syntax: `ADDR/LEN [GATEWAY] \
     OUT` (LEN may be a netmask; GATEWAY `-` or absent for a directly connected \
     network). Several routes for one prefix form an equal-cost group: a packet takes \
     one of them by its flow hash (computed from addresses, protocol and ports when the \
@@ -52,7 +83,12 @@ const DESCRIPTION: &str = "Each argument is a route in Click's syntax: `ADDR/LEN
     packet leaves on the route's output. Packets that match no route are dropped and \
     counted.\n\nThe table is shared by every worker and can change while traffic \
     flows: write `add ROUTE` or `set ROUTE` to add or replace a route, `remove \
-    PREFIX` to withdraw one. Lookups never lock and never see a half-updated entry.";
+    PREFIX` to withdraw one. Lookups never lock and never see a half-updated entry."
+    };
+}
+
+/// The IPv4 classes' description.
+const DESCRIPTION_V4: &str = concat!(description!(), memrefs_doc!());
 
 /// The `DirectIPLookup` class (DIR-24-8).
 pub static DIRECT: ElementClass = ElementClass {
@@ -92,29 +128,25 @@ pub static LOOKUP6: ElementClass = ElementClass {
 
 static DIRECT_MANUAL: Manual = Manual {
     summary: "IPv4 routing lookup with DIR-24-8, for full Internet tables",
-    synopsis: "DirectIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
-    description: DESCRIPTION,
+    synopsis: "DirectIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
+    description: DESCRIPTION_V4,
     ports: "one push input (packets with a destination address annotation); one push output per route output",
-    keywords: KEYWORDS,
-    counters: &[
-        ("no_route", "packets that matched no route"),
-        ("routes", "routes in the table now"),
-        ("memory", "bytes of the lookup structure"),
-    ],
+    keywords: KEYWORDS_V4,
+    counters: COUNTERS_V4,
     example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: DirectIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
     see_also: &["RadixIPLookup", "LookupIPRoute", "StaticIPLookup", "LookupIP6Route"],
 };
 
 static LOOKUP_MANUAL: Manual = Manual {
     summary: "IPv4 routing lookup (DIR-24-8), Click's general route table element",
-    synopsis: "LookupIPRoute(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
+    synopsis: "LookupIPRoute(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
     example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: LookupIPRoute(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
     ..DIRECT_MANUAL
 };
 
 static RADIX_MANUAL: Manual = Manual {
     summary: "IPv4 routing lookup with a 4-bit-stride multibit trie",
-    synopsis: "RadixIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
+    synopsis: "RadixIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
     example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
     ..DIRECT_MANUAL
 };
@@ -130,7 +162,12 @@ static LOOKUP6_MANUAL: Manual = Manual {
     ports: "one push input (IPv6 packets); one push output per route output",
     example: "InfiniteSource(LIMIT 1) -> rt :: LookupIP6Route(2001:db8::/32 0, ::/0 fe80::1 1); rt[0] -> Discard; rt[1] -> Discard;",
     see_also: &["DirectIPLookup"],
-    ..DIRECT_MANUAL
+    keywords: KEYWORDS,
+    counters: &[
+        ("no_route", "packets that matched no route"),
+        ("routes", "routes in the table now"),
+        ("memory", "bytes of the lookup structure"),
+    ],
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -170,22 +207,107 @@ fn make_v4(
     algo: Algorithm,
 ) -> Result<Box<dyn Element>, ArgError> {
     let memory: usize = args.read("MEMORY")?.unwrap_or(table::DEFAULT_MEMORY);
+    let count = args.memrefs()?;
     let routes = read_routes(args, |p| matches!(p, RoutePrefix::V4(_)))?;
     let noutputs = ports.noutputs();
-    let t: Arc<RouteTable<dyn Lpm4Update>> = args.shared(|_| {
+    // Every instance of the element has the same arguments and build
+    // options, so the one that makes the shared table decides for all.
+    let t: Arc<V4Table> = args.shared(|_| {
         let routes = routes()?;
-        table::build_v4(routes, noutputs, |r| -> Result<Box<dyn Lpm4Update>, _> {
-            Ok(match algo {
-                Algorithm::Dir24_8 => Box::new(Dir24_8::build(r, memory)?),
-                Algorithm::Trie4 => Box::new(Trie4::build(r, memory)?),
+        let mut counting = Counting4::None;
+        let table = table::build_v4(routes, noutputs, |r| -> Result<Box<dyn Lpm4Update>, _> {
+            Ok(match (algo, count) {
+                (Algorithm::Dir24_8, false) => Box::new(Dir24_8::build(r, memory)?),
+                (Algorithm::Trie4, false) => Box::new(Trie4::build(r, memory)?),
+                (Algorithm::Dir24_8, true) => {
+                    let d = Arc::new(Dir24_8::build(r, memory)?);
+                    counting = Counting4::Dir24_8(d.clone());
+                    Box::new(Both(d))
+                }
+                (Algorithm::Trie4, true) => {
+                    let t = Arc::new(Trie4::build(r, memory)?);
+                    counting = Counting4::Trie4(t.clone());
+                    Box::new(Both(t))
+                }
             })
-        })
+        })?;
+        Ok(V4Table { table, counting })
     })?;
-    Ok(Box::new(IpRouteLookup {
-        t,
-        no_route: 0,
-        reports_table: true,
-    }))
+    Ok(if count {
+        Box::new(IpRouteLookup::<true>::new(t))
+    } else {
+        Box::new(IpRouteLookup::<false>::new(t))
+    })
+}
+
+/// An IPv4 element's shared table, and the same structure again by its
+/// type when the element counts memory references.
+struct V4Table {
+    table: RouteTable<dyn Lpm4Update>,
+    counting: Counting4,
+}
+
+/// The lookup structure of a counting element, by type.
+enum Counting4 {
+    None,
+    Trie4(Arc<Trie4>),
+    Dir24_8(Arc<Dir24_8>),
+}
+
+impl Counting4 {
+    /// The lookup of `addr`, and the references and 32-bit words it read.
+    #[inline]
+    fn lookup(&self, addr: u32) -> (Option<NextHop>, u64, u64) {
+        match self {
+            Counting4::Trie4(t) => {
+                // One 64-bit entry per level.
+                let (nh, levels) = t.lookup_counting(addr);
+                (nh, levels as u64, 2 * levels as u64)
+            }
+            Counting4::Dir24_8(d) => {
+                // One 32-bit entry per table.
+                let (nh, refs) = d.lookup_counting(addr);
+                (nh, refs as u64, refs as u64)
+            }
+            Counting4::None => (None, 0, 0),
+        }
+    }
+}
+
+/// A lookup structure held by the route table and by the counting side
+/// at once.
+struct Both<L>(Arc<L>);
+
+impl<L: Lpm4> Lpm4 for Both<L> {
+    fn lookup(&self, addr: u32) -> Option<NextHop> {
+        self.0.lookup(addr)
+    }
+
+    fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<NextHop>]) {
+        self.0.lookup_batch(addrs, out)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.0.memory_bytes()
+    }
+
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+}
+
+impl<L: Lpm4Update> Lpm4Update for Both<L> {
+    fn insert(&self, prefix: Prefix4, next_hop: NextHop) -> Result<Option<NextHop>, LpmError> {
+        self.0.insert(prefix, next_hop)
+    }
+
+    fn remove(&self, prefix: Prefix4) -> Result<Option<NextHop>, LpmError> {
+        self.0.remove(prefix)
+    }
+
+    fn route_count(&self) -> usize {
+        self.0.route_count()
+    }
 }
 
 fn make_v6(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -205,16 +327,29 @@ fn make_v6(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, Ar
     }))
 }
 
-/// IPv4 route lookup over a shared table.
-pub struct IpRouteLookup {
-    t: Arc<RouteTable<dyn Lpm4Update>>,
+/// IPv4 route lookup over a shared table; with `M` it counts memory
+/// references.
+pub struct IpRouteLookup<const M: bool = false> {
+    t: Arc<V4Table>,
     no_route: u64,
     /// The table is shared: one worker reports its size, so that the
     /// sum over workers is the table's.
     reports_table: bool,
+    mem: MemCount,
 }
 
-impl Element for IpRouteLookup {
+impl<const M: bool> IpRouteLookup<M> {
+    fn new(t: Arc<V4Table>) -> IpRouteLookup<M> {
+        IpRouteLookup {
+            t,
+            no_route: 0,
+            reports_table: true,
+            mem: MemCount::default(),
+        }
+    }
+}
+
+impl<const M: bool> Element for IpRouteLookup<M> {
     fn start(&mut self, cx: &mut Context<'_>) {
         self.reports_table = cx.worker() == 0;
     }
@@ -226,8 +361,17 @@ impl Element for IpRouteLookup {
             *a = u32::from(p.anno().dst_ip);
         }
         let mut found: [Option<NextHop>; MAX_BATCH] = [None; MAX_BATCH];
-        self.t.lpm.lookup_batch(&addrs[..n], &mut found[..n]);
-        let groups = self.t.groups();
+        if M {
+            for (a, f) in addrs[..n].iter().zip(&mut found[..n]) {
+                let (nh, refs, words) = self.t.counting.lookup(*a);
+                *f = nh;
+                self.mem.packets += 1;
+                self.mem.mem.add(refs, words);
+            }
+        } else {
+            self.t.table.lpm.lookup_batch(&addrs[..n], &mut found[..n]);
+        }
+        let groups = self.t.table.groups();
         let mut i = 0;
         let mut missed = 0;
         cx.push_classified(batch, |p| {
@@ -253,8 +397,11 @@ impl Element for IpRouteLookup {
     fn stats(&self, s: &mut Stats) {
         s.counter("no_route", self.no_route);
         if self.reports_table {
-            s.counter("routes", self.t.lpm.route_count() as u64);
-            s.counter("memory", self.t.lpm.memory_bytes() as u64);
+            s.counter("routes", self.t.table.lpm.route_count() as u64);
+            s.counter("memory", self.t.table.lpm.memory_bytes() as u64);
+        }
+        if M {
+            self.mem.stats(s);
         }
     }
 
@@ -264,7 +411,7 @@ impl Element for IpRouteLookup {
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        self.t.handle(handler, value)
+        self.t.table.handle(handler, value)
     }
 }
 
@@ -405,6 +552,60 @@ mod tests {
             assert_eq!(h.stats().get("no_route"), Some(1));
             assert_eq!(h.stats().get("routes"), Some(3));
         }
+    }
+
+    /// `(mem_refs, mem_words)` of looking `dst` up once in a fresh `h`.
+    fn refs_of(h: &mut Harness, dst: [u8; 4]) -> (u64, u64) {
+        let before = h.stats();
+        h.push_packets(0, [udp([1, 1, 1, 1], dst, 1)]);
+        let after = h.stats();
+        let d = |k| after.get(k).unwrap() - before.get(k).unwrap_or(0);
+        assert_eq!(d("mem_packets"), 1);
+        (d("mem_refs"), d("mem_words"))
+    }
+
+    #[test]
+    fn memrefs_trie4_one_entry_per_level() {
+        // A /4 is found at level 1 of 8, a /12 at level 3, a /32 at 8.
+        let mut h = Harness::push(
+            &RADIX,
+            "192.0.0.0/4 0, 10.16.0.0/12 1, 10.1.2.3/32 1, MEMREFS true",
+            1,
+            2,
+        );
+        assert_eq!(refs_of(&mut h, [192, 1, 2, 3]), (1, 2));
+        assert_eq!(refs_of(&mut h, [10, 16, 5, 5]), (3, 6));
+        assert_eq!(refs_of(&mut h, [10, 1, 2, 3]), (8, 16));
+        // No route: the levels read still count.
+        assert_eq!(refs_of(&mut h, [64, 0, 0, 1]), (1, 2));
+        let s = h.stats();
+        assert_eq!(s.get("no_route"), Some(1));
+        assert_eq!(
+            (s.get("mem_packets"), s.get("mem_refs"), s.get("mem_words")),
+            (Some(4), Some(13), Some(26))
+        );
+        assert_eq!(h.take(0).len() + h.take(1).len(), 3);
+    }
+
+    #[test]
+    fn memrefs_dir24_8_one_or_two_entries() {
+        for class in [&DIRECT, &LOOKUP] {
+            let mut h = Harness::push(class, "10.0.0.0/8 0, 10.1.2.0/28 1, MEMREFS true", 1, 2);
+            assert_eq!(refs_of(&mut h, [10, 9, 9, 9]), (1, 1));
+            assert_eq!(refs_of(&mut h, [10, 1, 2, 5]), (2, 2));
+            assert_eq!(refs_of(&mut h, [10, 1, 2, 200]), (2, 2));
+            assert_eq!(h.take(0).len(), 2);
+            assert_eq!(h.take(1).len(), 1);
+        }
+        // Not counting: no such counters, and the handlers still work.
+        let mut h = Harness::push(&RADIX, "10.0.0.0/8 0", 1, 2);
+        h.push_packets(0, [udp([1, 1, 1, 1], [10, 0, 0, 1], 1)]);
+        assert_eq!(h.stats().get("mem_refs"), None);
+        let mut h = Harness::push(&RADIX, "10.0.0.0/8 0, MEMREFS true", 1, 2);
+        h.write_handler("add", "10.1.0.0/16 1").unwrap();
+        h.push_packets(0, [udp([1, 1, 1, 1], [10, 1, 0, 1], 1)]);
+        assert_eq!(h.take(1).len(), 1);
+        assert_eq!(h.stats().get("routes"), Some(2));
     }
 
     #[test]
