@@ -65,7 +65,7 @@ impl LastDeadline {
     /// Stamps a packet of `bytes` bytes arriving at `now` at `rate`, and
     /// returns its deadline. Relaxed ordering is enough: the word is the
     /// only state, and its modification order alone orders the stamps.
-    #[inline]
+    #[inline(always)]
     pub fn stamp(&self, now: u64, bytes: u64, rate: u64) -> u64 {
         let mut last = self.0.load(Ordering::Relaxed);
         loop {

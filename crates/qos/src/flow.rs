@@ -427,7 +427,7 @@ impl FlowTable {
 
     /// The record of a 5-tuple (match mode): at most `k` records read per
     /// walk. Never blocks.
-    #[inline]
+    #[inline(always)]
     pub fn lookup_tuple(&self, t: &FiveTuple) -> Found {
         let (a, b) = t.words();
         let mut probes = 0;
@@ -516,7 +516,7 @@ impl FlowTable {
     /// rounded up ([`crate::deadline::virtual_clock`], so a deadline is
     /// never early), stored as the flow's last deadline in one atomic step. `None` for
     /// a bad index.
-    #[inline]
+    #[inline(always)]
     pub fn stamp_deadline(&self, index: u32, now: u64, bytes: u64) -> Option<u64> {
         let r = self.records.get(index as usize)?;
         let rate = r.rate.load(Ordering::Relaxed).max(1);

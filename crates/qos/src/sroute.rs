@@ -97,6 +97,7 @@ impl<T: AsRef<[u8]>> SourceRoute<T> {
     }
 
     /// Wraps a buffer after [`Self::check_len`].
+    #[inline(always)]
     pub fn new_checked(buffer: T) -> Result<SourceRoute<T>, Error> {
         let s = SourceRoute::new_unchecked(buffer);
         s.check_len()?;
@@ -171,6 +172,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SourceRoute<T> {
     }
 
     /// Consumes the current hop: returns it and moves the index on.
+    #[inline(always)]
     pub fn consume(&mut self) -> Option<Hop> {
         let h = self.current()?;
         let i = self.index();
