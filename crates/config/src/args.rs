@@ -63,11 +63,9 @@ enum Piece {
     Text,
 }
 
-/// Variables to substitute, and what to do with an undefined one.
+/// Variables to substitute.
 pub(crate) trait Vars {
     fn lookup(&self, name: &str) -> Option<String>;
-    /// Called with the variable name and its byte range in the raw text.
-    fn undefined(&mut self, name: &str, start: usize, end: usize);
 }
 
 /// Removes comments from one argument (or a whole argument list), trims
@@ -129,10 +127,10 @@ pub(crate) fn process(raw: &str, mut vars: Option<&mut dyn Vars>) -> Processed {
                 } else if b[j] == b'\\' {
                     j = (j + 2).min(end);
                 } else if b[j] == b'$' {
-                    if let Some((name, next)) = var_at(raw, j) {
+                    if let Some((r, next)) = var_at(raw, j) {
                         if let Some(vars) = vars.as_deref_mut() {
                             s.push_str(&raw[run..j]);
-                            substitute(vars, name, j, next, raw, &mut s, &mut substituted);
+                            substitute(vars, r, j, next, raw, &mut s, &mut substituted);
                             run = next;
                         }
                         j = next;
@@ -176,14 +174,15 @@ pub(crate) fn process(raw: &str, mut vars: Option<&mut dyn Vars>) -> Processed {
             i = end;
         } else if c == b'$' && vars.is_some() && var_at(raw, i).is_some() {
             flush!();
-            let (name, next) = var_at(raw, i).unwrap_or(("", i + 1));
             let mut s = String::new();
-            if let Some(vars) = vars.as_deref_mut() {
-                substitute(vars, name, i, next, raw, &mut s, &mut substituted);
+            if let (Some((r, next)), Some(vars)) = (var_at(raw, i), vars.as_deref_mut()) {
+                substitute(vars, r, i, next, raw, &mut s, &mut substituted);
+                push_text(&mut pieces, &s);
+                content!(i, next);
+                i = next;
+                continue;
             }
-            push_text(&mut pieces, &s);
-            content!(i, next);
-            i = next;
+            i += 1;
         } else {
             if plain.is_none() {
                 plain = Some(i);
@@ -228,44 +227,174 @@ pub(crate) fn process(raw: &str, mut vars: Option<&mut dyn Vars>) -> Processed {
     }
 }
 
-/// A variable reference at `i` (which holds `$`): `$name` or `${name}`.
-/// Returns the name and the offset past the reference.
-fn var_at(raw: &str, i: usize) -> Option<(&str, usize)> {
+/// A variable reference at `i` (which holds `$`): `$name`, or `${...}`
+/// up to the matching `}`. Returns the reference and the offset past it.
+fn var_at(raw: &str, i: usize) -> Option<(VarRef<'_>, usize)> {
     let b = raw.as_bytes();
     if b.get(i + 1) == Some(&b'{') {
+        let mut depth = 1usize;
         let mut j = i + 2;
-        while j < b.len() && scan::is_var(b[j]) {
+        while j < b.len() {
+            match b[j] {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
             j += 1;
         }
-        (j > i + 2 && b.get(j) == Some(&b'}')).then(|| (&raw[i + 2..j], j + 1))
+        if j >= b.len() {
+            return None;
+        }
+        let r = VarRef::braced(&raw[i + 2..j]);
+        (!r.name.is_empty()).then_some((r, j + 1))
     } else {
         let mut j = i + 1;
         while j < b.len() && scan::is_var(b[j]) {
             j += 1;
         }
-        (j > i + 1).then(|| (&raw[i + 1..j], j))
+        (j > i + 1).then(|| {
+            (
+                VarRef {
+                    name: &raw[i + 1..j],
+                    index: None,
+                    default: None,
+                },
+                j,
+            )
+        })
     }
 }
 
+/// A parsed variable reference, as Click's `VariableEnvironment::expand`
+/// reads `${NAME}`, `${NAME[N]}` (the Nth space-separated word of the
+/// value, from 0) and `${NAME-default}` (the default, itself expanded,
+/// when NAME is undefined).
+struct VarRef<'a> {
+    name: &'a str,
+    index: Option<usize>,
+    default: Option<&'a str>,
+}
+
+impl<'a> VarRef<'a> {
+    fn braced(inner: &'a str) -> VarRef<'a> {
+        let b = inner.as_bytes();
+        let mut s = 0;
+        while s < b.len() && scan::is_space(b[s]) {
+            s += 1;
+        }
+        let name_start = s;
+        while s < b.len() && scan::is_var(b[s]) {
+            s += 1;
+        }
+        let name = &inner[name_start..s];
+        while s < b.len() && scan::is_space(b[s]) {
+            s += 1;
+        }
+        let mut index = None;
+        if b.get(s) == Some(&b'[') {
+            let mut k = s + 1;
+            while k < b.len() && scan::is_space(b[k]) {
+                k += 1;
+            }
+            let digits = k;
+            while k < b.len() && b[k].is_ascii_digit() {
+                k += 1;
+            }
+            if k > digits && b.get(k) == Some(&b']') {
+                index = inner[digits..k].parse().ok();
+                s = k + 1;
+                while s < b.len() && scan::is_space(b[s]) {
+                    s += 1;
+                }
+            }
+        }
+        let default = (b.get(s) == Some(&b'-')).then(|| &inner[s + 1..]);
+        VarRef {
+            name,
+            index,
+            default,
+        }
+    }
+}
+
+/// How deep defaults may refer to variables with defaults.
+const MAX_DEFAULT_DEPTH: usize = 8;
+
 fn substitute(
     vars: &mut dyn Vars,
-    name: &str,
+    r: VarRef<'_>,
     start: usize,
     end: usize,
     raw: &str,
     out: &mut String,
     substituted: &mut bool,
 ) {
-    match vars.lookup(name) {
-        Some(value) => {
-            out.push_str(&value);
-            *substituted = true;
+    substitute_at(vars, r, start, end, raw, out, substituted, 0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn substitute_at(
+    vars: &mut dyn Vars,
+    r: VarRef<'_>,
+    start: usize,
+    end: usize,
+    raw: &str,
+    out: &mut String,
+    substituted: &mut bool,
+    depth: usize,
+) {
+    let value = match vars.lookup(r.name) {
+        Some(value) => value,
+        None => match r.default {
+            Some(default) if depth < MAX_DEFAULT_DEPTH => expand_plain(vars, default, depth + 1),
+            Some(default) => default.to_string(),
+            None => {
+                // Click leaves an unknown variable as it is, for the
+                // elements that expand variables of their own (Script).
+                out.push_str(&raw[start..end]);
+                return;
+            }
+        },
+    };
+    match r.index {
+        Some(n) => {
+            let word = value
+                .split(|c: char| c.is_ascii() && scan::is_space(c as u8))
+                .filter(|w| !w.is_empty())
+                .nth(n)
+                .unwrap_or("");
+            out.push_str(word);
         }
-        None => {
-            vars.undefined(name, start, end);
-            out.push_str(&raw[start..end]);
-        }
+        None => out.push_str(&value),
     }
+    *substituted = true;
+}
+
+/// Substitutes the variables of a default value.
+fn expand_plain(vars: &mut dyn Vars, text: &str, depth: usize) -> String {
+    let mut out = String::new();
+    let mut run = 0;
+    let mut i = 0;
+    let mut sub = false;
+    while i < text.len() {
+        if text.as_bytes()[i] == b'$' {
+            if let Some((r, next)) = var_at(text, i) {
+                out.push_str(&text[run..i]);
+                substitute_at(vars, r, i, next, text, &mut out, &mut sub, depth);
+                run = next;
+                i = next;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.push_str(&text[run..]);
+    out
 }
 
 /// Separates an optional leading keyword from an argument.
@@ -499,17 +628,11 @@ mod tests {
         process(raw, None).text
     }
 
-    struct Map(
-        HashMap<&'static str, &'static str>,
-        Vec<(String, usize, usize)>,
-    );
+    struct Map(HashMap<&'static str, &'static str>);
 
     impl Vars for Map {
         fn lookup(&self, name: &str) -> Option<String> {
             self.0.get(name).map(|v| v.to_string())
-        }
-        fn undefined(&mut self, name: &str, start: usize, end: usize) {
-            self.1.push((name.to_string(), start, end));
         }
     }
 
@@ -555,15 +678,38 @@ mod tests {
 
     #[test]
     fn substitutes_variables() {
-        let mut vars = Map(HashMap::from([("a", "1.2.3.4"), ("b_2", "x y")]), vec![]);
+        let mut vars = Map(HashMap::from([("a", "1.2.3.4"), ("b_2", "x y")]));
         let p = process(
             r#"$a ${b_2}, "$a \$a", '$a', \<00>, $ ,$zz"#,
             Some(&mut vars),
         );
         assert_eq!(p.text, r#"1.2.3.4 x y, "1.2.3.4 \$a", '$a', \<00>, $ ,$zz"#);
         assert!(p.substituted);
-        assert_eq!(vars.1, vec![("zz".to_string(), 37, 40)]);
         assert!(!process("$a", None).substituted);
+    }
+
+    #[test]
+    fn undefined_variables_stay_as_written() {
+        let mut vars = Map(HashMap::new());
+        let p = process("$x ${y} ${z", Some(&mut vars));
+        assert_eq!(p.text, "$x ${y} ${z");
+        assert!(!p.substituted);
+    }
+
+    #[test]
+    fn defaults_and_word_indexes() {
+        let mut vars = Map(HashMap::from([("a", "eth0 eth1  eth2"), ("d", "9")]));
+        let expand = |vars: &mut Map, s: &str| process(s, Some(vars)).text;
+        assert_eq!(
+            expand(&mut vars, "${a[0]} ${a[2]} <${a[3]}>"),
+            "eth0 eth2 <>"
+        );
+        assert_eq!(expand(&mut vars, "${ a [1] }"), "eth1");
+        assert_eq!(expand(&mut vars, "${a[1 ]}"), "eth0 eth1  eth2");
+        assert_eq!(expand(&mut vars, "${nope-10} ${d-10}"), "10 9");
+        assert_eq!(expand(&mut vars, "${nope-$d} ${nope-${d}x}"), "9 9x");
+        assert_eq!(expand(&mut vars, "${nope[1]-a b}"), "b");
+        assert_eq!(expand(&mut vars, "${nope-}"), "");
     }
 
     #[test]

@@ -27,17 +27,13 @@ use crate::{Arg, Connection, ElementDecl, Limits, Options};
 #[derive(Default)]
 struct Frame {
     vars: HashMap<String, String>,
-    /// The compound class this frame belongs to (an index into
-    /// [`Parsed::classes`]), for error help.
-    class: Option<usize>,
 }
 
 /// Looks variables up in `local` (a frame being built) then `frames`,
-/// innermost last; remembers undefined ones.
+/// innermost last.
 struct Lookup<'e> {
     local: Option<&'e HashMap<String, String>>,
     frames: &'e [Rc<Frame>],
-    undefined: Vec<(String, usize, usize)>,
 }
 
 impl Lookup<'_> {
@@ -47,31 +43,11 @@ impl Lookup<'_> {
         }
         self.frames.iter().rev().find_map(|f| f.vars.get(name))
     }
-
-    fn known(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self
-            .local
-            .into_iter()
-            .flat_map(|l| l.keys())
-            .map(String::as_str)
-            .collect();
-        names.extend(
-            self.frames
-                .iter()
-                .flat_map(|f| f.vars.keys())
-                .map(String::as_str),
-        );
-        names
-    }
 }
 
 impl Vars for Lookup<'_> {
     fn lookup(&self, name: &str) -> Option<String> {
         self.get(name).cloned()
-    }
-
-    fn undefined(&mut self, name: &str, start: usize, end: usize) {
-        self.undefined.push((name.to_string(), start, end));
     }
 }
 
@@ -206,64 +182,12 @@ impl<'p> Expander<'p> {
         let mut lookup = Lookup {
             local: Some(local),
             frames,
-            undefined: Vec::new(),
         };
-        let text = args::process(&self.text[s..e], Some(&mut lookup)).text;
-        let undefined = std::mem::take(&mut lookup.undefined);
-        let known: Vec<String> = lookup.known().into_iter().map(str::to_string).collect();
-        self.undefined_vars(s, undefined, &known, frames, None);
-        text
-    }
-
-    fn undefined_vars(
-        &mut self,
-        base: usize,
-        undefined: Vec<(String, usize, usize)>,
-        known: &[String],
-        frames: &[Rc<Frame>],
-        context: Option<&(Span, String)>,
-    ) {
-        for (name, a, b) in undefined {
-            let mut d = Diagnostic::error(
-                self.span(base + a, base + b),
-                format!("undefined variable `${name}`"),
-            );
-            if let Some(s) = suggest(&name, known.iter().map(String::as_str)) {
-                d = d.with_help(format!("did you mean `${s}`?"));
-            } else if let Some(k) = frames.last().and_then(|f| f.class) {
-                let class = &self.parsed.classes[k].name;
-                let params = self.params_of(k);
-                d = d.with_help(if params.is_empty() {
-                    format!("element class `{class}` takes no parameters; declare one with `elementclass {class} {{ ${name} | ... }}`")
-                } else {
-                    format!("the parameters of element class `{class}` are {params}")
-                });
-            } else {
-                d = d.with_help(format!("define it with `define(${name} value)`"));
-            }
-            if let Some((span, note)) = context {
-                d = d.with_note(*span, note.clone());
-            }
-            self.report(d);
-        }
-    }
-
-    fn params_of(&self, class: usize) -> String {
-        self.parsed.classes[class]
-            .formals
-            .iter()
-            .map(|f| format!("`${}`", f.var))
-            .collect::<Vec<_>>()
-            .join(", ")
+        args::process(&self.text[s..e], Some(&mut lookup)).text
     }
 
     /// Substitutes and splits an element's arguments.
-    fn arguments(
-        &mut self,
-        e: &LocalElem,
-        frames: &[Rc<Frame>],
-        context: &[(Span, String)],
-    ) -> (Vec<Arg>, String) {
+    fn arguments(&mut self, e: &LocalElem, frames: &[Rc<Frame>]) -> (Vec<Arg>, String) {
         let Some((base, end)) = e.config else {
             return (Vec::new(), String::new());
         };
@@ -271,18 +195,12 @@ impl<'p> Expander<'p> {
         let mut lookup = Lookup {
             local: None,
             frames,
-            undefined: Vec::new(),
         };
         let pieces = args::split_top(raw);
         let count = pieces.len();
         let mut out: Vec<Arg> = Vec::new();
         for (k, (a, b)) in pieces.into_iter().enumerate() {
-            let before = lookup.undefined.len();
             let p = args::process(&raw[a..b], Some(&mut lookup));
-            for u in &mut lookup.undefined[before..] {
-                u.1 += a;
-                u.2 += a;
-            }
             let span = match p.content {
                 Some((cs, ce)) => self.span(base + a + cs, base + a + ce),
                 None => self.span(base + a, base + a),
@@ -306,15 +224,9 @@ impl<'p> Expander<'p> {
             }
             out.push(Arg { text: p.text, span });
         }
-        let undefined = std::mem::take(&mut lookup.undefined);
-        if !undefined.is_empty() {
-            let known: Vec<String> = lookup.known().into_iter().map(str::to_string).collect();
-            self.undefined_vars(base, undefined, &known, frames, context.first());
-        }
         let mut quiet = Lookup {
             local: None,
             frames,
-            undefined: Vec::new(),
         };
         let config = args::process(raw, Some(&mut quiet)).text;
         self.config_bytes += raw.len() + 2 * config.len();
@@ -365,7 +277,7 @@ impl<'p> Expander<'p> {
                         );
                         return;
                     }
-                    let (args, config) = self.arguments(e, frames, context);
+                    let (args, config) = self.arguments(e, frames);
                     self.elements.push(ElementDecl {
                         name: format!("{prefix}{}", e.name),
                         class: class.clone(),
@@ -391,7 +303,7 @@ impl<'p> Expander<'p> {
                         return;
                     }
                     let class = &self.parsed.classes[*k];
-                    let (args, _) = self.arguments(e, frames, context);
+                    let (args, _) = self.arguments(e, frames);
                     let name = format!("{prefix}{}", e.name);
                     let mut ctx = Vec::with_capacity(context.len() + 1);
                     ctx.push((
@@ -405,10 +317,7 @@ impl<'p> Expander<'p> {
                     // Lexical scoping: the class sees the frames of the
                     // scopes it was defined in, not those of its user.
                     let outer = &frames[..class.depth.min(frames.len())];
-                    let mut frame = Frame {
-                        vars,
-                        class: Some(*k),
-                    };
+                    let mut frame = Frame { vars };
                     for d in &class.body.defines {
                         let value = self.define_value(d.value, &frame.vars, outer);
                         frame.vars.insert(d.name.clone(), value);
