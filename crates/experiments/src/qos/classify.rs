@@ -17,9 +17,9 @@
 //! bucket (one reference) and each record read (one reference, a 64-byte
 //! record), the meters living in the record already read.
 
-use super::{counts, opt0, Experiment, Refs, Settings};
+use super::{counts, opt0, time_interleaved, Experiment, Refs, Settings};
 use crate::frames::{click_data, udp_frame};
-use crate::measure::{time_ns, Sample, Workload};
+use crate::measure::{Sample, Workload};
 use crate::plot::{Chart, Series};
 use crate::report::{Row, Table, Verdict};
 use crate::Error;
@@ -168,10 +168,11 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     let exp = Experiment::Fig3;
     let packets = s.pick(5_000_000, 200_000);
     let ks: Vec<u32> = s.pick(vec![1, 2, 4, 8, 16], vec![1, 4, 8]);
-    let base = time_ns(baseline, packets, s.runs)?;
-    let base_instr = s.instructions("source")?;
+    let kinds: Vec<Option<u32>> = std::iter::once(None)
+        .chain(ks.iter().map(|&k| Some(k)))
+        .collect();
     let mut points = Vec::new();
-    for k in std::iter::once(None).chain(ks.iter().map(|&k| Some(k))) {
+    for &k in &kinds {
         let w = workload(k, s.pick(100_000, 20_000));
         println!("  {} ...", w.name);
         let r = w.run()?;
@@ -185,12 +186,31 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
                 ),
             });
         }
-        let name = w.name.clone();
-        let ns = time_ns(|n| workload(k, n), packets, s.runs)?;
         let refs = counts(&w)?;
-        let instr = s.instructions(&name)?;
-        points.push(Point { k, ns, instr, refs });
+        let instr = s.instructions(&w.name)?;
+        points.push(Point {
+            k,
+            ns: Sample::default(),
+            instr,
+            refs,
+        });
     }
+    println!("  timing, the workloads in turn ...");
+    let makers: Vec<Box<dyn Fn(u64) -> Workload>> =
+        std::iter::once(Box::new(baseline) as Box<dyn Fn(u64) -> Workload>)
+            .chain(
+                kinds
+                    .iter()
+                    .map(|&k| Box::new(move |n| workload(k, n)) as Box<dyn Fn(u64) -> Workload>),
+            )
+            .collect();
+    let refs: Vec<&dyn Fn(u64) -> Workload> = makers.iter().map(|b| b.as_ref()).collect();
+    let mut samples = time_interleaved(&refs, packets, s.runs)?.into_iter();
+    let base = samples.next().unwrap_or_default();
+    for (p, ns) in points.iter_mut().zip(samples) {
+        p.ns = ns;
+    }
+    let base_instr = s.instructions("source")?;
     let mut t = Table::new(&[
         "classifier",
         "ns/packet",

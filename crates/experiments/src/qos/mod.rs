@@ -348,6 +348,48 @@ pub fn counts(w: &crate::measure::Workload) -> Result<Option<Refs>, Error> {
     }))
 }
 
+/// Nanoseconds per packet of each workload `make[i](packets)`, `runs`
+/// times, the workloads taken in turn within each round (after one short
+/// unmeasured run of each): on a shared machine a slow moment then falls
+/// on every workload alike, so that their medians, and the ratios of one
+/// round, compare. Every packet must arrive.
+pub fn time_interleaved(
+    make: &[&dyn Fn(u64) -> crate::measure::Workload],
+    packets: u64,
+    runs: usize,
+) -> Result<Vec<crate::measure::Sample>, Error> {
+    for m in make {
+        m(packets.min(50_000)).run()?;
+    }
+    let mut v = vec![Vec::with_capacity(runs); make.len()];
+    for _ in 0..runs.max(1) {
+        for (m, out) in make.iter().zip(v.iter_mut()) {
+            let w = m(packets);
+            let r = w.run()?;
+            if r.delivered != packets {
+                return Err(Error::Run {
+                    workload: w.name,
+                    message: format!("{} of {packets} packets delivered", r.delivered),
+                });
+            }
+            out.push(r.ns_per_packet());
+        }
+    }
+    Ok(v.into_iter().map(crate::measure::Sample).collect())
+}
+
+/// The median over rounds of `a[i] / b[i]` (samples from one
+/// [`time_interleaved`] call).
+pub fn paired_ratio(a: &crate::measure::Sample, b: &crate::measure::Sample) -> f64 {
+    crate::measure::Sample(
+        a.0.iter()
+            .zip(&b.0)
+            .map(|(x, y)| x / y.max(1e-12))
+            .collect(),
+    )
+    .median()
+}
+
 /// Memory references and 32-bit words per packet.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Refs {

@@ -22,9 +22,9 @@
 //! A level is one 64-bit entry load: one reference of two 32-bit words
 //! (the paper's trie loads one 32-bit word per level).
 
-use super::{opt0, Experiment, Settings};
+use super::{opt0, time_interleaved, Experiment, Settings};
 use crate::frames::{click_data, udp_frame};
-use crate::measure::{time_ns, Sample, Workload};
+use crate::measure::{Sample, Workload};
 use crate::plot::{Chart, Series};
 use crate::report::{Row, Table, Verdict};
 use crate::Error;
@@ -210,7 +210,14 @@ fn time_lookups(trie: &Trie4, addrs: &[u32], runs: usize) -> Sample {
 pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     let exp = Experiment::Fig4;
     let packets = s.pick(5_000_000, 200_000);
-    let base = time_ns(|n| workload(0, n), packets, s.runs)?;
+    println!("  timing the input path with and without the lookup, in turn ...");
+    let makers: Vec<Box<dyn Fn(u64) -> Workload>> = std::iter::once(0)
+        .chain(DEPTHS)
+        .map(|d| Box::new(move |n| workload(d, n)) as Box<dyn Fn(u64) -> Workload>)
+        .collect();
+    let refs: Vec<&dyn Fn(u64) -> Workload> = makers.iter().map(|b| b.as_ref()).collect();
+    let mut timed = time_interleaved(&refs, packets, s.runs)?.into_iter();
+    let base = timed.next().unwrap_or_default();
     let base_instr = s.instructions("trie-0")?;
     let mut t = Table::new(&[
         "depth",
@@ -223,6 +230,7 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
         "paper refs",
     ]);
     let mut measured = Vec::new();
+    let mut own_instr: Vec<Option<f64>> = Vec::new();
     for &d in &DEPTHS {
         println!("  trie-{d} ...");
         let routes: Vec<(Prefix4, NextHop)> = routes_for(d)
@@ -234,7 +242,7 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
             message: e.to_string(),
         })?;
         let (avg, saved, _) = levels(&trie, &[u32::from(DST)]);
-        let ns = time_ns(|n| workload(d, n), packets, s.runs)?;
+        let ns = timed.next().unwrap_or_default();
         let instr = s.instructions(&format!("trie-{d}"))?;
         let alone = time_lookups(
             &trie,
@@ -252,6 +260,7 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
             d.to_string(),
         ]);
         measured.push((d, avg, saved, ns.median() - base.median(), alone.median()));
+        own_instr.push(instr.zip(base_instr).map(|(a, b)| a - b));
     }
     let (prefixes, lookups) = s.pick((100_000, 1_000_000), (20_000, 100_000));
     println!("  realistic table of {prefixes} prefixes ...");
@@ -340,13 +349,24 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
             measure: "ns per packet against depth (RadixIPLookup, one core)".into(),
             paper: "worst case needs 2x the threads of the average (4 against 2)".into(),
             bricks: format!(
-                "depth 1 {ns1:+.1}, depth 8 {ns8:+.1} ns over the path ({:.1} ns per level)",
-                (ns8 - ns1) / 7.0
+                "depth 1 {ns1:+.1}, depth 8 {ns8:+.1} ns over the path ({:.1} ns per level){}",
+                (ns8 - ns1) / 7.0,
+                match (own_instr[0], own_instr[own_instr.len() - 1]) {
+                    (Some(a), Some(b)) => format!(
+                        "; {a:.0} and {b:.0} instructions ({:.1} per level)",
+                        (b - a) / 7.0
+                    ),
+                    _ => String::new(),
+                }
             ),
             verdict: Verdict::from_check(
-                ns8 > ns1,
-                "the deeper walk costs more; the levels of one address stay in cache here, so \
-                 a level costs a dependent load hit, not an SRAM latency",
+                match (own_instr[0], own_instr[own_instr.len() - 1]) {
+                    (Some(a), Some(b)) => b > a && ns8 > ns1 - 2.0,
+                    _ => ns8 > ns1,
+                },
+                "the deeper walk costs more (instructions exactly; ns within the noise of a \
+                 shared machine); the levels of one address stay in cache here, so a level \
+                 costs a dependent load hit, not an SRAM latency",
             ),
         },
         Row {
