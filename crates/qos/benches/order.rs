@@ -114,7 +114,7 @@ criterion_group! {
         .measurement_time(std::time::Duration::from_secs(1));
     targets = benches
 }
-/// `QOS_ORDER_RAW=<structure>:<n>:<pairs>` runs `pairs` enqueue +
+/// `QOS_ORDER_RAW=<structure>[+memrefs]:<n>:<pairs>` runs `pairs` enqueue +
 /// dequeue pairs with `n` held and nothing else, for counting cycles and
 /// instructions with `perf stat -e cycles:u,instructions:u` (the
 /// difference between `pairs` and 0 is the structure's cost; unlike wall
@@ -122,7 +122,7 @@ criterion_group! {
 fn raw(spec: &str) {
     let mut it = spec.split(':');
     let (Some(name), Some(n), Some(pairs)) = (it.next(), it.next(), it.next()) else {
-        panic!("QOS_ORDER_RAW=<fifo|heap|binsort|mds>:<n>:<pairs>");
+        panic!("QOS_ORDER_RAW=<fifo|heap|binsort|mds>[+memrefs]:<n>:<pairs>");
     };
     let n: usize = n.parse().unwrap();
     let pairs: u64 = pairs.parse().unwrap();
@@ -137,6 +137,8 @@ fn raw(spec: &str) {
             let _ = o.enqueue(black_box(7), d, clock.now);
             black_box(o.dequeue(clock.now));
         }
+        // Read, so that the counting is not optimised away.
+        black_box(o.counters());
     }
     let cfg = BinSortConfig {
         capacity: 4 * (n + 1),
@@ -148,6 +150,15 @@ fn raw(spec: &str) {
         "binsort" => go(BinSort::<_>::new(cfg).unwrap(), n, pairs),
         "mds" => go(
             MdsBinSort::<_>::new(cfg, 4, Spread::RoundRobin).unwrap(),
+            n,
+            pairs,
+        ),
+        // The counting instances, for what counting costs.
+        "fifo+memrefs" => go(Fifo::<_, true>::new(n + 1).unwrap(), n, pairs),
+        "heap+memrefs" => go(DeadlineHeap::<_, true>::new(n + 1).unwrap(), n, pairs),
+        "binsort+memrefs" => go(BinSort::<_, true>::new(cfg).unwrap(), n, pairs),
+        "mds+memrefs" => go(
+            MdsBinSort::<_, true>::new(cfg, 4, Spread::RoundRobin).unwrap(),
             n,
             pairs,
         ),
