@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::args::{self, Vars};
-use crate::parser::{Body, ClassRef, CompoundClass, LocalElem, Parsed};
+use crate::parser::{Binding, Body, ClassRef, CompoundClass, LocalElem, Parsed};
 use crate::source::{Diagnostic, Span};
 use crate::suggest::suggest;
 use crate::{Arg, Connection, ElementDecl, Limits, Options};
@@ -261,7 +261,17 @@ impl<'p> Expander<'p> {
             if e.alias_of.is_some() {
                 continue;
             }
-            handles[i] = match &e.class {
+            let mut class_ref = e.class.clone();
+            if let ClassRef::Compound(k) = class_ref {
+                if self.parsed.classes[k].overload.is_some() {
+                    let (args, _) = self.arguments(e, frames);
+                    match self.resolve_overload(k, &args, used_ports(body, i), e) {
+                        Some(r) => class_ref = r,
+                        None => continue,
+                    }
+                }
+            }
+            handles[i] = match &class_ref {
                 ClassRef::Input => ports.map_or(Handle::None, |(input, _)| Handle::Input(input)),
                 ClassRef::Output => {
                     ports.map_or(Handle::None, |(_, output)| Handle::Output(output))
@@ -370,6 +380,73 @@ impl<'p> Expander<'p> {
                 });
             }
         }
+    }
+
+    /// Chooses among the `||` alternatives of compound class `k` the first
+    /// whose parameters fit `args` and whose port counts are those the
+    /// element uses, as Click's `Compound::resolve` does; `...` at the end
+    /// falls back to the class's earlier meaning. A class with a single
+    /// alternative is taken as it is (its errors come later).
+    fn resolve_overload(
+        &mut self,
+        k: usize,
+        args: &[Arg],
+        (ninputs, noutputs): (usize, usize),
+        e: &LocalElem,
+    ) -> Option<ClassRef> {
+        let mut current = Binding::Compound(k);
+        let mut candidates: Vec<usize> = Vec::new();
+        loop {
+            match current {
+                Binding::Primitive(p) => return Some(ClassRef::Primitive(p)),
+                Binding::Compound(c) => {
+                    let class = &self.parsed.classes[c];
+                    if candidates.len() > self.parsed.classes.len() {
+                        break;
+                    }
+                    candidates.push(c);
+                    if args_fit(class, args)
+                        && port_count(&class.body.inputs) == ninputs
+                        && port_count(&class.body.outputs) == noutputs
+                    {
+                        return Some(ClassRef::Compound(c));
+                    }
+                    match &class.overload {
+                        Some(next) => current = next.clone(),
+                        None => break,
+                    }
+                }
+            }
+        }
+        if candidates.len() == 1 {
+            return Some(ClassRef::Compound(k));
+        }
+        let name = &self.parsed.classes[k].name;
+        let mut d = Diagnostic::error(
+            e.name_span,
+            format!(
+                "no match for `{name}` with {}, {} and {}",
+                plural(args.len(), "argument"),
+                plural(ninputs, "input"),
+                plural(noutputs, "output")
+            ),
+        )
+        .with_help("each `||` alternative is chosen by its number of parameters and of ports");
+        for c in candidates {
+            let class = &self.parsed.classes[c];
+            let params = class.formals.iter().filter(|f| f.keyword.is_none()).count();
+            d = d.with_note(
+                class.name_span,
+                format!(
+                    "candidate: {}, {} and {}",
+                    plural(params, "parameter"),
+                    plural(port_count(&class.body.inputs), "input"),
+                    plural(port_count(&class.body.outputs), "output")
+                ),
+            );
+        }
+        self.report(d);
+        None
     }
 
     /// Checks that a compound element has the port a connection uses.
@@ -612,4 +689,57 @@ impl<'p> Expander<'p> {
             self.report(d);
         }
     }
+}
+
+/// `1 input`, `2 inputs`.
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// Ports `0..=max` of a compound's `input` or `output`.
+fn port_count(ports: &std::collections::BTreeSet<usize>) -> usize {
+    ports.iter().next_back().map_or(0, |&p| p + 1)
+}
+
+/// The input and output port counts entry `i` of `body` uses.
+fn used_ports(body: &Body, i: usize) -> (usize, usize) {
+    let (mut ins, mut outs) = (0, 0);
+    for c in &body.conns {
+        if c.to == i {
+            ins = ins.max(c.to_port + 1);
+        }
+        if c.from == i {
+            outs = outs.max(c.from_port + 1);
+        }
+    }
+    (ins, outs)
+}
+
+/// Whether arguments fit a compound's parameters: keywords it knows are
+/// optional, the others must match its positional parameters in number
+/// (or exceed them with `__REST__`).
+fn args_fit(class: &CompoundClass, args: &[Arg]) -> bool {
+    let positional = class.formals.iter().filter(|f| f.keyword.is_none()).count();
+    let rest = class
+        .formals
+        .iter()
+        .any(|f| f.keyword.as_deref() == Some("__REST__"));
+    let given = args
+        .iter()
+        .filter(|a| {
+            let (keyword, _) = args::split_keyword(&a.text);
+            !keyword.is_some_and(|k| {
+                k != "__REST__"
+                    && class
+                        .formals
+                        .iter()
+                        .any(|f| f.keyword.as_deref() == Some(k))
+            })
+        })
+        .count();
+    given == positional || (rest && given > positional)
 }

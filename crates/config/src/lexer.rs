@@ -19,6 +19,8 @@ pub(crate) enum Tok {
     Var,
     /// `->`.
     Arrow,
+    /// `=>`.
+    Arrow2,
     /// `::`.
     Colon2,
     /// `||`.
@@ -142,6 +144,7 @@ impl<'a> Lexer<'a> {
         } else {
             match (c, at(start + 1)) {
                 (b'-', b'>') => (Tok::Arrow, 2),
+                (b'=', b'>') => (Tok::Arrow2, 2),
                 (b':', b':') => (Tok::Colon2, 2),
                 (b'|', b'|') => (Tok::Bar2, 2),
                 (b'.', b'.') if at(start + 2) == b'.' => (Tok::Dots, 3),
@@ -288,7 +291,7 @@ mod tests {
     #[test]
     fn words_and_punctuation() {
         assert_eq!(
-            kinds("a/b::Foo@1 -> [0]c; x||y ... $v | ."),
+            kinds("a/b::Foo@1 -> [0]c; x||y ... $v | . =>"),
             vec![
                 (Tok::Word, "a/b"),
                 (Tok::Colon2, "::"),
@@ -306,6 +309,7 @@ mod tests {
                 (Tok::Var, "$v"),
                 (Tok::Bar, "|"),
                 (Tok::Other, "."),
+                (Tok::Arrow2, "=>"),
             ]
         );
     }

@@ -16,8 +16,14 @@ use crate::source::{Diagnostic, Span};
 /// Deepest `elementclass` nesting the parser accepts (it recurses).
 pub(crate) const MAX_NESTING: usize = 64;
 
+/// Most `||` alternatives of one element class.
+const MAX_VARIANTS: usize = 1024;
+
 /// Highest port number accepted.
 pub(crate) const MAX_PORT: usize = 65535;
+
+/// The end of an expandable port list, as in Click's `yport`.
+const EXPANDABLE: isize = -1;
 
 const KEYWORDS: [&str; 4] = ["elementclass", "require", "define", "connectiontunnel"];
 
@@ -108,6 +114,9 @@ pub(crate) struct CompoundClass {
     pub body: Body,
     /// Lexical depth: 1 for a class defined at file level.
     pub depth: usize,
+    /// The next alternative when this one does not fit an element's
+    /// arguments and ports (`||`, or `...` for the earlier meaning).
+    pub overload: Option<Binding>,
 }
 
 #[derive(Debug)]
@@ -118,18 +127,20 @@ pub(crate) struct Parsed {
 }
 
 #[derive(Clone, Debug)]
-enum Binding {
+pub(crate) enum Binding {
     Primitive(String),
     Compound(usize),
 }
 
-/// The element before a `->` in a chain.
-struct Link {
+/// One element of an element list in a connection.
+struct Item {
     id: usize,
-    /// The element and its output port.
+    /// The element with its port lists.
     span: Span,
-    out_port: Option<(usize, Span)>,
-    arrow: Span,
+    /// The element alone.
+    elem_span: Span,
+    ins: Option<(Vec<isize>, Span)>,
+    outs: Option<(Vec<isize>, Span)>,
 }
 
 /// A parse error already reported; the caller recovers.
@@ -155,6 +166,8 @@ pub(crate) struct Parser<'a> {
     depth: usize,
     /// Set when the rest of the file is skipped.
     gave_up: bool,
+    /// The end of the last token consumed.
+    prev_end: usize,
 }
 
 pub(crate) fn parse(text: &str, file: u32) -> Result<Parsed, Vec<Diagnostic>> {
@@ -169,6 +182,7 @@ pub(crate) fn parse(text: &str, file: u32) -> Result<Parsed, Vec<Diagnostic>> {
         requirements: Vec::new(),
         depth: 0,
         gave_up: false,
+        prev_end: 0,
     };
     let mut top = Body::default();
     p.body(&mut top, None);
@@ -219,6 +233,7 @@ impl<'a> Parser<'a> {
     fn bump(&mut self) -> Token {
         let t = self.peek();
         self.peeked.pop_front();
+        self.prev_end = t.end;
         t
     }
 
@@ -348,12 +363,15 @@ impl<'a> Parser<'a> {
                     self.recover();
                 }
                 Tok::Word | Tok::LBracket | Tok::LBrace => self.connection(body),
-                Tok::Bar2 | Tok::Dots if open.is_some() => {
+                Tok::Bar2 if open.is_some() => return,
+                Tok::Dots if open.is_some() => {
                     let d = Diagnostic::error(
                         self.tspan(t),
-                        format!("compound class overloading (`{word}`) is not supported"),
+                        "`...` should occur last, after one or more compounds",
                     )
-                    .with_help("give each variant its own element class name");
+                    .with_help(
+                        "write `elementclass X { ... || ... }` with `...` as the last alternative",
+                    );
                     self.error(d);
                     self.bump();
                 }
@@ -366,57 +384,72 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `[N]`, if present.
-    fn port(&mut self) -> PResult<Option<(usize, Span)>> {
+    /// A port list `[N]`, `[N, M, ...]`, `[]` or `[N, ...,]`, if present,
+    /// as Click's `yport` reads it: a list that ends with `,]`, and `[]`,
+    /// is expandable (`EXPANDABLE` after the last port; `[]` starts at 0).
+    fn ports(&mut self) -> PResult<Option<(Vec<isize>, Span)>> {
         let open = self.peek();
         if open.kind != Tok::LBracket {
             return Ok(None);
         }
         self.bump();
-        let num = self.peek();
-        let value =
-            if num.kind == Tok::Word && self.text_of(num).bytes().all(|c| c.is_ascii_digit()) {
-                self.bump();
-                match self.text_of(num).parse::<usize>() {
-                    Ok(v) if v <= MAX_PORT => v,
-                    _ => {
-                        let d = Diagnostic::error(
-                            self.tspan(num),
-                            format!("port number `{}` is too large", self.text_of(num)),
-                        )
-                        .with_help(format!("ports are numbered from 0 to {MAX_PORT}"));
+        let mut ports: Vec<isize> = Vec::new();
+        loop {
+            let num = self.peek();
+            match num.kind {
+                Tok::Word if self.text_of(num).bytes().all(|c| c.is_ascii_digit()) => {
+                    self.bump();
+                    let value = match self.text_of(num).parse::<usize>() {
+                        Ok(v) if v <= MAX_PORT => v,
+                        _ => {
+                            let d = Diagnostic::error(
+                                self.tspan(num),
+                                format!("port number `{}` is too large", self.text_of(num)),
+                            )
+                            .with_help(format!("ports are numbered from 0 to {MAX_PORT}"));
+                            self.error(d);
+                            0
+                        }
+                    };
+                    if ports.len() >= MAX_PORT {
+                        let d = Diagnostic::error(self.tspan(num), "port list too long");
                         self.error(d);
-                        0
+                        return Err(Reported);
                     }
+                    ports.push(value as isize);
                 }
-            } else {
-                let d = Diagnostic::error(
-                    self.tspan(num),
-                    format!(
-                        "expected a port number, found {}",
-                        describe(num.kind, self.text_of(num))
-                    ),
-                )
-                .with_help("ports are written `[0]`, `[1]`, ...");
-                self.error(d);
-                if num.kind == Tok::RBracket {
+                Tok::RBracket => {
+                    self.bump();
+                    if ports.is_empty() {
+                        ports.push(0);
+                    }
+                    ports.push(EXPANDABLE);
+                    return Ok(Some((ports, self.span(open.start, num.end))));
+                }
+                _ => {
+                    let d = Diagnostic::error(
+                        self.tspan(num),
+                        format!(
+                            "expected a port number, found {}",
+                            describe(num.kind, self.text_of(num))
+                        ),
+                    )
+                    .with_help("ports are written `[0]`, `[1]`, or as lists `[0, 1]`");
+                    self.error(d);
+                    return Err(Reported);
+                }
+            }
+            let close = self.peek();
+            match close.kind {
+                Tok::RBracket => {
+                    self.bump();
+                    return Ok(Some((ports, self.span(open.start, close.end))));
+                }
+                Tok::Comma => {
                     self.bump();
                 }
-                return Err(Reported);
-            };
-        let close = self.peek();
-        match close.kind {
-            Tok::RBracket => {
-                self.bump();
-                Ok(Some((value, self.span(open.start, close.end))))
+                _ => return Err(self.unexpected(close, "`,` or `]`")),
             }
-            Tok::Comma => {
-                let d = Diagnostic::error(self.tspan(close), "port lists are not supported")
-                    .with_help("write one connection per port: `a[0] -> x; a[1] -> y;`");
-                self.error(d);
-                Err(Reported)
-            }
-            _ => Err(self.unexpected(close, "`]`")),
         }
     }
 
@@ -427,29 +460,87 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// One element of an element list, with its port lists.
+    fn item(&mut self, body: &mut Body, first_set: bool) -> PResult<Option<Item>> {
+        let in_ports = self.ports()?;
+        let Some((id, elem_span)) = self.element(body)? else {
+            if let Some((_, span)) = in_ports {
+                let t = self.peek();
+                let found = describe(t.kind, self.text_of(t));
+                let d = Diagnostic::error(
+                    span,
+                    format!("expected an element after this port, found {found}"),
+                );
+                self.error(d);
+                return Err(Reported);
+            }
+            return Ok(None);
+        };
+        let out_ports = self.ports()?;
+        let mut span = in_ports
+            .as_ref()
+            .map_or(elem_span, |(_, s)| s.to(elem_span));
+        if let Some((_, s)) = &out_ports {
+            span = span.to(*s);
+        }
+        let _ = first_set;
+        Ok(Some(Item {
+            id,
+            span,
+            elem_span,
+            ins: in_ports,
+            outs: out_ports,
+        }))
+    }
+
+    /// `item ( "," item )*`; `None` if nothing here starts an element.
+    fn element_set(&mut self, body: &mut Body, first_set: bool) -> PResult<Option<Vec<Item>>> {
+        let Some(first) = self.item(body, first_set)? else {
+            return Ok(None);
+        };
+        let mut items = vec![first];
+        while self.peek().kind == Tok::Comma {
+            let comma = self.bump();
+            match self.item(body, first_set)? {
+                Some(item) => items.push(item),
+                None => {
+                    let t = self.peek();
+                    let found = describe(t.kind, self.text_of(t));
+                    let d = Diagnostic::error(
+                        self.tspan(comma),
+                        format!("expected an element after `,`, found {found}"),
+                    );
+                    self.error(d);
+                    return Err(Reported);
+                }
+            }
+        }
+        Ok(Some(items))
+    }
+
     fn connection_inner(&mut self, body: &mut Body) -> PResult<()> {
-        // The previous element, its span (with ports), its output port and
-        // the arrow after it.
-        let mut prev: Option<Link> = None;
+        // The previous element list and the connector after it.
+        let mut prev: Option<(Vec<Item>, Token)> = None;
         loop {
-            let in_port = self.port()?;
-            let Some((id, elem_span)) = self.element(body, prev.is_none())? else {
+            let Some(set) = self.element_set(body, prev.is_none())? else {
                 let t = self.peek();
                 if t.kind == Tok::Eof && !self.lexer.errors.is_empty() {
                     return Err(Reported);
                 }
                 let found = describe(t.kind, self.text_of(t));
-                let d = match (&prev, in_port) {
-                    (Some(link), _) => Diagnostic::error(
-                        link.arrow,
-                        format!("expected an element after `->`, found {found}"),
+                let d = match &prev {
+                    Some((_, arrow)) => Diagnostic::error(
+                        self.tspan(*arrow),
+                        format!(
+                            "expected an element after `{}`, found {found}",
+                            self.text_of(*arrow)
+                        ),
                     )
-                    .with_help("remove the `->` or name the element it leads to"),
-                    (None, Some((_, port))) => Diagnostic::error(
-                        port,
-                        format!("expected an element after this port, found {found}"),
-                    ),
-                    (None, None) => Diagnostic::error(
+                    .with_help(format!(
+                        "remove the `{}` or name the element it leads to",
+                        self.text_of(*arrow)
+                    )),
+                    None => Diagnostic::error(
                         self.tspan(t),
                         format!("expected an element, found {found}"),
                     ),
@@ -457,39 +548,32 @@ impl<'a> Parser<'a> {
                 self.error(d);
                 return Err(Reported);
             };
-            let start = in_port.map_or(elem_span, |(_, s)| s.to(elem_span));
             match &prev {
-                Some(link) => {
-                    let span = link.span.to(start);
-                    let from_port = link.out_port.map_or(0, |(p, _)| p);
-                    let to_port = in_port.map_or(0, |(p, _)| p);
-                    self.connect(
-                        body,
-                        (link.id, from_port, link.span),
-                        (id, to_port, start),
-                        span,
-                    );
+                Some((from, arrow)) => {
+                    let arrow = *arrow;
+                    self.connect_all(body, from, &set, arrow);
                 }
                 None => {
-                    if let Some((n, span)) = in_port {
-                        let d = Diagnostic::error(span, format!("input port `[{n}]` at the start of a connection has nothing to connect"))
-                            .with_help(format!("connect something to it: `x -> [{n}]{}`", body.elems[id].shown()));
-                        self.error(d);
+                    for item in &set {
+                        if let Some((ports, span)) = &item.ins {
+                            let n = ports[0];
+                            let d =
+                                Diagnostic::error(*span, "input ports ignored at start of chain")
+                                    .with_help(format!(
+                                        "connect something to it: `x -> [{n}]{}`",
+                                        body.elems[item.id].shown()
+                                    ));
+                            self.error(d);
+                            break;
+                        }
                     }
                 }
             }
-            let out_port = self.port()?;
-            let this_span = out_port.map_or(elem_span, |(_, s)| elem_span.to(s));
             let t = self.peek();
             match t.kind {
-                Tok::Arrow => {
+                Tok::Arrow | Tok::Arrow2 => {
                     self.bump();
-                    prev = Some(Link {
-                        id,
-                        span: this_span,
-                        out_port,
-                        arrow: self.tspan(t),
-                    });
+                    prev = Some((set, t));
                     continue;
                 }
                 Tok::Semi
@@ -497,32 +581,246 @@ impl<'a> Parser<'a> {
                 | Tok::RBrace
                 | Tok::Eof
                 | Tok::LBrace
+                | Tok::LBracket
                 | Tok::Bar2
                 | Tok::Dots => {
                     if t.kind == Tok::Semi {
                         self.bump();
                     }
-                    if let Some((n, span)) = out_port {
-                        let d = Diagnostic::error(
-                            span,
-                            format!("output port `[{n}]` at the end of a connection leads nowhere"),
-                        )
-                        .with_help(format!(
-                            "connect it to something: `{}[{n}] -> x`",
-                            body.elems[id].shown()
-                        ));
-                        self.error(d);
+                    if prev.is_none() {
+                        self.spread_declaration(body, &set);
+                    }
+                    for item in &set {
+                        if let Some((ports, span)) = &item.outs {
+                            let n = ports[0];
+                            let d =
+                                Diagnostic::error(*span, "output ports ignored at end of chain")
+                                    .with_help(format!(
+                                        "connect it to something: `{}[{n}] -> x`",
+                                        body.elems[item.id].shown()
+                                    ));
+                            self.error(d);
+                            break;
+                        }
                     }
                     return Ok(());
                 }
-                Tok::Comma | Tok::Colon2 => {
-                    let what = self.text_of(t);
-                    let d = Diagnostic::error(self.tspan(t), format!("unexpected `{what}` in a connection"))
-                        .with_help("declarations are `name :: Class(args)` or `a, b :: Class(args)` at the start of a statement");
+                Tok::Colon2 => {
+                    let d = Diagnostic::error(self.tspan(t), "unexpected `::` in a connection")
+                        .with_help(
+                            "declarations are `name :: Class(args)` or `a, b :: Class(args)`",
+                        );
                     self.error(d);
                     return Err(Reported);
                 }
-                _ => return Err(self.unexpected(t, "`->` or `;`")),
+                _ => return Err(self.unexpected(t, "`->`, `=>` or `;`")),
+            }
+        }
+    }
+
+    /// `a, b, c :: Class(args)` alone in a statement declares every name
+    /// with the class and arguments of the last, as Click's
+    /// `yelement_next` spreads them.
+    fn spread_declaration(&mut self, body: &mut Body, set: &[Item]) {
+        if set.len() < 2 || set.iter().any(|i| i.ins.is_some() || i.outs.is_some()) {
+            return;
+        }
+        let last = &body.elems[set[set.len() - 1].id];
+        if last.declared.is_none() || last.class_span == last.name_span {
+            return;
+        }
+        let bare = set[..set.len() - 1]
+            .iter()
+            .all(|i| body.elems[i.id].tentative.is_some() && body.elems[i.id].config.is_none());
+        if !bare {
+            return;
+        }
+        let last_id = set[set.len() - 1].id;
+        let (class, class_written, class_span, config, config_span) = {
+            let l = &body.elems[last_id];
+            (
+                l.class.clone(),
+                l.class_written.clone(),
+                l.class_span,
+                l.config,
+                l.config_span,
+            )
+        };
+        for item in &set[..set.len() - 1] {
+            let word = body.elems[item.id].tentative.clone().unwrap_or_default();
+            if let Some(&prev) = body.names.get(&word) {
+                let d = Diagnostic::error(
+                    body.elems[item.id].name_span,
+                    format!("redeclaration of element `{word}`"),
+                )
+                .with_note(
+                    body.elems[prev].name_span,
+                    format!("`{word}` first declared here"),
+                );
+                self.error(d);
+                continue;
+            }
+            if self.lookup_type(&word).is_some() {
+                let d = Diagnostic::error(
+                    body.elems[item.id].name_span,
+                    format!("class `{word}` used as element name"),
+                )
+                .with_help("choose another name for the element");
+                self.error(d);
+                continue;
+            }
+            let e = &mut body.elems[item.id];
+            e.declared = Some(word.clone());
+            e.name = word.clone();
+            e.class = class.clone();
+            e.class_written = class_written.clone();
+            e.class_span = class_span;
+            e.config = config;
+            e.config_span = config_span;
+            e.tentative = None;
+            body.names.insert(word, item.id);
+        }
+    }
+
+    /// Connects two element lists as Click's `yconnection_connect_all`
+    /// does: port lists pair up in order; a single port on one side meets
+    /// every port of the other; an expandable list (`[]`, `[N,]`, or, with
+    /// `=>`, no ports at all) grows to match.
+    fn connect_all(&mut self, body: &mut Body, outputs: &[Item], inputs: &[Item], arrow: Token) {
+        let double = arrow.kind == Tok::Arrow2;
+        let ports_of = |item: &Item, out: bool| -> Vec<isize> {
+            let p = if out { &item.outs } else { &item.ins };
+            p.as_ref().map(|(v, _)| v.clone()).unwrap_or_default()
+        };
+        let lists: [Vec<Vec<isize>>; 2] = [
+            inputs.iter().map(|i| ports_of(i, false)).collect(),
+            outputs.iter().map(|i| ports_of(i, true)).collect(),
+        ];
+        let mut minp = [0usize; 2];
+        let mut expandable = [0usize; 2];
+        for k in 0..2 {
+            for p in &lists[k] {
+                let n = p.len();
+                if n <= 1 {
+                    minp[k] += 1;
+                } else if p[n - 1] == EXPANDABLE {
+                    minp[k] += n - 1;
+                    expandable[k] += 1;
+                } else {
+                    minp[k] += n;
+                }
+            }
+        }
+        let whole = self.span(outputs[0].span.start, inputs[inputs.len() - 1].span.end);
+        if expandable[0] + expandable[1] > 1 {
+            let d = Diagnostic::error(whole, "at most one expandable port allowed per connection");
+            self.error(d);
+            let k = usize::from(minp[0] < minp[1]);
+            expandable[k] = 0;
+        }
+        if double {
+            // `=>` reads a missing port list as expandable.
+            for k in 0..2 {
+                if minp[k] == 1 && minp[1 - k] > 1 && lists[k][0].is_empty() {
+                    expandable[k] = 1;
+                }
+            }
+        }
+        let mut step = [false; 2];
+        let mut nexpandable = [0usize; 2];
+        for k in 0..2 {
+            step[k] = minp[k] > 1 || expandable[k] > 0;
+            nexpandable[k] = if expandable[k] > 0 {
+                minp[1 - k].saturating_sub(minp[k])
+            } else {
+                0
+            };
+        }
+        if step[0] && step[1] {
+            let message = if !double {
+                Some("syntax error: many-to-many connections require `=>`".to_string())
+            } else if expandable[0] == 0 && expandable[1] == 0 && minp[0] != minp[1] {
+                Some(format!(
+                    "connection mismatch: {} outputs connected to {} inputs",
+                    minp[1], minp[0]
+                ))
+            } else if expandable[0] == 0 && minp[0] < minp[1] {
+                Some(format!(
+                    "connection mismatch: {} or more outputs connected to {} inputs",
+                    minp[1], minp[0]
+                ))
+            } else if expandable[1] == 0 && minp[1] < minp[0] {
+                Some(format!(
+                    "connection mismatch: {} outputs connected to {} or more inputs",
+                    minp[1], minp[0]
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = message {
+                let mut d = Diagnostic::error(self.tspan(arrow), message)
+                    .with_note(whole, "in this connection");
+                if !double {
+                    d = d.with_help("write `=>` to connect the ports pairwise");
+                }
+                self.error(d);
+            }
+        } else if !step[0] && !step[1] {
+            step[0] = true;
+        }
+        let items = [inputs, outputs];
+        let mut it = [0usize; 2];
+        let mut ppos = [0usize; 2];
+        let mut port: [isize; 2] = [-1, -1];
+        let mut guard = 0usize;
+        while it[0] < inputs.len() && it[1] < outputs.len() {
+            guard += 1;
+            if guard > 2 * MAX_PORT * (inputs.len() + outputs.len()) {
+                break;
+            }
+            for k in 0..2 {
+                if port[k] < 0 {
+                    let p = &lists[k][it[k]];
+                    port[k] = if p.is_empty() { 0 } else { p[0] };
+                }
+            }
+            let from = &items[1][it[1]];
+            let to = &items[0][it[0]];
+            let from_span = from
+                .outs
+                .as_ref()
+                .map_or(from.elem_span, |(_, s)| from.elem_span.to(*s));
+            let to_span = to
+                .ins
+                .as_ref()
+                .map_or(to.elem_span, |(_, s)| s.to(to.elem_span));
+            let span = from_span.to(to_span);
+            self.connect(
+                body,
+                (from.id, port[1] as usize, from.elem_span),
+                (to.id, port[0] as usize, to.elem_span),
+                span,
+            );
+            for k in 0..2 {
+                if !step[k] {
+                    continue;
+                }
+                let p = &lists[k][it[k]];
+                let np = p.len();
+                ppos[k] += 1;
+                if ppos[k] < np && p[ppos[k]] >= 0 {
+                    port[k] = p[ppos[k]];
+                } else if np >= 2 && p[np - 1] == EXPANDABLE && nexpandable[k] > 0 {
+                    port[k] = p[np - 2] + (ppos[k] as isize) - (np as isize - 2);
+                    nexpandable[k] -= 1;
+                } else if np == 0 && minp[k] == 1 && nexpandable[k] > 0 {
+                    port[k] = ppos[k] as isize;
+                    nexpandable[k] -= 1;
+                } else {
+                    port[k] = -1;
+                    ppos[k] = 0;
+                    it[k] += 1;
+                }
             }
         }
     }
@@ -570,10 +868,24 @@ impl<'a> Parser<'a> {
     /// One element in a chain: a reference, an anonymous element, or a
     /// declaration. Returns its entry and span, or `None` if the next token
     /// cannot start an element.
-    fn element(&mut self, body: &mut Body, first_in_chain: bool) -> PResult<Option<(usize, Span)>> {
+    fn element(&mut self, body: &mut Body) -> PResult<Option<(usize, Span)>> {
         let t = self.peek();
         if t.kind == Tok::LBrace {
-            return Err(self.anonymous_compound(t));
+            // An anonymous compound: Click names it `@N`.
+            let Some(class) = self.compound(String::new(), self.tspan(t)) else {
+                return Err(Reported);
+            };
+            let end = self.prev_end;
+            let (config, end) = if self.peek().kind == Tok::LParen {
+                let c = self.config()?;
+                (Some(c), c.1 + 1)
+            } else {
+                (None, end)
+            };
+            let span = self.span(t.start, end);
+            let id = self.add_anonymous(body, "", self.span(t.start, t.end), config, None);
+            body.elems[id].class = ClassRef::Compound(class);
+            return Ok(Some((id, span)));
         }
         if t.kind != Tok::Word || self.is_keyword(t) {
             return Ok(None);
@@ -582,7 +894,7 @@ impl<'a> Parser<'a> {
         let word = self.text_of(t);
         let span = self.tspan(t);
         let next = self.peek();
-        let declaring = next.kind == Tok::Colon2 || (next.kind == Tok::Comma && first_in_chain);
+        let declaring = next.kind == Tok::Colon2;
         if !declaring && word.bytes().all(|c| c.is_ascii_digit()) {
             let d = Diagnostic::error(span, format!("expected an element, found number `{word}`"))
                 .with_help("ports go in brackets: `a[1] -> [0]b`");
@@ -597,7 +909,6 @@ impl<'a> Parser<'a> {
                 Ok(Some((id, span.to(self.span(span.start, end)))))
             }
             Tok::Colon2 => self.declaration(body, t).map(Some),
-            Tok::Comma if first_in_chain => self.declaration(body, t).map(Some),
             _ => {
                 // Click's rule: a class name makes an anonymous element;
                 // otherwise a declared name is that element; otherwise the
@@ -615,40 +926,6 @@ impl<'a> Parser<'a> {
                 Ok(Some((id, span)))
             }
         }
-    }
-
-    fn anonymous_compound(&mut self, t: Token) -> Reported {
-        let d = Diagnostic::error(
-            self.tspan(t),
-            "anonymous element classes `{ ... }` are not supported",
-        )
-        .with_help("define it first: `elementclass Name { ... }`, then use `Name`");
-        self.error(d);
-        // Skip the braces so the rest of the file still parses.
-        let mut depth = 0usize;
-        loop {
-            let t = self.peek();
-            match t.kind {
-                Tok::Eof => break,
-                Tok::LBrace => depth += 1,
-                Tok::RBrace => {
-                    depth -= 1;
-                    if depth == 0 {
-                        self.bump();
-                        break;
-                    }
-                }
-                Tok::LParen => {
-                    if self.config().is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                _ => {}
-            }
-            self.bump();
-        }
-        Reported
     }
 
     fn add_anonymous(
@@ -696,26 +973,42 @@ impl<'a> Parser<'a> {
             }
         }
         let class = self.peek();
+        let mut anonymous_class = None;
         if class.kind == Tok::LBrace {
-            return Err(self.anonymous_compound(class));
-        }
-        if class.kind != Tok::Word || self.is_keyword(class) {
+            let Some(k) = self.compound(String::new(), self.tspan(class)) else {
+                return Err(Reported);
+            };
+            anonymous_class = Some(k);
+        } else if class.kind != Tok::Word || self.is_keyword(class) {
             return Err(self.unexpected(class, "an element class after `::`"));
+        } else {
+            self.bump();
         }
-        self.bump();
-        let class_name = self.text_of(class);
+        let class_name = if anonymous_class.is_some() {
+            ""
+        } else {
+            self.text_of(class)
+        };
         let class_span = self.tspan(class);
+        let class_end = if anonymous_class.is_some() {
+            self.prev_end
+        } else {
+            class.end
+        };
         let (config, end) = if self.peek().kind == Tok::LParen {
             let c = self.config()?;
             (Some(c), c.1 + 1)
         } else {
-            (None, class.end)
+            (None, class_end)
         };
         let config_span = match config {
             Some((s, e)) => self.span(s, e),
-            None => self.span(class.end, class.end),
+            None => self.span(class_end, class_end),
         };
-        let class_ref = self.resolve_class(class_name);
+        let class_ref = match anonymous_class {
+            Some(k) => ClassRef::Compound(k),
+            None => self.resolve_class(class_name),
+        };
         let mut first_id = None;
         for name in names {
             let word = self.text_of(name);
@@ -787,7 +1080,11 @@ impl<'a> Parser<'a> {
         let word = self.text_of(name).to_string();
         let next = self.peek();
         match next.kind {
-            Tok::LBrace => self.compound(word, self.tspan(name)),
+            Tok::LBrace => {
+                if let Some(index) = self.compound(word.clone(), self.tspan(name)) {
+                    self.bind_type(word, Binding::Compound(index));
+                }
+            }
             Tok::Word if !self.is_keyword(next) => {
                 self.bump();
                 let target = self.text_of(next);
@@ -812,7 +1109,12 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn compound(&mut self, name: String, name_span: Span) {
+    /// A compound class body `{ ... }`, or several separated by `||`
+    /// (overloads, chosen at expansion by arguments and ports as Click's
+    /// `Compound::resolve` does), the last of which may be `...` (the
+    /// class's earlier meaning). Returns the first variant; the caller
+    /// binds the name.
+    fn compound(&mut self, name: String, name_span: Span) -> Option<usize> {
         let open = self.bump();
         if self.depth >= MAX_NESTING {
             let d = Diagnostic::error(
@@ -824,8 +1126,85 @@ impl<'a> Parser<'a> {
             self.gave_up = true;
             self.peeked.clear();
             self.lexer.seek(self.text.len());
-            return;
+            return None;
         }
+        let mut first: Option<usize> = None;
+        let mut last: Option<usize> = None;
+        let mut variants = 0usize;
+        loop {
+            let t = self.peek();
+            if t.kind == Tok::Dots {
+                self.bump();
+                let earlier = if name.is_empty() {
+                    None
+                } else {
+                    Some(
+                        self.lookup_type(&name)
+                            .cloned()
+                            .unwrap_or_else(|| Binding::Primitive(name.clone())),
+                    )
+                };
+                let after = self.peek();
+                match (earlier, last) {
+                    (Some(b), Some(l)) if after.kind == Tok::RBrace => {
+                        self.classes[l].overload = Some(b);
+                    }
+                    (None, _) => {
+                        let d = Diagnostic::error(self.tspan(t), "cannot extend unknown element class")
+                            .with_help("`...` stands for the earlier meaning of the class being defined; an anonymous class has none");
+                        self.error(d);
+                    }
+                    _ => {
+                        let d = Diagnostic::error(
+                            self.tspan(t),
+                            "`...` should occur last, after one or more compounds",
+                        )
+                        .with_help("write `elementclass X { ... || ... }` with `...` as the last alternative");
+                        self.error(d);
+                    }
+                }
+                if after.kind != Tok::RBrace {
+                    let mut scratch = Body::default();
+                    self.depth += 1;
+                    self.body(&mut scratch, Some(open));
+                    self.depth -= 1;
+                }
+                break;
+            }
+            variants += 1;
+            if variants > MAX_VARIANTS {
+                let d = Diagnostic::error(
+                    self.tspan(t),
+                    format!("more than {MAX_VARIANTS} overloads of one element class"),
+                );
+                self.error(d);
+                self.gave_up = true;
+                self.peeked.clear();
+                self.lexer.seek(self.text.len());
+                return None;
+            }
+            let index = self.compound_variant(&name, name_span, open);
+            if let Some(l) = last {
+                self.classes[l].overload = Some(Binding::Compound(index));
+            }
+            first.get_or_insert(index);
+            last = Some(index);
+            if self.peek().kind == Tok::Bar2 {
+                self.bump();
+                continue;
+            }
+            break;
+        }
+        if self.peek().kind == Tok::RBrace {
+            let close = self.bump();
+            self.prev_end = close.end;
+        }
+        first
+    }
+
+    /// One alternative of a compound class, up to `}` or `||` (not
+    /// consumed).
+    fn compound_variant(&mut self, name: &str, name_span: Span, open: Token) -> usize {
         self.depth += 1;
         let types_len = self.bound.len();
         let formals = self.formals();
@@ -850,21 +1229,18 @@ impl<'a> Parser<'a> {
             body.names.insert(word.to_string(), body.elems.len() - 1);
         }
         self.body(&mut body, Some(open));
-        if self.peek().kind == Tok::RBrace {
-            self.bump();
-        }
         self.unbind_types(types_len);
         self.depth -= 1;
         self.finish_body(&mut body);
         self.classes.push(CompoundClass {
-            name: name.clone(),
+            name: name.to_string(),
             name_span,
             formals,
             body,
             depth: self.depth + 1,
+            overload: None,
         });
-        let index = self.classes.len() - 1;
-        self.bind_type(name, Binding::Compound(index));
+        self.classes.len() - 1
     }
 
     /// `$a, $b, KEYWORD $c |` at the start of a compound body.
