@@ -286,8 +286,8 @@ struct RunArgs {
     /// references and words of all counting elements divided by the packets
     /// of the counting element that counted the most (the first counting
     /// block every packet passes). With --stats-json the same as one JSON
-    /// line on stdout. Off, the counting code is compiled out of the
-    /// elements.
+    /// line on stdout; printed even with --quiet. Off, the counting code
+    /// is compiled out of the elements.
     #[arg(long)]
     memrefs: bool,
 }

@@ -13,7 +13,7 @@ use bricks_qos::memref::MemRefs;
 pub(crate) const KEYWORD: Keyword = Keyword {
     name: "MEMREFS",
     ty: "boolean",
-    default: Some("false (true under `bricks run --memrefs`)"),
+    default: Some("false; true under `bricks run --memrefs`"),
     doc: "count the memory references and 32-bit words each packet costs (counters \
           mem_packets, mem_refs, mem_words); when false the counting code is compiled out",
 };
