@@ -125,6 +125,35 @@ mod tests {
     }
 
     #[test]
+    fn memrefs_counters_only_when_counting() {
+        let mut h = Harness::new(&CLASS, "2, MEMREFS true", ports(1));
+        h.push_packets(0, (0..3u8).map(|i| frame([10, 0, 0, 2], i, 0)));
+        assert_eq!(tags(&h.pull(0, 10)), vec![0, 1]);
+        let s = h.stats();
+        // Two enqueues (3 references, 6 words) and one refused (2, 2);
+        // two dequeues (3, 6); the empty pull at the end is not counted.
+        assert_eq!(s.get("mem_packets"), Some(3));
+        assert_eq!(
+            (s.get("enqueue_refs"), s.get("enqueue_words")),
+            (Some(8), Some(14))
+        );
+        assert_eq!(
+            (s.get("dequeue_refs"), s.get("dequeue_words")),
+            (Some(6), Some(12))
+        );
+        assert_eq!(
+            (s.get("mem_refs"), s.get("mem_words")),
+            (Some(14), Some(26))
+        );
+        let mut h = Harness::new(&CLASS, "2", ports(1));
+        h.push_packets(0, [frame([10, 0, 0, 2], 0, 0)]);
+        let s = h.stats();
+        for k in ["mem_packets", "mem_refs", "enqueue_refs", "dequeue_words"] {
+            assert_eq!(s.get(k), None, "{k}");
+        }
+    }
+
+    #[test]
     fn bad_arguments_refused() {
         let ports = ports(1);
         for (args, why) in [("0", "out of range"), ("10, FOO 1", "FOO")] {
