@@ -1,23 +1,34 @@
 //! Sources, sinks, queues, schedulers and plumbing.
 
+pub mod align;
+pub mod average_counter;
 pub mod bw_rated_unqueue;
 pub mod counter;
 pub mod discard;
 pub mod drr_sched;
 pub mod hash_switch;
 pub mod idle;
+pub mod mark_mac_header;
+pub mod meter;
+pub mod null;
 pub mod paint;
 pub mod print;
+pub mod pull_tee;
 pub mod queue;
+pub mod rated_splitter;
 pub mod rated_unqueue;
 pub mod round_robin_switch;
 pub mod sched;
 pub mod schedule_info;
+pub mod set_packet_type;
+pub mod set_timestamp;
 pub mod settings;
 pub mod source;
 pub mod static_thread_sched;
 pub mod stride_sched;
 pub mod strip;
+pub mod suppressor;
+pub mod switch;
 pub mod tee;
 #[cfg(test)]
 mod testrun;
@@ -60,4 +71,20 @@ pub static CLASSES: &[&ElementClass] = &[
     &work_package::CLASS,
     &round_robin_switch::CLASS,
     &hash_switch::CLASS,
+    &null::CLASS,
+    &pull_tee::CLASS,
+    &switch::SWITCH,
+    &switch::STATIC_SWITCH,
+    &switch::RANDOM_SWITCH,
+    &suppressor::CLASS,
+    &meter::METER,
+    &meter::BANDWIDTH_METER,
+    &rated_splitter::RATED_SPLITTER,
+    &rated_splitter::BANDWIDTH_RATED_SPLITTER,
+    &average_counter::CLASS,
+    &set_timestamp::CLASS,
+    &mark_mac_header::CLASS,
+    &set_packet_type::CLASS,
+    &align::ALIGN,
+    &align::ALIGNMENT_INFO,
 ];
