@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use crate::args::{self, Vars};
 use crate::parser::{Binding, Body, ClassRef, CompoundClass, LocalElem, Parsed};
-use crate::source::{Diagnostic, Span};
+use crate::source::{Diagnostic, SourceMap, Span};
 use crate::suggest::suggest;
 use crate::{Arg, Connection, ElementDecl, Limits, Options};
 
@@ -81,8 +81,7 @@ enum Handle {
 
 struct Expander<'p> {
     parsed: &'p Parsed,
-    text: &'p str,
-    file: u32,
+    map: &'p SourceMap,
     limits: &'p Limits,
     elements: Vec<ElementDecl>,
     edges: Vec<Edge>,
@@ -95,14 +94,12 @@ struct Expander<'p> {
 
 pub(crate) fn expand(
     parsed: &Parsed,
-    text: &str,
-    file: u32,
+    map: &SourceMap,
     options: &Options,
 ) -> Result<(Vec<ElementDecl>, Vec<Connection>), Vec<Diagnostic>> {
     let mut x = Expander {
         parsed,
-        text,
-        file,
+        map,
         limits: &options.limits,
         elements: Vec::new(),
         edges: Vec::new(),
@@ -127,8 +124,8 @@ pub(crate) fn expand(
 }
 
 impl<'p> Expander<'p> {
-    fn span(&self, start: usize, end: usize) -> Span {
-        Span::new(self.file, start, end)
+    fn text(&self, file: u32) -> &'p str {
+        self.map.get(file).map_or("", |s| s.text.as_str())
     }
 
     fn report(&mut self, d: Diagnostic) {
@@ -162,7 +159,7 @@ impl<'p> Expander<'p> {
             if overrides.iter().any(|(n, _)| *n == d.name) {
                 continue;
             }
-            let value = self.define_value(d.value, &frame.vars, &[]);
+            let value = self.define_value(d.span.file, d.value, &frame.vars, &[]);
             frame.vars.insert(d.name.clone(), value);
         }
         for (name, value) in overrides {
@@ -175,6 +172,7 @@ impl<'p> Expander<'p> {
 
     fn define_value(
         &mut self,
+        file: u32,
         (s, e): (usize, usize),
         local: &HashMap<String, String>,
         frames: &[Rc<Frame>],
@@ -183,7 +181,7 @@ impl<'p> Expander<'p> {
             local: Some(local),
             frames,
         };
-        args::process(&self.text[s..e], Some(&mut lookup)).text
+        args::process(&self.text(file)[s..e], Some(&mut lookup)).text
     }
 
     /// Substitutes and splits an element's arguments.
@@ -191,7 +189,8 @@ impl<'p> Expander<'p> {
         let Some((base, end)) = e.config else {
             return (Vec::new(), String::new());
         };
-        let raw = &self.text[base..end];
+        let file = e.config_span.file;
+        let raw = &self.text(file)[base..end];
         let mut lookup = Lookup {
             local: None,
             frames,
@@ -202,8 +201,8 @@ impl<'p> Expander<'p> {
         for (k, (a, b)) in pieces.into_iter().enumerate() {
             let p = args::process(&raw[a..b], Some(&mut lookup));
             let span = match p.content {
-                Some((cs, ce)) => self.span(base + a + cs, base + a + ce),
-                None => self.span(base + a, base + a),
+                Some((cs, ce)) => Span::new(file, base + a + cs, base + a + ce),
+                None => Span::new(file, base + a, base + a),
             };
             if k + 1 == count && p.text.is_empty() {
                 // Click drops a final empty argument: `Foo(a, b,)`.
@@ -329,7 +328,7 @@ impl<'p> Expander<'p> {
                     let outer = &frames[..class.depth.min(frames.len())];
                     let mut frame = Frame { vars };
                     for d in &class.body.defines {
-                        let value = self.define_value(d.value, &frame.vars, outer);
+                        let value = self.define_value(d.span.file, d.value, &frame.vars, outer);
                         frame.vars.insert(d.name.clone(), value);
                     }
                     let mut inner = outer.to_vec();

@@ -55,6 +55,7 @@
 mod args;
 mod expand;
 mod lexer;
+mod library;
 mod parser;
 mod scan;
 mod source;
@@ -72,9 +73,16 @@ pub struct Router {
     pub elements: Vec<ElementDecl>,
     /// Every connection, between indices into `elements`.
     pub connections: Vec<Connection>,
-    /// The arguments of `require(...)` statements, in order. They are
-    /// recorded and not acted on.
+    /// The arguments of `require(...)` statements, in order, except
+    /// `library FILE` (whose file is read). They are recorded and not
+    /// acted on.
     pub requirements: Vec<String>,
+    /// The arguments of `provide(...)` statements, in order.
+    pub provisions: Vec<String>,
+    /// What deserves a word but does not stop the configuration, such as
+    /// `require(package ...)`; render them with
+    /// [`SourceMap::render_warning`].
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Router {
@@ -213,18 +221,32 @@ pub fn parse_with(
     options: &Options,
 ) -> Result<Router, Vec<Diagnostic>> {
     let file = map.add(source);
-    let text = &map.get(file).expect("source just added").text;
-    let parsed = parser::parse(text, file)?;
-    let (elements, connections) =
-        expand::expand(&parsed, text, file, options).map_err(|mut errors| {
-            errors.sort_by_key(|d| (d.span.start, d.span.end));
-            errors
-        })?;
+    let mut library_errors = Vec::new();
+    let libs = library::load(map, file, &mut library_errors);
+    let map = &*map;
+    let parsed = match parser::parse(map, file, &libs) {
+        Ok(parsed) if library_errors.is_empty() => parsed,
+        Ok(_) => return Err(sorted(library_errors)),
+        Err(mut errors) => {
+            errors.append(&mut library_errors);
+            return Err(sorted(errors));
+        }
+    };
+    let (elements, connections) = expand::expand(&parsed, map, options).map_err(sorted)?;
     Ok(Router {
         elements,
         connections,
         requirements: parsed.requirements,
+        provisions: parsed.provisions,
+        warnings: parsed.warnings,
     })
+}
+
+/// Orders diagnostics by file and position.
+fn sorted(mut errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    errors.sort_by_key(|d| (d.span.file, d.span.start, d.span.end));
+    errors.dedup();
+    errors
 }
 
 #[cfg(test)]

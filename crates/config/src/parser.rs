@@ -7,11 +7,12 @@
 //! (so `elementclass Queue { input -> Queue -> Counter -> output }` wraps
 //! the primitive `Queue`). Compound recursion therefore cannot be written.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use crate::args;
 use crate::lexer::{Lexer, Tok, Token, Unterminated};
-use crate::source::{Diagnostic, Span};
+use crate::library::{self, Libraries, Requirement};
+use crate::source::{Diagnostic, SourceMap, Span};
 
 /// Deepest `elementclass` nesting the parser accepts (it recurses).
 pub(crate) const MAX_NESTING: usize = 64;
@@ -25,7 +26,13 @@ pub(crate) const MAX_PORT: usize = 65535;
 /// The end of an expandable port list, as in Click's `yport`.
 const EXPANDABLE: isize = -1;
 
-const KEYWORDS: [&str; 4] = ["elementclass", "require", "define", "connectiontunnel"];
+const KEYWORDS: [&str; 5] = [
+    "elementclass",
+    "require",
+    "provide",
+    "define",
+    "connectiontunnel",
+];
 
 /// What a class name in a declaration resolved to.
 #[derive(Clone, Debug)]
@@ -124,6 +131,8 @@ pub(crate) struct Parsed {
     pub top: Body,
     pub classes: Vec<CompoundClass>,
     pub requirements: Vec<String>,
+    pub provisions: Vec<String>,
+    pub warnings: Vec<Diagnostic>,
 }
 
 #[derive(Clone, Debug)]
@@ -150,6 +159,12 @@ type PResult<T> = Result<T, Reported>;
 
 pub(crate) struct Parser<'a> {
     text: &'a str,
+    map: &'a SourceMap,
+    libs: &'a Libraries,
+    /// The files read so far (a library is read once).
+    read_libs: HashSet<u32>,
+    provisions: Vec<String>,
+    warnings: Vec<Diagnostic>,
     lexer: Lexer<'a>,
     peeked: VecDeque<Token>,
     errors: Vec<Diagnostic>,
@@ -170,9 +185,19 @@ pub(crate) struct Parser<'a> {
     prev_end: usize,
 }
 
-pub(crate) fn parse(text: &str, file: u32) -> Result<Parsed, Vec<Diagnostic>> {
+pub(crate) fn parse<'a>(
+    map: &'a SourceMap,
+    file: u32,
+    libs: &'a Libraries,
+) -> Result<Parsed, Vec<Diagnostic>> {
+    let text = map.get(file).map_or("", |s| s.text.as_str());
     let mut p = Parser {
         text,
+        map,
+        libs,
+        read_libs: HashSet::from([file]),
+        provisions: Vec::new(),
+        warnings: Vec::new(),
         lexer: Lexer::new(text, file),
         peeked: VecDeque::new(),
         errors: Vec::new(),
@@ -194,6 +219,8 @@ pub(crate) fn parse(text: &str, file: u32) -> Result<Parsed, Vec<Diagnostic>> {
             top,
             classes: p.classes,
             requirements: p.requirements,
+            provisions: p.provisions,
+            warnings: p.warnings,
         })
     } else {
         errors.sort_by_key(|d| (d.span.start, d.span.end));
@@ -353,7 +380,8 @@ impl<'a> Parser<'a> {
                     self.bump();
                 }
                 Tok::Word if word == "elementclass" => self.elementclass(),
-                Tok::Word if word == "require" => self.require(),
+                Tok::Word if word == "require" => self.require(body),
+                Tok::Word if word == "provide" => self.provide(),
                 Tok::Word if word == "define" => self.define(body),
                 Tok::Word if word == "connectiontunnel" => {
                     let d = Diagnostic::error(self.tspan(t), "`connectiontunnel` is not supported")
@@ -1294,8 +1322,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `require(...)`: recorded, not acted on.
-    fn require(&mut self) {
+    /// `require(...)`: `library FILE` reads the library there (at file
+    /// scope only, once per configuration); `package NAME` (or a single
+    /// word) is recorded with a warning, since bricks has no packages;
+    /// anything else is recorded.
+    fn require(&mut self, body: &mut Body) {
         self.bump();
         if self.peek().kind != Tok::LParen {
             let t = self.peek();
@@ -1308,9 +1339,77 @@ impl<'a> Parser<'a> {
         };
         let raw = &self.text[s..e];
         for (a, b) in args::split_top(raw) {
+            let p = args::process(&raw[a..b], None);
+            let Some((cs, ce)) = p.content else {
+                continue;
+            };
+            let span = self.span(s + a + cs, s + a + ce);
+            match library::classify(&p.text) {
+                Requirement::Library(name) => {
+                    if self.depth > 0 {
+                        let d =
+                            Diagnostic::error(span, "`require library` must be used at file scope")
+                                .with_help("move the `require` out of the element class");
+                        self.error(d);
+                        continue;
+                    }
+                    let key = (span.file, span.start);
+                    if let Some(&file) = self.libs.loaded.get(&key) {
+                        self.read_library(body, file);
+                    }
+                    // Otherwise loading it failed, and was reported.
+                    let _ = name;
+                }
+                Requirement::Package(name) => {
+                    self.warnings.push(
+                        Diagnostic::error(span, format!("package `{name}` is not available; the requirement is ignored"))
+                            .with_help("bricks has no element packages: every element class it knows is built in"),
+                    );
+                    self.requirements.push(p.text);
+                }
+                Requirement::Other => self.requirements.push(p.text),
+            }
+        }
+    }
+
+    /// Parses library `file` at file scope into `body`.
+    fn read_library(&mut self, body: &mut Body, file: u32) {
+        if !self.read_libs.insert(file) {
+            return;
+        }
+        let Some(src) = self.map.get(file) else {
+            return;
+        };
+        let text: &'a str = src.text.as_str();
+        let saved_text = std::mem::replace(&mut self.text, text);
+        let saved_lexer = std::mem::replace(&mut self.lexer, Lexer::new(text, file));
+        let saved_peeked = std::mem::take(&mut self.peeked);
+        let saved_end = self.prev_end;
+        self.body(body, None);
+        let mut lexer = std::mem::replace(&mut self.lexer, saved_lexer);
+        self.errors.append(&mut lexer.errors);
+        self.text = saved_text;
+        self.peeked = saved_peeked;
+        self.prev_end = saved_end;
+    }
+
+    /// `provide(NAME, ...)`: recorded.
+    fn provide(&mut self) {
+        self.bump();
+        if self.peek().kind != Tok::LParen {
+            let t = self.peek();
+            self.unexpected(t, "`(` after `provide`");
+            self.recover();
+            return;
+        }
+        let Ok((s, e)) = self.config() else {
+            return;
+        };
+        let raw = &self.text[s..e];
+        for (a, b) in args::split_top(raw) {
             let text = args::process(&raw[a..b], None).text;
             if !text.is_empty() {
-                self.requirements.push(text);
+                self.provisions.push(text);
             }
         }
     }

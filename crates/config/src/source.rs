@@ -212,10 +212,20 @@ impl SourceMap {
     ///
     /// Each note follows with its own snippet.
     pub fn render(&self, diag: &Diagnostic) -> String {
+        self.render_as("error", diag)
+    }
+
+    /// [`SourceMap::render`] for a warning, such as those of
+    /// [`Router::warnings`](crate::Router::warnings).
+    pub fn render_warning(&self, diag: &Diagnostic) -> String {
+        self.render_as("warning", diag)
+    }
+
+    fn render_as(&self, severity: &str, diag: &Diagnostic) -> String {
         let mut lines: Vec<usize> = vec![self.line_col(diag.span).0];
         lines.extend(diag.notes.iter().map(|(span, _)| self.line_col(span).0));
         let width = lines.iter().max().map_or(1, |&n| n.to_string().len());
-        let mut out = format!("error: {}\n", diag.message);
+        let mut out = format!("{severity}: {}\n", diag.message);
         self.snippet(&mut out, diag.span, width);
         for (span, note) in &diag.notes {
             out.push_str(&format!("{:width$} = note: {note}\n", ""));

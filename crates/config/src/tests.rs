@@ -409,13 +409,122 @@ fn quoted_data_and_escapes() {
 // ---- require and define ----
 
 #[test]
-fn require_is_recorded() {
-    let r = ok("require(package \"mine\", fastclassifier); require(linuxmodule) Idle -> Discard;");
+fn require_is_recorded_and_packages_warned_about() {
+    let text = "require(package \"mine\", fastclassifier, compact_config); require(linuxmodule) Idle -> Discard;";
+    let (map, r) = parse_str(text);
+    let r = r.unwrap();
     assert_eq!(
         r.requirements,
-        ["package \"mine\"", "fastclassifier", "linuxmodule"]
+        [
+            "package \"mine\"",
+            "fastclassifier",
+            "compact_config",
+            "linuxmodule"
+        ]
     );
     assert_eq!(r.elements.len(), 2);
+    let warned: Vec<&str> = r
+        .warnings
+        .iter()
+        .map(|d| &text[d.span.start..d.span.end])
+        .collect();
+    assert_eq!(
+        warned,
+        ["package \"mine\"", "fastclassifier", "linuxmodule"]
+    );
+    assert_eq!(
+        r.warnings[0].message,
+        "package `mine` is not available; the requirement is ignored"
+    );
+    assert!(map
+        .render_warning(&r.warnings[0])
+        .starts_with("warning: package `mine`"));
+}
+
+#[test]
+fn provide_is_recorded() {
+    let r = ok("provide(Foo, Bar) Idle -> Discard;");
+    assert_eq!(r.provisions, ["Foo", "Bar"]);
+    assert_eq!(
+        error("provide Foo;").0,
+        "expected `(` after `provide`, found `Foo`"
+    );
+}
+
+/// A fresh directory for library files.
+fn library_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("bricks-config-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    dir
+}
+
+fn parse_file(path: &std::path::Path) -> (SourceMap, Result<Router, Vec<Diagnostic>>) {
+    let mut map = SourceMap::new();
+    let text = std::fs::read_to_string(path).unwrap();
+    let result = parse(&mut map, Source::new(path.display().to_string(), text));
+    (map, result)
+}
+
+#[test]
+fn require_library_reads_classes_relative_to_the_requiring_file() {
+    let dir = library_dir("lib-ok");
+    std::fs::write(
+        dir.join("lib/a.click"),
+        "require(library b.click)\nelementclass A { input -> B(3) -> output }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("lib/b.click"),
+        "elementclass B { $n | input -> Queue($n) -> output }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.click"),
+        "require(library lib/a.click, library \"lib/a.click\")\nIdle -> a :: A -> Discard;\n",
+    )
+    .unwrap();
+    let (map, result) = parse_file(&dir.join("main.click"));
+    let r = result.unwrap_or_else(|e| panic!("{}", map.render_all(&e)));
+    assert_eq!(names(&r), ["Idle@1", "a/B@1/Queue@1", "Discard@3"]);
+    assert_eq!(r.elements[1].arg_texts(), ["3"]);
+    // The element's spans point into the library.
+    assert!(map
+        .get(r.elements[1].class_span.file)
+        .unwrap()
+        .name
+        .ends_with("b.click"));
+    assert!(r.requirements.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn require_library_errors() {
+    let dir = library_dir("lib-err");
+    std::fs::write(dir.join("lib/x.click"), "require(library y.click)\n").unwrap();
+    std::fs::write(dir.join("lib/y.click"), "require(library x.click)\n").unwrap();
+    std::fs::write(dir.join("cycle.click"), "require(library lib/x.click)\n").unwrap();
+    let (map, result) = parse_file(&dir.join("cycle.click"));
+    let errors = result.unwrap_err();
+    assert_eq!(errors.len(), 1, "{}", map.render_all(&errors));
+    assert_eq!(errors[0].message, "library `x.click` requires itself");
+    std::fs::write(dir.join("missing.click"), "require(library nope.click)\n").unwrap();
+    let (_, result) = parse_file(&dir.join("missing.click"));
+    assert_eq!(
+        result.unwrap_err()[0].message,
+        "library `nope.click` not found"
+    );
+    std::fs::write(
+        dir.join("nested.click"),
+        "elementclass A { require(library lib/x.click) input -> output }\n",
+    )
+    .unwrap();
+    let (_, result) = parse_file(&dir.join("nested.click"));
+    assert_eq!(
+        result.unwrap_err()[0].message,
+        "`require library` must be used at file scope"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
