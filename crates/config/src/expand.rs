@@ -76,6 +76,8 @@ enum Handle {
     },
     /// The enclosing compound's `input` (a pass-through node).
     Input(usize),
+    /// An element group's input or output (a pass-through node).
+    Tunnel(usize),
     Output(usize),
 }
 
@@ -272,6 +274,10 @@ impl<'p> Expander<'p> {
             }
             handles[i] = match &class_ref {
                 ClassRef::Input => ports.map_or(Handle::None, |(input, _)| Handle::Input(input)),
+                ClassRef::Tunnel => {
+                    self.pass_nodes += 1;
+                    Handle::Tunnel(self.pass_nodes - 1)
+                }
                 ClassRef::Output => {
                     ports.map_or(Handle::None, |(_, output)| Handle::Output(output))
                 }
@@ -357,7 +363,7 @@ impl<'p> Expander<'p> {
             }
             let from = match handles[c.from] {
                 Handle::Real(i) => Some(Node::Real(i)),
-                Handle::Input(n) => Some(Node::Pass(n)),
+                Handle::Input(n) | Handle::Tunnel(n) => Some(Node::Pass(n)),
                 Handle::Compound { output, class, .. } => self
                     .compound_port(body, c.from, class, c.from_port, false, c.span)
                     .then_some(Node::Pass(output)),
@@ -365,7 +371,7 @@ impl<'p> Expander<'p> {
             };
             let to = match handles[c.to] {
                 Handle::Real(i) => Some(Node::Real(i)),
-                Handle::Output(n) => Some(Node::Pass(n)),
+                Handle::Output(n) | Handle::Tunnel(n) => Some(Node::Pass(n)),
                 Handle::Compound { input, class, .. } => self
                     .compound_port(body, c.to, class, c.to_port, true, c.span)
                     .then_some(Node::Pass(input)),

@@ -45,6 +45,8 @@ pub(crate) enum ClassRef {
     Input,
     /// The `output` pseudo-element of a compound body.
     Output,
+    /// An element group's input or output: connections pass through.
+    Tunnel,
 }
 
 #[derive(Debug)]
@@ -143,7 +145,10 @@ pub(crate) enum Binding {
 
 /// One element of an element list in a connection.
 struct Item {
+    /// The entry connections into the element reach.
     id: usize,
+    /// The entry connections out of it leave from (a group's output).
+    out_id: usize,
     /// The element with its port lists.
     span: Span,
     /// The element alone.
@@ -183,6 +188,8 @@ pub(crate) struct Parser<'a> {
     gave_up: bool,
     /// The end of the last token consumed.
     prev_end: usize,
+    /// Number of enclosing element groups.
+    groups: usize,
 }
 
 pub(crate) fn parse<'a>(
@@ -208,6 +215,7 @@ pub(crate) fn parse<'a>(
         depth: 0,
         gave_up: false,
         prev_end: 0,
+        groups: 0,
     };
     let mut top = Body::default();
     p.body(&mut top, None);
@@ -368,14 +376,20 @@ impl<'a> Parser<'a> {
             match t.kind {
                 Tok::Eof => {
                     if let (Some(open), false) = (open, self.gave_up) {
-                        let d =
+                        let d = if open.kind == Tok::LParen {
+                            Diagnostic::error(self.tspan(open), "unterminated element group")
+                                .with_help("this `(` has no matching `)`")
+                        } else {
                             Diagnostic::error(self.tspan(open), "unterminated element class body")
-                                .with_help("this `{` has no matching `}`");
+                                .with_help("this `{` has no matching `}`")
+                        };
                         self.error(d);
                     }
                     return;
                 }
-                Tok::RBrace if open.is_some() => return,
+                Tok::RBrace if open.is_some_and(|o| o.kind == Tok::LBrace) => return,
+                Tok::RParen if open.is_some_and(|o| o.kind == Tok::LParen) => return,
+                Tok::Arrow | Tok::Arrow2 if self.nested(body) => self.connection(body),
                 Tok::Semi => {
                     self.bump();
                 }
@@ -390,8 +404,8 @@ impl<'a> Parser<'a> {
                     self.bump();
                     self.recover();
                 }
-                Tok::Word | Tok::LBracket | Tok::LBrace => self.connection(body),
-                Tok::Bar2 if open.is_some() => return,
+                Tok::Word | Tok::LBracket | Tok::LBrace | Tok::LParen => self.connection(body),
+                Tok::Bar2 if open.is_some_and(|o| o.kind == Tok::LBrace) => return,
                 Tok::Dots if open.is_some() => {
                     let d = Diagnostic::error(
                         self.tspan(t),
@@ -491,9 +505,48 @@ impl<'a> Parser<'a> {
     /// One element of an element list, with its port lists.
     fn item(&mut self, body: &mut Body, first_set: bool) -> PResult<Option<Item>> {
         let in_ports = self.ports()?;
+        if self.peek().kind == Tok::LParen {
+            return self.group(body, in_ports).map(Some);
+        }
         let Some((id, elem_span)) = self.element(body)? else {
+            // Inside a compound or group, Click reads `-> x` as
+            // `input -> x` and `x ->` at the end as `x -> output`, the
+            // ports written there being the pseudo-element's.
+            let t = self.peek();
+            if self.nested(body) {
+                let here = in_ports
+                    .as_ref()
+                    .map_or(self.span(t.start, t.start), |(_, s)| *s);
+                let arrow = matches!(t.kind, Tok::Arrow | Tok::Arrow2);
+                let ends = matches!(
+                    t.kind,
+                    Tok::Semi | Tok::RBrace | Tok::RParen | Tok::Eof | Tok::Bar2
+                );
+                if first_set && arrow {
+                    if let Some(&input) = body.names.get("input") {
+                        return Ok(Some(Item {
+                            id: input,
+                            out_id: input,
+                            span: here,
+                            elem_span: here,
+                            ins: None,
+                            outs: in_ports,
+                        }));
+                    }
+                } else if !first_set && ends {
+                    if let Some(&output) = body.names.get("output") {
+                        return Ok(Some(Item {
+                            id: output,
+                            out_id: output,
+                            span: here,
+                            elem_span: here,
+                            ins: in_ports,
+                            outs: None,
+                        }));
+                    }
+                }
+            }
             if let Some((_, span)) = in_ports {
-                let t = self.peek();
                 let found = describe(t.kind, self.text_of(t));
                 let d = Diagnostic::error(
                     span,
@@ -511,14 +564,101 @@ impl<'a> Parser<'a> {
         if let Some((_, s)) = &out_ports {
             span = span.to(*s);
         }
-        let _ = first_set;
         Ok(Some(Item {
             id,
+            out_id: id,
             span,
             elem_span,
             ins: in_ports,
             outs: out_ports,
         }))
+    }
+
+    /// Whether `input` and `output` mean something here.
+    fn nested(&self, body: &Body) -> bool {
+        body.is_compound || self.groups > 0
+    }
+
+    /// An element group `( ... )`, as Click's `ygroup`: its statements
+    /// belong to the enclosing scope, `input` and `output` inside are the
+    /// group's ports, and without port lists of its own the group offers
+    /// every port its body uses.
+    fn group(&mut self, body: &mut Body, in_ports: Option<(Vec<isize>, Span)>) -> PResult<Item> {
+        let open = self.bump();
+        if self.groups >= MAX_NESTING {
+            let d = Diagnostic::error(
+                self.tspan(open),
+                format!("element groups nested more than {MAX_NESTING} deep"),
+            );
+            self.error(d);
+            self.gave_up = true;
+            self.peeked.clear();
+            self.lexer.seek(self.text.len());
+            return Err(Reported);
+        }
+        let open_span = self.tspan(open);
+        let tunnel = |body: &mut Body, word: &str| {
+            body.elems.push(LocalElem {
+                declared: None,
+                name: format!("<group {word}>"),
+                class: ClassRef::Tunnel,
+                class_written: String::new(),
+                class_span: open_span,
+                name_span: open_span,
+                config: None,
+                config_span: open_span,
+                tentative: None,
+                alias_of: None,
+            });
+            body.elems.len() - 1
+        };
+        let input = tunnel(body, "input");
+        let output = tunnel(body, "output");
+        let saved = [
+            body.names.insert("input".to_string(), input),
+            body.names.insert("output".to_string(), output),
+        ];
+        let conns_before = body.conns.len();
+        self.groups += 1;
+        self.body(body, Some(open));
+        self.groups -= 1;
+        for (word, old) in ["input", "output"].into_iter().zip(saved) {
+            match old {
+                Some(id) => body.names.insert(word.to_string(), id),
+                None => body.names.remove(word),
+            };
+        }
+        let close = self.peek();
+        let end = if close.kind == Tok::RParen {
+            self.bump();
+            close.end
+        } else {
+            return Err(Reported);
+        };
+        let (mut nin, mut nout) = (0usize, 0usize);
+        for c in &body.conns[conns_before..] {
+            if c.from == input {
+                nin = nin.max(c.from_port + 1);
+            }
+            if c.to == output {
+                nout = nout.max(c.to_port + 1);
+            }
+        }
+        let elem_span = self.span(open.start, end);
+        let implied = |n: usize| (n > 0).then(|| ((0..n as isize).collect::<Vec<_>>(), elem_span));
+        let ins = in_ports.or_else(|| implied(nin));
+        let outs = match self.ports()? {
+            Some(p) => Some(p),
+            None => implied(nout),
+        };
+        Ok(Item {
+            id: input,
+            out_id: output,
+            span: elem_span,
+            elem_span,
+            ins,
+            outs,
+        })
     }
 
     /// `item ( "," item )*`; `None` if nothing here starts an element.
@@ -607,6 +747,8 @@ impl<'a> Parser<'a> {
                 Tok::Semi
                 | Tok::Word
                 | Tok::RBrace
+                | Tok::RParen
+                | Tok::LParen
                 | Tok::Eof
                 | Tok::LBrace
                 | Tok::LBracket
@@ -825,7 +967,7 @@ impl<'a> Parser<'a> {
             let span = from_span.to(to_span);
             self.connect(
                 body,
-                (from.id, port[1] as usize, from.elem_span),
+                (from.out_id, port[1] as usize, from.elem_span),
                 (to.id, port[0] as usize, to.elem_span),
                 span,
             );
@@ -1499,6 +1641,12 @@ impl<'a> Parser<'a> {
         let mut position = 0usize;
         for e in &mut body.elems {
             if e.alias_of.is_some() || matches!(e.class, ClassRef::Input | ClassRef::Output) {
+                continue;
+            }
+            if matches!(e.class, ClassRef::Tunnel) {
+                // Click counts a group as three elements: the group and
+                // its input and output.
+                position += if e.name == "<group input>" { 2 } else { 1 };
                 continue;
             }
             position += 1;

@@ -1195,6 +1195,50 @@ fn element_lists_in_connections() {
 }
 
 #[test]
+fn element_groups_pass_connections_through() {
+    let r = ok("a :: Tee(2); a => ( input[0] -> x :: Counter -> [0]output; input[1] -> y :: Counter -> [1]output ) => b :: Null2;");
+    assert_eq!(names(&r), ["a", "x", "y", "b"]);
+    let mut c = conns(&r);
+    c.sort();
+    assert_eq!(
+        c,
+        [
+            "a[0] -> [0]x",
+            "a[1] -> [0]y",
+            "x[0] -> [0]b",
+            "y[0] -> [1]b"
+        ]
+    );
+}
+
+#[test]
+fn groups_count_as_three_elements_in_anonymous_names() {
+    let r = ok("Idle -> ( input -> Counter -> output ) -> Discard;");
+    assert_eq!(names(&r), ["Idle@1", "Counter@5", "Discard@6"]);
+    let mut c = conns(&r);
+    c.sort();
+    assert_eq!(
+        c,
+        ["Counter@5[0] -> [0]Discard@6", "Idle@1[0] -> [0]Counter@5"]
+    );
+}
+
+#[test]
+fn implicit_input_and_output_inside_groups_and_compounds() {
+    let r = ok("Idle -> ( -> c :: Counter -> ) -> Discard;");
+    let mut c = conns(&r);
+    c.sort();
+    assert_eq!(c, ["Idle@1[0] -> [0]c", "c[0] -> [0]Discard@6"]);
+    let r = ok("elementclass A { -> Counter -> } Idle -> A -> Discard;");
+    assert_eq!(names(&r), ["Idle@1", "A@2/Counter@1", "Discard@3"]);
+    assert_eq!(r.connections.len(), 2);
+    assert_eq!(
+        error("Idle -> ( input -> Counter -> output -> Discard;").0,
+        "unterminated element group"
+    );
+}
+
+#[test]
 fn connection_mismatches_use_clicks_wording() {
     assert_eq!(
         error("a :: Tee(2); b :: X; a [0, 1] -> [0, 1] b;").0,
