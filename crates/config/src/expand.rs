@@ -255,6 +255,9 @@ impl<'p> Expander<'p> {
         ports: Option<(usize, usize)>,
     ) {
         let mut handles = vec![Handle::None; body.elems.len()];
+        // The port counts each entry uses, computed when an overloaded
+        // class needs them.
+        let mut port_use: Option<Vec<(usize, usize)>> = None;
         for (i, e) in body.elems.iter().enumerate() {
             if self.stop {
                 return;
@@ -266,7 +269,8 @@ impl<'p> Expander<'p> {
             if let ClassRef::Compound(k) = class_ref {
                 if self.parsed.classes[k].overload.is_some() {
                     let (args, _) = self.arguments(e, frames);
-                    match self.resolve_overload(k, &args, used_ports(body, i), e) {
+                    let used = port_use.get_or_insert_with(|| used_ports(body))[i];
+                    match self.resolve_overload(k, &args, used, e) {
                         Some(r) => class_ref = r,
                         None => continue,
                     }
@@ -710,18 +714,14 @@ fn port_count(ports: &std::collections::BTreeSet<usize>) -> usize {
     ports.iter().next_back().map_or(0, |&p| p + 1)
 }
 
-/// The input and output port counts entry `i` of `body` uses.
-fn used_ports(body: &Body, i: usize) -> (usize, usize) {
-    let (mut ins, mut outs) = (0, 0);
+/// The input and output port counts each entry of `body` uses.
+fn used_ports(body: &Body) -> Vec<(usize, usize)> {
+    let mut used = vec![(0, 0); body.elems.len()];
     for c in &body.conns {
-        if c.to == i {
-            ins = ins.max(c.to_port + 1);
-        }
-        if c.from == i {
-            outs = outs.max(c.from_port + 1);
-        }
+        used[c.to].0 = used[c.to].0.max(c.to_port + 1);
+        used[c.from].1 = used[c.from].1.max(c.from_port + 1);
     }
-    (ins, outs)
+    used
 }
 
 /// Whether arguments fit a compound's parameters: keywords it knows are

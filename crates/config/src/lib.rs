@@ -15,18 +15,24 @@
 //!
 //! ```text
 //! config      ::= stmt*
-//! stmt        ::= connection | elementclass | define | require | ";"
-//! connection  ::= [port] element [port] ( "->" [port] element [port] )* [";"]
+//! stmt        ::= connection | elementclass | define | require | provide | ";"
+//! connection  ::= elements ( ( "->" | "=>" ) elements )* [";"]
+//! elements    ::= item ( "," item )*                          element list
+//! item        ::= [ports] element [ports]
+//!               | [ports] "(" stmt* ")" [ports]              element group
 //! element     ::= WORD "(" ARGS ")"              anonymous element of class WORD
-//!               | names "::" WORD [ "(" ARGS ")" ] declaration (`a, b ::` only first in a chain)
+//!               | WORD "::" class [ "(" ARGS ")" ] declaration
 //!               | WORD                           a declared name, else an anonymous element of class WORD
-//! names       ::= WORD ( "," WORD )*
-//! port        ::= "[" NUMBER "]"
-//! elementclass::= "elementclass" WORD "{" [ formals "|" ] stmt* "}"
+//!               | body [ "(" ARGS ")" ]          anonymous compound, named `@N`
+//! class       ::= WORD | body
+//! ports       ::= "[" "]" | "[" NUMBER ( "," NUMBER )* [","] "]"
+//! elementclass::= "elementclass" WORD body
 //!               | "elementclass" WORD WORD                    synonym
+//! body        ::= "{" variant ( "||" variant )* [ "||" "..." ] "}"
+//! variant     ::= [ formals "|" ] stmt*
 //! formals     ::= formal ( "," formal )*       formal ::= [KEYWORD] "$"VAR
 //! define      ::= "define" "(" "$"VAR value ( "," "$"VAR value )* ")"
-//! require     ::= "require" "(" ARGS ")"
+//! require     ::= "require" "(" ARGS ")"       provide ::= "provide" "(" ARGS ")"
 //! WORD        ::= [A-Za-z0-9_@]+ ( "/" [A-Za-z0-9_@]+ )*
 //! ```
 //!
@@ -38,16 +44,47 @@
 //! skipped whole; it is split into arguments at commas outside all of
 //! these and outside `[]` and `{}`.
 //!
+//! Connections follow Click's `lib/lexer.cc`. Both sides of a connector
+//! are lists of elements, each with a port list; ports pair up in order
+//! (`a [0, 1] => [1, 0] b`), a side with a single port meets every port of
+//! the other (`a -> b, c`, `a, b -> c`), and a list ending in `,]` (or
+//! `[]`, from 0) grows to match the other side. Many-to-many connections
+//! need `=>`, which also reads a side without ports as expandable; port
+//! counts that cannot match are errors in Click's words (`connection
+//! mismatch: 3 outputs connected to 2 inputs`). `a, b :: C(args)` alone in a
+//! statement declares both names. Inside an element class or a group, a
+//! chain may start with `->` (from `input`) and end with `->` (to
+//! `output`).
+//!
 //! Anonymous elements are named `Class@N`, N being the element's 1-based
 //! position in its scope, as Click names them; a clash with a declared name
-//! moves N up. Inside `elementclass` bodies, `input` and `output` are the
+//! moves N up. An anonymous compound `{ ... }` is named `@N`, and a group
+//! `( ... )` takes three places (it, its input and its output), as in
+//! Click. Inside `elementclass` bodies, `input` and `output` are the
 //! compound's ports; expansion names inner elements `outer/inner` and
-//! splices the ports out (see [`parse`]). `$VAR` in argument text is
-//! replaced by a compound parameter or a `define`d value.
+//! splices the ports out (see [`parse`]). A group's statements belong to
+//! the enclosing scope; its `input` and `output` pass connections through.
 //!
-//! Not supported (each is reported as an error with a hint): port lists
-//! `[0, 1]`, anonymous compounds `{ ... }` in a chain, compound overloading
-//! `||` and `...`, and `connectiontunnel`.
+//! An element class may have several bodies separated by `||`; each
+//! element uses the first whose number of positional parameters and of
+//! input and output ports fit it, as Click's `Compound::resolve` chooses,
+//! and a last alternative `...` stands for what the class name meant
+//! before (a compound or a primitive class).
+//!
+//! `$VAR` and `${VAR}` in argument text are replaced by a compound
+//! parameter or a `define`d value; `${VAR-default}` gives a default and
+//! `${VAR[N]}` the Nth space-separated word (from 0). As in Click, an
+//! undefined variable is left as written (elements such as `Script`
+//! expand variables of their own).
+//!
+//! `require(library FILE)` reads FILE, relative to the requiring file, at
+//! file scope and once per configuration; its classes are visible after the
+//! `require`. `require(package NAME)` (or a single word) is recorded with a
+//! warning in [`Router::warnings`]; other requirements, and `provide(...)`,
+//! are recorded.
+//!
+//! Not supported (reported as an error with a hint): `connectiontunnel`,
+//! and `require(library ...)` searching `CLICKPATH`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -1239,6 +1239,24 @@ fn implicit_input_and_output_inside_groups_and_compounds() {
 }
 
 #[test]
+fn hostile_nesting_and_port_lists_are_bounded() {
+    let deep_groups = format!("Idle -> {} Discard;", "(".repeat(10_000));
+    let all = errors(&deep_groups);
+    assert!(all[0].0.contains("nested more than"), "{all:?}");
+    let deep_anonymous = format!("Idle -> {} -> Discard;", "{".repeat(10_000));
+    let all = errors(&deep_anonymous);
+    assert!(all[0].0.contains("nested more than"), "{all:?}");
+    let ports: Vec<String> = (0..2000).map(|p| p.to_string()).collect();
+    let text = format!("a :: X; b :: Y; a [{}] => [] b;", ports.join(","));
+    assert_eq!(ok(&text).connections.len(), 2000);
+    let many = format!(
+        "elementclass A {{ {} }} Idle -> A -> Discard;",
+        vec!["input -> output"; 2000].join(" || ")
+    );
+    assert!(errors(&many)[0].0.contains("overloads"));
+}
+
+#[test]
 fn connection_mismatches_use_clicks_wording() {
     assert_eq!(
         error("a :: Tee(2); b :: X; a [0, 1] -> [0, 1] b;").0,
