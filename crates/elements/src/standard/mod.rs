@@ -17,6 +17,7 @@ pub mod pull_tee;
 pub mod queue;
 pub mod rated_splitter;
 pub mod rated_unqueue;
+pub mod red;
 pub mod round_robin_switch;
 pub mod sched;
 pub mod schedule_info;
@@ -81,6 +82,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &meter::BANDWIDTH_METER,
     &rated_splitter::RATED_SPLITTER,
     &rated_splitter::BANDWIDTH_RATED_SPLITTER,
+    &red::CLASS,
     &average_counter::CLASS,
     &set_timestamp::CLASS,
     &mark_mac_header::CLASS,

@@ -4,6 +4,8 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
 
 /// The `Queue` class.
 pub static QUEUE: ElementClass = ElementClass {
@@ -62,7 +64,9 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             "CAPACITY {capacity} out of range (1 to 16777216)"
         )));
     }
+    let length = args.shared(|_| Ok(QueueLength::default()))?;
     Ok(Box::new(Queue {
+        length,
         q: VecDeque::with_capacity(capacity),
         capacity,
         highwater: 0,
@@ -71,9 +75,41 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     }))
 }
 
+/// A queue's length as another element sees it (RED's QUEUES): the sum
+/// over every worker's copy of the queue. It is kept only once an element
+/// has asked with [`QueueLength::watch`], when the configuration is built,
+/// so that an unwatched queue pays one load a batch.
+#[derive(Debug, Default)]
+pub struct QueueLength {
+    watched: AtomicBool,
+    len: AtomicI64,
+}
+
+impl QueueLength {
+    /// Starts keeping the length.
+    pub fn watch(&self) {
+        self.watched.store(true, Ordering::Relaxed);
+    }
+
+    /// Packets held now, over every worker's copy.
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.len.load(Ordering::Relaxed).max(0) as u64
+    }
+
+    /// Adds `delta` packets (negative: removes) if the length is watched.
+    #[inline]
+    pub(crate) fn change(&self, delta: i64) {
+        if delta != 0 && self.watched.load(Ordering::Relaxed) {
+            self.len.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A bounded FIFO of packets.
 #[derive(Debug)]
 pub struct Queue {
+    length: Arc<QueueLength>,
     q: VecDeque<bricks_element::Packet>,
     capacity: usize,
     highwater: usize,
@@ -90,6 +126,7 @@ impl Element for Queue {
         let mut it = batch.drain();
         self.q.extend(it.by_ref().take(take));
         drop(it);
+        self.length.change(take as i64);
         self.enqueued += take as u64;
         self.drops += (n - take) as u64;
         self.highwater = self.highwater.max(self.q.len());
@@ -98,6 +135,7 @@ impl Element for Queue {
     #[inline]
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
         let n = max.min(self.q.len()).min(out.remaining());
+        self.length.change(-(n as i64));
         for p in self.q.drain(..n) {
             let _ = out.push(p);
         }
@@ -113,6 +151,7 @@ impl Element for Queue {
     fn write_handler(&mut self, handler: &str, _value: &str) -> Result<(), String> {
         match handler {
             "reset" => {
+                self.length.change(-(self.q.len() as i64));
                 self.q.clear();
                 self.drops = 0;
                 self.highwater = 0;
