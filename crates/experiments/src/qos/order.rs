@@ -37,6 +37,8 @@ const RANGE_NS: u64 = 1_000_000_000;
 /// The fill at which the goal is judged and Table 3's counts are taken:
 /// the architectures' queue size.
 pub const TYPICAL_FILL: usize = 1_000;
+/// The largest fill judged as in cache: 10,000 nodes of 64 bytes.
+pub const IN_CACHE: usize = 10_000;
 /// MDS-BinSort's replicas here.
 pub const REPLICAS: usize = 2;
 
@@ -312,7 +314,17 @@ pub fn run(s: &Settings, found: &mut Findings) -> Result<Vec<Row>, Error> {
 
     let first = |k: Kind| of(k)[0].ns.median();
     let last = |k: Kind| of(k)[of(k).len() - 1].ns.median();
+    // The largest fill whose nodes stay in the caches (64 bytes a node,
+    // 10,000 of them: 640 KB), where the shape is the algorithm's alone.
+    let cached = |k: Kind| -> (usize, f64) {
+        of(k)
+            .iter()
+            .rfind(|p| p.n <= IN_CACHE)
+            .map_or((0, f64::NAN), |p| (p.n, p.ns.median()))
+    };
     let (n0, n1) = (fills[0], fills[fills.len() - 1]);
+    let (nc, heap_c) = cached(Kind::Heap);
+    let (_, bin_c) = cached(Kind::BinSort);
     let worst_bin = of(Kind::BinSort)
         .iter()
         .map(|p| p.ns.median())
@@ -324,27 +336,27 @@ pub fn run(s: &Settings, found: &mut Findings) -> Result<Vec<Row>, Error> {
     let mut rows = vec![
         Row {
             experiment: exp.figure().into(),
-            measure: format!("ns per enqueue + dequeue, {n0} to {n1} packets held"),
+            measure: format!("ns per enqueue + dequeue, {n0} to {nc} packets held (in cache)"),
             paper: "heap grows with log n (20% of line rate at best); BinSort constant".into(),
             bricks: format!(
-                "heap {:.1} -> {:.1}, BinSort {:.1} -> {:.1}, MDS-BinSort {:.1} -> {:.1}, FIFO \
-                 {:.1} -> {:.1}",
+                "heap {:.1} -> {heap_c:.1}, BinSort {:.1} -> {bin_c:.1}; at {n1} held: heap \
+                 {:.1}, BinSort {:.1}, MDS-BinSort {:.1}, FIFO {:.1}",
                 first(Kind::Heap),
-                last(Kind::Heap),
                 first(Kind::BinSort),
+                last(Kind::Heap),
                 last(Kind::BinSort),
-                first(Kind::MdsBinSort),
                 last(Kind::MdsBinSort),
-                first(Kind::Fifo),
                 last(Kind::Fifo)
             ),
             verdict: Verdict::from_check(
-                last(Kind::Heap) > 2.0 * first(Kind::Heap)
-                    && last(Kind::BinSort) < 2.0 * first(Kind::BinSort) + 10.0,
+                heap_c > 2.0 * first(Kind::Heap) && bin_c < 1.5 * first(Kind::BinSort) + 5.0,
                 format!(
-                    "the heap {:.1}x dearer at {n1} than at {n0} (log n steps, and past the \
-                     caches), BinSort {:.1}x (its nodes leave the cache too, its steps do \
-                     not grow)",
+                    "in cache the heap is {:.1}x dearer at {nc} than at {n0} (log n steps), \
+                     BinSort {:.2}x; at {n1} held both leave the caches ({} KB of nodes) and \
+                     pay misses, the heap {:.1}x its cost at {n0}, BinSort {:.1}x",
+                    heap_c / first(Kind::Heap),
+                    bin_c / first(Kind::BinSort),
+                    n1 * 64 / 1024,
                     last(Kind::Heap) / first(Kind::Heap),
                     last(Kind::BinSort) / first(Kind::BinSort)
                 ),
