@@ -1256,6 +1256,90 @@ fn hostile_nesting_and_port_lists_are_bounded() {
     assert!(errors(&many)[0].0.contains("overloads"));
 }
 
+/// Click's test/tools/lexer-05.clicktest: element groups at file level.
+#[test]
+fn clicks_top_level_group_test() {
+    let expected = ["a[0] -> [0]c", "a[1] -> [0]b", "a[2] -> [0]d"];
+    for text in [
+        "a, b, c, d :: Idle; a [0,1,2] => c, b, d;",
+        "a, b, c, d :: Idle; a [0,1,2] => ( -> c ), ( -> b ), d;",
+        "a, d :: Idle; a => (-> c :: Idle), (-> b :: Idle), d;",
+    ] {
+        let r = ok(text);
+        let mut c = conns(&r);
+        c.sort();
+        assert_eq!(c, expected, "{text}");
+    }
+    let r = ok("
+        analyzer, x1, x2 :: Idle;
+        x1 -> analyzer -> x2;
+        c :: Idle =>
+                 [1] analyzer [1],
+                 (-> c2 :: Idle => (->), Paint(1) ->)
+        -> post_classification :: Idle;
+    ");
+    let mut c = conns(&r);
+    c.sort();
+    let p = &r.elements.iter().find(|e| e.class == "Paint").unwrap().name;
+    let mut expected = vec![
+        "analyzer[0] -> [0]x2".to_string(),
+        "analyzer[1] -> [0]post_classification".to_string(),
+        "c[0] -> [1]analyzer".to_string(),
+        "c[1] -> [0]c2".to_string(),
+        "c2[0] -> [0]post_classification".to_string(),
+        format!("c2[1] -> [0]{p}"),
+        format!("{p}[0] -> [0]post_classification"),
+        "x1[0] -> [0]analyzer".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(c, expected);
+}
+
+/// Click's test/tools/lexer-06.clicktest: element groups.
+#[test]
+fn clicks_element_group_test() {
+    let expected = [
+        "foo/a[0] -> [0]foo/c",
+        "foo/a[1] -> [0]foo/b",
+        "foo/a[2] -> [0]foo/d",
+    ];
+    for text in [
+        "elementclass Foo { a, b, c, d :: Idle; a [0,1,2] => c, b, d; } foo::Foo;",
+        "elementclass Foo { a, b, c, d :: Idle; a [0,1,2] => ( -> c ), ( -> b ), d; } foo::Foo;",
+        "elementclass Foo { a, d :: Idle; a => (-> c :: Idle), (-> b :: Idle), d; } foo::Foo;",
+    ] {
+        let r = ok(text);
+        let mut c = conns(&r);
+        c.sort();
+        assert_eq!(c, expected, "{text}");
+    }
+    let r = ok("
+        analyzer, x1, x2 :: Idle;
+        x1 -> analyzer -> x2;
+        c :: Idle =>
+                 [1] analyzer [1],
+                 foo :: { -> c2 :: Idle => (->), Paint(1) -> }
+        -> post_classification :: Idle;
+    ");
+    let mut c = conns(&r);
+    c.sort();
+    let paint = r.elements.iter().find(|e| e.class == "Paint").unwrap();
+    assert!(paint.name.starts_with("foo/Paint@"), "{}", paint.name);
+    let p = &paint.name;
+    let mut expected = vec![
+        "analyzer[0] -> [0]x2".to_string(),
+        "analyzer[1] -> [0]post_classification".to_string(),
+        "c[0] -> [1]analyzer".to_string(),
+        "c[1] -> [0]foo/c2".to_string(),
+        "foo/c2[0] -> [0]post_classification".to_string(),
+        format!("foo/c2[1] -> [0]{p}"),
+        format!("{p}[0] -> [0]post_classification"),
+        "x1[0] -> [0]analyzer".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(c, expected);
+}
+
 #[test]
 fn connection_mismatches_use_clicks_wording() {
     assert_eq!(
