@@ -31,23 +31,41 @@ pub static BANDWIDTH_RATED_SPLITTER: ElementClass = ElementClass {
 static KEYWORDS: [Keyword; 3] = [
     Keyword {
         name: "RATE",
-        ty: "rate",
+        ty: "unsigned",
         default: None,
-        doc: "the rate of output 0 (write `rate` to change); positional",
+        doc: "packets per second of output 0 (write `rate` to change); positional",
     },
-    Keyword {
-        name: "BURST_DURATION",
-        ty: "duration",
-        default: Some("20ms"),
-        doc: "bucket size as time at RATE",
-    },
+    BURST_DURATION,
     Keyword {
         name: "BURST_SIZE",
         ty: "unsigned",
         default: Some("RATE x BURST_DURATION"),
-        doc: "bucket size in packets (bytes for BandwidthRatedSplitter)",
+        doc: "bucket size in packets",
     },
 ];
+
+static BANDWIDTH_KEYWORDS: [Keyword; 3] = [
+    Keyword {
+        name: "RATE",
+        ty: "bandwidth",
+        default: None,
+        doc: "bytes per second of output 0 (write `rate` to change); positional",
+    },
+    BURST_DURATION,
+    Keyword {
+        name: "BURST_BYTES",
+        ty: "unsigned",
+        default: Some("RATE x BURST_DURATION"),
+        doc: "bucket size in bytes",
+    },
+];
+
+const BURST_DURATION: Keyword = Keyword {
+    name: "BURST_DURATION",
+    ty: "duration",
+    default: Some("20ms"),
+    doc: "bucket size as time at RATE",
+};
 
 static RATED_SPLITTER_MANUAL: Manual = Manual {
     summary: "splits a packet stream at a rate (packets/s)",
@@ -109,7 +127,7 @@ fn make_splitter(args: &mut Args<'_>, bytes: bool) -> Result<Box<dyn Element>, A
         parse_packet_rate
     };
     let rate = parse(&text).map_err(|why| ArgError::new(format!("bad RATE: {why}")))?;
-    let (window, size) = read_bucket(args, "BURST_SIZE")?;
+    let (window, size) = read_bucket(args, if bytes { "BURST_BYTES" } else { "BURST_SIZE" })?;
     let capacity = size.unwrap_or_else(|| TokenBucket::capacity_for(rate, window));
     Ok(Box::new(RatedSplitter {
         bucket: TokenBucket::new(rate, capacity),
@@ -230,7 +248,7 @@ mod tests {
     #[test]
     fn splits_at_the_byte_rate() {
         // 80 kbit/s = 10,000 bytes/s; a 1,000-byte bucket holds 10 frames of 100.
-        let mut h = Harness::push(&BANDWIDTH_RATED_SPLITTER, "80kbps, BURST_SIZE 1000", 1, 2);
+        let mut h = Harness::push(&BANDWIDTH_RATED_SPLITTER, "80kbps, BURST_BYTES 1000", 1, 2);
         h.advance_to(Timestamp(0));
         h.push_packets(0, (0..12).map(|_| udp()));
         assert_eq!((h.take(0).len(), h.take(1).len()), (10, 2));
@@ -239,6 +257,19 @@ mod tests {
         h.push_packets(0, (0..4).map(|_| udp()));
         assert_eq!((h.take(0).len(), h.take(1).len()), (2, 2));
         assert_eq!(h.stats().get("rate"), Some(10_000));
+    }
+
+    #[test]
+    fn long_run_keeps_the_rate() {
+        // 200 packets a second for 10 s into RATE 100 with a bucket of 2:
+        // the 2 the bucket starts with, then 100 a second.
+        let mut h = Harness::push(&RATED_SPLITTER, "RATE 100, BURST_SIZE 2", 1, 2);
+        for i in 0..2000u64 {
+            h.advance_to(Timestamp(i * 5_000_000));
+            h.push_packets(0, [udp()]);
+        }
+        assert_eq!(h.take(0).len(), 1001);
+        assert_eq!(h.take(1).len(), 999);
     }
 
     #[test]
