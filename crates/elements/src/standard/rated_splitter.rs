@@ -97,7 +97,7 @@ static BANDWIDTH_RATED_SPLITTER_MANUAL: Manual = Manual {
         number is bytes per second): a packet goes to output 0 if the bucket holds as many \
         tokens as it has bytes, and takes them; otherwise it goes to output 1.",
     ports: "one push input; two push outputs",
-    keywords: &KEYWORDS,
+    keywords: &BANDWIDTH_KEYWORDS,
     counters: &[
         (
             "rate",
