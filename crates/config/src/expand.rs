@@ -445,7 +445,7 @@ impl<'p> Expander<'p> {
             let class = &self.parsed.classes[c];
             let params = class.formals.iter().filter(|f| f.keyword.is_none()).count();
             d = d.with_note(
-                class.name_span,
+                class.variant_span,
                 format!(
                     "candidate: {}, {} and {}",
                     plural(params, "parameter"),

@@ -123,6 +123,8 @@ pub(crate) struct CompoundClass {
     pub body: Body,
     /// Lexical depth: 1 for a class defined at file level.
     pub depth: usize,
+    /// Where this alternative starts (its `{` or `||`).
+    pub variant_span: Span,
     /// The next alternative when this one does not fit an element's
     /// arguments and ports (`||`, or `...` for the earlier meaning).
     pub overload: Option<Binding>,
@@ -1300,6 +1302,8 @@ impl<'a> Parser<'a> {
         }
         let mut first: Option<usize> = None;
         let mut last: Option<usize> = None;
+        // The `{` or `||` before the alternative being read.
+        let mut starts = open;
         let mut variants = 0usize;
         loop {
             let t = self.peek();
@@ -1353,14 +1357,14 @@ impl<'a> Parser<'a> {
                 self.lexer.seek(self.text.len());
                 return None;
             }
-            let index = self.compound_variant(&name, name_span, open);
+            let index = self.compound_variant(&name, name_span, open, self.tspan(starts));
             if let Some(l) = last {
                 self.classes[l].overload = Some(Binding::Compound(index));
             }
             first.get_or_insert(index);
             last = Some(index);
             if self.peek().kind == Tok::Bar2 {
-                self.bump();
+                starts = self.bump();
                 continue;
             }
             break;
@@ -1374,7 +1378,13 @@ impl<'a> Parser<'a> {
 
     /// One alternative of a compound class, up to `}` or `||` (not
     /// consumed).
-    fn compound_variant(&mut self, name: &str, name_span: Span, open: Token) -> usize {
+    fn compound_variant(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        open: Token,
+        variant_span: Span,
+    ) -> usize {
         self.depth += 1;
         let types_len = self.bound.len();
         let formals = self.formals();
@@ -1408,6 +1418,7 @@ impl<'a> Parser<'a> {
             formals,
             body,
             depth: self.depth + 1,
+            variant_span,
             overload: None,
         });
         self.classes.len() - 1

@@ -978,6 +978,22 @@ fn overload_errors() {
         "no match for `A` with 2 arguments, 1 input and 1 output"
     );
     assert_eq!(all[0].1, "A");
+    let text =
+        "elementclass A { input -> output || $x | input -> output } Idle -> A(1, 2) -> Discard;";
+    let (_, result) = parse_str(text);
+    let d = &result.unwrap_err()[0];
+    let notes: Vec<(&str, &str)> = d
+        .notes
+        .iter()
+        .map(|(s, n)| (&text[s.start..s.end], n.as_str()))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            ("{", "candidate: 0 parameters, 1 input and 1 output"),
+            ("||", "candidate: 1 parameter, 1 input and 1 output")
+        ]
+    );
     assert_eq!(
         error("elementclass A { ... }").0,
         "`...` should occur last, after one or more compounds"
