@@ -50,22 +50,24 @@ const NEXT_HOP_MAC: &str = "02:00:00:00:01:02";
 /// The label of the tag flow.
 const TAG: u32 = 16;
 
-/// The flow files the workloads name, written once per process.
+/// The flow file the workloads name: one fixed file per kind in the
+/// temporary directory, shared by the callgrind children, written (whole,
+/// by a rename) when it is missing or differs.
 fn flow_file(tag: bool) -> String {
-    let path: PathBuf = std::env::temp_dir().join(format!(
-        "bricks-bench-qos-{}-{}.txt",
-        if tag { "tag" } else { "match" },
-        std::process::id()
-    ));
-    if !path.exists() {
-        let text = if tag {
-            format!("tag {TAG} rate 100G via 10.0.1.2 output 1\n")
-        } else {
-            // frames::udp_frame's ports.
-            format!("udp {SRC}:1234 {DST}:5678 rate 100G via 10.0.1.2 output 1\n")
-        };
+    let kind = if tag { "tag" } else { "match" };
+    let path: PathBuf = std::env::temp_dir().join(format!("bricks-bench-qos-{kind}.txt"));
+    let text = if tag {
+        format!("tag {TAG} rate 100G via 10.0.1.2 output 1\n")
+    } else {
+        // frames::udp_frame's ports.
+        format!("udp {SRC}:1234 {DST}:5678 rate 100G via 10.0.1.2 output 1\n")
+    };
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+        let part = path.with_extension(format!("{}.part", std::process::id()));
         // Best effort: a missing file makes FlowTable say so.
-        let _ = std::fs::write(&path, text);
+        if std::fs::write(&part, &text).is_ok() {
+            let _ = std::fs::rename(&part, &path);
+        }
     }
     path.display().to_string()
 }
