@@ -327,7 +327,10 @@ impl<'p> Expander<'p> {
                     let mut ctx = Vec::with_capacity(context.len() + 1);
                     ctx.push((
                         e.name_span,
-                        format!("in `{name}`, an instance of element class `{}`", class.name),
+                        format!(
+                            "in `{name}`, an instance of element class `{}`",
+                            class.shown()
+                        ),
                     ));
                     ctx.extend_from_slice(context);
                     let Some(vars) = self.bind(class, &args, e) else {
@@ -430,7 +433,7 @@ impl<'p> Expander<'p> {
         if candidates.len() == 1 {
             return Some(ClassRef::Compound(k));
         }
-        let name = &self.parsed.classes[k].name;
+        let name = self.parsed.classes[k].shown();
         let mut d = Diagnostic::error(
             e.name_span,
             format!(
@@ -485,11 +488,11 @@ impl<'p> Expander<'p> {
         let name = &body.elems[entry].name;
         let listed = ports.iter().map(|p| p.to_string()).collect::<Vec<_>>();
         let help = if listed.is_empty() {
-            format!("element class `{}` has no {plural}", class.name)
+            format!("element class `{}` has no {plural}", class.shown())
         } else {
             format!(
                 "element class `{}` has {plural} {}",
-                class.name,
+                class.shown(),
                 listed.join(", ")
             )
         };
@@ -502,7 +505,7 @@ impl<'p> Expander<'p> {
             .with_help(format!("{help}; {how}"))
             .with_note(
                 class.name_span,
-                format!("element class `{}` defined here", class.name),
+                format!("element class `{}` defined here", class.shown()),
             );
         self.report(d);
         false
@@ -566,12 +569,12 @@ impl<'p> Expander<'p> {
                     arg.span,
                     format!(
                         "too many arguments for element class `{}`, which takes {expected}",
-                        class.name
+                        class.shown()
                     ),
                 )
                 .with_note(
                     class.name_span,
-                    format!("element class `{}` defined here", class.name),
+                    format!("element class `{}` defined here", class.shown()),
                 );
                 if let Some(k) = keyword.and_then(|k| suggest(k, keywords.iter().copied())) {
                     d = d.with_help(format!("did you mean keyword `{k}`?"));
@@ -597,12 +600,12 @@ impl<'p> Expander<'p> {
                 span,
                 format!(
                     "missing arguments for element class `{}`: {missing}",
-                    class.name
+                    class.shown()
                 ),
             )
             .with_note(
                 class.name_span,
-                format!("element class `{}` defined here", class.name),
+                format!("element class `{}` defined here", class.shown()),
             );
             self.report(d);
             ok = false;

@@ -130,6 +130,17 @@ pub(crate) struct CompoundClass {
     pub overload: Option<Binding>,
 }
 
+impl CompoundClass {
+    /// The class name for messages; anonymous classes have none.
+    pub fn shown(&self) -> &str {
+        if self.name.is_empty() {
+            "{ ... }"
+        } else {
+            &self.name
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Parsed {
     pub top: Body,

@@ -936,6 +936,16 @@ fn anonymous_compounds_take_arguments_and_declare() {
 }
 
 #[test]
+fn anonymous_compound_errors_name_the_class_by_its_braces() {
+    let (m, s) = error("Idle -> { input -> output }(1) -> Discard;");
+    assert_eq!(
+        m,
+        "too many arguments for element class `{ ... }`, which takes no positional arguments"
+    );
+    assert_eq!(s, "1");
+}
+
+#[test]
 fn overloads_are_chosen_by_arguments_and_ports() {
     let text = "
         elementclass A { input -> Counter -> output
