@@ -2,9 +2,10 @@
 //! and back as [`crate::Cluster::describe`] and the generated
 //! configurations print them.
 
-use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::time::Duration;
+
+pub use bricks_spec::net::{broadcast, format_mac, mask, network, overlap, parse_mac};
 
 /// Reads a decimal number with an optional fraction, times `scale`,
 /// exactly: `2.5` at scale 10^9 is 2_500_000_000. Refuses a result that is
@@ -144,75 +145,7 @@ fn decimal(value: u64, scale: u64) -> String {
 
 /// Reads `10.1.0.1/24`: an address and a prefix length 0..=32.
 pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
-    let (addr, len) = s
-        .trim()
-        .split_once('/')
-        .ok_or_else(|| format!("`{s}` has no prefix length: write e.g. 10.1.0.0/24"))?;
-    let addr: Ipv4Addr = addr
-        .parse()
-        .map_err(|_| format!("`{s}`: `{addr}` is not an IPv4 address"))?;
-    let len: u8 = match len.parse() {
-        Ok(l) if l <= 32 && !len.starts_with('+') => l,
-        _ => return Err(format!("`{s}`: prefix length `{len}` is not 0 to 32")),
-    };
-    Ok((addr, len))
-}
-
-/// The netmask of a prefix length (0..=32).
-pub fn mask(len: u8) -> u32 {
-    match len {
-        0 => 0,
-        l => u32::MAX << (32 - u32::from(l.min(32))),
-    }
-}
-
-/// The network address of `addr/len`.
-pub fn network(addr: Ipv4Addr, len: u8) -> Ipv4Addr {
-    Ipv4Addr::from(u32::from(addr) & mask(len))
-}
-
-/// The broadcast address of `addr/len`.
-pub fn broadcast(addr: Ipv4Addr, len: u8) -> Ipv4Addr {
-    Ipv4Addr::from(u32::from(addr) | !mask(len))
-}
-
-/// Whether two prefixes share an address (one holds the other).
-pub fn overlap(a: Ipv4Addr, a_len: u8, b: Ipv4Addr, b_len: u8) -> bool {
-    let len = a_len.min(b_len);
-    network(a, len) == network(b, len)
-}
-
-/// Reads `02:00:00:00:01:01`.
-pub fn parse_mac(s: &str) -> Result<[u8; 6], String> {
-    let mut mac = [0u8; 6];
-    let mut parts = s.trim().split(':');
-    for byte in &mut mac {
-        let p = parts.next().unwrap_or("");
-        if p.is_empty() || p.len() > 2 || !p.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!(
-                "`{s}` is not a MAC address (six hex bytes, e.g. 02:00:00:00:01:01)"
-            ));
-        }
-        *byte = u8::from_str_radix(p, 16).expect("checked hex");
-    }
-    if parts.next().is_some() {
-        return Err(format!(
-            "`{s}` is not a MAC address (six hex bytes, e.g. 02:00:00:00:01:01)"
-        ));
-    }
-    Ok(mac)
-}
-
-/// `02:00:00:00:01:01`.
-pub fn format_mac(mac: &[u8; 6]) -> String {
-    let mut s = String::with_capacity(17);
-    for (i, b) in mac.iter().enumerate() {
-        if i > 0 {
-            s.push(':');
-        }
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    bricks_spec::net::parse_prefix_like(s, "10.1.0.0/24")
 }
 
 #[cfg(test)]

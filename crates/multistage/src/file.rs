@@ -71,7 +71,6 @@ use crate::units::{
 };
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
@@ -192,65 +191,19 @@ impl Multistage {
     /// Reads a multistage file's text; a `routes_file` is read relative
     /// to `dir`.
     pub fn from_toml_in(text: &str, dir: &Path) -> Result<Multistage, MultistageError> {
-        let file: FileMultistage = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        let file: FileMultistage = bricks_spec::from_toml(text).map_err(MultistageError)?;
         build(text, file, dir)
     }
 
     /// Reads and checks a multistage file.
     pub fn load(path: &Path) -> Result<Multistage, MultistageError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| MultistageError(format!("cannot read {}: {e}", path.display())))?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
+        let (text, dir) = bricks_spec::read(path).map_err(MultistageError)?;
         Multistage::from_toml_in(&text, dir)
     }
 }
 
-/// The toml parser's error as one line, with its line and column.
-fn toml_error(text: &str, e: &toml::de::Error) -> MultistageError {
-    let message = e.message().trim().replace('\n', " ");
-    match e.span() {
-        Some(span) => {
-            let (line, column) = line_column(text, span.start);
-            MultistageError(format!("line {line}, column {column}: {message}"))
-        }
-        None => MultistageError(message),
-    }
-}
-
-/// 1-based line and column (in characters) of byte `offset`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text.as_bytes()[..offset.min(text.len())];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    // Characters, not bytes: UTF-8 continuation bytes are skipped.
-    let column = before[line_start..]
-        .iter()
-        .filter(|&&b| b & 0xc0 != 0x80)
-        .count()
-        + 1;
-    (line, column)
-}
-
 /// Builds error messages that start with a place in the file.
-struct Places<'a> {
-    text: &'a str,
-}
-
-impl Places<'_> {
-    fn line<T>(&self, s: &Spanned<T>) -> String {
-        format!("line {}", line_column(self.text, s.span().start).0)
-    }
-
-    fn err<T>(&self, s: &Spanned<T>, message: impl std::fmt::Display) -> MultistageError {
-        MultistageError(format!("{}: {message}", self.line(s)))
-    }
-}
+type Places<'a> = bricks_spec::Places<'a, MultistageError>;
 
 fn plain(message: impl Into<String>) -> MultistageError {
     MultistageError(message.into())
@@ -273,27 +226,7 @@ fn valid_box_name(s: &str) -> bool {
 /// Interface names: what Linux takes, less what would need quoting in a
 /// Click configuration or a shell.
 fn check_iface(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("an interface name is empty".into());
-    }
-    if s.len() > MAX_IFACE {
-        return Err(format!(
-            "interface name `{s}` is {} bytes long; Linux allows at most {MAX_IFACE}",
-            s.len()
-        ));
-    }
-    if s == "." || s == ".." || s.starts_with('-') {
-        return Err(format!("`{s}` cannot be an interface name"));
-    }
-    if !s
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
-    {
-        return Err(format!(
-            "interface name `{s}`: use letters, digits, '.', '-' and '_'"
-        ));
-    }
-    Ok(())
+    bricks_spec::check_iface(s, "interface", MAX_IFACE)
 }
 
 /// A MAC the file gives: unicast, not zero, not of an internal form.
@@ -375,7 +308,7 @@ fn duration(
 }
 
 fn build(text: &str, f: FileMultistage, dir: &Path) -> Result<Multistage, MultistageError> {
-    let p = Places { text };
+    let p = Places::new(text, MultistageError);
 
     let name = f.name.get_ref().clone();
     if !valid_name(&name) {
@@ -735,25 +668,8 @@ fn check_subnets(balancers: &[Balancer], lines: &[String]) -> Result<(), Multist
 /// GATEWAY` a line, `#` comments.
 fn read_routes_file(dir: &Path, name: &str) -> Result<Vec<RouteText>, String> {
     let path = dir.join(name);
-    let meta =
-        std::fs::metadata(&path).map_err(|e| format!("routes_file: cannot read {name}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "routes_file: {} is not a regular file",
-            path.display()
-        ));
-    }
-    let mut text = String::new();
-    std::fs::File::open(&path)
-        .and_then(|f| f.take(MAX_ROUTES_FILE + 1).read_to_string(&mut text))
-        .map_err(|e| format!("routes_file: cannot read {name}: {e}"))?;
-    if text.len() as u64 > MAX_ROUTES_FILE {
-        return Err(format!(
-            "routes_file: {} is larger than {} MiB",
-            path.display(),
-            MAX_ROUTES_FILE >> 20
-        ));
-    }
+    let text = bricks_spec::read_limited(&path, name, MAX_ROUTES_FILE)
+        .map_err(|e| format!("routes_file: {e}"))?;
     parse_routes(name, &text).map_err(|e| e.0)
 }
 

@@ -181,64 +181,19 @@ impl VirtualRouters {
     /// Reads a virtual-router file's text; a `routes_file` is read relative
     /// to `dir`.
     pub fn from_toml_in(text: &str, dir: &Path) -> Result<VirtualRouters, VrError> {
-        let file: FileBox = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        let file: FileBox = bricks_spec::from_toml(text).map_err(VrError)?;
         build(text, file, dir)
     }
 
     /// Reads and checks a virtual-router file.
     pub fn load(path: &Path) -> Result<VirtualRouters, VrError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| VrError(format!("cannot read {}: {e}", path.display())))?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
+        let (text, dir) = bricks_spec::read(path).map_err(VrError)?;
         VirtualRouters::from_toml_in(&text, dir)
     }
 }
 
-/// The toml parser's error as one line, with its line and column.
-fn toml_error(text: &str, e: &toml::de::Error) -> VrError {
-    let message = e.message().trim().replace('\n', " ");
-    match e.span() {
-        Some(span) => {
-            let (line, column) = line_column(text, span.start);
-            VrError(format!("line {line}, column {column}: {message}"))
-        }
-        None => VrError(message),
-    }
-}
-
-/// 1-based line and column (in characters) of byte `offset`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text.as_bytes()[..offset.min(text.len())];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let column = before[line_start..]
-        .iter()
-        .filter(|&&b| b & 0xc0 != 0x80)
-        .count()
-        + 1;
-    (line, column)
-}
-
 /// Builds error messages that start with a place in the file.
-struct Places<'a> {
-    text: &'a str,
-}
-
-impl Places<'_> {
-    fn line<T>(&self, s: &Spanned<T>) -> String {
-        format!("line {}", line_column(self.text, s.span().start).0)
-    }
-
-    fn err<T>(&self, s: &Spanned<T>, message: impl std::fmt::Display) -> VrError {
-        VrError(format!("{}: {message}", self.line(s)))
-    }
-}
+type Places<'a> = bricks_spec::Places<'a, VrError>;
 
 fn plain(message: impl Into<String>) -> VrError {
     VrError(message.into())
@@ -247,27 +202,7 @@ fn plain(message: impl Into<String>) -> VrError {
 /// Interface names: what Linux takes, less what would need quoting in a
 /// Click configuration or a shell.
 fn check_iface(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("a link name is empty".into());
-    }
-    if s.len() > MAX_IFACE {
-        return Err(format!(
-            "link name `{s}` is {} bytes long; Linux allows at most {MAX_IFACE}",
-            s.len()
-        ));
-    }
-    if s == "." || s == ".." || s.starts_with('-') {
-        return Err(format!("`{s}` cannot be an interface name"));
-    }
-    if !s
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
-    {
-        return Err(format!(
-            "link name `{s}`: use letters, digits, '.', '-' and '_'"
-        ));
-    }
-    Ok(())
+    bricks_spec::check_iface(s, "link", MAX_IFACE)
 }
 
 /// The name a link's elements take in the configuration (`eth0.100` ->
@@ -318,7 +253,7 @@ fn check_address(addr: Ipv4Addr, len: u8) -> Result<(), String> {
 }
 
 fn build(text: &str, f: FileBox, dir: &Path) -> Result<VirtualRouters, VrError> {
-    let p = Places { text };
+    let p = Places::new(text, VrError);
     let queueing = match &f.queueing {
         None => Queueing::Direct,
         Some(s) => match s.get_ref().as_str() {

@@ -3,21 +3,9 @@
 
 use std::net::Ipv4Addr;
 
-/// Reads `10.1.0.1/24`: an address and a prefix length 0..=32.
-pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
-    let (addr, len) = s
-        .trim()
-        .split_once('/')
-        .ok_or_else(|| format!("`{s}` has no prefix length: write e.g. 10.1.0.1/24"))?;
-    let addr: Ipv4Addr = addr
-        .parse()
-        .map_err(|_| format!("`{s}`: `{addr}` is not an IPv4 address"))?;
-    let len: u8 = match len.parse() {
-        Ok(l) if l <= 32 && !len.starts_with('+') => l,
-        _ => return Err(format!("`{s}`: prefix length `{len}` is not 0 to 32")),
-    };
-    Ok((addr, len))
-}
+pub use bricks_spec::net::{
+    broadcast, contains, format_mac, mask, network, overlap, parse_mac, parse_prefix,
+};
 
 /// Reads a dotted-quad IPv4 address.
 pub fn parse_addr(s: &str) -> Result<Ipv4Addr, String> {
@@ -26,67 +14,11 @@ pub fn parse_addr(s: &str) -> Result<Ipv4Addr, String> {
         .map_err(|_| format!("`{s}` is not an IPv4 address"))
 }
 
-/// The netmask of a prefix length (0..=32).
-pub fn mask(len: u8) -> u32 {
-    match len {
-        0 => 0,
-        l => u32::MAX << (32 - u32::from(l.min(32))),
-    }
-}
-
-/// The network address of `addr/len`.
-pub fn network(addr: Ipv4Addr, len: u8) -> Ipv4Addr {
-    Ipv4Addr::from(u32::from(addr) & mask(len))
-}
-
-/// The broadcast address of `addr/len`.
-pub fn broadcast(addr: Ipv4Addr, len: u8) -> Ipv4Addr {
-    Ipv4Addr::from(u32::from(addr) | !mask(len))
-}
-
-/// Whether `addr` is in `net/len`.
-pub fn contains(net: Ipv4Addr, len: u8, addr: Ipv4Addr) -> bool {
-    network(addr, len) == network(net, len)
-}
-
-/// Whether two prefixes share an address (one holds the other).
-pub fn overlap(a: Ipv4Addr, a_len: u8, b: Ipv4Addr, b_len: u8) -> bool {
-    let len = a_len.min(b_len);
-    network(a, len) == network(b, len)
-}
-
 /// Whether a host may have `addr`: not 0/8, loopback, multicast, class E
 /// or the limited broadcast.
 pub fn is_host_address(addr: Ipv4Addr) -> bool {
     let first = addr.octets()[0];
     first != 0 && first != 127 && first < 224
-}
-
-/// Reads `02:00:00:00:01:01`.
-pub fn parse_mac(s: &str) -> Result<[u8; 6], String> {
-    let bad = || format!("`{s}` is not a MAC address (six hex bytes, e.g. 02:00:00:00:01:01)");
-    let mut mac = [0u8; 6];
-    let mut parts = s.trim().split(':');
-    for byte in &mut mac {
-        let p = parts.next().unwrap_or("");
-        if p.is_empty() || p.len() > 2 || !p.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        *byte = u8::from_str_radix(p, 16).map_err(|_| bad())?;
-    }
-    if parts.next().is_some() {
-        return Err(bad());
-    }
-    Ok(mac)
-}
-
-/// `02:00:00:00:01:01`.
-pub fn format_mac(mac: &[u8; 6]) -> String {
-    let b = mac;
-    format!(
-        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-        b[0], b[1], b[2], b[3], b[4], b[5]
-    )
 }
 
 /// Whether `mac` may be an interface's own address: unicast and not all
