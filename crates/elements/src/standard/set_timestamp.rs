@@ -17,13 +17,13 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "sets the timestamp annotation",
-    synopsis: "SetTimestamp([TIMESTAMP, KEYWORDS])",
+    synopsis: "SetTimestamp([TIMESTAMP, FIRST, DELTA])",
     description: "Sets each packet's timestamp annotation to TIMESTAMP, seconds since the \
         epoch (`1000000000.5`), or, without it, to the current time of the router's clock \
         (the capture's time in a `--clock trace` run; the time of the scheduling round, \
         so a batch shares one stamp). Click's FIRST keyword (the first-timestamp \
-        annotation) is refused: bricks packets have one timestamp; `FIRST false` is \
-        accepted.",
+        annotation) and DELTA (the time since it) are refused: bricks packets have one \
+        timestamp; `FIRST false` and `DELTA false` are accepted.",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -34,6 +34,12 @@ static MANUAL: Manual = Manual {
         },
         Keyword {
             name: "FIRST",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "only false (bricks has no first-timestamp annotation)",
+        },
+        Keyword {
+            name: "DELTA",
             ty: "boolean",
             default: Some("false"),
             doc: "only false (bricks has no first-timestamp annotation)",
@@ -84,6 +90,11 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     if args.read::<bool>("FIRST")?.unwrap_or(false) {
         return Err(ArgError::new(
             "FIRST true: bricks packets have no first-timestamp annotation",
+        ));
+    }
+    if args.read::<bool>("DELTA")?.unwrap_or(false) {
+        return Err(ArgError::new(
+            "DELTA true: bricks packets have no first-timestamp annotation to subtract",
         ));
     }
     Ok(Box::new(SetTimestamp { stamp }))
@@ -163,5 +174,7 @@ mod tests {
         }
         assert!(make_element(&CLASS, "FIRST true", &Default::default()).is_err());
         assert!(make_element(&CLASS, "FIRST false", &Default::default()).is_ok());
+        assert!(make_element(&CLASS, "DELTA true", &Default::default()).is_err());
+        assert!(make_element(&CLASS, "1.5, DELTA false", &Default::default()).is_ok());
     }
 }
