@@ -278,7 +278,7 @@ impl<'p> Expander<'p> {
             }
             handles[i] = match &class_ref {
                 ClassRef::Input => ports.map_or(Handle::None, |(input, _)| Handle::Input(input)),
-                ClassRef::Tunnel => {
+                ClassRef::Tunnel(_) => {
                     self.pass_nodes += 1;
                     Handle::Tunnel(self.pass_nodes - 1)
                 }

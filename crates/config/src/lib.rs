@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! config      ::= stmt*
-//! stmt        ::= connection | elementclass | define | require | provide | ";"
+//! stmt        ::= connection | elementclass | define | require | provide | tunnel | ";"
 //! connection  ::= elements ( ( "->" | "=>" ) elements )* [";"]
 //! elements    ::= item ( "," item )*                          element list
 //! item        ::= [ports] element [ports]
@@ -33,6 +33,7 @@
 //! formals     ::= formal ( "," formal )*       formal ::= [KEYWORD] "$"VAR
 //! define      ::= "define" "(" "$"VAR value ( "," "$"VAR value )* ")"
 //! require     ::= "require" "(" ARGS ")"       provide ::= "provide" "(" ARGS ")"
+//! tunnel      ::= "connectiontunnel" WORD "->" WORD ( "," WORD "->" WORD )*
 //! WORD        ::= [A-Za-z0-9_@]+ ( "/" [A-Za-z0-9_@]+ )*
 //! ```
 //!
@@ -83,8 +84,12 @@
 //! warning in [`Router::warnings`]; other requirements, and `provide(...)`,
 //! are recorded.
 //!
-//! Not supported (reported as an error with a hint): `connectiontunnel`,
-//! and `require(library ...)` searching `CLICKPATH`.
+//! `connectiontunnel in -> out` (from older Clicks) connects what goes
+//! into `in` port N to what leaves `out` port N.
+//!
+//! Not supported: `require(library ...)` searching `CLICKPATH` (only the
+//! requiring file's directory is searched), and `require(compact_config)`
+//! (recorded, no effect).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -45,8 +45,10 @@ pub(crate) enum ClassRef {
     Input,
     /// The `output` pseudo-element of a compound body.
     Output,
-    /// An element group's input or output: connections pass through.
-    Tunnel,
+    /// An element group's input or output, or a `connectiontunnel`:
+    /// connections pass through. The number is how many places it takes
+    /// in anonymous numbering, as Click counts its tunnel elements.
+    Tunnel(usize),
 }
 
 #[derive(Debug)]
@@ -410,13 +412,7 @@ impl<'a> Parser<'a> {
                 Tok::Word if word == "require" => self.require(body),
                 Tok::Word if word == "provide" => self.provide(),
                 Tok::Word if word == "define" => self.define(body),
-                Tok::Word if word == "connectiontunnel" => {
-                    let d = Diagnostic::error(self.tspan(t), "`connectiontunnel` is not supported")
-                        .with_help("connect the elements directly");
-                    self.error(d);
-                    self.bump();
-                    self.recover();
-                }
+                Tok::Word if word == "connectiontunnel" => self.connection_tunnel(body),
                 Tok::Word | Tok::LBracket | Tok::LBrace | Tok::LParen => self.connection(body),
                 Tok::Bar2 if open.is_some_and(|o| o.kind == Tok::LBrace) => return,
                 Tok::Dots if open.is_some() => {
@@ -614,7 +610,7 @@ impl<'a> Parser<'a> {
             body.elems.push(LocalElem {
                 declared: None,
                 name: format!("<group {word}>"),
-                class: ClassRef::Tunnel,
+                class: ClassRef::Tunnel(if word == "input" { 2 } else { 1 }),
                 class_written: String::new(),
                 class_span: open_span,
                 name_span: open_span,
@@ -1557,6 +1553,78 @@ impl<'a> Parser<'a> {
         self.prev_end = saved_end;
     }
 
+    /// `connectiontunnel a -> b, c -> d`, as older Clicks read it: what
+    /// is connected to `a` port N is connected to what `b` port N is
+    /// connected to.
+    fn connection_tunnel(&mut self, body: &mut Body) {
+        self.bump();
+        loop {
+            let from = self.peek();
+            if from.kind != Tok::Word || self.is_keyword(from) {
+                self.unexpected(from, "a tunnel name after `connectiontunnel`");
+                self.recover();
+                return;
+            }
+            self.bump();
+            let arrow = self.peek();
+            if arrow.kind != Tok::Arrow {
+                self.unexpected(arrow, "`->` in `connectiontunnel`");
+                self.recover();
+                return;
+            }
+            self.bump();
+            let to = self.peek();
+            if to.kind != Tok::Word || self.is_keyword(to) {
+                self.unexpected(to, "a tunnel name after `->`");
+                self.recover();
+                return;
+            }
+            self.bump();
+            let span = self.span(from.start, to.end);
+            let mut ok = true;
+            for t in [from, to] {
+                let word = self.text_of(t);
+                if let Some(&prev) = body.names.get(word) {
+                    let d = Diagnostic::error(
+                        self.tspan(t),
+                        format!("redeclaration of element `{word}`"),
+                    )
+                    .with_note(
+                        body.elems[prev].name_span,
+                        format!("`{word}` first declared here"),
+                    );
+                    self.error(d);
+                    ok = false;
+                }
+            }
+            if ok {
+                body.elems.push(LocalElem {
+                    declared: None,
+                    name: format!("<tunnel {}>", self.text_of(from)),
+                    class: ClassRef::Tunnel(2),
+                    class_written: String::new(),
+                    class_span: span,
+                    name_span: span,
+                    config: None,
+                    config_span: span,
+                    tentative: None,
+                    alias_of: None,
+                });
+                let id = body.elems.len() - 1;
+                body.names.insert(self.text_of(from).to_string(), id);
+                body.names.insert(self.text_of(to).to_string(), id);
+            }
+            if self.peek().kind == Tok::Comma {
+                self.bump();
+                continue;
+            }
+            if self.peek().kind == Tok::Semi {
+                self.bump();
+            }
+            return;
+        }
+    }
+
     /// `provide(NAME, ...)`: recorded.
     fn provide(&mut self) {
         self.bump();
@@ -1665,10 +1733,10 @@ impl<'a> Parser<'a> {
             if e.alias_of.is_some() || matches!(e.class, ClassRef::Input | ClassRef::Output) {
                 continue;
             }
-            if matches!(e.class, ClassRef::Tunnel) {
-                // Click counts a group as three elements: the group and
-                // its input and output.
-                position += if e.name == "<group input>" { 2 } else { 1 };
+            if let ClassRef::Tunnel(places) = e.class {
+                // Click counts a group as three elements (the group and
+                // its input and output), a connection tunnel as two.
+                position += places;
                 continue;
             }
             position += 1;

@@ -1367,6 +1367,29 @@ fn clicks_element_group_test() {
 }
 
 #[test]
+fn connection_tunnels_pass_connections_through() {
+    let r = ok("connectiontunnel in -> out, i2 -> o2; Idle -> in; Idle -> [1]in; out[1] -> Discard; out -> Print -> Discard;");
+    assert_eq!(
+        names(&r),
+        ["Idle@5", "Idle@6", "Discard@7", "Print@8", "Discard@9"]
+    );
+    let mut c = conns(&r);
+    c.sort();
+    assert_eq!(
+        c,
+        [
+            "Idle@5[0] -> [0]Print@8",
+            "Idle@6[0] -> [0]Discard@7",
+            "Print@8[0] -> [0]Discard@9"
+        ]
+    );
+    assert_eq!(
+        error("a :: Idle; connectiontunnel a -> b;").0,
+        "redeclaration of element `a`"
+    );
+}
+
+#[test]
 fn connection_mismatches_use_clicks_wording() {
     assert_eq!(
         error("a :: Tee(2); b :: X; a [0, 1] -> [0, 1] b;").0,
@@ -1468,8 +1491,8 @@ fn misplaced_punctuation() {
         )
     );
     assert_eq!(
-        error("connectiontunnel a -> b;").0,
-        "`connectiontunnel` is not supported"
+        error("connectiontunnel a b;").0,
+        "expected `->` in `connectiontunnel`, found `b`"
     );
 }
 
