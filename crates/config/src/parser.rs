@@ -1084,6 +1084,17 @@ impl<'a> Parser<'a> {
             Tok::LParen => {
                 let config = self.config()?;
                 let end = config.1 + 1;
+                if self.lookup_type(word).is_none() && body.names.contains_key(word) {
+                    let d = Diagnostic::error(
+                        self.span(config.0 - 1, end),
+                        "configuration string ignored on element reference",
+                    )
+                    .with_help(format!(
+                        "`{word}` is an element declared elsewhere; give arguments where it is declared"
+                    ));
+                    self.error(d);
+                    return Err(Reported);
+                }
                 let id = self.add_anonymous(body, word, span, Some(config), None);
                 Ok(Some((id, span.to(self.span(span.start, end)))))
             }

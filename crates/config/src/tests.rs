@@ -1390,6 +1390,17 @@ fn connection_tunnels_pass_connections_through() {
 }
 
 #[test]
+fn arguments_on_an_element_reference() {
+    assert_eq!(
+        error("q :: Queue; Idle -> q(5) -> Discard;"),
+        (
+            "configuration string ignored on element reference".to_string(),
+            "(5)".to_string()
+        )
+    );
+}
+
+#[test]
 fn connection_mismatches_use_clicks_wording() {
     assert_eq!(
         error("a :: Tee(2); b :: X; a [0, 1] -> [0, 1] b;").0,
