@@ -3,28 +3,10 @@
 //! 2 for files that cannot work), and the configuration a server runs
 //! (`config`), which `bricks check` accepts.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[allow(dead_code)] // shared with the other tests
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn bricks(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bricks"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("bricks runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{bricks, root, stderr, stdout};
 
 #[test]
 fn cluster_help_has_examples() {

@@ -9,34 +9,16 @@
 //! resolved it, answers pings and sends time exceeded from G_k, and
 //! answers probes.
 
-use bricks_io::pcap::{LinkType, PcapReader, PcapWriter, Record};
-use bricks_packet::Timestamp;
 use bricks_wire::{
-    EtherType, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv4Packet, Icmpv4Repr, IpProtocol,
-    Ipv4Addr, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr,
+    EtherType, EthernetAddress, Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Addr, Ipv4Packet,
+    UdpPacket, UdpRepr,
 };
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+#[allow(dead_code)] // shared with the other tests
+mod common;
 
-fn bricks(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bricks"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("bricks runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{bricks, ether, ipv4, read_pcap, root, stderr, stdout, write_pcap};
 
 /// The examples and every box of each.
 const EXAMPLES: [(&str, &[&str]); 2] = [
@@ -165,12 +147,7 @@ fn config_prints_the_run_command_with_the_macs_it_needs() {
 /// Checks the file `text`; returns (exit status, stdout, stderr without
 /// the file's path).
 fn check_text(text: &str) -> (Option<i32>, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ms.toml");
-    std::fs::write(&path, text).unwrap();
-    let o = bricks(&["multistage", "check", path.to_str().unwrap()]);
-    let e = stderr(&o).replace(&format!("{}: ", path.display()), "");
-    (o.status.code(), stdout(&o), e)
+    common::check_text("multistage", "ms.toml", text)
 }
 
 #[test]
@@ -269,44 +246,6 @@ fn macs() -> Vec<String> {
         .collect()
 }
 
-fn ether(dst: [u8; 6], src: [u8; 6], ethertype: EtherType, payload: &[u8]) -> Vec<u8> {
-    let eth = EthernetRepr {
-        src_addr: EthernetAddress(src),
-        dst_addr: EthernetAddress(dst),
-        ethertype,
-    };
-    let mut f = vec![0u8; eth.buffer_len() + payload.len()];
-    let mut frame = EthernetFrame::new_unchecked(&mut f[..]);
-    eth.emit(&mut frame);
-    frame.payload_mut().copy_from_slice(payload);
-    f
-}
-
-fn ipv4(
-    src: [u8; 4],
-    dst: [u8; 4],
-    proto: IpProtocol,
-    ident: u16,
-    ttl: u8,
-    body: &[u8],
-) -> Vec<u8> {
-    let ip = Ipv4Repr {
-        src_addr: Ipv4Addr::from(src),
-        dst_addr: Ipv4Addr::from(dst),
-        next_header: proto,
-        payload_len: body.len(),
-        hop_limit: ttl,
-        dscp_ecn: 0,
-        ident,
-        dont_frag: false,
-    };
-    let mut p = vec![0u8; ip.buffer_len() + body.len()];
-    let mut packet = Ipv4Packet::new_unchecked(&mut p[..]);
-    ip.emit(&mut packet);
-    packet.payload_mut().copy_from_slice(body);
-    p
-}
-
 fn udp(src: [u8; 4], dst: [u8; 4], ident: u16, ttl: u8) -> Vec<u8> {
     let payload = b"multistage data";
     let udp = UdpRepr {
@@ -382,31 +321,6 @@ fn probe(router: u8, seq: u32) -> Vec<u8> {
     )
 }
 
-fn write_pcap(path: &Path, frames: &Capture) {
-    let f = std::fs::File::create(path).unwrap();
-    let mut w = PcapWriter::new(f, LinkType::Ethernet, false, 0).unwrap();
-    for (ms, frame) in frames {
-        w.write(
-            Timestamp::from_parts(ms / 1000, ((ms % 1000) * 1_000_000) as u32),
-            frame,
-        )
-        .unwrap();
-    }
-    w.flush().unwrap();
-}
-
-fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
-    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut r = PcapReader::new(f).unwrap();
-    let mut v = Vec::new();
-    while let Some(rec) = r.next_record().unwrap() {
-        if let Record::Packet(p) = rec {
-            v.push(p.data().to_vec());
-        }
-    }
-    v
-}
-
 fn ethertype(f: &[u8]) -> u16 {
     u16::from_be_bytes([f[12], f[13]])
 }
@@ -472,7 +386,7 @@ fn run(dir: &Path, conf: &Path, ifaces: &[(&str, Capture)]) -> (Vec<Vec<Vec<u8>>
     for (name, frames) in ifaces {
         let input = dir.join(format!("{name}-in.pcap"));
         let output = dir.join(format!("{name}-out.pcap"));
-        write_pcap(&input, frames);
+        write_pcap(&input, frames, 0);
         args.push("-d".into());
         args.push(format!(
             "{name}=pcap:{},{}",

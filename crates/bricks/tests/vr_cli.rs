@@ -5,34 +5,15 @@
 //! captures: two tenants with the same addresses on shared VLAN trunks,
 //! each answered and routed on its own VLANs by its own table.
 
-use bricks_io::pcap::{LinkType, PcapReader, PcapWriter, Record};
-use bricks_packet::Timestamp;
 use bricks_wire::{
-    EtherType, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv4Packet, Icmpv4Repr, IpProtocol,
-    Ipv4Addr, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr,
+    EtherType, Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Addr, Ipv4Packet, UdpPacket, UdpRepr,
 };
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+#[allow(dead_code)] // shared with the other tests
+mod common;
 
-fn bricks(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bricks"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("bricks runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{bricks, ether, ipv4, read_pcap, root, stderr, stdout, write_pcap};
 
 const EXAMPLES: [&str; 5] = [
     "conf/vr/two-tenants.toml",
@@ -137,12 +118,7 @@ fn config_prints_one_compound_per_router_and_the_run_command() {
 
 /// Checks the file `text`; returns (exit status, stdout, stderr).
 fn check_text(text: &str) -> (Option<i32>, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("vr.toml");
-    std::fs::write(&path, text).unwrap();
-    let o = bricks(&["vr", "check", path.to_str().unwrap()]);
-    let e = stderr(&o).replace(&format!("{}: ", path.display()), "");
-    (o.status.code(), stdout(&o), e)
+    common::check_text("vr", "vr.toml", text)
 }
 
 #[test]
@@ -221,37 +197,6 @@ const HOST: [u8; 4] = [10, 0, 0, 2];
 const ROUTER0: [u8; 4] = [10, 0, 0, 1];
 const FAR: [u8; 4] = [172, 16, 5, 5];
 
-fn ether(dst: [u8; 6], src: [u8; 6], ethertype: EtherType, payload: &[u8]) -> Vec<u8> {
-    let eth = EthernetRepr {
-        src_addr: EthernetAddress(src),
-        dst_addr: EthernetAddress(dst),
-        ethertype,
-    };
-    let mut f = vec![0u8; eth.buffer_len() + payload.len()];
-    let mut frame = EthernetFrame::new_unchecked(&mut f[..]);
-    eth.emit(&mut frame);
-    frame.payload_mut().copy_from_slice(payload);
-    f
-}
-
-fn ipv4(src: [u8; 4], dst: [u8; 4], proto: IpProtocol, ident: u16, body: &[u8]) -> Vec<u8> {
-    let ip = Ipv4Repr {
-        src_addr: Ipv4Addr::from(src),
-        dst_addr: Ipv4Addr::from(dst),
-        next_header: proto,
-        payload_len: body.len(),
-        hop_limit: 64,
-        dscp_ecn: 0,
-        ident,
-        dont_frag: false,
-    };
-    let mut p = vec![0u8; ip.buffer_len() + body.len()];
-    let mut packet = Ipv4Packet::new_unchecked(&mut p[..]);
-    ip.emit(&mut packet);
-    packet.payload_mut().copy_from_slice(body);
-    p
-}
-
 fn echo_request(ident: u16) -> Vec<u8> {
     let data = b"tenant ping";
     let icmp = Icmpv4Repr::EchoRequest {
@@ -261,7 +206,7 @@ fn echo_request(ident: u16) -> Vec<u8> {
     };
     let mut b = vec![0u8; icmp.buffer_len()];
     icmp.emit(&mut Icmpv4Packet::new_unchecked(&mut b[..]));
-    ipv4(HOST, ROUTER0, IpProtocol::ICMP, ident, &b)
+    ipv4(HOST, ROUTER0, IpProtocol::ICMP, ident, 64, &b)
 }
 
 fn udp_to_far(ident: u16) -> Vec<u8> {
@@ -276,7 +221,7 @@ fn udp_to_far(ident: u16) -> Vec<u8> {
     udp.emit(&mut d);
     d.payload_mut().copy_from_slice(payload);
     d.fill_checksum_v4(Ipv4Addr::from(HOST), Ipv4Addr::from(FAR));
-    ipv4(HOST, FAR, IpProtocol::UDP, ident, &b)
+    ipv4(HOST, FAR, IpProtocol::UDP, ident, 64, &b)
 }
 
 /// An ARP reply from (`mac`, `ip`) to (`to_mac`, `to_ip`).
@@ -296,31 +241,6 @@ fn tagged(frame: &[u8], vid: u16) -> Vec<u8> {
     f.extend_from_slice(&vid.to_be_bytes());
     f.extend_from_slice(&frame[12..]);
     f
-}
-
-fn write_pcap(path: &Path, frames: &[(u64, Vec<u8>)]) {
-    let f = std::fs::File::create(path).unwrap();
-    let mut w = PcapWriter::new(f, LinkType::Ethernet, false, 0).unwrap();
-    for (ms, frame) in frames {
-        w.write(
-            Timestamp::from_parts(1000 + ms / 1000, ((ms % 1000) * 1_000_000) as u32),
-            frame,
-        )
-        .unwrap();
-    }
-    w.flush().unwrap();
-}
-
-fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
-    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut r = PcapReader::new(f).unwrap();
-    let mut v = Vec::new();
-    while let Some(rec) = r.next_record().unwrap() {
-        if let Record::Packet(p) = rec {
-            v.push(p.data().to_vec());
-        }
-    }
-    v
 }
 
 /// A frame's VLAN ID and untagged form, if it is tagged.
@@ -414,6 +334,7 @@ fn two_tenants_with_the_same_addresses_are_routed_on_their_own_vlans() {
                 ether(BOX0, H_RED, EtherType::IPV4, &udp_to_far(0x4040)),
             ),
         ],
+        1000,
     );
     // eth1: each tenant's gateway answers its router's query.
     let eth1_in = dir.path().join("eth1-in.pcap");
@@ -432,6 +353,7 @@ fn two_tenants_with_the_same_addresses_are_routed_on_their_own_vlans() {
                 ),
             ),
         ],
+        1000,
     );
     let (eth0_out, eth1_out) = (
         dir.path().join("eth0-out.pcap"),

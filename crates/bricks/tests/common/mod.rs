@@ -192,3 +192,120 @@ impl LiveRouter {
             .sum()
     }
 }
+
+/// The repository's root, where `bricks` runs in the command-line tests.
+#[allow(dead_code)] // not every test binary uses it
+pub fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `bricks` with `args` in the repository's root.
+#[allow(dead_code)] // not every test binary uses it
+pub fn bricks(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("bricks runs")
+}
+
+/// What a run printed on stdout.
+#[allow(dead_code)] // not every test binary uses it
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What a run printed on stderr.
+#[allow(dead_code)] // not every test binary uses it
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `bricks SUBCOMMAND check` on `text` written to a file called `name`:
+/// the exit status, stdout, and stderr without the file's path.
+#[allow(dead_code)] // not every test binary uses it
+pub fn check_text(subcommand: &str, name: &str, text: &str) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    let o = bricks(&[subcommand, "check", path.to_str().unwrap()]);
+    let e = stderr(&o).replace(&format!("{}: ", path.display()), "");
+    (o.status.code(), stdout(&o), e)
+}
+
+/// An Ethernet frame from `src` to `dst` around `payload`.
+#[allow(dead_code)] // not every test binary uses it
+pub fn ether(dst: [u8; 6], src: [u8; 6], ethertype: EtherType, payload: &[u8]) -> Vec<u8> {
+    let eth = EthernetRepr {
+        src_addr: EthernetAddress(src),
+        dst_addr: EthernetAddress(dst),
+        ethertype,
+    };
+    let mut f = vec![0u8; eth.buffer_len() + payload.len()];
+    let mut frame = EthernetFrame::new_unchecked(&mut f[..]);
+    eth.emit(&mut frame);
+    frame.payload_mut().copy_from_slice(payload);
+    f
+}
+
+/// An IPv4 packet around `body`, its header checksum filled in.
+#[allow(dead_code)] // not every test binary uses it
+pub fn ipv4(
+    src: [u8; 4],
+    dst: [u8; 4],
+    proto: IpProtocol,
+    ident: u16,
+    ttl: u8,
+    body: &[u8],
+) -> Vec<u8> {
+    let ip = Ipv4Repr {
+        src_addr: Ipv4Addr::from(src),
+        dst_addr: Ipv4Addr::from(dst),
+        next_header: proto,
+        payload_len: body.len(),
+        hop_limit: ttl,
+        dscp_ecn: 0,
+        ident,
+        dont_frag: false,
+    };
+    let mut p = vec![0u8; ip.buffer_len() + body.len()];
+    let mut packet = Ipv4Packet::new_unchecked(&mut p[..]);
+    ip.emit(&mut packet);
+    packet.payload_mut().copy_from_slice(body);
+    p
+}
+
+/// Writes `frames`, each with the milliseconds after `start_s` seconds it
+/// arrives at, as an Ethernet capture.
+#[allow(dead_code)] // not every test binary uses it
+pub fn write_pcap(path: &Path, frames: &[(u64, Vec<u8>)], start_s: u64) {
+    use bricks_io::pcap::{LinkType, PcapWriter};
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = PcapWriter::new(f, LinkType::Ethernet, false, 0).unwrap();
+    for (ms, frame) in frames {
+        w.write(
+            bricks_packet::Timestamp::from_parts(
+                start_s + ms / 1000,
+                ((ms % 1000) * 1_000_000) as u32,
+            ),
+            frame,
+        )
+        .unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// The frames of a capture.
+#[allow(dead_code)] // not every test binary uses it
+pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
+    use bricks_io::pcap::{PcapReader, Record};
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut r = PcapReader::new(f).unwrap();
+    let mut v = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        if let Record::Packet(p) = rec {
+            v.push(p.data().to_vec());
+        }
+    }
+    v
+}
