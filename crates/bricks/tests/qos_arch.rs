@@ -724,7 +724,29 @@ fn live(arch: &str) {
     // router runs where this process does. Every other path in this file
     // is absolute, so changing it is safe for the tests running alongside.
     std::env::set_current_dir(root()).unwrap();
-    let router = common::LiveRouter::start(&net, "r", &conf, 1, &[]);
+    // The control socket lives outside the namespace's view of nothing:
+    // namespaces share the file system, so `bricks ctl` reaches it here.
+    let ctl_dir = tempfile::tempdir().unwrap();
+    let sock = ctl_dir.path().join("qos.sock");
+    let router = common::LiveRouter::start_with(
+        &net,
+        "r",
+        &conf,
+        1,
+        &[],
+        &["--control".to_string(), sock.display().to_string()],
+    );
+    let ctl = |args: &[&str]| {
+        let mut argv = vec!["ctl", sock.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        let out = common::bricks(&argv);
+        assert!(
+            out.status.success(),
+            "bricks ctl {args:?}: {}",
+            common::stderr(&out)
+        );
+        common::stdout(&out)
+    };
     let ping = |from: &str, args: &[&str]| {
         let mut argv = vec!["ping", "-n", "-c", "3", "-i", "0.2", "-W", "2"];
         argv.extend_from_slice(args);
@@ -762,6 +784,52 @@ fn live(arch: &str) {
         router.wait_for("unreserved pings counted", Duration::from_secs(5), |r| {
             r.counter("r/hc", "unknown") >= 6
         });
+    }
+    if reserved_only {
+        // The control plane reserves h3 <-> h2 while traffic flows: the
+        // pings cross; withdrawn again, they are refused again, and the
+        // reserved flows between h0 and h1 keep flowing throughout.
+        let before = router.counter("r/hc", "unknown");
+        ctl(&[
+            "write",
+            "r/ft.add",
+            "icmp 10.0.3.2 10.0.2.2 rate 1M via 10.0.2.2 output 2",
+        ]);
+        ctl(&[
+            "write",
+            "r/ft.add",
+            "icmp 10.0.2.2 10.0.3.2 rate 1M via 10.0.3.2 output 3",
+        ]);
+        router.wait_for(
+            "two flows added to the file's seven",
+            Duration::from_secs(5),
+            |r| r.counter("r/ft", "flows") == 9,
+        );
+        let (ok, text) = ping("h3", &["10.0.2.2"]);
+        assert!(
+            ok && text.contains("3 received"),
+            "{arch}: a flow added while running does not pass:\n{text}\n{}",
+            router.stderr()
+        );
+        let (ok, text) = ping("h0", &["10.0.1.2"]);
+        assert!(
+            ok && text.contains("3 received"),
+            "{arch}: h0 -> h1 after the add:\n{text}"
+        );
+        ctl(&["write", "r/ft.remove", "icmp 10.0.3.2 10.0.2.2"]);
+        ctl(&["write", "r/ft.remove", "icmp 10.0.2.2 10.0.3.2"]);
+        let (ok, text) = ping("h3", &["10.0.2.2"]);
+        assert!(!ok, "{arch}: a removed flow still passes:\n{text}");
+        router.wait_for(
+            "the removed flow refused again",
+            Duration::from_secs(5),
+            |r| r.counter("r/hc", "unknown") >= before + 3,
+        );
+        let (ok, text) = ping("h1", &["10.0.0.2"]);
+        assert!(
+            ok && text.contains("3 received"),
+            "{arch}: h1 -> h0 after the removal:\n{text}"
+        );
     }
     // TTL 1: time exceeded from the router's address on the sender's side.
     let (_, text) = ping("h0", &["-t", "1", "10.0.1.2"]);
