@@ -432,6 +432,11 @@ pub(crate) fn plan_with(
 ) -> Result<Plan, String> {
     let mut map = SourceMap::default();
     let result = bricks_config::parse_with(&mut map, source, options).and_then(|router| {
+        // Warnings (`require(package ...)`, as Click gives them) go to
+        // stderr whether or not the configuration builds.
+        for w in &router.warnings {
+            eprint!("{}", map.render_warning(w));
+        }
         bricks_runtime::build_with(&router, &bricks_elements::registry(), build)
     });
     result.map_err(|diags| {

@@ -669,3 +669,25 @@ fn settings_in_the_configuration_and_json_counters_per_worker() {
     assert_eq!(code, 2);
     assert!(e.contains("expected per-core, pipeline or serial"), "{e}");
 }
+
+#[test]
+fn require_package_is_a_warning_and_the_configuration_runs() {
+    let (code, err) = check("require(package foo)\nInfiniteSource(LIMIT 1) -> Discard;");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: package `foo` is not available"),
+        "{err}"
+    );
+    let o = bricks(&[
+        "run",
+        "-e",
+        "require(package foo) InfiniteSource(LIMIT 1) -> c :: Counter -> Discard;",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: package `foo`"),
+        "{}",
+        stderr(&o)
+    );
+}
