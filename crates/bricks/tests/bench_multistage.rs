@@ -9,6 +9,11 @@
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+#[allow(dead_code)] // shared with the other tests
+mod common;
+
+use common::{check_xml, texts};
+
 /// The plots and, for each, texts it must hold: axis labels, then at
 /// least one measured and one reference legend.
 const PLOTS: &[(&str, &[&str])] = &[
@@ -45,104 +50,13 @@ const VETH_PLOT: (&str, &[&str]) = (
     ],
 );
 
-/// Checks that `svg` is well-formed as SVG writers make it: every element
-/// closed in order, one root, quoted attributes, no stray `<` or `&`.
-fn well_formed(svg: &str) -> Result<(), String> {
-    let mut open: Vec<&str> = Vec::new();
-    let mut roots = 0;
-    let mut rest = svg;
-    loop {
-        let Some(lt) = rest.find('<') else {
-            if !rest.trim().is_empty() {
-                return Err("text after the root".into());
-            }
-            break;
-        };
-        let text = &rest[..lt];
-        if text.contains('&') && !entities_ok(text) {
-            return Err(format!("bad `&` in {text:?}"));
-        }
-        if open.is_empty() && !text.trim().is_empty() {
-            return Err(format!("text outside the root: {text:?}"));
-        }
-        rest = &rest[lt..];
-        let (end_marker, skip) = if rest.starts_with("<!--") {
-            ("-->", true)
-        } else if rest.starts_with("<?") {
-            ("?>", true)
-        } else {
-            (">", false)
-        };
-        let end = rest.find(end_marker).ok_or("unclosed markup")?;
-        let tag = &rest[1..end];
-        rest = &rest[end + end_marker.len()..];
-        if skip {
-            continue;
-        }
-        if tag.contains('<') {
-            return Err(format!("`<` inside <{tag}>"));
-        }
-        if !tag.matches('"').count().is_multiple_of(2) {
-            return Err(format!("unbalanced quotes in <{tag}>"));
-        }
-        if let Some(name) = tag.strip_prefix('/') {
-            match open.pop() {
-                Some(o) if o == name.trim() => continue,
-                o => return Err(format!("</{name}> closes {o:?}")),
-            }
-        }
-        let name = tag
-            .trim_end_matches('/')
-            .split_whitespace()
-            .next()
-            .ok_or("empty tag")?;
-        if open.is_empty() {
-            roots += 1;
-        }
-        if !tag.ends_with('/') {
-            open.push(name);
-        }
-    }
-    match (open.last(), roots) {
-        (None, 1) => Ok(()),
-        (Some(o), _) => Err(format!("<{o}> never closed")),
-        (None, n) => Err(format!("{n} roots")),
-    }
-}
-
-/// Every `&` in `text` starts a known or numeric character reference.
-fn entities_ok(text: &str) -> bool {
-    text.split('&').skip(1).all(|r| {
-        let Some((name, _)) = r.split_once(';') else {
-            return false;
-        };
-        matches!(name, "amp" | "lt" | "gt" | "quot" | "apos")
-            || name.strip_prefix('#').is_some_and(|n| {
-                n.strip_prefix('x').map_or(n.parse::<u32>().is_ok(), |h| {
-                    u32::from_str_radix(h, 16).is_ok()
-                })
-            })
-    })
-}
-
-/// The contents of every `<text>` element, trimmed.
-fn texts(svg: &str) -> Vec<String> {
-    svg.split("<text")
-        .skip(1)
-        .filter_map(|t| {
-            let body = &t[t.find('>')? + 1..];
-            Some(body[..body.find("</text>")?].trim().to_string())
-        })
-        .collect()
-}
-
 #[test]
 fn the_svg_check_can_fail() {
     assert!(
-        well_formed("<?xml version=\"1.0\"?><svg a=\"1\"><g><text>a &amp; b</text></g></svg>")
+        check_xml("<?xml version=\"1.0\"?><svg a=\"1\"><g><text>a &amp; b</text></g></svg>")
             .is_ok()
     );
-    assert!(well_formed("<svg><!-- c --><line x=\"1\"/></svg>").is_ok());
+    assert!(check_xml("<svg><!-- c --><line x=\"1\"/></svg>").is_ok());
     for bad in [
         "<svg><g></svg>",
         "<svg></g>",
@@ -152,7 +66,7 @@ fn the_svg_check_can_fail() {
         "<svg>",
         "x<svg/>",
     ] {
-        assert!(well_formed(bad).is_err(), "{bad}");
+        assert!(check_xml(bad).is_err(), "{bad}");
     }
 }
 
@@ -237,7 +151,7 @@ fn a_quick_bench_has_every_row_and_plot() {
     for (file, wanted) in plots {
         let svg = std::fs::read_to_string(dir.path().join(file))
             .unwrap_or_else(|e| panic!("{file}: {e}"));
-        well_formed(&svg).unwrap_or_else(|e| panic!("{file} is not well-formed: {e}"));
+        check_xml(&svg).unwrap_or_else(|e| panic!("{file} is not well-formed: {e}"));
         assert!(svg.starts_with("<svg"), "{file}");
         let t = texts(&svg);
         for w in wanted {

@@ -5,6 +5,11 @@
 
 use std::process::{Command, Stdio};
 
+#[allow(dead_code)] // shared with the other tests
+mod common;
+
+use common::{check_xml, texts};
+
 /// The plots and, for each, texts it must hold: axis labels, then at
 /// least one measured and one reference legend.
 const PLOTS: &[(&str, &[&str])] = &[
@@ -75,137 +80,6 @@ const PLOTS: &[(&str, &[&str])] = &[
         ],
     ),
 ];
-
-/// Checks that `text` is well-formed XML as SVG writers produce it
-/// (elements, attributes in quotes, comments, a declaration, character
-/// references): every tag closed in order, one root, no stray `<` or `&`.
-fn check_xml(text: &str) -> Result<(), String> {
-    let mut stack: Vec<&str> = Vec::new();
-    let mut roots = 0;
-    let mut rest = text;
-    while let Some(lt) = rest.find('<') {
-        check_chars(&rest[..lt])?;
-        if !rest[..lt].trim().is_empty() && stack.is_empty() {
-            return Err(format!("text outside the root: {:?}", &rest[..lt]));
-        }
-        rest = &rest[lt..];
-        if let Some(r) = rest.strip_prefix("<!--") {
-            let end = r.find("-->").ok_or("unclosed comment")?;
-            rest = &r[end + 3..];
-            continue;
-        }
-        if let Some(r) = rest.strip_prefix("<?") {
-            let end = r.find("?>").ok_or("unclosed declaration")?;
-            rest = &r[end + 2..];
-            continue;
-        }
-        // A tag ends at the first `>` outside quotes.
-        let mut quote = None;
-        let mut end = None;
-        for (i, c) in rest.char_indices().skip(1) {
-            match (quote, c) {
-                (None, '"' | '\'') => quote = Some(c),
-                (Some(q), c) if c == q => quote = None,
-                (None, '<') => return Err("`<` inside a tag".into()),
-                (None, '>') => {
-                    end = Some(i);
-                    break;
-                }
-                _ => {}
-            }
-        }
-        let end = end.ok_or("unclosed tag")?;
-        let tag = &rest[1..end];
-        rest = &rest[end + 1..];
-        if let Some(name) = tag.strip_prefix('/') {
-            match stack.pop() {
-                Some(open) if open == name.trim() => {}
-                other => return Err(format!("</{name}> closes {other:?}")),
-            }
-            continue;
-        }
-        let self_closing = tag.ends_with('/');
-        let body = tag.trim_end_matches('/');
-        let name = body.split_whitespace().next().ok_or("empty tag")?;
-        check_attributes(&body[name.len()..])?;
-        if stack.is_empty() {
-            roots += 1;
-        }
-        if !self_closing {
-            stack.push(name);
-        }
-    }
-    check_chars(rest)?;
-    if !rest.trim().is_empty() {
-        return Err("text after the root".into());
-    }
-    match (stack.last(), roots) {
-        (None, 1) => Ok(()),
-        (Some(open), _) => Err(format!("<{open}> never closed")),
-        (None, n) => Err(format!("{n} root elements")),
-    }
-}
-
-/// `name="value"` pairs, values without `<` and with valid references.
-fn check_attributes(mut s: &str) -> Result<(), String> {
-    loop {
-        s = s.trim_start();
-        if s.is_empty() {
-            return Ok(());
-        }
-        let eq = s
-            .find('=')
-            .ok_or_else(|| format!("attribute without value: {s}"))?;
-        if s[..eq].trim().is_empty() || s[..eq].contains(char::is_whitespace) {
-            return Err(format!("bad attribute name in {s}"));
-        }
-        let v = s[eq + 1..].trim_start();
-        let q = v
-            .chars()
-            .next()
-            .filter(|c| *c == '"' || *c == '\'')
-            .ok_or("unquoted value")?;
-        let close = v[1..].find(q).ok_or("unclosed value")?;
-        check_chars(&v[1..1 + close])?;
-        s = &v[close + 2..];
-    }
-}
-
-/// Character data: no `<`, and every `&` a known or numeric reference.
-fn check_chars(s: &str) -> Result<(), String> {
-    if s.contains('<') {
-        return Err("stray `<`".into());
-    }
-    let mut rest = s;
-    while let Some(a) = rest.find('&') {
-        let r = &rest[a + 1..];
-        let semi = r.find(';').ok_or("`&` without `;`")?;
-        let name = &r[..semi];
-        let ok = matches!(name, "amp" | "lt" | "gt" | "quot" | "apos")
-            || name
-                .strip_prefix("#x")
-                .is_some_and(|h| u32::from_str_radix(h, 16).is_ok())
-            || name
-                .strip_prefix('#')
-                .is_some_and(|d| d.parse::<u32>().is_ok());
-        if !ok {
-            return Err(format!("bad reference &{name};"));
-        }
-        rest = &r[semi + 1..];
-    }
-    Ok(())
-}
-
-/// The contents of every `<text>` element, trimmed.
-fn texts(svg: &str) -> Vec<String> {
-    svg.split("<text")
-        .skip(1)
-        .filter_map(|t| {
-            let body = &t[t.find('>')? + 1..];
-            Some(body[..body.find("</text>")?].trim().to_string())
-        })
-        .collect()
-}
 
 #[test]
 fn the_xml_check_can_fail() {

@@ -14,29 +14,12 @@
 
 use bricks_netns::{output_timeout, skip_unless_root, Captured};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+#[allow(dead_code)] // shared with the other tests
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-const BRICKS: &str = env!("CARGO_BIN_EXE_bricks");
-
-fn bricks(args: &[&str], timeout: Duration) -> (bool, String) {
-    let out = output_timeout(Command::new(BRICKS).current_dir(root()).args(args), timeout)
-        .unwrap_or_else(|e| panic!("bricks {}: {e}", args.join(" ")));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
+use common::{bricks_within as bricks, one_at_a_time, root, Brought, BRICKS};
 
 /// The text of `file` with the cluster's external rate set to `bps` (the
 /// top-level `rate` key).
@@ -65,45 +48,14 @@ fn with_rate(file: &str, bps: u64) -> String {
     out
 }
 
-/// A cluster brought up by `bricks cluster up`, taken down when dropped.
-struct Up {
-    name: String,
-    state: Value,
-    _dir: tempfile::TempDir,
-}
+/// Cluster boxes brought up by `bricks cluster up`, taken down when dropped.
+type Up = Brought;
 
 impl Up {
-    /// `bricks cluster up` on `text` (a cluster file) under a name unique
-    /// to this process and `tag`.
+    /// `bricks cluster up` on `text` under a name unique to this process
+    /// and `tag`.
     fn start(tag: &str, text: &str) -> Up {
-        let name = format!("t{}{tag}", std::process::id() % 100_000);
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(format!("{tag}.toml"));
-        std::fs::write(&file, text).unwrap();
-        let t = Instant::now();
-        let (ok, out) = bricks(
-            &[
-                "cluster",
-                "up",
-                file.to_str().unwrap(),
-                "--name",
-                &name,
-                "--timeout",
-                "60",
-            ],
-            Duration::from_secs(120),
-        );
-        // Taken down on drop even when `up` failed half way.
-        let mut up = Up {
-            name: name.clone(),
-            state: Value::Null,
-            _dir: dir,
-        };
-        assert!(ok, "bricks cluster up failed:\n{out}");
-        eprintln!("{name}: up in {:.1} s\n{out}", t.elapsed().as_secs_f64());
-        let path = format!("/run/bricks-cluster/{name}/state.json");
-        up.state = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        up
+        Brought::up("cluster", "bc", tag, text, &[])
     }
 
     fn hosts(&self) -> Vec<Value> {
@@ -180,12 +132,6 @@ impl Up {
             .find(|(_, e)| e["class"] == "VLBNode")
             .map(|(n, _)| n.clone())
             .unwrap()
-    }
-
-    fn exec(&self, ns: &str, argv: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", ns]).args(argv);
-        c
     }
 
     fn ping(&self, from: usize, to: usize) -> Result<(), String> {
@@ -370,35 +316,6 @@ struct UdpResult {
     max_flow_gap_ms: f64,
 }
 
-impl Drop for Up {
-    fn drop(&mut self) {
-        let (ok, out) = bricks(&["cluster", "down", &self.name], Duration::from_secs(60));
-        let left: Vec<String> = bricks_netns::list_namespaces()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|n| n.starts_with(&format!("bc-{}-", self.name)))
-            .collect();
-        if !std::thread::panicking() {
-            assert!(ok, "bricks cluster down: {out}");
-            assert!(left.is_empty(), "namespaces left: {left:?}");
-            assert!(
-                !Path::new(&format!("/run/bricks-cluster/{}", self.name)).exists(),
-                "state directory left"
-            );
-        } else {
-            for ns in left {
-                let _ = bricks_netns::ip(&["netns", "del", &ns]);
-            }
-        }
-    }
-}
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    ONE_CLUSTER_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
-
 /// R of the test copies of rb4: 4 Mbit/s, so that the direct share R/N
 /// is 1 Mbit/s, about 1,400 64-byte frames a second with their label.
 const R_BPS: u64 = 4_000_000;
@@ -408,7 +325,7 @@ fn rb4_full_mesh_forwards_ping_tcp_and_udp_between_every_pair() {
     if skip_unless_root("rb4_full_mesh_forwards_ping_tcp_and_udp_between_every_pair").is_some() {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start(
         "mesh",
@@ -591,7 +508,7 @@ fn flowlets_reorder_less_than_per_packet_balancing() {
     if skip_unless_root("flowlets_reorder_less_than_per_packet_balancing").is_some() {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start("reo", &with_rate("conf/cluster/rb4.toml", R_BPS));
     up.ping(0, 1).unwrap();
@@ -638,7 +555,7 @@ fn a_killed_server_costs_well_under_a_second_and_is_used_again() {
     if skip_unless_root("a_killed_server_costs_well_under_a_second_and_is_used_again").is_some() {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start("kill", &with_rate("conf/cluster/rb4.toml", R_BPS));
     up.ping(0, 1).unwrap();
@@ -726,7 +643,7 @@ fn fly_forwards_between_its_hosts() {
     if skip_unless_root("fly_forwards_between_its_hosts").is_some() {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start(
         "fly",
@@ -823,7 +740,7 @@ fn second_port_errors_come_from_its_address_and_directed_broadcasts_stay() {
     {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let up = Up::start("twoport", TWO_PORTS);
     let n = up.hosts().len();
     assert_eq!(n, 3);

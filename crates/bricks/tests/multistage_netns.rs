@@ -19,35 +19,13 @@
 
 use bricks_netns::{output_timeout, skip_unless_root, Captured};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static ONE_ROUTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+#[allow(dead_code)] // shared with the other tests
+mod common;
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    ONE_ROUTER_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-const BRICKS: &str = env!("CARGO_BIN_EXE_bricks");
-
-fn bricks(args: &[&str], timeout: Duration) -> (bool, String) {
-    let out = output_timeout(Command::new(BRICKS).current_dir(root()).args(args), timeout)
-        .unwrap_or_else(|e| panic!("bricks {}: {e}", args.join(" ")));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
+use common::{bricks_within as bricks, one_at_a_time, root, Brought, BRICKS};
 
 fn example(file: &str) -> String {
     std::fs::read_to_string(root().join("conf/multistage").join(file)).unwrap()
@@ -65,48 +43,14 @@ struct Host {
     balancer: String,
 }
 
-/// A multistage router brought up by `bricks multistage up`, taken down
-/// when dropped.
-struct Up {
-    name: String,
-    state: Value,
-    _dir: tempfile::TempDir,
-}
+/// Multistage boxes brought up by `bricks multistage up`, taken down when dropped.
+type Up = Brought;
 
 impl Up {
-    /// `bricks multistage up` on `text` (a multistage file) under a name
-    /// unique to this process and `tag`.
+    /// `bricks multistage up` on `text` under a name unique to this process
+    /// and `tag`.
     fn start(tag: &str, text: &str) -> Up {
-        let name = format!("t{}{tag}", std::process::id() % 100_000);
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(format!("{tag}.toml"));
-        std::fs::write(&file, text).unwrap();
-        let t = Instant::now();
-        let (ok, out) = bricks(
-            &[
-                "multistage",
-                "up",
-                file.to_str().unwrap(),
-                "--name",
-                &name,
-                "--backend",
-                "packet",
-                "--timeout",
-                "60",
-            ],
-            Duration::from_secs(120),
-        );
-        // Taken down on drop even when `up` failed half way.
-        let mut up = Up {
-            name: name.clone(),
-            state: Value::Null,
-            _dir: dir,
-        };
-        assert!(ok, "bricks multistage up failed:\n{out}");
-        eprintln!("{name}: up in {:.1} s\n{out}", t.elapsed().as_secs_f64());
-        let path = format!("/run/bricks-multistage/{name}/state.json");
-        up.state = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        up
+        Brought::up("multistage", "bm", tag, text, &["--backend", "packet"])
     }
 
     fn hosts(&self) -> Vec<Host> {
@@ -207,12 +151,6 @@ impl Up {
             );
             assert!(ok, "{b}: write lb.policy {policy}: {out}");
         }
-    }
-
-    fn exec(&self, ns: &str, argv: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", ns]).args(argv);
-        c
     }
 
     fn ping_text(&self, from: usize, to: &str, extra: &[&str]) -> String {
@@ -454,30 +392,6 @@ impl std::fmt::Display for UdpResult {
     }
 }
 
-impl Drop for Up {
-    fn drop(&mut self) {
-        let (ok, out) = bricks(&["multistage", "down", &self.name], Duration::from_secs(60));
-        let prefix = format!("bm-{}-", self.name);
-        let left: Vec<String> = bricks_netns::list_namespaces()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|n| n.starts_with(&prefix))
-            .collect();
-        if !std::thread::panicking() {
-            assert!(ok, "bricks multistage down: {out}");
-            assert!(left.is_empty(), "namespaces left: {left:?}");
-            assert!(
-                !Path::new(&format!("/run/bricks-multistage/{}", self.name)).exists(),
-                "state directory left"
-            );
-        } else {
-            for ns in left {
-                let _ = bricks_netns::ip(&["netns", "del", &ns]);
-            }
-        }
-    }
-}
-
 /// Each value's distance from an even share, as a fraction of the even
 /// share: 0.05 is 5 %.
 fn unevenness(v: &[u64]) -> f64 {
@@ -506,7 +420,7 @@ fn two_by_two_is_one_router_to_its_hosts() {
     if skip_unless_root("two_by_two_is_one_router_to_its_hosts").is_some() {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start("ping", &example("2x2.toml"));
     let hosts = up.hosts();
@@ -664,7 +578,7 @@ fn two_by_two_balances_evenly_keeps_flows_and_measures_reordering() {
     {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start("bal", &example("2x2.toml"));
     let hosts = up.hosts();
@@ -737,7 +651,7 @@ fn a_killed_router_costs_each_flow_under_200_ms_and_is_used_again() {
     {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start("kill", &example("2x2.toml"));
     let hosts = up.hosts();
@@ -831,7 +745,7 @@ fn a_dead_balancer_takes_only_its_own_front_ports() {
     if skip_unless_root("a_dead_balancer_takes_only_its_own_front_ports").is_some() {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start("lbdie", &example("2x2.toml"));
     let hosts = up.hosts();
@@ -885,7 +799,7 @@ fn dtx3_spreads_over_its_back_ports_evenly() {
     if skip_unless_root("dtx3_spreads_over_its_back_ports_evenly").is_some() {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let t0 = Instant::now();
     let up = Up::start("dtx3", &example("dtx3.toml"));
     let hosts = up.hosts();
@@ -930,10 +844,10 @@ fn a_running_router_is_kept_and_a_dead_leftover_replaced() {
     if skip_unless_root("a_running_router_is_kept_and_a_dead_leftover_replaced").is_some() {
         return;
     }
-    let _turn = lock();
+    let _turn = one_at_a_time();
     let text = example("2x2.toml");
     let up = Up::start("left", &text);
-    let file = up._dir.path().join("left.toml");
+    let file = up.dir.path().join("left.toml");
     let again = |what: &str| {
         bricks(
             &[

@@ -309,3 +309,253 @@ pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     }
     v
 }
+
+/// Runs `bricks` with `args` in the repository's root, for at most
+/// `timeout`: whether it succeeded, and its stdout then its stderr.
+#[allow(dead_code)] // not every test binary uses it
+pub fn bricks_within(args: &[&str], timeout: Duration) -> (bool, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_bricks"));
+    command.current_dir(root()).args(args);
+    let out = bricks_netns::output_timeout(&mut command, timeout)
+        .unwrap_or_else(|e| panic!("bricks {}: {e}", args.join(" ")));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Boxes in namespaces brought up by `bricks KIND up` (`cluster`,
+/// `multistage`) under a name unique to this process, taken down when
+/// dropped: `bricks KIND down` succeeds and leaves no namespace and no
+/// state directory (or, when the test failed, the namespaces are
+/// deleted).
+#[allow(dead_code)] // not every test binary uses it
+pub struct Brought {
+    /// `cluster` or `multistage`.
+    pub kind: &'static str,
+    /// What the namespaces' names start with before the name (`bc`).
+    pub ns_prefix: &'static str,
+    /// The name they run under.
+    pub name: String,
+    /// `/run/bricks-KIND/NAME/state.json`.
+    pub state: serde_json::Value,
+    /// Where the description file was written (`TAG.toml`).
+    pub dir: tempfile::TempDir,
+}
+
+#[allow(dead_code)] // not every test binary uses it
+impl Brought {
+    /// `bricks KIND up` on `text` (a description file) under a name unique
+    /// to this process and `tag`, with `extra` arguments before the
+    /// timeout.
+    pub fn up(
+        kind: &'static str,
+        ns_prefix: &'static str,
+        tag: &str,
+        text: &str,
+        extra: &[&str],
+    ) -> Brought {
+        let name = format!("t{}{tag}", std::process::id() % 100_000);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(format!("{tag}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let t = Instant::now();
+        let mut args = vec![kind, "up", file.to_str().unwrap(), "--name", &name];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--timeout", "60"]);
+        let (ok, out) = bricks_within(&args, Duration::from_secs(120));
+        // Taken down on drop even when `up` failed half way.
+        let mut up = Brought {
+            kind,
+            ns_prefix,
+            name: name.clone(),
+            state: serde_json::Value::Null,
+            dir,
+        };
+        assert!(ok, "bricks {kind} up failed:\n{out}");
+        eprintln!("{name}: up in {:.1} s\n{out}", t.elapsed().as_secs_f64());
+        let path = format!("/run/bricks-{kind}/{name}/state.json");
+        up.state = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        up
+    }
+
+    /// `ip netns exec NS ARGV...`.
+    pub fn exec(&self, ns: &str, argv: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new("ip");
+        c.args(["netns", "exec", ns]).args(argv);
+        c
+    }
+}
+
+impl Drop for Brought {
+    fn drop(&mut self) {
+        let (ok, out) = bricks_within(&[self.kind, "down", &self.name], Duration::from_secs(60));
+        let prefix = format!("{}-{}-", self.ns_prefix, self.name);
+        let left: Vec<String> = bricks_netns::list_namespaces()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        if !std::thread::panicking() {
+            assert!(ok, "bricks {} down: {out}", self.kind);
+            assert!(left.is_empty(), "namespaces left: {left:?}");
+            assert!(
+                !Path::new(&format!("/run/bricks-{}/{}", self.kind, self.name)).exists(),
+                "state directory left"
+            );
+        } else {
+            for ns in left {
+                let _ = bricks_netns::ip(&["netns", "del", &ns]);
+            }
+        }
+    }
+}
+
+/// The tests of one binary that bring up boxes take turns: several boxes
+/// already share the machine's CPUs.
+#[allow(dead_code)] // not every test binary uses it
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The `bricks` binary under test.
+#[allow(dead_code)] // not every test binary uses it
+pub const BRICKS: &str = env!("CARGO_BIN_EXE_bricks");
+
+/// Checks that `text` is well-formed XML as SVG writers produce it
+/// (elements, attributes in quotes, comments, a declaration, character
+/// references): every tag closed in order, one root, no stray `<` or `&`.
+#[allow(dead_code)] // not every test binary uses it
+pub fn check_xml(text: &str) -> Result<(), String> {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut roots = 0;
+    let mut rest = text;
+    while let Some(lt) = rest.find('<') {
+        check_chars(&rest[..lt])?;
+        if !rest[..lt].trim().is_empty() && stack.is_empty() {
+            return Err(format!("text outside the root: {:?}", &rest[..lt]));
+        }
+        rest = &rest[lt..];
+        if let Some(r) = rest.strip_prefix("<!--") {
+            let end = r.find("-->").ok_or("unclosed comment")?;
+            rest = &r[end + 3..];
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix("<?") {
+            let end = r.find("?>").ok_or("unclosed declaration")?;
+            rest = &r[end + 2..];
+            continue;
+        }
+        // A tag ends at the first `>` outside quotes.
+        let mut quote = None;
+        let mut end = None;
+        for (i, c) in rest.char_indices().skip(1) {
+            match (quote, c) {
+                (None, '"' | '\'') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, '<') => return Err("`<` inside a tag".into()),
+                (None, '>') => {
+                    end = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let end = end.ok_or("unclosed tag")?;
+        let tag = &rest[1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            match stack.pop() {
+                Some(open) if open == name.trim() => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let body = tag.trim_end_matches('/');
+        let name = body.split_whitespace().next().ok_or("empty tag")?;
+        check_attributes(&body[name.len()..])?;
+        if stack.is_empty() {
+            roots += 1;
+        }
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    check_chars(rest)?;
+    if !rest.trim().is_empty() {
+        return Err("text after the root".into());
+    }
+    match (stack.last(), roots) {
+        (None, 1) => Ok(()),
+        (Some(open), _) => Err(format!("<{open}> never closed")),
+        (None, n) => Err(format!("{n} root elements")),
+    }
+}
+
+/// `name="value"` pairs, values without `<` and with valid references.
+#[allow(dead_code)] // not every test binary uses it
+fn check_attributes(mut s: &str) -> Result<(), String> {
+    loop {
+        s = s.trim_start();
+        if s.is_empty() {
+            return Ok(());
+        }
+        let eq = s
+            .find('=')
+            .ok_or_else(|| format!("attribute without value: {s}"))?;
+        if s[..eq].trim().is_empty() || s[..eq].contains(char::is_whitespace) {
+            return Err(format!("bad attribute name in {s}"));
+        }
+        let v = s[eq + 1..].trim_start();
+        let q = v
+            .chars()
+            .next()
+            .filter(|c| *c == '"' || *c == '\'')
+            .ok_or("unquoted value")?;
+        let close = v[1..].find(q).ok_or("unclosed value")?;
+        check_chars(&v[1..1 + close])?;
+        s = &v[close + 2..];
+    }
+}
+
+/// Character data: no `<`, and every `&` a known or numeric reference.
+#[allow(dead_code)] // not every test binary uses it
+fn check_chars(s: &str) -> Result<(), String> {
+    if s.contains('<') {
+        return Err("stray `<`".into());
+    }
+    let mut rest = s;
+    while let Some(a) = rest.find('&') {
+        let r = &rest[a + 1..];
+        let semi = r.find(';').ok_or("`&` without `;`")?;
+        let name = &r[..semi];
+        let ok = matches!(name, "amp" | "lt" | "gt" | "quot" | "apos")
+            || name
+                .strip_prefix("#x")
+                .is_some_and(|h| u32::from_str_radix(h, 16).is_ok())
+            || name
+                .strip_prefix('#')
+                .is_some_and(|d| d.parse::<u32>().is_ok());
+        if !ok {
+            return Err(format!("bad reference &{name};"));
+        }
+        rest = &r[semi + 1..];
+    }
+    Ok(())
+}
+
+/// The contents of every `<text>` element, trimmed.
+#[allow(dead_code)] // not every test binary uses it
+pub fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
