@@ -11,6 +11,7 @@ mod demo;
 mod elements_cmd;
 mod gen_cmd;
 mod multistage;
+mod netup;
 mod routes_cmd;
 mod runner;
 mod sink_cmd;

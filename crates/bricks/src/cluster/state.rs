@@ -9,10 +9,12 @@
 //! never matches, so a stale record never leads to signalling anything
 //! else.
 
+use crate::netup::{proc_from, proc_json, string as s, strings};
 use anyhow::Context as _;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+
+pub(crate) use crate::netup::{alive, cpu_seconds, signal, start_time, stop, wait_gone};
 
 /// Where every cluster's state directory lives.
 pub(crate) const STATE_ROOT: &str = "/run/bricks-cluster";
@@ -31,15 +33,7 @@ pub(crate) fn dir(name: &str) -> PathBuf {
 /// anything but letters, digits and `_` replaced by `_` (so that `bc-NAME-`
 /// is the prefix of this cluster's namespaces and of no other's).
 pub(crate) fn instance_name(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    crate::netup::instance_name(name)
 }
 
 /// One server of a running cluster.
@@ -101,39 +95,6 @@ pub(crate) struct State {
     pub hosts: Vec<HostState>,
     /// The `bricks cluster up` process while it builds the cluster.
     pub builder: Option<(u32, u64)>,
-}
-
-fn proc_json(p: Option<(u32, u64)>) -> Value {
-    match p {
-        Some((pid, start)) => json!({"pid": pid, "start_time": start}),
-        None => Value::Null,
-    }
-}
-
-fn proc_from(v: &Value) -> Option<(u32, u64)> {
-    Some((
-        u32::try_from(v.get("pid")?.as_u64()?).ok()?,
-        v.get("start_time")?.as_u64()?,
-    ))
-}
-
-fn s(v: &Value, k: &str) -> anyhow::Result<String> {
-    v.get(k)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .with_context(|| format!("no string `{k}`"))
-}
-
-fn strings(v: &Value, k: &str) -> Vec<String> {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl State {
@@ -231,23 +192,15 @@ impl State {
 
     /// Writes the record (atomically: a reader never sees half of it).
     pub(crate) fn save(&self) -> anyhow::Result<()> {
-        let path = self.path();
-        let tmp = path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(&self.to_json())?;
-        std::fs::write(&tmp, text + "\n").with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+        crate::netup::save_json(&self.path(), &self.to_json())
     }
 
     /// The record of cluster `name`; `Ok(None)` if there is none.
     pub(crate) fn load(name: &str) -> anyhow::Result<Option<State>> {
         let path = dir(name).join("state.json");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        let Some(v) = crate::netup::load_json(&path, "a cluster state")? else {
+            return Ok(None);
         };
-        let v: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a cluster state", path.display()))?;
         State::from_json(&v)
             .map(Some)
             .with_context(|| format!("{}: not a cluster state", path.display()))
@@ -282,118 +235,12 @@ impl State {
 
 /// The names of the clusters with a state directory.
 pub(crate) fn recorded() -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(STATE_ROOT) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = dir
-        .flatten()
-        .filter(|e| e.path().join("state.json").exists())
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .collect();
-    names.sort();
-    names
+    crate::netup::recorded(STATE_ROOT)
 }
 
 /// The one cluster that is recorded, when no name is given.
 pub(crate) fn only_one(name: Option<&str>) -> anyhow::Result<Option<String>> {
-    if let Some(n) = name {
-        return Ok(Some(n.to_string()));
-    }
-    let all = recorded();
-    match all.len() {
-        0 => Ok(None),
-        1 => Ok(all.into_iter().next()),
-        _ => anyhow::bail!("several clusters are up ({}): name one", all.join(", ")),
-    }
-}
-
-/// The process's start time in clock ticks since boot (field 22 of
-/// `/proc/PID/stat`).
-pub(crate) fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
-/// The process runs (not a zombie) and is the one recorded.
-pub(crate) fn alive(pid: u32, start: u64) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let Some(i) = stat.rfind(')') else {
-        return false;
-    };
-    let rest = &stat[i + 1..];
-    !rest.trim_start().starts_with('Z')
-        && rest
-            .split_whitespace()
-            .nth(19)
-            .and_then(|t| t.parse::<u64>().ok())
-            == Some(start)
-}
-
-/// CPU time the process has used, user + system, in seconds (fields 14
-/// and 15 of `/proc/PID/stat`, in clock ticks).
-pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut f = rest.split_whitespace().skip(11);
-    let utime: u64 = f.next()?.parse().ok()?;
-    let stime: u64 = f.next()?.parse().ok()?;
-    // SAFETY: sysconf has no memory preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    Some((utime + stime) as f64 / if hz > 0 { hz as f64 } else { 100.0 })
-}
-
-/// Sends `signal` to the recorded process if it is still the one
-/// recorded.
-pub(crate) fn signal(pid: u32, start: u64, signal: i32) {
-    if alive(pid, start) {
-        // SAFETY: kill has no memory preconditions; `alive` has just
-        // matched this PID's start time, so the signal goes to the
-        // process the record names.
-        unsafe { libc::kill(pid as libc::pid_t, signal) };
-    }
-}
-
-/// SIGTERM, then SIGKILL if it still runs after `grace`; waits until it
-/// is gone (at most a few seconds more). Returns whether it had to be
-/// killed.
-pub(crate) fn stop(pid: u32, start: u64, grace: Duration) -> bool {
-    signal(pid, start, libc::SIGTERM);
-    if wait_gone(pid, start, grace) {
-        return false;
-    }
-    signal(pid, start, libc::SIGKILL);
-    wait_gone(pid, start, Duration::from_secs(5));
-    true
-}
-
-/// Waits at most `timeout` for the process to end.
-pub(crate) fn wait_gone(pid: u32, start: u64, timeout: Duration) -> bool {
-    let end = Instant::now() + timeout;
-    loop {
-        reap(pid);
-        if !alive(pid, start) {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Reaps `pid` if it is an ended child of this process (`up` and
-/// `restart` start the servers; a server they stop must not stay a
-/// zombie while they run).
-fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: waitpid writes one int, `status`, alive for the call;
-    // WNOHANG never blocks, and a PID that is not our child only gives
-    // ECHILD.
-    unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    crate::netup::only_one(STATE_ROOT, name, "clusters")
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 
 use super::state::{self, HostState, NodeState, State};
 use super::status;
+use crate::netup::{self, interrupted, DownReport};
 use anyhow::Context as _;
 use bricks_cluster::Cluster;
 use bricks_netns::Network;
@@ -335,11 +336,6 @@ fn plan_state(a: &UpArgs, cluster: &Cluster, name: &str) -> anyhow::Result<State
     Ok(st)
 }
 
-fn interrupted(stop: &AtomicBool) -> anyhow::Result<()> {
-    anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
-    Ok(())
-}
-
 pub(crate) fn mac_text(m: &[u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
@@ -629,77 +625,32 @@ fn wait_up(
     Ok(())
 }
 
-/// What `down` did.
-#[derive(Debug, Default)]
-pub(crate) struct DownReport {
-    /// Servers stopped, and whether each needed SIGKILL.
-    pub stopped: Vec<(String, bool)>,
-    pub namespaces: usize,
-}
-
 /// Stops every recorded process, deletes the namespaces and the state
 /// directory. Never fails: whatever is already gone is skipped.
 pub(crate) fn teardown(st: &State) -> DownReport {
-    let mut r = DownReport::default();
-    // Stop them all first, then wait: a cluster of many servers goes
-    // down in one grace period, not one per server.
-    let running: Vec<(&str, u32, u64)> = st
-        .nodes
-        .iter()
-        .filter_map(|n| n.process.map(|(p, s)| (n.name.as_str(), p, s)))
-        .filter(|&(_, p, s)| state::alive(p, s))
-        .collect();
-    for &(_, pid, s) in &running {
-        state::signal(pid, s, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + GRACE;
-    for &(name, pid, s) in &running {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let killed = !state::wait_gone(pid, s, left);
-        if killed {
-            state::signal(pid, s, libc::SIGKILL);
-            state::wait_gone(pid, s, Duration::from_secs(5));
-        }
-        r.stopped.push((name.to_string(), killed));
-    }
-    let existing = bricks_netns::list_namespaces().unwrap_or_default();
-    for ns in &st.namespaces {
-        if existing.contains(ns) && bricks_netns::ip(&["netns", "del", ns]).is_ok() {
-            r.namespaces += 1;
-        }
-    }
-    // Anything else with the prefix (a namespace made after the last save).
-    let prefix = state::prefix(&st.name);
-    for ns in existing {
-        if ns.starts_with(&prefix) && !st.namespaces.contains(&ns) {
-            let _ = bricks_netns::ip(&["netns", "del", &ns]);
-            r.namespaces += 1;
-        }
-    }
+    let stopped = netup::stop_all(
+        st.nodes
+            .iter()
+            .filter_map(|n| n.process.map(|(p, s)| (n.name.as_str(), p, s))),
+        GRACE,
+    );
+    let namespaces = netup::delete_namespaces(&st.namespaces, &state::prefix(&st.name));
     let _ = std::fs::remove_dir_all(state::dir(&st.name));
-    r
+    DownReport {
+        stopped,
+        namespaces,
+    }
 }
 
 /// Takes cluster `name` down; `Ok(None)` if nothing of it was up.
 pub(crate) fn down(name: &str) -> anyhow::Result<Option<DownReport>> {
     match State::load(name)? {
         Some(st) => Ok(Some(teardown(&st))),
-        None => {
-            // No record; namespaces without one still go.
-            let prefix = state::prefix(name);
-            let mut n = 0;
-            for ns in bricks_netns::list_namespaces().unwrap_or_default() {
-                if ns.starts_with(&prefix) {
-                    let _ = bricks_netns::ip(&["netns", "del", &ns]);
-                    n += 1;
-                }
-            }
-            let _ = std::fs::remove_dir_all(state::dir(name));
-            Ok((n > 0).then_some(DownReport {
-                stopped: Vec::new(),
-                namespaces: n,
-            }))
-        }
+        // No record; namespaces without one still go.
+        None => Ok(netup::down_unrecorded(
+            &state::prefix(name),
+            &state::dir(name),
+        )),
     }
 }
 

@@ -8,7 +8,8 @@
 //! (`crate::cluster::state`, whose process helpers this module uses): a
 //! reused PID never matches a stale record.
 
-use crate::cluster::state::alive;
+use crate::netup::alive;
+use crate::netup::{proc_from, proc_json, string as s, strings};
 use anyhow::Context as _;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -30,7 +31,7 @@ pub(crate) fn dir(name: &str) -> PathBuf {
 /// given, with anything but letters, digits and `_` replaced by `_` (so
 /// that `bm-NAME-` is the prefix of its namespaces and of no other's).
 pub(crate) fn instance_name(name: &str) -> String {
-    crate::cluster::state::instance_name(name)
+    crate::netup::instance_name(name)
 }
 
 /// What a box is.
@@ -149,44 +150,11 @@ pub(crate) struct State {
     pub builder: Option<(u32, u64)>,
 }
 
-fn proc_json(p: Option<(u32, u64)>) -> Value {
-    match p {
-        Some((pid, start)) => json!({"pid": pid, "start_time": start}),
-        None => Value::Null,
-    }
-}
-
-fn proc_from(v: &Value) -> Option<(u32, u64)> {
-    Some((
-        u32::try_from(v.get("pid")?.as_u64()?).ok()?,
-        v.get("start_time")?.as_u64()?,
-    ))
-}
-
-fn s(v: &Value, k: &str) -> anyhow::Result<String> {
-    v.get(k)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .with_context(|| format!("no string `{k}`"))
-}
-
 fn n(v: &Value, k: &str) -> anyhow::Result<usize> {
     v.get(k)
         .and_then(Value::as_u64)
         .and_then(|n| usize::try_from(n).ok())
         .with_context(|| format!("no number `{k}`"))
-}
-
-fn strings(v: &Value, k: &str) -> Vec<String> {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn port_json(p: &PortState) -> Value {
@@ -299,24 +267,16 @@ impl State {
 
     /// Writes the record (atomically: a reader never sees half of it).
     pub(crate) fn save(&self) -> anyhow::Result<()> {
-        let path = self.path();
-        let tmp = path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(&self.to_json())?;
-        std::fs::write(&tmp, text + "\n").with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+        crate::netup::save_json(&self.path(), &self.to_json())
     }
 
     /// The record of multistage router `name`; `Ok(None)` if there is
     /// none.
     pub(crate) fn load(name: &str) -> anyhow::Result<Option<State>> {
         let path = dir(name).join("state.json");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        let Some(v) = crate::netup::load_json(&path, "a multistage state")? else {
+            return Ok(None);
         };
-        let v: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a multistage state", path.display()))?;
         State::from_json(&v)
             .map(Some)
             .with_context(|| format!("{}: not a multistage state", path.display()))
@@ -362,32 +322,12 @@ impl State {
 
 /// The names of the multistage routers with a state directory.
 pub(crate) fn recorded() -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(STATE_ROOT) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = dir
-        .flatten()
-        .filter(|e| e.path().join("state.json").exists())
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .collect();
-    names.sort();
-    names
+    crate::netup::recorded(STATE_ROOT)
 }
 
 /// The one multistage router that is recorded, when no name is given.
 pub(crate) fn only_one(name: Option<&str>) -> anyhow::Result<Option<String>> {
-    if let Some(n) = name {
-        return Ok(Some(n.to_string()));
-    }
-    let all = recorded();
-    match all.len() {
-        0 => Ok(None),
-        1 => Ok(all.into_iter().next()),
-        _ => anyhow::bail!(
-            "several multistage routers are up ({}): name one",
-            all.join(", ")
-        ),
-    }
+    crate::netup::only_one(STATE_ROOT, name, "multistage routers")
 }
 
 #[cfg(test)]

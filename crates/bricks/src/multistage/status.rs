@@ -7,8 +7,8 @@
 //! and which routers it sees live.
 
 use super::state::{BoxState, Role, State};
-use crate::cluster::state::alive;
 use crate::cluster::status::query;
+use crate::netup::alive;
 use anyhow::Context as _;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -26,8 +26,10 @@
 
 use super::state::{self, BoxState, HostState, PortState, Role, State, SwitchState};
 use super::status::{self, count};
-use crate::cluster::state::{alive, signal, start_time, stop as stop_process, wait_gone};
 use crate::cluster::up::{host_address, log_tail, mac_text, spawn_logged, StopSignal};
+use crate::netup::{
+    self, alive, interrupted, signal, start_time, stop as stop_process, wait_gone, DownReport,
+};
 use anyhow::Context as _;
 use bricks_multistage::config::{node_config, ConfigOptions};
 use bricks_multistage::{Multistage, Node};
@@ -373,11 +375,6 @@ fn plan_state(a: &UpArgs, ms: &Multistage, name: &str) -> anyhow::Result<State> 
     Ok(st)
 }
 
-fn interrupted(stop: &AtomicBool) -> anyhow::Result<()> {
-    anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
-    Ok(())
-}
-
 /// `ip -n NS link set IFACE ARGS...`.
 fn link_set(ns: &str, iface: &str, args: &[&str]) -> anyhow::Result<()> {
     let mut v = vec!["-n", ns, "link", "set", iface];
@@ -661,55 +658,22 @@ fn wait_up(
     Ok(())
 }
 
-/// What `down` did.
-#[derive(Debug, Default)]
-pub(crate) struct DownReport {
-    /// Boxes stopped, and whether each needed SIGKILL.
-    pub stopped: Vec<(String, bool)>,
-    pub namespaces: usize,
-}
-
 /// Stops every recorded process, deletes the namespaces (the bridge and
 /// every veth go with them) and the state directory. Never fails:
 /// whatever is already gone is skipped.
 pub(crate) fn teardown(st: &State) -> DownReport {
-    let mut r = DownReport::default();
-    // Stop them all first, then wait: one grace period for all.
-    let running: Vec<(&str, u32, u64)> = st
-        .boxes
-        .iter()
-        .filter_map(|b| b.process.map(|(p, s)| (b.name.as_str(), p, s)))
-        .filter(|&(_, p, s)| alive(p, s))
-        .collect();
-    for &(_, pid, s) in &running {
-        signal(pid, s, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + GRACE;
-    for &(name, pid, s) in &running {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let killed = !wait_gone(pid, s, left);
-        if killed {
-            signal(pid, s, libc::SIGKILL);
-            wait_gone(pid, s, Duration::from_secs(5));
-        }
-        r.stopped.push((name.to_string(), killed));
-    }
-    let existing = bricks_netns::list_namespaces().unwrap_or_default();
-    for ns in &st.namespaces {
-        if existing.contains(ns) && bricks_netns::ip(&["netns", "del", ns]).is_ok() {
-            r.namespaces += 1;
-        }
-    }
-    // Anything else with the prefix (a namespace made after the last save).
-    let prefix = state::prefix(&st.name);
-    for ns in existing {
-        if ns.starts_with(&prefix) && !st.namespaces.contains(&ns) {
-            let _ = bricks_netns::ip(&["netns", "del", &ns]);
-            r.namespaces += 1;
-        }
-    }
+    let stopped = netup::stop_all(
+        st.boxes
+            .iter()
+            .filter_map(|b| b.process.map(|(p, s)| (b.name.as_str(), p, s))),
+        GRACE,
+    );
+    let namespaces = netup::delete_namespaces(&st.namespaces, &state::prefix(&st.name));
     let _ = std::fs::remove_dir_all(state::dir(&st.name));
-    r
+    DownReport {
+        stopped,
+        namespaces,
+    }
 }
 
 /// Takes multistage router `name` down; `Ok(None)` if nothing of it was
@@ -717,22 +681,11 @@ pub(crate) fn teardown(st: &State) -> DownReport {
 pub(crate) fn down(name: &str) -> anyhow::Result<Option<DownReport>> {
     match State::load(name)? {
         Some(st) => Ok(Some(teardown(&st))),
-        None => {
-            // No record; namespaces without one still go.
-            let prefix = state::prefix(name);
-            let mut n = 0;
-            for ns in bricks_netns::list_namespaces().unwrap_or_default() {
-                if ns.starts_with(&prefix) {
-                    let _ = bricks_netns::ip(&["netns", "del", &ns]);
-                    n += 1;
-                }
-            }
-            let _ = std::fs::remove_dir_all(state::dir(name));
-            Ok((n > 0).then_some(DownReport {
-                stopped: Vec::new(),
-                namespaces: n,
-            }))
-        }
+        // No record; namespaces without one still go.
+        None => Ok(netup::down_unrecorded(
+            &state::prefix(name),
+            &state::dir(name),
+        )),
     }
 }
 
