@@ -193,17 +193,11 @@ fn plain(message: impl Into<String>) -> ClusterError {
 }
 
 fn valid_cluster_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= MAX_CLUSTER_NAME
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    bricks_spec::valid_name(s, MAX_CLUSTER_NAME, true)
 }
 
 fn valid_node_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= MAX_NODE_NAME
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    bricks_spec::valid_name(s, MAX_NODE_NAME, false)
 }
 
 /// Interface names: what Linux takes, less what would need quoting in a

@@ -210,17 +210,11 @@ fn plain(message: impl Into<String>) -> MultistageError {
 }
 
 fn valid_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= MAX_NAME
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    bricks_spec::valid_name(s, MAX_NAME, true)
 }
 
 fn valid_box_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= MAX_BOX_NAME
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    bricks_spec::valid_name(s, MAX_BOX_NAME, false)
 }
 
 /// Interface names: what Linux takes, less what would need quoting in a

@@ -98,6 +98,15 @@ impl<'a, E> Places<'a, E> {
     }
 }
 
+/// Whether `s` is a name of at most `max` characters of a-z and 0-9, and
+/// '-' when `dash`.
+pub fn valid_name(s: &str, max: usize, dash: bool) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || (dash && b == b'-'))
+}
+
 /// Checks an interface name: what Linux takes (at most `max` bytes),
 /// less what would need quoting in a Click configuration or a shell.
 /// `noun` is what the file calls it ("interface", "link").
@@ -190,6 +199,15 @@ mod tests {
         let p = Places::new("\n\nname = \"x\"\n", E);
         assert_eq!(p.err(&f.name, "bad").0, "line 3: bad");
         assert_eq!(p.plain("no place").0, "no place");
+    }
+
+    #[test]
+    fn names() {
+        assert!(valid_name("rb-4", 8, true));
+        assert!(!valid_name("rb-4", 8, false));
+        assert!(!valid_name("", 8, true));
+        assert!(!valid_name("abcdefghi", 8, true));
+        assert!(!valid_name("Rb4", 8, true));
     }
 
     #[test]
