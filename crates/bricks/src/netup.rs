@@ -124,6 +124,47 @@ pub(crate) fn interrupted(stop: &AtomicBool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How `kill` stops a box's process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StopSignal {
+    /// SIGKILL: a crash; nothing is flushed.
+    Kill,
+    /// SIGTERM: the router drains and ends.
+    Term,
+}
+
+impl StopSignal {
+    /// `SIGKILL` or `SIGTERM`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            StopSignal::Kill => "SIGKILL",
+            StopSignal::Term => "SIGTERM",
+        }
+    }
+}
+
+/// Stops the recorded `process` (SIGKILL, or SIGTERM and SIGKILL after
+/// `grace`) and forgets it; returns whether it was running.
+pub(crate) fn end_process(
+    process: &mut Option<(u32, u64)>,
+    how: StopSignal,
+    grace: Duration,
+) -> bool {
+    let was = process.is_some_and(|(p, s)| alive(p, s));
+    if let Some((pid, s)) = process.take() {
+        match how {
+            StopSignal::Kill => {
+                signal(pid, s, libc::SIGKILL);
+                wait_gone(pid, s, Duration::from_secs(5));
+            }
+            StopSignal::Term => {
+                stop(pid, s, grace);
+            }
+        }
+    }
+    was
+}
+
 /// What `down` did.
 #[derive(Debug, Default)]
 pub(crate) struct DownReport {

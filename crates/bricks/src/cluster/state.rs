@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-pub(crate) use crate::netup::{alive, cpu_seconds, signal, start_time, stop, wait_gone};
+pub(crate) use crate::netup::{alive, cpu_seconds, start_time, stop};
 
 /// Where every cluster's state directory lives.
 pub(crate) const STATE_ROOT: &str = "/run/bricks-cluster";

@@ -81,14 +81,7 @@ impl UpArgs {
     }
 }
 
-/// How a server's process is stopped by `bricks cluster kill`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum StopSignal {
-    /// SIGKILL: a crash; nothing is flushed.
-    Kill,
-    /// SIGTERM: the router drains and ends.
-    Term,
-}
+pub(crate) use crate::netup::StopSignal;
 
 /// Exit status of a command interrupted by a signal.
 const INTERRUPTED: u8 = 130;
@@ -712,19 +705,7 @@ fn loaded(name: &str) -> anyhow::Result<State> {
 
 /// Stops one server's process; returns whether it was running.
 pub(crate) fn kill_node(st: &mut State, node: usize, how: StopSignal) -> anyhow::Result<bool> {
-    let n = &mut st.nodes[node];
-    let was = n.process.is_some_and(|(p, s)| state::alive(p, s));
-    if let Some((pid, s)) = n.process.take() {
-        match how {
-            StopSignal::Kill => {
-                state::signal(pid, s, libc::SIGKILL);
-                state::wait_gone(pid, s, Duration::from_secs(5));
-            }
-            StopSignal::Term => {
-                state::stop(pid, s, GRACE);
-            }
-        }
-    }
+    let was = netup::end_process(&mut st.nodes[node].process, how, GRACE);
     st.save()?;
     Ok(was)
 }
@@ -763,10 +744,7 @@ pub(crate) fn kill_command(name: &str, node: &str, how: StopSignal) -> anyhow::R
         println!(
             "server {node} of cluster {name} stopped ({}); `bricks cluster restart {name} {node}` \
              starts it again",
-            match how {
-                StopSignal::Kill => "SIGKILL",
-                StopSignal::Term => "SIGTERM",
-            }
+            how.name()
         );
     } else {
         println!("server {node} of cluster {name} was not running");

@@ -27,9 +27,7 @@
 use super::state::{self, BoxState, HostState, PortState, Role, State, SwitchState};
 use super::status::{self, count};
 use crate::cluster::up::{host_address, log_tail, mac_text, spawn_logged, StopSignal};
-use crate::netup::{
-    self, alive, interrupted, signal, start_time, stop as stop_process, wait_gone, DownReport,
-};
+use crate::netup::{self, alive, interrupted, start_time, stop as stop_process, DownReport};
 use anyhow::Context as _;
 use bricks_multistage::config::{node_config, ConfigOptions};
 use bricks_multistage::{Multistage, Node};
@@ -747,19 +745,7 @@ fn loaded(name: &str) -> anyhow::Result<State> {
 
 /// Stops one box's process; returns whether it was running.
 pub(crate) fn kill_box(st: &mut State, i: usize, how: StopSignal) -> anyhow::Result<bool> {
-    let b = &mut st.boxes[i];
-    let was = b.process.is_some_and(|(p, s)| alive(p, s));
-    if let Some((pid, s)) = b.process.take() {
-        match how {
-            StopSignal::Kill => {
-                signal(pid, s, libc::SIGKILL);
-                wait_gone(pid, s, Duration::from_secs(5));
-            }
-            StopSignal::Term => {
-                stop_process(pid, s, GRACE);
-            }
-        }
-    }
+    let was = netup::end_process(&mut st.boxes[i].process, how, GRACE);
     st.save()?;
     Ok(was)
 }
@@ -799,10 +785,7 @@ pub(crate) fn kill_command(name: &str, node: &str, how: StopSignal) -> anyhow::R
             "{} {node} of multistage {name} stopped ({}); `bricks multistage restart {name} \
              {node}` starts it again",
             st.boxes[i].role.as_str(),
-            match how {
-                StopSignal::Kill => "SIGKILL",
-                StopSignal::Term => "SIGTERM",
-            }
+            how.name()
         );
     } else {
         println!("{node} of multistage {name} was not running");
