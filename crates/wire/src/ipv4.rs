@@ -822,24 +822,50 @@ impl FromStr for Ipv4Cidr {
     type Err = AddressParseError;
 
     /// Reads `ADDRESS/LENGTH` (`10.0.0.0/8`) or `ADDRESS/NETMASK`
-    /// (`10.0.0.0/255.0.0.0`).
+    /// (`10.0.0.0/255.0.0.0`). As in Click's `IPPrefixArg`, the address
+    /// may be abbreviated to its leading bytes when the prefix covers no
+    /// more than they give: `18.26/16`, `10/8`, `0/0` (but not `18.26/24`).
     fn from_str(s: &str) -> core::result::Result<Self, Self::Err> {
-        let (addr, suffix) = s.split_once('/').ok_or(AddressParseError::PrefixLen)?;
-        let address = addr
-            .parse::<Ipv4Addr>()
-            .map_err(|_| AddressParseError::Ipv4Address)?;
-        if suffix.contains('.') {
+        let (addr, suffix) = s.rsplit_once('/').ok_or(AddressParseError::PrefixLen)?;
+        let (address, bytes) = parse_abbreviated(addr).ok_or(AddressParseError::Ipv4Address)?;
+        let cidr = if suffix.contains('.') {
             let netmask = suffix
                 .parse::<Ipv4Addr>()
                 .map_err(|_| AddressParseError::Netmask)?;
-            return Ipv4Cidr::from_netmask(address, netmask);
+            Ipv4Cidr::from_netmask(address, netmask)?
+        } else {
+            Ipv4Cidr {
+                address,
+                prefix_len: parse_prefix_len(suffix, 32)?,
+            }
+        };
+        if cidr.prefix_len > 8 * bytes {
+            // Click: "mask specifies more bits than user bothered to define".
+            return Err(AddressParseError::Ipv4Address);
         }
-        let prefix_len = parse_prefix_len(suffix, 32)?;
-        Ok(Ipv4Cidr {
-            address,
-            prefix_len,
-        })
+        Ok(cidr)
     }
+}
+
+/// Reads an IPv4 address of one to four dotted decimal bytes, the missing
+/// ones zero, as the address part of a prefix (Click's
+/// `IPAddressArg::basic_parse`): `18.26` is 18.26.0.0. Returns the address
+/// and how many bytes were given.
+pub fn parse_abbreviated(text: &str) -> Option<(Ipv4Addr, u8)> {
+    if let Ok(a) = text.parse::<Ipv4Addr>() {
+        return Some((a, 4));
+    }
+    let mut octets = [0u8; 4];
+    let mut n = 0u8;
+    for part in text.split('.') {
+        if n == 4 || part.is_empty() || part.len() > 3 || !part.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        octets[usize::from(n)] = part.parse().ok()?;
+        n += 1;
+    }
+    (n < 4).then_some((Ipv4Addr::from(octets), n))
 }
 
 /// Reads a decimal prefix length of at most `max`.
@@ -1290,7 +1316,7 @@ pub(crate) mod tests {
             Err(AddressParseError::PrefixLen)
         );
         assert_eq!(
-            "10.0.0/8".parse::<Ipv4Cidr>(),
+            "10.0.0/25".parse::<Ipv4Cidr>(),
             Err(AddressParseError::Ipv4Address)
         );
         assert_eq!(
@@ -1307,5 +1333,34 @@ pub(crate) mod tests {
     #[should_panic]
     fn cidr_new_rejects_long_prefix() {
         let _ = Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 33);
+    }
+
+    #[test]
+    fn abbreviated_prefixes_as_click_reads_them() {
+        let p = |t: &str| t.parse::<Ipv4Cidr>();
+        assert_eq!(p("18.26/16").unwrap().to_string(), "18.26.0.0/16");
+        assert_eq!(p("10/8").unwrap().to_string(), "10.0.0.0/8");
+        assert_eq!(p("0/0").unwrap().to_string(), "0.0.0.0/0");
+        assert_eq!(p("18.26.4/24").unwrap().to_string(), "18.26.4.0/24");
+        assert_eq!(p("10/255.0.0.0").unwrap().to_string(), "10.0.0.0/8");
+        // More bits than the bytes given, bad bytes, empty parts.
+        for bad in [
+            "18.26/24",
+            "10/9",
+            "256/8",
+            "10./8",
+            ".10/8",
+            "1.2.3.4.5/8",
+            "/8",
+            "a/8",
+        ] {
+            assert!(p(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_abbreviated("1.2.3.4"),
+            Some((Ipv4Addr::new(1, 2, 3, 4), 4))
+        );
+        assert_eq!(parse_abbreviated("1"), Some((Ipv4Addr::new(1, 0, 0, 0), 1)));
+        assert_eq!(parse_abbreviated(""), None);
     }
 }

@@ -202,9 +202,16 @@ fn parse_prefix(s: &str) -> Result<RoutePrefix, String> {
     let Some((addr, mask)) = s.split_once('/') else {
         return Err(format!("`{s}`: a prefix needs /LEN or /NETMASK"));
     };
-    let addr: IpAddr = addr
-        .parse()
-        .map_err(|_| format!("`{s}`: `{addr}` is not an IPv4 or IPv6 address"))?;
+    // An IPv4 address may be cut to its leading bytes, as Click reads
+    // prefixes (`18.26/16`, `10/8`, `0/0`), when the length covers no more.
+    let (addr, given_bits): (IpAddr, u8) = match addr.parse() {
+        Ok(a @ IpAddr::V4(_)) => (a, 32),
+        Ok(a) => (a, 128),
+        Err(_) => match bricks_wire::ipv4::parse_abbreviated(addr) {
+            Some((a, bytes)) => (IpAddr::V4(a), 8 * bytes),
+            None => return Err(format!("`{s}`: `{addr}` is not an IPv4 or IPv6 address")),
+        },
+    };
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let len = if !mask.is_empty() && mask.bytes().all(|b| b.is_ascii_digit()) {
         match mask.parse::<u8>() {
@@ -226,6 +233,11 @@ fn parse_prefix(s: &str) -> Result<RoutePrefix, String> {
         };
         len.ok_or_else(|| format!("`{s}`: netmask {mask} is not contiguous"))?
     };
+    if len > given_bits {
+        return Err(format!(
+            "`{s}`: /{len} is longer than the {given_bits} bits of address given"
+        ));
+    }
     let prefix = match addr {
         IpAddr::V4(a) => {
             let p = Prefix4::new(u32::from(a), len);
@@ -340,6 +352,14 @@ mod tests {
             v6("2001:db8::", 32)
         );
         assert_eq!(route("::/0 :: 4").hops, vec![hop(None, 4)]);
+        // Click's abbreviated prefixes.
+        assert_eq!(route("18.26/16 2").prefix, v4([18, 26, 0, 0], 16));
+        assert_eq!(route("10/8 1").prefix, v4([10, 0, 0, 0], 8));
+        assert_eq!(route("0/0 18.26.4.1 1").prefix, v4([0, 0, 0, 0], 0));
+        assert!(parse_line("18.26/24 1")
+            .unwrap_err()
+            .contains("longer than the 16 bits"));
+        assert!(parse_line("300/8 1").is_err());
         assert!(read("\u{feff}10.0.0.0/8 1\n", OnError::Refuse).is_ok());
         // RFC 8950: an IPv4 route over an IPv6 next hop.
         assert_eq!(
@@ -363,7 +383,8 @@ mod tests {
         let cases = [
             ("10.0.0.0/8", "output is missing"),
             ("10.0.0.0 1", "needs /LEN"),
-            ("10.0.0/8 1", "not an IPv4 or IPv6 address"),
+            ("10.0.0/25 1", "longer than the 24 bits"),
+            ("10.0.0.0.0/8 1", "not an IPv4 or IPv6 address"),
             ("10.0.0.0/33 1", "over 32"),
             ("2001:db8::/129 1", "over 128"),
             ("10.0.0.0/999999999999 1", "over 32"),
