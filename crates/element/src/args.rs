@@ -147,7 +147,14 @@ impl<'a> Args<'a> {
         let items: Vec<Item<'a>> = args
             .iter()
             .map(|a| {
-                let (keyword, value) = bricks_config::split_keyword(&a.text);
+                let (mut keyword, mut value) = bricks_config::split_keyword(&a.text);
+                // A lone upper-case word is a value, not a keyword with
+                // nothing after it: `Print(A)` is labelled "A", as in
+                // Click, whose keywords need a value after them.
+                if value.is_empty() && keyword.is_some() {
+                    keyword = None;
+                    value = a.text.trim();
+                }
                 Item {
                     text: &a.text,
                     keyword,
@@ -597,6 +604,25 @@ impl FromArg for Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lone_upper_case_word_is_a_value() {
+        // Click: `Print(A)` is labelled A; `Print(LABEL A)` too.
+        let lone = args(&["A"]);
+        let mut a = Args::new(&lone, None);
+        assert_eq!(a.read_p::<String>("LABEL").unwrap().as_deref(), Some("A"));
+        a.complete().unwrap();
+        let kw = args(&["LABEL A", "MAXLENGTH 5"]);
+        let mut a = Args::new(&kw, None);
+        assert_eq!(a.read_p::<String>("LABEL").unwrap().as_deref(), Some("A"));
+        assert_eq!(a.read::<u32>("MAXLENGTH").unwrap(), Some(5));
+        a.complete().unwrap();
+        // A lone word where no positional argument is read is left over.
+        let stray = args(&["STOP"]);
+        let mut a = Args::new(&stray, None);
+        assert_eq!(a.read::<bool>("STOP").unwrap(), None);
+        assert!(a.complete().is_err());
+    }
 
     #[test]
     fn memrefs_keyword_and_default() {

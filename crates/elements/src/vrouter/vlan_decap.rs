@@ -62,10 +62,10 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    // A bare `ANNO` reads as the keyword with no value: true.
+    // A bare `ANNO` (a positional value, as in Click) means true.
     let anno = match args.read_p::<String>("ANNO")? {
         None => true,
-        Some(v) if v.is_empty() => true,
+        Some(v) if v.is_empty() || v == "ANNO" => true,
         Some(v) => bool::from_arg(&v).map_err(|why| {
             ArgError::new(format!("bad argument ANNO: expected {}, {why}", bool::TYPE))
         })?,
