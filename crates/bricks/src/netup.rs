@@ -173,6 +173,65 @@ pub(crate) struct DownReport {
     pub namespaces: usize,
 }
 
+/// What a command calls what it brings up, in its messages.
+pub(crate) struct Nouns {
+    /// The whole, as in `NAME is down`: `cluster`, `multistage router`.
+    pub what: &'static str,
+    /// The whole in the line `down` prints: `cluster`, `multistage`.
+    pub short: &'static str,
+    /// One process and several: `server`, `servers`.
+    pub one: &'static str,
+    pub many: &'static str,
+}
+
+/// `bricks KIND down` once root is checked: takes down each of `names`
+/// with `down` and says what it did.
+pub(crate) fn down_each(
+    names: Vec<String>,
+    nouns: &Nouns,
+    down: impl Fn(&str) -> anyhow::Result<Option<DownReport>>,
+) -> anyhow::Result<std::process::ExitCode> {
+    if names.is_empty() {
+        println!("No {} is up.", nouns.what);
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    for n in names {
+        match down(&n)? {
+            Some(r) => {
+                let killed: Vec<&str> = r
+                    .stopped
+                    .iter()
+                    .filter(|s| s.1)
+                    .map(|s| s.0.as_str())
+                    .collect();
+                println!(
+                    "{} {n} is down: {} {} stopped{}, {} namespace{} deleted",
+                    nouns.short,
+                    r.stopped.len(),
+                    if r.stopped.len() == 1 {
+                        nouns.one
+                    } else {
+                        nouns.many
+                    },
+                    if killed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({} needed SIGKILL)", killed.join(", "))
+                    },
+                    r.namespaces,
+                    if r.namespaces == 1 { "" } else { "s" },
+                );
+            }
+            None => {
+                let mut what = nouns.what.to_string();
+                what[..1].make_ascii_uppercase();
+                println!("{what} {n} is not up; nothing to do.");
+            }
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Stops the recorded processes `(name, pid, start)` that still run:
 /// SIGTERM to them all first, then one `grace` period for all, then
 /// SIGKILL to those left. Returns each one stopped and whether it needed

@@ -700,36 +700,16 @@ pub(crate) fn down_command(name: Option<&str>, all: bool) -> anyhow::Result<Exit
             None => Vec::new(),
         }
     };
-    if names.is_empty() {
-        println!("No multistage router is up.");
-        return Ok(ExitCode::SUCCESS);
-    }
-    for n in names {
-        match down(&n)? {
-            Some(r) => {
-                let killed: Vec<&str> = r
-                    .stopped
-                    .iter()
-                    .filter(|s| s.1)
-                    .map(|s| s.0.as_str())
-                    .collect();
-                println!(
-                    "multistage {n} is down: {} box{} stopped{}, {} namespace{} deleted",
-                    r.stopped.len(),
-                    if r.stopped.len() == 1 { "" } else { "es" },
-                    if killed.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({} needed SIGKILL)", killed.join(", "))
-                    },
-                    r.namespaces,
-                    if r.namespaces == 1 { "" } else { "s" },
-                );
-            }
-            None => println!("Multistage router {n} is not up; nothing to do."),
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    netup::down_each(
+        names,
+        &netup::Nouns {
+            what: "multistage router",
+            short: "multistage",
+            one: "box",
+            many: "boxes",
+        },
+        down,
+    )
 }
 
 fn loaded(name: &str) -> anyhow::Result<State> {
