@@ -17,7 +17,10 @@
 //! that CheckIPHeader or MarkIPHeader sets (or at the start of the data),
 //! checks the length of what it reads, and counts what it drops.
 
+pub mod checkicmpheader;
 pub mod checkipheader;
+pub mod checktcpheader;
+pub mod checkudpheader;
 pub mod decipttl;
 pub mod dropbroadcasts;
 pub mod fixipsrc;
@@ -30,14 +33,21 @@ pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod markipheader;
 pub mod prefix_table;
+pub mod setipchecksum;
+pub mod settcpchecksum;
+pub mod setudpchecksum;
 pub mod staticiplookup;
 pub mod stripipheader;
+pub(crate) mod transport;
 
 use bricks_element::ElementClass;
 
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
+    &checkicmpheader::CLASS,
     &checkipheader::CLASS,
+    &checktcpheader::CLASS,
+    &checkudpheader::CLASS,
     &decipttl::CLASS,
     &dropbroadcasts::CLASS,
     &fixipsrc::CLASS,
@@ -48,6 +58,9 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
     &markipheader::CLASS,
+    &setipchecksum::CLASS,
+    &settcpchecksum::CLASS,
+    &setudpchecksum::CLASS,
     &staticiplookup::CLASS,
     &stripipheader::CLASS,
 ];
