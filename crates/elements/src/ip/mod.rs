@@ -33,12 +33,14 @@ pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod markipheader;
 pub mod prefix_table;
+pub mod setipaddress;
 pub mod setipchecksum;
 pub mod settcpchecksum;
 pub mod setudpchecksum;
 pub mod staticiplookup;
 pub mod stripipheader;
 pub(crate) mod transport;
+pub mod udpipencap;
 
 use bricks_element::ElementClass;
 
@@ -58,11 +60,13 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
     &markipheader::CLASS,
+    &setipaddress::CLASS,
     &setipchecksum::CLASS,
     &settcpchecksum::CLASS,
     &setudpchecksum::CLASS,
     &staticiplookup::CLASS,
     &stripipheader::CLASS,
+    &udpipencap::CLASS,
 ];
 
 #[cfg(test)]
