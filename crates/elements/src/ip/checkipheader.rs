@@ -235,6 +235,12 @@ fn subnet_special_addresses(p: &bricks_wire::Ipv4Cidr) -> impl Iterator<Item = I
 }
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    Ok(Box::new(configure(args, ports.noutputs() > 1)?))
+}
+
+/// Reads CheckIPHeader's arguments (IPInputCombo reads them too, after its
+/// own COLOR); `has_reject` says whether output 1 exists.
+pub(crate) fn configure(args: &mut Args<'_>, has_reject: bool) -> Result<CheckIPHeader, ArgError> {
     let interfaces: Option<PrefixList> = args.read("INTERFACES")?;
     let badsrc: Option<AddressList> = args.read("BADSRC")?;
     let gooddst: Option<AddressList> = args.read("GOODDST")?;
@@ -313,7 +319,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             .iter()
             .chain(if martians { own.iter() } else { [].iter() }),
     );
-    Ok(Box::new(CheckIPHeader {
+    Ok(CheckIPHeader {
         martians,
         own,
         src_filter,
@@ -323,9 +329,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         checksum,
         bad_src,
         good_dst: good_dst.into_iter().map(u32::from).collect(),
-        has_reject: ports.noutputs() > 1,
+        has_reject,
         drops: [0; DropReason::ALL.len()],
-    }))
+    })
 }
 
 /// The bit of a 64-bit filter that address `a` (host order) sets.
@@ -433,7 +439,7 @@ impl CheckIPHeader {
     }
 
     #[inline(always)]
-    fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
+    pub(crate) fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
         match self.check(p) {
             Ok(()) => Some(0),
             Err(r) => {

@@ -31,6 +31,7 @@ pub mod icmppingresponder;
 pub mod ipencap;
 pub mod ipfragmenter;
 pub mod ipgwoptions;
+pub mod ipinputcombo;
 pub mod markipheader;
 pub mod prefix_table;
 pub mod setipaddress;
@@ -59,6 +60,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipencap::CLASS,
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
+    &ipinputcombo::CLASS,
     &markipheader::CLASS,
     &setipaddress::CLASS,
     &setipchecksum::CLASS,
