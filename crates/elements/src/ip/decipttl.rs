@@ -97,8 +97,19 @@ pub(crate) fn decrement_ttl(h: &mut [u8; 20]) {
 }
 
 impl DecIPTTL {
+    /// A DecIPTTL with its defaults (IPOutputCombo's).
+    pub(crate) fn new(has_reject: bool) -> DecIPTTL {
+        DecIPTTL {
+            active: true,
+            multicast: true,
+            has_reject,
+            expired: 0,
+            truncated: 0,
+        }
+    }
+
     #[inline(always)]
-    fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
+    pub(crate) fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
         let Some(h) = ip_bytes_mut(p).first_chunk_mut::<20>() else {
             self.truncated += 1;
             return None;

@@ -43,8 +43,13 @@ pub struct DropBroadcasts {
 }
 
 impl DropBroadcasts {
+    /// A DropBroadcasts (IPOutputCombo's).
+    pub(crate) fn new() -> DropBroadcasts {
+        DropBroadcasts { drops: 0 }
+    }
+
     #[inline]
-    fn keep(&mut self, p: &Packet) -> bool {
+    pub(crate) fn keep(&mut self, p: &Packet) -> bool {
         let keep = !matches!(
             p.anno().packet_type,
             PacketType::Broadcast | PacketType::Multicast

@@ -49,8 +49,16 @@ pub struct FixIPSrc {
 }
 
 impl FixIPSrc {
+    /// A FixIPSrc for `addr` (IPOutputCombo's).
+    pub(crate) fn new(addr: Ipv4Addr) -> FixIPSrc {
+        FixIPSrc {
+            addr: u32::from(addr),
+            fixed: 0,
+        }
+    }
+
     #[inline]
-    fn fix(&mut self, p: &mut Packet) {
+    pub(crate) fn fix(&mut self, p: &mut Packet) {
         if !p.anno().fix_ip_src {
             return;
         }

@@ -223,8 +223,19 @@ pub struct IPGWOptions {
 }
 
 impl IPGWOptions {
+    /// An IPGWOptions for MYADDR `my_addr` alone (IPOutputCombo's).
+    pub(crate) fn new(my_addr: Ipv4Addr, has_reject: bool) -> IPGWOptions {
+        IPGWOptions {
+            my_addr: my_addr.octets(),
+            my_addrs: Box::new([u32::from(my_addr)]),
+            has_reject,
+            bad_options: 0,
+            truncated: 0,
+        }
+    }
+
     #[inline]
-    fn verdict(&mut self, p: &mut Packet, ms: u32) -> Option<usize> {
+    pub(crate) fn verdict(&mut self, p: &mut Packet, ms: u32) -> Option<usize> {
         let ihl = match ip_bytes(p).first() {
             Some(&b) => b & 0x0f,
             None => 0,

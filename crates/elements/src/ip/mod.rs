@@ -32,6 +32,7 @@ pub mod ipencap;
 pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod ipinputcombo;
+pub mod ipoutputcombo;
 pub mod markipheader;
 pub mod prefix_table;
 pub mod setipaddress;
@@ -61,6 +62,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
     &ipinputcombo::CLASS,
+    &ipoutputcombo::CLASS,
     &markipheader::CLASS,
     &setipaddress::CLASS,
     &setipchecksum::CLASS,
