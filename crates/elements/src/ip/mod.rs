@@ -29,6 +29,7 @@ pub(crate) mod header;
 pub mod icmperror;
 pub mod icmppingresponder;
 pub mod ipencap;
+pub mod ipfilter;
 pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod ipinputcombo;
@@ -59,6 +60,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &icmperror::CLASS,
     &icmppingresponder::CLASS,
     &ipencap::CLASS,
+    &ipfilter::CLASS,
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
     &ipinputcombo::CLASS,
