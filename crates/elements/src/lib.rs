@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 pub mod classify;
 pub mod cluster;
 pub mod ether;
@@ -35,6 +36,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         vrouter::CLASSES,
         multistage::CLASSES,
         qos::CLASSES,
+        analysis::CLASSES,
     ]
     .into_iter()
     .flatten()

@@ -1,0 +1,15 @@
+//! Packet analysis in Click's text formats: IP summary dumps and IPPrint.
+
+pub mod from_ipsumdump;
+pub mod info;
+pub mod ipprint;
+pub mod to_ipsumdump;
+
+use bricks_element::ElementClass;
+
+/// Every class of this group.
+pub static CLASSES: &[&ElementClass] = &[
+    &from_ipsumdump::CLASS,
+    &to_ipsumdump::CLASS,
+    &ipprint::CLASS,
+];

@@ -1,0 +1,296 @@
+//! `ToIPSummaryDump`: writes one text line per packet.
+
+use super::info::{self, Field};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
+    TaskKind, TaskResult,
+};
+use bricks_packet::{DEFAULT_BURST, MAX_BATCH};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+/// The `ToIPSummaryDump` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "ToIPSummaryDump",
+    ports: "1/0-1",
+    processing: "a/h",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "writes a text summary line per packet",
+    synopsis: "ToIPSummaryDump(FILENAME, CONTENTS ... [, KEYWORDS])",
+    description: "Writes Click's IP summary dump: a header (`!IPSummaryDump 1.3`, \
+        `!creator` with BANNER, `!host` and `!runtime` when VERBOSE, and `!data` naming the \
+        fields), then one line per packet with the CONTENTS fields separated by spaces, `-` \
+        for a field the packet does not have. Fields: timestamp, ts sec, ts usec, ip src, \
+        ip dst, sport, dport, ip proto (T, U, I or a number), ip len, ip id, ip ttl, ip tos, \
+        ip frag (F first fragment, f later one, . none), ip fragoff (bytes, + when more \
+        follow), tcp flags (letters of FSRPAUEW, . for none), tcp seq, tcp ack, tcp window, \
+        payload len (IP length less the headers), count. Names may be written with a space \
+        or an underscore. The IP header is at the network header annotation, or at the \
+        packet's start. FILENAME `-` is standard output. The file is created when the first \
+        packet arrives or when the router stops. Text only: BINARY true is refused.",
+    ports: "one input, push or pull; optional push output",
+    keywords: &[
+        Keyword {
+            name: "FILENAME",
+            ty: "file name",
+            default: None,
+            doc: "the dump to write (replaced if it exists); `-` for standard output",
+        },
+        Keyword {
+            name: "CONTENTS",
+            ty: "field names",
+            default: None,
+            doc: "fields of each line, in order; also given as the arguments after FILENAME",
+        },
+        Keyword {
+            name: "VERBOSE",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "write `!host` and `!runtime` header lines",
+        },
+        Keyword {
+            name: "BANNER",
+            ty: "string",
+            default: Some("none"),
+            doc: "text of the `!creator` line",
+        },
+        Keyword {
+            name: "MULTIPACKET",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "accepted for Click compatibility; each packet is one line",
+        },
+        Keyword {
+            name: "BINARY",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "only false (text) is supported",
+        },
+        Keyword {
+            name: "BURST",
+            ty: "unsigned",
+            default: Some("32"),
+            doc: "packets pulled per task run when the input is pull",
+        },
+    ],
+    counters: &[
+        ("count", "packets written"),
+        ("errors", "packets that could not be written"),
+    ],
+    example: "InfiniteSource(LIMIT 3, STOP true) -> ToIPSummaryDump(/tmp/bricks-example.ipsum, \
+        CONTENTS ip src ip dst ip len);",
+    see_also: &["FromIPSummaryDump", "IPPrint", "ToDump"],
+};
+
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let path: PathBuf = args.read_mp("FILENAME")?;
+    let mut contents: Vec<String> = args.read_all("CONTENTS")?;
+    let verbose = args.read("VERBOSE")?.unwrap_or(false);
+    let banner: Option<String> = args.read("BANNER")?;
+    let _multipacket: bool = args.read("MULTIPACKET")?.unwrap_or(false);
+    let binary = args.read("BINARY")?.unwrap_or(false);
+    let burst: usize = args.read("BURST")?.unwrap_or(DEFAULT_BURST);
+    for (text, _) in args.rest() {
+        contents.push(text.to_string());
+    }
+    if binary {
+        return Err(ArgError::new("BINARY true is not supported (text only)"));
+    }
+    let fields = info::parse_fields(&contents.join(" "))
+        .map_err(|e| ArgError::new(format!("bad CONTENTS: {e}")))?;
+    if fields.is_empty() {
+        return Err(ArgError::new("missing mandatory argument CONTENTS"));
+    }
+    Ok(Box::new(ToIPSummaryDump {
+        header: header(&fields, banner.as_deref(), verbose),
+        fields,
+        path,
+        out: None,
+        failed: false,
+        pull: ports.input_is_pull(0),
+        pass: ports.noutputs() > 0,
+        burst: burst.clamp(1, MAX_BATCH),
+        count: 0,
+        errors: 0,
+    }))
+}
+
+/// The header lines written before the first packet.
+pub fn header(fields: &[Field], banner: Option<&str>, verbose: bool) -> String {
+    let mut h = String::from(info::MAGIC);
+    h.push('\n');
+    if let Some(b) = banner {
+        h.push_str("!creator ");
+        h.push_str(&info::quote(b));
+        h.push('\n');
+    }
+    if verbose {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let now = bricks_packet::Timestamp::now();
+        h.push_str(&format!(
+            "!host {}\n!runtime {}.{:06}\n",
+            host.trim(),
+            now.secs(),
+            now.subsec_nanos() / 1000
+        ));
+    }
+    h.push_str("!data");
+    for f in fields {
+        h.push(' ');
+        h.push_str(f.name());
+    }
+    h.push('\n');
+    h
+}
+
+type Shared = Arc<Mutex<Box<dyn Write + Send>>>;
+type Table = Mutex<HashMap<PathBuf, Weak<Mutex<Box<dyn Write + Send>>>>>;
+
+/// Open dumps by path, so that every worker's instance of one element
+/// writes into one file, with one header.
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+/// Writes summary lines.
+pub struct ToIPSummaryDump {
+    fields: Vec<Field>,
+    header: String,
+    path: PathBuf,
+    out: Option<Shared>,
+    failed: bool,
+    pull: bool,
+    pass: bool,
+    burst: usize,
+    count: u64,
+    errors: u64,
+}
+
+impl ToIPSummaryDump {
+    fn out(&mut self, cx: &mut Context<'_>) -> Option<Shared> {
+        if let Some(o) = &self.out {
+            return Some(o.clone());
+        }
+        if self.failed {
+            return None;
+        }
+        let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(o) = t.get(&self.path).and_then(Weak::upgrade) {
+            self.out = Some(o.clone());
+            return Some(o);
+        }
+        let w: std::io::Result<Box<dyn Write + Send>> = if self.path.as_os_str() == "-" {
+            Ok(Box::new(std::io::stdout()))
+        } else {
+            File::create(&self.path)
+                .map(|f| Box::new(BufWriter::with_capacity(1 << 16, f)) as Box<dyn Write + Send>)
+        };
+        match w.and_then(|mut w| w.write_all(self.header.as_bytes()).map(|()| w)) {
+            Ok(w) => {
+                let o: Shared = Arc::new(Mutex::new(w));
+                t.insert(self.path.clone(), Arc::downgrade(&o));
+                self.out = Some(o.clone());
+                Some(o)
+            }
+            Err(e) => {
+                self.failed = true;
+                cx.report_error(format!("{}: {e}", self.path.display()));
+                None
+            }
+        }
+    }
+
+    fn write(&mut self, b: &Batch, cx: &mut Context<'_>) {
+        if b.is_empty() {
+            return;
+        }
+        let Some(o) = self.out(cx) else {
+            self.errors += b.len() as u64;
+            return;
+        };
+        let mut text = String::new();
+        for p in b.iter() {
+            text.push_str(&info::line(&self.fields, p));
+            text.push('\n');
+        }
+        let r = o
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write_all(text.as_bytes());
+        match r {
+            Ok(()) => self.count += b.len() as u64,
+            Err(e) => {
+                self.errors += b.len() as u64;
+                if !self.failed {
+                    self.failed = true;
+                    cx.report_error(format!("{}: {e}", self.path.display()));
+                }
+            }
+        }
+    }
+
+    fn take(&mut self, b: &mut Batch, cx: &mut Context<'_>) {
+        self.write(b, cx);
+        if self.pass {
+            cx.push(0, b);
+        } else {
+            b.clear();
+        }
+    }
+}
+
+impl Element for ToIPSummaryDump {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        self.take(batch, cx);
+    }
+
+    fn task_kind(&self) -> TaskKind {
+        TaskKind::pump_if(self.pull)
+    }
+
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        cx.pull_task(self.burst, |b, cx| self.take(b, cx))
+    }
+
+    fn shutdown(&mut self, cx: &mut Context<'_>) {
+        if cx.worker() == 0 || self.count > 0 {
+            if let Some(o) = self.out(cx) {
+                let r = o.lock().unwrap_or_else(|e| e.into_inner()).flush();
+                if let Err(e) = r {
+                    cx.report_error(format!("{}: {e}", self.path.display()));
+                }
+            }
+        }
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("count", self.count);
+        s.counter("errors", self.errors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_names_the_fields() {
+        let f = info::parse_fields("ip src ip dst tcp flags").unwrap();
+        assert_eq!(
+            header(&f, Some("test \"x\""), false),
+            "!IPSummaryDump 1.3\n!creator \"test \\\"x\\\"\"\n!data ip_src ip_dst tcp_flags\n"
+        );
+        assert_eq!(
+            header(&f, None, false),
+            "!IPSummaryDump 1.3\n!data ip_src ip_dst tcp_flags\n"
+        );
+    }
+}
