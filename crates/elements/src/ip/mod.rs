@@ -28,6 +28,7 @@ pub mod getipaddress;
 pub(crate) mod header;
 pub mod icmperror;
 pub mod icmppingresponder;
+pub mod icmppingsource;
 pub mod ipencap;
 pub mod ipfilter;
 pub mod ipfragmenter;
@@ -58,6 +59,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &fixipsrc::CLASS,
     &getipaddress::CLASS,
     &icmperror::CLASS,
+    &icmppingsource::CLASS,
     &icmppingresponder::CLASS,
     &ipencap::CLASS,
     &ipfilter::CLASS,
