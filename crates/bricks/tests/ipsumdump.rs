@@ -134,11 +134,11 @@ fn stdout_dump_and_ipprint_outfile() {
     assert_eq!(lines.len(), 5, "{p}");
     assert_eq!(
         lines[0],
-        "x: 1.000000: ttl 64 10.0.0.1.1234 > 10.0.0.2.80: S 1000:1001(0,40,40) win 0"
+        "x: 1.000000: ttl 64 10.0.0.1.1234 > 10.0.0.2.80: S 1000:1001(1,40,40) win 0"
     );
     assert_eq!(
         lines[4],
-        "x: 2.000001: ttl 1 192.168.1.1 > 192.168.1.2: ip-proto-17 (frag 5:40@8)"
+        "x: 2.000001: ttl 1 192.168.1.1 > 192.168.1.2: udp (frag 5:40@8)"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -21,14 +21,16 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "prints IP packets in a tcpdump-like format",
     synopsis: "IPPrint([LABEL, KEYWORDS])",
-    description: "Writes one line per packet to standard error (or OUTFILE) and passes the \
-        packet on. The line is `LABEL: TIMESTAMP: ` then, as asked, `paint P `, `id N `, \
-        `ttl N `, `tos N `, `length N `, then the flow: TCP as `SRC.SPORT > DST.DPORT: \
-        FLAGS SEQ:SEQEND(PAYLOAD,PACKETLEN,IPLEN) ack ACK win WIN`, UDP as `SRC.SPORT > \
-        DST.DPORT: udp LEN`, ICMP as `SRC > DST: icmp TYPE`, a later fragment as `SRC > \
-        DST: ip-proto-P (frag ID:LEN@OFFSET[+])`, anything else `SRC > DST: ip-proto-P LEN`. \
-        A packet without an IPv4 header prints `not IP`. CONTENTS (or PAYLOAD) HEX or \
-        ASCII adds the packet (or its payload) bytes, MAXLENGTH of them, on the next lines. \
+    description: "Writes one line per IPv4 packet to standard error (or OUTFILE) and \
+        passes every packet on; packets without an IPv4 header print nothing. The line is \
+        `LABEL: TIMESTAMP: ` then, as asked, `id N `, `paint P `, `ttl N `, `tos N `, \
+        `length N `, then the flow: TCP as `SRC.SPORT > DST.DPORT: FLAGS SEQ:SEQEND(SEQLEN,\
+        PACKETLEN,IPLEN) ack ACK win WIN` (flags from S, F, R, P, `.` for none; ack only \
+        with ACK), UDP as `SRC.SPORT > DST.DPORT: udp ULEN`, ICMP as `SRC > DST: icmp: echo \
+        request (ID, SEQ)`, `: echo reply (ID, SEQ)` or `: type T`, others as `SRC > DST: \
+        ip-proto-P`; a later fragment as `SRC > DST: tcp` (udp, icmp, ip-proto-P); any \
+        fragment then adds ` (frag ID:LEN@OFFSET[+])`. CONTENTS (the packet) or PAYLOAD \
+        (after the transport header) HEX or ASCII adds MAXLENGTH bytes on indented lines. \
         The IP header is at the network header annotation, or at the packet's start.",
     ports: "one input, one output; agnostic",
     keywords: &[
@@ -201,13 +203,18 @@ pub struct IPPrint {
 }
 
 impl IPPrint {
-    /// The text printed for `p`, one line or more, each ending in a newline.
+    /// The text printed for `p`: a line, then the bytes asked for on lines
+    /// indented by two spaces; empty for a packet without an IPv4 header
+    /// (Click's IPPrint prints nothing for it).
     pub fn text(&self, p: &Packet) -> String {
         let mut s = String::new();
+        let sum = info::summarize(p);
+        let Some(ip) = sum.ip else {
+            return s;
+        };
         if !self.label.is_empty() {
             let _ = write!(s, "{}: ", self.label);
         }
-        let sum = info::summarize(p);
         let o = &self.opts;
         if o.timestamp {
             let t = sum.ts;
@@ -216,16 +223,11 @@ impl IPPrint {
         if o.aggregate {
             let _ = write!(s, "#{} ", p.anno().flow);
         }
-        if o.paint {
-            let _ = write!(s, "paint {} ", p.anno().paint);
-        }
-        let Some(ip) = sum.ip else {
-            s.push_str("not IP\n");
-            self.append_bytes(&mut s, p, &sum);
-            return s;
-        };
         if o.id {
             let _ = write!(s, "id {} ", ip.id);
+        }
+        if o.paint {
+            let _ = write!(s, "paint {} ", p.anno().paint);
         }
         if o.ttl {
             let _ = write!(s, "ttl {} ", ip.ttl);
@@ -236,12 +238,14 @@ impl IPPrint {
         if o.length {
             let _ = write!(s, "length {} ", ip.len);
         }
-        flow(&mut s, &sum, p.len());
-        s.push('\n');
+        flow(&mut s, &sum, p);
         self.append_bytes(&mut s, p, &sum);
+        s.push('\n');
         s
     }
 
+    /// Click's layout: hex in groups of 4 bytes, 24 a line; ASCII in groups
+    /// of 8, 48 a line; each line after the first indented by two spaces.
     fn append_bytes(&self, s: &mut String, p: &Packet, sum: &Summary) {
         if self.bytes == Bytes::None {
             return;
@@ -256,24 +260,27 @@ impl IPPrint {
         };
         let data = p.data().get(start..).unwrap_or(&[]);
         let data = &data[..data.len().min(self.max)];
-        for chunk in data.chunks(16) {
-            s.push_str("  ");
-            for (i, b) in chunk.iter().enumerate() {
-                match self.bytes {
-                    Bytes::Hex => {
-                        if i > 0 && i % 2 == 0 {
-                            s.push(' ');
-                        }
-                        let _ = write!(s, "{b:02x}");
-                    }
-                    _ => s.push(if b.is_ascii_graphic() || *b == b' ' {
-                        char::from(*b)
-                    } else {
-                        '.'
-                    }),
-                }
+        let (group, per_line) = if self.bytes == Bytes::Hex {
+            (4, 24)
+        } else {
+            (8, 48)
+        };
+        s.push_str("\n  ");
+        for (i, &b) in data.iter().enumerate() {
+            if self.bytes == Bytes::Hex {
+                let _ = write!(s, "{b:02x}");
+            } else {
+                s.push(if (32..=126).contains(&b) {
+                    char::from(b)
+                } else {
+                    '.'
+                });
             }
-            s.push('\n');
+            if i % per_line == per_line - 1 {
+                s.push_str("\n  ");
+            } else if i % group == group - 1 {
+                s.push(' ');
+            }
         }
     }
 
@@ -307,58 +314,82 @@ impl IPPrint {
     }
 }
 
-/// The flow part of a line: addresses, ports, protocol details.
-fn flow(s: &mut String, sum: &Summary, packet_len: usize) {
+/// The flow part of a line: addresses, ports, protocol details, and the
+/// fragment, as Click's IPPrint writes them.
+fn flow(s: &mut String, sum: &Summary, p: &Packet) {
     let Some(ip) = sum.ip else { return };
-    let payload = ip
-        .len
-        .saturating_sub(ip.hlen)
-        .saturating_sub(sum.transport_len);
+    let payload_len = ip.len.saturating_sub(ip.hlen);
     if ip.frag & 0x1fff != 0 {
+        let _ = write!(s, "{} > {}: ", ip.src, ip.dst);
+        match ip.proto {
+            6 => s.push_str("tcp"),
+            17 => s.push_str("udp"),
+            1 => s.push_str("icmp"),
+            n => {
+                let _ = write!(s, "ip-proto-{n}");
+            }
+        }
+    } else {
+        let h = p.network_header().unwrap_or(p.data());
+        let t = h.get(usize::from(ip.hlen)..).unwrap_or(&[]);
+        match (ip.proto, sum.ports, sum.tcp) {
+            (6, Some((sp, dp)), Some((flags, seq, ack, win))) => {
+                let _ = write!(s, "{}.{sp} > {}.{dp}: ", ip.src, ip.dst);
+                let mut seqlen = u32::from(payload_len.saturating_sub(sum.transport_len));
+                for (bit, c, counts) in [(2, 'S', 1), (1, 'F', 1), (4, 'R', 0), (8, 'P', 0)] {
+                    if flags & bit != 0 {
+                        s.push(c);
+                        seqlen += counts;
+                    }
+                }
+                if flags & 0x0f == 0 {
+                    s.push('.');
+                }
+                let _ = write!(
+                    s,
+                    " {seq}:{}({seqlen},{},{})",
+                    seq.wrapping_add(seqlen),
+                    p.len(),
+                    ip.len
+                );
+                if flags & 0x10 != 0 {
+                    let _ = write!(s, " ack {ack}");
+                }
+                let _ = write!(s, " win {win}");
+            }
+            (17, Some((sp, dp)), _) => {
+                let ulen = u16::from_be_bytes([t[4], t[5]]);
+                let _ = write!(s, "{}.{sp} > {}.{dp}: udp {ulen}", ip.src, ip.dst);
+            }
+            (1, _, _) if t.len() >= 8 => {
+                let _ = write!(s, "{} > {}: icmp", ip.src, ip.dst);
+                let id = u16::from_be_bytes([t[4], t[5]]);
+                let sq = u16::from_be_bytes([t[6], t[7]]);
+                match t[0] {
+                    0 => {
+                        let _ = write!(s, ": echo reply ({id}, {sq})");
+                    }
+                    8 => {
+                        let _ = write!(s, ": echo request ({id}, {sq})");
+                    }
+                    n => {
+                        let _ = write!(s, ": type {n}");
+                    }
+                }
+            }
+            (proto, _, _) => {
+                let _ = write!(s, "{} > {}: ip-proto-{proto}", ip.src, ip.dst);
+            }
+        }
+    }
+    if ip.frag & 0x3fff != 0 {
         let plus = if ip.frag & 0x2000 != 0 { "+" } else { "" };
         let _ = write!(
             s,
-            "{} > {}: ip-proto-{} (frag {}:{}@{}{plus})",
-            ip.src,
-            ip.dst,
-            ip.proto,
+            " (frag {}:{payload_len}@{}{plus})",
             ip.id,
-            ip.len.saturating_sub(ip.hlen),
             (ip.frag & 0x1fff) * 8
         );
-        return;
-    }
-    match (ip.proto, sum.ports, sum.tcp) {
-        (6, Some((sp, dp)), Some((flags, seq, ack, win))) => {
-            let _ = write!(s, "{}.{sp} > {}.{dp}: ", ip.src, ip.dst);
-            info::tcp_flags_text(flags, s);
-            let seqlen = u32::from(payload) + u32::from(flags & 3 != 0);
-            let _ = write!(
-                s,
-                " {seq}:{}({payload},{packet_len},{})",
-                seq.wrapping_add(seqlen),
-                ip.len
-            );
-            if flags & 0x10 != 0 {
-                let _ = write!(s, " ack {ack}");
-            }
-            let _ = write!(s, " win {win}");
-        }
-        (17, Some((sp, dp)), _) => {
-            let _ = write!(s, "{}.{sp} > {}.{dp}: udp {payload}", ip.src, ip.dst);
-        }
-        (1, _, _) if sum.transport_len == 8 => {
-            let _ = write!(s, "{} > {}: icmp", ip.src, ip.dst);
-        }
-        (proto, _, _) => {
-            let _ = write!(
-                s,
-                "{} > {}: ip-proto-{proto} {}",
-                ip.src,
-                ip.dst,
-                ip.len.saturating_sub(ip.hlen)
-            );
-        }
     }
 }
 
@@ -429,7 +460,7 @@ mod tests {
         pr.opts.ttl = true;
         assert_eq!(
             pr.text(&p),
-            "in: 5.000002: ttl 64 10.0.0.2.80 > 10.0.0.1.1234: SA 256:261(4,44,44) ack 101 win 8192\n"
+            "in: 5.000002: ttl 64 10.0.0.2.80 > 10.0.0.1.1234: S 256:261(5,44,44) ack 101 win 8192\n"
         );
         pr.bytes = Bytes::Ascii;
         pr.of_payload = true;
@@ -446,15 +477,30 @@ mod tests {
         let p = Packet::from_slice(&udp).unwrap();
         let mut pr = printer("");
         pr.opts.timestamp = false;
-        assert_eq!(pr.text(&p), "1.2.3.4.53 > 5.6.7.8.3333: udp 2\n");
+        assert_eq!(pr.text(&p), "1.2.3.4.53 > 5.6.7.8.3333: udp 10\n");
         udp[6] = 0x20;
         udp[7] = 2;
         let p = Packet::from_slice(&udp).unwrap();
+        assert_eq!(pr.text(&p), "1.2.3.4 > 5.6.7.8: udp (frag 1:10@16+)\n");
+        let p = Packet::from_slice(&[0x60, 0, 0]).unwrap();
+        assert_eq!(pr.text(&p), "");
+    }
+
+    #[test]
+    fn icmp_echo_and_hex_contents() {
+        let mut b = [0u8; 28];
+        b[..20].copy_from_slice(&[
+            0x45, 0, 0, 28, 0, 1, 0, 0, 64, 1, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ]);
+        b[20..].copy_from_slice(&[8, 0, 0, 0, 0, 7, 0, 1]);
+        let p = Packet::from_slice(&b).unwrap();
+        let mut pr = printer("");
+        pr.opts.timestamp = false;
+        pr.bytes = Bytes::Hex;
+        pr.max = 6;
         assert_eq!(
             pr.text(&p),
-            "1.2.3.4 > 5.6.7.8: ip-proto-17 (frag 1:10@16+)\n"
+            "10.0.0.1 > 10.0.0.2: icmp: echo request (7, 1)\n  4500001c 0001\n"
         );
-        let p = Packet::from_slice(&[0x60, 0, 0]).unwrap();
-        assert_eq!(pr.text(&p), "not IP\n");
     }
 }
