@@ -278,13 +278,15 @@ pub fn unparse(f: Field, s: &Summary, out: &mut String) {
             None => write!(out, "-"),
             Some(i) if i.frag & 0x1fff != 0 => write!(out, "f"),
             Some(i) if i.frag & 0x2000 != 0 => write!(out, "F"),
+            Some(i) if i.frag & 0x4000 != 0 => write!(out, "!"),
             Some(_) => write!(out, "."),
         },
         Field::IpFragoff => match ip {
             None => write!(out, "-"),
             Some(i) => {
                 let plus = if i.frag & 0x2000 != 0 { "+" } else { "" };
-                write!(out, "{}{plus}", (i.frag & 0x1fff) * 8)
+                let bang = if i.frag & 0x4000 != 0 { "!" } else { "" };
+                write!(out, "{}{plus}{bang}", (i.frag & 0x1fff) * 8)
             }
         },
         Field::TcpFlags => {
@@ -397,6 +399,34 @@ fn parse_ts(w: &str) -> Result<Timestamp, String> {
     Ok(Timestamp::from_parts(secs, nanos))
 }
 
+/// The flags-and-offset word of `ip_frag` (`.`, `!`, `F`, `f`) or
+/// `ip_fragoff` (the offset in bytes, then `+` for more fragments and `!`
+/// for don't fragment, in either order), as Click reads them.
+fn parse_frag(w: &str) -> Result<u16, String> {
+    match w {
+        "." => return Ok(0),
+        "!" => return Ok(0x4000),
+        "F" => return Ok(0x2000),
+        "f" => return Ok(100),
+        _ => {}
+    }
+    let digits = w.bytes().take_while(u8::is_ascii_digit).count();
+    let bad = || format!("bad ip_fragoff `{}`", w.escape_default());
+    let off: u32 = w[..digits].parse().map_err(|_| bad())?;
+    if off / 8 > 0x1fff {
+        return Err(bad());
+    }
+    let mut v = (off / 8) as u16;
+    for c in w[digits..].bytes() {
+        match c {
+            b'+' => v |= 0x2000,
+            b'!' => v |= 0x4000,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(v)
+}
+
 fn parse_flags(w: &str) -> Result<u8, String> {
     if w == "." {
         return Ok(0);
@@ -453,25 +483,12 @@ pub fn parse_line(fields: &[Field], text: &str) -> Result<Record, String> {
             Field::IpId => r.id = Some(num(w, "ip_id")?),
             Field::IpTtl => r.ttl = Some(num(w, "ip_ttl")?),
             Field::IpTos => r.tos = Some(num(w, "ip_tos")?),
-            Field::IpFrag => {
-                let v = match w {
-                    "F" => 0x2000,
-                    "f" => 1,
-                    "." => 0,
-                    _ => return Err(format!("bad ip_frag `{}`", w.escape_default())),
-                };
-                r.frag.get_or_insert(v);
-            }
-            Field::IpFragoff => {
-                let (n, mf) = match w.strip_suffix('+') {
-                    Some(n) => (n, 0x2000),
-                    None => (w, 0),
-                };
-                let off: u32 = num(n, "ip_fragoff")?;
-                if !off.is_multiple_of(8) || off / 8 > 0x1fff {
-                    return Err(format!("bad ip_fragoff `{}`", w.escape_default()));
+            Field::IpFrag | Field::IpFragoff => {
+                let v = parse_frag(w)?;
+                // ip_fragoff says more than ip_frag: it wins whatever the order.
+                if f == Field::IpFragoff || r.frag.is_none() {
+                    r.frag = Some(v);
                 }
-                r.frag = Some(mf | (off / 8) as u16);
             }
             Field::TcpFlags => r.tcp_flags = Some(parse_flags(w)?),
             Field::TcpSeq => r.seq = Some(num(w, "tcp_seq")?),
@@ -629,7 +646,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             line(&f, &p),
-            "1.000500 10.0.0.1 1234 10.0.0.2 80 T 40 7 64 . 0 S 100 4096 0"
+            "1.000500 10.0.0.1 1234 10.0.0.2 80 T 40 7 64 ! 0! S 100 4096 0"
         );
     }
 
@@ -685,6 +702,7 @@ mod tests {
             "12.345678 1.1.1.1 2.2.2.2 1 2 T 60 9 33 4 0 SA 5 6 7 20 1",
             "0.000001 1.1.1.1 2.2.2.2 - - 47 24 9 33 0 0 - - - - 4 1",
             "3.000000 9.9.9.9 8.8.8.8 - - U 100 1 1 0 800+ - - - - 80 1",
+            "3.000000 9.9.9.9 8.8.8.8 1 2 U 100 1 1 0 0+! - - - - 72 1",
         ] {
             let p = build(&parse_line(&f, l).unwrap(), 6, true);
             assert_eq!(line(&f, &p), l);
@@ -699,7 +717,8 @@ mod tests {
             "1.2.3.4 70000 1.0 S 0",
             "1.2.3.4 1 x S 0",
             "1.2.3.4 1 1.0 Q 0",
-            "1.2.3.4 1 1.0 S 3",
+            "1.2.3.4 1 1.0 S 8-",
+            "1.2.3.4 1 1.0 S 65536",
             "1.2.3.4 1",
             "1.2.3.4 1 99999999999999999999.1 S 0",
         ] {
