@@ -45,7 +45,7 @@ pub enum Field {
     IpFrag,
     /// `ip_fragoff`: the offset in bytes, `+` when more fragments follow.
     IpFragoff,
-    /// `tcp_flags`: letters of FSRPAUEW, `.` for none.
+    /// `tcp_flags`: letters of FSRPAUEC, `.` for none.
     TcpFlags,
     /// `tcp_seq`.
     TcpSeq,
@@ -241,7 +241,7 @@ pub fn summarize(p: &Packet) -> Summary {
 
 /// Letters of the TCP flags, low bit first; `.` for none.
 pub fn tcp_flags_text(flags: u8, out: &mut String) {
-    const LETTERS: &[u8; 8] = b"FSRPAUEW";
+    const LETTERS: &[u8; 8] = b"FSRPAUEC";
     if flags == 0 {
         out.push('.');
     }
@@ -444,7 +444,9 @@ fn parse_flags(w: &str) -> Result<u8, String> {
             b'A' => 4,
             b'U' => 5,
             b'E' => 6,
-            b'W' | b'C' => 7,
+            b'C' | b'W' | b'X' => 7,
+            // The NS bit (RFC 3540) is not kept.
+            b'N' => continue,
             _ => return Err(format!("bad TCP flags `{}`", w.escape_default())),
         };
         f |= 1 << bit;
@@ -648,6 +650,17 @@ mod tests {
             line(&f, &p),
             "1.000500 10.0.0.1 1234 10.0.0.2 80 T 40 7 64 ! 0! S 100 4096 0"
         );
+    }
+
+    #[test]
+    fn tcp_flags_use_clicks_letters() {
+        let mut s = String::new();
+        tcp_flags_text(0xc2, &mut s);
+        assert_eq!(s, "SEC");
+        assert_eq!(parse_flags("SEC"), Ok(0xc2));
+        assert_eq!(parse_flags("SW"), Ok(0x82));
+        assert_eq!(parse_flags("AN"), Ok(0x10));
+        assert_eq!(parse_flags("."), Ok(0));
     }
 
     #[test]

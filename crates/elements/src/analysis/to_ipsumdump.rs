@@ -31,7 +31,7 @@ static MANUAL: Manual = Manual {
         ip dst, sport, dport, ip proto (T, U, I or a number), ip len, ip id, ip ttl, ip tos, \
         ip frag (F first fragment, f later one, ! don't fragment, . none), ip fragoff \
         (bytes, then + when more follow and ! for don't fragment), \
-        tcp flags (letters of FSRPAUEW, . for none), tcp seq, tcp ack, tcp window, \
+        tcp flags (letters of FSRPAUEC, . for none), tcp seq, tcp ack, tcp window, \
         payload len (IP length less the headers), count. Names may be written with a space \
         or an underscore. The IP header is at the network header annotation, or at the \
         packet's start. FILENAME `-` is standard output. The file is created when the first \
