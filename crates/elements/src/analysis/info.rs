@@ -121,22 +121,39 @@ impl Field {
 }
 
 /// Reads a list of fields: words separated by spaces, where two words may
-/// name one field (`ip src`). Errors name the word not understood.
+/// name one field (`ip src`), and a double-quoted word is one name (`"ip
+/// src"`, as Click's `cp_spacevec` reads it). Errors name the word not
+/// understood.
 pub fn parse_fields(text: &str) -> Result<Vec<Field>, String> {
-    let words: Vec<&str> = text.split_ascii_whitespace().collect();
+    let mut words: Vec<(&str, bool)> = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        if let Some(q) = rest.strip_prefix('"') {
+            let end = q.find('"').ok_or("unterminated quote in field names")?;
+            words.push((&q[..end], true));
+            rest = q[end + 1..].trim_start();
+        } else {
+            let end = rest
+                .find(|c: char| c.is_ascii_whitespace() || c == '"')
+                .unwrap_or(rest.len());
+            words.push((&rest[..end], false));
+            rest = rest[end..].trim_start();
+        }
+    }
     let mut out = Vec::new();
     let mut i = 0;
     while i < words.len() {
-        if i + 1 < words.len() {
-            if let Some(f) = Field::from_name(&format!("{}_{}", words[i], words[i + 1])) {
+        let (w, quoted) = words[i];
+        if !quoted && i + 1 < words.len() && !words[i + 1].1 {
+            if let Some(f) = Field::from_name(&format!("{w}_{}", words[i + 1].0)) {
                 out.push(f);
                 i += 2;
                 continue;
             }
         }
-        match Field::from_name(words[i]) {
+        match Field::from_name(w) {
             Some(f) => out.push(f),
-            None => return Err(format!("unknown field `{}`", words[i])),
+            None => return Err(format!("unknown field `{}`", w.escape_default())),
         }
         i += 1;
     }
@@ -635,7 +652,13 @@ mod tests {
                 Field::Count
             ]
         );
+        assert_eq!(
+            parse_fields("\"ip src\" \"tcp flags\"ip_len").unwrap(),
+            vec![Field::IpSrc, Field::TcpFlags, Field::IpLen]
+        );
         assert!(parse_fields("ip bogus").is_err());
+        assert!(parse_fields("\"ip src").is_err());
+        assert!(parse_fields("\"ip\" src").is_err());
     }
 
     #[test]
