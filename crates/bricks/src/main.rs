@@ -64,6 +64,7 @@ enum Command {
         bricks run -e 'InfiniteSource(LIMIT 5, STOP true) -> Print(hi) -> Discard'\n  \
         bricks run conf/ip-router.click -d eth0=pcap:in0.pcap,out0.pcap -d eth1=pcap:in1.pcap,out1.pcap\n  \
         sudo bricks run conf/ip-router.click --threads 2 --stats-interval 1")]
+    #[command(disable_help_flag = true)]
     Run(RunArgs),
     /// List the elements, or print one element's manual.
     #[command(after_help = "Examples:\n  \
@@ -228,8 +229,20 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "wall")]
     clock: Clock,
     /// Do not print the final counters.
-    #[arg(short, long)]
+    #[arg(long)]
     quiet: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Print the value of read handler ELEMENT.HANDLER at exit, as Click's
+    /// `-h` does (repeatable; with more than one, each value follows a
+    /// `ELEMENT.HANDLER:` line and ends with a blank line).
+    #[arg(short = 'h', long = "handler", value_name = "ELEMENT.HANDLER")]
+    handler: Vec<String>,
+    /// Quit right after start-up, running nothing (Click's `-q`): with
+    /// `-h`, the handlers' initial values.
+    #[arg(short = 'q', long = "quit")]
+    quit: bool,
     /// Worker threads, each pinned to a core and running its own copy of
     /// the graph; every device queue is owned by exactly one of them.
     /// [default: 1, or the configuration's Settings(THREADS n)]
@@ -533,6 +546,8 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         control_group: a.control_group.clone(),
         router_control: a.router_control.clone(),
         memrefs: a.memrefs,
+        handlers: a.handler.clone(),
+        quit: a.quit,
     };
     let summary = runner::run_plan(plan, &settings)?;
     Ok(runner::exit_status(&summary))

@@ -43,6 +43,10 @@ pub(crate) struct RunSettings {
     /// Print the memory-reference table at exit (`--memrefs`; the plan
     /// must have been built with counting on).
     pub memrefs: bool,
+    /// Read handlers (`ELEMENT.HANDLER`) printed at exit (`-h`).
+    pub handlers: Vec<String>,
+    /// Stop right after start-up (`-q`).
+    pub quit: bool,
 }
 
 impl Default for RunSettings {
@@ -61,8 +65,53 @@ impl Default for RunSettings {
             control_group: None,
             router_control: Vec::new(),
             memrefs: false,
+            handlers: Vec::new(),
+            quit: false,
         }
     }
+}
+
+/// One read handler's value at exit: the generic `class` and `name`, or
+/// a counter of the element's statistics by its name.
+fn read_handler(e: &ElementStats, handler: &str) -> Option<String> {
+    match handler {
+        "class" => Some(e.class.to_string()),
+        "name" => Some(e.name.clone()),
+        _ => e.stats.get(handler).map(|v| v.to_string()),
+    }
+}
+
+/// What `-h ELEMENT.HANDLER ...` prints, as Click's driver does: each
+/// value ends with a newline; with more than one handler each is preceded
+/// by `ELEMENT.HANDLER:` and followed by a blank line. The second part is
+/// the errors, one per handler that is not there.
+pub(crate) fn read_handlers(elements: &[ElementStats], names: &[String]) -> (String, Vec<String>) {
+    let mut out = String::new();
+    let mut errors = Vec::new();
+    let print_names = names.len() > 1;
+    for full in names {
+        let Some((el, h)) = full.rsplit_once('.') else {
+            errors.push(format!("{full}: no such handler"));
+            continue;
+        };
+        let Some(e) = elements.iter().find(|e| e.name == el) else {
+            errors.push(format!("no element named '{el}'"));
+            continue;
+        };
+        let Some(mut v) = read_handler(e, h) else {
+            errors.push(format!("no '{full}' read handler"));
+            continue;
+        };
+        if !v.ends_with('\n') {
+            v.push('\n');
+        }
+        if print_names {
+            out.push_str(&format!("{full}:\n{v}\n"));
+        } else {
+            out.push_str(&v);
+        }
+    }
+    (out, errors)
 }
 
 /// Prints the errors elements reported while running; the exit status
@@ -162,8 +211,8 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     signalled
         .install_signal_handlers()
         .context("installing signal handlers")?;
-    let workers =
-        Workers::start(plan.clone(), &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    let workers = Workers::start_with(plan.clone(), &opts, settings.quit)
+        .map_err(|d| anyhow::anyhow!("{}", d.message))?;
     let stop = workers.stop_handle();
     let _control = crate::control::serve(
         settings.control.as_deref(),
@@ -226,6 +275,14 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
             "stopped: {reason}, after {:.3} s",
             summary.total.elapsed.as_secs_f64()
         );
+    }
+    if !settings.handlers.is_empty() {
+        let (out, errors) = read_handlers(&summary.total.elements, &settings.handlers);
+        print!("{out}");
+        for e in &errors {
+            eprintln!("{e}");
+        }
+        anyhow::ensure!(errors.is_empty(), "read handler errors");
     }
     if settings.memrefs {
         let m = MemrefsReport::of(&summary.total.elements);

@@ -599,7 +599,7 @@ fn control_socket_answers_while_running() {
             "10",
             "--control",
             s,
-            "-q",
+            "--quiet",
         ])
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -641,7 +641,7 @@ fn settings_in_the_configuration_and_json_counters_per_worker() {
         "--stats-interval",
         "0.01",
         "--stats-json",
-        "-q",
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let last = stdout(&o).lines().last().unwrap().to_string();
@@ -660,7 +660,7 @@ fn settings_in_the_configuration_and_json_counters_per_worker() {
         "--stats-interval",
         "0.01",
         "--stats-json",
-        "-q",
+        "--quiet",
     ]);
     let last = stdout(&o).lines().last().unwrap().to_string();
     let v: serde_json::Value = serde_json::from_str(&last).unwrap();

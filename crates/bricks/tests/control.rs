@@ -35,11 +35,19 @@ impl Router {
     /// `umask` and waits until it answers.
     fn start(config: &str, socket: &Path, umask: u32, extra: &[&str]) -> Router {
         let mut cmd = bricks();
-        cmd.args(["run", "-e", config, "-q", "--duration", "60", "--control"])
-            .arg(socket)
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        cmd.args([
+            "run",
+            "-e",
+            config,
+            "--quiet",
+            "--duration",
+            "60",
+            "--control",
+        ])
+        .arg(socket)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
         // SAFETY: umask(2) is async-signal-safe and cannot fail.
         unsafe {
             cmd.pre_exec(move || {
@@ -160,7 +168,15 @@ fn raw(socket: &Path, bytes: &[u8]) -> String {
 /// its exit code and stderr.
 fn refused(socket: &Path) -> (Option<i32>, String) {
     let mut child = bricks()
-        .args(["run", "-e", COUNTED, "-q", "--duration", "5", "--control"])
+        .args([
+            "run",
+            "-e",
+            COUNTED,
+            "--quiet",
+            "--duration",
+            "5",
+            "--control",
+        ])
         .arg(socket)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -232,7 +248,15 @@ fn with_control_group_the_socket_is_0660_and_the_groups() {
 
 fn refused_with_group(socket: &Path, group: &str) -> (Option<i32>, String) {
     let o = bricks()
-        .args(["run", "-e", COUNTED, "-q", "--duration", "5", "--control"])
+        .args([
+            "run",
+            "-e",
+            COUNTED,
+            "--quiet",
+            "--duration",
+            "5",
+            "--control",
+        ])
         .arg(socket)
         .args(["--control-group", group])
         .output()

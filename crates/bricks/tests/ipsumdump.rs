@@ -121,7 +121,7 @@ fn stdout_dump_and_ipprint_outfile() {
         inp.display(),
         printed.display()
     );
-    let o = bricks(&["run", "-q", "-e", &config]);
+    let o = bricks(&["run", "--quiet", "-e", &config]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(

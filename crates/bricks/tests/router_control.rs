@@ -49,7 +49,7 @@ impl Router {
     /// until every socket in `sockets` answers.
     fn start(extra: &[&str], sockets: &[&Path], umask: u32) -> Router {
         let mut cmd = bricks();
-        cmd.args(["run", "-e", TWO_ROUTERS, "-q", "--duration", "60"])
+        cmd.args(["run", "-e", TWO_ROUTERS, "--quiet", "--duration", "60"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -418,7 +418,7 @@ fn an_unknown_router_name_is_refused_at_start() {
     let s = Sockets::new();
     let run = |extra: &[&str]| {
         let o = bricks()
-            .args(["run", "-e", TWO_ROUTERS, "-q", "--duration", "5"])
+            .args(["run", "-e", TWO_ROUTERS, "--quiet", "--duration", "5"])
             .args(extra)
             .output()
             .unwrap();

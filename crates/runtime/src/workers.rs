@@ -207,8 +207,22 @@ impl Workers {
     /// starts them. Fails before anything runs if an instance cannot be
     /// made.
     pub fn start(plan: Arc<Plan>, opts: &WorkerOptions) -> Result<Workers, Diagnostic> {
+        Workers::start_with(plan, opts, false)
+    }
+
+    /// Like [`Workers::start`], but stopped before anything runs when
+    /// `quit` (Click's `-q`): the elements are made and initialized, their
+    /// sources end at once, and the counters stay at their initial values.
+    pub fn start_with(
+        plan: Arc<Plan>,
+        opts: &WorkerOptions,
+        quit: bool,
+    ) -> Result<Workers, Diagnostic> {
         let n = opts.threads.max(1);
         let stop = StopHandle::default();
+        if quit {
+            stop.stop();
+        }
         let cores: Vec<Option<usize>> = if opts.pin {
             let ids = core_affinity::get_core_ids().unwrap_or_default();
             (0..n)

@@ -1,0 +1,62 @@
+//! `bricks run -h ELEMENT.HANDLER` and `-q`, in Click's output format.
+
+use std::process::Command;
+
+fn bricks(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args(args)
+        .output()
+        .expect("running bricks")
+}
+
+#[test]
+fn handlers_print_with_names_and_blank_lines() {
+    let o = bricks(&[
+        "run",
+        "-e",
+        "InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard;",
+        "--quiet",
+        "-h",
+        "c.count",
+        "-h",
+        "c.class",
+        "-h",
+        "c.name",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out} {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(out, "c.count:\n5\n\nc.class:\nCounter\n\nc.name:\nc\n\n");
+}
+
+#[test]
+fn one_handler_prints_its_value_alone_and_quit_runs_nothing() {
+    let o = bricks(&[
+        "run",
+        "-e",
+        "InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard;",
+        "--quiet",
+        "-q",
+        "-h",
+        "c.count",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "0\n");
+}
+
+#[test]
+fn a_missing_element_is_an_error() {
+    let o = bricks(&[
+        "run",
+        "-e",
+        "Idle -> c :: Counter -> Discard;",
+        "-q",
+        "-h",
+        "x.count",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no element named 'x'"));
+}
