@@ -71,12 +71,14 @@ impl Default for RunSettings {
     }
 }
 
-/// One read handler's value at exit: the generic `class` and `name`, or
-/// a counter of the element's statistics by its name.
-fn read_handler(e: &ElementStats, handler: &str) -> Option<String> {
+/// One read handler's value at exit: the generic `class`, `name` and
+/// `config` (its arguments joined by `, `), or a counter of the element's
+/// statistics by its name.
+fn read_handler(e: &ElementStats, config: Option<&String>, handler: &str) -> Option<String> {
     match handler {
         "class" => Some(e.class.to_string()),
         "name" => Some(e.name.clone()),
+        "config" => config.cloned(),
         _ => e.stats.get(handler).map(|v| v.to_string()),
     }
 }
@@ -85,7 +87,11 @@ fn read_handler(e: &ElementStats, handler: &str) -> Option<String> {
 /// value ends with a newline; with more than one handler each is preceded
 /// by `ELEMENT.HANDLER:` and followed by a blank line. The second part is
 /// the errors, one per handler that is not there.
-pub(crate) fn read_handlers(elements: &[ElementStats], names: &[String]) -> (String, Vec<String>) {
+pub(crate) fn read_handlers(
+    elements: &[ElementStats],
+    configs: &HashMap<&str, String>,
+    names: &[String],
+) -> (String, Vec<String>) {
     let mut out = String::new();
     let mut errors = Vec::new();
     let print_names = names.len() > 1;
@@ -98,11 +104,11 @@ pub(crate) fn read_handlers(elements: &[ElementStats], names: &[String]) -> (Str
             errors.push(format!("no element named '{el}'"));
             continue;
         };
-        let Some(mut v) = read_handler(e, h) else {
+        let Some(mut v) = read_handler(e, configs.get(el), h) else {
             errors.push(format!("no '{full}' read handler"));
             continue;
         };
-        if !v.ends_with('\n') {
+        if !v.is_empty() && !v.ends_with('\n') {
             v.push('\n');
         }
         if print_names {
@@ -277,7 +283,15 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         );
     }
     if !settings.handlers.is_empty() {
-        let (out, errors) = read_handlers(&summary.total.elements, &settings.handlers);
+        let configs: HashMap<&str, String> = plan
+            .elements
+            .iter()
+            .map(|e| {
+                let args: Vec<&str> = e.args.iter().map(|a| a.text.as_str()).collect();
+                (e.name.as_str(), args.join(", "))
+            })
+            .collect();
+        let (out, errors) = read_handlers(&summary.total.elements, &configs, &settings.handlers);
         print!("{out}");
         for e in &errors {
             eprintln!("{e}");
@@ -617,6 +631,28 @@ mod tests {
             class,
             stats,
         }
+    }
+
+    #[test]
+    fn read_handlers_print_as_click_does() {
+        let els = [el("c", "Counter", &[("count", 7), ("byte_count", 420)])];
+        let configs: HashMap<&str, String> = [("c", String::new())].into();
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (out, err) = read_handlers(&els, &configs, &names(&["c.byte_count"]));
+        assert_eq!((out.as_str(), err.len()), ("420\n", 0));
+        let (out, err) = read_handlers(&els, &configs, &names(&["c.count", "c.class", "c.config"]));
+        assert!(err.is_empty(), "{err:?}");
+        assert_eq!(out, "c.count:\n7\n\nc.class:\nCounter\n\nc.config:\n\n");
+        let (out, err) = read_handlers(&els, &configs, &names(&["d.count", "c.rate", "count"]));
+        assert_eq!(out, "");
+        assert_eq!(
+            err,
+            [
+                "no element named 'd'",
+                "no 'c.rate' read handler",
+                "count: no such handler"
+            ]
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ fn handlers_print_with_names_and_blank_lines() {
     let o = bricks(&[
         "run",
         "-e",
-        "InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard;",
+        "s :: InfiniteSource(LIMIT 5, STOP true) -> c :: Counter -> Discard;",
         "--quiet",
         "-h",
         "c.count",
@@ -22,6 +22,8 @@ fn handlers_print_with_names_and_blank_lines() {
         "c.class",
         "-h",
         "c.name",
+        "-h",
+        "s.config",
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -29,7 +31,10 @@ fn handlers_print_with_names_and_blank_lines() {
         "{out} {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(out, "c.count:\n5\n\nc.class:\nCounter\n\nc.name:\nc\n\n");
+    assert_eq!(
+        out,
+        "c.count:\n5\n\nc.class:\nCounter\n\nc.name:\nc\n\ns.config:\nLIMIT 5, STOP true\n\n"
+    );
 }
 
 #[test]
