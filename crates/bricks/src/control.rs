@@ -128,6 +128,9 @@ struct Router {
     elements: Vec<(String, &'static str)>,
     /// Each element's position in `elements`, by name.
     index: HashMap<String, usize>,
+    /// Each element's configuration (its arguments joined by `, `), in
+    /// the order of `elements`.
+    configs: Vec<String>,
     /// The virtual routers: each top-level compound, in the order its
     /// first element is declared.
     routers: Vec<Arc<VirtualRouter>>,
@@ -312,7 +315,16 @@ pub(crate) fn serve(
         .enumerate()
         .map(|(i, (n, _))| (n.clone(), i))
         .collect();
+    let configs: Vec<String> = plan
+        .elements
+        .iter()
+        .map(|e| {
+            let args: Vec<&str> = e.args.iter().map(|a| a.text.as_str()).collect();
+            args.join(", ")
+        })
+        .collect();
     let router = Arc::new(Router {
+        configs,
         control,
         steering,
         elements,
@@ -868,7 +880,7 @@ fn help(view: &View, _rest: &str) -> Result<String, String> {
 }
 
 /// Read handlers every element has (Click's names), before its counters.
-const STANDARD_HANDLERS: [&str; 3] = ["class", "name", "handlers"];
+const STANDARD_HANDLERS: [&str; 4] = ["class", "name", "config", "handlers"];
 
 /// `read ELEMENT.HANDLER [WORKER|per-worker]`.
 fn read(view: &View, args: &str) -> Result<String, String> {
@@ -890,6 +902,14 @@ fn read(view: &View, args: &str) -> Result<String, String> {
         "class" => return Ok(found.class.to_string()),
         "name" => return Ok(found.shown.to_string()),
         "handlers" => return list(view, element),
+        "config" => {
+            let r = &view.router;
+            return Ok(r
+                .index
+                .get(found.name)
+                .map(|&i| r.configs[i].clone())
+                .unwrap_or_default());
+        }
         _ => {}
     }
     let per_worker = counters_of(&view.router.control, found.name);

@@ -442,6 +442,11 @@ fn read_gives_one_handler_summed_or_per_worker() {
     assert_eq!(r.ok(&["read", "c.count", "1"]).trim(), "0");
     assert_eq!(r.ok(&["read", "c.class"]).trim(), "Counter");
     assert_eq!(r.ok(&["read", "c.name"]).trim(), "c");
+    assert_eq!(r.ok(&["read", "c.config"]).trim(), "");
+    assert_eq!(
+        r.ok(&["read", "InfiniteSource@1.config"]).trim(),
+        "LIMIT 1000"
+    );
     let handlers = r.ok(&["read", "c.handlers"]);
     assert!(handlers.lines().any(|l| l == "count"), "{handlers}");
     assert!(handlers.lines().any(|l| l == "class"), "{handlers}");
