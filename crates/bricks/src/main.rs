@@ -320,6 +320,17 @@ fn router_control_arg(s: &str) -> Result<(String, PathBuf), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if prints_only(&cli.command) {
+        // `bricks elements | head`: end quietly when the reader goes away,
+        // as Unix tools do, instead of panicking on the broken pipe.
+        // Commands that serve sockets or run routers keep SIGPIPE ignored
+        // (Rust's default), so a client that hangs up cannot stop them.
+        // SAFETY: setting a signal disposition to its default, before any
+        // thread is started.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let r = match cli.command {
         Command::Check(a) => check(&a),
         Command::Run(a) => run(&a),
@@ -341,6 +352,15 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Whether `command` only prints (no router, socket or child process of
+/// its own), so that a closed standard output may simply end it.
+fn prints_only(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Check(_) | Command::Elements { .. } | Command::Routes { .. } | Command::Vr { .. }
+    )
 }
 
 /// Exit status for a configuration that does not check.

@@ -691,3 +691,33 @@ fn require_package_is_a_warning_and_the_configuration_runs() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_listing_piped_into_a_reader_that_stops_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // A graph description far larger than a pipe's buffer.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("big.click");
+    std::fs::write(
+        &config,
+        "InfiniteSource(LIMIT 1) -> Discard;\n".repeat(5000),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args(["check", config.to_str().unwrap()])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is gone (`bricks check ... | head -1`).
+    let out = child.wait_with_output().unwrap();
+    assert!(!first.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
