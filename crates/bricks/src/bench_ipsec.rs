@@ -825,6 +825,7 @@ fn run_cores(dir: &Path, s: Sharing, per_worker: u64, seed: u64) -> anyhow::Resu
         trace_clock: false,
         publish_every: None,
         max_nap: Duration::ZERO,
+        exit_reads: Vec::new(),
     };
     let w = Workers::start(Arc::new(plan), &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
     let summary = w.join();

@@ -917,6 +917,13 @@ fn read(view: &View, args: &str) -> Result<String, String> {
         .iter()
         .map(|w| w.iter().find(|(k, _)| k == handler).map(|&(_, v)| v))
         .collect();
+    if values.iter().all(Option::is_none) && which.is_none() {
+        // Not a counter: the element's own read handler (a table, a
+        // queue's length), asked of the running workers.
+        if let Ok(v) = view.router.control.read_handler(found.name, handler) {
+            return Ok(v);
+        }
+    }
     if values.iter().all(Option::is_none) {
         let names = handler_names(&per_worker);
         let names: Vec<&str> = names.iter().map(String::as_str).collect();

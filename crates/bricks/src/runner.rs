@@ -4,6 +4,7 @@
 
 use anyhow::Context as _;
 use bricks_config::Source;
+use bricks_element::HandlerValue;
 use bricks_io::live::{self, Spread};
 use bricks_io::steer::Steering;
 use bricks_runtime::{ElementStats, Plan, RunSummary, StopHandle, WorkerOptions, Workers};
@@ -71,42 +72,23 @@ impl Default for RunSettings {
     }
 }
 
-/// One read handler's value at exit: the generic `class`, `name` and
-/// `config` (its arguments joined by `, `), or a counter of the element's
-/// statistics by its name.
-fn read_handler(e: &ElementStats, config: Option<&String>, handler: &str) -> Option<String> {
-    match handler {
-        "class" => Some(e.class.to_string()),
-        "name" => Some(e.name.clone()),
-        "config" => config.cloned(),
-        _ => e.stats.get(handler).map(|v| v.to_string()),
-    }
-}
-
 /// What `-h ELEMENT.HANDLER ...` prints, as Click's driver does: each
 /// value ends with a newline; with more than one handler each is preceded
 /// by `ELEMENT.HANDLER:` and followed by a blank line. The second part is
 /// the errors, one per handler that is not there.
 pub(crate) fn read_handlers(
-    elements: &[ElementStats],
-    configs: &HashMap<&str, String>,
-    names: &[String],
+    reads: &[(String, Result<HandlerValue, String>)],
 ) -> (String, Vec<String>) {
     let mut out = String::new();
     let mut errors = Vec::new();
-    let print_names = names.len() > 1;
-    for full in names {
-        let Some((el, h)) = full.rsplit_once('.') else {
-            errors.push(format!("{full}: no such handler"));
-            continue;
-        };
-        let Some(e) = elements.iter().find(|e| e.name == el) else {
-            errors.push(format!("no element named '{el}'"));
-            continue;
-        };
-        let Some(mut v) = read_handler(e, configs.get(el), h) else {
-            errors.push(format!("no '{full}' read handler"));
-            continue;
+    let print_names = reads.len() > 1;
+    for (full, v) in reads {
+        let mut v = match v {
+            Ok(v) => v.clone().into_text(),
+            Err(e) => {
+                errors.push(e.clone());
+                continue;
+            }
         };
         if !v.is_empty() && !v.ends_with('\n') {
             v.push('\n');
@@ -210,6 +192,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
                 .then_some(Duration::from_millis(100))
         }),
         max_nap: settings.max_nap,
+        exit_reads: settings.handlers.clone(),
     };
     // Signals are caught before any worker runs, so a SIGTERM that arrives
     // as soon as the first packet moves still ends the run cleanly.
@@ -283,15 +266,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         );
     }
     if !settings.handlers.is_empty() {
-        let configs: HashMap<&str, String> = plan
-            .elements
-            .iter()
-            .map(|e| {
-                let args: Vec<&str> = e.args.iter().map(|a| a.text.as_str()).collect();
-                (e.name.as_str(), args.join(", "))
-            })
-            .collect();
-        let (out, errors) = read_handlers(&summary.total.elements, &configs, &settings.handlers);
+        let (out, errors) = read_handlers(&summary.total.reads);
         print!("{out}");
         for e in &errors {
             eprintln!("{e}");
@@ -635,24 +610,22 @@ mod tests {
 
     #[test]
     fn read_handlers_print_as_click_does() {
-        let els = [el("c", "Counter", &[("count", 7), ("byte_count", 420)])];
-        let configs: HashMap<&str, String> = [("c", String::new())].into();
-        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let (out, err) = read_handlers(&els, &configs, &names(&["c.byte_count"]));
+        let r = |n: &str, v: Result<HandlerValue, String>| (n.to_string(), v);
+        let (out, err) = read_handlers(&[r("c.byte_count", Ok(HandlerValue::Count(420)))]);
         assert_eq!((out.as_str(), err.len()), ("420\n", 0));
-        let (out, err) = read_handlers(&els, &configs, &names(&["c.count", "c.class", "c.config"]));
+        let (out, err) = read_handlers(&[
+            r("c.count", Ok(HandlerValue::Count(7))),
+            r("c.class", Ok(HandlerValue::Text("Counter".into()))),
+            r("c.config", Ok(HandlerValue::Text(String::new()))),
+        ]);
         assert!(err.is_empty(), "{err:?}");
         assert_eq!(out, "c.count:\n7\n\nc.class:\nCounter\n\nc.config:\n\n");
-        let (out, err) = read_handlers(&els, &configs, &names(&["d.count", "c.rate", "count"]));
-        assert_eq!(out, "");
-        assert_eq!(
-            err,
-            [
-                "no element named 'd'",
-                "no 'c.rate' read handler",
-                "count: no such handler"
-            ]
-        );
+        let (out, err) = read_handlers(&[
+            r("d.count", Err("no element named 'd'".into())),
+            r("c.q", Ok(HandlerValue::Text("a\nb\n".into()))),
+        ]);
+        assert_eq!(out, "c.q:\na\nb\n\n");
+        assert_eq!(err, ["no element named 'd'"]);
     }
 
     #[test]

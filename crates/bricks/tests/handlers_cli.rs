@@ -65,3 +65,37 @@ fn a_missing_element_is_an_error() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no element named 'x'"));
 }
+
+#[test]
+fn ports_and_handlers_read_as_click_prints_them() {
+    let o = bricks(&[
+        "run",
+        "-e",
+        "i :: InfiniteSource(LIMIT 3) -> c :: Counter -> q :: Queue -> d :: Discard;",
+        "--quiet",
+        "-h",
+        "q.ports",
+        "-h",
+        "c.handlers",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with("q.ports:\n1 input\npush\t-\tc [0]\n1 output\npull\t-\t[0] d\n\n"),
+        "{out}"
+    );
+    let handlers = out.split("c.handlers:\n").nth(1).unwrap_or_default();
+    for line in [
+        "name\tr",
+        "class\tr",
+        "config\tr",
+        "ports\tr",
+        "handlers\tr",
+        "count\tr",
+    ] {
+        assert!(
+            handlers.lines().any(|l| l == line),
+            "{line:?} in {handlers}"
+        );
+    }
+}

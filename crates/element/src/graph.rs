@@ -1,7 +1,7 @@
 //! One worker's instance of the element graph, and the context an element
 //! sees while it runs.
 
-use crate::{Element, Stats};
+use crate::{Element, HandlerValue, Stats};
 use bricks_packet::{Batch, Packet, Timestamp, MAX_BATCH};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -47,6 +47,9 @@ impl Edge {
 pub struct Graph {
     elements: Vec<RefCell<Box<dyn Element>>>,
     names: Vec<String>,
+    /// What the generic read handlers say of each element (empty when the
+    /// graph was built without it).
+    meta: Vec<ElementMeta>,
     /// For each element, the downstream end of each push output.
     outputs: Vec<Box<[Edge]>>,
     /// For each element, the upstream end of each pull input.
@@ -59,6 +62,21 @@ pub struct Graph {
     /// Pushes and pulls in progress on this worker's stack.
     depth: Cell<u32>,
 }
+
+/// What the read handlers every element has (Click's `class`, `config`,
+/// `ports`) say of one element; fixed when the graph is built.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ElementMeta {
+    /// The class name.
+    pub class: &'static str,
+    /// The arguments as written, joined by `, `.
+    pub config: String,
+    /// Click's `ports` text: each port's processing and connections.
+    pub ports: String,
+}
+
+/// The read handlers every element has, in the order Click lists them.
+const GENERIC_HANDLERS: [&str; 5] = ["name", "class", "config", "ports", "handlers"];
 
 /// The deepest a chain of pushes and pulls nests before a push is deferred
 /// (see [`Graph`]). Far more than any real router needs (Click's IP router
@@ -88,6 +106,7 @@ impl Graph {
         Graph {
             elements: elements.into_iter().map(RefCell::new).collect(),
             names,
+            meta: Vec::new(),
             outputs,
             inputs,
             unconnected: (0..n).map(|_| Cell::new(0)).collect(),
@@ -173,11 +192,117 @@ impl Graph {
         s
     }
 
-    /// Calls a write handler on element `index`.
+    /// Sets what the generic read handlers say of each element, by index.
+    pub fn set_meta(&mut self, meta: Vec<ElementMeta>) {
+        assert_eq!(meta.len(), self.elements.len());
+        self.meta = meta;
+    }
+
+    /// Calls a write handler on element `index`. Fails when the element is
+    /// busy further up this worker's stack (a handler written from inside
+    /// the element's own packet processing).
     pub fn write_handler(&self, index: usize, handler: &str, value: &str) -> Result<(), String> {
-        self.elements[index]
-            .borrow_mut()
-            .write_handler(handler, value)
+        let mut e = self.elements[index]
+            .try_borrow_mut()
+            .map_err(|_| format!("{}: element busy", self.names[index]))?;
+        e.write_handler(handler, value)
+    }
+
+    /// Reads handler `handler` of element `index`: the element's own read
+    /// handler, then the handlers every element has (`name`, `class`,
+    /// `config`, `ports`, `handlers`), then a counter by name.
+    pub fn read_handler(&self, index: usize, handler: &str) -> Result<HandlerValue, String> {
+        let e = self.elements[index]
+            .try_borrow()
+            .map_err(|_| format!("{}: element busy", self.names[index]))?;
+        if let Some(v) = e.read_handler(handler) {
+            return Ok(HandlerValue::Text(v));
+        }
+        let meta = self.meta.get(index);
+        match handler {
+            "name" => return Ok(HandlerValue::Text(self.names[index].clone())),
+            "class" if meta.is_some() => {
+                return Ok(HandlerValue::Text(
+                    meta.map(|m| m.class).unwrap_or_default().into(),
+                ))
+            }
+            "config" if meta.is_some() => {
+                return Ok(HandlerValue::Text(
+                    meta.map(|m| m.config.clone()).unwrap_or_default(),
+                ))
+            }
+            "ports" if meta.is_some() => {
+                return Ok(HandlerValue::Text(
+                    meta.map(|m| m.ports.clone()).unwrap_or_default(),
+                ))
+            }
+            "handlers" => {
+                drop(e);
+                return Ok(HandlerValue::Text(self.handlers_text(index)));
+            }
+            _ => {}
+        }
+        drop(e);
+        match self.stats(index).get(handler) {
+            Some(v) => Ok(HandlerValue::Count(v)),
+            None => Err(format!("no '{}.{handler}' read handler", self.names[index])),
+        }
+    }
+
+    /// Click's `handlers` text for element `index`: one `name<TAB>flags`
+    /// line per handler, `r` for read, `w` for write.
+    pub fn handlers_text(&self, index: usize) -> String {
+        let mut lines: Vec<(String, bool, bool)> = GENERIC_HANDLERS
+            .iter()
+            .map(|h| (h.to_string(), true, false))
+            .collect();
+        let Ok(e) = self.elements[index].try_borrow() else {
+            return String::new();
+        };
+        let own = e.handlers();
+        drop(e);
+        for (name, _) in self.stats(index).entries() {
+            if !own.iter().any(|h| h.name == name) {
+                lines.push((name.to_string(), true, false));
+            }
+        }
+        for h in own {
+            match lines.iter_mut().find(|l| l.0 == h.name) {
+                Some(l) => {
+                    l.1 |= h.read;
+                    l.2 |= h.write;
+                }
+                None => lines.push((h.name.to_string(), h.read, h.write)),
+            }
+        }
+        let mut s = String::new();
+        for (name, r, w) in lines {
+            s.push_str(&name);
+            s.push('\t');
+            if r {
+                s.push('r');
+            }
+            if w {
+                s.push('w');
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    /// The element a handler name written inside element `from` means:
+    /// Click looks a name up in the compound element `from` sits in, then
+    /// in each enclosing one, then at the top level.
+    pub fn resolve(&self, from: usize, name: &str) -> Option<usize> {
+        let own = &self.names[from];
+        let mut prefix = own.as_str();
+        while let Some((outer, _)) = prefix.rsplit_once('/') {
+            if let Some(i) = self.find(&format!("{outer}/{name}")) {
+                return Some(i);
+            }
+            prefix = outer;
+        }
+        self.find(name)
     }
 }
 
@@ -285,6 +410,29 @@ impl<'a> Context<'a> {
     pub fn report_error(&mut self, message: impl Into<String>) {
         let m = format!("{}: {}", self.name(), message.into());
         self.worker.errors.push(m);
+    }
+
+    /// Reads handler `element.handler` of another element of this worker's
+    /// graph (Click's `Script` `read`), the element named as Click looks
+    /// names up from inside this one's compound.
+    pub fn read_handler(&self, element: &str, handler: &str) -> Result<String, String> {
+        let i = self
+            .graph
+            .resolve(self.element, element)
+            .ok_or_else(|| format!("no element matching `{element}'"))?;
+        self.graph
+            .read_handler(i, handler)
+            .map(HandlerValue::into_text)
+    }
+
+    /// Calls write handler `element.handler` of another element of this
+    /// worker's graph (Click's `Script` `write`).
+    pub fn write_handler(&self, element: &str, handler: &str, value: &str) -> Result<(), String> {
+        let i = self
+            .graph
+            .resolve(self.element, element)
+            .ok_or_else(|| format!("no element matching `{element}'"))?;
+        self.graph.write_handler(i, handler, value)
     }
 
     /// Asks the router to stop once in-flight packets are delivered.

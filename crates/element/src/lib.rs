@@ -24,7 +24,7 @@ mod stats;
 
 pub use args::{ArgError, Args, ElementRefs, FixedRefs, FromArg, SharedSlot};
 pub use bricks_packet::{Batch, Packet};
-pub use graph::{Context, Edge, Graph, WorkerState, MAX_PULL_DEPTH, MAX_PUSH_DEPTH};
+pub use graph::{Context, Edge, ElementMeta, Graph, WorkerState, MAX_PULL_DEPTH, MAX_PUSH_DEPTH};
 pub use info::{
     ElementClass, Keyword, Manual, PortCount, PortInfo, PortRange, Processing, ProcessingSpec,
 };
@@ -181,6 +181,85 @@ pub trait Element: Send {
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         let _ = value;
         Err(format!("no write handler `{handler}`"))
+    }
+
+    /// Answers one of the element's own read handlers (Click's
+    /// `element.handler`), or `None` when it has no such handler. The
+    /// handlers every element has (`name`, `class`, `config`, `ports`,
+    /// `handlers`) and its counters by name ([`Element::stats`]) are
+    /// answered by the engine and need not be handled here. A value of
+    /// several lines ends each with a newline, as Click's do.
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        let _ = handler;
+        None
+    }
+
+    /// The element's own read and write handlers, for Click's `handlers`
+    /// handler and `bricks ctl list`. Counters need not be listed.
+    fn handlers(&self) -> &'static [Handler] {
+        &[]
+    }
+}
+
+/// One handler an element offers: its name and whether it is read, written
+/// or both (Click's `handlers` output: `name<TAB>rw`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handler {
+    /// The handler's name.
+    pub name: &'static str,
+    /// It can be read.
+    pub read: bool,
+    /// It can be written.
+    pub write: bool,
+}
+
+impl Handler {
+    /// A read handler.
+    pub const fn r(name: &'static str) -> Handler {
+        Handler {
+            name,
+            read: true,
+            write: false,
+        }
+    }
+
+    /// A write handler.
+    pub const fn w(name: &'static str) -> Handler {
+        Handler {
+            name,
+            read: false,
+            write: true,
+        }
+    }
+
+    /// A handler that is read and written.
+    pub const fn rw(name: &'static str) -> Handler {
+        Handler {
+            name,
+            read: true,
+            write: true,
+        }
+    }
+}
+
+/// A read handler's value as a worker answers it: a counter, which the
+/// workers' values add up to, or text, which is one worker's (the first
+/// that answers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandlerValue {
+    /// A counter of [`Element::stats`].
+    Count(u64),
+    /// Anything else.
+    Text(String),
+}
+
+impl HandlerValue {
+    /// The value as Click prints it.
+    pub fn into_text(self) -> String {
+        match self {
+            HandlerValue::Count(n) => n.to_string(),
+            HandlerValue::Text(s) => s,
+        }
     }
 }
 

@@ -15,8 +15,8 @@ use crate::placement::{Placement, Subject};
 use crate::Registry;
 use bricks_config::{Arg, Diagnostic, Router, Span};
 use bricks_element::{
-    Args, Edge, Element, ElementClass, ElementRefs, Graph, PortInfo, Processing, ProcessingSpec,
-    SharedSlot, TaskKind, MAX_PULL_DEPTH,
+    Args, Edge, Element, ElementClass, ElementMeta, ElementRefs, Graph, PortInfo, Processing,
+    ProcessingSpec, SharedSlot, TaskKind, MAX_PULL_DEPTH,
 };
 use std::any::Any;
 use std::cell::RefCell;
@@ -850,7 +850,66 @@ impl Plan {
                     .collect(),
             );
         }
-        Ok(Graph::new(elements, names, outs, ins))
+        let mut graph = Graph::new(elements, names, outs, ins);
+        graph.set_meta((0..self.elements.len()).map(|i| self.meta(i)).collect());
+        Ok(graph)
+    }
+
+    /// What the generic read handlers say of element `i`.
+    pub fn meta(&self, i: usize) -> ElementMeta {
+        let pe = &self.elements[i];
+        let args: Vec<&str> = pe.args.iter().map(|a| a.text.as_str()).collect();
+        ElementMeta {
+            class: pe.class.name,
+            config: args.join(", "),
+            ports: self.ports_text(i),
+        }
+    }
+
+    /// Click's `ports` handler text of element `i`
+    /// (`Router::element_ports_string`): a count line per side, then per
+    /// port its processing (`~` when the class leaves it to the
+    /// connections), `-` where Click without statistics prints no packet
+    /// count, and what it connects to.
+    pub fn ports_text(&self, i: usize) -> String {
+        use std::fmt::Write;
+        let pe = &self.elements[i];
+        let spec = ProcessingSpec::parse(pe.class.processing);
+        let word = |p: Processing| {
+            if p == Processing::Pull {
+                "pull"
+            } else {
+                "push"
+            }
+        };
+        let mut s = String::new();
+        let n = pe.ports.ninputs();
+        let _ = writeln!(s, "{n} {}", if n == 1 { "input" } else { "inputs" });
+        for (p, &proc_) in pe.ports.inputs.iter().enumerate() {
+            let agn = spec
+                .as_ref()
+                .is_some_and(|sp| sp.input(p) == Processing::Agnostic);
+            let _ = write!(s, "{}{}\t-\t", word(proc_), if agn { "~" } else { "" });
+            let from: Vec<String> = pe.inputs[p]
+                .iter()
+                .map(|&(e, q)| format!("{} [{q}]", self.elements[e].name))
+                .collect();
+            let _ = writeln!(s, "{}", from.join(", "));
+        }
+        let n = pe.ports.noutputs();
+        let _ = writeln!(s, "{n} {}", if n == 1 { "output" } else { "outputs" });
+        for (p, &proc_) in pe.ports.outputs.iter().enumerate() {
+            let agn = spec
+                .as_ref()
+                .is_some_and(|sp| sp.output(p) == Processing::Agnostic);
+            let _ = write!(s, "{}{}\t-\t", word(proc_), if agn { "~" } else { "" });
+            let to: Vec<String> = pe.outputs[p]
+                .iter()
+                .map(|&(e, q)| format!("[{q}] {}", self.elements[e].name))
+                .collect();
+            let _ = writeln!(s, "{}", to.join(", "));
+        }
+        s
     }
 
     /// The plan as text: each element with its class, ports and where they

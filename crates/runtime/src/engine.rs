@@ -19,7 +19,7 @@
 
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
-use bricks_element::{Graph, Stats, TaskKind, TaskResult, WorkerState};
+use bricks_element::{Graph, HandlerValue, Stats, TaskKind, TaskResult, WorkerState};
 use bricks_packet::Timestamp;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -107,6 +107,9 @@ pub struct RunSummary {
     pub elements: Vec<ElementStats>,
     /// Errors elements reported while running.
     pub errors: Vec<String>,
+    /// The read handlers asked for at exit ([`Engine::read_at_exit`]),
+    /// `(element.handler, value)` in the order asked.
+    pub reads: Vec<(String, Result<HandlerValue, String>)>,
 }
 
 impl RunSummary {
@@ -189,17 +192,18 @@ pub struct Engine {
     stats_requests: Option<mpsc::Receiver<StatsRequest>>,
     mailbox: Option<mpsc::Receiver<HandlerCall>>,
     started: bool,
+    exit_reads: Vec<String>,
 }
 
-/// A write handler call sent to a running worker from another thread.
+/// A handler call sent to a running worker from another thread.
 #[derive(Debug)]
 pub struct HandlerCall {
     /// Element name.
     pub element: String,
     /// Handler name.
     pub handler: String,
-    /// The value written.
-    pub value: String,
+    /// The value written; `None` reads the handler.
+    pub value: Option<String>,
     /// Where the answer goes.
     pub reply: mpsc::Sender<HandlerReply>,
 }
@@ -207,8 +211,8 @@ pub struct HandlerCall {
 /// A worker's answer to a [`HandlerCall`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandlerReply {
-    /// What the handler said.
-    pub result: Result<(), String>,
+    /// What the handler said: a read's value, nothing for a write.
+    pub result: Result<Option<HandlerValue>, String>,
     /// The handler changes shared state: no other worker needs the call.
     pub shared: bool,
 }
@@ -280,6 +284,7 @@ impl Engine {
             stats_requests: None,
             mailbox: None,
             started: false,
+            exit_reads: Vec::new(),
         })
     }
 
@@ -336,11 +341,20 @@ impl Engine {
                     result: Err(format!("no element `{}`", call.element)),
                     shared: true,
                 },
-                Some(i) => HandlerReply {
-                    shared: self
-                        .graph
-                        .with_element_ref(i, |el| el.handler_is_shared(&call.handler)),
-                    result: self.graph.write_handler(i, &call.handler, &call.value),
+                Some(i) => match &call.value {
+                    Some(value) => HandlerReply {
+                        shared: self
+                            .graph
+                            .with_element_ref(i, |el| el.handler_is_shared(&call.handler)),
+                        result: self
+                            .graph
+                            .write_handler(i, &call.handler, value)
+                            .map(|()| None),
+                    },
+                    None => HandlerReply {
+                        shared: false,
+                        result: self.graph.read_handler(i, &call.handler).map(Some),
+                    },
                 },
             };
             let _ = call.reply.send(reply);
@@ -367,6 +381,15 @@ impl Engine {
     /// The running graph.
     pub fn graph(&self) -> &Graph {
         &self.graph
+    }
+
+    /// Reads handler `element.handler` on this worker's graph.
+    pub fn read_handler(&self, element: &str, handler: &str) -> Result<HandlerValue, String> {
+        let i = self
+            .graph
+            .find(element)
+            .ok_or_else(|| format!("no element matching `{element}'"))?;
+        self.graph.read_handler(i, handler)
     }
 
     /// Calls a write handler (`element.handler`) on this worker's graph.
@@ -615,12 +638,34 @@ impl Engine {
         };
         self.drain();
         self.shutdown();
+        let reads = self
+            .exit_reads
+            .iter()
+            .map(|full| {
+                let v = match full.rsplit_once('.') {
+                    Some((e, h)) => match self.graph.find(e) {
+                        Some(i) => self.graph.read_handler(i, h),
+                        None => Err(format!("no element named '{e}'")),
+                    },
+                    None => Err(format!("{full}: no such handler")),
+                };
+                (full.clone(), v)
+            })
+            .collect();
         RunSummary {
             reason,
             elapsed: start.elapsed(),
             elements: self.collect_stats(),
             errors: std::mem::take(&mut self.state.errors),
+            reads,
         }
+    }
+
+    /// Read handlers (`element.handler`) to read when the run has ended,
+    /// after the elements' shutdown: their values are in
+    /// [`RunSummary::reads`] (Click's `-h`).
+    pub fn read_at_exit(&mut self, handlers: Vec<String>) {
+        self.exit_reads = handlers;
     }
 
     /// Calls every element's start hook once (done by `run`; call it

@@ -16,6 +16,7 @@ use crate::engine::{
 };
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
+use bricks_element::HandlerValue;
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,9 @@ pub struct WorkerOptions {
     pub publish_every: Option<Duration>,
     /// The longest an idle worker sleeps before polling again. Zero spins.
     pub max_nap: Duration,
+    /// Read handlers (`element.handler`) every worker reads when the run
+    /// has ended (Click's `-h`); see [`RunSummary::reads`].
+    pub exit_reads: Vec<String>,
 }
 
 impl Default for WorkerOptions {
@@ -46,6 +50,7 @@ impl Default for WorkerOptions {
             trace_clock: false,
             publish_every: None,
             max_nap: Duration::from_micros(200),
+            exit_reads: Vec::new(),
         }
     }
 }
@@ -151,7 +156,7 @@ impl Control {
                 .send(HandlerCall {
                     element: element.to_string(),
                     handler: handler.to_string(),
-                    value: value.to_string(),
+                    value: Some(value.to_string()),
                     reply: tx,
                 })
                 .ok()?;
@@ -178,7 +183,34 @@ impl Control {
                 }
             }
         }
-        result
+        result.map(|_| ())
+    }
+
+    /// Reads handler `element.handler` of the running workers: a counter
+    /// summed over them, other values from the first worker that answers.
+    pub fn read_handler(&self, element: &str, handler: &str) -> Result<String, String> {
+        let answers: Vec<Result<HandlerValue, String>> = (0..self.mail.len())
+            .filter_map(|w| {
+                let (tx, rx) = mpsc::channel();
+                self.mail[w]
+                    .send(HandlerCall {
+                        element: element.to_string(),
+                        handler: handler.to_string(),
+                        value: None,
+                        reply: tx,
+                    })
+                    .ok()?;
+                let r = rx.recv_timeout(Duration::from_secs(2)).ok()?;
+                Some(
+                    r.result
+                        .and_then(|v| v.ok_or_else(|| "no value".to_string())),
+                )
+            })
+            .collect();
+        if answers.is_empty() {
+            return Err("no worker is running".into());
+        }
+        combine(answers.into_iter()).map(HandlerValue::into_text)
     }
 }
 
@@ -278,6 +310,7 @@ impl Workers {
                     engine.set_trace_clock(opts.trace_clock);
                     engine.max_nap = opts.max_nap;
                     engine.idle_sleep = !opts.max_nap.is_zero();
+                    engine.read_at_exit(opts.exit_reads.clone());
                     let publish = opts.publish_every.is_some();
                     if publish {
                         engine.answer_stats(stats_rx);
@@ -402,6 +435,7 @@ impl RunSummary {
             elapsed: Duration::ZERO,
             elements: Vec::new(),
             errors: Vec::new(),
+            reads: Vec::new(),
         }
     }
 
@@ -428,6 +462,44 @@ impl RunSummary {
                 .unwrap_or_default(),
             elements: sum_stats(per_worker.iter().map(|s| s.elements.as_slice())),
             errors: per_worker.iter().flat_map(|s| s.errors.clone()).collect(),
+            reads: combine_reads(per_worker),
         }
     }
+}
+
+/// The workers' answers to the read handlers asked for at exit, as one:
+/// a counter sums over the workers, text is the first worker's that has
+/// the handler.
+fn combine_reads(per_worker: &[RunSummary]) -> Vec<(String, Result<HandlerValue, String>)> {
+    let Some(first) = per_worker.first() else {
+        return Vec::new();
+    };
+    (0..first.reads.len())
+        .map(|i| {
+            let answers = per_worker.iter().filter_map(|s| s.reads.get(i));
+            (
+                first.reads[i].0.clone(),
+                combine(answers.map(|(_, v)| v.clone())),
+            )
+        })
+        .collect()
+}
+
+/// One value from every worker's answer to one read (see
+/// [`combine_reads`]).
+fn combine(
+    answers: impl Iterator<Item = Result<HandlerValue, String>>,
+) -> Result<HandlerValue, String> {
+    let mut out: Option<Result<HandlerValue, String>> = None;
+    for a in answers {
+        out = Some(match (out, a) {
+            (None, a) => a,
+            (Some(Ok(HandlerValue::Count(x))), Ok(HandlerValue::Count(y))) => {
+                Ok(HandlerValue::Count(x + y))
+            }
+            (Some(Err(_)), a) => a,
+            (Some(o), _) => o,
+        });
+    }
+    out.unwrap_or_else(|| Err("no worker ran".into()))
 }
