@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod addresses;
 pub mod args;
 mod graph;
 mod info;

@@ -125,6 +125,8 @@ pub fn build_with(
     registry: &Registry,
     options: BuildOptions,
 ) -> Result<Plan, Vec<Diagnostic>> {
+    let resolved = crate::addresses::resolve(router, registry);
+    let router: &Router = &resolved;
     let mut errors = Vec::new();
     let n = router.elements.len();
 

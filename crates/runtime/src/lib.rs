@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod addresses;
 mod build;
 mod click_classes;
 mod engine;

@@ -1,0 +1,65 @@
+//! `AddressInfo`: names in other elements' arguments, read as each
+//! argument needs them (Click's addressinfo.cc).
+
+use std::process::Command;
+
+fn bricks(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args(args)
+        .output()
+        .expect("running bricks")
+}
+
+#[test]
+fn names_become_the_address_each_argument_takes() {
+    let config = "AddressInfo(foo 1.2.3.4/20, intern 10.0.0.1 10.0.0.0/8 00:50:ba:85:84:a9, \
+                  x 10.0.0.2 00:50:ba:85:84:aa);
+        rt :: StaticIPLookup(foo 0, foo:ipnet 1, foo:bcast 2);
+        Idle -> rt; rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;
+        Idle -> r :: ARPResponder(intern) -> e :: EtherEncap(0x0800, intern, x)
+             -> q :: ARPQuerier(x) -> Discard; Idle -> [1]q;";
+    let o = bricks(&[
+        "run",
+        "-q",
+        "--quiet",
+        "-e",
+        config,
+        "-h",
+        "rt.config",
+        "-h",
+        "e.config",
+        "-h",
+        "r.config",
+        "-h",
+        "q.config",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "rt.config:\n1.2.3.4 0, 1.2.0.0/20 1, 1.2.15.255 2\n\n\
+         e.config:\n0x0800, 00:50:ba:85:84:a9, 00:50:ba:85:84:aa\n\n\
+         r.config:\n10.0.0.1 00:50:ba:85:84:a9\n\n\
+         q.config:\n10.0.0.2 00:50:ba:85:84:aa\n\n"
+    );
+}
+
+#[test]
+fn a_name_defined_in_a_compound_is_unknown_outside_it() {
+    let inside =
+        "c :: { AddressInfo(mazu 10.0.0.10); input -> IPEncap(6, 10.0.0.1, mazu) -> output };
+        Idle -> c -> Discard;";
+    assert!(bricks(&["check", "-e", inside]).status.success());
+    let outside = "c :: { AddressInfo(mazu 10.0.0.10); input -> output };
+        Idle -> c -> IPEncap(6, 10.0.0.1, mazu) -> Discard;";
+    let o = bricks(&["check", "-e", outside]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("mazu"));
+}
+
+#[test]
+fn a_bad_definition_is_refused_where_it_is_written() {
+    let o = bricks(&["check", "-e", "AddressInfo(a 10.0.0.300); Idle -> Discard;"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("10.0.0.300") && err.contains("1:"), "{err}");
+}
