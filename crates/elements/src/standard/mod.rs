@@ -1,5 +1,6 @@
 //! Sources, sinks, queues, schedulers and plumbing.
 
+pub mod address_info;
 pub mod align;
 pub mod average_counter;
 pub mod bw_rated_unqueue;
@@ -87,6 +88,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &set_timestamp::CLASS,
     &mark_mac_header::CLASS,
     &set_packet_type::CLASS,
+    &address_info::ADDRESS_INFO,
     &align::ALIGN,
     &align::ALIGNMENT_INFO,
 ];
