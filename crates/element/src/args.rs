@@ -362,9 +362,32 @@ impl<'a> Args<'a> {
         }
     }
 
-    /// A mandatory argument that may be given positionally.
+    /// A mandatory argument that may be given positionally. As in Click
+    /// (`Args::find`), when neither its keyword nor a plain positional
+    /// argument is there, the next argument is taken whole even if its
+    /// first word looks like a keyword: `Message(HELLO THERE)`.
     pub fn read_mp<T: FromArg>(&mut self, key: &'static str) -> Result<T, ArgError> {
-        self.read_p(key)?.ok_or_else(|| self.missing(key))
+        if let Some(v) = self.read_p(key)? {
+            return Ok(v);
+        }
+        let next = (0..self.items.len()).find(|&i| !self.used[i]);
+        match next {
+            Some(i)
+                if self.items[i]
+                    .keyword
+                    .is_some_and(|k| !self.asked.contains(&k)) =>
+            {
+                self.used[i] = true;
+                let it = &self.items[i];
+                T::from_arg(it.text.trim()).map_err(|why| {
+                    ArgError::at(
+                        it.span,
+                        format!("bad argument {key}: expected {}, {why}", T::TYPE),
+                    )
+                })
+            }
+            _ => Err(self.missing(key)),
+        }
     }
 
     /// A mandatory keyword-only argument.
@@ -621,6 +644,24 @@ mod tests {
         let stray = args(&["STOP"]);
         let mut a = Args::new(&stray, None);
         assert_eq!(a.read::<bool>("STOP").unwrap(), None);
+        assert!(a.complete().is_err());
+    }
+
+    #[test]
+    fn a_mandatory_argument_takes_a_keyword_looking_one_whole() {
+        // Click's Args::find: `Message(HELLO THERE)` is the message.
+        let msg = args(&["HELLO THERE"]);
+        let mut a = Args::new(&msg, None);
+        assert_eq!(a.read_mp::<String>("MESSAGE").unwrap(), "HELLO THERE");
+        a.complete().unwrap();
+        // Its own keyword still wins, and an optional one does not take it.
+        let kw = args(&["MESSAGE hi", "OTHER x"]);
+        let mut a = Args::new(&kw, None);
+        assert_eq!(a.read_mp::<String>("MESSAGE").unwrap(), "hi");
+        assert!(a.complete().is_err());
+        let opt = args(&["HELLO THERE"]);
+        let mut a = Args::new(&opt, None);
+        assert_eq!(a.read_p::<String>("LABEL").unwrap(), None);
         assert!(a.complete().is_err());
     }
 
