@@ -307,6 +307,10 @@ mod tests {
             ["dns", "igmp"]
         );
         assert_eq!(matches("src net 192.168.0.0/255.255.0.0"), ["dns", "igmp"]);
+        // Click's abbreviated prefixes.
+        assert_eq!(matches("src net 192.168/16"), ["dns", "igmp"]);
+        assert_eq!(matches("dst net 224/4"), ["igmp"]);
+        assert_eq!(matches("dst net 0/0").len(), matches("true").len());
         assert_eq!(matches("dst net 224.0.0.0/4"), ["igmp"]);
         assert_eq!(matches("224.0.0.0/4"), ["igmp"]);
         assert_eq!(matches("net 8.8.8.8"), ["dns"]);

@@ -395,6 +395,12 @@ fn parse_addr(w: &str) -> Option<u32> {
 /// `ADDR/LEN` or `ADDR/MASK`.
 fn parse_prefix(w: &str) -> Option<(u32, u32)> {
     let (a, m) = w.split_once('/')?;
+    // Click abbreviates the address of a prefix (`net 10/8`, `18.26/16`,
+    // `0/0`) when the length covers no more bytes than are written.
+    if let Ok(c) = w.parse::<bricks_wire::ipv4::Ipv4Cidr>() {
+        let mask = u32::from(c.netmask());
+        return Some((u32::from(c.address()), mask));
+    }
     let a = parse_addr(a)?;
     let mask = match parse_addr(m) {
         Some(m) => m,
