@@ -63,3 +63,16 @@ fn a_bad_definition_is_refused_where_it_is_written() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("10.0.0.300") && err.contains("1:"), "{err}");
 }
+
+#[test]
+fn click_capture_keywords_of_from_device_are_accepted() {
+    let ok =
+        "FromDevice(eth0, METHOD LINUX, SNAPLEN 2046, HEADROOM 64, OUTBOUND false, ENCAP ETHER) \
+              -> Discard;";
+    let o = bricks(&["check", "-e", ok]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bad = "FromDevice(eth0, METHOD CARRIER_PIGEON) -> Discard;";
+    let o = bricks(&["check", "-e", bad]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("METHOD"));
+}

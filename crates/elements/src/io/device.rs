@@ -229,11 +229,44 @@ struct DeviceArgs {
     spec: live::DeviceSpec,
 }
 
+/// Click's userlevel capture keywords, accepted so that Click
+/// configurations load: how Click captures (METHOD or CAPTURE: LINUX,
+/// PCAP, NETMAP, DEFAULT; bricks picks its own backend with BACKEND),
+/// SNAPLEN, HEADROOM, TIMESTAMP and OUTBOUND change nothing in bricks.
+/// ENCAP must be ETHER, the only link type bricks' devices carry.
+fn click_capture_keywords(args: &mut Args<'_>) -> Result<(), ArgError> {
+    for key in ["METHOD", "CAPTURE"] {
+        if let Some(m) = args.read::<String>(key)? {
+            if !matches!(
+                m.to_ascii_uppercase().as_str(),
+                "LINUX" | "PCAP" | "NETMAP" | "DEFAULT"
+            ) {
+                return Err(ArgError::new(format!(
+                    "{key} `{m}`: expected LINUX, PCAP, NETMAP or DEFAULT"
+                )));
+            }
+        }
+    }
+    let _: Option<u32> = args.read("SNAPLEN")?;
+    let _: Option<u32> = args.read("HEADROOM")?;
+    let _: Option<bool> = args.read("TIMESTAMP")?;
+    let _: Option<bool> = args.read("OUTBOUND")?;
+    if let Some(e) = args.read::<String>("ENCAP")? {
+        if !e.eq_ignore_ascii_case("ETHER") {
+            return Err(ArgError::new(format!(
+                "ENCAP `{e}`: bricks devices carry Ethernet frames only (ENCAP ETHER)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
     let name: String = args.read_mp("DEVNAME")?;
     let burst: Option<usize> = args.read_p("BURST")?;
     let promisc: bool = args.read_p("PROMISC")?.unwrap_or(false);
     let _sniffer: Option<bool> = args.read("SNIFFER")?;
+    click_capture_keywords(args)?;
     let mut spec = live::DeviceSpec::new(&name);
     if let Some(b) = args.read::<String>("BACKEND")? {
         spec.backend = b.parse().map_err(ArgError::new)?;
