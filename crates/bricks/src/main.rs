@@ -291,6 +291,13 @@ struct RunArgs {
     /// stopped. Repeat for each router; works without --control.
     #[arg(long, value_name = "NAME=PATH", value_parser = router_control_arg)]
     router_control: Vec<(String, PathBuf)>,
+    /// Serve Prometheus metrics at http://ADDR/metrics while running: every
+    /// element's counters, per interface and per worker packets and drops,
+    /// queue lengths, route-table sizes (OpenMetrics text). A bare PORT
+    /// listens on loopback (127.0.0.1:PORT); give an address
+    /// (0.0.0.0:9100) to be reached from elsewhere.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = metrics_addr)]
+    metrics: Option<std::net::SocketAddr>,
     /// Count memory references and 32-bit words touched per packet
     /// (Hardekopf et al.'s measure) in every element that can: the MEMREFS
     /// keyword of the QoS elements and the IPv4 route lookups defaults to
@@ -565,12 +572,22 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         control: a.control.clone(),
         control_group: a.control_group.clone(),
         router_control: a.router_control.clone(),
+        metrics: a.metrics,
         memrefs: a.memrefs,
         handlers: a.handler.clone(),
         quit: a.quit,
     };
     let summary = runner::run_plan(plan, &settings)?;
     Ok(runner::exit_status(&summary))
+}
+
+/// `--metrics`: `PORT` (on loopback) or `ADDR:PORT`.
+fn metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse()
+        .map_err(|_| format!("`{s}`: expected PORT or ADDR:PORT (e.g. 9100 or 127.0.0.1:9100)"))
 }
 
 #[cfg(test)]

@@ -41,6 +41,8 @@ pub(crate) struct RunSettings {
     pub control_group: Option<String>,
     /// Answer one virtual router's commands on each (NAME, socket).
     pub router_control: Vec<(String, std::path::PathBuf)>,
+    /// Serve Prometheus metrics on this address.
+    pub metrics: Option<std::net::SocketAddr>,
     /// Print the memory-reference table at exit (`--memrefs`; the plan
     /// must have been built with counting on).
     pub memrefs: bool,
@@ -65,6 +67,7 @@ impl Default for RunSettings {
             control: None,
             control_group: None,
             router_control: Vec::new(),
+            metrics: None,
             memrefs: false,
             handlers: Vec::new(),
             quit: false,
@@ -100,6 +103,35 @@ pub(crate) fn read_handlers(
         }
     }
     (out, errors)
+}
+
+/// Starts the Prometheus endpoint of `bricks run --metrics`.
+fn serve_metrics(
+    addr: std::net::SocketAddr,
+    plan: &Plan,
+    control: bricks_runtime::Control,
+    start: Instant,
+) -> anyhow::Result<bricks_metrics::Server> {
+    let mut info = bricks_metrics::RouterInfo::default();
+    for e in &plan.elements {
+        if matches!(e.class.name, "FromDevice" | "PollDevice" | "ToDevice") {
+            let dev = e.args.iter().find_map(|a| {
+                let (k, v) = bricks_config::split_keyword(&a.text);
+                match k {
+                    None | Some("DEVNAME") => Some(v.to_string()),
+                    _ => None,
+                }
+            });
+            if let Some(d) = dev {
+                info.interfaces.insert(e.name.clone(), d);
+            }
+        }
+    }
+    let source = Arc::new(move || bricks_metrics::encode(&control.live(), &info, start.elapsed()));
+    let server = bricks_metrics::serve(addr, bricks_metrics::Limits::default(), source)
+        .with_context(|| format!("serving metrics on {addr}"))?;
+    eprintln!("metrics: http://{}/metrics", server.local_addr());
+    Ok(server)
 }
 
 /// Prints the errors elements reported while running; the exit status
@@ -188,8 +220,10 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         // `bricks ctl SOCK stats` reads what the workers last published:
         // with a control socket they publish at least 10 times a second.
         publish_every: settings.stats_interval.or_else(|| {
-            (settings.control.is_some() || !settings.router_control.is_empty())
-                .then_some(Duration::from_millis(100))
+            (settings.control.is_some()
+                || !settings.router_control.is_empty()
+                || settings.metrics.is_some())
+            .then_some(Duration::from_millis(100))
         }),
         max_nap: settings.max_nap,
         exit_reads: settings.handlers.clone(),
@@ -212,6 +246,10 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         steering,
     )?;
     let start = Instant::now();
+    let _metrics = match settings.metrics {
+        Some(addr) => Some(serve_metrics(addr, &plan, workers.control(), start)?),
+        None => None,
+    };
     let mut last: Option<(Instant, Vec<Vec<ElementStats>>)> = None;
     let tick = settings
         .stats_interval
