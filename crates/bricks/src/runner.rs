@@ -4,10 +4,11 @@
 
 use anyhow::Context as _;
 use bricks_config::Source;
-use bricks_element::HandlerValue;
 use bricks_io::live::{self, Spread};
 use bricks_io::steer::Steering;
-use bricks_runtime::{ElementStats, Plan, RunSummary, StopHandle, WorkerOptions, Workers};
+use bricks_runtime::{
+    ElementStats, ExitRead, Plan, RunSummary, StopHandle, WorkerOptions, Workers,
+};
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,17 +77,15 @@ impl Default for RunSettings {
 }
 
 /// What `-h ELEMENT.HANDLER ...` prints, as Click's driver does: each
-/// value ends with a newline; with more than one handler each is preceded
-/// by `ELEMENT.HANDLER:` and followed by a blank line. The second part is
-/// the errors, one per handler that is not there.
-pub(crate) fn read_handlers(
-    reads: &[(String, Result<HandlerValue, String>)],
-) -> (String, Vec<String>) {
+/// value ends with a newline; with more than one handler, or one that
+/// matched a pattern or a class, each is preceded by `ELEMENT.HANDLER:` and
+/// followed by a blank line. The second part is the errors, one per handler
+/// that is not there.
+pub(crate) fn read_handlers(reads: &[ExitRead], asked: usize) -> (String, Vec<String>) {
     let mut out = String::new();
     let mut errors = Vec::new();
-    let print_names = reads.len() > 1;
-    for (full, v) in reads {
-        let mut v = match v {
+    for r in reads {
+        let mut v = match &r.value {
             Ok(v) => v.clone().into_text(),
             Err(e) => {
                 errors.push(e.clone());
@@ -96,8 +95,8 @@ pub(crate) fn read_handlers(
         if !v.is_empty() && !v.ends_with('\n') {
             v.push('\n');
         }
-        if print_names {
-            out.push_str(&format!("{full}:\n{v}\n"));
+        if asked > 1 || r.named {
+            out.push_str(&format!("{}:\n{v}\n", r.name));
         } else {
             out.push_str(&v);
         }
@@ -304,7 +303,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         );
     }
     if !settings.handlers.is_empty() {
-        let (out, errors) = read_handlers(&summary.total.reads);
+        let (out, errors) = read_handlers(&summary.total.reads, settings.handlers.len());
         print!("{out}");
         for e in &errors {
             eprintln!("{e}");
@@ -632,7 +631,7 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bricks_element::Stats;
+    use bricks_element::{HandlerValue, Stats};
 
     fn el(name: &str, class: &'static str, counters: &[(&'static str, u64)]) -> ElementStats {
         let mut stats = Stats::default();
@@ -648,22 +647,36 @@ mod tests {
 
     #[test]
     fn read_handlers_print_as_click_does() {
-        let r = |n: &str, v: Result<HandlerValue, String>| (n.to_string(), v);
-        let (out, err) = read_handlers(&[r("c.byte_count", Ok(HandlerValue::Count(420)))]);
+        let r = |n: &str, named: bool, value: Result<HandlerValue, String>| ExitRead {
+            name: n.to_string(),
+            named,
+            value,
+        };
+        let (out, err) =
+            read_handlers(&[r("c.byte_count", false, Ok(HandlerValue::Count(420)))], 1);
         assert_eq!((out.as_str(), err.len()), ("420\n", 0));
-        let (out, err) = read_handlers(&[
-            r("c.count", Ok(HandlerValue::Count(7))),
-            r("c.class", Ok(HandlerValue::Text("Counter".into()))),
-            r("c.config", Ok(HandlerValue::Text(String::new()))),
-        ]);
+        let (out, err) = read_handlers(
+            &[
+                r("c.count", false, Ok(HandlerValue::Count(7))),
+                r("c.class", false, Ok(HandlerValue::Text("Counter".into()))),
+                r("c.config", false, Ok(HandlerValue::Text(String::new()))),
+            ],
+            3,
+        );
         assert!(err.is_empty(), "{err:?}");
         assert_eq!(out, "c.count:\n7\n\nc.class:\nCounter\n\nc.config:\n\n");
-        let (out, err) = read_handlers(&[
-            r("d.count", Err("no element named 'd'".into())),
-            r("c.q", Ok(HandlerValue::Text("a\nb\n".into()))),
-        ]);
+        let (out, err) = read_handlers(
+            &[
+                r("d.count", false, Err("no element 'd'".into())),
+                r("c.q", false, Ok(HandlerValue::Text("a\nb\n".into()))),
+            ],
+            2,
+        );
         assert_eq!(out, "c.q:\na\nb\n\n");
-        assert_eq!(err, ["no element named 'd'"]);
+        assert_eq!(err, ["no element 'd'"]);
+        // One request that matched a pattern prints names.
+        let (out, _) = read_handlers(&[r("c1.count", true, Ok(HandlerValue::Count(1)))], 1);
+        assert_eq!(out, "c1.count:\n1\n\n");
     }
 
     #[test]

@@ -63,7 +63,36 @@ fn a_missing_element_is_an_error() {
         "x.count",
     ]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no element named 'x'"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no element 'x'"));
+}
+
+#[test]
+fn patterns_and_classes_read_every_element_they_match_with_names() {
+    let config = "c1 :: Counter; c2 :: Counter; d :: Counter; \
+                  InfiniteSource(LIMIT 3) -> c1 -> c2 -> d -> Discard;";
+    let o = bricks(&["run", "--quiet", "-e", config, "-h", "c*.count"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "c1.count:\n3\n\nc2.count:\n3\n\n"
+    );
+    let o = bricks(&["run", "--quiet", "-e", config, "-h", "Counter.count"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "c1.count:\n3\n\nc2.count:\n3\n\nd.count:\n3\n\n"
+    );
+    let o = bricks(&["run", "--quiet", "-q", "-e", config, "-h", "list"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "5\nc1\nc2\nd\nInfiniteSource@4\nDiscard@5\n"
+    );
+    let o = bricks(&[
+        "run", "--quiet", "-e", config, "-h", "z*.count", "-h", "d.nope",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no element matching 'z*'"), "{err}");
+    assert!(err.contains("no 'd.nope' handler"), "{err}");
 }
 
 #[test]

@@ -245,7 +245,7 @@ impl Graph {
         drop(e);
         match self.stats(index).get(handler) {
             Some(v) => Ok(HandlerValue::Count(v)),
-            None => Err(format!("no '{}.{handler}' read handler", self.names[index])),
+            None => Err(format!("no '{}.{handler}' handler", self.names[index])),
         }
     }
 

@@ -109,7 +109,7 @@ pub struct RunSummary {
     pub errors: Vec<String>,
     /// The read handlers asked for at exit ([`Engine::read_at_exit`]),
     /// `(element.handler, value)` in the order asked.
-    pub reads: Vec<(String, Result<HandlerValue, String>)>,
+    pub reads: Vec<ExitRead>,
 }
 
 impl RunSummary {
@@ -193,6 +193,78 @@ pub struct Engine {
     mailbox: Option<mpsc::Receiver<HandlerCall>>,
     started: bool,
     exit_reads: Vec<String>,
+}
+
+/// One value of a read handler asked for at exit (Click's `-h`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExitRead {
+    /// `element.handler`, or the reason nothing was read when the request
+    /// matched no element.
+    pub name: String,
+    /// Print `name:` before the value: the request matched a pattern or a
+    /// class (Click prints names then even for one handler).
+    pub named: bool,
+    /// The value, or why there is none.
+    pub value: Result<HandlerValue, String>,
+}
+
+/// Whether `name` matches the shell pattern `pattern` (`*`, `?`, `[...]`,
+/// as Click's `glob_match`). Iterative with one backtrack point for the
+/// last `*`, so linear in practice and never recursive.
+pub fn glob_match(name: &str, pattern: &str) -> bool {
+    let (n, p): (Vec<char>, Vec<char>) = (name.chars().collect(), pattern.chars().collect());
+    let (mut i, mut j) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    // A `[...]` class at p[j..]: whether it matches c, and where it ends.
+    let class = |j: usize, c: char| -> Option<(bool, usize)> {
+        let mut k = j + 1;
+        let negate = p.get(k) == Some(&'!') || p.get(k) == Some(&'^');
+        if negate {
+            k += 1;
+        }
+        let mut hit = false;
+        let first = k;
+        while k < p.len() && (p[k] != ']' || k == first) {
+            if k + 2 < p.len() && p[k + 1] == '-' && p[k + 2] != ']' {
+                hit |= p[k] <= c && c <= p[k + 2];
+                k += 3;
+            } else {
+                hit |= p[k] == c;
+                k += 1;
+            }
+        }
+        (k < p.len()).then_some((hit != negate, k + 1))
+    };
+    while i < n.len() {
+        let step = match p.get(j) {
+            Some('*') => {
+                star = Some((j, i));
+                j += 1;
+                continue;
+            }
+            Some('?') => Some(j + 1),
+            Some('[') => match class(j, n[i]) {
+                Some((true, end)) => Some(end),
+                Some((false, _)) => None,
+                None => (n[i] == '[').then_some(j + 1),
+            },
+            Some(&c) => (c == n[i]).then_some(j + 1),
+            None => None,
+        };
+        match (step, star) {
+            (Some(next), _) => {
+                i += 1;
+                j = next;
+            }
+            (None, Some((sj, si))) => {
+                star = Some((sj, si + 1));
+                i = si + 1;
+                j = sj + 1;
+            }
+            (None, None) => return false,
+        }
+    }
+    p[j..].iter().all(|&c| c == '*')
 }
 
 /// A handler call sent to a running worker from another thread.
@@ -638,26 +710,90 @@ impl Engine {
         };
         self.drain();
         self.shutdown();
-        let reads = self
-            .exit_reads
-            .iter()
-            .map(|full| {
-                let v = match full.rsplit_once('.') {
-                    Some((e, h)) => match self.graph.find(e) {
-                        Some(i) => self.graph.read_handler(i, h),
-                        None => Err(format!("no element named '{e}'")),
-                    },
-                    None => Err(format!("{full}: no such handler")),
-                };
-                (full.clone(), v)
-            })
-            .collect();
+        let reads = self.exit_read_values();
         RunSummary {
             reason,
             elapsed: start.elapsed(),
             elements: self.collect_stats(),
             errors: std::mem::take(&mut self.state.errors),
             reads,
+        }
+    }
+
+    /// The values of the read handlers asked for at exit, as Click's
+    /// driver expands them (userlevel/click.cc, `call_read_handlers`): the
+    /// element name before the first `.` is an element, else a shell
+    /// pattern over element names, else a class name; a request with no
+    /// `.` reads a handler of the router itself (`list`, `version`).
+    fn exit_read_values(&self) -> Vec<ExitRead> {
+        let mut out = Vec::new();
+        for full in &self.exit_reads {
+            let Some((e, h)) = full.split_once('.') else {
+                out.push(ExitRead {
+                    name: full.clone(),
+                    named: false,
+                    value: self.router_handler(full),
+                });
+                continue;
+            };
+            if let Some(i) = self.graph.find(e) {
+                out.push(ExitRead {
+                    name: full.clone(),
+                    named: false,
+                    value: self.graph.read_handler(i, h),
+                });
+                continue;
+            }
+            let pattern = e.contains(['*', '?', '[']);
+            let matches: Vec<usize> = (0..self.graph.len())
+                .filter(|&i| {
+                    if pattern {
+                        glob_match(&self.graph.names()[i], e)
+                    } else {
+                        self.classes[i] == e
+                    }
+                })
+                .collect();
+            if matches.is_empty() {
+                let what = if pattern {
+                    "no element matching"
+                } else {
+                    "no element"
+                };
+                out.push(ExitRead {
+                    name: full.clone(),
+                    named: false,
+                    value: Err(format!("{what} '{e}'")),
+                });
+            }
+            for i in matches {
+                // Elements without the handler are passed over, as Click does.
+                if let Ok(v) = self.graph.read_handler(i, h) {
+                    out.push(ExitRead {
+                        name: format!("{}.{h}", self.graph.names()[i]),
+                        named: true,
+                        value: Ok(v),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// A read handler of the router itself: `list` (the element count,
+    /// then each name on a line, as Click's), `version`.
+    fn router_handler(&self, h: &str) -> Result<HandlerValue, String> {
+        match h {
+            "list" => {
+                let mut s = format!("{}\n", self.graph.len());
+                for n in self.graph.names() {
+                    s.push_str(n);
+                    s.push('\n');
+                }
+                Ok(HandlerValue::Text(s))
+            }
+            "version" => Ok(HandlerValue::Text(env!("CARGO_PKG_VERSION").to_string())),
+            _ => Err(format!("no '{h}' handler")),
         }
     }
 
@@ -715,5 +851,30 @@ impl Engine {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod glob_tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs_match_as_click_s() {
+        for (name, pattern, want) in [
+            ("c1", "c*", true),
+            ("c1", "c?", true),
+            ("c12", "c?", false),
+            ("r/x/q", "r/*", true),
+            ("r/x/q", "*q", true),
+            ("abc", "a[a-c]c", true),
+            ("adc", "a[!a-c]c", true),
+            ("abc", "a[!a-c]c", false),
+            ("", "*", true),
+            ("a", "", false),
+            ("a[", "a[", true),
+            ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaab", "*a*a*a*a*a*c", false),
+        ] {
+            assert_eq!(glob_match(name, pattern), want, "{name} ~ {pattern}");
+        }
     }
 }

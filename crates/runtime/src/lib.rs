@@ -25,7 +25,7 @@ pub use bricks_element::Registry;
 pub use build::{build, build_with, BuildOptions, Plan, PlanElement};
 pub use click_classes::{is_click_class, CLICK_CLASSES};
 pub use engine::{
-    ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,
+    ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,
 };
 pub use placement::{Placement, DEFAULT_TICKETS, MAX_TICKETS};
 pub use termination::Termination;

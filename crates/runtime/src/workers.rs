@@ -11,8 +11,8 @@
 //! them.
 
 use crate::engine::{
-    ElementStats, Engine, HandlerCall, HandlerReply, RunSummary, StatsRequest, StopHandle,
-    StopReason,
+    ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, RunSummary, StatsRequest,
+    StopHandle, StopReason,
 };
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
@@ -470,17 +470,23 @@ impl RunSummary {
 /// The workers' answers to the read handlers asked for at exit, as one:
 /// a counter sums over the workers, text is the first worker's that has
 /// the handler.
-fn combine_reads(per_worker: &[RunSummary]) -> Vec<(String, Result<HandlerValue, String>)> {
+fn combine_reads(per_worker: &[RunSummary]) -> Vec<ExitRead> {
     let Some(first) = per_worker.first() else {
         return Vec::new();
     };
-    (0..first.reads.len())
-        .map(|i| {
-            let answers = per_worker.iter().filter_map(|s| s.reads.get(i));
-            (
-                first.reads[i].0.clone(),
-                combine(answers.map(|(_, v)| v.clone())),
-            )
+    first
+        .reads
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let answers = per_worker
+                .iter()
+                .filter_map(|s| s.reads.get(i))
+                .filter(|o| o.name == r.name);
+            ExitRead {
+                value: combine(answers.map(|o| o.value.clone())),
+                ..r.clone()
+            }
         })
         .collect()
 }
