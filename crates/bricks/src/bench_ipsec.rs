@@ -823,6 +823,7 @@ fn run_cores(dir: &Path, s: Sharing, per_worker: u64, seed: u64) -> anyhow::Resu
         threads: s.threads(),
         pin: true,
         trace_clock: false,
+        clock_start: Default::default(),
         publish_every: None,
         max_nap: Duration::ZERO,
         exit_reads: Vec::new(),

@@ -228,6 +228,12 @@ struct RunArgs {
     /// Where time comes from.
     #[arg(long, value_enum, default_value = "wall")]
     clock: Clock,
+    /// Run in simulated time, as Click's `--simtime`: the clock starts at
+    /// SECONDS since the epoch (default 1000000000, Click's) and jumps to
+    /// the next timer whenever nothing else is due, so waits take no real
+    /// time and every run prints the same times. Implies `--clock trace`.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1000000000")]
+    simtime: Option<f64>,
     /// Do not print the final counters.
     #[arg(long)]
     quiet: bool,
@@ -246,10 +252,10 @@ struct RunArgs {
     /// Worker threads, each pinned to a core and running its own copy of
     /// the graph; every device queue is owned by exactly one of them.
     /// [default: 1, or the configuration's Settings(THREADS n)]
-    #[arg(short = 't', long, value_name = "N")]
+    #[arg(short = 't', short_alias = 'j', long, value_name = "N")]
     threads: Option<usize>,
-    /// Do not pin worker threads to cores.
-    #[arg(long)]
+    /// Do not pin worker threads to cores (Click's `--no-affinity`).
+    #[arg(long, alias = "no-affinity")]
     no_pin: bool,
     /// Stop after this many seconds (packets in flight are still
     /// delivered).
@@ -561,7 +567,14 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         pin: !a.no_pin,
         duration: a.duration.map(|d| secs(d, "duration")).transpose()?,
         quiet: a.quiet,
-        trace_clock: matches!(a.clock, Clock::Trace),
+        trace_clock: matches!(a.clock, Clock::Trace) || a.simtime.is_some(),
+        clock_start: match a.simtime {
+            Some(t) if !(0.0..1.8e10).contains(&t) => {
+                anyhow::bail!("--simtime {t}: expected seconds since 1970, before the year 2500")
+            }
+            Some(t) => bricks_packet::Timestamp((t * 1e9) as u64),
+            None => bricks_packet::Timestamp(0),
+        },
         stats_interval: a
             .stats_interval
             .map(|d| secs(d, "stats-interval"))

@@ -28,6 +28,8 @@ pub(crate) struct RunSettings {
     pub quiet: bool,
     /// Time follows capture timestamps.
     pub trace_clock: bool,
+    /// Where that clock starts (`--simtime`).
+    pub clock_start: bricks_packet::Timestamp,
     /// Print live counters this often.
     pub stats_interval: Option<Duration>,
     /// Live counters as JSON lines on stdout instead of a table on stderr.
@@ -61,6 +63,7 @@ impl Default for RunSettings {
             duration: None,
             quiet: false,
             trace_clock: false,
+            clock_start: bricks_packet::Timestamp(0),
             stats_interval: None,
             stats_json: false,
             max_nap: Duration::from_micros(50),
@@ -216,6 +219,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         threads,
         pin: settings.pin,
         trace_clock: settings.trace_clock,
+        clock_start: settings.clock_start,
         // `bricks ctl SOCK stats` reads what the workers last published:
         // with a control socket they publish at least 10 times a second.
         publish_every: settings.stats_interval.or_else(|| {

@@ -369,6 +369,12 @@ impl Engine {
         }
     }
 
+    /// Sets the clock of a trace-clock run ([`Engine::set_trace_clock`])
+    /// to `at`: Click's `--simtime` starts at 1000000000 s.
+    pub fn set_clock(&mut self, at: Timestamp) {
+        self.state.now = at;
+    }
+
     /// Makes this engine one of the workers of a run that ends together
     /// (see [`Termination`]): it keeps running while another worker's
     /// sources run or packets move anywhere. Every worker of the run must

@@ -17,6 +17,7 @@ use crate::engine::{
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
 use bricks_element::HandlerValue;
+use bricks_packet::Timestamp;
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,8 @@ pub struct WorkerOptions {
     pub pin: bool,
     /// Time follows capture timestamps (see [`Engine::set_trace_clock`]).
     pub trace_clock: bool,
+    /// Where a trace clock starts (Click's `--simtime`); 0 by default.
+    pub clock_start: Timestamp,
     /// Let [`Workers::live`] read the counters, each worker collecting
     /// them at most twice in this time (and only when they are read).
     pub publish_every: Option<Duration>,
@@ -48,6 +51,7 @@ impl Default for WorkerOptions {
             threads: 1,
             pin: true,
             trace_clock: false,
+            clock_start: Timestamp(0),
             publish_every: None,
             max_nap: Duration::from_micros(200),
             exit_reads: Vec::new(),
@@ -308,6 +312,9 @@ impl Workers {
                     engine.join_run(term);
                     engine.set_mailbox(mailbox);
                     engine.set_trace_clock(opts.trace_clock);
+                    if opts.trace_clock {
+                        engine.set_clock(opts.clock_start);
+                    }
                     engine.max_nap = opts.max_nap;
                     engine.idle_sleep = !opts.max_nap.is_zero();
                     engine.read_at_exit(opts.exit_reads.clone());
