@@ -249,6 +249,10 @@ struct RunArgs {
     /// `-h`, the handlers' initial values.
     #[arg(short = 'q', long = "quit")]
     quit: bool,
+    /// Exit with the value of read handler ELEMENT.HANDLER (Click's `-x`):
+    /// an integer is the status, true is 0 and false 1.
+    #[arg(short = 'x', long = "exit-handler", value_name = "ELEMENT.HANDLER")]
+    exit_handler: Option<String>,
     /// Worker threads, each pinned to a core and running its own copy of
     /// the graph; every device queue is owned by exactly one of them.
     /// [default: 1, or the configuration's Settings(THREADS n)]
@@ -589,9 +593,14 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         memrefs: a.memrefs,
         handlers: a.handler.clone(),
         quit: a.quit,
+        exit_handler: a.exit_handler.clone(),
     };
     let summary = runner::run_plan(plan, &settings)?;
-    Ok(runner::exit_status(&summary))
+    let status = runner::exit_status(&summary);
+    match &settings.exit_handler {
+        Some(h) if summary.errors.is_empty() => Ok(runner::exit_handler_status(&summary, h)),
+        _ => Ok(status),
+    }
 }
 
 /// `--metrics`: `PORT` (on loopback) or `ADDR:PORT`.

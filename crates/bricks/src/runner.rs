@@ -53,6 +53,8 @@ pub(crate) struct RunSettings {
     pub handlers: Vec<String>,
     /// Stop right after start-up (`-q`).
     pub quit: bool,
+    /// The read handler whose value is the exit status (`-x`).
+    pub exit_handler: Option<String>,
 }
 
 impl Default for RunSettings {
@@ -75,6 +77,7 @@ impl Default for RunSettings {
             memrefs: false,
             handlers: Vec::new(),
             quit: false,
+            exit_handler: None,
         }
     }
 }
@@ -147,6 +150,37 @@ pub(crate) fn exit_status(summary: &RunSummary) -> std::process::ExitCode {
     } else {
         std::process::ExitCode::from(1)
     }
+}
+
+/// The exit status `-x ELEMENT.HANDLER` asks for, as Click's driver
+/// reads it: an integer is the status, a boolean is 0 for true and 1 for
+/// false; anything else, or a handler that cannot be read, is an error
+/// (status 255, Click's -1).
+pub(crate) fn exit_handler_status(summary: &RunSummary, handler: &str) -> std::process::ExitCode {
+    let value = summary.reads.iter().rev().find(|r| r.name == handler);
+    let code: i64 = match value.map(|r| &r.value) {
+        Some(Ok(v)) => {
+            let text = v.clone().into_text();
+            let t = text.trim();
+            if let Ok(n) = t.parse::<i64>() {
+                n
+            } else if let Ok(b) = <bool as bricks_element::FromArg>::from_arg(t) {
+                i64::from(!b)
+            } else {
+                eprintln!("error: exit handler value should be integer");
+                -1
+            }
+        }
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            -1
+        }
+        None => {
+            eprintln!("error: no '{handler}' handler");
+            -1
+        }
+    };
+    std::process::ExitCode::from(code as u8)
 }
 
 /// Checks `text` and runs it.
@@ -229,7 +263,12 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
             .then_some(Duration::from_millis(100))
         }),
         max_nap: settings.max_nap,
-        exit_reads: settings.handlers.clone(),
+        exit_reads: settings
+            .handlers
+            .iter()
+            .chain(&settings.exit_handler)
+            .cloned()
+            .collect(),
     };
     // Signals are caught before any worker runs, so a SIGTERM that arrives
     // as soon as the first packet moves still ends the run cleanly.
@@ -307,7 +346,13 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         );
     }
     if !settings.handlers.is_empty() {
-        let (out, errors) = read_handlers(&summary.total.reads, settings.handlers.len());
+        let asked = &summary.total.reads;
+        let asked = match &settings.exit_handler {
+            // The exit handler's value is read last and not printed.
+            Some(_) => &asked[..asked.len().saturating_sub(1)],
+            None => asked,
+        };
+        let (out, errors) = read_handlers(asked, settings.handlers.len());
         print!("{out}");
         for e in &errors {
             eprintln!("{e}");

@@ -143,3 +143,16 @@ fn simtime_starts_the_clock_where_asked_and_jumps_to_each_timer() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.starts_with("1000000000."), "{err}");
 }
+
+#[test]
+fn the_exit_handler_gives_the_exit_status() {
+    let config = "InfiniteSource(LIMIT 7) -> c :: Counter -> Discard;";
+    let o = bricks(&[
+        "run", "--quiet", "-e", config, "-x", "c.count", "-h", "c.count",
+    ]);
+    assert_eq!(o.status.code(), Some(7));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "7\n");
+    let o = bricks(&["run", "--quiet", "-e", config, "-x", "c.class"]);
+    assert_eq!(o.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("should be integer"));
+}
