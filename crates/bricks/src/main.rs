@@ -192,11 +192,16 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ConfigArgs {
-    /// Configuration file in the Click language.
-    #[arg(required_unless_present = "expr")]
+    /// Configuration file in the Click language (`-` or none: standard
+    /// input, as Click reads it when it is not a terminal).
     file: Option<PathBuf>,
+    /// Configuration variables after the file, NAME=VALUE, as Click's
+    /// driver takes them (`bricks run router.click DEV=eth1`); the same as
+    /// `-D NAME=VALUE`.
+    #[arg(value_name = "NAME=VALUE")]
+    params: Vec<String>,
     /// Configuration given on the command line instead of a file.
-    #[arg(short = 'e', long = "expr", conflicts_with = "file")]
+    #[arg(short = 'e', long = "expr")]
     expr: Option<String>,
     /// Set a configuration variable, overriding its `define`: NAME=VALUE
     /// (as `click router.click DEV=eth1`). Repeat for each variable.
@@ -390,7 +395,18 @@ fn load(a: &ConfigArgs, build: bricks_runtime::BuildOptions) -> anyhow::Result<O
         let (name, b) = bricks_io::binding::Binding::parse(spec).map_err(anyhow::Error::msg)?;
         bricks_io::binding::bind(&name, b);
     }
-    let source = match (&a.file, &a.expr) {
+    // Click's driver reads `NAME=VALUE` words as variables wherever they
+    // are, so the first one may stand where the file would.
+    let (file, params) = match &a.file {
+        Some(f) if is_param(&f.to_string_lossy()) => (None, Some(f.to_string_lossy().into_owned())),
+        f => (f.clone(), None),
+    };
+    let source = match (&file, &a.expr) {
+        (Some(f), Some(_)) => anyhow::bail!(
+            "give either a configuration file ({}) or -e TEXT, not both",
+            f.display()
+        ),
+        (Some(f), None) if f.as_os_str() == "-" => read_stdin()?,
         (Some(f), _) => Source {
             name: f.display().to_string(),
             text: std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
@@ -399,10 +415,16 @@ fn load(a: &ConfigArgs, build: bricks_runtime::BuildOptions) -> anyhow::Result<O
             name: "<expr>".into(),
             text: e.clone(),
         },
-        (None, None) => anyhow::bail!("give a configuration file or -e TEXT"),
+        (None, None) => read_stdin()?,
     };
     let mut options = bricks_config::Options::default();
-    for d in &a.defines {
+    for p in params.iter().chain(&a.params) {
+        anyhow::ensure!(
+            is_param(p),
+            "`{p}`: after the configuration file only NAME=VALUE variables may follow"
+        );
+    }
+    for d in a.defines.iter().chain(&params).chain(&a.params) {
         let (name, value) = d
             .split_once('=')
             .with_context(|| format!("--define `{d}`: expected NAME=VALUE"))?;
@@ -420,6 +442,35 @@ fn load(a: &ConfigArgs, build: bricks_runtime::BuildOptions) -> anyhow::Result<O
             Ok(None)
         }
     }
+}
+
+/// Whether a command-line word is a variable definition, `NAME=VALUE` with
+/// NAME letters, digits and `_` (Click's driver's test).
+fn is_param(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        }
+        None => false,
+    }
+}
+
+/// The configuration on standard input, unless that is a terminal (where
+/// Click would wait for it to be typed).
+fn read_stdin() -> anyhow::Result<Source> {
+    use std::io::{IsTerminal, Read};
+    anyhow::ensure!(
+        !std::io::stdin().is_terminal(),
+        "give a configuration file, -e TEXT, or the configuration on standard input"
+    );
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("reading the configuration from standard input")?;
+    Ok(Source {
+        name: "<stdin>".into(),
+        text,
+    })
 }
 
 /// The variables of a configuration: every `$name` and `${name}` in its

@@ -156,3 +156,40 @@ fn the_exit_handler_gives_the_exit_status() {
     assert_eq!(o.status.code(), Some(255));
     assert!(String::from_utf8_lossy(&o.stderr).contains("should be integer"));
 }
+
+#[test]
+fn variables_follow_the_file_and_the_configuration_may_come_on_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let config = "InfiniteSource(LIMIT $N) -> c :: Counter -> Discard;";
+    let o = bricks(&["run", "--quiet", "-e", config, "N=3", "-h", "c.count"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "3\n");
+    for args in [
+        &["run", "--quiet", "-h", "c.count", "N=4"][..],
+        &["run", "-", "N=4", "--quiet", "-h", "c.count"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bricks"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(config.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "4\n",
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = bricks(&["run", "-e", config, "N=1", "junk"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`junk`"));
+}
