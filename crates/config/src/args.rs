@@ -276,7 +276,9 @@ fn var_at(raw: &str, i: usize) -> Option<(VarRef<'_>, usize)> {
 /// when NAME is undefined).
 struct VarRef<'a> {
     name: &'a str,
-    index: Option<usize>,
+    /// The text between the brackets: a number, or variables that expand
+    /// to one (`${a[$n]}`).
+    index: Option<&'a str>,
     default: Option<&'a str>,
 }
 
@@ -297,19 +299,16 @@ impl<'a> VarRef<'a> {
         }
         let mut index = None;
         if b.get(s) == Some(&b'[') {
-            let mut k = s + 1;
-            while k < b.len() && scan::is_space(b[k]) {
-                k += 1;
-            }
-            let digits = k;
-            while k < b.len() && b[k].is_ascii_digit() {
-                k += 1;
-            }
-            if k > digits && b.get(k) == Some(&b']') {
-                index = inner[digits..k].parse().ok();
-                s = k + 1;
-                while s < b.len() && scan::is_space(b[s]) {
-                    s += 1;
+            if let Some(close) = inner[s + 1..].find(']') {
+                let k = s + 1 + close;
+                let text = inner[s + 1..k]
+                    .trim_start_matches(|c: char| c.is_ascii() && scan::is_space(c as u8));
+                if !text.is_empty() {
+                    index = Some(text);
+                    s = k + 1;
+                    while s < b.len() && scan::is_space(b[s]) {
+                        s += 1;
+                    }
                 }
             }
         }
@@ -361,7 +360,13 @@ fn substitute_at(
             }
         },
     };
-    match r.index {
+    // The index may itself be a variable (`${a[$n]}`): Click expands the
+    // text inside the braces first. One that does not come to a number
+    // (`${a[1 ]}`, `${a[$undefined]}`) is no index: the whole value.
+    let index = r
+        .index
+        .and_then(|t| expand_plain(vars, t, depth + 1).parse::<usize>().ok());
+    match index {
         Some(n) => {
             let word = value
                 .split(|c: char| c.is_ascii() && scan::is_space(c as u8))

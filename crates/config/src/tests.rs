@@ -572,6 +572,14 @@ fn undefined_variables_are_passed_on_as_written() {
 fn variable_defaults_and_words() {
     let r = ok("define($IFS eth0 eth1) Print(${IFS[1]}, ${IFS[0]-x}, ${NONE-$IFS});");
     assert_eq!(r.elements[0].arg_texts(), ["eth1", "eth0", "eth0 eth1"]);
+    // The index may be a variable, as in Click (`${a[$n]}`).
+    let r = ok(
+        "define($IFS eth0 eth1 eth2, $N 2) Print(${IFS[$N]}, ${IFS[${N}]}, <${IFS[9]}>, ${IFS[$X]});",
+    );
+    assert_eq!(
+        r.elements[0].arg_texts(),
+        ["eth2", "eth2", "<>", "eth0 eth1 eth2"]
+    );
 }
 
 #[test]
