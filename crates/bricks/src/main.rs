@@ -5,6 +5,8 @@ mod bench_cluster;
 mod bench_io;
 mod bench_ipsec;
 mod bench_lpm;
+mod click_cmd;
+mod clicktest_cmd;
 mod cluster;
 mod control;
 mod demo;
@@ -188,6 +190,19 @@ enum Command {
         #[command(subcommand)]
         what: bench::BenchCommand,
     },
+    /// Run Click's driver command line (`click [OPTION]... [FILE]
+    /// [PARAM=VALUE]...`: `-e`, `-f`, `-h`, `-x`, `-q`, `-j`,
+    /// `--simtime`, bundled as in `-qh c.count`) as `bricks run`. A link to
+    /// bricks named `click` does the same.
+    #[command(disable_help_flag = true)]
+    Click {
+        /// Click's driver arguments; `bricks click --help` lists them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Run test cases in Click's `.clicktest` format (Click's own test
+    /// suite or bricks' tests/clicktest), with bricks as `click`.
+    Clicktest(clicktest_cmd::ClicktestArgs),
 }
 
 #[derive(clap::Args)]
@@ -341,7 +356,33 @@ fn router_control_arg(s: &str) -> Result<(String, PathBuf), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Installed or linked as `click` (or `click-buildtool`), bricks takes
+    // Click's driver command line.
+    let mut args = std::env::args();
+    let program = args.next().unwrap_or_default();
+    match std::path::Path::new(&program)
+        .file_name()
+        .and_then(|n| n.to_str())
+    {
+        Some("click") => return click_cmd::click(&args.collect::<Vec<_>>(), run_click),
+        Some("click-buildtool") => return click_cmd::buildtool(&args.collect::<Vec<_>>()),
+        _ => {}
+    }
+    dispatch(Cli::parse())
+}
+
+/// `bricks run` with the arguments Click's driver command line became.
+fn run_click(argv: Vec<std::ffi::OsString>) -> ExitCode {
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => dispatch(cli),
+        Err(e) => {
+            let _ = e.print();
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> ExitCode {
     if prints_only(&cli.command) {
         // `bricks elements | head`: end quietly when the reader goes away,
         // as Unix tools do, instead of panicking on the broken pipe.
@@ -366,6 +407,8 @@ fn main() -> ExitCode {
         Command::Cluster { what } => cluster::cluster(what),
         Command::Vr { what } => vr_cmd::vr(what),
         Command::Multistage { what } => multistage::multistage(what),
+        Command::Click { args } => Ok(click_cmd::click(&args, run_click)),
+        Command::Clicktest(a) => clicktest_cmd::clicktest(&a),
     };
     match r {
         Ok(code) => code,

@@ -1,0 +1,236 @@
+//! `bricks clicktest`: runs tests in Click's `.clicktest` format with
+//! bricks standing in for Click's `click` driver.
+
+use bricks_clicktest::{find_tests, parse_file, run_test, Options, Outcome, Report};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Run test cases in Click's `.clicktest` format.
+///
+/// Each test is a shell script (`%script`) with input files (`%file`,
+/// `%stdin`) and expected outputs (`%expect FILE`, `%stdout`, `%stderr`;
+/// `%expectv` byte for byte, `%expectx` line regexes; `%ignore` patterns);
+/// a failing `%require` command skips it. Scripts run with `sh -e` in a
+/// fresh directory, with `click` (and `click-buildtool provides`) on
+/// their PATH answered by bricks. A test passes when every command
+/// succeeds and every output matches: blank lines and trailing whitespace
+/// do not count, and `{{ }}` in an expected line holds a Perl regular
+/// expression. The format is Click's `test/clicktest` script's.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    bricks clicktest tests/clicktest\n  \
+    bricks clicktest -V tests/clicktest/counter.clicktest\n  \
+    bricks clicktest --reasons -j 2 ~/click/test")]
+pub struct ClicktestArgs {
+    /// Test files, or directories searched recursively for `*.clicktest`;
+    /// `VAR=VALUE` words set environment variables for the scripts.
+    #[arg(required = true)]
+    paths: Vec<String>,
+    /// Print every test's result and the output of failing ones in full.
+    #[arg(short = 'V', long)]
+    verbose: bool,
+    /// Print only failures and the summary.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Keep each test's directory (its files, `stdout`, `stderr`).
+    #[arg(long = "preserve-temporaries", alias = "keep")]
+    keep: bool,
+    /// Put DIR first on the scripts' PATH (to run another `click`).
+    #[arg(short, long = "path", value_name = "DIR")]
+    path: Vec<PathBuf>,
+    /// Seconds allowed to each script.
+    #[arg(short, long, default_value_t = 45.0)]
+    timeout: f64,
+    /// Tests run at once.
+    #[arg(short, long, default_value_t = 1)]
+    jobs: usize,
+    /// After the summary, count why tests failed or were skipped (missing
+    /// element classes, missing Click tools, output that differs).
+    #[arg(long)]
+    reasons: bool,
+}
+
+/// A directory holding `click` and `click-buildtool`, links to this
+/// program, removed when dropped.
+fn tool_dir() -> anyhow::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("bricks-click").tempdir()?;
+    let exe = std::env::current_exe()?;
+    for name in ["click", "click-buildtool"] {
+        std::os::unix::fs::symlink(&exe, dir.path().join(name))?;
+    }
+    Ok(dir)
+}
+
+pub fn clicktest(a: &ClicktestArgs) -> anyhow::Result<ExitCode> {
+    let tools = tool_dir()?;
+    let mut o = Options {
+        timeout: Duration::from_secs_f64(a.timeout.max(0.1)),
+        keep: a.keep,
+        ..Options::default()
+    };
+    let cwd = std::env::current_dir()?;
+    for p in &a.path {
+        o.path_prepend.push(if p.is_absolute() {
+            p.clone()
+        } else {
+            cwd.join(p)
+        });
+    }
+    o.path_prepend.push(tools.path().to_path_buf());
+    let mut paths = Vec::new();
+    for w in &a.paths {
+        match w.split_once('=') {
+            Some((k, v))
+                if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                o.vars.push((k.to_string(), v.to_string()))
+            }
+            _ => paths.push(PathBuf::from(w)),
+        }
+    }
+    let files = find_tests(&paths)?;
+    if files.is_empty() {
+        anyhow::bail!("no .clicktest files in {}", a.paths.join(" "));
+    }
+    let next = AtomicUsize::new(0);
+    let out = Mutex::new(Tally::default());
+    std::thread::scope(|s| {
+        for _ in 0..a.jobs.clamp(1, 64) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(f) = files.get(i) else { break };
+                let reports = run_file(f, &o);
+                let mut t = out.lock().unwrap_or_else(|e| e.into_inner());
+                for r in reports {
+                    t.record(&r, a);
+                }
+            });
+        }
+    });
+    let t = out.into_inner().unwrap_or_else(|e| e.into_inner());
+    println!(
+        "clicktest: {} passed, {} failed, {} skipped",
+        t.passed, t.failed, t.skipped
+    );
+    if a.reasons && !t.reasons.is_empty() {
+        let mut v: Vec<(&String, &usize)> = t.reasons.iter().collect();
+        v.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+        println!("\nwhy tests failed or were skipped (tests: reason):");
+        for (r, n) in v {
+            println!("  {n:>4}  {r}");
+        }
+    }
+    let attempts = t.passed + t.failed + t.skipped;
+    Ok(if t.failed > 0 || (attempts > 0 && t.skipped == attempts) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn run_file(f: &Path, o: &Options) -> Vec<Report> {
+    match parse_file(f) {
+        Ok(tests) => tests.iter().map(|t| run_test(t, o)).collect(),
+        Err(e) => vec![Report {
+            name: f.display().to_string(),
+            outcome: Outcome::Fail(vec![format!("{}: {e}", f.display())]),
+            warnings: Vec::new(),
+            kept: None,
+            elapsed: Duration::ZERO,
+        }],
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    reasons: BTreeMap<String, usize>,
+}
+
+impl Tally {
+    fn record(&mut self, r: &Report, a: &ClicktestArgs) {
+        for w in &r.warnings {
+            eprintln!("{w}");
+        }
+        let kept = r
+            .kept
+            .as_ref()
+            .map(|k| format!(" [kept in {}]", k.display()))
+            .unwrap_or_default();
+        match &r.outcome {
+            Outcome::Pass => {
+                self.passed += 1;
+                if !a.quiet {
+                    println!("PASS {} ({:.2} s){kept}", r.name, r.elapsed.as_secs_f64());
+                }
+            }
+            Outcome::Skip(why) => {
+                self.skipped += 1;
+                // Without its FILE:LINE, alike requirements count together.
+                let what = why.split_once(": ").map_or(why.as_str(), |(_, w)| w);
+                *self
+                    .reasons
+                    .entry(format!("skipped: {}", shorten(what)))
+                    .or_default() += 1;
+                if !a.quiet {
+                    println!("SKIP {}: requirement failed: {why}{kept}", r.name);
+                }
+            }
+            Outcome::Fail(msgs) => {
+                self.failed += 1;
+                *self.reasons.entry(reason(msgs)).or_default() += 1;
+                println!("FAIL {}{kept}", r.name);
+                let limit = if a.verbose { usize::MAX } else { 8 };
+                for m in msgs.iter().take(limit) {
+                    println!("    {m}");
+                }
+                if msgs.len() > limit {
+                    println!("    ... ({} more lines; -V shows them)", msgs.len() - limit);
+                }
+            }
+        }
+    }
+}
+
+fn shorten(s: &str) -> String {
+    let s = s.trim();
+    match s.char_indices().nth(100) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// One line saying why a test failed, to count alike failures together.
+fn reason(msgs: &[String]) -> String {
+    let all = msgs.join("\n");
+    if let Some(i) = all.find("is a Click element that bricks does not implement yet") {
+        let before = &all[..i];
+        if let Some(start) = before.rfind('`') {
+            let name_start = before[..start].rfind('`').map_or(start, |s| s + 1);
+            return format!("missing element class {}", &before[name_start..start]);
+        }
+    }
+    for m in msgs {
+        if let Some(pos) = m.find(": not found") {
+            let cmd = m[..pos].rsplit([' ', ':']).next().unwrap_or("");
+            return format!("missing command {cmd}");
+        }
+    }
+    if msgs.iter().any(|m| m.contains("has unexpected value")) {
+        return "output differs".to_string();
+    }
+    if let Some(m) = msgs
+        .iter()
+        .skip(1)
+        .find(|m| m.trim().starts_with("error") || m.contains("error:"))
+    {
+        return format!("error: {}", shorten(m.trim()));
+    }
+    shorten(msgs.first().map(String::as_str).unwrap_or("failed"))
+}
