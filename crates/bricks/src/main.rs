@@ -412,6 +412,7 @@ fn dispatch(cli: Cli) -> ExitCode {
     };
     match r {
         Ok(code) => code,
+        Err(e) if e.is::<runner::Reported>() => ExitCode::from(1),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(1)

@@ -141,6 +141,20 @@ fn serve_metrics(
 
 /// Prints the errors elements reported while running; the exit status
 /// says whether there were any.
+/// An error whose messages were printed already: the command ends with
+/// status 1 and says nothing more (as Click's driver after a handler
+/// error).
+#[derive(Debug)]
+pub(crate) struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("errors reported above")
+    }
+}
+
+impl std::error::Error for Reported {}
+
 pub(crate) fn exit_status(summary: &RunSummary) -> std::process::ExitCode {
     for e in &summary.errors {
         eprintln!("error: {e}");
@@ -357,7 +371,9 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         for e in &errors {
             eprintln!("{e}");
         }
-        anyhow::ensure!(errors.is_empty(), "read handler errors");
+        if !errors.is_empty() {
+            return Err(Reported.into());
+        }
     }
     if settings.memrefs {
         let m = MemrefsReport::of(&summary.total.elements);

@@ -273,6 +273,12 @@ impl Harness {
         self.graph.write_handler(0, handler, value)
     }
 
+    /// Reads a handler as Click prints it: the element's own, then the
+    /// common ones (`class`, `config`, ...), then a counter.
+    pub fn read_handler(&self, handler: &str) -> Result<String, String> {
+        self.graph.read_handler(0, handler).map(|v| v.into_text())
+    }
+
     /// Calls the element's shutdown hook.
     pub fn shutdown(&mut self) {
         self.graph

@@ -1,7 +1,8 @@
 //! `Queue` / `SimpleQueue`: the push-to-pull boundary, a bounded FIFO.
 
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+    Stats,
 };
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -120,7 +121,7 @@ pub struct Queue {
 impl Element for Queue {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
-        let room = self.capacity - self.q.len();
+        let room = self.capacity.saturating_sub(self.q.len());
         let n = batch.len();
         let take = n.min(room);
         let mut it = batch.drain();
@@ -148,8 +149,46 @@ impl Element for Queue {
         s.counter("enqueued", self.enqueued);
     }
 
-    fn write_handler(&mut self, handler: &str, _value: &str) -> Result<(), String> {
+    fn read_handler(&self, handler: &str) -> Option<String> {
         match handler {
+            "capacity" => Some(self.capacity.to_string()),
+            _ => None,
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        // Click's Queue handlers; the counters are read as counters.
+        const H: &[Handler] = &[
+            Handler::r("length"),
+            Handler::r("highwater_length"),
+            Handler::r("drops"),
+            Handler::rw("capacity"),
+            Handler::w("reset_counts"),
+            Handler::w("reset"),
+        ];
+        H
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        match handler {
+            "capacity" => {
+                let c: usize = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("capacity: expected a packet count, not `{value}`"))?;
+                if c == 0 || c > 1 << 24 {
+                    return Err(format!("capacity {c} out of range (1 to 16777216)"));
+                }
+                // Packets beyond the new capacity stay until pulled, as in
+                // Click; new ones are dropped until the queue is below it.
+                self.capacity = c;
+                Ok(())
+            }
+            "reset_counts" => {
+                self.drops = 0;
+                self.highwater = self.q.len();
+                Ok(())
+            }
             "reset" => {
                 self.length.change(-(self.q.len() as i64));
                 self.q.clear();
@@ -158,7 +197,9 @@ impl Element for Queue {
                 self.enqueued = 0;
                 Ok(())
             }
-            _ => Err(format!("no write handler `{handler}` (Queue has `reset`)")),
+            _ => Err(format!(
+                "no write handler `{handler}` (Queue has `capacity`, `reset_counts`, `reset`)"
+            )),
         }
     }
 }
@@ -191,6 +232,19 @@ mod tests {
         assert_eq!(got, vec![0, 1, 2]);
         assert!(h.pull(0, 10).is_empty());
         assert_eq!(h.stats().get("highwater_length"), Some(3));
+    }
+
+    #[test]
+    fn capacity_handler_reads_and_changes_the_bound() {
+        let mut h = harness("2");
+        assert_eq!(h.read_handler("capacity").as_deref(), Ok("2"));
+        h.write_handler("capacity", "4").unwrap();
+        h.push_packets(0, (0..6u8).map(|i| Packet::from_slice(&[i]).unwrap()));
+        assert_eq!(h.stats().get("length"), Some(4));
+        assert_eq!(h.stats().get("drops"), Some(2));
+        h.write_handler("reset_counts", "").unwrap();
+        assert_eq!(h.stats().get("drops"), Some(0));
+        assert!(h.write_handler("capacity", "0").is_err());
     }
 
     #[test]
