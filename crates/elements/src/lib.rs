@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod classify;
+pub mod click;
 pub mod cluster;
 pub mod ether;
 pub mod io;
@@ -37,6 +38,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         multistage::CLASSES,
         qos::CLASSES,
         analysis::CLASSES,
+        click::CLASSES,
     ]
     .into_iter()
     .flatten()
