@@ -1,7 +1,10 @@
-//! `Counter`: counts packets and bytes and passes them on unchanged.
+//! `Counter`: counts packets and bytes and passes them on unchanged, with
+//! Click's rate estimates and count-triggered handler calls
+//! (`elements/standard/counter.cc`).
 
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+    Stats,
 };
 
 /// The `Counter` class.
@@ -14,17 +17,37 @@ pub static CLASS: ElementClass = ElementClass {
 };
 
 static MANUAL: Manual = Manual {
-    summary: "counts packets and bytes",
-    synopsis: "Counter",
-    description: "Passes packets through unchanged, counting them and their bytes, and \
-        reports the average rate between the first and the last packet it saw, in \
-        packets and bits per second (by the router's clock: the capture's own time in a \
-        `--clock trace` run).",
+    summary: "measures packet count and rate",
+    synopsis: "Counter([KEYWORDS COUNT_CALL, BYTE_COUNT_CALL])",
+    description: "Passes packets through unchanged, counting them and their bytes. The \
+        `rate`, `byte_rate` and `bit_rate` handlers are Click's: an exponentially weighted \
+        moving average over 1 ms epochs (weight 1/16), per second, printed as Click prints \
+        fixed-point numbers (`rate` has 10 fraction bits, `byte_rate` 4). Time is the \
+        router's clock: the capture's own time in a `--clock trace` run. The counters \
+        `rate_pps` and `rate_bps` give the average rate between the first and the last \
+        packet seen. A call (COUNT_CALL, BYTE_COUNT_CALL) happens once, before the packet \
+        that reaches the count is passed on; packets of the same batch before it have \
+        gone on already. A call to an element that is busy (one upstream of this \
+        Counter, in the middle of pushing) is made as soon as the push is over.",
     ports: "one input, one output; push or pull (agnostic)",
-    keywords: &[],
+    keywords: &[
+        Keyword {
+            name: "COUNT_CALL",
+            ty: "`N HANDLER [VALUE]`",
+            default: Some("none"),
+            doc: "when the packet count reaches N, write VALUE to HANDLER (`ELEMENT.NAME`, \
+                  or `stop` to stop the router)",
+        },
+        Keyword {
+            name: "BYTE_COUNT_CALL",
+            ty: "`N HANDLER [VALUE]`",
+            default: Some("none"),
+            doc: "when the byte count reaches or exceeds N, write VALUE to HANDLER",
+        },
+    ],
     counters: &[
-        ("count", "packets seen"),
-        ("byte_count", "bytes seen"),
+        ("count", "packets seen since the last reset"),
+        ("byte_count", "bytes seen since the last reset"),
         (
             "rate_pps",
             "packets per second between the first and the last packet",
@@ -34,13 +57,186 @@ static MANUAL: Manual = Manual {
             "bits per second between the first and the last packet",
         ),
     ],
-    example: "InfiniteSource(LIMIT 10) -> c :: Counter -> Discard;",
-    see_also: &["AverageCounter"],
+    example: "InfiniteSource(LIMIT 100) -> Counter(COUNT_CALL 5 s.switch 1) -> s :: Switch \
+              -> Discard;  s[1] -> Discard;",
+    see_also: &["AverageCounter", "Script"],
 };
 
+/// Click's `RateEWMAX<RateEWMAXParameters<4, SCALE, uint64_t, int64_t>>`:
+/// samples are summed over an epoch of one jiffy (1 ms, Click's
+/// user-level `CLICK_HZ`); when an epoch closes its sum updates the
+/// average, `avg += (x << SCALE) + 8 - avg >> 4`, and epochs without
+/// samples update it with 0.
+#[derive(Debug, Clone, Copy, Default)]
+struct RateEwma<const SCALE: u32> {
+    avg: i64,
+    current: i64,
+    epoch: u64,
+}
+
+/// Epochs per second (Click's `CLICK_HZ` at user level).
+const HZ: u64 = 1000;
+const STABILITY: u32 = 4;
+
+impl<const SCALE: u32> RateEwma<SCALE> {
+    fn step(&mut self, x: i64) {
+        let x = (x << SCALE) + (1 << (STABILITY - 1));
+        self.avg += (x - self.avg) >> STABILITY;
+    }
+
+    /// Moves to epoch `now`, applying the epochs that closed. Bounded:
+    /// after 100 empty epochs Click sets the average to 0 outright.
+    fn update_time(&mut self, now: u64) {
+        if now == self.epoch {
+            return;
+        }
+        let cur = self.current;
+        self.step(cur);
+        let gap = now.saturating_sub(self.epoch).saturating_sub(1);
+        if gap >= 100 {
+            self.avg = 0;
+        } else {
+            for _ in 0..gap {
+                self.step(0);
+            }
+        }
+        self.current = 0;
+        self.epoch = now;
+    }
+
+    fn update(&mut self, delta: u64, now: u64) {
+        self.update_time(now);
+        self.current = self
+            .current
+            .saturating_add(delta.min(i64::MAX as u64) as i64);
+    }
+
+    /// Samples per second, scaled by `2^SCALE` (Click's
+    /// `scaled_average() * epoch_frequency()`).
+    fn scaled_rate(&self, now: u64) -> i64 {
+        let mut e = *self;
+        e.update_time(now);
+        e.avg.saturating_mul(HZ as i64)
+    }
+}
+
+/// Click's `cp_unparse_real2` for a 32-bit fraction: Knuth's
+/// `print_scaled`, the shortest decimal that reads back to the same value.
+fn unparse_frac(real: u32, frac_bits: u32) -> String {
+    let one: u32 = 1 << frac_bits;
+    let mut real = real & (one - 1);
+    if real == 0 {
+        return String::new();
+    }
+    let mut s = String::from(".");
+    real = 10 * real + 5;
+    let mut allowable: u64 = 10;
+    let mut rounder: u32 = 5;
+    while rounder < (one >> 1) {
+        rounder *= 10;
+    }
+    // At most 10 digits: `allowable` grows tenfold each time.
+    for _ in 0..12 {
+        if allowable > u64::from(one) {
+            real = real.wrapping_add((one >> 1).wrapping_sub(rounder));
+        }
+        s.push(char::from(b'0' + (real >> frac_bits) as u8));
+        real = 10 * (real & (one - 1));
+        allowable *= 10;
+        if u64::from(real) <= allowable {
+            break;
+        }
+    }
+    s
+}
+
+/// Click's `cp_unparse_real2(int64_t, frac_bits)`.
+fn unparse_real2(v: i64, frac_bits: u32) -> String {
+    let neg = v < 0;
+    let u = v.unsigned_abs();
+    let frac = unparse_frac((u & ((1u64 << frac_bits) - 1)) as u32, frac_bits);
+    format!("{}{}{frac}", if neg { "-" } else { "" }, u >> frac_bits)
+}
+
+/// A COUNT_CALL or BYTE_COUNT_CALL: the count, the handler, the value.
+#[derive(Debug, Clone, Default)]
+struct Call {
+    at: u64,
+    element: Option<String>,
+    handler: String,
+    value: String,
+    triggered: bool,
+}
+
+impl Call {
+    /// Parses `N HANDLER [VALUE]` (or `N` alone for the write handler,
+    /// where Click lets the handler be omitted).
+    fn parse(text: &str, what: &str) -> Result<Call, String> {
+        let text = text.trim();
+        let (n, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let at: u64 = n
+            .parse()
+            .map_err(|_| format!("'{what}' first word should be unsigned (count)"))?;
+        let rest = rest.trim();
+        let (h, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let (element, handler) = match h.rsplit_once('.') {
+            Some((e, h)) if !e.is_empty() && !h.is_empty() => (Some(e.to_string()), h.to_string()),
+            _ if h.is_empty() || h == "stop" => (None, h.to_string()),
+            _ => {
+                return Err(format!(
+                    "{what}: bad handler `{h}` (ELEMENT.HANDLER or stop)"
+                ))
+            }
+        };
+        Ok(Call {
+            at,
+            element,
+            handler,
+            value: value.trim().to_string(),
+            triggered: false,
+        })
+    }
+
+    /// Makes the call; an element busy further up this worker's stack is
+    /// called when the push is over (from a timer due at once).
+    fn fire(&self, cx: &mut Context<'_>, pending: &mut Vec<(String, String, String)>) {
+        match &self.element {
+            None if self.handler == "stop" => cx.request_stop(),
+            None => {}
+            Some(e) => {
+                if let Err(err) = cx.write_handler(e, &self.handler, &self.value) {
+                    if err.ends_with("element busy") && pending.len() < 4 {
+                        pending.push((e.clone(), self.handler.clone(), self.value.clone()));
+                        let now = cx.now();
+                        cx.schedule_at(now);
+                    } else {
+                        eprintln!("{}: {err}", cx.name());
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let _ = args;
-    Ok(Box::new(Counter::default()))
+    let count_call: Option<String> = args.read("COUNT_CALL")?;
+    let byte_call: Option<String> = args.read("BYTE_COUNT_CALL")?;
+    let parse = |t: Option<String>, what: &str| -> Result<Option<Call>, ArgError> {
+        t.map(|t| {
+            let c = Call::parse(&t, what)
+                .map_err(|_| ArgError::new(format!("{what} type mismatch")))?;
+            if c.handler.is_empty() {
+                return Err(ArgError::new(format!("{what}: a handler is missing")));
+            }
+            Ok(c)
+        })
+        .transpose()
+    };
+    Ok(Box::new(Counter {
+        count_call: parse(count_call, "COUNT_CALL")?,
+        byte_call: parse(byte_call, "BYTE_COUNT_CALL")?,
+        ..Counter::default()
+    }))
 }
 
 /// Counts packets and bytes.
@@ -51,19 +247,102 @@ pub struct Counter {
     /// Router time of the first and the latest batch seen, in ns.
     first: Option<u64>,
     last: u64,
+    /// Whether the clock follows the packets (then reads use the latest
+    /// time seen rather than the wall clock).
+    trace: bool,
+    rate: RateEwma<10>,
+    byte_rate: RateEwma<4>,
+    count_call: Option<Call>,
+    byte_call: Option<Call>,
+    /// Calls to busy elements, made by the next timer.
+    pending: Vec<(String, String, String)>,
 }
 
 impl Counter {
     #[inline]
-    fn account(&mut self, batch: &Batch, now: u64) {
-        self.count += batch.len() as u64;
-        self.bytes += batch.iter().map(|p| p.len() as u64).sum::<u64>();
+    fn account(&mut self, batch: &Batch, now: u64, trace: bool) {
+        let n = batch.len() as u64;
+        let bytes = batch.iter().map(|p| p.len() as u64).sum::<u64>();
+        self.count += n;
+        self.bytes += bytes;
         self.first.get_or_insert(now);
         self.last = now;
+        self.trace = trace;
+        let epoch = now / (1_000_000_000 / HZ);
+        self.rate.update(n, epoch);
+        self.byte_rate.update(bytes, epoch);
+    }
+
+    /// Whether a call falls due in a batch of `n` packets and `bytes`
+    /// bytes that follows the current counts: one comparison each.
+    #[inline]
+    fn call_due(&self, n: u64, bytes: u64) -> bool {
+        let c = self
+            .count_call
+            .as_ref()
+            .is_some_and(|c| !c.triggered && self.count < c.at && self.count + n >= c.at);
+        let b = self
+            .byte_call
+            .as_ref()
+            .is_some_and(|c| !c.triggered && self.bytes + bytes >= c.at);
+        c || b
+    }
+
+    /// Passes `batch` on in pieces, making each call before the packet
+    /// that reaches its count (the slow path, taken once per call).
+    fn push_with_calls(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+        let now = cx.now().0;
+        let trace = cx.trace_clock();
+        let mut run = Batch::new();
+        let mut run_bytes = 0u64;
+        for p in batch.drain() {
+            let len = p.len() as u64;
+            let count_hit = self
+                .count_call
+                .as_ref()
+                .is_some_and(|c| !c.triggered && self.count + run.len() as u64 + 1 == c.at);
+            let byte_hit = self
+                .byte_call
+                .as_ref()
+                .is_some_and(|c| !c.triggered && self.bytes + run_bytes + len >= c.at);
+            if count_hit || byte_hit {
+                // Everything before this packet goes on first.
+                if !run.is_empty() {
+                    self.account(&run, now, trace);
+                    cx.push(0, &mut run);
+                }
+                run_bytes = 0;
+                // Click counts the packet, then calls, then emits it.
+                let _ = run.push(p);
+                self.account(&run, now, trace);
+                let mut pending = std::mem::take(&mut self.pending);
+                if count_hit {
+                    if let Some(c) = self.count_call.as_mut() {
+                        c.triggered = true;
+                        c.fire(cx, &mut pending);
+                    }
+                }
+                if byte_hit {
+                    if let Some(c) = self.byte_call.as_mut() {
+                        c.triggered = true;
+                        c.fire(cx, &mut pending);
+                    }
+                }
+                self.pending = pending;
+                cx.push(0, &mut run);
+            } else {
+                run_bytes += len;
+                let _ = run.push(p);
+            }
+        }
+        if !run.is_empty() {
+            self.account(&run, now, trace);
+            cx.push(0, &mut run);
+        }
     }
 
     /// `units` per second between the first and the latest batch.
-    fn rate(&self, units: u64) -> u64 {
+    fn average(&self, units: u64) -> u64 {
         match self.first {
             Some(t0) if self.last > t0 => {
                 (units as u128 * 1_000_000_000 / (self.last - t0) as u128) as u64
@@ -71,49 +350,158 @@ impl Counter {
             _ => 0,
         }
     }
+
+    /// The epoch a read happens in.
+    fn read_epoch(&self) -> u64 {
+        let now = if self.trace || self.first.is_none() {
+            self.last
+        } else {
+            bricks_packet::Timestamp::now().0.max(self.last)
+        };
+        now / (1_000_000_000 / HZ)
+    }
+
+    /// Read handler `handler` as it reads in epoch `epoch`.
+    fn read_at(&self, handler: &str, epoch: u64) -> Option<String> {
+        match handler {
+            "rate" => Some(unparse_real2(self.rate.scaled_rate(epoch), 10)),
+            "byte_rate" => Some(unparse_real2(self.byte_rate.scaled_rate(epoch), 4)),
+            // Click shifts the scale down by 3 rather than multiply by 8.
+            "bit_rate" => Some(unparse_real2(self.byte_rate.scaled_rate(epoch), 1)),
+            "count_call" => Some(
+                self.count_call
+                    .as_ref()
+                    .map(|c| c.at.to_string())
+                    .unwrap_or_default(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.count = 0;
+        self.bytes = 0;
+        self.first = None;
+        self.last = 0;
+        self.rate = RateEwma::default();
+        self.byte_rate = RateEwma::default();
+        for c in [&mut self.count_call, &mut self.byte_call]
+            .into_iter()
+            .flatten()
+        {
+            c.triggered = false;
+        }
+    }
 }
 
 impl Element for Counter {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.account(batch, cx.now().0);
+        if (self.count_call.is_some() || self.byte_call.is_some())
+            && self.call_due(
+                batch.len() as u64,
+                batch.iter().map(|p| p.len() as u64).sum(),
+            )
+        {
+            self.push_with_calls(batch, cx);
+            return;
+        }
+        self.account(batch, cx.now().0, cx.trace_clock());
         cx.push(0, batch);
     }
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        cx.pull_with(out, max, |b, cx| self.account(b, cx.now().0));
+        // A pull hands the whole batch over at once; calls are made before
+        // it leaves.
+        let mut calls: Vec<Call> = Vec::new();
+        cx.pull_with(out, max, |b, cx| {
+            let n = b.len() as u64;
+            let bytes = b.iter().map(|p| p.len() as u64).sum();
+            if self.call_due(n, bytes) {
+                let (c0, b0) = (self.count, self.bytes);
+                if let Some(c) = self.count_call.as_mut() {
+                    if !c.triggered && c0 < c.at && c0 + n >= c.at {
+                        c.triggered = true;
+                        calls.push(c.clone());
+                    }
+                }
+                if let Some(c) = self.byte_call.as_mut() {
+                    if !c.triggered && b0 + bytes >= c.at {
+                        c.triggered = true;
+                        calls.push(c.clone());
+                    }
+                }
+            }
+            self.account(b, cx.now().0, cx.trace_clock());
+        });
+        let mut pending = std::mem::take(&mut self.pending);
+        for c in &calls {
+            c.fire(cx, &mut pending);
+        }
+        self.pending = pending;
+    }
+
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        for (e, h, v) in std::mem::take(&mut self.pending) {
+            if let Err(err) = cx.write_handler(&e, &h, &v) {
+                eprintln!("{}: {err}", cx.name());
+            }
+        }
     }
 
     fn stats(&self, s: &mut Stats) {
         s.counter("count", self.count);
         s.counter("byte_count", self.bytes);
-        s.counter("rate_pps", self.rate(self.count));
-        s.counter("rate_bps", self.rate(self.bytes * 8));
+        s.counter("rate_pps", self.average(self.count));
+        s.counter("rate_bps", self.average(self.bytes * 8));
     }
 
-    fn write_handler(&mut self, handler: &str, _value: &str) -> Result<(), String> {
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        self.read_at(handler, self.read_epoch())
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[
+            Handler::r("count"),
+            Handler::r("byte_count"),
+            Handler::r("rate"),
+            Handler::r("bit_rate"),
+            Handler::r("byte_rate"),
+            Handler::w("reset"),
+            Handler::w("reset_counts"),
+            Handler::rw("count_call"),
+            Handler::w("byte_count_call"),
+        ];
+        H
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
-            "reset" => {
-                *self = Counter::default();
-                Ok(())
+            "reset" | "reset_counts" => self.reset(),
+            "count_call" => self.count_call = Some(Call::parse(value, handler)?),
+            "byte_count_call" => self.byte_call = Some(Call::parse(value, handler)?),
+            _ => {
+                return Err(format!(
+                    "no write handler `{handler}` (Counter has reset, reset_counts, \
+                     count_call, byte_count_call)"
+                ))
             }
-            _ => Err(format!(
-                "no write handler `{handler}` (Counter has `reset`)"
-            )),
         }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bricks_packet::Timestamp;
     use bricks_runtime::testing::Harness;
 
     #[test]
     fn counts_and_forwards() {
         let mut h = Harness::push(&CLASS, "", 1, 1);
-        h.advance_to(bricks_packet::Timestamp(1_000_000_000));
+        h.advance_to(Timestamp(1_000_000_000));
         h.push_bytes(0, &[0u8; 60]);
-        h.advance_to(bricks_packet::Timestamp(1_500_000_000));
+        h.advance_to(Timestamp(1_500_000_000));
         h.push_bytes(0, &[0u8; 100]);
         assert_eq!(h.take(0).len(), 2);
         assert_eq!(h.stats().get("count"), Some(2));
@@ -126,7 +514,97 @@ mod tests {
     }
 
     #[test]
-    fn refuses_arguments() {
+    fn unparse_real2_is_clicks() {
+        // Values from Click's cp_unparse_real2.
+        assert_eq!(unparse_real2(0, 10), "0");
+        assert_eq!(unparse_real2(1024, 10), "1");
+        assert_eq!(unparse_real2(512, 10), "0.5");
+        assert_eq!(unparse_real2(1536, 10), "1.5");
+        assert_eq!(unparse_real2(1, 10), "0.001");
+        assert_eq!(unparse_real2(256, 10), "0.25");
+        assert_eq!(unparse_real2(8, 4), "0.5");
+        assert_eq!(unparse_real2(1, 1), "0.5");
+        assert_eq!(unparse_real2(-1536, 10), "-1.5");
+        assert_eq!(unparse_real2(341, 10), "0.333");
+    }
+
+    #[test]
+    fn ewma_rate_follows_clicks_arithmetic() {
+        // One packet of 100 bytes per millisecond for 200 ms: the average
+        // converges on 1000 packets/s.
+        let mut h = Harness::push(&CLASS, "", 1, 1);
+        for i in 0..200u64 {
+            h.advance_to(Timestamp(1_000_000_000 + i * 1_000_000));
+            h.push_bytes(0, &[0u8; 100]);
+        }
+        h.take(0);
+        // Computed by hand with Click's formulas: the epoch of the last
+        // packet is still open, so 199 full epochs of 1 are averaged.
+        let mut e = RateEwma::<10> {
+            epoch: 1_000_000,
+            ..Default::default()
+        };
+        for i in 0..200u64 {
+            e.update(1, 1_000_000 + i);
+        }
+        let want = unparse_real2(e.scaled_rate(1_000_000 + 199), 10);
+        let mut c = Counter::default();
+        for i in 0..200u64 {
+            let mut b = Batch::new();
+            let _ = b.push(bricks_packet::Packet::from_slice(&[0u8; 100]).unwrap());
+            c.account(&b, 1_000_000_000 + i * 1_000_000, true);
+        }
+        assert_eq!(c.read_handler("rate").unwrap(), want);
+        // Long after, by the wall clock, the rate has decayed to nothing.
+        assert_eq!(h.read_handler("rate").unwrap(), "0");
+        let h = c;
+        let r: f64 = want.parse().unwrap();
+        assert!((990.0..=1000.5).contains(&r), "{want}");
+        let b: f64 = h.read_handler("byte_rate").unwrap().parse().unwrap();
+        assert!((99_000.0..=100_050.0).contains(&b), "{b}");
+        let bits: f64 = h.read_handler("bit_rate").unwrap().parse().unwrap();
+        assert!((b * 8.0 - bits).abs() < 8.0, "{bits} vs {b}");
+    }
+
+    #[test]
+    fn count_call_splits_the_batch() {
+        let mut h = Harness::push(&CLASS, "COUNT_CALL 3 stop", 1, 1);
+        let pkts: Vec<_> = (0..5u8)
+            .map(|i| bricks_packet::Packet::from_slice(&[i]).unwrap())
+            .collect();
+        h.push_packets(0, pkts);
+        assert!(h.stop_requested());
+        assert_eq!(
+            h.take_bytes(0),
+            (0..5u8).map(|i| vec![i]).collect::<Vec<_>>()
+        );
+        assert_eq!(h.stats().get("count"), Some(5));
+        assert_eq!(h.read_handler("count_call").unwrap(), "3");
+    }
+
+    #[test]
+    fn count_call_argument_checked() {
+        let p = PortInfo::default();
+        for bad in [
+            "COUNT_CALL x s.active",
+            "COUNT_CALL 5",
+            "BYTE_COUNT_CALL 5 a.b.c.",
+        ] {
+            assert!(
+                bricks_runtime::testing::make_element(&CLASS, bad, &p).is_err(),
+                "{bad}"
+            );
+        }
+        let c = Call::parse("5 s.active false", "COUNT_CALL").unwrap();
+        assert_eq!(
+            (c.at, c.element.as_deref(), c.handler.as_str()),
+            (5, Some("s"), "active")
+        );
+        assert_eq!(c.value, "false");
+    }
+
+    #[test]
+    fn refuses_positional_arguments() {
         let e = bricks_runtime::testing::make_element(&CLASS, "5", &Default::default());
         assert!(e.is_err());
     }
