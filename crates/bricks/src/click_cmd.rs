@@ -89,8 +89,7 @@ Options:
   -h, --handler ELEMENT.H       Call ELEMENT's read handler H after running
                                 driver and print result to standard output.
   -x, --exit-handler ELEMENT.H  Use handler ELEMENT.H value for exit status.
-  -o, --output FILE             Not available (Click writes the flattened
-                                configuration).
+  -o, --output FILE             Write flattened router configuration to FILE.
   -q, --quit                    Do not run driver.
   -t, --time                    Print information on how long driver took.
   -w, --no-warnings             Do not print warnings.
@@ -247,7 +246,12 @@ fn is_param(word: &str) -> bool {
 /// Turns Click's driver arguments into a `bricks run` command line.
 pub fn translate(args: &[String]) -> Result<Invocation, String> {
     let (opts, words) = parse(args)?;
-    let mut run: Vec<OsString> = vec!["bricks".into(), "run".into(), "--quiet".into()];
+    let mut run: Vec<OsString> = vec![
+        "bricks".into(),
+        "run".into(),
+        "--quiet".into(),
+        "--error-format=click".into(),
+    ];
     let mut config: Option<(bool, String)> = None;
     let mut time = false;
     let mut set_config = |is_expr: bool, v: String| {
@@ -294,9 +298,7 @@ pub fn translate(args: &[String]) -> Result<Invocation, String> {
             "unix-socket" => run.extend(["--control".into(), v.into()]),
             "time" => time = true,
             "allow-reconfigure" | "clickpath" | "warnings" | "no-warnings" => {}
-            "output" => {
-                return Err("'-o' (writing the flattened configuration) is not available in bricks".into())
-            }
+            "output" => run.extend(["-o".into(), v.into()]),
             "port" | "socket" => {
                 return Err(format!(
                     "'--{}' (a TCP control socket) is not available: use '-u FILE' or bricks run --control",
@@ -374,6 +376,39 @@ pub fn click(args: &[String], run: impl FnOnce(Vec<OsString>) -> ExitCode) -> Ex
     }
 }
 
+/// `click-flatten [-e EXPR | -f FILE | FILE] [-o OUTFILE]`: the
+/// flattened configuration, as Click's tool prints it (here: `click -q
+/// -o OUTFILE`, so the configuration is checked too).
+pub fn flatten(args: &[String], run: impl FnOnce(Vec<OsString>) -> ExitCode) -> ExitCode {
+    let mut out = "-".to_string();
+    let mut rest = vec!["-q".to_string()];
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        match a.as_str() {
+            // Click's flatten writes only the configuration with --config;
+            // bricks never writes archives.
+            "--config" | "-c" => {}
+            "-o" | "--output" => match args.get(i) {
+                Some(f) => {
+                    out = f.clone();
+                    i += 1;
+                }
+                None => {
+                    eprintln!("click-flatten: '-o' requires a value");
+                    return ExitCode::from(1);
+                }
+            },
+            _ if a.starts_with("--output=") => out = a["--output=".len()..].to_string(),
+            _ if a.starts_with("-o") && a.len() > 2 => out = a[2..].to_string(),
+            _ => rest.push(a.clone()),
+        }
+    }
+    rest.extend(["-o".to_string(), out]);
+    click(&rest, run)
+}
+
 /// Build features bricks has, as `click-buildtool provides` names them.
 const FEATURES: &[&str] = &[
     "userlevel",
@@ -437,19 +472,55 @@ mod tests {
     fn bundled_short_options_take_their_values() {
         assert_eq!(
             argv(&["-qh", "c.count", "F"]),
-            ["bricks", "run", "--quiet", "-q", "-h", "c.count", "F"]
+            [
+                "bricks",
+                "run",
+                "--quiet",
+                "--error-format=click",
+                "-q",
+                "-h",
+                "c.count",
+                "F"
+            ]
         );
         assert_eq!(
             argv(&["-qe", "Idle"]),
-            ["bricks", "run", "--quiet", "-q", "-e", "Idle"]
+            [
+                "bricks",
+                "run",
+                "--quiet",
+                "--error-format=click",
+                "-q",
+                "-e",
+                "Idle"
+            ]
         );
         assert_eq!(
             argv(&["-hc.count", "-j2", "F"]),
-            ["bricks", "run", "--quiet", "-h", "c.count", "-t", "2", "F"]
+            [
+                "bricks",
+                "run",
+                "--quiet",
+                "--error-format=click",
+                "-h",
+                "c.count",
+                "-t",
+                "2",
+                "F"
+            ]
         );
         assert_eq!(
             argv(&["-qo-", "F"]),
-            ["error: '-o' (writing the flattened configuration) is not available in bricks"]
+            [
+                "bricks",
+                "run",
+                "--quiet",
+                "--error-format=click",
+                "-q",
+                "-o",
+                "-",
+                "F"
+            ]
         );
     }
 
@@ -468,6 +539,7 @@ mod tests {
                 "bricks",
                 "run",
                 "--quiet",
+                "--error-format=click",
                 "--simtime=1000000000",
                 "-t",
                 "3",
@@ -479,11 +551,19 @@ mod tests {
         );
         assert_eq!(
             argv(&["--simtime=5", "-e", "x"]),
-            ["bricks", "run", "--quiet", "--simtime=5", "-e", "x"]
+            [
+                "bricks",
+                "run",
+                "--quiet",
+                "--error-format=click",
+                "--simtime=5",
+                "-e",
+                "x"
+            ]
         );
         assert_eq!(
             argv(&["-R", "-w", "--affinity=1"]),
-            ["bricks", "run", "--quiet", "-"]
+            ["bricks", "run", "--quiet", "--error-format=click", "-"]
         );
         assert_eq!(
             argv(&["F", "G"]),

@@ -54,12 +54,12 @@ pub struct ClicktestArgs {
     reasons: bool,
 }
 
-/// A directory holding `click` and `click-buildtool`, links to this
+/// A directory holding `click`, `click-flatten` and `click-buildtool`, links to this
 /// program, removed when dropped.
 fn tool_dir() -> anyhow::Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new().prefix("bricks-click").tempdir()?;
     let exe = std::env::current_exe()?;
-    for name in ["click", "click-buildtool"] {
+    for name in ["click", "click-buildtool", "click-flatten"] {
         std::os::unix::fs::symlink(&exe, dir.path().join(name))?;
     }
     Ok(dir)

@@ -228,6 +228,12 @@ struct ConfigArgs {
     /// ToHost. Repeat for each interface.
     #[arg(short = 'd', long = "device", value_name = "NAME=pcap:IN[,OUT]")]
     devices: Vec<String>,
+    /// How configuration errors are printed: `rich` (the message, then
+    /// file:line:column and the line with the place marked) or `click`
+    /// (one `FILE:LINE: message` line each, as Click prints them; what
+    /// `click` uses).
+    #[arg(long = "error-format", value_enum, default_value = "rich")]
+    error_format: ErrorFormat,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -273,6 +279,11 @@ struct RunArgs {
     /// an integer is the status, true is 0 and false 1.
     #[arg(short = 'x', long = "exit-handler", value_name = "ELEMENT.HANDLER")]
     exit_handler: Option<String>,
+    /// Write the flattened configuration to FILE (`-`: standard output)
+    /// before running, as Click's `-o`: `require`s, one declaration per
+    /// element, then the connections.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Worker threads, each pinned to a core and running its own copy of
     /// the graph; every device queue is owned by exactly one of them.
     /// [default: 1, or the configuration's Settings(THREADS n)]
@@ -366,6 +377,7 @@ fn main() -> ExitCode {
     {
         Some("click") => return click_cmd::click(&args.collect::<Vec<_>>(), run_click),
         Some("click-buildtool") => return click_cmd::buildtool(&args.collect::<Vec<_>>()),
+        Some("click-flatten") => return click_cmd::flatten(&args.collect::<Vec<_>>(), run_click),
         _ => {}
     }
     dispatch(Cli::parse())
@@ -429,6 +441,13 @@ fn prints_only(command: &Command) -> bool {
     )
 }
 
+/// How configuration errors are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ErrorFormat {
+    Rich,
+    Click,
+}
+
 /// Exit status for a configuration that does not check.
 const CONFIG_ERROR: u8 = 2;
 
@@ -456,7 +475,11 @@ fn load(a: &ConfigArgs, build: bricks_runtime::BuildOptions) -> anyhow::Result<O
             text: std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
         },
         (None, Some(e)) => Source {
-            name: "<expr>".into(),
+            // Click calls a configuration given with -e `config`.
+            name: match a.error_format {
+                ErrorFormat::Click => "config".into(),
+                ErrorFormat::Rich => "<expr>".into(),
+            },
             text: e.clone(),
         },
         (None, None) => read_stdin()?,
@@ -479,7 +502,7 @@ fn load(a: &ConfigArgs, build: bricks_runtime::BuildOptions) -> anyhow::Result<O
     for warning in unused_defines(&source.text, &options.defines) {
         eprintln!("warning: {warning}");
     }
-    match plan_with(source, &options, build) {
+    match plan_with(source, &options, build, a.error_format) {
         Ok(plan) => Ok(Some(plan)),
         Err(rendered) => {
             eprint!("{rendered}");
@@ -567,7 +590,7 @@ fn unused_defines(text: &str, defines: &[(String, String)]) -> Vec<String> {
 /// errors, returns them rendered (file:line:column, underlined) with a
 /// closing count line.
 pub(crate) fn plan(source: Source, options: &bricks_config::Options) -> Result<Plan, String> {
-    plan_with(source, options, Default::default())
+    plan_with(source, options, Default::default(), ErrorFormat::Rich)
 }
 
 /// [`plan`] with build options (`--memrefs`).
@@ -575,17 +598,24 @@ pub(crate) fn plan_with(
     source: Source,
     options: &bricks_config::Options,
     build: bricks_runtime::BuildOptions,
+    format: ErrorFormat,
 ) -> Result<Plan, String> {
     let mut map = SourceMap::default();
     let result = bricks_config::parse_with(&mut map, source, options).and_then(|router| {
         // Warnings (`require(package ...)`, as Click gives them) go to
         // stderr whether or not the configuration builds.
         for w in &router.warnings {
-            eprint!("{}", map.render_warning(w));
+            match format {
+                ErrorFormat::Rich => eprint!("{}", map.render_warning(w)),
+                ErrorFormat::Click => eprint!("{}", map.render_click(w, "warning: ")),
+            }
         }
         bricks_runtime::build_with(&router, &bricks_elements::registry(), build)
     });
     result.map_err(|diags| {
+        if format == ErrorFormat::Click {
+            return diags.iter().map(|d| map.render_click(d, "")).collect();
+        }
         let mut s = String::new();
         for d in &diags {
             s.push_str(&map.render(d));
@@ -644,6 +674,17 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         Ok(std::time::Duration::from_secs_f64(s))
     };
+    match &a.output {
+        Some(f) if f.as_os_str() == "-" => {
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            out.write_all(plan.texts.flatconfig.as_bytes())?;
+            out.flush()?;
+        }
+        Some(f) => std::fs::write(f, &plan.texts.flatconfig)
+            .with_context(|| format!("writing {}", f.display()))?,
+        None => {}
+    }
     if let Err(e) = control::check_sockets(&plan, a.control.as_deref(), &a.router_control) {
         eprintln!("error: {e}");
         return Ok(ExitCode::from(CONFIG_ERROR));

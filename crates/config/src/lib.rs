@@ -96,6 +96,7 @@
 
 mod args;
 mod expand;
+mod flatten;
 mod lexer;
 mod library;
 mod parser;
@@ -104,6 +105,7 @@ mod source;
 mod suggest;
 
 pub use args::{parse_data, split_keyword, unquote, unquote_bytes};
+pub use flatten::{click_order, flatten};
 pub use source::{Diagnostic, Source, SourceMap, Span};
 pub use suggest::suggest;
 
@@ -125,6 +127,8 @@ pub struct Router {
     /// `require(package ...)`; render them with
     /// [`SourceMap::render_warning`].
     pub warnings: Vec<Diagnostic>,
+    /// The configuration's text as given (Click's `config` handler).
+    pub text: String,
 }
 
 impl Router {
@@ -281,6 +285,7 @@ pub fn parse_with(
         requirements: parsed.requirements,
         provisions: parsed.provisions,
         warnings: parsed.warnings,
+        text: map.get(file).map(|s| s.text.clone()).unwrap_or_default(),
     })
 }
 

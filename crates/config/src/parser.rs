@@ -314,6 +314,19 @@ impl<'a> Parser<'a> {
         Reported
     }
 
+    /// A token that cannot start a statement, in Click's words.
+    fn unexpected_statement(&mut self, t: Token) -> Reported {
+        let found = describe(t.kind, self.text_of(t));
+        let mut d = Diagnostic::error(self.tspan(t), format!("syntax error near {found}"));
+        d = if t.kind == Tok::Other && self.text_of(t) == "#" {
+            d.with_help("`#` starts a preprocessor line only in the first column; comments are `// ...` or `/* ... */`")
+        } else {
+            d.with_help("expected a statement: a declaration, a connection, `elementclass`, `require` or `define`")
+        };
+        self.error(d);
+        Reported
+    }
+
     /// Reads the argument list whose `(` is the next token.
     fn config(&mut self) -> PResult<(usize, usize)> {
         let open = self.bump();
@@ -427,7 +440,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                 }
                 _ => {
-                    self.unexpected(t, "a statement");
+                    self.unexpected_statement(t);
                     self.bump();
                     self.recover();
                 }

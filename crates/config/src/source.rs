@@ -237,6 +237,17 @@ impl SourceMap {
         out
     }
 
+    /// A diagnostic on one line as Click prints it, `FILE:LINE: message`
+    /// (`prefix` before the message, such as `warning: `), names quoted
+    /// `'x'` as Click quotes them; help and notes are left out.
+    pub fn render_click(&self, diag: &Diagnostic, prefix: &str) -> String {
+        let place = match self.files.get(diag.span.file as usize) {
+            Some(f) => format!("{}:{}: ", f.source.name, self.line_col(diag.span).0),
+            None => String::new(),
+        };
+        format!("{place}{prefix}{}\n", diag.message.replace('`', "'"))
+    }
+
     /// Renders several diagnostics separated by blank lines.
     pub fn render_all(&self, diags: &[Diagnostic]) -> String {
         diags

@@ -1493,7 +1493,7 @@ fn misplaced_punctuation() {
     );
     assert_eq!(
         error(") Idle -> Discard;"),
-        ("expected a statement, found `)`".into(), ")".into())
+        ("syntax error near `)`".into(), ")".into())
     );
     assert_eq!(
         error("elementclass ;"),
@@ -1518,7 +1518,7 @@ fn misplaced_punctuation() {
 #[test]
 fn hash_in_the_middle_of_a_line() {
     let all = errors("Idle -> Discard; # not a comment\n");
-    assert_eq!(all[0].0, "expected a statement, found `#`");
+    assert_eq!(all[0].0, "syntax error near `#`");
     assert!(all[0].2.as_deref().unwrap().contains("first column"));
 }
 

@@ -61,6 +61,9 @@ pub struct Graph {
     deferred: RefCell<VecDeque<(u32, u32, Packet)>>,
     /// Pushes and pulls in progress on this worker's stack.
     depth: Cell<u32>,
+    /// Read handlers of the router itself with fixed text (`config`,
+    /// `flatconfig`, `requirements`).
+    router_texts: Vec<(&'static str, String)>,
 }
 
 /// What the read handlers every element has (Click's `class`, `config`,
@@ -112,6 +115,7 @@ impl Graph {
             unconnected: (0..n).map(|_| Cell::new(0)).collect(),
             deferred: RefCell::new(VecDeque::new()),
             depth: Cell::new(0),
+            router_texts: Vec::new(),
         }
     }
 
@@ -193,6 +197,20 @@ impl Graph {
     }
 
     /// Sets what the generic read handlers say of each element, by index.
+    /// Sets the router's fixed-text read handlers.
+    pub fn set_router_texts(&mut self, texts: Vec<(&'static str, String)>) {
+        self.router_texts = texts;
+    }
+
+    /// A fixed-text read handler of the router (`config`, `flatconfig`,
+    /// `requirements`), when the graph was built with them.
+    pub fn router_text(&self, handler: &str) -> Option<&str> {
+        self.router_texts
+            .iter()
+            .find(|(h, _)| *h == handler)
+            .map(|(_, t)| t.as_str())
+    }
+
     pub fn set_meta(&mut self, meta: Vec<ElementMeta>) {
         assert_eq!(meta.len(), self.elements.len());
         self.meta = meta;
@@ -206,6 +224,44 @@ impl Graph {
             .try_borrow_mut()
             .map_err(|_| format!("{}: element busy", self.names[index]))?;
         e.write_handler(handler, value)
+    }
+
+    /// Calls handler `handler` of element `index` with a context
+    /// ([`Element::call_handler`]): a read with parameters `value`, or a
+    /// write of `value`; handlers the element does not take there are
+    /// its plain read and write handlers. Fails when the element is busy
+    /// further up this worker's stack.
+    pub fn call_handler(
+        &self,
+        index: usize,
+        handler: &str,
+        value: &str,
+        write: bool,
+        worker: &mut WorkerState,
+    ) -> Result<String, String> {
+        let mut e = self.elements[index]
+            .try_borrow_mut()
+            .map_err(|_| format!("{}: element busy", self.names[index]))?;
+        let mut cx = Context {
+            graph: self,
+            element: index,
+            worker,
+        };
+        if let Some(r) = e.call_handler(handler, value, write, &mut cx) {
+            return r;
+        }
+        if write {
+            return e.write_handler(handler, value).map(|()| String::new());
+        }
+        drop(e);
+        if !value.is_empty() {
+            return Err(format!(
+                "read handler '{}.{handler}' does not take parameters",
+                self.names[index]
+            ));
+        }
+        self.read_handler(index, handler)
+            .map(HandlerValue::into_text)
     }
 
     /// Reads handler `handler` of element `index`: the element's own read
@@ -319,6 +375,17 @@ pub struct WorkerState {
     /// Set by an element that wants the router to stop (Click's
     /// `STOP true`).
     pub stop_requested: bool,
+    /// Stop requests not yet handed to the stop manager (Click's driver
+    /// stop events, each one `adjust_runcount(-1)`).
+    pub stop_events: u32,
+    /// The element that manages stop requests (a `DriverManager`): while
+    /// it is set, a stop request steps that element's script (its `step`
+    /// handler written `router`) instead of ending the run; it ends the
+    /// run by clearing this and requesting a stop.
+    pub stop_manager: Option<usize>,
+    /// The router is stopping: sources have ended and what is in flight
+    /// drains. Elements that act on their own (scripts) rest.
+    pub stopping: bool,
     /// Timers requested this round: (expiry, element).
     pub timer_requests: Vec<(Timestamp, usize)>,
     /// Time comes from the packets read (offline runs of captures), not
@@ -337,6 +404,9 @@ impl WorkerState {
             workers,
             now: Timestamp::now(),
             stop_requested: false,
+            stop_events: 0,
+            stop_manager: None,
+            stopping: false,
             timer_requests: Vec::new(),
             trace_clock: false,
             errors: Vec::new(),
@@ -415,29 +485,79 @@ impl<'a> Context<'a> {
     /// Reads handler `element.handler` of another element of this worker's
     /// graph (Click's `Script` `read`), the element named as Click looks
     /// names up from inside this one's compound.
-    pub fn read_handler(&self, element: &str, handler: &str) -> Result<String, String> {
+    pub fn read_handler(&mut self, element: &str, handler: &str) -> Result<String, String> {
         let i = self
-            .graph
-            .resolve(self.element, element)
+            .find_element(element)
             .ok_or_else(|| format!("no element matching `{element}'"))?;
-        self.graph
-            .read_handler(i, handler)
-            .map(HandlerValue::into_text)
+        self.call_handler(i, handler, "", false)
     }
 
     /// Calls write handler `element.handler` of another element of this
     /// worker's graph (Click's `Script` `write`).
-    pub fn write_handler(&self, element: &str, handler: &str, value: &str) -> Result<(), String> {
+    pub fn write_handler(
+        &mut self,
+        element: &str,
+        handler: &str,
+        value: &str,
+    ) -> Result<(), String> {
         let i = self
-            .graph
-            .resolve(self.element, element)
+            .find_element(element)
             .ok_or_else(|| format!("no element matching `{element}'"))?;
-        self.graph.write_handler(i, handler, value)
+        self.call_handler(i, handler, value, true).map(|_| ())
     }
 
-    /// Asks the router to stop once in-flight packets are delivered.
+    /// The element `name` means when written inside this one, as Click
+    /// looks names up: in this element's compound, then each enclosing
+    /// one, then at the top level.
+    pub fn find_element(&self, name: &str) -> Option<usize> {
+        self.graph.resolve(self.element, name)
+    }
+
+    /// Calls a handler of element `index` of this worker's graph: a read
+    /// (with parameters `value`, usually empty) or a write of `value`
+    /// (see [`Graph::call_handler`]). An element cannot call its own
+    /// handlers this way: it is busy.
+    pub fn call_handler(
+        &mut self,
+        index: usize,
+        handler: &str,
+        value: &str,
+        write: bool,
+    ) -> Result<String, String> {
+        if index >= self.graph.len() {
+            return Err(format!("no element number {index}"));
+        }
+        self.graph
+            .call_handler(index, handler, value, write, self.worker)
+    }
+
+    /// Asks the router to stop once in-flight packets are delivered. With
+    /// a stop manager (see [`Context::manage_stops`]) this is a stop event
+    /// that steps the manager instead.
     pub fn request_stop(&mut self) {
         self.worker.stop_requested = true;
+        self.worker.stop_events = self.worker.stop_events.saturating_add(1);
+    }
+
+    /// Whether the router is stopping (see [`WorkerState::stopping`]).
+    pub fn stopping(&self) -> bool {
+        self.worker.stopping
+    }
+
+    /// The element that manages this worker's stop requests, if any.
+    pub fn stop_manager(&self) -> Option<usize> {
+        self.worker.stop_manager
+    }
+
+    /// Makes this element the manager of this worker's stop requests
+    /// (`on`), or gives that up (Click's driver `Script`, a
+    /// `DriverManager`): see [`WorkerState::stop_manager`].
+    pub fn manage_stops(&mut self, on: bool) {
+        if on {
+            self.worker.stop_manager = Some(self.element);
+        } else if self.worker.stop_manager == Some(self.element) {
+            self.worker.stop_manager = None;
+        }
     }
 
     /// Asks for [`Element::run_timer`] to be called at or after `at`.

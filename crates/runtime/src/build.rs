@@ -61,6 +61,43 @@ pub struct Plan {
     pub elements: Vec<PlanElement>,
     /// The options it was built with; its instances are made with them.
     pub options: BuildOptions,
+    /// The router's `config` and `flatconfig` read handlers: the text as
+    /// given (the flattened one under `require(compact_config)`, as in
+    /// Click) and the flattened configuration.
+    pub texts: RouterTexts,
+}
+
+/// What the router's own read handlers say of the configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouterTexts {
+    pub config: String,
+    pub flatconfig: String,
+    /// The `require` statements' arguments, one per line.
+    pub requirements: String,
+}
+
+impl RouterTexts {
+    /// The texts of a parsed configuration.
+    pub fn of(router: &Router) -> RouterTexts {
+        let flatconfig = bricks_config::flatten(router);
+        let compact = router
+            .requirements
+            .iter()
+            .any(|r| r.trim() == "compact_config");
+        RouterTexts {
+            config: if compact {
+                flatconfig.clone()
+            } else {
+                router.text.clone()
+            },
+            flatconfig,
+            requirements: router
+                .requirements
+                .iter()
+                .map(|r| format!("{r}\n"))
+                .collect(),
+        }
+    }
 }
 
 /// What a whole build gives every element, beyond its own arguments.
@@ -195,11 +232,14 @@ pub fn build_with(
             }
             for (port, conns) in ports.iter().enumerate() {
                 if conns.is_empty() {
-                    errors.push(diag(
-                        decl.name_span,
+                    // Click's wording (`Router::check_hookup_completeness`).
+                    errors.push(with_help(
+                        diag(
+                            decl.name_span,
+                            format!("`{} :: {}` {side} {port} unused", decl.name, decl.class),
+                        ),
                         format!(
-                            "{side} {port} of `{}` ({}) is not connected",
-                            decl.name, decl.class
+                            "{side} {port} is not connected: connect it, or send it to Discard"
                         ),
                     ));
                 }
@@ -326,27 +366,38 @@ pub fn build_with(
         let decl = &router.elements[i];
         for (p, conns) in outputs[i].iter().enumerate() {
             if ports[i].outputs[p] == Processing::Push && conns.len() > 1 {
-                errors.push(with_help(
+                // Click's wording, at the element as Click reports it; the
+                // second connection is the note.
+                let mut d = with_help(
                     diag(
-                        out_spans[i][p][1],
+                        decl.name_span,
                         format!(
-                            "push output {p} of `{}` connected more than once",
-                            decl.name
+                            "illegal reuse of `{} :: {}` push output {p}",
+                            decl.name, decl.class
                         ),
                     ),
                     "a push output goes to one place: use a Tee to copy packets",
-                ));
+                );
+                d.notes
+                    .push((out_spans[i][p][1], "connected a second time here".into()));
+                errors.push(d);
             }
         }
         for (p, conns) in inputs[i].iter().enumerate() {
             if ports[i].inputs[p] == Processing::Pull && conns.len() > 1 {
-                errors.push(with_help(
+                let mut d = with_help(
                     diag(
-                        in_spans[i][p][1],
-                        format!("pull input {p} of `{}` connected more than once", decl.name),
+                        decl.name_span,
+                        format!(
+                            "illegal reuse of `{} :: {}` pull input {p}",
+                            decl.name, decl.class
+                        ),
                     ),
                     "a pull input pulls from one place: use a scheduler such as RoundRobinSched",
-                ));
+                );
+                d.notes
+                    .push((in_spans[i][p][1], "connected a second time here".into()));
+                errors.push(d);
             }
         }
     }
@@ -453,7 +504,11 @@ pub fn build_with(
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(Plan { elements, options })
+    Ok(Plan {
+        elements,
+        options,
+        texts: RouterTexts::of(router),
+    })
 }
 
 /// The error for a class the registry does not have: a Click element that
@@ -854,6 +909,11 @@ impl Plan {
         }
         let mut graph = Graph::new(elements, names, outs, ins);
         graph.set_meta((0..self.elements.len()).map(|i| self.meta(i)).collect());
+        graph.set_router_texts(vec![
+            ("config", self.texts.config.clone()),
+            ("flatconfig", self.texts.flatconfig.clone()),
+            ("requirements", self.texts.requirements.clone()),
+        ]);
         Ok(graph)
     }
 

@@ -622,6 +622,32 @@ impl Engine {
         }
     }
 
+    /// Hands this worker's pending stop requests to its stop manager, if
+    /// it has one ([`WorkerState::stop_manager`], a `DriverManager`): each
+    /// request writes `router` to the manager's `step` handler (Click's
+    /// `Master::verify_stop`, at most 1,000 steps at a time as there).
+    /// Requests the manager takes no longer end the run; the manager ends
+    /// it by giving up the role and requesting a stop. Stop requests made
+    /// on other workers end the run directly.
+    fn step_stop_manager(&mut self) {
+        let mut budget = 1000u32;
+        while self.state.stop_requested && budget > 0 {
+            let Some(m) = self.state.stop_manager else {
+                break;
+            };
+            budget -= 1;
+            self.state.stop_events = self.state.stop_events.saturating_sub(1);
+            if self.state.stop_events == 0 {
+                self.state.stop_requested = false;
+            }
+            let _ = self
+                .graph
+                .call_handler(m, "step", "router", true, &mut self.state);
+            self.graph.run_deferred(&mut self.state);
+        }
+        self.take_timer_requests();
+    }
+
     /// Runs until every source has finished and the graph has drained, or
     /// until a stop is asked for; then delivers what is in flight, shuts
     /// every element down, and reports the counters. With other workers
@@ -650,11 +676,15 @@ impl Engine {
                 if stopping.is_none() {
                     if self.stop.is_stopped() {
                         stopping = Some(StopReason::External);
-                    } else if self.state.stop_requested || self.term.stop_requested() {
-                        self.term.request_stop();
-                        stopping = Some(StopReason::Requested);
+                    } else {
+                        self.step_stop_manager();
+                        if self.state.stop_requested || self.term.stop_requested() {
+                            self.term.request_stop();
+                            stopping = Some(StopReason::Requested);
+                        }
                     }
                     if stopping.is_some() {
+                        self.state.stopping = true;
                         self.end_sources();
                     }
                 }
@@ -677,15 +707,25 @@ impl Engine {
                 }
                 let sources = self.sources_running();
                 if !waiting && !sources {
-                    match confirming {
-                        None => {
-                            parked = true;
-                            self.term.park();
-                            continue;
+                    if stopping.is_none() && self.state.stop_manager.is_some() {
+                        // The run would end here; with a stop manager that
+                        // is a stop event like any other (Click's driver
+                        // ends only on those), and the manager decides.
+                        if !self.state.stop_requested {
+                            self.state.stop_requested = true;
+                            self.state.stop_events = self.state.stop_events.saturating_add(1);
                         }
-                        Some(round) => {
-                            if self.term.acknowledge(worker, round) {
-                                break stopping.unwrap_or(StopReason::SourcesDone);
+                    } else {
+                        match confirming {
+                            None => {
+                                parked = true;
+                                self.term.park();
+                                continue;
+                            }
+                            Some(round) => {
+                                if self.term.acknowledge(worker, round) {
+                                    break stopping.unwrap_or(StopReason::SourcesDone);
+                                }
                             }
                         }
                     }
@@ -787,7 +827,8 @@ impl Engine {
     }
 
     /// A read handler of the router itself: `list` (the element count,
-    /// then each name on a line, as Click's), `version`.
+    /// then each name on a line, as Click's), `version`, `config`,
+    /// `flatconfig`, `requirements`.
     fn router_handler(&self, h: &str) -> Result<HandlerValue, String> {
         match h {
             "list" => {
@@ -799,7 +840,10 @@ impl Engine {
                 Ok(HandlerValue::Text(s))
             }
             "version" => Ok(HandlerValue::Text(env!("CARGO_PKG_VERSION").to_string())),
-            _ => Err(format!("no '{h}' handler")),
+            _ => match self.graph.router_text(h) {
+                Some(t) => Ok(HandlerValue::Text(t.to_string())),
+                None => Err(format!("no '{h}' handler")),
+            },
         }
     }
 
@@ -826,6 +870,7 @@ impl Engine {
     /// Stops the sources and runs the remaining tasks until nothing moves,
     /// so that packets already inside the graph reach their destination.
     pub fn drain(&mut self) {
+        self.state.stopping = true;
         self.end_sources();
         // Bounded: a pump that always claims progress cannot hold the
         // router hostage at exit.

@@ -7,6 +7,7 @@ pub mod bw_rated_unqueue;
 pub mod counter;
 pub mod discard;
 pub mod drr_sched;
+pub mod handler_call;
 pub mod hash_switch;
 pub mod idle;
 pub mod mark_mac_header;
@@ -22,6 +23,7 @@ pub mod red;
 pub mod round_robin_switch;
 pub mod sched;
 pub mod schedule_info;
+pub mod script;
 pub mod set_packet_type;
 pub mod set_timestamp;
 pub mod settings;
@@ -64,6 +66,8 @@ pub static CLASSES: &[&ElementClass] = &[
     &unqueue::CLASS,
     &workload::CLASS,
     &schedule_info::CLASS,
+    &script::SCRIPT,
+    &script::DRIVER_MANAGER,
     &static_thread_sched::CLASS,
     &thread_safe_queue::CLASS,
     &stride_sched::CLASS,
@@ -74,6 +78,8 @@ pub static CLASSES: &[&ElementClass] = &[
     &round_robin_switch::CLASS,
     &hash_switch::CLASS,
     &null::CLASS,
+    &null::PUSH_NULL,
+    &null::PULL_NULL,
     &pull_tee::CLASS,
     &switch::SWITCH,
     &switch::STATIC_SWITCH,

@@ -11,6 +11,46 @@ pub static CLASS: ElementClass = ElementClass {
     make,
 };
 
+/// `PushNull`: `Null` on a push path only (Click's name).
+pub static PUSH_NULL: ElementClass = ElementClass {
+    name: "PushNull",
+    ports: "1/1",
+    processing: "h/h",
+    manual: &PUSH_MANUAL,
+    make,
+};
+
+/// `PullNull`: `Null` on a pull path only (Click's name).
+pub static PULL_NULL: ElementClass = ElementClass {
+    name: "PullNull",
+    ports: "1/1",
+    processing: "l/l",
+    manual: &PULL_MANUAL,
+    make,
+};
+
+static PUSH_MANUAL: Manual = Manual {
+    summary: "passes pushed packets unchanged",
+    synopsis: "PushNull",
+    description: "Passes every packet pushed into it to its output unchanged; a push-only \
+        Null, which makes a configuration's push path explicit.",
+    ports: "one push input, one push output",
+    example: "InfiniteSource(LIMIT 2) -> PushNull -> Discard;",
+    see_also: &["Null", "PullNull"],
+    ..MANUAL
+};
+
+static PULL_MANUAL: Manual = Manual {
+    summary: "passes pulled packets unchanged",
+    synopsis: "PullNull",
+    description: "Hands on every packet pulled through it unchanged; a pull-only Null, which \
+        makes a configuration's pull path explicit.",
+    ports: "one pull input, one pull output",
+    example: "InfiniteSource(LIMIT 2) -> Queue -> PullNull -> Unqueue -> Discard;",
+    see_also: &["Null", "PushNull"],
+    ..MANUAL
+};
+
 static MANUAL: Manual = Manual {
     summary: "passes packets unchanged",
     synopsis: "Null",
@@ -52,6 +92,15 @@ mod tests {
     const FRAME: [u8; 14] = [
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x08, 0x06,
     ];
+
+    #[test]
+    fn push_and_pull_variants_fix_their_processing() {
+        assert_eq!(PUSH_NULL.processing, "h/h");
+        assert_eq!(PULL_NULL.processing, "l/l");
+        let mut h = Harness::push(&PUSH_NULL, "", 1, 1);
+        h.push_bytes(0, &FRAME);
+        assert_eq!(h.take_bytes(0), vec![FRAME.to_vec()]);
+    }
 
     #[test]
     fn pushes_unchanged() {
