@@ -2,6 +2,7 @@
 //! Click's rate estimates and count-triggered handler calls
 //! (`elements/standard/counter.cc`).
 
+use super::handler_call::HandlerCall;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
     Stats,
@@ -158,62 +159,39 @@ fn unparse_real2(v: i64, frac_bits: u32) -> String {
     format!("{}{}{frac}", if neg { "-" } else { "" }, u >> frac_bits)
 }
 
-/// A COUNT_CALL or BYTE_COUNT_CALL: the count, the handler, the value.
-#[derive(Debug, Clone, Default)]
+/// A COUNT_CALL or BYTE_COUNT_CALL: the count and the call.
+#[derive(Debug, Clone)]
 struct Call {
     at: u64,
-    element: Option<String>,
-    handler: String,
-    value: String,
+    /// `None` when `count_call` was written with a count alone.
+    call: Option<HandlerCall>,
     triggered: bool,
 }
 
 impl Call {
-    /// Parses `N HANDLER [VALUE]` (or `N` alone for the write handler,
-    /// where Click lets the handler be omitted).
-    fn parse(text: &str, what: &str) -> Result<Call, String> {
+    /// Parses `N HANDLER [VALUE]`; the handler may be omitted when
+    /// `optional` (Click's `count_call` write handler).
+    fn parse(text: &str, what: &str, optional: bool) -> Result<Call, String> {
         let text = text.trim();
         let (n, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
         let at: u64 = n
             .parse()
             .map_err(|_| format!("'{what}' first word should be unsigned (count)"))?;
-        let rest = rest.trim();
-        let (h, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let (element, handler) = match h.rsplit_once('.') {
-            Some((e, h)) if !e.is_empty() && !h.is_empty() => (Some(e.to_string()), h.to_string()),
-            _ if h.is_empty() || h == "stop" => (None, h.to_string()),
-            _ => {
-                return Err(format!(
-                    "{what}: bad handler `{h}` (ELEMENT.HANDLER or stop)"
-                ))
-            }
+        let call = if rest.trim().is_empty() && optional {
+            None
+        } else {
+            Some(HandlerCall::parse(rest)?)
         };
         Ok(Call {
             at,
-            element,
-            handler,
-            value: value.trim().to_string(),
+            call,
             triggered: false,
         })
     }
 
-    /// Makes the call; an element busy further up this worker's stack is
-    /// called when the push is over (from a timer due at once).
-    fn fire(&self, cx: &mut Context<'_>, pending: &mut Vec<(String, String, String)>) {
-        match &self.element {
-            None if self.handler == "stop" => cx.request_stop(),
-            None => {}
-            Some(e) => {
-                if let Err(err) = cx.write_handler(e, &self.handler, &self.value) {
-                    if err.ends_with("element busy") && pending.len() < 4 {
-                        pending.push((e.clone(), self.handler.clone(), self.value.clone()));
-                        let now = cx.now();
-                        cx.schedule_at(now);
-                    } else {
-                        eprintln!("{}: {err}", cx.name());
-                    }
-                }
-            }
+    fn fire(&self, cx: &mut Context<'_>, pending: &mut Vec<HandlerCall>) {
+        if let Some(c) = &self.call {
+            c.call(cx, pending);
         }
     }
 }
@@ -222,15 +200,8 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let count_call: Option<String> = args.read("COUNT_CALL")?;
     let byte_call: Option<String> = args.read("BYTE_COUNT_CALL")?;
     let parse = |t: Option<String>, what: &str| -> Result<Option<Call>, ArgError> {
-        t.map(|t| {
-            let c = Call::parse(&t, what)
-                .map_err(|_| ArgError::new(format!("{what} type mismatch")))?;
-            if c.handler.is_empty() {
-                return Err(ArgError::new(format!("{what}: a handler is missing")));
-            }
-            Ok(c)
-        })
-        .transpose()
+        t.map(|t| Call::parse(&t, what, false).map_err(|e| ArgError::new(format!("{what}: {e}"))))
+            .transpose()
     };
     Ok(Box::new(Counter {
         count_call: parse(count_call, "COUNT_CALL")?,
@@ -255,7 +226,7 @@ pub struct Counter {
     count_call: Option<Call>,
     byte_call: Option<Call>,
     /// Calls to busy elements, made by the next timer.
-    pending: Vec<(String, String, String)>,
+    pending: Vec<HandlerCall>,
 }
 
 impl Counter {
@@ -441,11 +412,7 @@ impl Element for Counter {
     }
 
     fn run_timer(&mut self, cx: &mut Context<'_>) {
-        for (e, h, v) in std::mem::take(&mut self.pending) {
-            if let Err(err) = cx.write_handler(&e, &h, &v) {
-                eprintln!("{}: {err}", cx.name());
-            }
-        }
+        HandlerCall::run_pending(cx, &mut self.pending);
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -477,8 +444,8 @@ impl Element for Counter {
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
             "reset" | "reset_counts" => self.reset(),
-            "count_call" => self.count_call = Some(Call::parse(value, handler)?),
-            "byte_count_call" => self.byte_call = Some(Call::parse(value, handler)?),
+            "count_call" => self.count_call = Some(Call::parse(value, handler, true)?),
+            "byte_count_call" => self.byte_call = Some(Call::parse(value, handler, true)?),
             _ => {
                 return Err(format!(
                     "no write handler `{handler}` (Counter has reset, reset_counts, \
@@ -595,12 +562,14 @@ mod tests {
                 "{bad}"
             );
         }
-        let c = Call::parse("5 s.active false", "COUNT_CALL").unwrap();
+        let c = Call::parse("5 s.active false", "COUNT_CALL", false).unwrap();
+        assert_eq!(c.at, 5);
         assert_eq!(
-            (c.at, c.element.as_deref(), c.handler.as_str()),
-            (5, Some("s"), "active")
+            c.call.map(|c| c.unparse()).as_deref(),
+            Some("s.active false")
         );
-        assert_eq!(c.value, "false");
+        let c = Call::parse("7", "count_call", true).unwrap();
+        assert!(c.call.is_none());
     }
 
     #[test]

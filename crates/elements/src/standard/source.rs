@@ -1,10 +1,15 @@
 //! `InfiniteSource` and `RatedSource`: emit copies of one packet, as fast
-//! as possible or at a set rate.
+//! as possible or at a set rate (Click's `infinitesource.cc`,
+//! `ratedsource.cc`). The parts every generator shares, [`Emitter`] (the
+//! LIMIT, STOP, END_CALL, ACTIVE and TIMESTAMP logic and their handlers)
+//! and [`Pacer`] (packets due at a rate), are used by the other sources of
+//! this group too.
 
+use super::handler_call::HandlerCall;
 use bricks_element::args::Data;
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
-    Stats, TaskKind, TaskResult,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
+    Packet, PortInfo, Stats, TaskKind, TaskResult,
 };
 use bricks_packet::{Timestamp, DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
 
@@ -28,27 +33,16 @@ pub static RATED_SOURCE: ElementClass = ElementClass {
 
 /// Click's default payload, kept so that configurations that rely on it
 /// produce the same bytes.
-const DEFAULT_DATA: &[u8] =
+pub(crate) const DEFAULT_DATA: &[u8] =
     b"Random bullshit in a packet, at least 64 bytes long. Well, now it is.";
 
-const COMMON_KEYWORDS: [Keyword; 5] = [
-    Keyword {
-        name: "DATA",
-        ty: "data",
-        default: Some("a 68-byte text"),
-        doc: "the packet's bytes, e.g. \\<00 11 22 ...>",
-    },
+/// The keywords of [`Emitter`], for the manuals.
+pub(crate) const LIMIT_KEYWORDS: [Keyword; 5] = [
     Keyword {
         name: "LIMIT",
         ty: "integer",
         default: Some("-1"),
-        doc: "packets to emit in all; -1 for no limit",
-    },
-    Keyword {
-        name: "STOP",
-        ty: "boolean",
-        default: Some("false"),
-        doc: "stop the router (after delivering what is in flight) when LIMIT is reached",
+        doc: "packets to emit in all; negative for no limit",
     },
     Keyword {
         name: "ACTIVE",
@@ -57,152 +51,286 @@ const COMMON_KEYWORDS: [Keyword; 5] = [
         doc: "emit packets at all (false: wait for `active` to be written)",
     },
     Keyword {
+        name: "STOP",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "stop the router (after delivering what is in flight) when LIMIT is reached",
+    },
+    Keyword {
+        name: "END_CALL",
+        ty: "`ELEMENT.HANDLER [VALUE]`",
+        default: Some("none"),
+        doc: "write handler called once LIMIT packets are sent (`stop` stops the router); \
+              not with STOP",
+    },
+    Keyword {
+        name: "TIMESTAMP",
+        ty: "boolean",
+        default: Some("true"),
+        doc: "set each packet's timestamp annotation to the current time",
+    },
+];
+
+const DATA_KEYWORDS: [Keyword; 2] = [
+    Keyword {
+        name: "DATA",
+        ty: "data",
+        default: Some("a 68-byte text"),
+        doc: "the packet's bytes, e.g. \\<00 11 22 ...>",
+    },
+    Keyword {
         name: "LENGTH",
-        ty: "unsigned",
+        ty: "integer",
         default: Some("length of DATA"),
-        doc: "pad (with zeros) or cut DATA to this many bytes",
+        doc: "the packet's length: DATA cut, or repeated to fill it (DATASIZE: deprecated name)",
     },
 ];
 
 static INFINITE_MANUAL: Manual = Manual {
-    summary: "emits copies of one packet as fast as it can",
+    summary: "generates packets whenever scheduled",
     synopsis: "InfiniteSource([DATA, LIMIT, BURST, ACTIVE, KEYWORDS])",
     description: "Each time its task runs, pushes BURST copies of DATA (fewer when LIMIT is \
         near). In pull mode it returns copies when pulled. Packets are timestamped with the \
         time of the scheduling round that made them. The source is done when LIMIT packets \
         have been emitted; with STOP true the router then stops once in-flight packets are \
-        delivered.",
+        delivered, with END_CALL the handler is called. Writing `reset` or `limit` after the \
+        source is done does not start it again.",
     ports: "no inputs; one output, push or pull",
     keywords: &[
-        COMMON_KEYWORDS[0],
-        COMMON_KEYWORDS[1],
+        DATA_KEYWORDS[0],
+        LIMIT_KEYWORDS[0],
         Keyword {
             name: "BURST",
             ty: "unsigned",
             default: Some("32"),
-            doc: "packets per task run (one batch, up to 256)",
+            doc: "packets per task run (one batch, up to 256); Click's default is 1",
         },
-        COMMON_KEYWORDS[3],
-        COMMON_KEYWORDS[2],
-        COMMON_KEYWORDS[4],
+        LIMIT_KEYWORDS[1],
+        DATA_KEYWORDS[1],
+        LIMIT_KEYWORDS[2],
+        LIMIT_KEYWORDS[3],
+        LIMIT_KEYWORDS[4],
     ],
-    counters: &[("count", "packets emitted")],
+    counters: &[("count", "packets emitted since the last reset")],
     example: "InfiniteSource(DATA \\<00 01 02 03>, LIMIT 100, STOP true) -> Discard;",
-    see_also: &["RatedSource", "WorkloadSource", "FromDump"],
+    see_also: &["RatedSource", "TimedSource", "RandomSource", "Script"],
 };
 
 static RATED_MANUAL: Manual = Manual {
-    summary: "emits copies of one packet at a set rate",
+    summary: "generates packets at specified rate",
     synopsis: "RatedSource([DATA, RATE, LIMIT, ACTIVE, KEYWORDS])",
     description: "Pushes copies of DATA at RATE packets per second, measured from the first \
         time its task runs; packets that fall due together leave as one batch. Done after \
-        LIMIT packets.",
+        LIMIT packets. Its handlers (`rate`, `active`, `limit`, `data`, `length`, `reset`) \
+        read and write its settings, as Click's do.",
     ports: "no inputs; one output, push or pull",
     keywords: &[
-        COMMON_KEYWORDS[0],
+        DATA_KEYWORDS[0],
         Keyword {
             name: "RATE",
             ty: "unsigned",
             default: Some("10"),
             doc: "packets per second",
         },
-        COMMON_KEYWORDS[1],
-        COMMON_KEYWORDS[3],
-        COMMON_KEYWORDS[2],
-        COMMON_KEYWORDS[4],
+        LIMIT_KEYWORDS[0],
+        LIMIT_KEYWORDS[1],
+        DATA_KEYWORDS[1],
+        Keyword {
+            name: "BANDWIDTH",
+            ty: "bandwidth",
+            default: Some("none"),
+            doc: "set RATE from a bandwidth (e.g. 1Mbps) and the packet's length",
+        },
+        LIMIT_KEYWORDS[2],
+        LIMIT_KEYWORDS[3],
+        LIMIT_KEYWORDS[4],
     ],
-    counters: &[("count", "packets emitted")],
+    counters: &[("count", "packets emitted since the last reset")],
     example: "RatedSource(RATE 1000, LIMIT 10, STOP true) -> Discard;",
-    see_also: &["InfiniteSource"],
+    see_also: &["InfiniteSource", "TimedSource", "FastUDPSource"],
 };
 
-/// The emitting part both sources share.
+/// Click's `setup_packet`: DATA cut to LENGTH, or repeated until LENGTH
+/// bytes (zeros when DATA is empty).
+pub(crate) fn build_packet(data: &[u8], length: Option<usize>) -> Vec<u8> {
+    let Some(len) = length else {
+        return data.to_vec();
+    };
+    if data.is_empty() {
+        return vec![0; len];
+    }
+    data.iter().copied().cycle().take(len).collect()
+}
+
+/// The emitting part every source of this group shares: the packet, the
+/// count and the LIMIT with what happens there (STOP, END_CALL).
 #[derive(Debug)]
-struct Emitter {
-    data: Vec<u8>,
-    limit: Option<u64>,
-    count: u64,
-    stop: bool,
-    active: bool,
-    pull: bool,
+pub(crate) struct Emitter {
+    /// DATA as given (the `data` handler).
+    pub data: Vec<u8>,
+    /// LENGTH, if given.
+    pub length: Option<usize>,
+    /// The packet sent: DATA at LENGTH.
+    pub packet: Vec<u8>,
+    pub limit: Option<u64>,
+    pub count: u64,
+    pub active: bool,
+    pub pull: bool,
+    pub timestamp: bool,
+    end: Option<HandlerCall>,
+    ended: bool,
+    pending: Vec<HandlerCall>,
 }
 
 impl Emitter {
-    /// Reads the arguments in Click's positional order: DATA, (RATE),
-    /// LIMIT, BURST, ACTIVE.
-    fn read(
+    /// An emitter of `packet`, reading LIMIT (positional when `limit_p`),
+    /// ACTIVE, STOP, END_CALL and TIMESTAMP; ACTIVE is read positionally
+    /// by the caller when its class has it so.
+    pub fn read_limits(
         args: &mut Args<'_>,
         ports: &PortInfo,
-        rate: Option<&mut u64>,
-    ) -> Result<(Emitter, Option<usize>), ArgError> {
-        let data: Option<Data> = args.read_p("DATA")?;
-        if let Some(rate) = rate {
-            if let Some(r) = args.read_p("RATE")? {
-                *rate = r;
-            }
+        limit_p: bool,
+    ) -> Result<Emitter, ArgError> {
+        let limit: i64 = if limit_p {
+            args.read_p("LIMIT")?
+        } else {
+            args.read("LIMIT")?
         }
-        let limit: i64 = args.read_p("LIMIT")?.unwrap_or(-1);
-        let burst: Option<usize> = args.read_p("BURST")?;
-        let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
-        let stop: bool = args.read("STOP")?.unwrap_or(false);
-        let length: Option<usize> = args.read("LENGTH")?;
-        let mut data = data.map(|d| d.0).unwrap_or_else(|| DEFAULT_DATA.to_vec());
-        if let Some(l) = length {
-            data.resize(l, 0);
-        }
-        if data.len() > MAX_FRAME {
-            return Err(ArgError::new(format!(
-                "DATA is {} bytes, more than the {MAX_FRAME}-byte packet buffer",
-                data.len()
-            )));
-        }
-        let e = Emitter {
-            data,
+        .unwrap_or(-1);
+        Ok(Emitter {
+            data: Vec::new(),
+            length: None,
+            packet: Vec::new(),
             limit: u64::try_from(limit).ok(),
             count: 0,
-            stop,
-            active,
-            pull: !ports.output_is_push(0),
-        };
-        Ok((e, burst))
+            active: true,
+            pull: ports
+                .outputs
+                .first()
+                .is_some_and(|_| !ports.output_is_push(0)),
+            timestamp: true,
+            end: None,
+            ended: false,
+            pending: Vec::new(),
+        })
     }
 
-    fn remaining(&self) -> u64 {
+    /// Reads the keywords that follow the positional ones: STOP, END_CALL,
+    /// TIMESTAMP.
+    pub fn read_ends(&mut self, args: &mut Args<'_>) -> Result<(), ArgError> {
+        let stop: bool = args.read("STOP")?.unwrap_or(false);
+        let end: Option<String> = args.read("END_CALL")?;
+        self.timestamp = args.read("TIMESTAMP")?.unwrap_or(true);
+        if stop && end.is_some() {
+            return Err(ArgError::new("END_CALL and STOP are mutually exclusive"));
+        }
+        self.end = match end {
+            Some(e) => Some(HandlerCall::parse(&e).map_err(ArgError::new)?),
+            None if stop => Some(HandlerCall::parse("stop").map_err(ArgError::new)?),
+            None => None,
+        };
+        Ok(())
+    }
+
+    /// Sets DATA and LENGTH and builds the packet.
+    pub fn set_data(&mut self, data: Vec<u8>, length: Option<usize>) -> Result<(), String> {
+        let packet = build_packet(&data, length);
+        if packet.len() > MAX_FRAME {
+            return Err(format!(
+                "the packet is {} bytes, more than the {MAX_FRAME}-byte packet buffer",
+                packet.len()
+            ));
+        }
+        self.data = data;
+        self.length = length;
+        self.packet = packet;
+        Ok(())
+    }
+
+    /// Packets left before LIMIT.
+    pub fn remaining(&self) -> u64 {
         match self.limit {
             Some(l) => l.saturating_sub(self.count),
             None => u64::MAX,
         }
     }
 
+    /// Appends `n` copies of the packet to `b`.
     #[inline]
-    fn fill(&mut self, b: &mut Batch, n: usize, cx: &Context<'_>) {
-        let now = cx.now();
-        let data = &self.data[..];
+    pub fn fill(&mut self, b: &mut Batch, n: usize, cx: &Context<'_>) {
+        let data = &self.packet[..];
+        let now = if self.timestamp {
+            cx.now()
+        } else {
+            Timestamp(0)
+        };
         let before = b.len();
         Packet::alloc_batch(b, n, |p| {
-            // Cannot fail: DATA was checked against the buffer size.
+            // Cannot fail: the packet was checked against the buffer size.
             let _ = p.set_frame(data);
             p.anno_mut().timestamp = now;
         });
         self.count += (b.len() - before) as u64;
     }
 
-    fn finished(&self, cx: &mut Context<'_>) -> TaskResult {
-        if self.stop {
-            cx.request_stop();
+    /// LIMIT is reached: the end call (or STOP) once, then the task is
+    /// done.
+    pub fn finished(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        if !self.ended {
+            self.ended = true;
+            if let Some(c) = &self.end {
+                c.call(cx, &mut self.pending);
+            }
         }
-        TaskResult::Done
+        if self.pending.is_empty() {
+            TaskResult::Done
+        } else {
+            // The end call waits for a timer; the task stays until then.
+            TaskResult::Waiting
+        }
     }
 
-    fn write(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        use bricks_element::FromArg;
+    /// Makes end calls that found their element busy.
+    pub fn run_timer(&mut self, cx: &mut Context<'_>) {
+        HandlerCall::run_pending(cx, &mut self.pending);
+    }
+
+    /// The handlers every source answers: `active`, `limit`, `data`,
+    /// `length`.
+    pub fn read(&self, handler: &str) -> Option<String> {
+        Some(match handler {
+            "active" => self.active.to_string(),
+            "limit" => self.limit.map_or("-1".into(), |l| l.to_string()),
+            "data" => String::from_utf8_lossy(&self.data).into_owned(),
+            "length" | "datasize" => self.length.map_or("-1".into(), |l| l.to_string()),
+            _ => return None,
+        })
+    }
+
+    /// The write handlers every source answers: `active`, `limit`,
+    /// `reset`, `data`, `length`.
+    pub fn write(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        let v = value.trim();
         match handler {
-            "active" => self.active = bool::from_arg(value.trim())?,
-            "limit" => self.limit = u64::try_from(i64::from_arg(value.trim())?).ok(),
-            "reset" => self.count = 0,
+            "active" => self.active = bool::from_arg(v).map_err(|_| "syntax error".to_string())?,
+            "limit" => {
+                let l = i64::from_arg(v).map_err(|_| "limit parameter must be integer")?;
+                self.limit = u64::try_from(l).ok();
+            }
+            "reset" => {
+                self.count = 0;
+                self.ended = false;
+            }
+            // Click's data handler is raw: the bytes as written.
+            "data" => self.set_data(value.as_bytes().to_vec(), self.length)?,
+            "length" | "datasize" => {
+                let l = i64::from_arg(v).map_err(|_| "length must be integer")?;
+                let data = std::mem::take(&mut self.data);
+                self.set_data(data, usize::try_from(l).ok())?;
+            }
             _ => {
                 return Err(format!(
-                    "no write handler `{handler}` (active, limit, reset)"
+                    "no write handler `{handler}` (active, limit, reset, data, length)"
                 ))
             }
         }
@@ -210,26 +338,100 @@ impl Emitter {
     }
 }
 
+/// Packets due at a rate: the first at once, then one every 1/RATE s, on
+/// the router's clock (so that `--clock trace` runs repeat exactly).
+#[derive(Debug, Clone)]
+pub(crate) struct Pacer {
+    /// Packets per second (at least 1).
+    pub rate: u64,
+    /// The time and count when pacing started.
+    start: Option<(u64, u64)>,
+}
+
+impl Pacer {
+    pub fn new(rate: u64) -> Pacer {
+        Pacer { rate, start: None }
+    }
+
+    /// Starts over from the next packet (after a rate change or a pause).
+    pub fn restart(&mut self) {
+        self.start = None;
+    }
+
+    /// Packets due by `now` beyond the `count` already sent.
+    pub fn due(&mut self, now: Timestamp, count: u64) -> u64 {
+        let (t0, c0) = *self.start.get_or_insert((now.0, count));
+        let elapsed = now.0.saturating_sub(t0) as u128;
+        let due = (elapsed * self.rate as u128 / 1_000_000_000) as u64 + 1;
+        (c0 + due).saturating_sub(count)
+    }
+
+    /// When the packet after `count` falls due.
+    pub fn next_due(&self, count: u64) -> Timestamp {
+        let Some((t0, c0)) = self.start else {
+            return Timestamp(0);
+        };
+        let k = count.saturating_sub(c0) as u128; // sent since t0, the first at t0
+        let ns = (k * 1_000_000_000).div_ceil(self.rate as u128);
+        Timestamp(t0.saturating_add(ns.min(u64::MAX as u128) as u64))
+    }
+}
+
+fn read_data(args: &mut Args<'_>) -> Result<Option<Vec<u8>>, ArgError> {
+    Ok(args.read_p::<Data>("DATA")?.map(|d| d.0))
+}
+
+fn read_length(args: &mut Args<'_>) -> Result<Option<usize>, ArgError> {
+    let mut length: Option<i64> = args.read("LENGTH")?;
+    if let Some(l) = args.read("DATASIZE")? {
+        length = Some(l);
+    }
+    Ok(length.and_then(|l| usize::try_from(l).ok()))
+}
+
 fn make_infinite(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let (e, burst) = Emitter::read(args, ports, None)?;
+    let data = read_data(args)?;
+    let mut e = Emitter::read_limits(args, ports, true)?;
+    let burst: i64 = args.read_p("BURST")?.unwrap_or(DEFAULT_BURST as i64);
+    if burst < 1 {
+        return Err(ArgError::new("burst size must be >= 1"));
+    }
+    e.active = args.read_p("ACTIVE")?.unwrap_or(true);
+    let length = read_length(args)?;
+    e.read_ends(args)?;
+    e.set_data(data.unwrap_or_else(|| DEFAULT_DATA.to_vec()), length)
+        .map_err(ArgError::new)?;
     Ok(Box::new(InfiniteSource {
         e,
-        burst: burst.unwrap_or(DEFAULT_BURST).clamp(1, MAX_BATCH),
+        burst: (burst as usize).min(MAX_BATCH),
     }))
 }
 
 fn make_rated(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let mut rate = 10u64;
-    // RatedSource batches whatever is due; BURST is accepted for Click
-    // compatibility and caps nothing.
-    let (e, _burst) = Emitter::read(args, ports, Some(&mut rate))?;
+    let data = read_data(args)?;
+    let mut rate: u64 = args.read_p("RATE")?.unwrap_or(10);
+    let mut e = Emitter::read_limits(args, ports, true)?;
+    e.active = args.read_p("ACTIVE")?.unwrap_or(true);
+    let length = read_length(args)?;
+    let bandwidth: Option<String> = args.read("BANDWIDTH")?;
+    // RatedSource batches whatever is due; BURST is accepted for
+    // configurations written for older Clicks and caps nothing.
+    let _burst: Option<u64> = args.read("BURST")?;
+    e.read_ends(args)?;
+    e.set_data(data.unwrap_or_else(|| DEFAULT_DATA.to_vec()), length)
+        .map_err(ArgError::new)?;
+    if let Some(bw) = bandwidth {
+        let bw = super::bw_rated_unqueue::parse_bandwidth(&bw).map_err(ArgError::new)?;
+        if bw > 0 {
+            rate = bw / (e.packet.len().max(1) as u64);
+        }
+    }
     if rate == 0 {
         return Err(ArgError::new("RATE must be at least 1 packet per second"));
     }
     Ok(Box::new(RatedSource {
         e,
-        rate,
-        start: None,
+        pacer: Pacer::new(rate),
     }))
 }
 
@@ -265,8 +467,16 @@ impl Element for InfiniteSource {
         TaskResult::Worked
     }
 
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        self.e.run_timer(cx);
+    }
+
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
         if !self.e.active {
+            return;
+        }
+        if self.e.remaining() == 0 {
+            let _ = self.e.finished(cx);
             return;
         }
         let n = (max as u64).min(self.e.remaining()) as usize;
@@ -277,8 +487,38 @@ impl Element for InfiniteSource {
         s.counter("count", self.e.count);
     }
 
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        match handler {
+            "burst" | "burstsize" => Some(self.burst.to_string()),
+            _ => self.e.read(handler),
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[
+            Handler::rw("data"),
+            Handler::rw("limit"),
+            Handler::rw("burst"),
+            Handler::rw("active"),
+            Handler::r("count"),
+            Handler::w("reset"),
+            Handler::rw("length"),
+        ];
+        H
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        self.e.write(handler, value)
+        match handler {
+            "burst" | "burstsize" => {
+                let b = i64::from_arg(value.trim())
+                    .ok()
+                    .filter(|&b| b >= 1)
+                    .ok_or("burstsize parameter must be integer >= 1")?;
+                self.burst = (b as usize).min(MAX_BATCH);
+                Ok(())
+            }
+            _ => self.e.write(handler, value),
+        }
     }
 }
 
@@ -286,32 +526,7 @@ impl Element for InfiniteSource {
 #[derive(Debug)]
 pub struct RatedSource {
     e: Emitter,
-    rate: u64,
-    start: Option<(u64, u64)>,
-}
-
-impl RatedSource {
-    /// Packets due by now that have not been sent.
-    fn due(&mut self, cx: &Context<'_>) -> u64 {
-        let now = cx.now().0;
-        let (t0, c0) = *self.start.get_or_insert((now, self.e.count));
-        let elapsed = now.saturating_sub(t0) as u128;
-        let due = (elapsed * self.rate as u128 / 1_000_000_000) as u64 + 1;
-        (c0 + due)
-            .saturating_sub(self.e.count)
-            .min(self.e.remaining())
-    }
-}
-
-impl RatedSource {
-    /// When the next packet falls due.
-    fn next_due(&self) -> Timestamp {
-        let Some((t0, c0)) = self.start else {
-            return Timestamp(0);
-        };
-        let k = (self.e.count - c0) as u128; // packets sent since t0, the first at t0
-        Timestamp(t0 + (k * 1_000_000_000 / self.rate as u128) as u64)
-    }
+    pacer: Pacer,
 }
 
 impl Element for RatedSource {
@@ -328,13 +543,17 @@ impl Element for RatedSource {
             return self.e.finished(cx);
         }
         if !self.e.active {
-            self.start = None;
+            self.pacer.restart();
             return TaskResult::Idle;
         }
-        let n = self.due(cx).min(MAX_BATCH as u64) as usize;
+        let n = self
+            .pacer
+            .due(cx.now(), self.e.count)
+            .min(self.e.remaining())
+            .min(MAX_BATCH as u64) as usize;
         if n == 0 {
-            cx.schedule_at(self.next_due());
-            return TaskResult::Idle;
+            cx.schedule_at(self.pacer.next_due(self.e.count));
+            return TaskResult::Waiting;
         }
         let mut b = Batch::new();
         self.e.fill(&mut b, n, cx);
@@ -342,11 +561,23 @@ impl Element for RatedSource {
         TaskResult::Worked
     }
 
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        self.e.run_timer(cx);
+    }
+
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
         if !self.e.active {
             return;
         }
-        let n = self.due(cx).min(max as u64) as usize;
+        if self.e.remaining() == 0 {
+            let _ = self.e.finished(cx);
+            return;
+        }
+        let n = self
+            .pacer
+            .due(cx.now(), self.e.count)
+            .min(self.e.remaining())
+            .min(max as u64) as usize;
         self.e.fill(out, n, cx);
     }
 
@@ -354,18 +585,42 @@ impl Element for RatedSource {
         s.counter("count", self.e.count);
     }
 
-    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        use bricks_element::FromArg;
-        if handler == "rate" {
-            let r = u64::from_arg(value.trim())?;
-            if r == 0 {
-                return Err("rate must be at least 1".into());
-            }
-            self.rate = r;
-            self.start = None;
-            return Ok(());
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        match handler {
+            "rate" => Some(self.pacer.rate.to_string()),
+            _ => self.e.read(handler),
         }
-        self.e.write(handler, value)
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[
+            Handler::rw("data"),
+            Handler::rw("rate"),
+            Handler::rw("limit"),
+            Handler::rw("active"),
+            Handler::r("count"),
+            Handler::w("reset"),
+            Handler::rw("length"),
+        ];
+        H
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        match handler {
+            "rate" => {
+                let r = u64::from_arg(value.trim()).map_err(|_| "syntax error")?;
+                if r == 0 {
+                    return Err("rate must be at least 1".into());
+                }
+                self.pacer = Pacer::new(r);
+                Ok(())
+            }
+            "reset" | "active" => {
+                self.pacer.restart();
+                self.e.write(handler, value)
+            }
+            _ => self.e.write(handler, value),
+        }
     }
 }
 
@@ -403,10 +658,63 @@ mod tests {
     }
 
     #[test]
-    fn length_pads_data() {
-        let mut h = Harness::push(&INFINITE_SOURCE, "DATA \\<ff>, LENGTH 4, LIMIT 1", 0, 1);
+    fn end_call_stop_and_exclusive_with_stop() {
+        let mut h = Harness::push(&INFINITE_SOURCE, "LIMIT 1, END_CALL stop", 0, 1);
         h.run_task();
-        assert_eq!(h.take_bytes(0), vec![vec![0xff, 0, 0, 0]]);
+        assert!(!h.stop_requested());
+        assert_eq!(h.run_task(), TaskResult::Done);
+        assert!(h.stop_requested());
+        let e = bricks_runtime::testing::make_element(
+            &INFINITE_SOURCE,
+            "STOP true, END_CALL x.y",
+            &Default::default(),
+        );
+        assert!(e.unwrap_err().contains("mutually exclusive"));
+    }
+
+    #[test]
+    fn length_repeats_data_as_click_does() {
+        let mut h = Harness::push(&INFINITE_SOURCE, "DATA \\<ff 01>, LENGTH 5, LIMIT 2", 0, 1);
+        h.run_task();
+        assert_eq!(h.take_bytes(0), vec![vec![0xff, 1, 0xff, 1, 0xff]; 2]);
+        let mut h = Harness::push(&INFINITE_SOURCE, "DATA \\<ff 01 02>, LENGTH 2", 0, 1);
+        h.write_handler("limit", "1").unwrap();
+        h.run_task();
+        assert_eq!(h.take_bytes(0), vec![vec![0xff, 1]]);
+    }
+
+    #[test]
+    fn timestamp_false_leaves_the_annotation() {
+        let mut h = Harness::push(&INFINITE_SOURCE, "LIMIT 1, TIMESTAMP false", 0, 1);
+        h.advance_to(Timestamp(5_000_000_000));
+        h.run_task();
+        assert_eq!(h.take(0)[0].anno().timestamp, Timestamp(0));
+        let mut h = Harness::push(&INFINITE_SOURCE, "LIMIT 1", 0, 1);
+        h.advance_to(Timestamp(5_000_000_000));
+        h.run_task();
+        assert_eq!(h.take(0)[0].anno().timestamp, Timestamp(5_000_000_000));
+    }
+
+    #[test]
+    fn handlers_read_and_write() {
+        let h = Harness::push(&INFINITE_SOURCE, "\\<61 62>, 7, 3, false", 0, 1);
+        assert_eq!(h.read_handler("data").unwrap(), "ab");
+        assert_eq!(h.read_handler("limit").unwrap(), "7");
+        assert_eq!(h.read_handler("burst").unwrap(), "3");
+        assert_eq!(h.read_handler("active").unwrap(), "false");
+        assert_eq!(h.read_handler("length").unwrap(), "-1");
+        h.write_handler("data", "xyz").unwrap();
+        h.write_handler("length", "4").unwrap();
+        h.write_handler("burst", "2").unwrap();
+        assert!(h.write_handler("burst", "0").is_err());
+        assert_eq!(h.read_handler("burst").unwrap(), "2");
+        assert_eq!(h.read_handler("length").unwrap(), "4");
+        let mut h = h;
+        h.write_handler("active", "true").unwrap();
+        h.run_task();
+        assert_eq!(h.take_bytes(0), vec![b"xyzx".to_vec(); 2]);
+        h.write_handler("reset", "").unwrap();
+        assert_eq!(h.stats().get("count"), Some(0));
     }
 
     #[test]
@@ -436,12 +744,27 @@ mod tests {
         h.advance_to(Timestamp(1_000_000_000));
         assert_eq!(h.run_task(), TaskResult::Worked); // first packet is due at once
         assert_eq!(h.take(0).len(), 1);
-        assert_eq!(h.run_task(), TaskResult::Idle);
+        assert_eq!(h.run_task(), TaskResult::Waiting);
+        assert_eq!(h.timers(), vec![Timestamp(1_001_000_000)]);
         h.advance_to(Timestamp(1_010_000_000)); // 10 ms later: 10 more
         h.run_task();
         assert_eq!(h.take(0).len(), 10);
         h.advance_to(Timestamp(2_000_000_000)); // far later: capped by LIMIT
         while h.run_task() == TaskResult::Worked {}
         assert_eq!(h.stats().get("count"), Some(100));
+    }
+
+    #[test]
+    fn rated_source_positional_order_and_handlers() {
+        // Click: RatedSource(DATA, RATE, LIMIT, ACTIVE).
+        let h = Harness::push(&RATED_SOURCE, "\\<0800>, 20, 1000, false", 0, 1);
+        assert_eq!(h.read_handler("rate").unwrap(), "20");
+        assert_eq!(h.read_handler("limit").unwrap(), "1000");
+        assert_eq!(h.read_handler("active").unwrap(), "false");
+        h.write_handler("rate", "50").unwrap();
+        assert_eq!(h.read_handler("rate").unwrap(), "50");
+        assert!(h.write_handler("rate", "fast").is_err());
+        let h = Harness::push(&RATED_SOURCE, "LENGTH 100, BANDWIDTH 8kbps", 0, 1);
+        assert_eq!(h.read_handler("rate").unwrap(), "10");
     }
 }

@@ -1,0 +1,106 @@
+//! A write-handler call an element makes on an event (Click's
+//! `HandlerCall`, `include/click/handlercall.hh`): `ELEMENT.HANDLER
+//! [VALUE]`, or a bare `stop`, which stops the router. Sources call one at
+//! their LIMIT (END_CALL), Counter at a count (COUNT_CALL).
+
+use bricks_element::Context;
+
+/// Calls to elements that were busy when made, kept for the next timer.
+/// Bounded: an element makes at most a few calls per event.
+const MAX_PENDING: usize = 8;
+
+/// One `ELEMENT.HANDLER [VALUE]` write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandlerCall {
+    /// The element, as written (looked up from the caller's compound);
+    /// `None` for the router's own `stop`.
+    element: Option<String>,
+    handler: String,
+    value: String,
+}
+
+impl HandlerCall {
+    /// Parses `ELEMENT.HANDLER [VALUE]` or `stop`.
+    pub fn parse(text: &str) -> Result<HandlerCall, String> {
+        let text = text.trim();
+        let (h, value) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let (element, handler) = match h.rsplit_once('.') {
+            Some((e, n)) if !e.is_empty() && !n.is_empty() => (Some(e.to_string()), n.to_string()),
+            None if h == "stop" => (None, h.to_string()),
+            _ => {
+                return Err(format!(
+                    "bad write handler `{h}` (ELEMENT.HANDLER [VALUE], or stop)"
+                ))
+            }
+        };
+        Ok(HandlerCall {
+            element,
+            handler,
+            value: value.trim().to_string(),
+        })
+    }
+
+    /// The call as Click prints it.
+    pub fn unparse(&self) -> String {
+        let mut s = match &self.element {
+            Some(e) => format!("{e}.{}", self.handler),
+            None => self.handler.clone(),
+        };
+        if !self.value.is_empty() {
+            s.push(' ');
+            s.push_str(&self.value);
+        }
+        s
+    }
+
+    /// Makes the call. A call to an element that is busy further up this
+    /// worker's stack (the caller itself, or an element pushing into it)
+    /// is kept in `pending` and a timer due at once is asked for: the
+    /// caller's `run_timer` then makes it with [`HandlerCall::run_pending`].
+    /// Errors are printed, as Click's `call_write` reports them.
+    pub fn call(&self, cx: &mut Context<'_>, pending: &mut Vec<HandlerCall>) {
+        let Some(e) = &self.element else {
+            cx.request_stop();
+            return;
+        };
+        match cx.write_handler(e, &self.handler, &self.value) {
+            Ok(()) => {}
+            Err(err) if err.ends_with("element busy") && pending.len() < MAX_PENDING => {
+                pending.push(self.clone());
+                let now = cx.now();
+                cx.schedule_at(now);
+            }
+            Err(err) => eprintln!("{}: {}: {err}", cx.name(), self.unparse()),
+        }
+    }
+
+    /// Makes the calls kept by [`HandlerCall::call`].
+    pub fn run_pending(cx: &mut Context<'_>, pending: &mut Vec<HandlerCall>) {
+        for c in std::mem::take(pending) {
+            let Some(e) = &c.element else { continue };
+            if let Err(err) = cx.write_handler(e, &c.handler, &c.value) {
+                eprintln!("{}: {}: {err}", cx.name(), c.unparse());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_clicks_forms() {
+        let c = HandlerCall::parse("s.active false").unwrap();
+        assert_eq!(c.element.as_deref(), Some("s"));
+        assert_eq!((c.handler.as_str(), c.value.as_str()), ("active", "false"));
+        assert_eq!(c.unparse(), "s.active false");
+        let c = HandlerCall::parse("c/q.reset").unwrap();
+        assert_eq!(c.element.as_deref(), Some("c/q"));
+        assert_eq!(c.unparse(), "c/q.reset");
+        assert_eq!(HandlerCall::parse("stop").unwrap().unparse(), "stop");
+        for bad in ["", "nodot", ".h", "e.", "stop."] {
+            assert!(HandlerCall::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
