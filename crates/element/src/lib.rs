@@ -200,6 +200,25 @@ pub trait Element: Send {
     fn handlers(&self) -> &'static [Handler] {
         &[]
     }
+
+    /// Calls one of the element's handlers that needs the rest of the
+    /// graph or takes parameters: a read handler with parameters (Click's
+    /// `f_read_param`, as `s.add 1 2`) or a handler that runs code calling
+    /// other handlers (a `Script`'s `run` and `step`). `value` is the
+    /// read's parameters or the value written, `write` says which. `None`
+    /// means no such handler here: [`Element::read_handler`] and
+    /// [`Element::write_handler`] answer instead. Reached through
+    /// [`Context::call_handler`].
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        let _ = (handler, value, write, cx);
+        None
+    }
 }
 
 /// One handler an element offers: its name and whether it is read, written
