@@ -59,7 +59,7 @@ pub struct ClicktestArgs {
 fn tool_dir() -> anyhow::Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new().prefix("bricks-click").tempdir()?;
     let exe = std::env::current_exe()?;
-    for name in ["click", "click-buildtool", "click-flatten"] {
+    for name in ["click", "click-buildtool", "click-flatten", "clicktest"] {
         std::os::unix::fs::symlink(&exe, dir.path().join(name))?;
     }
     Ok(dir)
@@ -233,4 +233,197 @@ fn reason(msgs: &[String]) -> String {
         return format!("error: {}", shorten(m.trim()));
     }
     shorten(msgs.first().map(String::as_str).unwrap_or("failed"))
+}
+
+/// Bricks called as `clicktest`: Click's `clicktest` command line
+/// (`[VAR=VALUE]... [-V|-VV|-q] [-p DIR] [-t SECONDS] [-j N]
+/// [--preserve-temporaries] FILE...`) with Click's messages on standard
+/// error: each failure's lines, `NAME: Success!` with `-V`, and
+/// `clicktest: N successes, M failures, K skipped`.
+pub fn click_clicktest(args: &[String]) -> ExitCode {
+    let usage = "Usage: clicktest [-VVq] [-p DIR] [-t SECONDS] [-j N] [VAR=VALUE]... [FILE]...";
+    let mut o = Options::default();
+    let mut verbose = 0i32;
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut i = 0;
+    let value = |i: &mut usize, flag: &str| -> Result<String, String> {
+        *i += 1;
+        args.get(*i - 1)
+            .cloned()
+            .ok_or_else(|| format!("clicktest: '{flag}' requires a value"))
+    };
+    while i < args.len() {
+        let a = args[i].clone();
+        i += 1;
+        let r: Result<(), String> = (|| {
+            match a.as_str() {
+                "-V" | "--verbose" => verbose = 1,
+                "-VV" | "--superverbose" => verbose = 2,
+                "-q" | "--quiet" => verbose = -1,
+                "--preserve-temporaries" | "--preserve-temps" => o.keep = true,
+                "-v" | "--version" => {
+                    println!("clicktest (bricks) {}", env!("CARGO_PKG_VERSION"));
+                    std::process::exit(0);
+                }
+                "--help" => {
+                    println!("'Clicktest' is a simple test harness.\n\n{usage}");
+                    std::process::exit(0);
+                }
+                "-p" | "--path" => o.path_prepend.push(PathBuf::from(value(&mut i, "-p")?)),
+                "-t" | "--timeout" => {
+                    let t: f64 = value(&mut i, "-t")?
+                        .parse()
+                        .map_err(|_| "clicktest: bad timeout")?;
+                    o.timeout = Duration::from_secs_f64(t.max(0.1));
+                }
+                "-j" | "--jobs" => {
+                    let _ = value(&mut i, "-j")?;
+                }
+                _ if a.starts_with("-p") && a.len() > 2 => {
+                    o.path_prepend.push(PathBuf::from(&a[2..]))
+                }
+                _ if a.starts_with("-j") && a[2..].chars().all(|c| c.is_ascii_digit()) => {}
+                _ if a.starts_with('-') && a != "-" => {
+                    return Err(format!("clicktest: unknown option '{a}'\n{usage}"))
+                }
+                _ => match a.split_once('=') {
+                    Some((k, v))
+                        if !k.is_empty()
+                            && !k.starts_with(|c: char| c.is_ascii_digit())
+                            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                    {
+                        o.vars.push((k.to_string(), v.to_string()))
+                    }
+                    _ => files.push(PathBuf::from(&a)),
+                },
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    for p in &mut o.path_prepend {
+        if p.is_relative() {
+            *p = cwd.join(&*p);
+        }
+    }
+    let tools = match tool_dir() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("clicktest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    o.path_prepend.push(tools.path().to_path_buf());
+    let files = match find_tests(&files) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("clicktest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (mut successes, mut failures, mut skips, mut bad_files) = (0usize, 0usize, 0usize, 0usize);
+    let mut blocked: Vec<String> = Vec::new();
+    for f in &files {
+        let tests = match parse_file(f) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{}: {e}", f.display());
+                bad_files += 1;
+                continue;
+            }
+        };
+        for t in &tests {
+            for w in &t.errors {
+                eprintln!("{w}");
+            }
+            if verbose == 1 {
+                eprintln!("{}: Running...", t.name);
+            } else if verbose > 1 && !t.info.trim().is_empty() {
+                let first = t
+                    .info
+                    .trim_start_matches('\n')
+                    .split("\n\n")
+                    .next()
+                    .unwrap_or("");
+                eprintln!("{} Information:", t.name);
+                for l in first.lines() {
+                    eprintln!("  {l}");
+                }
+            }
+            let r = run_test(t, &o);
+            match &r.outcome {
+                Outcome::Pass => {
+                    successes += 1;
+                    if verbose > 0 {
+                        eprintln!("{}: Success!", t.name);
+                    }
+                }
+                Outcome::Fail(msgs) => {
+                    failures += 1;
+                    for m in msgs {
+                        // Lines that continue a message are indented by
+                        // two spaces here; Click repeats the place.
+                        match m.strip_prefix("  ") {
+                            Some(rest) => eprintln!("{}:   {rest}", place(&msgs[0])),
+                            None => eprintln!("{m}"),
+                        }
+                    }
+                }
+                Outcome::Skip(why) => {
+                    skips += 1;
+                    if verbose > 0 {
+                        eprintln!("{why}");
+                    } else {
+                        blocked.push(why.split_once(" at '").map_or(why.clone(), |(_, c)| {
+                            c.split_once('\'').map_or(c, |(c, _)| c).to_string()
+                        }));
+                    }
+                }
+            }
+        }
+    }
+    if !blocked.is_empty() {
+        blocked.sort();
+        blocked.dedup();
+        let n = skips;
+        eprintln!(
+            "clicktest: requirement failures blocked {n} test{}, use '-V' for details",
+            if n == 1 { "" } else { "s" }
+        );
+        eprintln!(
+            "clicktest: ({} '{}')",
+            if blocked.len() == 1 {
+                "command"
+            } else {
+                "commands"
+            },
+            blocked.join("', '")
+        );
+    }
+    eprintln!(
+        "clicktest: {successes} {}, {failures} {}, {skips} skipped",
+        if successes == 1 {
+            "success"
+        } else {
+            "successes"
+        },
+        if failures == 1 { "failure" } else { "failures" }
+    );
+    let attempts = successes + failures + skips;
+    if bad_files > 0 {
+        ExitCode::from(2)
+    } else if attempts == 0 || (failures == 0 && skips < attempts) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `FILE:LINE` of a message `FILE:LINE: text`.
+fn place(m: &str) -> &str {
+    m.split_once(": ").map_or(m, |(p, _)| p)
 }

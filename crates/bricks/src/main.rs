@@ -377,6 +377,7 @@ fn main() -> ExitCode {
     {
         Some("click") => return click_cmd::click(&args.collect::<Vec<_>>(), run_click),
         Some("click-buildtool") => return click_cmd::buildtool(&args.collect::<Vec<_>>()),
+        Some("clicktest") => return clicktest_cmd::click_clicktest(&args.collect::<Vec<_>>()),
         Some("click-flatten") => return click_cmd::flatten(&args.collect::<Vec<_>>(), run_click),
         _ => {}
     }

@@ -112,7 +112,7 @@ fn run_in(test: &ClickTest, o: &Options, dir: &Path) -> Outcome {
         match shell(dir, "%require", None, false, o) {
             Ok(0) => {}
             Ok(status) => {
-                let (cmd, err) = failure(dir, &test.require, status, o);
+                let (cmd, err) = failure(dir, &test.require, status, o, "requirement ");
                 return Outcome::Skip(if err.is_empty() {
                     cmd
                 } else {
@@ -132,7 +132,7 @@ fn run_in(test: &ClickTest, o: &Options, dir: &Path) -> Outcome {
     match shell(dir, "%script", stdin.as_deref(), true, o) {
         Ok(0) => {}
         Ok(status) => {
-            let (cmd, err) = failure(dir, &test.script, status, o);
+            let (cmd, err) = failure(dir, &test.script, status, o, "");
             let mut msgs = vec![cmd];
             msgs.extend(err.into_iter().map(|l| format!("  {l}")));
             return Outcome::Fail(msgs);
@@ -166,6 +166,13 @@ fn mismatch_lines(name: &str, m: &Mismatch) -> Vec<String> {
 }
 
 fn save_files(test: &ClickTest, dir: &Path) -> std::io::Result<()> {
+    // Directories named by expected files exist too, as in Click, so a
+    // script can write `sub/OUT`.
+    for (name, _) in &test.expects {
+        if let Some(parent) = dir.join(name).parent() {
+            fs::create_dir_all(parent)?;
+        }
+    }
     for (name, data) in &test.files {
         let path = dir.join(name);
         if let Some(parent) = path.parent() {
@@ -257,7 +264,13 @@ fn shell(
 
 /// The failing command and the error output it printed, from the
 /// `clicktest_lineno:` markers in `dir/stderr`.
-fn failure(dir: &Path, commands: &[Command], status: i32, o: &Options) -> (String, Vec<String>) {
+fn failure(
+    dir: &Path,
+    commands: &[Command],
+    status: i32,
+    o: &Options,
+    kind: &str,
+) -> (String, Vec<String>) {
     let text = fs::read(dir.join("stderr")).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
     let (mut lineno, mut failure, mut errortext) = (None, None, Vec::new());
@@ -292,9 +305,9 @@ fn failure(dir: &Path, commands: &[Command], status: i32, o: &Options) -> (Strin
             if t.chars().count() > 40 {
                 t = t.chars().take(40).collect::<String>() + "...";
             }
-            format!("{where_}: {failure_text} at '{t}'")
+            format!("{where_}: {kind}{failure_text} at '{t}'")
         }
-        None => format!("{where_}: {failure_text} at undefined point in script"),
+        None => format!("{where_}: {kind}{failure_text} at undefined point in script"),
     };
     const MAX_LINES: usize = 20;
     if errortext.len() > MAX_LINES {

@@ -108,10 +108,10 @@ pub fn flatten(router: &Router) -> String {
         // The connection leaving the same element's output 0 continues
         // the chain; one into an input 0 is preferred.
         let mut result = None;
-        for d in 0..nc {
-            if d != ci && conn[d].1 == ht {
+        for (d, c) in conn.iter().enumerate() {
+            if d != ci && c.1 == ht {
                 result = Some(d);
-                if conn[d].0 .1 == 0 {
+                if c.0 .1 == 0 {
                     break;
                 }
             }

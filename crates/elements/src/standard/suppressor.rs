@@ -95,6 +95,18 @@ impl Element for Suppressor {
         s.counter("drops", self.drops);
     }
 
+    /// Click's `activeN` read handler: `true` or `false` (the counter of
+    /// the same name reads 1 or 0 for `bricks ctl stats`).
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        let port: usize = handler
+            .strip_prefix("active")?
+            .trim_start_matches('_')
+            .parse()
+            .ok()?;
+        let a = self.active.get(port)?;
+        Some(a.to_string())
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         if handler == "reset" {
             self.active.fill(true);
