@@ -448,13 +448,13 @@ impl Script {
             }
         }
         // Labels are known now: resolve the gotos.
-        for i in 0..s.insns.len() {
+        for (i, span) in spans.iter().enumerate() {
             if s.insns[i].op == Op::Goto && !s.insns[i].text.is_empty() {
                 let mut cond = std::mem::take(&mut s.insns[i].text);
                 let label = shift_word(&mut cond);
                 let target = s.find_label(&label);
                 if target == Target::At(s.insns.len()) {
-                    return Err(ArgError::at(spans[i], format!("no such label `{label}'")));
+                    return Err(ArgError::at(*span, format!("no such label `{label}'")));
                 }
                 s.insns[i].target = target;
                 s.insns[i].text = cond;

@@ -394,11 +394,7 @@ fn expand_at(
     let mut i = 0;
     while i < end {
         match s[i] {
-            b'\\' => {
-                if i + 1 < end && quote == b'"' {
-                    i += 1;
-                }
-            }
+            b'\\' if i + 1 < end && quote == b'"' => i += 1,
             q @ (b'\'' | b'"') => {
                 if quote == 0 {
                     quote = q;
