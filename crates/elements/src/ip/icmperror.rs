@@ -211,7 +211,7 @@ const PARAMETER_PROBLEM: u8 = 12;
 const NEEDFRAG: u8 = 4;
 
 /// ICMP type names (Click's `NameInfo` database).
-const TYPES: &[(&str, u8)] = &[
+pub(crate) const TYPES: &[(&str, u8)] = &[
     ("echo-reply", 0),
     ("unreachable", UNREACHABLE),
     ("sourcequench", SOURCE_QUENCH),
@@ -230,7 +230,7 @@ const TYPES: &[(&str, u8)] = &[
 ];
 
 /// Code names for each error type.
-fn code_names(icmp_type: u8) -> &'static [(&'static str, u8)] {
+pub(crate) fn code_names(icmp_type: u8) -> &'static [(&'static str, u8)] {
     match icmp_type {
         UNREACHABLE => &[
             ("net", 0),

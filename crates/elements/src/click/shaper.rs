@@ -1,0 +1,214 @@
+//! `Shaper`: lets at most RATE packets a second through a pull path, as
+//! Click's `elements/standard/shaper.cc`.
+
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
+    PortInfo,
+};
+use bricks_packet::Timestamp;
+
+/// The `Shaper` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "Shaper",
+    ports: "1/1-2",
+    processing: "l/l",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "shapes traffic to maximum rate (pkt/s)",
+    synopsis: "Shaper(RATE)",
+    description: "A pull element that lets at most RATE packets per second through output \
+        0: a pull finds nothing until the next packet is due, one every 1/RATE seconds, \
+        and sets a timer for it. Unused time accumulates up to one packet or a \
+        millisecond's worth of packets, whichever is more, so a puller that runs less \
+        often than 1/RATE still gets the rate. Pulls on the optional output 1 return \
+        packets from the input without shaping. The `rate` handler reads and sets RATE.\n\n\
+        bricks has no notifiers: the task pulling through a Shaper sees nothing to do \
+        while it holds packets back, so a run whose sources are done ends without waiting \
+        for them. Use RatedUnqueue where a run must drain at a rate.",
+    ports: "one pull input; one or two pull outputs",
+    keywords: &[Keyword {
+        name: "RATE",
+        ty: "real number, packets per second",
+        default: None,
+        doc: "most packets per second; positional",
+    }],
+    counters: &[],
+    example: "InfiniteSource(LIMIT 20) -> Queue -> Shaper(1000) -> Unqueue -> Discard;",
+    see_also: &[
+        "BandwidthShaper",
+        "RatedUnqueue",
+        "RatedSplitter",
+        "DelayShaper",
+    ],
+};
+
+fn rate(text: &str) -> Result<f64, String> {
+    let r = f64::from_arg(text)?;
+    if r > 0.0 {
+        Ok(r)
+    } else {
+        Err(format!("RATE must be positive, found {r}"))
+    }
+}
+
+fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let text: String = args.read_mp("RATE")?;
+    let r = rate(&text).map_err(|e| ArgError::new(format!("bad argument RATE: {e}")))?;
+    let mut s = Shaper {
+        rate: r,
+        gap: 0,
+        burst: 0,
+        credit: None,
+        last: 0,
+        timer: None,
+    };
+    s.set_rate(r);
+    Ok(Box::new(s))
+}
+
+/// A packet-rate token bucket, in nanoseconds of credit.
+#[derive(Debug)]
+pub struct Shaper {
+    rate: f64,
+    /// Nanoseconds per packet.
+    gap: u64,
+    /// Most credit kept, in nanoseconds.
+    burst: u64,
+    /// Credit in nanoseconds; `None` until the first pull, which starts
+    /// with one packet's worth.
+    credit: Option<u64>,
+    last: u64,
+    timer: Option<u64>,
+}
+
+impl Shaper {
+    fn set_rate(&mut self, r: f64) {
+        self.rate = r;
+        self.gap = ((1e9 / r) as u64).max(1);
+        self.burst = self.gap.max(1_000_000);
+    }
+
+    /// How many packets may leave now, at most `max`.
+    fn allowed(&mut self, now: u64, max: usize) -> usize {
+        let credit = match self.credit {
+            None => self.gap,
+            Some(c) => c.saturating_add(now.saturating_sub(self.last)),
+        }
+        .min(self.burst.max(self.gap));
+        self.credit = Some(credit);
+        self.last = now;
+        usize::try_from(credit / self.gap).map_or(max, |n| n.min(max))
+    }
+}
+
+impl Element for Shaper {
+    fn pull(&mut self, port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        if port == 1 {
+            cx.pull(0, out, max);
+            return;
+        }
+        let now = cx.now().0;
+        let n = self.allowed(now, max);
+        if n == 0 {
+            let credit = self.credit.unwrap_or(0);
+            let at = now.saturating_add(self.gap - credit);
+            if self.timer != Some(at) {
+                self.timer = Some(at);
+                cx.schedule_at(Timestamp(at));
+            }
+            return;
+        }
+        let before = out.len();
+        cx.pull(0, out, n);
+        let got = (out.len() - before) as u64;
+        self.credit = self.credit.map(|c| c - got * self.gap);
+    }
+
+    fn run_timer(&mut self, _cx: &mut Context<'_>) {
+        self.timer = None;
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "rate").then(|| format!("{}", self.rate))
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        match handler {
+            "rate" => {
+                let r = rate(value.trim())?;
+                self.set_rate(r);
+                Ok(())
+            }
+            _ => Err(format!("no write handler `{handler}` (Shaper has `rate`)")),
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[Handler::rw("rate")];
+        H
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ip::header::testing::udp;
+    use bricks_element::{Packet, Processing};
+    use bricks_runtime::testing::{make_element, Harness};
+
+    const S: u64 = 1_000_000_000;
+
+    fn harness(args: &str) -> Harness {
+        let ports = PortInfo {
+            inputs: vec![Processing::Pull],
+            outputs: vec![Processing::Pull; 2],
+        };
+        let mut h = Harness::new(&CLASS, args, ports);
+        h.feed(0, (0..100).map(|_| Packet::from_slice(&udp(4)).unwrap()));
+        h
+    }
+
+    #[test]
+    fn ten_packets_a_second() {
+        let mut h = harness("10");
+        h.advance_to(Timestamp(100 * S));
+        assert_eq!(h.pull(0, 32).len(), 1);
+        assert!(h.pull(0, 32).is_empty());
+        assert_eq!(h.timers(), vec![Timestamp(100 * S + S / 10)]);
+        let mut got = 1;
+        for step in 1..=20u64 {
+            h.advance_to(Timestamp(100 * S + step * S / 20));
+            got += h.pull(0, 32).len();
+        }
+        // One second later: the first packet, then ten more.
+        assert_eq!(got, 11);
+    }
+
+    #[test]
+    fn bursts_up_to_a_millisecond_and_port_1_is_unshaped() {
+        let mut h = harness("1000000");
+        h.advance_to(Timestamp(S));
+        assert_eq!(h.pull(0, 256).len(), 1);
+        // A second later a millisecond's worth (1000) is due: the other 99.
+        h.advance_to(Timestamp(2 * S));
+        assert_eq!(h.pull(0, 256).len(), 99);
+        let mut h = harness("1");
+        h.advance_to(Timestamp(S));
+        assert_eq!(h.pull(0, 8).len(), 1);
+        assert_eq!(h.pull(1, 8).len(), 8);
+    }
+
+    #[test]
+    fn rate_handler() {
+        let ports = PortInfo::default();
+        let mut e = make_element(&CLASS, "100", &ports).unwrap();
+        assert_eq!(e.read_handler("rate").as_deref(), Some("100"));
+        e.write_handler("rate", "2.5").unwrap();
+        assert_eq!(e.read_handler("rate").as_deref(), Some("2.5"));
+        assert!(e.write_handler("rate", "0").is_err());
+        assert!(make_element(&CLASS, "", &ports).is_err());
+    }
+}
