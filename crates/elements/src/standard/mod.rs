@@ -37,6 +37,7 @@ pub mod tee;
 #[cfg(test)]
 mod testrun;
 pub mod thread_safe_queue;
+pub mod timed_source;
 pub mod unqueue;
 pub mod work_package;
 pub mod workload;
@@ -97,4 +98,6 @@ pub static CLASSES: &[&ElementClass] = &[
     &address_info::ADDRESS_INFO,
     &align::ALIGN,
     &align::ALIGNMENT_INFO,
+    &timed_source::TIMED_SOURCE,
+    &timed_source::TIMED_SINK,
 ];
