@@ -17,6 +17,7 @@ pub mod paint;
 pub mod print;
 pub mod pull_tee;
 pub mod queue;
+pub mod random_source;
 pub mod rated_splitter;
 pub mod rated_unqueue;
 pub mod red;
@@ -100,4 +101,5 @@ pub static CLASSES: &[&ElementClass] = &[
     &align::ALIGNMENT_INFO,
     &timed_source::TIMED_SOURCE,
     &timed_source::TIMED_SINK,
+    &random_source::CLASS,
 ];

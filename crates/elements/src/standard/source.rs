@@ -258,7 +258,24 @@ impl Emitter {
     /// Appends `n` copies of the packet to `b`.
     #[inline]
     pub fn fill(&mut self, b: &mut Batch, n: usize, cx: &Context<'_>) {
-        let data = &self.packet[..];
+        let data = std::mem::take(&mut self.packet);
+        // Cannot fail: the packet was checked against the buffer size.
+        self.fill_with(b, n, cx, |p| {
+            let _ = p.set_frame(&data);
+        });
+        self.packet = data;
+    }
+
+    /// Appends `n` packets made by `make` to `b`, timestamped (unless
+    /// TIMESTAMP is false) and counted.
+    #[inline]
+    pub fn fill_with(
+        &mut self,
+        b: &mut Batch,
+        n: usize,
+        cx: &Context<'_>,
+        mut make: impl FnMut(&mut Packet),
+    ) {
         let now = if self.timestamp {
             cx.now()
         } else {
@@ -266,8 +283,7 @@ impl Emitter {
         };
         let before = b.len();
         Packet::alloc_batch(b, n, |p| {
-            // Cannot fail: the packet was checked against the buffer size.
-            let _ = p.set_frame(data);
+            make(p);
             p.anno_mut().timestamp = now;
         });
         self.count += (b.len() - before) as u64;
