@@ -12,6 +12,7 @@ pub mod ensure_ether;
 pub mod ether_mirror;
 pub mod icmp_ip_encap;
 pub mod input_switch;
+pub mod link_unqueue;
 pub mod mark_ip_ce;
 pub mod message;
 pub mod mixed_queue;
@@ -65,4 +66,5 @@ pub static CLASSES: &[&ElementClass] = &[
     &crc32::SET_CRC32,
     &crc32::CHECK_CRC32,
     &ensure_ether::CLASS,
+    &link_unqueue::CLASS,
 ];
