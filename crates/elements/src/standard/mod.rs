@@ -7,6 +7,7 @@ pub mod bw_rated_unqueue;
 pub mod counter;
 pub mod discard;
 pub mod drr_sched;
+pub mod fast_udp;
 pub mod handler_call;
 pub mod hash_switch;
 pub mod idle;
@@ -102,4 +103,6 @@ pub static CLASSES: &[&ElementClass] = &[
     &timed_source::TIMED_SOURCE,
     &timed_source::TIMED_SINK,
     &random_source::CLASS,
+    &fast_udp::FAST_UDP_SOURCE,
+    &fast_udp::FAST_UDP_FLOWS,
 ];

@@ -1,0 +1,828 @@
+//! `FastUDPSource` and `FastUDPFlows`: benchmark generators that re-send
+//! prebuilt Ethernet/IPv4/UDP frames (Click's
+//! `elements/userlevel/fastudpsrc.cc`, `elements/tcpudp/fastudpflows.cc`).
+//! The headers are Click's: IPv4 ID 0, TTL 250, no fragment bits, a zero
+//! payload, the UDP checksum over header and payload (RFC 768) unless
+//! CHECKSUM is false.
+
+use super::source::{Emitter, Pacer, LIMIT_KEYWORDS};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
+    Packet, PortInfo, Stats, TaskKind, TaskResult,
+};
+use bricks_packet::{DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
+use bricks_wire::checksum;
+use bricks_wire::ethernet::EthernetAddress;
+use bricks_wire::ip::IpProtocol;
+use std::net::Ipv4Addr;
+
+/// The `FastUDPSource` class.
+pub static FAST_UDP_SOURCE: ElementClass = ElementClass {
+    name: "FastUDPSource",
+    ports: "0/1",
+    processing: "/a",
+    manual: &SOURCE_MANUAL,
+    make: make_source,
+};
+
+/// The `FastUDPFlows` class.
+pub static FAST_UDP_FLOWS: ElementClass = ElementClass {
+    name: "FastUDPFlows",
+    ports: "0/1",
+    processing: "/a",
+    manual: &FLOWS_MANUAL,
+    make: make_flows,
+};
+
+const fn kw(name: &'static str, ty: &'static str, doc: &'static str) -> Keyword {
+    Keyword {
+        name,
+        ty,
+        default: None,
+        doc,
+    }
+}
+
+const RATE: Keyword = kw(
+    "RATE",
+    "unsigned",
+    "packets per second on the router's clock; 0 for as fast as scheduled",
+);
+const LIMIT: Keyword = kw("LIMIT", "integer", "packets in all; negative for no limit");
+const LENGTH: Keyword = kw(
+    "LENGTH",
+    "unsigned",
+    "frame length with the Ethernet header (at least 60, at most 2048)",
+);
+const CHECKSUM: Keyword = Keyword {
+    name: "CHECKSUM",
+    ty: "boolean",
+    default: Some("true"),
+    doc: "compute the UDP checksum (false: 0)",
+};
+
+static SOURCE_MANUAL: Manual = Manual {
+    summary: "creates packets with static UDP/IP/Ethernet headers",
+    synopsis: "FastUDPSource(RATE, LIMIT, LENGTH, SRCETH, SRCIP, SPORT, DSTETH, DSTIP, DPORT \
+        [, CHECKSUM, INTERVAL, ACTIVE, KEYWORDS])",
+    description: "Builds one UDP/IPv4/Ethernet frame of LENGTH bytes at start and sends copies \
+        of it at RATE packets per second, LIMIT in all. With INTERVAL N, after every N \
+        packets both ports go up by one and the checksum is recomputed. After LIMIT packets \
+        the `rate` handler reads the average rate between the first and the last packet \
+        (Click's); writing `rate` sets RATE. Writing `active` true starts the count over.",
+    ports: "no inputs; one output, push or pull",
+    keywords: &[
+        RATE,
+        LIMIT,
+        LENGTH,
+        kw("SRCETH", "Ethernet address", "source Ethernet address"),
+        kw("SRCIP", "IPv4 address", "source address"),
+        kw("SPORT", "port", "source port"),
+        kw("DSTETH", "Ethernet address", "destination Ethernet address"),
+        kw("DSTIP", "IPv4 address", "destination address"),
+        kw("DPORT", "port", "destination port"),
+        CHECKSUM,
+        Keyword {
+            name: "INTERVAL",
+            ty: "unsigned",
+            default: Some("0"),
+            doc: "packets between port increments; 0 for never",
+        },
+        LIMIT_KEYWORDS[1],
+        LIMIT_KEYWORDS[2],
+        LIMIT_KEYWORDS[3],
+        LIMIT_KEYWORDS[4],
+    ],
+    counters: &[("count", "packets sent since the last reset")],
+    example: "FastUDPSource(1000, 10, 60, 0:0:0:0:0:1, 10.0.0.1, 1234, 0:0:0:0:0:2, 10.0.0.2, \
+        5678, STOP true) -> ToDump(out.pcap);",
+    see_also: &["FastUDPFlows", "RatedSource", "UDPIPEncap"],
+};
+
+static FLOWS_MANUAL: Manual = Manual {
+    summary: "creates packet flows with static UDP/IP/Ethernet headers",
+    synopsis: "FastUDPFlows(RATE, LIMIT, LENGTH, SRCETH, SRCIP, DSTETH, DSTIP, FLOWS, FLOWSIZE \
+        [, CHECKSUM, ACTIVE, KEYWORDS])",
+    description: "Like FastUDPSource with FLOWS flows between the same addresses, each with \
+        random source and destination ports. Each packet belongs to a flow picked at \
+        random; after FLOWSIZE packets a flow takes new random ports, as Click's does. The \
+        random numbers come from a SplitMix64 generator seeded with SEED, so that a run \
+        repeats.",
+    ports: "no inputs; one output, push or pull",
+    keywords: &[
+        RATE,
+        LIMIT,
+        LENGTH,
+        kw("SRCETH", "Ethernet address", "source Ethernet address"),
+        kw("SRCIP", "IPv4 address", "source address"),
+        kw("DSTETH", "Ethernet address", "destination Ethernet address"),
+        kw("DSTIP", "IPv4 address", "destination address"),
+        kw("FLOWS", "unsigned", "number of flows (1 to 1048576)"),
+        kw(
+            "FLOWSIZE",
+            "unsigned",
+            "packets per flow before its ports change",
+        ),
+        CHECKSUM,
+        LIMIT_KEYWORDS[1],
+        Keyword {
+            name: "SEED",
+            ty: "unsigned",
+            default: Some("1"),
+            doc: "seed of the flow choice and ports",
+        },
+        LIMIT_KEYWORDS[2],
+        LIMIT_KEYWORDS[3],
+        LIMIT_KEYWORDS[4],
+    ],
+    counters: &[("count", "packets sent since the last reset")],
+    example: "FastUDPFlows(0, 1000, 60, 0:0:0:0:0:1, 10.0.0.1, 0:0:0:0:0:2, 10.0.0.2, 100, 10) \
+        -> Discard;",
+    see_also: &["FastUDPSource"],
+};
+
+/// Most flows FastUDPFlows keeps (8 bytes each).
+const MAX_FLOWS: usize = 1 << 20;
+
+/// The prebuilt frame: Ethernet, a 20-byte IPv4 header and UDP, zeros
+/// after.
+#[derive(Debug, Clone)]
+struct UdpFrame {
+    frame: Vec<u8>,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    checksum: bool,
+}
+
+impl UdpFrame {
+    fn new(
+        len: usize,
+        src_eth: EthernetAddress,
+        src: Ipv4Addr,
+        dst_eth: EthernetAddress,
+        dst: Ipv4Addr,
+        checksum: bool,
+    ) -> UdpFrame {
+        let mut f = vec![0u8; len];
+        f[0..6].copy_from_slice(&dst_eth.0);
+        f[6..12].copy_from_slice(&src_eth.0);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        let ip = &mut f[14..34];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&((len - 14) as u16).to_be_bytes());
+        ip[8] = 250;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&src.octets());
+        ip[16..20].copy_from_slice(&dst.octets());
+        let sum = !checksum::data(ip);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
+        f[38..40].copy_from_slice(&((len - 34) as u16).to_be_bytes());
+        UdpFrame {
+            frame: f,
+            src,
+            dst,
+            checksum,
+        }
+    }
+
+    /// Writes the ports into `f` (a copy of the frame) with their
+    /// checksum. The payload is zeros, so the header and the
+    /// pseudo-header are the whole sum.
+    fn set_ports(&self, f: &mut [u8], sport: u16, dport: u16) {
+        f[34..36].copy_from_slice(&sport.to_be_bytes());
+        f[36..38].copy_from_slice(&dport.to_be_bytes());
+        f[40..42].copy_from_slice(&[0, 0]);
+        if self.checksum {
+            let ulen = (self.frame.len() - 34) as u16;
+            let pseudo = checksum::pseudo_header_v4(self.src, self.dst, IpProtocol::UDP, ulen);
+            // Click's click_in_cksum_pseudohdr: a sum of 0 stays 0.
+            let sum = !checksum::combine(&[checksum::data(&f[34..42]), pseudo]);
+            f[40..42].copy_from_slice(&sum.to_be_bytes());
+        }
+    }
+}
+
+/// What both classes read after their positional addresses.
+fn read_common(args: &mut Args<'_>) -> Result<(u64, i64, usize), ArgError> {
+    let rate: u64 = args.read_mp("RATE")?;
+    let limit: i64 = args.read_mp("LIMIT")?;
+    let len: usize = args.read_mp("LENGTH")?;
+    if len > MAX_FRAME {
+        return Err(ArgError::new(format!(
+            "LENGTH {len} is more than the {MAX_FRAME}-byte packet buffer"
+        )));
+    }
+    // Click: "warning: packet length < 60, defaulting to 60".
+    Ok((rate, limit, len.max(60)))
+}
+
+fn emitter(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+    limit: i64,
+    active: bool,
+) -> Result<Emitter, ArgError> {
+    let mut e = Emitter::read_limits(args, ports, false)?;
+    e.limit = u64::try_from(limit).ok();
+    e.active = active;
+    e.read_ends(args)?;
+    Ok(e)
+}
+
+/// The rate part both share: RATE 0 is as fast as scheduled; the
+/// achieved rate between the first and the last packet.
+#[derive(Debug)]
+struct Sender {
+    e: Emitter,
+    pacer: Option<Pacer>,
+    first: Option<u64>,
+    last: Option<u64>,
+}
+
+impl Sender {
+    fn new(e: Emitter, rate: u64) -> Sender {
+        Sender {
+            e,
+            pacer: (rate > 0).then(|| Pacer::new(rate)),
+            first: None,
+            last: None,
+        }
+    }
+
+    /// Packets to send now, at most `max`.
+    fn due(&mut self, max: usize, cx: &Context<'_>) -> usize {
+        let n = (max as u64).min(self.e.remaining());
+        match &mut self.pacer {
+            Some(p) => p.due(cx.now(), self.e.count).min(n) as usize,
+            None => n as usize,
+        }
+    }
+
+    fn sent(&mut self, cx: &Context<'_>) {
+        let now = cx.now().0;
+        self.first.get_or_insert(now);
+        if self.e.remaining() == 0 {
+            self.last = Some(now);
+        }
+    }
+
+    /// The task's turn: `make` fills up to n packets.
+    fn run(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut make: impl FnMut(&mut Emitter, &mut Batch, usize, &Context<'_>),
+    ) -> TaskResult {
+        if self.e.remaining() == 0 {
+            return self.e.finished(cx);
+        }
+        if !self.e.active {
+            if let Some(p) = &mut self.pacer {
+                p.restart();
+            }
+            return TaskResult::Idle;
+        }
+        let max = if self.pacer.is_some() {
+            MAX_BATCH
+        } else {
+            DEFAULT_BURST
+        };
+        let n = self.due(max, cx);
+        if n == 0 {
+            if let Some(p) = &self.pacer {
+                cx.schedule_at(p.next_due(self.e.count));
+            }
+            return TaskResult::Waiting;
+        }
+        let mut b = Batch::new();
+        make(&mut self.e, &mut b, n, cx);
+        self.sent(cx);
+        cx.push(0, &mut b);
+        TaskResult::Worked
+    }
+
+    fn pull(
+        &mut self,
+        out: &mut Batch,
+        max: usize,
+        cx: &mut Context<'_>,
+        mut make: impl FnMut(&mut Emitter, &mut Batch, usize, &Context<'_>),
+    ) {
+        if !self.e.active {
+            return;
+        }
+        if self.e.remaining() == 0 {
+            let _ = self.e.finished(cx);
+            return;
+        }
+        let n = self.due(max, cx);
+        if n > 0 {
+            make(&mut self.e, out, n, cx);
+            self.sent(cx);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.e.count = 0;
+        self.first = None;
+        self.last = None;
+        if let Some(p) = &mut self.pacer {
+            p.restart();
+        }
+    }
+
+    /// Click's `rate` read handler: packets per second between the first
+    /// and the last packet, in whole jiffies (ms), once LIMIT is reached.
+    fn read(&self, handler: &str) -> Option<String> {
+        match handler {
+            "rate" => Some(match (self.first, self.last) {
+                (Some(f), Some(l)) => {
+                    let d = (l / 1_000_000).saturating_sub(f / 1_000_000).max(1);
+                    (self.e.count * 1000 / d).to_string()
+                }
+                _ => "0".into(),
+            }),
+            "count" => Some(self.e.count.to_string()),
+            "limit" | "active" => self.e.read(handler),
+            _ => None,
+        }
+    }
+
+    fn write(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        let v = value.trim();
+        match handler {
+            "rate" => {
+                let r = u64::from_arg(v).map_err(|_| "rate parameter must be integer >= 0")?;
+                self.pacer = (r > 0).then(|| Pacer::new(r));
+            }
+            "reset" => self.reset(),
+            "active" => {
+                let a = bool::from_arg(v).map_err(|_| "active parameter must be boolean")?;
+                self.e.active = a;
+                if a {
+                    self.reset();
+                }
+            }
+            "limit" => {
+                let l = i64::from_arg(v).map_err(|_| "limit parameter must be integer >= 0")?;
+                self.e.limit = u64::try_from(l).ok();
+            }
+            _ => return Err(format!("no write handler `{handler}`")),
+        }
+        Ok(())
+    }
+}
+
+fn make_source(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let (rate, limit, len) = read_common(args)?;
+    let src_eth: EthernetAddress = args.read_mp("SRCETH")?;
+    let src: Ipv4Addr = args.read_mp("SRCIP")?;
+    let sport: u16 = args.read_mp("SPORT")?;
+    let dst_eth: EthernetAddress = args.read_mp("DSTETH")?;
+    let dst: Ipv4Addr = args.read_mp("DSTIP")?;
+    let dport: u16 = args.read_mp("DPORT")?;
+    let cksum: bool = args.read_p("CHECKSUM")?.unwrap_or(true);
+    let interval: u64 = args.read_p("INTERVAL")?.unwrap_or(0);
+    let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
+    let e = emitter(args, ports, limit, active)?;
+    let mut s = Sender::new(e, rate);
+    let gen = PortGen {
+        udp: UdpFrame::new(len, src_eth, src, dst_eth, dst, cksum),
+        sport,
+        dport,
+        interval,
+        incr: 0,
+    };
+    gen.build(&mut s.e);
+    Ok(Box::new(FastUDPSource { s, gen }))
+}
+
+/// Re-sends one prebuilt UDP frame.
+#[derive(Debug)]
+pub struct FastUDPSource {
+    s: Sender,
+    gen: PortGen,
+}
+
+/// FastUDPSource's frame and its ports.
+#[derive(Debug)]
+struct PortGen {
+    udp: UdpFrame,
+    sport: u16,
+    dport: u16,
+    interval: u64,
+    incr: u16,
+}
+
+impl PortGen {
+    /// The frame with the current ports, as the emitter's packet.
+    fn build(&self, e: &mut Emitter) {
+        let mut f = self.udp.frame.clone();
+        self.udp.set_ports(
+            &mut f,
+            self.sport.wrapping_add(self.incr),
+            self.dport.wrapping_add(self.incr),
+        );
+        // Cannot fail: LENGTH was checked against the buffer size.
+        let _ = e.set_data(f, None);
+    }
+
+    /// Makes `n` packets, moving the ports on every INTERVAL packets.
+    fn make(&mut self, e: &mut Emitter, b: &mut Batch, n: usize, cx: &Context<'_>) {
+        let dst = self.udp.dst;
+        let mut left = n;
+        // Bounded: each round makes at least one packet.
+        while left > 0 {
+            let chunk = if self.interval > 0 {
+                let into = e.count % self.interval;
+                ((self.interval - into).min(left as u64)) as usize
+            } else {
+                left
+            };
+            let before = b.len();
+            e.fill(b, chunk, cx);
+            for p in &mut b.as_mut_slice()[before..] {
+                p.set_network_header(14);
+                p.anno_mut().dst_ip = dst;
+            }
+            left -= chunk;
+            if b.len() - before < chunk {
+                break; // out of buffers
+            }
+            if self.interval > 0 && e.count.is_multiple_of(self.interval) {
+                self.incr = self.incr.wrapping_add(1);
+                self.build(e);
+            }
+        }
+    }
+}
+
+impl Element for FastUDPSource {
+    fn task_kind(&self) -> TaskKind {
+        if self.s.e.pull {
+            TaskKind::None
+        } else {
+            TaskKind::Source
+        }
+    }
+
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        let gen = &mut self.gen;
+        self.s.run(cx, |e, b, n, cx| gen.make(e, b, n, cx))
+    }
+
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        self.s.e.run_timer(cx);
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let gen = &mut self.gen;
+        self.s
+            .pull(out, max, cx, |e, b, n, cx| gen.make(e, b, n, cx));
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("count", self.s.e.count);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        self.s.read(handler)
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[
+            Handler::r("count"),
+            Handler::rw("rate"),
+            Handler::w("reset"),
+            Handler::w("active"),
+            Handler::w("limit"),
+        ];
+        H
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        self.s.write(handler, value)?;
+        if handler == "reset" || (handler == "active" && self.s.e.active) {
+            self.gen.incr = 0;
+            self.gen.build(&mut self.s.e);
+        }
+        Ok(())
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014) for the flow choice.
+#[derive(Debug, Clone)]
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Click's `(click_random() >> 2) % 0xFFFF`.
+    fn port(&mut self) -> u16 {
+        ((self.next() >> 33) % 0xffff) as u16
+    }
+}
+
+/// One flow: its ports and the packets sent on them.
+#[derive(Debug, Clone, Copy)]
+struct Flow {
+    sport: u16,
+    dport: u16,
+    sent: u32,
+}
+
+fn make_flows(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let (rate, limit, len) = read_common(args)?;
+    let src_eth: EthernetAddress = args.read_mp("SRCETH")?;
+    let src: Ipv4Addr = args.read_mp("SRCIP")?;
+    let dst_eth: EthernetAddress = args.read_mp("DSTETH")?;
+    let dst: Ipv4Addr = args.read_mp("DSTIP")?;
+    let nflows: usize = args.read_mp("FLOWS")?;
+    let flowsize: u32 = args.read_mp("FLOWSIZE")?;
+    let cksum: bool = args.read_p("CHECKSUM")?.unwrap_or(true);
+    let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
+    let seed: u64 = args.read("SEED")?.unwrap_or(1);
+    if nflows == 0 || nflows > MAX_FLOWS {
+        return Err(ArgError::new(format!(
+            "FLOWS must be from 1 to {MAX_FLOWS}"
+        )));
+    }
+    let e = emitter(args, ports, limit, active)?;
+    let mut rng = SplitMix(seed);
+    let flows = (0..nflows)
+        .map(|_| Flow {
+            sport: rng.port(),
+            dport: rng.port(),
+            sent: 0,
+        })
+        .collect();
+    Ok(Box::new(FastUDPFlows {
+        s: Sender::new(e, rate),
+        gen: FlowGen {
+            udp: UdpFrame::new(len, src_eth, src, dst_eth, dst, cksum),
+            flows,
+            flowsize,
+            rng,
+        },
+    }))
+}
+
+/// Sends packets of many UDP flows.
+#[derive(Debug)]
+pub struct FastUDPFlows {
+    s: Sender,
+    gen: FlowGen,
+}
+
+/// FastUDPFlows' frame and flows.
+#[derive(Debug)]
+struct FlowGen {
+    udp: UdpFrame,
+    flows: Vec<Flow>,
+    flowsize: u32,
+    rng: SplitMix,
+}
+
+impl FlowGen {
+    fn make(&mut self, e: &mut Emitter, b: &mut Batch, n: usize, cx: &Context<'_>) {
+        let dst = self.udp.dst;
+        let (udp, flows, flowsize, rng) =
+            (&self.udp, &mut self.flows, self.flowsize, &mut self.rng);
+        e.fill_with(b, n, cx, |p: &mut Packet| {
+            let i = (rng.next() >> 2) as usize % flows.len();
+            let f = &mut flows[i];
+            if f.sent == flowsize {
+                f.sport = rng.port();
+                f.dport = rng.port();
+                f.sent = 0;
+            }
+            f.sent += 1;
+            if p.set_frame(&udp.frame).is_ok() {
+                udp.set_ports(p.data_mut(), f.sport, f.dport);
+                p.set_network_header(14);
+                p.anno_mut().dst_ip = dst;
+            }
+        });
+    }
+}
+
+impl Element for FastUDPFlows {
+    fn task_kind(&self) -> TaskKind {
+        if self.s.e.pull {
+            TaskKind::None
+        } else {
+            TaskKind::Source
+        }
+    }
+
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        let gen = &mut self.gen;
+        self.s.run(cx, |e, b, n, cx| gen.make(e, b, n, cx))
+    }
+
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        self.s.e.run_timer(cx);
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let gen = &mut self.gen;
+        self.s
+            .pull(out, max, cx, |e, b, n, cx| gen.make(e, b, n, cx));
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("count", self.s.e.count);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        match handler {
+            "length" => Some(self.gen.udp.frame.len().to_string()),
+            _ => self.s.read(handler),
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[
+            Handler::r("count"),
+            Handler::rw("rate"),
+            Handler::w("reset"),
+            Handler::w("active"),
+            Handler::w("limit"),
+            Handler::rw("length"),
+        ];
+        H
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        if handler == "length" {
+            let len = usize::from_arg(value.trim())
+                .ok()
+                .filter(|&l| l <= MAX_FRAME)
+                .ok_or("length parameter must be integer")?
+                .max(60);
+            let u = &self.gen.udp;
+            let (mut se, mut de) = ([0u8; 6], [0u8; 6]);
+            se.copy_from_slice(&u.frame[6..12]);
+            de.copy_from_slice(&u.frame[0..6]);
+            self.gen.udp = UdpFrame::new(
+                len,
+                EthernetAddress(se),
+                u.src,
+                EthernetAddress(de),
+                u.dst,
+                u.checksum,
+            );
+            return Ok(());
+        }
+        self.s.write(handler, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_packet::Timestamp;
+    use bricks_runtime::testing::Harness;
+
+    const ARGS: &str = "1000, 3, 60, 00:11:22:33:44:55, 10.0.0.1, 1234, \
+                        66:77:88:99:aa:bb, 10.0.0.2, 5678";
+
+    /// The frame Click's FastUDPSource builds for ARGS (Click's header
+    /// fields); its checksums are checked below with a plain RFC 1071 sum.
+    const FRAME: [u8; 60] = [
+        0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x08,
+        0x00, // eth
+        0x45, 0x00, 0x00, 0x2e, 0x00, 0x00, 0x00, 0x00, 0xfa, 0x11, 0xac, 0xbc, // ip
+        0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00, 0x00, 0x02, //
+        0x04, 0xd2, 0x16, 0x2e, 0x00, 0x1a, 0xd0, 0xb7, // udp
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, //
+    ];
+
+    /// RFC 1071 the slow way, for the test's own check.
+    fn sum(words: &[u8]) -> u16 {
+        let mut s: u32 = 0;
+        for c in words.chunks(2) {
+            s += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s as u16
+    }
+
+    #[test]
+    fn frame_bytes_are_clicks() {
+        // The expected checksums, computed here the slow way.
+        assert_eq!(sum(&FRAME[14..34]), 0xffff);
+        let mut pseudo = Vec::from(&FRAME[26..34]);
+        pseudo.extend_from_slice(&[0, 17, 0, 26]);
+        pseudo.extend_from_slice(&FRAME[34..60]);
+        assert_eq!(sum(&pseudo), 0xffff);
+        let mut h = Harness::push(&FAST_UDP_SOURCE, ARGS, 0, 1);
+        h.advance_to(Timestamp(1_000_000_000));
+        assert_eq!(h.run_task(), TaskResult::Worked);
+        let out = h.take(0);
+        assert_eq!(out[0].data(), &FRAME[..]);
+        assert_eq!(out[0].anno().dst_ip, Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!(out[0].network_header().map(|h| h[0]), Some(0x45));
+    }
+
+    #[test]
+    fn interval_moves_ports_and_rate_reads() {
+        let mut h = Harness::push(
+            &FAST_UDP_SOURCE,
+            &format!("{ARGS}, CHECKSUM false, INTERVAL 2"),
+            0,
+            1,
+        );
+        h.write_handler("rate", "0").unwrap();
+        h.write_handler("limit", "5").unwrap();
+        h.advance_to(Timestamp(1_000_000_000));
+        h.run_task();
+        let out = h.take_bytes(0);
+        let ports: Vec<_> = out
+            .iter()
+            .map(|f| {
+                (
+                    u16::from_be_bytes([f[34], f[35]]),
+                    u16::from_be_bytes([f[36], f[37]]),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                (1234, 5678),
+                (1234, 5678),
+                (1235, 5679),
+                (1235, 5679),
+                (1236, 5680)
+            ]
+        );
+        assert!(out.iter().all(|f| f[40..42] == [0, 0]));
+        assert_eq!(h.read_handler("count").unwrap(), "5");
+        // All in the same jiffy: Click divides by at least one.
+        assert_eq!(h.read_handler("rate").unwrap(), "5000");
+        assert_eq!(h.run_task(), TaskResult::Done);
+        h.write_handler("reset", "").unwrap();
+        assert_eq!(h.read_handler("rate").unwrap(), "0");
+    }
+
+    #[test]
+    fn rate_paces() {
+        let mut h = Harness::push(&FAST_UDP_SOURCE, ARGS, 0, 1);
+        h.advance_to(Timestamp(1_000_000_000));
+        assert_eq!(h.run_task(), TaskResult::Worked);
+        assert_eq!(h.run_task(), TaskResult::Waiting);
+        assert_eq!(h.timers(), vec![Timestamp(1_001_000_000)]);
+    }
+
+    #[test]
+    fn flows_vary_ports_with_valid_checksums() {
+        let mut h = Harness::push(
+            &FAST_UDP_FLOWS,
+            "0, 64, 80, 0:0:0:0:0:1, 10.0.0.1, 0:0:0:0:0:2, 10.0.0.2, 4, 3",
+            0,
+            1,
+        );
+        while h.run_task() == TaskResult::Worked {}
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), 64);
+        let mut seen = std::collections::HashSet::new();
+        for f in &out {
+            assert_eq!(f.len(), 80);
+            assert_eq!(sum(&f[14..34]), 0xffff);
+            let mut pseudo = Vec::from(&f[26..34]);
+            pseudo.extend_from_slice(&[0, 17, 0, 46]);
+            pseudo.extend_from_slice(&f[34..]);
+            assert_eq!(sum(&pseudo), 0xffff);
+            seen.insert((f[34..36].to_vec(), f[36..38].to_vec()));
+        }
+        // 64 packets over 4 flows of 3 packets each: new ports many times.
+        assert!(seen.len() > 4, "{}", seen.len());
+        assert_eq!(h.read_handler("length").unwrap(), "80");
+    }
+
+    #[test]
+    fn bad_arguments() {
+        let p = PortInfo::default();
+        for bad in [
+            "1000, 3, 60",
+            "1000, 3, 9000, 0:0:0:0:0:1, 10.0.0.1, 1, 0:0:0:0:0:2, 10.0.0.2, 2",
+        ] {
+            assert!(bricks_runtime::testing::make_element(&FAST_UDP_SOURCE, bad, &p).is_err());
+        }
+        let flows0 = "0, 1, 60, 0:0:0:0:0:1, 10.0.0.1, 0:0:0:0:0:2, 10.0.0.2, 0, 3";
+        assert!(bricks_runtime::testing::make_element(&FAST_UDP_FLOWS, flows0, &p).is_err());
+        // A short LENGTH becomes 60, as in Click.
+        let short = "0, 1, 20, 0:0:0:0:0:1, 10.0.0.1, 1, 0:0:0:0:0:2, 10.0.0.2, 2";
+        let mut h = Harness::push(&FAST_UDP_SOURCE, short, 0, 1);
+        h.run_task();
+        assert_eq!(h.take_bytes(0)[0].len(), 60);
+    }
+}
