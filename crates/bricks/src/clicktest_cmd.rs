@@ -208,12 +208,12 @@ fn shorten(s: &str) -> String {
 
 /// One line saying why a test failed, to count alike failures together.
 fn reason(msgs: &[String]) -> String {
-    let all = msgs.join("\n");
-    if let Some(i) = all.find("is a Click element that bricks does not implement yet") {
-        let before = &all[..i];
-        if let Some(start) = before.rfind('`') {
-            let name_start = before[..start].rfind('`').map_or(start, |s| s + 1);
-            return format!("missing element class {}", &before[name_start..start]);
+    const MISSING: &str = " is a Click element that bricks does not implement yet";
+    for m in msgs {
+        if let Some(i) = m.find(MISSING) {
+            let name = m[..i].trim_end_matches(['`', '\'']);
+            let name = name.rsplit(['`', '\'', ' ']).next().unwrap_or(name);
+            return format!("missing element class {name}");
         }
     }
     for m in msgs {
@@ -225,12 +225,19 @@ fn reason(msgs: &[String]) -> String {
     if msgs.iter().any(|m| m.contains("has unexpected value")) {
         return "output differs".to_string();
     }
-    if let Some(m) = msgs
-        .iter()
-        .skip(1)
-        .find(|m| m.trim().starts_with("error") || m.contains("error:"))
-    {
-        return format!("error: {}", shorten(m.trim()));
+    // A configuration error printed as Click prints it: FILE:LINE: message.
+    for m in msgs.iter().skip(1) {
+        let t = m.trim();
+        let mut parts = t.splitn(3, ": ");
+        if let (Some(place), Some(msg)) = (parts.next(), parts.next()) {
+            let rest = parts.next().map(|r| format!(": {r}")).unwrap_or_default();
+            if place.rsplit_once(':').is_some_and(|(_, n)| n.parse::<u32>().is_ok()) {
+                return format!("error: {}", shorten(&format!("{msg}{rest}")));
+            }
+        }
+        if t.starts_with("error") {
+            return shorten(t);
+        }
     }
     shorten(msgs.first().map(String::as_str).unwrap_or("failed"))
 }

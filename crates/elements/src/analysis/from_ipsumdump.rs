@@ -40,7 +40,13 @@ static MANUAL: Manual = Manual {
             name: "FILENAME",
             ty: "file name",
             default: None,
-            doc: "the dump to read",
+            doc: "the dump to read; `-` is standard input (mandatory unless DATA is given)",
+        },
+        Keyword {
+            name: "DATA",
+            ty: "string",
+            default: Some("none"),
+            doc: "the dump's text itself, instead of FILENAME",
         },
         Keyword {
             name: "STOP",
@@ -124,7 +130,9 @@ fn fields_arg(v: Option<String>) -> Result<Option<Vec<Field>>, ArgError> {
 }
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let path: PathBuf = args.read_mp("FILENAME")?;
+    let path: Option<PathBuf> = args.read_p("FILENAME")?;
+    // Click's DATA: the dump's text itself instead of a file.
+    let data: Option<String> = args.read("DATA")?;
     let stop = args.read("STOP")?.unwrap_or(false);
     let timing = args.read("TIMING")?.unwrap_or(false);
     let active = args.read("ACTIVE")?.unwrap_or(true);
@@ -143,10 +151,32 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             .parse()
             .map_err(|_| ArgError::new(format!("bad argument PROTO: `{n}`")))?,
     };
-    let f = File::open(&path).map_err(|e| ArgError::new(format!("{}: {e}", path.display())))?;
+    let (input, path): (Box<dyn Read + Send>, PathBuf) = match (data, path) {
+        (Some(_), Some(p)) => {
+            return Err(ArgError::new(format!(
+                "give FILENAME ({}) or DATA, not both",
+                p.display()
+            )))
+        }
+        (Some(d), None) => (
+            Box::new(std::io::Cursor::new(d.into_bytes())),
+            PathBuf::from("DATA"),
+        ),
+        // `-` is standard input, as in Click.
+        (None, Some(p)) if p.as_os_str() == "-" => (Box::new(std::io::stdin()), p),
+        (None, Some(p)) => (
+            Box::new(File::open(&p).map_err(|e| ArgError::new(format!("{}: {e}", p.display())))?),
+            p,
+        ),
+        (None, None) => {
+            return Err(ArgError::new(
+                "missing mandatory argument FILENAME (or DATA)",
+            ))
+        }
+    };
     let forced = contents.is_some();
     Ok(Box::new(FromIPSummaryDump {
-        reader: Some(BufReader::with_capacity(1 << 16, f)),
+        reader: Some(BufReader::with_capacity(1 << 16, input)),
         fields: contents.or(default_contents).unwrap_or_default(),
         forced,
         lineno: 0,
@@ -168,7 +198,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
 
 /// Reads a summary dump.
 pub struct FromIPSummaryDump {
-    reader: Option<BufReader<File>>,
+    reader: Option<BufReader<Box<dyn Read + Send>>>,
     fields: Vec<Field>,
     /// CONTENTS given: `!data` lines are ignored.
     forced: bool,

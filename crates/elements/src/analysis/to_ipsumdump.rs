@@ -51,6 +51,31 @@ static MANUAL: Manual = Manual {
             doc: "fields of each line, in order; also given as the arguments after FILENAME",
         },
         Keyword {
+            name: "FIELDS",
+            ty: "field names",
+            default: None,
+            doc: "the same as CONTENTS (Click's other name; DATA is a third)",
+        },
+        Keyword {
+            name: "HEADER",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "write the `!IPSummaryDump` and `!data` header lines",
+        },
+        Keyword {
+            name: "BAD_PACKETS",
+            ty: "boolean",
+            default: Some("false"),
+            doc:
+                "accepted for Click compatibility; malformed packets are written as far as they go",
+        },
+        Keyword {
+            name: "CAREFUL_TRUNC",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "accepted for Click compatibility",
+        },
+        Keyword {
             name: "VERBOSE",
             ty: "boolean",
             default: Some("false"),
@@ -93,7 +118,13 @@ static MANUAL: Manual = Manual {
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let path: PathBuf = args.read_mp("FILENAME")?;
     let mut contents: Vec<String> = args.read_all("CONTENTS")?;
+    // Click's other names for CONTENTS.
+    contents.extend(args.read_all::<String>("FIELDS")?);
+    contents.extend(args.read_all::<String>("DATA")?);
     let verbose = args.read("VERBOSE")?.unwrap_or(false);
+    let write_header: bool = args.read("HEADER")?.unwrap_or(true);
+    let _bad_packets: bool = args.read("BAD_PACKETS")?.unwrap_or(false);
+    let _careful_trunc: bool = args.read("CAREFUL_TRUNC")?.unwrap_or(true);
     let banner: Option<String> = args.read("BANNER")?;
     let _multipacket: bool = args.read("MULTIPACKET")?.unwrap_or(false);
     let binary = args.read("BINARY")?.unwrap_or(false);
@@ -110,7 +141,11 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         return Err(ArgError::new("missing mandatory argument CONTENTS"));
     }
     Ok(Box::new(ToIPSummaryDump {
-        header: header(&fields, banner.as_deref(), verbose),
+        header: if write_header {
+            header(&fields, banner.as_deref(), verbose)
+        } else {
+            String::new()
+        },
         fields,
         path,
         out: None,
