@@ -61,6 +61,10 @@ pub struct Graph {
     deferred: RefCell<VecDeque<(u32, u32, Packet)>>,
     /// Pushes and pulls in progress on this worker's stack.
     depth: Cell<u32>,
+    /// Handler writes to an element that was busy further up the stack
+    /// (a packet `Script` resetting the `Unqueue` that pushed to it):
+    /// (element, handler, value), made by `run_deferred`.
+    deferred_writes: RefCell<VecDeque<(usize, String, String)>>,
     /// Read handlers of the router itself with fixed text (`config`,
     /// `flatconfig`, `requirements`).
     router_texts: Vec<(&'static str, String)>,
@@ -85,6 +89,10 @@ const GENERIC_HANDLERS: [&str; 5] = ["name", "class", "config", "ports", "handle
 /// (see [`Graph`]). Far more than any real router needs (Click's IP router
 /// is about 20 deep), and little enough stack for any worker thread.
 pub const MAX_PUSH_DEPTH: u32 = 64;
+
+/// The most handler writes waiting for a busy element, and the most made
+/// in one [`Graph::run_deferred`].
+const MAX_DEFERRED_WRITES: usize = 4096;
 
 /// The longest chain of pulls a configuration may have. A pull cannot be
 /// deferred like a push (its caller waits for the packets), so each
@@ -115,13 +123,35 @@ impl Graph {
             unconnected: (0..n).map(|_| Cell::new(0)).collect(),
             deferred: RefCell::new(VecDeque::new()),
             depth: Cell::new(0),
+            deferred_writes: RefCell::new(VecDeque::new()),
             router_texts: Vec::new(),
         }
     }
 
     /// Delivers packets whose push was deferred because their element was
-    /// busy (see the type's documentation). Returns whether there were any.
+    /// busy (see the type's documentation), and makes the handler writes
+    /// deferred for the same reason ([`Graph::call_handler`]). Returns
+    /// whether there were any.
     pub fn run_deferred(&self, worker: &mut WorkerState) -> bool {
+        let mut any = false;
+        // Bounded: a write may lead to another deferred write.
+        for _ in 0..MAX_DEFERRED_WRITES {
+            any |= self.run_deferred_pushes(worker);
+            let next = self.deferred_writes.borrow_mut().pop_front();
+            let Some((i, handler, value)) = next else {
+                break;
+            };
+            any = true;
+            if let Err(e) = self.call_handler(i, &handler, &value, true, worker) {
+                worker
+                    .errors
+                    .push(format!("{}.{handler}: {e}", self.names[i]));
+            }
+        }
+        any
+    }
+
+    fn run_deferred_pushes(&self, worker: &mut WorkerState) -> bool {
         let mut any = false;
         loop {
             let mut b = Batch::new();
@@ -229,8 +259,10 @@ impl Graph {
     /// Calls handler `handler` of element `index` with a context
     /// ([`Element::call_handler`]): a read with parameters `value`, or a
     /// write of `value`; handlers the element does not take there are
-    /// its plain read and write handlers. Fails when the element is busy
-    /// further up this worker's stack.
+    /// its plain read and write handlers. A write to an element busy
+    /// further up this worker's stack (Click calls it there and then) is
+    /// made as soon as the outermost push returns, as deferred pushes
+    /// are; a read of a busy element fails.
     pub fn call_handler(
         &self,
         index: usize,
@@ -239,9 +271,14 @@ impl Graph {
         write: bool,
         worker: &mut WorkerState,
     ) -> Result<String, String> {
-        let mut e = self.elements[index]
-            .try_borrow_mut()
-            .map_err(|_| format!("{}: element busy", self.names[index]))?;
+        let Ok(mut e) = self.elements[index].try_borrow_mut() else {
+            let mut d = self.deferred_writes.borrow_mut();
+            if write && d.len() < MAX_DEFERRED_WRITES {
+                d.push_back((index, handler.to_string(), value.to_string()));
+                return Ok(String::new());
+            }
+            return Err(format!("{}: element busy", self.names[index]));
+        };
         let mut cx = Context {
             graph: self,
             element: index,

@@ -319,3 +319,17 @@ fn print_writes_files() {
         "x\ny\n2\n0\n"
     );
 }
+
+/// Click's test/standard/Unqueue-01.clicktest: the script writes to the
+/// `Unqueue` whose push is running it; the write is made when that push
+/// returns.
+#[test]
+fn a_packet_script_writes_to_the_element_that_pushed_to_it() {
+    let (_, v) = run(
+        "InfiniteSource(LIMIT 5, STOP true) -> SimpleQueue -> unqueue :: Unqueue(LIMIT 1) \
+         -> s :: Script(TYPE PACKET, export count 0, set count $(add $count 1), \
+         write unqueue.reset); DriverManager(pause, wait 0.1s)",
+        &["s.count"],
+    );
+    assert_eq!(v, ["5"]);
+}
