@@ -24,7 +24,9 @@ static MANUAL: Manual = Manual {
         and sets a timer for it. Unused time accumulates up to one packet or a \
         millisecond's worth of packets, whichever is more, so a puller that runs less \
         often than 1/RATE still gets the rate. Pulls on the optional output 1 return \
-        packets from the input without shaping. The `rate` handler reads and sets RATE.\n\n\
+        packets from the input only when output 0 would hold them back (Click's \
+        sampling in pull context). The `rate` handler reads and sets RATE (0 lets nothing \
+        through output 0), `reset` forgets the credit.\n\n\
         bricks has no notifiers: the task pulling through a Shaper sees nothing to do \
         while it holds packets back, so a run whose sources are done ends without waiting \
         for them. Use RatedUnqueue where a run must drain at a rate.",
@@ -47,10 +49,10 @@ static MANUAL: Manual = Manual {
 
 fn rate(text: &str) -> Result<f64, String> {
     let r = f64::from_arg(text)?;
-    if r > 0.0 {
+    if r >= 0.0 {
         Ok(r)
     } else {
-        Err(format!("RATE must be positive, found {r}"))
+        Err(format!("RATE must not be negative, found {r}"))
     }
 }
 
@@ -87,7 +89,12 @@ pub struct Shaper {
 impl Shaper {
     fn set_rate(&mut self, r: f64) {
         self.rate = r;
-        self.gap = ((1e9 / r) as u64).max(1);
+        // Rate 0 lets nothing through output 0.
+        self.gap = if r > 0.0 {
+            ((1e9 / r) as u64).max(1)
+        } else {
+            u64::MAX
+        };
         self.burst = self.gap.max(1_000_000);
     }
 
@@ -106,15 +113,18 @@ impl Shaper {
 
 impl Element for Shaper {
     fn pull(&mut self, port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        if port == 1 {
-            cx.pull(0, out, max);
-            return;
-        }
         let now = cx.now().0;
         let n = self.allowed(now, max);
+        if port == 1 {
+            // Only what the shaper would hold back now leaves here.
+            if n == 0 {
+                cx.pull(0, out, max);
+            }
+            return;
+        }
         if n == 0 {
             let credit = self.credit.unwrap_or(0);
-            let at = now.saturating_add(self.gap - credit);
+            let at = now.saturating_add(self.gap.saturating_sub(credit));
             if self.timer != Some(at) {
                 self.timer = Some(at);
                 cx.schedule_at(Timestamp(at));
@@ -124,7 +134,9 @@ impl Element for Shaper {
         let before = out.len();
         cx.pull(0, out, n);
         let got = (out.len() - before) as u64;
-        self.credit = self.credit.map(|c| c - got * self.gap);
+        self.credit = self
+            .credit
+            .map(|c| c.saturating_sub(got.saturating_mul(self.gap)));
     }
 
     fn run_timer(&mut self, _cx: &mut Context<'_>) {
@@ -142,12 +154,16 @@ impl Element for Shaper {
                 self.set_rate(r);
                 Ok(())
             }
-            _ => Err(format!("no write handler `{handler}` (Shaper has `rate`)")),
+            "reset" => {
+                self.credit = None;
+                Ok(())
+            }
+            _ => Err(format!("no write handler `{handler}` (rate, reset)")),
         }
     }
 
     fn handlers(&self) -> &'static [Handler] {
-        const H: &[Handler] = &[Handler::rw("rate")];
+        const H: &[Handler] = &[Handler::rw("rate"), Handler::w("reset")];
         H
     }
 }
@@ -188,7 +204,7 @@ mod tests {
     }
 
     #[test]
-    fn bursts_up_to_a_millisecond_and_port_1_is_unshaped() {
+    fn bursts_up_to_a_millisecond_and_port_1_takes_what_is_held_back() {
         let mut h = harness("1000000");
         h.advance_to(Timestamp(S));
         assert_eq!(h.pull(0, 256).len(), 1);
@@ -197,6 +213,7 @@ mod tests {
         assert_eq!(h.pull(0, 256).len(), 99);
         let mut h = harness("1");
         h.advance_to(Timestamp(S));
+        assert_eq!(h.pull(1, 8).len(), 0);
         assert_eq!(h.pull(0, 8).len(), 1);
         assert_eq!(h.pull(1, 8).len(), 8);
     }
@@ -208,7 +225,9 @@ mod tests {
         assert_eq!(e.read_handler("rate").as_deref(), Some("100"));
         e.write_handler("rate", "2.5").unwrap();
         assert_eq!(e.read_handler("rate").as_deref(), Some("2.5"));
-        assert!(e.write_handler("rate", "0").is_err());
+        assert!(e.write_handler("rate", "-1").is_err());
+        e.write_handler("rate", "0").unwrap();
+        e.write_handler("reset", "").unwrap();
         assert!(make_element(&CLASS, "", &ports).is_err());
     }
 }
