@@ -181,6 +181,19 @@ mod tests {
         let out = h.take(1);
         assert_eq!(out[0].anno().dst_ip, std::net::Ipv4Addr::new(10, 0, 0, 1));
         assert!(h.take(0).is_empty());
+        let e = bricks_runtime::testing::make_element(
+            &LINEAR_IP_LOOKUP,
+            "10.0.0.0/8 0, 0/0 10.0.0.1 1",
+            &PortInfo {
+                inputs: vec![Processing::Push],
+                outputs: vec![Processing::Push; 2],
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            e.read_handler("table").as_deref(),
+            Some("10.0.0.0/8\t-\t0\n0.0.0.0/0\t10.0.0.1\t1\n")
+        );
     }
 
     #[test]

@@ -395,6 +395,10 @@ impl Element for StaticIPLookup {
         };
         r.map_err(|e| e.to_string())
     }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "table").then(|| self.table())
+    }
 }
 
 #[cfg(test)]
