@@ -6,6 +6,7 @@
 pub mod adjust_timestamp;
 pub mod aliases;
 pub mod arp_print;
+pub mod check_ip_header2;
 pub mod crc32;
 pub mod delay_unqueue;
 pub mod ensure_ether;
@@ -67,4 +68,5 @@ pub static CLASSES: &[&ElementClass] = &[
     &crc32::CHECK_CRC32,
     &ensure_ether::CLASS,
     &link_unqueue::CLASS,
+    &check_ip_header2::CLASS,
 ];

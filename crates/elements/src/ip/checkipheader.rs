@@ -372,6 +372,12 @@ pub struct CheckIPHeader {
 }
 
 impl CheckIPHeader {
+    /// Turns the header checksum check on or off (CheckIPHeader2 has it
+    /// off unless CHECKSUM says otherwise).
+    pub(crate) fn set_checksum(&mut self, on: bool) {
+        self.checksum = on;
+    }
+
     /// Checks one packet; on success trims it and sets its annotations.
     #[inline(always)]
     pub fn check(&self, p: &mut Packet) -> Result<(), DropReason> {
