@@ -83,7 +83,7 @@ impl EnsureEther {
             // The IP header was stripped away: Click passes such packets.
             return true;
         };
-        if off == 14 && ip_type(&p.data()[12..14]) {
+        if off == 14 && p.len() >= 14 && ip_type(&p.data()[12..14]) {
             return true;
         }
         if off == 0 && l3 >= 14 {

@@ -70,3 +70,64 @@ pub static CLASSES: &[&ElementClass] = &[
     &link_unqueue::CLASS,
     &check_ip_header2::CLASS,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ip::header::testing::{echo_request, udp};
+    use bricks_element::Packet;
+    use bricks_runtime::testing::Harness;
+
+    /// Every push-capable element of this group, on every prefix of real
+    /// frames and with header annotations pointing anywhere: no panic, and
+    /// every packet comes out or is counted.
+    #[test]
+    fn hostile_packets_do_not_panic() {
+        let cases: &[(&ElementClass, &str, usize)] = &[
+            (&truncate::CLASS, "10", 1),
+            (&pad::CLASS, "64", 1),
+            (&resize::CLASS, "-3, 5", 1),
+            (&resize::CLASS, "100, -100", 1),
+            (&arp_print::CLASS, "ACTIVE false", 1),
+            (&store_ip_address::CLASS, "src", 2),
+            (&store_ip_address::CLASS, "1.2.3.4, 30", 1),
+            (&set_ip_dscp::CLASS, "7", 1),
+            (&mark_ip_ce::CLASS, "true", 1),
+            (&random_sample::CLASS, "0.5", 1),
+            (&time_filter::CLASS, "START_AFTER 1", 2),
+            (&adjust_timestamp::CLASS, "-5", 1),
+            (&set_vlan_anno::CLASS, "3", 1),
+            (&ether_mirror::CLASS, "", 1),
+            (&icmp_ip_encap::ICMP_PING_ENCAP, "1.0.0.1, 2.0.0.2", 1),
+            (&store_data::CLASS, "10, \\<ffffffff>", 1),
+            (&crc32::SET_CRC32, "", 1),
+            (&crc32::CHECK_CRC32, "", 1),
+            (&ensure_ether::CLASS, "", 1),
+            (&check_ip_header2::CLASS, "", 1),
+        ];
+        let frames = [udp(12), echo_request(), vec![0xff; 60]];
+        for &(class, args, outputs) in cases {
+            let mut h = Harness::push(class, args, 1, outputs);
+            let mut sent = 0u64;
+            for f in &frames {
+                for n in 0..=f.len() {
+                    for l3 in [None, Some(0), Some(14), Some(40)] {
+                        let mut p = Packet::from_slice(&f[..n]).unwrap();
+                        if let Some(off) = l3 {
+                            p.set_network_header(off);
+                        }
+                        h.push_packets(0, [p]);
+                        sent += 1;
+                    }
+                }
+            }
+            let out: u64 = (0..outputs).map(|o| h.take(o).len() as u64).sum();
+            let stats = h.stats();
+            let dropped: u64 = ["drops", "unconnected_drops"]
+                .iter()
+                .filter_map(|k| stats.get(k))
+                .sum();
+            assert_eq!(out + dropped, sent, "{} {args}", class.name);
+        }
+    }
+}
