@@ -208,6 +208,17 @@ fn time_filter_with_a_trace_clock() {
     );
     let (out, _) = run(&config, &["--simtime", "-h", "c.count", "-h", "t.interval"]);
     assert_eq!(out, "c.count:\n3\n\nt.interval:\n1.000000\n\n");
+    // Click's test itself: END_CALL runs a Script that extends the
+    // interval twice (so 1.0 and 1.2 pass), then stops extending.
+    let config = format!(
+        "FromIPSummaryDump({}, STOP true) -> t :: TimeFilter(0, 1, END_CALL s.run $t) \
+         -> c :: Counter -> Discard; \
+         s :: Script(TYPE PASSIVE, init x 0, goto exit $(gt $x 1), set x $(add $x 1), \
+         print $1, write t.extend_interval 1)",
+        dump.display()
+    );
+    let (out, _) = run(&config, &["-h", "c.count"]);
+    assert_eq!(out, "1.000000\n5.500000\n4\n");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -6,6 +6,8 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, Packet,
     PortInfo, Stats,
 };
+use bricks_packet::MAX_BATCH;
+use std::collections::VecDeque;
 
 /// The `TimeFilter` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -29,9 +31,10 @@ static MANUAL: Manual = Manual {
         instead, `$t` in VALUE replaced by the packet's timestamp.\n\n\
         Handlers: `start` and `end` read and set the range (`start` also fixes a relative \
         start), `interval` reads end minus start and sets the end that far after the \
-        start, `extend_interval` moves the end later. An END_CALL handler that writes back \
-        to this TimeFilter (Click's `extend_interval` from a Script) is refused while the \
-        packet is being filtered: bricks does not call back into a busy element.",
+        start, `extend_interval` moves the end later. An END_CALL handler may write back \
+        to this TimeFilter (Click's `extend_interval` from a Script): the packets behind the \
+        one that made the call wait (at most 1024; more are dropped and counted) until that \
+        write has landed, and that packet is judged again, as Click does.",
     ports: "one input, one or two outputs; agnostic (output 1 push)",
     keywords: &[
         Keyword {
@@ -164,6 +167,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         end_ready: false,
         has_reject: ports.noutputs() > 1,
         drops: 0,
+        stash: VecDeque::new(),
     };
     match (start, start_delay, start_after) {
         (Some(t), None, None) => f.first = t,
@@ -207,7 +211,12 @@ pub struct TimeFilter {
     end_ready: bool,
     has_reject: bool,
     drops: u64,
+    /// Packets waiting behind an END_CALL call, in arrival order.
+    stash: VecDeque<Packet>,
 }
+
+/// Most packets waiting behind an END_CALL call; more are dropped.
+const MAX_STASH: usize = 4 * MAX_BATCH;
 
 /// Most times the END_CALL handler is called for one packet, each call
 /// having moved the end later (Click loops until it stops moving).
@@ -227,12 +236,15 @@ impl TimeFilter {
     }
 
     /// Whether a packet stamped `t` passes; may call the end action.
-    fn passes(&mut self, t: i64, cx: &mut Context<'_>) -> bool {
+    /// With `pause`, returns `None` right after an END_CALL handler call,
+    /// so that the packet is judged again once writes that call made to
+    /// busy elements (this one) have landed.
+    fn passes(&mut self, t: i64, cx: &mut Context<'_>, pause: bool) -> Option<bool> {
         if !self.ready {
             self.first_packet(t);
         }
         if t < self.first {
-            return false;
+            return Some(false);
         }
         let mut calls = 0;
         while t >= self.last && self.end_ready && calls < MAX_END_CALLS {
@@ -250,8 +262,18 @@ impl TimeFilter {
                     let v = value
                         .replace("${t}", &unparse_time(t))
                         .replace("$t", &unparse_time(t));
-                    if let Err(e) = cx.write_handler(element, handler, &v) {
-                        cx.report_error(format!("END_CALL {element}.{handler}: {e}"));
+                    match cx.find_element(element) {
+                        Some(i) => {
+                            if let Err(e) = cx.call_handler(i, handler, &v, true) {
+                                cx.report_error(format!("END_CALL {element}.{handler}: {e}"));
+                            }
+                        }
+                        None => cx.report_error(format!(
+                            "END_CALL {element}.{handler}: no element matching `{element}'"
+                        )),
+                    }
+                    if pause {
+                        return None;
                     }
                 }
             }
@@ -259,7 +281,62 @@ impl TimeFilter {
                 break;
             }
         }
-        t < self.last
+        Some(t < self.last)
+    }
+
+    /// Filters packets from the front of `src` (at most a batch): the kept
+    /// ones in `kept`, the rejected in `rejected`. Stops after an END_CALL
+    /// call, the packet that made it back at the front of `src`; returns
+    /// whether it did.
+    fn filter_paused(
+        &mut self,
+        src: &mut VecDeque<Packet>,
+        kept: &mut Batch,
+        rejected: &mut Batch,
+        cx: &mut Context<'_>,
+    ) -> bool {
+        while !kept.is_full() && !rejected.is_full() {
+            let Some(p) = src.pop_front() else {
+                return false;
+            };
+            let t = i64::try_from(p.anno().timestamp.0).unwrap_or(i64::MAX);
+            match self.passes(t, cx, true) {
+                Some(true) => {
+                    let _ = kept.push(p);
+                }
+                Some(false) if self.has_reject => {
+                    let _ = rejected.push(p);
+                }
+                Some(false) => self.drops += 1,
+                None => {
+                    src.push_front(p);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Filters what waits in `stash`, pushing the results, until it is
+    /// empty or an END_CALL call pauses it again (then a timer is set).
+    fn drain_stash(&mut self, cx: &mut Context<'_>) {
+        let mut src = std::mem::take(&mut self.stash);
+        for _ in 0..=MAX_STASH / MAX_BATCH {
+            let mut kept = Batch::new();
+            let mut rejected = Batch::new();
+            let paused = self.filter_paused(&mut src, &mut kept, &mut rejected, cx);
+            cx.push(0, &mut kept);
+            cx.push(1, &mut rejected);
+            if paused {
+                let now = cx.now();
+                cx.schedule_at(now);
+                break;
+            }
+            if src.is_empty() {
+                break;
+            }
+        }
+        self.stash = src;
     }
 
     fn filter(&mut self, batch: &mut Batch, cx: &mut Context<'_>) -> Batch {
@@ -267,7 +344,7 @@ impl TimeFilter {
         let mut kept = Batch::new();
         for p in batch.drain() {
             let t = i64::try_from(p.anno().timestamp.0).unwrap_or(i64::MAX);
-            let _ = if self.passes(t, cx) {
+            let _ = if self.passes(t, cx, false) == Some(true) {
                 kept.push(p)
             } else if self.has_reject {
                 rejected.push(p)
@@ -322,9 +399,36 @@ impl Element for TimeFilter {
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        let mut rejected = self.filter(batch, cx);
-        cx.push(0, batch);
-        cx.push(1, &mut rejected);
+        if !matches!(self.end, EndAction::Call { .. }) {
+            let mut rejected = self.filter(batch, cx);
+            cx.push(0, batch);
+            cx.push(1, &mut rejected);
+            return;
+        }
+        // With END_CALL, packets behind the one that made a call wait for
+        // the call's writes to this element (deferred while it is busy)
+        // to land: Click calls the handler there and then.
+        if self.stash.len() + batch.len() > MAX_STASH {
+            self.drops += batch.len() as u64;
+            batch.clear();
+            return;
+        }
+        let waiting = !self.stash.is_empty();
+        self.stash.extend(batch.drain());
+        if !waiting {
+            self.drain_stash(cx);
+        }
+    }
+
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        if !self.stash.is_empty() {
+            self.drain_stash(cx);
+        }
+    }
+
+    fn shutdown(&mut self, _cx: &mut Context<'_>) {
+        self.drops += self.stash.len() as u64;
+        self.stash.clear();
     }
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
@@ -435,6 +539,27 @@ mod tests {
         e.write_handler("start", "2").unwrap();
         assert_eq!(e.read_handler("start").as_deref(), Some("2.000000"));
         assert!(e.write_handler("end", "later").is_err());
+    }
+
+    #[test]
+    fn packets_wait_behind_an_end_call() {
+        // Click's test/analysis/TimeFilter-01: the END_CALL handler extends
+        // this TimeFilter's interval; here the test plays the handler.
+        let mut h = Harness::push(&CLASS, "0, 1, END_CALL dut.extend_interval 1", 1, 1);
+        h.push_packets(0, click_times().into_iter().map(at));
+        // 1.0 made the call: it and the packets behind it wait.
+        assert_eq!(passed(&mut h, 0), vec![S / 10, S / 5]);
+        assert_eq!(h.timers().len(), 1);
+        h.write_handler("extend_interval", "1").unwrap();
+        let now = h.now();
+        h.advance_to(now);
+        // 1.0 and 1.2 pass; 5.5 calls again and waits.
+        assert_eq!(passed(&mut h, 0), vec![S, S + S / 5]);
+        h.advance_to(now);
+        // Nobody extended the end this time: 5.5 is dropped.
+        assert!(passed(&mut h, 0).is_empty());
+        assert_eq!(h.stats().get("drops"), Some(1));
+        assert!(h.timers().is_empty());
     }
 
     #[test]
