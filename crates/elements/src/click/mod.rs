@@ -69,6 +69,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ensure_ether::CLASS,
     &link_unqueue::CLASS,
     &check_ip_header2::CLASS,
+    &shaper::BANDWIDTH_SHAPER,
 ];
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `Shaper`: lets at most RATE packets a second through a pull path, as
 //! Click's `elements/standard/shaper.cc`.
 
+use crate::standard::bw_rated_unqueue::parse_bandwidth;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     PortInfo,
@@ -46,6 +47,137 @@ static MANUAL: Manual = Manual {
         "DelayShaper",
     ],
 };
+
+/// The `BandwidthShaper` class.
+pub static BANDWIDTH_SHAPER: ElementClass = ElementClass {
+    name: "BandwidthShaper",
+    ports: "1/1",
+    processing: "l/l",
+    manual: &BW_MANUAL,
+    make: make_bw,
+};
+
+static BW_MANUAL: Manual = Manual {
+    summary: "shapes traffic to maximum rate (bytes/s)",
+    synopsis: "BandwidthShaper(RATE)",
+    description: "A pull element that lets at most RATE bytes per second through (Click's \
+        bandwidth notation: `131072B/s`, `1Mbps`, `128kbps`). A pull gets packets while \
+        the element is not ahead of RATE; each packet then counts its length, so one large \
+        packet may put it ahead, and the next pull finds nothing until the time it took \
+        at RATE has passed (a timer is set for it). Unused time accumulates up to a \
+        millisecond, or one 1500-byte packet's time if longer. The `rate` handler reads \
+        RATE in bytes per second and sets it. Like Shaper, it cannot keep a run whose \
+        sources are done going.",
+    ports: "one pull input; one pull output",
+    keywords: &[Keyword {
+        name: "RATE",
+        ty: "bandwidth",
+        default: None,
+        doc: "most bytes per second; positional",
+    }],
+    counters: &[],
+    example: "InfiniteSource(LIMIT 20, LENGTH 1000) -> Queue -> BandwidthShaper(1Mbps) \
+        -> Unqueue -> Discard;",
+    see_also: &["Shaper", "BandwidthRatedUnqueue", "DelayShaper"],
+};
+
+fn make_bw(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let text: String = args.read_mp("RATE")?;
+    let r = parse_bandwidth(&text).map_err(|e| ArgError::new(format!("bad argument RATE: {e}")))?;
+    let mut s = BandwidthShaper {
+        ns_per_byte: 0.0,
+        rate: 0,
+        burst: 0,
+        credit: None,
+        last: 0,
+        timer: None,
+    };
+    s.set_rate(r);
+    Ok(Box::new(s))
+}
+
+/// A byte-rate shaper: credit in nanoseconds, which a packet may overdraw.
+#[derive(Debug)]
+pub struct BandwidthShaper {
+    ns_per_byte: f64,
+    /// Bytes per second.
+    rate: u64,
+    burst: i64,
+    credit: Option<i64>,
+    last: u64,
+    timer: Option<u64>,
+}
+
+impl BandwidthShaper {
+    fn set_rate(&mut self, bytes_per_sec: u64) {
+        self.rate = bytes_per_sec.max(1);
+        self.ns_per_byte = 1e9 / self.rate as f64;
+        self.burst = (1_000_000f64)
+            .max(1500.0 * self.ns_per_byte)
+            .min(i64::MAX as f64) as i64;
+    }
+
+    fn cost(&self, len: usize) -> i64 {
+        (len as f64 * self.ns_per_byte).min(i64::MAX as f64) as i64
+    }
+}
+
+impl Element for BandwidthShaper {
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let now = cx.now().0;
+        let elapsed = i64::try_from(now.saturating_sub(self.last)).unwrap_or(i64::MAX);
+        let mut credit = match self.credit {
+            None => 0,
+            Some(c) => c.saturating_add(elapsed).min(self.burst),
+        };
+        self.last = now;
+        let mut n = 0;
+        while n < max && credit >= 0 {
+            let mut b = Batch::new();
+            cx.pull(0, &mut b, 1);
+            let Some(p) = b.pop() else { break };
+            credit = credit.saturating_sub(self.cost(p.len()));
+            if out.push(p).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        self.credit = Some(credit);
+        if credit < 0 {
+            let at = now.saturating_add(credit.unsigned_abs());
+            if self.timer != Some(at) {
+                self.timer = Some(at);
+                cx.schedule_at(Timestamp(at));
+            }
+        }
+    }
+
+    fn run_timer(&mut self, _cx: &mut Context<'_>) {
+        self.timer = None;
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "rate").then(|| format!("{}", self.rate))
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        match handler {
+            "rate" => {
+                let r = parse_bandwidth(value)?;
+                self.set_rate(r);
+                Ok(())
+            }
+            _ => Err(format!(
+                "no write handler `{handler}` (BandwidthShaper has `rate`)"
+            )),
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[Handler::rw("rate")];
+        H
+    }
+}
 
 fn rate(text: &str) -> Result<f64, String> {
     let r = f64::from_arg(text)?;
@@ -216,6 +348,32 @@ mod tests {
         assert_eq!(h.pull(1, 8).len(), 0);
         assert_eq!(h.pull(0, 8).len(), 1);
         assert_eq!(h.pull(1, 8).len(), 8);
+    }
+
+    #[test]
+    fn bandwidth_shaper_counts_bytes() {
+        // 1000 bytes/s and 100-byte packets: one packet per 100 ms.
+        let ports = PortInfo {
+            inputs: vec![Processing::Pull],
+            outputs: vec![Processing::Pull],
+        };
+        let mut h = Harness::new(&BANDWIDTH_SHAPER, "1000Bps", ports);
+        h.feed(0, (0..20).map(|_| Packet::from_slice(&udp(72)).unwrap()));
+        h.advance_to(Timestamp(10 * S));
+        assert_eq!(h.pull(0, 32).len(), 1);
+        assert!(h.pull(0, 32).is_empty());
+        assert_eq!(h.timers(), vec![Timestamp(10 * S + S / 10)]);
+        let mut got = 1;
+        for step in 1..=20u64 {
+            h.advance_to(Timestamp(10 * S + step * S / 20));
+            got += h.pull(0, 32).len();
+        }
+        assert_eq!(got, 11);
+        let mut e = make_element(&BANDWIDTH_SHAPER, "1Mbps", &PortInfo::default()).unwrap();
+        assert_eq!(e.read_handler("rate").as_deref(), Some("125000"));
+        e.write_handler("rate", "2kBps").unwrap();
+        assert_eq!(e.read_handler("rate").as_deref(), Some("2000"));
+        assert!(e.write_handler("rate", "fast").is_err());
     }
 
     #[test]
