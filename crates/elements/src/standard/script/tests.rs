@@ -333,3 +333,27 @@ fn a_packet_script_writes_to_the_element_that_pushed_to_it() {
     );
     assert_eq!(v, ["5"]);
 }
+
+proptest::proptest! {
+    /// Hostile instructions are refused or accepted, never a panic; the
+    /// accepted ones run (bounded by the jump limit) without one either.
+    #[test]
+    fn hostile_scripts_do_not_panic(
+        ls in proptest::collection::vec(
+            "(set x|print|goto a|label a|wait|pause|return|error|stop|setq y|write s.step|read s.get x|printn >/dev/null) ?[ a$(){}\\\\\"'0-9x.é]{0,12}",
+            0..6,
+        )
+    ) {
+        let ls: Vec<&str> = ls.iter().map(String::as_str).collect();
+        if parse(&ls).is_ok() {
+            let args = ls.join(", ").replace('\n', " ");
+            let config = format!("s :: Script(TYPE PASSIVE, {args}); Script(write s.run, write s.step 3)");
+            if let Ok(plan) = testrun::plan(&config) {
+                let mut engine = Engine::new(&plan).unwrap();
+                engine.idle_sleep = false;
+                engine.set_trace_clock(true);
+                let _ = engine.run();
+            }
+        }
+    }
+}

@@ -727,6 +727,29 @@ mod tests {
         assert_eq!(parse_bool("True"), None);
     }
 
+    proptest::proptest! {
+        /// Hostile text: every function ends without a panic, and quoting
+        /// gives back what it quoted.
+        #[test]
+        fn no_text_panics(t in "[ a$(){}\\\\\"'/*<>0-9x.é\n\t]{0,40}") {
+            let mut rest = t.clone();
+            for _ in 0..50 {
+                if rest.is_empty() {
+                    break;
+                }
+                let _ = shift_word(&mut rest);
+            }
+            let _ = words(&t);
+            let _ = uncomment(&t);
+            let _ = string_word(&t);
+            let _ = parse_int(&t);
+            let _ = parse_real(&t);
+            let mut f = |n: &str, _: VarKind| Some(n.to_string());
+            let _ = expand(&t, &mut f, true);
+            proptest::prop_assert_eq!(unquote(&quote(&unquote(&t))), unquote(&t));
+        }
+    }
+
     #[test]
     fn reals_print_as_percent_12g() {
         assert_eq!(real_text(6.0), "6");
