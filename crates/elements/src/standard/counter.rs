@@ -77,6 +77,8 @@ struct RateEwma<const SCALE: u32> {
 
 /// Epochs per second (Click's `CLICK_HZ` at user level).
 const HZ: u64 = 1000;
+/// One epoch in nanoseconds.
+const EPOCH_NS: u64 = 1_000_000_000 / HZ;
 const STABILITY: u32 = 4;
 
 impl<const SCALE: u32> RateEwma<SCALE> {
@@ -211,7 +213,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
 }
 
 /// Counts packets and bytes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Counter {
     count: u64,
     bytes: u64,
@@ -227,10 +229,31 @@ pub struct Counter {
     byte_call: Option<Call>,
     /// Calls to busy elements, made by the next timer.
     pending: Vec<HandlerCall>,
+    /// Where the current rate epoch starts, in ns (`u64::MAX` before the
+    /// first batch).
+    epoch_start: u64,
+}
+
+impl Default for Counter {
+    fn default() -> Counter {
+        Counter {
+            count: 0,
+            bytes: 0,
+            first: None,
+            last: 0,
+            trace: false,
+            rate: RateEwma::default(),
+            byte_rate: RateEwma::default(),
+            count_call: None,
+            byte_call: None,
+            pending: Vec::new(),
+            epoch_start: u64::MAX,
+        }
+    }
 }
 
 impl Counter {
-    #[inline]
+    #[inline(always)]
     fn account(&mut self, batch: &Batch, now: u64, trace: bool) {
         let n = batch.len() as u64;
         let bytes = batch.iter().map(|p| p.len() as u64).sum::<u64>();
@@ -239,7 +262,22 @@ impl Counter {
         self.first.get_or_insert(now);
         self.last = now;
         self.trace = trace;
-        let epoch = now / (1_000_000_000 / HZ);
+        // Most batches fall in the epoch of the one before: add to its
+        // sums without a division.
+        if now.wrapping_sub(self.epoch_start) < EPOCH_NS {
+            self.rate.current += n as i64;
+            self.byte_rate.current += bytes as i64;
+        } else {
+            self.new_epoch(n, bytes, now);
+        }
+    }
+
+    /// The first batch of a new rate epoch.
+    #[cold]
+    #[inline(never)]
+    fn new_epoch(&mut self, n: u64, bytes: u64, now: u64) {
+        let epoch = now / EPOCH_NS;
+        self.epoch_start = epoch * EPOCH_NS;
         self.rate.update(n, epoch);
         self.byte_rate.update(bytes, epoch);
     }
@@ -261,6 +299,8 @@ impl Counter {
 
     /// Passes `batch` on in pieces, making each call before the packet
     /// that reaches its count (the slow path, taken once per call).
+    #[cold]
+    #[inline(never)]
     fn push_with_calls(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
         let now = cx.now().0;
         let trace = cx.trace_clock();
@@ -329,7 +369,7 @@ impl Counter {
         } else {
             bricks_packet::Timestamp::now().0.max(self.last)
         };
-        now / (1_000_000_000 / HZ)
+        now / EPOCH_NS
     }
 
     /// Read handler `handler` as it reads in epoch `epoch`.
@@ -356,6 +396,7 @@ impl Counter {
         self.last = 0;
         self.rate = RateEwma::default();
         self.byte_rate = RateEwma::default();
+        self.epoch_start = u64::MAX;
         for c in [&mut self.count_call, &mut self.byte_call]
             .into_iter()
             .flatten()
