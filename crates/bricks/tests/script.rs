@@ -154,6 +154,20 @@ fn driver_manager_waits_for_two_stops() {
 }
 
 #[test]
+fn driver_manager_wait_stop_2_lets_two_sources_stop_first() {
+    let (code, out, err) = run(
+        "InfiniteSource(LIMIT 3, STOP true) -> c :: Counter -> Discard;
+         InfiniteSource(LIMIT 7, STOP true) -> c2 :: Counter -> Discard;
+         InfiniteSource(LIMIT 200000, STOP true) -> c3 :: Counter -> Discard;
+         DriverManager(wait_stop 2, print $(add $(c.count) $(c2.count)),
+                       print $(lt $(c3.count) 200000), wait_stop, print $(c3.count))",
+        &["-j", "2"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "10\ntrue\n200000\n");
+}
+
+#[test]
 fn driver_manager_outlives_write_stop_and_cleans_up() {
     let (code, out, err) = run(
         "InfiniteSource(LIMIT 4) -> c :: Counter -> Discard;
