@@ -591,6 +591,36 @@ mod tests {
     }
 
     #[test]
+    fn byte_count_call_and_pull() {
+        // 3 packets of 40 bytes: the byte count passes 100 at the third.
+        let mut h = Harness::push(&CLASS, "BYTE_COUNT_CALL 100 stop", 1, 1);
+        h.push_bytes(0, &[0u8; 40]);
+        h.push_bytes(0, &[0u8; 40]);
+        assert!(!h.stop_requested());
+        h.push_bytes(0, &[0u8; 40]);
+        assert!(h.stop_requested());
+        // Pulled: the call is made once the batch that reaches the count
+        // is through.
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Pull],
+            outputs: vec![bricks_element::Processing::Pull],
+        };
+        let mut h = Harness::new(&CLASS, "COUNT_CALL 2 stop", ports);
+        h.feed(
+            0,
+            (0..3u8).map(|i| bricks_packet::Packet::from_slice(&[i]).unwrap()),
+        );
+        assert_eq!(h.pull(0, 1).len(), 1);
+        assert!(!h.stop_requested());
+        assert_eq!(h.pull(0, 2).len(), 2);
+        assert!(h.stop_requested());
+        // A new count_call arms it again.
+        h.write_handler("count_call", "10").unwrap();
+        assert_eq!(h.read_handler("count_call").unwrap(), "10");
+        assert!(h.write_handler("count_call", "x").is_err());
+    }
+
+    #[test]
     fn count_call_argument_checked() {
         let p = PortInfo::default();
         for bad in [
