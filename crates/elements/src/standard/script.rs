@@ -117,9 +117,9 @@ static DRIVER_MANAGER_MANUAL: Manual = Manual {
         instructions). A stop request (a source's `STOP true`, `write stop`, another \
         script's `stop`) does not end the run while a DriverManager runs: it steps the \
         manager's script past one `pause`/`wait_stop`, or cuts a `wait` short. The run \
-        ends when the script does (`stop`, `end`, or its last instruction, after which a \
-        DriverManager stops). When every source is done and the graph has drained, that \
-        too is a stop request. `DriverManager(wait_stop 2, print c.count)` lets two \
+        ends at the script's `stop` (also its implicit last instruction), or at the first \
+        stop request after it ended with `end`, `exit` or `error`. When every source is \
+        done and the graph has drained, that too is a stop request. `DriverManager(wait_stop 2, print c.count)` lets two \
         sources stop before it prints and ends the run. The manager runs on worker 0; \
         stop requests made on other workers end the run directly.",
     ports: "none",
