@@ -90,7 +90,7 @@ impl SplitMix {
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let length: i64 = args.read_mp("LENGTH")?;
     let mut e = Emitter::read_limits(args, ports, true)?;
-    let burst: i64 = args.read_p("BURST")?.unwrap_or(DEFAULT_BURST as i64);
+    let burst: usize = args.read_p("BURST")?.unwrap_or(DEFAULT_BURST);
     e.active = args.read_p("ACTIVE")?.unwrap_or(true);
     let rate: Option<u64> = args.read("RATE")?;
     let seed: u64 = args.read("SEED")?.unwrap_or(1);
@@ -108,7 +108,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     e.set_data(Vec::new(), Some(len)).map_err(ArgError::new)?;
     Ok(Box::new(RandomSource {
         e,
-        burst: (burst as usize).min(MAX_BATCH),
+        burst: burst.min(MAX_BATCH),
         pacer: rate.map(Pacer::new),
         rng: SplitMix(seed),
     }))

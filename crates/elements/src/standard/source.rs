@@ -408,7 +408,7 @@ fn read_length(args: &mut Args<'_>) -> Result<Option<usize>, ArgError> {
 fn make_infinite(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let data = read_data(args)?;
     let mut e = Emitter::read_limits(args, ports, true)?;
-    let burst: i64 = args.read_p("BURST")?.unwrap_or(DEFAULT_BURST as i64);
+    let burst: usize = args.read_p("BURST")?.unwrap_or(DEFAULT_BURST);
     if burst < 1 {
         return Err(ArgError::new("burst size must be >= 1"));
     }
@@ -419,7 +419,7 @@ fn make_infinite(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Elemen
         .map_err(ArgError::new)?;
     Ok(Box::new(InfiniteSource {
         e,
-        burst: (burst as usize).min(MAX_BATCH),
+        burst: burst.min(MAX_BATCH),
     }))
 }
 
