@@ -18,7 +18,8 @@
 //! Types: `ACTIVE` (runs at start), `PASSIVE` (runs when its `run` handler
 //! is called), `PACKET` (runs for each packet, which leaves on the output
 //! the script returns), `PROXY` (runs for any handler called on it), and
-//! `DRIVER` (a `DriverManager`): it manages the router's stop requests.
+//! `DRIVER` (a `DriverManager`): it manages the router's stop requests;
+//! `SIGNAL` scripts run when the process receives a signal.
 //! While a driver script is running, a stop request (`STOP true` on a
 //! source, `write stop`, another script's `stop`) steps it past one
 //! `pause`/`wait_stop` instead of ending the run, and the run ends when
@@ -63,13 +64,15 @@ pub static DRIVER_MANAGER: ElementClass = ElementClass {
 
 static TYPE_KEYWORD: [Keyword; 1] = [Keyword {
     name: "TYPE",
-    ty: "ACTIVE, PASSIVE, PACKET, PROXY or DRIVER",
+    ty: "ACTIVE, PASSIVE, PACKET, PROXY, DRIVER or SIGNAL SIGNO...",
     default: Some("PACKET with ports, else ACTIVE (DRIVER for DriverManager)"),
     doc: "when the script runs: at start (ACTIVE), when its `run` handler is called \
           (PASSIVE), for each packet (PACKET: `$input` is the input port, the value \
           returned is the output port), for any handler called on it (PROXY: `$0` is the \
-          handler's name, `$write` whether it was written), or as the router's stop \
-          manager (DRIVER). Click's SIGNAL scripts are not supported.",
+          handler's name, `$write` whether it was written), as the router's stop \
+          manager (DRIVER), or when the process receives one of the signals SIGNO (SIGNAL: \
+          INT, HUP, USR1, ... or numbers; from when it runs until it ends with `end`, the \
+          signals have their default action). INT and TERM also stop the router.",
 }];
 
 static SCRIPT_MANUAL: Manual = Manual {
@@ -95,7 +98,8 @@ static SCRIPT_MANUAL: Manual = Manual {
         arguments: add, sub, min, max, mul, div, idiv (integers, or reals when an \
         argument is not an integer), mod, rem, neg, abs, eq, ne, lt, gt, le, ge (numbers, \
         else strings), not, and, or, nand, nor, if, in, first, length, unquote, sprintf, \
-        random, htons, htonl, ntohs, ntohl, readable, writable, now, cat, catq, get, shift; \
+        random, htons, htonl, ntohs, ntohl, readable, writable, now, cat, catq, kill \
+        (`kill SIGNO PID...`), get, shift; \
         write handlers step, goto, set; run is read and write.",
     ports: "none, except for PACKET scripts: inputs and outputs, push or pull; a packet \
         leaves on the output its script returns (`end`: 0; `exit` or a bad port: dropped \
@@ -157,6 +161,8 @@ enum Kind {
     Passive,
     Proxy,
     Packet,
+    /// Runs when the process receives one of its signals.
+    Signal,
 }
 
 /// An instruction (Click's `Insn`).
@@ -254,6 +260,15 @@ pub struct Script {
     pending: VecDeque<(&'static str, String)>,
     rng: Rng,
     drops: u64,
+    /// TYPE SIGNAL: the signals, the flag their handlers set, and the
+    /// handlers' registrations (removed at shutdown).
+    signals: Vec<i32>,
+    signal_flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the script is not installed as its signals' handler: from
+    /// when it starts running on a signal until it ends with `end`, a
+    /// signal has its default action (Click's one-shot handlers).
+    signal_disarmed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    signal_ids: Vec<signal_hook::SigId>,
 }
 
 fn make_script(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -280,16 +295,22 @@ fn make(
         .map(|(t, s)| (t.to_string(), s))
         .collect();
     let has_ports = ports.ninputs() > 0 || ports.noutputs() > 0;
+    let mut signals = Vec::new();
     let kind = match type_arg.as_deref().map(str::trim) {
         Some("ACTIVE") => Kind::Active,
         Some("PASSIVE") => Kind::Passive,
         Some("PACKET") | Some("PUSH") => Kind::Packet,
         Some("PROXY") => Kind::Proxy,
         Some("DRIVER") => Kind::Driver,
-        Some(t) if t.starts_with("SIGNAL") => {
-            return Err(ArgError::new(
-                "TYPE SIGNAL: scripts run by signals are not supported",
-            ))
+        Some(t) if t.split_whitespace().next() == Some("SIGNAL") => {
+            signals = t
+                .split_whitespace()
+                .skip(1)
+                .map(signal_number)
+                .collect::<Option<Vec<i32>>>()
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| ArgError::new("bad signal number"))?;
+            Kind::Signal
         }
         Some(t) => return Err(ArgError::new(format!("bad TYPE `{t}'"))),
         None => default.unwrap_or(if has_ports {
@@ -305,6 +326,7 @@ fn make(
         return Err(ArgError::new("ports allowed only on PACKET scripts"));
     }
     let mut s = Script::parse(kind, class, &lines)?;
+    s.signals = signals;
     s.rng = Rng::new(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -334,6 +356,10 @@ impl Script {
             pending: VecDeque::new(),
             rng: Rng::new(1),
             drops: 0,
+            signals: Vec::new(),
+            signal_flag: Default::default(),
+            signal_disarmed: Default::default(),
+            signal_ids: Vec::new(),
         }
     }
 
@@ -559,6 +585,22 @@ impl Script {
                     v = unquote(&v);
                 }
                 self.set_var(self.insns[i].arg as usize, v);
+            }
+        }
+        if self.kind == Kind::Signal && cx.worker() == 0 {
+            for &sig in &self.signals {
+                let r = signal_hook::flag::register_conditional_default(
+                    sig,
+                    self.signal_disarmed.clone(),
+                )
+                .and_then(|a| {
+                    self.signal_ids.push(a);
+                    signal_hook::flag::register(sig, self.signal_flag.clone())
+                });
+                match r {
+                    Ok(id) => self.signal_ids.push(id),
+                    Err(e) => cx.report_error(format!("cannot handle signal {sig}: {e}")),
+                }
             }
         }
         if !matches!(self.kind, Kind::Active | Kind::Driver) || cx.worker() != 0 {
@@ -836,7 +878,7 @@ impl Script {
                 };
                 read_file(&name).map(|t| if h == "catq" { funcs::quoted(&t) } else { t })
             }
-            ("kill", false) => Err("kill: sending signals is not supported".into()),
+            ("kill", false) => kill(value),
             ("readable" | "writable", false) => {
                 let mut all = true;
                 for name in text::words(value) {
@@ -1240,6 +1282,81 @@ impl Script {
     }
 }
 
+impl Script {
+    /// A signal script that ended with `end` handles its signals again.
+    fn rearm_signals(&mut self) {
+        if self.kind == Kind::Signal
+            && self
+                .insns
+                .get(self.pos)
+                .map(|i| (i.op, i.target))
+                .is_some_and(|l| matches!(l, (Op::End, _) | (Op::Goto, Target::Finish(Op::End))))
+        {
+            self.signal_disarmed
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    fn unregister_signals(&mut self) {
+        for id in self.signal_ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+impl Drop for Script {
+    fn drop(&mut self) {
+        self.unregister_signals();
+    }
+}
+
+/// The signals a SIGNAL script may name, as Click's (script.cc).
+fn signal_number(word: &str) -> Option<i32> {
+    use signal_hook::consts::*;
+    let n = match word {
+        "ABRT" => SIGABRT,
+        "ALRM" => SIGALRM,
+        "HUP" => SIGHUP,
+        "INT" => SIGINT,
+        "IO" => SIGIO,
+        "PIPE" => SIGPIPE,
+        "QUIT" => SIGQUIT,
+        "TERM" => SIGTERM,
+        "TSTP" => SIGTSTP,
+        "USR1" => SIGUSR1,
+        "USR2" => SIGUSR2,
+        w => parse_int(w).and_then(|n| i32::try_from(n).ok())?,
+    };
+    // Signals whose handlers cannot be replaced are refused, as signal 0.
+    ((1..32).contains(&n) && !signal_hook::consts::FORBIDDEN.contains(&n)).then_some(n)
+}
+
+/// `kill SIGNO PID...`: sends a signal to processes.
+fn kill(value: &str) -> Result<String, String> {
+    let mut rest = value.to_string();
+    let word = shift_word(&mut rest);
+    let sig = signal_number(&word)
+        .and_then(rustix::process::Signal::from_named_raw)
+        .ok_or("bad SIGNO")?;
+    while !rest.is_empty() {
+        let pid = parse_int(&shift_word(&mut rest))
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw)
+            .ok_or("bad PID")?;
+        if pid.as_raw_nonzero().get() as u32 == std::process::id() {
+            // To this process: delivered to this thread before `kill`
+            // returns, so that the script it wakes runs this round, as
+            // Click handles its signals before its next timers.
+            signal_hook::low_level::raise(sig.as_raw())
+                .map_err(|e| format!("kill({}, {word}): {e}", pid.as_raw_nonzero()))?;
+            continue;
+        }
+        rustix::process::kill_process(pid, sig)
+            .map_err(|e| format!("kill({}, {word}): {e}", pid.as_raw_nonzero()))?;
+    }
+    Ok(String::new())
+}
+
 /// Reads a file for `cat`, bounded in size.
 fn read_file(name: &str) -> Result<String, String> {
     use std::io::Read;
@@ -1297,7 +1414,28 @@ impl Element for Script {
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        if cx.worker() != 0 || cx.stopping() {
+        if cx.worker() != 0 {
+            return TaskResult::Done;
+        }
+        // A signal script runs once per burst of its signals, even while
+        // the router stops (a SIGINT also stops it), but not while it is
+        // blocked in a wait of its own (Click reinstalls the handler only
+        // when the script completes).
+        if self.kind == Kind::Signal
+            && self.timer_at.is_none()
+            && self
+                .signal_flag
+                .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.signal_disarmed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Err(e) = self.step_handler(StepWhat::Run, "", "run", false, cx) {
+                self.report(cx, &e);
+            }
+            self.rearm_signals();
+            return TaskResult::Worked;
+        }
+        if cx.stopping() {
             return TaskResult::Done;
         }
         let mut worked = false;
@@ -1332,6 +1470,11 @@ impl Element for Script {
         self.last_error = None;
         self.run_steps(1, StepType::Timer, cx);
         let _ = self.complete_step(false);
+        self.rearm_signals();
+    }
+
+    fn shutdown(&mut self, _cx: &mut Context<'_>) {
+        self.unregister_signals();
     }
 
     fn stats(&self, s: &mut Stats) {

@@ -106,7 +106,10 @@ fn bad_instructions_are_refused_with_click_s_words() {
 #[test]
 fn configuration_errors_name_the_problem() {
     for (config, want) in [
-        ("Script(TYPE SIGNAL INT, print x)", "SIGNAL"),
+        ("Script(TYPE SIGNAL, print x)", "bad signal number"),
+        ("Script(TYPE SIGNAL KILL, print x)", "bad signal number"),
+        ("Script(TYPE SIGNAL 9, print x)", "bad signal number"),
+        ("Script(TYPE SIGNAL USR1 BOGUS)", "bad signal number"),
         ("Script(TYPE BOGUS)", "bad TYPE"),
         (
             "Idle -> Script(TYPE ACTIVE) -> Discard",
@@ -356,4 +359,20 @@ proptest::proptest! {
             }
         }
     }
+}
+
+#[test]
+fn signal_scripts_run_on_their_signal() {
+    // USR2 to this process: raised on the calling thread, so the signal
+    // script runs in the same round, before the waiting script goes on.
+    let (_, v) = run(
+        "s :: Script(TYPE SIGNAL USR2, init n 0, set n $(add $n 1), end); \
+         t :: Script(export before, export after, set y $(kill USR2 $$), \
+         set before $(s.get n), wait 0.001, set after $(s.get n))",
+        &["t.after"],
+    );
+    assert_eq!(v, ["1"]);
+    assert!(kill("BOGUS 1").is_err());
+    assert!(kill("USR2 x").is_err());
+    assert!(kill("USR2 0").is_err());
 }
