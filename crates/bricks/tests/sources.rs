@@ -251,6 +251,14 @@ fn end_call_writes_a_handler_at_the_limit() {
         &["c.count"],
     );
     assert_eq!(out.trim(), "3");
+    // A call to the source itself: it starts another LIMIT packets, as
+    // Click's reset does, until the Counter stops the router.
+    let (out, _) = run(
+        "i :: InfiniteSource(LIMIT 2, END_CALL i.reset) -> c :: Counter(COUNT_CALL 6 stop) \
+         -> Discard",
+        &["c.count", "i.count"],
+    );
+    assert_eq!(out, "c.count:\n6\n\ni.count:\n2\n\n");
 }
 
 #[test]

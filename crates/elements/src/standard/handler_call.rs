@@ -40,6 +40,17 @@ impl HandlerCall {
         })
     }
 
+    /// The handler and value when the call is to the element named
+    /// `own` itself (its name written whole, or relative to its compound).
+    pub fn own_call(&self, own: &str) -> Option<(&str, &str)> {
+        let e = self.element.as_deref()?;
+        let is_own = own == e
+            || own
+                .strip_suffix(e)
+                .is_some_and(|prefix| prefix.ends_with('/'));
+        is_own.then_some((self.handler.as_str(), self.value.as_str()))
+    }
+
     /// The call as Click prints it.
     pub fn unparse(&self) -> String {
         let mut s = match &self.element {
@@ -99,6 +110,11 @@ mod tests {
         assert_eq!(c.element.as_deref(), Some("c/q"));
         assert_eq!(c.unparse(), "c/q.reset");
         assert_eq!(HandlerCall::parse("stop").unwrap().unparse(), "stop");
+        let c = HandlerCall::parse("src.reset").unwrap();
+        assert_eq!(c.own_call("src"), Some(("reset", "")));
+        assert_eq!(c.own_call("comp/src"), Some(("reset", "")));
+        assert_eq!(c.own_call("mysrc"), None);
+        assert_eq!(HandlerCall::parse("stop").unwrap().own_call("stop"), None);
         for bad in ["", "nodot", ".h", "e.", "stop."] {
             assert!(HandlerCall::parse(bad).is_err(), "{bad}");
         }

@@ -294,8 +294,21 @@ impl Emitter {
     pub fn finished(&mut self, cx: &mut Context<'_>) -> TaskResult {
         if !self.ended {
             self.ended = true;
-            if let Some(c) = &self.end {
-                c.call(cx, &mut self.pending);
+            if let Some(c) = self.end.clone() {
+                match c.own_call(cx.name()) {
+                    // A call to this source itself (`END_CALL s.reset`):
+                    // made here, since the element is busy running.
+                    Some((h, v)) => {
+                        if let Err(err) = self.write(h, v) {
+                            eprintln!("{}: {}: {err}", cx.name(), c.unparse());
+                        }
+                    }
+                    None => c.call(cx, &mut self.pending),
+                }
+            }
+            if self.remaining() > 0 {
+                // The call made room (a reset, a higher limit): go on.
+                return TaskResult::Worked;
             }
         }
         if self.pending.is_empty() {
