@@ -143,7 +143,7 @@ const MAX_JUMPS: u32 = 1000;
 pub const MAX_CALL_DEPTH: u32 = 32;
 
 /// The largest file `cat` reads.
-const MAX_CAT: u64 = 16 << 20;
+const MAX_CAT: u64 = text::MAX_TEXT as u64;
 
 /// How many `step`, `goto` and `run` writes that arrived without a
 /// context (a control socket) wait for the script's task.
@@ -562,7 +562,8 @@ impl Script {
         self.vars.iter().position(|(n, _)| n == name)
     }
 
-    fn set_var(&mut self, i: usize, value: String) {
+    fn set_var(&mut self, i: usize, mut value: String) {
+        text::bound(&mut value);
         if let Some(v) = self.vars.get_mut(i) {
             v.1 = value;
         }

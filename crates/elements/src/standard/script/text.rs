@@ -13,6 +13,21 @@
 /// left as written (Click's `depth > 10`).
 const MAX_EXPAND_DEPTH: u32 = 10;
 
+/// The longest text a substitution makes or a variable holds (Click has
+/// no bound; `set x $x$x` in a loop would otherwise exhaust memory).
+pub const MAX_TEXT: usize = 1 << 20;
+
+/// Cuts `s` to at most [`MAX_TEXT`] bytes, at a character boundary.
+pub fn bound(s: &mut String) {
+    if s.len() > MAX_TEXT {
+        let mut cut = MAX_TEXT;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+}
+
 fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c')
 }
@@ -479,7 +494,8 @@ fn expand_at(
                             uninterpolated = before;
                         }
                     }
-                    Some(value) => {
+                    Some(mut value) => {
+                        bound(&mut value);
                         if quote == b'"' || (quote_result && quote == 0) {
                             let q = quote_str(&value);
                             let inner = &q[1..q.len() - 1];
@@ -495,6 +511,10 @@ fn expand_at(
                         }
                     }
                 }
+                if out.len() > MAX_TEXT {
+                    bound(&mut out);
+                    return out;
+                }
                 i = next;
                 continue;
             }
@@ -506,6 +526,7 @@ fn expand_at(
         return text.to_string();
     }
     out.push_str(&text[uninterpolated.min(end)..]);
+    bound(&mut out);
     out
 }
 
@@ -691,6 +712,14 @@ mod tests {
         assert_eq!(expand("$(unclosed", &mut vars, false), "$(unclosed");
         assert_eq!(expand("${unclosed", &mut vars, false), "${unclosed");
         assert_eq!(expand("a$x.b", &mut vars, false), "a1.b");
+    }
+
+    #[test]
+    fn expansion_length_is_bounded() {
+        let big = "é".repeat(MAX_TEXT / 3);
+        let mut f = |_: &str, _: VarKind| Some(big.clone());
+        let out = expand("$a$a$a$a$a$a", &mut f, false);
+        assert!(out.len() <= MAX_TEXT && out.len() > MAX_TEXT - 4);
     }
 
     #[test]
