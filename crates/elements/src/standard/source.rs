@@ -391,8 +391,10 @@ impl Pacer {
     pub fn due(&mut self, now: Timestamp, count: u64) -> u64 {
         let (t0, c0) = *self.start.get_or_insert((now.0, count));
         let elapsed = now.0.saturating_sub(t0) as u128;
-        let due = (elapsed * self.rate as u128 / 1_000_000_000) as u64 + 1;
-        (c0 + due).saturating_sub(count)
+        let due = (elapsed * self.rate as u128 / 1_000_000_000).min(u64::MAX as u128) as u64;
+        c0.saturating_add(due)
+            .saturating_add(1)
+            .saturating_sub(count)
     }
 
     /// When the packet after `count` falls due.
@@ -781,6 +783,14 @@ mod tests {
         h.advance_to(Timestamp(2_000_000_000)); // far later: capped by LIMIT
         while h.run_task() == TaskResult::Worked {}
         assert_eq!(h.stats().get("count"), Some(100));
+    }
+
+    #[test]
+    fn pacer_saturates_at_absurd_rates() {
+        let mut p = Pacer::new(u64::MAX);
+        assert_eq!(p.due(Timestamp(0), 0), 1);
+        assert_eq!(p.due(Timestamp(u64::MAX), 5), u64::MAX - 5);
+        assert!(p.next_due(7) >= Timestamp(0));
     }
 
     #[test]
