@@ -335,6 +335,26 @@ mod tests {
     }
 
     #[test]
+    fn any_packet_prints_without_panicking() {
+        let all = printer("l, -1, CONTENTS ascii, TIMESTAMP true, PRINTANNO true, HEADROOM true");
+        for len in [0usize, 1, 3, 4, 7, 8, 9, 64, 2048] {
+            let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let p = Packet::from_slice(&data).unwrap();
+            let line = all.line(&p, 0);
+            assert!(line.starts_with("l: 0.000000: "), "{line}");
+            assert_eq!(line.matches(" | ").count(), if len == 0 { 1 } else { 2 });
+            assert_eq!(
+                printer("MAXLENGTH -1").line(&p, 0).len(),
+                if len == 0 {
+                    4
+                } else {
+                    7 + 2 * len + (len - 1) / 4
+                }
+            );
+        }
+    }
+
+    #[test]
     fn bad_contents_refused() {
         let e =
             bricks_runtime::testing::make_element(&CLASS, "CONTENTS purple", &Default::default());
