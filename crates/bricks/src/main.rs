@@ -9,6 +9,7 @@ mod click_cmd;
 mod clicktest_cmd;
 mod cluster;
 mod control;
+mod controlsocket;
 mod demo;
 mod elements_cmd;
 mod gen_cmd;

@@ -301,6 +301,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         workers.control(),
         steering,
     )?;
+    crate::controlsocket::serve(&plan, &workers.control())?;
     let start = Instant::now();
     let _metrics = match settings.metrics {
         Some(addr) => Some(serve_metrics(addr, &plan, workers.control(), start)?),

@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod classify;
 pub mod click;
 pub mod cluster;
+pub mod control;
 pub mod ether;
 pub mod io;
 pub mod ip;
@@ -34,6 +35,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         ether::CLASSES,
         measure::CLASSES,
         cluster::CLASSES,
+        control::CLASSES,
         vrouter::CLASSES,
         multistage::CLASSES,
         qos::CLASSES,

@@ -1,0 +1,405 @@
+//! Serves Click's `ControlSocket` elements of a plan (Click's
+//! `elements/userlevel/controlsocket.cc`, protocol version 1.3).
+//!
+//! Each ControlSocket gets a listening thread and one thread per client,
+//! bounded in number; lines, data blocks and idle time are bounded too, so
+//! a hostile client costs a thread at most and never touches forwarding:
+//! handlers reach the workers through [`Control`] mailboxes.
+
+use bricks_elements::control::controlsocket::{ControlSocketConfig, Endpoint};
+use bricks_runtime::{Control, Plan};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest command line a client may send.
+const MAX_LINE: usize = 64 << 10;
+/// The largest READDATA/WRITEDATA block.
+const MAX_DATA: usize = 16 << 20;
+/// Clients served at once per socket.
+const MAX_CLIENTS: usize = 32;
+/// A client silent this long is disconnected.
+const IDLE: Duration = Duration::from_secs(60);
+
+/// What a client's handlers can reach.
+struct Router {
+    control: Control,
+    plan: Arc<Plan>,
+    read_only: bool,
+}
+
+/// Starts a server for every ControlSocket of `plan`. The threads live
+/// until the process ends.
+pub(crate) fn serve(plan: &Arc<Plan>, control: &Control) -> anyhow::Result<()> {
+    // Tests shorten the idle time to see a silent client go.
+    let idle = std::env::var("BRICKS_CONTROLSOCKET_IDLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(IDLE, Duration::from_millis);
+    serve_with_idle(plan, control, idle)
+}
+
+fn serve_with_idle(plan: &Arc<Plan>, control: &Control, idle: Duration) -> anyhow::Result<()> {
+    for e in plan
+        .elements
+        .iter()
+        .filter(|e| e.class.name == "ControlSocket")
+    {
+        let mut args = bricks_element::Args::from_strs(&e.args);
+        let cfg = ControlSocketConfig::parse(&mut args)
+            .map_err(|err| anyhow::anyhow!("{}: {err}", e.name))?;
+        let router = Arc::new(Router {
+            control: control.clone(),
+            plan: plan.clone(),
+            read_only: cfg.read_only,
+        });
+        let clients = Arc::new(AtomicUsize::new(0));
+        let name = e.name.clone();
+        match &cfg.endpoint {
+            Endpoint::Tcp(port) => {
+                let host = if cfg.localhost {
+                    "127.0.0.1"
+                } else {
+                    "0.0.0.0"
+                };
+                let l = bind(&cfg, &name, || TcpListener::bind((host, *port)))?;
+                spawn(format!("{name} accept"), move || {
+                    for s in l.incoming().flatten() {
+                        let (r, c) = (router.clone(), clients.clone());
+                        let _ = s.set_read_timeout(Some(idle));
+                        let _ = s.set_write_timeout(Some(idle));
+                        if let Ok(w) = s.try_clone() {
+                            client(r, c, s, w, cfg.verbose);
+                        }
+                    }
+                });
+            }
+            Endpoint::Unix(path) => {
+                let _ = std::fs::remove_file(path);
+                let l = bind(&cfg, &name, || UnixListener::bind(path))?;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+                spawn(format!("{name} accept"), move || {
+                    for s in l.incoming().flatten() {
+                        let (r, c) = (router.clone(), clients.clone());
+                        let _ = s.set_read_timeout(Some(idle));
+                        let _ = s.set_write_timeout(Some(idle));
+                        if let Ok(w) = s.try_clone() {
+                            client(r, c, s, w, cfg.verbose);
+                        }
+                    }
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn bind<L>(
+    cfg: &ControlSocketConfig,
+    name: &str,
+    f: impl Fn() -> std::io::Result<L>,
+) -> anyhow::Result<L> {
+    let mut tries = 0;
+    loop {
+        match f() {
+            Ok(l) => return Ok(l),
+            Err(e) if tries < cfg.retries => {
+                if cfg.retry_warnings {
+                    eprintln!("{name}: {e} (retrying)");
+                }
+                tries += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(e) => anyhow::bail!("{name}: {e}"),
+        }
+    }
+}
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) {
+    let _ = std::thread::Builder::new().name(name).spawn(f);
+}
+
+/// Serves one client on its own thread, or refuses it when too many are
+/// connected.
+fn client<R: Read + Send + 'static, W: Write + Send + 'static>(
+    router: Arc<Router>,
+    clients: Arc<AtomicUsize>,
+    r: R,
+    mut w: W,
+    verbose: bool,
+) {
+    if clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+        clients.fetch_sub(1, Ordering::SeqCst);
+        let _ = w.write_all(b"Click::ControlSocket/1.3\r\n540 Too many clients\r\n");
+        return;
+    }
+    spawn("controlsocket client".into(), move || {
+        if verbose {
+            eprintln!("ControlSocket: client connected");
+        }
+        let _ = session(&router, BufReader::new(r), &mut w);
+        clients.fetch_sub(1, Ordering::SeqCst);
+        if verbose {
+            eprintln!("ControlSocket: client gone");
+        }
+    });
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes; `None` at the end.
+fn read_line(r: &mut impl BufRead) -> std::io::Result<Option<Result<String, ()>>> {
+    let mut buf = Vec::new();
+    let n = r.take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() != Some(&b'\n') && buf.len() > MAX_LINE {
+        return Ok(Some(Err(())));
+    }
+    Ok(Some(Ok(String::from_utf8_lossy(&buf)
+        .trim_end_matches(['\r', '\n'])
+        .to_string())))
+}
+
+fn session(router: &Router, mut r: impl BufRead, w: &mut impl Write) -> std::io::Result<()> {
+    w.write_all(b"Click::ControlSocket/1.3\r\n")?;
+    loop {
+        let line = match read_line(&mut r)? {
+            None => return Ok(()),
+            Some(Err(())) => {
+                w.write_all(b"500 Line too long\r\n")?;
+                return Ok(());
+            }
+            Some(Ok(l)) => l,
+        };
+        let mut words = line.trim().splitn(2, [' ', '\t']);
+        let cmd = words.next().unwrap_or("").to_ascii_uppercase();
+        let rest = words.next().unwrap_or("").trim();
+        let reply = match cmd.as_str() {
+            "" => continue,
+            "QUIT" => {
+                w.write_all(b"200 Goodbye!\r\n")?;
+                return Ok(());
+            }
+            "READ" => {
+                let (h, params) = split_word(rest);
+                read(router, h, params, w)?;
+                continue;
+            }
+            "READDATA" => match data(&mut r, rest)? {
+                Ok((h, d)) => {
+                    read(router, &h, &d, w)?;
+                    continue;
+                }
+                Err(e) => e,
+            },
+            "WRITE" => {
+                let (h, v) = split_word(rest);
+                write(router, h, v)
+            }
+            "WRITEDATA" => match data(&mut r, rest)? {
+                Ok((h, d)) => write(router, &h, &d),
+                Err(e) => e,
+            },
+            "CHECKREAD" => check(router, rest, false),
+            "CHECKWRITE" => check(router, rest, true),
+            "LLRPC" => "501 LLRPC not supported".into(),
+            _ => format!("501 Unimplemented command '{}'", cmd),
+        };
+        w.write_all(reply.as_bytes())?;
+        w.write_all(b"\r\n")?;
+    }
+}
+
+fn split_word(s: &str) -> (&str, &str) {
+    match s.split_once([' ', '\t']) {
+        Some((a, b)) => (a, b.trim_start()),
+        None => (s, ""),
+    }
+}
+
+/// Reads `HANDLER N` then N bytes.
+fn data(r: &mut impl BufRead, rest: &str) -> std::io::Result<Result<(String, String), String>> {
+    let (h, n) = split_word(rest);
+    let Ok(n) = n.trim().parse::<usize>() else {
+        return Ok(Err("500 Syntax error".into()));
+    };
+    if n > MAX_DATA {
+        return Ok(Err("500 Data too long".into()));
+    }
+    let mut buf = vec![0; n];
+    r.read_exact(&mut buf)?;
+    Ok(Ok((
+        h.to_string(),
+        String::from_utf8_lossy(&buf).into_owned(),
+    )))
+}
+
+const GLOBAL_READ: &[&str] = &[
+    "version",
+    "list",
+    "classes",
+    "config",
+    "flatconfig",
+    "requirements",
+    "handlers",
+];
+
+/// Splits `E.H` into the element and handler; a bare name is the router's.
+fn resolve<'a>(router: &Router, name: &'a str) -> Result<(Option<&'a str>, &'a str), String> {
+    if name.is_empty() {
+        return Err("500 Syntax error".into());
+    }
+    match name.rsplit_once('.') {
+        Some((e, h)) => {
+            if !router.plan.elements.iter().any(|x| x.name == e) {
+                return Err(format!("510 No element named '{e}'"));
+            }
+            Ok((Some(e), h))
+        }
+        None => Ok((None, name)),
+    }
+}
+
+fn global_read(router: &Router, h: &str) -> Option<String> {
+    let plan = &router.plan;
+    Some(match h {
+        "version" => format!("{}\n", env!("CARGO_PKG_VERSION")),
+        "list" => {
+            let mut s = format!("{}\n", plan.elements.len());
+            for e in &plan.elements {
+                s.push_str(&e.name);
+                s.push('\n');
+            }
+            s
+        }
+        "classes" => {
+            let mut names: Vec<&str> = bricks_elements::classes().map(|c| c.name).collect();
+            names.sort_unstable();
+            names.dedup();
+            names.iter().map(|n| format!("{n}\n")).collect()
+        }
+        "config" => plan.texts.config.clone(),
+        "flatconfig" => plan.texts.flatconfig.clone(),
+        "requirements" => plan.texts.requirements.clone(),
+        "handlers" => [
+            "version\tr",
+            "list\tr",
+            "classes\tr",
+            "config\tr",
+            "flatconfig\tr",
+            "requirements\tr",
+            "handlers\tr",
+            "stop\tw",
+        ]
+        .iter()
+        .map(|n| format!("{n}\n"))
+        .collect(),
+        _ => return None,
+    })
+}
+
+fn read(router: &Router, name: &str, _params: &str, w: &mut impl Write) -> std::io::Result<()> {
+    let result = match resolve(router, name) {
+        Err(e) => Err(e),
+        Ok((None, h)) => global_read(router, h).ok_or_else(|| no_handler(name)),
+        Ok((Some(e), h)) => router
+            .control
+            .read_handler(e, h)
+            .map_err(|why| classify_error(name, &why)),
+    };
+    match result {
+        Ok(v) => {
+            write!(w, "200 Read handler '{name}' OK\r\nDATA {}\r\n", v.len())?;
+            w.write_all(v.as_bytes())
+        }
+        Err(e) => write!(w, "{e}\r\n"),
+    }
+}
+
+fn no_handler(name: &str) -> String {
+    format!("511 No handler named '{name}'")
+}
+
+fn classify_error(name: &str, why: &str) -> String {
+    if why.starts_with("no '")
+        || why.contains("no handler")
+        || why.contains("no read handler")
+        || why.contains("no write handler")
+        || why.contains("unknown handler")
+    {
+        no_handler(name)
+    } else {
+        format!("520 {}", why.replace(['\r', '\n'], " "))
+    }
+}
+
+fn write(router: &Router, name: &str, value: &str) -> String {
+    if router.read_only {
+        return "530 Permission denied".into();
+    }
+    match resolve(router, name) {
+        Err(e) => e,
+        Ok((None, "stop")) => {
+            router.control.stop();
+            format!("200 Write handler '{name}' OK")
+        }
+        Ok((None, _)) => no_handler(name),
+        Ok((Some(e), h)) => match router.control.write_handler(e, h, value) {
+            Ok(()) => format!("200 Write handler '{name}' OK"),
+            Err(why) => classify_error(name, &why),
+        },
+    }
+}
+
+fn check(router: &Router, name: &str, write: bool) -> String {
+    let (e, h) = match resolve(router, name) {
+        Err(e) => return e,
+        Ok(x) => x,
+    };
+    let ok = match e {
+        None if write => h == "stop",
+        None => GLOBAL_READ.contains(&h),
+        Some(e) => {
+            if write {
+                if router.read_only {
+                    return "530 Permission denied".into();
+                }
+                handler_list(router, e, true).iter().any(|x| x == h)
+            } else {
+                handler_list(router, e, false).iter().any(|x| x == h)
+                    || router.control.read_handler(e, h).is_ok()
+            }
+        }
+    };
+    if ok {
+        format!(
+            "200 {} handler '{name}' OK",
+            if write { "Write" } else { "Read" }
+        )
+    } else {
+        no_handler(name)
+    }
+}
+
+/// The element's handlers of one kind, from its `handlers` read handler
+/// (`name<TAB>rw` lines).
+fn handler_list(router: &Router, e: &str, write: bool) -> Vec<String> {
+    let Ok(text) = router.control.read_handler(e, "handlers") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let (n, m) = l.split_once('\t')?;
+            (if write {
+                m.contains('w')
+            } else {
+                m.contains('r')
+            })
+            .then(|| n.to_string())
+        })
+        .collect()
+}

@@ -1,0 +1,174 @@
+//! Click's ControlSocket served by `bricks run`: a plain TCP or Unix
+//! stream client, as Click's tools are, reads and writes handlers, and
+//! hostile clients (garbage, long lines, silence) get errors or are cut off
+//! while traffic flows.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Router(Child);
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(config: &str) -> Router {
+    let child = Command::new(env!("CARGO_BIN_EXE_bricks"))
+        .args(["run", "-e", config, "--quiet", "--duration", "60"])
+        .env("BRICKS_CONTROLSOCKET_IDLE_MS", "500")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bricks runs");
+    Router(child)
+}
+
+fn connect_tcp(port: u16) -> TcpStream {
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            return s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no ControlSocket"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct Client<S: Read + Write> {
+    r: BufReader<S>,
+}
+
+impl<S: Read + Write> Client<S> {
+    fn new(s: S) -> Client<S> {
+        let mut c = Client {
+            r: BufReader::new(s),
+        };
+        assert_eq!(c.line(), "Click::ControlSocket/1.3");
+        c
+    }
+
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        l.trim_end().to_string()
+    }
+
+    fn send(&mut self, cmd: &str) -> String {
+        self.r.get_mut().write_all(cmd.as_bytes()).unwrap();
+        self.r.get_mut().write_all(b"\r\n").unwrap();
+        self.line()
+    }
+
+    /// READ: the status line and the data.
+    fn read(&mut self, h: &str) -> (String, String) {
+        let status = self.send(&format!("READ {h}"));
+        if !status.starts_with("200") {
+            return (status, String::new());
+        }
+        let n: usize = self.line().strip_prefix("DATA ").unwrap().parse().unwrap();
+        let mut buf = vec![0; n];
+        self.r.read_exact(&mut buf).unwrap();
+        (status, String::from_utf8(buf).unwrap())
+    }
+}
+
+const FLOWING: &str = "s :: InfiniteSource(LENGTH 60) -> c :: Counter -> Discard;";
+
+#[test]
+fn tcp_read_write_check_and_garbage() {
+    let port = free_port();
+    let _r = start(&format!("{FLOWING} ControlSocket(TCP, {port});"));
+    let mut c = Client::new(connect_tcp(port));
+    let (status, v) = c.read("c.count");
+    assert_eq!(status, "200 Read handler 'c.count' OK");
+    assert!(v.trim().parse::<u64>().is_ok(), "{v:?}");
+    let (_, list) = c.read("list");
+    let mut lines = list.lines();
+    assert_eq!(lines.next(), Some("4"));
+    assert!(list.lines().any(|l| l == "c"));
+    assert_eq!(c.send("WRITE c.reset"), "200 Write handler 'c.reset' OK");
+    assert_eq!(
+        c.send("WRITE s.active false"),
+        "200 Write handler 's.active' OK"
+    );
+    // With the source stopped, a reset counter stays at 0.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(c.send("WRITE c.reset"), "200 Write handler 'c.reset' OK");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(c.read("c.count").1.trim(), "0");
+    assert_eq!(c.send("CHECKREAD c.count"), "200 Read handler 'c.count' OK");
+    assert_eq!(
+        c.send("CHECKREAD c.nonesuch"),
+        "511 No handler named 'c.nonesuch'"
+    );
+    assert_eq!(c.send("CHECKREAD x.count"), "510 No element named 'x'");
+    assert_eq!(c.read("c.nonesuch").0, "511 No handler named 'c.nonesuch'");
+    assert!(c.send("GARBAGE \u{1}\u{2}").starts_with("501 "));
+    assert!(c.send("LLRPC 1").starts_with("501 "));
+    assert!(c.send("WRITEDATA c.reset lots").starts_with("500 "));
+    assert_eq!(c.send("QUIT"), "200 Goodbye!");
+}
+
+#[test]
+fn unix_socket_mode_and_long_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sock");
+    let _r = start(&format!(
+        "{FLOWING} ControlSocket(UNIX, {}, READONLY true);",
+        path.display()
+    ));
+    let start = Instant::now();
+    let s = loop {
+        if let Ok(s) = UnixStream::connect(&path) {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no ControlSocket"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let mut c = Client::new(s);
+    assert_eq!(c.read("c.count").0, "200 Read handler 'c.count' OK");
+    assert_eq!(c.send("WRITE c.reset"), "530 Permission denied");
+    let long = "READ ".to_string() + &"x".repeat(100_000);
+    assert_eq!(c.send(&long), "500 Line too long");
+}
+
+#[test]
+fn silent_client_is_cut_off_while_traffic_flows() {
+    let port = free_port();
+    let _r = start(&format!("{FLOWING} ControlSocket(TCP, {port});"));
+    let mut silent = connect_tcp(port);
+    let mut c = Client::new(connect_tcp(port));
+    let before: u64 = c.read("c.count").1.trim().parse().unwrap();
+    // The silent client gets the greeting, then the end of the stream.
+    let mut all = Vec::new();
+    silent.read_to_end(&mut all).unwrap();
+    assert_eq!(all, b"Click::ControlSocket/1.3\r\n");
+    let mut c = Client::new(connect_tcp(port));
+    let after: u64 = c.read("c.count").1.trim().parse().unwrap();
+    assert!(after > before, "{before} then {after}");
+}
