@@ -60,13 +60,23 @@ fn serve_with_idle(plan: &Arc<Plan>, control: &Control, idle: Duration) -> anyho
         let clients = Arc::new(AtomicUsize::new(0));
         let name = e.name.clone();
         match &cfg.endpoint {
-            Endpoint::Tcp(port) => {
+            Endpoint::Tcp { port, upward } => {
                 let host = if cfg.localhost {
                     "127.0.0.1"
                 } else {
                     "0.0.0.0"
                 };
-                let l = bind(&cfg, &name, || TcpListener::bind((host, *port)))?;
+                let tries = if *upward { 256 } else { 1 };
+                let l = bind(&cfg, &name, || {
+                    let mut last = None;
+                    for p in (*port..=u16::MAX).take(tries) {
+                        match TcpListener::bind((host, p)) {
+                            Ok(l) => return Ok(l),
+                            Err(e) => last = Some(e),
+                        }
+                    }
+                    Err(last.unwrap_or_else(|| std::io::ErrorKind::AddrInUse.into()))
+                })?;
                 spawn(format!("{name} accept"), move || {
                     for s in l.incoming().flatten() {
                         let (r, c) = (router.clone(), clients.clone());

@@ -52,7 +52,8 @@ static MANUAL: Manual = Manual {
             name: "PORT",
             ty: "port number or file name",
             default: None,
-            doc: "the TCP port (0-65535) or the Unix socket's file name; positional",
+            doc: "the TCP port (0-65535; `N+`: the first free port from N on, at most 256 tried) \
+                or the Unix socket's file name; positional",
         },
         Keyword {
             name: "READONLY",
@@ -99,8 +100,14 @@ static MANUAL: Manual = Manual {
 /// Where a control socket listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
-    /// A TCP port.
-    Tcp(u16),
+    /// A TCP port; with `upward` (Click's `PORT+`), the first free port
+    /// from it on.
+    Tcp {
+        /// The port.
+        port: u16,
+        /// Try the following ports when it is taken.
+        upward: bool,
+    },
     /// A Unix socket file.
     Unix(PathBuf),
 }
@@ -128,11 +135,15 @@ impl ControlSocketConfig {
         let ty: String = args.read_mp("TYPE")?;
         let endpoint = match ty.to_ascii_uppercase().as_str() {
             "TCP" => {
-                let port: String = args.read_mp("PORT")?;
-                let port = port.trim().parse::<u16>().map_err(|_| {
-                    ArgError::new(format!("PORT: expected port number, not `{port}`"))
+                let text: String = args.read_mp("PORT")?;
+                let (digits, upward) = match text.trim().strip_suffix('+') {
+                    Some(d) => (d, true),
+                    None => (text.trim(), false),
+                };
+                let port = digits.parse::<u16>().map_err(|_| {
+                    ArgError::new(format!("PORT: expected port number, not `{text}`"))
                 })?;
-                Endpoint::Tcp(port)
+                Endpoint::Tcp { port, upward }
             }
             "UNIX" => {
                 let file: PathBuf = args.read_mp("PORT")?;
@@ -193,7 +204,21 @@ mod tests {
     #[test]
     fn arguments() {
         let c = parse("TCP, 41900").unwrap();
-        assert_eq!(c.endpoint, Endpoint::Tcp(41900));
+        assert_eq!(
+            c.endpoint,
+            Endpoint::Tcp {
+                port: 41900,
+                upward: false
+            }
+        );
+        let c = parse("tcp, 41900+").unwrap();
+        assert_eq!(
+            c.endpoint,
+            Endpoint::Tcp {
+                port: 41900,
+                upward: true
+            }
+        );
         assert!(c.localhost && !c.read_only);
         let c = parse("UNIX, /tmp/x, READONLY true, VERBOSE true").unwrap();
         assert_eq!(c.endpoint, Endpoint::Unix("/tmp/x".into()));
