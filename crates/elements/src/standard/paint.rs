@@ -4,7 +4,8 @@
 //! naming the output a source route or flow record chose).
 
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
+    PortInfo, Stats,
 };
 
 /// The `Paint` class.
@@ -146,6 +147,26 @@ pub struct Paint {
 }
 
 impl Element for Paint {
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "color").then(|| self.color.to_string())
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        match handler {
+            "color" => {
+                self.color = u8::from_arg(value.trim())
+                    .map_err(|why| format!("COLOR: expected 0-255, {why}"))?;
+                Ok(())
+            }
+            _ => Err(format!("no write handler `{handler}` (Paint has `color`)")),
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 1] = [Handler::rw("color")];
+        &HANDLERS
+    }
+
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         for p in batch.iter_mut() {
@@ -264,6 +285,17 @@ mod tests {
     use super::*;
     use bricks_element::Packet;
     use bricks_runtime::testing::Harness;
+
+    #[test]
+    fn color_handler() {
+        let mut h = Harness::push(&PAINT, "3", 1, 1);
+        assert_eq!(h.read_handler("color").as_deref(), Ok("3"));
+        h.write_handler("color", "7").unwrap();
+        assert_eq!(h.read_handler("color").as_deref(), Ok("7"));
+        assert!(h.write_handler("color", "256").is_err());
+        h.push_bytes(0, &[0; 20]);
+        assert_eq!(h.take(0)[0].anno().paint, 7);
+    }
 
     fn painted(color: u8, tag: u8) -> Packet {
         let mut p = Packet::from_slice(&[tag; 4]).unwrap();
