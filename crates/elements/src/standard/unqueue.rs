@@ -1,8 +1,8 @@
 //! `Unqueue`: a task that pulls packets and pushes them on.
 
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
-    TaskKind, TaskResult,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+    Stats, TaskKind, TaskResult,
 };
 use bricks_packet::{DEFAULT_BURST, MAX_BATCH};
 
@@ -103,10 +103,36 @@ impl Element for Unqueue {
         use bricks_element::FromArg;
         match handler {
             "active" => self.active = bool::from_arg(value.trim())?,
+            "burst" => {
+                let b = usize::from_arg(value.trim())?;
+                self.burst = b.clamp(1, MAX_BATCH);
+            }
             "reset" => self.count = 0,
-            _ => return Err(format!("no write handler `{handler}` (active, reset)")),
+            _ => {
+                return Err(format!(
+                    "no write handler `{handler}` (active, burst, reset)"
+                ))
+            }
         }
         Ok(())
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        match handler {
+            "active" => Some(self.active.to_string()),
+            "burst" => Some(self.burst.to_string()),
+            _ => None,
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 4] = [
+            Handler::r("count"),
+            Handler::rw("active"),
+            Handler::rw("burst"),
+            Handler::w("reset"),
+        ];
+        &HANDLERS
     }
 }
 
@@ -133,5 +159,12 @@ mod tests {
         assert_eq!(h.take(0).len(), 1);
         assert_eq!(h.run_task(), TaskResult::Idle);
         assert_eq!(h.stats().get("count"), Some(3));
+        assert_eq!(h.read_handler("burst").as_deref(), Ok("2"));
+        assert_eq!(h.read_handler("active").as_deref(), Ok("true"));
+        h.write_handler("burst", "5").unwrap();
+        h.write_handler("active", "false").unwrap();
+        assert_eq!(h.read_handler("burst").as_deref(), Ok("5"));
+        assert_eq!(h.read_handler("active").as_deref(), Ok("false"));
+        assert!(h.write_handler("burst", "x").is_err());
     }
 }
