@@ -156,6 +156,14 @@ impl Element for Switch {
         s.counter("drops", self.drops);
     }
 
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        // Click keeps an output out of range as -1 and prints it so.
+        (handler == "switch").then(|| match self.output {
+            Some(k) => k.to_string(),
+            None => "-1".into(),
+        })
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
             "switch" => {
@@ -253,6 +261,7 @@ mod tests {
         h.push_packets(0, [arp(2), arp(3)]);
         assert_eq!(tags(&mut h, 1), vec![2, 3]);
         assert_eq!(h.stats().get("switch"), Some(1));
+        assert_eq!(h.read_handler("switch").as_deref(), Ok("1"));
         h.write_handler("switch", "-1").unwrap();
         h.push_packets(0, [arp(4)]);
         assert!(tags(&mut h, 0).is_empty() && tags(&mut h, 1).is_empty());
@@ -262,6 +271,7 @@ mod tests {
         h.write_handler("switch", "0").unwrap();
         h.write_handler("switch", "7").unwrap();
         assert_eq!(h.stats().get("switch"), Some(2));
+        assert_eq!(h.read_handler("switch").as_deref(), Ok("-1"));
         assert!(h.write_handler("switch", "one").is_err());
         assert!(h.write_handler("output", "0").is_err());
         assert_eq!(h.stats().get("switch"), Some(2));
