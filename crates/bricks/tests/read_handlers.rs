@@ -32,3 +32,12 @@ fn paint_color() {
     );
     assert_eq!(out, "p.color:\n9\n\nq.color:\n200\n\n");
 }
+
+#[test]
+fn switch_and_unqueue() {
+    let out = handlers(
+        "InfiniteSource(LIMIT 2, STOP true) -> sw :: Switch(5) -> Queue -> u :: Unqueue(BURST 4) -> Discard; sw[1] -> Discard;",
+        &["sw.switch", "u.burst", "u.active"],
+    );
+    assert_eq!(out, "sw.switch:\n-1\n\nu.burst:\n4\n\nu.active:\ntrue\n\n");
+}
