@@ -231,7 +231,10 @@ fn reason(msgs: &[String]) -> String {
         let mut parts = t.splitn(3, ": ");
         if let (Some(place), Some(msg)) = (parts.next(), parts.next()) {
             let rest = parts.next().map(|r| format!(": {r}")).unwrap_or_default();
-            if place.rsplit_once(':').is_some_and(|(_, n)| n.parse::<u32>().is_ok()) {
+            if place
+                .rsplit_once(':')
+                .is_some_and(|(_, n)| n.parse::<u32>().is_ok())
+            {
                 return format!("error: {}", shorten(&format!("{msg}{rest}")));
             }
         }
