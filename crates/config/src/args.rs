@@ -46,6 +46,19 @@ pub(crate) fn split_top(raw: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// Splits argument text at top-level commas into trimmed arguments, as
+/// Click's `cp_argvec` does (a final empty argument is dropped).
+pub fn split_args(raw: &str) -> Vec<String> {
+    let mut v: Vec<String> = split_top(raw)
+        .into_iter()
+        .map(|(a, b)| raw[a..b].trim().to_string())
+        .collect();
+    if v.last().is_some_and(|a| a.is_empty()) {
+        v.pop();
+    }
+    v
+}
+
 /// The result of [`process`].
 pub(crate) struct Processed {
     /// The text without comments, trimmed, variables substituted.

@@ -104,7 +104,7 @@ mod scan;
 mod source;
 mod suggest;
 
-pub use args::{parse_data, split_keyword, unquote, unquote_bytes};
+pub use args::{parse_data, split_args, split_keyword, unquote, unquote_bytes};
 pub use flatten::{click_order, flatten};
 pub use source::{Diagnostic, Source, SourceMap, Span};
 pub use suggest::suggest;

@@ -4,7 +4,7 @@
 use crate::{Element, HandlerValue, Stats};
 use bricks_packet::{Batch, Packet, Timestamp, MAX_BATCH};
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 /// One end of a connection: an element and one of its ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +68,13 @@ pub struct Graph {
     /// Read handlers of the router itself with fixed text (`config`,
     /// `flatconfig`, `requirements`).
     router_texts: Vec<(&'static str, String)>,
+    /// For each push output a source has asked about, the storage inputs
+    /// its packets can reach, or `None` when some path ends elsewhere (a
+    /// `Discard`, a device): see [`Graph::downstream_room`].
+    room_paths: RefCell<HashMap<(u32, u32), Option<Box<[Edge]>>>>,
+    /// Configurations changed by keyword write handlers
+    /// ([`Element::config_keyword`]), by element.
+    config_now: RefCell<HashMap<usize, String>>,
 }
 
 /// What the read handlers every element has (Click's `class`, `config`,
@@ -125,7 +132,75 @@ impl Graph {
             depth: Cell::new(0),
             deferred_writes: RefCell::new(VecDeque::new()),
             router_texts: Vec::new(),
+            room_paths: RefCell::new(HashMap::new()),
+            config_now: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// How many packets push output `port` of `element` can take before
+    /// every queue they could reach is full: the least room of the storage
+    /// elements ([`Element::push_room`]) reached through push connections,
+    /// or `None` when some path ends in anything but storage (which takes
+    /// packets without limit, if only to drop them). Click's
+    /// `Notifier::downstream_full_signal`, with the room rather than a
+    /// flag so that a source fills a queue exactly. The paths are found
+    /// once per output (bounded by the number of elements) and cached.
+    pub fn downstream_room(&self, element: usize, port: usize) -> Option<usize> {
+        let key = (element as u32, port as u32);
+        if !self.room_paths.borrow().contains_key(&key) {
+            let found = self.storage_reached(element, port);
+            self.room_paths.borrow_mut().insert(key, found);
+        }
+        let paths = self.room_paths.borrow();
+        let ends = paths.get(&key)?.as_ref()?;
+        let mut room = usize::MAX;
+        for e in ends.iter() {
+            // A queue busy further up the stack cannot be asked; its room
+            // is unknown, so it does not hold the source back.
+            let r = self.elements[e.element as usize]
+                .try_borrow()
+                .ok()
+                .and_then(|q| q.push_room(e.port as usize))?;
+            room = room.min(r);
+        }
+        Some(room)
+    }
+
+    /// The storage inputs reachable from push output `port` of `element`,
+    /// or `None` when a path leaves them (see [`Graph::downstream_room`]).
+    fn storage_reached(&self, element: usize, port: usize) -> Option<Box<[Edge]>> {
+        let mut ends = Vec::new();
+        let mut seen = vec![false; self.elements.len()];
+        let mut todo = vec![*self.outputs[element].get(port)?];
+        while let Some(edge) = todo.pop() {
+            if !edge.is_some() {
+                // An unconnected push output drops what it is given.
+                return None;
+            }
+            let e = edge.element as usize;
+            let storage = self.elements[e]
+                .try_borrow()
+                .ok()
+                .and_then(|el| el.push_room(edge.port as usize))
+                .is_some();
+            if storage {
+                if !ends.contains(&edge) {
+                    ends.push(edge);
+                }
+                continue;
+            }
+            if std::mem::replace(&mut seen[e], true) {
+                continue;
+            }
+            let outs = &self.outputs[e];
+            if outs.iter().all(|o| !o.is_some()) {
+                // A sink, or an element whose outputs are all pull or
+                // unconnected: it never refuses a packet.
+                return None;
+            }
+            todo.extend(outs.iter().copied());
+        }
+        Some(ends.into_boxed_slice())
     }
 
     /// Delivers packets whose push was deferred because their element was
@@ -253,7 +328,32 @@ impl Graph {
         let mut e = self.elements[index]
             .try_borrow_mut()
             .map_err(|_| format!("{}: element busy", self.names[index]))?;
-        e.write_handler(handler, value)
+        e.write_handler(handler, value)?;
+        self.reconfigured(index, &**e, handler, value);
+        Ok(())
+    }
+
+    /// After write handler `handler` of element `index` took `value`:
+    /// if it sets an argument, the `config` read handler shows it.
+    fn reconfigured(&self, index: usize, e: &dyn Element, handler: &str, value: &str) {
+        let Some(spec) = e.config_keyword(handler) else {
+            return;
+        };
+        let old = self.config_text(index);
+        let new = reconfigure(&old, spec, value);
+        self.config_now.borrow_mut().insert(index, new);
+    }
+
+    /// The configuration text of element `index` as its `config` read
+    /// handler shows it.
+    fn config_text(&self, index: usize) -> String {
+        if let Some(c) = self.config_now.borrow().get(&index) {
+            return c.clone();
+        }
+        self.meta
+            .get(index)
+            .map(|m| m.config.clone())
+            .unwrap_or_default()
     }
 
     /// Calls handler `handler` of element `index` with a context
@@ -288,7 +388,9 @@ impl Graph {
             return r;
         }
         if write {
-            return e.write_handler(handler, value).map(|()| String::new());
+            e.write_handler(handler, value)?;
+            self.reconfigured(index, &**e, handler, value);
+            return Ok(String::new());
         }
         drop(e);
         if !value.is_empty() {
@@ -319,11 +421,7 @@ impl Graph {
                     meta.map(|m| m.class).unwrap_or_default().into(),
                 ))
             }
-            "config" if meta.is_some() => {
-                return Ok(HandlerValue::Text(
-                    meta.map(|m| m.config.clone()).unwrap_or_default(),
-                ))
-            }
+            "config" if meta.is_some() => return Ok(HandlerValue::Text(self.config_text(index))),
             "ports" if meta.is_some() => {
                 return Ok(HandlerValue::Text(
                     meta.map(|m| m.ports.clone()).unwrap_or_default(),
@@ -492,6 +590,15 @@ impl<'a> Context<'a> {
     #[inline(always)]
     pub fn noutputs(&self) -> usize {
         self.graph.outputs[self.element].len()
+    }
+
+    /// How many packets push output `port` can take before every queue
+    /// they reach is full, or `None` when they can reach something that
+    /// never refuses them (see [`Graph::downstream_room`]). A source that
+    /// finds 0 sends nothing and reports itself idle.
+    #[inline]
+    pub fn downstream_room(&self, port: usize) -> Option<usize> {
+        self.graph.downstream_room(self.element, port)
     }
 
     /// Whether push output `port` leads somewhere.
@@ -871,4 +978,30 @@ impl<'a> Context<'a> {
             keep
         });
     }
+}
+
+/// Click's `configuration_handler` for a write: `spec` is `"N KEYWORD"`
+/// or `"KEYWORD"`. The keyword's arguments are removed and `KEYWORD VALUE`
+/// appended, unless the keyword is absent and positional argument N is
+/// given, which then becomes VALUE.
+fn reconfigure(config: &str, spec: &str, value: &str) -> String {
+    let (argno, keyword) = match spec.split_once(' ') {
+        Some((n, k)) if n.len() == 1 && n.as_bytes()[0].is_ascii_digit() => {
+            (n.parse::<usize>().ok(), k)
+        }
+        _ => (None, spec),
+    };
+    let mut conf = bricks_config::split_args(config);
+    let before = conf.len();
+    conf.retain(|a| bricks_config::split_keyword(a).0 != Some(keyword));
+    let found = conf.len() != before;
+    match argno {
+        Some(n)
+            if !found && n < conf.len() && bricks_config::split_keyword(&conf[n]).0.is_none() =>
+        {
+            conf[n] = value.to_string();
+        }
+        _ => conf.push(format!("{keyword} {value}")),
+    }
+    conf.join(", ")
 }

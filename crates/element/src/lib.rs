@@ -159,6 +159,16 @@ pub trait Element: Send {
         let _ = cx;
     }
 
+    /// How many more packets push input `port` takes before it drops them,
+    /// for an element that stores packets (a `Queue`); `None` for every
+    /// other element. Sources ask through [`Context::downstream_room`] and
+    /// hold back instead of pushing into a full queue (Click's full-queue
+    /// notifier, `Notifier::downstream_full_signal`).
+    fn push_room(&self, port: usize) -> Option<usize> {
+        let _ = port;
+        None
+    }
+
     /// Reports the element's counters.
     fn stats(&self, stats: &mut Stats) {
         let _ = stats;
@@ -182,6 +192,17 @@ pub trait Element: Send {
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         let _ = value;
         Err(format!("no write handler `{handler}`"))
+    }
+
+    /// For a write handler that sets one of the element's arguments (Click's
+    /// `reconfigure_keyword_handler`), the argument as Click names it:
+    /// `"0 CAPACITY"` is the keyword CAPACITY, or positional argument 0
+    /// when that is how the configuration gives it. After a successful
+    /// write the element's `config` read handler shows the new value as
+    /// Click's does.
+    fn config_keyword(&self, handler: &str) -> Option<&'static str> {
+        let _ = handler;
+        None
     }
 
     /// Answers one of the element's own read handlers (Click's

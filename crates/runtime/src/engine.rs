@@ -648,6 +648,10 @@ impl Engine {
         self.take_timer_requests();
     }
 
+    /// How long a stopped run keeps moving the packets already inside the
+    /// graph before it ends regardless (see [`Engine::run`]).
+    const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+
     /// Runs until every source has finished and the graph has drained, or
     /// until a stop is asked for; then delivers what is in flight, shuts
     /// every element down, and reports the counters. With other workers
@@ -663,6 +667,7 @@ impl Engine {
         let per_round = self.tasks.len().max(4);
         let worker = self.state.worker;
         let mut stopping: Option<StopReason> = None;
+        let mut stop_began: Option<Instant> = None;
         let mut parked = false;
         let reason = if self.tasks.is_empty() {
             StopReason::NoTasks
@@ -672,6 +677,16 @@ impl Engine {
                 if since >= 4096 {
                     since = 0;
                     self.housekeeping();
+                }
+                if let Some(t) = stop_began {
+                    // A stop delivers what is in flight, but packets that
+                    // circle for ever (a Queue feeding a Tee feeding the
+                    // same Queue) must not keep the router running: Click
+                    // stops at once; bricks gives them DRAIN_LIMIT.
+                    if self.term.finished() || t.elapsed() > Self::DRAIN_LIMIT {
+                        self.term.abandon();
+                        break stopping.unwrap_or(StopReason::Requested);
+                    }
                 }
                 if stopping.is_none() {
                     if self.stop.is_stopped() {
@@ -684,6 +699,7 @@ impl Engine {
                         }
                     }
                     if stopping.is_some() {
+                        stop_began = Some(Instant::now());
                         self.state.stopping = true;
                         self.end_sources();
                     }

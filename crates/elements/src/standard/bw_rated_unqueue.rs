@@ -125,7 +125,9 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
     let (window, size) = read_bucket(args, "BURST_BYTES")?;
     let rate = parse_bandwidth(&rate).map_err(|e| ArgError::new(format!("bad RATE: {e}")))?;
-    let capacity = size.unwrap_or_else(|| TokenBucket::capacity_for(rate, window));
+    let capacity = size
+        .unwrap_or_else(|| TokenBucket::capacity_for(rate, window))
+        .saturating_add(TokenBucket::BANDWIDTH_THRESHOLD);
     Ok(Box::new(BandwidthRatedUnqueue {
         bucket: TokenBucket::new(rate, capacity),
         window,
@@ -166,9 +168,11 @@ impl Element for BandwidthRatedUnqueue {
         }
         let now = cx.now();
         self.bucket.refill(now);
-        if !self.bucket.positive() {
+        if !self.bucket.bandwidth_ready() {
             self.empty_runs += 1;
-            let at = self.bucket.time_until_positive(now);
+            let at = self
+                .bucket
+                .time_until(TokenBucket::BANDWIDTH_THRESHOLD, now);
             // One timer at a time (see RatedUnqueue).
             if self.timer != Some(at) {
                 self.timer = Some(at);
@@ -176,9 +180,9 @@ impl Element for BandwidthRatedUnqueue {
             }
             return TaskResult::Waiting;
         }
-        // One packet at a time: each may take the bucket below zero.
+        // One packet at a time: each may use bytes below the threshold.
         let mut b = Batch::new();
-        while b.len() < self.burst && self.bucket.positive() {
+        while b.len() < self.burst && self.bucket.bandwidth_ready() {
             let before = b.len();
             cx.pull(0, &mut b, 1);
             let Some(p) = b.as_mut_slice().get(before) else {
@@ -214,7 +218,8 @@ impl Element for BandwidthRatedUnqueue {
                 let r = parse_bandwidth(value)?;
                 let cap = self
                     .size
-                    .unwrap_or_else(|| TokenBucket::capacity_for(r, self.window));
+                    .unwrap_or_else(|| TokenBucket::capacity_for(r, self.window))
+                    .saturating_add(TokenBucket::BANDWIDTH_THRESHOLD);
                 self.bucket.set_rate(r, cap);
             }
             "reset" => {

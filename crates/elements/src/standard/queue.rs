@@ -40,7 +40,12 @@ static MANUAL: Manual = Manual {
     description: "Takes pushed packets and hands them out, oldest first, when pulled: the \
         boundary between a push path and a pull path (a scheduler, a device that sends when \
         it can). A packet arriving at a full queue is dropped and counted (tail drop). The \
-        memory for CAPACITY packets is reserved up front.",
+        memory for CAPACITY packets is reserved up front. Writing `capacity` changes \
+        CAPACITY while the router runs (`config` then shows it, as Click's does); packets \
+        beyond a smaller capacity are dropped from the tail and counted in `drops` (Click \
+        discards them uncounted). A source pushing into queues (InfiniteSource, \
+        RandomSource) waits while they are full instead of making packets to drop: \
+        Click's full-queue notifier.",
     ports: "one push input; one pull output",
     keywords: &[Keyword {
         name: "CAPACITY",
@@ -142,6 +147,14 @@ impl Element for Queue {
         }
     }
 
+    fn config_keyword(&self, handler: &str) -> Option<&'static str> {
+        (handler == "capacity").then_some("0 CAPACITY")
+    }
+
+    fn push_room(&self, _port: usize) -> Option<usize> {
+        Some(self.capacity.saturating_sub(self.q.len()))
+    }
+
     fn stats(&self, s: &mut Stats) {
         s.counter("length", self.q.len() as u64);
         s.counter("highwater_length", self.highwater as u64);
@@ -179,8 +192,15 @@ impl Element for Queue {
                 if c == 0 || c > 1 << 24 {
                     return Err(format!("capacity {c} out of range (1 to 16777216)"));
                 }
-                // Packets beyond the new capacity stay until pulled, as in
-                // Click; new ones are dropped until the queue is below it.
+                // Packets beyond the new capacity are dropped from the
+                // tail, as Click's live reconfiguration loses them; they
+                // count as drops.
+                if self.q.len() > c {
+                    let lost = self.q.len() - c;
+                    self.q.truncate(c);
+                    self.length.change(-(lost as i64));
+                    self.drops += lost as u64;
+                }
                 self.capacity = c;
                 Ok(())
             }

@@ -169,6 +169,14 @@ impl Element for RandomSource {
         } else {
             self.burst
         };
+        let mut max = max;
+        // Click's full-queue notifier (see InfiniteSource).
+        if let Some(room) = cx.downstream_room(0) {
+            if room == 0 {
+                return TaskResult::Idle;
+            }
+            max = max.min(room);
+        }
         let n = self.due(max as u64, cx) as usize;
         if n == 0 {
             if let Some(p) = &self.pacer {

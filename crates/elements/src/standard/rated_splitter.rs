@@ -13,7 +13,7 @@ use std::time::Duration;
 /// The `RatedSplitter` class.
 pub static RATED_SPLITTER: ElementClass = ElementClass {
     name: "RatedSplitter",
-    ports: "1/2",
+    ports: "1/1-2",
     processing: "h/h",
     manual: &RATED_SPLITTER_MANUAL,
     make: make_rated_splitter,
@@ -22,7 +22,7 @@ pub static RATED_SPLITTER: ElementClass = ElementClass {
 /// The `BandwidthRatedSplitter` class.
 pub static BANDWIDTH_RATED_SPLITTER: ElementClass = ElementClass {
     name: "BandwidthRatedSplitter",
-    ports: "1/2",
+    ports: "1/1-2",
     processing: "h/h",
     manual: &BANDWIDTH_RATED_SPLITTER_MANUAL,
     make: make_bandwidth_rated_splitter,
@@ -75,7 +75,7 @@ static RATED_SPLITTER_MANUAL: Manual = Manual {
         output 0 takes a token; the bucket fills at RATE a second up to its size and \
         starts full). Unlike Meter it splits the stream rather than sending all of it to \
         one output.",
-    ports: "one push input; two push outputs",
+    ports: "one push input; one or two push outputs (over-rate packets are dropped and counted when output 1 is missing)",
     keywords: &KEYWORDS,
     counters: &[
         (
@@ -128,7 +128,10 @@ fn make_splitter(args: &mut Args<'_>, bytes: bool) -> Result<Box<dyn Element>, A
     };
     let rate = parse(&text).map_err(|why| ArgError::new(format!("bad RATE: {why}")))?;
     let (window, size) = read_bucket(args, if bytes { "BURST_BYTES" } else { "BURST_SIZE" })?;
-    let capacity = size.unwrap_or_else(|| TokenBucket::capacity_for(rate, window));
+    let mut capacity = size.unwrap_or_else(|| TokenBucket::capacity_for(rate, window));
+    if bytes {
+        capacity = capacity.saturating_add(TokenBucket::BANDWIDTH_THRESHOLD);
+    }
     Ok(Box::new(RatedSplitter {
         bucket: TokenBucket::new(rate, capacity),
         window,
@@ -171,9 +174,15 @@ impl Element for RatedSplitter {
         let bytes = self.bytes;
         let (bucket, passed, over) = (&mut self.bucket, &mut self.passed, &mut self.over);
         cx.push_classified(batch, |p| {
-            let need = if bytes { p.len() as u64 } else { 1 };
-            if bucket.tokens() >= need {
-                bucket.take(need);
+            // A byte bucket lets one packet of any size through while it
+            // holds the threshold (see TokenBucket::BANDWIDTH_THRESHOLD).
+            let fits = if bytes {
+                bucket.bandwidth_ready()
+            } else {
+                bucket.tokens() >= 1
+            };
+            if fits {
+                bucket.take(if bytes { p.len() as u64 } else { 1 });
                 *passed += 1;
                 Some(0)
             } else {
@@ -200,6 +209,11 @@ impl Element for RatedSplitter {
                 let cap = self
                     .size
                     .unwrap_or_else(|| TokenBucket::capacity_for(r, self.window));
+                let cap = if self.bytes {
+                    cap.saturating_add(TokenBucket::BANDWIDTH_THRESHOLD)
+                } else {
+                    cap
+                };
                 self.bucket.set_rate(r, cap);
                 Ok(())
             }

@@ -113,6 +113,19 @@ impl TokenBucket {
         }
     }
 
+    /// A byte bucket holds this many bytes more than its burst and sends a
+    /// packet (of any size) only while it holds at least this many, as
+    /// Click's bandwidth elements do (`tb_bandwidth_thresh`): one packet
+    /// may use bytes earned later, and a burst stays BURST_BYTES.
+    pub(crate) const BANDWIDTH_THRESHOLD: u64 = 131_072;
+
+    /// Whether a byte bucket may send a packet now
+    /// ([`TokenBucket::BANDWIDTH_THRESHOLD`]).
+    #[inline]
+    pub(crate) fn bandwidth_ready(&self) -> bool {
+        self.tokens() >= Self::BANDWIDTH_THRESHOLD
+    }
+
     /// Bucket size for `rate` tokens a second over `window`.
     pub(crate) fn capacity_for(rate: u64, window: Duration) -> u64 {
         let c = rate as u128 * window.as_nanos() / NS;
@@ -144,13 +157,6 @@ impl TokenBucket {
         }
     }
 
-    /// Whether the level is above zero (a bandwidth bucket may then send
-    /// one more packet of any size).
-    #[inline]
-    pub(crate) fn positive(&self) -> bool {
-        self.level > 0
-    }
-
     /// Takes `n` tokens; the level may go negative.
     #[inline]
     pub(crate) fn take(&mut self, n: u64) {
@@ -164,16 +170,6 @@ impl TokenBucket {
             return now;
         }
         let missing = (want - self.level) as u128;
-        let ns = missing.div_ceil(self.rate as u128);
-        Timestamp(now.0.saturating_add(ns.min(u64::MAX as u128) as u64))
-    }
-
-    /// When the level will be above zero.
-    pub(crate) fn time_until_positive(&self, now: Timestamp) -> Timestamp {
-        if self.level > 0 || self.rate == 0 {
-            return now;
-        }
-        let missing = (-self.level) as u128 + 1;
         let ns = missing.div_ceil(self.rate as u128);
         Timestamp(now.0.saturating_add(ns.min(u64::MAX as u128) as u64))
     }

@@ -491,7 +491,15 @@ impl Element for InfiniteSource {
         if !self.e.active {
             return TaskResult::Idle;
         }
-        let n = (self.burst as u64).min(left) as usize;
+        let mut n = (self.burst as u64).min(left) as usize;
+        // Click's full-queue notifier: a source in front of full queues
+        // waits for room instead of making packets only to drop them.
+        if let Some(room) = cx.downstream_room(0) {
+            if room == 0 {
+                return TaskResult::Idle;
+            }
+            n = n.min(room);
+        }
         let mut b = Batch::new();
         self.e.fill(&mut b, n, cx);
         cx.push(0, &mut b);
