@@ -1108,4 +1108,130 @@ mod tests {
         ));
         assert!(!annotate_ip(&mut Packet::from_slice(&[]).unwrap(), 0));
     }
+
+    /// The devices table is one per process: the tests that use it take
+    /// turns.
+    static TABLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn table_turn() -> std::sync::MutexGuard<'static, ()> {
+        TABLE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An IPv4 UDP packet from 10.9.5.2:9 to 10.9.5.1:7000 carrying
+    /// `payload`, with a correct header checksum (UDP checksum 0: none).
+    fn udp_to_host(payload: &[u8]) -> Vec<u8> {
+        let total = (28 + payload.len()) as u16;
+        let mut p = vec![
+            0x45, 0, 0, 0, 0, 1, 0, 0, 64, 17, 0, 0, 10, 9, 5, 2, 10, 9, 5, 1,
+        ];
+        p[2..4].copy_from_slice(&total.to_be_bytes());
+        let sum: u32 = p
+            .chunks(2)
+            .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+            .sum();
+        let sum = (sum & 0xffff) + (sum >> 16);
+        let sum = !((sum & 0xffff) + (sum >> 16)) as u16;
+        p[10..12].copy_from_slice(&sum.to_be_bytes());
+        p.extend([0, 9, 0x1b, 0x58]);
+        p.extend(((8 + payload.len()) as u16).to_be_bytes());
+        p.extend([0, 0]);
+        p.extend(payload);
+        p
+    }
+
+    /// KernelTun on a real TUN device in a namespace of its own: the
+    /// host's datagram comes out of output 0 annotated, a datagram pushed
+    /// in reaches the host's socket, and what cannot be written is counted
+    /// by reason. Root only.
+    #[test]
+    fn kernel_tun_moves_packets_both_ways_and_counts_drops() {
+        use bricks_netns::{in_namespace, skip_unless_root, Network};
+        use bricks_runtime::testing::Harness;
+        use std::time::Duration;
+        if skip_unless_root("kernel_tun_moves_packets_both_ways_and_counts_drops").is_some() {
+            return;
+        }
+        let _turn = table_turn();
+        let mut net = Network::new(&Network::unique_prefix("et")).unwrap();
+        let ns = net.add_namespace("h").unwrap();
+        in_namespace(&ns, || {
+            tun::reset();
+            let mut h = Harness::push(
+                &KERNEL_TUN,
+                "10.9.5.1/24, DEVNAME et0, MTU 576, BURST 4",
+                1,
+                2,
+            );
+            let lines = tun::open_declared(1).unwrap();
+            assert_eq!(
+                lines,
+                ["et0: tun device, 1 queue, mtu 576, host address 10.9.5.1/24"]
+            );
+            h.start();
+            assert_eq!(h.read_handler("dev_name").unwrap(), "et0");
+            let sock = std::net::UdpSocket::bind("10.9.5.1:7000").unwrap();
+            sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+
+            // Host to router.
+            sock.send_to(b"from the host", "10.9.5.2:9").unwrap();
+            let mut got = Vec::new();
+            for _ in 0..200 {
+                h.run_task();
+                got = h.take(0);
+                if !got.is_empty() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert_eq!(got.len(), 1, "nothing read from the device");
+            let p = &got[0];
+            assert_eq!(p.network_header_offset(), Some(0));
+            assert_eq!(p.anno().dst_ip, Ipv4Addr::new(10, 9, 5, 2));
+            assert!(p.data().ends_with(b"from the host"));
+
+            // Router to host: one good, one above the MTU, one not IP.
+            let good = udp_to_host(b"from bricks");
+            let big = udp_to_host(&[7; 600]);
+            h.push_packets(
+                0,
+                [
+                    Packet::from_slice(&good).unwrap(),
+                    Packet::from_slice(&big).unwrap(),
+                    Packet::from_slice(&[0x12; 40]).unwrap(),
+                ],
+            );
+            let mut buf = [0u8; 64];
+            let (n, from) = sock.recv_from(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"from bricks");
+            assert_eq!(from.to_string(), "10.9.5.2:9");
+            let s = h.stats();
+            assert_eq!(s.get("count"), Some(1));
+            assert_eq!(s.get("sent"), Some(1));
+            assert_eq!(s.get("sent_bytes"), Some(good.len() as u64));
+            assert_eq!(s.get("too_big"), Some(1));
+            assert_eq!(s.get("not_ip"), Some(1));
+            assert_eq!(s.get("drops"), Some(2));
+            assert_eq!(s.get("errors"), Some(0));
+            drop(h);
+            tun::reset();
+        });
+        net.delete();
+    }
+
+    /// Without an open device (the configuration is only checked, or the
+    /// element is built outside a run) the source is done and what is
+    /// pushed is counted as `no_device`.
+    #[test]
+    fn without_a_device_packets_are_counted_not_lost() {
+        use bricks_runtime::testing::Harness;
+        let _turn = table_turn();
+        tun::reset();
+        let mut h = Harness::push(&KERNEL_TUN, "10.9.6.1/24, DEVNAME nodev0", 1, 1);
+        h.start();
+        assert_eq!(h.run_task(), TaskResult::Done);
+        h.push_packets(0, [Packet::from_slice(&udp_to_host(b"x")).unwrap()]);
+        let s = h.stats();
+        assert_eq!(s.get("no_device"), Some(1));
+        assert_eq!(s.get("drops"), Some(1));
+    }
 }
