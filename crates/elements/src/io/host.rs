@@ -121,7 +121,7 @@ const TUN_KEYWORDS: [Keyword; 9] = [
     Keyword {
         name: "DEV_NAME",
         ty: "interface name",
-        default: None,
+        default: Some("none"),
         doc: "Click's deprecated spelling of DEVNAME",
     },
     Keyword {
@@ -160,8 +160,11 @@ static TUN_MANUAL: Manual = Manual {
         ("bad", "packets read that were not IP, dropped (output 1 unconnected)"),
         ("sent", "packets written to the device"),
         ("sent_bytes", "their bytes"),
-        ("drops", "packets not written: sum of the four next"),
-        ("too_big", "packets above the MTU, either way"),
+        (
+            "drops",
+            "input packets not written: too big, not IP, queue full, no device or a failed write",
+        ),
+        ("too_big", "packets above the MTU, either way, dropped"),
         ("not_ip", "input packets with no IP header (KernelTun) or shorter than an Ethernet header (KernelTap)"),
         ("queue_full", "packets the kernel refused for lack of room (ENOBUFS, EAGAIN)"),
         ("no_device", "packets given while no device was open (not running, or gone)"),
@@ -213,7 +216,12 @@ static FROM_HOST_MANUAL: Manual = Manual {
             default: Some("none: the address is left alone"),
             doc: "the host's address and netmask on the device",
         },
-        TUN_KEYWORDS[8],
+        Keyword {
+            name: "GATEWAY",
+            ty: "IPv4 address",
+            default: Some("none"),
+            doc: "add a default route through this address, which must be inside DST",
+        },
         TUN_KEYWORDS[3],
         TUN_KEYWORDS[1],
         TUN_KEYWORDS[2],
