@@ -129,7 +129,7 @@ fn kernel_tun_conf_answers_the_hosts_pings() {
 /// A TAP device, ARP and a ping responder: the host resolves 10.9.1.2 to
 /// bricks' MAC through ARPResponder, then pings it.
 const TAP_CONF: &str = "
-tap :: KernelTap(10.9.1.1/24, ETHER 02:00:00:00:09:01, DEVNAME btap0, MTU 1400, BURST 4);
+tap :: KernelTap(10.9.1.1/24, 10.9.1.254, ETHER 02:00:00:00:09:01, DEVNAME btap0, MTU 1400, BURST 4);
 tap -> c :: Classifier(12/0806 20/0001, 12/0800, -);
 c[0] -> arp :: ARPResponder(10.9.1.2 02:00:00:00:09:02) -> q :: Queue(64) -> tap;
 c[1] -> Strip(14) -> CheckIPHeader -> IPClassifier(icmp type echo)
@@ -154,6 +154,12 @@ fn kernel_tap_answers_arp_and_the_hosts_pings() {
     let link = cmd_out(&mut net.exec("h", &["ip", "-o", "link", "show", "btap0"]));
     assert!(link.contains("mtu 1400"), "{link}");
     assert!(link.contains("link/ether 02:00:00:00:09:01"), "{link}");
+    // GATEWAY: the host's default route goes through the router.
+    let route = cmd_out(&mut net.exec("h", &["ip", "-4", "route", "show", "default"]));
+    assert!(
+        route.contains("default via 10.9.1.254 dev btap0"),
+        "{route}"
+    );
     let (got, text) = ping(&net, "10.9.1.2", 3);
     assert_eq!(got, 3, "{text}");
     let neigh = cmd_out(&mut net.exec("h", &["ip", "neigh", "show", "10.9.1.2"]));
