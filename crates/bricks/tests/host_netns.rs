@@ -230,3 +230,39 @@ fn a_device_that_cannot_be_made_stops_the_run_with_the_reason() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("lo: creating the tun device"), "{err}");
 }
+
+#[test]
+fn what_the_host_sends_into_a_full_device_queue_is_counted() {
+    if skip_unless_root("what_the_host_sends_into_a_full_device_queue_is_counted").is_some() {
+        return;
+    }
+    let net = network("hq");
+    let conf = root().join("conf/host-tun.click");
+    let conf = conf.to_str().unwrap();
+    let router = start(&net, &["run", conf, "--duration", "3"], "bricks0");
+    // A queue of 2 towards bricks, and 1,000 pings sent at once at a time:
+    // the kernel drops most of them before bricks can read them.
+    let o = output_timeout(
+        &mut net.exec("h", &["ip", "link", "set", "bricks0", "txqueuelen", "2"]),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert!(o.status.success());
+    let o = output_timeout(
+        &mut net.exec(
+            "h",
+            &[
+                "ping", "-n", "-q", "-f", "-l", "1000", "-c", "5000", "-w", "2", "10.9.0.3",
+            ],
+        ),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = finish(router);
+    let read = counter(&err, "tun", "count");
+    let dropped = counter(&err, "tun", "host_drops");
+    assert!(dropped > 0, "{text}\n{err}");
+    // Every ping was either read by bricks or counted as dropped.
+    assert!(read + dropped >= 5000, "{text}\n{err}");
+}

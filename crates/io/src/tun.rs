@@ -265,6 +265,16 @@ pub fn is_overflow(e: &std::io::Error) -> bool {
     )
 }
 
+/// Packets the host sent out of device `name` that never reached the
+/// router: the kernel drops them when the device's queue towards the
+/// reader is full (`TX dropped` in `ip -s link`). Read from sysfs, which
+/// shows the process's namespace when it was started by `ip netns exec`
+/// or in its own mount namespace; `None` when it cannot be read.
+pub fn host_side_drops(name: &str) -> Option<u64> {
+    let path = format!("/sys/class/net/{name}/statistics/tx_dropped");
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
 /// A socket for the `SIOCSIF*` ioctls.
 fn ioctl_socket() -> Result<OwnedFd, DeviceError> {
     // SAFETY: socket has no memory preconditions.

@@ -169,6 +169,11 @@ static TUN_MANUAL: Manual = Manual {
         ("queue_full", "packets the kernel refused for lack of room (ENOBUFS, EAGAIN)"),
         ("no_device", "packets given while no device was open (not running, or gone)"),
         ("errors", "failed reads and writes of any other kind"),
+        (
+            "host_drops",
+            "packets the host sent that the kernel dropped before bricks read them (the \
+             device's queue was full: `TX dropped` of `ip -s link`)",
+        ),
     ],
     example: "tun :: KernelTun(10.9.0.1/24, DEVNAME bricks0);\n\
         tun -> IPClassifier(icmp type echo) -> ICMPPingResponder -> tun;",
@@ -232,6 +237,10 @@ static FROM_HOST_MANUAL: Manual = Manual {
         ("bytes", "their bytes"),
         ("too_big", "frames above the MTU, dropped"),
         ("errors", "failed reads"),
+        (
+            "host_drops",
+            "frames the host sent that the kernel dropped before bricks read them",
+        ),
     ],
     example: "FromHost(bricks2, 10.9.2.1/24) -> c :: Classifier(12/0806, 12/0800);\n\
         c[0] -> ARPResponder(0.0.0.0/0 02:00:00:00:09:02) -> ToHost(bricks2);\n\
@@ -566,6 +575,9 @@ pub struct HostDevice {
     queue: Option<Arc<TunQueue>>,
     dev_name: String,
     taken: bool,
+    /// The worker this copy runs on: the device-wide kernel counter is
+    /// reported by worker 0's copy only, so that the sum is right.
+    worker: usize,
     /// Where reads land: larger than any packet accepted, so that a cut
     /// one is seen as too big.
     buf: Vec<u8>,
@@ -593,6 +605,7 @@ impl HostDevice {
             queue: None,
             dev_name: a.spec.devname.clone().unwrap_or_default(),
             taken: false,
+            worker: 0,
             buf: Vec::new(),
             count: 0,
             bytes: 0,
@@ -606,6 +619,7 @@ impl HostDevice {
 
     fn take(&mut self, cx: &Context<'_>) {
         self.taken = true;
+        self.worker = cx.worker();
         if let Some((dev, q)) = tun::take(&self.key, cx.worker()) {
             self.dev_name = dev.name;
             self.mtu = dev.mtu;
@@ -797,6 +811,11 @@ impl Element for HostDevice {
         }
         s.counter("too_big", self.rx_too_big + self.out.too_big);
         s.counter("errors", self.rx_errors + self.out.errors);
+        if self.worker == 0 && self.queue.is_some() {
+            if let Some(d) = tun::host_side_drops(&self.dev_name) {
+                s.counter("host_drops", d);
+            }
+        }
     }
 
     fn read_handler(&self, handler: &str) -> Option<String> {
