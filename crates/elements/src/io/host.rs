@@ -1261,4 +1261,52 @@ mod tests {
         assert_eq!(s.get("no_device"), Some(1));
         assert_eq!(s.get("drops"), Some(1));
     }
+
+    /// ToHost on a TUN device of a KernelTun: an Ethernet frame (TYPE
+    /// ETHER) loses its header, an IP packet (TYPE IP) is written as it is;
+    /// the host's socket gets both. Root only.
+    #[test]
+    fn to_host_writes_frames_and_packets_into_a_tun() {
+        use bricks_netns::{in_namespace, skip_unless_root, Network};
+        use bricks_runtime::testing::Harness;
+        use std::time::Duration;
+        if skip_unless_root("to_host_writes_frames_and_packets_into_a_tun").is_some() {
+            return;
+        }
+        let _turn = table_turn();
+        let mut net = Network::new(&Network::unique_prefix("eh")).unwrap();
+        let ns = net.add_namespace("h").unwrap();
+        in_namespace(&ns, || {
+            tun::reset();
+            let _tun = Harness::push(&KERNEL_TUN, "10.9.5.1/24, DEVNAME eh0", 0, 1);
+            let mut ether = Harness::push(&TO_HOST, "eh0", 1, 0);
+            let mut ip = Harness::push(&TO_HOST, "eh0, TYPE IP", 1, 0);
+            tun::open_declared(1).unwrap();
+            ether.start();
+            ip.start();
+            let sock = std::net::UdpSocket::bind("10.9.5.1:7000").unwrap();
+            sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut frame = vec![0u8; 12];
+            frame.extend([0x08, 0x00]);
+            frame.extend(udp_to_host(b"a frame"));
+            ether.push_packets(0, [Packet::from_slice(&frame).unwrap()]);
+            ip.push_packets(0, [Packet::from_slice(&udp_to_host(b"a packet")).unwrap()]);
+            let mut buf = [0u8; 64];
+            let n = sock.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"a frame");
+            let n = sock.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"a packet");
+            for h in [&ether, &ip] {
+                let s = h.stats();
+                assert_eq!(s.get("count"), Some(1));
+                assert_eq!(s.get("drops"), Some(0));
+            }
+            // Not IP: counted.
+            ip.push_packets(0, [Packet::from_slice(&[0u8; 30]).unwrap()]);
+            assert_eq!(ip.stats().get("not_ip"), Some(1));
+            drop((ether, ip));
+            tun::reset();
+        });
+        net.delete();
+    }
 }
