@@ -223,6 +223,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     impl Drop for Reset {
         fn drop(&mut self) {
             live::reset();
+            bricks_io::tun::reset();
         }
     }
     let _reset = Reset;
@@ -243,6 +244,16 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         dispatcher = d;
     } else if settings.spread != Spread::PerCore {
         anyhow::bail!("--mode pipeline and serial need live interfaces (FromDevice)");
+    }
+    // Host devices (KernelTun, KernelTap, FromHost): made and addressed
+    // now, one queue per worker, before any worker looks for its queue.
+    if !bricks_io::tun::declared().is_empty() {
+        let lines = bricks_io::tun::open_declared(threads).map_err(anyhow::Error::msg)?;
+        if !settings.quiet {
+            for l in &lines {
+                eprintln!("{l}");
+            }
+        }
     }
     let dispatch_stop = Arc::new(AtomicBool::new(false));
     let dispatch_thread = dispatcher.map(|mut d| {
@@ -543,9 +554,10 @@ impl MemrefsReport {
     }
 }
 
-/// A warning for each `ToHost` whose packets go nowhere: bricks has no
-/// path into the host's stack yet, so unless its name is bound to a capture
-/// (`--device host=pcap:,FILE`) it counts and drops what it is given.
+/// A warning for each `ToHost` whose packets go nowhere: unless the
+/// configuration makes a host device of its name (FromHost, KernelTap,
+/// KernelTun) or its name is bound to a capture (`--device
+/// host=pcap:,FILE`), it counts and drops what it is given.
 pub(crate) fn host_warnings(plan: &Plan) -> Vec<String> {
     plan.elements
         .iter()
@@ -556,13 +568,15 @@ pub(crate) fn host_warnings(plan: &Plan) -> Vec<String> {
                 .ok()
                 .flatten()
                 .unwrap_or_else(|| "host".into());
-            let recorded = matches!(
-                bricks_io::binding::lookup(&name),
-                Some(bricks_io::binding::Binding::Pcap {
-                    output: Some(_),
-                    ..
-                })
-            );
+            let device = bricks_io::tun::declared_kind(&name).is_some();
+            let recorded = device
+                || matches!(
+                    bricks_io::binding::lookup(&name),
+                    Some(bricks_io::binding::Binding::Pcap {
+                        output: Some(_),
+                        ..
+                    })
+                );
             let element = if e.name.starts_with("ToHost@") {
                 format!("ToHost({name})")
             } else {
@@ -570,8 +584,9 @@ pub(crate) fn host_warnings(plan: &Plan) -> Vec<String> {
             };
             (!recorded).then(|| {
                 format!(
-                    "{element}: packets to the host's stack are counted and dropped; bricks \
-                     has no host path yet (`--device {name}=pcap:,FILE` records them)"
+                    "{element}: packets to the host's stack are counted and dropped: no \
+                     FromHost({name}, ...), KernelTap or KernelTun with DEVNAME {name} makes \
+                     a device for them (`--device {name}=pcap:,FILE` records them instead)"
                 )
             })
         })

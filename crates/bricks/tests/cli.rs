@@ -154,8 +154,8 @@ fn to_host_without_a_host_path_is_warned_about() {
     let err = stderr(&o);
     assert!(
         err.contains(
-            "warning: th :: ToHost(eth0): packets to the host's stack are counted and dropped; \
-             bricks has no host path yet"
+            "warning: th :: ToHost(eth0): packets to the host's stack are counted and dropped: \
+             no FromHost(eth0, ...), KernelTap or KernelTun with DEVNAME eth0 makes a device"
         ),
         "{err}"
     );

@@ -16,6 +16,7 @@ pub mod live;
 pub mod pcap;
 pub mod queue;
 pub mod steer;
+pub mod tun;
 pub mod xdp;
 
 pub use queue::{DeviceError, RxQueue, RxStats, TxQueue, TxStats};

@@ -1,4 +1,4 @@
-//! `FromDevice`, `ToDevice` and `ToHost`: a router's interfaces.
+//! `FromDevice` and `ToDevice`: a router's interfaces.
 //!
 //! The configuration names an interface; what serves it is chosen outside
 //! the configuration (see `bricks_io::binding`). Offline, an interface is a
@@ -55,15 +55,6 @@ pub static TO_DEVICE: ElementClass = ElementClass {
     processing: "a/",
     manual: &TO_MANUAL,
     make: make_to,
-};
-
-/// The `ToHost` class.
-pub static TO_HOST: ElementClass = ElementClass {
-    name: "ToHost",
-    ports: "1/0",
-    processing: "h/",
-    manual: &HOST_MANUAL,
-    make: make_host,
 };
 
 const DEVICE_KEYWORDS: [Keyword; 7] = [
@@ -193,34 +184,6 @@ static TO_MANUAL: Manual = Manual {
     see_also: &["FromDevice", "Queue", "ToDump"],
 };
 
-static HOST_MANUAL: Manual = Manual {
-    summary: "packets for the host (recorded to a capture; bricks has no host path yet)",
-    synopsis: "ToHost([DEVNAME])",
-    description: "Where a router's packets for the host itself go (local delivery), as \
-        Click's ToHost hands them to the host's network stack. bricks has no path into \
-        the host's stack yet: unless the command line binds the name `host` (or DEVNAME) \
-        to a capture (`--device host=pcap:,local.pcap`), which records what would be \
-        delivered, packets are counted in `drops` and dropped, and `bricks run` warns so \
-        when it starts. Click's keywords (SNIFFERS, TYPE, QUIET, ALLOW_NONEXISTENT, \
-        HEADROOM, MTU, ...) are not accepted.",
-    ports: "one push input; no outputs",
-    keywords: &[Keyword {
-        name: "DEVNAME",
-        ty: "interface name",
-        default: Some("host"),
-        doc: "the name looked up among the command line's `--device` bindings",
-    }],
-    counters: &[
-        ("count", "packets recorded to the bound capture"),
-        (
-            "drops",
-            "packets dropped: no capture is bound (bricks has no host path yet)",
-        ),
-    ],
-    example: "FromDevice(eth0) -> ToHost;",
-    see_also: &["ToDevice"],
-};
-
 /// What a device element's arguments say.
 struct DeviceArgs {
     name: String,
@@ -335,22 +298,6 @@ fn make_to(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, Ar
     }
 }
 
-fn make_host(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let name: String = args.read_p("DEVNAME")?.unwrap_or_else(|| "host".into());
-    let sink = match binding::lookup(&name) {
-        Some(Binding::Pcap {
-            output: Some(p), ..
-        }) => Some(CaptureSink::new(p, LinkType::Ethernet, false, 0).stamp_with_send_time()),
-        _ => None,
-    };
-    Ok(Box::new(ToDevice {
-        sink,
-        burst: DEFAULT_BURST,
-        pull: false,
-        drops: 0,
-    }))
-}
-
 /// Receives from an interface.
 pub struct FromDevice {
     /// `None` when the binding has no input: nothing is ever received.
@@ -390,7 +337,7 @@ impl Element for FromDevice {
     }
 }
 
-/// Sends to an interface (or, as `ToHost`, to the host).
+/// Sends to an interface.
 pub struct ToDevice {
     sink: Option<CaptureSink>,
     burst: usize,

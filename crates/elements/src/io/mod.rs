@@ -1,8 +1,10 @@
-//! Elements where packets enter and leave: capture files and interfaces.
+//! Elements where packets enter and leave: capture files, interfaces and
+//! the host's own stack (TUN/TAP devices).
 
 pub mod capture;
 pub mod device;
 pub mod from_dump;
+pub mod host;
 pub mod live;
 pub mod to_dump;
 
@@ -13,7 +15,10 @@ pub static CLASSES: &[&ElementClass] = &[
     &device::FROM_DEVICE,
     &device::POLL_DEVICE,
     &device::TO_DEVICE,
-    &device::TO_HOST,
+    &host::TO_HOST,
+    &host::FROM_HOST,
+    &host::KERNEL_TUN,
+    &host::KERNEL_TAP,
     &from_dump::CLASS,
     &to_dump::CLASS,
 ];

@@ -1,0 +1,271 @@
+//! The host's own stack through bricks, on real TUN and TAP devices, in a
+//! network namespace the test makes (and deletes, also on failure): the
+//! Linux stack of the namespace pings through KernelTun, resolves and
+//! pings an address bricks answers on KernelTap, and talks to bricks
+//! through a FromHost/ToHost pair. Root only; skipped with a reason
+//! otherwise (never under CI).
+
+use bricks_netns::{output_timeout, skip_unless_root, Captured, Network};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BRICKS: &str = env!("CARGO_BIN_EXE_bricks");
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn network(tag: &str) -> Network {
+    let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
+    net.add_namespace("h").unwrap();
+    net
+}
+
+/// The value of `counter` of element `name` in a run's final summary (0
+/// when the summary leaves it out, as it does zeros).
+fn counter(stderr: &str, name: &str, counter: &str) -> u64 {
+    stderr
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} (")))
+        .and_then(|l| {
+            l.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(&format!("{counter}=")))
+        })
+        .map_or(0, |v| v.parse().unwrap())
+}
+
+/// Starts bricks in namespace `h` with `args` and waits (at most 5 s) for
+/// interface `dev` to be up there.
+fn start(net: &Network, args: &[&str], dev: &str) -> Captured {
+    let mut argv = vec![BRICKS];
+    argv.extend_from_slice(args);
+    let router = Captured::spawn(&mut net.exec("h", &argv)).unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let o = output_timeout(
+            &mut net.exec("h", &["ip", "-o", "link", "show", dev]),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        if o.status.success() && String::from_utf8_lossy(&o.stdout).contains(",UP") {
+            return router;
+        }
+        if Instant::now() >= end {
+            let out = router.wait(Duration::from_secs(1), None);
+            panic!("{dev} never came up in the namespace; bricks: {out:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Pings `addr` from the namespace's host stack `n` times; returns how
+/// many replies came back and ping's output.
+fn ping(net: &Network, addr: &str, n: u32) -> (u32, String) {
+    let count = n.to_string();
+    let o = output_timeout(
+        &mut net.exec(
+            "h",
+            &["ping", "-n", "-c", &count, "-i", "0.2", "-W", "1", addr],
+        ),
+        Duration::from_secs(15),
+    )
+    .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let received = text
+        .lines()
+        .find_map(|l| {
+            l.split(", ")
+                .find_map(|p| p.strip_suffix(" received"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0);
+    (received, text)
+}
+
+fn finish(router: Captured) -> String {
+    let out = router.wait(Duration::from_secs(15), None).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "bricks failed:\n{err}");
+    err
+}
+
+fn cmd_out(cmd: &mut Command) -> String {
+    let o = output_timeout(cmd, Duration::from_secs(10)).unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn kernel_tun_conf_answers_the_hosts_pings() {
+    if skip_unless_root("kernel_tun_conf_answers_the_hosts_pings").is_some() {
+        return;
+    }
+    let net = network("ht");
+    let conf = root().join("conf/host-tun.click");
+    let conf = conf.to_str().unwrap();
+    let router = start(&net, &["run", conf, "--duration", "4"], "bricks0");
+    // The host got its address on the device, as KernelTun's ADDR says.
+    let addr = cmd_out(&mut net.exec("h", &["ip", "-o", "-4", "addr", "show", "bricks0"]));
+    assert!(addr.contains("inet 10.9.0.1/24"), "{addr}");
+    let (got, text) = ping(&net, "10.9.0.2", 3);
+    assert_eq!(got, 3, "{text}");
+    // The host's own address is the host's: bricks never sees those.
+    let (got, text) = ping(&net, "10.9.0.1", 1);
+    assert_eq!(got, 1, "{text}");
+    let err = finish(router);
+    assert_eq!(counter(&err, "pings", "count"), 3, "{err}");
+    assert_eq!(counter(&err, "tun", "sent"), 3, "{err}");
+    assert_eq!(counter(&err, "tun", "drops"), 0, "{err}");
+    assert!(counter(&err, "tun", "count") >= 3, "{err}");
+    // The device goes away with the router.
+    let o = output_timeout(
+        &mut net.exec("h", &["ip", "link", "show", "bricks0"]),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert!(!o.status.success(), "bricks0 outlived the router");
+}
+
+/// A TAP device, ARP and a ping responder: the host resolves 10.9.1.2 to
+/// bricks' MAC through ARPResponder, then pings it.
+const TAP_CONF: &str = "
+tap :: KernelTap(10.9.1.1/24, 10.9.1.254, ETHER 02:00:00:00:09:01, DEVNAME btap0, MTU 1400, BURST 4);
+tap -> c :: Classifier(12/0806 20/0001, 12/0800, -);
+c[0] -> arp :: ARPResponder(10.9.1.2 02:00:00:00:09:02) -> q :: Queue(64) -> tap;
+c[1] -> Strip(14) -> CheckIPHeader -> IPClassifier(icmp type echo)
+    -> pings :: Counter -> ICMPPingResponder
+    -> EtherEncap(0x0800, 02:00:00:00:09:02, 02:00:00:00:09:01) -> q;
+c[2] -> Discard;
+";
+
+#[test]
+fn kernel_tap_answers_arp_and_the_hosts_pings() {
+    if skip_unless_root("kernel_tap_answers_arp_and_the_hosts_pings").is_some() {
+        return;
+    }
+    let net = network("hp");
+    // Two queues (one per worker) on one device; KernelTap's input is pull
+    // here, from the Queue (KernelTun's test pushes).
+    let router = start(
+        &net,
+        &["run", "-e", TAP_CONF, "--duration", "4", "--threads", "2"],
+        "btap0",
+    );
+    let link = cmd_out(&mut net.exec("h", &["ip", "-o", "link", "show", "btap0"]));
+    assert!(link.contains("mtu 1400"), "{link}");
+    assert!(link.contains("link/ether 02:00:00:00:09:01"), "{link}");
+    // GATEWAY: the host's default route goes through the router.
+    let route = cmd_out(&mut net.exec("h", &["ip", "-4", "route", "show", "default"]));
+    assert!(
+        route.contains("default via 10.9.1.254 dev btap0"),
+        "{route}"
+    );
+    let (got, text) = ping(&net, "10.9.1.2", 3);
+    assert_eq!(got, 3, "{text}");
+    let neigh = cmd_out(&mut net.exec("h", &["ip", "neigh", "show", "10.9.1.2"]));
+    assert!(neigh.contains("lladdr 02:00:00:00:09:02"), "{neigh}");
+    let err = finish(router);
+    assert_eq!(counter(&err, "pings", "count"), 3, "{err}");
+    assert!(counter(&err, "arp", "replies") >= 1, "{err}");
+    assert!(counter(&err, "tap", "sent") >= 4, "{err}");
+    assert_eq!(counter(&err, "tap", "drops"), 0, "{err}");
+}
+
+/// FromHost makes the TAP device, ToHost writes into it: the pair is a
+/// KernelTap in two elements, as in Click's user-level idiom. ARP replies
+/// are frames (TYPE ETHER); echo replies are IP packets that ToHost (TYPE
+/// IP) addresses to the host interface's MAC.
+const FROM_TO_CONF: &str = "
+FromHost(bhost0, 10.9.2.1/24, ETHER 02:00:00:00:09:11)
+    -> c :: Classifier(12/0806 20/0001, 12/0800, -);
+c[0] -> ARPResponder(10.9.2.2 02:00:00:00:09:12) -> th :: ToHost(bhost0);
+c[1] -> Strip(14) -> CheckIPHeader -> IPClassifier(icmp type echo)
+    -> pings :: Counter -> ICMPPingResponder -> th_ip :: ToHost(bhost0, TYPE IP);
+c[2] -> Discard;
+";
+
+#[test]
+fn from_host_and_to_host_carry_frames_both_ways() {
+    if skip_unless_root("from_host_and_to_host_carry_frames_both_ways").is_some() {
+        return;
+    }
+    let net = network("hf");
+    let router = start(
+        &net,
+        &["run", "-e", FROM_TO_CONF, "--duration", "4"],
+        "bhost0",
+    );
+    let (got, text) = ping(&net, "10.9.2.2", 3);
+    assert_eq!(got, 3, "{text}");
+    let err = finish(router);
+    // No warning: ToHost has a device.
+    assert!(!err.contains("warning"), "{err}");
+    assert_eq!(counter(&err, "pings", "count"), 3, "{err}");
+    assert!(counter(&err, "th", "count") >= 1, "{err}");
+    assert_eq!(counter(&err, "th", "drops"), 0, "{err}");
+    assert_eq!(counter(&err, "th_ip", "count"), 3, "{err}");
+    assert_eq!(counter(&err, "th_ip", "drops"), 0, "{err}");
+}
+
+#[test]
+fn a_device_that_cannot_be_made_stops_the_run_with_the_reason() {
+    if skip_unless_root("a_device_that_cannot_be_made_stops_the_run_with_the_reason").is_some() {
+        return;
+    }
+    let net = network("he");
+    // `lo` exists and is no TUN device.
+    let out = output_timeout(
+        &mut net.exec(
+            "h",
+            &[
+                BRICKS,
+                "run",
+                "-e",
+                "KernelTun(10.9.3.1/24, DEVNAME lo) -> Discard;",
+                "--duration",
+                "1",
+            ],
+        ),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("lo: creating the tun device"), "{err}");
+}
+
+#[test]
+fn what_the_host_sends_into_a_full_device_queue_is_counted() {
+    if skip_unless_root("what_the_host_sends_into_a_full_device_queue_is_counted").is_some() {
+        return;
+    }
+    let net = network("hq");
+    let conf = root().join("conf/host-tun.click");
+    let conf = conf.to_str().unwrap();
+    let router = start(&net, &["run", conf, "--duration", "3"], "bricks0");
+    // A queue of 2 towards bricks, and 1,000 pings sent at once at a time:
+    // the kernel drops most of them before bricks can read them.
+    let o = output_timeout(
+        &mut net.exec("h", &["ip", "link", "set", "bricks0", "txqueuelen", "2"]),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert!(o.status.success());
+    let o = output_timeout(
+        &mut net.exec(
+            "h",
+            &[
+                "ping", "-n", "-q", "-f", "-l", "1000", "-c", "5000", "-w", "2", "10.9.0.3",
+            ],
+        ),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = finish(router);
+    let read = counter(&err, "tun", "count");
+    let dropped = counter(&err, "tun", "host_drops");
+    assert!(dropped > 0, "{text}\n{err}");
+    // Every ping was either read by bricks or counted as dropped.
+    assert!(read + dropped >= 5000, "{text}\n{err}");
+}
