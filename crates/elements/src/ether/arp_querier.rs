@@ -20,6 +20,7 @@ use super::arp_table::{
     ArpTable, Hold, Learn, Limits, Lookup, Neighbours, Refusal, MAX_ENTRY_CAPACITY,
     RECHECK_INTERVAL, SEC,
 };
+use super::arp_table_element::SharedArpTable;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     Packet, PortInfo, Stats,
@@ -30,6 +31,7 @@ use bricks_wire::ethernet::{EtherType, EthernetAddress, HEADER_LEN};
 use bricks_wire::ipv4::Ipv4Cidr;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The `ARPQuerier` class.
@@ -122,9 +124,10 @@ static MANUAL: Manual = Manual {
         received them; it sends them within a millisecond of the reply reaching any worker \
         (at once if it gets another packet first). `insert` and `delete` change the shared \
         table (a `delete` drops the packets held on the worker that runs it); `clear` \
-        empties it and runs on every worker, each dropping its held packets. The `TABLE` \
-        keyword (Click's separate ARPTable element) is not supported: the table is already \
-        shared.",
+        empties it and runs on every worker, each dropping its held packets. `TABLE t` \
+        uses the entries of ARPTable `t`, shared with every querier naming it, and its \
+        limits (the querier's CAPACITY, ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY, \
+        CAPACITY_SLIM_FACTOR and TIMEOUT then do nothing, as in Click).",
     ports: "input 0: IPv4 packets, push; input 1: ARP packets with Ethernet header, push; \
         output 0: Ethernet frames, push; optional output 1: ARP queries, push",
     keywords: &[
@@ -194,6 +197,12 @@ static MANUAL: Manual = Manual {
             default: Some("256"),
             doc: "most ARP queries a second from this interface, with a burst of one \
                 second's worth; 0 for no limit (bricks extension)",
+        },
+        Keyword {
+            name: "TABLE",
+            ty: "ARPTable element name",
+            default: None,
+            doc: "share that ARPTable's entries and limits instead of a table of its own",
         },
         Keyword {
             name: "LEARN_OFF_SUBNET",
@@ -324,11 +333,11 @@ impl ArpQuerier {
         let broadcast_poll: bool = args.read("BROADCAST_POLL")?.unwrap_or(false);
         let retries: u32 = args.read("RETRIES")?.unwrap_or(defaults.retries);
         let learn_off_subnet: bool = args.read("LEARN_OFF_SUBNET")?.unwrap_or(false);
-        if args.read::<String>("TABLE")?.is_some() {
-            return Err(ArgError::new("TABLE is not supported").with_help(
-                "every worker's instance already shares one ARP table; leave TABLE out",
-            ));
-        }
+        let table_of: Option<Arc<SharedArpTable>> = if args.has_keyword("TABLE") {
+            Some(args.read_shared_of_mp::<SharedArpTable>("TABLE", "ARPTable")?)
+        } else {
+            None
+        };
         let (ip, eth) = read_addresses(args)?;
         if ip.address().is_unspecified() {
             return Err(ArgError::new("IP cannot be 0.0.0.0"));
@@ -343,8 +352,16 @@ impl ArpQuerier {
             retries,
             query_rate,
         };
-        let neighbours: std::sync::Arc<Neighbours> =
-            args.shared(|_| Ok(Neighbours::new(entry_capacity, query_rate)))?;
+        // With TABLE, the ARPTable's entries and limits (as in Click, the
+        // querier's own table keywords then do nothing); without, one
+        // table for every worker's instance of this element.
+        let (limits, neighbours) = match table_of {
+            Some(t) => (t.limits, Arc::clone(&t.neighbours)),
+            None => (
+                limits,
+                args.shared(|_| Ok(Neighbours::new(entry_capacity, query_rate)))?,
+            ),
+        };
         Ok(ArpQuerier {
             subnet: (ip.prefix_len() < 32).then(|| ip.network()),
             my_ip: ip.address(),
