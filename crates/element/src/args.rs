@@ -306,6 +306,13 @@ impl<'a> Args<'a> {
         })
     }
 
+    /// Whether keyword `key` was given (without reading it): for an
+    /// optional argument that [`Args::read_shared_of_mp`] must read only by
+    /// keyword, so as not to take a positional one.
+    pub fn has_keyword(&self, key: &str) -> bool {
+        self.find_keyword(key).is_some()
+    }
+
     fn find_keyword(&self, key: &str) -> Option<usize> {
         // The last occurrence wins, as in Click.
         (0..self.items.len())

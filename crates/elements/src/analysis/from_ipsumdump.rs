@@ -190,6 +190,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         burst: burst.clamp(1, MAX_BATCH),
         pending: None,
         epoch: None,
+        trace_epoch: None,
         count: 0,
         bad_lines: 0,
         done: false,
@@ -214,6 +215,8 @@ pub struct FromIPSummaryDump {
     /// A packet not yet due, and how many copies of it remain.
     pending: Option<(Packet, u32)>,
     epoch: Option<(Timestamp, Instant)>,
+    /// The first record's time and the trace clock it was replayed at.
+    trace_epoch: Option<(Timestamp, Timestamp)>,
     count: u64,
     bad_lines: u64,
     done: bool,
@@ -342,9 +345,19 @@ impl FromIPSummaryDump {
                 break;
             };
             let ts = p.anno().timestamp;
-            if (cx.trace_clock() && ts > cx.now()) || !self.due(&p) {
-                if cx.trace_clock() {
-                    cx.schedule_at(ts);
+            let wait = if cx.trace_clock() {
+                let at = if self.timing {
+                    crate::io::capture::trace_due(&mut self.trace_epoch, ts, cx.now())
+                } else {
+                    ts
+                };
+                (at > cx.now()).then_some(at)
+            } else {
+                None
+            };
+            if wait.is_some() || (!cx.trace_clock() && !self.due(&p)) {
+                if let Some(at) = wait {
+                    cx.schedule_at(at);
                 }
                 self.pending = Some((p, copies));
                 break;

@@ -20,9 +20,10 @@ use super::arp_table::{
     ArpTable, Hold, Learn, Limits, Lookup, Neighbours, Refusal, MAX_ENTRY_CAPACITY,
     RECHECK_INTERVAL, SEC,
 };
+use super::arp_table_element::SharedArpTable;
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
-    PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
+    Packet, PortInfo, Stats,
 };
 use bricks_packet::Timestamp;
 use bricks_wire::arp::{ArpOperation, ArpPacket, ArpRepr, ETHERNET_IPV4_LEN};
@@ -30,6 +31,7 @@ use bricks_wire::ethernet::{EtherType, EthernetAddress, HEADER_LEN};
 use bricks_wire::ipv4::Ipv4Cidr;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The `ARPQuerier` class.
@@ -41,7 +43,7 @@ pub static CLASS: ElementClass = ElementClass {
     make,
 };
 
-const KEYWORDS: [&str; 13] = [
+const KEYWORDS: [&str; 14] = [
     "IP",
     "ETH",
     "CAPACITY",
@@ -55,6 +57,7 @@ const KEYWORDS: [&str; 13] = [
     "RETRIES",
     "QUERY_RATE",
     "TABLE",
+    "LEARN_OFF_SUBNET",
 ];
 
 static MANUAL: Manual = Manual {
@@ -79,7 +82,8 @@ static MANUAL: Manual = Manual {
         for another interface's address is counted in `other_interface`), its sender's \
         Ethernet address is a unicast address other than ETH (`bad_mac`), and its \
         sender's IP address is in IP's subnet when IP has a prefix length, as in \
-        `10.0.0.1/24` (`off_subnet`). Senders with a 0.0.0.0, broadcast (limited or \
+        `10.0.0.1/24` (`off_subnet`; with LEARN_OFF_SUBNET true a reply sent to ETH may \
+        still resolve an address this element is asking about). Senders with a 0.0.0.0, broadcast (limited or \
         subnet), multicast or our own IP address are never recorded (`arp_ignored`). \
         A reply sent to ETH updates an existing entry: it resolves an address this \
         element asked about, sending the packets held for it in the order they \
@@ -92,10 +96,12 @@ static MANUAL: Manual = Manual {
         an entry whose address it confirms (Click learns from every reply). \
         \n\nQueries leave on output 1 if the element has two outputs, on output 0 otherwise. \
         At most 10 queries a second go out for one address, and one every 2 seconds once \
-        10 in a row went unanswered (Click). While packets wait, the query is retried \
-        every second; when RETRIES retries have gone unanswered for a second, the waiting \
-        packets are dropped (bricks, after Linux; Click keeps them until the entry \
-        expires). A known entry older than POLL_TIMEOUT is renewed: the next packet that \
+        10 in a row went unanswered (Click): only packets send queries. With RETRIES, \
+        while packets wait the query is also retried every second unless a packet sent \
+        one in that second; when RETRIES retries have gone unanswered for a second, the \
+        waiting packets are dropped (bricks, after Linux). With RETRIES 0, the default, \
+        what waits is dropped two seconds after the first packet came (Click keeps it \
+        until the entry expires). A known entry older than POLL_TIMEOUT is renewed: the next packet that \
         uses it also sends a query, to the known address unless BROADCAST_POLL is true. \
         Entries expire TIMEOUT after they were last confirmed. \
         \n\nThe table holds at most ENTRY_CAPACITY entries, the addresses being \
@@ -118,9 +124,10 @@ static MANUAL: Manual = Manual {
         received them; it sends them within a millisecond of the reply reaching any worker \
         (at once if it gets another packet first). `insert` and `delete` change the shared \
         table (a `delete` drops the packets held on the worker that runs it); `clear` \
-        empties it and runs on every worker, each dropping its held packets. The `TABLE` \
-        keyword (Click's separate ARPTable element) is not supported: the table is already \
-        shared.",
+        empties it and runs on every worker, each dropping its held packets. `TABLE t` \
+        uses the entries of ARPTable `t`, shared with every querier naming it, and its \
+        limits (the querier's CAPACITY, ENTRY_CAPACITY, ENTRY_PACKET_CAPACITY, \
+        CAPACITY_SLIM_FACTOR and TIMEOUT then do nothing, as in Click).",
     ports: "input 0: IPv4 packets, push; input 1: ARP packets with Ethernet header, push; \
         output 0: Ethernet frames, push; optional output 1: ARP queries, push",
     keywords: &[
@@ -178,8 +185,11 @@ static MANUAL: Manual = Manual {
         Keyword {
             name: "RETRIES",
             ty: "unsigned",
-            default: Some("2"),
-            doc: "unanswered retries before held packets are dropped (bricks extension)",
+            default: Some("0"),
+            doc: "timer-driven retries, one a second while packets wait and none of them \
+                sent a query, before held packets are dropped; 0, as Click, sends queries \
+                only for packets and drops what waits two seconds after the first one came \
+                (bricks extension)",
         },
         Keyword {
             name: "QUERY_RATE",
@@ -187,6 +197,21 @@ static MANUAL: Manual = Manual {
             default: Some("256"),
             doc: "most ARP queries a second from this interface, with a burst of one \
                 second's worth; 0 for no limit (bricks extension)",
+        },
+        Keyword {
+            name: "TABLE",
+            ty: "ARPTable element name",
+            default: None,
+            doc: "share that ARPTable's entries and limits instead of a table of its own",
+        },
+        Keyword {
+            name: "LEARN_OFF_SUBNET",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "with IP/LEN, believe a reply sent to ETH from outside the subnet when it \
+                answers this querier's own pending query (Click learns every reply; routes \
+                to a next hop outside the subnet need this); it never makes nor changes an \
+                entry (bricks extension)",
         },
     ],
     counters: &[
@@ -307,11 +332,12 @@ impl ArpQuerier {
         let broadcast: Option<Ipv4Addr> = args.read("BROADCAST")?;
         let broadcast_poll: bool = args.read("BROADCAST_POLL")?.unwrap_or(false);
         let retries: u32 = args.read("RETRIES")?.unwrap_or(defaults.retries);
-        if args.read::<String>("TABLE")?.is_some() {
-            return Err(ArgError::new("TABLE is not supported").with_help(
-                "every worker's instance already shares one ARP table; leave TABLE out",
-            ));
-        }
+        let learn_off_subnet: bool = args.read("LEARN_OFF_SUBNET")?.unwrap_or(false);
+        let table_of: Option<Arc<SharedArpTable>> = if args.has_keyword("TABLE") {
+            Some(args.read_shared_of_mp::<SharedArpTable>("TABLE", "ARPTable")?)
+        } else {
+            None
+        };
         let (ip, eth) = read_addresses(args)?;
         if ip.address().is_unspecified() {
             return Err(ArgError::new("IP cannot be 0.0.0.0"));
@@ -326,14 +352,23 @@ impl ArpQuerier {
             retries,
             query_rate,
         };
-        let neighbours: std::sync::Arc<Neighbours> =
-            args.shared(|_| Ok(Neighbours::new(entry_capacity, query_rate)))?;
+        // With TABLE, the ARPTable's entries and limits (as in Click, the
+        // querier's own table keywords then do nothing); without, one
+        // table for every worker's instance of this element.
+        let (limits, neighbours) = match table_of {
+            Some(t) => (t.limits, Arc::clone(&t.neighbours)),
+            None => (
+                limits,
+                args.shared(|_| Ok(Neighbours::new(entry_capacity, query_rate)))?,
+            ),
+        };
         Ok(ArpQuerier {
             subnet: (ip.prefix_len() < 32).then(|| ip.network()),
             my_ip: ip.address(),
             my_eth: eth,
             bcast: broadcast.unwrap_or_else(|| ip.broadcast().unwrap_or(Ipv4Addr::BROADCAST)),
             broadcast_poll,
+            learn_off_subnet,
             query_port: ports.noutputs().max(1) - 1,
             table: ArpTable::with_neighbours(limits, neighbours),
             timer_at: None,
@@ -435,6 +470,7 @@ pub struct ArpQuerier {
     my_eth: EthernetAddress,
     bcast: Ipv4Addr,
     broadcast_poll: bool,
+    learn_off_subnet: bool,
     /// Output for queries: the last one.
     query_port: usize,
     table: ArpTable,
@@ -730,6 +766,13 @@ impl ArpQuerier {
             return None;
         }
         if self.subnet.is_some_and(|n| !n.contains_addr(&spa)) {
+            // With LEARN_OFF_SUBNET, a reply sent to us alone may answer
+            // our own query for an off-subnet next hop (Click learns
+            // these; its tests route to them); it can only resolve what we
+            // asked about, never make or change an entry.
+            if self.learn_off_subnet && op == ArpOperation::Reply && dst == self.my_eth {
+                return Some(Learn::Answer);
+            }
             self.c.off_subnet += 1;
             return None;
         }
@@ -765,7 +808,10 @@ impl ArpQuerier {
                     self.send_all(held, sha, &mut out, cx);
                 }
                 Err(r) => {
-                    if r == Refusal::Unsolicited {
+                    if how == Learn::Answer {
+                        // Not an answer to anything we asked.
+                        self.c.off_subnet += 1;
+                    } else if r == Refusal::Unsolicited {
                         self.c.unsolicited += 1;
                     }
                     self.c.arp_ignored += 1;
@@ -853,6 +899,36 @@ impl Element for ArpQuerier {
     fn shutdown(&mut self, cx: &mut Context<'_>) {
         self.worker = Some(cx.worker());
         self.c.held_at_shutdown += self.table.discard_held() as u64;
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        match handler {
+            "table" => Some(self.table()),
+            // Click's `stats`: drops and queries in two lines.
+            "stats" => {
+                let d = self.table.drops();
+                let c = &self.c;
+                let killed = d.total() + c.no_dst + c.no_headroom + c.held_at_shutdown;
+                Some(format!(
+                    "{killed} packets killed\n{} ARP queries sent\n",
+                    c.queries
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 7] = [
+            Handler::r("table"),
+            Handler::r("stats"),
+            Handler::w("insert"),
+            Handler::w("delete"),
+            Handler::w("clear"),
+            Handler::w("ipaddr"),
+            Handler::w("broadcast"),
+        ];
+        &HANDLERS
     }
 
     /// `insert` and `delete` change the shared table, so one worker runs
@@ -1027,7 +1103,7 @@ mod tests {
 
     #[test]
     fn retries_then_drops_as_no_reply() {
-        let mut h = a_querier();
+        let mut h = querier("10.0.0.1/24, 52:54:00:aa:00:01, RETRIES 2", 2);
         let nobody = Ipv4Addr::new(10, 0, 0, 9);
         h.push_packets(0, [tagged(1, nobody), tagged(2, nobody)]);
         assert_eq!(h.take_bytes(1), vec![A_REQUEST_UNKNOWN.to_vec()]);
@@ -1258,6 +1334,48 @@ mod tests {
     }
 
     #[test]
+    fn learn_off_subnet_resolves_only_our_own_query() {
+        let mut h = querier("10.0.0.1/24, 52:54:00:aa:00:01, LEARN_OFF_SUBNET true", 2);
+        let far = Ipv4Addr::new(192, 168, 7, 2);
+        // A reply for an address never asked about makes no entry.
+        let mut reply = B_REPLY_A;
+        reply[28..32].copy_from_slice(&far.octets());
+        h.push_bytes(1, &reply);
+        assert_eq!(h.stats().get("entries"), Some(0));
+        assert_eq!(h.stats().get("off_subnet"), Some(1));
+        // Asked, the unicast reply resolves it and the packet leaves.
+        h.push_packets(0, [ip_packet(echo_ip(), far)]);
+        assert_eq!(h.take(1).len(), 1);
+        h.push_bytes(1, &reply);
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(&out[0][..6], &B_MAC.0);
+        // The same reply broadcast, or a claim of another MAC, changes
+        // nothing.
+        let mut other = reply;
+        other[6..12].copy_from_slice(&[0x52, 0x54, 0, 0x66, 0x66, 0x66]);
+        other[22..28].copy_from_slice(&[0x52, 0x54, 0, 0x66, 0x66, 0x66]);
+        h.push_bytes(1, &other);
+        let mut bcast = other;
+        bcast[..6].copy_from_slice(&[0xff; 6]);
+        h.push_bytes(1, &bcast);
+        h.push_packets(0, [ip_packet(echo_ip(), far)]);
+        assert_eq!(&h.take_bytes(0)[0][..6], &B_MAC.0);
+        assert_eq!(h.stats().get("off_subnet"), Some(3));
+    }
+
+    #[test]
+    fn stats_and_table_handlers() {
+        let mut h = a_querier();
+        h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
+        assert_eq!(
+            h.read_handler("stats").unwrap(),
+            "0 packets killed\n1 ARP queries sent\n"
+        );
+        assert!(h.read_handler("table").unwrap().starts_with("10.0.0.2 0 "));
+    }
+
+    #[test]
     fn without_a_prefix_only_asked_addresses_are_learnt() {
         // IP without a prefix length: no subnet to check, so requests for
         // us make no entries; answers to our queries still resolve.
@@ -1372,7 +1490,7 @@ mod tests {
 
     #[test]
     fn queries_are_limited_per_interface() {
-        let mut h = querier("10.0.0.1/16, 52:54:00:aa:00:01, QUERY_RATE 5", 2);
+        let mut h = querier("10.0.0.1/16, 52:54:00:aa:00:01, QUERY_RATE 5, RETRIES 2", 2);
         h.push_packets(
             0,
             (0..20u32).map(|i| ip_packet(echo_ip(), Ipv4Addr::from_bits(0x0a00_0100 + i))),
@@ -1649,9 +1767,9 @@ mod tests {
         assert!(out.iter().all(|f| f[..14] == A_ECHO_B[..14]));
         let s = b.stats();
         assert_eq!((s.get("held"), s.get("drops")), (Some(0), Some(0)));
-        // Nothing held: no more rechecks, only the retry timer is left.
-        assert_eq!(b.timers(), [T0 + SEC]);
-        b.advance_to(T0 + SEC);
+        // Nothing held: no more rechecks, only the give-up timer is left.
+        assert_eq!(b.timers(), [T0 + 2 * SEC]);
+        b.advance_to(T0 + 2 * SEC);
         assert!(
             b.take_bytes(1).is_empty(),
             "no retry for a resolved address"

@@ -8,9 +8,10 @@
 //! row went unanswered; a total of CAPACITY packets may wait, and when a
 //! packet would exceed it the oldest waiting packets are dropped until only
 //! `CAPACITY - CAPACITY / CAPACITY_SLIM_FACTOR` remain. bricks adds what
-//! Linux's neighbour table does and Click does not: a query is retried
-//! every second while packets wait, and after RETRIES unanswered retries
-//! the waiting packets are dropped; the table is bounded (ENTRY_CAPACITY,
+//! Linux's neighbour table does and Click does not: waiting packets are
+//! dropped after RETRIES unanswered retries, a second apart (none by
+//! default: as Click, only packets send queries), a retry being skipped
+//! while packets send queries of their own; the table is bounded (ENTRY_CAPACITY,
 //! 4096 entries by default; Linux's `gc_thresh3` is 1024), unresolved
 //! entries are evicted before resolved ones, oldest first; and queries
 //! leave each interface at a bounded rate (QUERY_RATE), whatever the
@@ -465,6 +466,11 @@ pub enum Learn {
     /// Confirm a Known entry whose Ethernet address is unchanged, nothing
     /// else (a broadcast frame: it may have come from another interface).
     Refresh,
+    /// Resolve a Pending entry, or confirm a Known one whose Ethernet
+    /// address is unchanged: a reply to our own query for an address
+    /// outside the interface's subnet (a next hop the routes chose; Click
+    /// learns these), which may not change what is already known.
+    Answer,
 }
 
 /// Entries the shared table made room for, and how often it rebuilt its
@@ -785,7 +791,7 @@ impl Neighbours {
                 match (m.state, how) {
                     (State::Static, _) => return Err(Refusal::Static),
                     (State::Pending, Learn::Refresh) => return Err(Refusal::Unsolicited),
-                    (State::Known, Learn::Refresh) if m.eth != eth => {
+                    (State::Known, Learn::Refresh | Learn::Answer) if m.eth != eth => {
                         return Err(Refusal::Unsolicited)
                     }
                     (State::Pending, _) => {
@@ -972,7 +978,9 @@ impl Default for Limits {
             slim_factor: 2,
             timeout: 300 * SEC,
             poll_timeout: 60 * SEC,
-            retries: 2,
+            // Click sends queries only as packets come (its tests count
+            // them); retries are asked for with RETRIES.
+            retries: 0,
             query_rate: DEFAULT_QUERY_RATE,
         }
     }
@@ -1188,7 +1196,14 @@ impl ArpTable {
     pub fn hold(&mut self, ip: Ipv4Addr, p: Packet, now: u64) -> Hold {
         let key = ip.to_bits();
         if let std::collections::hash_map::Entry::Vacant(v) = self.waiting.entry(key) {
-            let retry_at = now.saturating_add(RETRY_INTERVAL);
+            // Without retries nothing is sent at retry_at: the packets
+            // are given up when the Pending entry would go (two seconds).
+            let first = if self.limits.retries == 0 {
+                2 * RETRY_INTERVAL
+            } else {
+                RETRY_INTERVAL
+            };
+            let retry_at = now.saturating_add(first);
             v.insert(Waiting {
                 since: now,
                 tries: 0,
@@ -1456,6 +1471,26 @@ impl ArpTable {
                 self.waiting.remove(&key);
                 continue;
             }
+            // Click sends queries only as packets come, at most 10 a
+            // second; a retry is for when packets stopped coming. If a
+            // packet sent a query within the last interval, this one is
+            // skipped, not counted, and the next interval looked at.
+            let polled_at = {
+                let snap = self.shared.snapshot();
+                snap.0
+                    .find(key)
+                    .map_or(NEVER, |(slot, _)| slot.polled_at.load(Ordering::Relaxed))
+            };
+            if polled_at != NEVER
+                && polled_at <= now
+                && now - polled_at < RETRY_INTERVAL
+                && w.tries == 0
+            {
+                let at = now.saturating_add(RETRY_INTERVAL);
+                w.retry_at = at;
+                self.retries.push(Reverse((at, key)));
+                continue;
+            }
             w.tries += 1;
             let at = now.saturating_add(RETRY_INTERVAL);
             w.retry_at = at;
@@ -1575,6 +1610,55 @@ mod tests {
 
     fn pkt(tag: u8) -> Packet {
         Packet::from_slice(&[tag]).unwrap()
+    }
+
+    /// Click's defaults with bricks' retries asked for.
+    const RETRY2: Limits = Limits {
+        capacity: 2048,
+        entry_capacity: DEFAULT_ENTRY_CAPACITY,
+        entry_packet_capacity: 0,
+        slim_factor: 2,
+        timeout: 300 * SEC,
+        poll_timeout: 60 * SEC,
+        retries: 2,
+        query_rate: DEFAULT_QUERY_RATE,
+    };
+
+    #[test]
+    fn no_timer_queries_by_default() {
+        let mut t = table(Limits::default());
+        let t0 = 100 * SEC;
+        assert!(matches!(
+            t.hold(IP, pkt(1), t0),
+            Hold::Queued { query: true, .. }
+        ));
+        // As Click: no query but the packets' own; the held packet is
+        // given up two seconds later.
+        let w = t.run_timer(t0 + SEC);
+        assert!(w.queries.is_empty());
+        assert_eq!(t.held(), 1);
+        let w = t.run_timer(t0 + 2 * SEC);
+        assert!(w.queries.is_empty());
+        assert_eq!(t.held(), 0);
+        assert_eq!(t.drops().no_reply, 1);
+    }
+
+    #[test]
+    fn a_retry_waits_while_packets_query() {
+        let mut t = table(RETRY2);
+        let t0 = 100 * SEC;
+        t.hold(IP, pkt(1), t0);
+        // A packet 0.25 s later sends its own query; the retry at 1 s is
+        // skipped, the one at 2 s is sent.
+        assert!(matches!(
+            t.hold(IP, pkt(2), t0 + SEC / 4),
+            Hold::Queued { query: true, .. }
+        ));
+        let w = t.run_timer(t0 + SEC);
+        assert!(w.queries.is_empty());
+        assert_eq!(w.next_retry, Some(t0 + 2 * SEC));
+        assert_eq!(t.run_timer(t0 + 2 * SEC).queries, [IP]);
+        assert_eq!(t.held(), 2);
     }
 
     fn table(limits: Limits) -> ArpTable {
@@ -1823,7 +1907,7 @@ mod tests {
 
     #[test]
     fn retries_then_gives_up() {
-        let mut t = table(Limits::default());
+        let mut t = table(RETRY2);
         let t0 = 100 * SEC;
         let Hold::Queued { retry_at, .. } = t.hold(IP, pkt(1), t0) else {
             panic!()
@@ -1841,7 +1925,7 @@ mod tests {
         assert_eq!(t.held(), 0);
         assert_eq!(t.state(IP), Some(State::Pending));
         // The Pending entry goes once nothing wants it any more.
-        t.run_timer(t0 + 2 * SEC + Limits::default().pending_life() + 1);
+        t.run_timer(t0 + 2 * SEC + RETRY2.pending_life() + 1);
         assert_eq!(t.state(IP), None);
     }
 
@@ -1976,7 +2060,7 @@ mod tests {
 
     #[test]
     fn workers_share_the_query_rate_limit() {
-        let (mut a, mut b) = two_workers(Limits::default());
+        let (mut a, mut b) = two_workers(RETRY2);
         let t0 = 10 * SEC;
         let q = |h: Hold| matches!(h, Hold::Queued { query: true, .. });
         assert!(q(a.hold(IP, pkt(1), t0)));

@@ -6,8 +6,8 @@
 //! It is on the IPv4 forwarding fast path, so it does nothing else.
 
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
-    Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
+    PortInfo, Stats,
 };
 use bricks_wire::ethernet::{EthernetAddress, HEADER_LEN};
 
@@ -142,6 +142,33 @@ impl Element for EtherEncap {
         }
         Ok(())
     }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        let h = &self.header;
+        // Click prints EtherType in decimal and addresses with dashes
+        // (`EtherAddress::unparse`).
+        let dashed = |a: &[u8]| {
+            a.iter()
+                .map(|b| format!("{b:02X}"))
+                .collect::<Vec<_>>()
+                .join("-")
+        };
+        match handler {
+            "ethertype" => Some(u16::from_be_bytes([h[12], h[13]]).to_string()),
+            "src" => Some(dashed(&h[6..12])),
+            "dst" => Some(dashed(&h[..6])),
+            _ => None,
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 3] = [
+            Handler::rw("src"),
+            Handler::rw("dst"),
+            Handler::rw("ethertype"),
+        ];
+        &HANDLERS
+    }
 }
 
 #[cfg(test)]
@@ -204,6 +231,9 @@ mod tests {
         h.write_handler("src", "02-00-00-00-00-01").unwrap();
         h.write_handler("ethertype", "0x86dd").unwrap();
         assert!(h.write_handler("ethertype", "0x10000").is_err());
+        assert_eq!(h.read_handler("ethertype").unwrap(), "34525");
+        assert_eq!(h.read_handler("src").unwrap(), "02-00-00-00-00-01");
+        assert_eq!(h.read_handler("dst").unwrap(), "FF-FF-FF-FF-FF-FF");
         assert!(h.write_handler("mtu", "1").is_err());
         h.push_bytes(0, &[]);
         assert_eq!(

@@ -14,6 +14,7 @@
 pub mod arp_querier;
 pub mod arp_responder;
 pub mod arp_table;
+pub mod arp_table_element;
 pub mod ether_encap;
 pub mod ether_rewrite;
 pub mod ether_switch;
@@ -29,6 +30,7 @@ use bricks_element::ElementClass;
 pub static CLASSES: &[&ElementClass] = &[
     &arp_querier::CLASS,
     &arp_responder::CLASS,
+    &arp_table_element::CLASS,
     &ether_encap::CLASS,
     &ether_rewrite::CLASS,
     &host_ether_filter::CLASS,

@@ -29,6 +29,128 @@ pub fn open_reader(path: &Path) -> Result<PcapReader<BufReader<File>>, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// When a packet stamped `ts` is due under TIMING on a trace clock
+/// (`--clock trace`, Click's `--simtime`): the capture's own pace, from
+/// the first packet on. `epoch` remembers the first packet's stamp and the
+/// clock it was replayed at: the clock as it was, or the stamp itself when
+/// the clock is still behind it (a trace clock starting at 0 jumps to the
+/// capture's times; Click's `--simtime` replays them from its start).
+pub(crate) fn trace_due(
+    epoch: &mut Option<(Timestamp, Timestamp)>,
+    ts: Timestamp,
+    now: Timestamp,
+) -> Timestamp {
+    let (t0, n0) = *epoch.get_or_insert((ts, now.max(ts)));
+    Timestamp(n0.0.saturating_add(ts.0.saturating_sub(t0.0)))
+}
+
+/// A time given to FromDump: absolute, or after the first packet's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpTime {
+    /// A capture time, ns since the epoch.
+    At(u64),
+    /// This many ns after the first record's time.
+    After(u64),
+}
+
+/// Which records FromDump emits (Click's START, START_AFTER, END,
+/// END_AFTER, INTERVAL, SAMPLE and FORCE_IP).
+#[derive(Debug, Clone, Default)]
+pub struct RecordFilter {
+    /// Records stamped before this are skipped.
+    pub start: Option<DumpTime>,
+    /// Reading ends at the first record stamped at or after this.
+    pub end: Option<DumpTime>,
+    /// INTERVAL: reading ends this many ns after the start.
+    pub interval: Option<u64>,
+    /// Probability of emitting a record, out of 2^32 (None: all).
+    pub sample: Option<u64>,
+    /// Emit IPv4 packets only, with the IP header annotation set.
+    pub force_ip: bool,
+    /// Records skipped by START, SAMPLE or FORCE_IP.
+    pub skipped: u64,
+    /// The start and end as capture times, fixed at the first record.
+    bounds: Option<(Option<u64>, Option<u64>)>,
+    rng: u64,
+}
+
+impl RecordFilter {
+    /// A filter with these settings.
+    pub fn new(
+        start: Option<DumpTime>,
+        end: Option<DumpTime>,
+        interval: Option<u64>,
+        sample: Option<u64>,
+        force_ip: bool,
+    ) -> RecordFilter {
+        RecordFilter {
+            start,
+            end,
+            interval,
+            sample,
+            force_ip,
+            ..RecordFilter::default()
+        }
+    }
+
+    /// Whether nothing is filtered.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_none()
+            && self.end.is_none()
+            && self.interval.is_none()
+            && self.sample.is_none()
+            && !self.force_ip
+    }
+
+    fn bounds(&mut self, ts: u64) -> (Option<u64>, Option<u64>) {
+        let (start, end, interval) = (self.start, self.end, self.interval);
+        *self.bounds.get_or_insert_with(|| {
+            let at = |t: DumpTime| match t {
+                DumpTime::At(a) => a,
+                DumpTime::After(d) => ts.saturating_add(d),
+            };
+            let s = start.map(at);
+            let e = end
+                .map(at)
+                .or_else(|| interval.map(|i| s.unwrap_or(ts).saturating_add(i)));
+            (s, e)
+        })
+    }
+
+    /// xorshift64*, seeded once; the sample need not be unpredictable.
+    fn random(&mut self) -> u64 {
+        if self.rng == 0 {
+            self.rng = 0x9e37_79b9_7f4a_7c15;
+        }
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32
+    }
+}
+
+/// What the filter says of one record.
+enum Verdict {
+    Emit(Packet),
+    Skip,
+    End,
+}
+
+/// The offset of the IPv4 header in an Ethernet frame (behind at most
+/// one 802.1Q tag), or `None` if the frame does not carry IPv4.
+fn ethernet_ip_offset(d: &[u8]) -> Option<usize> {
+    let mut off = 12;
+    let mut ty = u16::from_be_bytes([*d.get(off)?, *d.get(off + 1)?]);
+    if ty == 0x8100 || ty == 0x88a8 {
+        off += 4;
+        ty = u16::from_be_bytes([*d.get(off)?, *d.get(off + 1)?]);
+    }
+    let ip = off + 2;
+    (ty == 0x0800 && d.get(ip).is_some_and(|&v| v >> 4 == 4)).then_some(ip)
+}
+
 /// Reads packets from a capture into batches.
 pub struct CaptureSource {
     path: PathBuf,
@@ -38,8 +160,12 @@ pub struct CaptureSource {
     timing: bool,
     /// First packet's capture time and when it was replayed.
     epoch: Option<(Timestamp, Instant)>,
+    /// The same on a trace clock.
+    trace_epoch: Option<(Timestamp, Timestamp)>,
     /// A packet read but not yet due (TIMING).
     pending: Option<Packet>,
+    /// Which records are emitted (FromDump's keywords).
+    pub filter: RecordFilter,
     /// Packets emitted.
     pub count: u64,
     /// Records too large for a packet buffer.
@@ -58,7 +184,9 @@ impl CaptureSource {
             reader: Some(reader),
             timing,
             epoch: None,
+            trace_epoch: None,
             pending: None,
+            filter: RecordFilter::default(),
             count: 0,
             oversized: 0,
             done: false,
@@ -83,7 +211,14 @@ impl CaptureSource {
                     } else {
                         set_packet_type(&mut p);
                     }
-                    return Some(p);
+                    if self.filter.is_empty() {
+                        return Some(p);
+                    }
+                    match Self::judge(&mut self.filter, p, self.linktype.is_ip()) {
+                        Verdict::Emit(p) => return Some(p),
+                        Verdict::Skip => self.filter.skipped += 1,
+                        Verdict::End => break,
+                    }
                 }
                 Ok(Some(Record::Oversized { .. })) => self.oversized += 1,
                 Ok(None) => break,
@@ -95,6 +230,31 @@ impl CaptureSource {
         }
         self.reader = None;
         None
+    }
+
+    /// Applies START, END, SAMPLE and FORCE_IP to one record, in Click's
+    /// order.
+    fn judge(f: &mut RecordFilter, mut p: Packet, is_ip: bool) -> Verdict {
+        let ts = p.anno().timestamp.0;
+        let (start, end) = f.bounds(ts);
+        if start.is_some_and(|s| ts < s) {
+            return Verdict::Skip;
+        }
+        if end.is_some_and(|e| ts >= e) {
+            return Verdict::End;
+        }
+        if let Some(prob) = f.sample {
+            if f.random() >= prob {
+                return Verdict::Skip;
+            }
+        }
+        if f.force_ip && !is_ip {
+            match ethernet_ip_offset(p.data()) {
+                Some(off) => p.set_network_header(off),
+                None => return Verdict::Skip,
+            }
+        }
+        Verdict::Emit(p)
     }
 
     /// Whether `p` is due now under TIMING; remembers it if not.
@@ -117,12 +277,18 @@ impl CaptureSource {
                 break;
             };
             let ts = p.anno().timestamp;
-            if cx.trace_clock() && ts > cx.now() {
-                self.pending = Some(p);
-                cx.schedule_at(ts);
-                break;
-            }
-            if !self.due(&p) {
+            if cx.trace_clock() {
+                let at = if self.timing {
+                    trace_due(&mut self.trace_epoch, ts, cx.now())
+                } else {
+                    ts
+                };
+                if at > cx.now() {
+                    self.pending = Some(p);
+                    cx.schedule_at(at);
+                    break;
+                }
+            } else if !self.due(&p) {
                 self.pending = Some(p);
                 break;
             }
@@ -266,5 +432,70 @@ impl CaptureSink {
         if let Err(e) = r {
             cx.report_error(format!("{}: {e}", self.path.display()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The start of an Ethernet frame carrying IPv4 (version/IHL 0x45).
+    const ETH_IP: [u8; 15] = [
+        0, 0, 0xc0, 0x3b, 0x71, 0xef, 0, 0x20, 0x6a, 0x12, 0x34, 0x56, 0x08, 0x00, 0x45,
+    ];
+
+    #[test]
+    fn force_ip_finds_ipv4_behind_ethernet_and_one_tag() {
+        assert_eq!(ethernet_ip_offset(&ETH_IP), Some(14));
+        let tagged = [&ETH_IP[..12], &[0x81, 0x00, 0x00, 0x05], &ETH_IP[12..]].concat();
+        assert_eq!(ethernet_ip_offset(&tagged), Some(18));
+        let mut v6 = ETH_IP;
+        v6[14] = 0x60;
+        assert_eq!(ethernet_ip_offset(&v6), None);
+        let mut arp = ETH_IP;
+        arp[13] = 0x06;
+        assert_eq!(ethernet_ip_offset(&arp), None);
+        // Truncated frames: no panic.
+        for n in 0..ETH_IP.len() {
+            assert_eq!(ethernet_ip_offset(&ETH_IP[..n]), None);
+        }
+    }
+
+    #[test]
+    fn time_bounds_are_fixed_at_the_first_record() {
+        let mut f = RecordFilter::new(Some(DumpTime::After(100)), None, Some(50), None, false);
+        assert_eq!(f.bounds(1000), (Some(1100), Some(1150)));
+        assert_eq!(f.bounds(5000), (Some(1100), Some(1150)));
+        let mut f = RecordFilter::new(None, Some(DumpTime::At(7)), None, None, false);
+        assert_eq!(f.bounds(1000), (None, Some(7)));
+    }
+
+    #[test]
+    fn trace_timing_replays_offsets() {
+        let mut e = None;
+        // Clock behind the capture: the capture's own times.
+        assert_eq!(
+            trace_due(&mut e, Timestamp(500), Timestamp(0)),
+            Timestamp(500)
+        );
+        assert_eq!(
+            trace_due(&mut e, Timestamp(700), Timestamp(0)),
+            Timestamp(700)
+        );
+        // Clock ahead (Click's --simtime): offsets from the clock.
+        let mut e = None;
+        assert_eq!(
+            trace_due(&mut e, Timestamp(5), Timestamp(1000)),
+            Timestamp(1000)
+        );
+        assert_eq!(
+            trace_due(&mut e, Timestamp(15), Timestamp(1000)),
+            Timestamp(1010)
+        );
+        // A record stamped before the first waits for nothing.
+        assert_eq!(
+            trace_due(&mut e, Timestamp(1), Timestamp(1000)),
+            Timestamp(1000)
+        );
     }
 }

@@ -29,7 +29,7 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "generates ICMP error packets",
     synopsis: "ICMPError(SRC, TYPE [, CODE, BADADDRS, KEYWORDS MTU, PMTU, SET_FIX_ANNO, \
-        RATELIMIT, RATE, BURST, DEST_RATE, DEST_BURST])",
+        USE_FIX_ANNO, RATELIMIT, RATE, BURST, DEST_RATE, DEST_BURST])",
     description: "For each incoming IP packet (network header annotation set), emits \
         an ICMP error of type TYPE and code CODE addressed to the packet's source, and \
         consumes the packet. TYPE is a number or one of `unreachable` (3), \
@@ -52,7 +52,10 @@ static MANUAL: Manual = Manual {
         chose. The error's destination annotation is the original source, its network \
         header annotation is set, and its fix_ip_src annotation is set (unless \
         SET_FIX_ANNO is false) so that FixIPSrc gives it the outgoing interface's \
-        address.\n\n\
+        address. A datagram with a loose or strict source route gets its error back \
+        along the route it came: the error carries the route's visited hops, last \
+        first, as the same kind of option (RFC 1812 section 4.3.2.6, as Click), except \
+        when the parameter problem is in the route itself.\n\n\
         As RFC 1812 section 4.3.2.7 requires, no error is sent about an ICMP error (any \
         ICMP type but the echo, router discovery, timestamp, information and address \
         mask queries and replies), a fragment other than the first, a link-level \
@@ -121,6 +124,12 @@ static MANUAL: Manual = Manual {
             ty: "boolean",
             default: Some("true"),
             doc: "whether to set the fix_ip_src annotation on the errors",
+        },
+        Keyword {
+            name: "USE_FIX_ANNO",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "SET_FIX_ANNO under the name Click's manual gives it",
         },
         Keyword {
             name: "RATELIMIT",
@@ -480,7 +489,16 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let bad_addrs: AddressList = args.read_p("BADADDRS")?.unwrap_or_default();
     let mtu: usize = args.read("MTU")?.unwrap_or(576);
     let pmtu: u16 = args.read("PMTU")?.unwrap_or(0);
-    let set_fix_anno: bool = args.read("SET_FIX_ANNO")?.unwrap_or(true);
+    // Click's code reads SET_FIX_ANNO, its manual says USE_FIX_ANNO: both.
+    let set_fix_anno: Option<bool> = args.read("SET_FIX_ANNO")?;
+    let use_fix_anno: Option<bool> = args.read("USE_FIX_ANNO")?;
+    if set_fix_anno.is_some() && use_fix_anno.is_some() {
+        return Err(
+            ArgError::new("SET_FIX_ANNO and USE_FIX_ANNO are the same keyword")
+                .with_help("give one of them"),
+        );
+    }
+    let set_fix_anno = set_fix_anno.or(use_fix_anno).unwrap_or(true);
     let ratelimit: bool = args.read("RATELIMIT")?.unwrap_or(true);
     let rate: u32 = args.read("RATE")?.unwrap_or(1000);
     let burst: u32 = args.read("BURST")?.unwrap_or(50);
@@ -556,6 +574,56 @@ fn has_source_route(options: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// The first loose or strict source route option of `ip`'s options, as
+/// Click's `valid_source_route` finds it: its offset in `ip` and its
+/// length, when its pointer is a multiple of 4, at least 4 and at most one
+/// past its end. Options are walked within `hlen` only.
+fn source_route(ip: &[u8], hlen: usize) -> Option<(usize, usize)> {
+    let mut i = 20;
+    while i < hlen {
+        match ip[i] {
+            IPOPT_EOL => return None,
+            IPOPT_NOP => i += 1,
+            kind => {
+                let len = usize::from(*ip.get(i + 1)?);
+                if len < 2 || i + len > hlen {
+                    return None;
+                }
+                if matches!(kind, IPOPT_LSRR | IPOPT_SSRR) && len >= 3 {
+                    let ptr = usize::from(ip[i + 2]);
+                    if ptr >= 4 && ptr % 4 == 0 && ptr <= len + 1 {
+                        return Some((i, len));
+                    }
+                }
+                i += len;
+            }
+        }
+    }
+    None
+}
+
+/// The source route to return along (RFC 1812 section 4.3.2.6): the hops
+/// the datagram has visited, last first, with the pointer at the first,
+/// padded with End of Option List to a multiple of 4. Returns the options
+/// and their padded length. As Click's ICMPError.
+fn reversed_route(ip: &[u8], at: usize, len: usize, out: &mut [u8; 40]) -> usize {
+    let opt = &ip[at..at + len];
+    // The pointer is one past the visited addresses (1-based), at most
+    // len + 1, so `visited` ends within the option.
+    let visited = (usize::from(opt[2]) - 4) / 4;
+    let olen = 3 + 4 * visited;
+    out[0] = opt[0];
+    out[1] = olen as u8;
+    out[2] = 4;
+    for k in 0..visited {
+        let from = 3 + 4 * (visited - 1 - k);
+        out[3 + 4 * k..7 + 4 * k].copy_from_slice(&opt[from..from + 4]);
+    }
+    let padded = (olen + 3) & !3;
+    out[olen..padded].fill(IPOPT_EOL);
+    padded
 }
 
 /// Generates ICMP errors.
@@ -642,8 +710,31 @@ impl ICMPError {
         } else {
             ip.len()
         };
-        let quote = datagram.min(self.mtu - 28);
-        let len = 28 + quote;
+        // The error goes back along the source route, reversed, unless
+        // the parameter problem is in the route itself (RFC 1812 section
+        // 4.3.2.6), or the route would leave no room under MTU for the
+        // quoted header and 8 octets.
+        let mut options = [0u8; 40];
+        let olen = match source_route(ip, hlen) {
+            Some((at, rlen))
+                if !(self.icmp_type == PARAMETER_PROBLEM
+                    && self.code == 0
+                    && p.anno()
+                        .param_off
+                        .is_some_and(|o| (at..at + rlen).contains(&usize::from(o)))) =>
+            {
+                let n = reversed_route(ip, at, rlen, &mut options);
+                if 28 + n + 28 <= self.mtu {
+                    n
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        };
+        let ihl = 20 + olen;
+        let quote = datagram.min(self.mtu - 8 - ihl);
+        let len = ihl + 8 + quote;
 
         let mut q = Packet::new();
         if q.put_back(len).is_err() {
@@ -657,7 +748,7 @@ impl ICMPError {
             0xc0
         };
         let d = q.data_mut();
-        d[0] = 0x45;
+        d[0] = 0x40 | (ihl / 4) as u8;
         d[1] = tos;
         d[2..4].copy_from_slice(&(len as u16).to_be_bytes());
         d[4..6].copy_from_slice(&self.ident.to_be_bytes());
@@ -667,10 +758,11 @@ impl ICMPError {
         d[10..12].fill(0);
         d[12..16].copy_from_slice(&self.src);
         d[16..20].copy_from_slice(&ip[12..16]);
-        let sum = !checksum::data(&d[..20]);
+        d[20..ihl].copy_from_slice(&options[..olen]);
+        let sum = !checksum::data(&d[..ihl]);
         d[10..12].copy_from_slice(&sum.to_be_bytes());
 
-        let icmp = &mut d[20..];
+        let icmp = &mut d[ihl..];
         icmp[0] = self.icmp_type;
         icmp[1] = self.code;
         icmp[2..8].fill(0);
@@ -886,6 +978,84 @@ mod tests {
         assert_eq!(&icmp[4..8], &[22, 0, 0, 0]);
     }
 
+    /// A TCP segment from 18.26.4.44 to 10.0.0.8 with a strict source
+    /// route that has visited 128.4.45.60 and 128.4.49.61 and has 1.2.3.4
+    /// and 5.6.7.8 to go (pointer 12), as in Click's
+    /// ICMPError-sourceroute-01 test.
+    fn source_routed() -> Vec<u8> {
+        let mut d = vec![
+            0x4a, 0x00, 0x00, 0x3c, 0x00, 0x00, 0x00, 0x00, 0x01, 0x06, 0x00, 0x00, 18, 26, 4, 44,
+            10, 0, 0, 8, // IP header
+            0x89, 19, 12, 128, 4, 45, 60, 128, 4, 49, 61, 1, 2, 3, 4, 5, 6, 7, 8,
+            0x00, // SSRR
+            0x00, 0x14, 0x00, 0x50, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x10, 0, 0, 0, 0, 0, 0,
+        ];
+        fix_ip_checksum(&mut d);
+        d
+    }
+
+    #[test]
+    fn error_returns_along_the_reversed_source_route() {
+        let orig = source_routed();
+        let e = one("19.19.19.19, timeexceeded", packet(&orig)).unwrap();
+        assert_eq!(e[0], 0x48, "a 32-byte header");
+        assert!(ip_checksum_ok(&e));
+        assert_eq!(
+            &e[20..32],
+            &[0x89, 11, 4, 128, 4, 49, 61, 128, 4, 45, 60, 0x00]
+        );
+        assert_eq!(usize::from(be16(&e, 2)), e.len());
+        assert_eq!(e.len(), 32 + 8 + orig.len());
+        assert_eq!(&e[40..], &orig[..]);
+        assert_eq!(checksum::data(&e[32..]), 0xffff, "ICMP checksum");
+        // Nothing visited yet: an empty route, pointer 4.
+        let mut fresh = orig.clone();
+        fresh[22] = 4;
+        fix_ip_checksum(&mut fresh);
+        let e = one("19.19.19.19, timeexceeded", packet(&fresh)).unwrap();
+        assert_eq!(&e[..1], &[0x46]);
+        assert_eq!(&e[20..24], &[0x89, 3, 4, 0]);
+    }
+
+    #[test]
+    fn route_is_left_out_when_the_problem_is_in_it_or_malformed() {
+        let orig = source_routed();
+        let mut p = packet(&orig);
+        p.anno_mut().param_off = Some(22);
+        let e = one("19.19.19.19, parameterproblem", p).unwrap();
+        assert_eq!(e[0], 0x45);
+        // A pointer beyond the option, or not a multiple of 4: no route.
+        for bad in [24u8, 13, 0] {
+            let mut d = orig.clone();
+            d[22] = bad;
+            fix_ip_checksum(&mut d);
+            let e = one("19.19.19.19, timeexceeded", packet(&d)).unwrap();
+            assert_eq!(e[0], 0x45, "pointer {bad}");
+        }
+        // An option length running past the header: no route, no panic.
+        let mut d = orig.clone();
+        d[21] = 40;
+        fix_ip_checksum(&mut d);
+        let e = one("19.19.19.19, timeexceeded", packet(&d)).unwrap();
+        assert_eq!(e[0], 0x45);
+        // Too small an MTU for the route: the error goes without it.
+        let e = one("19.19.19.19, timeexceeded, MTU 60", packet(&orig)).unwrap();
+        assert_eq!((e[0], e.len()), (0x45, 60));
+    }
+
+    #[test]
+    fn use_fix_anno_is_set_fix_anno() {
+        let mut h = Harness::push(&CLASS, "18.26.4.24, 11, USE_FIX_ANNO false", 1, 1);
+        h.push_packets(0, [packet(&echo_request())]);
+        assert!(!h.take(0)[0].anno().fix_ip_src);
+        assert!(make_element(
+            &CLASS,
+            "1.2.3.4, 11, USE_FIX_ANNO false, SET_FIX_ANNO true",
+            &PortInfo::default()
+        )
+        .is_err());
+    }
+
     #[test]
     fn redirect_carries_gateway() {
         let orig = echo_request();
@@ -993,9 +1163,11 @@ mod tests {
             one("18.26.4.24, redirect, host", packet(&v)),
             Err(Suppressed::SourceRouted)
         );
-        // Other errors about it are sent, quoting the options.
+        // Other errors about it are sent, quoting the options, with the
+        // route reversed (nothing visited yet: empty, pointer 4).
         let e = one("18.26.4.24, timeexceeded", packet(&v)).unwrap();
-        assert_eq!(&e[28..], &v[..]);
+        assert_eq!(&e[20..24], &[131, 3, 4, 0]);
+        assert_eq!(&e[32..], &v[..]);
     }
 
     #[test]

@@ -19,9 +19,8 @@ pub static CLASS: ElementClass = ElementClass {
     make,
 };
 
-/// The smallest MTU an IPv4 link may have: every module must forward a
-/// 68-octet datagram without fragmenting it (RFC 791 section 3.2).
-const MIN_MTU: usize = 68;
+/// Click's floor: below this no fragment carries an 8-octet data unit.
+const MIN_FRAGMENT_MTU: usize = 8;
 
 static MANUAL: Manual = Manual {
     summary: "fragments IP packets larger than the MTU",
@@ -46,8 +45,9 @@ static MANUAL: Manual = Manual {
             name: "MTU",
             ty: "unsigned integer",
             default: None,
-            doc: "largest IP packet, header included, that leaves output 0; at least 68 \
-                (RFC 791)",
+            doc: "largest IP packet, header included, that leaves output 0; at least 8; \
+                below 68, RFC 791's least link MTU, is no real link but is accepted, as \
+                Click accepts it (for tests)",
         },
         Keyword {
             name: "HONOR_DF",
@@ -94,9 +94,14 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let honor_df: bool = args.read_p("HONOR_DF")?.unwrap_or(true);
     let _verbose: Option<bool> = args.read_p("VERBOSE")?;
     let _headroom: Option<usize> = args.read("HEADROOM")?;
-    if mtu < MIN_MTU {
-        return Err(ArgError::new(format!("MTU {mtu} is below {MIN_MTU}"))
-            .with_help("RFC 791: every IPv4 link carries 68-byte datagrams unfragmented"));
+    // Click refuses only an MTU below 8 (one fragment must carry at least
+    // one 8-octet unit) and says nothing about one below 68; its tests
+    // fragment at 40 and compare standard error, so no warning here.
+    if mtu < MIN_FRAGMENT_MTU {
+        return Err(
+            ArgError::new(format!("MTU {mtu} is below {MIN_FRAGMENT_MTU}"))
+                .with_help("a fragment must carry at least one 8-octet unit"),
+        );
     }
     Ok(Box::new(IPFragmenter {
         mtu,
@@ -169,6 +174,11 @@ pub(crate) fn fragment_datagram(
     if orig_off * 8 + payload.len() > 0xffff {
         return None;
     }
+    // Each fragment must carry at least one 8-octet unit, or the loop
+    // below would never end.
+    if mtu.saturating_sub(hlen) < 8 {
+        return None;
+    }
 
     let mut first = [0u8; 60];
     first[..hlen].copy_from_slice(&datagram[..hlen]);
@@ -192,7 +202,7 @@ pub(crate) fn fragment_datagram(
             (&mut later, later_hlen)
         };
         // Every fragment but the last carries a multiple of 8 bytes.
-        let room = (mtu - hl) & !7;
+        let room = (mtu.saturating_sub(hl)) & !7;
         let dlen = room.min(payload.len() - off);
         let more = off + dlen < payload.len() || orig_mf;
         let field = reserved | if more { 0x2000 } else { 0 } | (orig_off + off / 8) as u16;
@@ -260,7 +270,10 @@ impl IPFragmenter {
             return Outcome::Forward(p);
         }
         let df = ip[6] & 0x40 != 0;
-        if df && self.honor_df {
+        // As Click: a header that leaves no room for 8 data octets under
+        // the MTU is refused like a Don't Fragment packet.
+        let no_room = self.mtu < hlen + 8;
+        if (df && self.honor_df) || no_room {
             self.too_big_df += 1;
             p.anno_mut().mtu = self.mtu.min(usize::from(u16::MAX)) as u16;
             if self.has_reject {
@@ -636,15 +649,55 @@ mod tests {
         assert!(h.pull(0, 3).is_empty());
     }
 
+    /// A datagram with a 4-octet option whose copied flag is clear,
+    /// fragmented at an MTU of 40 (below 68, as Click's tests do).
+    #[test]
+    fn small_mtu_with_option() {
+        let orig: [u8; 44] = [
+            0x46, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00, 0x64, 0x06, 0x34, 0x82, 0x12, 0x1a,
+            0x04, 0x2c, 0x0a, 0x00, 0x00, 0x04, 0x01, 0x01, 0x00, 0x00, 0x00, 0x1e, 0x00, 0x28,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x50, 0x00, 0x00, 0x00, 0x8f, 0x55,
+            0x00, 0x00,
+        ];
+        let mut frags = Vec::new();
+        let n = fragment_datagram(&orig, 40, None, |h, p| frags.push([h, p].concat())).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(frags[0].len(), 40);
+        assert_eq!(&frags[0][..8], &[0x46, 0, 0, 0x28, 0, 0, 0x20, 0]);
+        assert_eq!(
+            frags[1],
+            [
+                0x45, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00, 0x02, 0x64, 0x06, 0x36, 0x95, 0x12, 0x1a,
+                0x04, 0x2c, 0x0a, 0x00, 0x00, 0x04, 0x8f, 0x55, 0x00, 0x00
+            ]
+        );
+    }
+
+    /// A 60-octet header leaves no room under an MTU of 40: nothing is
+    /// emitted and nothing loops.
+    #[test]
+    fn mtu_below_header() {
+        let mut big = vec![0u8; 100];
+        big[0] = 0x4f;
+        big[2..4].copy_from_slice(&100u16.to_be_bytes());
+        big[8] = 64;
+        assert!(fragment_datagram(&big, 40, None, |_, _| panic!("emitted")).is_none());
+        assert!(fragment_datagram(&big, 67, None, |_, _| panic!("emitted")).is_none());
+        let mut frags = Vec::new();
+        fragment_datagram(&big, 68, None, |h, p| frags.push([h, p].concat())).unwrap();
+        assert_eq!(frags.len(), 2, "8 octets after the options, then 32");
+    }
+
     #[test]
     fn arguments() {
         let ports = PortInfo::default();
         assert!(make_element(&CLASS, "", &ports)
             .unwrap_err()
             .contains("MTU"));
-        assert!(make_element(&CLASS, "67", &ports)
+        assert!(make_element(&CLASS, "7", &ports)
             .unwrap_err()
-            .contains("below 68"));
+            .contains("below 8"));
+        assert!(make_element(&CLASS, "40", &ports).is_ok());
         assert!(make_element(&CLASS, "68, HONOR_DF false, VERBOSE true", &ports).is_ok());
     }
 }

@@ -12,7 +12,8 @@
 use super::table::{self, RouteTable};
 use crate::qos::memrefs::{self, MemCount};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+    Stats,
 };
 use bricks_lpm::source::RoutePrefix;
 use bricks_lpm::{
@@ -83,7 +84,11 @@ macro_rules! description {
     packet leaves on the route's output. Packets that match no route are dropped and \
     counted.\n\nThe table is shared by every worker and can change while traffic \
     flows: write `add ROUTE` or `set ROUTE` to add or replace a route, `remove \
-    PREFIX` to withdraw one. Lookups never lock and never see a half-updated entry."
+    PREFIX` to withdraw one, or to `ctrl` several `add`, `set` and `remove` commands, \
+    one a line, all checked before any is applied (IPv4 tables). The `lookup ADDR` read \
+    handler gives the output and gateway for ADDR, -1 for none. A route's destination \
+    may be a bare address, a host route, as in Click. Lookups never lock and never see \
+    a half-updated entry."
     };
 }
 
@@ -412,6 +417,27 @@ impl<const M: bool> Element for IpRouteLookup<M> {
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         self.t.table.handle(handler, value)
+    }
+
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        _cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        (handler == "lookup" && !write).then(|| self.t.table.lookup_text(value))
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 5] = [
+            Handler::w("add"),
+            Handler::w("set"),
+            Handler::w("remove"),
+            Handler::w("ctrl"),
+            Handler::r("lookup"),
+        ];
+        &HANDLERS
     }
 }
 

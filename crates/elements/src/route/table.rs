@@ -42,10 +42,27 @@ impl core::fmt::Display for RouteError {
     }
 }
 
+/// A route argument whose destination is a bare address (`10.0.0.1 2`, or
+/// an AddressInfo name read as one) rewritten as the host route Click
+/// reads it as (`10.0.0.1/32 2`); `None` for anything else. Route files
+/// still need a prefix length.
+fn host_route(text: &str) -> Option<String> {
+    let t = text.trim_start();
+    let end = t.find(|c: char| c.is_ascii_whitespace()).unwrap_or(t.len());
+    let (dst, rest) = t.split_at(end);
+    let len = match dst.parse::<std::net::IpAddr>().ok()? {
+        std::net::IpAddr::V4(_) => 32,
+        std::net::IpAddr::V6(_) => 128,
+    };
+    Some(format!("{dst}/{len}{rest}"))
+}
+
 /// Parses routes written in Click's syntax, one per argument.
 pub fn parse_routes(texts: &[(&str, bricks_config::Span)]) -> Result<Vec<Route>, ArgError> {
     let mut routes = Vec::new();
     for (text, span) in texts {
+        let host = host_route(text);
+        let text: &str = host.as_deref().unwrap_or(text);
         match source::text::parse_line(text) {
             Ok(Some(r)) => routes.push(r),
             Ok(None) => {}
@@ -219,8 +236,60 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                     None => Err(format!("{value}: no such route")),
                 }
             }
-            _ => Err(format!("no write handler `{handler}` (add, set, remove)")),
+            // Click's `ctrl`: one `add`, `set` or `remove` command a line.
+            // Every line is checked before any is applied, so a mistake
+            // changes nothing.
+            "ctrl" => {
+                let mut cmds = Vec::new();
+                for (n, line) in value.lines().enumerate() {
+                    let line = line.trim();
+                    if line.is_empty() || line.starts_with('#') {
+                        continue;
+                    }
+                    let (cmd, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+                    let rest = rest.trim();
+                    let ok = match cmd {
+                        "add" | "set" => host_route(rest)
+                            .as_deref()
+                            .map_or_else(|| parse_one(rest), parse_one)
+                            .map(|_| ()),
+                        "remove" => parse_prefix(rest).map(|_| ()),
+                        _ => Err(format!("unknown command `{cmd}` (add, set, remove)")),
+                    };
+                    ok.map_err(|e| format!("line {}: {e}", n + 1))?;
+                    cmds.push((cmd, rest));
+                }
+                for (cmd, rest) in cmds {
+                    self.handle(cmd, rest)?;
+                }
+                Ok(())
+            }
+            _ => Err(format!(
+                "no write handler `{handler}` (add, set, remove, ctrl)"
+            )),
         }
+    }
+
+    /// Click's `lookup` read handler: the output for `addr`, followed by
+    /// the gateway if the route has one; -1 when no route matches.
+    pub fn lookup_text(&self, addr: &str) -> Result<String, String> {
+        let a: std::net::Ipv4Addr = addr
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{}` is not an IPv4 address", addr.trim()))?;
+        let groups = self.groups();
+        let Some(group) = self
+            .lpm
+            .lookup(u32::from(a))
+            .and_then(|nh| groups.get(nh.0 as usize))
+        else {
+            return Ok("-1".into());
+        };
+        let hop = &group[0];
+        Ok(match gateway_v4(hop) {
+            Some(gw) => format!("{} {gw}", hop.output),
+            None => hop.output.to_string(),
+        })
     }
 }
 
@@ -305,5 +374,32 @@ pub fn gateway_v4(h: &Hop) -> Option<std::net::Ipv4Addr> {
     match h.gateway {
         Some(IpAddr::V4(a)) if !a.is_unspecified() => Some(a),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_destination_is_a_host_route() {
+        assert_eq!(
+            host_route("192.168.2.2 8").as_deref(),
+            Some("192.168.2.2/32 8")
+        );
+        assert_eq!(
+            host_route("  10.0.0.1 10.0.0.254 1").as_deref(),
+            Some("10.0.0.1/32 10.0.0.254 1")
+        );
+        assert_eq!(
+            host_route("2001:db8::1 3").as_deref(),
+            Some("2001:db8::1/128 3")
+        );
+        assert_eq!(host_route("10.0.0.0/8 1"), None);
+        assert_eq!(host_route("18.26/16 1"), None);
+        assert_eq!(host_route(""), None);
+        let span = bricks_config::Span::default();
+        let r = parse_routes(&[("192.168.2.2 8", span)]).unwrap();
+        assert_eq!(r.len(), 1);
     }
 }

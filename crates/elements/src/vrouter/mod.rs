@@ -16,6 +16,7 @@ pub mod ether_vlan_encap;
 pub mod mpls_pop;
 pub mod mpls_push;
 pub mod mpls_swap;
+pub mod strip_ether_vlan_header;
 pub mod tag_table;
 pub mod vlan_decap;
 pub mod vlan_encap;
@@ -31,6 +32,7 @@ use bricks_wire::ethernet::EtherType;
 pub static CLASSES: &[&ElementClass] = &[
     &vlan_encap::CLASS,
     &vlan_decap::CLASS,
+    &strip_ether_vlan_header::CLASS,
     &ether_vlan_encap::CLASS,
     &mpls_push::CLASS,
     &mpls_pop::CLASS,

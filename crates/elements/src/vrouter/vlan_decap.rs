@@ -5,11 +5,12 @@
 //! The 12 address bytes move forward over the tag, so the payload is never
 //! copied; an untagged frame passes unchanged, as in Click.
 
-use super::{be16_at, is_vlan_tpid, ETHERTYPE_AT, ETHER_LEN};
+use super::{be16_at, ETHERTYPE_AT, ETHER_LEN};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
     Stats,
 };
+use bricks_wire::ethernet::EtherType;
 
 /// The `VLANDecap` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -24,7 +25,7 @@ static MANUAL: Manual = Manual {
     summary: "removes the 802.1Q VLAN tag of Ethernet frames",
     synopsis: "VLANDecap([ANNO, KEYWORDS ETHERTYPE])",
     description: "Expects Ethernet frames, possibly tagged. A frame whose type is a tag \
-        protocol identifier (ETHERTYPE; 0x8100 or 0x88a8 when ETHERTYPE is not given) loses \
+        protocol identifier (ETHERTYPE, 0x8100 unless given) loses \
         its outer tag and becomes an ordinary Ethernet frame of the type the tag carried; \
         when ANNO is true the packet's VLAN TCI annotation is set to the tag's TCI, or to 0 \
         for an untagged frame, which passes unchanged. A frame too short to hold its \
@@ -41,7 +42,7 @@ static MANUAL: Manual = Manual {
         Keyword {
             name: "ETHERTYPE",
             ty: "unsigned 16-bit integer",
-            default: Some("0x8100 or 0x88a8"),
+            default: Some("0x8100"),
             doc: "the only tag protocol identifier to remove",
         },
     ],
@@ -70,7 +71,9 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             ArgError::new(format!("bad argument ANNO: expected {}, {why}", bool::TYPE))
         })?,
     };
-    let tpid: Option<u16> = args.read("ETHERTYPE")?;
+    // Click's default is 802.1Q's 0x8100 alone: an 802.1ad S-tag stays
+    // unless ETHERTYPE 0x88a8 asks for it (Click's VLANEncap-02 test).
+    let tpid: u16 = args.read("ETHERTYPE")?.unwrap_or(EtherType::VLAN.0);
     Ok(Box::new(VLANDecap {
         anno,
         tpid,
@@ -83,7 +86,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
 #[derive(Debug)]
 pub struct VLANDecap {
     anno: bool,
-    tpid: Option<u16>,
+    tpid: u16,
     untagged: u64,
     truncated: u64,
 }
@@ -99,10 +102,7 @@ impl VLANDecap {
                 truncated += 1;
                 return false;
             };
-            let is_tag = match tpid {
-                Some(want) => t == want,
-                None => is_vlan_tpid(t),
-            };
+            let is_tag = t == tpid;
             let tci = if is_tag {
                 if d.len() < ETHER_LEN + 4 {
                     truncated += 1;
@@ -186,7 +186,11 @@ mod tests {
     #[test]
     fn outer_tag_only_and_ethertype() {
         let qinq = tagged(&IPV4_UDP, &[(0x88a8, 100), (0x8100, 200)]);
+        // By default, as Click, only 0x8100 is a tag: the S-tag stays.
         let mut h = Harness::push(&CLASS, "", 1, 1);
+        h.push_bytes(0, &qinq);
+        assert_eq!(h.take_bytes(0)[0], qinq);
+        let mut h = Harness::push(&CLASS, "ETHERTYPE 0x88a8", 1, 1);
         h.push_bytes(0, &qinq);
         let out = h.take(0);
         assert_eq!(out[0].data(), &tagged(&IPV4_UDP, &[(0x8100, 200)])[..]);
