@@ -628,3 +628,197 @@ impl Element for Rewriter {
         HANDLERS
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::flow::testing::{checksums_ok, packet};
+    use super::super::{icmppingrewriter, ipaddrrewriter, iprewriter, tcprewriter};
+    use bricks_packet::Timestamp;
+    use bricks_runtime::testing::Harness;
+
+    const T0: u64 = 1_000_000_000;
+
+    fn rw(class: &'static bricks_element::ElementClass, args: &str, n: usize) -> Harness {
+        let mut h = Harness::push(class, args, n, 2);
+        h.advance_to(Timestamp(T0));
+        h
+    }
+
+    fn flow(p: &[u8]) -> ([u8; 4], u16, [u8; 4], u16) {
+        let a = |i: usize| [p[i], p[i + 1], p[i + 2], p[i + 3]];
+        (
+            a(12),
+            u16::from_be_bytes([p[20], p[21]]),
+            a(16),
+            u16::from_be_bytes([p[22], p[23]]),
+        )
+    }
+
+    const NAPT: &str = "pattern 1.0.0.1 1024-65535# - - 0 1, drop";
+
+    #[test]
+    fn a_flow_and_its_replies_are_translated() {
+        for proto in [6u8, 17] {
+            let mut h = rw(&iprewriter::CLASS, NAPT, 2);
+            h.push_bytes(0, &packet(proto, [18, 26, 4, 44], 30, [10, 0, 0, 4], 40, 3));
+            h.push_bytes(0, &packet(proto, [18, 26, 4, 44], 20, [10, 0, 0, 8], 80, 0));
+            let out = h.take_bytes(0);
+            assert_eq!(flow(&out[0]), ([1, 0, 0, 1], 1024, [10, 0, 0, 4], 40));
+            assert_eq!(flow(&out[1]), ([1, 0, 0, 1], 1025, [10, 0, 0, 8], 80));
+            assert!(out.iter().all(|p| checksums_ok(p)));
+            // The replies, on input 1, leave by output 1 as the original
+            // flow's replies.
+            h.push_bytes(1, &packet(proto, [10, 0, 0, 4], 40, [1, 0, 0, 1], 1024, 9));
+            h.push_bytes(1, &packet(proto, [10, 0, 0, 8], 80, [1, 0, 0, 1], 1026, 9));
+            let back = h.take_bytes(1);
+            assert_eq!(back.len(), 1, "no mapping for port 1026: dropped");
+            assert_eq!(flow(&back[0]), ([10, 0, 0, 4], 40, [18, 26, 4, 44], 30));
+            assert!(checksums_ok(&back[0]));
+            let s = h.stats();
+            assert_eq!(s.get("created"), Some(2));
+            assert_eq!(s.get("mapped"), Some(1));
+            assert_eq!(s.get("dropped"), Some(1));
+            assert_eq!(s.get("table_size"), Some(2));
+            assert_eq!(
+                h.read_handler("patterns").unwrap(),
+                "1.0.0.1 1024-65535 - - [2]\n<drop>\n"
+            );
+            let table = h.read_handler("table").unwrap();
+            assert!(
+                table.contains(
+                    "(18.26.4.44, 30, 10.0.0.4, 40) => (1.0.0.1, 1024, 10.0.0.4, 40) [*0 1] i0"
+                ),
+                "{table}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_cannot_be_mapped_is_passed_or_dropped_and_counted() {
+        let mut h = rw(&iprewriter::CLASS, "pass 1, drop", 2);
+        let icmp = packet(1, [1, 1, 1, 1], 7, [2, 2, 2, 2], 8, 0);
+        h.push_bytes(0, &icmp);
+        h.push_bytes(1, &icmp);
+        let mut frag = packet(17, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, 16);
+        frag[7] = 2;
+        h.push_bytes(1, &frag);
+        h.push_bytes(1, &[0x45, 0, 0]);
+        assert_eq!(h.take_bytes(1), vec![icmp]);
+        let s = h.stats();
+        assert_eq!(s.get("passed"), Some(1));
+        assert_eq!(s.get("no_ports"), Some(2));
+        assert_eq!(s.get("not_ip"), Some(1));
+        // TCPRewriter takes TCP only.
+        let mut h = rw(&tcprewriter::CLASS, "pattern 1.0.0.1 - - - 0 1", 1);
+        h.push_bytes(0, &packet(17, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, 0));
+        h.push_bytes(0, &packet(6, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, 0));
+        assert_eq!(h.take_bytes(0).len(), 1);
+        assert_eq!(h.stats().get("no_ports"), Some(1));
+    }
+
+    #[test]
+    fn a_full_table_refuses_new_flows_until_one_loses_its_guarantee() {
+        let mut h = rw(
+            &iprewriter::CLASS,
+            &format!("{NAPT}, MAPPING_CAPACITY 2"),
+            2,
+        );
+        for sport in 1..=3 {
+            h.push_bytes(0, &packet(6, [9, 9, 9, 9], sport, [8, 8, 8, 8], 80, 0));
+        }
+        assert_eq!(h.take_bytes(0).len(), 2);
+        let s = h.stats();
+        assert_eq!(s.get("failed"), Some(1));
+        assert_eq!(s.get("mapping_failures"), Some(1));
+        assert_eq!(s.get("size"), Some(2));
+        // Five seconds later the guarantees are over: the oldest goes.
+        h.advance_to(Timestamp(T0 + 5_000_000_000));
+        h.push_bytes(0, &packet(6, [9, 9, 9, 9], 3, [8, 8, 8, 8], 80, 0));
+        assert_eq!(h.take_bytes(0).len(), 1);
+        assert_eq!(h.stats().get("size"), Some(2));
+        h.push_bytes(1, &packet(6, [8, 8, 8, 8], 80, [1, 0, 0, 1], 1024, 0));
+        assert!(h.take_bytes(1).is_empty(), "the evicted flow's reply");
+        assert_eq!(h.read_handler("capacity").unwrap(), "2");
+        h.write_handler("clear", "").unwrap();
+        assert_eq!(h.stats().get("size"), Some(0));
+    }
+
+    #[test]
+    fn idle_mappings_time_out() {
+        let mut h = rw(
+            &iprewriter::CLASS,
+            &format!("{NAPT}, UDP_TIMEOUT 10, UDP_GUARANTEE 0"),
+            2,
+        );
+        h.push_bytes(0, &packet(17, [9, 9, 9, 9], 5, [8, 8, 8, 8], 53, 0));
+        h.advance_to(Timestamp(T0 + 9_999_000_000));
+        h.push_bytes(1, &packet(17, [8, 8, 8, 8], 53, [1, 0, 0, 1], 1024, 0));
+        assert_eq!(h.take_bytes(1).len(), 1, "used again at 9.999 s");
+        h.advance_to(Timestamp(T0 + 19_999_000_000));
+        h.push_bytes(1, &packet(17, [8, 8, 8, 8], 53, [1, 0, 0, 1], 1024, 0));
+        assert!(h.take_bytes(1).is_empty(), "idle 10 s: gone");
+    }
+
+    #[test]
+    fn basic_nat_maps_addresses_only() {
+        let mut h = rw(
+            &ipaddrrewriter::CLASS,
+            "pattern 3.0.0.1-3.0.0.255# - 0 1",
+            1,
+        );
+        h.push_bytes(0, &packet(6, [1, 0, 0, 1], 1234, [9, 9, 9, 9], 80, 4));
+        h.push_bytes(0, &packet(17, [1, 0, 0, 2], 1234, [9, 9, 9, 8], 53, 4));
+        h.push_bytes(0, &packet(17, [9, 9, 9, 6], 53, [3, 0, 0, 1], 1234, 4));
+        let out = h.take_bytes(0);
+        assert_eq!(flow(&out[0]), ([3, 0, 0, 1], 1234, [9, 9, 9, 9], 80));
+        assert_eq!(flow(&out[1]), ([3, 0, 0, 2], 1234, [9, 9, 9, 8], 53));
+        let back = h.take_bytes(1);
+        assert_eq!(flow(&back[0]), ([9, 9, 9, 6], 53, [1, 0, 0, 1], 1234));
+        assert!(out.iter().chain(&back).all(|p| checksums_ok(p)));
+    }
+
+    #[test]
+    fn pings_get_a_new_identifier_and_their_replies_the_old() {
+        let mut h = rw(
+            &icmppingrewriter::CLASS,
+            "pattern 2.0.0.2 - 100-200# 0 1, drop",
+            2,
+        );
+        h.push_bytes(0, &packet(1, [1, 0, 0, 1], 10, [5, 0, 0, 5], 8, 0));
+        let out = h.take_bytes(0);
+        assert_eq!(&out[0][12..16], &[2, 0, 0, 2]);
+        assert_eq!(u16::from_be_bytes([out[0][24], out[0][25]]), 100);
+        assert!(checksums_ok(&out[0]));
+        h.push_bytes(1, &packet(1, [5, 0, 0, 5], 100, [2, 0, 0, 2], 0, 0));
+        let back = h.take_bytes(1);
+        assert_eq!(&back[0][16..20], &[1, 0, 0, 1]);
+        assert_eq!(u16::from_be_bytes([back[0][24], back[0][25]]), 10);
+        assert!(checksums_ok(&back[0]));
+        // A reply to nothing of ours is dropped.
+        h.push_bytes(1, &packet(1, [5, 0, 0, 5], 101, [2, 0, 0, 2], 0, 0));
+        assert!(h.take_bytes(1).is_empty());
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let bad = |args: &str, n: usize| {
+            Harness::try_new(
+                &iprewriter::CLASS,
+                args,
+                bricks_element::PortInfo {
+                    inputs: vec![bricks_element::Processing::Push; n],
+                    outputs: vec![bricks_element::Processing::Push; 2],
+                },
+            )
+            .err()
+            .unwrap_or_default()
+        };
+        assert!(bad("drop", 2).contains("need 2 arguments"));
+        assert!(bad("pattern 1.0.0.1 1x - - 0 1", 1).contains("input spec 0: bad source port"));
+        assert!(bad("pattern 1.0.0.1 - - - 0 2", 1).contains("output port out of range"));
+        assert!(bad("drop, MAPPING_CAPACITY 0", 1).contains("MAPPING_CAPACITY"));
+        assert!(bad("drop, MAPPING_CAPACITY nobody", 1).contains("MAPPING_CAPACITY"));
+        assert!(bad("drop, REPLY_ANNO FOO", 1).contains("REPLY_ANNO"));
+        assert_eq!(bad("drop, TCP_TIMEOUT 1h, MAPPING_CAPACITY 10", 1), "");
+    }
+}

@@ -705,3 +705,89 @@ mod tests {
         assert_eq!(set.reap_all(640_000), 1, "done: 4 minutes");
     }
 }
+
+#[cfg(test)]
+mod threads {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A flow made on one worker is found, both ways, on another.
+    #[test]
+    fn workers_share_mappings() {
+        let set = Arc::new(FlowSet::new(1024));
+        let maker = {
+            let set = Arc::clone(&set);
+            std::thread::spawn(move || {
+                for i in 0..500u16 {
+                    let k = Key {
+                        tuple: Tuple {
+                            saddr: 7,
+                            sport: i,
+                            daddr: 9,
+                            dport: 80,
+                        },
+                        proto: 17,
+                        owner: 0,
+                    };
+                    let t = Timeouts {
+                        idle: 1000,
+                        established: 1000,
+                        done: 1000,
+                        guarantee: 0,
+                        tcp: false,
+                    };
+                    let new = Tuple {
+                        saddr: 1,
+                        sport: 10_000 + i,
+                        ..k.tuple
+                    };
+                    let e = |new, reply| Entry {
+                        new,
+                        output: u16::from(reply),
+                        writes: 15,
+                        reply,
+                        slot: 0,
+                        reply_anno: None,
+                        timeouts: t,
+                    };
+                    set.create(&k, 0, |_| {
+                        Ok(NewFlow {
+                            fwd: k,
+                            fwd_entry: e(new, false),
+                            rev: Key {
+                                tuple: new.reverse(),
+                                ..k
+                            },
+                            rev_entry: e(k.tuple.reverse(), true),
+                            timeouts: t,
+                            input: 0,
+                        })
+                    })
+                    .unwrap();
+                }
+            })
+        };
+        maker.join().unwrap();
+        let found = std::thread::spawn(move || {
+            (0..500u16)
+                .filter(|&i| {
+                    let back = Key {
+                        tuple: Tuple {
+                            saddr: 9,
+                            sport: 80,
+                            daddr: 1,
+                            dport: 10_000 + i,
+                        },
+                        proto: 17,
+                        owner: 0,
+                    };
+                    set.lookup(&back, 1, 0)
+                        .is_some_and(|e| e.reply && e.new.dport == i)
+                })
+                .count()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(found, 500);
+    }
+}
