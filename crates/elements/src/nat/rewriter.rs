@@ -62,6 +62,28 @@ pub struct Shared {
     reap_ms: u64,
 }
 
+impl Shared {
+    /// The mapping of `tuple` (protocol `proto`) in this rewriter's
+    /// tables, without making one (ICMPRewriter's lookup).
+    pub fn find(&self, tuple: Tuple, proto: u8, now_ms: u64) -> Option<Entry> {
+        let proto = match self.kind {
+            Kind::Addr | Kind::Pair => return None,
+            Kind::Ping if proto != PROTO_ICMP => return None,
+            Kind::Ip | Kind::Tcp | Kind::Udp if proto == PROTO_ICMP => return None,
+            _ => proto,
+        };
+        self.set.lookup(
+            &Key {
+                tuple,
+                proto,
+                owner: self.owner,
+            },
+            now_ms,
+            0,
+        )
+    }
+}
+
 fn ms(d: Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX / 4)) as u64
 }
