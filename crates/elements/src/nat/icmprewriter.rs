@@ -24,7 +24,7 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "rewrites ICMP errors by IP rewriter mappings",
-    synopsis: "ICMPRewriter(MAPS [, KEYWORDS DST_ANNO])",
+    synopsis: "ICMPRewriter(MAPS [, KEYWORDS DST_ANNO, REPLY_ANNO])",
     description: "Expects IP packets. An ICMP error (destination unreachable, source \
         quench, redirect, time exceeded, parameter problem) quotes the header of the packet \
         it is about; when that packet was translated by one of the rewriters in MAPS (a \
@@ -52,6 +52,13 @@ static MANUAL: Manual = Manual {
             default: Some("true"),
             doc: "set the destination address annotation to a rewritten destination",
         },
+        Keyword {
+            name: "REPLY_ANNO",
+            ty: "annotation name (PAINT)",
+            default: None,
+            doc: "an error about a reply packet gets the annotation the rewriter stored for \
+                the flow (its REPLY_ANNO)",
+        },
     ],
     counters: &[
         ("rewritten", "ICMP errors rewritten"),
@@ -75,6 +82,15 @@ static MANUAL: Manual = Manual {
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let names: String = args.read_mp("MAPS")?;
     let dst_anno = args.read::<bool>("DST_ANNO")?.unwrap_or(true);
+    let reply_paint = match args.read::<String>("REPLY_ANNO")? {
+        None => false,
+        Some(a) if a == "PAINT" => true,
+        Some(a) => {
+            return Err(ArgError::new(format!(
+                "REPLY_ANNO {a}: only PAINT is supported"
+            )))
+        }
+    };
     let mut maps = Vec::new();
     for name in names.split_whitespace() {
         let sh: Arc<Shared> = args
@@ -88,6 +104,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     Ok(Box::new(ICMPRewriter {
         maps,
         dst_anno,
+        reply_paint,
         two_outputs: ports.noutputs() > 1,
         rewritten: 0,
         unmapped: 0,
@@ -99,6 +116,8 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
 pub struct ICMPRewriter {
     maps: Vec<Arc<Shared>>,
     dst_anno: bool,
+    /// REPLY_ANNO PAINT: an error about a reply gets the flow's paint.
+    reply_paint: bool,
     two_outputs: bool,
     rewritten: u64,
     unmapped: u64,
@@ -211,8 +230,12 @@ impl ICMPRewriter {
         let sum = !checksum::data(icmp);
         icmp[2..4].copy_from_slice(&sum.to_be_bytes());
         let dst = be32(outer, 16);
+        let a = p.anno_mut();
         if self.dst_anno {
-            p.anno_mut().dst_ip = dst.into();
+            a.dst_ip = dst.into();
+        }
+        if let (true, Some(paint)) = (self.reply_paint, e.reply_anno) {
+            a.paint = paint;
         }
         Verdict::Rewritten
     }
