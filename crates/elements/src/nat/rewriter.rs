@@ -130,7 +130,11 @@ pub fn make(
                 idle: secs(args, "TCP_NODATA_TIMEOUT", 300)?,
                 established: data,
                 done: secs(args, "TCP_DONE_TIMEOUT", 240)?,
-                guarantee: secs(args, "TCP_GUARANTEE", 5)?,
+                // Click's base-class GUARANTEE is the TCP one.
+                guarantee: match args.read::<Duration>("GUARANTEE")? {
+                    Some(g) => ms(g),
+                    None => secs(args, "TCP_GUARANTEE", 5)?,
+                },
                 tcp: true,
             };
             let udp = if kind == Kind::Ip {

@@ -41,7 +41,7 @@ static MANUAL: Manual = Manual {
             name: "TCP_GUARANTEE",
             ty: "duration (seconds when no unit)",
             default: Some("5"),
-            doc: "a TCP mapping is not evicted for a new flow until idle this long",
+            doc: "a TCP mapping is not evicted for a new flow until idle this long (also GUARANTEE)",
         },
         Keyword {
             name: "REAP_INTERVAL",
