@@ -268,6 +268,33 @@ impl<'a> Args<'a> {
         })
     }
 
+    /// The shared state of the element called `name` (resolved as an
+    /// argument naming an element is), which must be of one of `classes`:
+    /// for an argument that is a number or an element's name (a
+    /// rewriter's MAPPING_CAPACITY). `Err` says why not.
+    pub fn shared_of_name<T: Any + Send + Sync>(
+        &self,
+        name: &str,
+        classes: &[&str],
+    ) -> Result<Arc<T>, String> {
+        let refs = self
+            .refs
+            .ok_or_else(|| format!("`{name}`: no other element can be named here"))?;
+        let (index, full, found) = refs
+            .find(name)
+            .ok_or_else(|| format!("`{name}` does not name an element"))?;
+        if !classes.contains(&found) {
+            return Err(format!(
+                "`{full}` is a {found}, not one of {}",
+                classes.join(", ")
+            ));
+        }
+        refs.shared_of(index)
+            .map_err(|why| format!("`{full}`: {why}"))?
+            .downcast::<T>()
+            .map_err(|_| format!("`{full}` ({found}) keeps state of another type"))
+    }
+
     /// State shared by every worker's instance of this element: `init`
     /// runs for the first instance only (when the configuration is
     /// checked), and later instances get the same `Arc`. Tables that all

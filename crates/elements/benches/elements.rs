@@ -18,7 +18,7 @@ use bricks_element::{
     Batch, Context, Edge, Element, ElementClass, Graph, Packet, PortInfo, Processing, Stats,
     WorkerState,
 };
-use bricks_elements::{classify, ether, ip, standard};
+use bricks_elements::{classify, ether, ip, nat, standard};
 use bricks_runtime::testing::make_element;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::net::Ipv4Addr;
@@ -387,6 +387,22 @@ fn elements(c: &mut Criterion) {
         "Counter",
         || push(&standard::counter::CLASS, "", 1),
         Input::Frame,
+        0,
+    );
+    // One established mapping: every packet is looked up in the shared
+    // table, its source address and port rewritten with the IP and UDP
+    // checksums patched, and sent on (the first batch made the mapping).
+    bench_push(
+        c,
+        "IPRewriter",
+        || {
+            push(
+                &nat::iprewriter::CLASS,
+                "pattern 1.0.0.1 1024-65535# - - 0 1",
+                2,
+            )
+        },
+        Input::Checked,
         0,
     );
     bench_queue(c);

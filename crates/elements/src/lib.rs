@@ -16,6 +16,7 @@ pub mod ip;
 pub mod ipsec;
 pub mod measure;
 pub mod multistage;
+pub mod nat;
 pub mod qos;
 pub mod route;
 pub mod standard;
@@ -41,6 +42,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         qos::CLASSES,
         analysis::CLASSES,
         click::CLASSES,
+        nat::CLASSES,
     ]
     .into_iter()
     .flatten()

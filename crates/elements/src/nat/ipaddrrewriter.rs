@@ -1,0 +1,89 @@
+//! `IPAddrRewriter`: rewrites IP packets' source addresses (Basic NAT) (Click's `IPAddrRewriter`). The engine is in
+//! [`super::rewriter`]; this file is the class and its manual.
+
+use super::rewriter::{self, Kind};
+use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, PortInfo};
+
+/// The `IPAddrRewriter` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "IPAddrRewriter",
+    ports: "1-/1-",
+    processing: "h/h",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "rewrites IP packets' source addresses (Basic NAT)",
+    synopsis: "IPAddrRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])",
+    description: "Basic NAT (RFC 3022): rewrites the source address of any IPv4 packet, and the destination address of replies, with the IP checksum and the TCP/UDP pseudo-header checksum patched. A mapping is keyed by the source address alone: a packet whose source address is mapped is rewritten by that mapping; a packet whose destination is a mapped new address is a reply and gets the original address back. Each INPUTSPEC says what input i does with a packet of no mapping: `drop` (or `discard`); `pass OUTPUT` (or `passthrough`, `nochange`): out of OUTPUT unchanged, no mapping; `keep FOUTPUT ROUTPUT`: a mapping that changes nothing, the flow leaving by FOUTPUT and its replies by ROUTPUT; `pattern PATTERN FOUTPUT ROUTPUT`: the flow is rewritten by PATTERN and leaves by FOUTPUT, and its replies are rewritten back and leave by ROUTPUT. PATTERN is `SADDR -`, SADDR an address, a range `A-B` or a prefix `A/LEN` (its .0 and .255 left out), with `#` and `?` as for IPRewriter. The mapping table is shared by every worker: a flow and its reply may arrive on different cores. Handlers: `table` (and `tcp_table`, `udp_table`) lists mappings as Click does, `(SA, SP, DA, DP) => (SA', SP', DA', DP') [*F R] iN expT`; `patterns` and `patternN` print the input specs with their mapping counts; `capacity` reads and writes the capacity (at most the configured one); `clear` removes this rewriter's mappings. ",
+    ports: "n push inputs, one per INPUTSPEC; push outputs as the specs name",
+    keywords: &[
+        Keyword {
+            name: "TIMEOUT",
+            ty: "duration (seconds when no unit)",
+            default: Some("300"),
+            doc: "lifetime of an idle mapping",
+        },
+        Keyword {
+            name: "GUARANTEE",
+            ty: "duration (seconds when no unit)",
+            default: Some("5"),
+            doc: "a mapping is not evicted for a new flow until idle this long",
+        },
+        Keyword {
+            name: "REAP_INTERVAL",
+            ty: "duration (seconds when no unit)",
+            default: Some("900"),
+            doc: "how often expired mappings are swept out (0: only as new flows come)",
+        },
+        Keyword {
+            name: "MAPPING_CAPACITY",
+            ty: "unsigned integer or rewriter name",
+            default: Some("65536"),
+            doc: "most flows the table holds; a full table refuses a new flow that finds no unguaranteed flow to evict (a mapping failure); the name of another rewriter shares its flow set and capacity. Also CAPACITY",
+        },
+        Keyword {
+            name: "DST_ANNO",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "set the destination address annotation to the rewritten destination",
+        },
+        Keyword {
+            name: "REPLY_ANNO",
+            ty: "annotation name (PAINT)",
+            default: None,
+            doc: "remember this annotation of the packet that made a mapping and set it on every reply packet of the flow",
+        },
+    ],
+    counters: &[
+        ("mapped", "packets that matched a mapping"),
+        ("created", "new mappings made"),
+        ("passed", "packets sent unchanged by a `pass` input"),
+        ("dropped", "packets of no mapping on a `drop` input"),
+        (
+            "failed",
+            "new flows refused: table full of guaranteed flows, or no free port or address",
+        ),
+        ("not_ip", "packets that are not IPv4 (or truncated), dropped"),
+        (
+            "no_ports",
+            "packets this rewriter cannot map (another protocol, a later fragment, no transport header) on an input other than `pass`, dropped",
+        ),
+        ("nmappings", "mappings made since start (first worker)"),
+        ("table_size", "live mappings of this rewriter (first worker)"),
+        ("mapping_failures", "new flows refused (first worker)"),
+        (
+            "size",
+            "flows in the flow set, with rewriters sharing it (first worker)",
+        ),
+    ],
+    example: "InfiniteSource(DATA \\<68 69>, LIMIT 1) -> UDPIPEncap(10.0.0.1, 1234, 10.0.0.2, 53)\n\
+        -> rw :: IPAddrRewriter(pattern 3.0.0.1-3.0.0.255# - 0 1) -> Discard;\n\
+        rw[1] -> Discard;",
+    see_also: &["IPAddrPairRewriter", "IPRewriter"],
+};
+
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    rewriter::make(Kind::Addr, args, ports)
+}

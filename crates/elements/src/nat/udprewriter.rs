@@ -1,0 +1,95 @@
+//! `UDPRewriter`: rewrites TCP/UDP packets' addresses and ports, with UDP timeouts (Click's `UDPRewriter`). The engine is in
+//! [`super::rewriter`]; this file is the class and its manual.
+
+use super::rewriter::{self, Kind};
+use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, PortInfo};
+
+/// The `UDPRewriter` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "UDPRewriter",
+    ports: "1-/1-",
+    processing: "h/h",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "rewrites TCP/UDP packets' addresses and ports, with UDP timeouts",
+    synopsis: "UDPRewriter(INPUTSPEC1, ..., INPUTSPECn [, KEYWORDS])",
+    description: "Rewrites the addresses and ports of TCP and UDP packets (NAPT, RFC 3022), keeping the IP, TCP and UDP checksums right (RFC 1624). A packet whose flow (SA, SP, DA, DP, protocol) has a mapping is rewritten by it and leaves by its output; otherwise input i's INPUTSPEC decides. Every mapping, TCP or UDP, has UDP's timeouts. Each INPUTSPEC says what input i does with a packet of no mapping: `drop` (or `discard`); `pass OUTPUT` (or `passthrough`, `nochange`): out of OUTPUT unchanged, no mapping; `keep FOUTPUT ROUTPUT`: a mapping that changes nothing, the flow leaving by FOUTPUT and its replies by ROUTPUT; `pattern PATTERN FOUTPUT ROUTPUT`: the flow is rewritten by PATTERN and leaves by FOUTPUT, and its replies are rewritten back and leave by ROUTPUT. PATTERN is `SADDR SPORT DADDR DPORT`, `-` keeping a field. SPORT may be a range `L-H`: the port is chosen so that the reply flow is not already mapped, the packet's own port first, else at random; `L-H#` allocates sequentially, `L-H?` never prefers the packet's own. A range is searched for at most 256 candidates (Click searches it all), so a new flow costs O(1) even when the range is exhausted. Packets that are not TCP or UDP, later fragments and packets without 8 bytes of transport header are dropped (and counted) unless they came in on a `pass` input. The mapping table is shared by every worker: a flow and its reply may arrive on different cores. Handlers: `table` (and `tcp_table`, `udp_table`) lists mappings as Click does, `(SA, SP, DA, DP) => (SA', SP', DA', DP') [*F R] iN expT`; `patterns` and `patternN` print the input specs with their mapping counts; `capacity` reads and writes the capacity (at most the configured one); `clear` removes this rewriter's mappings. ",
+    ports: "n push inputs, one per INPUTSPEC; push outputs as the specs name",
+    keywords: &[
+        Keyword {
+            name: "TIMEOUT",
+            ty: "duration (seconds when no unit)",
+            default: Some("300"),
+            doc: "lifetime of an idle mapping (also UDP_TIMEOUT)",
+        },
+        Keyword {
+            name: "STREAMING_TIMEOUT",
+            ty: "duration (seconds when no unit)",
+            default: Some("TIMEOUT"),
+            doc: "lifetime of an idle streaming mapping, 3 packets with one a reply (also UDP_STREAMING_TIMEOUT)",
+        },
+        Keyword {
+            name: "GUARANTEE",
+            ty: "duration (seconds when no unit)",
+            default: Some("5"),
+            doc: "a mapping is not evicted for a new flow until idle this long (also UDP_GUARANTEE)",
+        },
+        Keyword {
+            name: "REAP_INTERVAL",
+            ty: "duration (seconds when no unit)",
+            default: Some("900"),
+            doc: "how often expired mappings are swept out (0: only as new flows come)",
+        },
+        Keyword {
+            name: "MAPPING_CAPACITY",
+            ty: "unsigned integer or rewriter name",
+            default: Some("65536"),
+            doc: "most flows the table holds; a full table refuses a new flow that finds no unguaranteed flow to evict (a mapping failure); the name of another rewriter shares its flow set and capacity. Also CAPACITY",
+        },
+        Keyword {
+            name: "DST_ANNO",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "set the destination address annotation to the rewritten destination",
+        },
+        Keyword {
+            name: "REPLY_ANNO",
+            ty: "annotation name (PAINT)",
+            default: None,
+            doc: "remember this annotation of the packet that made a mapping and set it on every reply packet of the flow",
+        },
+    ],
+    counters: &[
+        ("mapped", "packets that matched a mapping"),
+        ("created", "new mappings made"),
+        ("passed", "packets sent unchanged by a `pass` input"),
+        ("dropped", "packets of no mapping on a `drop` input"),
+        (
+            "failed",
+            "new flows refused: table full of guaranteed flows, or no free port or address",
+        ),
+        ("not_ip", "packets that are not IPv4 (or truncated), dropped"),
+        (
+            "no_ports",
+            "packets this rewriter cannot map (another protocol, a later fragment, no transport header) on an input other than `pass`, dropped",
+        ),
+        ("nmappings", "mappings made since start (first worker)"),
+        ("table_size", "live mappings of this rewriter (first worker)"),
+        ("mapping_failures", "new flows refused (first worker)"),
+        (
+            "size",
+            "flows in the flow set, with rewriters sharing it (first worker)",
+        ),
+    ],
+    example: "InfiniteSource(DATA \\<68 69>, LIMIT 1) -> UDPIPEncap(10.0.0.1, 1234, 10.0.0.2, 53)\n\
+        -> rw :: UDPRewriter(pattern 1.0.0.1 1024-65535# - - 0 1, drop) -> Discard;\n\
+        Idle -> [1]rw[1] -> Discard;",
+    see_also: &["IPRewriter", "TCPRewriter"],
+};
+
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    rewriter::make(Kind::Udp, args, ports)
+}
