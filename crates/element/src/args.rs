@@ -103,6 +103,18 @@ pub trait ElementRefs {
     /// is none (its own arguments are wrong, it keeps no shared state, or
     /// the references form a cycle).
     fn shared_of(&self, index: usize) -> Result<Arc<dyn Any + Send + Sync>, String>;
+
+    /// The elements of class `class` whose names are visible from the
+    /// asking element as Click's `NameInfo` scopes definitions (an
+    /// information element such as IPRewriterPatterns defines names for
+    /// its own compound and the compounds inside it): those of the asking
+    /// element's compound first, then of each enclosing compound in turn,
+    /// in declaration order within each. Returns their indexes (for
+    /// [`ElementRefs::shared_of`]). None by default.
+    fn in_scope(&self, class: &str) -> Vec<usize> {
+        let _ = class;
+        Vec::new()
+    }
 }
 
 /// A fixed set of named elements' shared state, for unit tests and
@@ -293,6 +305,26 @@ impl<'a> Args<'a> {
             .map_err(|why| format!("`{full}`: {why}"))?
             .downcast::<T>()
             .map_err(|_| format!("`{full}` ({found}) keeps state of another type"))
+    }
+
+    /// The shared state of every element of class `class` visible from
+    /// this element (see [`ElementRefs::in_scope`]), nearest scope first.
+    /// `Err` says why one of them has none.
+    pub fn shared_in_scope<T: Any + Send + Sync>(
+        &self,
+        class: &str,
+    ) -> Result<Vec<Arc<T>>, String> {
+        let Some(refs) = self.refs else {
+            return Ok(Vec::new());
+        };
+        refs.in_scope(class)
+            .into_iter()
+            .map(|i| {
+                refs.shared_of(i)?
+                    .downcast::<T>()
+                    .map_err(|_| format!("a {class} keeps state of another type"))
+            })
+            .collect()
     }
 
     /// State shared by every worker's instance of this element: `init`

@@ -726,6 +726,22 @@ impl ElementRefs for Scoped<'_, '_> {
             .cloned()
             .ok_or_else(|| "it keeps no state to share".to_string())
     }
+
+    fn in_scope(&self, class: &str) -> Vec<usize> {
+        let compound = |name: &str| name.rfind('/').map_or("", |k| &name[..k]).to_string();
+        let mut ctx = compound(self.refs.targets[self.from].name);
+        let mut found = Vec::new();
+        loop {
+            found.extend(self.refs.targets.iter().enumerate().filter_map(|(j, t)| {
+                (t.class.as_ref().is_some_and(|c| c.name == class) && compound(t.name) == ctx)
+                    .then_some(j)
+            }));
+            if ctx.is_empty() {
+                return found;
+            }
+            ctx = compound(&ctx);
+        }
+    }
 }
 
 fn make(

@@ -12,6 +12,7 @@ pub mod icmprewriter;
 pub mod ipaddrpairrewriter;
 pub mod ipaddrrewriter;
 pub mod iprewriter;
+pub mod iprwpatterns;
 pub mod pattern;
 pub mod rewriter;
 pub mod table;
@@ -29,6 +30,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipaddrpairrewriter::CLASS,
     &icmppingrewriter::CLASS,
     &icmprewriter::CLASS,
+    &iprwpatterns::CLASS,
 ];
 
 #[cfg(test)]
@@ -76,7 +78,10 @@ mod tests {
             let stats = summary
                 .elements
                 .iter()
-                .find(|e| e.class == c.name)
+                // IPRewriterPatterns' example: the rewriter naming it.
+                .find(|e| {
+                    e.class == c.name || (c.name == "IPRewriterPatterns" && e.class == "IPRewriter")
+                })
                 .unwrap_or_else(|| panic!("{}: no counters reported", c.name));
             // ICMPRewriter's example has no error to rewrite; it runs.
             let key = if c.name == "ICMPRewriter" {

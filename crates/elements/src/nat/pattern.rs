@@ -13,6 +13,10 @@
 use super::flow::Tuple;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Finds a named pattern (IPRewriterPatterns) visible to a rewriter.
+pub type Named<'a> = &'a dyn Fn(&str) -> Option<Arc<Pattern>>;
 
 /// Most candidates tried for a new flow's free port or address. Click
 /// tries the whole range; a bound keeps a new flow's cost O(1) when an
@@ -311,13 +315,16 @@ pub enum InputSpec {
     /// `keep FOUTPUT ROUTPUT`: a mapping that changes nothing.
     Keep(usize, usize),
     /// `pattern ... FOUTPUT ROUTPUT`.
-    Pattern(Box<Pattern>, usize, usize),
+    Pattern(Arc<Pattern>, usize, usize),
 }
 
 impl InputSpec {
-    /// Parses one input specification; `noutputs` bounds the outputs.
-    /// Errors are Click's text without the `input spec N: ` prefix.
-    pub fn parse(text: &str, noutputs: usize) -> Result<InputSpec, String> {
+    /// Parses one input specification; `noutputs` bounds the outputs,
+    /// `named` finds a pattern named by a one-word `pattern NAME F R`
+    /// (shared: its sequential state is the same object in every
+    /// rewriter that names it, as Click's). Errors are Click's text
+    /// without the `input spec N: ` prefix.
+    pub fn parse(text: &str, noutputs: usize, named: Named<'_>) -> Result<InputSpec, String> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let Some((&first, rest)) = words.split_first() else {
             return Err("empty argument".into());
@@ -360,9 +367,12 @@ impl InputSpec {
                     return Err("syntax error".into());
                 }
                 let (pw, ports) = rest.split_at(rest.len() - 2);
-                let p = Pattern::parse(pw)?;
+                let p = match pw {
+                    [name] => named(name).ok_or_else(|| format!("no such pattern `{name}`"))?,
+                    _ => Arc::new(Pattern::parse(pw)?),
+                };
                 Ok(InputSpec::Pattern(
-                    Box::new(p),
+                    p,
                     out(ports[0], "forward")?,
                     out(ports[1], "reply")?,
                 ))
@@ -448,18 +458,21 @@ mod tests {
 
     #[test]
     fn input_specs() {
-        assert!(matches!(InputSpec::parse("drop", 2), Ok(InputSpec::Drop)));
         assert!(matches!(
-            InputSpec::parse("pass 1", 2),
+            InputSpec::parse("drop", 2, &|_| None),
+            Ok(InputSpec::Drop)
+        ));
+        assert!(matches!(
+            InputSpec::parse("pass 1", 2, &|_| None),
             Ok(InputSpec::Pass(1))
         ));
-        assert!(InputSpec::parse("pass 2", 2).is_err());
+        assert!(InputSpec::parse("pass 2", 2, &|_| None).is_err());
         assert!(matches!(
-            InputSpec::parse("keep 0 1", 2),
+            InputSpec::parse("keep 0 1", 2, &|_| None),
             Ok(InputSpec::Keep(0, 1))
         ));
-        assert!(InputSpec::parse("pattern 1.0.0.1 - - - 0 1", 2).is_ok());
-        assert!(InputSpec::parse("pattern 1.0.0.1 - - - 0 2", 2).is_err());
-        assert!(InputSpec::parse("frob", 2).is_err());
+        assert!(InputSpec::parse("pattern 1.0.0.1 - - - 0 1", 2, &|_| None).is_ok());
+        assert!(InputSpec::parse("pattern 1.0.0.1 - - - 0 2", 2, &|_| None).is_err());
+        assert!(InputSpec::parse("frob", 2, &|_| None).is_err());
     }
 }

@@ -4,7 +4,8 @@
 //! (`iprewriter.rs`, ...) holds its manual and picks a [`Kind`].
 
 use super::flow::{self, Key, Parsed, Tuple, PROTO_ICMP, PROTO_TCP, PROTO_UDP};
-use super::pattern::InputSpec;
+use super::iprwpatterns::{self, PatternSet};
+use super::pattern::{InputSpec, Pattern};
 use super::table::{
     Entry, FlowSet, NewFlow, Refused, Timeouts, DEFAULT_CAPACITY, F_DATA_FWD, F_DONE, MAX_CAPACITY,
 };
@@ -13,6 +14,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, FromArg, Handler, Packet, PortInfo, Stats,
 };
 use bricks_packet::Timestamp;
+use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -210,10 +212,22 @@ pub fn make(
             rest.len()
         )));
     }
+    // The IPRewriterPatterns in scope, made on the first named pattern.
+    let sets: OnceCell<Result<Vec<Arc<PatternSet>>, String>> = OnceCell::new();
     let mut specs = Vec::new();
     for (i, (text, span)) in rest.into_iter().enumerate() {
-        let spec = InputSpec::parse(text, noutputs)
-            .map_err(|why| ArgError::at(span, format!("input spec {i}: {why}")))?;
+        let named = |name: &str| -> Option<Arc<Pattern>> {
+            let sets =
+                sets.get_or_init(|| args.shared_in_scope::<PatternSet>(iprwpatterns::CLASS.name));
+            sets.as_ref().ok()?.iter().find_map(|s| s.get(name))
+        };
+        let spec = InputSpec::parse(text, noutputs, &named).map_err(|why| {
+            let why = match sets.get() {
+                Some(Err(e)) => format!("{why} (IPRewriterPatterns: {e})"),
+                _ => why,
+            };
+            ArgError::at(span, format!("input spec {i}: {why}"))
+        })?;
         if let InputSpec::Pattern(p, ..) = &spec {
             let addr_only = matches!(kind, Kind::Addr | Kind::Pair);
             if addr_only && p.napt {
