@@ -15,6 +15,7 @@ pub mod iprewriter;
 pub mod iprwpatterns;
 pub mod pattern;
 pub mod rewriter;
+pub mod rripmapper;
 pub mod table;
 pub mod tcprewriter;
 pub mod udprewriter;
@@ -31,6 +32,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &icmppingrewriter::CLASS,
     &icmprewriter::CLASS,
     &iprwpatterns::CLASS,
+    &rripmapper::CLASS,
 ];
 
 #[cfg(test)]
@@ -80,7 +82,9 @@ mod tests {
                 .iter()
                 // IPRewriterPatterns' example: the rewriter naming it.
                 .find(|e| {
-                    e.class == c.name || (c.name == "IPRewriterPatterns" && e.class == "IPRewriter")
+                    e.class == c.name
+                        || (matches!(c.name, "IPRewriterPatterns" | "RoundRobinIPMapper")
+                            && e.class == "IPRewriter")
                 })
                 .unwrap_or_else(|| panic!("{}: no counters reported", c.name));
             // ICMPRewriter's example has no error to rewrite; it runs.

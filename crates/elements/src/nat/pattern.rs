@@ -18,6 +18,67 @@ use std::sync::Arc;
 /// Finds a named pattern (IPRewriterPatterns) visible to a rewriter.
 pub type Named<'a> = &'a dyn Fn(&str) -> Option<Arc<Pattern>>;
 
+/// Finds a mapper element (RoundRobinIPMapper) an input spec names; the
+/// error says why the word names none.
+pub type MapperOf<'a> = &'a dyn Fn(&str) -> Result<Arc<Mapper>, String>;
+
+/// A mapper element's state (Click's `IPMapper`; RoundRobinIPMapper):
+/// patterns with their outputs, tried in turn, one new flow each.
+#[derive(Debug)]
+pub struct Mapper {
+    /// The mapper's name, for errors.
+    pub name: String,
+    pub choices: Vec<(Arc<Pattern>, usize, usize)>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Mapper {
+    /// Parses `PATTERN FOUTPUT ROUTPUT` specs (a one-word PATTERN names
+    /// an IPRewriterPatterns pattern). Outputs are checked by the
+    /// rewriter that uses the mapper.
+    pub fn parse<'a>(
+        name: &str,
+        specs: impl IntoIterator<Item = &'a str>,
+        named: Named<'_>,
+    ) -> Result<Mapper, String> {
+        let mut choices = Vec::new();
+        for (i, text) in specs.into_iter().enumerate() {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            if words.len() < 3 {
+                return Err(format!("pattern {i}: syntax error"));
+            }
+            let (pw, ports) = words.split_at(words.len() - 2);
+            let p = match pw {
+                [n] => named(n).ok_or_else(|| format!("pattern {i}: no such pattern `{n}`"))?,
+                _ => Arc::new(Pattern::parse(pw).map_err(|why| format!("pattern {i}: {why}"))?),
+            };
+            let f: usize = ports[0]
+                .parse()
+                .map_err(|_| format!("pattern {i}: bad forward port"))?;
+            let r: usize = ports[1]
+                .parse()
+                .map_err(|_| format!("pattern {i}: bad reply port"))?;
+            choices.push((p, f, r));
+        }
+        if choices.is_empty() {
+            return Err("no patterns given".into());
+        }
+        Ok(Mapper {
+            name: name.to_string(),
+            choices,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    /// The next choice to try, round robin (every try advances it, as
+    /// Click's `_last_pattern`).
+    #[inline]
+    pub fn next_choice(&self) -> &(Arc<Pattern>, usize, usize) {
+        let i = self.next.fetch_add(1, Relaxed) % self.choices.len();
+        &self.choices[i]
+    }
+}
+
 /// Most candidates tried for a new flow's free port or address. Click
 /// tries the whole range; a bound keeps a new flow's cost O(1) when an
 /// attacker has filled the range. A flow that finds no free value in this
@@ -316,6 +377,8 @@ pub enum InputSpec {
     Keep(usize, usize),
     /// `pattern ... FOUTPUT ROUTPUT`.
     Pattern(Arc<Pattern>, usize, usize),
+    /// A mapper element's name: it picks the pattern.
+    Mapper(Arc<Mapper>),
 }
 
 impl InputSpec {
@@ -324,7 +387,12 @@ impl InputSpec {
     /// (shared: its sequential state is the same object in every
     /// rewriter that names it, as Click's). Errors are Click's text
     /// without the `input spec N: ` prefix.
-    pub fn parse(text: &str, noutputs: usize, named: Named<'_>) -> Result<InputSpec, String> {
+    pub fn parse(
+        text: &str,
+        noutputs: usize,
+        named: Named<'_>,
+        mapper: MapperOf<'_>,
+    ) -> Result<InputSpec, String> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let Some((&first, rest)) = words.split_first() else {
             return Err("empty argument".into());
@@ -377,9 +445,21 @@ impl InputSpec {
                     out(ports[1], "reply")?,
                 ))
             }
-            _ => Err(format!(
-                "unknown specification (mapper elements such as `{first}` are not supported)"
-            )),
+            _ => {
+                let m = mapper(first)?;
+                if !rest.is_empty() {
+                    return Err("syntax error, expected element name".into());
+                }
+                for (i, (_, f, r)) in m.choices.iter().enumerate() {
+                    if *f >= noutputs || *r >= noutputs {
+                        return Err(format!(
+                            "output port out of range in {} pattern {i}",
+                            m.name
+                        ));
+                    }
+                }
+                Ok(InputSpec::Mapper(m))
+            }
         }
     }
 
@@ -390,6 +470,7 @@ impl InputSpec {
             InputSpec::Pass(_) => "<nochange>".into(),
             InputSpec::Keep(..) => "<keep>".into(),
             InputSpec::Pattern(p, ..) => p.unparse(),
+            InputSpec::Mapper(_) => "<mapper>".into(),
         }
     }
 }
@@ -457,22 +538,67 @@ mod tests {
     }
 
     #[test]
+    fn mappers_take_their_patterns_in_turn() {
+        let b = Arc::new(pat("2.0.0.2 - - -").unwrap());
+        let named = |n: &str| (n == "b").then(|| Arc::clone(&b));
+        let m = Mapper::parse("m", ["1.0.0.1 - - - 0 1", "b 1 1"], &named).unwrap();
+        assert_eq!(m.next_choice().0.saddr, 0x0100_0001);
+        assert!(Arc::ptr_eq(&m.next_choice().0, &b));
+        assert_eq!(m.next_choice().1, 0);
+        assert!(Mapper::parse("m", ["c 0 1"], &named).is_err());
+        assert!(Mapper::parse("m", ["1.0.0.1 - - - x 1"], &named).is_err());
+        assert!(Mapper::parse("m", [], &named).is_err());
+        let m = Arc::new(m);
+        let of = |_: &str| Ok(Arc::clone(&m));
+        assert!(matches!(
+            InputSpec::parse("m", 2, &|_| None, &of),
+            Ok(InputSpec::Mapper(_))
+        ));
+        assert!(InputSpec::parse("m", 1, &|_| None, &of)
+            .unwrap_err()
+            .contains("output port out of range"));
+        assert!(InputSpec::parse("m x", 2, &|_| None, &of).is_err());
+    }
+
+    #[test]
     fn input_specs() {
         assert!(matches!(
-            InputSpec::parse("drop", 2, &|_| None),
+            InputSpec::parse("drop", 2, &|_| None, &|_| Err(
+                "unknown specification".into()
+            )),
             Ok(InputSpec::Drop)
         ));
         assert!(matches!(
-            InputSpec::parse("pass 1", 2, &|_| None),
+            InputSpec::parse("pass 1", 2, &|_| None, &|_| Err(
+                "unknown specification".into()
+            )),
             Ok(InputSpec::Pass(1))
         ));
-        assert!(InputSpec::parse("pass 2", 2, &|_| None).is_err());
+        assert!(InputSpec::parse("pass 2", 2, &|_| None, &|_| Err(
+            "unknown specification".into()
+        ))
+        .is_err());
         assert!(matches!(
-            InputSpec::parse("keep 0 1", 2, &|_| None),
+            InputSpec::parse("keep 0 1", 2, &|_| None, &|_| Err(
+                "unknown specification".into()
+            )),
             Ok(InputSpec::Keep(0, 1))
         ));
-        assert!(InputSpec::parse("pattern 1.0.0.1 - - - 0 1", 2, &|_| None).is_ok());
-        assert!(InputSpec::parse("pattern 1.0.0.1 - - - 0 2", 2, &|_| None).is_err());
-        assert!(InputSpec::parse("frob", 2, &|_| None).is_err());
+        assert!(
+            InputSpec::parse("pattern 1.0.0.1 - - - 0 1", 2, &|_| None, &|_| Err(
+                "unknown specification".into()
+            ))
+            .is_ok()
+        );
+        assert!(
+            InputSpec::parse("pattern 1.0.0.1 - - - 0 2", 2, &|_| None, &|_| Err(
+                "unknown specification".into()
+            ))
+            .is_err()
+        );
+        assert!(InputSpec::parse("frob", 2, &|_| None, &|_| Err(
+            "unknown specification".into()
+        ))
+        .is_err());
     }
 }

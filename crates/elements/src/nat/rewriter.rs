@@ -5,7 +5,7 @@
 
 use super::flow::{self, Key, Parsed, Tuple, PROTO_ICMP, PROTO_TCP, PROTO_UDP};
 use super::iprwpatterns::{self, PatternSet};
-use super::pattern::{InputSpec, Pattern};
+use super::pattern::{InputSpec, Mapper, Pattern};
 use super::table::{
     Entry, FlowSet, NewFlow, Refused, Timeouts, DEFAULT_CAPACITY, F_DATA_FWD, F_DONE, MAX_CAPACITY,
 };
@@ -45,6 +45,9 @@ pub const REWRITER_CLASSES: &[&str] = &[
     "IPAddrPairRewriter",
     "ICMPPingRewriter",
 ];
+
+/// The mapper classes an input spec may name (Click's `IPMapper`s).
+pub const MAPPER_CLASSES: &[&str] = &["RoundRobinIPMapper"];
 
 /// What every worker's instance of one rewriter shares.
 #[derive(Debug)]
@@ -221,14 +224,29 @@ pub fn make(
                 sets.get_or_init(|| args.shared_in_scope::<PatternSet>(iprwpatterns::CLASS.name));
             sets.as_ref().ok()?.iter().find_map(|s| s.get(name))
         };
-        let spec = InputSpec::parse(text, noutputs, &named).map_err(|why| {
+        let mapper = |name: &str| -> Result<Arc<Mapper>, String> {
+            args.shared_of_name::<Mapper>(name, MAPPER_CLASSES)
+                .map_err(|why| {
+                    if why.ends_with("does not name an element") {
+                        "unknown specification".to_string()
+                    } else {
+                        format!("element is not an IPMapper ({why})")
+                    }
+                })
+        };
+        let spec = InputSpec::parse(text, noutputs, &named, &mapper).map_err(|why| {
             let why = match sets.get() {
                 Some(Err(e)) => format!("{why} (IPRewriterPatterns: {e})"),
                 _ => why,
             };
             ArgError::at(span, format!("input spec {i}: {why}"))
         })?;
-        if let InputSpec::Pattern(p, ..) = &spec {
+        let pats: Vec<&Pattern> = match &spec {
+            InputSpec::Pattern(p, ..) => vec![&**p],
+            InputSpec::Mapper(m) => m.choices.iter().map(|c| &*c.0).collect(),
+            _ => Vec::new(),
+        };
+        for p in pats {
             let addr_only = matches!(kind, Kind::Addr | Kind::Pair);
             if addr_only && p.napt {
                 return Err(ArgError::at(
@@ -442,9 +460,10 @@ impl Rewriter {
         paint: u8,
     ) -> Result<Option<Entry>, Option<usize>> {
         let sh = Arc::clone(&self.sh);
-        let (pattern, fout, rout) = match sh.specs.get(port) {
-            Some(InputSpec::Pattern(p, fo, ro)) => (Some(&**p), *fo, *ro),
-            Some(InputSpec::Keep(fo, ro)) => (None, *fo, *ro),
+        let spec = &sh.specs[port];
+        let tries = match spec {
+            InputSpec::Pattern(..) | InputSpec::Keep(..) => 1,
+            InputSpec::Mapper(m) => m.choices.len(),
             _ => return Ok(None),
         };
         let kind = sh.kind;
@@ -484,53 +503,69 @@ impl Rewriter {
                 },
             }
         };
-        let made = sh.set.create(&key, now_ms, |set| {
-            let new = match pattern {
-                None => key.tuple,
-                Some(p) => {
-                    let mut n = p
-                        .rewrite(key.tuple, |r| set.contains(&reply_key(r.reverse())))
-                        .ok_or(Refused::NoFreeValue)?;
-                    if kind == Kind::Ping {
-                        n.dport = n.sport;
-                    }
-                    n
+        let mut made = Err(Refused::NoFreeValue);
+        for _ in 0..tries {
+            let (pattern, fout, rout) = match spec {
+                InputSpec::Pattern(p, fo, ro) => (Some(&**p), *fo, *ro),
+                InputSpec::Keep(fo, ro) => (None, *fo, *ro),
+                InputSpec::Mapper(m) => {
+                    let (p, fo, ro) = m.next_choice();
+                    (Some(&**p), *fo, *ro)
                 }
+                _ => return Ok(None),
             };
-            let rev = reply_key(new);
-            let back = match kind {
-                // The reply's destination becomes the original source.
-                Kind::Addr => Tuple {
-                    daddr: key.tuple.saddr,
-                    ..Tuple::default()
-                },
-                _ => key.tuple.reverse(),
-            };
-            Ok(NewFlow {
-                fwd: key,
-                fwd_entry: Entry {
-                    new,
-                    output: fout as u16,
-                    writes,
-                    reply: false,
-                    slot: 0,
-                    reply_anno: None,
+            made = sh.set.create(&key, now_ms, |set| {
+                let new = match pattern {
+                    None => key.tuple,
+                    Some(p) => {
+                        let mut n = p
+                            .rewrite(key.tuple, |r| set.contains(&reply_key(r.reverse())))
+                            .ok_or(Refused::NoFreeValue)?;
+                        if kind == Kind::Ping {
+                            n.dport = n.sport;
+                        }
+                        n
+                    }
+                };
+                let rev = reply_key(new);
+                let back = match kind {
+                    // The reply's destination becomes the original source.
+                    Kind::Addr => Tuple {
+                        daddr: key.tuple.saddr,
+                        ..Tuple::default()
+                    },
+                    _ => key.tuple.reverse(),
+                };
+                Ok(NewFlow {
+                    fwd: key,
+                    fwd_entry: Entry {
+                        new,
+                        output: fout as u16,
+                        writes,
+                        reply: false,
+                        slot: 0,
+                        reply_anno: None,
+                        timeouts,
+                    },
+                    rev,
+                    rev_entry: Entry {
+                        new: back,
+                        output: rout as u16,
+                        writes: reply_writes,
+                        reply: true,
+                        slot: 0,
+                        reply_anno: sh.reply_paint.then_some(paint),
+                        timeouts,
+                    },
                     timeouts,
-                },
-                rev,
-                rev_entry: Entry {
-                    new: back,
-                    output: rout as u16,
-                    writes: reply_writes,
-                    reply: true,
-                    slot: 0,
-                    reply_anno: sh.reply_paint.then_some(paint),
-                    timeouts,
-                },
-                timeouts,
-                input: port as u16,
-            })
-        });
+                    input: port as u16,
+                })
+            });
+            // A mapper tries its next pattern when one has no free value.
+            if !matches!(made, Err(Refused::NoFreeValue)) {
+                break;
+            }
+        }
         match made {
             Ok(e) => {
                 sh.made[port].fetch_add(1, Relaxed);
