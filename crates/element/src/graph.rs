@@ -71,11 +71,15 @@ pub struct Graph {
     /// For each push output a source has asked about, the storage inputs
     /// its packets can reach, or `None` when some path ends elsewhere (a
     /// `Discard`, a device): see [`Graph::downstream_room`].
-    room_paths: RefCell<HashMap<(u32, u32), Option<Box<[Edge]>>>>,
+    room_paths: RefCell<HashMap<(u32, u32), RoomPath>>,
     /// Configurations changed by keyword write handlers
     /// ([`Element::config_keyword`]), by element.
     config_now: RefCell<HashMap<usize, String>>,
 }
+
+/// The storage inputs a push output reaches, or `None` when a path leaves
+/// them ([`Graph::downstream_room`]).
+type RoomPath = Option<Box<[Edge]>>;
 
 /// What the read handlers every element has (Click's `class`, `config`,
 /// `ports`) say of one element; fixed when the graph is built.
@@ -168,7 +172,7 @@ impl Graph {
 
     /// The storage inputs reachable from push output `port` of `element`,
     /// or `None` when a path leaves them (see [`Graph::downstream_room`]).
-    fn storage_reached(&self, element: usize, port: usize) -> Option<Box<[Edge]>> {
+    fn storage_reached(&self, element: usize, port: usize) -> RoomPath {
         let mut ends = Vec::new();
         let mut seen = vec![false; self.elements.len()];
         let mut todo = vec![*self.outputs[element].get(port)?];
