@@ -312,7 +312,10 @@ impl IPPrint {
             let t = nh + hl;
             let first = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
             match h[9] {
-                6 if first => t + data.get(t + 12).map_or(0, |&x| usize::from(x >> 4) * 4),
+                // Without the offset byte there is no payload to show.
+                6 if first => data
+                    .get(t + 12)
+                    .map_or(data.len(), |&x| t + usize::from(x >> 4) * 4),
                 17 if first => t + 8,
                 _ => t,
             }
