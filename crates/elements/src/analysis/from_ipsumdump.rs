@@ -286,6 +286,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         reader: input.map(|i| BufReader::with_capacity(1 << 16, i)),
         fields: contents.unwrap_or_default(),
         lineno: 0,
+        minor: 3,
         filepos: 0,
         filesize: size,
         path,
@@ -326,6 +327,9 @@ pub struct FromIPSummaryDump {
     reader: Option<BufReader<Box<dyn Read + Send>>>,
     fields: Vec<Field>,
     lineno: u64,
+    /// The dump's minor version (1.0 dumps give fragment offsets in
+    /// 8-byte units).
+    minor: u8,
     filepos: u64,
     filesize: Option<u64>,
     path: PathBuf,
@@ -373,6 +377,11 @@ fn bang<'a>(t: &'a str, word: &str) -> Option<&'a str> {
 
 /// Parses one line of a dump whose lines have `fields`.
 pub fn parse(fields: &[Field], text: &str) -> Result<Line, String> {
+    parse_version(fields, text, 3)
+}
+
+/// [`parse`] for a dump of version 1.`minor`.
+pub fn parse_version(fields: &[Field], text: &str, minor: u8) -> Result<Line, String> {
     let t = text.trim_end_matches(['\n', '\r']);
     if t.trim().is_empty() {
         return Ok(Line::Skip);
@@ -418,7 +427,14 @@ pub fn parse(fields: &[Field], text: &str) -> Result<Line, String> {
     if fields.is_empty() {
         return Err("no '!data' provided".into());
     }
-    info::parse_line(fields, t).map(Line::Record)
+    info::parse_line_version(fields, t, minor).map(Line::Record)
+}
+
+/// The minor version a dump's first line gives (`!IPSummaryDump 1.0`).
+fn minor_version(first: &str) -> Option<u8> {
+    let v = first.strip_prefix("!IPSummaryDump")?.trim();
+    let (major, minor) = v.split_once('.')?;
+    (major == "1").then(|| minor.parse().ok())?
 }
 
 impl FromIPSummaryDump {
@@ -459,7 +475,12 @@ impl FromIPSummaryDump {
                 continue;
             }
             let text = String::from_utf8_lossy(&buf);
-            match parse(&self.fields, &text) {
+            if self.lineno == 1 {
+                if let Some(m) = minor_version(text.trim_end()) {
+                    self.minor = m.min(3);
+                }
+            }
+            match parse_version(&self.fields, &text, self.minor) {
                 Ok(Line::Skip) => {}
                 Ok(Line::Data(f)) => self.fields = f,
                 Ok(Line::Proto(p)) => self.opts.proto = p,
@@ -789,5 +810,13 @@ mod tests {
         );
         assert!(parse(&[], "!binary").is_err());
         assert!(parse(&[], "!data payload_md5").is_err());
+        assert_eq!(minor_version("!IPSummaryDump 1.0"), Some(0));
+        assert_eq!(minor_version("!IPSummaryDump 1.3"), Some(3));
+        assert_eq!(minor_version("!IPSummaryDump 2.0"), None);
+        let f = [Field::IpFragoff];
+        let Line::Record(r) = parse_version(&f, "3+", 0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.num(Field::IpFragoff), Some(0x2003));
     }
 }

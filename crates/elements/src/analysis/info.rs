@@ -1044,7 +1044,7 @@ fn parse_ts(w: &str) -> Option<Timestamp> {
 /// The flags-and-offset word of `ip_frag` (`.`, `!`, `F`, `f`) or
 /// `ip_fragoff` (the offset in bytes, then `+` for more fragments and `!`
 /// for don't fragment, in either order), as Click reads them.
-fn parse_frag(w: &str) -> Option<u32> {
+fn parse_frag(w: &str, minor: u8) -> Option<u32> {
     match w {
         "." => return Some(0),
         "!" => return Some(0x4000),
@@ -1058,10 +1058,12 @@ fn parse_frag(w: &str) -> Option<u32> {
     } else {
         w[..digits].parse().ok()?
     };
-    let mut v = (off >> 3) & 0x1fff;
-    if off >> 3 > 0x1fff {
+    // Dumps of version 1.0 give the offset in 8-byte units.
+    let units = if minor == 0 { off } else { off >> 3 };
+    if units > 0x1fff {
         return None;
     }
+    let mut v = units;
     for c in w[digits..].bytes() {
         match c {
             b'+' => v |= 0x2000,
@@ -1107,7 +1109,7 @@ fn parse_icmp_type(w: &str) -> Option<u32> {
 }
 
 /// Parses one word `w` of field `f`; `None` when it is malformed.
-fn parse_value(f: Field, w: &str, icmp_type: Option<u32>) -> Option<Value> {
+fn parse_value(f: Field, w: &str, icmp_type: Option<u32>, minor: u8) -> Option<Value> {
     use Field as F;
     let n = |v: Option<u32>| v.map(Value::Num);
     match f {
@@ -1147,7 +1149,7 @@ fn parse_value(f: Field, w: &str, icmp_type: Option<u32>) -> Option<Value> {
             "ce" | "CE" => Some(3),
             _ => None,
         }),
-        F::IpFrag | F::IpFragoff => n(parse_frag(w)),
+        F::IpFrag | F::IpFragoff => n(parse_frag(w, minor)),
         F::IpId
         | F::IpSum
         | F::Sport
@@ -1188,6 +1190,12 @@ fn parse_value(f: Field, w: &str, icmp_type: Option<u32>) -> Option<Value> {
 /// a field and drops the line only when no field parsed; bricks refuses
 /// the line, so that a typo is seen).
 pub fn parse_line(fields: &[Field], text: &str) -> Result<Record, String> {
+    parse_line_version(fields, text, 3)
+}
+
+/// [`parse_line`] for a dump whose first line says `!IPSummaryDump
+/// 1.minor`.
+pub fn parse_line_version(fields: &[Field], text: &str, minor: u8) -> Result<Record, String> {
     let mut r = Record::default();
     let mut words = split_words(text);
     let icmp_type = fields
@@ -1205,7 +1213,7 @@ pub fn parse_line(fields: &[Field], text: &str) -> Result<Record, String> {
         if w == "-" || !f.readable() {
             continue;
         }
-        match parse_value(f, w, type_value) {
+        match parse_value(f, w, type_value, minor) {
             Some(v) => r.values.push((f, v)),
             None => {
                 return Err(format!(

@@ -2,8 +2,8 @@
 
 use super::info::{self, Field};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
-    TaskKind, TaskResult,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+    Stats, TaskKind, TaskResult,
 };
 use bricks_packet::{DEFAULT_BURST, MAX_BATCH};
 use std::collections::HashMap;
@@ -345,6 +345,28 @@ impl Element for ToIPSummaryDump {
     fn stats(&self, s: &mut Stats) {
         s.counter("count", self.count);
         s.counter("errors", self.errors);
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 1] = [Handler::w("flush")];
+        &HANDLERS
+    }
+
+    fn write_handler(&mut self, handler: &str, _value: &str) -> Result<(), String> {
+        match handler {
+            // Click's `flush`: what was written so far reaches the file.
+            "flush" => match &self.out {
+                Some(o) => o
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .flush()
+                    .map_err(|e| format!("{}: {e}", self.path.display())),
+                None => Ok(()),
+            },
+            _ => Err(format!(
+                "no write handler `{handler}` (ToIPSummaryDump has `flush`)"
+            )),
+        }
     }
 }
 
