@@ -1353,7 +1353,9 @@ impl Builder<'_> {
                 self.b[thoff..thoff + 2].copy_from_slice(&sp.to_be_bytes());
                 self.b[thoff + 2..thoff + 4].copy_from_slice(&dp.to_be_bytes());
             }
-            self.b.truncate(thoff + len);
+            // The IP header stays whole even when a field made its length
+            // say less.
+            self.b.truncate((thoff + len).max(20));
         }
         true
     }
@@ -1501,35 +1503,38 @@ impl Builder<'_> {
                     return;
                 }
                 let hl = (20 + o.len() + 3) & !3;
-                self.widen_ip(hl);
+                if !self.widen_ip(hl) || self.b.len() < hl {
+                    return;
+                }
                 self.b[20..20 + o.len()].copy_from_slice(o);
                 self.b[20 + o.len()..hl].fill(0);
             }
             F::IpHl => {
                 self.have_ip_hl = true;
                 let hl = ((n as usize + 3) & !3).min(60);
-                if hl > self.hl() {
-                    self.widen_ip(hl);
+                if self.widen_ip(hl) {
+                    self.b[0] = 0x40 | (hl / 4) as u8;
                 }
-                self.b[0] = 0x40 | (hl / 4) as u8;
             }
             _ => {}
         }
     }
 
-    /// Makes the IP header `hl` bytes long, moving what follows it.
-    fn widen_ip(&mut self, hl: usize) {
+    /// Makes the IP header at least `hl` bytes long, moving what follows
+    /// it; false when the packet cannot grow.
+    fn widen_ip(&mut self, hl: usize) -> bool {
         let old = self.hl();
         if hl <= old {
-            return;
+            return true;
         }
         let more = hl - old;
-        if self.b.len() + more > MAX_FRAME {
-            return;
+        if self.b.len() < old || self.b.len() + more > MAX_FRAME {
+            return false;
         }
         // The new option bytes are EOL (zero).
         self.b.splice(old..old, std::iter::repeat_n(0, more));
         self.b[0] = 0x40 | (hl / 4) as u8;
+        true
     }
 
     fn inject_tcp(&mut self, f: Field, v: &Value, n: u32) {
@@ -1646,7 +1651,10 @@ impl Builder<'_> {
     /// and IP options (EOL) when no field gave those lengths. Returns
     /// where the payload now starts.
     fn account_payload_len(&mut self, mut off: usize, plen: usize) -> usize {
-        let ip_len = u32::from(u16::from_be_bytes([self.b[2], self.b[3]]));
+        let ip_len = match self.b.get(2..4) {
+            Some(l) if self.ip => u32::from(u16::from_be_bytes([l[0], l[1]])),
+            _ => 0,
+        };
         if !self.ip || (ip_len == 0 && self.want_len == 0) {
             self.want_len = (off + plen).min(u32::MAX as usize) as u32;
             return off;
@@ -1658,7 +1666,8 @@ impl Builder<'_> {
             && self.first_frag()
             && self.proto() == 6
             && !self.have_tcp_hl
-            && self.b.get(t + 12).is_some_and(|&x| x >> 4 == 5)
+            && self.b.len() >= t + 20
+            && self.b[t + 12] >> 4 == 5
         {
             let th_delta = (delta & !3).min(40);
             if self.b.len() + th_delta <= MAX_FRAME {
@@ -1671,8 +1680,7 @@ impl Builder<'_> {
         }
         if delta > 0 && !self.have_ip_hl && self.hl() == 20 {
             let ip_delta = (delta & !3).min(40);
-            if self.b.len() + ip_delta <= MAX_FRAME {
-                self.widen_ip(20 + ip_delta);
+            if self.widen_ip(20 + ip_delta) {
                 off += ip_delta;
             }
         }
@@ -1910,6 +1918,17 @@ mod tests {
         p.take_back(0);
         let f = parse_fields("payload payload_len payload_md5").unwrap();
         assert_eq!(line(&f, &p), "\"\" 0 u3bJz@iaYsq6aMaMSJVq_b");
+        // Click's IPSummaryDump-02: a UDP packet carrying "hi there\n".
+        let o = BuildOptions {
+            proto: 17,
+            ..BuildOptions::default()
+        };
+        let p = read("payload", "\"hi there\\n\"", &o);
+        let f = parse_fields("payload payload_len payload_md5 payload_md5_hex").unwrap();
+        assert_eq!(
+            line(&f, &p),
+            "\"hi there\\n\" 9 sy@Uze03MHB84qQruJ_zma 12f6bb1941df66b8f138a446d4e8670c"
+        );
     }
 
     #[test]
