@@ -16,7 +16,7 @@ use std::path::PathBuf;
 pub static CLASS: ElementClass = ElementClass {
     name: "FromIPSummaryDump",
     ports: "0/1",
-    processing: "/h",
+    processing: "/a",
     manual: &MANUAL,
     make,
 };
@@ -41,7 +41,7 @@ static MANUAL: Manual = Manual {
         packets leave when the router's clock has gone as far past the first packet's \
         departure as their timestamps are past the first's (with `--simtime` the clock \
         jumps to them). With `--clock trace` the router's clock follows the timestamps.",
-    ports: "no inputs; one push output",
+    ports: "no inputs; one output, push or pull",
     keywords: &[
         Keyword {
             name: "FILENAME",
@@ -208,7 +208,7 @@ fn parse_flowid(rest: &str) -> Option<(FlowId, Option<u8>)> {
     Some((id, proto))
 }
 
-fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let path: Option<PathBuf> = args.read_p("FILENAME")?;
     let data: Option<String> = args.read("DATA")?;
     let stop = args.read("STOP")?.unwrap_or(false);
@@ -282,7 +282,12 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             },
             (None, None) => return Err(ArgError::new("FILENAME: required argument missing")),
         };
+    let pull = ports
+        .outputs
+        .first()
+        .is_some_and(|_| !ports.output_is_push(0));
     Ok(Box::new(FromIPSummaryDump {
+        pull,
         reader: input.map(|i| BufReader::with_capacity(1 << 16, i)),
         fields: contents.unwrap_or_default(),
         lineno: 0,
@@ -324,6 +329,8 @@ struct Pending {
 
 /// Reads a summary dump.
 pub struct FromIPSummaryDump {
+    /// The output is pull: packets leave when pulled, no task.
+    pull: bool,
     reader: Option<BufReader<Box<dyn Read + Send>>>,
     fields: Vec<Field>,
     lineno: u64,
@@ -664,7 +671,28 @@ fn set_ip_len(p: &mut Packet, len: u32, checksum: bool) {
 
 impl Element for FromIPSummaryDump {
     fn task_kind(&self) -> TaskKind {
-        TaskKind::Source
+        if self.pull {
+            TaskKind::None
+        } else {
+            TaskKind::Source
+        }
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        if self.stopped || !self.active {
+            return;
+        }
+        let burst = self.burst;
+        self.burst = max.clamp(1, MAX_BATCH);
+        let (n, _) = self.fill(out, cx);
+        self.burst = burst;
+        self.count += n as u64;
+        if self.done && self.pending.is_none() {
+            if self.stop {
+                cx.request_stop();
+            }
+            self.stopped = true;
+        }
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
