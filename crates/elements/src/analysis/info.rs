@@ -47,6 +47,7 @@ macro_rules! fields {
 }
 
 const ANNO: u16 = 100;
+const LINK: u16 = 200;
 const NET: u16 = 300;
 const TRANSP: u16 = 400;
 const PAYLOAD: u16 = 500;
@@ -77,6 +78,13 @@ fields! {
     Aggregate = "aggregate", ANNO;
     /// `wire_len`: the packet's length.
     WireLen = "wire_len", ANNO;
+    /// `eth_src`: the Ethernet source, when an Ethernet header is just
+    /// before the IP header.
+    EthSrc = "eth_src", LINK;
+    /// `eth_dst`: the Ethernet destination.
+    EthDst = "eth_dst", LINK;
+    /// `eth_type`: the EtherType, four hexadecimal digits.
+    EthType = "eth_type", LINK;
     /// `ip_src`.
     IpSrc = "ip_src", NET;
     /// `ip_dst`.
@@ -178,6 +186,9 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("tcp_ackno", "tcp_ack"),
     ("tcp_win", "tcp_window"),
     ("payload_length", "payload_len"),
+    ("ether_src", "eth_src"),
+    ("ether_dst", "eth_dst"),
+    ("ether_type", "eth_type"),
 ];
 
 impl Field {
@@ -505,6 +516,26 @@ fn unparse_some(f: Field, p: &Packet, v: &mut View<'_>, out: &mut String) -> boo
         },
         F::Aggregate => write!(out, "{}", a.flow),
         F::WireLen => write!(out, "{}", p.len()),
+        F::EthSrc | F::EthDst | F::EthType => {
+            // Click's rule: the Ethernet header ends where the IP header
+            // starts.
+            if v.nh != 14 || v.data.len() < 14 {
+                v.missing("Ethernet header");
+                return false;
+            }
+            let m = &v.data[..14];
+            match f {
+                F::EthType => write!(out, "{:04X}", u16::from_be_bytes([m[12], m[13]])),
+                _ => {
+                    let a = if f == F::EthSrc { &m[6..12] } else { &m[..6] };
+                    write!(
+                        out,
+                        "{:02X}-{:02X}-{:02X}-{:02X}-{:02X}-{:02X}",
+                        a[0], a[1], a[2], a[3], a[4], a[5]
+                    )
+                }
+            }
+        }
         F::IpSrc | F::IpDst => {
             let at = if f == F::IpSrc { 12 } else { 16 };
             if !ip_need(v, at + 4) {
@@ -1181,6 +1212,23 @@ fn parse_value(f: Field, w: &str, icmp_type: Option<u32>, minor: u8) -> Option<V
             },
         ),
         F::Payload => unquote(w).map(Value::Bytes),
+        F::EthSrc | F::EthDst => {
+            let parts: Vec<&str> = w.split([':', '-']).collect();
+            if parts.len() != 6 {
+                return None;
+            }
+            let mut a = Vec::with_capacity(6);
+            for x in parts {
+                if x.is_empty() || x.len() > 2 {
+                    return None;
+                }
+                a.push(u8::from_str_radix(x, 16).ok()?);
+            }
+            Some(Value::Bytes(a))
+        }
+        F::EthType => u16::from_str_radix(w, 16)
+            .ok()
+            .map(|t| Value::Num(u32::from(t))),
         F::PayloadMd5 | F::PayloadMd5Hex => None,
     }
 }
@@ -1264,11 +1312,19 @@ impl Default for BuildOptions {
     }
 }
 
+/// Most bytes a packet's IP part is built with: room is left for an
+/// Ethernet header in a buffer.
+const BUILD_MAX: usize = MAX_FRAME - 14;
+
 /// A packet as it is built (Click's `PacketOdesc`): the IP header starts
 /// at byte 0 once some field asks for it.
 struct Builder<'o> {
     b: Vec<u8>,
     ip: bool,
+    /// An Ethernet header before the IP header (`eth_*` fields).
+    eth: Option<[u8; 14]>,
+    /// False once `eth_type` says the packet is not IP.
+    is_ip: bool,
     want_len: u32,
     have_ip_hl: bool,
     have_tcp_hl: bool,
@@ -1305,7 +1361,7 @@ impl Builder<'_> {
 
     /// Grows the packet to `len` bytes (zeros), up to a buffer's size.
     fn grow(&mut self, len: usize) -> bool {
-        if len > MAX_FRAME {
+        if len > BUILD_MAX {
             return false;
         }
         if self.b.len() < len {
@@ -1318,6 +1374,9 @@ impl Builder<'_> {
     /// protocol and addresses) if there is none; then whether its protocol
     /// is `proto` or unset.
     fn make_ip(&mut self, proto: u8) -> bool {
+        if !self.is_ip {
+            return false;
+        }
         if !self.ip {
             self.ip = true;
             self.b.resize(20, 0);
@@ -1485,6 +1544,25 @@ impl Builder<'_> {
                 }
             }
             F::PayloadMd5 | F::PayloadMd5Hex => {}
+            F::EthSrc | F::EthDst | F::EthType => {
+                let e = self.eth.get_or_insert_with(|| {
+                    let mut e = [0u8; 14];
+                    e[12..].copy_from_slice(&0x0800u16.to_be_bytes());
+                    e
+                });
+                match v {
+                    Value::Bytes(a) if a.len() == 6 => {
+                        let at = if f == F::EthSrc { 6 } else { 0 };
+                        e[at..at + 6].copy_from_slice(a);
+                    }
+                    _ => {
+                        e[12..].copy_from_slice(&(n as u16).to_be_bytes());
+                        if n != 0x0800 && n != 0x86dd {
+                            self.is_ip = false;
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -1538,7 +1616,7 @@ impl Builder<'_> {
             return true;
         }
         let more = hl - old;
-        if self.b.len() < old || self.b.len() + more > MAX_FRAME {
+        if self.b.len() < old || self.b.len() + more > BUILD_MAX {
             return false;
         }
         // The new option bytes are EOL (zero).
@@ -1680,7 +1758,7 @@ impl Builder<'_> {
             && self.b[t + 12] >> 4 == 5
         {
             let th_delta = (delta & !3).min(40);
-            if self.b.len() + th_delta <= MAX_FRAME {
+            if self.b.len() + th_delta <= BUILD_MAX {
                 self.b
                     .splice(t + 20..t + 20, std::iter::repeat_n(0, th_delta));
                 self.b[t + 12] = (((20 + th_delta) / 4) as u8) << 4 | (self.b[t + 12] & 15);
@@ -1713,6 +1791,8 @@ pub fn build(r: &Record, o: &BuildOptions) -> (Packet, Extras) {
     let mut bd = Builder {
         b: Vec::new(),
         ip: false,
+        eth: None,
+        is_ip: true,
         want_len: 0,
         have_ip_hl: false,
         have_tcp_hl: false,
@@ -1758,11 +1838,18 @@ pub fn build(r: &Record, o: &BuildOptions) -> (Packet, Extras) {
             set_checksums(&mut bd.b, whole);
         }
     }
+    let nh = match bd.eth {
+        Some(e) => {
+            bd.b.splice(0..0, e);
+            14
+        }
+        None => 0,
+    };
     if p.set_frame(&bd.b).is_err() {
         p = Packet::new();
     }
     if bd.ip {
-        p.set_network_header(0);
+        p.set_network_header(nh);
     }
     (p, x)
 }
@@ -2054,6 +2141,25 @@ mod tests {
         assert_eq!(p.len(), 46);
         assert_eq!(p.data()[32] >> 4, 6);
         assert_eq!(&p.data()[44..], b"ab");
+    }
+
+    #[test]
+    fn ethernet_fields() {
+        let o = BuildOptions::default();
+        let f = "eth_src eth_dst eth_type ip_src";
+        let p = read(f, "0:1:2:3:4:5 AA-BB-CC-DD-EE-FF 0800 1.0.0.1", &o);
+        assert_eq!(p.len(), 14 + 40);
+        assert_eq!(p.network_header_offset(), Some(14));
+        assert_eq!(
+            line(&parse_fields(f).unwrap(), &p),
+            "00-01-02-03-04-05 AA-BB-CC-DD-EE-FF 0800 1.0.0.1"
+        );
+        // Not IP: the IP fields make nothing.
+        let p = read("eth_type ip_src", "0806 1.0.0.1", &o);
+        assert_eq!(p.len(), 14);
+        let p = read("ip_src", "1.0.0.1", &o);
+        assert_eq!(line(&parse_fields("eth_type").unwrap(), &p), "-");
+        assert!(parse_line(&parse_fields("eth_src").unwrap(), "1:2:3").is_err());
     }
 
     #[test]
