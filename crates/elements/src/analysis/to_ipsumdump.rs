@@ -29,7 +29,8 @@ static MANUAL: Manual = Manual {
         fields), then one line per packet with the CONTENTS fields separated by spaces, `-` \
         for a field the packet does not have. Every field of Click's ipsumdump_*.cc that \
         applies to IPv4 is written as Click writes it: timestamp, ts_sec, ts_usec, \
-        ts_usec1, count, link, paint, direction, aggregate, wire_len, ip_src, ip_dst, \
+        ts_usec1, count, link, paint, direction, aggregate, wire_len, eth_src, eth_dst, \
+        eth_type, ip_src, ip_dst, \
         ip_tos, ip_dscp, ip_ecn, ip_ttl, ip_frag, ip_fragoff, ip_id, ip_sum, ip_proto, \
         ip_hl, ip_len, ip_capture_len, ip_opt, sport, dport, tcp_seq, tcp_ack, tcp_off, \
         tcp_flags, tcp_window, tcp_urp, tcp_opt, tcp_ntopt, tcp_sack, udp_len, icmp_type, \
