@@ -102,10 +102,11 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
         );
         assert!(!err.contains("did you mean"), "{err}");
     }
-    let o = bricks(&["elements", "IPRewriter"]);
+    let o = bricks(&["elements", "AggregateIPFlows"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("`IPRewriter` is a Click element that bricks does not implement yet"),
+        stderr(&o)
+            .contains("`AggregateIPFlows` is a Click element that bricks does not implement yet"),
         "{}",
         stderr(&o)
     );
@@ -120,10 +121,13 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
 #[test]
 fn unknown_classes_and_bad_arguments_are_reported_in_one_pass() {
     let (code, err) = check(
-        "InfiniteSource(LIMT 5) -> IPRewriter -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
+        "InfiniteSource(LIMT 5) -> AggregateIPFlows -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
     );
     assert_eq!(code, 2);
-    assert!(err.contains("`IPRewriter` is a Click element"), "{err}");
+    assert!(
+        err.contains("`AggregateIPFlows` is a Click element"),
+        "{err}"
+    );
     assert!(err.contains("unknown element class `Discrad`"), "{err}");
     assert!(err.contains("unknown keyword LIMT"), "{err}");
     assert!(err.contains("did you mean LIMIT?"), "{err}");

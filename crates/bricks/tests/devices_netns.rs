@@ -54,7 +54,7 @@ fn counter(stderr: &str, name: &str, counter: &str) -> u64 {
 }
 
 fn wait_for_socket(path: &std::path::Path) {
-    for _ in 0..200 {
+    for _ in 0..800 {
         if path.exists() {
             return;
         }
@@ -226,6 +226,8 @@ fn an_interface_that_disappears_is_reported_and_the_rest_keeps_forwarding() {
         ],
     ))
     .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("ctl.sock");
     let router = Captured::spawn(&mut bricks(
         &net,
         "r",
@@ -236,10 +238,14 @@ fn an_interface_that_disappears_is_reported_and_the_rest_keeps_forwarding() {
              FromDevice(r2, PROMISC true) -> Queue -> ToDevice(r2);",
             "--duration",
             "4",
+            "--control",
+            sock.to_str().unwrap(),
         ],
     ))
     .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
+    // The interface goes only once the router has it (a loaded machine
+    // can take more than a second to start a debug build).
+    wait_for_socket(&sock);
     let gen = Captured::spawn(&mut bricks(
         &net,
         "gen",

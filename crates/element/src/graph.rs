@@ -71,11 +71,15 @@ pub struct Graph {
     /// For each push output a source has asked about, the storage inputs
     /// its packets can reach, or `None` when some path ends elsewhere (a
     /// `Discard`, a device): see [`Graph::downstream_room`].
-    room_paths: RefCell<HashMap<(u32, u32), Option<Box<[Edge]>>>>,
+    room_paths: RefCell<HashMap<(u32, u32), RoomPath>>,
     /// Configurations changed by keyword write handlers
     /// ([`Element::config_keyword`]), by element.
     config_now: RefCell<HashMap<usize, String>>,
 }
+
+/// The storage inputs a push output reaches, or `None` when a path leaves
+/// them ([`Graph::downstream_room`]).
+type RoomPath = Option<Box<[Edge]>>;
 
 /// What the read handlers every element has (Click's `class`, `config`,
 /// `ports`) say of one element; fixed when the graph is built.
@@ -147,10 +151,7 @@ impl Graph {
     /// once per output (bounded by the number of elements) and cached.
     pub fn downstream_room(&self, element: usize, port: usize) -> Option<usize> {
         let key = (element as u32, port as u32);
-        if !self.room_paths.borrow().contains_key(&key) {
-            let found = self.storage_reached(element, port);
-            self.room_paths.borrow_mut().insert(key, found);
-        }
+        self.find_room_path(key);
         let paths = self.room_paths.borrow();
         let ends = paths.get(&key)?.as_ref()?;
         let mut room = usize::MAX;
@@ -166,9 +167,29 @@ impl Graph {
         Some(room)
     }
 
+    /// Whether push output `port` of `element` reaches only storage, so
+    /// that [`Graph::downstream_room`] can ever hold a source back. It
+    /// cannot change while the graph runs: a source asks once and, when
+    /// the answer is no, never again.
+    pub fn has_room_signal(&self, element: usize, port: usize) -> bool {
+        let key = (element as u32, port as u32);
+        self.find_room_path(key);
+        self.room_paths
+            .borrow()
+            .get(&key)
+            .is_some_and(|p| p.is_some())
+    }
+
+    fn find_room_path(&self, key: (u32, u32)) {
+        if !self.room_paths.borrow().contains_key(&key) {
+            let found = self.storage_reached(key.0 as usize, key.1 as usize);
+            self.room_paths.borrow_mut().insert(key, found);
+        }
+    }
+
     /// The storage inputs reachable from push output `port` of `element`,
     /// or `None` when a path leaves them (see [`Graph::downstream_room`]).
-    fn storage_reached(&self, element: usize, port: usize) -> Option<Box<[Edge]>> {
+    fn storage_reached(&self, element: usize, port: usize) -> RoomPath {
         let mut ends = Vec::new();
         let mut seen = vec![false; self.elements.len()];
         let mut todo = vec![*self.outputs[element].get(port)?];
@@ -601,6 +622,12 @@ impl<'a> Context<'a> {
         self.graph.downstream_room(self.element, port)
     }
 
+    /// Whether [`Context::downstream_room`] can ever answer for push
+    /// output `port` (see [`Graph::has_room_signal`]); fixed for the run.
+    pub fn has_room_signal(&self, port: usize) -> bool {
+        self.graph.has_room_signal(self.element, port)
+    }
+
     /// Whether push output `port` leads somewhere.
     #[inline(always)]
     pub fn output_connected(&self, port: usize) -> bool {
@@ -1004,4 +1031,25 @@ fn reconfigure(config: &str, spec: &str, value: &str) -> String {
         _ => conf.push(format!("{keyword} {value}")),
     }
     conf.join(", ")
+}
+
+#[cfg(test)]
+mod reconfigure_tests {
+    use super::reconfigure;
+
+    #[test]
+    fn a_keyword_write_replaces_the_keyword_or_the_positional_argument() {
+        // As Click's configuration_handler: the keyword's arguments go and
+        // `KEYWORD VALUE` is appended ...
+        assert_eq!(reconfigure("", "0 CAPACITY", "10"), "CAPACITY 10");
+        assert_eq!(
+            reconfigure("CAPACITY 5, X 1", "0 CAPACITY", "10"),
+            "X 1, CAPACITY 10"
+        );
+        // ... unless the argument is given by position.
+        assert_eq!(reconfigure("100", "0 CAPACITY", "10"), "10");
+        assert_eq!(reconfigure("a, b", "1 DATA", "c"), "a, c");
+        // A keyword without a position is always appended.
+        assert_eq!(reconfigure("100", "RATE", "7"), "100, RATE 7");
+    }
 }

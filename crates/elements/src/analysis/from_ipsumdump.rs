@@ -1,21 +1,22 @@
-//! `FromIPSummaryDump`: reads packets described by an IP summary dump.
+//! `FromIPSummaryDump`: reads packets described by an IP summary dump
+//! (Click's `elements/analysis/fromipsumdump.cc`).
 
-use super::info::{self, Field, Record};
+use super::info::{self, BuildOptions, Extras, Field, FlowId, Record};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
-    TaskKind, TaskResult,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+    Stats, TaskKind, TaskResult,
 };
-use bricks_packet::{Packet, Timestamp, DEFAULT_BURST, MAX_BATCH};
+use bricks_packet::{Packet, Timestamp, MAX_BATCH};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// The `FromIPSummaryDump` class.
 pub static CLASS: ElementClass = ElementClass {
     name: "FromIPSummaryDump",
     ports: "0/1",
-    processing: "/h",
+    processing: "/a",
     manual: &MANUAL,
     make,
 };
@@ -23,18 +24,24 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "reads packets from an IP summary dump",
     synopsis: "FromIPSummaryDump(FILENAME [, KEYWORDS])",
-    description: "Reads the text that ToIPSummaryDump writes and pushes one IPv4 packet per \
-        line (COUNT copies when the line has a count field, up to 1024), with a TCP, UDP or \
-        ICMP header as the protocol says and zero bytes for the payload length (cut at 1500 \
-        bytes; the IP length keeps the whole). The `!data` line names the fields of the \
-        lines after it (DEFAULT_CONTENTS or CONTENTS when the file has none, CONTENTS always \
-        when given); other `!` lines and blank lines are skipped. Absent fields (`-`) are \
-        zero, the TTL 100, TCP flags ACK. The IP checksum is always valid; transport \
-        checksums too when CHECKSUM is true and the whole payload is present. The packet's \
-        timestamp annotation is the line's, and the trace clock follows it. A malformed \
-        line is skipped and counted, with a message naming the file and line; lines longer \
-        than 4096 bytes are malformed.",
-    ports: "no inputs; one push output",
+    description: "Reads the text that ToIPSummaryDump writes and pushes one packet per \
+        line, built as Click builds it: the fields apply in Click's order (annotations, \
+        the IP header, the transport header, the payload); a field of the IP or transport \
+        header makes an IPv4 header (TTL 100, the default protocol) and the protocol's \
+        header; `payload` gives the payload's bytes (a quoted string with C escapes), \
+        `ip_opt` and `tcp_opt` the options in Click's text (`mss1460;sackok`, \
+        `rr{1.2.3.4}`). The packet holds the headers and the payload given; the IP \
+        length says the rest (CHECKSUM true makes the packet as long as its IP length, \
+        zero-filled, and sets the IP and transport checksums). `!data` (or `!contents`) \
+        names the fields of the lines after it, `!proto` the protocol of headers a line \
+        does not name, `!flowid SRC SPORT DST DPORT [PROTO]` addresses and ports of \
+        lines that give none, `!aggregate N` the aggregate annotation. A field written \
+        `-` is absent. A malformed line is skipped and counted, with a message naming \
+        the file and line; lines longer than 4096 bytes are malformed. With TIMING, \
+        packets leave when the router's clock has gone as far past the first packet's \
+        departure as their timestamps are past the first's (with `--simtime` the clock \
+        jumps to them). With `--clock trace` the router's clock follows the timestamps.",
+    ports: "no inputs; one output, push or pull",
     keywords: &[
         Keyword {
             name: "FILENAME",
@@ -58,7 +65,7 @@ static MANUAL: Manual = Manual {
             name: "TIMING",
             ty: "boolean",
             default: Some("false"),
-            doc: "replay at the pace of the timestamps",
+            doc: "emit packets at the pace of their timestamps on the router's clock",
         },
         Keyword {
             name: "ACTIVE",
@@ -70,43 +77,58 @@ static MANUAL: Manual = Manual {
             name: "ZERO",
             ty: "boolean",
             default: Some("true"),
-            doc: "payload bytes are zero (they always are)",
+            doc: "bytes the line does not give are zero (they always are)",
         },
         Keyword {
             name: "CHECKSUM",
             ty: "boolean",
             default: Some("false"),
-            doc: "set valid TCP, UDP and ICMP checksums",
+            doc: "fill the packet to its IP length and set IP, TCP, UDP and ICMP checksums",
         },
         Keyword {
             name: "PROTO",
             ty: "IP protocol",
             default: Some("TCP"),
-            doc: "protocol of lines that give none",
+            doc: "protocol of IP headers whose line gives none (as `!proto`)",
         },
         Keyword {
             name: "MULTIPACKET",
             ty: "boolean",
             default: Some("false"),
-            doc: "emit COUNT packets for a line with a count field",
+            doc: "a line with a count field makes that many packets, the IP length shared \
+                  among them and the timestamps spread from first_timestamp",
+        },
+        Keyword {
+            name: "SAMPLE",
+            ty: "probability",
+            default: Some("1"),
+            doc: "emit each packet with this probability",
         },
         Keyword {
             name: "DEFAULT_CONTENTS",
             ty: "field names",
             default: None,
-            doc: "fields of the lines when the file has no `!data` line",
+            doc: "fields of the lines until a `!data` line (also CONTENTS, FIELDS, \
+                  DEFAULT_FIELDS)",
         },
         Keyword {
-            name: "CONTENTS",
-            ty: "field names",
+            name: "FLOWID",
+            ty: "SRC SPORT DST DPORT [PROTO]",
             default: None,
-            doc: "fields of the lines, whatever the file says",
+            doc: "as a `!flowid` line (also DEFAULT_FLOWID)",
+        },
+        Keyword {
+            name: "ALLOW_NONEXISTENT",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "a missing FILENAME is an empty dump",
         },
         Keyword {
             name: "BURST",
             ty: "unsigned",
-            default: Some("32"),
-            doc: "packets per batch (up to 256)",
+            default: Some("1"),
+            doc: "packets per batch (up to 256); 1, as Click, keeps the order in which \
+                  packets reach elements downstream of a switch",
         },
     ],
     counters: &[
@@ -115,23 +137,79 @@ static MANUAL: Manual = Manual {
     ],
     example: "FromIPSummaryDump(crates/elements/src/analysis/sample.ipsum, STOP true, \
         CHECKSUM true) -> Discard;",
-    see_also: &["ToIPSummaryDump", "FromDump"],
+    see_also: &["ToIPSummaryDump", "FromDump", "IPPrint"],
 };
 
 /// Most packets one line makes under MULTIPACKET.
-const MAX_COUNT: u32 = 1024;
+const MAX_COUNT: u32 = 1 << 16;
 
 /// Messages printed about bad lines; the rest are only counted.
 const MAX_MESSAGES: u64 = 10;
 
 fn fields_arg(v: Option<String>) -> Result<Option<Vec<Field>>, ArgError> {
-    v.map(|t| info::parse_fields(&t).map_err(|e| ArgError::new(format!("bad CONTENTS: {e}"))))
-        .transpose()
+    v.map(|t| {
+        let f = info::parse_fields(&t).map_err(|e| ArgError::new(format!("bad CONTENTS: {e}")))?;
+        refuse_unreadable(&f).map_err(ArgError::new)?;
+        Ok(f)
+    })
+    .transpose()
 }
 
-fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+fn refuse_unreadable(f: &[Field]) -> Result<(), String> {
+    match f.iter().find(|f| !f.readable()) {
+        Some(f) => Err(format!(
+            "field `{}` cannot be read (Click writes it only)",
+            f.name()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Click's protocol names for PROTO and `!proto`.
+fn parse_proto(w: &str) -> Option<u8> {
+    match w {
+        "T" | "tcp" | "TCP" => Some(6),
+        "U" | "udp" | "UDP" => Some(17),
+        "I" | "icmp" | "ICMP" => Some(1),
+        "igmp" => Some(2),
+        "ipip" => Some(4),
+        "gre" => Some(47),
+        "dccp" => Some(33),
+        "sctp" => Some(132),
+        _ => w.parse().ok(),
+    }
+}
+
+/// A `!flowid` line's words after the keyword.
+fn parse_flowid(rest: &str) -> Option<(FlowId, Option<u8>)> {
+    let w: Vec<&str> = rest.split_ascii_whitespace().collect();
+    if w.len() < 4 {
+        return None;
+    }
+    let addr = |s: &str| {
+        if s == "-" {
+            Some(Ipv4Addr::UNSPECIFIED)
+        } else {
+            s.parse().ok()
+        }
+    };
+    let port = |s: &str| {
+        if s == "-" {
+            Some(0)
+        } else {
+            s.parse::<u16>().ok()
+        }
+    };
+    let id = (addr(w[0])?, port(w[1])?, addr(w[2])?, port(w[3])?);
+    let proto = match w.get(4) {
+        Some(p) => Some(parse_proto(p)?),
+        None => None,
+    };
+    Some((id, proto))
+}
+
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let path: Option<PathBuf> = args.read_p("FILENAME")?;
-    // Click's DATA: the dump's text itself instead of a file.
     let data: Option<String> = args.read("DATA")?;
     let stop = args.read("STOP")?.unwrap_or(false);
     let timing = args.read("TIMING")?.unwrap_or(false);
@@ -140,125 +218,235 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let checksum = args.read("CHECKSUM")?.unwrap_or(false);
     let proto: Option<String> = args.read("PROTO")?;
     let multipacket = args.read("MULTIPACKET")?.unwrap_or(false);
-    let default_contents = fields_arg(args.read("DEFAULT_CONTENTS")?)?;
-    let contents = fields_arg(args.read("CONTENTS")?)?;
-    let burst: usize = args.read("BURST")?.unwrap_or(DEFAULT_BURST);
-    let proto = match proto.as_deref().map(str::to_ascii_uppercase).as_deref() {
-        None | Some("TCP" | "T") => 6,
-        Some("UDP" | "U") => 17,
-        Some("ICMP" | "I") => 1,
-        Some(n) => n
-            .parse()
-            .map_err(|_| ArgError::new(format!("bad argument PROTO: `{n}`")))?,
-    };
-    let (input, path): (Box<dyn Read + Send>, PathBuf) = match (data, path) {
-        (Some(_), Some(p)) => {
-            return Err(ArgError::new(format!(
-                "give FILENAME ({}) or DATA, not both",
-                p.display()
-            )))
+    let sample: f64 = args.read("SAMPLE")?.unwrap_or(1.0);
+    // Click reads all four names into the same default.
+    let mut contents = None;
+    for key in ["DEFAULT_CONTENTS", "DEFAULT_FIELDS", "CONTENTS", "FIELDS"] {
+        if let Some(f) = fields_arg(args.read(key)?)? {
+            contents = Some(f);
         }
-        (Some(d), None) => (
-            Box::new(std::io::Cursor::new(d.into_bytes())),
-            PathBuf::from("DATA"),
-        ),
-        // `-` is standard input, as in Click.
-        (None, Some(p)) if p.as_os_str() == "-" => (Box::new(std::io::stdin()), p),
-        (None, Some(p)) => (
-            Box::new(File::open(&p).map_err(|e| ArgError::new(format!("{}: {e}", p.display())))?),
-            p,
-        ),
-        (None, None) => {
-            return Err(ArgError::new(
-                "missing mandatory argument FILENAME (or DATA)",
-            ))
-        }
+    }
+    let mut flowid_text: Option<String> = args.read("DEFAULT_FLOWID")?;
+    if let Some(f) = args.read::<String>("FLOWID")? {
+        flowid_text = Some(f);
+    }
+    let allow_nonexistent = args.read("ALLOW_NONEXISTENT")?.unwrap_or(false);
+    let burst: usize = args.read("BURST")?.unwrap_or(1);
+    let mut opts = BuildOptions {
+        checksum,
+        ..BuildOptions::default()
     };
-    let forced = contents.is_some();
+    if let Some(p) = proto {
+        opts.proto =
+            parse_proto(&p).ok_or_else(|| ArgError::new(format!("bad argument PROTO: `{p}`")))?;
+    }
+    if let Some(t) = flowid_text {
+        let (id, proto) = parse_flowid(&t).ok_or_else(|| ArgError::new("bad argument FLOWID"))?;
+        opts.flowid = Some(id);
+        if let Some(p) = proto {
+            opts.proto = p;
+        }
+    }
+    if !(0.0..=1.0).contains(&sample) {
+        return Err(ArgError::new(
+            "bad argument SAMPLE: a probability from 0 to 1",
+        ));
+    }
+    let (input, path, size): (Option<Box<dyn Read + Send>>, PathBuf, Option<u64>) =
+        match (data, path) {
+            (Some(_), Some(p)) => {
+                return Err(ArgError::new(format!(
+                    "FILENAME ({}) and DATA conflict",
+                    p.display()
+                )))
+            }
+            (Some(d), None) => {
+                let n = d.len() as u64;
+                (
+                    Some(Box::new(std::io::Cursor::new(d.into_bytes()))),
+                    PathBuf::from("DATA"),
+                    Some(n),
+                )
+            }
+            // `-` is standard input, as in Click.
+            (None, Some(p)) if p.as_os_str() == "-" => (Some(Box::new(std::io::stdin())), p, None),
+            (None, Some(p)) => match File::open(&p) {
+                Ok(f) => {
+                    let n = f.metadata().ok().map(|m| m.len());
+                    (Some(Box::new(f)), p, n)
+                }
+                Err(e) if allow_nonexistent && e.kind() == std::io::ErrorKind::NotFound => {
+                    (None, p, None)
+                }
+                Err(e) => return Err(ArgError::new(format!("{}: {e}", p.display()))),
+            },
+            (None, None) => return Err(ArgError::new("FILENAME: required argument missing")),
+        };
+    let pull = ports
+        .outputs
+        .first()
+        .is_some_and(|_| !ports.output_is_push(0));
     Ok(Box::new(FromIPSummaryDump {
-        reader: Some(BufReader::with_capacity(1 << 16, input)),
-        fields: contents.or(default_contents).unwrap_or_default(),
-        forced,
+        pull,
+        reader: input.map(|i| BufReader::with_capacity(1 << 16, i)),
+        fields: contents.unwrap_or_default(),
         lineno: 0,
+        minor: 3,
+        filepos: 0,
+        filesize: size,
         path,
         stop,
         timing,
         active,
-        checksum,
-        proto,
+        opts,
         multipacket,
+        sample: (sample * f64::from(1u32 << 28)).round() as u32,
+        rng: 0x9e37_79b9_7f4a_7c15,
         burst: burst.clamp(1, MAX_BATCH),
         pending: None,
         epoch: None,
-        trace_epoch: None,
         count: 0,
         bad_lines: 0,
         done: false,
+        stopped: false,
     }))
+}
+
+/// A line's packet not yet emitted: under MULTIPACKET, the copies left.
+struct Pending {
+    p: Packet,
+    /// Packets still to emit, this one included.
+    left: u32,
+    /// IP length of each but the last.
+    each_len: u32,
+    /// IP length of the last.
+    last_len: u32,
+    /// Time between copies (nanoseconds).
+    delta: u64,
+    /// Timestamp of the last copy.
+    end: Timestamp,
 }
 
 /// Reads a summary dump.
 pub struct FromIPSummaryDump {
+    /// The output is pull: packets leave when pulled, no task.
+    pull: bool,
     reader: Option<BufReader<Box<dyn Read + Send>>>,
     fields: Vec<Field>,
-    /// CONTENTS given: `!data` lines are ignored.
-    forced: bool,
     lineno: u64,
+    /// The dump's minor version (1.0 dumps give fragment offsets in
+    /// 8-byte units).
+    minor: u8,
+    filepos: u64,
+    filesize: Option<u64>,
     path: PathBuf,
     stop: bool,
     timing: bool,
     active: bool,
-    checksum: bool,
-    proto: u8,
+    opts: BuildOptions,
     multipacket: bool,
+    /// SAMPLE as a fraction of 2^28 (Click's fixed point).
+    sample: u32,
+    rng: u64,
     burst: usize,
-    /// A packet not yet due, and how many copies of it remain.
-    pending: Option<(Packet, u32)>,
-    epoch: Option<(Timestamp, Instant)>,
-    /// The first record's time and the trace clock it was replayed at.
-    trace_epoch: Option<(Timestamp, Timestamp)>,
+    pending: Option<Pending>,
+    /// TIMING: the first packet's timestamp and the router's time it left.
+    epoch: Option<(Timestamp, Timestamp)>,
     count: u64,
     bad_lines: u64,
     done: bool,
+    stopped: bool,
 }
 
 /// What one line of a dump is.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line {
-    /// Nothing to do: blank, or a comment.
+    /// Nothing to do: blank, a comment, or a header line bricks ignores.
     Skip,
     /// A `!data` line: the fields of the lines that follow.
     Data(Vec<Field>),
+    /// A `!proto` line: the protocol of headers lines do not name.
+    Proto(u8),
+    /// A `!flowid` line: addresses and ports, and maybe a protocol.
+    FlowId(FlowId, Option<u8>),
+    /// An `!aggregate` line.
+    Aggregate(u32),
     /// A packet record.
     Record(Record),
 }
 
+/// `!word` followed by a space, and what follows.
+fn bang<'a>(t: &'a str, word: &str) -> Option<&'a str> {
+    let rest = t.strip_prefix(word)?;
+    rest.starts_with(|c: char| c.is_ascii_whitespace())
+        .then_some(rest)
+}
+
 /// Parses one line of a dump whose lines have `fields`.
 pub fn parse(fields: &[Field], text: &str) -> Result<Line, String> {
-    let t = text.trim();
-    if t.is_empty() {
+    parse_version(fields, text, 3)
+}
+
+/// [`parse`] for a dump of version 1.`minor`.
+pub fn parse_version(fields: &[Field], text: &str, minor: u8) -> Result<Line, String> {
+    let t = text.trim_end_matches(['\n', '\r']);
+    if t.trim().is_empty() {
         return Ok(Line::Skip);
     }
-    if let Some(rest) = t.strip_prefix("!data") {
-        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
-            return info::parse_fields(rest).map(Line::Data);
+    if t.starts_with('!') {
+        if let Some(rest) = bang(t, "!data").or_else(|| bang(t, "!contents")) {
+            let f = info::parse_fields(rest)?;
+            if f.is_empty() {
+                return Err("no contents specified".into());
+            }
+            refuse_unreadable(&f)?;
+            return Ok(Line::Data(f));
         }
+        if let Some(rest) = bang(t, "!proto") {
+            let w: Vec<&str> = rest.split_ascii_whitespace().collect();
+            return match w[..] {
+                [p] => parse_proto(p)
+                    .map(Line::Proto)
+                    .ok_or_else(|| "bad protocol in !proto".into()),
+                _ => Err("bad !proto".into()),
+            };
+        }
+        if let Some(rest) = bang(t, "!flowid") {
+            return parse_flowid(rest)
+                .map(|(id, p)| Line::FlowId(id, p))
+                .ok_or_else(|| "bad !flowid specification".into());
+        }
+        if let Some(rest) = bang(t, "!aggregate") {
+            return rest
+                .trim()
+                .parse()
+                .map(Line::Aggregate)
+                .map_err(|_| "bad !aggregate specification".into());
+        }
+        if t.trim_end() == "!binary" || bang(t, "!binary").is_some() {
+            return Err("binary dumps are not supported (text only)".into());
+        }
+        return Ok(Line::Skip);
     }
-    if t.starts_with('!') || t.starts_with('#') {
+    if t.starts_with('#') {
         return Ok(Line::Skip);
     }
     if fields.is_empty() {
-        return Err("no `!data` line before the first record".into());
+        return Err("no '!data' provided".into());
     }
-    info::parse_line(fields, t).map(Line::Record)
+    info::parse_line_version(fields, t, minor).map(Line::Record)
+}
+
+/// The minor version a dump's first line gives (`!IPSummaryDump 1.0`).
+fn minor_version(first: &str) -> Option<u8> {
+    let v = first.strip_prefix("!IPSummaryDump")?.trim();
+    let (major, minor) = v.split_once('.')?;
+    (major == "1").then(|| minor.parse().ok())?
 }
 
 impl FromIPSummaryDump {
-    /// The next line's packet and its copies, or `None` at the end.
-    fn next_record(&mut self, cx: &mut Context<'_>) -> Option<(Packet, u32)> {
-        if let Some(p) = self.pending.take() {
-            return Some(p);
-        }
+    /// Reads lines up to the next record's packet; `None` at the end.
+    fn read_packet(&mut self, cx: &mut Context<'_>) -> Option<(Packet, Extras)> {
         let mut buf = Vec::new();
         // Bounded: every pass consumes a line or ends the file.
         loop {
@@ -273,7 +461,7 @@ impl FromIPSummaryDump {
                     self.reader = None;
                     return None;
                 }
-                Ok(_) => {}
+                Ok(n) => self.filepos += n as u64,
                 Err(e) => {
                     cx.report_error(format!("{}: {e}", self.path.display()));
                     self.reader = None;
@@ -282,38 +470,89 @@ impl FromIPSummaryDump {
             }
             self.lineno += 1;
             if buf.len() > info::MAX_LINE && buf.last() != Some(&b'\n') {
-                // Skip the rest of the long line.
-                let mut skipped = 0u64;
+                // Skip the rest of the long line, a bounded piece at a time.
                 while let Ok(n) = reader.by_ref().take(1 << 16).read_until(b'\n', &mut buf) {
-                    skipped += n as u64;
+                    self.filepos += n as u64;
                     if n == 0 || buf.last() == Some(&b'\n') {
                         break;
                     }
                     buf.clear();
                 }
-                let _ = skipped;
                 self.bad(cx, "line too long");
                 continue;
             }
             let text = String::from_utf8_lossy(&buf);
-            match parse(&self.fields, &text) {
+            if self.lineno == 1 {
+                if let Some(m) = minor_version(text.trim_end()) {
+                    self.minor = m.min(3);
+                }
+            }
+            match parse_version(&self.fields, &text, self.minor) {
                 Ok(Line::Skip) => {}
-                Ok(Line::Data(f)) => {
-                    if !self.forced {
-                        self.fields = f;
+                Ok(Line::Data(f)) => self.fields = f,
+                Ok(Line::Proto(p)) => self.opts.proto = p,
+                Ok(Line::FlowId(id, p)) => {
+                    self.opts.flowid = Some(id);
+                    if let Some(p) = p {
+                        self.opts.proto = p;
                     }
                 }
+                Ok(Line::Aggregate(a)) => self.opts.aggregate = Some(a),
                 Ok(Line::Record(r)) => {
-                    let n = if self.multipacket {
-                        r.count.unwrap_or(1).clamp(1, MAX_COUNT)
-                    } else {
-                        1
-                    };
-                    return Some((info::build(&r, self.proto, self.checksum), n));
+                    if r.values.is_empty() {
+                        self.bad(cx, "packet parse error");
+                        continue;
+                    }
+                    return Some(info::build(&r, &self.opts));
                 }
                 Err(e) => self.bad(cx, &e),
             }
         }
+    }
+
+    /// The next packet to emit (the next copy of a multi-packet line), not
+    /// yet taken from `pending`.
+    fn next(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.pending.is_some() {
+            return true;
+        }
+        let Some((p, x)) = self.read_packet(cx) else {
+            return false;
+        };
+        let count = if self.multipacket {
+            x.count.clamp(1, MAX_COUNT)
+        } else {
+            1
+        };
+        let mut pend = Pending {
+            p,
+            left: count,
+            each_len: 0,
+            last_len: 0,
+            delta: 0,
+            end: Timestamp::default(),
+        };
+        if count > 1 {
+            // Click's handle_multipacket: the line's length shared out,
+            // the timestamps stepped from first_timestamp to timestamp.
+            let len = pend.p.len() as u32;
+            let total = ip_len(&pend.p).map_or(len, |l| u32::from(l).max(len));
+            let mut each = total / count;
+            let mut total = total;
+            if each < len {
+                each = len;
+                total = len * count;
+            }
+            pend.each_len = each;
+            pend.last_len = total - each * (count - 1);
+            pend.end = pend.p.anno().timestamp;
+            if let Some(first) = x.first_timestamp.filter(|f| f.0 != 0) {
+                pend.delta = pend.end.0.saturating_sub(first.0) / u64::from(count - 1);
+                pend.p.anno_mut().timestamp = first;
+            }
+        }
+        self.pending = Some(pend);
+        true
     }
 
     fn bad(&mut self, cx: &mut Context<'_>, msg: &str) {
@@ -328,73 +567,156 @@ impl FromIPSummaryDump {
         }
     }
 
-    fn due(&mut self, p: &Packet) -> bool {
-        if !self.timing {
-            return true;
-        }
-        let ts = p.anno().timestamp;
-        let (t0, w0) = *self.epoch.get_or_insert((ts, Instant::now()));
-        w0.elapsed().as_nanos() as u64 >= ts.0.saturating_sub(t0.0)
+    /// TIMING: when a packet stamped `ts` is due on the router's clock.
+    fn due_at(&mut self, ts: Timestamp, now: Timestamp) -> Timestamp {
+        let (t0, n0) = *self.epoch.get_or_insert((ts, now));
+        Timestamp(n0.0.saturating_add(ts.0.saturating_sub(t0.0)))
     }
 
-    fn fill(&mut self, out: &mut Batch, cx: &mut Context<'_>) -> usize {
+    /// Takes the next copy out of `pending`.
+    fn take(&mut self) -> Option<Packet> {
+        let pend = self.pending.as_mut()?;
+        if pend.left <= 1 {
+            let mut pend = self.pending.take()?;
+            if pend.each_len > 0 {
+                pend.p.anno_mut().timestamp = pend.end;
+                set_ip_len(&mut pend.p, pend.last_len, self.opts.checksum);
+            }
+            return Some(pend.p);
+        }
+        let mut q = pend.p.duplicate();
+        set_ip_len(&mut q, pend.each_len, self.opts.checksum);
+        pend.left -= 1;
+        let t = pend.p.anno().timestamp;
+        pend.p.anno_mut().timestamp = Timestamp(t.0.saturating_add(pend.delta));
+        Some(q)
+    }
+
+    fn sampled(&mut self) -> bool {
+        if self.sample >= 1 << 28 {
+            return true;
+        }
+        // SplitMix64: repeatable runs.
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ((z as u32) & ((1 << 28) - 1)) < self.sample
+    }
+
+    /// Fills `out`; returns the packets put there and whether the source
+    /// waits for the clock.
+    fn fill(&mut self, out: &mut Batch, cx: &mut Context<'_>) -> (usize, bool) {
         let mut n = 0;
-        while n < self.burst && !out.is_full() {
-            let Some((p, copies)) = self.next_record(cx) else {
+        let mut looked = 0;
+        // Bounded: at most a burst's worth of packets looked at.
+        while n < self.burst && !out.is_full() && looked < self.burst * 4 {
+            if !self.next(cx) {
                 self.done = true;
                 break;
-            };
-            let ts = p.anno().timestamp;
-            let wait = if cx.trace_clock() {
-                let at = if self.timing {
-                    crate::io::capture::trace_due(&mut self.trace_epoch, ts, cx.now())
-                } else {
-                    ts
-                };
-                (at > cx.now()).then_some(at)
-            } else {
-                None
-            };
-            if wait.is_some() || (!cx.trace_clock() && !self.due(&p)) {
-                if let Some(at) = wait {
-                    cx.schedule_at(at);
-                }
-                self.pending = Some((p, copies));
-                break;
             }
-            if copies > 1 {
-                self.pending = Some((p.duplicate(), copies - 1));
+            looked += 1;
+            let ts = self
+                .pending
+                .as_ref()
+                .map_or_else(Timestamp::default, |p| p.p.anno().timestamp);
+            if self.timing {
+                let due = self.due_at(ts, cx.now());
+                if due > cx.now() {
+                    cx.schedule_at(due);
+                    return (n, true);
+                }
+            } else if cx.trace_clock() && ts > cx.now() {
+                cx.schedule_at(ts);
+                return (n, true);
+            }
+            let Some(p) = self.take() else { break };
+            if !self.sampled() {
+                continue;
             }
             let _ = out.push(p);
             n += 1;
         }
-        self.count += n as u64;
-        n
+        (n, false)
+    }
+}
+
+fn ip_len(p: &Packet) -> Option<u16> {
+    let h = p.network_header()?;
+    (h.len() >= 20 && h[0] >> 4 == 4).then(|| u16::from_be_bytes([h[2], h[3]]))
+}
+
+/// Sets the IP length (and a UDP length) of a multi-packet line's copy.
+fn set_ip_len(p: &mut Packet, len: u32, checksum: bool) {
+    let Some(h) = p.network_header_mut() else {
+        return;
+    };
+    if h.len() < 20 || h[0] >> 4 != 4 {
+        return;
+    }
+    let len = len.min(0xffff) as u16;
+    h[2..4].copy_from_slice(&len.to_be_bytes());
+    let hl = usize::from(h[0] & 15) * 4;
+    if h[9] == 17 && h.len() >= hl + 6 {
+        let ulen = len.saturating_sub(hl as u16);
+        h[hl + 4..hl + 6].copy_from_slice(&ulen.to_be_bytes());
+    }
+    if checksum && h.len() >= hl {
+        h[10..12].fill(0);
+        let c = !bricks_wire::checksum::data(&h[..hl]);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
     }
 }
 
 impl Element for FromIPSummaryDump {
     fn task_kind(&self) -> TaskKind {
-        TaskKind::Source
+        if self.pull {
+            TaskKind::None
+        } else {
+            TaskKind::Source
+        }
     }
 
-    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        if self.done {
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        if self.stopped || !self.active {
+            return;
+        }
+        let burst = self.burst;
+        self.burst = max.clamp(1, MAX_BATCH);
+        let (n, _) = self.fill(out, cx);
+        self.burst = burst;
+        self.count += n as u64;
+        if self.done && self.pending.is_none() {
             if self.stop {
                 cx.request_stop();
             }
+            self.stopped = true;
+        }
+    }
+
+    fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        if self.stopped {
             return TaskResult::Done;
         }
         if !self.active {
             return TaskResult::Idle;
         }
         let mut b = Batch::new();
-        let n = self.fill(&mut b, cx);
+        let (n, waiting) = self.fill(&mut b, cx);
+        self.count += n as u64;
         cx.push(0, &mut b);
+        if self.done && self.pending.is_none() {
+            if self.stop {
+                cx.request_stop();
+            }
+            self.stopped = true;
+            return TaskResult::Done;
+        }
         if n > 0 {
             TaskResult::Worked
-        } else if self.done {
-            self.run_task(cx)
+        } else if waiting {
+            TaskResult::Waiting
         } else {
             TaskResult::Idle
         }
@@ -405,13 +727,56 @@ impl Element for FromIPSummaryDump {
         s.counter("bad_lines", self.bad_lines);
     }
 
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        Some(match handler {
+            "active" => self.active.to_string(),
+            "encap" => "IP".into(),
+            "sampling_prob" => {
+                let p = f64::from(self.sample) / f64::from(1u32 << 28);
+                let s = format!("{p:.6}");
+                let s = s.trim_end_matches('0').trim_end_matches('.');
+                s.to_string()
+            }
+            "filepos" => self.filepos.to_string(),
+            "filesize" => self.filesize.map_or_else(String::new, |n| n.to_string()),
+            _ => return None,
+        })
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 6] = [
+            Handler::r("sampling_prob"),
+            Handler::rw("active"),
+            Handler::r("encap"),
+            Handler::w("stop"),
+            Handler::r("filesize"),
+            Handler::r("filepos"),
+        ];
+        &HANDLERS
+    }
+
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        _value: &str,
+        write: bool,
+        cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        if handler == "stop" && write {
+            self.active = false;
+            cx.request_stop();
+            return Some(Ok(String::new()));
+        }
+        None
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         use bricks_element::FromArg;
         match handler {
             "active" => self.active = bool::from_arg(value.trim())?,
             _ => {
                 return Err(format!(
-                    "no write handler `{handler}` (FromIPSummaryDump has `active`)"
+                    "no write handler `{handler}` (FromIPSummaryDump has `active` and `stop`)"
                 ))
             }
         }
@@ -428,22 +793,26 @@ mod tests {
         let text = include_str!("sample.ipsum");
         let mut fields = Vec::new();
         let mut records = 0;
+        let o = BuildOptions {
+            checksum: true,
+            ..BuildOptions::default()
+        };
         for l in text.lines() {
             match parse(&fields, l).unwrap() {
-                Line::Skip => {}
                 Line::Data(f) => fields = f,
                 Line::Record(r) => {
-                    let p = info::build(&r, 6, true);
+                    let (p, _) = info::build(&r, &o);
                     assert_eq!(info::line(&fields, &p), l);
                     records += 1;
                 }
+                _ => {}
             }
         }
         assert_eq!(records, 4);
     }
 
     #[test]
-    fn record_before_data_is_refused() {
+    fn header_lines() {
         assert!(parse(&[], "1.2.3.4").is_err());
         assert_eq!(parse(&[], "!creator x").unwrap(), Line::Skip);
         assert_eq!(parse(&[], "   ").unwrap(), Line::Skip);
@@ -451,5 +820,31 @@ mod tests {
             parse(&[], "!data ip src").unwrap(),
             Line::Data(vec![Field::IpSrc])
         );
+        assert_eq!(
+            parse(&[], "!contents src").unwrap(),
+            Line::Data(vec![Field::IpSrc])
+        );
+        assert_eq!(parse(&[], "!proto I").unwrap(), Line::Proto(1));
+        assert_eq!(parse(&[], "!proto 9").unwrap(), Line::Proto(9));
+        assert!(parse(&[], "!proto").unwrap() == Line::Skip || parse(&[], "!proto x").is_err());
+        assert!(parse(&[], "!proto 1 2").is_err());
+        assert_eq!(parse(&[], "!aggregate 7").unwrap(), Line::Aggregate(7));
+        assert_eq!(
+            parse(&[], "!flowid 1.0.0.1 10 2.0.0.2 20 U").unwrap(),
+            Line::FlowId(
+                (Ipv4Addr::new(1, 0, 0, 1), 10, Ipv4Addr::new(2, 0, 0, 2), 20),
+                Some(17)
+            )
+        );
+        assert!(parse(&[], "!binary").is_err());
+        assert!(parse(&[], "!data payload_md5").is_err());
+        assert_eq!(minor_version("!IPSummaryDump 1.0"), Some(0));
+        assert_eq!(minor_version("!IPSummaryDump 1.3"), Some(3));
+        assert_eq!(minor_version("!IPSummaryDump 2.0"), None);
+        let f = [Field::IpFragoff];
+        let Line::Record(r) = parse_version(&f, "3+", 0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.num(Field::IpFragoff), Some(0x2003));
     }
 }

@@ -1,12 +1,13 @@
 //! `IPPrint`: a tcpdump-like line per IP packet.
 
-use super::info::{self, Summary};
+use crate::ip::icmperror;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
 };
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 /// The `IPPrint` class.
@@ -21,17 +22,20 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "prints IP packets in a tcpdump-like format",
     synopsis: "IPPrint([LABEL, KEYWORDS])",
-    description: "Writes one line per IPv4 packet to standard error (or OUTFILE) and \
-        passes every packet on; packets without an IPv4 header print nothing. The line is \
-        `LABEL: TIMESTAMP: ` then, as asked, `id N `, `paint P `, `ttl N `, `tos N `, \
-        `length N `, then the flow: TCP as `SRC.SPORT > DST.DPORT: FLAGS SEQ:SEQEND(SEQLEN,\
-        PACKETLEN,IPLEN) ack ACK win WIN` (flags from S, F, R, P, `.` for none; ack only \
-        with ACK), UDP as `SRC.SPORT > DST.DPORT: udp ULEN`, ICMP as `SRC > DST: icmp: echo \
-        request (ID, SEQ)`, `: echo reply (ID, SEQ)` or `: type T`, others as `SRC > DST: \
-        ip-proto-P`; a later fragment as `SRC > DST: tcp` (udp, icmp, ip-proto-P); any \
+    description: "Writes one line per IP packet to standard error (or OUTFILE) and \
+        passes every packet on, as Click's IPPrint: `LABEL: TIMESTAMP: `, then `#AGG` \
+        and `paint P` (`.P` after the aggregate) followed by `: ` when asked, then as \
+        asked `id N `, `ttl N `, `tos N `, `length N `, then the flow: TCP as \
+        `SRC.SPORT > DST.DPORT: FLAGS SEQ:SEQEND(SEQLEN,PACKETLEN,IPLEN) ack ACK win WIN` \
+        (flags from S, F, R, P, `.` for none; ack only with ACK), UDP as \
+        `SRC.SPORT > DST.DPORT: udp ULEN`, ICMP as `SRC > DST: icmp echo (ID, SEQ)`, \
+        `icmp echo-reply (ID, SEQ)`, `icmp DST unreachable CODE [PROTO/PORT]` or \
+        `icmp TYPE [CODE]` by name, others as `SRC > DST: ip-proto-P`; headers cut short \
+        as `truncated-tcp` (udp, icmp, ip); a later fragment as `SRC > DST: tcp`; any \
         fragment then adds ` (frag ID:LEN@OFFSET[+])`. CONTENTS (the packet) or PAYLOAD \
         (after the transport header) HEX or ASCII adds MAXLENGTH bytes on indented lines. \
-        The IP header is at the network header annotation, or at the packet's start.",
+        The IP header is at the network header annotation; a packet without one prints \
+        nothing unless its bytes start with an IPv4 header.",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -113,6 +117,12 @@ static MANUAL: Manual = Manual {
             doc: "append lines to this file instead",
         },
         Keyword {
+            name: "CHANNEL",
+            ty: "word",
+            default: Some("none"),
+            doc: "accepted for Click compatibility; lines go to standard error",
+        },
+        Keyword {
             name: "ACTIVE",
             ty: "boolean",
             default: Some("true"),
@@ -147,7 +157,13 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let label: String = args.read_p("LABEL")?.unwrap_or_default();
     let contents = bytes_arg(args.read("CONTENTS")?, "CONTENTS")?;
     let payload = bytes_arg(args.read("PAYLOAD")?, "PAYLOAD")?;
-    let max: i64 = args.read("MAXLENGTH")?.unwrap_or(1500);
+    let mut max: i64 = args.read("MAXLENGTH")?.unwrap_or(1500);
+    // Click's deprecated name.
+    if let Some(n) = args.read("NBYTES")? {
+        max = n;
+    }
+    // Click's chatter channel: bricks has only standard error.
+    let _channel: Option<String> = args.read("CHANNEL")?;
     let opts = Options {
         id: args.read("ID")?.unwrap_or(false),
         ttl: args.read("TTL")?.unwrap_or(false),
@@ -156,8 +172,8 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         timestamp: args.read("TIMESTAMP")?.unwrap_or(true),
         aggregate: args.read("AGGREGATE")?.unwrap_or(false),
         paint: args.read("PAINT")?.unwrap_or(false),
+        swap: args.read("SWAP")?.unwrap_or(false),
     };
-    let _swap: bool = args.read("SWAP")?.unwrap_or(false);
     let outfile: Option<PathBuf> = args.read("OUTFILE")?;
     let active = args.read("ACTIVE")?.unwrap_or(true);
     let (bytes, of_payload) = if payload != Bytes::None {
@@ -175,6 +191,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         out: None,
         failed: false,
         active,
+        buf: String::new(),
     }))
 }
 
@@ -187,6 +204,7 @@ struct Options {
     timestamp: bool,
     aggregate: bool,
     paint: bool,
+    swap: bool,
 }
 
 /// Prints IP packets.
@@ -200,73 +218,123 @@ pub struct IPPrint {
     out: Option<BufWriter<File>>,
     failed: bool,
     active: bool,
+    /// The lines of a batch, kept between batches.
+    buf: String,
 }
 
 impl IPPrint {
     /// The text printed for `p`: a line, then the bytes asked for on lines
-    /// indented by two spaces; empty for a packet without an IPv4 header
-    /// (Click's IPPrint prints nothing for it).
+    /// indented by two spaces; empty for a packet without a network header
+    /// (Click's IPPrint prints nothing for it; bricks also takes a packet
+    /// without the annotation whose bytes start with an IPv4 header).
     pub fn text(&self, p: &Packet) -> String {
         let mut s = String::new();
-        let sum = info::summarize(p);
-        let Some(ip) = sum.ip else {
-            return s;
+        self.append(p, &mut s);
+        s
+    }
+
+    /// Appends the text printed for `p` to `s`.
+    pub fn append(&self, p: &Packet, s: &mut String) {
+        let data = p.data();
+        let nh = match p.network_header_offset() {
+            Some(nh) if nh <= data.len() => nh,
+            _ if data.len() >= 20 && data[0] >> 4 == 4 => 0,
+            _ => return,
         };
         if !self.label.is_empty() {
             let _ = write!(s, "{}: ", self.label);
         }
         let o = &self.opts;
         if o.timestamp {
-            let t = sum.ts;
+            let t = p.anno().timestamp;
             let _ = write!(s, "{}.{:06}: ", t.secs(), t.subsec_nanos() / 1000);
         }
         if o.aggregate {
-            let _ = write!(s, "#{} ", p.anno().flow);
-        }
-        if o.id {
-            let _ = write!(s, "id {} ", ip.id);
+            let _ = write!(s, "#{}", p.anno().flow);
         }
         if o.paint {
-            let _ = write!(s, "paint {} ", p.anno().paint);
+            let _ = write!(
+                s,
+                "{}{}",
+                if o.aggregate { "." } else { "paint " },
+                p.anno().paint
+            );
+        }
+        if o.aggregate || o.paint {
+            s.push_str(": ");
+        }
+        let h = &data[nh..];
+        if h.len() < 20 {
+            s.push_str("truncated-ip\n");
+            return;
+        }
+        let ip_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let hl = usize::from(h[0] & 15) * 4;
+        let payload_len = ip_len as i64 - hl as i64;
+        let t = h.get(hl..).unwrap_or(&[]);
+        let t = &t[..t.len().min(usize::try_from(payload_len).unwrap_or(0))];
+        if o.id {
+            let _ = write!(s, "id {} ", u16::from_be_bytes([h[4], h[5]]));
         }
         if o.ttl {
-            let _ = write!(s, "ttl {} ", ip.ttl);
+            let _ = write!(s, "ttl {} ", h[8]);
         }
         if o.tos {
-            let _ = write!(s, "tos {} ", ip.tos);
+            let _ = write!(s, "tos {} ", h[1]);
         }
         if o.length {
-            let _ = write!(s, "length {} ", ip.len);
+            let _ = write!(s, "length {ip_len} ");
         }
-        flow(&mut s, &sum, p);
-        self.append_bytes(&mut s, p, &sum);
+        flow(s, h, t, p.len(), o.swap);
+        let frag = u16::from_be_bytes([h[6], h[7]]);
+        if frag & 0x3fff != 0 {
+            let plus = if frag & 0x2000 != 0 { "+" } else { "" };
+            let _ = write!(
+                s,
+                " (frag {}:{payload_len}@{}{plus})",
+                u16::from_be_bytes([h[4], h[5]]),
+                u32::from(frag & 0x1fff) * 8
+            );
+        }
+        self.append_bytes(s, p, nh, hl);
         s.push('\n');
-        s
     }
 
     /// Click's layout: hex in groups of 4 bytes, 24 a line; ASCII in groups
-    /// of 8, 48 a line; each line after the first indented by two spaces.
-    fn append_bytes(&self, s: &mut String, p: &Packet, sum: &Summary) {
+    /// of 8, 48 a line; each line indented by two spaces.
+    fn append_bytes(&self, s: &mut String, p: &Packet, nh: usize, hl: usize) {
         if self.bytes == Bytes::None {
             return;
         }
+        let data = p.data();
         let start = if self.of_payload {
-            let hdr = sum
-                .ip
-                .map_or(0, |ip| usize::from(ip.hlen + sum.transport_len));
-            p.network_header_offset().unwrap_or(0) + hdr
+            let h = &data[nh..];
+            let t = nh + hl;
+            let first = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
+            match h[9] {
+                // Without the offset byte there is no payload to show.
+                6 if first => data
+                    .get(t + 12)
+                    .map_or(data.len(), |&x| t + usize::from(x >> 4) * 4),
+                17 if first => t + 8,
+                _ => t,
+            }
         } else {
             0
         };
-        let data = p.data().get(start..).unwrap_or(&[]);
+        let data = data.get(start..).unwrap_or(&[]);
         let data = &data[..data.len().min(self.max)];
         let (group, per_line) = if self.bytes == Bytes::Hex {
             (4, 24)
         } else {
             (8, 48)
         };
-        s.push_str("\n  ");
         for (i, &b) in data.iter().enumerate() {
+            if i % per_line == 0 {
+                s.push_str("\n  ");
+            } else if i % group == 0 {
+                s.push(' ');
+            }
             if self.bytes == Bytes::Hex {
                 let _ = write!(s, "{b:02x}");
             } else {
@@ -276,11 +344,6 @@ impl IPPrint {
                     '.'
                 });
             }
-            if i % per_line == per_line - 1 {
-                s.push_str("\n  ");
-            } else if i % group == group - 1 {
-                s.push(' ');
-            }
         }
     }
 
@@ -288,16 +351,18 @@ impl IPPrint {
         if !self.active {
             return;
         }
-        let mut text = String::new();
+        self.buf.clear();
+        let mut buf = std::mem::take(&mut self.buf);
         for p in b.iter() {
-            text.push_str(&self.text(p));
+            self.append(p, &mut buf);
         }
+        self.buf = buf;
         let Some(path) = &self.outfile else {
-            eprint!("{text}");
+            eprint!("{}", self.buf);
             return;
         };
         if self.out.is_none() && !self.failed {
-            match File::options().create(true).append(true).open(path) {
+            match File::create(path) {
                 Ok(f) => self.out = Some(BufWriter::new(f)),
                 Err(e) => {
                     self.failed = true;
@@ -306,7 +371,7 @@ impl IPPrint {
             }
         }
         if let Some(o) = &mut self.out {
-            if o.write_all(text.as_bytes()).is_err() && !self.failed {
+            if o.write_all(self.buf.as_bytes()).is_err() && !self.failed {
                 self.failed = true;
                 eprintln!("IPPrint: {}: write failed", path.display());
             }
@@ -314,82 +379,181 @@ impl IPPrint {
     }
 }
 
-/// The flow part of a line: addresses, ports, protocol details, and the
-/// fragment, as Click's IPPrint writes them.
-fn flow(s: &mut String, sum: &Summary, p: &Packet) {
-    let Some(ip) = sum.ip else { return };
-    let payload_len = ip.len.saturating_sub(ip.hlen);
-    if ip.frag & 0x1fff != 0 {
-        let _ = write!(s, "{} > {}: ", ip.src, ip.dst);
-        match ip.proto {
-            6 => s.push_str("tcp"),
-            17 => s.push_str("udp"),
-            1 => s.push_str("icmp"),
-            n => {
-                let _ = write!(s, "ip-proto-{n}");
+fn addr(h: &[u8], at: usize) -> Ipv4Addr {
+    Ipv4Addr::new(h[at], h[at + 1], h[at + 2], h[at + 3])
+}
+
+/// The flow part of a line, as Click's IPPrint writes it: `h` is the IP
+/// header and what follows, `t` the transport bytes within the IP length,
+/// `plen` the packet's length.
+fn flow(s: &mut String, h: &[u8], t: &[u8], plen: usize, swap: bool) {
+    let (src, dst) = (addr(h, 12), addr(h, 16));
+    let first = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
+    let port = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
+    match h[9] {
+        6 | 17 if t.len() < 4 || !first => {
+            let name = if h[9] == 6 { "tcp" } else { "udp" };
+            let trunc = if first { "truncated-" } else { "" };
+            let _ = write!(s, "{src} > {dst}: {trunc}{name}");
+        }
+        6 => {
+            let _ = write!(s, "{src}.{} > {dst}.{}: ", port(0), port(2));
+            if t.len() < 14 {
+                s.push_str("truncated-tcp");
+                return;
+            }
+            let ip_len = i64::from(u16::from_be_bytes([h[2], h[3]]));
+            let hl = i64::from(h[0] & 15) * 4;
+            let mut seqlen = ip_len - hl - i64::from(t[12] >> 4) * 4;
+            let flags = t[13];
+            for (bit, c, counts) in [(2, 'S', 1), (1, 'F', 1), (4, 'R', 0), (8, 'P', 0)] {
+                if flags & bit != 0 {
+                    s.push(c);
+                    seqlen += counts;
+                }
+            }
+            if flags & 0x0f == 0 {
+                s.push('.');
+            }
+            let seq = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
+            let _ = write!(
+                s,
+                " {seq}:{}({seqlen},{plen},{ip_len})",
+                seq.wrapping_add(seqlen as u32)
+            );
+            if flags & 0x10 != 0 {
+                let ack = u32::from_be_bytes([t[8], t[9], t[10], t[11]]);
+                let _ = write!(s, " ack {ack}");
+            }
+            if t.len() < 16 {
+                s.push_str("truncated-tcp");
+                return;
+            }
+            let _ = write!(s, " win {}", port(14));
+        }
+        17 => {
+            let _ = write!(s, "{src}.{} > {dst}.{}: ", port(0), port(2));
+            if t.len() < 8 {
+                s.push_str("truncated-udp");
+            } else {
+                let _ = write!(s, "udp {}", port(4));
             }
         }
-    } else {
-        let h = p.network_header().unwrap_or(p.data());
-        let t = h.get(usize::from(ip.hlen)..).unwrap_or(&[]);
-        match (ip.proto, sum.ports, sum.tcp) {
-            (6, Some((sp, dp)), Some((flags, seq, ack, win))) => {
-                let _ = write!(s, "{}.{sp} > {}.{dp}: ", ip.src, ip.dst);
-                let mut seqlen = u32::from(payload_len.saturating_sub(sum.transport_len));
-                for (bit, c, counts) in [(2, 'S', 1), (1, 'F', 1), (4, 'R', 0), (8, 'P', 0)] {
-                    if flags & bit != 0 {
-                        s.push(c);
-                        seqlen += counts;
-                    }
-                }
-                if flags & 0x0f == 0 {
-                    s.push('.');
-                }
-                let _ = write!(
-                    s,
-                    " {seq}:{}({seqlen},{},{})",
-                    seq.wrapping_add(seqlen),
-                    p.len(),
-                    ip.len
-                );
-                if flags & 0x10 != 0 {
-                    let _ = write!(s, " ack {ack}");
-                }
-                let _ = write!(s, " win {win}");
+        1 => {
+            let _ = write!(s, "{src} > {dst}: ");
+            if !first {
+                s.push_str("icmp");
+            } else {
+                icmp(s, t, swap);
             }
-            (17, Some((sp, dp)), _) => {
-                let ulen = u16::from_be_bytes([t[4], t[5]]);
-                let _ = write!(s, "{}.{sp} > {}.{dp}: udp {ulen}", ip.src, ip.dst);
-            }
-            (1, _, _) if t.len() >= 8 => {
-                let _ = write!(s, "{} > {}: icmp", ip.src, ip.dst);
-                let id = u16::from_be_bytes([t[4], t[5]]);
-                let sq = u16::from_be_bytes([t[6], t[7]]);
-                match t[0] {
-                    0 => {
-                        let _ = write!(s, ": echo reply ({id}, {sq})");
-                    }
-                    8 => {
-                        let _ = write!(s, ": echo request ({id}, {sq})");
-                    }
-                    n => {
-                        let _ = write!(s, ": type {n}");
-                    }
-                }
-            }
-            (proto, _, _) => {
-                let _ = write!(s, "{} > {}: ip-proto-{proto}", ip.src, ip.dst);
-            }
+        }
+        proto => {
+            let _ = write!(s, "{src} > {dst}: ip-proto-{proto}");
         }
     }
-    if ip.frag & 0x3fff != 0 {
-        let plus = if ip.frag & 0x2000 != 0 { "+" } else { "" };
-        let _ = write!(
-            s,
-            " (frag {}:{payload_len}@{}{plus})",
-            ip.id,
-            (ip.frag & 0x1fff) * 8
-        );
+}
+
+/// Click's names of IP protocols (NameInfo).
+fn proto_name(p: u8) -> Option<&'static str> {
+    Some(match p {
+        1 => "icmp",
+        2 => "igmp",
+        4 => "ipip",
+        6 => "tcp",
+        17 => "udp",
+        33 => "dccp",
+        47 => "gre",
+        132 => "sctp",
+        _ => return None,
+    })
+}
+
+/// The ICMP part of a line.
+fn icmp(s: &mut String, t: &[u8], swap: bool) {
+    if t.len() < 2 {
+        s.push_str("truncated-icmp");
+        return;
+    }
+    let code_name = icmperror::code_names(t[0])
+        .iter()
+        .find(|e| e.1 == t[1])
+        .map(|e| e.0);
+    match t[0] {
+        0 | 8 => {
+            s.push_str(if t[0] == 0 {
+                "icmp echo-reply "
+            } else {
+                "icmp echo "
+            });
+            if t.len() < 8 {
+                s.push_str("truncated-icmp");
+                return;
+            }
+            let (mut id, mut sq) = (
+                u16::from_be_bytes([t[4], t[5]]),
+                u16::from_be_bytes([t[6], t[7]]),
+            );
+            if swap {
+                id = id.swap_bytes();
+                sq = sq.swap_bytes();
+            }
+            let _ = write!(s, "({id}, {sq})");
+        }
+        3 => {
+            let code = code_name.map_or_else(|| format!("code {}", t[1]), str::to_string);
+            let Some(e) = t.get(8..).filter(|e| e.len() >= 20) else {
+                let _ = write!(s, "icmp unreachable {code} ");
+                s.push_str("truncated-icmp");
+                return;
+            };
+            let _ = write!(s, "icmp {} unreachable {code}", addr(e, 16));
+            let ehl = usize::from(e[0] & 15) * 4;
+            match t[1] {
+                2 => {
+                    let _ = match proto_name(e[9]) {
+                        Some(n) => write!(s, " {n}"),
+                        None => write!(s, " {}", e[9]),
+                    };
+                }
+                3 => {
+                    let _ = match proto_name(e[9]) {
+                        Some(n) => write!(s, " {n}"),
+                        None => write!(s, " protocol {}", e[9]),
+                    };
+                    match e.get(ehl..).filter(|u| u.len() >= 4) {
+                        Some(u) => {
+                            let _ = write!(s, "/{}", u16::from_be_bytes([u[2], u[3]]));
+                        }
+                        None => s.push_str("truncated-icmp"),
+                    }
+                }
+                4 => {
+                    let mtu = u16::from_be_bytes([t[6], t[7]]);
+                    if mtu != 0 {
+                        let _ = write!(s, " (mtu {mtu})");
+                    }
+                }
+                _ => {}
+            }
+        }
+        ty => {
+            s.push_str("icmp ");
+            match icmperror::TYPES.iter().find(|e| e.1 == ty) {
+                Some((n, _)) => s.push_str(n),
+                None => {
+                    let _ = write!(s, "type {ty}");
+                }
+            }
+            match code_name {
+                Some(n) => {
+                    let _ = write!(s, " {n}");
+                }
+                None if t[1] != 0 => {
+                    let _ = write!(s, " code {}", t[1]);
+                }
+                None => {}
+            }
+        }
     }
 }
 
@@ -442,6 +606,7 @@ mod tests {
             out: None,
             failed: false,
             active: true,
+            buf: String::new(),
         }
     }
 
@@ -500,7 +665,7 @@ mod tests {
         pr.max = 6;
         assert_eq!(
             pr.text(&p),
-            "10.0.0.1 > 10.0.0.2: icmp: echo request (7, 1)\n  4500001c 0001\n"
+            "10.0.0.1 > 10.0.0.2: icmp echo (7, 1)\n  4500001c 0001\n"
         );
     }
 }

@@ -3,6 +3,8 @@
 pub mod from_ipsumdump;
 pub mod info;
 pub mod ipprint;
+pub mod md5;
+pub mod options;
 pub mod to_ipsumdump;
 
 use bricks_element::ElementClass;

@@ -2,8 +2,8 @@
 
 use super::info::{self, Field};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
-    TaskKind, TaskResult,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+    Stats, TaskKind, TaskResult,
 };
 use bricks_packet::{DEFAULT_BURST, MAX_BATCH};
 use std::collections::HashMap;
@@ -27,15 +27,20 @@ static MANUAL: Manual = Manual {
     description: "Writes Click's IP summary dump: a header (`!IPSummaryDump 1.3`, \
         `!creator` with BANNER, `!host` and `!runtime` when VERBOSE, and `!data` naming the \
         fields), then one line per packet with the CONTENTS fields separated by spaces, `-` \
-        for a field the packet does not have. Fields: timestamp, ts sec, ts usec, ip src, \
-        ip dst, sport, dport, ip proto (T, U, I or a number), ip len, ip id, ip ttl, ip tos, \
-        ip frag (F first fragment, f later one, ! don't fragment, . none), ip fragoff \
-        (bytes, then + when more follow and ! for don't fragment), \
-        tcp flags (letters of FSRPAUEC, . for none), tcp seq, tcp ack, tcp window, \
-        payload len (IP length less the headers), count. Names may be written with a space \
-        or an underscore. The IP header is at the network header annotation, or at the \
-        packet's start. FILENAME `-` is standard output. The file is created when the first \
-        packet arrives or when the router stops. Text only: BINARY true is refused.",
+        for a field the packet does not have. Every field of Click's ipsumdump_*.cc that \
+        applies to IPv4 is written as Click writes it: timestamp, ts_sec, ts_usec, \
+        ts_usec1, count, link, paint, direction, aggregate, wire_len, eth_src, eth_dst, \
+        eth_type, ip_src, ip_dst, \
+        ip_tos, ip_dscp, ip_ecn, ip_ttl, ip_frag, ip_fragoff, ip_id, ip_sum, ip_proto, \
+        ip_hl, ip_len, ip_capture_len, ip_opt, sport, dport, tcp_seq, tcp_ack, tcp_off, \
+        tcp_flags, tcp_window, tcp_urp, tcp_opt, tcp_ntopt, tcp_sack, udp_len, icmp_type, \
+        icmp_code, icmp_type_name, icmp_code_name, icmp_flowid, icmp_seq, icmp_nextmtu, \
+        payload_len, payload, payload_md5, payload_md5_hex (and Click's other names: src, \
+        `ip src`, len, proto, ...). The IP header is at the network header annotation, or \
+        at the packet's start. With BAD_PACKETS, a packet a field cannot be read from is \
+        preceded by a `!bad REASON` line. FILENAME `-` is standard output. The file is \
+        created when the first packet arrives or when the router stops. Text only: BINARY \
+        true is refused.",
     ports: "one input, push or pull; optional push output",
     keywords: &[
         Keyword {
@@ -66,14 +71,19 @@ static MANUAL: Manual = Manual {
             name: "BAD_PACKETS",
             ty: "boolean",
             default: Some("false"),
-            doc:
-                "accepted for Click compatibility; malformed packets are written as far as they go",
+            doc: "write a `!bad REASON` line before a packet whose header is bad or cut short",
         },
         Keyword {
             name: "CAREFUL_TRUNC",
             ty: "boolean",
             default: Some("true"),
-            doc: "accepted for Click compatibility",
+            doc: "with BAD_PACKETS, a capture shorter than the IP length is bad",
+        },
+        Keyword {
+            name: "EXTRA_LENGTH",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "accepted for Click compatibility (bricks has no extra length annotation)",
         },
         Keyword {
             name: "VERBOSE",
@@ -91,7 +101,8 @@ static MANUAL: Manual = Manual {
             name: "MULTIPACKET",
             ty: "boolean",
             default: Some("false"),
-            doc: "accepted for Click compatibility; each packet is one line",
+            doc: "accepted for Click compatibility; each packet is one line (bricks has no \
+                  extra packets annotation)",
         },
         Keyword {
             name: "BINARY",
@@ -123,8 +134,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     contents.extend(args.read_all::<String>("DATA")?);
     let verbose = args.read("VERBOSE")?.unwrap_or(false);
     let write_header: bool = args.read("HEADER")?.unwrap_or(true);
-    let _bad_packets: bool = args.read("BAD_PACKETS")?.unwrap_or(false);
-    let _careful_trunc: bool = args.read("CAREFUL_TRUNC")?.unwrap_or(true);
+    let bad_packets: bool = args.read("BAD_PACKETS")?.unwrap_or(false);
+    let careful_trunc: bool = args.read("CAREFUL_TRUNC")?.unwrap_or(true);
+    let _extra_length: bool = args.read("EXTRA_LENGTH")?.unwrap_or(true);
     let banner: Option<String> = args.read("BANNER")?;
     let _multipacket: bool = args.read("MULTIPACKET")?.unwrap_or(false);
     let binary = args.read("BINARY")?.unwrap_or(false);
@@ -140,6 +152,12 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     if fields.is_empty() {
         return Err(ArgError::new("missing mandatory argument CONTENTS"));
     }
+    if let Some(f) = fields.iter().find(|f| !f.writable()) {
+        return Err(ArgError::new(format!(
+            "field `{}` cannot be written (bricks has no first timestamp annotation)",
+            f.name()
+        )));
+    }
     Ok(Box::new(ToIPSummaryDump {
         header: if write_header {
             header(&fields, banner.as_deref(), verbose)
@@ -152,6 +170,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         failed: false,
         pull: ports.input_is_pull(0),
         pass: ports.noutputs() > 0,
+        bad_packets,
+        careful_trunc,
+        text: String::new(),
         burst: burst.clamp(1, MAX_BATCH),
         count: 0,
         errors: 0,
@@ -178,9 +199,14 @@ pub fn header(fields: &[Field], banner: Option<&str>, verbose: bool) -> String {
         ));
     }
     h.push_str("!data");
-    for f in fields {
+    for (i, f) in fields.iter().enumerate() {
+        let _ = i;
         h.push(' ');
-        h.push_str(f.name());
+        // Click names ntimestamp `timestamp` in a text dump.
+        h.push_str(match f {
+            Field::NTimestamp => "timestamp",
+            f => f.name(),
+        });
     }
     h.push('\n');
     h
@@ -205,6 +231,11 @@ pub struct ToIPSummaryDump {
     failed: bool,
     pull: bool,
     pass: bool,
+    bad_packets: bool,
+    careful_trunc: bool,
+    /// The lines of a batch, kept between batches (no allocation per
+    /// packet once it has grown).
+    text: String,
     burst: usize,
     count: u64,
     errors: u64,
@@ -252,15 +283,20 @@ impl ToIPSummaryDump {
             self.errors += b.len() as u64;
             return;
         };
-        let mut text = String::new();
+        self.text.clear();
         for p in b.iter() {
-            text.push_str(&info::line(&self.fields, p));
-            text.push('\n');
+            let start = self.text.len();
+            let bad = info::write_line(&self.fields, p, self.careful_trunc, &mut self.text);
+            self.text.push('\n');
+            if let (Some(why), true) = (bad, self.bad_packets) {
+                let line = format!("!bad {why}\n");
+                self.text.insert_str(start, &line);
+            }
         }
         let r = o
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .write_all(text.as_bytes());
+            .write_all(self.text.as_bytes());
         match r {
             Ok(()) => self.count += b.len() as u64,
             Err(e) => {
@@ -310,6 +346,28 @@ impl Element for ToIPSummaryDump {
     fn stats(&self, s: &mut Stats) {
         s.counter("count", self.count);
         s.counter("errors", self.errors);
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 1] = [Handler::w("flush")];
+        &HANDLERS
+    }
+
+    fn write_handler(&mut self, handler: &str, _value: &str) -> Result<(), String> {
+        match handler {
+            // Click's `flush`: what was written so far reaches the file.
+            "flush" => match &self.out {
+                Some(o) => o
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .flush()
+                    .map_err(|e| format!("{}: {e}", self.path.display())),
+                None => Ok(()),
+            },
+            _ => Err(format!(
+                "no write handler `{handler}` (ToIPSummaryDump has `flush`)"
+            )),
+        }
     }
 }
 

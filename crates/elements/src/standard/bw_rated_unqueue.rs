@@ -270,20 +270,20 @@ mod tests {
 
     #[test]
     fn bytes_not_packets_and_debt_is_repaid() {
-        // 1000 bytes/s, bucket 100 bytes: a 300-byte packet leaves at once
-        // (the bucket is above zero) and leaves a 200-byte debt: the next
-        // may leave once the bucket is above zero again, 200 ms (and a
-        // nanosecond) later.
+        // 1000 bytes/s, BURST_BYTES 100: the bucket holds 100 bytes above
+        // Click's 131072-byte threshold. A 300-byte packet leaves at once
+        // and leaves the bucket 200 bytes below it; the next may leave
+        // once it is back, 200 ms later.
         let mut h = harness("1000, BURST_BYTES 100");
         h.feed(0, (0..3).map(|_| Packet::from_slice(&[0; 300]).unwrap()));
         h.advance_to(Timestamp(1_000_000_000));
         assert_eq!(h.run_task(), TaskResult::Worked);
         assert_eq!(h.take(0).len(), 1);
         assert_eq!(h.run_task(), TaskResult::Waiting);
-        assert_eq!(h.timers(), vec![Timestamp(1_200_000_001)]);
-        h.advance_to(Timestamp(1_200_000_000));
+        assert_eq!(h.timers(), vec![Timestamp(1_200_000_000)]);
+        h.advance_to(Timestamp(1_199_999_999));
         assert_eq!(h.run_task(), TaskResult::Waiting);
-        h.advance_to(Timestamp(1_200_000_001));
+        h.advance_to(Timestamp(1_200_000_000));
         assert_eq!(h.run_task(), TaskResult::Worked);
         assert_eq!(h.take(0).len(), 1);
         assert_eq!(h.stats().get("byte_count"), Some(600));

@@ -111,6 +111,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         burst: burst.min(MAX_BATCH),
         pacer: rate.map(Pacer::new),
         rng: SplitMix(seed),
+        room_signal: None,
     }))
 }
 
@@ -121,6 +122,8 @@ pub struct RandomSource {
     burst: usize,
     pacer: Option<Pacer>,
     rng: SplitMix,
+    /// Whether the output reaches only queues (asked on the first run).
+    room_signal: Option<bool>,
 }
 
 impl RandomSource {
@@ -171,11 +174,16 @@ impl Element for RandomSource {
         };
         let mut max = max;
         // Click's full-queue notifier (see InfiniteSource).
-        if let Some(room) = cx.downstream_room(0) {
-            if room == 0 {
-                return TaskResult::Idle;
+        let signal = *self
+            .room_signal
+            .get_or_insert_with(|| cx.has_room_signal(0));
+        if signal {
+            if let Some(room) = cx.downstream_room(0) {
+                if room == 0 {
+                    return TaskResult::Idle;
+                }
+                max = max.min(room);
             }
-            max = max.min(room);
         }
         let n = self.due(max as u64, cx) as usize;
         if n == 0 {

@@ -435,6 +435,7 @@ fn make_infinite(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Elemen
     Ok(Box::new(InfiniteSource {
         e,
         burst: burst.min(MAX_BATCH),
+        room_signal: None,
     }))
 }
 
@@ -471,6 +472,8 @@ fn make_rated(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>,
 pub struct InfiniteSource {
     e: Emitter,
     burst: usize,
+    /// Whether the output reaches only queues (asked on the first run).
+    room_signal: Option<bool>,
 }
 
 impl Element for InfiniteSource {
@@ -494,11 +497,16 @@ impl Element for InfiniteSource {
         let mut n = (self.burst as u64).min(left) as usize;
         // Click's full-queue notifier: a source in front of full queues
         // waits for room instead of making packets only to drop them.
-        if let Some(room) = cx.downstream_room(0) {
-            if room == 0 {
-                return TaskResult::Idle;
+        let signal = *self
+            .room_signal
+            .get_or_insert_with(|| cx.has_room_signal(0));
+        if signal {
+            if let Some(room) = cx.downstream_room(0) {
+                if room == 0 {
+                    return TaskResult::Idle;
+                }
+                n = n.min(room);
             }
-            n = n.min(room);
         }
         let mut b = Batch::new();
         self.e.fill(&mut b, n, cx);
