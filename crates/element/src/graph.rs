@@ -71,11 +71,14 @@ pub struct Graph {
     /// For each push output a source has asked about, the storage inputs
     /// its packets can reach, or `None` when some path ends elsewhere (a
     /// `Discard`, a device): see [`Graph::downstream_room`].
-    room_paths: RefCell<HashMap<(u32, u32), Option<Box<[Edge]>>>>,
+    room_paths: RefCell<RoomPaths>,
     /// Configurations changed by keyword write handlers
     /// ([`Element::config_keyword`]), by element.
     config_now: RefCell<HashMap<usize, String>>,
 }
+
+/// Storage inputs reachable from each (element, push output), or `None`.
+type RoomPaths = HashMap<(u32, u32), Option<Box<[Edge]>>>;
 
 /// What the read handlers every element has (Click's `class`, `config`,
 /// `ports`) say of one element; fixed when the graph is built.
