@@ -45,6 +45,7 @@ pub mod staticiplookup;
 pub mod stripipheader;
 pub(crate) mod transport;
 pub mod udpipencap;
+pub mod unstripipheader;
 
 use bricks_element::ElementClass;
 
@@ -75,6 +76,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &staticiplookup::CLASS,
     &stripipheader::CLASS,
     &udpipencap::CLASS,
+    &unstripipheader::CLASS,
 ];
 
 #[cfg(test)]
