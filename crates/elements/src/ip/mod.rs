@@ -35,6 +35,7 @@ pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod ipinputcombo;
 pub mod ipoutputcombo;
+pub mod ipreassembler;
 pub mod markipheader;
 pub mod prefix_table;
 pub mod setipaddress;
@@ -66,6 +67,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipfilter::CLASS,
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
+    &ipreassembler::CLASS,
     &ipinputcombo::CLASS,
     &ipoutputcombo::CLASS,
     &markipheader::CLASS,
