@@ -35,6 +35,7 @@ pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod ipinputcombo;
 pub mod ipoutputcombo;
+pub mod ipreassembler;
 pub mod markipheader;
 pub mod prefix_table;
 pub mod setipaddress;
@@ -45,6 +46,7 @@ pub mod staticiplookup;
 pub mod stripipheader;
 pub(crate) mod transport;
 pub mod udpipencap;
+pub mod unstripipheader;
 
 use bricks_element::ElementClass;
 
@@ -65,6 +67,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipfilter::CLASS,
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
+    &ipreassembler::CLASS,
     &ipinputcombo::CLASS,
     &ipoutputcombo::CLASS,
     &markipheader::CLASS,
@@ -75,6 +78,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &staticiplookup::CLASS,
     &stripipheader::CLASS,
     &udpipencap::CLASS,
+    &unstripipheader::CLASS,
 ];
 
 #[cfg(test)]

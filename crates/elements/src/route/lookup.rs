@@ -1,4 +1,5 @@
-//! `LookupIPRoute`, `DirectIPLookup`, `RadixIPLookup` and `LookupIP6Route`:
+//! `LookupIPRoute`, `DirectIPLookup`, `RangeIPLookup`, `RadixIPLookup` and
+//! `LookupIP6Route`:
 //! longest-prefix-match routing at Internet scale (RFC 1812 §5.2.4.3).
 //!
 //! The three IPv4 classes take Click's route syntax and differ in the
@@ -122,6 +123,16 @@ pub static RADIX: ElementClass = ElementClass {
     make: |a, p| make_v4(a, p, Algorithm::Trie4),
 };
 
+/// The `RangeIPLookup` class (Click's range table in front of a
+/// DirectIPLookup; bricks' DIR-24-8 table serves the same lookups).
+pub static RANGE: ElementClass = ElementClass {
+    name: "RangeIPLookup",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &RANGE_MANUAL,
+    make: |a, p| make_v4(a, p, Algorithm::Dir24_8),
+};
+
 /// The `LookupIP6Route` class.
 pub static LOOKUP6: ElementClass = ElementClass {
     name: "LookupIP6Route",
@@ -139,7 +150,7 @@ static DIRECT_MANUAL: Manual = Manual {
     keywords: KEYWORDS_V4,
     counters: COUNTERS_V4,
     example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: DirectIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
-    see_also: &["RadixIPLookup", "LookupIPRoute", "StaticIPLookup", "LookupIP6Route"],
+    see_also: &["RadixIPLookup", "RangeIPLookup", "LookupIPRoute", "StaticIPLookup", "LookupIP6Route"],
 };
 
 static LOOKUP_MANUAL: Manual = Manual {
@@ -153,6 +164,13 @@ static RADIX_MANUAL: Manual = Manual {
     summary: "IPv4 routing lookup with a 4-bit-stride multibit trie",
     synopsis: "RadixIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
     example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
+    ..DIRECT_MANUAL
+};
+
+static RANGE_MANUAL: Manual = Manual {
+    summary: "IPv4 routing lookup, Click's range-table element, here on DIR-24-8",
+    synopsis: "RangeIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
+    example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: RangeIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
     ..DIRECT_MANUAL
 };
 

@@ -10,5 +10,6 @@ pub static CLASSES: &[&ElementClass] = &[
     &lookup::DIRECT,
     &lookup::LOOKUP,
     &lookup::RADIX,
+    &lookup::RANGE,
     &lookup::LOOKUP6,
 ];

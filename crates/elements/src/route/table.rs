@@ -57,12 +57,50 @@ fn host_route(text: &str) -> Option<String> {
     Some(format!("{dst}/{len}{rest}"))
 }
 
+/// A route argument whose IPv4 destination has host bits set
+/// (`18.26.0/12 4.0.0.4 0`) rewritten with them cleared
+/// (`18.16.0.0/12 4.0.0.4 0`), as Click's `cp_ip_route` does
+/// (`r.addr &= r.mask`); `None` when nothing changes or the destination is
+/// no IPv4 prefix (the parser then says what is wrong). Route files keep
+/// refusing such prefixes.
+fn click_masked(text: &str) -> Option<String> {
+    let t = text.trim_start();
+    let end = t.find(|c: char| c.is_ascii_whitespace()).unwrap_or(t.len());
+    let (dst, rest) = t.split_at(end);
+    let (addr, mask) = dst.split_once('/')?;
+    let a = match addr.parse::<std::net::Ipv4Addr>() {
+        Ok(a) => a,
+        Err(_) => bricks_wire::ipv4::parse_abbreviated(addr)?.0,
+    };
+    let m: u32 = match mask.parse::<u8>() {
+        Ok(len) if len <= 32 => u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0),
+        Ok(_) => return None,
+        Err(_) => u32::from(mask.parse::<std::net::Ipv4Addr>().ok()?),
+    };
+    let net = u32::from(a) & m;
+    (net != u32::from(a)).then(|| format!("{}/{mask}{rest}", std::net::Ipv4Addr::from(net)))
+}
+
+/// Click's reading of one route argument: a bare address is a host route,
+/// host bits of the destination are cleared.
+fn click_route_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let host = host_route(text);
+    let t: &str = host.as_deref().unwrap_or(text);
+    match click_masked(t) {
+        Some(m) => m.into(),
+        None => match host {
+            Some(h) => h.into(),
+            None => text.into(),
+        },
+    }
+}
+
 /// Parses routes written in Click's syntax, one per argument.
 pub fn parse_routes(texts: &[(&str, bricks_config::Span)]) -> Result<Vec<Route>, ArgError> {
     let mut routes = Vec::new();
     for (text, span) in texts {
-        let host = host_route(text);
-        let text: &str = host.as_deref().unwrap_or(text);
+        let text = click_route_text(text);
+        let text: &str = &text;
         match source::text::parse_line(text) {
             Ok(Some(r)) => routes.push(r),
             Ok(None) => {}
@@ -223,7 +261,26 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                     return Err("IPv6 route in an IPv4 table".into());
                 };
                 let nh = self.intern(&route.hops).map_err(|e| e.0)?;
-                self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+                let old = self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+                // Click's `add` refuses a prefix that has a route (`set`
+                // replaces it). The tables have no exact-match read, so the
+                // old route is put back: lookups may see the new one for
+                // the moment between the two stores.
+                if let (Some(old), "add") = (old, handler) {
+                    if old != nh {
+                        self.lpm.insert(p, old).map_err(|e| e.to_string())?;
+                    }
+                    let groups = self.groups();
+                    let p = RoutePrefix::V4(p);
+                    let shown = match groups.get(old.0 as usize).and_then(|g| g.first()) {
+                        Some(h) => match gateway_v4(h) {
+                            Some(gw) => format!("{p} {gw} {}", h.output),
+                            None => format!("{p} {}", h.output),
+                        },
+                        None => p.to_string(),
+                    };
+                    return Err(format!("conflict with existing route '{shown}'"));
+                }
                 Ok(())
             }
             "remove" => {
@@ -321,7 +378,7 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
 }
 
 fn parse_one(text: &str) -> Result<Route, String> {
-    source::text::parse_line(text)?.ok_or_else(|| "no route given".to_string())
+    source::text::parse_line(&click_route_text(text))?.ok_or_else(|| "no route given".to_string())
 }
 
 fn parse_prefix(text: &str) -> Result<RoutePrefix, String> {
@@ -380,6 +437,24 @@ pub fn gateway_v4(h: &Hop) -> Option<std::net::Ipv4Addr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_bits_are_cleared_as_click_does() {
+        assert_eq!(
+            click_masked("18.26.0/12 4.0.0.4 0").as_deref(),
+            Some("18.16.0.0/12 4.0.0.4 0")
+        );
+        assert_eq!(
+            click_masked("10.1.2.3/255.255.0.0 1").as_deref(),
+            Some("10.1.0.0/255.255.0.0 1")
+        );
+        assert_eq!(click_masked("10.0.0.0/8 1"), None);
+        assert_eq!(click_masked("10.0.0.1/33 1"), None);
+        assert_eq!(click_masked("2001:db8::1/32 1"), None);
+        assert_eq!(click_route_text("10.0.0.1 2"), "10.0.0.1/32 2");
+        let r = parse_one("18.26.0/12 4.0.0.4 0").unwrap();
+        assert_eq!(r.prefix.to_string(), "18.16.0.0/12");
+    }
 
     #[test]
     fn a_bare_destination_is_a_host_route() {

@@ -33,6 +33,7 @@ pub mod source;
 pub mod static_thread_sched;
 pub mod stride_sched;
 pub mod strip;
+pub mod strip_to_network_header;
 pub mod suppressor;
 pub mod switch;
 pub mod tee;
@@ -65,6 +66,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &settings::CLASS,
     &strip::STRIP,
     &strip::UNSTRIP,
+    &strip_to_network_header::CLASS,
     &tee::CLASS,
     &unqueue::CLASS,
     &workload::CLASS,

@@ -569,6 +569,15 @@ impl Script {
         }
     }
 
+    /// Reports a failed handler call as Click's default error handler
+    /// does from a running script: the context line, then the indented
+    /// error, without the element's name.
+    fn report_call(&mut self, desc: &str, e: &str) {
+        let message = format!("While calling `{desc}':\n  {e}");
+        eprintln!("{message}");
+        self.last_error = Some(message);
+    }
+
     fn report(&mut self, cx: &Context<'_>, message: &str) {
         eprintln!("{} :: {}: {message}", cx.name(), self.class);
         self.last_error = Some(message.to_string());
@@ -1089,7 +1098,7 @@ impl Script {
                     let desc = self.expand(&text, false, cx);
                     match self.call(&desc, false, op == Op::ReadQ, cx) {
                         Ok((name, v)) => eprintln!("{name}:\n{v}"),
-                        Err(e) => self.report(cx, &format!("While calling `{desc}': {e}")),
+                        Err(e) => self.report_call(&desc, &e),
                     }
                 }
                 Op::Write | Op::WriteQ => {
@@ -1098,7 +1107,7 @@ impl Script {
                     self.write_status = match self.call(&desc, true, op == Op::WriteQ, cx) {
                         Ok(_) => 0,
                         Err(e) => {
-                            self.report(cx, &format!("While calling `{desc}': {e}"));
+                            self.report_call(&desc, &e);
                             -22
                         }
                     };
@@ -1210,7 +1219,7 @@ impl Script {
             match self.call(&desc, false, matches!(op, Op::PrintQ | Op::PrintNQ), cx) {
                 Ok((_, v)) => v,
                 Err(e) => {
-                    self.report(cx, &format!("While calling `{desc}': {e}"));
+                    self.report_call(&desc, &e);
                     ok = false;
                     String::new()
                 }
