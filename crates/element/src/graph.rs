@@ -2,6 +2,7 @@
 //! sees while it runs.
 
 use crate::{Element, HandlerValue, Stats};
+use arrayvec::ArrayVec;
 use bricks_packet::{Batch, Packet, Timestamp, MAX_BATCH};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -112,6 +113,16 @@ const MAX_DEFERRED_WRITES: usize = 4096;
 pub const MAX_PULL_DEPTH: usize = 256;
 
 impl Graph {
+    /// Drops packets an element could not hand on (an unconnected port,
+    /// or packets it left in a pushed batch), counting them against it.
+    #[cold]
+    #[inline(never)]
+    fn drop_leftovers(&self, element: usize, batch: &mut Batch) {
+        let c = &self.unconnected[element];
+        c.set(c.get() + batch.len() as u64);
+        batch.clear();
+    }
+
     /// Builds a graph. `outputs[e][p]` is where push output `p` of element
     /// `e` leads ([`Edge::NONE`] for pull outputs and unconnected optional
     /// outputs); `inputs[e][p]` is where pull input `p` of `e` comes from.
@@ -737,31 +748,29 @@ impl<'a> Context<'a> {
     }
 
     /// Pushes `batch` out of push output `port`; the batch is empty after.
+    ///
+    /// Every hop of every packet passes here, a batch at a time; when a
+    /// demultiplexer spreads traffic over many outputs the batches are of
+    /// one packet, so the common path is kept short and the rare ones
+    /// (unconnected port, deferral, packets left behind) are out of line.
     #[inline]
     pub fn push(&mut self, port: usize, batch: &mut Batch) {
         if batch.is_empty() {
             return;
         }
         let edge = match self.graph.outputs[self.element].get(port) {
-            Some(e) if e.is_some() => *e,
-            _ => {
-                let c = &self.graph.unconnected[self.element];
-                c.set(c.get() + batch.len() as u64);
-                batch.clear();
-                return;
-            }
+            Some(&e) if e.is_some() => e,
+            _ => return self.push_unconnected(batch),
         };
         let dst = edge.element as usize;
         let depth = self.graph.depth.get();
         // Deferred: too deep a chain of calls, or a cycle back into an
         // element still busy further up.
-        let callee = (depth < MAX_PUSH_DEPTH)
-            .then(|| self.graph.elements[dst].try_borrow_mut().ok())
-            .flatten();
-        let Some(mut e) = callee else {
-            let mut d = self.graph.deferred.borrow_mut();
-            d.extend(batch.drain().map(|p| (edge.element, edge.port, p)));
-            return;
+        if depth >= MAX_PUSH_DEPTH {
+            return self.defer(edge, batch);
+        }
+        let Ok(mut e) = self.graph.elements[dst].try_borrow_mut() else {
+            return self.defer(edge, batch);
         };
         let mut cx = Context {
             graph: self.graph,
@@ -774,10 +783,25 @@ impl<'a> Context<'a> {
         // An element must take every packet; whatever it left is dropped
         // here and counted against it rather than leaked downstream.
         if !batch.is_empty() {
-            let c = &self.graph.unconnected[dst];
-            c.set(c.get() + batch.len() as u64);
-            batch.clear();
+            self.graph.drop_leftovers(dst, batch);
         }
+    }
+
+    /// A push out of a port with nothing connected: the packets are
+    /// dropped and counted against this element.
+    #[cold]
+    #[inline(never)]
+    fn push_unconnected(&mut self, batch: &mut Batch) {
+        self.graph.drop_leftovers(self.element, batch);
+    }
+
+    /// Queues `batch` for `edge`, to be delivered when the call chain has
+    /// unwound ([`Graph::run_deferred`]).
+    #[cold]
+    #[inline(never)]
+    fn defer(&mut self, edge: Edge, batch: &mut Batch) {
+        let mut d = self.graph.deferred.borrow_mut();
+        d.extend(batch.drain().map(|p| (edge.element, edge.port, p)));
     }
 
     /// Pushes a single packet out of `port`.
@@ -889,7 +913,21 @@ impl<'a> Context<'a> {
     /// than 0 out of that output, drops the `None`s, and leaves the output-0
     /// packets in `batch`.
     #[inline]
-    fn dispatch(
+    fn dispatch(&mut self, batch: &mut Batch, classify: impl FnMut(&mut Packet) -> Option<usize>) {
+        // The scratch lists are sized for the batch: when a demultiplexer
+        // spreads batches over many outputs, the elements behind it see
+        // batches of one or two, and clearing room for `MAX_BATCH` ports
+        // each time would cost more than the packets' own work.
+        if batch.len() <= SMALL_BATCH {
+            self.dispatch_in::<SMALL_BATCH>(batch, classify);
+        } else {
+            self.dispatch_in::<MAX_BATCH>(batch, classify);
+        }
+    }
+
+    /// [`Context::dispatch`] for batches of at most `N` packets.
+    #[inline]
+    fn dispatch_in<const N: usize>(
         &mut self,
         batch: &mut Batch,
         mut classify: impl FnMut(&mut Packet) -> Option<usize>,
@@ -907,7 +945,7 @@ impl<'a> Context<'a> {
                 None => DROP,
             }
         }
-        let mut ports = [0u16; MAX_BATCH];
+        let mut ports = [0u16; N];
         let pkts = batch.as_mut_slice();
         let Some((head, rest)) = pkts.split_first_mut() else {
             return;
@@ -942,18 +980,17 @@ impl<'a> Context<'a> {
             // Many outputs (a demultiplexer of a thousand virtual
             // routers): a scan per output would cost O(outputs), so the
             // packets are sorted by (port, position) and pushed a run at
-            // a time, in the same order as below.
-            let mut keys = [0u32; MAX_BATCH];
-            for (i, (k, &port)) in keys.iter_mut().zip(&ports[..len]).enumerate() {
-                *k = u32::from(port) << 16 | i as u32;
-            }
-            keys[..len].sort_unstable();
-            let mut slots: [Option<Packet>; MAX_BATCH] = [const { None }; MAX_BATCH];
-            for (slot, p) in slots.iter_mut().zip(batch.drain()) {
-                *slot = Some(p);
-            }
+            // a time, in the same order as below. The lists hold one entry
+            // per packet and are not cleared beyond that.
+            let mut keys: ArrayVec<u32, N> = ports[..len]
+                .iter()
+                .enumerate()
+                .map(|(i, &port)| u32::from(port) << 16 | i as u32)
+                .collect();
+            keys.sort_unstable();
+            let mut slots: ArrayVec<Option<Packet>, N> = batch.drain().map(Some).collect();
             let mut run = (keys[0] >> 16) as u16;
-            for &k in &keys[..len] {
+            for &k in &keys {
                 let port = (k >> 16) as u16;
                 if port != run {
                     match run {
@@ -1006,6 +1043,10 @@ impl<'a> Context<'a> {
         });
     }
 }
+
+/// Batches of at most this many packets are dispatched with scratch lists
+/// of this size (see [`Context::dispatch`]).
+const SMALL_BATCH: usize = 16;
 
 /// Click's `configuration_handler` for a write: `spec` is `"N KEYWORD"`
 /// or `"KEYWORD"`. The keyword's arguments are removed and `KEYWORD VALUE`

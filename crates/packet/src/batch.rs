@@ -107,11 +107,15 @@ impl Batch {
     /// dropped; callers size their batches so that this cannot happen.
     #[inline]
     pub fn split_off_into(&mut self, other: &mut Batch, mut keep: impl FnMut(&mut Packet) -> bool) {
-        let mut flags = [true; MAX_BATCH];
+        // Only as many flags as packets are written: a batch of one must
+        // not pay for clearing room for `MAX_BATCH`.
+        let mut flags: ArrayVec<bool, MAX_BATCH> = ArrayVec::new();
         let mut any = false;
-        for (f, p) in flags.iter_mut().zip(self.pkts.iter_mut()) {
-            *f = keep(p);
-            any |= !*f;
+        for p in self.pkts.iter_mut() {
+            let k = keep(p);
+            any |= !k;
+            // Cannot fail: one flag per packet of this batch.
+            let _ = flags.try_push(k);
         }
         if !any {
             return;
