@@ -22,7 +22,7 @@
 
 pub mod balancer;
 pub mod model;
-mod procs;
+pub(crate) mod procs;
 pub mod scaling;
 pub mod single;
 

@@ -51,7 +51,7 @@ const NAPI_PRIORITY: &str = "10";
 
 /// The router: Click's IPv4 forwarding path from `input` to `output`,
 /// addressed from `src_mac` to `dst_mac`.
-fn router_text(input: &str, output: &str, src_mac: &str, dst_mac: &str) -> String {
+pub(crate) fn router_text(input: &str, output: &str, src_mac: &str, dst_mac: &str) -> String {
     format!(
         "{input}\n\
          \t-> c :: Classifier(12/0800, -)\n\
@@ -179,11 +179,12 @@ fn napi_threads(ifname: &str) -> Vec<u32> {
 fn sh(mut cmd: Command) -> Result<(), Error> {
     bricks_netns::run(&mut cmd)
         .map(drop)
-        .map_err(|e| run_error("fig5 setup", e.to_string()))
+        .map_err(|e| run_error("veth line setup", e.to_string()))
 }
 
-/// The three namespaces and the router between them.
-struct Line {
+/// The three namespaces and the router between them: `bricks gen` in
+/// `gen` sends through the router in `r` to `bricks sink` in `sink`.
+pub(crate) struct Line {
     net: Network,
     exe: PathBuf,
     r0_mac: String,
@@ -196,8 +197,26 @@ struct Line {
 
 impl Line {
     fn build(exe: &Path) -> Result<Line, Error> {
-        let e = |e: bricks_netns::NetnsError| run_error("fig5 setup", e.0);
-        let mut net = Network::new(&Network::unique_prefix("msf5")).map_err(e)?;
+        Line::build_with(exe, "msf5", |r1_mac, s0_mac| {
+            router_text(
+                "FromDevice(r0, BACKEND auto)",
+                "ToDevice(r1, BACKEND auto)",
+                r1_mac,
+                s0_mac,
+            )
+        })
+    }
+
+    /// The line with the router `conf(r1_mac, s0_mac)` returns (it reads
+    /// `r0`, sends on `r1` to the sink's MAC), one worker; namespaces
+    /// prefixed with `prefix` and this process' id.
+    pub(crate) fn build_with(
+        exe: &Path,
+        prefix: &str,
+        conf: impl Fn(&str, &str) -> String,
+    ) -> Result<Line, Error> {
+        let e = |e: bricks_netns::NetnsError| run_error("veth line setup", e.0);
+        let mut net = Network::new(&Network::unique_prefix(prefix)).map_err(e)?;
         for ns in ["gen", "r", "sink"] {
             net.add_namespace(ns).map_err(e)?;
             net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
@@ -237,12 +256,7 @@ impl Line {
                 format!("threaded NAPI not available ({e}): receive work where the kernel puts it")
             }
         };
-        let conf = router_text(
-            "FromDevice(r0, BACKEND auto)",
-            "ToDevice(r1, BACKEND auto)",
-            &r1_mac,
-            &s0_mac,
-        );
+        let conf = conf(&r1_mac, &s0_mac);
         let log = std::env::temp_dir().join(format!(
             "bricks-bench-multistage-router-{}.log",
             std::process::id()
@@ -271,9 +285,9 @@ impl Line {
 
     /// One run: `bricks gen` as fast as it can for `secs` at `frame` bytes
     /// (FCS included); (offered, forwarded) packets/s.
-    fn run(&mut self, frame: usize, secs: f64) -> Result<(f64, f64), Error> {
+    pub(crate) fn run(&mut self, frame: usize, secs: f64) -> Result<(f64, f64), Error> {
         if !self.router.as_mut().is_some_and(Router::running) {
-            return Err(run_error("fig5", "the router ended"));
+            return Err(run_error("veth line", "the router ended"));
         }
         let sink_secs = SINK_LEAD.as_secs_f64() + secs + SINK_TAIL;
         let sink = Captured::spawn(&mut in_ns(
@@ -357,7 +371,7 @@ fn threaded_napi(net: &Network, ns: &str, ifname: &str, cpu: usize) -> Result<()
     }
     if new.is_empty() {
         return Err(run_error(
-            "fig5 setup",
+            "veth line setup",
             format!("no NAPI thread for {ifname}"),
         ));
     }

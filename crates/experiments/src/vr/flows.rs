@@ -13,10 +13,20 @@
 //! links, not the CPU, are the limit. In memory there are no links: the
 //! CPU rates are measured, and what 12 Gb/s of links would let through is
 //! computed from them.
+//!
+//! Fig. 4 is also measured on veths (as root, with ethtool): `bricks gen`
+//! in one network namespace sends as fast as it can through a bricks
+//! router (one worker, its own CPU) in a second to `bricks sink` in a
+//! third, once with the minimal path (`FromDevice -> EtherRewrite ->
+//! Queue -> ToDevice`) and once with the IP path, at 64 and 1,024 bytes.
+//! There the kernel's per-packet work on the veths plays the part the
+//! paper's drivers played. Fig. 2's flows stay in memory: more veth lines
+//! would only share the same two CPUs.
 
 use super::{Experiment, Settings};
 use crate::frames::{click_data, udp_frame};
 use crate::measure::{callgrind_per_packet, time_ns as time, Sample, Workload};
+use crate::multistage::single::{router_text, Line};
 use crate::plot::{Chart, Series};
 use crate::report::{within, Row, Table, Verdict};
 use crate::Error;
@@ -342,7 +352,170 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
             },
         ),
     });
+    rows.extend(veth_rows(s));
     Ok(rows)
+}
+
+/// Why Fig. 4 cannot be measured on veths here, if it cannot.
+fn veth_unavailable(s: &Settings) -> Option<String> {
+    if !bricks_netns::is_root() {
+        return Some("needs root to build network namespaces (sudo bricks bench vr)".into());
+    }
+    if !bricks_netns::have_ethtool() {
+        return Some("needs ethtool (apt-get install ethtool)".into());
+    }
+    if s.exe.is_none() {
+        return Some("the bricks binary was not found".into());
+    }
+    None
+}
+
+/// The minimal path on the veth line: receive, rewrite the Ethernet
+/// addresses for the next hop, queue, transmit.
+fn veth_minimal(r1_mac: &str, s0_mac: &str) -> String {
+    format!(
+        "FromDevice(r0, BACKEND auto) -> EtherRewrite({r1_mac}, {s0_mac}) -> q :: Queue \
+         -> ToDevice(r1, BACKEND auto);\n"
+    )
+}
+
+/// The IP path on the veth line.
+fn veth_ip(r1_mac: &str, s0_mac: &str) -> String {
+    router_text(
+        "FromDevice(r0, BACKEND auto)",
+        "ToDevice(r1, BACKEND auto)",
+        r1_mac,
+        s0_mac,
+    )
+}
+
+/// Offered and forwarded packets/s at each of `frames` bytes through a
+/// veth line running `conf`: a warm-up run, then `s.runs` timed runs each.
+fn veth_rates(
+    s: &Settings,
+    prefix: &str,
+    conf: fn(&str, &str) -> String,
+    frames: &[usize],
+) -> Result<Vec<(Sample, Sample)>, Error> {
+    let exe = s
+        .exe
+        .as_deref()
+        .ok_or_else(|| crate::multistage::procs::run_error("veth line", "no bricks binary"))?;
+    let secs: f64 = s.pick(3.0, 1.0);
+    let mut line = Line::build_with(exe, prefix, conf)?;
+    let mut out = Vec::new();
+    for &frame in frames {
+        line.run(frame, secs.min(1.0))?;
+        let (mut offered, mut forwarded) = (Vec::new(), Vec::new());
+        for _ in 0..s.runs {
+            let (o, f) = line.run(frame, secs)?;
+            offered.push(o);
+            forwarded.push(f);
+        }
+        out.push((Sample(offered), Sample(forwarded)));
+    }
+    Ok(out)
+}
+
+/// Fig. 4 on veths: IP routing against minimal forwarding at 64 and 1,024
+/// bytes, each path a router of one worker between two veths.
+fn veth_rows(s: &Settings) -> Vec<Row> {
+    let fig = Experiment::Flows.figure();
+    let measure =
+        |size: usize| format!("on veths: IP routing rate / minimal forwarding rate, {size} bytes");
+    let paper = |size: usize| {
+        if size == 64 {
+            format!("{PAPER_IP_RATIO_64:.1} (about 30 % slower)")
+        } else {
+            "no difference (1.0)".to_string()
+        }
+    };
+    let frames = [64usize, 1024];
+    let failed = |why: String| -> Vec<Row> {
+        frames
+            .iter()
+            .map(|&f| Row {
+                experiment: fig.into(),
+                measure: measure(f),
+                paper: paper(f),
+                bricks: "-".into(),
+                verdict: Verdict::NotRun(why.clone()),
+            })
+            .collect()
+    };
+    if let Some(why) = veth_unavailable(s) {
+        println!("\nFig. 4 on veths not run: {why}");
+        return failed(why);
+    }
+    let measured = veth_rates(s, "vrf4m", veth_minimal, &frames)
+        .and_then(|m| Ok((m, veth_rates(s, "vrf4i", veth_ip, &frames)?)));
+    let (minimal, ip) = match measured {
+        Ok(v) => v,
+        Err(e) => {
+            println!("\nFig. 4 on veths failed: {e}");
+            return failed(format!("error: {e}"));
+        }
+    };
+    let mut t = Table::new(&[
+        "bytes (FCS included)",
+        "offered to minimal (Mpps)",
+        "minimal (Mpps)",
+        "offered to IP (Mpps)",
+        "IP router (Mpps)",
+        "IP / minimal",
+    ]);
+    let mut rows = Vec::new();
+    for (i, &frame) in frames.iter().enumerate() {
+        let ((m_off, m_fwd), (r_off, r_fwd)) = (&minimal[i], &ip[i]);
+        let (m, r) = (m_fwd.median(), r_fwd.median());
+        let ratio = r / m.max(1.0);
+        t.push(vec![
+            frame.to_string(),
+            m_off.map(|v| v / 1e6).show(3),
+            m_fwd.map(|v| v / 1e6).show(3),
+            r_off.map(|v| v / 1e6).show(3),
+            r_fwd.map(|v| v / 1e6).show(3),
+            format!("{ratio:.2}"),
+        ]);
+        // A path that forwards (nearly) all it is offered is not saturated:
+        // the generator, not the router, then sets both rates.
+        let kept_up = |off: &Sample, fwd: &Sample| fwd.median() >= 0.95 * off.median();
+        let target = if frame == 64 { PAPER_IP_RATIO_64 } else { 1.0 };
+        let verdict = if kept_up(m_off, m_fwd) && kept_up(r_off, r_fwd) {
+            Verdict::from_check(
+                false,
+                format!(
+                    "both paths forwarded what the generator offered ({:.3} and {:.3} Mpps): the \
+                     generator, not the router, is the limit on this machine, so the ratio says \
+                     nothing of the IP work",
+                    m_off.median() / 1e6,
+                    r_off.median() / 1e6
+                ),
+            )
+        } else {
+            Verdict::from_check(
+                within(ratio, target, 0.15),
+                format!(
+                    "IP routing keeps {:.0} % of the minimal path's rate with the veths' kernel \
+                     work on the router's CPU (paper: {:.0} %)",
+                    ratio * 100.0,
+                    target * 100.0
+                ),
+            )
+        };
+        rows.push(Row {
+            experiment: fig.into(),
+            measure: measure(frame),
+            paper: paper(frame),
+            bricks: format!("{ratio:.2} ({:.3} against {:.3} Mpps)", r / 1e6, m / 1e6),
+            verdict,
+        });
+    }
+    println!(
+        "\nFig. 4 on veths: bricks gen -> router (one worker) -> bricks sink, three namespaces\n"
+    );
+    print!("{}", t.render());
+    rows
 }
 
 #[cfg(test)]

@@ -115,6 +115,8 @@ pub struct Settings {
     /// The `bricks` binary, to re-run under callgrind; `None`: no
     /// instruction counts.
     pub callgrind: Option<PathBuf>,
+    /// The `bricks` binary, to run routers, generators and sinks on veths.
+    pub exe: Option<PathBuf>,
     /// Where plots go.
     pub out: PathBuf,
 }
@@ -174,6 +176,7 @@ pub fn bench(a: &VrArgs) -> Result<bool, Error> {
         quick: a.quick,
         runs: a.runs.unwrap_or(if a.quick { 1 } else { 5 }).max(1),
         callgrind,
+        exe: std::env::current_exe().ok(),
         out: a.out.clone(),
     };
     let which: Vec<Experiment> = if a.only.is_empty() {
