@@ -20,7 +20,7 @@
 //! so the list is never found missing.
 
 use crate::{Buffer, Packet};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 
 /// Buffers a thread keeps for reuse at most.
@@ -67,7 +67,7 @@ thread_local! {
     // Boxes on purpose: a free buffer is handed out as the same allocation
     // that a packet owns, so reuse moves a pointer, not 2 KiB.
     #[allow(clippy::vec_box)]
-    static FREE: Cell<Vec<Box<Buffer>>> = const { Cell::new(Vec::new()) };
+    static FREE: RefCell<Vec<Box<Buffer>>> = const { RefCell::new(Vec::new()) };
     static ALLOCATED: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -92,13 +92,12 @@ pub fn pool_stats() -> PoolStats {
 #[inline(always)]
 #[allow(clippy::vec_box)]
 fn with_free<R>(op: impl FnOnce(&mut Vec<Box<Buffer>>) -> R) -> Option<R> {
-    FREE.try_with(|cell| {
-        let mut list = cell.take();
-        let r = op(&mut list);
-        cell.set(list);
-        r
-    })
-    .ok()
+    // A borrow rather than taking the list out and putting it back: one
+    // flag check instead of moving the list twice and dropping the empty
+    // one left behind. `op` never re-enters the pool.
+    FREE.try_with(|cell| cell.try_borrow_mut().ok().map(|mut list| op(&mut list)))
+        .ok()
+        .flatten()
 }
 
 #[inline]
