@@ -4,6 +4,7 @@ pub mod address_info;
 pub mod align;
 pub mod average_counter;
 pub mod bw_rated_unqueue;
+pub mod clicky_info;
 pub mod counter;
 pub mod discard;
 pub mod drr_sched;
@@ -100,6 +101,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &mark_mac_header::CLASS,
     &set_packet_type::CLASS,
     &address_info::ADDRESS_INFO,
+    &clicky_info::CLICKY_INFO,
     &align::ALIGN,
     &align::ALIGNMENT_INFO,
     &timed_source::TIMED_SOURCE,
