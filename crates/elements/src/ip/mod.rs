@@ -34,6 +34,7 @@ pub mod ipfilter;
 pub mod ipfragmenter;
 pub mod ipgwoptions;
 pub mod ipinputcombo;
+pub mod ipmirror;
 pub mod ipoutputcombo;
 pub mod ipreassembler;
 pub mod markipheader;
@@ -71,6 +72,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipinputcombo::CLASS,
     &ipoutputcombo::CLASS,
     &markipheader::CLASS,
+    &ipmirror::CLASS,
     &setipaddress::CLASS,
     &setipchecksum::CLASS,
     &settcpchecksum::CLASS,
