@@ -216,9 +216,11 @@ pub fn bench(a: &VrArgs) -> Result<bool, Error> {
 
 /// Runs the workload `name` once with `packets` packets (for callgrind).
 fn one(name: &str, packets: u64) -> Result<(), Error> {
-    let w = flows::workload_by_name(name, packets).ok_or_else(|| Error::Run {
-        workload: name.into(),
-        message: "no such workload".into(),
-    })?;
+    let w = flows::workload_by_name(name, packets)
+        .or_else(|| scaling::workload_by_name(name, packets))
+        .ok_or_else(|| Error::Run {
+            workload: name.into(),
+            message: "no such workload".into(),
+        })?;
     w.run().map(|_| ())
 }

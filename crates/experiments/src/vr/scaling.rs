@@ -20,7 +20,7 @@
 
 use super::{missing_elements, not_run, Experiment, Settings};
 use crate::frames::{click_data, mac_text, udp_frame, vlan_tagged};
-use crate::measure::{time_ns, Sample, Workload};
+use crate::measure::{callgrind_per_packet, time_ns, Sample, Workload};
 use crate::plot::{Chart, Series};
 use crate::report::{Row, Table, Verdict};
 use crate::Error;
@@ -185,6 +185,50 @@ fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool) -> Workl
     Workload::new(name, t, &["sink"])
 }
 
+/// The workload `scaling-TAG-N` (N routers behind the demultiplexer) or
+/// `scaling-TAG-none` (one router, no demultiplexer), TAG `mac` or `vlan`:
+/// what `bricks bench vr --one` runs under callgrind.
+pub fn workload_by_name(name: &str, packets: u64) -> Option<Workload> {
+    let rest = name.strip_prefix("scaling-")?;
+    let (tag, n) = rest.split_once('-')?;
+    let tag = match tag {
+        "mac" => Tag::Mac,
+        "vlan" => Tag::Vlan,
+        _ => return None,
+    };
+    let routers = match n {
+        "none" => None,
+        n => Some(
+            n.parse::<usize>()
+                .ok()
+                .filter(|&n| (1..=SOURCES).contains(&n))?,
+        ),
+    };
+    Some(workload(tag, routers, packets))
+}
+
+/// Instructions per packet of one router without a demultiplexer and of
+/// `routers` routers behind one (callgrind), when counting is on.
+fn instructions(s: &Settings, tag: Tag, routers: usize) -> Result<Option<(f64, f64)>, Error> {
+    let Some(exe) = &s.callgrind else {
+        return Ok(None);
+    };
+    let (small, big) = s.pick((20_480, 225_280), (10_240, 61_440));
+    let count = |n: &str| {
+        let args: Vec<String> = [
+            "bench",
+            "vr",
+            "--one",
+            &format!("scaling-{}-{n}", tag.name()),
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        callgrind_per_packet(exe, &args, small, big)
+    };
+    Ok(Some((count("none")?, count(&routers.to_string())?)))
+}
+
 /// The first router count whose rate falls below `DIP` of the first
 /// point's, if any.
 pub fn first_dip(points: &[(usize, f64)]) -> Option<usize> {
@@ -202,6 +246,8 @@ struct Curve {
     points: Vec<(usize, Sample)>,
     /// The most routers, every packet for router 0.
     one_hot: Sample,
+    /// Instructions per packet: one router, and the most routers.
+    instr: Option<(f64, f64)>,
 }
 
 impl Curve {
@@ -233,11 +279,13 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
         }
         let last = *counts.last().unwrap_or(&1);
         let one_hot = time_ns(|p| workload_one_hot(tag, last, p), packets, s.runs)?;
+        let instr = instructions(s, tag, last)?;
         curves.push(Curve {
             tag,
             single,
             points,
             one_hot,
+            instr,
         });
     }
     let mut t = Table::new(&[
@@ -343,11 +391,17 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
             ),
             paper: format!("goal: <= {GOAL_OVERHEAD_NS} ns over one router"),
             bricks: format!(
-                "{:+.1} ns at 1 router, {:+.1} at {}; one router {:.1} ns",
+                "{:+.1} ns at 1 router, {:+.1} at {}; one router {:.1} ns{}",
                 over[0].1,
                 over[over.len() - 1].1,
                 last,
-                c.single.median()
+                c.single.median(),
+                match c.instr {
+                    Some((one, many)) => format!(
+                        "; {one:.0} instructions a packet for one router, {many:.0} for {last}"
+                    ),
+                    None => String::new(),
+                }
             ),
             verdict: match first_over {
                 None => Verdict::Holds(format!(
@@ -409,6 +463,23 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workloads_by_name_for_callgrind() {
+        assert!(workload_by_name("scaling-mac-none", 1024).is_some());
+        assert!(workload_by_name("scaling-vlan-1024", 1024).is_some());
+        for bad in [
+            "scaling-mac-0",
+            "scaling-mac-1025",
+            "scaling-ipip-4",
+            "mac-4",
+            "scaling-mac",
+        ] {
+            assert!(workload_by_name(bad, 1024).is_none(), "{bad}");
+        }
+        let w = workload_by_name("scaling-mac-16", 2048).unwrap();
+        assert_eq!(w.run().unwrap().delivered, 2048);
+    }
 
     #[test]
     fn every_router_gets_the_same_share_in_a_shuffled_order() {
