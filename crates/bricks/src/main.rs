@@ -612,7 +612,25 @@ pub(crate) fn plan_with(
                 ErrorFormat::Click => eprint!("{}", map.render_click(w, "warning: ")),
             }
         }
-        bricks_runtime::build_with(&router, &bricks_elements::registry(), build)
+        let plan = bricks_runtime::build_with(&router, &bricks_elements::registry(), build)?;
+        for (i, message) in &plan.messages {
+            let e = &plan.elements[*i];
+            match format {
+                ErrorFormat::Rich => eprintln!("{message}"),
+                // Click's ContextErrorHandler: the element's landmark and
+                // name, then the message indented.
+                ErrorFormat::Click => {
+                    let place = map
+                        .click_place(e.config_span)
+                        .map_or(String::new(), |(file, line)| format!("{file}:{line}: "));
+                    eprintln!("{place}While configuring '{} :: {}':", e.name, e.class.name);
+                    for line in message.lines() {
+                        eprintln!("  {line}");
+                    }
+                }
+            }
+        }
+        Ok(plan)
     });
     result.map_err(|diags| {
         if format == ErrorFormat::Click {
