@@ -82,7 +82,7 @@ Options:
   -a, --affinity[=N]            Pin threads to CPUs (the default); --no-affinity
                                 does not.
   -p, --port PORT               Listen for control connections on TCP PORT
-                                (not available: use bricks run --control).
+                                of 127.0.0.1 (PORT+: the first free port).
   -u, --unix-socket FILE        Listen for control connections on Unix socket
                                 FILE (bricks run --control).
   -R, --allow-reconfigure       Accepted; hot-swap is not available.
@@ -299,7 +299,8 @@ pub fn translate(args: &[String]) -> Result<Invocation, String> {
             "time" => time = true,
             "allow-reconfigure" | "clickpath" | "warnings" | "no-warnings" => {}
             "output" => run.extend(["-o".into(), v.into()]),
-            "port" | "socket" => {
+            "port" => run.extend(["--click-port".into(), v.into()]),
+            "socket" => {
                 return Err(format!(
                     "'--{}' (a TCP control socket) is not available: use '-u FILE' or bricks run --control",
                     p.long
@@ -559,6 +560,18 @@ mod tests {
                 "--simtime=5",
                 "-e",
                 "x"
+            ]
+        );
+        assert_eq!(
+            argv(&["-p", "41900+", "x.click"]),
+            [
+                "bricks",
+                "run",
+                "--quiet",
+                "--error-format=click",
+                "--click-port",
+                "41900+",
+                "x.click"
             ]
         );
         assert_eq!(

@@ -32,33 +32,61 @@ struct Router {
     read_only: bool,
 }
 
-/// Starts a server for every ControlSocket of `plan`. The threads live
-/// until the process ends.
-pub(crate) fn serve(plan: &Arc<Plan>, control: &Control) -> anyhow::Result<()> {
+/// The name of the control socket of `click -p PORT`, as Click's driver
+/// names the ControlSocket it adds.
+const DRIVER_SOCKET: &str = "click_driver@@ControlSocket";
+
+/// Starts a server for every ControlSocket of `plan`, and one on TCP port
+/// `driver_port` of 127.0.0.1 (`click -p PORT`: Click's text, `PORT+` for
+/// the first free port from PORT) if given. The threads live until the
+/// process ends.
+pub(crate) fn serve(
+    plan: &Arc<Plan>,
+    control: &Control,
+    driver_port: Option<&str>,
+) -> anyhow::Result<()> {
     // Tests shorten the idle time to see a silent client go.
     let idle = std::env::var("BRICKS_CONTROLSOCKET_IDLE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
         .map_or(IDLE, Duration::from_millis);
-    serve_with_idle(plan, control, idle)
+    serve_with_idle(plan, control, driver_port, idle)
 }
 
-fn serve_with_idle(plan: &Arc<Plan>, control: &Control, idle: Duration) -> anyhow::Result<()> {
-    for e in plan
+fn serve_with_idle(
+    plan: &Arc<Plan>,
+    control: &Control,
+    driver_port: Option<&str>,
+    idle: Duration,
+) -> anyhow::Result<()> {
+    let arg = |text: &str| bricks_config::Arg {
+        text: text.to_string(),
+        span: Default::default(),
+    };
+    // Bricks binds the driver's socket to loopback only: whoever reaches
+    // it may reconfigure the router (Click binds every address).
+    let driver = driver_port.map(|p| {
+        (
+            DRIVER_SOCKET.to_string(),
+            vec![arg("TCP"), arg(p), arg("LOCALHOST true")],
+        )
+    });
+    let sockets = plan
         .elements
         .iter()
         .filter(|e| e.class.name == "ControlSocket")
-    {
-        let mut args = bricks_element::Args::from_strs(&e.args);
+        .map(|e| (e.name.clone(), e.args.clone()))
+        .chain(driver);
+    for (name, socket_args) in sockets {
+        let mut args = bricks_element::Args::from_strs(&socket_args);
         let cfg = ControlSocketConfig::parse(&mut args)
-            .map_err(|err| anyhow::anyhow!("{}: {err}", e.name))?;
+            .map_err(|err| anyhow::anyhow!("{name}: {err}"))?;
         let router = Arc::new(Router {
             control: control.clone(),
             plan: plan.clone(),
             read_only: cfg.read_only,
         });
         let clients = Arc::new(AtomicUsize::new(0));
-        let name = e.name.clone();
         match &cfg.endpoint {
             Endpoint::Tcp { port, upward } => {
                 let host = if cfg.localhost {

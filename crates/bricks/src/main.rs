@@ -333,6 +333,11 @@ struct RunArgs {
     /// stopped. Repeat for each router; works without --control.
     #[arg(long, value_name = "NAME=PATH", value_parser = router_control_arg)]
     router_control: Vec<(String, PathBuf)>,
+    /// Serve Click's ControlSocket protocol (as the configuration's
+    /// ControlSocket elements) on TCP PORT of 127.0.0.1; PORT+ takes the
+    /// first free port from PORT. `click -p PORT` gives this.
+    #[arg(long, value_name = "PORT[+]")]
+    click_port: Option<String>,
     /// Serve Prometheus metrics at http://ADDR/metrics while running: every
     /// element's counters, per interface and per worker packets and drops,
     /// queue lengths, route-table sizes (OpenMetrics text). A bare PORT
@@ -612,7 +617,25 @@ pub(crate) fn plan_with(
                 ErrorFormat::Click => eprint!("{}", map.render_click(w, "warning: ")),
             }
         }
-        bricks_runtime::build_with(&router, &bricks_elements::registry(), build)
+        let plan = bricks_runtime::build_with(&router, &bricks_elements::registry(), build)?;
+        for (i, message) in &plan.messages {
+            let e = &plan.elements[*i];
+            match format {
+                ErrorFormat::Rich => eprintln!("{message}"),
+                // Click's ContextErrorHandler: the element's landmark and
+                // name, then the message indented.
+                ErrorFormat::Click => {
+                    let place = map
+                        .click_place(e.config_span)
+                        .map_or(String::new(), |(file, line)| format!("{file}:{line}: "));
+                    eprintln!("{place}While configuring '{} :: {}':", e.name, e.class.name);
+                    for line in message.lines() {
+                        eprintln!("  {line}");
+                    }
+                }
+            }
+        }
+        Ok(plan)
     });
     result.map_err(|diags| {
         if format == ErrorFormat::Click {
@@ -727,6 +750,7 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         control: a.control.clone(),
         control_group: a.control_group.clone(),
         router_control: a.router_control.clone(),
+        click_port: a.click_port.clone(),
         metrics: a.metrics,
         memrefs: a.memrefs,
         handlers: a.handler.clone(),

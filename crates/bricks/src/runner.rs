@@ -44,6 +44,9 @@ pub(crate) struct RunSettings {
     pub control_group: Option<String>,
     /// Answer one virtual router's commands on each (NAME, socket).
     pub router_control: Vec<(String, std::path::PathBuf)>,
+    /// Serve Click's ControlSocket protocol on this TCP port of 127.0.0.1
+    /// (`click -p PORT`; `PORT+`: the first free port from PORT).
+    pub click_port: Option<String>,
     /// Serve Prometheus metrics on this address.
     pub metrics: Option<std::net::SocketAddr>,
     /// Print the memory-reference table at exit (`--memrefs`; the plan
@@ -73,6 +76,7 @@ impl Default for RunSettings {
             control: None,
             control_group: None,
             router_control: Vec::new(),
+            click_port: None,
             metrics: None,
             memrefs: false,
             handlers: Vec::new(),
@@ -312,7 +316,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         workers.control(),
         steering,
     )?;
-    crate::controlsocket::serve(&plan, &workers.control())?;
+    crate::controlsocket::serve(&plan, &workers.control(), settings.click_port.as_deref())?;
     let start = Instant::now();
     let _metrics = match settings.metrics {
         Some(addr) => Some(serve_metrics(addr, &plan, workers.control(), start)?),

@@ -185,6 +185,12 @@ pub(crate) fn process(raw: &str, mut vars: Option<&mut dyn Vars>) -> Processed {
             push_text(&mut pieces, &s);
             content!(i, end);
             i = end;
+        } else if c == b'#' && i > 0 && matches!(b[i - 1], b'\n' | b'\r') {
+            // A line directive (`# 12 "file.click"`): Click's `lex_config`
+            // takes it out of the text and keeps the line break.
+            flush!();
+            i = scan::line_end(b, i);
+            pieces.push((Piece::Comment, String::new()));
         } else if c == b'$' && vars.is_some() && var_at(raw, i).is_some() {
             flush!();
             let mut s = String::new();
@@ -685,6 +691,15 @@ mod tests {
         assert_eq!(clean("12/0806 20/0001 // ARP\n"), "12/0806 20/0001");
         assert_eq!(clean("/* only */"), "");
         assert_eq!(clean("\\<00 /* x */ 11 // y\n 22>"), "\\<00   11  \n 22>");
+    }
+
+    #[test]
+    fn line_directives_are_taken_out() {
+        assert_eq!(clean("\n# 100 \"foobar.click\"\n\"test\""), "\"test\"");
+        assert_eq!(clean("a\r\n#line 3\r\nb"), "a b");
+        // Only at the start of a line, and not inside strings.
+        assert_eq!(clean("a # 1"), "a # 1");
+        assert_eq!(clean("\"x\n# 1\""), "\"x\n# 1\"");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use crate::args;
 use crate::lexer::{Lexer, Tok, Token, Unterminated};
 use crate::library::{self, Libraries, Requirement};
-use crate::source::{Diagnostic, SourceMap, Span};
+use crate::source::{Diagnostic, SourceMap, Span, PREVIOUSLY_DECLARED};
 
 /// Deepest `elementclass` nesting the parser accepts (it recurses).
 pub(crate) const MAX_NESTING: usize = 64;
@@ -847,7 +847,7 @@ impl<'a> Parser<'a> {
                 )
                 .with_note(
                     body.elems[prev].name_span,
-                    format!("`{word}` first declared here"),
+                    format!("element `{word}` {PREVIOUSLY_DECLARED}"),
                 );
                 self.error(d);
                 continue;
@@ -1225,7 +1225,7 @@ impl<'a> Parser<'a> {
                 } else {
                     d.with_note(
                         body.elems[prev].name_span,
-                        format!("`{word}` first declared here"),
+                        format!("element `{word}` {PREVIOUSLY_DECLARED}"),
                     )
                 };
                 self.error(d);
@@ -1615,7 +1615,7 @@ impl<'a> Parser<'a> {
                     )
                     .with_note(
                         body.elems[prev].name_span,
-                        format!("`{word}` first declared here"),
+                        format!("element `{word}` {PREVIOUSLY_DECLARED}"),
                     );
                     self.error(d);
                     ok = false;

@@ -7,6 +7,7 @@
 //! copies the tabs of the source line so that it still lines up in a
 //! terminal.
 
+use crate::scan;
 use std::borrow::Borrow;
 use std::fmt;
 
@@ -129,10 +130,108 @@ impl fmt::Display for Diagnostic {
 
 impl std::error::Error for Diagnostic {}
 
+/// The end of the note on a redeclaration that points at the first
+/// declaration; Click prints it as an error line of its own.
+pub const PREVIOUSLY_DECLARED: &str = "previously declared here";
+
 struct File {
     source: Source,
     /// Byte offset of the start of each line.
     line_starts: Vec<usize>,
+    /// The preprocessor line directives, in order (see [`line_directives`]).
+    directives: Vec<LineDirective>,
+}
+
+/// A `# N "file"` line (as `cpp` writes them, or `#line N "file"`): the
+/// line after it is line `N` of `file`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LineDirective {
+    /// 0-based index of the directive's own line.
+    line: usize,
+    /// The number of the line that follows it.
+    next: usize,
+    /// The file name it gives, if any; an empty name means the source's
+    /// own name again, as in Click's lexer.
+    name: Option<String>,
+}
+
+/// The line directives of `text`: lines starting with `#` outside comments,
+/// quoted strings and data literals, the only places Click's lexer looks
+/// for them (`Lexer::FileState::process_line_directive`). Lines that are
+/// not a well-formed directive renumber nothing.
+fn line_directives(text: &str) -> Vec<LineDirective> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut line = 0;
+    let mut i = 0;
+    // Counts the line breaks in `b[from..to]` (`\n`, `\r\n` or `\r`).
+    let breaks = |from: usize, to: usize| {
+        (from..to.min(b.len()))
+            .filter(|&j| b[j] == b'\n' || (b[j] == b'\r' && b.get(j + 1) != Some(&b'\n')))
+            .count()
+    };
+    while i < b.len() {
+        let skip_to = if scan::comment_at(b, i) {
+            Some(scan::skip_comment(b, i).unwrap_or(b.len()))
+        } else if b[i] == b'"' || b[i] == b'\'' {
+            Some(scan::skip_quote(b, i).unwrap_or(b.len()))
+        } else if scan::data_at(b, i) {
+            Some(scan::skip_data(b, i).unwrap_or(b.len()))
+        } else {
+            None
+        };
+        if let Some(end) = skip_to {
+            line += breaks(i, end);
+            i = end;
+            continue;
+        }
+        match b[i] {
+            b'\n' => line += 1,
+            b'\r' if b.get(i + 1) != Some(&b'\n') => line += 1,
+            b'#' if i == 0 || matches!(b[i - 1], b'\n' | b'\r') => {
+                let end = scan::next_line(b, i);
+                if let Some(d) = parse_directive(&text[i..end], line) {
+                    out.push(d);
+                }
+                // `next_line` stops after the line break, which `breaks`
+                // counts.
+                line += breaks(i, end);
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Reads one directive line (Click's syntax: `#`, optional `line`, the
+/// number, an optional quoted file name).
+fn parse_directive(l: &str, line: usize) -> Option<LineDirective> {
+    let rest = l[1..].trim_start_matches([' ', '\t']);
+    let rest = match rest.strip_prefix("line") {
+        Some(r) if r.starts_with([' ', '\t']) => r.trim_start_matches([' ', '\t']),
+        _ => rest,
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    // Bounded: a line number that does not fit is no directive.
+    let next: usize = rest[..digits].parse().ok()?;
+    let rest = rest[digits..].trim_start_matches([' ', '\t']);
+    let name = rest.strip_prefix('"').map(|q| {
+        let q = q.trim_end_matches(['\n', '\r']);
+        let mut name = String::new();
+        let mut chars = q.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => break,
+                '\\' => name.extend(chars.next()),
+                c => name.push(c),
+            }
+        }
+        name
+    });
+    Some(LineDirective { line, next, name })
 }
 
 /// The sources a configuration was read from, indexed by [`Span::file`].
@@ -173,9 +272,11 @@ impl SourceMap {
             i += 1;
         }
         let index = u32::try_from(self.files.len()).expect("more than 2^32 source files");
+        let directives = line_directives(&source.text);
         self.files.push(File {
             source,
             line_starts,
+            directives,
         });
         index
     }
@@ -240,12 +341,43 @@ impl SourceMap {
     /// A diagnostic on one line as Click prints it, `FILE:LINE: message`
     /// (`prefix` before the message, such as `warning: `), names quoted
     /// `'x'` as Click quotes them; help and notes are left out.
+    ///
+    /// Places follow the source's line directives (`# 12 "file.click"`, as
+    /// `cpp` leaves them), as Click's landmarks do. A note that Click
+    /// gives as an error line of its own (a redeclaration's
+    /// [`PREVIOUSLY_DECLARED`]) follows on its own line.
     pub fn render_click(&self, diag: &Diagnostic, prefix: &str) -> String {
-        let place = match self.files.get(diag.span.file as usize) {
-            Some(f) => format!("{}:{}: ", f.source.name, self.line_col(diag.span).0),
-            None => String::new(),
+        let line = |span: Span, message: &str| {
+            let place = self
+                .click_place(span)
+                .map_or(String::new(), |(name, line)| format!("{name}:{line}: "));
+            format!("{place}{prefix}{}\n", message.replace('`', "'"))
         };
-        format!("{place}{prefix}{}\n", diag.message.replace('`', "'"))
+        let mut out = line(diag.span, &diag.message);
+        for (span, note) in &diag.notes {
+            if note.ends_with(PREVIOUSLY_DECLARED) {
+                out.push_str(&line(*span, note));
+            }
+        }
+        out
+    }
+
+    /// The file name and 1-based line of `span` as Click reports them:
+    /// after the line directives before it. `None` if the file is unknown.
+    pub fn click_place(&self, span: Span) -> Option<(&str, usize)> {
+        let file = self.files.get(span.file as usize)?;
+        let (line, _) = file.line_of(span.start);
+        let mut name = file.source.name.as_str();
+        let mut number = line + 1;
+        for d in file.directives.iter().take_while(|d| d.line < line) {
+            match d.name.as_deref() {
+                Some("") => name = file.source.name.as_str(),
+                Some(n) => name = n,
+                None => {}
+            }
+            number = d.next + (line - d.line - 1);
+        }
+        Some((name, number))
     }
 
     /// Renders several diagnostics separated by blank lines.
@@ -398,6 +530,48 @@ mod tests {
         let out = map.render(&diag);
         assert!(out.contains("1:5"), "{out}");
         assert!(out.ends_with("  |     ^\n"), "{out}");
+    }
+
+    #[test]
+    fn click_places_follow_line_directives() {
+        let text = "\nx :: Idle;\n# 1 \"B\" 1\nx :: Idle;\n# 5 \"A\" 2\ny :: Idle;\n\
+                    /*\n# 40 \"C\"\n*/ z :: Message(\"\n# 50 \"D\"\n\");\n#line 7\nw;\n# 9 \"\"\nv;\n";
+        let (map, f) = map_with(text);
+        let at = |needle: &str| {
+            let i = text.find(needle).unwrap();
+            map.click_place(Span::new(f, i, i + 1)).unwrap()
+        };
+        assert_eq!(at("x :: Idle;\n#"), ("router.click", 2));
+        assert_eq!(at("x :: Idle;\n# 5"), ("B", 1));
+        assert_eq!(at("y ::"), ("A", 5));
+        // Directives inside comments and strings renumber nothing.
+        assert_eq!(at("z ::"), ("A", 8));
+        // A directive without a name keeps the current one; an empty name
+        // returns to the source's own.
+        assert_eq!(at("w;"), ("A", 7));
+        assert_eq!(at("v;"), ("router.click", 9));
+        // Malformed or overlong numbers are no directives.
+        let (map, f) = map_with("# x\n# 99999999999999999999999 \"Z\"\na;\n");
+        assert_eq!(
+            map.click_place(Span::new(f, 36, 37)),
+            Some(("router.click", 3))
+        );
+    }
+
+    #[test]
+    fn render_click_gives_the_previous_declaration_its_own_line() {
+        let (map, f) = map_with("x :: Idle;\n# 1 \"B\"\nx :: Idle;\n");
+        let diag = Diagnostic::error(Span::new(f, 20, 21), "redeclaration of element `x`")
+            .with_note(
+                Span::new(f, 0, 1),
+                format!("element `x` {PREVIOUSLY_DECLARED}"),
+            )
+            .with_note(Span::new(f, 0, 1), "another note");
+        assert_eq!(
+            map.render_click(&diag, ""),
+            "B:1: redeclaration of element 'x'\n\
+             router.click:1: element 'x' previously declared here\n"
+        );
     }
 
     #[test]

@@ -1166,12 +1166,15 @@ fn redeclaration_notes_the_first_declaration() {
     assert_eq!(errors[0].span, Span::new(0, 12, 13));
     assert_eq!(
         errors[0].notes,
-        vec![(Span::new(0, 0, 1), "`q` first declared here".to_string())]
+        vec![(
+            Span::new(0, 0, 1),
+            "element `q` previously declared here".to_string()
+        )]
     );
     assert_eq!(
         map.render(&errors[0]),
         "error: redeclaration of element `q`\n --> test.click:2:1\n  |\n2 | q :: Queue(5);\n  | ^\n  \
-         = note: `q` first declared here\n --> test.click:1:1\n  |\n1 | q :: Queue;\n  | ^\n"
+         = note: element `q` previously declared here\n --> test.click:1:1\n  |\n1 | q :: Queue;\n  | ^\n"
     );
 }
 

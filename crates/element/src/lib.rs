@@ -148,6 +148,13 @@ pub trait Element: Send {
         Vec::new()
     }
 
+    /// A message the element gives when it is configured (Click's
+    /// `Message`), which the front end prints once under the element's
+    /// name and place. Asked once, when the plan is checked.
+    fn configure_message(&self) -> Option<String> {
+        None
+    }
+
     /// Runs the element's task once.
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
         let _ = cx;

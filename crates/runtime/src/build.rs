@@ -65,6 +65,10 @@ pub struct Plan {
     /// given (the flattened one under `require(compact_config)`, as in
     /// Click) and the flattened configuration.
     pub texts: RouterTexts,
+    /// The messages elements gave when they were configured
+    /// ([`Element::configure_message`]): the element's index and the text,
+    /// in declaration order.
+    pub messages: Vec<(usize, String)>,
 }
 
 /// What the router's own read handlers say of the configuration.
@@ -435,6 +439,7 @@ pub fn build_with(
     // errors, so that one `bricks check` reports them all.
     let mut elements = Vec::with_capacity(n);
     let mut directives = Vec::new();
+    let mut messages = Vec::new();
     let slots: Vec<Arc<SharedSlot>> = (0..n).map(|_| Arc::new(SharedSlot::new())).collect();
     let refs = Refs::new(
         (0..n)
@@ -462,6 +467,7 @@ pub fn build_with(
                 if !d.is_empty() {
                     directives.push((i, d));
                 }
+                messages.extend(e.configure_message().map(|m| (i, m)));
             }
             Err(mut d) => {
                 d.message = format!("{} ({}): {}", decl.name, decl.class, d.message);
@@ -508,6 +514,7 @@ pub fn build_with(
         elements,
         options,
         texts: RouterTexts::of(router),
+        messages,
     })
 }
 

@@ -1,7 +1,8 @@
-//! `Message`: prints a message when the router starts, as Click's
-//! `elements/standard/messageelement.cc` does when it is configured.
+//! `Message`: gives a message when it is configured, as Click's
+//! `elements/standard/messageelement.cc`; the front end prints it (`click`
+//! as Click: under `While configuring 'NAME :: Message':`).
 
-use bricks_element::{ArgError, Args, Context, Element, ElementClass, Keyword, Manual, PortInfo};
+use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, PortInfo};
 
 /// The `Message` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -16,8 +17,9 @@ static MANUAL: Manual = Manual {
     summary: "prints a message on configuration",
     synopsis: "Message(MESSAGE [, TYPE])",
     description: "Documents a configuration: MESSAGE is printed on standard error when the \
-        router starts (once, not once per worker), as is, or after `warning: ` for TYPE \
-        WARNING. TYPE ERROR makes the configuration fail with MESSAGE as its error, so \
+        configuration is checked (once, not once per worker), as is, or after `warning: ` for \
+        TYPE WARNING; `click` prints it as Click does, after a line naming the element and \
+        its place. TYPE ERROR makes the configuration fail with MESSAGE as its error, so \
         `bricks check` reports it too.",
     ports: "none",
     keywords: &[
@@ -56,17 +58,15 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     Ok(Box::new(Message { line }))
 }
 
-/// Prints its message.
+/// Gives its message.
 #[derive(Debug)]
 pub struct Message {
     line: String,
 }
 
 impl Element for Message {
-    fn start(&mut self, cx: &mut Context<'_>) {
-        if cx.worker() == 0 {
-            eprintln!("{}", self.line);
-        }
+    fn configure_message(&self) -> Option<String> {
+        Some(self.line.clone())
     }
 }
 
@@ -84,6 +84,8 @@ mod tests {
         let e = make_element(&CLASS, "\"no way\", ERROR", &ports).unwrap_err();
         assert!(e.contains("no way"), "{e}");
         assert!(make_element(&CLASS, "x, SHOUT", &ports).is_err());
+        let m = make_element(&CLASS, "careful, WARNING", &ports).unwrap();
+        assert_eq!(m.configure_message().as_deref(), Some("warning: careful"));
         assert!(make_element(&CLASS, "", &ports).is_err());
     }
 }
