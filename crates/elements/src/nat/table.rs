@@ -482,7 +482,11 @@ impl FlowSet {
         };
         let s = &self.slots[slot as usize];
         s.last_ms.store(now_ms, Relaxed);
-        s.flags.store(nf.note & (F_DATA_FWD | F_DONE), Relaxed);
+        // The packet that makes the flow counts, as in Click's apply.
+        s.flags.store(
+            (nf.note & (F_DATA_FWD | F_DONE)) | (1 << F_COUNT_SHIFT),
+            Relaxed,
+        );
         c.size += 1;
         c.queue.push_back((slot, gen));
         let fe = Entry {
@@ -767,6 +771,32 @@ mod tests {
             set.create(&key(10, 1), 20_000, |_| Ok(nf)),
             Err(Refused::Full)
         );
+    }
+
+    /// UDP streams after three packets, one a reply; the first packet,
+    /// which made the flow, counts (Click's UDPFlow).
+    #[test]
+    fn udp_streams_after_three_packets_counting_the_first() {
+        let set = FlowSet::new(4);
+        let k = key(1, 1);
+        let mut nf = flow(k, 100);
+        let t = Timeouts {
+            idle: 4_000,
+            established: 5_000,
+            done: 4_000,
+            guarantee: 1_000,
+            tcp: false,
+        };
+        (nf.timeouts, nf.fwd_entry.timeouts, nf.rev_entry.timeouts) = (t, t, t);
+        let e = set.create(&k, 0, |_| Ok(nf)).unwrap();
+        let back = Key {
+            tuple: e.new.reverse(),
+            ..k
+        };
+        set.lookup(&back, 100, 0).unwrap();
+        set.lookup(&back, 200, 0).unwrap();
+        assert_eq!(set.reap_all(4_300), 0, "streaming: 5 s from 0.2 s");
+        assert_eq!(set.reap_all(5_200), 1);
     }
 
     #[test]
