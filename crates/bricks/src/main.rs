@@ -639,7 +639,7 @@ pub(crate) fn plan_with(
     });
     result.map_err(|diags| {
         if format == ErrorFormat::Click {
-            return diags.iter().map(|d| map.render_click(d, "")).collect();
+            return render_click_errors(&map, &diags);
         }
         let mut s = String::new();
         for d in &diags {
@@ -653,6 +653,39 @@ pub(crate) fn plan_with(
         ));
         s
     })
+}
+
+/// Configuration errors as Click prints them: one `FILE:LINE: message`
+/// line each, except an element's several configuration problems, which
+/// Click lists under `FILE:LINE: While configuring 'NAME :: CLASS':`;
+/// after an element's configuration error, Click's closing line.
+fn render_click_errors(map: &SourceMap, diags: &[bricks_config::Diagnostic]) -> String {
+    let mut s = String::new();
+    let mut configure = false;
+    for d in diags {
+        match bricks_runtime::split_configure_message(&d.message) {
+            Some((name, class, why)) => {
+                configure = true;
+                if why.contains('\n') {
+                    let head = bricks_config::Diagnostic {
+                        message: format!("While configuring '{name} :: {class}':"),
+                        ..d.clone()
+                    };
+                    s += &map.render_click(&head, "");
+                    for line in why.lines() {
+                        s += &format!("  {}\n", line.replace('`', "'"));
+                    }
+                } else {
+                    s += &map.render_click(d, "");
+                }
+            }
+            None => s += &map.render_click(d, ""),
+        }
+    }
+    if configure {
+        s += "Router could not be initialized!\n";
+    }
+    s
 }
 
 fn check(a: &ConfigArgs) -> anyhow::Result<ExitCode> {

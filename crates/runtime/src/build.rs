@@ -470,7 +470,7 @@ pub fn build_with(
                 messages.extend(e.configure_message().map(|m| (i, m)));
             }
             Err(mut d) => {
-                d.message = format!("{} ({}): {}", decl.name, decl.class, d.message);
+                d.message = configure_message(&decl.name, &decl.class, &d.message);
                 errors.push(d);
             }
         }
@@ -602,10 +602,24 @@ fn check_args_only(
             continue;
         }
         if let Err(mut d) = refs.make(i) {
-            d.message = format!("{} ({}): {}", decl.name, decl.class, d.message);
+            d.message = configure_message(&decl.name, &decl.class, &d.message);
             errors.push(d);
         }
     }
+}
+
+/// The message of an element's configuration error: `NAME (CLASS): WHY`,
+/// WHY one line per problem.
+pub fn configure_message(name: &str, class: &str, why: &str) -> String {
+    format!("{name} ({class}): {why}")
+}
+
+/// A [`configure_message`] taken apart: name, class and the problems.
+pub fn split_configure_message(message: &str) -> Option<(&str, &str, &str)> {
+    let (name, rest) = message.split_once(" (")?;
+    let (class, why) = rest.split_once("): ")?;
+    let simple = |w: &str| !w.is_empty() && !w.contains(char::is_whitespace);
+    (simple(name) && simple(class)).then_some((name, class, why))
 }
 
 /// One element as another element's arguments may name it.

@@ -22,7 +22,10 @@ pub mod testing;
 mod workers;
 
 pub use bricks_element::Registry;
-pub use build::{build, build_with, BuildOptions, Plan, PlanElement, RouterTexts};
+pub use build::{
+    build, build_with, configure_message, split_configure_message, BuildOptions, Plan, PlanElement,
+    RouterTexts,
+};
 pub use click_classes::{is_click_class, CLICK_CLASSES};
 pub use engine::{
     ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,

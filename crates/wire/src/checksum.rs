@@ -112,6 +112,20 @@ pub fn update(old_checksum: u16, old_word: u16, new_word: u16) -> u16 {
     !fold(sum)
 }
 
+/// Fixes a checksum that [`update`] left as `0x0000`: eqn. 3 gives that
+/// (one's complement -0) when every covered byte is zero, where the
+/// checksum must be `0xffff` (+0, RFC 1624 section 3). `data` is what the
+/// checksum covers, its checksum field included; it is read only when the
+/// checksum is zero (Click's `click_update_zero_in_cksum`).
+#[inline]
+pub fn fix_zero(checksum: u16, data: &[u8]) -> u16 {
+    if checksum == 0 && data.iter().all(|&b| b == 0) {
+        0xffff
+    } else {
+        checksum
+    }
+}
+
 /// [`update`] for a 32-bit field, such as an IPv4 address or a TCP sequence
 /// number, aligned on a 16-bit boundary of the checksummed data.
 #[inline]
@@ -127,6 +141,17 @@ pub fn update32(old_checksum: u16, old_value: u32, new_value: u32) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fix_zero_turns_minus_zero_into_plus_zero_only_for_zero_data() {
+        // An echo request with nothing but its type: 0x0800, sum 0xf7ff.
+        // Made a reply (type 0), eqn. 3 gives 0x0000.
+        let sum = update(0xf7ff, 0x0800, 0x0000);
+        assert_eq!(sum, 0x0000);
+        assert_eq!(fix_zero(sum, &[0; 8]), 0xffff);
+        assert_eq!(fix_zero(0, &[0, 0, 0, 0, 0, 1]), 0);
+        assert_eq!(fix_zero(0x1234, &[0; 8]), 0x1234);
+    }
 
     /// The obvious RFC 1071 loop, as a reference for the fast one.
     fn reference(bytes: &[u8]) -> u16 {

@@ -90,6 +90,8 @@ impl ICMPPingResponder {
         icmp[0] = 0;
         let sum = checksum::update(be16(icmp, 2), 0x0800, 0x0000);
         icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+        let sum = checksum::fix_zero(sum, icmp);
+        icmp[2..4].copy_from_slice(&sum.to_be_bytes());
         let dst = [ip[16], ip[17], ip[18], ip[19]];
         p.anno_mut().dst_ip = dst.into();
         self.replies += 1;

@@ -231,6 +231,12 @@ pub fn apply(p: &mut Packet, parsed: &Parsed, new: &Tuple, writes: u8) -> u32 {
                 l4sum = 0xffff;
             }
             ip[at..at + 2].copy_from_slice(&l4sum.to_be_bytes());
+            if parsed.proto == PROTO_ICMP && l4sum == 0 {
+                // An all-zero echo (identifier 0, sequence 0, no data)
+                // must read 0xffff, not eqn. 3's -0.
+                l4sum = checksum::fix_zero(l4sum, &ip[ihl..]);
+                ip[at..at + 2].copy_from_slice(&l4sum.to_be_bytes());
+            }
         }
     }
     daddr
@@ -382,6 +388,22 @@ mod tests {
                 assert_eq!(&out[24..26], &[4, 0]);
             }
         }
+    }
+
+    #[test]
+    fn an_all_zero_echo_gets_checksum_ffff() {
+        // Echo request, identifier 10230, sequence 0, no data: rewritten
+        // to identifier 0 the ICMP message is all zeros but the type.
+        let raw = packet(1, [1, 0, 0, 1], 10230, [5, 0, 0, 5], 0, 0);
+        let mut p = Packet::from_slice(&raw).unwrap();
+        let f = parse(p.data()).unwrap();
+        let new = Tuple {
+            sport: 0,
+            ..f.tuple
+        };
+        apply(&mut p, &f, &new, W_SPORT);
+        assert_eq!(&p.data()[20..28], &[0, 0, 0xff, 0xff, 0, 0, 0, 0]);
+        assert!(checksums_ok(p.data()));
     }
 
     #[test]

@@ -218,6 +218,8 @@ pub fn make(
     // The IPRewriterPatterns in scope, made on the first named pattern.
     let sets: OnceCell<Result<Vec<Arc<PatternSet>>, String>> = OnceCell::new();
     let mut specs = Vec::new();
+    // Every bad spec is reported, one line each, as Click's configure.
+    let mut bad: Vec<(bricks_config::Span, String)> = Vec::new();
     for (i, (text, span)) in rest.into_iter().enumerate() {
         let named = |name: &str| -> Option<Arc<Pattern>> {
             let sets =
@@ -234,34 +236,45 @@ pub fn make(
                     }
                 })
         };
-        let spec = InputSpec::parse(text, noutputs, &named, &mapper).map_err(|why| {
-            let why = match sets.get() {
-                Some(Err(e)) => format!("{why} (IPRewriterPatterns: {e})"),
-                _ => why,
-            };
-            ArgError::at(span, format!("input spec {i}: {why}"))
-        })?;
+        let spec = match InputSpec::parse(text, noutputs, &named, &mapper) {
+            Ok(spec) => spec,
+            Err(why) => {
+                let why = match sets.get() {
+                    Some(Err(e)) => format!("{why} (IPRewriterPatterns: {e})"),
+                    _ => why,
+                };
+                bad.push((span, format!("input spec {i}: {why}")));
+                continue;
+            }
+        };
         let pats: Vec<&Pattern> = match &spec {
             InputSpec::Pattern(p, ..) => vec![&**p],
             InputSpec::Mapper(m) => m.choices.iter().map(|c| &*c.0).collect(),
             _ => Vec::new(),
         };
-        for p in pats {
-            let addr_only = matches!(kind, Kind::Addr | Kind::Pair);
-            if addr_only && p.napt {
-                return Err(ArgError::at(
-                        span,
-                        format!("input spec {i}: bad source port (this rewriter's patterns are `SADDR DADDR`)"),
-                    ));
+        // The address rewriters' flows have no ports: a pattern that
+        // sets one (or, for IPAddrRewriter, a destination) could never
+        // make a mapping. Click accepts it and fails every flow.
+        let addr_only = matches!(kind, Kind::Addr | Kind::Pair);
+        let why = pats.iter().find_map(|p| {
+            if addr_only && p.sport != 0 {
+                Some("bad source port (the address rewriters map no ports)")
+            } else if addr_only && p.dport != 0 {
+                Some("bad destination port (the address rewriters map no ports)")
+            } else if kind == Kind::Addr && p.daddr != 0 {
+                Some("bad destination address (must be `-`)")
+            } else {
+                None
             }
-            if kind == Kind::Addr && p.daddr != 0 {
-                return Err(ArgError::at(
-                    span,
-                    format!("input spec {i}: bad destination address (must be `-`)"),
-                ));
-            }
+        });
+        match why {
+            Some(why) => bad.push((span, format!("input spec {i}: {why}"))),
+            None => specs.push(spec),
         }
-        specs.push(spec);
+    }
+    if let Some((span, _)) = bad.first() {
+        let lines: Vec<String> = bad.iter().map(|(_, m)| m.clone()).collect();
+        return Err(ArgError::at(*span, lines.join("\n")));
     }
     let sh = args.shared(|args| {
         let set = match cap {
@@ -325,6 +338,18 @@ pub struct Rewriter {
 
 const DROP: Option<usize> = None;
 
+/// What a packet says of its flow's state: FIN or RST, or payload.
+#[inline(always)]
+fn note_of(f: &Parsed) -> u8 {
+    if f.fin_rst {
+        F_DONE
+    } else if f.payload > 0 {
+        F_DATA_FWD
+    } else {
+        0
+    }
+}
+
 impl Rewriter {
     /// The lookup key of a packet's flow in this rewriter's tables.
     #[inline(always)]
@@ -384,13 +409,7 @@ impl Rewriter {
                 }
             };
         }
-        let note = if f.fin_rst {
-            F_DONE
-        } else if f.payload > 0 {
-            F_DATA_FWD
-        } else {
-            0
-        };
+        let note = note_of(&f);
         let set = &self.sh.set;
         let key = self.key(&f);
         let mut entry = set.lookup(&key, now_ms, note);
@@ -468,6 +487,7 @@ impl Rewriter {
         };
         let kind = sh.kind;
         let timeouts = if f.proto == PROTO_TCP { sh.tcp } else { sh.udp };
+        let note = note_of(f);
         let writes = match kind {
             Kind::Addr => flow::W_SADDR,
             Kind::Pair => flow::W_SADDR | flow::W_DADDR,
@@ -524,6 +544,12 @@ impl Rewriter {
                         if kind == Kind::Ping {
                             n.dport = n.sport;
                         }
+                        // A port range in an address rewriter's pattern
+                        // may pick a port; such a flow is refused, as
+                        // Click's add_flow refuses it.
+                        if matches!(kind, Kind::Addr | Kind::Pair) && (n.sport | n.dport) != 0 {
+                            return Err(Refused::NoFreeValue);
+                        }
                         n
                     }
                 };
@@ -559,6 +585,7 @@ impl Rewriter {
                     },
                     timeouts,
                     input: port as u16,
+                    note,
                 })
             });
             // A mapper tries its next pattern when one has no free value.

@@ -199,6 +199,9 @@ pub struct NewFlow {
     pub rev_entry: Entry,
     pub timeouts: Timeouts,
     pub input: u16,
+    /// What the packet that makes the flow says of its state (`F_DATA_FWD`,
+    /// `F_DONE`), as Click applies that packet to the new flow.
+    pub note: u8,
 }
 
 /// Mappings shared by every worker (and by rewriters sharing capacity).
@@ -369,13 +372,30 @@ impl FlowSet {
         let n = c.queue.len();
         let gone = self.reap(&mut c, now_ms, n);
         let cap = self.capacity.load(Relaxed);
-        while c.size > cap {
-            let Some((slot, gen)) = c.queue.pop_front() else {
-                break;
-            };
-            if c.recs[slot as usize].live && c.recs[slot as usize].gen == gen {
+        if c.size > cap {
+            // Click's shrink_heap: best-effort flows first, then
+            // guaranteed ones, each by expiry.
+            let mut order: Vec<(bool, u64, u32)> = c
+                .queue
+                .iter()
+                .filter(|&&(slot, gen)| {
+                    let r = &c.recs[slot as usize];
+                    r.live && r.gen == gen
+                })
+                .map(|&(slot, _)| {
+                    let (at, best_effort) = self.expiry(&c.recs[slot as usize], slot, now_ms);
+                    (!best_effort, at, slot)
+                })
+                .collect();
+            order.sort_unstable();
+            for (_, _, slot) in order {
+                if c.size <= cap {
+                    break;
+                }
                 self.destroy(&mut c, slot);
             }
+            let Control { queue, recs, .. } = &mut *c;
+            queue.retain(|&(s, g)| recs[s as usize].live && recs[s as usize].gen == g);
         }
         gone
     }
@@ -420,8 +440,12 @@ impl FlowSet {
         if let Some(old) = self.get(&nf.rev) {
             self.destroy(&mut c, old.slot);
         }
-        if c.size >= self.capacity.load(Relaxed) && !self.evict(&mut c, now_ms) {
-            return Err(Refused::Full);
+        if c.size >= self.capacity.load(Relaxed) {
+            let t = &nf.timeouts;
+            let new_expiry = now_ms.saturating_add(timeout_of(t, nf.note & (F_DATA_FWD | F_DONE)));
+            if !self.evict(&mut c, now_ms, new_expiry, t.guarantee > 0) {
+                return Err(Refused::Full);
+            }
         }
         let slot = match c.free.pop() {
             Some(s) => s,
@@ -458,7 +482,11 @@ impl FlowSet {
         };
         let s = &self.slots[slot as usize];
         s.last_ms.store(now_ms, Relaxed);
-        s.flags.store(0, Relaxed);
+        // The packet that makes the flow counts, as in Click's apply.
+        s.flags.store(
+            (nf.note & (F_DATA_FWD | F_DONE)) | (1 << F_COUNT_SHIFT),
+            Relaxed,
+        );
         c.size += 1;
         c.queue.push_back((slot, gen));
         let fe = Entry {
@@ -476,25 +504,48 @@ impl FlowSet {
         Ok(fe)
     }
 
-    /// Makes room for one flow: an expired or unguaranteed flow among the
-    /// first few queued goes. False: all guaranteed (admission control).
-    fn evict(&self, c: &mut Control, now_ms: u64) -> bool {
-        for _ in 0..EVICT_PROBES.min(c.queue.len()) {
-            let Some((slot, gen)) = c.queue.pop_front() else {
-                break;
-            };
+    /// When a flow expires (absolute milliseconds), and whether it is past
+    /// its guarantee (best effort) at `now_ms`.
+    fn expiry(&self, r: &Rec, slot: u32, now_ms: u64) -> (u64, bool) {
+        let s = &self.slots[slot as usize];
+        let last = s.last_ms.load(Relaxed);
+        let at = last.saturating_add(timeout_of(&r.timeouts, s.flags.load(Relaxed)));
+        (at, now_ms.saturating_sub(last) >= r.timeouts.guarantee)
+    }
+
+    /// Makes room for a new flow that would expire at `new_expiry` and is
+    /// guaranteed or not, as Click's `shrink_heap_for_new_flow`: the
+    /// best-effort flow (past its guarantee) that expires first goes;
+    /// a best-effort new flow that would expire first is itself refused,
+    /// and so is any when every flow is guaranteed (admission control).
+    /// Click keeps heaps; this looks at the first [`EVICT_PROBES`] queued
+    /// flows, so a new flow costs O(1). False: refused.
+    fn evict(&self, c: &mut Control, now_ms: u64, new_expiry: u64, new_guaranteed: bool) -> bool {
+        while c.queue.front().is_some_and(|&(slot, gen)| {
+            let r = &c.recs[slot as usize];
+            !r.live || r.gen != gen
+        }) {
+            c.queue.pop_front();
+        }
+        let mut best: Option<(u64, u32)> = None;
+        for &(slot, gen) in c.queue.iter().take(EVICT_PROBES) {
             let r = c.recs[slot as usize];
             if !r.live || r.gen != gen {
                 continue;
             }
-            let last = self.slots[slot as usize].last_ms.load(Relaxed);
-            if now_ms.saturating_sub(last) >= r.timeouts.guarantee {
-                self.destroy(c, slot);
-                return true;
+            let (at, best_effort) = self.expiry(&r, slot, now_ms);
+            if best_effort && best.is_none_or(|(b, _)| at < b) {
+                best = Some((at, slot));
             }
-            c.queue.push_back((slot, gen));
         }
-        false
+        match best {
+            Some((at, _)) if !new_guaranteed && new_expiry <= at => false,
+            Some((_, slot)) => {
+                self.destroy(c, slot);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Flows in the set.
@@ -639,6 +690,7 @@ mod tests {
             },
             timeouts: T,
             input: 0,
+            note: 0,
         }
     }
 
@@ -676,6 +728,75 @@ mod tests {
         assert!(set.lookup(&key(1, 1), 6_000, 0).is_none());
         assert!(set.lookup(&key(0, 1), 6_000, 0).is_some());
         assert_eq!(set.size(), 2);
+    }
+
+    #[test]
+    fn a_full_set_evicts_the_flow_that_expires_first() {
+        let set = FlowSet::new(3);
+        let mut replies = Vec::new();
+        for i in 0..3 {
+            let k = key(i, 1);
+            let e = set.create(&k, 0, |_| Ok(flow(k, 100 + i as u16))).unwrap();
+            replies.push(Key {
+                tuple: e.new.reverse(),
+                ..k
+            });
+        }
+        // Flows 0 and 2 carry data both ways (24 hours); flow 1 does not
+        // and expires first, although it is not the oldest.
+        for i in [0, 2] {
+            set.lookup(&key(i, 1), 1_000, F_DATA_FWD);
+            set.lookup(&replies[i as usize], 1_000, F_DATA_FWD);
+        }
+        set.lookup(&key(1, 1), 2_000, 0);
+        let k = key(9, 1);
+        let e = set.create(&k, 10_000, |_| Ok(flow(k, 200))).unwrap();
+        set.lookup(&k, 10_000, F_DATA_FWD);
+        set.lookup(
+            &Key {
+                tuple: e.new.reverse(),
+                ..k
+            },
+            10_000,
+            F_DATA_FWD,
+        );
+        assert!(set.lookup(&key(1, 1), 10_000, 0).is_none());
+        assert!(set.lookup(&key(0, 1), 10_000, 0).is_some());
+        assert!(set.lookup(&key(2, 1), 10_000, 0).is_some());
+        // Without a guarantee, a new flow that would expire before every
+        // other is itself refused.
+        let mut nf = flow(key(10, 1), 300);
+        nf.timeouts.guarantee = 0;
+        assert_eq!(
+            set.create(&key(10, 1), 20_000, |_| Ok(nf)),
+            Err(Refused::Full)
+        );
+    }
+
+    /// UDP streams after three packets, one a reply; the first packet,
+    /// which made the flow, counts (Click's UDPFlow).
+    #[test]
+    fn udp_streams_after_three_packets_counting_the_first() {
+        let set = FlowSet::new(4);
+        let k = key(1, 1);
+        let mut nf = flow(k, 100);
+        let t = Timeouts {
+            idle: 4_000,
+            established: 5_000,
+            done: 4_000,
+            guarantee: 1_000,
+            tcp: false,
+        };
+        (nf.timeouts, nf.fwd_entry.timeouts, nf.rev_entry.timeouts) = (t, t, t);
+        let e = set.create(&k, 0, |_| Ok(nf)).unwrap();
+        let back = Key {
+            tuple: e.new.reverse(),
+            ..k
+        };
+        set.lookup(&back, 100, 0).unwrap();
+        set.lookup(&back, 200, 0).unwrap();
+        assert_eq!(set.reap_all(4_300), 0, "streaming: 5 s from 0.2 s");
+        assert_eq!(set.reap_all(5_200), 1);
     }
 
     #[test]
@@ -761,6 +882,7 @@ mod threads {
                             rev_entry: e(k.tuple.reverse(), true),
                             timeouts: t,
                             input: 0,
+                            note: 0,
                         })
                     })
                     .unwrap();
