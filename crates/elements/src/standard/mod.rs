@@ -4,6 +4,7 @@ pub mod address_info;
 pub mod align;
 pub mod average_counter;
 pub mod bw_rated_unqueue;
+pub mod clipboard;
 pub mod counter;
 pub mod discard;
 pub mod drr_sched;
@@ -111,4 +112,5 @@ pub static CLASSES: &[&ElementClass] = &[
     &fast_udp::FAST_UDP_FLOWS,
     &front_drop_queue::CLASS,
     &hub::CLASS,
+    &clipboard::CLASS,
 ];
