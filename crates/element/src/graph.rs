@@ -76,6 +76,23 @@ pub struct Graph {
     /// Configurations changed by keyword write handlers
     /// ([`Element::config_keyword`]), by element.
     config_now: RefCell<HashMap<usize, String>>,
+    /// What the task handlers say of each element with a task on this
+    /// worker's graph (empty until the engine sets them).
+    tasks: Vec<Option<TaskInfo>>,
+}
+
+/// What the handlers Click gives every element with a task
+/// (`Element::add_task_handlers`: `scheduled`, `tickets`, `home_thread`)
+/// say of one element on one worker.
+#[derive(Debug, Clone)]
+pub struct TaskInfo {
+    /// Its stride-scheduling tickets (`ScheduleInfo`).
+    pub tickets: u32,
+    /// The worker its task runs on, -1 for none (`StaticThreadSched`).
+    pub home_thread: i64,
+    /// The task will run again on this worker: it is placed here and has
+    /// not finished.
+    pub scheduled: Cell<bool>,
 }
 
 /// The storage inputs a push output reaches, or `None` when a path leaves
@@ -96,6 +113,9 @@ pub struct ElementMeta {
 
 /// The read handlers every element has, in the order Click lists them.
 const GENERIC_HANDLERS: [&str; 5] = ["name", "class", "config", "ports", "handlers"];
+
+/// The read handlers of every element with a task, in Click's order.
+const TASK_HANDLERS: [&str; 3] = ["scheduled", "tickets", "home_thread"];
 
 /// The deepest a chain of pushes and pulls nests before a push is deferred
 /// (see [`Graph`]). Far more than any real router needs (Click's IP router
@@ -149,6 +169,23 @@ impl Graph {
             router_texts: Vec::new(),
             room_paths: RefCell::new(HashMap::new()),
             config_now: RefCell::new(HashMap::new()),
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Gives element `index` the task handlers (`scheduled`, `tickets`,
+    /// `home_thread`), as this worker runs its task.
+    pub fn set_task_info(&mut self, index: usize, info: TaskInfo) {
+        if self.tasks.len() < self.elements.len() {
+            self.tasks.resize(self.elements.len(), None);
+        }
+        self.tasks[index] = Some(info);
+    }
+
+    /// The task of element `index` finished on this worker.
+    pub fn task_finished(&self, index: usize) {
+        if let Some(Some(t)) = self.tasks.get(index) {
+            t.scheduled.set(false);
         }
     }
 
@@ -465,6 +502,14 @@ impl Graph {
             }
             _ => {}
         }
+        if let Some(Some(t)) = self.tasks.get(index) {
+            match handler {
+                "scheduled" => return Ok(HandlerValue::Text(t.scheduled.get().to_string())),
+                "tickets" => return Ok(HandlerValue::Text(t.tickets.to_string())),
+                "home_thread" => return Ok(HandlerValue::Text(t.home_thread.to_string())),
+                _ => {}
+            }
+        }
         drop(e);
         match self.stats(index).get(handler) {
             Some(v) => Ok(HandlerValue::Count(v)),
@@ -479,6 +524,9 @@ impl Graph {
             .iter()
             .map(|h| (h.to_string(), true, false))
             .collect();
+        if let Some(Some(_)) = self.tasks.get(index) {
+            lines.extend(TASK_HANDLERS.iter().map(|h| (h.to_string(), true, false)));
+        }
         let Ok(e) = self.elements[index].try_borrow() else {
             return String::new();
         };

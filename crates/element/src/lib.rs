@@ -25,7 +25,9 @@ mod stats;
 
 pub use args::{ArgError, Args, ElementRefs, FixedRefs, FromArg, SharedSlot};
 pub use bricks_packet::{Batch, Packet};
-pub use graph::{Context, Edge, ElementMeta, Graph, WorkerState, MAX_PULL_DEPTH, MAX_PUSH_DEPTH};
+pub use graph::{
+    Context, Edge, ElementMeta, Graph, TaskInfo, WorkerState, MAX_PULL_DEPTH, MAX_PUSH_DEPTH,
+};
 pub use info::{
     ElementClass, Keyword, Manual, PortCount, PortInfo, PortRange, Processing, ProcessingSpec,
 };

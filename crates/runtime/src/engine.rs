@@ -17,10 +17,12 @@
 //!
 //! Several workers end a run together (see [`Termination`]).
 
+use crate::placement::Placement;
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
-use bricks_element::{Graph, HandlerValue, Stats, TaskKind, TaskResult, WorkerState};
+use bricks_element::{Graph, HandlerValue, Stats, TaskInfo, TaskKind, TaskResult, WorkerState};
 use bricks_packet::Timestamp;
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -304,7 +306,7 @@ impl Engine {
     /// that share queues join one [`Termination`] with
     /// [`Engine::join_run`].
     pub fn for_worker(plan: &Plan, worker: usize, workers: usize) -> Result<Engine, Diagnostic> {
-        let graph = plan.instantiate()?;
+        let mut graph = plan.instantiate()?;
         let tasks: Vec<TaskSlot> = plan
             .elements
             .iter()
@@ -325,6 +327,23 @@ impl Engine {
                 pass: 0,
             })
             .collect();
+        for t in &tasks {
+            let e = &plan.elements[t.element];
+            let home_thread = match e.placement {
+                Placement::Worker(n) => (n % workers.max(1)) as i64,
+                Placement::Nowhere => -1,
+                Placement::Default if e.task == TaskKind::Source && !e.every_worker => 0,
+                Placement::Default => worker as i64,
+            };
+            graph.set_task_info(
+                t.element,
+                TaskInfo {
+                    tickets: e.tickets,
+                    home_thread,
+                    scheduled: Cell::new(!t.done),
+                },
+            );
+        }
         let live = tasks.iter().filter(|t| !t.done).count();
         let mut strides = tasks.iter().filter(|t| !t.done).map(|t| t.stride);
         let first = strides.next();
@@ -524,6 +543,7 @@ impl Engine {
                     TaskResult::Waiting => r.waiting = true,
                     TaskResult::Done => {
                         slot.done = true;
+                        self.graph.task_finished(slot.element);
                         self.live -= 1;
                         r.worked = true;
                     }
@@ -547,6 +567,7 @@ impl Engine {
             TaskResult::Waiting => r.waiting = true,
             TaskResult::Done => {
                 self.tasks[i].done = true;
+                self.graph.task_finished(element);
                 self.live -= 1;
                 r.worked = true;
             }
@@ -617,6 +638,7 @@ impl Engine {
         for t in self.tasks.iter_mut() {
             if t.kind == TaskKind::Source && !t.done {
                 t.done = true;
+                self.graph.task_finished(t.element);
                 self.live -= 1;
             }
         }

@@ -5,12 +5,15 @@ pub mod align;
 pub mod average_counter;
 pub mod bw_rated_unqueue;
 pub mod clicky_info;
+pub mod clipboard;
 pub mod counter;
 pub mod discard;
 pub mod drr_sched;
 pub mod fast_udp;
+pub mod front_drop_queue;
 pub mod handler_call;
 pub mod hash_switch;
+pub mod hub;
 pub mod idle;
 pub mod mark_mac_header;
 pub mod meter;
@@ -109,4 +112,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &random_source::CLASS,
     &fast_udp::FAST_UDP_SOURCE,
     &fast_udp::FAST_UDP_FLOWS,
+    &front_drop_queue::CLASS,
+    &hub::CLASS,
+    &clipboard::CLASS,
 ];

@@ -215,6 +215,9 @@ impl Print {
                     let _ = write!(s, "{b:02x}");
                 }
             } else {
+                // Click writes " | " before the data and a space before
+                // every group of 8 characters, the first one included.
+                s.push(' ');
                 for (i, &b) in data.iter().enumerate() {
                     if i % 8 == 0 {
                         s.push(' ');
@@ -310,7 +313,7 @@ mod tests {
     fn ascii_groups_of_eight() {
         let p = printer("x, CONTENTS ASCII");
         let pkt = Packet::from_slice(b"hello, world\n\x00!").unwrap();
-        assert_eq!(p.line(&pkt, 0), "x:   15 | hello, w orld..!");
+        assert_eq!(p.line(&pkt, 0), "x:   15 |  hello, w orld..!");
     }
 
     #[test]

@@ -121,22 +121,24 @@ pub struct StrideSched {
 impl StrideSched {
     fn rebuild_order(&mut self) {
         self.order.clear();
-        for i in 0..self.clients.len() {
+        // In reverse, as Click's, so that ties go to the lower port.
+        for i in (0..self.clients.len()).rev() {
             if self.clients[i].tickets > 0 {
                 self.insert(i);
             }
         }
     }
 
-    /// Puts input `i` in `order` after every input whose pass is not
-    /// later than its own.
+    /// Puts input `i` in `order` before the first input whose pass is not
+    /// earlier than its own: on a tie the input inserted last goes first
+    /// (Click's `Client::insert`).
     #[inline]
     fn insert(&mut self, i: usize) {
         let pass = self.clients[i].pass;
         let at = self
             .order
             .iter()
-            .position(|&j| pass_gt(self.clients[j].pass, pass))
+            .position(|&j| !pass_gt(pass, self.clients[j].pass))
             .unwrap_or(self.order.len());
         self.order.insert(at, i);
     }
@@ -152,8 +154,8 @@ impl StrideSched {
             self.clients[i].pass = self.clients[i].pass.wrapping_add(self.clients[i].stride);
             k += 1;
         }
-        // Move the tried inputs to their new places, in the order they
-        // were tried, so that ties keep going to the earlier one.
+        // Move the tried inputs to their new places in the order they were
+        // tried, as Click does.
         self.tried.clear();
         self.tried.extend(self.order.drain(..k));
         for t in 0..self.tried.len() {
@@ -261,6 +263,18 @@ mod tests {
             let share = got[i] as f64 / (16_000 / 32 * 32) as f64;
             assert!((share - t / 8.0).abs() / (t / 8.0) < 0.05, "{got:?}");
         }
+    }
+
+    #[test]
+    fn ties_go_as_in_click() {
+        // Click's StrideSched(4, 2, 1): a client that strides onto
+        // another's pass goes before it.
+        let mut h = Harness::new(&CLASS, "4, 2, 1", ports(3));
+        for i in 0..3 {
+            h.feed(i, tagged(i as u8, 10));
+        }
+        let got: Vec<u8> = h.pull(0, 14).iter().map(|p| p.data()[0]).collect();
+        assert_eq!(got, [0, 0, 1, 0, 0, 1, 2, 0, 0, 1, 0, 0, 1, 2]);
     }
 
     #[test]
