@@ -836,14 +836,17 @@ impl<'a> Context<'a> {
     /// Sends each packet of `batch` to the output `classify` picks, or drops
     /// it when `classify` says `None` (the element counts why). Packets
     /// keep their order within each output. The common case, every packet
-    /// to output 0, forwards the batch as it is.
+    /// to output 0, forwards the batch as it is. A mixed batch goes out in
+    /// increasing port order, output 0 first: where each output gets one
+    /// packet, downstream sees them in the order Click's packet-at-a-time
+    /// switch would send them.
     #[inline]
     pub fn push_classified(
         &mut self,
         batch: &mut Batch,
         classify: impl FnMut(&mut Packet) -> Option<usize>,
     ) {
-        self.dispatch(batch, classify);
+        self.dispatch(batch, classify, true);
         self.push(0, batch);
     }
 
@@ -881,18 +884,20 @@ impl<'a> Context<'a> {
         if b.is_empty() {
             return;
         }
-        self.dispatch(&mut b, classify);
+        self.dispatch(&mut b, classify, false);
         out.append(&mut b);
     }
 
     /// Classifies `batch`, pushes every packet bound for an output other
     /// than 0 out of that output, drops the `None`s, and leaves the output-0
-    /// packets in `batch`.
+    /// packets in `batch`; with `push_zero`, a mixed batch's output-0
+    /// packets are pushed too, before the others, and `batch` is left empty.
     #[inline]
     fn dispatch(
         &mut self,
         batch: &mut Batch,
         mut classify: impl FnMut(&mut Packet) -> Option<usize>,
+        push_zero: bool,
     ) {
         const DROP: u16 = u16::MAX;
         /// Above this many outputs a mixed batch is split by sorting.
@@ -957,7 +962,7 @@ impl<'a> Context<'a> {
                 let port = (k >> 16) as u16;
                 if port != run {
                     match run {
-                        0 => {
+                        0 if !push_zero => {
                             batch.append(&mut out);
                         }
                         _ => self.push(run as usize, &mut out),
@@ -969,7 +974,7 @@ impl<'a> Context<'a> {
                 }
             }
             match run {
-                0 => {
+                0 if !push_zero => {
                     batch.append(&mut out);
                 }
                 DROP => out.clear(),
@@ -977,7 +982,8 @@ impl<'a> Context<'a> {
             }
             return;
         }
-        for port in 1..=max_port {
+        let first_port = if push_zero { 0 } else { 1 };
+        for port in first_port..=max_port {
             if !ports[..len].contains(&port) {
                 continue;
             }
