@@ -9,7 +9,8 @@
 
 use super::prefix_table::PrefixTable;
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, Packet,
+    PortInfo, Stats,
 };
 use bricks_wire::Ipv4Cidr;
 use std::collections::hash_map::{Entry, HashMap};
@@ -174,7 +175,7 @@ impl core::fmt::Display for RouteError {
             ),
             RouteError::Exists(r) => write!(
                 f,
-                "conflict with existing route `{}`; use `set` to replace it",
+                "conflict with existing route '{}'",
                 r.to_string().replace('\t', " ")
             ),
             RouteError::NotFound(s) => write!(f, "route `{s}` not found"),
@@ -347,6 +348,24 @@ impl StaticIPLookup {
         self.table.lookup(u32::from(dst)).map(|i| &self.routes[i])
     }
 
+    /// Click's `lookup` read handler: `OUT GATEWAY` (`OUT` alone for a
+    /// route without a gateway) of the route `addr` takes, or `-1`.
+    pub fn lookup_text(&self, addr: &str) -> Result<String, String> {
+        let a: Ipv4Addr = addr
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{}` is not an IPv4 address", addr.trim()))?;
+        Ok(match self.lookup(a) {
+            None => "-1".into(),
+            Some(Route {
+                gateway: Some(g),
+                port,
+                ..
+            }) => format!("{port} {g}"),
+            Some(r) => r.port.to_string(),
+        })
+    }
+
     fn recompile(&mut self) {
         self.table = PrefixTable::build(
             self.routes
@@ -398,6 +417,27 @@ impl Element for StaticIPLookup {
 
     fn read_handler(&self, handler: &str) -> Option<String> {
         (handler == "table").then(|| self.table())
+    }
+
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        _cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        (handler == "lookup" && !write).then(|| self.lookup_text(value))
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 5] = [
+            Handler::r("table"),
+            Handler::r("lookup"),
+            Handler::w("add"),
+            Handler::w("set"),
+            Handler::w("remove"),
+        ];
+        &HANDLERS
     }
 }
 
@@ -498,9 +538,15 @@ mod tests {
             t.table(),
             "18.26.4.24/32\t-\t0\n18.26.4.0/24\t-\t1\n0.0.0.0/0\t18.26.4.1\t1\n"
         );
+        assert_eq!(t.lookup_text("18.26.4.24").unwrap(), "0");
+        assert_eq!(t.lookup_text(" 8.8.8.8").unwrap(), "1 18.26.4.1");
+        assert!(t.lookup_text("8.8.8").is_err());
         let e = t.add("18.26.4.0/24 2").unwrap_err();
         assert!(matches!(e, RouteError::Exists(_)));
-        assert!(e.to_string().contains("18.26.4.0/24 - 1"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "conflict with existing route '18.26.4.0/24 - 1'"
+        );
         t.set("18.26.4.0/24 2").unwrap();
         assert_eq!(t.lookup(Ipv4Addr::new(18, 26, 4, 7)).unwrap().port, 2);
         assert!(matches!(
