@@ -908,14 +908,17 @@ impl<'a> Context<'a> {
     /// Sends each packet of `batch` to the output `classify` picks, or drops
     /// it when `classify` says `None` (the element counts why). Packets
     /// keep their order within each output. The common case, every packet
-    /// to output 0, forwards the batch as it is.
+    /// to output 0, forwards the batch as it is. A mixed batch goes out in
+    /// increasing port order, output 0 first: where each output gets one
+    /// packet, downstream sees them in the order Click's packet-at-a-time
+    /// switch would send them.
     #[inline]
     pub fn push_classified(
         &mut self,
         batch: &mut Batch,
         classify: impl FnMut(&mut Packet) -> Option<usize>,
     ) {
-        self.dispatch(batch, classify);
+        self.dispatch(batch, classify, true);
         self.push(0, batch);
     }
 
@@ -953,23 +956,29 @@ impl<'a> Context<'a> {
         if b.is_empty() {
             return;
         }
-        self.dispatch(&mut b, classify);
+        self.dispatch(&mut b, classify, false);
         out.append(&mut b);
     }
 
     /// Classifies `batch`, pushes every packet bound for an output other
     /// than 0 out of that output, drops the `None`s, and leaves the output-0
-    /// packets in `batch`.
+    /// packets in `batch`; with `push_zero`, a mixed batch's output-0
+    /// packets are pushed too, before the others, and `batch` is left empty.
     #[inline]
-    fn dispatch(&mut self, batch: &mut Batch, classify: impl FnMut(&mut Packet) -> Option<usize>) {
+    fn dispatch(
+        &mut self,
+        batch: &mut Batch,
+        classify: impl FnMut(&mut Packet) -> Option<usize>,
+        push_zero: bool,
+    ) {
         // The scratch lists are sized for the batch: when a demultiplexer
         // spreads batches over many outputs, the elements behind it see
         // batches of one or two, and clearing room for `MAX_BATCH` ports
         // each time would cost more than the packets' own work.
         if batch.len() <= SMALL_BATCH {
-            self.dispatch_in::<SMALL_BATCH>(batch, classify);
+            self.dispatch_in::<SMALL_BATCH>(batch, classify, push_zero);
         } else {
-            self.dispatch_in::<MAX_BATCH>(batch, classify);
+            self.dispatch_in::<MAX_BATCH>(batch, classify, push_zero);
         }
     }
 
@@ -979,6 +988,7 @@ impl<'a> Context<'a> {
         &mut self,
         batch: &mut Batch,
         mut classify: impl FnMut(&mut Packet) -> Option<usize>,
+        push_zero: bool,
     ) {
         const DROP: u16 = u16::MAX;
         /// Above this many outputs a mixed batch is split by sorting.
@@ -1042,7 +1052,7 @@ impl<'a> Context<'a> {
                 let port = (k >> 16) as u16;
                 if port != run {
                     match run {
-                        0 => {
+                        0 if !push_zero => {
                             batch.append(&mut out);
                         }
                         _ => self.push(run as usize, &mut out),
@@ -1054,7 +1064,7 @@ impl<'a> Context<'a> {
                 }
             }
             match run {
-                0 => {
+                0 if !push_zero => {
                     batch.append(&mut out);
                 }
                 DROP => out.clear(),
@@ -1062,7 +1072,8 @@ impl<'a> Context<'a> {
             }
             return;
         }
-        for port in 1..=max_port {
+        let first_port = if push_zero { 0 } else { 1 };
+        for port in first_port..=max_port {
             if !ports[..len].contains(&port) {
                 continue;
             }

@@ -50,6 +50,19 @@ impl Timestamp {
     pub fn from_parts(secs: u64, nanos: u32) -> Timestamp {
         Timestamp(secs * 1_000_000_000 + nanos as u64)
     }
+
+    /// The time as signed nanoseconds. Click's timestamps are signed and
+    /// `AdjustTimestamp` can move one before the epoch; such a time is kept
+    /// as its two's complement, which no real clock reaches before 2262.
+    pub fn signed_nanos(self) -> i64 {
+        self.0 as i64
+    }
+
+    /// Builds a timestamp from signed nanoseconds (see
+    /// [`Timestamp::signed_nanos`]).
+    pub fn from_signed_nanos(ns: i64) -> Timestamp {
+        Timestamp(ns as u64)
+    }
 }
 
 /// What elements know about a packet besides its bytes.
@@ -73,6 +86,11 @@ pub struct Annotations {
     /// read by the deadline-ordered queues (`HeapQueue`, `BinSortQueue`,
     /// `MDSBinSortQueue`).
     pub deadline: u64,
+    /// Bytes the packet stood for beyond those it carries (Click's
+    /// `EXTRA_LENGTH_ANNO`): a trace line's IP length past its captured
+    /// bytes (`FromIPSummaryDump`), bytes `Truncate` removed. `Pad`
+    /// without a length restores them as zeros; `LinkUnqueue` counts them.
+    pub extra_length: u32,
     /// Flow hash (software RSS/Toeplitz or the device's), used to pick
     /// among equal-cost paths and queues.
     pub flow_hash: u32,
@@ -129,6 +147,7 @@ impl Default for Annotations {
             dst_ip6: Ipv6Addr::UNSPECIFIED,
             timestamp: Timestamp(0),
             deadline: 0,
+            extra_length: 0,
             flow_hash: 0,
             flow: 0,
             l3_offset: None,

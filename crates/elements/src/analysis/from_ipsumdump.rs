@@ -656,6 +656,7 @@ fn set_ip_len(p: &mut Packet, len: u32, checksum: bool) {
         return;
     }
     let len = len.min(0xffff) as u16;
+    let missing = usize::from(len).saturating_sub(h.len()) as u32;
     h[2..4].copy_from_slice(&len.to_be_bytes());
     let hl = usize::from(h[0] & 15) * 4;
     if h[9] == 17 && h.len() >= hl + 6 {
@@ -667,6 +668,7 @@ fn set_ip_len(p: &mut Packet, len: u32, checksum: bool) {
         let c = !bricks_wire::checksum::data(&h[..hl]);
         h[10..12].copy_from_slice(&c.to_be_bytes());
     }
+    p.anno_mut().extra_length = missing;
 }
 
 impl Element for FromIPSummaryDump {

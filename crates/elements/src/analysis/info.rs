@@ -449,7 +449,16 @@ pub fn tcp_flags_text(flags: u16, out: &mut String) {
 }
 
 fn ts_text(out: &mut String, ts: Timestamp) {
-    let _ = write!(out, "{}.{:06}", ts.secs(), ts.subsec_nanos() / 1000);
+    // Signed, as Click's: `AdjustTimestamp` may move a time before 1970.
+    let ns = ts.signed_nanos();
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs();
+    let _ = write!(
+        out,
+        "{sign}{}.{:06}",
+        a / 1_000_000_000,
+        a % 1_000_000_000 / 1000
+    );
 }
 
 /// Click's `cp_quote`: the bytes in double quotes, with `\\`, `\"`, `\$`,
@@ -1850,6 +1859,10 @@ pub fn build(r: &Record, o: &BuildOptions) -> (Packet, Extras) {
     }
     if bd.ip {
         p.set_network_header(nh);
+    }
+    // Click's: the length the line gives beyond the bytes built.
+    if bd.want_len as usize > p.len() {
+        p.anno_mut().extra_length = bd.want_len - p.len() as u32;
     }
     (p, x)
 }

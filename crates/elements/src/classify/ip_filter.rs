@@ -57,7 +57,7 @@ const PROTOCOLS: &[(&str, u16)] = &[
 
 /// Click's well-known port names (the same for TCP and UDP), plus `http`
 /// and `imap`.
-const PORTS: &[(&str, u16)] = &[
+pub(crate) const PORTS: &[(&str, u16)] = &[
     ("auth", 113),
     ("bootpc", 68),
     ("bootps", 67),

@@ -20,9 +20,8 @@ static MANUAL: Manual = Manual {
     synopsis: "AdjustTimestamp(TIME [, FIRST, ALL])",
     description: "Adds TIME, which may be negative (`-1`, `+1.5`, `-200ms`), to each \
         packet's timestamp annotation. Zero timestamps are left alone unless ALL is true. \
-        bricks' timestamps count nanoseconds from 1970 and cannot be negative: a result \
-        before 1970 becomes 0. bricks has no first-timestamp annotation, so FIRST true is \
-        refused. The `time` handler reads and sets TIME.",
+        A result before 1970 is kept, as Click's signed timestamps. bricks has no \
+        first-timestamp annotation, so FIRST true is refused. The `time` handler reads and sets TIME.",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -100,8 +99,8 @@ impl AdjustTimestamp {
         for p in b.iter_mut() {
             let t = p.anno().timestamp.0;
             if t != 0 || self.all {
-                let n = i128::from(t) + i128::from(self.delta);
-                p.anno_mut().timestamp = Timestamp(n.clamp(0, i128::from(u64::MAX)) as u64);
+                let n = Timestamp(t).signed_nanos().saturating_add(self.delta);
+                p.anno_mut().timestamp = Timestamp::from_signed_nanos(n);
             }
         }
     }
@@ -178,7 +177,10 @@ mod tests {
             ]
         );
         assert_eq!(times("+0.1, ALL true", &[0]), vec![s / 10]);
-        assert_eq!(times("-200ms", &[s / 10]), vec![0]);
+        // Before 1970, as Click's signed timestamps, and back again.
+        let before = times("-200ms", &[s / 10]);
+        assert_eq!(Timestamp(before[0]).signed_nanos(), -(s as i64) / 10);
+        assert_eq!(times("+0.3", &before), vec![2 * s / 10]);
     }
 
     #[test]

@@ -24,7 +24,8 @@ static MANUAL: Manual = Manual {
     synopsis: "LinkUnqueue(LATENCY, BANDWIDTH)",
     description: "Pulls packets from its input and pushes each out when it would have \
         crossed a serial link of latency LATENCY and bandwidth BANDWIDTH (Click's notation: \
-        `384kbps`, `100kb/s`, `1MBps`): at least LATENCY later, plus its length at \
+        `384kbps`, `100kb/s`, `1MBps`): at least LATENCY later, plus its length (with its \
+        extra length annotation, as Click's) at \
         BANDWIDTH (in whole microseconds, as Click), plus the time the packets ahead of it \
         still occupy the link. It pulls only while the link has room, so a Queue in front \
         holds the backlog. The packet's timestamp becomes the time it leaves. Handlers: \
@@ -94,7 +95,9 @@ impl LinkUnqueue {
     /// Click's `delay_by_bandwidth`: the serialisation time in whole
     /// microseconds, as nanoseconds.
     fn serialisation(&self, p: &Packet) -> u64 {
-        let us = (p.len() as u64 * 10_000) / (self.bandwidth / 100);
+        // The bytes it stands for, as Click's: its data plus its extra length.
+        let len = p.len() as u64 + u64::from(p.anno().extra_length);
+        let us = (len * 10_000) / (self.bandwidth / 100);
         us * 1000
     }
 }

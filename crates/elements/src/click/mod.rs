@@ -23,6 +23,7 @@ pub mod random_sample;
 pub mod random_seed;
 pub mod resize;
 pub mod set_ip_dscp;
+pub mod set_timestamp_delta;
 pub mod set_vlan_anno;
 pub mod shaper;
 pub mod store_data;
@@ -70,6 +71,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &link_unqueue::CLASS,
     &check_ip_header2::CLASS,
     &shaper::BANDWIDTH_SHAPER,
+    &set_timestamp_delta::CLASS,
 ];
 
 #[cfg(test)]

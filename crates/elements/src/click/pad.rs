@@ -18,11 +18,12 @@ static MANUAL: Manual = Manual {
     summary: "extends packet length",
     synopsis: "Pad([LENGTH, ZERO])",
     description: "Extends packets shorter than LENGTH bytes to LENGTH bytes by adding \
-        bytes at the end; longer packets pass unchanged. Without LENGTH, Click pads to the \
-        extra length annotation, which bricks does not have: `Pad` alone passes packets \
-        unchanged. Added bytes are always zero (bricks never exposes old buffer contents), \
-        so ZERO false changes nothing. A packet the buffer cannot extend is dropped and \
-        counted.",
+        bytes at the end; longer packets pass unchanged. Without LENGTH (or with 0), adds \
+        as many bytes as the packet's extra length annotation says it stands for beyond its \
+        data (bytes `Truncate` removed, a trace's IP length past its capture). The extra \
+        length annotation is 0 afterwards. Added bytes are always zero (bricks never \
+        exposes old buffer contents), so ZERO false changes nothing. A packet the buffer \
+        cannot extend is dropped and counted.",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -62,7 +63,13 @@ impl Pad {
         let n = self.nbytes as usize;
         let mut drops = 0;
         b.retain(|p| {
-            let ok = p.len() >= n || p.put_back(n - p.len()).is_ok();
+            let put = if n != 0 {
+                n.saturating_sub(p.len())
+            } else {
+                p.anno().extra_length as usize
+            };
+            let ok = put == 0 || p.put_back(put).is_ok();
+            p.anno_mut().extra_length = 0;
             drops += u64::from(!ok);
             ok
         });
@@ -89,6 +96,7 @@ impl Element for Pad {
 mod tests {
     use super::*;
     use crate::ip::header::testing::udp;
+    use bricks_element::Packet;
     use bricks_runtime::testing::Harness;
 
     #[test]
@@ -109,6 +117,22 @@ mod tests {
         let mut h = Harness::push(&CLASS, "ZERO false", 1, 1);
         h.push_bytes(0, &udp(6));
         assert_eq!(h.take_bytes(0), vec![udp(6)]);
+    }
+
+    #[test]
+    fn without_length_restores_the_extra_length() {
+        // Click's test/standard/Pad-01: a 34-byte packet standing for 38.
+        for (args, len) in [("", 38), ("44", 44), ("30", 34)] {
+            let mut p = Packet::from_slice(&udp(6)).unwrap();
+            p.anno_mut().extra_length = 4;
+            let mut h = Harness::push(&CLASS, args, 1, 1);
+            h.push_packets(0, [p]);
+            let out = h.take(0);
+            assert_eq!(out[0].len(), len, "Pad({args})");
+            assert_eq!(&out[0].data()[..34], &udp(6)[..]);
+            assert!(out[0].data()[34..].iter().all(|&b| b == 0));
+            assert_eq!(out[0].anno().extra_length, 0);
+        }
     }
 
     #[test]

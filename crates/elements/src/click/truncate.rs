@@ -20,8 +20,9 @@ static MANUAL: Manual = Manual {
     synopsis: "Truncate(LENGTH [, EXTRA_LENGTH])",
     description: "Shortens packets to at most LENGTH bytes by removing bytes at the end; \
         shorter packets pass unchanged. The `nbytes` handler reads and sets LENGTH while \
-        the router runs. bricks has no extra length annotation: EXTRA_LENGTH is accepted \
-        for Click's configurations and has no effect.",
+        the router runs. With EXTRA_LENGTH true, the bytes removed are added to the \
+        packet's extra length annotation, so the packet still stands for its whole length \
+        (`Pad` without a length puts them back as zeros).",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -34,7 +35,7 @@ static MANUAL: Manual = Manual {
             name: "EXTRA_LENGTH",
             ty: "boolean",
             default: Some("true"),
-            doc: "Click updates the extra length annotation; accepted, no effect",
+            doc: "add the bytes removed to the extra length annotation",
         },
     ],
     counters: &[],
@@ -44,14 +45,18 @@ static MANUAL: Manual = Manual {
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let nbytes: u32 = args.read_mp("LENGTH")?;
-    let _: Option<bool> = args.read("EXTRA_LENGTH")?;
-    Ok(Box::new(Truncate { nbytes }))
+    let extra_length = args.read("EXTRA_LENGTH")?.unwrap_or(true);
+    Ok(Box::new(Truncate {
+        nbytes,
+        extra_length,
+    }))
 }
 
 /// Shortens packets.
 #[derive(Debug)]
 pub struct Truncate {
     nbytes: u32,
+    extra_length: bool,
 }
 
 impl Truncate {
@@ -60,7 +65,12 @@ impl Truncate {
         let n = self.nbytes as usize;
         for p in b.iter_mut() {
             if p.len() > n {
-                p.take_back(p.len() - n);
+                let cut = p.len() - n;
+                if self.extra_length {
+                    let a = p.anno_mut();
+                    a.extra_length = a.extra_length.saturating_add(cut as u32);
+                }
+                p.take_back(cut);
             }
         }
     }
@@ -111,10 +121,12 @@ mod tests {
         let mut h = Harness::push(&CLASS, "44", 1, 1);
         h.push_bytes(0, &frame);
         h.push_bytes(0, &frame[..30]);
-        assert_eq!(
-            h.take_bytes(0),
-            vec![frame[..44].to_vec(), frame[..30].to_vec()]
-        );
+        let out = h.take(0);
+        assert_eq!(out[0].data(), &frame[..44]);
+        assert_eq!(out[1].data(), &frame[..30]);
+        // The bytes removed stay counted.
+        assert_eq!(out[0].anno().extra_length, frame.len() as u32 - 44);
+        assert_eq!(out[1].anno().extra_length, 0);
     }
 
     #[test]
@@ -122,7 +134,9 @@ mod tests {
         let mut h = Harness::push(&CLASS, "LENGTH 10, EXTRA_LENGTH false", 1, 1);
         h.write_handler("nbytes", "4").unwrap();
         h.push_bytes(0, &udp(30));
-        assert_eq!(h.take(0)[0].len(), 4);
+        let out = h.take(0);
+        assert_eq!(out[0].len(), 4);
+        assert_eq!(out[0].anno().extra_length, 0);
         assert!(h.write_handler("nbytes", "-1").is_err());
         let e = make_element(&CLASS, "60", &PortInfo::default()).unwrap();
         assert_eq!(e.read_handler("nbytes").as_deref(), Some("60"));

@@ -9,7 +9,8 @@
 
 use super::prefix_table::PrefixTable;
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, Packet,
+    PortInfo, Stats,
 };
 use bricks_wire::Ipv4Cidr;
 use std::collections::hash_map::{Entry, HashMap};
@@ -174,7 +175,7 @@ impl core::fmt::Display for RouteError {
             ),
             RouteError::Exists(r) => write!(
                 f,
-                "conflict with existing route `{}`; use `set` to replace it",
+                "conflict with existing route '{}'",
                 r.to_string().replace('\t', " ")
             ),
             RouteError::NotFound(s) => write!(f, "route `{s}` not found"),
@@ -196,6 +197,8 @@ impl StaticIPLookup {
             table: PrefixTable::default(),
             noutputs: ports.noutputs(),
             no_route: 0,
+            added: HashMap::new(),
+            next_added: 0,
         };
         let file: Option<std::path::PathBuf> = args.read("ROUTES")?;
         let mut routes = Vec::new();
@@ -220,7 +223,7 @@ impl StaticIPLookup {
                     })?);
             }
         }
-        t.routes = sort_routes(routes);
+        t.routes = sort_routes(routes, |r| t.note_added(r.prefix));
         t.recompile();
         Ok(t)
     }
@@ -231,7 +234,8 @@ impl StaticIPLookup {
 /// appeared; a prefix given again keeps its place and takes the later
 /// route. One hash probe per route and one sort, so a table of millions
 /// loads in n log n rather than with a search and an insertion per route.
-fn sort_routes(routes: Vec<Route>) -> Vec<Route> {
+/// `first` sees each prefix once, in order of first appearance.
+fn sort_routes(routes: Vec<Route>, mut first: impl FnMut(&Route)) -> Vec<Route> {
     let mut at: HashMap<Ipv4Cidr, usize> = HashMap::with_capacity(routes.len());
     let mut out: Vec<Route> = Vec::with_capacity(routes.len());
     for r in routes {
@@ -239,6 +243,7 @@ fn sort_routes(routes: Vec<Route>) -> Vec<Route> {
             Entry::Occupied(e) => out[*e.get()] = r,
             Entry::Vacant(e) => {
                 e.insert(out.len());
+                first(&r);
                 out.push(r);
             }
         }
@@ -257,9 +262,18 @@ pub struct StaticIPLookup {
     table: PrefixTable,
     noutputs: usize,
     no_route: u64,
+    /// When each prefix was added, for Click's `table` order (the order
+    /// routes were given; `set` keeps a route's place).
+    added: HashMap<Ipv4Cidr, u64>,
+    next_added: u64,
 }
 
 impl StaticIPLookup {
+    fn note_added(&mut self, prefix: Ipv4Cidr) {
+        self.added.insert(prefix, self.next_added);
+        self.next_added += 1;
+    }
+
     fn parse_full(&self, text: &str) -> Result<Route, RouteError> {
         let s = parse_route(text, false).map_err(RouteError::Syntax)?;
         let port = s.port.unwrap_or(0);
@@ -287,6 +301,7 @@ impl StaticIPLookup {
             let at = self
                 .routes
                 .partition_point(|o| o.prefix.prefix_len() >= r.prefix.prefix_len());
+            self.note_added(r.prefix);
             self.routes.insert(at, r);
         }
         Ok(())
@@ -319,6 +334,7 @@ impl StaticIPLookup {
         match at {
             Some(i) => {
                 let r = self.routes.remove(i);
+                self.added.remove(&r.prefix);
                 self.recompile();
                 Ok(r)
             }
@@ -332,10 +348,12 @@ impl StaticIPLookup {
     }
 
     /// The table as text, one `ADDR/LEN GATEWAY OUT` line per route
-    /// (Click's `table` handler), longest prefix first.
+    /// (Click's `table` handler), in the order the routes were added.
     pub fn table(&self) -> String {
         let mut s = String::new();
-        for r in &self.routes {
+        let mut order: Vec<&Route> = self.routes.iter().collect();
+        order.sort_by_key(|r| self.added.get(&r.prefix).copied().unwrap_or(u64::MAX));
+        for r in order {
             let _ = writeln!(s, "{r}");
         }
         s
@@ -345,6 +363,24 @@ impl StaticIPLookup {
     #[inline]
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
         self.table.lookup(u32::from(dst)).map(|i| &self.routes[i])
+    }
+
+    /// Click's `lookup` read handler: `OUT GATEWAY` (`OUT` alone for a
+    /// route without a gateway) of the route `addr` takes, or `-1`.
+    pub fn lookup_text(&self, addr: &str) -> Result<String, String> {
+        let a: Ipv4Addr = addr
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{}` is not an IPv4 address", addr.trim()))?;
+        Ok(match self.lookup(a) {
+            None => "-1".into(),
+            Some(Route {
+                gateway: Some(g),
+                port,
+                ..
+            }) => format!("{port} {g}"),
+            Some(r) => r.port.to_string(),
+        })
     }
 
     fn recompile(&mut self) {
@@ -398,6 +434,27 @@ impl Element for StaticIPLookup {
 
     fn read_handler(&self, handler: &str) -> Option<String> {
         (handler == "table").then(|| self.table())
+    }
+
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        _cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        (handler == "lookup" && !write).then(|| self.lookup_text(value))
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 5] = [
+            Handler::r("table"),
+            Handler::r("lookup"),
+            Handler::w("add"),
+            Handler::w("set"),
+            Handler::w("remove"),
+        ];
+        &HANDLERS
     }
 }
 
@@ -490,17 +547,25 @@ mod tests {
             table: PrefixTable::default(),
             noutputs: 3,
             no_route: 0,
+            added: HashMap::new(),
+            next_added: 0,
         };
         t.add("0.0.0.0/0 18.26.4.1 1").unwrap();
         t.add("18.26.4.0/24 1").unwrap();
         t.add("18.26.4.24/32 0").unwrap();
         assert_eq!(
             t.table(),
-            "18.26.4.24/32\t-\t0\n18.26.4.0/24\t-\t1\n0.0.0.0/0\t18.26.4.1\t1\n"
+            "0.0.0.0/0\t18.26.4.1\t1\n18.26.4.0/24\t-\t1\n18.26.4.24/32\t-\t0\n"
         );
+        assert_eq!(t.lookup_text("18.26.4.24").unwrap(), "0");
+        assert_eq!(t.lookup_text(" 8.8.8.8").unwrap(), "1 18.26.4.1");
+        assert!(t.lookup_text("8.8.8").is_err());
         let e = t.add("18.26.4.0/24 2").unwrap_err();
         assert!(matches!(e, RouteError::Exists(_)));
-        assert!(e.to_string().contains("18.26.4.0/24 - 1"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "conflict with existing route '18.26.4.0/24 - 1'"
+        );
         t.set("18.26.4.0/24 2").unwrap();
         assert_eq!(t.lookup(Ipv4Addr::new(18, 26, 4, 7)).unwrap().port, 2);
         assert!(matches!(

@@ -48,7 +48,7 @@ static MANUAL: Manual = Manual {
         },
         Keyword {
             name: "SPORT",
-            ty: "port number",
+            ty: "UDP port: number or name (PortInfo, well-known)",
             default: None,
             doc: "source port",
         },
@@ -60,7 +60,7 @@ static MANUAL: Manual = Manual {
         },
         Keyword {
             name: "DPORT",
-            ty: "port number",
+            ty: "UDP port: number or name (PortInfo, well-known)",
             default: None,
             doc: "destination port",
         },
@@ -77,7 +77,13 @@ static MANUAL: Manual = Manual {
     )],
     example: "InfiniteSource(DATA \\<68 69>, LIMIT 1) -> UDPIPEncap(10.0.0.1, 1234, 10.0.0.2, 53) \
         -> CheckIPHeader -> CheckUDPHeader -> Discard;",
-    see_also: &["IPEncap", "SetUDPChecksum", "Strip", "CheckUDPHeader"],
+    see_also: &[
+        "IPEncap",
+        "SetUDPChecksum",
+        "Strip",
+        "CheckUDPHeader",
+        "PortInfo",
+    ],
 };
 
 /// DST: an address, or the packet's destination annotation.
@@ -98,9 +104,15 @@ impl FromArg for Dst {
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let src: Ipv4Addr = args.read_mp("SRC")?;
-    let sport: u16 = args.read_mp("SPORT")?;
+    let sport: String = args.read_mp("SPORT")?;
     let dst: Dst = args.read_mp("DST")?;
-    let dport: u16 = args.read_mp("DPORT")?;
+    let dport: String = args.read_mp("DPORT")?;
+    let port = |key: &str, text: &str| {
+        crate::standard::port_info::lookup(args, text, 17)
+            .map_err(|why| ArgError::new(format!("bad argument {key}: {why}")))
+    };
+    let sport = port("SPORT", &sport)?;
+    let dport = port("DPORT", &dport)?;
     let checksum = args.read_p("CHECKSUM")?.unwrap_or(true);
     let mut e = UDPIPEncap {
         header: [0; 28],

@@ -19,6 +19,7 @@ pub mod mark_mac_header;
 pub mod meter;
 pub mod null;
 pub mod paint;
+pub mod port_info;
 pub mod print;
 pub mod pull_tee;
 pub mod queue;
@@ -105,6 +106,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &set_packet_type::CLASS,
     &address_info::ADDRESS_INFO,
     &clicky_info::CLICKY_INFO,
+    &port_info::CLASS,
     &align::ALIGN,
     &align::ALIGNMENT_INFO,
     &timed_source::TIMED_SOURCE,

@@ -14,8 +14,9 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "copies packets to every output",
     synopsis: "Tee([N])",
-    description: "Sends each packet to output 0 and a copy to each other output. N, if \
-        given, must equal the number of connected outputs (Click's check).",
+    description: "Sends a copy of each packet to outputs 0 to N-2, in that order, then the \
+        packet itself to the last output, as Click's. N, if given, must equal the number of \
+        connected outputs (Click's check).",
     ports: "one push input; one or more push outputs",
     keywords: &[],
     counters: &[],
@@ -48,15 +49,17 @@ pub struct Tee {
 
 impl Element for Tee {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        // Copies go first so that the originals can be handed on as they are.
-        for port in 1..self.outputs {
+        // Click's order: copies to outputs 0 to N-2, then the originals to
+        // the last output, so downstream sees output 0's packets first.
+        let last = self.outputs.saturating_sub(1);
+        for port in 0..last {
             let mut copies = Batch::new();
             for p in batch.iter() {
                 let _ = copies.push(p.duplicate());
             }
             cx.push(port, &mut copies);
         }
-        cx.push(0, batch);
+        cx.push(last, batch);
     }
 }
 

@@ -31,7 +31,8 @@ static MANUAL: Manual = Manual {
         DST, source SRC, type 0x8100, the tag, and the encapsulated type ETHERTYPE (written in \
         host order, as in Click: 0x0800 for IPv4). The tag's TCI is VLAN_TCI, or VLAN_ID with \
         priority VLAN_PCP; VLAN_TCI ANNO takes the whole TCI from each packet's VLAN TCI \
-        annotation. Exactly one of VLAN_TCI and VLAN_ID must be given. A packet whose VLAN ID \
+        annotation. VLAN_TCI and VLAN_ID may not both be given (Click lets VLAN_TCI win); \
+        with neither, the VLAN ID is 0, as in Click. A packet whose VLAN ID \
         equals NATIVE_VLAN (0 unless set; -1 for none) gets a plain 14-byte Ethernet header \
         instead. The header goes into the buffer's headroom; a packet without room for it is \
         dropped and counted. Write handlers `src`, `dst`, `ethertype`, `vlan_tci`, `vlan_id`, \
@@ -281,9 +282,10 @@ mod tests {
     fn arguments_are_checked() {
         let make = |a: &str| make_element(&CLASS, a, &PortInfo::default());
         assert!(make("0x0800, 1:1:1:1:1:1").unwrap_err().contains("DST"));
-        assert!(make("0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2")
+        assert!(make("0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2").is_ok());
+        assert!(make("0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2, 5, VLAN_ID 5")
             .unwrap_err()
-            .contains("VLAN_TCI or VLAN_ID"));
+            .contains("both"));
         assert!(make("0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2, 0x10000")
             .unwrap_err()
             .contains("VLAN_TCI"));

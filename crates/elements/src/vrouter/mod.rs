@@ -192,10 +192,9 @@ impl TagSpec {
                 return Err(ArgError::new("VLAN_TCI and VLAN_ID both given")
                     .with_help("give the whole TCI or the VLAN ID (with VLAN_PCP), not both"))
             }
-            (None, None) => {
-                return Err(ArgError::new("missing VLAN_TCI or VLAN_ID")
-                    .with_help("e.g. `VLAN_ID 10`, or `ANNO` to take the tag from the packet"))
-            }
+            // Click's default: VLAN ID 0 (with VLAN_PCP), which NATIVE_VLAN 0
+            // leaves untagged.
+            (None, None) => Some(pcp_bits),
             (Some(TciArg::Anno), None) => {
                 if pcp.is_some() {
                     return Err(ArgError::new("VLAN_PCP cannot be used with VLAN_TCI ANNO")

@@ -26,8 +26,9 @@ static MANUAL: Manual = Manual {
     description: "Expects Ethernet frames and inserts a 4-byte 802.1Q tag after their source \
         address: the frame's type becomes ETHERTYPE (0x8100) and its old type follows the tag. \
         The tag's TCI is VLAN_TCI, or VLAN_ID with priority VLAN_PCP; VLAN_TCI ANNO takes the \
-        whole TCI from the packet's VLAN TCI annotation (set by VLANDecap). Exactly one of \
-        VLAN_TCI and VLAN_ID must be given. A frame whose VLAN ID equals NATIVE_VLAN (0 unless \
+        whole TCI from the packet's VLAN TCI annotation (set by VLANDecap). VLAN_TCI and \
+        VLAN_ID may not both be given (Click lets VLAN_TCI win); with neither, the VLAN ID is \
+        0, as in Click. A frame whose VLAN ID equals NATIVE_VLAN (0 unless \
         set; -1 for none) leaves untagged and unchanged, as in Click: by default a frame for \
         VLAN 0 (priority only) gets no tag. The tag is made in the buffer's headroom; a frame \
         shorter than an Ethernet header is dropped and counted, and so is one with less than 4 \
@@ -333,9 +334,13 @@ mod tests {
     #[test]
     fn arguments_are_checked() {
         let make = |a: &str| make_element(&CLASS, a, &PortInfo::default());
-        assert!(make("")
-            .unwrap_err()
-            .contains("missing VLAN_TCI or VLAN_ID"));
+        // Click's default, VLAN 0, is the native VLAN: frames pass untagged.
+        let mut h = Harness::push(&CLASS, "", 1, 1);
+        h.push_bytes(0, &IPV4_UDP);
+        assert_eq!(h.take_bytes(0)[0], IPV4_UDP.to_vec());
+        let mut h = Harness::push(&CLASS, "VLAN_PCP 5, NATIVE_VLAN -1", 1, 1);
+        h.push_bytes(0, &IPV4_UDP);
+        assert_eq!(h.take_bytes(0)[0], tagged(&IPV4_UDP, &[(0x8100, 0xa000)]));
         assert!(make("10, VLAN_ID 10").unwrap_err().contains("both"));
         assert!(make("ANNO, VLAN_PCP 3").unwrap_err().contains("VLAN_PCP"));
         assert!(make("VLAN_TCI ANNO, VLAN_PCP 3")
