@@ -690,6 +690,29 @@ mod tests {
     }
 
     #[test]
+    fn add_refuses_an_existing_prefix_and_set_replaces_it() {
+        // Configured and added prefixes alike; a removed one may be added again.
+        let mut h = Harness::push(&RADIX, "10.0.0.0/8 0", 1, 2);
+        for (value, existing) in [
+            ("10.0.0.0/8 1", "10.0.0.0/8 0"),
+            ("10.9.0.0/16 1.2.3.4 0", "10.9.0.0/16 5.6.7.8 1"),
+        ] {
+            if value.starts_with("10.9") {
+                h.write_handler("add", "10.9.0.0/16 5.6.7.8 1").unwrap();
+            }
+            let e = h.write_handler("add", value).unwrap_err();
+            assert_eq!(e, format!("conflict with existing route '{existing}'"));
+        }
+        h.push_packets(0, [udp([1, 1, 1, 1], [10, 0, 0, 1], 1)]);
+        assert_eq!(h.take(0).len(), 1, "the refused route was never used");
+        h.write_handler("set", "10.0.0.0/8 1").unwrap();
+        h.push_packets(0, [udp([1, 1, 1, 1], [10, 0, 0, 1], 1)]);
+        assert_eq!(h.take(1).len(), 1);
+        h.write_handler("remove", "10.0.0.0/8").unwrap();
+        h.write_handler("add", "10.0.0.0/8 0").unwrap();
+    }
+
+    #[test]
     fn routes_file_is_loaded_and_errors_name_the_line() {
         // Deleted when dropped, also when an assertion fails.
         let tmp = tempfile::tempdir().unwrap();

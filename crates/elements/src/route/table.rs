@@ -29,6 +29,10 @@ pub struct RouteTable<T: ?Sized> {
     /// Writer side: group -> index, and the routes as configured (for
     /// `remove` checks and reports).
     writer: Mutex<HashMap<Vec<Hop>, NextHop>>,
+    /// Writer side: each IPv4 prefix's next hop, so that `add` refuses an
+    /// existing prefix before the lookup structure sees anything (the
+    /// structures have no exact-match read). Its lock also orders writers.
+    routes4: Mutex<HashMap<Prefix4, NextHop>>,
     noutputs: usize,
 }
 
@@ -194,6 +198,7 @@ impl<T: ?Sized> RouteTable<T> {
                     .map(|(i, g)| (g, NextHop(i as u32)))
                     .collect(),
             ),
+            routes4: Mutex::new(HashMap::new()),
             noutputs,
         };
         for g in t.groups.load().iter() {
@@ -224,7 +229,10 @@ pub fn build_v4<T: Lpm4Update + ?Sized>(
     table.canonicalize(source::Duplicates::Merge);
     let interned = table.intern();
     let lpm = build(&interned.v4).map_err(|e| ArgError::new(e.to_string()))?;
-    RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))
+    let t =
+        RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))?;
+    *t.routes4.lock().unwrap_or_else(|e| e.into_inner()) = interned.v4.into_iter().collect();
+    Ok(t)
 }
 
 /// Builds an IPv6 table; see [`build_v4`].
@@ -261,15 +269,10 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                     return Err("IPv6 route in an IPv4 table".into());
                 };
                 let nh = self.intern(&route.hops).map_err(|e| e.0)?;
-                let old = self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+                let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
                 // Click's `add` refuses a prefix that has a route (`set`
-                // replaces it). The tables have no exact-match read, so the
-                // old route is put back: lookups may see the new one for
-                // the moment between the two stores.
-                if let (Some(old), "add") = (old, handler) {
-                    if old != nh {
-                        self.lpm.insert(p, old).map_err(|e| e.to_string())?;
-                    }
+                // replaces it); the lookup structure is left untouched.
+                if let (Some(&old), "add") = (routes.get(&p), handler) {
                     let groups = self.groups();
                     let p = RoutePrefix::V4(p);
                     let shown = match groups.get(old.0 as usize).and_then(|g| g.first()) {
@@ -281,6 +284,8 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                     };
                     return Err(format!("conflict with existing route '{shown}'"));
                 }
+                self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+                routes.insert(p, nh);
                 Ok(())
             }
             "remove" => {
@@ -288,8 +293,12 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                 let RoutePrefix::V4(p) = p else {
                     return Err("IPv6 prefix in an IPv4 table".into());
                 };
+                let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
                 match self.lpm.remove(p).map_err(|e| e.to_string())? {
-                    Some(_) => Ok(()),
+                    Some(_) => {
+                        routes.remove(&p);
+                        Ok(())
+                    }
                     None => Err(format!("{value}: no such route")),
                 }
             }
