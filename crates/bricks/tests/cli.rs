@@ -237,7 +237,7 @@ fn redeclared_name_is_an_error() {
     let (code, err) = check("a :: Counter; a :: Discard; InfiniteSource -> a -> Discard;");
     assert_eq!(code, 2);
     assert!(err.contains("redeclaration of element `a`"), "{err}");
-    assert!(err.contains("first declared here"), "{err}");
+    assert!(err.contains("previously declared here"), "{err}");
 }
 
 #[test]
