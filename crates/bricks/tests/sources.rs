@@ -186,7 +186,7 @@ fn print_contents_as_click_prints_them() {
         lines,
         [
             "  32",
-            "a:   13 | Hello, w orld!",
+            "a:   13 |  Hello, w orld!",
             "x:   32 | 00010203 04050607 08090a0b 0c0d0e0f 10111213 14151617 18191a1b 1c1d",
         ]
     );
