@@ -13,6 +13,7 @@ pub mod control;
 pub mod ether;
 pub mod io;
 pub mod ip;
+pub mod ip6;
 pub mod ipsec;
 pub mod measure;
 pub mod multistage;
@@ -31,6 +32,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         io::CLASSES,
         classify::CLASSES,
         ip::CLASSES,
+        ip6::CLASSES,
         ipsec::CLASSES,
         route::CLASSES,
         ether::CLASSES,

@@ -1,0 +1,9 @@
+//! IPv6 forwarding elements, with Click's names and arguments where Click
+//! has them (`elements/ip6/`): the steps a forwarded IPv6 packet takes
+//! (RFC 8200), the ICMPv6 messages a router sends (RFC 4443) and Neighbor
+//! Discovery (RFC 4861).
+
+use bricks_element::ElementClass;
+
+/// Every class of this group.
+pub static CLASSES: &[&ElementClass] = &[];
