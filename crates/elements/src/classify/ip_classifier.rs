@@ -67,10 +67,24 @@ protocol and a first fragment (fragment offset 0): a later fragment carries no t
 header. A primitive on bytes the packet does not have is false, and so is its `!=` form, \
 while `not` of it is true: `port != 80` never matches an ICMP packet, `not port 80` does.
 
+IPv6 (not in Click): `ip6` alone matches IPv6 packets; `ip6` before a primitive, the \
+protocol `icmp6`, or an IPv6 address or prefix as the value makes a primitive about the \
+IPv6 header, which also requires version 6: `ip6 src net 2001:db8::/32`, `dst host \
+fe80::1`, `icmp6 type T` (a number or one of echo, echo-reply, unreachable, toobig, \
+timeexceeded, parameterproblem, routersolicit, routeradvert, neighborsolicit, \
+neighboradvert, redirect), `ip6 hlim N` (also `ip6 ttl`), `ip6 nxt P` (also `ip6 proto`), \
+`ip6 plen N`, `ip6 flow N`, `ip6 tos N`, `ip6 dscp N`, `ip6 frag` (a fragment header \
+follows the IPv6 header). Transport primitives without `ip` or `ip6` (`tcp`, `udp`, \
+`port 22`, `tcp opt syn`) match both families, each read where its header has it; with \
+`ip` they are IPv4's, as in Click. In IPv6 the transport header is looked for right after \
+the 40-byte header: a packet with extension headers matches `ip6 nxt` of its first one, \
+not its ports. An IPv4 primitive never matches an IPv6 packet (Click would read the IPv6 \
+header as if it were IPv4's); on every other packet it means what it means in Click.
+
 Examples: `tcp dst port 80`; `dst tcp port 8000 or 8080`; `udp and (port 53 or port 123)`; \
 `src net 10.0.0.0/8 and not dst net 10.0.0.0/8`; `icmp type echo`; `tcp opt syn and not \
 tcp opt ack`; `ip ttl < 2`; `ip frag`; `dst port 1024-65535`; `tcp ? dst port 80 : udp`; \
-`-`.",
+`ip6 and tcp dst port 22`; `icmp6 type neighborsolicit`; `-`.",
     ports: "one push input; N push outputs, one per pattern",
     keywords: &[],
     counters: &[("drops", "packets that matched no pattern")],
@@ -263,6 +277,98 @@ mod tests {
             .collect()
     }
 
+    /// An IPv6 TCP SYN 2001:db8::1 port 40000 -> 2001:db8:1::2 port 22,
+    /// hop limit 63, flow label 0x12345, traffic class 0xb8 (EF); with
+    /// `hbh`, a hop-by-hop options header (PadN) in front of the TCP
+    /// header.
+    fn ipv6_tcp_syn(hbh: bool) -> Vec<u8> {
+        let mut p = vec![0x6b, 0x81, 0x23, 0x45, 0, 20, 6, 63];
+        p.extend_from_slice(
+            &"2001:db8::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        p.extend_from_slice(
+            &"2001:db8:1::2"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        if hbh {
+            p[6] = 0;
+            p[5] = 28;
+            p.extend_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        p.extend_from_slice(&[0x9c, 0x40, 0, 22, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02]);
+        p.extend_from_slice(&[0x72, 0x10, 0, 0, 0, 0]);
+        p
+    }
+
+    #[test]
+    fn ipv6_patterns() {
+        let syn = ipv6_tcp_syn(false);
+        let hbh = ipv6_tcp_syn(true);
+        let v4 = &TCP_SYN[..];
+        let all = |pat: &str| -> [bool; 4] {
+            let p = compile(&[pat]).unwrap_or_else(|e| panic!("{pat}: {e}"));
+            [&syn[..], &hbh[..], &IPV6_PING[..], v4].map(|b| p.classify_ip(b) == Some(0))
+        };
+        assert_eq!(all("ip6"), [true, true, true, false]);
+        assert_eq!(all("not ip6"), [false, false, false, true]);
+        assert_eq!(all("ip6 src net 2001:db8::/32"), [true, true, false, false]);
+        assert_eq!(
+            all("ip6 dst net 2001:db8:1::/48"),
+            [true, true, false, false]
+        );
+        assert_eq!(all("dst net 2001:db8:2::/48"), [false, false, false, false]);
+        assert_eq!(all("src host 2001:db8::1"), [true, true, false, false]);
+        assert_eq!(all("host ff02::1"), [false, false, true, false]);
+        assert_eq!(all("src host != fe80::1"), [true, true, false, false]);
+        assert_eq!(all("ip6 net ::/0"), [true, true, true, false]);
+        // Host bits past the prefix length are ignored.
+        assert_eq!(
+            all("ip6 src net 2001:db8::ff/64"),
+            [true, true, false, false]
+        );
+        assert_eq!(all("icmp6"), [false, false, true, false]);
+        assert_eq!(all("icmp6 type echo"), [false, false, true, false]);
+        assert_eq!(all("icmp6 type echo-reply"), [false, false, false, false]);
+        assert_eq!(all("icmp6 type 128"), [false, false, true, false]);
+        // Transport tests need the transport header right after the IPv6
+        // header.
+        assert_eq!(all("ip6 and tcp dst port 22"), [true, false, false, false]);
+        assert_eq!(all("ip6 tcp opt syn"), [true, false, false, false]);
+        assert_eq!(all("ip6 nxt 0"), [false, true, false, false]);
+        assert_eq!(all("ip6 proto tcp"), [true, false, false, false]);
+        assert_eq!(all("ip6 hlim < 64"), [true, true, false, false]);
+        assert_eq!(all("hlim 64"), [false, false, true, false]);
+        assert_eq!(all("ip6 ttl 63"), [true, true, false, false]);
+        assert_eq!(all("ip6 flow 0x12345"), [true, true, false, false]);
+        assert_eq!(all("ip6 dscp 46"), [true, true, false, false]);
+        assert_eq!(all("ip6 plen 20"), [true, false, false, false]);
+        assert_eq!(all("ip6 unfrag"), [true, true, true, false]);
+        assert_eq!(all("ip6 frag"), [false, false, false, false]);
+        // Transport tests without `ip` or `ip6` apply to both families;
+        // with `ip` they are IPv4's, as in Click.
+        assert_eq!(all("tcp dst port 80"), [false, false, false, true]);
+        assert_eq!(all("tcp dst port 22"), [true, false, false, false]);
+        assert_eq!(all("tcp"), [true, false, false, true]);
+        assert_eq!(all("ip proto tcp"), [false, false, false, true]);
+        assert_eq!(all("proto udp"), [false, false, false, false]);
+        assert_eq!(all("icmp"), [false, false, false, false]);
+        for bad in [
+            "ip6 hl 5",
+            "ip6 id 7",
+            "host 2001:db8::/32",
+            "ip6 net 10.0.0.0/8",
+            "src net 2001:db8::/129",
+            "ip6 src net 2001:db8::/32 & 0xff",
+        ] {
+            assert!(compile(&[bad]).is_err(), "{bad} compiled");
+        }
+    }
+
     #[test]
     fn protocols() {
         assert_eq!(matches("tcp"), ["syn", "finack", "opts"]);
@@ -279,7 +385,8 @@ mod tests {
             ["dns", "echo", "reply", "frag1", "frag2", "igmp", "ce", "v6"]
         );
         assert_eq!(matches("ip proto < 6"), ["echo", "reply", "igmp"]);
-        assert_eq!(matches("ip proto transp"), matches("true"));
+        assert_eq!(matches("ip proto transp"), matches("not ip6"));
+        assert_eq!(matches("ip6").len() + matches("not ip6").len(), 11);
     }
 
     #[test]
@@ -293,14 +400,14 @@ mod tests {
         assert_eq!(matches("8.8.8.8"), ["dns"]);
         assert_eq!(matches("src or dst host 8.8.8.8"), ["dns"]);
         assert_eq!(matches("src and dst host 10.0.0.1"), Vec::<&str>::new());
-        // IPClassifier does not check the version: the IPv6 packet's bytes
-        // 12-15 are zero.
+        // An IPv4 test is false on IPv6 packets (Click's would read the
+        // IPv6 packet's bytes 12-15, zero, as the source).
         assert_eq!(
             matches("src host != 10.0.0.1"),
-            ["finack", "dns", "reply", "igmp", "v6"]
+            ["finack", "dns", "reply", "igmp"]
         );
         // `host != A` is `not host A`: neither address is A.
-        assert_eq!(matches("host != 10.0.0.2"), ["dns", "igmp", "v6"]);
+        assert_eq!(matches("host != 10.0.0.2"), ["dns", "igmp"]);
         assert_eq!(matches("src net 192.168.0.0/16"), ["dns", "igmp"]);
         assert_eq!(
             matches("src net 192.168.0.0 mask 255.255.0.0"),
@@ -310,7 +417,7 @@ mod tests {
         // Click's abbreviated prefixes.
         assert_eq!(matches("src net 192.168/16"), ["dns", "igmp"]);
         assert_eq!(matches("dst net 224/4"), ["igmp"]);
-        assert_eq!(matches("dst net 0/0").len(), matches("true").len());
+        assert_eq!(matches("dst net 0/0").len(), matches("not ip6").len());
         assert_eq!(matches("dst net 224.0.0.0/4"), ["igmp"]);
         assert_eq!(matches("224.0.0.0/4"), ["igmp"]);
         assert_eq!(matches("net 8.8.8.8"), ["dns"]);
@@ -369,8 +476,9 @@ mod tests {
         assert!(m("ip frag", &UDP_FIRST_FRAG));
         assert!(m("ip frag", &UDP_LATER_FRAG));
         assert!(!m("ip unfrag", &UDP_LATER_FRAG));
-        // (Bytes 6-7 of the IPv6 header, read as IPv4, say "fragment".)
-        assert_eq!(matches("frag"), ["frag1", "frag2", "v6"]);
+        // (Bytes 6-7 of the IPv6 header, read as IPv4, would say
+        // "fragment" in Click.)
+        assert_eq!(matches("frag"), ["frag1", "frag2"]);
         assert_eq!(
             matches("unfrag"),
             ["syn", "finack", "dns", "echo", "reply", "opts", "igmp", "ce"]
@@ -415,7 +523,7 @@ mod tests {
         assert_eq!(matches("ip dscp 48"), ["igmp"]);
         assert_eq!(matches("ip ttl 1"), ["igmp"]);
         assert_eq!(matches("ip ttl < 2"), ["igmp"]);
-        assert_eq!(matches("ip ttl != 64"), ["igmp", "v6"]);
+        assert_eq!(matches("ip ttl != 64"), ["igmp"]);
         assert_eq!(matches("ip len 57"), ["dns"]);
         assert_eq!(matches("ip len >= 44"), ["dns", "frag1", "opts"]);
         assert_eq!(matches("ip id 0x4242"), ["frag1", "frag2"]);
@@ -770,11 +878,12 @@ mod tests {
             "-",
         ])
         .unwrap();
-        // A UDP packet: tcp? no; (second tcp skipped); udp? yes; first
-        // fragment? yes; port 53? yes.
+        // A UDP packet: IPv6? no (asked once for all three patterns);
+        // tcp? no; (second tcp skipped); udp? yes; first fragment? yes;
+        // port 53? yes.
         assert_eq!(
             p.run_counting(&super::super::program::IpHeaders::new(&UDP_DNS)),
-            (Some(2), 4),
+            (Some(2), 5),
             "{p}"
         );
     }

@@ -22,6 +22,22 @@
 //! ICMP type, `transp[...]`) also require the protocol and a first fragment
 //! (fragment offset 0); a field the packet is too short for makes its test
 //! false, and a relation like `!=` stays false there while `not` does not.
+//!
+//! IPv6 (bricks' extension; Click's IPFilter is IPv4 only): the qualifier
+//! `ip6`, the protocol `icmp6`, or an IPv6 address or prefix as the value
+//! makes a test about an IPv6 header, and such a test also requires IP
+//! version 6: `ip6`, `ip6 src net 2001:db8::/32`, `dst host fe80::1`,
+//! `icmp6 type echo`, `ip6 hlim < 2`, `ip6 nxt tcp`, `ip6 flow 7`,
+//! `ip6 and tcp dst port 22`. `hlim`, `nxt`, `plen`, `flow` name the IPv6
+//! fields; `ttl`, `proto`, `len`, `tos`, `dscp`, `ect` and `ce` read their
+//! IPv6 counterparts in an `ip6` test. Transport tests on IPv6 find the
+//! transport header right after the 40-byte header and require the
+//! protocol in its next-header field: a packet with extension headers
+//! matches `ip6 nxt` of its first extension header only. Transport tests
+//! without `ip` or `ip6` (`tcp`, `port 22`) are about either family. An
+//! IPv4 test is false on an IPv6 packet (Click's IPFilter would read the
+//! IPv6 header's bytes as if they were IPv4's); on every other packet it
+//! is Click's.
 
 use super::program::{Base, Expr, Op, Test};
 use super::PatternError;
@@ -34,6 +50,10 @@ const TCP: u16 = 6;
 const UDP: u16 = 17;
 const DCCP: u16 = 33;
 const SCTP: u16 = 132;
+/// ICMPv6 (RFC 4443).
+const ICMP6: u16 = 58;
+/// The next-header value of an IPv6 fragment header (RFC 8200 §4.5).
+const FRAGMENT6: u32 = 44;
 /// TCP or UDP (Click's `tcpudp`).
 const TCP_OR_UDP: u16 = 256;
 /// Any transport protocol (Click's `transp`).
@@ -41,6 +61,7 @@ const TRANSP: u16 = 257;
 
 const PROTOCOLS: &[(&str, u16)] = &[
     ("icmp", ICMP),
+    ("icmp6", ICMP6),
     ("igmp", 2),
     ("ipip", 4),
     ("tcp", TCP),
@@ -126,6 +147,22 @@ const ICMP_TYPES: &[(&str, u16)] = &[
     ("maskreq-reply", 18),
 ];
 
+/// ICMPv6 type names (RFC 4443, RFC 4861).
+const ICMP6_TYPES: &[(&str, u16)] = &[
+    ("unreachable", 1),
+    ("toobig", 2),
+    ("packettoobig", 2),
+    ("timeexceeded", 3),
+    ("parameterproblem", 4),
+    ("echo", 128),
+    ("echo-reply", 129),
+    ("routersolicit", 133),
+    ("routeradvert", 134),
+    ("neighborsolicit", 135),
+    ("neighboradvert", 136),
+    ("redirect", 137),
+];
+
 fn find(table: &[(&str, u16)], w: &str) -> Option<u16> {
     table.iter().find(|(n, _)| *n == w).map(|&(_, v)| v)
 }
@@ -167,6 +204,13 @@ const PROTO_FIELD: Field = ip_field("ip proto", 72, 8);
 const FRAG_FIELD: Field = ip_field("ip frag", 48, 16);
 const SRC_ADDR: Field = ip_field("src host", 96, 32);
 const DST_ADDR: Field = ip_field("dst host", 128, 32);
+const VERS6: Field = ip_field("ip6 vers", 0, 4);
+const TC6: Field = ip_field("ip6 tos", 4, 8);
+const DSCP6: Field = ip_field("ip6 dscp", 4, 6);
+const FLOW6: Field = ip_field("ip6 flow", 12, 20);
+const PLEN6: Field = ip_field("ip6 plen", 32, 16);
+const NXT6: Field = ip_field("ip6 nxt", 48, 8);
+const HLIM6: Field = ip_field("ip6 hlim", 56, 8);
 const WIN: Field = Field {
     base: Base::Transport,
     bit: 112,
@@ -180,6 +224,13 @@ const ICMP_TYPE: Field = Field {
     bits: 8,
     proto: Some(ICMP),
     name: "icmp type",
+};
+const ICMP6_TYPE: Field = Field {
+    base: Base::Transport,
+    bit: 0,
+    bits: 8,
+    proto: Some(ICMP6),
+    name: "icmp6 type",
 };
 const SRC_PORT: Field = Field {
     base: Base::Transport,
@@ -258,6 +309,10 @@ fn type_word(w: &str) -> Option<Kind> {
         "ttl" => Kind::Field(TTL),
         "win" => Kind::Field(WIN),
         "type" => Kind::Field(ICMP_TYPE),
+        "hlim" => Kind::Field(HLIM6),
+        "nxt" => Kind::Proto,
+        "plen" => Kind::Field(PLEN6),
+        "flow" => Kind::Field(FLOW6),
         _ => return None,
     })
 }
@@ -274,6 +329,10 @@ enum Data {
     Port(u16),
     TcpOpt(u16),
     IcmpType(u16),
+    /// An IPv6 address.
+    Host6(u128),
+    /// An IPv6 prefix: address and length.
+    Net6(u128, u8),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -303,6 +362,8 @@ struct Prim {
     rel: Rel,
     /// `!=`, `>=`-style relations (Click's `_op_negated`).
     negated: bool,
+    /// A test about an IPv6 header.
+    v6: bool,
 }
 
 impl Default for Prim {
@@ -314,6 +375,7 @@ impl Default for Prim {
             proto: None,
             rel: Rel::Eq,
             negated: false,
+            v6: false,
         }
     }
 }
@@ -392,6 +454,21 @@ fn parse_addr(w: &str) -> Option<u32> {
     w.parse::<Ipv4Addr>().ok().map(u32::from)
 }
 
+/// An IPv6 address, or a prefix `ADDR/LEN` (host bits are ignored).
+fn parse_v6(w: &str) -> Option<Data> {
+    if !w.contains(':') {
+        return None;
+    }
+    if let Some((a, l)) = w.split_once('/') {
+        let a = a.parse::<std::net::Ipv6Addr>().ok()?;
+        let l: u8 = l.parse().ok().filter(|&l| l <= 128)?;
+        return Some(Data::Net6(u128::from(a), l));
+    }
+    w.parse::<std::net::Ipv6Addr>()
+        .ok()
+        .map(|a| Data::Host6(u128::from(a)))
+}
+
 /// `ADDR/LEN` or `ADDR/MASK`.
 fn parse_prefix(w: &str) -> Option<(u32, u32)> {
     let (a, m) = w.split_once('/')?;
@@ -435,6 +512,14 @@ fn lookup(w: &str, kind: Kind, proto: Option<u16>) -> Result<Option<Data>, Strin
     if let Some(t) = find(ICMP_TYPES, w) {
         let ok = (any || kind == Kind::Field(ICMP_TYPE)) && transport_ok(&[ICMP]);
         found.push((Data::IcmpType(t), ok, format!("icmp type {w}")));
+    }
+    if let Some(t) = find(ICMP6_TYPES, w) {
+        // Only after `icmp6` (or `icmp6 type`): a bare `echo` stays ICMP's.
+        let ok = proto == Some(ICMP6) && (any || kind == Kind::Field(ICMP6_TYPE));
+        if ok {
+            found.retain(|f| !matches!(f.0, Data::IcmpType(_)));
+            found.push((Data::IcmpType(t), ok, format!("icmp6 type {w}")));
+        }
     }
     if found.is_empty() {
         return Ok(None);
@@ -692,6 +777,12 @@ impl<'a> Parser<'a> {
                         ),
                     ));
                 }
+                let k = match k {
+                    Kind::Field(f) if f == ICMP_TYPE && prim.proto == Some(ICMP6) => {
+                        Kind::Field(ICMP6_TYPE)
+                    }
+                    k => k,
+                };
                 prim.kind = k;
                 if let Kind::Field(Field { proto: Some(p), .. }) = k {
                     self.set_proto(&mut prim, p)?;
@@ -728,6 +819,12 @@ impl<'a> Parser<'a> {
                             break;
                         }
                         ip = true;
+                    }
+                    "ip6" => {
+                        if prim.v6 {
+                            break;
+                        }
+                        prim.v6 = true;
                     }
                     "ether" => {
                         return Err(self
@@ -806,7 +903,9 @@ impl<'a> Parser<'a> {
                 Ok(Some(d)) => Some(d),
                 Ok(None) if type_word(w).is_some() => None,
                 Ok(None) => {
-                    if let Some(n) = parse_int(w) {
+                    if let Some(d) = parse_v6(w) {
+                        Some(d)
+                    } else if let Some(n) = parse_int(w) {
                         Some(Data::Int(n))
                     } else if let Some((lo, hi)) = parse_range(w) {
                         Some(Data::Range(lo, hi))
@@ -879,7 +978,22 @@ impl<'a> Parser<'a> {
                 .help(PRIMITIVES_HELP));
         }
         let span = self.span_of(first, self.pos);
-        let (prim, e) = resolve(prim, &self.prev, mask).map_err(|m| PatternError::new(span, m))?;
+        let given = prim;
+        let (prim, mut e) =
+            resolve(prim, &self.prev, mask).map_err(|m| PatternError::new(span, m))?;
+        if !prim.v6 && prim.kind != Kind::Field(VERS) {
+            // An IPv4 primitive reads IPv4's header: an IPv6 packet's
+            // bytes there mean something else.
+            e = Expr::And(vec![Expr::Not(Box::new(version6())), e]);
+            if !ip && family_neutral(&prim) {
+                // `tcp`, `port 22`, `tcp opt syn`: about either family,
+                // each read where its header has it.
+                let v6 = Prim { v6: true, ..given };
+                if let Ok((_, e6)) = resolve(v6, &self.prev, mask) {
+                    e = Expr::Or(vec![e, e6]);
+                }
+            }
+        }
         self.prev = prim;
         Ok(if negated { Expr::Not(Box::new(e)) } else { e })
     }
@@ -1000,12 +1114,13 @@ fn first_fragment() -> Expr {
     ))
 }
 
-/// The test "transport protocol is `p`", if `p` needs one.
-fn protocol_guard(p: u16) -> Option<Expr> {
+/// The test "transport protocol is `p`" on the protocol field `field`
+/// (IPv4's protocol or IPv6's next header), if `p` needs one.
+fn protocol_guard(p: u16, field: Field) -> Option<Expr> {
     let is = |n: u16| {
         Expr::Test(Test::field(
             Base::Network,
-            PROTO_FIELD.bit,
+            field.bit,
             8,
             0xff,
             Op::Eq,
@@ -1017,6 +1132,60 @@ fn protocol_guard(p: u16) -> Option<Expr> {
         TCP_OR_UDP => Some(Expr::Or(vec![is(TCP), is(UDP)])),
         TRANSP => None,
         n => Some(is(n)),
+    }
+}
+
+/// Whether a resolved IPv4 test also has a meaning for IPv6: transport
+/// protocols and their ports, flags and window (not ICMP or IGMP, which
+/// IPv6 replaces, nor IPv4 header fields).
+fn family_neutral(p: &Prim) -> bool {
+    let proto_ok = p.proto.is_none_or(|q| !matches!(q, ICMP | 2 | ICMP6));
+    match p.kind {
+        Kind::Port | Kind::TcpOpt => true,
+        Kind::Proto => {
+            proto_ok && !matches!(p.data, Data::Proto(1 | 2 | 58) | Data::Int(1 | 2 | 58))
+        }
+        Kind::Field(f) => f.base == Base::Transport && f.proto != Some(ICMP) && proto_ok,
+        _ => false,
+    }
+}
+
+/// The test "IP version 6".
+fn version6() -> Expr {
+    Expr::Test(Test::field(Base::Network, VERS6.bit, 4, 0xf, Op::Eq, 6, 0))
+}
+
+/// The IPv6 header's counterpart of the IPv4 field `f`.
+fn field6(f: Field) -> Result<Field, String> {
+    Ok(match f {
+        f if f == VERS => VERS6,
+        f if f == TOS => TC6,
+        f if f == DSCP => DSCP6,
+        f if f == LEN => PLEN6,
+        f if f == TTL => HLIM6,
+        f if f == ICMP_TYPE => ICMP6_TYPE,
+        f if f == HL || f == ID => {
+            return Err(format!("`{}` is not a field of IPv6 headers", f.name))
+        }
+        f => f,
+    })
+}
+
+/// The 16-byte address at `offset` of the IPv6 header, under the mask
+/// `m`, equals `addr`: a test per 8-byte half the mask covers.
+fn addr6_eq(offset: u16, m: u128, addr: u128) -> Expr {
+    let halves = [
+        (offset, (m >> 64) as u64, (addr >> 64) as u64),
+        (offset + 8, m as u64, addr as u64),
+    ];
+    let tests: Vec<Expr> = halves
+        .into_iter()
+        .filter(|&(_, mask, _)| mask != 0)
+        .map(|(o, mask, a)| Expr::Test(Test::eq(Base::Network, o, mask, a)))
+        .collect();
+    match tests.len() {
+        0 => Expr::Const(true),
+        _ => Expr::And(tests),
     }
 }
 
@@ -1056,6 +1225,18 @@ fn sides(sd: SrcDst, src: Field, dst: Field, cmp: Cmp) -> Expr {
 /// `Primitive::check`), and compiles it (Click's `Primitive::compile`).
 /// Returns the test as the next one inherits it.
 fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String> {
+    if matches!(p.data, Data::Host6(_) | Data::Net6(..)) || p.proto == Some(ICMP6) {
+        p.v6 = true;
+    }
+    if let Kind::Field(f) = p.kind {
+        if f == HLIM6 || f == PLEN6 || f == FLOW6 {
+            p.v6 = true;
+        }
+    }
+    if p.v6 && p.kind == Kind::None && p.data == Data::None && p.proto.is_none() {
+        // `ip6` alone: the packet is IPv6.
+        return Ok((p, version6()));
+    }
     if p.kind == Kind::None {
         match p.data {
             Data::Int(_) | Data::Range(..) => {
@@ -1083,11 +1264,17 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                     }
                 }
                 p.kind = prev.kind;
+                p.v6 |= prev.v6;
             }
-            Data::Host(_) | Data::Net(..) | Data::TcpOpt(_) | Data::Port(_) => {
+            Data::Host(_)
+            | Data::Net(..)
+            | Data::Host6(_)
+            | Data::Net6(..)
+            | Data::TcpOpt(_)
+            | Data::Port(_) => {
                 p.kind = match p.data {
-                    Data::Host(_) => Kind::Host,
-                    Data::Net(..) => Kind::Net,
+                    Data::Host(_) | Data::Host6(_) => Kind::Host,
+                    Data::Net(..) | Data::Net6(..) => Kind::Net,
                     Data::TcpOpt(_) => Kind::TcpOpt,
                     _ => Kind::Port,
                 };
@@ -1099,6 +1286,10 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                 }
             }
             Data::Proto(_) => p.kind = Kind::Proto,
+            Data::IcmpType(_) if p.v6 => {
+                p.kind = Kind::Field(ICMP6_TYPE);
+                p.proto.get_or_insert(ICMP6);
+            }
             Data::IcmpType(_) => {
                 p.kind = Kind::Field(ICMP_TYPE);
                 p.proto.get_or_insert(ICMP);
@@ -1111,6 +1302,16 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
         }
     }
 
+    if p.v6 {
+        if let Kind::Field(f) = p.kind {
+            p.kind = Kind::Field(field6(f)?);
+        }
+    }
+    let (proto_field, tos_field) = if p.v6 {
+        (NXT6, TC6)
+    } else {
+        (PROTO_FIELD, TOS)
+    };
     let what = p.kind.name();
     let int_mask = match (mask, p.kind) {
         (Mask::None, _) => None,
@@ -1119,200 +1320,247 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
         (Mask::Addr(m), Kind::Field(f)) if f.bits == 32 => Some(m),
         (Mask::Addr(_), _) => return Err(format!("`{what}` takes a number as its mask")),
     };
-    let main = match p.kind {
-        Kind::None => return Err("incomplete primitive".to_string()),
-        Kind::Host | Kind::Net => {
-            let (addr, net_mask) = match (p.kind, p.data) {
-                (Kind::Host, Data::Host(a)) | (Kind::Net, Data::Host(a)) => (a, u32::MAX),
-                (Kind::Net, Data::Net(a, m)) => (a, m),
-                (Kind::Host, Data::Net(..)) => {
-                    return Err(
-                        "`host` takes an address; for a prefix write `net ADDR/LEN`".to_string()
-                    )
+    let main =
+        match p.kind {
+            Kind::None => return Err("incomplete primitive".to_string()),
+            Kind::Host | Kind::Net if p.v6 => {
+                let (addr, len) = match (p.kind, p.data) {
+                    (_, Data::Host6(a)) => (a, 128),
+                    (Kind::Net, Data::Net6(a, l)) => (a, l),
+                    (Kind::Host, Data::Net6(..)) => {
+                        return Err("`host` takes an address; for a prefix write `net ADDR/LEN`"
+                            .to_string())
+                    }
+                    _ => {
+                        return Err("an IPv6 `host` or `net` needs an IPv6 address or prefix, \
+                        like `net 2001:db8::/32`"
+                            .to_string())
+                    }
+                };
+                if p.rel != Rel::Eq {
+                    return Err(format!("`{what}` takes `==` or `!=`, not `<` or `>`"));
                 }
-                (Kind::Host, _) => {
-                    return Err("`host` needs an IP address, like `host 10.0.0.1`".to_string())
+                if mask != Mask::None {
+                    return Err("an IPv6 prefix takes its length after `/`, not a mask".to_string());
                 }
-                _ => return Err("`net` needs a prefix, like `net 10.0.0.0/8`".to_string()),
-            };
-            if p.rel != Rel::Eq {
-                return Err(format!("`{what}` takes `==` or `!=`, not `<` or `>`"));
+                p.kind = Kind::Host;
+                if p.srcdst == SrcDst::None {
+                    p.srcdst = SrcDst::Or;
+                }
+                let m = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+                let one = |offset| addr6_eq(offset, m, addr);
+                let e = match p.srcdst {
+                    SrcDst::Src => one(8),
+                    SrcDst::Dst => one(24),
+                    SrcDst::And => Expr::And(vec![one(8), one(24)]),
+                    SrcDst::Or | SrcDst::None => Expr::Or(vec![one(8), one(24)]),
+                };
+                if p.negated {
+                    e.negate_present()
+                } else {
+                    e
+                }
             }
-            let m = match mask {
-                Mask::None => net_mask,
-                Mask::Int(m) | Mask::Addr(m) => m,
-            };
-            p.kind = Kind::Host;
-            if p.srcdst == SrcDst::None {
-                p.srcdst = SrcDst::Or;
+            Kind::Host | Kind::Net => {
+                let (addr, net_mask) = match (p.kind, p.data) {
+                    (Kind::Host, Data::Host(a)) | (Kind::Net, Data::Host(a)) => (a, u32::MAX),
+                    (Kind::Net, Data::Net(a, m)) => (a, m),
+                    (Kind::Host, Data::Net(..)) => {
+                        return Err("`host` takes an address; for a prefix write `net ADDR/LEN`"
+                            .to_string())
+                    }
+                    (Kind::Host, _) => {
+                        return Err("`host` needs an IP address, like `host 10.0.0.1`".to_string())
+                    }
+                    _ => return Err("`net` needs a prefix, like `net 10.0.0.0/8`".to_string()),
+                };
+                if p.rel != Rel::Eq {
+                    return Err(format!("`{what}` takes `==` or `!=`, not `<` or `>`"));
+                }
+                let m = match mask {
+                    Mask::None => net_mask,
+                    Mask::Int(m) | Mask::Addr(m) => m,
+                };
+                p.kind = Kind::Host;
+                if p.srcdst == SrcDst::None {
+                    p.srcdst = SrcDst::Or;
+                }
+                let e = sides(p.srcdst, SRC_ADDR, DST_ADDR, Cmp::Eq(m, addr));
+                if p.negated {
+                    e.negate_present()
+                } else {
+                    e
+                }
             }
-            let e = sides(p.srcdst, SRC_ADDR, DST_ADDR, Cmp::Eq(m, addr));
-            if p.negated {
-                e.negate_present()
-            } else {
-                e
-            }
-        }
-        Kind::Proto => {
-            let given = match p.data {
-                Data::Int(n) => Some(n),
-                Data::Proto(n) => Some(n as u32),
-                Data::None => None,
-                _ => {
-                    return Err(
-                        "`proto` needs a protocol, like `proto tcp` or `proto 17`".to_string()
-                    )
-                }
-            };
-            let value = match (given, p.proto) {
-                (Some(n), Some(q)) if q as u32 != n => {
-                    return Err(format!(
-                        "`{}` and protocol {n}: a primitive has one transport protocol",
-                        proto_name(q)
-                    ))
-                }
-                (Some(n), _) => n,
-                (None, Some(q)) => q as u32,
-                (None, None) => {
-                    return Err(
-                        "`proto` needs a protocol, like `proto tcp` or `proto 17`".to_string()
-                    )
-                }
-            };
-            p.proto = None;
-            if value >= 256 {
-                if value > TRANSP as u32 {
-                    return Err(format!("protocol {value} is out of range (0-255)"));
-                }
-                if p.rel != Rel::Eq || p.negated || mask != Mask::None {
-                    return Err(format!(
-                        "`{}` takes no relation or mask; use `not` to negate it",
-                        proto_name(value as u16)
-                    ));
-                }
-                p.proto = Some(value as u16);
-                Expr::Const(true)
-            } else {
-                let cmp = set_mask(&mut p, Data::Int(value), 0xff, int_mask)?;
-                if cmp == Cmp::Eq(0xff, value) && !p.negated {
-                    // The protocol guard below is the whole test.
+            Kind::Proto => {
+                let given = match p.data {
+                    Data::Int(n) => Some(n),
+                    Data::Proto(n) => Some(n as u32),
+                    Data::None => None,
+                    _ => {
+                        return Err(
+                            "`proto` needs a protocol, like `proto tcp` or `proto 17`".to_string()
+                        )
+                    }
+                };
+                let value = match (given, p.proto) {
+                    (Some(n), Some(q)) if q as u32 != n => {
+                        return Err(format!(
+                            "`{}` and protocol {n}: a primitive has one transport protocol",
+                            proto_name(q)
+                        ))
+                    }
+                    (Some(n), _) => n,
+                    (None, Some(q)) => q as u32,
+                    (None, None) => {
+                        return Err(
+                            "`proto` needs a protocol, like `proto tcp` or `proto 17`".to_string()
+                        )
+                    }
+                };
+                p.proto = None;
+                if value >= 256 {
+                    if value > TRANSP as u32 {
+                        return Err(format!("protocol {value} is out of range (0-255)"));
+                    }
+                    if p.rel != Rel::Eq || p.negated || mask != Mask::None {
+                        return Err(format!(
+                            "`{}` takes no relation or mask; use `not` to negate it",
+                            proto_name(value as u16)
+                        ));
+                    }
                     p.proto = Some(value as u16);
                     Expr::Const(true)
                 } else {
-                    field_cmp(PROTO_FIELD, cmp, p.negated)
+                    let cmp = set_mask(&mut p, Data::Int(value), 0xff, int_mask)?;
+                    if cmp == Cmp::Eq(0xff, value) && !p.negated {
+                        // The protocol guard below is the whole test.
+                        p.proto = Some(value as u16);
+                        Expr::Const(true)
+                    } else {
+                        field_cmp(proto_field, cmp, p.negated)
+                    }
                 }
             }
-        }
-        Kind::Port => {
-            let data = match p.data {
-                Data::Int(n) => Data::Int(n),
-                Data::Port(n) => Data::Int(n as u32),
-                Data::Range(lo, hi) => Data::Range(lo, hi),
-                _ => {
-                    return Err(
-                        "`port` needs a port number, name or range, like `port 80`, \
+            Kind::Port => {
+                let data = match p.data {
+                    Data::Int(n) => Data::Int(n),
+                    Data::Port(n) => Data::Int(n as u32),
+                    Data::Range(lo, hi) => Data::Range(lo, hi),
+                    _ => {
+                        return Err(
+                            "`port` needs a port number, name or range, like `port 80`, \
                         `port http` or `port 1024-65535`"
-                            .to_string(),
-                    )
+                                .to_string(),
+                        )
+                    }
+                };
+                match p.proto {
+                    None => p.proto = Some(TCP_OR_UDP),
+                    Some(TCP | UDP | TCP_OR_UDP | SCTP | DCCP) => {}
+                    Some(q) => {
+                        return Err(format!(
+                            "`port` applies to TCP, UDP, SCTP and DCCP, not `{}`",
+                            proto_name(q)
+                        ))
+                    }
                 }
-            };
-            match p.proto {
-                None => p.proto = Some(TCP_OR_UDP),
-                Some(TCP | UDP | TCP_OR_UDP | SCTP | DCCP) => {}
-                Some(q) => {
-                    return Err(format!(
-                        "`port` applies to TCP, UDP, SCTP and DCCP, not `{}`",
-                        proto_name(q)
-                    ))
+                if p.srcdst == SrcDst::None {
+                    p.srcdst = SrcDst::Or;
+                }
+                let cmp = set_mask(&mut p, data, 0xffff, int_mask)?;
+                let e = sides(p.srcdst, SRC_PORT, DST_PORT, cmp);
+                if p.negated {
+                    e.negate_present()
+                } else {
+                    e
                 }
             }
-            if p.srcdst == SrcDst::None {
-                p.srcdst = SrcDst::Or;
-            }
-            let cmp = set_mask(&mut p, data, 0xffff, int_mask)?;
-            let e = sides(p.srcdst, SRC_PORT, DST_PORT, cmp);
-            if p.negated {
-                e.negate_present()
-            } else {
-                e
-            }
-        }
-        Kind::TcpOpt => {
-            let v = match p.data {
-                Data::TcpOpt(v) => v as u32,
-                Data::Int(v) => v,
-                _ => {
+            Kind::TcpOpt => {
+                let v = match p.data {
+                    Data::TcpOpt(v) => v as u32,
+                    Data::Int(v) => v,
+                    _ => {
+                        return Err(
+                            "`tcp opt` needs a flag: fin, syn, rst, psh, ack, urg, ece or cwr"
+                                .to_string(),
+                        )
+                    }
+                };
+                match p.proto {
+                    None => p.proto = Some(TCP),
+                    Some(TCP) => {}
+                    Some(q) => {
+                        return Err(format!("`tcp opt` applies to TCP, not `{}`", proto_name(q)))
+                    }
+                }
+                if p.rel != Rel::Eq || p.negated || mask != Mask::None {
                     return Err(
-                        "`tcp opt` needs a flag: fin, syn, rst, psh, ack, urg, ece or cwr"
-                            .to_string(),
-                    )
+                        "`tcp opt` takes no relation or mask; use `not` to negate it".to_string(),
+                    );
                 }
-            };
-            match p.proto {
-                None => p.proto = Some(TCP),
-                Some(TCP) => {}
-                Some(q) => {
-                    return Err(format!("`tcp opt` applies to TCP, not `{}`", proto_name(q)))
+                if v == 0 || v > 0xff {
+                    return Err(format!("TCP flags {v} are out of range (1-255)"));
+                }
+                field_cmp(TCP_FLAGS_FIELD, Cmp::Eq(v, v), false)
+            }
+            Kind::Ect | Kind::Ce => {
+                let cmp = match (p.kind, p.data) {
+                    (Kind::Ect, Data::None) if mask == Mask::None => {
+                        // ECN-capable: the ECN bits are not 00.
+                        p.negated = !p.negated;
+                        Cmp::Eq(3, 0)
+                    }
+                    (Kind::Ect, Data::Int(v)) => set_mask(&mut p, Data::Int(v), 3, int_mask)?,
+                    (Kind::Ce, Data::None) if mask == Mask::None => Cmp::Eq(3, 3),
+                    _ => return Err(format!("`{what}` takes no value")),
+                };
+                // The ECN bits are the low two of the TOS or traffic class.
+                p.kind = Kind::Field(tos_field);
+                field_cmp(tos_field, cmp, p.negated)
+            }
+            Kind::Frag | Kind::Unfrag => {
+                if p.data != Data::None || mask != Mask::None || p.rel != Rel::Eq || p.negated {
+                    return Err(format!("`{what}` takes no value"));
+                }
+                if p.v6 {
+                    // A fragment header right after the IPv6 header.
+                    field_cmp(NXT6, Cmp::Eq(0xff, FRAGMENT6), p.kind == Kind::Unfrag)
+                } else {
+                    // More fragments set, or a fragment offset.
+                    field_cmp(FRAG_FIELD, Cmp::Eq(0x3fff, 0), p.kind == Kind::Frag)
                 }
             }
-            if p.rel != Rel::Eq || p.negated || mask != Mask::None {
-                return Err(
-                    "`tcp opt` takes no relation or mask; use `not` to negate it".to_string(),
-                );
+            Kind::Field(f) => {
+                let data = match p.data {
+                    Data::Int(v) => Data::Int(v),
+                    Data::Range(lo, hi) => Data::Range(lo, hi),
+                    Data::IcmpType(v) if f == ICMP_TYPE || f == ICMP6_TYPE => Data::Int(v as u32),
+                    // A four-byte field may be compared with an address.
+                    Data::Host(a) if f.bits == 32 => Data::Int(a),
+                    _ => return Err(format!("`{}` needs a number", f.name)),
+                };
+                let full = if f.bits == 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << f.bits) - 1
+                };
+                let cmp = set_mask(&mut p, data, full, int_mask)?;
+                field_cmp(f, cmp, p.negated)
             }
-            if v == 0 || v > 0xff {
-                return Err(format!("TCP flags {v} are out of range (1-255)"));
-            }
-            field_cmp(TCP_FLAGS_FIELD, Cmp::Eq(v, v), false)
-        }
-        Kind::Ect | Kind::Ce => {
-            let cmp = match (p.kind, p.data) {
-                (Kind::Ect, Data::None) if mask == Mask::None => {
-                    // ECN-capable: the ECN bits are not 00.
-                    p.negated = !p.negated;
-                    Cmp::Eq(3, 0)
-                }
-                (Kind::Ect, Data::Int(v)) => set_mask(&mut p, Data::Int(v), 3, int_mask)?,
-                (Kind::Ce, Data::None) if mask == Mask::None => Cmp::Eq(3, 3),
-                _ => return Err(format!("`{what}` takes no value")),
-            };
-            p.kind = Kind::Field(TOS);
-            field_cmp(TOS, cmp, p.negated)
-        }
-        Kind::Frag | Kind::Unfrag => {
-            if p.data != Data::None || mask != Mask::None || p.rel != Rel::Eq || p.negated {
-                return Err(format!("`{what}` takes no value"));
-            }
-            // More fragments set, or a fragment offset.
-            field_cmp(FRAG_FIELD, Cmp::Eq(0x3fff, 0), p.kind == Kind::Frag)
-        }
-        Kind::Field(f) => {
-            let data = match p.data {
-                Data::Int(v) => Data::Int(v),
-                Data::Range(lo, hi) => Data::Range(lo, hi),
-                Data::IcmpType(v) if f == ICMP_TYPE => Data::Int(v as u32),
-                // A four-byte field may be compared with an address.
-                Data::Host(a) if f.bits == 32 => Data::Int(a),
-                _ => return Err(format!("`{}` needs a number", f.name)),
-            };
-            let full = if f.bits == 32 {
-                u32::MAX
-            } else {
-                (1u32 << f.bits) - 1
-            };
-            let cmp = set_mask(&mut p, data, full, int_mask)?;
-            field_cmp(f, cmp, p.negated)
-        }
-    };
+        };
 
     let transport = match p.kind {
         Kind::Port | Kind::TcpOpt => true,
         Kind::Field(f) => f.base == Base::Transport,
         _ => false,
     };
-    let mut parts = Vec::with_capacity(3);
-    parts.extend(p.proto.and_then(protocol_guard));
-    if transport {
+    let mut parts = Vec::with_capacity(4);
+    if p.v6 {
+        parts.push(version6());
+    }
+    parts.extend(p.proto.and_then(|q| protocol_guard(q, proto_field)));
+    if transport && !p.v6 {
         // Transport headers exist in first fragments only.
         parts.push(first_fragment());
     }

@@ -266,6 +266,9 @@ impl<'a> IpHeaders<'a> {
     #[inline]
     pub fn new(ip: &'a [u8]) -> IpHeaders<'a> {
         let transport = match ip.first() {
+            // IPv6: right after the fixed header (extension headers are
+            // not walked; see the pattern language's IPv6 notes).
+            Some(&b) if b >> 4 == 6 => ip.get(40..).unwrap_or(&[]),
             Some(&b) => ip.get(usize::from(b & 0x0f) * 4..).unwrap_or(&[]),
             None => &[],
         };
