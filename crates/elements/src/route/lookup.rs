@@ -179,7 +179,9 @@ static LOOKUP6_MANUAL: Manual = Manual {
     synopsis: "LookupIP6Route(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
     description: "IPv6 counterpart of DirectIPLookup: routes `ADDR/LEN [GATEWAY] OUT` (IPv6 \
         prefixes; IPv4 lines of a ROUTES file are ignored), equal-cost groups, the same \
-        handlers. The destination is the packet's IPv6 destination annotation, or, when \
+        handlers. Among equal-cost paths a packet's path is chosen by its flow: the \
+        addresses and the flow label (RFC 6438), or with a zero label the next header and \
+        the ports of a TCP, UDP or SCTP header that follows the IPv6 header. The destination is the packet's IPv6 destination annotation, or, when \
         that is unset, the destination field of the IPv6 header at the network header \
         annotation (or the start of the packet). A gateway replaces the annotation.",
     ports: "one push input (IPv6 packets); one push output per route output",
@@ -512,8 +514,7 @@ impl Element for Ip6RouteLookup {
             let hop = if group.len() == 1 {
                 &group[0]
             } else {
-                let h = (addr as u64 ^ (addr >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                table::pick(group, (h >> 32) as u32)
+                table::pick(group, table::flow_hash(p))
             };
             p.anno_mut().dst_ip6 = match hop.gateway {
                 Some(IpAddr::V6(g)) if !g.is_unspecified() => g,
@@ -750,6 +751,47 @@ mod tests {
         assert!(e.contains("IPv6 route"), "{e}");
         let e = make_element(&DIRECT, "10.0.0.0/8 0, MEMORY 1000", &ports).unwrap_err();
         assert!(e.contains("1000"), "{e}");
+    }
+
+    /// A UDP/IPv6 packet 2001:db8::5 port `sport` -> 2001:db8:1::9 port
+    /// 5000 with flow label `label`.
+    fn udp6(sport: u16, label: u32) -> Vec<u8> {
+        let l = label.to_be_bytes();
+        let mut b = vec![0x60, l[1] & 0x0f, l[2], l[3], 0, 8, 17, 64];
+        b.extend_from_slice(&"2001:db8::5".parse::<Ipv6Addr>().unwrap().octets());
+        b.extend_from_slice(&"2001:db8:1::9".parse::<Ipv6Addr>().unwrap().octets());
+        b.extend_from_slice(&sport.to_be_bytes());
+        b.extend_from_slice(&[0x13, 0x88, 0, 8, 0, 0]);
+        b
+    }
+
+    #[test]
+    fn ipv6_ecmp_by_flow_label_or_ports() {
+        let mut h = Harness::push(&LOOKUP6, "::/0 fe80::1 0, ::/0 fe80::2 1", 1, 2);
+        // Same addresses, different flows: by the label, then (label 0)
+        // by the ports. A flow keeps its path.
+        for by_label in [true, false] {
+            let mut per_flow = std::collections::HashMap::new();
+            for round in 0..2 {
+                for f in 1..=200u16 {
+                    let frame = if by_label {
+                        udp6(1, u32::from(f))
+                    } else {
+                        udp6(f, 0)
+                    };
+                    h.push_bytes(0, &frame);
+                    let (a, b) = (h.take(0), h.take(1));
+                    assert_eq!(a.len() + b.len(), 1);
+                    let port = usize::from(a.is_empty());
+                    let prev = per_flow.insert(f, port);
+                    if round > 0 {
+                        assert_eq!(prev, Some(port), "flow {f} moved");
+                    }
+                }
+            }
+            let on0 = per_flow.values().filter(|&&p| p == 0).count();
+            assert!((60..=140).contains(&on0), "{on0} of 200 flows on path 0");
+        }
     }
 
     #[test]

@@ -396,15 +396,55 @@ fn parse_prefix(text: &str) -> Result<RoutePrefix, String> {
     Ok(parse_one(&format!("{first} 0"))?.prefix)
 }
 
+/// Mixes words into a nonzero 32-bit hash.
+#[inline]
+fn mix(words: &[u32]) -> u32 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for &w in words {
+        h = (h ^ u64::from(w)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 32;
+    }
+    (h as u32) | 1
+}
+
 /// A flow hash of an IPv4 packet (addresses, protocol, and ports of first
-/// fragments), for choosing among equal-cost paths when the device gave
-/// none. Kept in the packet's annotation so later choices agree.
+/// fragments) or an IPv6 packet (addresses and flow label, RFC 6438; with
+/// a zero label, next header and the ports of a TCP, UDP or SCTP header
+/// right after the IPv6 header), for choosing among equal-cost paths when
+/// the device gave none. Kept in the packet's annotation so later choices
+/// agree.
 #[inline]
 pub fn flow_hash(p: &mut Packet) -> u32 {
     if p.anno().flow_hash != 0 {
         return p.anno().flow_hash;
     }
-    let h = match p.network_header() {
+    let ip = p.network_header().unwrap_or(p.data());
+    let h = match ip.first().map(|b| b >> 4) {
+        Some(6) if ip.len() >= 40 => {
+            let mut words = [0u32; 10];
+            for (w, c) in words.iter_mut().zip(ip[8..40].chunks_exact(4)) {
+                *w = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+            }
+            let label = u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]);
+            if label != 0 {
+                words[8] = label;
+            } else {
+                words[8] = u32::from(ip[6]) << 24;
+                if matches!(ip[6], 6 | 17 | 132) && ip.len() >= 44 {
+                    words[9] = u32::from_be_bytes([ip[40], ip[41], ip[42], ip[43]]);
+                }
+            }
+            mix(&words)
+        }
+        _ => flow_hash4(p),
+    };
+    p.anno_mut().flow_hash = h;
+    h
+}
+
+#[inline]
+fn flow_hash4(p: &Packet) -> u32 {
+    match p.network_header() {
         Some(ip) if ip.len() >= 20 && ip[0] >> 4 == 4 => {
             let hl = usize::from(ip[0] & 0x0f) * 4;
             let mut words = [0u32; 4];
@@ -415,17 +455,10 @@ pub fn flow_hash(p: &mut Packet) -> u32 {
             if first && matches!(ip[9], 6 | 17 | 132) && ip.len() >= hl + 4 {
                 words[3] = u32::from_be_bytes([ip[hl], ip[hl + 1], ip[hl + 2], ip[hl + 3]]);
             }
-            let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-            for w in words {
-                h = (h ^ u64::from(w)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-                h ^= h >> 32;
-            }
-            (h as u32) | 1
+            mix(&words)
         }
         _ => 1,
-    };
-    p.anno_mut().flow_hash = h;
-    h
+    }
 }
 
 /// The hop of `group` a packet with flow hash `h` takes.
