@@ -141,6 +141,10 @@ static MANUAL: Manual = Manual {
         ),
         ("no_route", "packets from outside without a route"),
         (
+            "not_ipv4",
+            "packets from outside that are not IPv4 (IPv6 does not cross the cluster), dropped",
+        ),
+        (
             "dead_output",
             "packets for an output node that cannot be reached now, dropped",
         ),
@@ -491,6 +495,7 @@ struct Counts {
     delivered: u64,
     reordered: u64,
     no_route: u64,
+    not_ipv4: u64,
     dead_output: u64,
     unknown_output: u64,
     hop_limit: u64,
@@ -581,11 +586,17 @@ impl Worker {
             self.c.no_route += 1;
             return None;
         };
+        // The cluster's routes, labels and next hops are IPv4: anything
+        // else is refused here rather than routed by bytes that are not an
+        // IPv4 destination.
+        let ip = p.network_header().unwrap_or(p.data());
+        let Some(d) = ip.get(16..20).filter(|_| ip[0] >> 4 == 4) else {
+            self.c.not_ipv4 += 1;
+            return None;
+        };
         let mut dst_ip = p.anno().dst_ip;
         if dst_ip.is_unspecified() {
-            let ip = p.network_header().unwrap_or(p.data());
-            let d: [u8; 4] = ip.get(16..20)?.try_into().ok()?;
-            dst_ip = Ipv4Addr::from(d);
+            dst_ip = Ipv4Addr::new(d[0], d[1], d[2], d[3]);
         }
         let Some(nh) = routes.lookup(u32::from(dst_ip)) else {
             self.c.no_route += 1;
@@ -996,6 +1007,7 @@ impl Element for VLBNode {
         s.counter("delivered", c.delivered);
         s.counter("reordered", c.reordered);
         s.counter("no_route", c.no_route);
+        s.counter("not_ipv4", c.not_ipv4);
         s.counter("dead_output", c.dead_output);
         s.counter("unknown_output", c.unknown_output);
         s.counter("hop_limit", c.hop_limit);

@@ -205,6 +205,28 @@ fn packets_for_this_node_leave_by_its_port_and_others_have_no_route() {
     assert_eq!(n.count("no_route"), 1);
 }
 
+#[test]
+fn ipv6_packets_are_refused_at_the_input_node() {
+    let mut n = node("n1", "ipv6");
+    n.all_up();
+    // An IPv6 packet whose source address bytes 8-11 read, as IPv4's
+    // destination, 10.2.0.9: it must not be routed by them.
+    let mut b = vec![0u8; 64];
+    b[0] = 0x60;
+    b[5] = 24;
+    b[6] = 17;
+    b[7] = 64;
+    b[16..20].copy_from_slice(&[10, 2, 0, 9]);
+    let mut p = Packet::from_slice(&b).unwrap();
+    p.set_network_header(0);
+    n.h.push_packets(0, [p]);
+    for port in 0..5 {
+        assert!(n.h.take(port).is_empty(), "output {port}");
+    }
+    assert_eq!(n.count("not_ipv4"), 1);
+    assert_eq!(n.count("direct") + n.count("no_route"), 0);
+}
+
 /// Sends `count` packets of `flows` flows (one window) to n3 and returns
 /// how many went via each link.
 fn spread(n: &mut Node, flows: u16, count: usize) -> [usize; 3] {
