@@ -3,7 +3,12 @@
 //! (RFC 8200), the ICMPv6 messages a router sends (RFC 4443) and Neighbor
 //! Discovery (RFC 4861).
 
+pub mod checkip6header;
+pub(crate) mod header6;
+
 use bricks_element::ElementClass;
 
 /// Every class of this group.
-pub static CLASSES: &[&ElementClass] = &[];
+pub static CLASSES: &[&ElementClass] = &[
+    &checkip6header::CLASS,
+];
