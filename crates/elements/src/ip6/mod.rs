@@ -4,6 +4,7 @@
 //! Discovery (RFC 4861).
 
 pub mod checkip6header;
+pub mod decip6hlim;
 pub(crate) mod header6;
 
 use bricks_element::ElementClass;
@@ -11,4 +12,5 @@ use bricks_element::ElementClass;
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
     &checkip6header::CLASS,
+    &decip6hlim::CLASS,
 ];
