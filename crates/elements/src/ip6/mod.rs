@@ -6,6 +6,7 @@
 pub mod checkip6header;
 pub mod decip6hlim;
 pub(crate) mod header6;
+pub mod icmp6error;
 
 use bricks_element::ElementClass;
 
@@ -13,4 +14,5 @@ use bricks_element::ElementClass;
 pub static CLASSES: &[&ElementClass] = &[
     &checkip6header::CLASS,
     &decip6hlim::CLASS,
+    &icmp6error::CLASS,
 ];
