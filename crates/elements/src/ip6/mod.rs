@@ -7,6 +7,7 @@ pub mod checkip6header;
 pub mod decip6hlim;
 pub(crate) mod header6;
 pub mod icmp6error;
+pub mod icmp6pingresponder;
 
 use bricks_element::ElementClass;
 
@@ -15,4 +16,5 @@ pub static CLASSES: &[&ElementClass] = &[
     &checkip6header::CLASS,
     &decip6hlim::CLASS,
     &icmp6error::CLASS,
+    &icmp6pingresponder::CLASS,
 ];
