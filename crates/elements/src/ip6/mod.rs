@@ -5,6 +5,7 @@
 
 pub mod checkip6header;
 pub mod decip6hlim;
+pub mod getip6address;
 pub(crate) mod header6;
 pub mod icmp6error;
 pub mod icmp6pingresponder;
@@ -15,6 +16,7 @@ use bricks_element::ElementClass;
 pub static CLASSES: &[&ElementClass] = &[
     &checkip6header::CLASS,
     &decip6hlim::CLASS,
+    &getip6address::CLASS,
     &icmp6error::CLASS,
     &icmp6pingresponder::CLASS,
 ];
