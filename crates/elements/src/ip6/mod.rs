@@ -9,6 +9,7 @@ pub mod getip6address;
 pub(crate) mod header6;
 pub mod icmp6error;
 pub mod icmp6pingresponder;
+pub mod ip6mirror;
 
 use bricks_element::ElementClass;
 
@@ -19,4 +20,5 @@ pub static CLASSES: &[&ElementClass] = &[
     &getip6address::CLASS,
     &icmp6error::CLASS,
     &icmp6pingresponder::CLASS,
+    &ip6mirror::CLASS,
 ];
