@@ -542,6 +542,7 @@ mod tests {
     use bricks_element::Processing;
     use bricks_runtime::testing::{make_element, Harness};
     use bricks_wire::ipv6ext::{FRAGMENT, HOP_BY_HOP};
+    use proptest::prelude::*;
 
     const ROUTER: &str = "2001:db8::ff";
 
@@ -825,6 +826,49 @@ mod tests {
         h.feed(0, [packet(&udp(8)), packet(&errs), packet(&udp(4))]);
         assert_eq!(h.pull(0, 8).len(), 2);
         assert_eq!(h.stats().get("suppressed_icmp_error"), Some(1));
+    }
+
+    /// Hostile bytes: an IPv6 header with a random payload length, next
+    /// header and hop limit, random extension headers and options behind.
+    fn hostile() -> impl Strategy<Value = Vec<u8>> {
+        (
+            proptest::collection::vec(any::<u8>(), 0..1500),
+            any::<u16>(),
+            prop_oneof![
+                Just(0u8),
+                Just(43),
+                Just(44),
+                Just(58),
+                Just(60),
+                any::<u8>()
+            ],
+        )
+            .prop_map(|(body, plen, next)| {
+                let mut p = udp(0)[..40].to_vec();
+                p[4..6].copy_from_slice(&(plen % 1600).to_be_bytes());
+                p[6] = next;
+                p.extend(body);
+                p
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn hostile_packets_never_panic_and_errors_are_well_formed(p in hostile()) {
+            let mut check = Harness::push(&super::super::checkip6header::CLASS, "INTERFACES 2001:db8:1::2", 1, 3);
+            check.push_bytes(0, &p);
+            let mut all: Vec<Packet> = (0..3).flat_map(|o| check.take(o)).collect();
+            all.push(packet(&p));
+            for args in ["2001:db8::ff, parameterproblem, option, RATE 0", "2001:db8::ff, toobig, RATE 0"] {
+                let mut h = Harness::push(&CLASS, args, 1, 1);
+                h.push_packets(0, all.iter().map(|q| q.duplicate()));
+                for e in h.take_bytes(0) {
+                    prop_assert!(e.len() <= MAX_ERROR && e.len() >= 88);
+                    prop_assert!(icmp6_ok(&e, 40));
+                    prop_assert_eq!(usize::from(u16::from_be_bytes([e[4], e[5]])), e.len() - 40);
+                }
+            }
+        }
     }
 
     #[test]
