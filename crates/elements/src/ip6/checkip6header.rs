@@ -1,0 +1,682 @@
+//! `CheckIP6Header`: the checks a router applies to every IPv6 packet it
+//! receives before forwarding it (RFC 8200 sections 3 and 4; the address
+//! rules of RFC 4291 section 2.5), the Hop-by-Hop options it must act on
+//! (RFC 8200 section 4.2) and the refusal of Type 0 Routing headers
+//! (RFC 5095).
+
+use super::header6::{
+    addr_at, is_link_scope_multicast, is_loopback, is_multicast, is_unspecified, known_option,
+    Address6List,
+};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
+};
+use bricks_wire::ipv6ext::{self, ChainError, UnknownAction, OPT_ROUTER_ALERT};
+use std::net::Ipv6Addr;
+
+/// The `CheckIP6Header` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "CheckIP6Header",
+    ports: "1/1-3",
+    processing: "a/ah",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "checks IPv6 headers (RFC 8200)",
+    synopsis: "CheckIP6Header([BADADDRS, OFFSET, KEYWORDS INTERFACES])",
+    description: "Expects IPv6 packets whose header starts OFFSET bytes into the data. \
+        A packet is valid when it holds the 40-byte header, its version is 6, and its \
+        payload length does not run past the end of the packet. Its source must name \
+        one node (RFC 4291 section 2.5): a multicast source, the loopback address ::1, \
+        any of BADADDRS (Click always adds ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff, a \
+        multicast address), and the unspecified address :: are refused, except that :: \
+        may send to an interface- or link-local multicast group (ff01::/16, \
+        ff02::/16), which a router never forwards: Duplicate Address Detection and MLD \
+        use it. A destination of :: or ::1 is refused too (RFC 4291 section 2.5.3: a \
+        packet to the loopback address from an interface is dropped).\n\n\
+        The extension header chain is walked, at most 8 headers, every length \
+        checked against the payload length; a chain that runs past the payload, \
+        never reaches an upper-layer header or has a Hop-by-Hop header anywhere but \
+        first is refused. Hop-by-Hop options, which every router on the path \
+        examines (RFC 8200 section 4.3), are acted on: padding is skipped, a Router \
+        Alert (RFC 2711) is counted and the packet goes on (a configuration that \
+        serves MLD or RSVP can classify on it), and any other option by the two high \
+        bits of its type (section 4.2): 00 skipped; 01 the packet is discarded; 10, \
+        and 11 unless the destination is multicast, the packet is discarded and \
+        deserves an ICMPv6 Parameter Problem, code 2, pointing at the option. Such \
+        packets leave on output 2 if it is connected, with their network header \
+        annotation set and their parameter problem annotation set to the pointer \
+        when it is below 256, ready for `ICMP6Error(SRC, parameterproblem, 2)`, which \
+        finds the pointer itself when the annotation could not hold it; with output \
+        2 unconnected they are treated as invalid. An option running past its header \
+        makes the packet invalid. A jumbogram's Jumbo Payload option (RFC 2675) is \
+        an unknown option here: no bricks buffer holds one.\n\n\
+        Routing headers are not examined in packets the router forwards: RFC 8200 \
+        section 4.4 has a Routing header processed only by the node its packet is \
+        addressed to. In a packet addressed to one of the router's INTERFACES \
+        addresses, a Routing header of type 0 with segments left is refused (RFC \
+        5095 section 3), its pointer (the routing type field) in the parameter \
+        problem annotation. Fragments are forwarded unchanged (a router does not \
+        reassemble); the walk stops at the Fragment header of a fragment other than \
+        the first.\n\n\
+        Valid packets are trimmed to the payload length (link padding goes), get \
+        their network header annotation set to the IPv6 header and their IPv6 \
+        destination annotation to the header's destination (for LookupIP6Route), and \
+        leave on output 0. Invalid packets leave on output 1 if it is connected and \
+        are dropped otherwise; either way they are counted by reason.",
+    ports: "one input; output 0 valid packets (agnostic); optional output 1 invalid \
+        packets (push); optional output 2 packets owed a Parameter Problem for an \
+        unrecognised option (push)",
+    keywords: &[
+        Keyword {
+            name: "BADADDRS",
+            ty: "space-separated IPv6 addresses",
+            default: Some("empty"),
+            doc: "further source addresses to refuse",
+        },
+        Keyword {
+            name: "OFFSET",
+            ty: "unsigned integer",
+            default: Some("0"),
+            doc: "where the IPv6 header starts in the packet data",
+        },
+        Keyword {
+            name: "INTERFACES",
+            ty: "space-separated IPv6 addresses",
+            default: Some("empty"),
+            doc: "the router's own addresses: packets to them have their Type 0 \
+                Routing headers refused (a bricks extension)",
+        },
+    ],
+    counters: &[
+        (
+            "drops",
+            "invalid packets, whatever the reason (sent to output 1 or 2, or dropped)",
+        ),
+        ("truncated", "shorter than the 40-byte IPv6 header"),
+        ("bad_version", "version field not 6"),
+        ("bad_length", "payload length past the end of the packet"),
+        (
+            "bad_source",
+            "source multicast, ::1 or in BADADDRS, or :: to other than a link-local group",
+        ),
+        ("bad_destination", "destination :: or ::1"),
+        (
+            "bad_chain",
+            "extension headers past the payload, more than 8, or Hop-by-Hop not first",
+        ),
+        ("bad_option", "a Hop-by-Hop option running past its header"),
+        (
+            "unknown_option",
+            "an unrecognised Hop-by-Hop option whose type says discard silently",
+        ),
+        (
+            "unknown_option_report",
+            "an unrecognised Hop-by-Hop option whose type asks for a Parameter Problem",
+        ),
+        (
+            "routing_header_0",
+            "a Type 0 Routing header with segments left, to one of INTERFACES",
+        ),
+        (
+            "router_alert",
+            "valid packets with a Router Alert option (not in drops)",
+        ),
+    ],
+    example: "InfiniteSource(DATA \\<60 00 00 00 00 08 11 40 20 01 0d b8 00 00 00 00 \
+        00 00 00 00 00 00 00 01 20 01 0d b8 00 01 00 00 00 00 00 00 00 00 00 02 \
+        9c 40 00 35 00 08 00 00>, LIMIT 1) \
+        -> c :: CheckIP6Header(INTERFACES 2001:db8::ff) -> Discard; c[1] -> Discard;",
+    see_also: &[
+        "DecIP6HLIM",
+        "ICMP6Error",
+        "LookupIP6Route",
+        "GetIP6Address",
+    ],
+};
+
+/// Why CheckIP6Header refused a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// Fewer than 40 bytes.
+    Truncated,
+    /// The version field is not 6.
+    BadVersion,
+    /// The payload length runs past the end of the packet.
+    BadLength,
+    /// The source is multicast, loopback, in BADADDRS, or unspecified on
+    /// a packet that is not for a link-local group.
+    BadSource,
+    /// The destination is unspecified or loopback.
+    BadDestination,
+    /// The extension header chain runs past the payload, is too long, or
+    /// has a Hop-by-Hop header after the first place.
+    BadChain,
+    /// A Hop-by-Hop option runs past its header.
+    BadOption,
+    /// An unrecognised Hop-by-Hop option whose type says discard.
+    UnknownOption,
+    /// An unrecognised Hop-by-Hop option whose type asks for an ICMPv6
+    /// Parameter Problem, code 2.
+    UnknownOptionReport,
+    /// A Type 0 Routing header with segments left, to the router.
+    RoutingHeader0,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 10] = [
+        DropReason::Truncated,
+        DropReason::BadVersion,
+        DropReason::BadLength,
+        DropReason::BadSource,
+        DropReason::BadDestination,
+        DropReason::BadChain,
+        DropReason::BadOption,
+        DropReason::UnknownOption,
+        DropReason::UnknownOptionReport,
+        DropReason::RoutingHeader0,
+    ];
+
+    /// The name of the counter for this reason.
+    pub const fn counter(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::BadVersion => "bad_version",
+            DropReason::BadLength => "bad_length",
+            DropReason::BadSource => "bad_source",
+            DropReason::BadDestination => "bad_destination",
+            DropReason::BadChain => "bad_chain",
+            DropReason::BadOption => "bad_option",
+            DropReason::UnknownOption => "unknown_option",
+            DropReason::UnknownOptionReport => "unknown_option_report",
+            DropReason::RoutingHeader0 => "routing_header_0",
+        }
+    }
+
+    /// What is wrong, in words.
+    pub const fn text(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "packet shorter than an IPv6 header",
+            DropReason::BadVersion => "bad IP version",
+            DropReason::BadLength => "IPv6 payload length past the end of the packet",
+            DropReason::BadSource => "bad IPv6 source address",
+            DropReason::BadDestination => "unspecified or loopback IPv6 destination",
+            DropReason::BadChain => "malformed IPv6 extension header chain",
+            DropReason::BadOption => "malformed Hop-by-Hop option",
+            DropReason::UnknownOption => "unrecognised Hop-by-Hop option (discard)",
+            DropReason::UnknownOptionReport => {
+                "unrecognised Hop-by-Hop option (discard, send Parameter Problem)"
+            }
+            DropReason::RoutingHeader0 => "Type 0 Routing header (RFC 5095)",
+        }
+    }
+}
+
+impl core::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+/// A refused packet: why, and for a Parameter Problem, where (from the
+/// start of the IPv6 header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// Why.
+    pub reason: DropReason,
+    /// The Parameter Problem pointer, when the reason has one.
+    pub pointer: Option<usize>,
+}
+
+impl From<DropReason> for Refusal {
+    fn from(reason: DropReason) -> Refusal {
+        Refusal {
+            reason,
+            pointer: None,
+        }
+    }
+}
+
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let badaddrs: Address6List = args.read_p("BADADDRS")?.unwrap_or_default();
+    let offset: usize = args.read_p("OFFSET")?.unwrap_or(0);
+    let interfaces: Address6List = args.read("INTERFACES")?.unwrap_or_default();
+    // Click's one built-in bad source.
+    let mut bad_src: Vec<u128> = vec![u128::MAX];
+    bad_src.extend(badaddrs.0.iter().map(|a| u128::from(*a)));
+    bad_src.sort_unstable();
+    bad_src.dedup();
+    let mut own: Vec<u128> = interfaces.0.iter().map(|a| u128::from(*a)).collect();
+    own.sort_unstable();
+    own.dedup();
+    Ok(Box::new(CheckIP6Header {
+        offset,
+        bad_src: bad_src.into_boxed_slice(),
+        own: own.into_boxed_slice(),
+        has_reject: ports.noutputs() > 1,
+        has_report: ports.noutputs() > 2,
+        drops: [0; DropReason::ALL.len()],
+        router_alert: 0,
+    }))
+}
+
+/// Checks IPv6 headers.
+#[derive(Debug)]
+pub struct CheckIP6Header {
+    offset: usize,
+    /// Refused sources, as integers.
+    bad_src: Box<[u128]>,
+    /// The router's own addresses (INTERFACES), sorted.
+    own: Box<[u128]>,
+    has_reject: bool,
+    has_report: bool,
+    drops: [u64; DropReason::ALL.len()],
+    router_alert: u64,
+}
+
+/// What a valid packet showed besides being valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Seen {
+    /// It carries a Router Alert option.
+    pub router_alert: bool,
+}
+
+impl CheckIP6Header {
+    /// Checks one packet; on success trims it and sets its annotations.
+    pub fn check(&self, p: &mut Packet) -> Result<Seen, Refusal> {
+        let h = match p.data().get(self.offset..) {
+            Some(h) if h.len() >= 40 => h,
+            _ => return Err(DropReason::Truncated.into()),
+        };
+        if h[0] >> 4 != 6 {
+            return Err(DropReason::BadVersion.into());
+        }
+        let len = 40 + usize::from(u16::from_be_bytes([h[4], h[5]]));
+        if len > h.len() {
+            return Err(DropReason::BadLength.into());
+        }
+        let (src, dst) = (addr_at(h, 8), addr_at(h, 24));
+        if is_multicast(&src)
+            || is_loopback(&src)
+            || (is_unspecified(&src) && !is_link_scope_multicast(&dst))
+            || self.bad_src.contains(&u128::from_be_bytes(src))
+        {
+            return Err(DropReason::BadSource.into());
+        }
+        if is_unspecified(&dst) || is_loopback(&dst) {
+            return Err(DropReason::BadDestination.into());
+        }
+        let seen = self.extension_headers(&h[..len], &dst)?;
+        let excess = h.len() - len;
+        p.take_back(excess);
+        p.set_network_header(self.offset);
+        p.anno_mut().dst_ip6 = Ipv6Addr::from(dst);
+        Ok(seen)
+    }
+
+    /// Walks the extension headers of the packet `ip` (cut to its payload
+    /// length), acting on Hop-by-Hop options and, for the router's own
+    /// packets, Type 0 Routing headers.
+    fn extension_headers(&self, ip: &[u8], dst: &[u8; 16]) -> Result<Seen, Refusal> {
+        if matches!(ip[6], 6 | 17 | 58) {
+            // TCP, UDP, ICMPv6 straight after the header: the usual packet
+            // has nothing to walk.
+            return Ok(Seen::default());
+        }
+        let chain = ipv6ext::walk(ip).map_err(|e| match e {
+            ChainError::Truncated(_) | ChainError::TooLong | ChainError::HopByHopNotFirst(_) => {
+                Refusal::from(DropReason::BadChain)
+            }
+        })?;
+        let mut seen = Seen::default();
+        if let Some((at, hlen)) = chain.hop_by_hop {
+            for o in ipv6ext::options(&ip[at..at + hlen]) {
+                let o = o.map_err(|_| DropReason::BadOption)?;
+                if known_option(o.kind) {
+                    seen.router_alert |= o.kind == OPT_ROUTER_ALERT;
+                    continue;
+                }
+                let report = Refusal {
+                    reason: DropReason::UnknownOptionReport,
+                    pointer: Some(at + o.offset),
+                };
+                match UnknownAction::of(o.kind) {
+                    UnknownAction::Skip => {}
+                    UnknownAction::Discard => return Err(DropReason::UnknownOption.into()),
+                    UnknownAction::DiscardAndReportUnicast if is_multicast(dst) => {
+                        return Err(DropReason::UnknownOption.into())
+                    }
+                    UnknownAction::DiscardAndReport | UnknownAction::DiscardAndReportUnicast => {
+                        return Err(report)
+                    }
+                }
+            }
+        }
+        if let Some((at, 0, segments_left)) = chain.routing {
+            if segments_left != 0 && self.own.contains(&u128::from_be_bytes(*dst)) {
+                return Err(Refusal {
+                    reason: DropReason::RoutingHeader0,
+                    pointer: Some(at + 2),
+                });
+            }
+        }
+        Ok(seen)
+    }
+
+    #[inline(always)]
+    fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
+        match self.check(p) {
+            Ok(seen) => {
+                self.router_alert += u64::from(seen.router_alert);
+                Some(0)
+            }
+            Err(r) => {
+                self.drops[r.reason as usize] += 1;
+                p.anno_mut().param_off = r.pointer.and_then(|o| u8::try_from(o).ok());
+                if r.reason == DropReason::UnknownOptionReport && self.has_report {
+                    p.set_network_header(self.offset);
+                    return Some(2);
+                }
+                self.has_reject.then_some(1)
+            }
+        }
+    }
+
+    /// Invalid packets seen for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.drops[reason as usize]
+    }
+}
+
+impl Element for CheckIP6Header {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        cx.push_classified(batch, |p| self.verdict(p));
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        cx.pull_classified(out, max, |p| self.verdict(p));
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("drops", self.drops.iter().sum());
+        for r in DropReason::ALL {
+            s.counter(r.counter(), self.drops[r as usize]);
+        }
+        s.counter("router_alert", self.router_alert);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ip6::header6::testing::{udp, udp_with, ECHO_REQUEST, HOST_B};
+    use bricks_runtime::testing::{make_element, Harness};
+    use bricks_wire::ipv6ext::{DEST_OPTS, FRAGMENT, HOP_BY_HOP, ROUTING};
+
+    fn run(args: &str, frame: &[u8]) -> Harness {
+        let mut h = Harness::push(&CLASS, args, 1, 2);
+        h.push_bytes(0, frame);
+        h
+    }
+
+    fn expect_pass(args: &str, frame: &[u8]) -> Packet {
+        let mut h = run(args, frame);
+        let mut out = h.take(0);
+        assert_eq!(out.len(), 1, "refused: {:?}", h.stats().entries());
+        out.pop().unwrap()
+    }
+
+    fn expect_drop(args: &str, frame: &[u8], reason: DropReason) {
+        let mut h = run(args, frame);
+        assert!(h.take(0).is_empty(), "{reason:?} passed");
+        assert_eq!(h.take_bytes(1), vec![frame.to_vec()], "{reason:?}");
+        let s = h.stats();
+        assert_eq!(s.get("drops"), Some(1));
+        for r in DropReason::ALL {
+            assert_eq!(s.get(r.counter()), Some(u64::from(r == reason)), "{r:?}");
+        }
+    }
+
+    fn with(f: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+        let mut v = ECHO_REQUEST.to_vec();
+        f(&mut v);
+        v
+    }
+
+    #[test]
+    fn valid_packet_passes_with_annotations() {
+        let out = expect_pass("", &ECHO_REQUEST);
+        assert_eq!(out.data(), &ECHO_REQUEST[..]);
+        assert_eq!(out.network_header_offset(), Some(0));
+        assert_eq!(out.anno().dst_ip6, Ipv6Addr::from(HOST_B));
+    }
+
+    #[test]
+    fn padding_is_trimmed_and_offset_honoured() {
+        // 14 bytes of Ethernet header in front, 10 of padding behind.
+        let mut frame = vec![0xee; 14];
+        frame.extend(udp(4));
+        frame.extend([0; 10]);
+        let out = expect_pass("OFFSET 14", &frame);
+        assert_eq!(out.len(), 14 + 52);
+        assert_eq!(out.network_header_offset(), Some(14));
+        assert_eq!(out.network_header().unwrap()[0], 0x60);
+        // Click's positional order: BADADDRS, then OFFSET.
+        let out = expect_pass("ff02::9, 14", &frame);
+        assert_eq!(out.len(), 14 + 52);
+    }
+
+    #[test]
+    fn every_header_drop_reason() {
+        expect_drop("", &ECHO_REQUEST[..39], DropReason::Truncated);
+        expect_drop("", &[], DropReason::Truncated);
+        expect_drop("OFFSET 30", &ECHO_REQUEST, DropReason::Truncated);
+        expect_drop("", &with(|v| v[0] = 0x40), DropReason::BadVersion);
+        expect_drop("", &with(|v| v[0] = 0x70), DropReason::BadVersion);
+        // Payload length one byte beyond the frame.
+        expect_drop("", &with(|v| v[5] = 17), DropReason::BadLength);
+        expect_drop("", &ECHO_REQUEST[..55], DropReason::BadLength);
+        for src in [
+            "ff02::1",
+            "ff0e::5",
+            "::1",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "::",
+        ] {
+            let a: Ipv6Addr = src.parse().unwrap();
+            expect_drop(
+                "",
+                &with(|v| v[8..24].copy_from_slice(&a.octets())),
+                DropReason::BadSource,
+            );
+        }
+        let listed = with(|v| v[23] = 7);
+        expect_drop("2001:db8::7", &listed, DropReason::BadSource);
+        expect_drop(
+            "BADADDRS 2001:db8::9 2001:db8::7",
+            &listed,
+            DropReason::BadSource,
+        );
+        for dst in ["::", "::1"] {
+            let a: Ipv6Addr = dst.parse().unwrap();
+            expect_drop(
+                "",
+                &with(|v| v[24..40].copy_from_slice(&a.octets())),
+                DropReason::BadDestination,
+            );
+        }
+    }
+
+    #[test]
+    fn unspecified_source_only_to_link_local_groups() {
+        // Duplicate Address Detection: :: to a solicited-node group.
+        let dad: Ipv6Addr = "ff02::1:ff00:2".parse().unwrap();
+        let p = with(|v| {
+            v[8..24].fill(0);
+            v[24..40].copy_from_slice(&dad.octets());
+        });
+        expect_pass("", &p);
+        let site: Ipv6Addr = "ff05::2".parse().unwrap();
+        let p = with(|v| {
+            v[8..24].fill(0);
+            v[24..40].copy_from_slice(&site.octets());
+        });
+        expect_drop("", &p, DropReason::BadSource);
+    }
+
+    /// A Hop-by-Hop header naming UDP with `opts` (6 bytes) as its options.
+    fn hbh(opts: [u8; 6]) -> Vec<u8> {
+        let mut e = vec![17, 0];
+        e.extend(opts);
+        udp_with(HOP_BY_HOP, &e, 4)
+    }
+
+    #[test]
+    fn router_alert_is_counted_and_passes() {
+        // Router Alert (MLD, value 0), then PadN of 0 data bytes.
+        let p = hbh([OPT_ROUTER_ALERT, 2, 0, 0, 1, 0]);
+        let mut h = run("", &p);
+        assert_eq!(h.take_bytes(0), vec![p.clone()]);
+        assert_eq!(h.stats().get("router_alert"), Some(1));
+        assert_eq!(h.stats().get("drops"), Some(0));
+    }
+
+    #[test]
+    fn unknown_options_by_their_high_bits() {
+        // 00: skipped.
+        expect_pass("", &hbh([0x1e, 2, 0, 0, 0, 0]));
+        // 01: discarded, no report.
+        expect_drop("", &hbh([0x5e, 2, 0, 0, 0, 0]), DropReason::UnknownOption);
+        // 10 and 11: discarded with a report pointing at the option, at
+        // 40 + 2 (after Pad1 at 42: 43).
+        let p = hbh([0, 0x9e, 1, 0, 1, 0]);
+        let mut h = Harness::push(&CLASS, "", 1, 3);
+        h.push_bytes(0, &p);
+        assert!(h.take(0).is_empty() && h.take(1).is_empty());
+        let out = h.take(2);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].data(), &p[..]);
+        assert_eq!(out[0].anno().param_off, Some(43));
+        assert_eq!(out[0].network_header_offset(), Some(0));
+        assert_eq!(h.stats().get("unknown_option_report"), Some(1));
+        let p = hbh([0xde, 2, 0, 0, 0, 0]);
+        h.push_bytes(0, &p);
+        assert_eq!(h.take(2)[0].anno().param_off, Some(42));
+        // Without output 2: invalid, to output 1.
+        expect_drop("", &p, DropReason::UnknownOptionReport);
+        // 11 to a multicast destination: discarded silently.
+        let mut m = p.clone();
+        m[24..40].copy_from_slice(&"ff0e::1".parse::<Ipv6Addr>().unwrap().octets());
+        expect_drop("", &m, DropReason::UnknownOption);
+        // 10 to a multicast destination: still reported.
+        let mut m = hbh([0x9e, 2, 0, 0, 0, 0]);
+        m[24..40].copy_from_slice(&"ff0e::1".parse::<Ipv6Addr>().unwrap().octets());
+        expect_drop("", &m, DropReason::UnknownOptionReport);
+        // The Jumbo Payload option is unknown (11).
+        expect_drop(
+            "",
+            &hbh([0xc2, 4, 0, 1, 0, 0]),
+            DropReason::UnknownOptionReport,
+        );
+        // An option running past its header.
+        expect_drop("", &hbh([1, 0, 0x1e, 9, 0, 0]), DropReason::BadOption);
+    }
+
+    #[test]
+    fn a_pointer_beyond_255_is_not_annotated() {
+        // A 256-byte Hop-by-Hop header: PadN up to offset 40 + 250, then
+        // an unknown option of type 10.
+        let mut e = vec![17, 31, 1, 246];
+        e.resize(250, 0);
+        e.extend([0x9e, 4, 0, 0, 0, 0]);
+        let p = udp_with(HOP_BY_HOP, &e, 0);
+        let mut h = Harness::push(&CLASS, "", 1, 3);
+        h.push_bytes(0, &p);
+        let out = h.take(2);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].anno().param_off, None);
+    }
+
+    #[test]
+    fn extension_header_chains() {
+        // Destination options, then a fragment header, then UDP.
+        let e = [FRAGMENT, 0, 1, 4, 0, 0, 0, 0, 17, 0, 0, 1, 0, 0, 0, 9];
+        expect_pass("", &udp_with(DEST_OPTS, &e, 4));
+        // A later fragment is forwarded as it is.
+        let e = [17, 0, 0x05, 0x00, 0, 0, 0, 9];
+        let p = udp_with(FRAGMENT, &e, 4);
+        assert_eq!(expect_pass("", &p).data(), &p[..]);
+        // A header running past the payload length (though not the frame).
+        let mut p = udp_with(DEST_OPTS, &[17, 4, 1, 4, 0, 0, 0, 0], 4);
+        p.extend([0; 40]);
+        expect_drop("", &p, DropReason::BadChain);
+        // Destination options naming themselves, past the walk's bound.
+        let e: Vec<u8> = [DEST_OPTS, 0, 1, 4, 0, 0, 0, 0].repeat(12);
+        expect_drop("", &udp_with(DEST_OPTS, &e, 0), DropReason::BadChain);
+        // Hop-by-Hop not first.
+        let e = [HOP_BY_HOP, 0, 1, 4, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0];
+        expect_drop("", &udp_with(DEST_OPTS, &e, 0), DropReason::BadChain);
+        // No Next Header: valid, nothing after it is looked at.
+        let mut p = udp_with(59, &[], 0);
+        p[4..6].copy_from_slice(&0u16.to_be_bytes());
+        p.truncate(40);
+        expect_pass("", &p);
+    }
+
+    /// A UDP packet to `dst` with a Routing header of `kind` and
+    /// `segments_left` (one address).
+    fn routed(kind: u8, segments_left: u8, dst: &str) -> Vec<u8> {
+        let mut e = vec![17, 2, kind, segments_left, 0, 0, 0, 0];
+        e.extend("2001:db8:2::1".parse::<Ipv6Addr>().unwrap().octets());
+        let mut p = udp_with(ROUTING, &e, 4);
+        p[24..40].copy_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
+        p
+    }
+
+    #[test]
+    fn routing_header_0_to_the_router_is_refused() {
+        let args = "INTERFACES 2001:db8::ff 2001:db8:1::ff";
+        let p = routed(0, 1, "2001:db8::ff");
+        let mut h = run(args, &p);
+        assert_eq!(h.take(1)[0].anno().param_off, Some(42));
+        assert_eq!(h.stats().get("routing_header_0"), Some(1));
+        expect_drop(args, &p, DropReason::RoutingHeader0);
+        // No segments left: the header is ignored (RFC 5095 section 3).
+        expect_pass(args, &routed(0, 0, "2001:db8::ff"));
+        // Another routing type is not refused here.
+        expect_pass(args, &routed(2, 1, "2001:db8::ff"));
+        // A forwarded packet's Routing header is not examined.
+        expect_pass(args, &routed(0, 1, "2001:db8:5::1"));
+        expect_pass("", &routed(0, 1, "2001:db8::ff"));
+    }
+
+    #[test]
+    fn unconnected_output_1_drops() {
+        let mut h = Harness::push(&CLASS, "", 1, 1);
+        h.push_packets(
+            0,
+            [
+                Packet::from_slice(&with(|v| v[0] = 0x45)).unwrap(),
+                Packet::from_slice(&ECHO_REQUEST).unwrap(),
+            ],
+        );
+        assert_eq!(h.take(0).len(), 1);
+        assert_eq!(h.stats().get("drops"), Some(1));
+        assert_eq!(h.read_handler("drops").unwrap().trim(), "1");
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        let ports = PortInfo::default();
+        assert!(make_element(&CLASS, "2001:db8::1 zz", &ports).is_err());
+        assert!(make_element(&CLASS, "2001:db8::1, x", &ports).is_err());
+        assert!(make_element(&CLASS, "INTERFACES 1.2.3.4", &ports).is_err());
+        assert!(make_element(&CLASS, ", 14", &ports).is_ok());
+        assert!(make_element(&CLASS, "OFFST 3", &ports)
+            .unwrap_err()
+            .contains("OFFST"));
+    }
+}

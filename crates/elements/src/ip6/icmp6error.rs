@@ -1,0 +1,901 @@
+//! `ICMP6Error`: turns a packet the router could not forward into the
+//! ICMPv6 error that tells its sender why (RFC 4443 section 3), quoting as
+//! much of it as fits in the minimum MTU (section 2.4 (c)), never where
+//! section 2.4 (e) forbids it, and at a limited rate (section 2.4 (f)).
+
+use super::header6::{
+    addr_at, ip6_bytes, is_loopback, is_multicast, is_unspecified, reported_option,
+};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
+    PortInfo, Stats,
+};
+use bricks_packet::{PacketType, Timestamp};
+use bricks_wire::icmpv6::Icmpv6Packet;
+use bricks_wire::ipv6ext;
+use std::net::Ipv6Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The `ICMP6Error` class.
+pub static CLASS: ElementClass = ElementClass {
+    name: "ICMP6Error",
+    ports: "1/1",
+    processing: "a/a",
+    manual: &MANUAL,
+    make,
+};
+
+static MANUAL: Manual = Manual {
+    summary: "generates ICMPv6 error packets",
+    synopsis: "ICMP6Error(SRC, TYPE, CODE [, MTU, POINTER, KEYWORDS RATE, BURST])",
+    description: "For each incoming IPv6 packet (network header annotation set, or the \
+        header at the start of the data), emits an ICMPv6 error of type TYPE and code \
+        CODE addressed to the packet's source, and consumes the packet. TYPE is a \
+        number or a name: `unreachable` (1), `toobig` or `packettoobig` (2), \
+        `timeexceeded` (3), `parameterproblem` (4). CODE is a number or a name for \
+        that type: `noroute`, `admin`, `beyondscope`, `address`, `port`, `policy`, \
+        `reject` for unreachable; `hoplimit`, `reassembly` for timeexceeded; \
+        `header`, `nextheader`, `option` for parameterproblem. CODE may be left out \
+        (0), which Click does not allow.\n\n\
+        The error is a new IPv6 packet without link header: source SRC, destination \
+        the offending packet's source, hop limit 255 (as Click), next header ICMPv6, \
+        then the ICMPv6 header and as much of the offending packet, IPv6 header first \
+        and up to its payload length, as fits without the error exceeding 1280 bytes, \
+        the minimum IPv6 MTU (RFC 4443 section 2.4 (c); Click quotes at most 568 \
+        bytes). The checksum covers the pseudo-header (section 2.3). A Packet Too Big \
+        error carries the packet's MTU annotation, set by a fragmenter, or MTU when \
+        that is 0. A Parameter Problem carries the packet's parameter problem \
+        annotation, set by CheckIP6Header, else POINTER, else for code 2 the offset \
+        of the first Hop-by-Hop option a router does not know and must report (so \
+        CheckIP6Header's output 2 can be connected straight here), else 0. The \
+        error's IPv6 destination annotation is set to its destination and its \
+        network header annotation to its header, so it can go back through \
+        LookupIP6Route.\n\n\
+        As RFC 4443 section 2.4 (e) requires, no error is sent about an ICMPv6 \
+        error message (types below 128, or an ICMPv6 header cut before its type), \
+        about a packet to a multicast address or that came as a link-level broadcast \
+        or multicast (except Packet Too Big and Parameter Problem code 2, which go \
+        even then), or to a source that does not name one node: the unspecified \
+        address, a multicast address, or ::1. Such packets are dropped and counted \
+        by reason. Unlike ICMPError for IPv4, errors about fragments other than the \
+        first are sent (RFC 4443 allows them).\n\n\
+        Errors are rate-limited (section 2.4 (f)) by a token bucket on the router's \
+        clock: BURST errors may leave at once, then RATE per second (Linux's \
+        icmp_msgs_per_sec and icmp_msgs_burst). The bucket belongs to this element \
+        and is shared by every worker running it. There is no per-destination \
+        bucket. Errors refused by the limit are counted in `rate_limited`.",
+    ports: "one input, one output; agnostic",
+    keywords: &[
+        Keyword {
+            name: "SRC",
+            ty: "IPv6 address",
+            default: None,
+            doc: "source address of the errors",
+        },
+        Keyword {
+            name: "TYPE",
+            ty: "ICMPv6 error type, name or number",
+            default: None,
+            doc: "1, 2, 3 or 4",
+        },
+        Keyword {
+            name: "CODE",
+            ty: "ICMPv6 code, name or number",
+            default: Some("0"),
+            doc: "the code within TYPE",
+        },
+        Keyword {
+            name: "MTU",
+            ty: "unsigned integer",
+            default: Some("1500"),
+            doc: "the MTU a Packet Too Big error reports when the packet's MTU \
+                annotation is 0 (Click always reports 1500)",
+        },
+        Keyword {
+            name: "POINTER",
+            ty: "unsigned integer",
+            default: Some("none"),
+            doc: "the pointer a Parameter Problem carries when the packet's parameter \
+                problem annotation is not set",
+        },
+        Keyword {
+            name: "RATE",
+            ty: "unsigned integer",
+            default: Some("1000"),
+            doc: "errors per second once BURST is spent; 0 turns the limit off",
+        },
+        Keyword {
+            name: "BURST",
+            ty: "unsigned integer",
+            default: Some("50"),
+            doc: "errors that may leave at once; at least 1",
+        },
+    ],
+    counters: &[
+        ("generated", "ICMPv6 errors sent"),
+        (
+            "suppressed",
+            "packets answered with no error, whatever the reason",
+        ),
+        (
+            "suppressed_malformed",
+            "not an IPv6 packet with a complete header",
+        ),
+        (
+            "suppressed_icmp_error",
+            "the packet is itself an ICMPv6 error",
+        ),
+        (
+            "suppressed_multicast",
+            "sent to a multicast address or as a link-level broadcast or multicast",
+        ),
+        ("suppressed_bad_source", "source is not a single node"),
+        (
+            "rate_limited",
+            "errors not sent because the rate limit was reached (not in `suppressed`)",
+        ),
+    ],
+    example: "InfiniteSource(DATA \\<60 00 00 00 00 00 3b 01 20 01 0d b8 00 00 00 00 \
+        00 00 00 00 00 00 00 01 20 01 0d b8 00 01 00 00 00 00 00 00 00 00 00 02>, \
+        LIMIT 1) -> dh :: DecIP6HLIM -> Discard; \
+        dh[1] -> ICMP6Error(2001:db8::ff, timeexceeded, hoplimit, RATE 10, BURST 5) \
+        -> Discard;",
+    see_also: &[
+        "DecIP6HLIM",
+        "CheckIP6Header",
+        "LookupIP6Route",
+        "ICMPError",
+    ],
+};
+
+const UNREACHABLE: u8 = 1;
+const PACKET_TOO_BIG: u8 = 2;
+const TIME_EXCEEDED: u8 = 3;
+const PARAMETER_PROBLEM: u8 = 4;
+/// Parameter Problem: unrecognised IPv6 option.
+const UNRECOGNISED_OPTION: u8 = 2;
+
+/// The largest error: the minimum IPv6 MTU (RFC 8200 section 5).
+pub const MAX_ERROR: usize = bricks_wire::ipv6::MIN_MTU;
+
+/// ICMPv6 error type names.
+const TYPES: &[(&str, u8)] = &[
+    ("unreachable", UNREACHABLE),
+    ("toobig", PACKET_TOO_BIG),
+    ("packettoobig", PACKET_TOO_BIG),
+    ("timeexceeded", TIME_EXCEEDED),
+    ("parameterproblem", PARAMETER_PROBLEM),
+];
+
+/// Code names for each error type (RFC 4443 section 3).
+fn code_names(icmp_type: u8) -> &'static [(&'static str, u8)] {
+    match icmp_type {
+        UNREACHABLE => &[
+            ("noroute", 0),
+            ("admin", 1),
+            ("beyondscope", 2),
+            ("address", 3),
+            ("port", 4),
+            ("policy", 5),
+            ("reject", 6),
+        ],
+        TIME_EXCEEDED => &[("hoplimit", 0), ("reassembly", 1)],
+        PARAMETER_PROBLEM => &[
+            ("header", 0),
+            ("nextheader", 1),
+            ("option", UNRECOGNISED_OPTION),
+        ],
+        _ => &[],
+    }
+}
+
+fn lookup_name(text: &str, names: &[(&str, u8)]) -> Option<u8> {
+    let t = text.trim();
+    names
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(t))
+        .map(|&(_, v)| v)
+        .or_else(|| u8::from_arg(t).ok())
+}
+
+/// Why no error was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Suppressed {
+    /// Not an IPv6 packet with a complete header.
+    Malformed,
+    /// The packet is an ICMPv6 error (or an ICMPv6 message too short to
+    /// tell).
+    IcmpError,
+    /// Sent to a multicast address, or as a link-level broadcast or
+    /// multicast.
+    Multicast,
+    /// Its source does not name one node.
+    BadSource,
+}
+
+impl Suppressed {
+    /// Every reason, in counter order.
+    pub const ALL: [Suppressed; 4] = [
+        Suppressed::Malformed,
+        Suppressed::IcmpError,
+        Suppressed::Multicast,
+        Suppressed::BadSource,
+    ];
+
+    /// The counter for this reason.
+    pub const fn counter(self) -> &'static str {
+        match self {
+            Suppressed::Malformed => "suppressed_malformed",
+            Suppressed::IcmpError => "suppressed_icmp_error",
+            Suppressed::Multicast => "suppressed_multicast",
+            Suppressed::BadSource => "suppressed_bad_source",
+        }
+    }
+
+    /// The reason, in words.
+    pub const fn text(self) -> &'static str {
+        match self {
+            Suppressed::Malformed => "not an IPv6 packet with a complete header",
+            Suppressed::IcmpError => "no ICMPv6 error about an ICMPv6 error",
+            Suppressed::Multicast => "no ICMPv6 error about a multicast or broadcast packet",
+            Suppressed::BadSource => "no ICMPv6 error to a source that is not one node",
+        }
+    }
+}
+
+impl core::fmt::Display for Suppressed {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+/// A token bucket kept as the generic cell rate algorithm keeps it: one
+/// "theoretical arrival time" (TAT). A message may leave at `now` if
+/// `TAT - now <= (burst - 1) * interval`, and then
+/// `TAT = max(TAT, now) + interval`; so after a quiet spell `burst` leave
+/// at once, then one per `interval`. One word, updated by compare-and-swap,
+/// so every worker's instance shares it without a lock.
+#[derive(Debug)]
+pub struct TokenBucket {
+    /// Nanoseconds between messages; 0 is no limit.
+    interval: u64,
+    tolerance: u64,
+    tat: AtomicU64,
+}
+
+impl TokenBucket {
+    /// `rate` messages per second after a burst of `burst` (at least 1);
+    /// a rate of 0 is no limit.
+    pub fn new(rate: u32, burst: u32) -> TokenBucket {
+        let interval = 1_000_000_000u64.checked_div(u64::from(rate)).unwrap_or(0);
+        TokenBucket {
+            interval,
+            tolerance: interval * u64::from(burst.max(1) - 1),
+            tat: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether a message may leave at `now`; if so, it is counted.
+    pub fn allow(&self, now: Timestamp) -> bool {
+        if self.interval == 0 {
+            return true;
+        }
+        let now = now.0;
+        let mut cur = self.tat.load(Ordering::Relaxed);
+        loop {
+            let tat = cur.max(now);
+            if tat - now > self.tolerance {
+                return false;
+            }
+            match self.tat.compare_exchange_weak(
+                cur,
+                tat + self.interval,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(c) => cur = c,
+            }
+        }
+    }
+}
+
+fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let src: Ipv6Addr = args.read_mp("SRC")?;
+    let type_text: String = args.read_mp("TYPE")?;
+    let code_text: Option<String> = args.read_p("CODE")?;
+    let mtu: u32 = args.read_p("MTU")?.unwrap_or(1500);
+    let pointer: Option<u32> = args.read_p("POINTER")?;
+    let rate: u32 = args.read("RATE")?.unwrap_or(1000);
+    let burst: u32 = args.read("BURST")?.unwrap_or(50);
+
+    let icmp_type = lookup_name(&type_text, TYPES).ok_or_else(|| {
+        ArgError::new(format!(
+            "bad argument TYPE: expected ICMPv6 error type, found `{type_text}`"
+        ))
+        .with_help("use unreachable, toobig, timeexceeded, parameterproblem or 1-4")
+    })?;
+    if !(UNREACHABLE..=PARAMETER_PROBLEM).contains(&icmp_type) {
+        return Err(
+            ArgError::new(format!("ICMPv6 type {icmp_type} is not an error type")).with_help(
+                "error types: unreachable (1), toobig (2), timeexceeded (3), parameterproblem (4)",
+            ),
+        );
+    }
+    let names = code_names(icmp_type);
+    let code = match code_text.as_deref() {
+        None => 0,
+        Some(t) => lookup_name(t, names).ok_or_else(|| {
+            let known: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+            ArgError::new(format!(
+                "bad argument CODE: `{t}` is not a code of ICMPv6 type {icmp_type}"
+            ))
+            .with_help(if known.is_empty() {
+                "a number 0-255".to_string()
+            } else {
+                format!("codes: {} or a number 0-255", known.join(", "))
+            })
+        })?,
+    };
+    if burst == 0 {
+        return Err(ArgError::new("BURST must be at least 1")
+            .with_help("to switch the limit off give RATE 0"));
+    }
+    if src.is_multicast() || src.is_unspecified() {
+        return Err(ArgError::new(format!("SRC {src} is not a unicast address")));
+    }
+    let limiter = if rate > 0 {
+        Some(args.shared(|_| Ok(TokenBucket::new(rate, burst)))?)
+    } else {
+        None
+    };
+    Ok(Box::new(ICMP6Error {
+        src: src.octets(),
+        icmp_type,
+        code,
+        mtu,
+        pointer,
+        limiter,
+        generated: 0,
+        suppressed: [0; Suppressed::ALL.len()],
+        rate_limited: 0,
+    }))
+}
+
+/// Generates ICMPv6 errors.
+#[derive(Debug)]
+pub struct ICMP6Error {
+    src: [u8; 16],
+    icmp_type: u8,
+    code: u8,
+    mtu: u32,
+    pointer: Option<u32>,
+    /// Shared by every worker's instance; `None` when RATE is 0.
+    limiter: Option<Arc<TokenBucket>>,
+    generated: u64,
+    suppressed: [u64; Suppressed::ALL.len()],
+    rate_limited: u64,
+}
+
+/// The offending packet up to its payload length, or what there is of it
+/// when it is cut short.
+fn datagram(ip: &[u8]) -> &[u8] {
+    let len = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    &ip[..len.min(ip.len())]
+}
+
+impl ICMP6Error {
+    /// Whether this error may be sent about a packet to a multicast
+    /// address (RFC 4443 section 2.4 (e.3)).
+    fn goes_to_multicast(&self) -> bool {
+        self.icmp_type == PACKET_TOO_BIG
+            || (self.icmp_type == PARAMETER_PROBLEM && self.code == UNRECOGNISED_OPTION)
+    }
+
+    /// Says why there must be no error about `p`, if there must be none.
+    fn check(&self, p: &Packet) -> Result<(), Suppressed> {
+        let ip = ip6_bytes(p);
+        if ip.len() < 40 || ip[0] >> 4 != 6 {
+            return Err(Suppressed::Malformed);
+        }
+        let ip = datagram(ip);
+        if let Ok(chain) = ipv6ext::walk(ip) {
+            let later_fragment = chain.fragment.is_some_and(|(_, off, _)| off != 0);
+            if chain.upper == 58
+                && !later_fragment
+                && ip.get(chain.upper_offset).is_none_or(|&t| t < 128)
+            {
+                return Err(Suppressed::IcmpError);
+            }
+        }
+        // A chain that cannot be walked cannot be read as an ICMPv6 error
+        // by its sender either: it gets its error.
+        let (src, dst) = (addr_at(ip, 8), addr_at(ip, 24));
+        let link_multi = matches!(
+            p.anno().packet_type,
+            PacketType::Broadcast | PacketType::Multicast
+        );
+        if (is_multicast(&dst) || link_multi) && !self.goes_to_multicast() {
+            return Err(Suppressed::Multicast);
+        }
+        if is_unspecified(&src) || is_multicast(&src) || is_loopback(&src) {
+            return Err(Suppressed::BadSource);
+        }
+        Ok(())
+    }
+
+    /// The Parameter Problem pointer for `p` (see the manual).
+    fn pointer(&self, p: &Packet, ip: &[u8]) -> u32 {
+        if let Some(o) = p.anno().param_off {
+            return u32::from(o);
+        }
+        if let Some(o) = self.pointer {
+            return o;
+        }
+        if self.code == UNRECOGNISED_OPTION {
+            if let Ok(ipv6ext::Chain {
+                hop_by_hop: Some((at, len)),
+                ..
+            }) = ipv6ext::walk(ip)
+            {
+                let to_multicast = is_multicast(&addr_at(ip, 24));
+                if let Some(o) = reported_option(&ip[at..at + len], at, to_multicast) {
+                    return o as u32;
+                }
+            }
+        }
+        0
+    }
+
+    /// Builds the error about `p`, which passed [`ICMP6Error::check`].
+    fn build(&self, p: &Packet, now: Timestamp) -> Option<Packet> {
+        let ip = datagram(ip6_bytes(p));
+        let quote = ip.len().min(MAX_ERROR - 48);
+        let plen = 8 + quote;
+        let mut q = Packet::new();
+        q.put_back(40 + plen).ok()?;
+        let dst = addr_at(ip, 8);
+        let rest = match self.icmp_type {
+            PACKET_TOO_BIG => match p.anno().mtu {
+                0 => self.mtu,
+                m => u32::from(m),
+            },
+            PARAMETER_PROBLEM => self.pointer(p, ip),
+            _ => 0,
+        };
+        let d = q.data_mut();
+        d[..8].copy_from_slice(&[0x60, 0, 0, 0, 0, 0, 58, 255]);
+        d[4..6].copy_from_slice(&(plen as u16).to_be_bytes());
+        d[8..24].copy_from_slice(&self.src);
+        d[24..40].copy_from_slice(&dst);
+        let mut icmp = Icmpv6Packet::new_unchecked(&mut d[40..]);
+        icmp.set_msg_type(self.icmp_type.into());
+        icmp.set_msg_code(self.code);
+        icmp.set_rest_of_header(rest);
+        icmp.payload_mut().copy_from_slice(&ip[..quote]);
+        icmp.fill_checksum(Ipv6Addr::from(self.src), Ipv6Addr::from(dst));
+        let a = q.anno_mut();
+        a.dst_ip6 = Ipv6Addr::from(dst);
+        a.timestamp = now;
+        q.set_network_header(0);
+        Some(q)
+    }
+
+    /// The error about `p`, if one is due and the limit allows it.
+    fn answer(&mut self, p: &Packet, now: Timestamp) -> Option<Packet> {
+        // Limited after the checks, so that packets that get no error
+        // anyway take nothing from the bucket, and before the error is
+        // built, so that a flood costs no buffers.
+        if let Err(r) = self.check(p) {
+            self.suppressed[r as usize] += 1;
+            return None;
+        }
+        if self.limiter.as_ref().is_some_and(|l| !l.allow(now)) {
+            self.rate_limited += 1;
+            return None;
+        }
+        let q = self.build(p, now);
+        self.generated += u64::from(q.is_some());
+        q
+    }
+}
+
+impl Element for ICMP6Error {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        let now = cx.now();
+        let mut out = Batch::new();
+        for p in batch.drain() {
+            if let Some(q) = self.answer(&p, now) {
+                // One error per packet of a batch: it fits.
+                let _ = out.push(q);
+            }
+        }
+        cx.push(0, &mut out);
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let now = cx.now();
+        let mut b = Batch::new();
+        cx.pull(0, &mut b, max);
+        for p in b.drain() {
+            if let Some(q) = self.answer(&p, now) {
+                let _ = out.push(q);
+            }
+        }
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("generated", self.generated);
+        s.counter("suppressed", self.suppressed.iter().sum());
+        for r in Suppressed::ALL {
+            s.counter(r.counter(), self.suppressed[r as usize]);
+        }
+        s.counter("rate_limited", self.rate_limited);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ip6::header6::testing::{icmp6_ok, udp, udp_with, ECHO_REQUEST, HOST_A};
+    use bricks_element::Processing;
+    use bricks_runtime::testing::{make_element, Harness};
+    use bricks_wire::ipv6ext::{FRAGMENT, HOP_BY_HOP};
+    use proptest::prelude::*;
+
+    const ROUTER: &str = "2001:db8::ff";
+
+    fn packet(frame: &[u8]) -> Packet {
+        Packet::from_slice(frame).unwrap()
+    }
+
+    /// The error `args` makes about `p`, or why there is none.
+    fn one(args: &str, p: Packet) -> Result<Vec<u8>, Suppressed> {
+        let mut h = Harness::push(&CLASS, &format!("{args}, RATE 0"), 1, 1);
+        h.push_packets(0, [p]);
+        let mut out = h.take(0);
+        match out.pop() {
+            Some(q) => {
+                assert_eq!(q.anno().dst_ip6, Ipv6Addr::from(addr_at(q.data(), 24)));
+                assert_eq!(q.network_header_offset(), Some(0));
+                Ok(q.data().to_vec())
+            }
+            None => {
+                let s = h.stats();
+                Err(*Suppressed::ALL
+                    .iter()
+                    .find(|r| s.get(r.counter()) == Some(1))
+                    .expect("a reason"))
+            }
+        }
+    }
+
+    /// Checks the fixed parts of error `e` about `orig` and returns its
+    /// ICMPv6 message.
+    fn check_error<'a>(e: &'a [u8], orig: &[u8], t: u8, c: u8) -> &'a [u8] {
+        assert_eq!(&e[..4], &[0x60, 0, 0, 0]);
+        assert_eq!(usize::from(u16::from_be_bytes([e[4], e[5]])), e.len() - 40);
+        assert_eq!((e[6], e[7]), (58, 255));
+        assert_eq!(
+            Ipv6Addr::from(addr_at(e, 8)),
+            ROUTER.parse::<Ipv6Addr>().unwrap()
+        );
+        assert_eq!(&e[24..40], &orig[8..24]);
+        assert!(icmp6_ok(e, 40), "ICMPv6 checksum");
+        let icmp = &e[40..];
+        assert_eq!((icmp[0], icmp[1]), (t, c));
+        icmp
+    }
+
+    #[test]
+    fn time_exceeded_quotes_the_whole_small_packet() {
+        let orig = udp(20);
+        let e = one("2001:db8::ff, timeexceeded, hoplimit", packet(&orig)).unwrap();
+        let icmp = check_error(&e, &orig, 3, 0);
+        assert_eq!(&icmp[4..8], &[0; 4]);
+        assert_eq!(&icmp[8..], &orig[..]);
+        assert_eq!(e.len(), 48 + orig.len());
+        // Numbers as Click takes them.
+        let e2 = one("2001:db8::ff, 3, 0", packet(&orig)).unwrap();
+        assert_eq!(e, e2);
+    }
+
+    #[test]
+    fn the_quote_stops_at_1280_bytes_and_at_the_payload_length() {
+        // 1400 bytes: the error is exactly 1280 bytes.
+        let orig = udp(1400 - 48);
+        assert_eq!(orig.len(), 1400);
+        let e = one("2001:db8::ff, unreachable, noroute", packet(&orig)).unwrap();
+        assert_eq!(e.len(), 1280);
+        let icmp = check_error(&e, &orig, 1, 0);
+        assert_eq!(&icmp[8..], &orig[..1232]);
+        // 1232 bytes fit exactly; link padding is not quoted.
+        let mut orig = udp(1232 - 48);
+        orig.extend([0xaa; 30]);
+        let e = one("2001:db8::ff, unreachable, port", packet(&orig)).unwrap();
+        assert_eq!(e.len(), 1280);
+        assert_eq!(&e[48..], &orig[..1232]);
+    }
+
+    #[test]
+    fn packet_too_big_carries_the_mtu() {
+        let orig = udp(1400);
+        let e = one("2001:db8::ff, toobig", packet(&orig)).unwrap();
+        assert_eq!(&check_error(&e, &orig, 2, 0)[4..8], &1500u32.to_be_bytes());
+        let e = one("2001:db8::ff, packettoobig, 0, 1280", packet(&orig)).unwrap();
+        assert_eq!(&e[44..48], &1280u32.to_be_bytes());
+        let mut p = packet(&orig);
+        p.anno_mut().mtu = 1400;
+        let e = one("2001:db8::ff, 2, 0, MTU 1280", p).unwrap();
+        assert_eq!(&e[44..48], &1400u32.to_be_bytes());
+    }
+
+    #[test]
+    fn parameter_problem_pointer() {
+        let orig = udp(8);
+        let mut p = packet(&orig);
+        p.anno_mut().param_off = Some(7);
+        let e = one("2001:db8::ff, parameterproblem, header", p).unwrap();
+        assert_eq!(&check_error(&e, &orig, 4, 0)[4..8], &7u32.to_be_bytes());
+        let e = one(
+            "2001:db8::ff, parameterproblem, 0, POINTER 6",
+            packet(&orig),
+        )
+        .unwrap();
+        assert_eq!(&e[44..48], &6u32.to_be_bytes());
+        // Code 2 without a pointer: the first reported option, even past
+        // what the annotation could hold (a 256-byte Hop-by-Hop header).
+        let mut ext = vec![17, 31, 1, 246];
+        ext.resize(250, 0);
+        ext.extend([0x9e, 4, 0, 0, 0, 0]);
+        let orig = udp_with(HOP_BY_HOP, &ext, 0);
+        let e = one("2001:db8::ff, parameterproblem, option", packet(&orig)).unwrap();
+        assert_eq!(&check_error(&e, &orig, 4, 2)[4..8], &290u32.to_be_bytes());
+    }
+
+    #[test]
+    fn check_ip6_header_output_2_feeds_parameter_problems() {
+        let ext = [17, 0, 0xde, 2, 0, 0, 1, 0];
+        let orig = udp_with(HOP_BY_HOP, &ext, 4);
+        let mut check = Harness::push(&super::super::checkip6header::CLASS, "", 1, 3);
+        check.push_bytes(0, &orig);
+        let reported = check.take(2);
+        assert_eq!(reported.len(), 1);
+        let mut h = Harness::push(&CLASS, "2001:db8::ff, parameterproblem, 2", 1, 1);
+        h.push_packets(0, reported);
+        let e = h.take_bytes(0).pop().unwrap();
+        assert_eq!(&check_error(&e, &orig, 4, 2)[4..8], &42u32.to_be_bytes());
+        assert_eq!(&e[48..], &orig[..]);
+    }
+
+    #[test]
+    fn never_an_error_about_an_error() {
+        let args = "2001:db8::ff, unreachable";
+        for t in [1u8, 2, 3, 4, 100, 127] {
+            let mut v = ECHO_REQUEST;
+            v[40] = t;
+            assert_eq!(one(args, packet(&v)), Err(Suppressed::IcmpError), "{t}");
+        }
+        // Cut before the type.
+        let mut v = ECHO_REQUEST[..40].to_vec();
+        v[4..6].fill(0);
+        assert_eq!(one(args, packet(&v)), Err(Suppressed::IcmpError));
+        // Behind a Fragment header (first fragment).
+        let mut v = ECHO_REQUEST[..40].to_vec();
+        v[6] = FRAGMENT;
+        v[5] = 24;
+        v.extend([58, 0, 0, 1, 0, 0, 0, 1]);
+        v.extend(&ECHO_REQUEST[40..]);
+        v[48] = 3;
+        assert_eq!(one(args, packet(&v)), Err(Suppressed::IcmpError));
+        // Informational messages (echo, NDP) get errors.
+        for t in [128u8, 129, 135] {
+            let mut v = ECHO_REQUEST;
+            v[40] = t;
+            assert!(one(args, packet(&v)).is_ok(), "{t}");
+        }
+        // A later fragment cannot be told apart: it gets its error.
+        v[42..44].copy_from_slice(&[0x05, 0x00]);
+        assert!(one(args, packet(&v)).is_ok());
+    }
+
+    #[test]
+    fn multicast_and_bad_sources() {
+        let group: Ipv6Addr = "ff0e::101".parse().unwrap();
+        let mut m = udp(8);
+        m[24..40].copy_from_slice(&group.octets());
+        assert_eq!(
+            one("2001:db8::ff, timeexceeded", packet(&m)),
+            Err(Suppressed::Multicast)
+        );
+        assert_eq!(
+            one("2001:db8::ff, parameterproblem, header", packet(&m)),
+            Err(Suppressed::Multicast)
+        );
+        // The two exceptions of section 2.4 (e.3).
+        assert!(one("2001:db8::ff, toobig", packet(&m)).is_ok());
+        assert!(one("2001:db8::ff, parameterproblem, option", packet(&m)).is_ok());
+        for t in [PacketType::Broadcast, PacketType::Multicast] {
+            let mut p = packet(&udp(8));
+            p.anno_mut().packet_type = t;
+            assert_eq!(
+                one("2001:db8::ff, unreachable", p),
+                Err(Suppressed::Multicast)
+            );
+            let mut p = packet(&udp(8));
+            p.anno_mut().packet_type = t;
+            assert!(one("2001:db8::ff, toobig", p).is_ok());
+        }
+        for src in ["::", "ff02::1", "::1"] {
+            let mut v = udp(8);
+            v[8..24].copy_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+            assert_eq!(
+                one("2001:db8::ff, timeexceeded", packet(&v)),
+                Err(Suppressed::BadSource),
+                "{src}"
+            );
+        }
+        for bad in [&ECHO_REQUEST[..39], &[0x45; 60][..]] {
+            assert_eq!(
+                one("2001:db8::ff, timeexceeded", packet(bad)),
+                Err(Suppressed::Malformed)
+            );
+        }
+    }
+
+    #[test]
+    fn network_header_annotation_is_followed() {
+        let mut frame = vec![0xee; 14];
+        frame.extend(udp(8));
+        let mut p = packet(&frame);
+        p.set_network_header(14);
+        let e = one("2001:db8::ff, timeexceeded", p).unwrap();
+        assert_eq!(&e[48..], &frame[14..]);
+        assert_eq!(&e[24..40], &HOST_A);
+    }
+
+    fn flood(n: usize) -> Vec<Packet> {
+        (0..n).map(|_| packet(&udp(8))).collect()
+    }
+
+    #[test]
+    fn errors_are_rate_limited_and_refill_on_the_clock() {
+        let mut h = Harness::push(
+            &CLASS,
+            "2001:db8::ff, timeexceeded, RATE 100, BURST 5",
+            1,
+            1,
+        );
+        h.advance_to(Timestamp::from_parts(1_000, 0));
+        h.push_packets(0, flood(50));
+        assert_eq!(h.take(0).len(), 5, "BURST 5");
+        assert_eq!(h.stats().get("rate_limited"), Some(45));
+        assert_eq!(h.stats().get("generated"), Some(5));
+        // 100 per second: 9 ms gives nothing, 10 ms one more.
+        h.advance_to(Timestamp::from_parts(1_000, 9_000_000));
+        h.push_packets(0, flood(3));
+        assert!(h.take(0).is_empty());
+        h.advance_to(Timestamp::from_parts(1_000, 10_000_000));
+        h.push_packets(0, flood(3));
+        assert_eq!(h.take(0).len(), 1);
+        // Suppressed packets take nothing from the bucket.
+        h.advance_to(Timestamp::from_parts(2_000, 0));
+        let mut errs = ECHO_REQUEST;
+        errs[40] = 1;
+        h.push_packets(0, (0..20).map(|_| packet(&errs)));
+        h.push_packets(0, flood(10));
+        assert_eq!(h.take(0).len(), 5);
+        // RATE 0: no limit.
+        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded, RATE 0", 1, 1);
+        h.push_packets(0, flood(200));
+        assert_eq!(h.take(0).len(), 200);
+    }
+
+    #[test]
+    fn the_default_limit() {
+        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded", 1, 1);
+        h.advance_to(Timestamp::from_parts(5, 0));
+        h.push_packets(0, flood(200));
+        assert_eq!(h.take(0).len(), 50);
+    }
+
+    #[test]
+    fn workers_share_the_bucket() {
+        let b = Arc::new(TokenBucket::new(1000, 50));
+        let now = Timestamp::from_parts(7, 0);
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let b = Arc::clone(&b);
+                std::thread::spawn(move || (0..1000).filter(|_| b.allow(now)).count())
+            })
+            .collect();
+        let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(total, 50);
+    }
+
+    #[test]
+    fn pull_generates_too() {
+        let ports = PortInfo {
+            inputs: vec![Processing::Pull],
+            outputs: vec![Processing::Pull],
+        };
+        let mut h = Harness::new(&CLASS, "2001:db8::ff, timeexceeded", ports);
+        let mut errs = ECHO_REQUEST;
+        errs[40] = 1;
+        h.feed(0, [packet(&udp(8)), packet(&errs), packet(&udp(4))]);
+        assert_eq!(h.pull(0, 8).len(), 2);
+        assert_eq!(h.stats().get("suppressed_icmp_error"), Some(1));
+    }
+
+    /// Hostile bytes: an IPv6 header with a random payload length, next
+    /// header and hop limit, random extension headers and options behind.
+    fn hostile() -> impl Strategy<Value = Vec<u8>> {
+        (
+            proptest::collection::vec(any::<u8>(), 0..1500),
+            any::<u16>(),
+            prop_oneof![
+                Just(0u8),
+                Just(43),
+                Just(44),
+                Just(58),
+                Just(60),
+                any::<u8>()
+            ],
+        )
+            .prop_map(|(body, plen, next)| {
+                let mut p = udp(0)[..40].to_vec();
+                p[4..6].copy_from_slice(&(plen % 1600).to_be_bytes());
+                p[6] = next;
+                p.extend(body);
+                p
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn hostile_packets_never_panic_and_errors_are_well_formed(p in hostile()) {
+            let mut check = Harness::push(&super::super::checkip6header::CLASS, "INTERFACES 2001:db8:1::2", 1, 3);
+            check.push_bytes(0, &p);
+            let mut all: Vec<Packet> = (0..3).flat_map(|o| check.take(o)).collect();
+            all.push(packet(&p));
+            for args in ["2001:db8::ff, parameterproblem, option, RATE 0", "2001:db8::ff, toobig, RATE 0"] {
+                let mut h = Harness::push(&CLASS, args, 1, 1);
+                h.push_packets(0, all.iter().map(|q| q.duplicate()));
+                for e in h.take_bytes(0) {
+                    prop_assert!(e.len() <= MAX_ERROR && e.len() >= 88);
+                    prop_assert!(icmp6_ok(&e, 40));
+                    prop_assert_eq!(usize::from(u16::from_be_bytes([e[4], e[5]])), e.len() - 40);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn arguments() {
+        let ports = PortInfo::default();
+        let ok = |a: &str| make_element(&CLASS, a, &ports).map(|_| ());
+        assert!(ok("2001:db8::ff, timeexceeded, hoplimit").is_ok());
+        assert!(ok("2001:db8::ff, TimeExceeded, Reassembly").is_ok());
+        assert!(ok("SRC 2001:db8::ff, TYPE 1, CODE 4").is_ok());
+        assert!(ok("2001:db8::ff, unreachable, beyondscope").is_ok());
+        assert!(ok("2001:db8::ff, toobig, 0, 1280").is_ok());
+        assert!(ok("2001:db8::ff, parameterproblem, header, POINTER 40").is_ok());
+        assert!(ok("2001:db8::ff, 128, 0")
+            .unwrap_err()
+            .contains("not an error type"));
+        assert!(ok("2001:db8::ff, 0").is_err());
+        assert!(ok("2001:db8::ff, bogus").unwrap_err().contains("TYPE"));
+        assert!(ok("2001:db8::ff, timeexceeded, port")
+            .unwrap_err()
+            .contains("not a code of ICMPv6 type 3"));
+        assert!(ok("2001:db8::ff, 3, 256").is_err());
+        assert!(ok("2001:db8::ff").unwrap_err().contains("TYPE"));
+        assert!(ok("10.0.0.1, 3, 0").is_err());
+        assert!(ok("::, 3, 0").is_err());
+        assert!(ok("2001:db8::ff, 3, 0, BURST 0")
+            .unwrap_err()
+            .contains("at least 1"));
+        assert!(ok("2001:db8::ff, 3, 0, RATE x").is_err());
+    }
+}
