@@ -7,6 +7,7 @@ pub mod adjust_timestamp;
 pub mod aliases;
 pub mod arp_print;
 pub mod check_ip_header2;
+pub mod check_length;
 pub mod crc32;
 pub mod delay_unqueue;
 pub mod ensure_ether;
@@ -37,6 +38,7 @@ use bricks_element::ElementClass;
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
     &truncate::CLASS,
+    &check_length::CLASS,
     &arp_print::CLASS,
     &pull_switch::PULL_SWITCH,
     &pull_switch::SIMPLE_PULL_SWITCH,
@@ -88,6 +90,7 @@ mod tests {
     fn hostile_packets_do_not_panic() {
         let cases: &[(&ElementClass, &str, usize)] = &[
             (&truncate::CLASS, "10", 1),
+            (&check_length::CLASS, "30", 2),
             (&pad::CLASS, "64", 1),
             (&resize::CLASS, "-3, 5", 1),
             (&resize::CLASS, "100, -100", 1),
