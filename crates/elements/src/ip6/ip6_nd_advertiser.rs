@@ -58,7 +58,7 @@ static MANUAL: Manual = Manual {
         answer are reset except the input device, the virtual router and the timestamp; \
         its packet type becomes OUTGOING. \
         \n\nThe element sends nothing on its own: no unsolicited advertisements at \
-        start-up (Click sends none either) and no router advertisements.",
+        start-up and no router advertisements.",
     ports: "one input, push; output 0: Neighbor Advertisements, push; optional output 1: \
         frames not answered, push",
     keywords: &[Keyword {

@@ -61,7 +61,7 @@ static MANUAL: Manual = Manual {
         interface whose IPv6 address is IP and Ethernet address ETH. \
         \n\nInput 0 takes IPv6 packets (no Ethernet header) whose destination IPv6 \
         annotation holds the next hop, as LookupIP6Route sets it; when the annotation is \
-        :: the IPv6 destination is used (bricks; Click drops such packets). If the next \
+        :: the IPv6 destination is used (bricks). If the next \
         hop's Ethernet address is known the packet gets an Ethernet header (type 0x86dd, \
         source ETH) and leaves on output 0; packets for multicast groups go to 33:33 and \
         the group's low 32 bits (RFC 2464) without a solicitation. Otherwise the packet is \
@@ -184,6 +184,11 @@ static MANUAL: Manual = Manual {
         (
             "hold_overflow",
             "packets not held for CAPACITY or ENTRY_PACKET_CAPACITY",
+        ),
+        (
+            "unresolved",
+            "IPv6 packets dropped because their next hop could not enter the cache \
+            (QUERY_RATE used up, or the cache full of entries it may not evict)",
         ),
         (
             "cleared",
@@ -362,6 +367,7 @@ struct Counters {
     no_dst: u64,
     no_reply: u64,
     hold_overflow: u64,
+    unresolved: u64,
     cleared: u64,
     no_headroom: u64,
     held_at_shutdown: u64,
@@ -383,6 +389,7 @@ impl Counters {
         self.no_dst
             + self.no_reply
             + self.hold_overflow
+            + self.unresolved
             + self.cleared
             + self.no_headroom
             + self.held_at_shutdown
@@ -639,7 +646,7 @@ impl Ip6NdSolicitor {
                 }
                 Resolve::Refused(r) => {
                     self.count_refusal(r);
-                    self.c.hold_overflow += 1;
+                    self.c.unresolved += 1;
                 }
             }
         }
@@ -868,6 +875,7 @@ impl Element for Ip6NdSolicitor {
         s.counter("no_dst", c.no_dst);
         s.counter("no_reply", c.no_reply);
         s.counter("hold_overflow", c.hold_overflow);
+        s.counter("unresolved", c.unresolved);
         s.counter("cleared", c.cleared);
         s.counter("no_headroom", c.no_headroom);
         s.counter("held_at_shutdown", c.held_at_shutdown);

@@ -1047,4 +1047,25 @@ mod tests {
         assert_eq!(w.held(), 1);
         assert_eq!(w.clear(), 1);
     }
+
+    #[test]
+    fn an_answer_on_one_worker_releases_packets_held_on_another() {
+        let c = cache(64);
+        let mut w1 = Waiting::new(0, 0);
+        let Resolve::Hold { next_at, .. } = c.resolve(B, T0) else {
+            panic!()
+        };
+        w1.hold(B, Packet::from_slice(&[1u8; 40]).unwrap(), next_at)
+            .unwrap();
+        assert!(w1.take_resolved(&c, T0).is_empty());
+        // Worker 0 gets the advertisement.
+        assert_eq!(c.advertised(B, SO, Some(B_MAC), T0), Ok(true));
+        let out = w1.take_resolved(&c, T0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, B_MAC);
+        assert_eq!(out[0].1.len(), 1);
+        assert_eq!(w1.held(), 0);
+        // Another worker does not solicit what one already did.
+        assert_eq!(c.retransmit(B, T0), Retry::Resolved(B_MAC));
+    }
 }
