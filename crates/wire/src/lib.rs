@@ -46,6 +46,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod ipv6ext;
 pub mod mpls;
+pub mod ndisc;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
@@ -67,6 +68,7 @@ pub use ipv4::{
 };
 pub use ipv6::{Ipv6Cidr, Ipv6Packet, Ipv6Repr};
 pub use mpls::{MplsPacket, MplsRepr};
+pub use ndisc::{NdiscOption, NdiscPacket, NdiscRepr, NeighborFlags};
 pub use tcp::{TcpFlags, TcpOption, TcpOptionsIter, TcpPacket, TcpRepr};
 pub use udp::{UdpPacket, UdpRepr};
 pub use vlan::{VlanPacket, VlanRepr};

@@ -383,7 +383,7 @@ impl Slots {
 /// (the generic cell rate algorithm: the time at which the bucket will be
 /// full again), shared by the workers without a lock.
 #[derive(Debug)]
-struct QueryBucket {
+pub(crate) struct QueryBucket {
     /// When the bucket is next full (ns); 0 at start.
     tat: AtomicU64,
     /// Time one query costs (ns); 0 for no limit.
@@ -393,7 +393,7 @@ struct QueryBucket {
 }
 
 impl QueryBucket {
-    fn new(rate: u32) -> QueryBucket {
+    pub(crate) fn new(rate: u32) -> QueryBucket {
         let interval = if rate == 0 { 0 } else { SEC / u64::from(rate) };
         QueryBucket {
             tat: AtomicU64::new(0),
@@ -402,11 +402,11 @@ impl QueryBucket {
         }
     }
 
-    fn allows(&self, now: u64) -> bool {
+    pub(crate) fn allows(&self, now: u64) -> bool {
         self.interval == 0 || self.tat.load(Ordering::Relaxed).saturating_sub(now) <= self.tolerance
     }
 
-    fn take(&self, now: u64) -> bool {
+    pub(crate) fn take(&self, now: u64) -> bool {
         if self.interval == 0 {
             return true;
         }

@@ -9,7 +9,13 @@ pub mod getip6address;
 pub(crate) mod header6;
 pub mod icmp6error;
 pub mod icmp6pingresponder;
+pub mod ip6_nd_advertiser;
+pub mod ip6_nd_solicitor;
 pub mod ip6mirror;
+pub mod nd_cache;
+
+#[cfg(test)]
+mod testdata;
 
 use bricks_element::ElementClass;
 
@@ -20,5 +26,62 @@ pub static CLASSES: &[&ElementClass] = &[
     &getip6address::CLASS,
     &icmp6error::CLASS,
     &icmp6pingresponder::CLASS,
+    &ip6_nd_advertiser::CLASS,
+    &ip6_nd_solicitor::CLASS,
     &ip6mirror::CLASS,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::CLASSES;
+    use bricks_config::{Source, SourceMap};
+    use bricks_runtime::{build, Engine, RunSummary};
+
+    fn run(config: &str) -> RunSummary {
+        let mut map = SourceMap::default();
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<test>".into(),
+                text: config.to_string(),
+            },
+        )
+        .unwrap_or_else(|d| panic!("{config}\n{}", map.render(&d[0])));
+        let plan = build(&router, &crate::registry())
+            .unwrap_or_else(|d| panic!("{config}\n{}", map.render(&d[0])));
+        let mut engine = Engine::new(&plan).unwrap();
+        engine.idle_sleep = false;
+        engine.set_trace_clock(true);
+        let summary = engine.run();
+        assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+        summary
+    }
+
+    #[test]
+    fn manual_examples_run() {
+        for class in CLASSES {
+            let _ = class.port_count();
+            let _ = class.processing_spec();
+            let m = class.manual;
+            assert!(!m.summary.is_empty() && !m.description.is_empty());
+            assert!(m.synopsis.contains(class.name), "{}", class.name);
+            assert!(m.example.contains(class.name), "{} example", class.name);
+            let s = run(m.example);
+            // The examples feed well-formed packets: nothing is refused.
+            for e in &s.elements {
+                for (name, v) in e.stats.entries() {
+                    let bad = name.starts_with("bad_") || name == "not_nd" || name == "not_ns";
+                    assert!(!bad || *v == 0, "{}: {}.{name} = {v}", class.name, e.name);
+                    // And each does its job on them.
+                    let job = matches!(
+                        (class.name, name.as_ref()),
+                        ("IP6NDAdvertiser", "advertisements") | ("IP6NDSolicitor", "solicitations")
+                    );
+                    if job {
+                        assert!(*v >= 1, "{}: {}.{name} = {v}", class.name, e.name);
+                    }
+                }
+            }
+        }
+    }
+}
