@@ -14,6 +14,7 @@ use bricks_wire::{
 };
 
 /// `aa:bb:cc:dd:ee:ff` as bytes.
+#[allow(dead_code)] // not every test binary uses it
 pub fn mac_bytes(text: &str) -> [u8; 6] {
     let mut m = [0u8; 6];
     for (b, part) in m.iter_mut().zip(text.split(':')) {
@@ -24,6 +25,7 @@ pub fn mac_bytes(text: &str) -> [u8; 6] {
 
 /// An Ethernet frame holding a UDP datagram from port 12345 to port 9 with
 /// `payload`, its IPv4 and UDP checksums filled in.
+#[allow(dead_code)] // not every test binary uses it
 pub fn udp_frame(
     dst_mac: [u8; 6],
     src_mac: [u8; 6],

@@ -1,0 +1,286 @@
+// dual-stack-router.click: the router `bricks demo` runs between two Linux
+// hosts, one on each of its two interfaces, routing IPv4 and IPv6.
+//
+// The IPv4 half is conf/demo-router.click; the IPv6 half beside it is the
+// same router for IPv6 (RFC 8200, RFC 4443, RFC 4861), with Click's IPv6
+// element names: CheckIP6Header, LookupIP6Route, DecIP6HLIM, ICMP6Error,
+// IP6NDSolicitor and IP6NDAdvertiser.
+//
+// It is the router of the Click paper (Kohler et al., TOCS 2000, Figure 8;
+// conf/ip-router.click is the original), with the addresses taken out into
+// variables. `bricks demo` builds a network of namespaces and starts it as
+//
+//   bricks run conf/dual-stack-router.click --threads 2 \
+//       -D MAC0=<eth0's MAC> -D MAC1=<eth1's MAC> [-D BACKEND=xdp] ...
+//
+// inside the router's namespace; to run it by hand on two real interfaces,
+// give each interface's address, network and MAC the same way (every
+// variable below can be set with -D NAME=VALUE).
+//
+//     h1 10.1.0.2     ---- eth0 [ bricks 10.1.0.1    | 10.2.0.1    ] eth1 ---- h2 10.2.0.2
+//        2001:db8:1::2                2001:db8:1::1 | 2001:db8:2::1              2001:db8:2::2
+//
+// Linux has no address on eth0 and eth1 and does not forward: bricks
+// answers ARP and Neighbor Solicitations for the router's addresses, learns
+// the hosts' MACs with ARP and Neighbor Discovery, routes, decrements the
+// TTL or hop limit and sends the ICMP and ICMPv6 errors a router owes (RFC
+// 1812, RFC 4443). It answers pings to its own addresses; other packets for
+// the router itself are counted and dropped: it has no host stack behind
+// it.
+
+define(
+    // Interface 0: its name, the router's address on it, that subnet (its
+    // network address, prefix length and broadcast address), its MAC.
+    $DEV0 eth0,
+    $IP0 10.1.0.1,
+    $NET0 10.1.0.0,
+    $LEN0 24,
+    $BCAST0 10.1.0.255,
+    $MAC0 02:00:00:00:01:01,
+    // Its IPv6 address and that subnet.
+    $IP6_0 2001:db8:1::1,
+    $NET6_0 2001:db8:1::,
+    $LEN6_0 64,
+
+    // Interface 1, the same.
+    $DEV1 eth1,
+    $IP1 10.2.0.1,
+    $NET1 10.2.0.0,
+    $LEN1 24,
+    $BCAST1 10.2.0.255,
+    $MAC1 02:00:00:00:02:01,
+    $IP6_1 2001:db8:2::1,
+    $NET6_1 2001:db8:2::,
+    $LEN6_1 64,
+
+    // How packets reach bricks: auto (AF_XDP, else AF_PACKET), xdp or
+    // packet.
+    $BACKEND auto,
+
+    // The links' MTU: larger IPv4 packets are fragmented, or answered with
+    // ICMP "fragmentation needed" when they say Don't Fragment; larger IPv6
+    // packets are answered with Packet Too Big (routers do not fragment
+    // IPv6). Each link's may be set on its own with MTU0 and MTU1.
+    $MTU 1500,
+    $MTU0 $MTU,
+    $MTU1 $MTU,
+);
+
+// ---------------------------------------------------------------------
+// The routing table, shared by both interfaces' input paths.
+//
+// Output 0 is local delivery (the router's own addresses, the subnets'
+// network and broadcast addresses, the limited broadcast, local network
+// control multicast: never forwarded, RFC 1812 section 5.3.7 and RFC 2644);
+// output 1 leaves through eth0, output 2 through eth1. A default route would
+// go here too, e.g. `0.0.0.0/0 10.2.0.254 2`.
+
+rt :: StaticIPLookup(
+    $IP0/32 0,
+    $BCAST0/32 0,
+    $NET0/32 0,
+    $IP1/32 0,
+    $BCAST1/32 0,
+    $NET1/32 0,
+    255.255.255.255/32 0.0.0.0 0,
+    224.0.0.0/24 0,
+    0.0.0.0/32 0,
+    $NET0/$LEN0 1,
+    $NET1/$LEN1 2,
+);
+
+// The IP input path: take off the Ethernet header, check the IP header
+// (RFC 1812 section 5.2.2) and drop martian sources and destinations
+// (section 5.3.7: loopback, network 0, class E, the router's own address as
+// a source), copy the destination address into the packet's
+// destination annotation, look the route up.
+ip :: Strip(14)
+    -> CheckIPHeader(INTERFACES $IP0/$LEN0 $IP1/$LEN1, MARTIANS true)
+    -> GetIPAddress(16)
+    -> [0]rt;
+
+// ARP replies (and the requests hosts send us) go to both ARPQueriers,
+// which learn the hosts' MACs from them.
+arpt :: Tee(2);
+
+// ---------------------------------------------------------------------
+// Interface 0. The named device elements (in0, out0) are what `bricks demo`
+// reads its per-port rates from.
+
+in0 :: FromDevice($DEV0, BACKEND $BACKEND);
+out0 :: ToDevice($DEV0);
+q0 :: Queue(1024) -> out0;
+
+// ARP requests, ARP replies, IPv4, Neighbor Solicitations, Neighbor
+// Advertisements, the rest of IPv6, everything else.
+c0 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800,
+                 12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd, -);
+in0 -> c0;
+
+// Answer "who has 10.1.0.1?" with our MAC.
+c0[0] -> ar0 :: ARPResponder($IP0 $MAC0) -> q0;
+// Find the MAC of each next hop on this link, and put the Ethernet header
+// on. Packets wait here while their next hop is being asked for.
+arpq0 :: ARPQuerier($IP0/$LEN0, $MAC0) -> q0;
+c0[1] -> arpt;
+arpt[0] -> [1]arpq0;
+// Paint remembers the input interface, so that a packet sent back out of
+// the interface it came in on is noticed (ICMP redirect, below).
+c0[2] -> Paint(1) -> ip;
+// "Who has 2001:db8:1::1?": answered with our MAC; the asker's MAC, which
+// the question carries, is learnt too (RFC 4861 section 7.2.3).
+nda0 :: IP6NDAdvertiser($IP6_0/128 $MAC0) -> q0;
+nds0 :: IP6NDSolicitor($IP6_0/$LEN6_0, $MAC0) -> q0;
+c0[3] -> ns0 :: Tee(2);
+ns0[0] -> nda0;
+ns0[1] -> [1]nds0;
+c0[4] -> [1]nds0;
+c0[5] -> Paint(1) -> ip6;
+// LLDP and the rest.
+c0[6] -> other0 :: Discard;
+
+// ---------------------------------------------------------------------
+// Interface 1, the same.
+
+in1 :: FromDevice($DEV1, BACKEND $BACKEND);
+out1 :: ToDevice($DEV1);
+q1 :: Queue(1024) -> out1;
+
+c1 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800,
+                 12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd, -);
+in1 -> c1;
+
+c1[0] -> ar1 :: ARPResponder($IP1 $MAC1) -> q1;
+arpq1 :: ARPQuerier($IP1/$LEN1, $MAC1) -> q1;
+c1[1] -> arpt;
+arpt[1] -> [1]arpq1;
+c1[2] -> Paint(2) -> ip;
+nda1 :: IP6NDAdvertiser($IP6_1/128 $MAC1) -> q1;
+nds1 :: IP6NDSolicitor($IP6_1/$LEN6_1, $MAC1) -> q1;
+c1[3] -> ns1 :: Tee(2);
+ns1[0] -> nda1;
+ns1[1] -> [1]nds1;
+c1[4] -> [1]nds1;
+c1[5] -> Paint(2) -> ip6;
+c1[6] -> other1 :: Discard;
+
+// ---------------------------------------------------------------------
+// Local delivery. The router answers pings to its own addresses (RFC 1812
+// section 4.3.3.6): the echo reply goes back into the route lookup like
+// any other packet. Everything else for the router is counted and dropped
+// (Click would hand it to the host's stack with ToHost; this router has no
+// host stack behind it).
+
+rt[0] -> ping :: ICMPPingResponder -> rt;
+ping[1] -> local :: Discard;
+
+// ---------------------------------------------------------------------
+// The forwarding path out of eth0 (RFC 1812 section 5.2):
+//   DropBroadcasts   no forwarding of link-level broadcasts
+//   PaintTee(1)      came in on eth0 and leaves on eth0: also send a redirect
+//   IPGWOptions      Record Route and Timestamp options; bad ones get a
+//                    parameter problem
+//   FixIPSrc         ICMP errors made here get eth0's address as source
+//   DecIPTTL         TTL 1 or 0: "time exceeded" back to the sender
+//   IPFragmenter     larger than the MTU: fragments, or "fragmentation
+//                    needed" when Don't Fragment is set
+//   ARPQuerier       next hop's MAC, Ethernet header, then the queue
+// Each ICMP error goes back into the routing table like any other packet.
+
+rt[1] -> DropBroadcasts
+    -> cp0 :: PaintTee(1)
+    -> gio0 :: IPGWOptions($IP0)
+    -> FixIPSrc($IP0)
+    -> dt0 :: DecIPTTL
+    -> fr0 :: IPFragmenter($MTU0)
+    -> [0]arpq0;
+dt0[1] -> ICMPError($IP0, timeexceeded) -> rt;
+fr0[1] -> ICMPError($IP0, unreachable, needfrag) -> rt;
+gio0[1] -> ICMPError($IP0, parameterproblem) -> rt;
+cp0[1] -> ICMPError($IP0, redirect, host) -> rt;
+
+// The forwarding path out of eth1, the same.
+
+rt[2] -> DropBroadcasts
+    -> cp1 :: PaintTee(2)
+    -> gio1 :: IPGWOptions($IP1)
+    -> FixIPSrc($IP1)
+    -> dt1 :: DecIPTTL
+    -> fr1 :: IPFragmenter($MTU1)
+    -> [0]arpq1;
+dt1[1] -> ICMPError($IP1, timeexceeded) -> rt;
+fr1[1] -> ICMPError($IP1, unreachable, needfrag) -> rt;
+gio1[1] -> ICMPError($IP1, parameterproblem) -> rt;
+cp1[1] -> ICMPError($IP1, redirect, host) -> rt;
+
+// =====================================================================
+// IPv6.
+//
+// The routing table. Output 0 is local delivery: the router's addresses,
+// link-local and multicast destinations (never forwarded: RFC 4291
+// section 2.5.6, RFC 4007). Output 1 leaves through eth0, output 2
+// through eth1; output 3 is "no route", answered with ICMPv6 destination
+// unreachable (RFC 4443 section 3.1, code 0).
+
+rt6 :: LookupIP6Route(
+    $IP6_0/128 0,
+    $IP6_1/128 0,
+    fe80::/10 0,
+    ff00::/8 0,
+    $NET6_0/$LEN6_0 1,
+    $NET6_1/$LEN6_1 2,
+    ::/0 3,
+);
+
+// The IPv6 input path: take off the Ethernet header, check the IPv6 header
+// (version, lengths, source addresses, extension headers, Hop-by-Hop
+// options) and look the route up. Options a router must report (RFC 8200
+// section 4.2) get a parameter problem.
+ip6 :: Strip(14)
+    -> chk6 :: CheckIP6Header(INTERFACES $IP6_0 $IP6_1)
+    -> [0]rt6;
+chk6[1] -> bad6 :: Discard;
+chk6[2] -> err_opt :: PaintSwitch;
+
+// ICMPv6 errors come from the router's address on the interface the
+// offending packet came in by (its paint: 1 for eth0, 2 for eth1), and go
+// back into the table like any other packet.
+err_hlim :: PaintSwitch;
+err_hlim[0] -> Discard;
+err_hlim[1] -> ICMP6Error($IP6_0, timeexceeded, hoplimit) -> rt6;
+err_hlim[2] -> ICMP6Error($IP6_1, timeexceeded, hoplimit) -> rt6;
+err_route :: PaintSwitch;
+err_route[0] -> Discard;
+err_route[1] -> ICMP6Error($IP6_0, unreachable, noroute) -> rt6;
+err_route[2] -> ICMP6Error($IP6_1, unreachable, noroute) -> rt6;
+err_opt[0] -> Discard;
+err_opt[1] -> ICMP6Error($IP6_0, parameterproblem, option) -> rt6;
+err_opt[2] -> ICMP6Error($IP6_1, parameterproblem, option) -> rt6;
+rt6[3] -> err_route;
+
+// Local delivery: pings to the router's addresses are answered; the rest
+// (multicast listener reports, router solicitations, ...) is counted and
+// dropped.
+rt6[0] -> ping6 :: ICMP6PingResponder -> rt6;
+ping6[1] -> local6 :: Discard;
+
+// The forwarding path out of eth0:
+//   DecIP6HLIM       hop limit 1 or 0: "time exceeded" back to the sender
+//   CheckLength      larger than the link's MTU: "packet too big" with the
+//                    MTU, which the sender's path MTU discovery learns
+//   IP6NDSolicitor   next hop's MAC by Neighbor Discovery, Ethernet header;
+//                    a neighbour that never answers: "address unreachable"
+rt6[1] -> dh0 :: DecIP6HLIM
+    -> mtu0 :: CheckLength($MTU0)
+    -> [0]nds0;
+dh0[1] -> err_hlim;
+mtu0[1] -> ICMP6Error($IP6_0, toobig, 0, $MTU0) -> rt6;
+nds0[1] -> ICMP6Error($IP6_0, unreachable, address) -> rt6;
+
+// The forwarding path out of eth1, the same.
+rt6[2] -> dh1 :: DecIP6HLIM
+    -> mtu1 :: CheckLength($MTU1)
+    -> [0]nds1;
+dh1[1] -> err_hlim;
+mtu1[1] -> ICMP6Error($IP6_1, toobig, 0, $MTU1) -> rt6;
+nds1[1] -> ICMP6Error($IP6_1, unreachable, address) -> rt6;

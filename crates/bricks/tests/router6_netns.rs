@@ -1,0 +1,331 @@
+//! The dual-stack router between real Linux hosts over IPv6: the bricks
+//! binary runs conf/dual-stack-router.click in a network namespace whose
+//! kernel has IPv6 switched off, and the hosts' own tools check what it
+//! does: ping6 both ways and to the router's addresses, Neighbor Discovery
+//! in both directions with no static entry, a TCP transfer over IPv6 checked
+//! byte for byte, path MTU discovery from bricks' Packet Too Big (the far
+//! link's MTU is 1400 at the router, the hosts' 1500), hop limit 1 answered
+//! with time exceeded from the router's address on the sender's side, no
+//! route answered with unreachable (no route), a neighbour that never
+//! answers with address unreachable. IPv4 keeps working beside it.
+//!
+//! Needs root (skipped otherwise, a failure under CI=true). Each test
+//! builds its own network, named uniquely, and everything is deleted when
+//! it ends, failed or not.
+
+mod common;
+
+use bricks_netns::{output_timeout, skip_unless_root, Captured, Network};
+use common::LiveRouter;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const H1: &str = "2001:db8:1::2";
+const H2: &str = "2001:db8:2::2";
+const GW1: &str = "2001:db8:1::1";
+const GW2: &str = "2001:db8:2::1";
+/// The router's MTU towards h2 (MTU1); the veths' stays 1500.
+const FAR_MTU: u32 = 1400;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A network with the router running in it.
+struct Lab {
+    // Fields drop in order: the router ends before its network goes.
+    router: LiveRouter,
+    net: Network,
+    macs: [String; 2],
+}
+
+impl Lab {
+    fn start(tag: &str, backend: &str, threads: usize) -> Lab {
+        let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
+        for ns in ["r", "h1", "h2"] {
+            net.add_namespace(ns).unwrap();
+        }
+        // The router's kernel neither answers nor forwards: bricks does.
+        net.sysctl("r", "net.ipv6.conf.all.disable_ipv6", "1")
+            .unwrap();
+        net.sysctl("r", "net.ipv6.conf.default.disable_ipv6", "1")
+            .unwrap();
+        net.sysctl("r", "net.ipv4.ip_forward", "0").unwrap();
+        let mut macs = Vec::new();
+        for (host, dev, addr, gw, v4, gw4) in [
+            ("h1", "eth0", H1, GW1, "10.1.0.2/24", "10.1.0.1"),
+            ("h2", "eth1", H2, GW2, "10.2.0.2/24", "10.2.0.1"),
+        ] {
+            for ns in [host] {
+                net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "0")
+                    .unwrap();
+                net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "0")
+                    .unwrap();
+                // Addresses usable at once, not after duplicate address
+                // detection; no router advertisements expected.
+                net.sysctl(ns, "net.ipv6.conf.default.accept_dad", "0")
+                    .unwrap();
+                net.sysctl(ns, "net.ipv6.conf.default.accept_ra", "0")
+                    .unwrap();
+            }
+            net.add_link(host, "eth0", "r", dev, 2).unwrap();
+            net.disable_offloads(host, "eth0").unwrap();
+            net.disable_offloads("r", dev).unwrap();
+            net.add_addr(host, "eth0", v4).unwrap();
+            net.add_route(host, &["default", "via", gw4]).unwrap();
+            let out = output_timeout(
+                &mut net.exec(
+                    host,
+                    &[
+                        "ip",
+                        "-6",
+                        "addr",
+                        "add",
+                        &format!("{addr}/64"),
+                        "dev",
+                        "eth0",
+                        "nodad",
+                    ],
+                ),
+                Duration::from_secs(5),
+            )
+            .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            let out = output_timeout(
+                &mut net.exec(host, &["ip", "-6", "route", "add", "default", "via", gw]),
+                Duration::from_secs(5),
+            )
+            .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            macs.push(net.mac("r", dev).unwrap());
+        }
+        let conf = root().join("conf/dual-stack-router.click");
+        let defines = [
+            format!("BACKEND={backend}"),
+            format!("MAC0={}", macs[0]),
+            format!("MAC1={}", macs[1]),
+            format!("MTU1={FAR_MTU}"),
+        ];
+        let router = LiveRouter::start(&net, "r", &conf, threads, &defines);
+        Lab {
+            router,
+            net,
+            macs: [macs[0].clone(), macs[1].clone()],
+        }
+    }
+
+    fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&Lab) -> bool) {
+        self.router.wait_for(what, timeout, |_| ok(self));
+    }
+
+    fn stderr(&self) -> String {
+        self.router.stderr()
+    }
+
+    fn counter(&self, name: &str, counter: &str) -> u64 {
+        self.router.counter(name, counter)
+    }
+
+    fn run(&self, ns: &str, argv: &[&str], secs: u64) -> std::process::Output {
+        output_timeout(&mut self.net.exec(ns, argv), Duration::from_secs(secs))
+            .unwrap_or_else(|e| panic!("{e}\nrouter stderr:\n{}", self.stderr()))
+    }
+
+    /// `ping -6` from `from`: its standard output.
+    fn ping6(&self, from: &str, args: &[&str]) -> (bool, String) {
+        let mut argv = vec!["ping", "-6", "-n"];
+        argv.extend_from_slice(args);
+        let out = self.run(from, &argv, 30);
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+
+    fn ping(&self, from: &str, to: &str) {
+        let (ok, text) = self.ping6(from, &["-c", "3", "-i", "0.2", "-W", "2", to]);
+        assert!(
+            ok && text.contains("3 received"),
+            "ping -6 {from} -> {to}:\n{text}\nrouter stderr:\n{}",
+            self.stderr()
+        );
+    }
+
+    /// The router's MAC as the host learnt it by Neighbor Discovery.
+    fn check_neighbour(&self, host: &str, router_ip: &str, mac: &str) {
+        let out = self.run(host, &["ip", "-6", "neigh", "show", router_ip], 5);
+        let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
+        assert!(
+            text.contains(&mac.to_lowercase()),
+            "{host} does not know {router_ip} at {mac}: {text}"
+        );
+        assert!(
+            ["reachable", "stale", "delay", "probe"]
+                .iter()
+                .any(|s| text.contains(s)),
+            "{host}'s entry for {router_ip} is not a learnt one: {text}"
+        );
+        assert!(!text.contains("permanent"), "{text}");
+    }
+
+    /// Sends `mib` MiB from h1 to h2 over TCP/IPv6 and checks they arrive
+    /// whole.
+    fn tcp(&self, mib: u64) {
+        let bin = env!("CARGO_BIN_EXE_bricks");
+        let bytes = (mib << 20).to_string();
+        let addr = format!("[{H2}]:5001");
+        let server = Captured::spawn(&mut self.net.exec(
+            "h2",
+            &[
+                bin,
+                "demo",
+                "tcp-serve",
+                "--listen",
+                &addr,
+                "--bytes",
+                &bytes,
+            ],
+        ))
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = self.run(
+            "h1",
+            &[bin, "demo", "tcp-send", "--to", &addr, "--bytes", &bytes],
+            90,
+        );
+        assert!(
+            sent.status.success(),
+            "tcp-send over IPv6: {}\nrouter stderr:\n{}",
+            String::from_utf8_lossy(&sent.stderr),
+            self.stderr()
+        );
+        let got = server.wait(Duration::from_secs(30), None).unwrap();
+        let text = String::from_utf8_lossy(&got.stdout);
+        let result: serde_json::Value = text
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("tcp-serve printed no result: {text}"));
+        assert_eq!(result["intact"], true, "{result}");
+        assert_eq!(result["received"].as_u64(), Some(mib << 20), "{result}");
+    }
+}
+
+/// Everything an IPv6 router owes two hosts, on one backend and worker
+/// count.
+fn suite(tag: &str, backend: &str, threads: usize) {
+    let name = format!("router6_netns {backend} {threads} worker(s)");
+    if skip_unless_root(&name).is_some() {
+        return;
+    }
+    let mut lab = Lab::start(tag, backend, threads);
+    let prefix = lab.net.prefix().to_string();
+
+    // Hosts reach each other through bricks over IPv6, both ways, and the
+    // router answers pings to its addresses, on both sides and across.
+    lab.ping("h1", H2);
+    lab.ping("h2", H1);
+    lab.ping("h1", GW1);
+    lab.ping("h2", GW2);
+    lab.ping("h1", GW2);
+    lab.wait_for(
+        "ICMP6PingResponder's replies",
+        Duration::from_secs(5),
+        |l| l.counter("ping6", "replies") >= 9,
+    );
+
+    // Neighbor Discovery both ways, nothing static: h1 asked for the
+    // router first and got its advertisement; the router solicited h2
+    // (whose kernel may learn the router's MAC from that solicitation
+    // alone, RFC 4861 section 7.2.3); both hosts know the router's MACs.
+    lab.check_neighbour("h1", GW1, &lab.macs[0]);
+    lab.check_neighbour("h2", GW2, &lab.macs[1]);
+    lab.wait_for("ND counters", Duration::from_secs(5), |l| {
+        l.counter("nda0", "advertisements") >= 1 && l.counter("nds1", "solicitations") >= 1
+    });
+
+    // IPv4 beside it.
+    let (ok, text) = {
+        let out = lab.run(
+            "h1",
+            &[
+                "ping", "-4", "-n", "-c", "2", "-i", "0.2", "-W", "2", "10.2.0.2",
+            ],
+            20,
+        );
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    assert!(ok, "IPv4 ping through the dual-stack router:\n{text}");
+
+    // A TCP transfer over IPv6 arrives whole. Its 1500-byte packets do not
+    // fit the far link's 1400: bricks answers with Packet Too Big, h1 learns
+    // the path MTU and the transfer completes.
+    lab.tcp(4);
+    lab.wait_for("Packet Too Big sent", Duration::from_secs(5), |l| {
+        l.counter("mtu1", "long") >= 1
+    });
+    let out = lab.run("h1", &["ip", "-6", "route", "get", H2], 5);
+    let route = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        route.contains(&format!("mtu {FAR_MTU}")),
+        "h1 did not learn the path MTU {FAR_MTU} towards {H2}: {route}"
+    );
+
+    // Hop limit 1: time exceeded from the router's address on h1's side.
+    let (_, text) = lab.ping6("h1", &["-c", "1", "-t", "1", "-W", "3", H2]);
+    assert!(
+        text.contains(&format!("From {GW1}")) && text.contains("Time exceeded"),
+        "ping -6 -t 1 from h1 did not see time exceeded from {GW1}:\n{text}\nrouter stderr:\n{}",
+        lab.stderr()
+    );
+
+    // No route: destination unreachable (no route) from the router.
+    let (_, text) = lab.ping6("h1", &["-c", "1", "-W", "3", "2001:db8:99::1"]);
+    assert!(
+        text.contains(&format!("From {GW1}")) && text.contains("No route"),
+        "ping -6 to a destination without a route:\n{text}\nrouter stderr:\n{}",
+        lab.stderr()
+    );
+
+    // An on-link neighbour that never answers: after three solicitations,
+    // address unreachable from the router's address on that link.
+    let (_, text) = lab.ping6("h1", &["-c", "1", "-W", "8", "2001:db8:2::99"]);
+    assert!(
+        text.contains(&format!("From {GW2}")) && text.contains("Address unreachable"),
+        "ping -6 to an unresolvable neighbour:\n{text}\nrouter stderr:\n{}",
+        lab.stderr()
+    );
+    lab.wait_for("IP6NDSolicitor's no_reply", Duration::from_secs(5), |l| {
+        l.counter("nds1", "no_reply") >= 1
+    });
+
+    assert!(
+        lab.router.child.try_wait().is_none(),
+        "the router ended during the suite:\n{}",
+        lab.stderr()
+    );
+    drop(lab);
+    let left: Vec<String> = bricks_netns::list_namespaces()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn af_packet_one_worker() {
+    suite("v6p1", "packet", 1);
+}
+
+#[test]
+fn af_xdp_two_workers() {
+    suite("v6x2", "xdp", 2);
+}
