@@ -26,11 +26,15 @@ pub enum BenchCommand {
     /// InfiniteSource. cluster: Strip -> CheckIPHeader -> three VLBNodes
     /// of one cluster in one graph, each packet labelled at the input
     /// node, switched by the intermediate, delivered by the output node.
+    /// ipv6: Classifier -> Strip -> CheckIP6Header -> LookupIP6Route
+    /// (200K generated prefixes, `bricks routes gen`) -> DecIP6HLIM ->
+    /// EtherEncap, 78-byte frames to an address inside the table.
     /// Instructions per packet come from callgrind (valgrind) when it is
     /// installed.
     #[command(after_help = "Examples:\n  \
         bricks bench core\n  \
         bricks bench core --workload ipv4 --workload iprouter --no-callgrind\n  \
+        bricks bench core --workload ipv6\n  \
         bricks bench core --packets 1000000 --runs 3")]
     Core(CoreArgs),
     /// Route lookup at Internet scale: lookups per second of every
@@ -130,6 +134,8 @@ pub struct CoreArgs {
 pub enum Workload {
     Minimal,
     Ipv4,
+    /// The IPv6 forwarding path with a 200K-prefix table.
+    Ipv6,
     Iprouter,
     /// A packet crossing a three-server cluster in one graph: input node
     /// (IPv4 checks, route lookup, Direct VLB, label), intermediate (by
@@ -138,9 +144,10 @@ pub enum Workload {
 }
 
 impl Workload {
-    const ALL: [Workload; 4] = [
+    const ALL: [Workload; 5] = [
         Workload::Minimal,
         Workload::Ipv4,
+        Workload::Ipv6,
         Workload::Iprouter,
         Workload::Cluster,
     ];
@@ -149,6 +156,7 @@ impl Workload {
         match self {
             Workload::Minimal => "minimal",
             Workload::Ipv4 => "ipv4",
+            Workload::Ipv6 => "ipv6",
             Workload::Iprouter => "iprouter",
             Workload::Cluster => "cluster",
         }
@@ -159,6 +167,7 @@ impl Workload {
         match self {
             Workload::Minimal => Some((10.0, Some(60.0))),
             Workload::Ipv4 => Some((30.0, Some(120.0))),
+            Workload::Ipv6 => Some((40.0, Some(150.0))),
             Workload::Iprouter => Some((60.0, None)),
             Workload::Cluster => None,
         }
@@ -200,9 +209,48 @@ node = "n2"
 port = "ext0"
 "#;
 
-fn config(w: Workload, packets: u64) -> String {
+/// Prefixes in the `ipv6` workload's table.
+const V6_ROUTES: usize = 200_000;
+
+/// The `ipv6` workload's table, written once to a file in the temporary
+/// directory (the generator is seeded, so every run has the same one),
+/// and a destination inside it.
+fn ipv6_table() -> anyhow::Result<(std::path::PathBuf, std::net::Ipv6Addr)> {
+    let table = bricks_lpm::gen::generate(0, V6_ROUTES, 1);
+    let (p, _) = table.v6[table.v6.len() / 2];
+    let dst = std::net::Ipv6Addr::from(p.addr | 0x1234);
+    let file = std::env::temp_dir().join(format!("bricks-bench-core-v6-{V6_ROUTES}.routes"));
+    if !file.exists() {
+        let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
+        let out = std::fs::File::create(&tmp)?;
+        bricks_lpm::source::text::write_text(&table, std::io::BufWriter::new(out))?;
+        std::fs::rename(&tmp, &file)?;
+    }
+    Ok((file, dst))
+}
+
+/// A 78-byte Ethernet/IPv6/UDP frame from 2001:db8::99 to `dst`, hop
+/// limit 64, 16 bytes of payload, as hex for a Click data literal.
+fn ipv6_frame_hex(dst: std::net::Ipv6Addr) -> String {
+    let mut f = vec![
+        0x00, 0x00, 0xc0, 0x3b, 0x71, 0xef, 0x00, 0x20, 0x6a, 0x12, 0x34, 0x56,
+    ];
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 24, 17, 64]);
+    f.extend_from_slice(
+        &"2001:db8::99"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap_or(dst)
+            .octets(),
+    );
+    f.extend_from_slice(&dst.octets());
+    f.extend_from_slice(&[0x04, 0x00, 0x04, 0x01, 0x00, 0x18, 0x00, 0x00]);
+    f.extend_from_slice(&[0u8; 16]);
+    f.iter().map(|b| format!("{b:02X} ")).collect()
+}
+
+fn config(w: Workload, packets: u64) -> anyhow::Result<String> {
     let src = format!("InfiniteSource(DATA \\<{FRAME_HEX}>, LIMIT {packets}, BURST 32, STOP true)");
-    match w {
+    Ok(match w {
         Workload::Minimal => {
             format!("{src} -> EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02) -> Discard;")
         }
@@ -238,7 +286,23 @@ fn config(w: Workload, packets: u64) -> String {
             .replace("ToDevice(eth0)", "Discard")
             .replace("ToDevice(eth1)", "Discard")
             .replace("toh :: ToHost", "toh :: Discard"),
-    }
+        Workload::Ipv6 => {
+            let (file, dst) = ipv6_table()?;
+            let src = format!(
+                "InfiniteSource(DATA \\<{}>, LIMIT {packets}, BURST 32, STOP true)",
+                ipv6_frame_hex(dst)
+            );
+            // The generated routes use outputs 0-7.
+            let outs: String = (0..8).map(|o| format!("rt[{o}] -> dt; ")).collect();
+            format!(
+                "{src} -> c :: Classifier(12/86dd, -) -> Strip(14) -> CheckIP6Header \
+                 -> rt :: LookupIP6Route(ROUTES {}); {outs} \
+                 dt :: DecIP6HLIM -> EtherEncap(0x86dd, 02:00:00:00:00:01, 02:00:00:00:00:02) \
+                 -> Discard; c[1] -> Discard; dt[1] -> Discard;",
+                file.display()
+            )
+        }
+    })
 }
 
 pub(crate) fn engine_for(name: &str, text: String) -> anyhow::Result<Engine> {
@@ -253,7 +317,7 @@ pub(crate) fn engine_for(name: &str, text: String) -> anyhow::Result<Engine> {
 }
 
 fn engine(w: Workload, packets: u64) -> anyhow::Result<Engine> {
-    let e = engine_for(&format!("<bench {}>", w.name()), config(w, packets))?;
+    let e = engine_for(&format!("<bench {}>", w.name()), config(w, packets)?)?;
     if w == Workload::Iprouter {
         // The next hop behind eth1 is already resolved, as on a router
         // that has been forwarding for a while.

@@ -245,8 +245,15 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let offset: usize = args.read_p("OFFSET")?.unwrap_or(0);
     let interfaces: Address6List = args.read("INTERFACES")?.unwrap_or_default();
     // Click's one built-in bad source.
-    let mut bad_src: Vec<u128> = vec![u128::MAX];
-    bad_src.extend(badaddrs.0.iter().map(|a| u128::from(*a)));
+    // Multicast sources (Click's ffff:...:ffff among them) are refused
+    // before the list is searched: it keeps only the others, and is
+    // usually empty.
+    let mut bad_src: Vec<u128> = badaddrs
+        .0
+        .iter()
+        .map(|a| u128::from(*a))
+        .filter(|a| a >> 120 != 0xff)
+        .collect();
     bad_src.sort_unstable();
     bad_src.dedup();
     let mut own: Vec<u128> = interfaces.0.iter().map(|a| u128::from(*a)).collect();
@@ -302,7 +309,7 @@ impl CheckIP6Header {
         if is_multicast(&src)
             || is_loopback(&src)
             || (is_unspecified(&src) && !is_link_scope_multicast(&dst))
-            || self.bad_src.contains(&u128::from_be_bytes(src))
+            || (!self.bad_src.is_empty() && self.bad_src.contains(&u128::from_be_bytes(src)))
         {
             return Err(DropReason::BadSource.into());
         }
@@ -311,7 +318,9 @@ impl CheckIP6Header {
         }
         let seen = self.extension_headers(&h[..len], &dst)?;
         let excess = h.len() - len;
-        p.take_back(excess);
+        if excess != 0 {
+            p.take_back(excess);
+        }
         p.set_network_header(self.offset);
         p.anno_mut().dst_ip6 = Ipv6Addr::from(dst);
         Ok(seen)
@@ -320,12 +329,18 @@ impl CheckIP6Header {
     /// Walks the extension headers of the packet `ip` (cut to its payload
     /// length), acting on Hop-by-Hop options and, for the router's own
     /// packets, Type 0 Routing headers.
+    #[inline(always)]
     fn extension_headers(&self, ip: &[u8], dst: &[u8; 16]) -> Result<Seen, Refusal> {
         if matches!(ip[6], 6 | 17 | 58) {
             // TCP, UDP, ICMPv6 straight after the header: the usual packet
             // has nothing to walk.
             return Ok(Seen::default());
         }
+        self.walk_extension_headers(ip, dst)
+    }
+
+    #[inline(never)]
+    fn walk_extension_headers(&self, ip: &[u8], dst: &[u8; 16]) -> Result<Seen, Refusal> {
         let chain = ipv6ext::walk(ip).map_err(|e| match e {
             ChainError::Truncated(_) | ChainError::TooLong | ChainError::HopByHopNotFirst(_) => {
                 Refusal::from(DropReason::BadChain)

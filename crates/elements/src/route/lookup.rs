@@ -494,13 +494,12 @@ impl Element for Ip6RouteLookup {
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        let n = batch.len();
-        let mut addrs = [0u128; MAX_BATCH];
-        for (a, p) in addrs.iter_mut().zip(batch.iter()) {
-            *a = dst6(p);
-        }
-        let mut found: [Option<NextHop>; MAX_BATCH] = [None; MAX_BATCH];
-        self.t.lpm.lookup_batch(&addrs[..n], &mut found[..n]);
+        // Only the batch's length is written: zeroing MAX_BATCH entries
+        // of both arrays would cost more than the lookups of a small batch.
+        let addrs: arrayvec::ArrayVec<u128, MAX_BATCH> = batch.iter().map(dst6).collect();
+        let mut found: arrayvec::ArrayVec<Option<NextHop>, MAX_BATCH> =
+            addrs.iter().map(|_| None).collect();
+        self.t.lpm.lookup_batch(&addrs, &mut found);
         let groups = self.t.groups();
         let mut i = 0;
         let mut missed = 0;
