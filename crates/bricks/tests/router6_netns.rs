@@ -56,18 +56,16 @@ impl Lab {
             ("h1", "eth0", H1, GW1, "10.1.0.2/24", "10.1.0.1"),
             ("h2", "eth1", H2, GW2, "10.2.0.2/24", "10.2.0.1"),
         ] {
-            for ns in [host] {
-                net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "0")
-                    .unwrap();
-                net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "0")
-                    .unwrap();
-                // Addresses usable at once, not after duplicate address
-                // detection; no router advertisements expected.
-                net.sysctl(ns, "net.ipv6.conf.default.accept_dad", "0")
-                    .unwrap();
-                net.sysctl(ns, "net.ipv6.conf.default.accept_ra", "0")
-                    .unwrap();
-            }
+            net.sysctl(host, "net.ipv6.conf.all.disable_ipv6", "0")
+                .unwrap();
+            net.sysctl(host, "net.ipv6.conf.default.disable_ipv6", "0")
+                .unwrap();
+            // Addresses usable at once, not after duplicate address
+            // detection; no router advertisements expected.
+            net.sysctl(host, "net.ipv6.conf.default.accept_dad", "0")
+                .unwrap();
+            net.sysctl(host, "net.ipv6.conf.default.accept_ra", "0")
+                .unwrap();
             net.add_link(host, "eth0", "r", dev, 2).unwrap();
             net.disable_offloads(host, "eth0").unwrap();
             net.disable_offloads("r", dev).unwrap();
