@@ -256,7 +256,7 @@ err_route[2] -> ICMP6Error($IP6_1, unreachable, noroute) -> rt6;
 err_opt[0] -> Discard;
 err_opt[1] -> ICMP6Error($IP6_0, parameterproblem, option) -> rt6;
 err_opt[2] -> ICMP6Error($IP6_1, parameterproblem, option) -> rt6;
-rt6[3] -> err_route;
+rt6[3] -> no_route6 :: Counter -> err_route;
 
 // Local delivery: pings to the router's addresses are answered; the rest
 // (multicast listener reports, router solicitations, ...) is counted and

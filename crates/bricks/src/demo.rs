@@ -1,10 +1,11 @@
 //! `bricks demo`: a router between real Linux hosts, built on the spot.
 //!
 //! As root it builds a network of namespaces (`bdemo-h1`, `bdemo-h2`,
-//! `bdemo-r`; see [`topology`]), runs `conf/demo-router.click` with
+//! `bdemo-r`; see [`topology`]), runs `conf/dual-stack-router.click` with
 //! `bricks run` in the router's namespace, sends real traffic from the
-//! hosts' own stacks (ping both ways, a TCP transfer checked byte for
-//! byte, a UDP load from `bricks gen` to `bricks sink`), shows the router's
+//! hosts' own stacks (ping and ping6 both ways, TCP transfers over IPv4
+//! and IPv6 checked byte for byte, a UDP load from `bricks gen` to `bricks
+//! sink`), shows the router's
 //! per-port and per-core rates while it runs, prints a summary, and tears
 //! it all down: on a normal end, on Ctrl-C or SIGTERM, and on any error or
 //! panic (everything it makes is owned by a guard). A run killed outright
@@ -33,8 +34,8 @@ use traffic::{PingResult, TcpResult, UdpResult};
 
 /// The configuration the demo runs, built in so that the demo also works
 /// outside the repository.
-const BUILTIN_CONFIG: &str = include_str!("../../../conf/demo-router.click");
-const DEFAULT_CONFIG: &str = "conf/demo-router.click";
+const BUILTIN_CONFIG: &str = include_str!("../../../conf/dual-stack-router.click");
+const DEFAULT_CONFIG: &str = "conf/dual-stack-router.click";
 
 /// `bricks demo` options.
 #[derive(clap::Args)]
@@ -56,7 +57,7 @@ pub(crate) struct DemoArgs {
     /// How the router reads and sends packets.
     #[arg(long, value_enum, default_value = "auto")]
     backend: Backend,
-    /// The router's configuration [default: conf/demo-router.click, or the
+    /// The router's configuration [default: conf/dual-stack-router.click, or the
     /// copy built into bricks when there is no such file].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -145,7 +146,7 @@ impl ConfigFile {
             return Ok(ConfigFile::Given(default.to_path_buf()));
         }
         let dir = tempfile::tempdir().context("making a scratch directory")?;
-        let path = dir.path().join("demo-router.click");
+        let path = dir.path().join("dual-stack-router.click");
         std::fs::write(&path, BUILTIN_CONFIG)
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(ConfigFile::Builtin { path, _dir: dir })
@@ -209,6 +210,7 @@ const ROUTER_START: Duration = Duration::from_secs(30);
 struct Report {
     pings: Vec<(String, Result<PingResult, String>)>,
     tcp: Option<Result<TcpResult, String>>,
+    tcp6: Option<Result<TcpResult, String>>,
     udp: Option<Result<UdpResult, String>>,
     router: Option<Sample>,
     router_error: Option<String>,
@@ -240,6 +242,13 @@ impl Report {
             failed.push(format!("tcp {} -> {}", p0.host, p1.host));
         }
         if self
+            .tcp6
+            .as_ref()
+            .is_some_and(|t| !t.as_ref().is_ok_and(TcpResult::intact))
+        {
+            failed.push(format!("tcp6 {} -> {}", p0.host, p1.host));
+        }
+        if self
             .udp
             .as_ref()
             .is_some_and(|u| !u.as_ref().is_ok_and(|u| u.received > 0))
@@ -256,10 +265,10 @@ impl Report {
         self.pings
             .iter()
             .all(|(_, r)| r.as_ref().is_ok_and(|p| p.received > 0))
-            && self
-                .tcp
-                .as_ref()
-                .is_none_or(|t| t.as_ref().is_ok_and(TcpResult::intact))
+            && [&self.tcp, &self.tcp6].iter().all(|t| {
+                t.as_ref()
+                    .is_none_or(|t| t.as_ref().is_ok_and(TcpResult::intact))
+            })
             && self
                 .udp
                 .as_ref()
@@ -366,9 +375,10 @@ fn live(a: &DemoArgs, config: &Path, stop: Arc<AtomicBool>) -> anyhow::Result<Ex
                 println!(
                     "Traffic done. The network stays up; try, in another terminal:\n    \
                      sudo ip netns exec {PREFIX}{} ping {}\n    \
-                     sudo ip netns exec {PREFIX}{} ping -t 1 {}\n\
+                     sudo ip netns exec {PREFIX}{} ping -t 1 {}\n    \
+                     sudo ip netns exec {PREFIX}{} ping -6 {}\n\
                      The rates keep showing each second. Ctrl-C ends the demo.",
-                    h1.host, h2.host_ip, h2.host, h1.host_ip
+                    h1.host, h2.host_ip, h2.host, h1.host_ip, h1.host, h2.host_ip6
                 );
                 while !stop.load(Ordering::Relaxed) && !router.exited() {
                     std::thread::sleep(Duration::from_millis(50));
@@ -741,18 +751,25 @@ struct Phases<'a> {
 impl Phases<'_> {
     fn run(&self, a: &DemoArgs, report: &mut Report, started: Instant) {
         let (p0, p1) = (&PORTS[0], &PORTS[1]);
-        for (from, to) in [(p0, p1), (p1, p0)] {
-            if self.stopped() {
-                return;
+        for v6 in [false, true] {
+            for (from, to) in [(p0, p1), (p1, p0)] {
+                if self.stopped() {
+                    return;
+                }
+                let (cmd, dst) = if v6 {
+                    ("ping6", to.host_ip6.to_string())
+                } else {
+                    ("ping", to.host_ip.to_string())
+                };
+                let label = format!("{cmd} {} -> {}", from.host, to.host);
+                println!("{label}: 3 echo requests to {dst} ({cmd} -c 3)");
+                let r = self.ping(from.host, &dst);
+                match &r {
+                    Ok(p) => println!("{label}: {}", ping_line(p)),
+                    Err(e) => println!("{label}: FAILED: {e}"),
+                }
+                report.pings.push((label, r));
             }
-            let label = format!("ping {} -> {}", from.host, to.host);
-            println!("{label}: 3 echo requests to {} (ping -c 3)", to.host_ip);
-            let r = self.ping(from.host, &to.host_ip.to_string());
-            match &r {
-                Ok(p) => println!("{label}: {}", ping_line(p)),
-                Err(e) => println!("{label}: FAILED: {e}"),
-            }
-            report.pings.push((label, r));
         }
         if self.stopped() {
             return;
@@ -768,6 +785,19 @@ impl Phases<'_> {
             Err(e) => println!("tcp {} -> {}: FAILED: {e}", p0.host, p1.host),
         }
         report.tcp = Some(r);
+        if self.stopped() {
+            return;
+        }
+        println!(
+            "tcp6 {} -> {}: sending {} MiB to [{}]:5001 over TCP/IPv6",
+            p0.host, p1.host, a.tcp_mib, p1.host_ip6
+        );
+        let r = self.tcp(p0.host, p1.host, &format!("[{}]:5001", p1.host_ip6), bytes);
+        match &r {
+            Ok(t) => println!("tcp6 {} -> {}: {}", p0.host, p1.host, tcp_line(t)),
+            Err(e) => println!("tcp6 {} -> {}: FAILED: {e}", p0.host, p1.host),
+        }
+        report.tcp6 = Some(r);
         if self.stopped() {
             return;
         }
@@ -988,11 +1018,13 @@ fn print_summary(r: &Report) {
         }
     }
     let (p0, p1) = (&PORTS[0], &PORTS[1]);
-    let tcp = format!("tcp {} -> {}", p0.host, p1.host);
-    match &r.tcp {
-        Some(Ok(t)) => result(&tcp, t.intact(), &tcp_line(t)),
-        Some(Err(e)) => result(&tcp, false, e),
-        None => {}
+    for (name, t) in [("tcp", &r.tcp), ("tcp6", &r.tcp6)] {
+        let label = format!("{name} {} -> {}", p0.host, p1.host);
+        match t {
+            Some(Ok(t)) => result(&label, t.intact(), &tcp_line(t)),
+            Some(Err(e)) => result(&label, false, e),
+            None => {}
+        }
     }
     let udp = format!("udp {} -> {}", p0.host, p1.host);
     match &r.udp {
@@ -1023,11 +1055,27 @@ fn print_summary(r: &Report) {
                 s.total(&format!("arpq{i}"), "responses"),
             );
         }
+        for (i, p) in PORTS.iter().enumerate() {
+            println!(
+                "    ND on {}: answered {} solicitations for {}, sent {}, learnt {} advertisements",
+                p.dev,
+                s.total(&format!("nda{i}"), "advertisements"),
+                p.router_ip6,
+                s.total(&format!("nds{i}"), "solicitations"),
+                s.total(&format!("nds{i}"), "advertisements"),
+            );
+        }
         println!(
             "    dropped on no port: {} bad IP headers, {} without a route, {} to the router",
             s.class_total("CheckIPHeader", "drops"),
             s.total("rt", "no_route"),
             s.total("local", "count"),
+        );
+        println!(
+            "    IPv6: {} bad headers, {} without a route, {} to the router (MLD, ...)",
+            s.class_total("CheckIP6Header", "drops"),
+            s.total("no_route6", "count"),
+            s.total("local6", "count"),
         );
     }
     if let Some(e) = &r.router_error {

@@ -123,8 +123,9 @@ enum Command {
         command: Vec<String>,
     },
     /// Build a network of Linux namespaces (two hosts, a router), run
-    /// conf/demo-router.click in it, send real traffic through it with
-    /// live rates and a summary, and delete it all at the end.
+    /// conf/dual-stack-router.click in it, send real IPv4 and IPv6 traffic
+    /// through it with live rates and a summary, and delete it all at the
+    /// end.
     ///
     /// Needs root; without it, runs the same router in memory.
     Demo(demo::DemoArgs),

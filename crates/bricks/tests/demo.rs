@@ -134,7 +134,10 @@ fn demo_sends_its_traffic_and_leaves_nothing_behind() {
     for line in [
         "PASS  ping h1 -> h2  3/3 replies",
         "PASS  ping h2 -> h1  3/3 replies",
+        "PASS  ping6 h1 -> h2 3/3 replies",
+        "PASS  ping6 h2 -> h1 3/3 replies",
         "PASS  tcp h1 -> h2   16 MiB in",
+        "PASS  tcp6 h1 -> h2  16 MiB in",
         "checked byte for byte",
         "PASS  udp h1 -> h2   sent",
         "one-way latency p50",
@@ -426,7 +429,7 @@ fn demo_cleans_up_after_a_killed_run() {
 /// time exceeded for the packet sent with TTL 1.
 fn check_in_memory(text: &str) {
     for line in [
-        "In memory: conf/demo-router.click",
+        "In memory: conf/dual-stack-router.click",
         "1 x ARP reply 10.1.0.1 is-at 02:00:00:00:01:01",
         "1 x ARP who-has 10.1.0.2",
         "1 x ARP who-has 10.2.0.2",

@@ -8,7 +8,7 @@
 use anyhow::Context as _;
 use bricks_netns::Network;
 use std::io::Write as _;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -38,14 +38,23 @@ pub(crate) struct Port {
     pub router_ip: Ipv4Addr,
     /// The host's address.
     pub host_ip: Ipv4Addr,
+    /// The IPv6 subnet's prefix.
+    pub net6: Ipv6Addr,
+    /// Its length.
+    pub len6: u8,
+    /// The router's IPv6 address on it.
+    pub router_ip6: Ipv6Addr,
+    /// The host's IPv6 address.
+    pub host_ip6: Ipv6Addr,
     /// The configuration's names of this port's device elements.
     pub rx_element: &'static str,
     /// See `rx_element`.
     pub tx_element: &'static str,
     /// The counters, as (element, counter), of the packets the router
     /// dropped on this port: on the way in (device ring full, frame too
-    /// large, not IPv4) and on the way out (TTL expired, bad IP options,
-    /// too big to send, no ARP reply, queue or device ring full).
+    /// large, neither IPv4 nor IPv6) and on the way out (TTL or hop limit
+    /// expired, bad IP options, too big to send, no ARP or ND reply, queue
+    /// or device ring full).
     pub drops: &'static [(&'static str, &'static str)],
 }
 
@@ -66,6 +75,10 @@ pub(crate) const PORTS: [Port; 2] = [
         len: 24,
         router_ip: Ipv4Addr::new(10, 1, 0, 1),
         host_ip: Ipv4Addr::new(10, 1, 0, 2),
+        net6: Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 0),
+        len6: 64,
+        router_ip6: Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1),
+        host_ip6: Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 2),
         rx_element: "in0",
         tx_element: "out0",
         drops: &[
@@ -79,6 +92,9 @@ pub(crate) const PORTS: [Port; 2] = [
             ("fr0", "too_big_df"),
             ("fr0", "drops"),
             ("arpq0", "drops"),
+            ("dh0", "drops"),
+            ("mtu0", "long"),
+            ("nds0", "drops"),
             ("q0", "drops"),
             ("out0", "drops"),
         ],
@@ -91,6 +107,10 @@ pub(crate) const PORTS: [Port; 2] = [
         len: 24,
         router_ip: Ipv4Addr::new(10, 2, 0, 1),
         host_ip: Ipv4Addr::new(10, 2, 0, 2),
+        net6: Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 0),
+        len6: 64,
+        router_ip6: Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 1),
+        host_ip6: Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 2),
         rx_element: "in1",
         tx_element: "out1",
         drops: &[
@@ -104,6 +124,9 @@ pub(crate) const PORTS: [Port; 2] = [
             ("fr1", "too_big_df"),
             ("fr1", "drops"),
             ("arpq1", "drops"),
+            ("dh1", "drops"),
+            ("mtu1", "long"),
+            ("nds1", "drops"),
             ("q1", "drops"),
             ("out1", "drops"),
         ],
@@ -127,12 +150,21 @@ impl Topology {
         for port in &PORTS {
             net.add_namespace(port.host)?;
         }
-        // No IPv6: Linux would send router and neighbour solicitations of
-        // its own over the links, which only blur the counters of an IPv4
-        // demo. Set before the links exist, so they inherit it.
-        for ns in std::iter::once(ROUTER).chain(PORTS.iter().map(|p| p.host)) {
-            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")?;
-            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")?;
+        // The router's kernel has no IPv6 (bricks answers Neighbor
+        // Discovery there, as it answers ARP); the hosts' have, with their
+        // addresses usable at once (no duplicate address detection) and
+        // no router solicitations or advertisements to wait for: the
+        // router is their configured gateway. Set before the links exist,
+        // so they inherit it.
+        net.sysctl(ROUTER, "net.ipv6.conf.all.disable_ipv6", "1")?;
+        net.sysctl(ROUTER, "net.ipv6.conf.default.disable_ipv6", "1")?;
+        for port in &PORTS {
+            let ns = port.host;
+            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "0")?;
+            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "0")?;
+            net.sysctl(ns, "net.ipv6.conf.default.accept_dad", "0")?;
+            net.sysctl(ns, "net.ipv6.conf.default.accept_ra", "0")?;
+            net.sysctl(ns, "net.ipv6.conf.default.router_solicitations", "0")?;
         }
         let mut router_macs = Vec::new();
         for port in &PORTS {
@@ -142,6 +174,24 @@ impl Topology {
             let cidr = format!("{}/{}", port.host_ip, port.len);
             net.add_addr(port.host, port.host_if, &cidr)?;
             net.add_route(port.host, &["default", "via", &port.router_ip.to_string()])?;
+            let cidr6 = format!("{}/{}", port.host_ip6, port.len6);
+            let gw6 = port.router_ip6.to_string();
+            for argv in [
+                [
+                    "ip",
+                    "-6",
+                    "addr",
+                    "add",
+                    &cidr6,
+                    "dev",
+                    port.host_if,
+                    "nodad",
+                ]
+                .as_slice(),
+                ["ip", "-6", "route", "add", "default", "via", &gw6].as_slice(),
+            ] {
+                bricks_netns::run(&mut net.exec(port.host, argv))?;
+            }
             router_macs.push(net.mac(ROUTER, port.dev)?);
         }
         Ok(Topology { net, router_macs })
@@ -158,6 +208,9 @@ impl Topology {
             d.push(format!("LEN{i}={}", port.len));
             d.push(format!("BCAST{i}={}", port.broadcast()));
             d.push(format!("MAC{i}={mac}"));
+            d.push(format!("IP6_{i}={}", port.router_ip6));
+            d.push(format!("NET6_{i}={}", port.net6));
+            d.push(format!("LEN6_{i}={}", port.len6));
         }
         d
     }
