@@ -229,6 +229,29 @@ fn click_ip_router() {
     assert!(idents(eth0).contains(&60));
 }
 
+/// The dual-stack version of Click's router forwards IPv4 exactly as the
+/// IPv4 one: the same captures in, the same bytes out.
+#[test]
+fn click_ip_router_dual_stack_is_the_same_for_ipv4() {
+    let out = golden(
+        "ip-router",
+        "conf/ip-router-dual-stack.click",
+        |g, t| {
+            devices(
+                g,
+                t,
+                &[
+                    ("eth0", Some("eth0-in.pcap"), "eth0-out.pcap"),
+                    ("eth1", Some("eth1-in.pcap"), "eth1-out.pcap"),
+                    ("host", None, "host.pcap"),
+                ],
+            )
+        },
+        &["eth0-out.pcap", "eth1-out.pcap", "host.pcap"],
+    );
+    assert!(idents(&out[1]).contains(&10));
+}
+
 /// Raw-IP capture in (big-endian, nanosecond), fragmented to 576 bytes.
 #[test]
 fn fragmentation_on_raw_ip_captures() {
