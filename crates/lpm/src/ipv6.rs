@@ -62,7 +62,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::mem::{prefetch, zeroed_u32, zeroed_u64, BlockPool, ReuseSeq};
+use crate::mem::{advise_huge, prefetch, zeroed_u32, zeroed_u64, BlockPool, ReuseSeq};
 use crate::prefix::{NextHop, Prefix6};
 use crate::table::{check_next_hop, Lpm6, Lpm6Update, LpmError, RuleMap};
 use std::collections::BTreeMap;
@@ -284,6 +284,9 @@ impl Poptrie6 {
         let dir = zeroed_u32(DIR_LEN);
         let nodes = zeroed_u64(node_cap * NODE_WORDS);
         let leaves = zeroed_u32(leaf_cap);
+        advise_huge(&dir);
+        advise_huge(&nodes);
+        advise_huge(&leaves);
         Ok(Poptrie6 {
             dir,
             nodes,
