@@ -968,16 +968,18 @@ impl Poptrie6 {
         let addrs = &addrs[..n];
         let out = &mut out[..n];
         let nodes = self.node_slice();
+        let Some(&first) = addrs.first() else {
+            return;
+        };
+        prefetch(&self.dir[(first >> (128 - DIR_BITS)) as usize]);
         // Lanes that repeat the address before them.
         let mut same = 0u32;
-        let mut prev = None;
-        for (k, &a) in addrs.iter().enumerate() {
-            if prev == Some(a) {
-                same |= 1 << k;
+        for (k, p) in addrs.windows(2).enumerate() {
+            if p[1] == p[0] {
+                same |= 2 << k;
             } else {
-                prefetch(&self.dir[(a >> (128 - DIR_BITS)) as usize]);
+                prefetch(&self.dir[(p[1] >> (128 - DIR_BITS)) as usize]);
             }
-            prev = Some(a);
         }
         'retry: loop {
             let s = self.seq.begin();
