@@ -990,7 +990,10 @@ impl Poptrie6 {
             let mut key = [0u128; LANES];
             let mut lane = [0u8; LANES];
             let mut m = 0;
-            // The lanes at their leaf: leaf index and lane number.
+            // The lanes at their leaf: leaf index and lane number. Each
+            // list holds a lane at most once, so its length stays below
+            // LANES where it is written: the `& (LANES - 1)` on those
+            // indexes changes nothing but spares the bounds checks.
             let mut at = [0usize; LANES];
             let mut leaf_lane = [0u8; LANES];
             let mut nl = 0;
@@ -1004,9 +1007,9 @@ impl Poptrie6 {
                     if let Some(w) = nodes.get(x as usize) {
                         prefetch(w);
                     }
-                    node[m] = x;
-                    key[m] = a << DIR_BITS;
-                    lane[m] = k as u8;
+                    node[m & (LANES - 1)] = x;
+                    key[m & (LANES - 1)] = a << DIR_BITS;
+                    lane[m & (LANES - 1)] = k as u8;
                     m += 1;
                 } else {
                     res[k] = d;
@@ -1020,7 +1023,7 @@ impl Poptrie6 {
                 }
                 depth += 1;
                 let mut still = 0;
-                for j in 0..m {
+                for j in 0..m.min(LANES) {
                     let Some(w) = nodes.get(node[j] as usize) else {
                         continue 'retry;
                     };
@@ -1032,9 +1035,9 @@ impl Poptrie6 {
                         if let Some(c) = nodes.get(x as usize) {
                             prefetch(c);
                         }
-                        node[still] = x;
-                        key[still] = key[j] << STRIDE;
-                        lane[still] = lane[j];
+                        node[still & (LANES - 1)] = x;
+                        key[still & (LANES - 1)] = key[j] << STRIDE;
+                        lane[still & (LANES - 1)] = lane[j];
                         still += 1;
                     } else {
                         let leafvec = w[1].load(Ordering::Relaxed);
@@ -1042,14 +1045,14 @@ impl Poptrie6 {
                         if let Some(l) = self.leaves.get(i) {
                             prefetch(l);
                         }
-                        at[nl] = i;
-                        leaf_lane[nl] = lane[j];
+                        at[nl & (LANES - 1)] = i;
+                        leaf_lane[nl & (LANES - 1)] = lane[j];
                         nl += 1;
                     }
                 }
                 m = still;
             }
-            for j in 0..nl {
+            for j in 0..nl.min(LANES) {
                 let Some(l) = self.leaves.get(at[j]) else {
                     continue 'retry;
                 };
