@@ -84,10 +84,6 @@ const NODE_BYTES: usize = NODE_WORDS * 8;
 const LEAF_BYTES: usize = 4;
 /// Node levels below the direct pointing array.
 const LEVELS: usize = (128 - DIR_BITS as usize) / STRIDE as usize;
-/// Node levels a single lookup walks without branching on the depth of
-/// its leaf: through /50, so a /48 (half the table) and everything
-/// shorter.
-const FLAT_LEVELS: usize = 5;
 /// Addresses resolved together by [`Lpm6::lookup_batch`].
 const LANES: usize = 32;
 
@@ -394,38 +390,11 @@ impl Poptrie6 {
     /// leads outside the arenas (a block reused under the lookup). The
     /// address is shifted left as levels are consumed, so each slot is
     /// the top six bits: a constant shift instead of a variable one.
-    ///
-    /// The first [`FLAT_LEVELS`] levels have no branch on where the leaf
-    /// is: a step that finds a leaf stays on its node (and finds the same
-    /// leaf again) instead of leaving the loop. Leaving at a depth that
-    /// varies from one address to the next is a mispredicted branch,
-    /// which throws away the next lookups the CPU had already started;
-    /// without it, the cache misses of consecutive lookups overlap.
     #[inline(always)]
     fn walk(&self, mut n: u32, addr: u128) -> Option<u32> {
         let nodes = self.node_slice();
         let mut key = addr << DIR_BITS;
-        let mut leaf_at = 0;
-        let mut deeper = false;
-        for _ in 0..FLAT_LEVELS {
-            let w = nodes.get(n as usize)?;
-            let vector = w[0].load(Ordering::Relaxed);
-            let leafvec = w[1].load(Ordering::Relaxed);
-            let bases = w[2].load(Ordering::Relaxed);
-            let sh = rest(key);
-            let s = vector << sh;
-            deeper = (s as i64) < 0;
-            let child = ((bases >> 32) as u32)
-                .wrapping_add(s.count_ones())
-                .wrapping_sub(1);
-            leaf_at = leaf_index(leafvec, bases, sh);
-            n = if deeper { child } else { n };
-            key = if deeper { key << STRIDE } else { key };
-        }
-        if !deeper {
-            return self.leaves.get(leaf_at).map(|l| l.load(Ordering::Relaxed));
-        }
-        for _ in FLAT_LEVELS..LEVELS {
+        for _ in 0..LEVELS {
             let w = nodes.get(n as usize)?;
             let vector = w[0].load(Ordering::Relaxed);
             let bases = w[2].load(Ordering::Relaxed);
