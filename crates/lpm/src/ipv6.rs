@@ -937,18 +937,8 @@ impl Poptrie6 {
         let addrs = &addrs[..n];
         let out = &mut out[..n];
         let nodes = self.node_slice();
-        let Some(&first) = addrs.first() else {
-            return;
-        };
-        prefetch(&self.dir[(first >> (128 - DIR_BITS)) as usize]);
-        // Lanes that repeat the address before them.
-        let mut same = 0u32;
-        for (k, p) in addrs.windows(2).enumerate() {
-            if p[1] == p[0] {
-                same |= 2 << k;
-            } else {
-                prefetch(&self.dir[(p[1] >> (128 - DIR_BITS)) as usize]);
-            }
+        for &a in addrs {
+            prefetch(&self.dir[(a >> (128 - DIR_BITS)) as usize]);
         }
         'retry: loop {
             let s = self.seq.begin();
@@ -966,10 +956,15 @@ impl Poptrie6 {
             let mut at = [0usize; LANES];
             let mut leaf_lane = [0u8; LANES];
             let mut nl = 0;
+            // Lanes that repeat the address before them.
+            let mut same = 0u32;
+            let mut prev = None;
             for (k, &a) in addrs.iter().enumerate() {
-                if same & (1 << k) != 0 {
+                if prev == Some(a) {
+                    same |= 1 << k;
                     continue;
                 }
+                prev = Some(a);
                 let d = self.dir[(a >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
                 if d & NODE != 0 {
                     let x = d & !NODE;
@@ -1028,6 +1023,12 @@ impl Poptrie6 {
                 res[leaf_lane[j] as usize & (LANES - 1)] = l.load(Ordering::Relaxed);
             }
             if self.seq.validate(s) {
+                if same == 0 {
+                    for (o, &r) in out.iter_mut().zip(&res) {
+                        *o = answer(r);
+                    }
+                    return;
+                }
                 let mut last = 0;
                 for (k, o) in out.iter_mut().enumerate() {
                     if same & (1 << k) == 0 {
