@@ -62,7 +62,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::mem::{prefetch, zeroed_u32, zeroed_u64, BlockPool, ReuseSeq};
+use crate::mem::{advise_huge, prefetch, zeroed_u32, zeroed_u64, BlockPool, ReuseSeq};
 use crate::prefix::{NextHop, Prefix6};
 use crate::table::{check_next_hop, Lpm6, Lpm6Update, LpmError, RuleMap};
 use std::collections::BTreeMap;
@@ -114,6 +114,31 @@ fn has_popcnt() -> bool {
 #[inline(always)]
 fn upto(v: usize) -> u64 {
     u64::MAX >> (63 - v)
+}
+
+/// `63 - v` for the slot `v` in the top six bits of `key`: how far to
+/// shift a node's bitmap left so that bit `v` is its top bit and bits
+/// above `v` fall off (one shift, no mask).
+#[inline(always)]
+fn rest(key: u128) -> u32 {
+    (!((key >> 64) as u64) >> (64 - STRIDE)) as u32
+}
+
+/// The child of slot `63 - sh` counted from 0, if the slot has one: the
+/// set bits of `vector` below it.
+#[inline(always)]
+fn child_rank(vector: u64, sh: u32) -> Option<u32> {
+    let s = vector << sh;
+    ((s as i64) < 0).then(|| s.count_ones() - 1)
+}
+
+/// The leaf index of slot `63 - sh` of a node with `leafvec` and `bases`:
+/// the last run that starts at or before the slot.
+#[inline(always)]
+fn leaf_index(leafvec: u64, bases: u64, sh: u32) -> usize {
+    (bases as u32 as usize)
+        .wrapping_add((leafvec << sh).count_ones() as usize)
+        .wrapping_sub(1)
 }
 
 /// A slot of a node while the writer builds it.
@@ -259,6 +284,9 @@ impl Poptrie6 {
         let dir = zeroed_u32(DIR_LEN);
         let nodes = zeroed_u64(node_cap * NODE_WORDS);
         let leaves = zeroed_u32(leaf_cap);
+        advise_huge(&dir);
+        advise_huge(&nodes);
+        advise_huge(&leaves);
         Ok(Poptrie6 {
             dir,
             nodes,
@@ -352,27 +380,31 @@ impl Poptrie6 {
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The node arena as whole nodes: one bounds check per node.
+    #[inline(always)]
+    fn node_slice(&self) -> &[[AtomicU64; NODE_WORDS]] {
+        self.nodes.as_chunks::<NODE_WORDS>().0
+    }
+
     /// Follows node `n` down for `addr` to its leaf; `None` if an index
     /// leads outside the arenas (a block reused under the lookup). The
     /// address is shifted left as levels are consumed, so each slot is
     /// the top six bits: a constant shift instead of a variable one.
     #[inline(always)]
     fn walk(&self, mut n: u32, addr: u128) -> Option<u32> {
+        let nodes = self.node_slice();
         let mut key = addr << DIR_BITS;
         for _ in 0..LEVELS {
-            let base = n as usize * NODE_WORDS;
-            let w = self.nodes.get(base..base + NODE_WORDS)?;
+            let w = nodes.get(n as usize)?;
             let vector = w[0].load(Ordering::Relaxed);
             let bases = w[2].load(Ordering::Relaxed);
-            let v = (key >> (128 - STRIDE)) as usize;
-            if vector & (1 << v) != 0 {
-                let rank = (vector & upto(v)).count_ones();
-                n = ((bases >> 32) as u32).wrapping_add(rank - 1);
+            let sh = rest(key);
+            if let Some(rank) = child_rank(vector, sh) {
+                n = ((bases >> 32) as u32).wrapping_add(rank);
                 key <<= STRIDE;
             } else {
                 let leafvec = w[1].load(Ordering::Relaxed);
-                let rank = (leafvec & upto(v)).count_ones() as usize;
-                let i = (bases as u32 as usize).wrapping_add(rank).wrapping_sub(1);
+                let i = leaf_index(leafvec, bases, sh);
                 return self.leaves.get(i).map(|l| l.load(Ordering::Relaxed));
             }
         }
@@ -891,91 +923,118 @@ impl Poptrie6 {
         }
     }
 
-    /// One lookup per lane, interleaved: each pass advances every lane by
-    /// one dependent load (direct-pointing entry, node, or leaf), after
-    /// prefetching what each lane loads next, so the cache misses of all
-    /// lanes overlap instead of adding up.
+    /// One lookup per lane, interleaved: each pass advances every lane
+    /// still in a node by one level, after prefetching what each lane
+    /// loads next, so the cache misses of all lanes overlap instead of
+    /// adding up. Every lane in a pass is at the same depth, so the lanes
+    /// still walking are kept in a compact list (no per-lane state bits);
+    /// a lane that reaches its leaf leaves the list and its (prefetched)
+    /// leaf is read after the last pass. A lane whose address equals the
+    /// one before it (a burst of one flow) takes that lane's answer.
     #[inline(always)]
     fn lookup_lanes(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
-        let n = addrs.len();
-        debug_assert!(n <= LANES);
+        let n = addrs.len().min(LANES);
+        let addrs = &addrs[..n];
+        let out = &mut out[..n];
+        let nodes = self.node_slice();
         for &a in addrs {
             prefetch(&self.dir[(a >> (128 - DIR_BITS)) as usize]);
         }
         'retry: loop {
             let s = self.seq.begin();
-            // Per lane: what to load next (a node index, or a leaf index
-            // when `at_leaf`), and the result once known.
-            let mut next = [0usize; LANES];
-            let mut at_leaf = 0u64;
             let mut res = [0u32; LANES];
-            let mut active = 0u64;
-            for k in 0..n {
-                let d = self.dir[(addrs[k] >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
+            // The walking lanes: node to read, key shifted to its level,
+            // and lane number.
+            let mut node = [0u32; LANES];
+            let mut key = [0u128; LANES];
+            let mut lane = [0u8; LANES];
+            let mut m = 0;
+            // The lanes at their leaf: leaf index and lane number. Each
+            // list holds a lane at most once, so its length stays below
+            // LANES where it is written: the `& (LANES - 1)` on those
+            // indexes changes nothing but spares the bounds checks.
+            let mut at = [0usize; LANES];
+            let mut leaf_lane = [0u8; LANES];
+            let mut nl = 0;
+            // Lanes that repeat the address before them.
+            let mut same = 0u32;
+            let mut prev = None;
+            for (k, &a) in addrs.iter().enumerate() {
+                if prev == Some(a) {
+                    same |= 1 << k;
+                    continue;
+                }
+                prev = Some(a);
+                let d = self.dir[(a >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
                 if d & NODE != 0 {
-                    next[k] = (d & !NODE) as usize * NODE_WORDS;
-                    active |= 1 << k;
-                    if let Some(x) = self.nodes.get(next[k]) {
-                        prefetch(x);
+                    let x = d & !NODE;
+                    if let Some(w) = nodes.get(x as usize) {
+                        prefetch(w);
                     }
+                    node[m & (LANES - 1)] = x;
+                    key[m & (LANES - 1)] = a << DIR_BITS;
+                    lane[m & (LANES - 1)] = k as u8;
+                    m += 1;
                 } else {
                     res[k] = d;
                 }
             }
-            let mut key = [0u128; LANES];
-            for k in 0..n {
-                key[k] = addrs[k] << DIR_BITS;
-            }
             let mut depth = 0;
-            while active != 0 {
-                let mut still = 0u64;
-                let mut lanes = active;
-                while lanes != 0 {
-                    let k = lanes.trailing_zeros() as usize;
-                    lanes &= lanes - 1;
-                    if at_leaf & (1 << k) != 0 {
-                        let Some(l) = self.leaves.get(next[k]) else {
-                            continue 'retry;
-                        };
-                        res[k] = l.load(Ordering::Relaxed);
-                        continue;
-                    }
-                    let Some(w) = self.nodes.get(next[k]..next[k] + NODE_WORDS) else {
+            while m != 0 {
+                if depth == LEVELS {
+                    // Deeper than any prefix: a reused block misled it.
+                    continue 'retry;
+                }
+                depth += 1;
+                let mut still = 0;
+                for j in 0..m.min(LANES) {
+                    let Some(w) = nodes.get(node[j] as usize) else {
                         continue 'retry;
                     };
                     let vector = w[0].load(Ordering::Relaxed);
                     let bases = w[2].load(Ordering::Relaxed);
-                    let v = (key[k] >> (128 - STRIDE)) as usize;
-                    if vector & (1 << v) != 0 {
-                        let rank = (vector & upto(v)).count_ones();
-                        next[k] =
-                            ((bases >> 32) as u32).wrapping_add(rank - 1) as usize * NODE_WORDS;
-                        key[k] <<= STRIDE;
-                        if let Some(x) = self.nodes.get(next[k]) {
-                            prefetch(x);
+                    let sh = rest(key[j]);
+                    if let Some(rank) = child_rank(vector, sh) {
+                        let x = ((bases >> 32) as u32).wrapping_add(rank);
+                        if let Some(c) = nodes.get(x as usize) {
+                            prefetch(c);
                         }
+                        node[still & (LANES - 1)] = x;
+                        key[still & (LANES - 1)] = key[j] << STRIDE;
+                        lane[still & (LANES - 1)] = lane[j];
+                        still += 1;
                     } else {
                         let leafvec = w[1].load(Ordering::Relaxed);
-                        let rank = (leafvec & upto(v)).count_ones() as usize;
-                        next[k] = (bases as u32 as usize).wrapping_add(rank).wrapping_sub(1);
-                        at_leaf |= 1 << k;
-                        if let Some(x) = self.leaves.get(next[k]) {
-                            prefetch(x);
+                        let i = leaf_index(leafvec, bases, sh);
+                        if let Some(l) = self.leaves.get(i) {
+                            prefetch(l);
                         }
+                        at[nl & (LANES - 1)] = i;
+                        leaf_lane[nl & (LANES - 1)] = lane[j];
+                        nl += 1;
                     }
-                    still |= 1 << k;
                 }
-                active = still;
-                // Each pass moves a lane one level down or onto its leaf;
-                // more passes than levels means a reused block misled it.
-                depth += 1;
-                if depth > LEVELS + 1 {
+                m = still;
+            }
+            for j in 0..nl.min(LANES) {
+                let Some(l) = self.leaves.get(at[j]) else {
                     continue 'retry;
-                }
+                };
+                res[leaf_lane[j] as usize & (LANES - 1)] = l.load(Ordering::Relaxed);
             }
             if self.seq.validate(s) {
-                for k in 0..n {
-                    out[k] = answer(res[k]);
+                if same == 0 {
+                    for (o, &r) in out.iter_mut().zip(&res) {
+                        *o = answer(r);
+                    }
+                    return;
+                }
+                let mut last = 0;
+                for (k, o) in out.iter_mut().enumerate() {
+                    if same & (1 << k) == 0 {
+                        last = res[k];
+                    }
+                    *o = answer(last);
                 }
                 return;
             }
@@ -1113,5 +1172,44 @@ mod tests {
         assert!(e.to_string().contains("poptrie6: the table needs"), "{e}");
         assert_eq!(t.lookup(ip("2001:db8:1:2::5")), Some(NextHop(1)));
         assert_eq!(t.route_count(), 1);
+    }
+    /// Batched lookups (with bursts of one address, batches of every
+    /// size) agree with single ones on a table shaped like today's, and
+    /// again after route changes.
+    #[test]
+    fn batches_with_repeats_agree() {
+        let g = crate::gen::generate(0, 20_000, 3).intern();
+        let t = Poptrie6::build(&g.v6, Poptrie6::DEFAULT_MEMORY_BOUND).unwrap();
+        let inside = crate::bench::addresses_in6(&g.v6, 3_000, 4);
+        let mut addrs = Vec::new();
+        for (i, &a) in inside.iter().enumerate() {
+            // Runs of one to four copies, and now and then the address
+            // one past it (same path, maybe another leaf).
+            addrs.extend(std::iter::repeat_n(a, 1 + i % 4));
+            if i % 5 == 0 {
+                addrs.push(a ^ 1);
+            }
+        }
+        addrs.extend([0, u128::MAX, u128::MAX, 0]);
+        let check = |t: &Poptrie6| {
+            for size in [1, 2, 7, 31, 32, 33, 64, 100] {
+                let mut out = vec![Some(NextHop(u32::MAX)); addrs.len()];
+                for (a, o) in addrs.chunks(size).zip(out.chunks_mut(size)) {
+                    t.lookup_batch(a, o);
+                }
+                for (&a, &o) in addrs.iter().zip(&out) {
+                    assert_eq!(o, t.lookup(a), "batch of {size}: {a:#034x}");
+                }
+            }
+        };
+        check(&t);
+        for (k, &(p, _)) in g.v6.iter().enumerate().step_by(7).take(500) {
+            if k % 2 == 0 {
+                t.remove(p).unwrap();
+            } else {
+                t.insert(p, NextHop(k as u32 % 1000)).unwrap();
+            }
+        }
+        check(&t);
     }
 }

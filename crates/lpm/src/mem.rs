@@ -48,6 +48,38 @@ pub(crate) fn zeroed_u64(n: usize) -> Box<[AtomicU64]> {
     unsafe { b.assume_init() }
 }
 
+/// Asks the kernel to back `s` with transparent huge pages where it can
+/// (`madvise(MADV_HUGEPAGE)` on the 2 MiB pages inside it). A lookup in a
+/// table of tens of MiB touches a handful of random pages, and with 4 KiB
+/// pages nearly each of them misses the TLB too; with 2 MiB pages the
+/// table's pages all fit in the TLB. A hint: where it is refused, or on
+/// systems without it, nothing changes.
+#[allow(unsafe_code)]
+pub(crate) fn advise_huge<T>(s: &[T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = s.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(s);
+        let first = start.next_multiple_of(HUGE);
+        let last = end / HUGE * HUGE;
+        if last > first {
+            // SAFETY: the range lies inside the live allocation of `s`
+            // (rounded inwards to whole huge pages); MADV_HUGEPAGE changes
+            // how the range is backed, never its contents or its mapping.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = s;
+}
+
 /// Hints the CPU to bring the cache line of `r` into all cache levels.
 #[inline(always)]
 #[allow(unsafe_code)]

@@ -621,6 +621,9 @@ fn concurrent6(t: Arc<dyn Lpm6Update>) {
     let watch: Vec<(u128, [u32; 2])> = vec![
         (ip6("2001:db8:1::1"), [1, 1]),
         (ip6("2001:db8:9:1::1"), [2, 3]),
+        // Repeated, as in a burst of one flow.
+        (ip6("2001:db8:9:1::1"), [2, 3]),
+        (ip6("2001:db8:a::1"), [2, 2]),
         (ip6("2001:db8:a::1"), [2, 2]),
         (ip6("2a00:1::1"), [4, 5]),
         (ip6("2400:1::1"), [6, 7]),
