@@ -159,6 +159,11 @@ pub fn bench(a: LpmArgs) -> anyhow::Result<ExitCode> {
     );
     println!("(IPv6 columns: uniform in 2000::/3, and addresses inside the table's prefixes)");
 
+    if big_routes.is_empty() {
+        // `--v4 0`: no IPv4 table to update or forward with.
+        println!("(no IPv4 table: updates while forwarding and the IPv4 path are skipped)");
+        return Ok(ExitCode::SUCCESS);
+    }
     updates(&big_routes, a.update_seconds)?;
     forwarding(&big_routes, a.packets, runs)?;
     Ok(ExitCode::SUCCESS)
