@@ -27,14 +27,15 @@ fn encode(msg: RouteMessage, delete: bool, flags: u16) -> Vec<u8> {
 }
 
 fn header(family: AddressFamily, len: u8, protocol: RouteProtocol) -> RouteHeader {
-    let mut h = RouteHeader::default();
-    h.address_family = family;
-    h.destination_prefix_length = len;
-    h.table = RouteHeader::RT_TABLE_MAIN;
-    h.protocol = protocol;
-    h.scope = RouteScope::Universe;
-    h.kind = RouteType::Unicast;
-    h
+    RouteHeader {
+        address_family: family,
+        destination_prefix_length: len,
+        table: RouteHeader::RT_TABLE_MAIN,
+        protocol,
+        scope: RouteScope::Universe,
+        kind: RouteType::Unicast,
+        ..Default::default()
+    }
 }
 
 fn decode(buf: &[u8]) -> netlink::RouteMsg {
