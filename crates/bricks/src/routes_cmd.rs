@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// Memory bound used when building tables from the command line.
 const MEMORY: usize = 1 << 30;
@@ -34,6 +35,35 @@ pub enum RoutesCommand {
         /// IPv4 or IPv6 addresses.
         #[arg(required = true)]
         addrs: Vec<IpAddr>,
+    },
+    /// Follow a live route source and print every change as it is applied:
+    /// a Linux routing table (`netlink:table=100`, `netlink:table=main,proto=bird`)
+    /// or FRR zebra's FPM stream (`fpm`, `fpm:127.0.0.1:2620`). Lines are
+    /// `+ PREFIX via GATEWAY dev IFACE` and `- PREFIX`; Ctrl-C ends with the
+    /// counters (messages, routes set and withdrawn, skipped by reason).
+    #[command(after_help = "Examples:\n  \
+        bricks routes watch netlink:table=100\n  \
+        bricks routes watch netlink:table=main,proto=bird --dump\n  \
+        bricks routes watch fpm:127.0.0.1:2620")]
+    Watch {
+        /// `netlink[:table=ID][,proto=NAME]` or `fpm[:[ADDR:]PORT]`.
+        source: String,
+        /// Print the table once it has been read (a kernel table's dump; an
+        /// FPM peer's replay) and exit.
+        #[arg(long)]
+        dump: bool,
+        /// Only IPv4 (`-4`) or only IPv6 (`-6`) routes.
+        #[arg(short = '4', conflicts_with = "v6")]
+        v4: bool,
+        /// Only IPv6 routes.
+        #[arg(short = '6')]
+        v6: bool,
+        /// Stop after this many seconds.
+        #[arg(long, value_name = "SECONDS")]
+        duration: Option<f64>,
+        /// Print no changes, only the counters at the end.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Generate a realistic table (today's prefix-length distributions,
     /// nested prefixes, a few equal-cost groups) as a text route file.
@@ -70,6 +100,14 @@ pub fn routes(cmd: RoutesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         RoutesCommand::Stats { file, strict } => stats(&file, strict),
         RoutesCommand::Lookup { file, addrs } => lookup(&file, &addrs),
+        RoutesCommand::Watch {
+            source,
+            dump,
+            v4,
+            v6,
+            duration,
+            quiet,
+        } => watch(&source, dump, (!v6, !v4), duration, quiet),
         RoutesCommand::Gen {
             v4,
             v6,
@@ -253,4 +291,150 @@ fn no_route(addr: IpAddr, table: &bricks_lpm::source::InternedRoutes) -> String 
              {prefix}, which shares the first {shared} bits"
         ),
     }
+}
+
+/// The routes a watched source has set, for `--dump`.
+#[derive(Clone, Default)]
+struct Watched(
+    std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<source::RoutePrefix, Vec<String>>>>,
+);
+
+impl bricks_control::RouteSink for Watched {
+    fn set(&self, _: &source::Route) -> Result<(), String> {
+        Ok(())
+    }
+    fn remove(&self, _: source::RoutePrefix) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// One route as `watch` prints it: `PREFIX via GW dev IF[, via ...]`.
+fn route_line(r: &source::Route, names: &[String]) -> String {
+    let hops: Vec<String> = r
+        .hops
+        .iter()
+        .zip(names)
+        .map(|(h, n)| match h.gateway {
+            Some(g) => format!("via {g} dev {n}"),
+            None => format!("dev {n}"),
+        })
+        .collect();
+    format!("{} {}", r.prefix, hops.join(", "))
+}
+
+fn watch(
+    spec: &str,
+    dump: bool,
+    (v4, v6): (bool, bool),
+    duration: Option<f64>,
+    quiet: bool,
+) -> anyhow::Result<ExitCode> {
+    use bricks_control::{Change, Follower, SourceSpec, SourceStats};
+    use std::io::Write as _;
+    let spec = SourceSpec::parse(spec).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let stop = crate::runner::stop_on_signals()?;
+    let stats = std::sync::Arc::new(SourceStats::labelled(format!("routes watch {spec}")));
+    let seen = Watched::default();
+    let (table, protocol) = match &spec {
+        SourceSpec::Netlink { table, protocol } => (Some(*table), *protocol),
+        SourceSpec::Fpm { .. } => (None, None),
+    };
+    let mut follower = Follower::new(
+        bricks_control::Filter {
+            table,
+            protocol,
+            v4,
+            v6,
+            devices: None,
+        },
+        seen.clone(),
+        stats.clone(),
+    );
+    let print = !quiet && !dump;
+    let map = seen.0.clone();
+    follower.observe(move |c| {
+        let line = match c {
+            Change::Set(r, names) => {
+                let l = route_line(r, names);
+                map.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(r.prefix, vec![l.clone()]);
+                format!("+ {l}")
+            }
+            Change::Removed(p) => {
+                map.lock().unwrap_or_else(|e| e.into_inner()).remove(p);
+                format!("- {p}")
+            }
+        };
+        if print {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    });
+    let started = Instant::now();
+    let running = match &spec {
+        SourceSpec::Netlink { .. } => bricks_control::Running::Kernel(
+            bricks_control::kernel::follow(follower, "routes watch")
+                .with_context(|| format!("following {spec}"))?,
+        ),
+        SourceSpec::Fpm { addr } => {
+            follower.feed(&bricks_control::kernel::links().context("reading the interfaces")?);
+            follower.refresh_links_with(|| bricks_control::kernel::links().unwrap_or_default());
+            eprintln!("listening for zebra's FPM connection on {addr}");
+            bricks_control::Running::Fpm(bricks_control::fpm::subscribe(*addr, Box::new(follower))?)
+        }
+    };
+    if dump {
+        let ready = match &running {
+            bricks_control::Running::Kernel(k) => k.wait_synced(Duration::from_secs(120)),
+            // An FPM peer's replay has ended when its stream goes quiet.
+            bricks_control::Running::Fpm(sub) => {
+                let end = Instant::now() + Duration::from_secs(120);
+                while !sub.connected() && Instant::now() < end && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let mut last = stats.get(bricks_control::Kind::Messages);
+                let mut quiet_since = Instant::now();
+                while quiet_since.elapsed() < bricks_control::fpm::REPLAY_QUIET
+                    && Instant::now() < end
+                {
+                    std::thread::sleep(Duration::from_millis(50));
+                    let now = stats.get(bricks_control::Kind::Messages);
+                    if now != last {
+                        last = now;
+                        quiet_since = Instant::now();
+                    }
+                }
+                sub.connected()
+            }
+        };
+        anyhow::ensure!(ready, "{spec}: not read within 120 s");
+        let mut out = std::io::stdout().lock();
+        for l in seen.0.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            writeln!(out, "{}", l[0])?;
+        }
+    } else {
+        let end = duration.map(|d| started + Duration::from_secs_f64(d));
+        while !stop.load(Ordering::Relaxed) && end.is_none_or(|e| Instant::now() < e) {
+            if let bricks_control::Running::Kernel(k) = &running {
+                anyhow::ensure!(!k.finished(), "{spec}: the source stopped (see above)");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    drop(running);
+    let routes = seen.0.lock().unwrap_or_else(|e| e.into_inner()).len();
+    let mut summary: Vec<String> = stats
+        .all()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    summary.insert(0, format!("routes {routes}"));
+    eprintln!(
+        "{spec}: {} in {:.2} s",
+        summary.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -119,6 +119,11 @@ impl SourceStats {
         s
     }
 
+    /// Starts warnings with `label` (the first label set stays).
+    pub fn set_label(&self, label: impl Into<String>) {
+        let _ = self.label.set(label.into());
+    }
+
     /// Prints no warnings (the counters still count).
     pub fn quiet(&self) {
         self.quiet.store(true, Ordering::Relaxed);

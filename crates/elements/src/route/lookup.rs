@@ -10,6 +10,7 @@
 //! instance reads the same table, which write handlers change in place
 //! while traffic flows.
 
+use super::live::{self, Live, RoutesArg, WeakSink};
 use super::table::{self, RouteTable};
 use crate::qos::memrefs::{self, MemCount};
 use bricks_element::{
@@ -28,10 +29,22 @@ use std::sync::Arc;
 const KEYWORDS: &[Keyword] = &[
     Keyword {
         name: "ROUTES",
-        ty: "file name",
+        ty: "file name or route source",
         default: Some("none"),
         doc: "also load the routes of this file (one `PREFIX [GATEWAY] OUTPUT` per line, \
-              or an MRT TABLE_DUMP_V2 RIB dump, possibly gzip or bzip2 compressed)",
+              or an MRT TABLE_DUMP_V2 RIB dump, possibly gzip or bzip2 compressed); or \
+              follow a live source while the router runs: `netlink:table=ID[,proto=NAME]` \
+              (a Linux routing table, e.g. where BIRD's kernel protocol or FRR's zebra \
+              writes; table main by default) or `fpm[:[ADDR:]PORT]` (FRR zebra's FPM \
+              stream, 127.0.0.1:2620 by default); needs DEVICES",
+    },
+    Keyword {
+        name: "DEVICES",
+        ty: "interface names",
+        default: Some("none"),
+        doc: "with a live ROUTES source: the interface of each output, in order (`DEVICES \
+              \"eth0 eth1\"`: routes out of eth0 leave by output 0); routes out of other \
+              interfaces are skipped and counted",
     },
     Keyword {
         name: "SKIP_ERRORS",
@@ -48,7 +61,13 @@ const KEYWORDS: &[Keyword] = &[
 ];
 
 /// The IPv4 classes' keywords: [`KEYWORDS`] and MEMREFS.
-const KEYWORDS_V4: &[Keyword] = &[KEYWORDS[0], KEYWORDS[1], KEYWORDS[2], memrefs::KEYWORD];
+const KEYWORDS_V4: &[Keyword] = &[
+    KEYWORDS[0],
+    KEYWORDS[1],
+    KEYWORDS[2],
+    KEYWORDS[3],
+    memrefs::KEYWORD,
+];
 
 macro_rules! memrefs_doc {
     () => {
@@ -71,6 +90,35 @@ const COUNTERS_V4: &[(&str, &str)] = &[
     memrefs::PACKETS,
     memrefs::REFS,
     memrefs::WORDS,
+    LIVE_COUNTERS[0],
+    LIVE_COUNTERS[1],
+    LIVE_COUNTERS[2],
+    LIVE_COUNTERS[3],
+    LIVE_COUNTERS[4],
+    LIVE_COUNTERS[5],
+];
+
+/// The counters of a live ROUTES source (the rest of
+/// `bricks_control::Kind`'s are reported too).
+const LIVE_COUNTERS: [(&str, &str); 6] = [
+    ("route_updates_set", "routes a live source added or changed"),
+    ("route_updates_removed", "routes a live source withdrew"),
+    (
+        "route_updates_unknown_interface",
+        "routes skipped: out of an interface none of DEVICES",
+    ),
+    (
+        "route_updates_unsupported",
+        "routes skipped: blackhole, unreachable, source-specific, ...",
+    ),
+    (
+        "route_messages_malformed",
+        "netlink or FPM messages skipped as truncated or malformed",
+    ),
+    (
+        "route_source_resyncs",
+        "full re-reads after lost notifications",
+    ),
 ];
 
 macro_rules! description {
@@ -87,9 +135,18 @@ macro_rules! description {
     flows: write `add ROUTE` or `set ROUTE` to add or replace a route, `remove \
     PREFIX` to withdraw one, or to `ctrl` several `add`, `set` and `remove` commands, \
     one a line, all checked before any is applied (IPv4 tables). The `lookup ADDR` read \
-    handler gives the output and gateway for ADDR, -1 for none. A route's destination \
+    handler gives the output and gateway for ADDR, -1 for none; `table` lists every \
+    route. A route's destination \
     may be a bare address, a host route, as in Click. Lookups never lock and never see \
-    a half-updated entry."
+    a half-updated entry.\n\nWith `ROUTES netlink:table=ID` the element follows a Linux \
+    routing table while the router runs: the table is read when the router starts and \
+    every route added, changed or deleted there (by `ip route`, BIRD's kernel protocol, \
+    FRR's zebra) is applied within milliseconds. With `ROUTES fpm` it listens for FRR \
+    zebra's FPM connection (`zebra -M dplane_fpm_nl`) and applies the FIB zebra streams. \
+    A route's interface picks the output by DEVICES, its gateway becomes the destination \
+    annotation; of several routes for a prefix the lowest metric's is used, as the \
+    kernel does. Learnt routes override configured ones for the same prefix, and a \
+    withdrawal gives the configured route back."
     };
 }
 
@@ -144,7 +201,7 @@ pub static LOOKUP6: ElementClass = ElementClass {
 
 static DIRECT_MANUAL: Manual = Manual {
     summary: "IPv4 routing lookup with DIR-24-8, for full Internet tables",
-    synopsis: "DirectIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
+    synopsis: "DirectIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE|SOURCE, DEVICES NAMES, MEMREFS bool])",
     description: DESCRIPTION_V4,
     ports: "one push input (packets with a destination address annotation); one push output per route output",
     keywords: KEYWORDS_V4,
@@ -155,28 +212,28 @@ static DIRECT_MANUAL: Manual = Manual {
 
 static LOOKUP_MANUAL: Manual = Manual {
     summary: "IPv4 routing lookup (DIR-24-8), Click's general route table element",
-    synopsis: "LookupIPRoute(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
+    synopsis: "LookupIPRoute(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE|SOURCE, DEVICES NAMES, MEMREFS bool])",
     example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: LookupIPRoute(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
     ..DIRECT_MANUAL
 };
 
 static RADIX_MANUAL: Manual = Manual {
     summary: "IPv4 routing lookup with a 4-bit-stride multibit trie",
-    synopsis: "RadixIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
+    synopsis: "RadixIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE|SOURCE, DEVICES NAMES, MEMREFS bool])",
     example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: RadixIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
     ..DIRECT_MANUAL
 };
 
 static RANGE_MANUAL: Manual = Manual {
     summary: "IPv4 routing lookup, Click's range-table element, here on DIR-24-8",
-    synopsis: "RangeIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE, MEMREFS bool])",
+    synopsis: "RangeIPLookup(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE|SOURCE, DEVICES NAMES, MEMREFS bool])",
     example: "InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: RangeIPLookup(10.0.0.0/8 0, 0.0.0.0/0 10.0.0.1 1); rt[0] -> Discard; rt[1] -> Discard;",
     ..DIRECT_MANUAL
 };
 
 static LOOKUP6_MANUAL: Manual = Manual {
     summary: "IPv6 routing lookup (Poptrie), for full Internet tables",
-    synopsis: "LookupIP6Route(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE])",
+    synopsis: "LookupIP6Route(ADDR/LEN [GATEWAY] OUT, ... [, ROUTES FILE|SOURCE, DEVICES NAMES])",
     description: "IPv6 counterpart of DirectIPLookup: routes `ADDR/LEN [GATEWAY] OUT` (IPv6 \
         prefixes; IPv4 lines of a ROUTES file are ignored), equal-cost groups, the same \
         handlers. Among equal-cost paths a packet's path is chosen by its flow: the \
@@ -192,6 +249,12 @@ static LOOKUP6_MANUAL: Manual = Manual {
         ("no_route", "packets that matched no route"),
         ("routes", "routes in the table now"),
         ("memory", "bytes of the lookup structure"),
+        LIVE_COUNTERS[0],
+        LIVE_COUNTERS[1],
+        LIVE_COUNTERS[2],
+        LIVE_COUNTERS[3],
+        LIVE_COUNTERS[4],
+        LIVE_COUNTERS[5],
     ],
 };
 
@@ -204,16 +267,28 @@ enum Algorithm {
 /// Reads the routes of a lookup element: those of its arguments, then
 /// those of its ROUTES file for the family `keep` accepts (a file may mix
 /// IPv4 and IPv6; each family's element takes its own).
+#[allow(clippy::type_complexity)]
 fn read_routes<'a>(
     args: &mut Args<'a>,
     keep: fn(&bricks_lpm::source::RoutePrefix) -> bool,
-) -> Result<impl FnOnce() -> Result<Vec<bricks_lpm::source::Route>, ArgError> + 'a, ArgError> {
-    let file: Option<PathBuf> = args.read("ROUTES")?;
+    noutputs: usize,
+) -> Result<
+    (
+        impl FnOnce() -> Result<Vec<bricks_lpm::source::Route>, ArgError> + 'a,
+        Option<Live>,
+    ),
+    ArgError,
+> {
+    let (file, live): (Option<PathBuf>, Option<Live>) = match live::read(args)? {
+        RoutesArg::None => (None, None),
+        RoutesArg::File(f) => (Some(f), None),
+        RoutesArg::Live(spec, devices) => (None, Some(Live::new(spec, devices, noutputs)?)),
+    };
     let skip: bool = args.read("SKIP_ERRORS")?.unwrap_or(false);
     // Borrowed from the configuration, not copied: a table given inline
     // can be millions of arguments.
     let texts = args.rest();
-    Ok(move || {
+    let routes = move || {
         let mut routes = table::parse_routes(&texts)?;
         if let Some(f) = file {
             routes.extend(
@@ -223,7 +298,8 @@ fn read_routes<'a>(
             );
         }
         Ok(routes)
-    })
+    };
+    Ok((routes, live))
 }
 
 fn make_v4(
@@ -233,8 +309,8 @@ fn make_v4(
 ) -> Result<Box<dyn Element>, ArgError> {
     let memory: usize = args.read("MEMORY")?.unwrap_or(table::DEFAULT_MEMORY);
     let count = args.memrefs()?;
-    let routes = read_routes(args, |p| matches!(p, RoutePrefix::V4(_)))?;
     let noutputs = ports.noutputs();
+    let (routes, live) = read_routes(args, |p| matches!(p, RoutePrefix::V4(_)), noutputs)?;
     // Every instance of the element has the same arguments and build
     // options, so the one that makes the shared table decides for all.
     let t: Arc<V4Table> = args.shared(|_| {
@@ -256,7 +332,14 @@ fn make_v4(
                 }
             })
         })?;
-        Ok(V4Table { table, counting })
+        if live.is_some() {
+            table.keep_configured();
+        }
+        Ok(V4Table {
+            table,
+            counting,
+            live,
+        })
     })?;
     Ok(if count {
         Box::new(IpRouteLookup::<true>::new(t))
@@ -270,6 +353,7 @@ fn make_v4(
 struct V4Table {
     table: RouteTable<dyn Lpm4Update>,
     counting: Counting4,
+    live: Option<Live>,
 }
 
 /// The lookup structure of a counting element, by type.
@@ -337,13 +421,17 @@ impl<L: Lpm4Update> Lpm4Update for Both<L> {
 
 fn make_v6(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let memory: usize = args.read("MEMORY")?.unwrap_or(table::DEFAULT_MEMORY);
-    let routes = read_routes(args, |p| matches!(p, RoutePrefix::V6(_)))?;
     let noutputs = ports.noutputs();
-    let t: Arc<RouteTable<dyn Lpm6Update>> = args.shared(|_| {
+    let (routes, live) = read_routes(args, |p| matches!(p, RoutePrefix::V6(_)), noutputs)?;
+    let t: Arc<V6Table> = args.shared(|_| {
         let routes = routes()?;
-        table::build_v6(routes, noutputs, |r| -> Result<Box<dyn Lpm6Update>, _> {
+        let table = table::build_v6(routes, noutputs, |r| -> Result<Box<dyn Lpm6Update>, _> {
             Ok(Box::new(Poptrie6::build(r, memory)?))
-        })
+        })?;
+        if live.is_some() {
+            table.keep_configured();
+        }
+        Ok(V6Table { table, live })
     })?;
     Ok(Box::new(Ip6RouteLookup {
         t,
@@ -377,6 +465,14 @@ impl<const M: bool> IpRouteLookup<M> {
 impl<const M: bool> Element for IpRouteLookup<M> {
     fn start(&mut self, cx: &mut Context<'_>) {
         self.reports_table = cx.worker() == 0;
+        start_live(
+            &self.t,
+            self.t.live.as_ref(),
+            true,
+            cx,
+            |t, r| t.table.set_route(r),
+            |t, p| t.table.remove_route(p),
+        );
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
@@ -424,6 +520,9 @@ impl<const M: bool> Element for IpRouteLookup<M> {
         if self.reports_table {
             s.counter("routes", self.t.table.lpm.route_count() as u64);
             s.counter("memory", self.t.table.lpm.memory_bytes() as u64);
+            if let Some(l) = &self.t.live {
+                l.stats(s);
+            }
         }
         if M {
             self.mem.stats(s);
@@ -449,21 +548,60 @@ impl<const M: bool> Element for IpRouteLookup<M> {
         (handler == "lookup" && !write).then(|| self.t.table.lookup_text(value))
     }
 
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "table").then(|| self.t.table.table_text())
+    }
+
     fn handlers(&self) -> &'static [Handler] {
-        static HANDLERS: [Handler; 5] = [
+        static HANDLERS: [Handler; 6] = [
             Handler::w("add"),
             Handler::w("set"),
             Handler::w("remove"),
             Handler::w("ctrl"),
             Handler::r("lookup"),
+            Handler::r("table"),
         ];
         &HANDLERS
     }
 }
 
+/// An IPv6 element's shared table and its live source.
+struct V6Table {
+    table: RouteTable<dyn Lpm6Update>,
+    live: Option<Live>,
+}
+
+impl std::ops::Deref for V6Table {
+    type Target = RouteTable<dyn Lpm6Update>;
+    fn deref(&self) -> &Self::Target {
+        &self.table
+    }
+}
+
+/// Starts a table's live source on the first worker; a source that cannot
+/// start stops the router with the reason.
+fn start_live<T: Send + Sync + 'static>(
+    t: &Arc<T>,
+    live: Option<&Live>,
+    v4: bool,
+    cx: &mut Context<'_>,
+    set: fn(&T, &bricks_lpm::source::Route) -> Result<(), String>,
+    remove: fn(&T, RoutePrefix) -> Result<(), String>,
+) {
+    let Some(live) = live else { return };
+    if cx.worker() != 0 {
+        return;
+    }
+    let name = cx.name().to_string();
+    if let Err(e) = live.start(&name, v4, WeakSink::new(t, set, remove)) {
+        cx.report_error(e);
+        cx.request_stop();
+    }
+}
+
 /// IPv6 route lookup over a shared table.
 pub struct Ip6RouteLookup {
-    t: Arc<RouteTable<dyn Lpm6Update>>,
+    t: Arc<V6Table>,
     no_route: u64,
     /// The table is shared: one worker reports its size, so that the
     /// sum over workers is the table's.
@@ -491,6 +629,14 @@ fn dst6(p: &bricks_element::Packet) -> u128 {
 impl Element for Ip6RouteLookup {
     fn start(&mut self, cx: &mut Context<'_>) {
         self.reports_table = cx.worker() == 0;
+        start_live(
+            &self.t,
+            self.t.live.as_ref(),
+            false,
+            cx,
+            |t, r| t.table.set_route6(r),
+            |t, p| t.table.remove_route6(p),
+        );
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
@@ -529,7 +675,24 @@ impl Element for Ip6RouteLookup {
         if self.reports_table {
             s.counter("routes", self.t.lpm.route_count() as u64);
             s.counter("memory", self.t.lpm.memory_bytes() as u64);
+            if let Some(l) = &self.t.live {
+                l.stats(s);
+            }
         }
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "table").then(|| self.t.table_text())
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 4] = [
+            Handler::w("add"),
+            Handler::w("set"),
+            Handler::w("remove"),
+            Handler::r("table"),
+        ];
+        &HANDLERS
     }
 
     fn handler_is_shared(&self, _handler: &str) -> bool {

@@ -1,5 +1,6 @@
 //! Route lookup at Internet scale: elements over the `bricks_lpm` tables.
 
+pub mod live;
 pub mod lookup;
 pub mod table;
 

@@ -33,6 +33,12 @@ pub struct RouteTable<T: ?Sized> {
     /// existing prefix before the lookup structure sees anything (the
     /// structures have no exact-match read). Its lock also orders writers.
     routes4: Mutex<HashMap<Prefix4, NextHop>>,
+    /// Writer side: each IPv6 prefix's next hop (for listings).
+    routes6: Mutex<HashMap<Prefix6, NextHop>>,
+    /// The routes of the configuration, kept once a live source feeds the
+    /// table: a withdrawn learnt route gives way to the configured one
+    /// for its prefix.
+    configured: std::sync::OnceLock<HashMap<RoutePrefix, NextHop>>,
     noutputs: usize,
 }
 
@@ -199,6 +205,8 @@ impl<T: ?Sized> RouteTable<T> {
                     .collect(),
             ),
             routes4: Mutex::new(HashMap::new()),
+            routes6: Mutex::new(HashMap::new()),
+            configured: std::sync::OnceLock::new(),
             noutputs,
         };
         for g in t.groups.load().iter() {
@@ -255,7 +263,133 @@ pub fn build_v6<T: Lpm6Update + ?Sized>(
     table.canonicalize(source::Duplicates::Merge);
     let interned = table.intern();
     let lpm = build(&interned.v6).map_err(|e| ArgError::new(e.to_string()))?;
-    RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))
+    let t =
+        RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))?;
+    *t.routes6.lock().unwrap_or_else(|e| e.into_inner()) = interned.v6.into_iter().collect();
+    Ok(t)
+}
+
+impl<T: ?Sized> RouteTable<T> {
+    /// Keeps the configured routes aside, so that a live source's
+    /// withdrawal gives the prefix back its configured route.
+    pub fn keep_configured(&self) {
+        let mut all: HashMap<RoutePrefix, NextHop> = HashMap::new();
+        for (p, nh) in self
+            .routes4
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            all.insert(RoutePrefix::V4(*p), *nh);
+        }
+        for (p, nh) in self
+            .routes6
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            all.insert(RoutePrefix::V6(*p), *nh);
+        }
+        let _ = self.configured.set(all);
+    }
+
+    fn configured(&self, p: RoutePrefix) -> Option<NextHop> {
+        self.configured.get().and_then(|c| c.get(&p).copied())
+    }
+
+    /// Click's `table` handler: every route, one `PREFIX<TAB>GATEWAY<TAB>OUT`
+    /// line per hop (`-` for no gateway), sorted by prefix.
+    pub fn table_text(&self) -> String {
+        let groups = self.groups();
+        let mut routes: Vec<(RoutePrefix, NextHop)> = self
+            .routes4
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(p, nh)| (RoutePrefix::V4(*p), *nh))
+            .collect();
+        routes.extend(
+            self.routes6
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|(p, nh)| (RoutePrefix::V6(*p), *nh)),
+        );
+        routes.sort();
+        let mut out = String::with_capacity(routes.len() * 32);
+        for (p, nh) in routes {
+            for h in groups.get(nh.0 as usize).map(|g| &g[..]).unwrap_or(&[]) {
+                let gw = match h.gateway {
+                    Some(g) if !g.is_unspecified() => g.to_string(),
+                    _ => "-".into(),
+                };
+                out.push_str(&format!("{p}\t{gw}\t{}\n", h.output));
+            }
+        }
+        out
+    }
+}
+
+impl<T: Lpm4Update + ?Sized> RouteTable<T> {
+    /// Sets a whole route (a live source's): adds it or replaces the one
+    /// for its prefix.
+    pub fn set_route(&self, route: &Route) -> Result<(), String> {
+        let RoutePrefix::V4(p) = route.prefix else {
+            return Err("IPv6 route in an IPv4 table".into());
+        };
+        let nh = self.intern(&route.hops).map_err(|e| e.0)?;
+        let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+        routes.insert(p, nh);
+        Ok(())
+    }
+
+    /// Withdraws a live source's route; the configured route for the
+    /// prefix, if any, takes its place.
+    pub fn remove_route(&self, prefix: RoutePrefix) -> Result<(), String> {
+        let RoutePrefix::V4(p) = prefix else {
+            return Err("IPv6 prefix in an IPv4 table".into());
+        };
+        let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(nh) = self.configured(prefix) {
+            self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+            routes.insert(p, nh);
+        } else {
+            self.lpm.remove(p).map_err(|e| e.to_string())?;
+            routes.remove(&p);
+        }
+        Ok(())
+    }
+}
+
+impl<T: Lpm6Update + ?Sized> RouteTable<T> {
+    /// Sets a whole IPv6 route; see the IPv4 `set_route`.
+    pub fn set_route6(&self, route: &Route) -> Result<(), String> {
+        let RoutePrefix::V6(p) = route.prefix else {
+            return Err("IPv4 route in an IPv6 table".into());
+        };
+        let nh = self.intern(&route.hops).map_err(|e| e.0)?;
+        let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
+        self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+        routes.insert(p, nh);
+        Ok(())
+    }
+
+    /// Withdraws a live source's IPv6 route; see the IPv4 `remove_route`.
+    pub fn remove_route6(&self, prefix: RoutePrefix) -> Result<(), String> {
+        let RoutePrefix::V6(p) = prefix else {
+            return Err("IPv4 prefix in an IPv6 table".into());
+        };
+        let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(nh) = self.configured(prefix) {
+            self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+            routes.insert(p, nh);
+        } else {
+            self.lpm.remove(p).map_err(|e| e.to_string())?;
+            routes.remove(&p);
+        }
+        Ok(())
+    }
 }
 
 impl<T: Lpm4Update + ?Sized> RouteTable<T> {
@@ -369,15 +503,21 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
                     return Err("IPv4 route in an IPv6 table".into());
                 };
                 let nh = self.intern(&route.hops).map_err(|e| e.0)?;
+                let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
                 self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
+                routes.insert(p, nh);
                 Ok(())
             }
             "remove" => {
                 let RoutePrefix::V6(p) = parse_prefix(value)? else {
                     return Err("IPv4 prefix in an IPv6 table".into());
                 };
+                let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
                 match self.lpm.remove(p).map_err(|e| e.to_string())? {
-                    Some(_) => Ok(()),
+                    Some(_) => {
+                        routes.remove(&p);
+                        Ok(())
+                    }
                     None => Err(format!("{value}: no such route")),
                 }
             }
