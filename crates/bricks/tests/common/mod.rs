@@ -71,6 +71,7 @@ pub fn udp_frame(
 /// half second) and stderr are read as they come.
 pub struct LiveRouter {
     /// The process; killed when dropped.
+    #[allow(dead_code)] // not every test binary uses it
     pub child: bricks_netns::ChildGuard,
     /// The last stats line.
     stats: Arc<Mutex<Option<serde_json::Value>>>,
@@ -82,6 +83,7 @@ impl LiveRouter {
     /// Runs `conf` with `threads` workers and the `NAME=VALUE` defines in
     /// namespace `ns` of `net`; returns once its first counters are in,
     /// which is when every device is open.
+    #[allow(dead_code)] // not every test binary uses it
     pub fn start(
         net: &bricks_netns::Network,
         ns: &str,

@@ -1,0 +1,424 @@
+//! Routes learnt live from a Linux routing table while traffic flows.
+//!
+//! A three-port router (h1, h2, h3 on its ports) runs with
+//! `DirectIPLookup(..., ROUTES netlink:table=100, DEVICES "eth0 eth1 eth2")`
+//! in a namespace whose kernel does not forward. `ip route add`, `replace`
+//! and `del` in table 100 of that namespace move a UDP stream from h1
+//! (one packet a millisecond, numbered) between h2 and h3 and off again;
+//! a second stream to a route that never changes must lose nothing. Then a
+//! flap of many changes leaves bricks' table (`bricks ctl ... read
+//! rt.table`) equal to the kernel's (`ip route show table 100`).
+//!
+//! Needs root (skipped otherwise, a failure under CI=true). Everything is
+//! deleted when the test ends, failed or not.
+
+mod common;
+
+use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Network};
+use common::LiveRouter;
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The router: three ports, ARP both ways, the IPv4 checks, TTL, and the
+/// route table fed from kernel table 100.
+fn config() -> String {
+    let mut c = String::from(
+        "rt :: DirectIPLookup(10.1.0.0/24 0, 10.2.0.0/24 1, 10.3.0.0/24 2,\n\
+         \x20   ROUTES netlink:table=100, DEVICES \"eth0 eth1 eth2\");\n",
+    );
+    for i in 0..3 {
+        let n = i + 1;
+        c.push_str(&format!(
+            "in{i} :: FromDevice(eth{i}, BACKEND $BACKEND);\n\
+             q{i} :: Queue(1024) -> ToDevice(eth{i});\n\
+             in{i} -> c{i} :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);\n\
+             c{i}[0] -> ARPResponder(10.{n}.0.1 $MAC{i}) -> q{i};\n\
+             arpq{i} :: ARPQuerier(10.{n}.0.1, $MAC{i}) -> q{i};\n\
+             c{i}[1] -> [1]arpq{i};\n\
+             c{i}[2] -> Strip(14) -> CheckIPHeader -> GetIPAddress(16) -> rt;\n\
+             c{i}[3] -> Discard;\n\
+             rt[{i}] -> dt{i} :: DecIPTTL -> [0]arpq{i};\n\
+             dt{i}[1] -> Discard;\n"
+        ));
+    }
+    c
+}
+
+struct Lab {
+    router: LiveRouter,
+    net: Network,
+    sock: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn start(tag: &str, backend: &str) -> Lab {
+        let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
+        for ns in ["r", "h1", "h2", "h3"] {
+            net.add_namespace(ns).unwrap();
+        }
+        net.sysctl("r", "net.ipv4.ip_forward", "0").unwrap();
+        let mut macs = Vec::new();
+        for (i, host) in ["h1", "h2", "h3"].iter().enumerate() {
+            let n = i + 1;
+            let dev = format!("eth{i}");
+            net.add_link(host, "eth0", "r", &dev, 1).unwrap();
+            net.disable_offloads(host, "eth0").unwrap();
+            net.disable_offloads("r", &dev).unwrap();
+            net.add_addr(host, "eth0", &format!("10.{n}.0.2/24"))
+                .unwrap();
+            net.add_route(host, &["default", "via", &format!("10.{n}.0.1")])
+                .unwrap();
+            macs.push(net.mac("r", &dev).unwrap());
+        }
+        // The destinations behind h2 and h3.
+        for host in ["h2", "h3"] {
+            net.add_addr(host, "lo", "10.9.0.5/32").unwrap();
+        }
+        net.add_addr("h3", "lo", "10.8.0.5/32").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("router.click");
+        std::fs::write(&conf, config()).unwrap();
+        let sock = dir.path().join("ctl.sock");
+        let defines: Vec<String> = vec![
+            format!("BACKEND={backend}"),
+            format!("MAC0={}", macs[0]),
+            format!("MAC1={}", macs[1]),
+            format!("MAC2={}", macs[2]),
+        ];
+        // The route that never changes, there before the router starts:
+        // the first dump brings it.
+        let lab_net = net;
+        let out = output_timeout(
+            &mut lab_net.exec(
+                "r",
+                &[
+                    "ip",
+                    "route",
+                    "add",
+                    "10.8.0.0/16",
+                    "via",
+                    "10.3.0.2",
+                    "dev",
+                    "eth2",
+                    "onlink",
+                    "table",
+                    "100",
+                ],
+            ),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let router = LiveRouter::start_with(
+            &lab_net,
+            "r",
+            &conf,
+            1,
+            &defines,
+            &["--control".into(), sock.to_str().unwrap().into()],
+        );
+        Lab {
+            router,
+            net: lab_net,
+            sock,
+            dir,
+        }
+    }
+
+    /// `ip route ARGS... table 100` in the router's namespace.
+    fn route(&self, args: &[&str]) {
+        let mut argv = vec!["ip", "route"];
+        argv.extend_from_slice(args);
+        argv.extend(["table", "100"]);
+        let out = output_timeout(&mut self.net.exec("r", &argv), Duration::from_secs(5)).unwrap();
+        assert!(out.status.success(), "{argv:?}: {out:?}");
+    }
+
+    fn ctl_read(&self, handler: &str) -> String {
+        let out = output_timeout(
+            std::process::Command::new(env!("CARGO_BIN_EXE_bricks")).args([
+                "ctl",
+                self.sock.to_str().unwrap(),
+                "read",
+                handler,
+            ]),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// Packets a receiver got: (sequence number, arrival).
+type Arrivals = Arc<Mutex<Vec<(u64, Instant)>>>;
+
+fn receiver(
+    ns: String,
+    port: u16,
+    stop: Arc<AtomicBool>,
+) -> (Arrivals, std::thread::JoinHandle<()>) {
+    let got: Arrivals = Arc::default();
+    let g = got.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        in_namespace(&ns, move || {
+            let s = UdpSocket::bind(("0.0.0.0", port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            ready_tx.send(()).unwrap();
+            let mut buf = [0u8; 64];
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok((n, _)) = s.recv_from(&mut buf) {
+                    if n >= 8 {
+                        let seq = u64::from_be_bytes(buf[..8].try_into().unwrap());
+                        g.lock().unwrap().push((seq, Instant::now()));
+                    }
+                }
+            }
+        })
+    });
+    ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    (got, h)
+}
+
+/// Sends numbered datagrams to `dst`, one a millisecond, until `stop`;
+/// returns each one's send time.
+fn sender(
+    ns: String,
+    dst: &'static str,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<Instant>> {
+    std::thread::spawn(move || {
+        in_namespace(&ns, move || {
+            let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+            let mut sent = Vec::new();
+            let start = Instant::now();
+            // Bounded: at most 20 s of sending.
+            while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(20) {
+                let seq = sent.len() as u64;
+                let _ = s.send_to(&seq.to_be_bytes(), dst);
+                sent.push(Instant::now());
+                let next = start + Duration::from_millis(seq + 1);
+                if let Some(d) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(d);
+                }
+            }
+            sent
+        })
+    })
+}
+
+/// The bound the issue sets on following a change.
+const FOLLOW: Duration = Duration::from_millis(100);
+
+#[test]
+fn kernel_route_changes_steer_traffic_within_100_ms() {
+    if let Some(why) = skip_unless_root("kernel_route_changes_steer_traffic_within_100_ms") {
+        eprintln!("{why}");
+        return;
+    }
+    let lab = Lab::start("rtnl", "auto");
+    lab.router
+        .wait_for("the first dump", Duration::from_secs(10), |r| {
+            r.counter("rt", "route_updates_set") >= 1
+        });
+    let stop = Arc::new(AtomicBool::new(false));
+    let (h2, h2t) = receiver(lab.net.ns_name("h2"), 9000, stop.clone());
+    let (h3, h3t) = receiver(lab.net.ns_name("h3"), 9000, stop.clone());
+    let (bg, bgt) = receiver(lab.net.ns_name("h3"), 9001, stop.clone());
+    let send_stop = Arc::new(AtomicBool::new(false));
+    let flow = sender(lab.net.ns_name("h1"), "10.9.0.5:9000", send_stop.clone());
+    let background = sender(lab.net.ns_name("h1"), "10.8.0.5:9001", send_stop.clone());
+
+    std::thread::sleep(Duration::from_millis(500));
+    let t_add = Instant::now();
+    lab.route(&[
+        "add",
+        "10.9.0.0/16",
+        "via",
+        "10.2.0.2",
+        "dev",
+        "eth1",
+        "onlink",
+    ]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let t_change = Instant::now();
+    lab.route(&[
+        "replace",
+        "10.9.0.0/16",
+        "via",
+        "10.3.0.2",
+        "dev",
+        "eth2",
+        "onlink",
+    ]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let t_del = Instant::now();
+    lab.route(&["del", "10.9.0.0/16"]);
+    std::thread::sleep(Duration::from_millis(800));
+    send_stop.store(true, Ordering::Relaxed);
+    let sent = flow.join().unwrap();
+    let bg_sent = background.join().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    for t in [h2t, h3t, bgt] {
+        t.join().unwrap();
+    }
+    let h2: Vec<u64> = h2.lock().unwrap().iter().map(|x| x.0).collect();
+    let h3: Vec<u64> = h3.lock().unwrap().iter().map(|x| x.0).collect();
+    let sent_at = |seq: u64| sent[seq as usize];
+    // Before the route: nothing arrives anywhere.
+    for &s in h2.iter().chain(&h3) {
+        assert!(
+            sent_at(s) >= t_add,
+            "packet {s} arrived before its route existed"
+        );
+    }
+    // Every packet sent from 100 ms after each change until the next one
+    // took the new path, and none took the old one.
+    let window = |from: Instant, to: Instant| {
+        (0..sent.len() as u64).filter(move |&s| sent_at(s) >= from + FOLLOW && sent_at(s) < to)
+    };
+    for s in window(t_add, t_change) {
+        assert!(
+            h2.contains(&s),
+            "packet {s} (after the add) did not reach h2"
+        );
+    }
+    for s in window(t_change, t_del) {
+        assert!(
+            h3.contains(&s),
+            "packet {s} (after the replace) did not reach h3"
+        );
+        assert!(
+            !h2.contains(&s),
+            "packet {s} (after the replace) still reached h2"
+        );
+    }
+    for s in window(t_del, Instant::now()) {
+        assert!(
+            !h2.contains(&s) && !h3.contains(&s),
+            "packet {s} (after the delete) was still forwarded"
+        );
+    }
+    // How fast it followed: the first packet on the new path after each
+    // change, measured from the change.
+    let first_after = |got: &[u64], t: Instant| {
+        got.iter()
+            .filter(|&&s| sent_at(s) >= t)
+            .map(|&s| sent_at(s).saturating_duration_since(t))
+            .min()
+    };
+    eprintln!(
+        "followed: add {:?}, replace {:?}",
+        first_after(&h2, t_add),
+        first_after(&h3, t_change)
+    );
+    // The route that never changed lost nothing.
+    let bg: Vec<u64> = bg.lock().unwrap().iter().map(|x| x.0).collect();
+    assert_eq!(
+        bg.len(),
+        bg_sent.len(),
+        "the unchanged route lost {} of {} packets",
+        bg_sent.len() - bg.len(),
+        bg_sent.len()
+    );
+    assert!(lab.router.counter("rt", "route_updates_removed") >= 1);
+
+    // A flap: 100 rounds of changes to 50 prefixes through `ip -batch`,
+    // then bricks' table must be the kernel's.
+    let mut batch = String::new();
+    for round in 0..100 {
+        for p in 0..50 {
+            let prefix = format!("10.{}.{}.0/24", 100 + p / 10, p % 10);
+            let via = if (round + p) % 2 == 0 {
+                "10.2.0.2 dev eth1"
+            } else {
+                "10.3.0.2 dev eth2"
+            };
+            if (round * 7 + p) % 5 == 0 {
+                batch.push_str(&format!("route del {prefix} table 100\n"));
+            } else {
+                batch.push_str(&format!(
+                    "route replace {prefix} via {via} onlink table 100\n"
+                ));
+            }
+        }
+    }
+    let file = lab.dir.path().join("flap.batch");
+    std::fs::write(&file, batch).unwrap();
+    // `-force`: a delete of a prefix already gone is no error to stop on.
+    let _ = output_timeout(
+        &mut lab
+            .net
+            .exec("r", &["ip", "-force", "-batch", file.to_str().unwrap()]),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    let kernel = || {
+        let out = output_timeout(
+            &mut lab
+                .net
+                .exec("r", &["ip", "-4", "route", "show", "table", "100"]),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let mut routes: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                let gw = w
+                    .iter()
+                    .position(|x| *x == "via")
+                    .map(|i| w[i + 1])
+                    .unwrap_or("-");
+                let dev = w
+                    .iter()
+                    .position(|x| *x == "dev")
+                    .map(|i| w[i + 1])
+                    .unwrap();
+                let out = &dev[3..];
+                let prefix = if w[0].contains('/') {
+                    w[0].to_string()
+                } else {
+                    format!("{}/32", w[0])
+                };
+                format!("{prefix}\t{gw}\t{out}")
+            })
+            .collect();
+        routes.sort();
+        routes
+    };
+    let bricks = || {
+        let mut routes: Vec<String> = lab
+            .ctl_read("rt.table")
+            .lines()
+            .filter(|l| {
+                !l.starts_with("10.1.0.0/24")
+                    && !l.starts_with("10.2.0.0/24")
+                    && !l.starts_with("10.3.0.0/24")
+            })
+            .map(str::to_string)
+            .collect();
+        routes.sort();
+        routes
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    while bricks() != kernel() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        bricks(),
+        kernel(),
+        "bricks' table differs from the kernel's"
+    );
+    eprintln!(
+        "after the flap: {} routes in table 100, {} set and {} withdrawn by bricks",
+        kernel().len(),
+        lab.router.counter("rt", "route_updates_set"),
+        lab.router.counter("rt", "route_updates_removed")
+    );
+}
