@@ -600,8 +600,8 @@ fn rib_name(v6: bool, addpath: bool) -> &'static str {
     }
 }
 
-/// Names of the MRT types of RFC 6396 §4 (and the deprecated ones of
-/// §B.2 a file is likely to hold).
+/// Names of the MRT types of RFC 6396 §4, and of the deprecated BGP ones
+/// of its Appendix B.
 fn type_name(typ: u16) -> Option<&'static str> {
     Some(match typ {
         5 => "BGP",
