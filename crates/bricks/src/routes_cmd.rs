@@ -1,9 +1,9 @@
 //! `bricks routes`: route files from the command line.
 
 use anyhow::Context as _;
-use bricks_lpm::source::{self, OnError, RouteTable};
+use bricks_lpm::source::{self, MrtOptions, OnError, PeerSelect, RouteTable};
 use bricks_lpm::{Dir24_8, Lpm4, Lpm6, NextHop, Poptrie6, Prefix4, Prefix6, Trie4};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -20,12 +20,19 @@ pub enum RoutesCommand {
     /// structure from it: memory and build time of each.
     Stats {
         /// Route file: text (`PREFIX [GATEWAY] OUTPUT` lines) or MRT
-        /// TABLE_DUMP_V2, possibly gzip or bzip2 compressed.
+        /// TABLE_DUMP_V2, possibly gzip or bzip2 compressed. From an MRT
+        /// dump, each prefix's route is the one BGP's decision process
+        /// chooses among the peers' (highest LOCAL_PREF, shortest AS_PATH,
+        /// lowest ORIGIN, lowest MED from the same neighbouring AS, lowest
+        /// peer BGP identifier, lowest peer address).
         file: PathBuf,
         /// Refuse the file at its first malformed route instead of
-        /// skipping (and reporting) it.
+        /// skipping (and reporting) it. An MRT dump cut short is refused
+        /// either way.
         #[arg(long)]
         strict: bool,
+        #[command(flatten)]
+        peer: PeerArgs,
     },
     /// Look addresses up: for each, the matching prefix, the next hop and
     /// the output, or `no route`.
@@ -35,6 +42,8 @@ pub enum RoutesCommand {
         /// IPv4 or IPv6 addresses.
         #[arg(required = true)]
         addrs: Vec<IpAddr>,
+        #[command(flatten)]
+        peer: PeerArgs,
     },
     /// Follow a live route source and print every change as it is applied:
     /// a Linux routing table (`netlink:table=100`, `netlink:table=main,proto=bird`)
@@ -83,13 +92,41 @@ pub enum RoutesCommand {
     },
 }
 
-fn load(file: &Path, strict: bool) -> anyhow::Result<RouteTable> {
+/// The peer an MRT dump's routes are taken from.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct PeerArgs {
+    /// MRT dumps only: take the routes of the peer with this address in
+    /// the PEER_INDEX_TABLE, not the best of all peers'.
+    #[arg(long, value_name = "ADDR", conflicts_with = "peer_as")]
+    peer: Option<IpAddr>,
+    /// MRT dumps only: take the routes of the peers of this AS, the best
+    /// of theirs when there are several.
+    #[arg(long, value_name = "AS")]
+    peer_as: Option<u32>,
+}
+
+impl PeerArgs {
+    fn select(self) -> Option<PeerSelect> {
+        match (self.peer, self.peer_as) {
+            (Some(a), _) => Some(PeerSelect::Address(a)),
+            (None, Some(n)) => Some(PeerSelect::As(n)),
+            (None, None) => None,
+        }
+    }
+}
+
+fn load(file: &Path, strict: bool, peer: PeerArgs) -> anyhow::Result<RouteTable> {
     let on_error = if strict {
         OnError::Refuse
     } else {
         OnError::Skip
     };
-    let (table, warnings) = source::load(file, on_error).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mrt = MrtOptions {
+        peer: peer.select(),
+        ..MrtOptions::default()
+    };
+    let (table, warnings) =
+        source::load_with(file, on_error, &mrt).map_err(|e| anyhow::anyhow!("{e}"))?;
     for w in &warnings {
         eprintln!("warning: {w}");
     }
@@ -98,8 +135,8 @@ fn load(file: &Path, strict: bool) -> anyhow::Result<RouteTable> {
 
 pub fn routes(cmd: RoutesCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        RoutesCommand::Stats { file, strict } => stats(&file, strict),
-        RoutesCommand::Lookup { file, addrs } => lookup(&file, &addrs),
+        RoutesCommand::Stats { file, strict, peer } => stats(&file, strict, peer),
+        RoutesCommand::Lookup { file, addrs, peer } => lookup(&file, &addrs, peer),
         RoutesCommand::Watch {
             source,
             dump,
@@ -140,9 +177,9 @@ fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
 
-fn stats(file: &Path, strict: bool) -> anyhow::Result<ExitCode> {
+fn stats(file: &Path, strict: bool, peer: PeerArgs) -> anyhow::Result<ExitCode> {
     let t = Instant::now();
-    let table = load(file, strict)?;
+    let table = load(file, strict, peer)?;
     println!(
         "{}: {} IPv4 and {} IPv6 prefixes, read in {:.2} s",
         file.display(),
@@ -200,8 +237,8 @@ fn stats(file: &Path, strict: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn lookup(file: &Path, addrs: &[IpAddr]) -> anyhow::Result<ExitCode> {
-    let table = load(file, false)?;
+fn lookup(file: &Path, addrs: &[IpAddr], peer: PeerArgs) -> anyhow::Result<ExitCode> {
+    let table = load(file, false, peer)?;
     let interned = table.intern();
     let d4 = Dir24_8::build(&interned.v4, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
     let d6 = Poptrie6::build(&interned.v6, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;

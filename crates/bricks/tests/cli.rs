@@ -509,6 +509,39 @@ fn the_readme_route_lookups_answer_on_the_generated_table() {
 }
 
 #[test]
+fn routes_peer_options_reach_the_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t.txt");
+    std::fs::write(&f, "10.0.0.0/8 1\n").unwrap();
+    let p = f.to_string_lossy().into_owned();
+    let o = bricks(&["routes", "stats", "--peer", "192.0.2.1", &p]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("peer 192.0.2.1 was asked for, but this is a text route file"),
+        "{}",
+        stderr(&o)
+    );
+    let o = bricks(&["routes", "lookup", "--peer-as", "701", &p, "10.0.0.1"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("peer AS 701 was asked for"),
+        "{}",
+        stderr(&o)
+    );
+    let o = bricks(&[
+        "routes",
+        "stats",
+        "--peer",
+        "192.0.2.1",
+        "--peer-as",
+        "1",
+        &p,
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
+
+#[test]
 fn routes_refuse_or_skip_malformed_lines() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.txt");

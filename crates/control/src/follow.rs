@@ -403,7 +403,7 @@ impl<S: RouteSink> Follower<S> {
                 None => 0,
                 Some(devs) => devs
                     .iter()
-                    .position(|d| d == name)
+                    .position(|d| d.split('|').any(|alt| alt == name))
                     .ok_or_else(|| format!("interface {name} is none of DEVICES"))?,
             };
             out.push(Hop {

@@ -17,7 +17,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
     Stats,
 };
-use bricks_lpm::source::RoutePrefix;
+use bricks_lpm::source::{PeerSelect, RoutePrefix};
 use bricks_lpm::{
     Dir24_8, Lpm4, Lpm4Update, Lpm6Update, LpmError, NextHop, Poptrie6, Prefix4, Trie4,
 };
@@ -32,25 +32,43 @@ const KEYWORDS: &[Keyword] = &[
         ty: "file name or route source",
         default: Some("none"),
         doc: "also load the routes of this file (one `PREFIX [GATEWAY] OUTPUT` per line, \
-              or an MRT TABLE_DUMP_V2 RIB dump, possibly gzip or bzip2 compressed); or \
-              follow a live source while the router runs: `netlink:table=ID[,proto=NAME]` \
-              (a Linux routing table, e.g. where BIRD's kernel protocol or FRR's zebra \
-              writes; table main by default) or `fpm[:[ADDR:]PORT]` (FRR zebra's FPM \
-              stream, 127.0.0.1:2620 by default); needs DEVICES",
+              or an MRT TABLE_DUMP_V2 RIB dump, possibly gzip or bzip2 compressed; from an \
+              MRT dump each prefix takes the route BGP's decision process chooses among the \
+              peers' entries: highest LOCAL_PREF (absent: 100), shortest AS_PATH (an AS_SET \
+              counts 1, confederation segments 0), lowest ORIGIN, lowest MED among routes from \
+              the same neighbouring AS (absent: 0), lowest peer BGP identifier, lowest peer \
+              address); or follow a live source while the router runs: \
+              `netlink:table=ID[,proto=NAME]` (a Linux routing table, e.g. where BIRD's kernel \
+              protocol or FRR's zebra writes; table main by default) or `fpm[:[ADDR:]PORT]` \
+              (FRR zebra's FPM stream, 127.0.0.1:2620 by default); needs DEVICES",
     },
     Keyword {
         name: "DEVICES",
         ty: "interface names",
         default: Some("none"),
         doc: "with a live ROUTES source: the interface of each output, in order (`DEVICES \
-              \"eth0 eth1\"`: routes out of eth0 leave by output 0); routes out of other \
+              \"eth0 eth1\"`: routes out of eth0 leave by output 0; `-` for an output no \
+              route leaves by, `eth0|tap0` for either name); routes out of other \
               interfaces are skipped and counted",
     },
     Keyword {
         name: "SKIP_ERRORS",
         ty: "boolean",
         default: Some("false"),
-        doc: "skip malformed routes in ROUTES (reporting each) instead of refusing the file",
+        doc: "skip malformed routes in ROUTES (reporting each) instead of refusing the file \
+              (an MRT dump cut short is refused either way)",
+    },
+    Keyword {
+        name: "PEER",
+        ty: "IP address",
+        default: Some("none"),
+        doc: "take an MRT ROUTES dump's routes from the peer with this address only",
+    },
+    Keyword {
+        name: "PEER_AS",
+        ty: "AS number",
+        default: Some("none"),
+        doc: "take an MRT ROUTES dump's routes from the peers of this AS only",
     },
     Keyword {
         name: "MEMORY",
@@ -66,6 +84,8 @@ const KEYWORDS_V4: &[Keyword] = &[
     KEYWORDS[1],
     KEYWORDS[2],
     KEYWORDS[3],
+    KEYWORDS[4],
+    KEYWORDS[5],
     memrefs::KEYWORD,
 ];
 
@@ -285,6 +305,7 @@ fn read_routes<'a>(
         RoutesArg::Live(spec, devices) => (None, Some(Live::new(spec, devices, noutputs)?)),
     };
     let skip: bool = args.read("SKIP_ERRORS")?.unwrap_or(false);
+    let peer = read_peer(args)?;
     // Borrowed from the configuration, not copied: a table given inline
     // can be millions of arguments.
     let texts = args.rest();
@@ -292,7 +313,7 @@ fn read_routes<'a>(
         let mut routes = table::parse_routes(&texts)?;
         if let Some(f) = file {
             routes.extend(
-                table::load_file(&f, skip)?
+                table::load_file(&f, skip, peer)?
                     .into_iter()
                     .filter(|r| keep(&r.prefix)),
             );
@@ -300,6 +321,24 @@ fn read_routes<'a>(
         Ok(routes)
     };
     Ok((routes, live))
+}
+
+/// PEER or PEER_AS, not both.
+fn read_peer(args: &mut Args<'_>) -> Result<Option<PeerSelect>, ArgError> {
+    let addr: Option<String> = args.read("PEER")?;
+    let asn: Option<u32> = args.read("PEER_AS")?;
+    match (addr, asn) {
+        (Some(_), Some(_)) => Err(ArgError::new("give PEER or PEER_AS, not both")),
+        (Some(a), None) => a
+            .parse()
+            .map(|a| Some(PeerSelect::Address(a)))
+            .map_err(|_| {
+                ArgError::new(format!(
+                    "bad argument PEER: expected IP address, found `{a}`"
+                ))
+            }),
+        (None, asn) => Ok(asn.map(PeerSelect::As)),
+    }
 }
 
 fn make_v4(
@@ -899,6 +938,75 @@ mod tests {
             &ports
         )
         .is_ok());
+    }
+
+    /// An MRT TABLE_DUMP_V2 dump: peers 192.0.2.1 (AS 64500) and
+    /// 192.0.2.2 (AS 701); 10.0.0.0/8 from both, peer 0's AS_PATH the
+    /// shorter, with next hops 10.9.9.1 and 10.9.9.2.
+    fn mrt_dump() -> Vec<u8> {
+        fn record(out: &mut Vec<u8>, sub: u16, body: &[u8]) {
+            out.extend_from_slice(&[0, 0, 0, 0, 0, 13]); // time, TABLE_DUMP_V2
+            out.extend_from_slice(&sub.to_be_bytes());
+            out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            out.extend_from_slice(body);
+        }
+        let mut out = Vec::new();
+        let mut peers = vec![192, 0, 2, 255, 0, 0, 0, 2]; // collector, no view, 2 peers
+        for (i, asn) in [(1u8, 64500u32), (2, 701)] {
+            peers.extend_from_slice(&[2, 10, 0, 0, i, 192, 0, 2, i]); // 4-byte AS, IPv4
+            peers.extend_from_slice(&asn.to_be_bytes());
+        }
+        record(&mut out, 1, &peers);
+        let mut rib = vec![0, 0, 0, 0, 8, 10, 0, 2]; // sequence, 10.0.0.0/8, 2 entries
+        for (peer, path) in [(0u16, &[64500u32][..]), (1, &[701, 3356])] {
+            let mut attrs = vec![0x40, 1, 1, 0, 0x40, 2, 2 + 4 * path.len() as u8, 2];
+            attrs.push(path.len() as u8);
+            for a in path {
+                attrs.extend_from_slice(&a.to_be_bytes());
+            }
+            attrs.extend_from_slice(&[0x40, 3, 4, 10, 9, 9, 1 + peer as u8]);
+            rib.extend_from_slice(&peer.to_be_bytes());
+            rib.extend_from_slice(&[0; 4]); // originated
+            rib.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+            rib.extend_from_slice(&attrs);
+        }
+        record(&mut out, 2, &rib);
+        out
+    }
+
+    #[test]
+    fn routes_from_an_mrt_dump_by_best_path_or_by_peer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rib = tmp.path().join("rib.mrt");
+        std::fs::write(&rib, mrt_dump()).unwrap();
+        for (extra, gateway) in [
+            ("", [10, 9, 9, 1]),
+            (", PEER 192.0.2.2", [10, 9, 9, 2]),
+            (", PEER_AS 701", [10, 9, 9, 2]),
+            (", PEER_AS 64500", [10, 9, 9, 1]),
+        ] {
+            let args = format!("ROUTES {}{extra}", rib.display());
+            let mut h = Harness::push(&DIRECT, &args, 1, 1);
+            h.push_packets(0, [udp([1, 1, 1, 1], [10, 0, 0, 1], 1)]);
+            let out = h.take(0);
+            assert_eq!(out[0].anno().dst_ip, Ipv4Addr::from(gateway), "{extra}");
+        }
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push],
+        };
+        let make = |extra: &str| {
+            make_element(&DIRECT, &format!("ROUTES {}{extra}", rib.display()), &ports).unwrap_err()
+        };
+        let e = make(", PEER 192.0.2.9");
+        assert!(
+            e.contains("no peer 192.0.2.9 in the PEER_INDEX_TABLE"),
+            "{e}"
+        );
+        let e = make(", PEER 192.0.2.1, PEER_AS 701");
+        assert!(e.contains("PEER or PEER_AS, not both"), "{e}");
+        let e = make(", PEER 192.0.2");
+        assert!(e.contains("bad argument PEER: expected IP address"), "{e}");
     }
 
     #[test]

@@ -120,15 +120,24 @@ pub fn parse_routes(texts: &[(&str, bricks_config::Span)]) -> Result<Vec<Route>,
     Ok(routes)
 }
 
-/// Reads a route file (text or MRT, detected by content).
-pub fn load_file(path: &Path, skip_errors: bool) -> Result<Vec<Route>, ArgError> {
+/// Reads a route file (text or MRT, detected by content), MRT routes from
+/// `peer` only when given.
+pub fn load_file(
+    path: &Path,
+    skip_errors: bool,
+    peer: Option<source::PeerSelect>,
+) -> Result<Vec<Route>, ArgError> {
     let on_error = if skip_errors {
         OnError::Skip
     } else {
         OnError::Refuse
     };
+    let mrt = source::MrtOptions {
+        peer,
+        ..source::MrtOptions::default()
+    };
     let (table, warnings) =
-        source::load(path, on_error).map_err(|e| ArgError::new(e.to_string()))?;
+        source::load_with(path, on_error, &mrt).map_err(|e| ArgError::new(e.to_string()))?;
     for w in warnings.iter().take(20) {
         eprintln!("warning: {w}");
     }

@@ -129,7 +129,7 @@ fn parse_prefixes(text: &str) -> Result<Vec<Ipv4Cidr>, ArgError> {
 /// The IPv4 prefixes of a route file.
 fn route_prefixes(path: &std::path::Path) -> Result<Vec<Ipv4Cidr>, ArgError> {
     use bricks_lpm::source::RoutePrefix;
-    let v: Vec<Ipv4Cidr> = crate::route::table::load_file(path, false)?
+    let v: Vec<Ipv4Cidr> = crate::route::table::load_file(path, false, None)?
         .into_iter()
         .filter_map(|r| match r.prefix {
             RoutePrefix::V4(p) => Some(Ipv4Cidr::new(Ipv4Addr::from(p.addr), p.len)),

@@ -25,7 +25,7 @@ use std::io::{self, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
-pub use mrt::{read_mrt, MrtOptions};
+pub use mrt::{read_mrt, MrtOptions, PeerSelect};
 pub use text::{parse_line, read_text, write_text};
 
 /// A prefix of either family.
@@ -462,7 +462,15 @@ fn read_depth(
             depth + 1,
         ),
         Format::Mrt => read_mrt(reader, name, on_error, mrt),
-        Format::Text => read_text(reader, name, on_error),
+        // Text routes have no peers: loading the whole file would not be
+        // what was asked for.
+        Format::Text => match mrt.peer {
+            Some(peer) => Err(SourceError::file(
+                name,
+                format!("{peer} was asked for, but this is a text route file: only MRT dumps have peers"),
+            )),
+            None => read_text(reader, name, on_error),
+        },
     }
 }
 

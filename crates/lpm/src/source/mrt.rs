@@ -8,49 +8,86 @@
 //! sequence number, the prefix, and one entry per peer that announced it,
 //! each entry carrying that peer's BGP path attributes (RFC 4271 §4.3).
 //!
-//! What is loaded, per RIB_IPV4_UNICAST, RIB_IPV6_UNICAST and their ADDPATH
-//! variants:
-//! - the prefix, with **the first entry's next hop** as the gateway: the
-//!   entries are the views of different peers, the first is as good as
-//!   any, and a router's table has one best path (use a text file for
-//!   ECMP). For IPv4 the next hop is NEXT_HOP (type 3), or MP_REACH_NLRI
-//!   (type 14) when there is none (an IPv6 next hop, RFC 8950); for IPv6 it
-//!   is MP_REACH_NLRI's, the global address when a link-local one follows.
-//!   MP_REACH_NLRI is read in both the abbreviated form of RFC 6396 §4.3.4
-//!   (next-hop length and address only) and the full RFC 4760 form some
-//!   writers use. No other attribute is decoded.
-//! - the output is [`MrtOptions::outputs`]`[gateway]`, else
-//!   [`MrtOptions::default_output`] (0).
-//! - a prefix seen twice keeps the first record (add-path dumps have one
-//!   record per path).
+//! # The route of a prefix
+//!
+//! Each RIB_IPV4_UNICAST, RIB_IPV6_UNICAST and ADDPATH variant record gives
+//! one route: the prefix, with the next hop of the entry BGP's decision
+//! process would choose (RFC 4271 §9.1.2.2, with LOCAL_PREF's degree of
+//! preference from §9.1.1 first). Entries are eliminated in this order,
+//! until one is left:
+//!
+//! 1. highest LOCAL_PREF (attribute 5; absent counts as 100);
+//! 2. shortest AS_PATH (attribute 2): an AS_SEQUENCE counts its ASes, an
+//!    AS_SET counts 1, AS_CONFED_SEQUENCE and AS_CONFED_SET count 0;
+//! 3. lowest ORIGIN (attribute 1): IGP, then EGP, then INCOMPLETE (or
+//!    absent);
+//! 4. lowest MULTI_EXIT_DISC (attribute 4; absent counts as 0), compared
+//!    only between entries from the same neighbouring AS: the first AS of
+//!    the path's first segment after any confederation segments, when that
+//!    segment is an AS_SEQUENCE. Entries without one (an empty path, or
+//!    one that starts with an AS_SET) are one more group;
+//! 5. lowest BGP identifier of the peer, then lowest peer address (IPv4
+//!    before IPv6), both from the PEER_INDEX_TABLE;
+//! 6. the first in the record (several add-path entries of one peer).
+//!
+//! A dump records neither whether a peer is internal nor the IGP cost to
+//! its next hop, so §9.1.2.2 d and e are left out.
+//!
+//! [`MrtOptions::peer`] keeps only the entries of one peer, chosen by
+//! address or by AS ([`PeerSelect`]): prefixes it did not announce are not
+//! loaded, and the steps above choose among its entries when it has
+//! several (add-path, or several peers of one AS). A peer that is in no
+//! PEER_INDEX_TABLE is an error.
+//!
+//! The gateway is NEXT_HOP (attribute 3) for IPv4, or MP_REACH_NLRI
+//! (attribute 14) when there is none (an IPv6 next hop, RFC 8950); for IPv6
+//! it is MP_REACH_NLRI's, the global address when a link-local one
+//! follows. MP_REACH_NLRI is read in both the abbreviated form of RFC 6396
+//! §4.3.4 (next-hop length and address only) and the full RFC 4760 form
+//! some writers use. `0.0.0.0` and `::` are no gateway. The output is
+//! [`MrtOptions::outputs`]`[gateway]`, else [`MrtOptions::default_output`]
+//! (0). A prefix in two records keeps the first record's route.
+//!
+//! # What is not read
 //!
 //! Multicast RIBs are skipped silently; other TABLE_DUMP_V2 subtypes
-//! (RIB_GENERIC, GEO_PEER_TABLE, unknown) and other MRT types (BGP4MP
-//! update streams, the old TABLE_DUMP) are skipped with a warning under
-//! either [`OnError`] policy: they are valid MRT, just not a RIB bricks
-//! reads.
+//! (RIB_GENERIC, GEO_PEER_TABLE, unknown) and other MRT types are skipped
+//! with a warning under either [`OnError`] policy: they are valid MRT, just
+//! not a RIB bricks reads. A file with no TABLE_DUMP_V2 RIB record at all,
+//! such as a BGP4MP update stream (`updates.*`) or a dump in the old
+//! TABLE_DUMP format (type 12, RFC 6396 §4.2), is refused with the record
+//! types it holds.
+//!
+//! # Damage
 //!
 //! Every length is checked against the bytes that hold it. A malformed
 //! record is a [`SourceError`] at the byte offset of the bad field; under
 //! [`OnError::Skip`] the reader goes on at the next record (the MRT header
-//! length is the only framing, so a record is skipped whole), and stops
-//! with a warning where the file ends inside a record.
+//! length is the only framing, so a record is skipped whole). A framing
+//! error, where the file ends inside a header or a record, a header claims
+//! more than [`MAX_RECORD`] bytes or reading fails, leaves no way to find
+//! the next record: under either policy the file is refused there, the
+//! error naming the byte offset and the routes read before it.
 //!
 //! Written here rather than taken from `bgpkit-parser`: that crate decodes
 //! every attribute of every entry into owned structures (AS paths,
-//! communities) where a FIB needs one next hop, its default features pull
-//! an HTTP client and TLS, and its errors do not carry the byte offset a
-//! user needs to find damage in a 100 MB dump. TABLE_DUMP_V2 down to the
-//! next hop is a few hundred lines, streamed one record at a time.
+//! communities) where choosing a route needs five numbers and a next hop,
+//! its default features pull an HTTP client and TLS, and its errors do not
+//! carry the byte offset a user needs to find damage in a 100 MB dump.
+//! TABLE_DUMP_V2 down to the decision process is a few hundred lines,
+//! streamed one record at a time.
 
 use super::{
     Duplicates, Hop, Loaded, OnError, Route, RoutePrefix, RouteTable, SourceError, Warnings,
 };
 use crate::prefix::{Prefix4, Prefix6};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::io::{self, Read};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// MRT type of the old TABLE_DUMP (RFC 6396 §4.2), not read.
+pub const TABLE_DUMP: u16 = 12;
 /// MRT type of TABLE_DUMP_V2 (RFC 6396 §4.3).
 pub const TABLE_DUMP_V2: u16 = 13;
 
@@ -80,13 +117,34 @@ pub mod subtype {
     pub const RIB_IPV6_MULTICAST_ADDPATH: u16 = 11;
     /// Any AFI/SAFI with path identifiers (not read).
     pub const RIB_GENERIC_ADDPATH: u16 = 12;
+
+    /// Whether a subtype is a RIB record, read or not.
+    pub fn is_rib(sub: u16) -> bool {
+        matches!(sub, RIB_IPV4_UNICAST..=RIB_GENERIC | RIB_IPV4_UNICAST_ADDPATH..=RIB_GENERIC_ADDPATH)
+    }
 }
 
-/// BGP path attribute type codes read here (RFC 4271 §5.1.3, RFC 4760 §3).
+/// BGP path attribute type codes read here (RFC 4271 §5.1, RFC 4760 §3).
+const ATTR_ORIGIN: u8 = 1;
+const ATTR_AS_PATH: u8 = 2;
 const ATTR_NEXT_HOP: u8 = 3;
+const ATTR_MULTI_EXIT_DISC: u8 = 4;
+const ATTR_LOCAL_PREF: u8 = 5;
 const ATTR_MP_REACH_NLRI: u8 = 14;
 /// Attribute flag: the length is two bytes (RFC 4271 §4.3).
 const ATTR_EXTENDED_LENGTH: u8 = 0x10;
+
+/// ORIGIN values (RFC 4271 §5.1.1), in order of preference.
+const ORIGIN_INCOMPLETE: u8 = 2;
+
+/// AS_PATH segment types (RFC 4271 §4.3, RFC 5065 §3).
+const AS_SET: u8 = 1;
+const AS_SEQUENCE: u8 = 2;
+const AS_CONFED_SEQUENCE: u8 = 3;
+const AS_CONFED_SET: u8 = 4;
+
+/// LOCAL_PREF of an entry without one.
+const DEFAULT_LOCAL_PREF: u32 = 100;
 
 /// Bytes of an MRT common header (RFC 6396 §2).
 pub const HEADER_LEN: usize = 12;
@@ -95,7 +153,34 @@ pub const HEADER_LEN: usize = 12;
 /// kilobytes.
 pub const MAX_RECORD: u32 = 16 << 20;
 
-/// How MRT next hops become [`Hop`]s.
+/// The peer whose routes are loaded, when not the best of all peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PeerSelect {
+    /// The peer with this address in the PEER_INDEX_TABLE.
+    Address(IpAddr),
+    /// The peers of this AS (usually one).
+    As(u32),
+}
+
+impl PeerSelect {
+    fn matches(&self, peer: &Peer) -> bool {
+        match *self {
+            PeerSelect::Address(a) => peer.addr == a,
+            PeerSelect::As(n) => peer.asn == n,
+        }
+    }
+}
+
+impl fmt::Display for PeerSelect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PeerSelect::Address(a) => write!(f, "peer {a}"),
+            PeerSelect::As(n) => write!(f, "peer AS {n}"),
+        }
+    }
+}
+
+/// Which MRT routes are loaded and how next hops become [`Hop`]s.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MrtOptions {
     /// The output port for each gateway; gateways not listed go to
@@ -103,6 +188,9 @@ pub struct MrtOptions {
     pub outputs: HashMap<IpAddr, u32>,
     /// The output of routes whose gateway is not in `outputs` (default 0).
     pub default_output: u32,
+    /// Only this peer's routes; `None` (the default) takes, for each
+    /// prefix, the best of every peer's.
+    pub peer: Option<PeerSelect>,
 }
 
 /// Reads a TABLE_DUMP_V2 dump (uncompressed; [`super::read`] decompresses)
@@ -115,9 +203,13 @@ pub fn read_mrt(
 ) -> Result<Loaded, SourceError> {
     let mut table = RouteTable::new();
     let mut warnings = Warnings::new(on_error);
-    for event in MrtReader::new(reader, file) {
+    let mut mrt = MrtReader::new(reader, file).with_peer(options.peer);
+    let mut routes = 0u64;
+    for event in mrt.by_ref() {
         match event {
-            MrtEvent::Route { prefix, gateway } => {
+            MrtEvent::Route {
+                prefix, gateway, ..
+            } => {
                 let output = gateway
                     .and_then(|g| options.outputs.get(&g).copied())
                     .unwrap_or(options.default_output);
@@ -125,10 +217,23 @@ pub fn read_mrt(
                     prefix,
                     hops: vec![Hop { gateway, output }],
                 });
+                routes += 1;
             }
             MrtEvent::Skipped(w) => warnings.note(w),
             MrtEvent::Malformed(e) => warnings.error(e)?,
+            MrtEvent::Framing(mut e) => {
+                let s = if routes == 1 { "" } else { "s" };
+                e.message = format!(
+                    "{}; reading stopped there, after {routes} route{s}: no record can be found \
+                     past a broken one",
+                    e.message
+                );
+                return Err(e);
+            }
         }
+    }
+    if let Some(e) = mrt.not_a_rib_dump().or_else(|| mrt.peer_not_found()) {
+        return Err(e);
     }
     table.canonicalize(Duplicates::KeepFirst);
     Ok((table, warnings.finish()))
@@ -137,47 +242,107 @@ pub fn read_mrt(
 /// What one step of an [`MrtReader`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MrtEvent {
-    /// A RIB record: its prefix and its first entry's next hop (`None`
-    /// when it has none, or it is `0.0.0.0` / `::`).
+    /// A RIB record: its prefix and the next hop of the entry the decision
+    /// process chose (`None` when it has none, or it is `0.0.0.0` / `::`).
     Route {
         /// The prefix.
         prefix: RoutePrefix,
-        /// The first entry's next hop.
+        /// The chosen entry's next hop.
         gateway: Option<IpAddr>,
+        /// The chosen entry's peer, its index in the PEER_INDEX_TABLE.
+        peer: u16,
     },
     /// A well-formed record that is not loaded (a type or subtype bricks
     /// does not read, a prefix with no entries).
     Skipped(SourceError),
-    /// A malformed record, skipped; if the file ends inside it, it is the
-    /// last event.
+    /// A malformed record, skipped whole; the next record is read.
     Malformed(SourceError),
+    /// No record can be found past this point: the input ends inside a
+    /// header or a body, a header claims more than [`MAX_RECORD`] bytes, or
+    /// reading failed. Always the last event.
+    Framing(SourceError),
+}
+
+/// A peer of the PEER_INDEX_TABLE (RFC 6396 §4.3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Peer {
+    bgp_id: u32,
+    addr: IpAddr,
+    asn: u32,
+}
+
+/// What the decision process and the FIB need of one RIB entry's path
+/// attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Path {
+    local_pref: u32,
+    as_path_len: u32,
+    origin: u8,
+    med: u32,
+    /// First AS of the path, for comparing MULTI_EXIT_DISCs.
+    neighbor_as: Option<u32>,
+    gateway: Option<IpAddr>,
+}
+
+/// A RIB entry still in the running.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    path: Path,
+    /// Index in the PEER_INDEX_TABLE.
+    peer: u16,
+    /// Position in the record.
+    entry: u16,
 }
 
 /// Streams the routes of a TABLE_DUMP_V2 dump, one record in memory at a
 /// time. An iterator of [`MrtEvent`]s; it ends at the end of the input or
-/// after a record it cannot get past (truncation, a read error).
+/// at a [`MrtEvent::Framing`] error.
 pub struct MrtReader<R> {
     reader: R,
     file: String,
     /// Offset of the next record header.
     offset: u64,
     /// Peers in the last PEER_INDEX_TABLE, `None` before one is seen.
-    peers: Option<u16>,
+    peers: Option<Vec<Peer>>,
+    /// Per peer of `peers`: whether its entries are candidates.
+    chosen: Vec<bool>,
+    select: Option<PeerSelect>,
+    /// Whether a PEER_INDEX_TABLE had a peer `select` matches.
+    select_found: bool,
     body: Vec<u8>,
+    /// The entries of the current RIB record, reused from record to record.
+    candidates: Vec<Candidate>,
+    /// Whole records read, by MRT type.
+    types: BTreeMap<u16, u64>,
+    /// Whole TABLE_DUMP_V2 RIB records read, of any subtype.
+    ribs: u64,
     done: bool,
 }
 
 impl<R: Read> MrtReader<R> {
-    /// A reader of `reader`, naming it `file` in errors.
+    /// A reader of `reader`, naming it `file` in errors, choosing among
+    /// every peer's entries.
     pub fn new(reader: R, file: &str) -> MrtReader<R> {
         MrtReader {
             reader,
             file: file.to_string(),
             offset: 0,
             peers: None,
+            chosen: Vec::new(),
+            select: None,
+            select_found: false,
             body: Vec::new(),
+            candidates: Vec::new(),
+            types: BTreeMap::new(),
+            ribs: 0,
             done: false,
         }
+    }
+
+    /// Takes only the entries of `peer` (all when `None`).
+    pub fn with_peer(mut self, peer: Option<PeerSelect>) -> MrtReader<R> {
+        self.select = peer;
+        self
     }
 
     /// Offset of the next record, i.e. the bytes consumed so far.
@@ -185,8 +350,81 @@ impl<R: Read> MrtReader<R> {
         self.offset
     }
 
+    /// Whole TABLE_DUMP_V2 RIB records read so far, of any subtype, well
+    /// formed or not.
+    pub fn rib_records(&self) -> u64 {
+        self.ribs
+    }
+
     fn err(&self, offset: u64, message: impl Into<String>) -> SourceError {
         SourceError::offset(&self.file, offset, message)
+    }
+
+    /// The refusal of an input read to its end without a RIB record, naming
+    /// the record types it holds.
+    fn not_a_rib_dump(&self) -> Option<SourceError> {
+        if self.ribs > 0 {
+            return None;
+        }
+        const SHOWN: usize = 4;
+        let mut held: Vec<String> = self
+            .types
+            .iter()
+            .take(SHOWN)
+            .map(|(&typ, &n)| {
+                let s = if n == 1 { "" } else { "s" };
+                match type_name(typ) {
+                    Some(name) => format!("{n} {name} record{s} (type {typ})"),
+                    None => format!("{n} record{s} of type {typ}"),
+                }
+            })
+            .collect();
+        if self.types.len() > SHOWN {
+            held.push(format!(
+                "records of {} more types",
+                self.types.len() - SHOWN
+            ));
+        }
+        let held = match held.len() {
+            0 => "no MRT record".to_string(),
+            _ => held.join(", "),
+        };
+        Some(SourceError::file(
+            &self.file,
+            format!(
+                "no TABLE_DUMP_V2 RIB record: the file holds {held}; routes are read from a \
+                 TABLE_DUMP_V2 RIB dump (RFC 6396 §4.3), such as RouteViews rib.* and RIPE RIS \
+                 bview.* files, not from BGP4MP update streams or old TABLE_DUMP files"
+            ),
+        ))
+    }
+
+    /// The refusal of a selected peer that no PEER_INDEX_TABLE holds.
+    fn peer_not_found(&self) -> Option<SourceError> {
+        let select = self.select?;
+        if self.select_found {
+            return None;
+        }
+        const SHOWN: usize = 8;
+        let message = match &self.peers {
+            None => format!("no {select}: the file has no PEER_INDEX_TABLE"),
+            Some(peers) => {
+                let mut list: Vec<String> = peers
+                    .iter()
+                    .take(SHOWN)
+                    .map(|p| format!("{} (AS {})", p.addr, p.asn))
+                    .collect();
+                if peers.len() > SHOWN {
+                    list.push(format!("{} more", peers.len() - SHOWN));
+                }
+                format!(
+                    "no {select} in the PEER_INDEX_TABLE, whose {} peers are {}",
+                    peers.len(),
+                    list.join(", ")
+                )
+            }
+        };
+        Some(SourceError::file(&self.file, message))
     }
 
     /// Reads the next record; `None` at a clean end of input.
@@ -196,7 +434,7 @@ impl<R: Read> MrtReader<R> {
             let mut header = [0u8; HEADER_LEN];
             let got = match read_full(&mut self.reader, &mut header) {
                 Ok(n) => n,
-                Err(e) => return Some(self.fatal(start, format!("read error: {e}"))),
+                Err(e) => return Some(self.framing(start, format!("read error: {e}"))),
             };
             if got == 0 {
                 self.done = true;
@@ -204,27 +442,33 @@ impl<R: Read> MrtReader<R> {
             }
             if got < HEADER_LEN {
                 let msg = format!("file ends inside an MRT header ({got} of {HEADER_LEN} bytes)");
-                return Some(self.fatal(start, msg));
+                return Some(self.framing(start, msg));
             }
             let typ = u16::from_be_bytes([header[4], header[5]]);
             let sub = u16::from_be_bytes([header[6], header[7]]);
             let len = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
             let body_at = start + HEADER_LEN as u64;
             if len > MAX_RECORD {
-                let msg = format!("record length {len} is over the {MAX_RECORD} bytes accepted");
-                return Some(self.fatal(start + 8, msg));
+                let msg = format!(
+                    "record at byte {start}: length {len} is over the {MAX_RECORD} bytes accepted"
+                );
+                return Some(self.framing(start + 8, msg));
             }
             let got = match self.read_body(len as usize) {
                 Ok(n) => n,
-                Err(e) => return Some(self.fatal(body_at, format!("read error: {e}"))),
+                Err(e) => return Some(self.framing(body_at, format!("read error: {e}"))),
             };
             if got < len as usize {
                 let msg = format!(
                     "file ends inside the record at byte {start} ({got} of {len} body bytes)"
                 );
-                return Some(self.fatal(body_at + got as u64, msg));
+                return Some(self.framing(body_at + got as u64, msg));
             }
             self.offset = body_at + u64::from(len);
+            *self.types.entry(typ).or_insert(0) += 1;
+            if typ == TABLE_DUMP_V2 && subtype::is_rib(sub) {
+                self.ribs += 1;
+            }
             if let Some(event) = self.record(start, typ, sub) {
                 return Some(event);
             }
@@ -252,18 +496,20 @@ impl<R: Read> MrtReader<R> {
         Ok(self.body.len())
     }
 
-    fn fatal(&mut self, offset: u64, message: String) -> MrtEvent {
+    fn framing(&mut self, offset: u64, message: String) -> MrtEvent {
         self.done = true;
-        MrtEvent::Malformed(self.err(offset, message))
+        MrtEvent::Framing(self.err(offset, message))
     }
 
     /// Decodes the record in `self.body`; `None` when it yields nothing
-    /// (a peer table, a multicast RIB).
+    /// (a peer table, a multicast RIB, a prefix the selected peer did not
+    /// announce).
     fn record(&mut self, start: u64, typ: u16, sub: u16) -> Option<MrtEvent> {
         use subtype::*;
         if typ != TABLE_DUMP_V2 {
             let what = match typ {
-                11 | 12 => "an old TABLE_DUMP/OSPFv2 record",
+                11 => "an OSPFv2 record",
+                TABLE_DUMP => "an old TABLE_DUMP record (TABLE_DUMP_V2 is read)",
                 16 | 17 => "a BGP4MP record (an update stream, not a RIB dump)",
                 _ => "not TABLE_DUMP_V2",
             };
@@ -278,8 +524,13 @@ impl<R: Read> MrtReader<R> {
         let (v6, addpath) = match sub {
             PEER_INDEX_TABLE => {
                 return match peer_index_table(&mut body) {
-                    Ok(n) => {
-                        self.peers = Some(n);
+                    Ok(peers) => {
+                        let select = self.select;
+                        self.chosen.clear();
+                        self.chosen
+                            .extend(peers.iter().map(|p| select.is_none_or(|s| s.matches(p))));
+                        self.select_found |= self.chosen.contains(&true);
+                        self.peers = Some(peers);
                         None
                     }
                     Err(e) => Some(self.malformed(e, "PEER_INDEX_TABLE", start)),
@@ -304,16 +555,24 @@ impl<R: Read> MrtReader<R> {
             }
         };
         let name = rib_name(v6, addpath);
-        let Some(peers) = self.peers else {
+        let Some(peers) = &self.peers else {
             let msg = format!("{name} record at byte {start} before any PEER_INDEX_TABLE");
             return Some(MrtEvent::Malformed(self.err(start, msg)));
         };
-        match rib(&mut body, v6, addpath, peers) {
-            Ok(Some((prefix, gateway))) => Some(MrtEvent::Route { prefix, gateway }),
-            Ok(None) => {
+        let entries = Entries {
+            peers,
+            chosen: &self.chosen,
+        };
+        match rib(&mut body, v6, addpath, entries, &mut self.candidates) {
+            Ok((_, 0)) => {
                 let msg = format!("{name} record at byte {start} has no entries; skipped");
                 Some(MrtEvent::Skipped(self.err(start, msg)))
             }
+            Ok((prefix, _)) => decide(&mut self.candidates, peers).map(|c| MrtEvent::Route {
+                prefix,
+                gateway: c.path.gateway,
+                peer: c.peer,
+            }),
             Err(e) => Some(self.malformed(e, name, start)),
         }
     }
@@ -339,6 +598,25 @@ fn rib_name(v6: bool, addpath: bool) -> &'static str {
         (false, true) => "RIB_IPV4_UNICAST_ADDPATH",
         (true, true) => "RIB_IPV6_UNICAST_ADDPATH",
     }
+}
+
+/// Names of the MRT types of RFC 6396 §4, and of the deprecated BGP ones
+/// of its Appendix B.
+fn type_name(typ: u16) -> Option<&'static str> {
+    Some(match typ {
+        5 => "BGP",
+        9 => "BGP4PLUS",
+        11 => "OSPFv2",
+        TABLE_DUMP => "TABLE_DUMP",
+        TABLE_DUMP_V2 => "TABLE_DUMP_V2",
+        16 => "BGP4MP",
+        17 => "BGP4MP_ET",
+        32 => "ISIS",
+        33 => "ISIS_ET",
+        48 => "OSPFv3",
+        49 => "OSPFv3_ET",
+        _ => return None,
+    })
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -430,36 +708,57 @@ impl<'a> Bytes<'a> {
     }
 }
 
-/// RFC 6396 §4.3.1; returns the peer count. The peers themselves are only
-/// walked for their lengths: a FIB does not need them.
-fn peer_index_table(b: &mut Bytes) -> Result<u16, Malformed> {
+/// RFC 6396 §4.3.1: the peers, in index order.
+fn peer_index_table(b: &mut Bytes) -> Result<Vec<Peer>, Malformed> {
     b.u32("collector BGP ID")?;
     let name_len = b.u16("view name length")?;
     b.take(name_len.into(), "view name")?;
     let count = b.u16("peer count")?;
+    // At most 65535 peers of at least 11 bytes each, all checked present.
+    let mut peers = Vec::with_capacity(usize::from(count).min(b.left() / 11));
     for i in 0..count {
+        let within = |e: Malformed| e.within(format_args!("peer {i}"));
         let peer_type = b.u8("peer type")?;
-        b.u32("peer BGP ID")?;
-        let ip_len = if peer_type & 1 != 0 { 16 } else { 4 };
-        b.take(ip_len, "address")
-            .map_err(|e| e.within(format_args!("peer {i}")))?;
-        let as_len = if peer_type & 2 != 0 { 4 } else { 2 };
-        b.take(as_len, "AS")
-            .map_err(|e| e.within(format_args!("peer {i}")))?;
+        let bgp_id = b.u32("peer BGP ID").map_err(within)?;
+        let addr = if peer_type & 1 != 0 {
+            let a = b.take(16, "address").map_err(within)?;
+            let mut o = [0u8; 16];
+            o.copy_from_slice(a);
+            IpAddr::V6(Ipv6Addr::from(o))
+        } else {
+            let a = b.take(4, "address").map_err(within)?;
+            IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
+        };
+        let asn = if peer_type & 2 != 0 {
+            b.u32("AS").map_err(within)?
+        } else {
+            b.u16("AS").map_err(within)?.into()
+        };
+        peers.push(Peer { bgp_id, addr, asn });
     }
     b.end()?;
-    Ok(count)
+    Ok(peers)
 }
 
-/// RFC 6396 §4.3.2 (and RFC 8050 §4.1 with `addpath`): the prefix and the
-/// first entry's next hop; `None` when there are no entries.
-#[allow(clippy::type_complexity)]
+/// The peers a RIB record's entries refer to, and which of them are
+/// candidates.
+#[derive(Clone, Copy)]
+struct Entries<'a> {
+    peers: &'a [Peer],
+    chosen: &'a [bool],
+}
+
+/// RFC 6396 §4.3.2 (and RFC 8050 §4.1 with `addpath`): the prefix and
+/// the number of entries; the entries of chosen peers are left in
+/// `candidates`.
 fn rib(
     b: &mut Bytes,
     v6: bool,
     addpath: bool,
-    peers: u16,
-) -> Result<Option<(RoutePrefix, Option<IpAddr>)>, Malformed> {
+    entries: Entries,
+    candidates: &mut Vec<Candidate>,
+) -> Result<(RoutePrefix, u16), Malformed> {
+    candidates.clear();
     b.u32("sequence number")?;
     let max = if v6 { 128 } else { 32 };
     let at = b.at();
@@ -483,14 +782,16 @@ fn rib(
         ))
     };
     let count = b.u16("entry count")?;
-    let mut gateway = None;
     for i in 0..count {
         let at = b.at();
         let peer = b.u16("peer index")?;
-        if peer >= peers {
+        if usize::from(peer) >= entries.peers.len() {
             return Err(Malformed {
                 offset: at,
-                message: format!("entry {i}: peer index {peer}, but the peer table has {peers}"),
+                message: format!(
+                    "entry {i}: peer index {peer}, but the peer table has {}",
+                    entries.peers.len()
+                ),
             });
         }
         b.u32("originated time")?;
@@ -502,23 +803,70 @@ fn rib(
         let attrs = b
             .take(attr_len.into(), "attributes")
             .map_err(|e| e.within(format_args!("entry {i}")))?;
-        if i == 0 {
+        // Entries of other peers are not decoded: damage there does not
+        // cost the selected peer its route.
+        if entries.chosen.get(usize::from(peer)) == Some(&true) {
             let mut a = Bytes {
                 data: attrs,
                 pos: 0,
                 base,
             };
-            gateway = next_hop(&mut a, v6)?;
+            let path =
+                path_attributes(&mut a, v6).map_err(|e| e.within(format_args!("entry {i}:")))?;
+            candidates.push(Candidate {
+                path,
+                peer,
+                entry: i,
+            });
         }
     }
     b.end()?;
-    Ok((count > 0).then_some((prefix, gateway)))
+    Ok((prefix, count))
 }
 
-/// The next hop in a path attribute block (RFC 4271 §4.3): NEXT_HOP for
-/// IPv4 (else MP_REACH_NLRI, RFC 8950), MP_REACH_NLRI for IPv6.
-/// Unspecified addresses are no gateway.
-fn next_hop(a: &mut Bytes, v6: bool) -> Result<Option<IpAddr>, Malformed> {
+/// BGP's decision process (RFC 4271 §9.1.2.2) over `candidates`, in the
+/// order of the module doc; they are reordered and thinned on the way.
+/// `None` when there are none.
+fn decide(candidates: &mut Vec<Candidate>, peers: &[Peer]) -> Option<Candidate> {
+    let c = candidates;
+    let local_pref = c.iter().map(|x| x.path.local_pref).max()?;
+    c.retain(|x| x.path.local_pref == local_pref);
+    let as_path_len = c.iter().map(|x| x.path.as_path_len).min()?;
+    c.retain(|x| x.path.as_path_len == as_path_len);
+    let origin = c.iter().map(|x| x.path.origin).min()?;
+    c.retain(|x| x.path.origin == origin);
+    // MEDs compare within a neighbouring AS only (§9.1.2.2 c): sorted by
+    // AS then MED, each group keeps the entries with its first MED.
+    // Elimination within groups does not depend on the order the entries
+    // came in, which pairwise comparison would.
+    c.sort_by_key(|x| (x.path.neighbor_as, x.path.med));
+    let mut group: Option<(Option<u32>, u32)> = None;
+    c.retain(|x| match group {
+        Some((asn, med)) if asn == x.path.neighbor_as => x.path.med == med,
+        _ => {
+            group = Some((x.path.neighbor_as, x.path.med));
+            true
+        }
+    });
+    c.iter().copied().min_by_key(|x| {
+        // Indices were checked against the table when the entry was read.
+        let p = peers.get(usize::from(x.peer));
+        (p.map(|p| p.bgp_id), p.map(|p| p.addr), x.entry)
+    })
+}
+
+/// The attributes of a RIB entry that choose among entries and give the
+/// next hop (RFC 4271 §4.3): for IPv4, NEXT_HOP (else MP_REACH_NLRI, RFC
+/// 8950); for IPv6, MP_REACH_NLRI. Unspecified addresses are no gateway.
+fn path_attributes(a: &mut Bytes, v6: bool) -> Result<Path, Malformed> {
+    let mut path = Path {
+        local_pref: DEFAULT_LOCAL_PREF,
+        as_path_len: 0,
+        origin: ORIGIN_INCOMPLETE,
+        med: 0,
+        neighbor_as: None,
+        gateway: None,
+    };
     let mut nh: Option<IpAddr> = None;
     let mut mp: Option<IpAddr> = None;
     while a.left() > 0 {
@@ -534,15 +882,31 @@ fn next_hop(a: &mut Bytes, v6: bool) -> Result<Option<IpAddr>, Malformed> {
             .take(len.into(), "value")
             .map_err(|e| e.within(format_args!("attribute {typ}")))?;
         match typ {
-            ATTR_NEXT_HOP => match <[u8; 4]>::try_from(value) {
-                Ok(v) => nh = Some(IpAddr::V4(Ipv4Addr::from(v))),
-                Err(_) => {
+            ATTR_ORIGIN => {
+                let [origin] = fixed(value, at, "ORIGIN")?;
+                if origin > ORIGIN_INCOMPLETE {
                     return Err(Malformed {
                         offset: at,
-                        message: format!("NEXT_HOP of {len} bytes (4 expected)"),
-                    })
+                        message: format!("ORIGIN {origin} (0, 1 or 2 expected)"),
+                    });
                 }
-            },
+                path.origin = origin;
+            }
+            ATTR_AS_PATH => {
+                let mut v = Bytes {
+                    data: value,
+                    pos: 0,
+                    base: at,
+                };
+                (path.as_path_len, path.neighbor_as) = as_path(&mut v)?;
+            }
+            ATTR_NEXT_HOP => nh = Some(IpAddr::V4(fixed(value, at, "NEXT_HOP")?.into())),
+            ATTR_MULTI_EXIT_DISC => {
+                path.med = u32::from_be_bytes(fixed(value, at, "MULTI_EXIT_DISC")?);
+            }
+            ATTR_LOCAL_PREF => {
+                path.local_pref = u32::from_be_bytes(fixed(value, at, "LOCAL_PREF")?);
+            }
             ATTR_MP_REACH_NLRI => {
                 let mut v = Bytes {
                     data: value,
@@ -555,7 +919,49 @@ fn next_hop(a: &mut Bytes, v6: bool) -> Result<Option<IpAddr>, Malformed> {
         }
     }
     let gw = if v6 { mp } else { nh.or(mp) };
-    Ok(gw.filter(|g| !g.is_unspecified()))
+    path.gateway = gw.filter(|g| !g.is_unspecified());
+    Ok(path)
+}
+
+/// An attribute value of exactly `N` bytes; `at` is its offset.
+fn fixed<const N: usize>(value: &[u8], at: u64, name: &str) -> Result<[u8; N], Malformed> {
+    <[u8; N]>::try_from(value).map_err(|_| Malformed {
+        offset: at,
+        message: format!("{name} of {} bytes ({N} expected)", value.len()),
+    })
+}
+
+/// AS_PATH (RFC 4271 §4.3; always 4-byte ASes in TABLE_DUMP_V2, RFC 6396
+/// §4.3.4): its length as §9.1.2.2 a counts it, and the neighbouring AS
+/// (the module doc says which).
+fn as_path(v: &mut Bytes) -> Result<(u32, Option<u32>), Malformed> {
+    let mut len = 0u32;
+    let mut neighbor = None;
+    let mut first = true;
+    while v.left() > 0 {
+        let at = v.at();
+        let typ = v.u8("AS_PATH segment type")?;
+        let n = v.u8("AS_PATH segment length")?;
+        let ases = v.take(4 * usize::from(n), "AS_PATH segment")?;
+        match typ {
+            AS_SET => len += 1,
+            AS_SEQUENCE => {
+                len += u32::from(n);
+                if first {
+                    neighbor = ases.first_chunk::<4>().map(|a| u32::from_be_bytes(*a));
+                }
+            }
+            AS_CONFED_SEQUENCE | AS_CONFED_SET => continue,
+            _ => {
+                return Err(Malformed {
+                    offset: at,
+                    message: format!("AS_PATH segment type {typ} (1 to 4 expected)"),
+                })
+            }
+        }
+        first = false;
+    }
+    Ok((len, neighbor))
 }
 
 /// The next hop of MP_REACH_NLRI, abbreviated (RFC 6396 §4.3.4: length,
@@ -621,18 +1027,28 @@ pub(crate) mod write {
             self
         }
 
-        /// A PEER_INDEX_TABLE of (address, AS) peers, with 4-byte ASes.
+        /// A PEER_INDEX_TABLE of (address, AS) peers, with 4-byte ASes;
+        /// peer `i` has BGP identifier 10.0.0.`i`.
         pub fn peers(&mut self, peers: &[(IpAddr, u32)]) -> &mut Self {
+            let ids: Vec<(u32, IpAddr, u32)> = (0u32..)
+                .zip(peers)
+                .map(|(i, &(ip, asn))| (0x0a00_0000 | (i & 0xff), ip, asn))
+                .collect();
+            self.peers_with_ids(&ids)
+        }
+
+        /// A PEER_INDEX_TABLE of (BGP identifier, address, AS) peers.
+        pub fn peers_with_ids(&mut self, peers: &[(u32, IpAddr, u32)]) -> &mut Self {
             let mut b = Vec::new();
             b.extend_from_slice(&[192, 0, 2, 255]);
             let view = b"bricks";
             b.extend_from_slice(&(view.len() as u16).to_be_bytes());
             b.extend_from_slice(view);
             b.extend_from_slice(&(peers.len() as u16).to_be_bytes());
-            for (i, (ip, asn)) in peers.iter().enumerate() {
+            for (id, ip, asn) in peers {
                 let v6 = ip.is_ipv6();
                 b.push(2 | u8::from(v6));
-                b.extend_from_slice(&[10, 0, 0, i as u8]);
+                b.extend_from_slice(&id.to_be_bytes());
                 match ip {
                     IpAddr::V4(a) => b.extend_from_slice(&a.octets()),
                     IpAddr::V6(a) => b.extend_from_slice(&a.octets()),
@@ -741,9 +1157,68 @@ pub(crate) mod write {
         out
     }
 
-    /// A dump of `table` as seen from two peers: the first entry's next
-    /// hop is the first hop's gateway (or a per-family default when it has
-    /// none), the second peer's is another address.
+    /// Path attributes of one entry, field by field, for the tests of the
+    /// decision process. The route is IPv4 when `next_hop` is.
+    #[derive(Debug, Clone)]
+    pub struct PathAttrs {
+        /// ORIGIN, if present.
+        pub origin: Option<u8>,
+        /// AS_PATH segments: (type, 4-byte ASes).
+        pub segments: Vec<(u8, Vec<u32>)>,
+        pub next_hop: IpAddr,
+        /// MULTI_EXIT_DISC, if present.
+        pub med: Option<u32>,
+        /// LOCAL_PREF, if present.
+        pub local_pref: Option<u32>,
+    }
+
+    impl PathAttrs {
+        /// ORIGIN IGP, one AS_SEQUENCE, no MED or LOCAL_PREF.
+        pub fn new(next_hop: &str, path: &[u32]) -> PathAttrs {
+            PathAttrs {
+                origin: Some(0),
+                segments: vec![(AS_SEQUENCE, path.to_vec())],
+                next_hop: next_hop.parse().unwrap(),
+                med: None,
+                local_pref: None,
+            }
+        }
+
+        pub fn bytes(&self) -> Vec<u8> {
+            let mut out = Vec::new();
+            if let Some(o) = self.origin {
+                attr(&mut out, 0x40, ATTR_ORIGIN, &[o]);
+            }
+            let mut path = Vec::new();
+            for (typ, ases) in &self.segments {
+                path.extend_from_slice(&[*typ, ases.len() as u8]);
+                for a in ases {
+                    path.extend_from_slice(&a.to_be_bytes());
+                }
+            }
+            attr(&mut out, 0x40, ATTR_AS_PATH, &path);
+            match self.next_hop {
+                IpAddr::V4(a) => attr(&mut out, 0x40, ATTR_NEXT_HOP, &a.octets()),
+                IpAddr::V6(a) => {
+                    let mut mp = vec![16];
+                    mp.extend_from_slice(&a.octets());
+                    attr(&mut out, 0x80, ATTR_MP_REACH_NLRI, &mp);
+                }
+            }
+            if let Some(m) = self.med {
+                attr(&mut out, 0x80, ATTR_MULTI_EXIT_DISC, &m.to_be_bytes());
+            }
+            if let Some(l) = self.local_pref {
+                attr(&mut out, 0x40, ATTR_LOCAL_PREF, &l.to_be_bytes());
+            }
+            out
+        }
+    }
+
+    /// A dump of `table` as seen from two peers: the first peer's route,
+    /// the one chosen (its AS_PATH is shorter), has the first hop's gateway
+    /// as next hop (or a per-family default when it has none), the second
+    /// peer's another address.
     pub fn dump(table: &RouteTable) -> Vec<u8> {
         let mut w = MrtWriter::default();
         let p4: IpAddr = "192.0.2.1".parse().unwrap();
@@ -762,7 +1237,7 @@ pub(crate) mod write {
                 Entry {
                     peer: 1,
                     path_id: None,
-                    attrs: attrs(&[64501, 174], other, v6, true, 2),
+                    attrs: attrs(&[64501, 174, 6939, 3356, 15169], other, v6, true, 2),
                 },
             ];
             w.rib(prefix, &entries);
@@ -875,7 +1350,8 @@ mod tests {
                 (p4("198.51.100.0/24"), Some(ip("2001:db8::7")), 0),
                 (p4("203.0.113.128/25"), Some(ip("192.0.2.5")), 0),
                 (p6("::/0"), None, 0),
-                (p6("2001:db8:1::/48"), Some(ip("2001:db8::2")), 0),
+                // Equal paths: the lower BGP identifier, peer 0's, wins.
+                (p6("2001:db8:1::/48"), Some(ip("2001:db8::3")), 0),
                 (p6("2001:db8:2::/47"), Some(ip("2001:db8::4")), 0),
             ]
         );
@@ -917,34 +1393,40 @@ mod tests {
         s.parse::<Ipv6Addr>().unwrap().octets()
     }
 
-    /// Every cut of a valid file: no panic; Skip returns exactly the
-    /// records wholly before the cut and one warning unless the cut is at
-    /// a record boundary; Refuse fails exactly when Skip warns.
+    /// Every cut of a valid file: no panic; a cut inside a record is a
+    /// framing error under both policies, at or before the cut and
+    /// counting the routes before it; a cut at a record boundary loads the
+    /// records before it, or is refused when there is no RIB record yet.
     #[test]
     fn source_mrt_truncated_at_every_offset() {
         let (data, starts) = sample();
         let ends: Vec<usize> = starts[1..].iter().copied().chain([data.len()]).collect();
         for cut in 0..=data.len() {
-            let (table, warnings) = load(&data[..cut], OnError::Skip).unwrap();
+            let skip = load(&data[..cut], OnError::Skip);
+            let refuse = load(&data[..cut], OnError::Refuse);
             let whole_ribs = ends.iter().skip(1).filter(|&&e| e <= cut).count();
-            assert_eq!(table.len(), whole_ribs, "cut {cut}");
             let at_boundary = cut == 0 || ends.contains(&cut);
-            assert_eq!(
-                warnings.len(),
-                usize::from(!at_boundary),
-                "cut {cut}: {warnings:?}"
-            );
-            if let Some(w) = warnings.first() {
-                assert!(
-                    matches!(w.location, Location::Offset { offset, .. } if offset as usize <= cut)
-                );
-                assert!(w.message.contains("file ends inside"), "{w}");
+            if at_boundary && whole_ribs > 0 {
+                let (table, warnings) = skip.unwrap();
+                assert_eq!(table.len(), whole_ribs, "cut {cut}");
+                assert!(warnings.is_empty(), "cut {cut}: {warnings:?}");
+                assert_eq!(refuse.unwrap().0, table);
+                continue;
             }
-            assert_eq!(
-                load(&data[..cut], OnError::Refuse).is_err(),
-                !at_boundary,
-                "cut {cut}"
+            let e = skip.unwrap_err();
+            assert_eq!(refuse.unwrap_err(), e, "cut {cut}");
+            if at_boundary {
+                assert!(e.message.starts_with("no TABLE_DUMP_V2 RIB record"), "{e}");
+                continue;
+            }
+            assert!(
+                matches!(e.location, Location::Offset { offset, .. } if offset as usize <= cut),
+                "{e}"
             );
+            assert!(e.message.contains("file ends inside"), "{e}");
+            let s = if whole_ribs == 1 { "" } else { "s" };
+            let after = format!("reading stopped there, after {whole_ribs} route{s}:");
+            assert!(e.message.contains(&after), "cut {cut}: {e}");
         }
     }
 
@@ -1024,20 +1506,15 @@ mod tests {
         );
         assert_eq!(offset(&e), body + 19);
 
-        // Record length past the end of the file: the last record is cut.
-        let last = *starts.last().unwrap();
-        let mut cut = data.clone();
-        cut[last + 11] += 1;
-        let (t, w) = load(&cut, OnError::Skip).unwrap();
-        assert_eq!((t.len(), w.len()), (5, 1));
-        assert_eq!(offset(&w[0]), data.len());
-
-        // A record longer than any real one.
+        // A record longer than any real one: no next record to go on at.
         let mut huge = data.clone();
         huge[rib + 8] = 0x7f;
-        let e = load(&huge, OnError::Refuse).unwrap_err();
-        assert!(e.message.contains("over the"), "{e}");
-        assert_eq!(offset(&e), rib + 8);
+        for on_error in [OnError::Skip, OnError::Refuse] {
+            let e = load(&huge, on_error).unwrap_err();
+            assert!(e.message.contains("over the"), "{e}");
+            assert!(e.message.contains("after 0 routes"), "{e}");
+            assert_eq!(offset(&e), rib + 8);
+        }
     }
 
     #[test]
@@ -1157,12 +1634,13 @@ mod tests {
             assert!(w.is_empty());
             assert_eq!(t, want);
         }
-        // A damaged gzip stream: what was decoded is kept, the rest is a
-        // warning (Skip) or the error (Refuse).
+        // A damaged gzip stream ends the records where it breaks: refused
+        // under either policy.
         let cut = &gz[..gz.len() / 2];
-        let (t, w) = read(cut, "rib.gz", OnError::Skip, &MrtOptions::default()).unwrap();
-        assert!(t.len() < want.len() && w.len() == 1, "{w:?}");
-        assert!(read(cut, "rib.gz", OnError::Refuse, &MrtOptions::default()).is_err());
+        for on_error in [OnError::Skip, OnError::Refuse] {
+            let e = read(cut, "rib.gz", on_error, &MrtOptions::default()).unwrap_err();
+            assert!(e.message.contains("reading stopped there"), "{e}");
+        }
         // Compression inside compression is refused, not unwrapped forever.
         let mut gz2 = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz2.write_all(&gz).unwrap();
@@ -1220,6 +1698,465 @@ mod tests {
         }
     }
 
+    /// A dump of one RIB record for 10.0.0.0/8 with `entries` (peer index,
+    /// attributes) and `peers` (BGP identifier, address, AS).
+    fn one_prefix(peers: &[(u32, &str, u32)], entries: &[(u16, &PathAttrs)]) -> Vec<u8> {
+        let mut w = MrtWriter::default();
+        let peers: Vec<(u32, IpAddr, u32)> =
+            peers.iter().map(|&(id, a, asn)| (id, ip(a), asn)).collect();
+        w.peers_with_ids(&peers);
+        let entries: Vec<Entry> = entries
+            .iter()
+            .map(|(peer, a)| Entry {
+                peer: *peer,
+                path_id: None,
+                attrs: a.bytes(),
+            })
+            .collect();
+        w.rib(p4("10.0.0.0/8"), &entries);
+        w.out
+    }
+
+    /// The entry chosen among `entries`, as (next hop, peer index); the
+    /// same whatever order the entries come in.
+    fn chosen(peers: &[(u32, &str, u32)], entries: &[(u16, &PathAttrs)]) -> (IpAddr, u16) {
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        let mut answer = None;
+        // Every rotation of both directions: each entry comes first and
+        // last at least once.
+        for rev in [false, true] {
+            for _ in 0..entries.len() {
+                order.rotate_left(1);
+                let mut o = order.clone();
+                if rev {
+                    o.reverse();
+                }
+                let e: Vec<(u16, &PathAttrs)> = o.iter().map(|&i| entries[i]).collect();
+                let events: Vec<MrtEvent> =
+                    MrtReader::new(&one_prefix(peers, &e)[..], "x").collect();
+                let got = match &events[..] {
+                    [MrtEvent::Route { gateway, peer, .. }] => (gateway.unwrap(), *peer),
+                    other => panic!("{other:?}"),
+                };
+                assert!(answer.is_none_or(|a| a == got), "order {o:?}: {got:?}");
+                answer = Some(got);
+            }
+        }
+        answer.unwrap()
+    }
+
+    /// Three peers with BGP identifiers in address order.
+    const THREE: &[(u32, &str, u32)] = &[
+        (1, "192.0.2.1", 64501),
+        (2, "192.0.2.2", 64502),
+        (3, "192.0.2.3", 64503),
+    ];
+
+    #[test]
+    fn source_mrt_best_path_local_pref() {
+        // Higher LOCAL_PREF beats a shorter path and a lower identifier.
+        let a = PathAttrs::new("198.51.100.1", &[64501, 1, 2, 3]);
+        let b = PathAttrs {
+            local_pref: Some(200),
+            ..PathAttrs::new("198.51.100.2", &[64502, 1, 2, 3, 4, 5])
+        };
+        assert_eq!(chosen(THREE, &[(0, &a), (1, &b)]), (ip("198.51.100.2"), 1));
+        // Absent counts as 100: above 99, below 101.
+        let c = PathAttrs {
+            local_pref: Some(99),
+            ..PathAttrs::new("198.51.100.3", &[64503])
+        };
+        assert_eq!(chosen(THREE, &[(0, &a), (2, &c)]), (ip("198.51.100.1"), 0));
+        let d = PathAttrs {
+            local_pref: Some(101),
+            ..c.clone()
+        };
+        assert_eq!(chosen(THREE, &[(0, &a), (2, &d)]), (ip("198.51.100.3"), 2));
+    }
+
+    #[test]
+    fn source_mrt_best_path_as_path_length() {
+        let three = PathAttrs::new("198.51.100.1", &[64501, 1, 2]);
+        let two = PathAttrs::new("198.51.100.3", &[64503, 1]);
+        assert_eq!(
+            chosen(THREE, &[(0, &three), (2, &two)]),
+            (ip("198.51.100.3"), 2)
+        );
+        // An AS_SET counts 1 however many ASes it holds: 1 + 1 < 3.
+        let set = PathAttrs {
+            segments: vec![(AS_SEQUENCE, vec![64503]), (AS_SET, vec![1, 2, 3, 4, 5])],
+            ..PathAttrs::new("198.51.100.3", &[])
+        };
+        assert_eq!(
+            chosen(THREE, &[(0, &three), (2, &set)]),
+            (ip("198.51.100.3"), 2)
+        );
+        // Confederation segments count 0: 0 + 0 + 2 < 3.
+        let confed = PathAttrs {
+            segments: vec![
+                (AS_CONFED_SEQUENCE, vec![65001, 65002, 65003]),
+                (AS_CONFED_SET, vec![65004, 65005]),
+                (AS_SEQUENCE, vec![64503, 1]),
+            ],
+            ..PathAttrs::new("198.51.100.3", &[])
+        };
+        assert_eq!(
+            chosen(THREE, &[(0, &three), (2, &confed)]),
+            (ip("198.51.100.3"), 2)
+        );
+        // Equal lengths go on to the BGP identifier.
+        let three_too = PathAttrs::new("198.51.100.3", &[64503, 7, 8]);
+        assert_eq!(
+            chosen(THREE, &[(0, &three), (2, &three_too)]),
+            (ip("198.51.100.1"), 0)
+        );
+    }
+
+    #[test]
+    fn source_mrt_best_path_origin() {
+        let with = |origin, nh| PathAttrs {
+            origin,
+            ..PathAttrs::new(nh, &[64500, 1])
+        };
+        let (igp, egp, incomplete, absent) = (
+            with(Some(0), "198.51.100.3"),
+            with(Some(1), "198.51.100.2"),
+            with(Some(2), "198.51.100.1"),
+            with(None, "198.51.100.1"),
+        );
+        assert_eq!(
+            chosen(THREE, &[(0, &incomplete), (1, &egp), (2, &igp)]),
+            (ip("198.51.100.3"), 2)
+        );
+        assert_eq!(
+            chosen(THREE, &[(0, &incomplete), (1, &egp)]),
+            (ip("198.51.100.2"), 1)
+        );
+        assert_eq!(
+            chosen(THREE, &[(0, &absent), (1, &egp)]),
+            (ip("198.51.100.2"), 1)
+        );
+        // An undefined ORIGIN is damage (RFC 4271 §6.3).
+        let bad = with(Some(3), "198.51.100.1");
+        let e = load(&one_prefix(THREE, &[(0, &bad)]), OnError::Refuse).unwrap_err();
+        assert!(
+            e.message.contains("entry 0: ORIGIN 3 (0, 1 or 2 expected)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn source_mrt_best_path_med() {
+        let with = |path: &[u32], med, nh| PathAttrs {
+            med,
+            ..PathAttrs::new(nh, path)
+        };
+        // Same neighbouring AS 701: the lower MED wins over the lower
+        // identifier.
+        let a = with(&[701, 1], Some(50), "198.51.100.1");
+        let b = with(&[701, 2], Some(10), "198.51.100.2");
+        assert_eq!(chosen(THREE, &[(0, &a), (1, &b)]), (ip("198.51.100.2"), 1));
+        // Absent counts as 0.
+        let none = with(&[701, 3], None, "198.51.100.3");
+        assert_eq!(
+            chosen(THREE, &[(1, &b), (2, &none)]),
+            (ip("198.51.100.3"), 2)
+        );
+        // Different neighbouring ASes: MEDs are not compared.
+        let c = with(&[3356, 1], Some(0), "198.51.100.2");
+        assert_eq!(chosen(THREE, &[(0, &a), (1, &c)]), (ip("198.51.100.1"), 0));
+        // Per AS, not pairwise: 701's MED 100 route falls to its MED 50
+        // one, which then loses to 3356's on the identifier. Compared one
+        // pair at a time the answer would depend on the order.
+        let high = with(&[701, 1], Some(100), "198.51.100.1");
+        let low = with(&[701, 1], Some(50), "198.51.100.3");
+        let other = with(&[3356, 1], Some(200), "198.51.100.2");
+        assert_eq!(
+            chosen(THREE, &[(0, &high), (1, &other), (2, &low)]),
+            (ip("198.51.100.2"), 1)
+        );
+        // The neighbour is the first AS after confederation segments.
+        let confed = PathAttrs {
+            segments: vec![
+                (AS_CONFED_SEQUENCE, vec![65001]),
+                (AS_SEQUENCE, vec![701, 2]),
+            ],
+            med: Some(10),
+            ..PathAttrs::new("198.51.100.2", &[])
+        };
+        assert_eq!(
+            chosen(THREE, &[(0, &a), (1, &confed)]),
+            (ip("198.51.100.2"), 1)
+        );
+    }
+
+    #[test]
+    fn source_mrt_best_path_identifier_then_address() {
+        let a = PathAttrs::new("198.51.100.1", &[64500, 1]);
+        let b = PathAttrs::new("198.51.100.2", &[64500, 2]);
+        // The lower identifier wins, though its address is higher.
+        let peers = [(9, "192.0.2.1", 1), (5, "192.0.2.2", 2)];
+        assert_eq!(chosen(&peers, &[(0, &a), (1, &b)]), (ip("198.51.100.2"), 1));
+        // One identifier (one router, two sessions): the lower address,
+        // IPv4 before IPv6.
+        let peers = [(5, "192.0.2.9", 1), (5, "192.0.2.2", 1), (5, "::1", 1)];
+        let c = PathAttrs::new("198.51.100.3", &[64500, 3]);
+        assert_eq!(
+            chosen(&peers, &[(0, &a), (1, &b), (2, &c)]),
+            (ip("198.51.100.2"), 1)
+        );
+        assert_eq!(chosen(&peers, &[(0, &a), (2, &c)]), (ip("198.51.100.1"), 0));
+    }
+
+    #[test]
+    fn source_mrt_best_path_add_path_keeps_the_first_of_a_peer() {
+        let mut w = MrtWriter::default();
+        peers(&mut w);
+        let path = |id, nh| Entry {
+            peer: 1,
+            path_id: Some(id),
+            attrs: PathAttrs::new(nh, &[64500, 1]).bytes(),
+        };
+        w.rib(
+            p4("10.0.0.0/8"),
+            &[path(9, "198.51.100.9"), path(1, "198.51.100.1")],
+        );
+        let (t, _) = load(&w.out, OnError::Refuse).unwrap();
+        assert_eq!(
+            routes(&t),
+            vec![(p4("10.0.0.0/8"), Some(ip("198.51.100.9")), 0)]
+        );
+    }
+
+    /// Three peers, two of AS 701; 10.0.0.0/8 from all three (peer 0's path
+    /// shortest, then peer 2's), 20.0.0.0/8 from peer 0 only.
+    fn three_peer_dump() -> Vec<u8> {
+        let mut w = MrtWriter::default();
+        w.peers(&[
+            (ip("192.0.2.1"), 64500),
+            (ip("192.0.2.2"), 701),
+            (ip("2001:db8::3"), 701),
+        ]);
+        let e = |peer, nh, path: &[u32]| Entry {
+            peer,
+            path_id: None,
+            attrs: PathAttrs::new(nh, path).bytes(),
+        };
+        w.rib(
+            p4("10.0.0.0/8"),
+            &[
+                e(1, "198.51.100.2", &[701, 2, 3, 4]),
+                e(0, "198.51.100.1", &[64500, 2]),
+                e(2, "198.51.100.3", &[701, 2, 3]),
+            ],
+        );
+        w.rib(p4("20.0.0.0/8"), &[e(0, "198.51.100.1", &[64500])]);
+        w.out
+    }
+
+    fn load_peer(data: &[u8], peer: PeerSelect) -> Result<Loaded, SourceError> {
+        let options = MrtOptions {
+            peer: Some(peer),
+            ..MrtOptions::default()
+        };
+        read_mrt(data, "rib.mrt", OnError::Refuse, &options)
+    }
+
+    #[test]
+    fn source_mrt_peer_selection() {
+        let data = three_peer_dump();
+        let (t, _) = load(&data, OnError::Refuse).unwrap();
+        assert_eq!(
+            routes(&t),
+            vec![
+                (p4("10.0.0.0/8"), Some(ip("198.51.100.1")), 0),
+                (p4("20.0.0.0/8"), Some(ip("198.51.100.1")), 0),
+            ]
+        );
+        // By address: that peer's route, and nothing it did not announce.
+        let (t, w) = load_peer(&data, PeerSelect::Address(ip("192.0.2.2"))).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            routes(&t),
+            vec![(p4("10.0.0.0/8"), Some(ip("198.51.100.2")), 0)]
+        );
+        let (t, _) = load_peer(&data, PeerSelect::Address(ip("2001:db8::3"))).unwrap();
+        assert_eq!(
+            routes(&t),
+            vec![(p4("10.0.0.0/8"), Some(ip("198.51.100.3")), 0)]
+        );
+        // By AS: the best of that AS's peers.
+        let (t, _) = load_peer(&data, PeerSelect::As(701)).unwrap();
+        assert_eq!(
+            routes(&t),
+            vec![(p4("10.0.0.0/8"), Some(ip("198.51.100.3")), 0)]
+        );
+        let (t, _) = load_peer(&data, PeerSelect::As(64500)).unwrap();
+        assert_eq!(t.len(), 2);
+        // A peer the dump does not have.
+        let e = load_peer(&data, PeerSelect::Address(ip("192.0.2.9"))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "rib.mrt: no peer 192.0.2.9 in the PEER_INDEX_TABLE, whose 3 peers are \
+             192.0.2.1 (AS 64500), 192.0.2.2 (AS 701), 2001:db8::3 (AS 701)"
+        );
+        let e = load_peer(&data, PeerSelect::As(3356)).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("no peer AS 3356 in the PEER_INDEX_TABLE"),
+            "{e}"
+        );
+        // Text files have no peers.
+        let options = MrtOptions {
+            peer: Some(PeerSelect::As(701)),
+            ..MrtOptions::default()
+        };
+        let e = read(&b"10.0.0.0/8 1\n"[..], "r.txt", OnError::Skip, &options).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "r.txt: peer AS 701 was asked for, but this is a text route file: only MRT dumps \
+             have peers"
+        );
+    }
+
+    #[test]
+    fn source_mrt_peer_selection_ignores_other_peers_damage() {
+        let mut w = MrtWriter::default();
+        peers(&mut w);
+        let bad = Entry {
+            peer: 1,
+            path_id: None,
+            attrs: vec![0x40, ATTR_NEXT_HOP, 3, 1, 2, 3],
+        };
+        w.rib(p4("10.0.0.0/8"), &[entry(0, "192.0.2.7", false), bad]);
+        assert!(load(&w.out, OnError::Refuse).is_err());
+        let (t, _) = load_peer(&w.out, PeerSelect::Address(ip("192.0.2.1"))).unwrap();
+        assert_eq!(
+            routes(&t),
+            vec![(p4("10.0.0.0/8"), Some(ip("192.0.2.7")), 0)]
+        );
+    }
+
+    #[test]
+    fn source_mrt_files_without_rib_records_are_refused() {
+        // A BGP4MP update stream: state changes and messages.
+        let mut w = MrtWriter::default();
+        w.record(16, 0, &[0; 20]); // BGP4MP_STATE_CHANGE
+        w.record(16, 4, &[0; 40]); // BGP4MP_MESSAGE_AS4
+        w.record(16, 4, &[0; 40]);
+        w.record(17, 4, &[0; 44]); // BGP4MP_ET
+        for on_error in [OnError::Skip, OnError::Refuse] {
+            let e = read(&w.out[..], "updates.mrt", on_error, &MrtOptions::default()).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "updates.mrt: no TABLE_DUMP_V2 RIB record: the file holds 3 BGP4MP records \
+                 (type 16), 1 BGP4MP_ET record (type 17); routes are read from a TABLE_DUMP_V2 \
+                 RIB dump (RFC 6396 §4.3), such as RouteViews rib.* and RIPE RIS bview.* files, \
+                 not from BGP4MP update streams or old TABLE_DUMP files"
+            );
+        }
+        // The old TABLE_DUMP (RFC 6396 §4.2): view, sequence, prefix, ...
+        let mut w = MrtWriter::default();
+        let mut v1 = vec![0, 0, 0, 1, 10, 0, 0, 0, 8, 1];
+        v1.extend_from_slice(&[0; 12]);
+        w.record(TABLE_DUMP, 1, &v1); // AFI_IPv4
+        w.record(TABLE_DUMP, 1, &v1);
+        let e = load(&w.out, OnError::Skip).unwrap_err();
+        assert!(
+            e.message.starts_with(
+                "no TABLE_DUMP_V2 RIB record: the file holds 2 TABLE_DUMP records (type 12); \
+                 routes are read from a TABLE_DUMP_V2 RIB dump"
+            ),
+            "{e}"
+        );
+        // A peer table and nothing else.
+        let mut w = MrtWriter::default();
+        peers(&mut w);
+        let e = load(&w.out, OnError::Skip).unwrap_err();
+        assert!(
+            e.message
+                .contains("holds 1 TABLE_DUMP_V2 record (type 13);"),
+            "{e}"
+        );
+        // Many kinds of record: the first few are named.
+        let mut w = MrtWriter::default();
+        for typ in [16, 12, 11, 33, 200, 48] {
+            w.record(typ, 0, &[]);
+        }
+        let e = load(&w.out, OnError::Skip).unwrap_err();
+        assert!(
+            e.message.contains(
+                "holds 1 OSPFv2 record (type 11), 1 TABLE_DUMP record (type 12), 1 BGP4MP \
+                 record (type 16), 1 ISIS_ET record (type 33), records of 2 more types;"
+            ),
+            "{e}"
+        );
+        // Nothing at all.
+        let e = load(&[], OnError::Skip).unwrap_err();
+        assert!(e.message.contains("holds no MRT record;"), "{e}");
+    }
+
+    #[test]
+    fn source_mrt_framing_errors_stop_reading() {
+        let (data, starts) = sample();
+        let last = *starts.last().unwrap();
+        // The last record's length runs one byte past the end of the file.
+        let mut long = data.clone();
+        long[last + 11] += 1;
+        // A header cut short after the whole file.
+        let mut header = data.clone();
+        header.extend_from_slice(&[0, 0, 0, 0, 0, 13, 0]);
+        // A length that runs far past the file, in the middle of it.
+        let mut middle = data.clone();
+        middle[starts[3] + 10] = 0x10;
+        let middle_len = u32::from_be_bytes(middle[starts[3] + 8..][..4].try_into().unwrap());
+        let body = data.len() - last - 12;
+        for (input, want) in [
+            (
+                long,
+                format!(
+                    "rib.mrt: byte {}: file ends inside the record at byte {last} ({body} of \
+                     {} body bytes); reading stopped there, after 5 routes: no record can be \
+                     found past a broken one",
+                    data.len(),
+                    body + 1
+                ),
+            ),
+            (
+                header,
+                format!(
+                    "rib.mrt: byte {}: file ends inside an MRT header (7 of 12 bytes); reading \
+                     stopped there, after 6 routes: no record can be found past a broken one",
+                    data.len()
+                ),
+            ),
+            (
+                middle,
+                format!(
+                    "rib.mrt: byte {}: file ends inside the record at byte {} ({} of {} body \
+                     bytes); reading stopped there, after 2 routes: no record can be found \
+                     past a broken one",
+                    data.len(),
+                    starts[3],
+                    data.len() - starts[3] - 12,
+                    middle_len
+                ),
+            ),
+        ] {
+            for on_error in [OnError::Skip, OnError::Refuse] {
+                assert_eq!(load(&input, on_error).unwrap_err().to_string(), want);
+            }
+        }
+        // A malformed record before the break is a warning under Skip, the
+        // error under Refuse.
+        let mut both = patch(&data, starts[1], |b| b[4] = 33);
+        both.truncate(both.len() - 1);
+        let e = load(&both, OnError::Skip).unwrap_err();
+        assert!(e.message.contains("after 4 routes"), "{e}");
+        let e = load(&both, OnError::Refuse).unwrap_err();
+        assert!(e.message.contains("prefix length 33"), "{e}");
+    }
+
     proptest::proptest! {
         /// Damaged dumps: any byte changed, anywhere, any number of times,
         /// never panics and never loads more routes than there are records.
@@ -1230,9 +2167,13 @@ mod tests {
                 let at = at % data.len();
                 data[at] = v;
             }
-            let (t, _) = load(&data, OnError::Skip).unwrap();
-            proptest::prop_assert!(t.len() <= starts.len());
-            let _ = load(&data, OnError::Refuse);
+            let skip = load(&data, OnError::Skip);
+            if let Ok((t, _)) = &skip {
+                proptest::prop_assert!(t.len() <= starts.len());
+            }
+            if let Ok((t, w)) = load(&data, OnError::Refuse) {
+                proptest::prop_assert_eq!(skip, Ok((t, w)));
+            }
         }
     }
 }
