@@ -379,6 +379,16 @@ impl<const M: bool> Element for IpRouteLookup<M> {
         self.reports_table = cx.worker() == 0;
     }
 
+    /// Hot swap: the counters. The table is the old one itself, routes
+    /// added and removed while running included, when the arguments did
+    /// not change; otherwise it is the new arguments' table.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        if let Some(old) = bricks_element::taken_from::<IpRouteLookup<M>>(old) {
+            self.no_route += old.no_route;
+            self.mem = std::mem::take(&mut old.mem);
+        }
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let n = batch.len();
         let mut addrs = [0u32; MAX_BATCH];
@@ -491,6 +501,13 @@ fn dst6(p: &bricks_element::Packet) -> u128 {
 impl Element for Ip6RouteLookup {
     fn start(&mut self, cx: &mut Context<'_>) {
         self.reports_table = cx.worker() == 0;
+    }
+
+    /// Hot swap: as the IPv4 lookups'.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        if let Some(old) = bricks_element::taken_from::<Ip6RouteLookup>(old) {
+            self.no_route += old.no_route;
+        }
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
