@@ -82,6 +82,7 @@ impl LiveRouter {
     /// Runs `conf` with `threads` workers and the `NAME=VALUE` defines in
     /// namespace `ns` of `net`; returns once its first counters are in,
     /// which is when every device is open.
+    #[allow(dead_code)] // not every test binary uses it
     pub fn start(
         net: &bricks_netns::Network,
         ns: &str,
