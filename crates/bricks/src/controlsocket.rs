@@ -348,6 +348,7 @@ fn global_read(router: &Router, h: &str) -> Option<String> {
             "requirements\tr",
             "handlers\tr",
             "stop\tw",
+            "hotconfig\tw",
             "hotswap\tw",
         ]
         .iter()
@@ -402,8 +403,9 @@ fn write(router: &Router, name: &str, value: &str) -> String {
             router.control.stop();
             format!("200 Write handler '{name}' OK")
         }
-        // Click's `hotswap`: the value is the new configuration's text.
-        Ok((None, "hotswap")) => match &router.swapper {
+        // Click's `hotconfig` (its driver's, with `-R`; bricks' name for it
+        // is `hotswap`): the value is the new configuration's text.
+        Ok((None, "hotconfig" | "hotswap")) => match &router.swapper {
             None => no_handler(name),
             Some(s) => match s.swap(bricks_config::Source {
                 name: "hotswap".into(),
@@ -427,7 +429,9 @@ fn check(router: &Router, name: &str, write: bool) -> String {
         Ok(x) => x,
     };
     let ok = match e {
-        None if write => h == "stop" || (h == "hotswap" && router.swapper.is_some()),
+        None if write => {
+            h == "stop" || (matches!(h, "hotconfig" | "hotswap") && router.swapper.is_some())
+        }
         None => GLOBAL_READ.contains(&h),
         Some(e) => {
             if write {

@@ -64,6 +64,11 @@ enum Command {
     /// the final counters of every element are printed at the end. Live
     /// interfaces (FromDevice/ToDevice not bound to captures with
     /// --device) need root; captures and in-memory sources do not.
+    ///
+    /// SIGHUP re-reads the configuration file and hot-swaps it in without
+    /// losing a packet, as `bricks ctl SOCK hotswap FILE` does (SIGINT and
+    /// SIGTERM stop the router); a configuration that fails to check
+    /// leaves the running one and the reason is printed on stderr.
     #[command(after_help = "Examples:\n  \
         bricks run -e 'InfiniteSource(LIMIT 5, STOP true) -> Print(hi) -> Discard'\n  \
         bricks run conf/ip-router.click -d eth0=pcap:in0.pcap,out0.pcap -d eth1=pcap:in1.pcap,out1.pcap\n  \
@@ -94,7 +99,18 @@ enum Command {
     /// Commands: `read ELEMENT.HANDLER [WORKER|per-worker]` (a counter
     /// summed over the workers, or `class`, `name`, `handlers`), `list
     /// [ELEMENT]`, `write ELEMENT.HANDLER [VALUE]`, `stats [--router
-    /// NAME]`, `routers [--json]`, `queues`, `steer ...`, `help`.
+    /// NAME]`, `routers [--json]`, `queues`, `steer ...`, `hotswap FILE`,
+    /// `help`.
+    ///
+    /// `hotswap FILE` (Click's hot swap) checks the configuration in FILE
+    /// and builds it beside the running one while traffic flows; then the
+    /// workers switch over between two rounds: every element whose name
+    /// and class match a running one's takes its state (a Queue's
+    /// packets, ARP and neighbour tables, route tables, counters, a
+    /// device's open queues), and elements with unchanged arguments share
+    /// the very same tables. No packet is lost. A configuration that fails
+    /// to check changes nothing: the reply says why and the exit status
+    /// is 1. FILE is made absolute here and read by the router.
     ///
     /// `routers` prints one line per virtual router (the first part of
     /// element names NAME/...): `NAME in=N out=N drops=N elements=N`,
@@ -112,6 +128,7 @@ enum Command {
         bricks ctl /run/bricks.sock read c.count\n  \
         bricks ctl /run/bricks.sock routers\n  \
         bricks ctl /run/bricks.sock stats --router red\n  \
+        bricks ctl /run/bricks.sock hotswap router-v2.click\n  \
         bricks ctl /run/bricks/red.sock write rt.add 10.9.0.0/16 1\n  \
         bricks ctl /run/bricks/red.sock list")]
     Ctl {

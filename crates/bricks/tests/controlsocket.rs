@@ -173,7 +173,8 @@ fn silent_client_is_cut_off_while_traffic_flows() {
     assert!(after > before, "{before} then {after}");
 }
 
-/// Click's `hotswap` handler: the text written is the new configuration;
+/// Click's `hotconfig` handler (bricks also calls it `hotswap`): the text
+/// written is the new configuration;
 /// one that fails to check is refused with its reason and the router
 /// keeps the old one.
 #[test]
@@ -184,6 +185,10 @@ fn hotswap_handler_switches_configurations() {
     assert_eq!(
         c.send("CHECKWRITE hotswap"),
         "200 Write handler 'hotswap' OK"
+    );
+    assert_eq!(
+        c.send("CHECKWRITE hotconfig"),
+        "200 Write handler 'hotconfig' OK"
     );
     std::thread::sleep(Duration::from_millis(200));
     let before: u64 = c.read("c.count").1.trim().parse().unwrap();
@@ -199,8 +204,8 @@ fn hotswap_handler_switches_configurations() {
          ControlSocket(TCP, {port});"
     );
     assert_eq!(
-        c.send(&format!("WRITEDATA hotswap {}\r\n{new}", new.len())),
-        "200 Write handler 'hotswap' OK"
+        c.send(&format!("WRITEDATA hotconfig {}\r\n{new}", new.len())),
+        "200 Write handler 'hotconfig' OK"
     );
     let (_, list) = c.read("list");
     assert!(list.lines().any(|l| l == "c2"), "{list}");
