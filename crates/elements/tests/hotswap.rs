@@ -212,3 +212,49 @@ fn a_failing_configuration_leaves_the_old_one_running() {
     assert!(c >= at_swap + c2, "c={c} at_swap={at_swap} c2={c2}");
     assert!(s.total.errors.is_empty(), "{:?}", s.total.errors);
 }
+
+#[test]
+fn arp_entries_carry_over() {
+    let conf = |extra: &str| {
+        format!(
+            "Idle -> arpq :: ARPQuerier(10.0.0.1/24, 02:00:00:00:00:01{extra}) -> Discard; \
+             Idle -> [1]arpq;"
+        )
+    };
+    let old = plan(&conf(""));
+    let mut e = Engine::new(&old).unwrap();
+    e.start();
+    e.write_handler("arpq", "insert", "10.0.0.5 02:00:00:00:00:05")
+        .unwrap();
+    let table = |e: &Engine| e.read_handler("arpq", "table").unwrap().into_text();
+    assert!(
+        table(&e).contains("10.0.0.5 1 02:00:00:00:00:05"),
+        "{}",
+        table(&e)
+    );
+    // The same arguments: the same table.
+    let same = beside(&conf(""), &old).unwrap();
+    e.adopt(Engine::new(&same).unwrap());
+    assert!(
+        table(&e).contains("10.0.0.5 1 02:00:00:00:00:05"),
+        "{}",
+        table(&e)
+    );
+    // Other arguments: a new table, with the entries copied.
+    let other = beside(&conf(", TIMEOUT 10s"), &same).unwrap();
+    e.adopt(Engine::new(&other).unwrap());
+    assert!(
+        table(&e).contains("10.0.0.5 1 02:00:00:00:00:05"),
+        "{}",
+        table(&e)
+    );
+    // Another subnet does not learn what is outside it.
+    let elsewhere = beside(
+        "Idle -> arpq :: ARPQuerier(10.9.0.1/24, 02:00:00:00:00:01) -> Discard; \
+         Idle -> [1]arpq;",
+        &other,
+    )
+    .unwrap();
+    e.adopt(Engine::new(&elsewhere).unwrap());
+    assert!(!table(&e).contains("10.0.0.5"), "{}", table(&e));
+}
