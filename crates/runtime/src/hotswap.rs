@@ -101,7 +101,123 @@ pub const MEET_WITHIN: Duration = Duration::from_secs(2);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bricks_config::{Source, SourceMap};
+    use bricks_element::{Args, Context, Element, ElementClass, Manual, PortInfo, Stats};
     use std::sync::Arc;
+
+    /// Holds a number (`set`) and state shared by its instances.
+    struct Keep {
+        held: u64,
+        table: Arc<AtomicUsize>,
+    }
+
+    impl Element for Keep {
+        fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+            if let Some(old) = bricks_element::taken_from::<Keep>(old) {
+                self.held = old.held;
+            }
+        }
+
+        fn write_handler(&mut self, _handler: &str, value: &str) -> Result<(), String> {
+            self.held = value.parse().map_err(|_| "a number".to_string())?;
+            Ok(())
+        }
+
+        fn stats(&self, s: &mut Stats) {
+            s.counter("held", self.held);
+            // Which shared state it has.
+            s.counter("table", Arc::as_ptr(&self.table) as usize as u64);
+        }
+    }
+
+    static MANUAL: Manual = Manual {
+        summary: "test element",
+        synopsis: "Keep(N)",
+        description: "holds a number",
+        ports: "none",
+        keywords: &[],
+        counters: &[],
+        example: "Keep(1);",
+        see_also: &[],
+    };
+
+    fn make(
+        args: &mut Args<'_>,
+        _: &PortInfo,
+    ) -> Result<Box<dyn Element>, bricks_element::ArgError> {
+        let _: Option<u64> = args.read_p("N")?;
+        let table = args.shared(|_| Ok(AtomicUsize::new(0)))?;
+        Ok(Box::new(Keep { held: 0, table }))
+    }
+
+    static KEEP: ElementClass = ElementClass {
+        name: "Keep",
+        ports: "0/0",
+        processing: "a/a",
+        manual: &MANUAL,
+        make,
+    };
+
+    /// The same element under another class.
+    static OTHER: ElementClass = ElementClass {
+        name: "Other",
+        ..KEEP
+    };
+
+    fn build(text: &str, old: Option<&crate::Plan>) -> Result<crate::Plan, String> {
+        let mut reg = crate::Registry::new();
+        reg.register(KEEP);
+        reg.register(OTHER);
+        let mut map = SourceMap::default();
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<t>".into(),
+                text: text.into(),
+            },
+        )
+        .map_err(|d| format!("{d:?}"))?;
+        match old {
+            Some(old) => crate::build_hotswap(&router, &reg, Default::default(), old),
+            None => crate::build(&router, &reg),
+        }
+        .map_err(|d| format!("{d:?}"))
+    }
+
+    fn counter(e: &Engine, name: &str, c: &str) -> Option<u64> {
+        e.collect_stats()
+            .into_iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.stats.get(c))
+    }
+
+    #[test]
+    fn state_goes_to_the_same_name_and_class_and_tables_to_the_same_arguments() {
+        let old = build("k :: Keep(1); o :: Keep(2); gone :: Keep;", None).unwrap();
+        let mut e = Engine::new(&old).unwrap();
+        e.start();
+        e.write_handler("k", "set", "5").unwrap();
+        e.write_handler("o", "set", "7").unwrap();
+        let (k_table, o_table) = (counter(&e, "k", "table"), counter(&e, "o", "table"));
+        // A failing configuration is refused before anything changes.
+        assert!(build("k :: Keep(1); x :: Nonesuch;", Some(&old)).is_err());
+        assert_eq!(counter(&e, "k", "held"), Some(5));
+        let new = build("k :: Keep(1); o :: Other(2); n :: Keep(3);", Some(&old)).unwrap();
+        e.adopt(Engine::new(&new).unwrap());
+        assert_eq!(counter(&e, "k", "held"), Some(5), "same name and class");
+        assert_eq!(counter(&e, "o", "held"), Some(0), "another class");
+        assert_eq!(counter(&e, "n", "held"), Some(0), "a new element");
+        assert!(counter(&e, "gone", "held").is_none());
+        // k's arguments did not change: its shared state is the old one.
+        assert_eq!(counter(&e, "k", "table"), k_table);
+        assert_ne!(counter(&e, "o", "table"), o_table);
+        // Changed arguments: fresh shared state, the element's own state
+        // taken all the same.
+        let changed = build("k :: Keep(9);", Some(&new)).unwrap();
+        e.adopt(Engine::new(&changed).unwrap());
+        assert_eq!(counter(&e, "k", "held"), Some(5));
+        assert_ne!(counter(&e, "k", "table"), k_table);
+    }
 
     #[test]
     fn all_meet_or_none() {
