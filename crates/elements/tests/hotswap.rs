@@ -258,3 +258,28 @@ fn arp_entries_carry_over() {
     e.adopt(Engine::new(&elsewhere).unwrap());
     assert!(!table(&e).contains("10.0.0.5"), "{}", table(&e));
 }
+
+#[test]
+fn a_capture_being_written_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.pcap");
+    let conf = |limit: u32| {
+        format!(
+            "InfiniteSource(LIMIT {limit}, LENGTH 60) -> d :: ToDump({})",
+            file.display()
+        )
+    };
+    let old = plan(&conf(5));
+    let mut e = Engine::new(&old).unwrap();
+    e.start();
+    settle(&mut e);
+    let new = beside(&conf(3), &old).unwrap();
+    e.adopt(Engine::new(&new).unwrap());
+    settle(&mut e);
+    assert_eq!(count(&e, "d", "count"), 8);
+    e.shutdown();
+    drop(e);
+    // A pcap header, then 8 records of 16 + 60 bytes.
+    let len = std::fs::metadata(&file).unwrap().len();
+    assert_eq!(len, 24 + 8 * (16 + 60));
+}
