@@ -541,11 +541,9 @@ impl Engine {
             new.graph.add_unconnected_drops(i, old.unconnected_drops(j));
         }
         drop(index);
-        // Timers asked for while taking state belong to the new graph.
-        let requests = std::mem::take(&mut self.state.timer_requests);
-        let old = std::mem::replace(&mut self.graph, new.graph);
-        drop(old);
-        self.state.timer_requests = requests;
+        // Timers asked for while taking state are the new graph's; `start`
+        // takes them with the new elements' own.
+        drop(std::mem::replace(&mut self.graph, new.graph));
         self.classes = new.classes;
         self.tasks = std::mem::take(&mut new.tasks);
         self.live = new.live;
