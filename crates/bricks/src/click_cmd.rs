@@ -85,7 +85,8 @@ Options:
                                 of 127.0.0.1 (PORT+: the first free port).
   -u, --unix-socket FILE        Listen for control connections on Unix socket
                                 FILE (bricks run --control).
-  -R, --allow-reconfigure       Accepted; hot-swap is not available.
+  -R, --allow-reconfigure       Accepted; the `hotconfig` write handler
+                                (hot swap) is always there.
   -h, --handler ELEMENT.H       Call ELEMENT's read handler H after running
                                 driver and print result to standard output.
   -x, --exit-handler ELEMENT.H  Use handler ELEMENT.H value for exit status.

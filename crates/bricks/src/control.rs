@@ -43,6 +43,7 @@
 //! client limit, so a tenant who fills its own socket does not lock the
 //! box's administrator out.
 
+use crate::hotswap::Swapper;
 use bricks_io::live;
 use bricks_io::steer::Steering;
 use bricks_runtime::{Control, ElementStats, Plan};
@@ -55,7 +56,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// Clients served at once on one socket; one more is told `busy` and
@@ -94,6 +95,10 @@ const HELP: &str = "commands (one per connection, a line of at most 64 KiB):
 
 const HELP_END: &str = "
   queues                          which worker owns which device queue
+  hotswap FILE                    check the configuration in FILE and switch to it without
+                                  losing a packet: elements with the same name and class
+                                  keep their state (queued packets, tables, counters, device
+                                  queues); on an error the running configuration stays
   help                            this text
 a failed command's reply starts with `error:`";
 
@@ -124,6 +129,8 @@ impl Drop for ControlSocket {
 struct Router {
     control: Control,
     steering: Arc<Steering>,
+    /// What hot-swaps the configuration, if it can be.
+    swapper: Weak<Swapper>,
     /// Every element's name and class, in declaration order.
     elements: Vec<(String, &'static str)>,
     /// Each element's position in `elements`, by name.
@@ -299,58 +306,130 @@ pub(crate) fn serve(
     plan: &Plan,
     control: Control,
     steering: Arc<Steering>,
+    swapper: Option<&Arc<Swapper>>,
 ) -> anyhow::Result<Vec<ControlSocket>> {
     if control_path.is_none() && router_paths.is_empty() {
         return Ok(Vec::new());
     }
     check_sockets(plan, control_path, router_paths).map_err(anyhow::Error::msg)?;
     let gid = group.map(group_id).transpose()?;
-    let elements: Vec<(String, &'static str)> = plan
-        .elements
-        .iter()
-        .map(|e| (e.name.clone(), e.class.name))
-        .collect();
-    let index = elements
-        .iter()
-        .enumerate()
-        .map(|(i, (n, _))| (n.clone(), i))
-        .collect();
-    let configs: Vec<String> = plan
-        .elements
-        .iter()
-        .map(|e| {
-            let args: Vec<&str> = e.args.iter().map(|a| a.text.as_str()).collect();
-            args.join(", ")
-        })
-        .collect();
-    let router = Arc::new(Router {
-        configs,
+    let swapper = swapper.map_or_else(Weak::new, Arc::downgrade);
+    let router = Arc::new(Router::of(
+        plan,
         control,
         steering,
-        elements,
-        index,
-        routers: top_level_routers(plan),
-        started: Instant::now(),
-    });
-    let mut scopes: Vec<(&Path, Scope)> = control_path
-        .map(|p| (p, Scope::Whole))
-        .into_iter()
-        .collect();
+        swapper.clone(),
+        Instant::now(),
+    ));
+    let mut scopes: Vec<(&Path, Option<&str>)> =
+        control_path.map(|p| (p, None)).into_iter().collect();
     for (name, path) in router_paths {
-        let vr = router
-            .routers
-            .iter()
-            .find(|r| &r.name == name)
-            .cloned()
-            .or_else(|| VirtualRouter::new(plan, name).map(Arc::new))
-            .ok_or_else(|| anyhow::anyhow!("no router `{name}`"))?;
-        scopes.push((path, Scope::Router(vr)));
+        scopes.push((path, Some(name.as_str())));
     }
     let mut sockets = Vec::with_capacity(scopes.len());
-    for (path, scope) in scopes {
-        sockets.push(listen(path, gid, group, router.clone(), scope)?);
+    let mut views = Vec::with_capacity(scopes.len());
+    for (path, name) in scopes {
+        let scope = match name {
+            None => Scope::Whole,
+            Some(name) => Scope::Router(
+                router
+                    .router_named(plan, name)
+                    .ok_or_else(|| anyhow::anyhow!("no router `{name}`"))?,
+            ),
+        };
+        let view = Arc::new(Mutex::new(Arc::new(View {
+            router: router.clone(),
+            scope,
+        })));
+        sockets.push(listen(path, gid, group, view.clone())?);
+        views.push((view, name.map(str::to_string)));
+    }
+    // After a hot swap every socket sees the new elements; a router's
+    // socket whose router is gone reaches nothing.
+    if let Some(s) = swapper.upgrade() {
+        let (control, steering, started) = (
+            router.control.clone(),
+            router.steering.clone(),
+            router.started,
+        );
+        s.on_swap(move |plan| {
+            let router = Arc::new(Router::of(
+                plan,
+                control.clone(),
+                steering.clone(),
+                swapper.clone(),
+                started,
+            ));
+            for (view, name) in &views {
+                let scope = match name {
+                    None => Scope::Whole,
+                    Some(name) => {
+                        Scope::Router(router.router_named(plan, name).unwrap_or_else(|| {
+                            Arc::new(VirtualRouter {
+                                name: name.clone(),
+                                prefix: format!("{name}/"),
+                                members: Vec::new(),
+                            })
+                        }))
+                    }
+                };
+                *view.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(View {
+                    router: router.clone(),
+                    scope,
+                });
+            }
+        });
     }
     Ok(sockets)
+}
+
+impl Router {
+    /// The box running `plan`.
+    fn of(
+        plan: &Plan,
+        control: Control,
+        steering: Arc<Steering>,
+        swapper: Weak<Swapper>,
+        started: Instant,
+    ) -> Router {
+        let elements: Vec<(String, &'static str)> = plan
+            .elements
+            .iter()
+            .map(|e| (e.name.clone(), e.class.name))
+            .collect();
+        let index = elements
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        let configs: Vec<String> = plan
+            .elements
+            .iter()
+            .map(|e| {
+                let args: Vec<&str> = e.args.iter().map(|a| a.text.as_str()).collect();
+                args.join(", ")
+            })
+            .collect();
+        Router {
+            configs,
+            control,
+            steering,
+            swapper,
+            elements,
+            index,
+            routers: top_level_routers(plan),
+            started,
+        }
+    }
+
+    /// Virtual router `name` of `plan`, this box's.
+    fn router_named(&self, plan: &Plan, name: &str) -> Option<Arc<VirtualRouter>> {
+        self.routers
+            .iter()
+            .find(|r| r.name == name)
+            .cloned()
+            .or_else(|| VirtualRouter::new(plan, name).map(Arc::new))
+    }
 }
 
 /// Binds one socket and answers it in a thread of its own.
@@ -358,8 +437,7 @@ fn listen(
     path: &Path,
     gid: Option<u32>,
     group: Option<&str>,
-    router: Arc<Router>,
-    scope: Scope,
+    view: Arc<Mutex<Arc<View>>>,
 ) -> anyhow::Result<ControlSocket> {
     clear_path(path)?;
     let listener = bind_private(path)
@@ -379,7 +457,6 @@ fn listen(
         })?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     }
-    let view = Arc::new(View { router, scope });
     std::thread::Builder::new()
         .name("bricks-control".into())
         .spawn(move || accept_loop(listener, view))?;
@@ -524,7 +601,9 @@ impl Drop for Slot {
     }
 }
 
-fn accept_loop(listener: UnixListener, view: Arc<View>) {
+/// Answers the clients of one socket, each with the view of the box as it
+/// is when the client connects.
+fn accept_loop(listener: UnixListener, view: Arc<Mutex<Arc<View>>>) {
     let active = Arc::new(AtomicUsize::new(0));
     loop {
         let conn = match listener.accept() {
@@ -541,7 +620,7 @@ fn accept_loop(listener: UnixListener, view: Arc<View>) {
             continue;
         }
         let slot = Slot(active.clone());
-        let view = view.clone();
+        let view = view.lock().unwrap_or_else(|e| e.into_inner()).clone();
         // The reply is written by the connection's own thread, so if it
         // cannot start, the client hears nothing but its closure.
         let _ = std::thread::Builder::new()
@@ -731,6 +810,10 @@ const BOX_COMMANDS: &[Command] = &[
     Command {
         verb: "queues",
         run: queues,
+    },
+    Command {
+        verb: "hotswap",
+        run: hotswap,
     },
     Command {
         verb: "help",
@@ -999,6 +1082,32 @@ fn write(view: &View, rest: &str) -> Result<String, String> {
     Ok("ok".into())
 }
 
+/// `hotswap FILE`: checks the configuration in FILE (an absolute path,
+/// read by the router) and switches the running router to it, carrying
+/// the state of elements with the same name and class over. On any error
+/// the running configuration stays.
+fn hotswap(view: &View, rest: &str) -> Result<String, String> {
+    let Some(s) = view.router.swapper.upgrade() else {
+        return Err("this router cannot be hot-swapped".into());
+    };
+    if rest.is_empty() {
+        return Err("usage: hotswap FILE (the new configuration)".into());
+    }
+    let path = Path::new(rest);
+    if !path.is_absolute() {
+        return Err(format!(
+            "hotswap {rest}: give an absolute path (the router reads the file; `bricks ctl` \
+             makes the path absolute)"
+        ));
+    }
+    s.swap_file(path).map_err(|e| {
+        format!(
+            "hot swap refused, the running configuration stays:\n{}",
+            e.trim_end()
+        )
+    })
+}
+
 fn steer(view: &View, rest: &str) -> Result<String, String> {
     view.router.steering.apply(rest).map_err(|e| e.to_string())
 }
@@ -1246,6 +1355,18 @@ fn handler_names(per_worker: &[Vec<(String, u64)>]) -> Vec<String> {
     names
 }
 
+/// `hotswap FILE` with FILE made absolute against this process's
+/// directory (the router's may differ); any other command as it is.
+fn absolute_hotswap_path(command: &[String]) -> Vec<String> {
+    match command {
+        [verb, file] if verb == "hotswap" => {
+            let path = std::path::absolute(file).unwrap_or_else(|_| PathBuf::from(file));
+            vec![verb.clone(), path.display().to_string()]
+        }
+        _ => command.to_vec(),
+    }
+}
+
 /// `bricks ctl SOCKET COMMAND...`: sends the command, prints the answer.
 pub(crate) fn ctl(socket: &Path, command: &[String]) -> anyhow::Result<std::process::ExitCode> {
     let mut conn = UnixStream::connect(socket).map_err(|e| {
@@ -1256,6 +1377,9 @@ pub(crate) fn ctl(socket: &Path, command: &[String]) -> anyhow::Result<std::proc
             socket.display()
         )
     })?;
+    // The router reads a hot swap's file: it may run elsewhere.
+    let command = absolute_hotswap_path(command);
+    let command = command.as_slice();
     // A router that refuses the command (too long, busy) may close before
     // taking all of it: its reply is still there to read.
     let sent = conn

@@ -6,6 +6,7 @@
 //! a hostile client costs a thread at most and never touches forwarding:
 //! handlers reach the workers through [`Control`] mailboxes.
 
+use crate::hotswap::Swapper;
 use bricks_elements::control::controlsocket::{ControlSocketConfig, Endpoint};
 use bricks_runtime::{Control, Plan};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -30,6 +31,18 @@ struct Router {
     control: Control,
     plan: Arc<Plan>,
     read_only: bool,
+    /// What hot-swaps the configuration (the `hotswap` write handler).
+    swapper: Option<Arc<Swapper>>,
+}
+
+impl Router {
+    /// The configuration running now (another after a hot swap).
+    fn plan(&self) -> Arc<Plan> {
+        match &self.swapper {
+            Some(s) => s.plan(),
+            None => self.plan.clone(),
+        }
+    }
 }
 
 /// The name of the control socket of `click -p PORT`, as Click's driver
@@ -44,13 +57,14 @@ pub(crate) fn serve(
     plan: &Arc<Plan>,
     control: &Control,
     driver_port: Option<&str>,
+    swapper: Option<&Arc<Swapper>>,
 ) -> anyhow::Result<()> {
     // Tests shorten the idle time to see a silent client go.
     let idle = std::env::var("BRICKS_CONTROLSOCKET_IDLE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
         .map_or(IDLE, Duration::from_millis);
-    serve_with_idle(plan, control, driver_port, idle)
+    serve_with_idle(plan, control, driver_port, idle, swapper)
 }
 
 fn serve_with_idle(
@@ -58,6 +72,7 @@ fn serve_with_idle(
     control: &Control,
     driver_port: Option<&str>,
     idle: Duration,
+    swapper: Option<&Arc<Swapper>>,
 ) -> anyhow::Result<()> {
     let arg = |text: &str| bricks_config::Arg {
         text: text.to_string(),
@@ -85,6 +100,7 @@ fn serve_with_idle(
             control: control.clone(),
             plan: plan.clone(),
             read_only: cfg.read_only,
+            swapper: swapper.cloned(),
         });
         let clients = Arc::new(AtomicUsize::new(0));
         match &cfg.endpoint {
@@ -293,7 +309,7 @@ fn resolve<'a>(router: &Router, name: &'a str) -> Result<(Option<&'a str>, &'a s
     }
     match name.rsplit_once('.') {
         Some((e, h)) => {
-            if !router.plan.elements.iter().any(|x| x.name == e) {
+            if !router.plan().elements.iter().any(|x| x.name == e) {
                 return Err(format!("510 No element named '{e}'"));
             }
             Ok((Some(e), h))
@@ -303,7 +319,7 @@ fn resolve<'a>(router: &Router, name: &'a str) -> Result<(Option<&'a str>, &'a s
 }
 
 fn global_read(router: &Router, h: &str) -> Option<String> {
-    let plan = &router.plan;
+    let plan = &router.plan();
     Some(match h {
         "version" => format!("{}\n", env!("CARGO_PKG_VERSION")),
         "list" => {
@@ -332,6 +348,8 @@ fn global_read(router: &Router, h: &str) -> Option<String> {
             "requirements\tr",
             "handlers\tr",
             "stop\tw",
+            "hotconfig\tw",
+            "hotswap\tw",
         ]
         .iter()
         .map(|n| format!("{n}\n"))
@@ -385,6 +403,18 @@ fn write(router: &Router, name: &str, value: &str) -> String {
             router.control.stop();
             format!("200 Write handler '{name}' OK")
         }
+        // Click's `hotconfig` (its driver's, with `-R`; bricks' name for it
+        // is `hotswap`): the value is the new configuration's text.
+        Ok((None, "hotconfig" | "hotswap")) => match &router.swapper {
+            None => no_handler(name),
+            Some(s) => match s.swap(bricks_config::Source {
+                name: "hotswap".into(),
+                text: value.to_string(),
+            }) {
+                Ok(_) => format!("200 Write handler '{name}' OK"),
+                Err(why) => format!("520 {}", why.trim_end().replace(['\r', '\n'], " ")),
+            },
+        },
         Ok((None, _)) => no_handler(name),
         Ok((Some(e), h)) => match router.control.write_handler(e, h, value) {
             Ok(()) => format!("200 Write handler '{name}' OK"),
@@ -399,7 +429,9 @@ fn check(router: &Router, name: &str, write: bool) -> String {
         Ok(x) => x,
     };
     let ok = match e {
-        None if write => h == "stop",
+        None if write => {
+            h == "stop" || (matches!(h, "hotconfig" | "hotswap") && router.swapper.is_some())
+        }
         None => GLOBAL_READ.contains(&h),
         Some(e) => {
             if write {

@@ -2,6 +2,7 @@
 //! happened: live counters while it runs (a table, or JSON lines for
 //! scripts and `bricks demo`), the summed counters at the end.
 
+use crate::hotswap::Swapper;
 use anyhow::Context as _;
 use bricks_config::Source;
 use bricks_io::live::{self, Spread};
@@ -58,6 +59,10 @@ pub(crate) struct RunSettings {
     pub quit: bool,
     /// The read handler whose value is the exit status (`-x`).
     pub exit_handler: Option<String>,
+    /// How the running configuration is hot-swapped (`bricks ctl SOCK
+    /// hotswap FILE`, Click's `hotswap` handler, SIGHUP); `None`: it is
+    /// not.
+    pub reconfigure: Option<crate::hotswap::Reconfigure>,
 }
 
 impl Default for RunSettings {
@@ -82,6 +87,7 @@ impl Default for RunSettings {
             handlers: Vec::new(),
             quit: false,
             exit_handler: None,
+            reconfigure: None,
         }
     }
 }
@@ -305,9 +311,20 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     signalled
         .install_signal_handlers()
         .context("installing signal handlers")?;
+    // SIGHUP re-reads the configuration and hot-swaps it in; caught before
+    // any worker runs, so that it never ends the router.
+    let hup = Arc::new(AtomicBool::new(false));
+    if settings.reconfigure.is_some() {
+        signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+            .context("installing signal handlers")?;
+    }
     let workers = Workers::start_with(plan.clone(), &opts, settings.quit)
         .map_err(|d| anyhow::anyhow!("{}", d.message))?;
     let stop = workers.stop_handle();
+    let swapper = settings
+        .reconfigure
+        .clone()
+        .map(|how| Arc::new(Swapper::new(plan.clone(), workers.control(), how)));
     let _control = crate::control::serve(
         settings.control.as_deref(),
         &settings.router_control,
@@ -315,8 +332,14 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         &plan,
         workers.control(),
         steering,
+        swapper.as_ref(),
     )?;
-    crate::controlsocket::serve(&plan, &workers.control(), settings.click_port.as_deref())?;
+    crate::controlsocket::serve(
+        &plan,
+        &workers.control(),
+        settings.click_port.as_deref(),
+        swapper.as_ref(),
+    )?;
     let start = Instant::now();
     let _metrics = match settings.metrics {
         Some(addr) => Some(serve_metrics(addr, &plan, workers.control(), start)?),
@@ -342,6 +365,11 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
             }
         }
         std::thread::sleep(tick);
+        if hup.swap(false, Ordering::Relaxed) && stopped_by.is_none() {
+            if let Some(s) = &swapper {
+                reread(s);
+            }
+        }
         if let (Some(at), Some(every)) = (next_report, settings.stats_interval) {
             if Instant::now() >= at {
                 next_report = Some(at + every);
@@ -407,6 +435,27 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         report_live(start, &per, None, true);
     }
     Ok(summary.total)
+}
+
+/// SIGHUP: re-reads the configuration file and hot-swaps it in; says on
+/// stderr what happened (a configuration that fails leaves the running
+/// one, and says why).
+fn reread(s: &Swapper) {
+    let Some(file) = s.file() else {
+        eprintln!(
+            "SIGHUP: the configuration was not read from a file; nothing to re-read (use \
+             `bricks ctl SOCK hotswap FILE`)"
+        );
+        return;
+    };
+    match s.swap_file(file) {
+        Ok(msg) => eprint!("SIGHUP: {}: {msg}", file.display()),
+        Err(e) => eprintln!(
+            "SIGHUP: {}: not swapped, the running configuration stays:\n{}",
+            file.display(),
+            e.trim_end()
+        ),
+    }
 }
 
 /// One counting element's line of the `--memrefs` table.

@@ -172,3 +172,48 @@ fn silent_client_is_cut_off_while_traffic_flows() {
     let after: u64 = c.read("c.count").1.trim().parse().unwrap();
     assert!(after > before, "{before} then {after}");
 }
+
+/// Click's `hotconfig` handler (bricks also calls it `hotswap`): the text
+/// written is the new configuration;
+/// one that fails to check is refused with its reason and the router
+/// keeps the old one.
+#[test]
+fn hotswap_handler_switches_configurations() {
+    let port = free_port();
+    let _r = start(&format!("{FLOWING} ControlSocket(TCP, {port});"));
+    let mut c = Client::new(connect_tcp(port));
+    assert_eq!(
+        c.send("CHECKWRITE hotswap"),
+        "200 Write handler 'hotswap' OK"
+    );
+    assert_eq!(
+        c.send("CHECKWRITE hotconfig"),
+        "200 Write handler 'hotconfig' OK"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let before: u64 = c.read("c.count").1.trim().parse().unwrap();
+    let bad = "s :: InfiniteSource -> c :: Counter -> Nonesuch;";
+    let status = c.send(&format!("WRITEDATA hotswap {}\r\n{bad}", bad.len()));
+    assert!(
+        status.starts_with("520 ") && status.contains("Nonesuch"),
+        "{status}"
+    );
+    assert_eq!(c.read("list").1.lines().next(), Some("4"));
+    let new = format!(
+        "s :: InfiniteSource(LENGTH 60) -> c :: Counter -> c2 :: Counter -> Discard; \
+         ControlSocket(TCP, {port});"
+    );
+    assert_eq!(
+        c.send(&format!("WRITEDATA hotconfig {}\r\n{new}", new.len())),
+        "200 Write handler 'hotconfig' OK"
+    );
+    let (_, list) = c.read("list");
+    assert!(list.lines().any(|l| l == "c2"), "{list}");
+    std::thread::sleep(Duration::from_millis(300));
+    let after: u64 = c.read("c.count").1.trim().parse().unwrap();
+    let c2: u64 = c.read("c2.count").1.trim().parse().unwrap();
+    assert!(
+        c2 > 0 && after >= before + c2,
+        "c {before} -> {after}, c2 {c2}"
+    );
+}

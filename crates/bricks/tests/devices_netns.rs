@@ -1,6 +1,6 @@
 //! Live devices across workers, in network namespaces: every queue has
-//! one owner, and software steering can be changed while traffic flows
-//! without losing a packet.
+//! one owner, and software steering and the whole configuration (a hot
+//! swap) can be changed while traffic flows without losing a packet.
 //!
 //! Topology: gen:g0 <-> r:r0, r:r1 <-> sink:s0, two queues per veth. The
 //! router forwards r0 to r1 as it is; the generator and the sink are
@@ -302,4 +302,44 @@ fn an_interface_that_cannot_take_our_xdp_program_falls_back_to_af_packet() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains("r0") && e.contains("XDP"), "{e}");
+}
+
+/// Hot swaps while traffic flows through software steering: the device
+/// elements are anonymous, and their generated names move as a counter
+/// comes and goes, so the new ones find the rings the old ones gave back.
+#[test]
+fn hotswap_in_serial_mode_loses_nothing() {
+    if skip_unless_root("hotswap_in_serial_mode_loses_nothing").is_some() {
+        return;
+    }
+    let _serial = serial();
+    let net = network("dhs");
+    let dir = tempfile::tempdir().unwrap();
+    let with = dir.path().join("with.click");
+    let without = dir.path().join("without.click");
+    std::fs::write(
+        &with,
+        "FromDevice(r0, PROMISC true) -> extra :: Counter -> c :: Counter -> Queue(4096) \
+         -> ToDevice(r1);",
+    )
+    .unwrap();
+    std::fs::write(
+        &without,
+        "FromDevice(r0, PROMISC true) -> c :: Counter -> Queue(4096) -> ToDevice(r1);",
+    )
+    .unwrap();
+    let (summary, at_sink) = forward(
+        &net,
+        &["--threads", "2", "--mode", "serial"],
+        "auto",
+        |sock| {
+            for file in [&with, &without, &with, &without] {
+                std::thread::sleep(Duration::from_millis(200));
+                let out = ctl(&net, sock, &["hotswap", file.to_str().unwrap()]);
+                assert!(out.starts_with("ok: hot-swapped"), "{out}");
+            }
+        },
+    );
+    assert_eq!(at_sink, PACKETS, "router said:\n{summary}");
+    assert_eq!(counter(&summary, "c", "count"), PACKETS, "{summary}");
 }

@@ -354,6 +354,24 @@ impl Graph {
         f(&mut **e, &mut cx)
     }
 
+    /// Runs `f` on element `index` alone, outside of any packet
+    /// processing (a hot swap hands it to its successor).
+    pub fn with_element_mut<R>(&self, index: usize, f: impl FnOnce(&mut dyn Element) -> R) -> R {
+        f(&mut **self.elements[index].borrow_mut())
+    }
+
+    /// Packets element `index` pushed to unconnected outputs.
+    pub fn unconnected_drops(&self, index: usize) -> u64 {
+        self.unconnected[index].get()
+    }
+
+    /// Adds `n` to element `index`'s unconnected drops (a hot swap carries
+    /// them over from the element it replaced).
+    pub fn add_unconnected_drops(&self, index: usize, n: u64) {
+        let c = &self.unconnected[index];
+        c.set(c.get() + n);
+    }
+
     /// Reads element `index` outside of any packet processing.
     pub fn with_element_ref<R>(&self, index: usize, f: impl FnOnce(&dyn Element) -> R) -> R {
         f(&**self.elements[index].borrow())

@@ -107,7 +107,7 @@ impl TaskKind {
 /// Every method has a default so that an element implements only what its
 /// ports need: a push element `push`, a pull output `pull`, a source or a
 /// pulling sink `run_task` (and returns its [`TaskKind`] from `task_kind`).
-pub trait Element: Send {
+pub trait Element: Send + AsAny {
     /// A batch arrives on push input `port`. The element takes every packet
     /// out of `batch`: it forwards them with [`Context::push`], keeps them
     /// (a queue), or drops them and counts why.
@@ -189,6 +189,19 @@ pub trait Element: Send {
         let _ = cx;
     }
 
+    /// Hot swap (Click's `take_state`): this element replaces `old`, an
+    /// element of the running configuration with the same name and class,
+    /// and takes what it holds: a queue's packets, a table, its counters,
+    /// a device's open queues. Called on each worker between rounds, when
+    /// no packet is inside the graph but in queues and devices, after this
+    /// element was configured and before its [`Element::start`]. `old` is
+    /// dropped afterwards (its [`Element::shutdown`] is not called).
+    /// Reach `old`'s own type with [`taken_from`]. Does nothing by
+    /// default: the element starts afresh.
+    fn take_state(&mut self, old: &mut dyn Element, cx: &mut Context<'_>) {
+        let _ = (old, cx);
+    }
+
     /// Whether write handler `handler` changes state that every worker's
     /// instance shares (a route table): such a call goes to one worker
     /// only. Other handlers are called on every worker's instance.
@@ -249,6 +262,26 @@ pub trait Element: Send {
         let _ = (handler, value, write, cx);
         None
     }
+}
+
+/// An element as [`std::any::Any`], so that [`Element::take_state`] can
+/// reach the old element's own type. Every element has it.
+pub trait AsAny {
+    /// `self` as `Any`, for downcasting.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl<T: std::any::Any> AsAny for T {
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// The old element of a hot swap as its own type `T`, or `None` when it
+/// is of another type (a class implemented by several types: a live
+/// `FromDevice` and one reading a capture).
+pub fn taken_from<T: Element + 'static>(old: &mut dyn Element) -> Option<&mut T> {
+    <dyn Element as AsAny>::as_any_mut(old).downcast_mut::<T>()
 }
 
 /// One handler an element offers: its name and whether it is read, written

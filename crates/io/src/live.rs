@@ -421,6 +421,60 @@ pub fn take_tx(name: &str, worker: usize) -> Option<Box<dyn TxQueue>> {
     Some(q)
 }
 
+/// Gives back receive queues taken by `worker` on interface `name`, still
+/// open (a hot swap: the element that took them is replaced, and its
+/// successor takes them with [`take_rx`]). Frames that arrive meanwhile
+/// wait in the queues' rings.
+pub fn give_back_rx(name: &str, worker: usize, queues: Vec<Box<dyn RxQueue>>) {
+    if queues.is_empty() {
+        return;
+    }
+    let mut t = table();
+    let Table { open, owners, .. } = &mut *t;
+    let dev = open.entry(name.to_string()).or_insert_with(|| OpenDevice {
+        rx: Vec::new(),
+        tx: Vec::new(),
+    });
+    for q in queues {
+        forget(owners, name, "rx", q.queue(), q.backend());
+        dev.rx.push((worker, q));
+    }
+}
+
+/// Gives back the transmit queue `worker` took on interface `name` (see
+/// [`give_back_rx`]).
+pub fn give_back_tx(name: &str, worker: usize, queue: Box<dyn TxQueue>) {
+    let mut t = table();
+    let Table { open, owners, .. } = &mut *t;
+    let dev = open.entry(name.to_string()).or_insert_with(|| OpenDevice {
+        rx: Vec::new(),
+        tx: Vec::new(),
+    });
+    forget(owners, name, "tx", queue.queue(), queue.backend());
+    dev.tx.push((worker, queue));
+}
+
+/// Whether interface `name` was opened by [`open_declared`]: a hot swap
+/// cannot open interfaces the running router does not have.
+pub fn is_open(name: &str) -> bool {
+    table().open.contains_key(name)
+}
+
+fn forget(
+    owners: &mut Vec<Ownership>,
+    device: &str,
+    direction: &'static str,
+    queue: u32,
+    backend: &'static str,
+) {
+    owners.retain(|o| {
+        !(o.device == device
+            && o.direction == direction
+            && o.queue == queue
+            && o.backend == backend)
+    });
+}
+
 fn record(
     owners: &mut Vec<Ownership>,
     device: &str,

@@ -166,6 +166,50 @@ pub fn build_with(
     registry: &Registry,
     options: BuildOptions,
 ) -> Result<Plan, Vec<Diagnostic>> {
+    build_beside(router, registry, options, None)
+}
+
+/// Checks `router` and builds a plan to replace the running plan `old`
+/// (a hot swap): an element with the same name, class and arguments as
+/// one of `old`'s shares its state (see [`bricks_element::Args::shared`])
+/// with it, the very same tables, instead of making its own. Other
+/// elements make theirs afresh, and take what they can from the old
+/// element of their name and class when the workers switch over
+/// ([`bricks_element::Element::take_state`]).
+pub fn build_hotswap(
+    router: &Router,
+    registry: &Registry,
+    options: BuildOptions,
+    old: &Plan,
+) -> Result<Plan, Vec<Diagnostic>> {
+    build_beside(router, registry, options, Some(old))
+}
+
+/// The slot of shared state an element of the new plan starts with: the
+/// old plan's, when an element there has the same name, class and
+/// arguments.
+fn carried_slot(
+    old: Option<(&Plan, &HashMap<&str, usize>)>,
+    name: &str,
+    class: &str,
+    args: &[Arg],
+) -> Arc<SharedSlot> {
+    old.and_then(|(p, index)| index.get(name).map(|&i| &p.elements[i]))
+        .filter(|e| {
+            e.class.name == class
+                && e.args.len() == args.len()
+                && e.args.iter().zip(args).all(|(a, b)| a.text == b.text)
+        })
+        .map(|e| Arc::clone(&e.shared))
+        .unwrap_or_else(|| Arc::new(SharedSlot::new()))
+}
+
+fn build_beside(
+    router: &Router,
+    registry: &Registry,
+    options: BuildOptions,
+    old: Option<&Plan>,
+) -> Result<Plan, Vec<Diagnostic>> {
     let resolved = crate::addresses::resolve(router, registry);
     let router: &Router = &resolved;
     let mut errors = Vec::new();
@@ -440,7 +484,22 @@ pub fn build_with(
     let mut elements = Vec::with_capacity(n);
     let mut directives = Vec::new();
     let mut messages = Vec::new();
-    let slots: Vec<Arc<SharedSlot>> = (0..n).map(|_| Arc::new(SharedSlot::new())).collect();
+    let old_index: HashMap<&str, usize> = old
+        .map(|p| {
+            p.elements
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.name.as_str(), i))
+                .collect()
+        })
+        .unwrap_or_default();
+    let old = old.map(|p| (p, &old_index));
+    let slots: Vec<Arc<SharedSlot>> = router
+        .elements
+        .iter()
+        .zip(&classes)
+        .map(|(d, c)| carried_slot(old, &d.name, c.name, &d.args))
+        .collect();
     let refs = Refs::new(
         (0..n)
             .map(|i| Target {

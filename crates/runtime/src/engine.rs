@@ -17,6 +17,7 @@
 //!
 //! Several workers end a run together (see [`Termination`]).
 
+use crate::hotswap::SwapOrder;
 use crate::placement::Placement;
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
@@ -24,7 +25,7 @@ use bricks_element::{Graph, HandlerValue, Stats, TaskInfo, TaskKind, TaskResult,
 use bricks_packet::Timestamp;
 use std::cell::Cell;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -193,8 +194,17 @@ pub struct Engine {
     pub max_nap: Duration,
     stats_requests: Option<mpsc::Receiver<StatsRequest>>,
     mailbox: Option<mpsc::Receiver<HandlerCall>>,
+    swaps: Option<mpsc::Receiver<SwapOrder>>,
     started: bool,
     exit_reads: Vec<String>,
+}
+
+/// After a hot swap a parked worker takes part in the run again: the new
+/// graph has sources and tasks of its own.
+fn swapped(parked: &mut bool, term: &Termination) {
+    if std::mem::replace(parked, false) {
+        term.unpark();
+    }
 }
 
 /// One value of a read handler asked for at exit (Click's `-h`).
@@ -374,6 +384,7 @@ impl Engine {
             max_nap: Duration::from_micros(200),
             stats_requests: None,
             mailbox: None,
+            swaps: None,
             started: false,
             exit_reads: Vec::new(),
         })
@@ -458,9 +469,88 @@ impl Engine {
         }
     }
 
-    fn housekeeping(&mut self) {
+    /// Answers what other threads asked between rounds; true when the
+    /// graph was swapped for a new one.
+    fn housekeeping(&mut self) -> bool {
         self.answer_mail();
         self.answer_stats_requests();
+        self.take_swap()
+    }
+
+    /// Makes this engine switch to new graphs sent on `orders` (a hot
+    /// swap; checked with the mailbox). See [`crate::hotswap`].
+    pub fn set_swaps(&mut self, orders: mpsc::Receiver<SwapOrder>) {
+        self.swaps = Some(orders);
+    }
+
+    /// Carries out a pending hot swap order, if any: meets the other
+    /// workers, then switches (see [`Engine::adopt`]).
+    fn take_swap(&mut self) -> bool {
+        let Some(order) = self.swaps.as_ref().and_then(|rx| rx.try_recv().ok()) else {
+            return false;
+        };
+        if self.state.stopping {
+            order.rendezvous.call_off();
+            let _ = order.reply.send(Err("the router is stopping".into()));
+            return false;
+        }
+        if !order.rendezvous.meet(order.deadline) {
+            let _ = order.reply.send(Err(format!(
+                "worker {} waited for the others in vain; nothing was changed",
+                self.state.worker
+            )));
+            return false;
+        }
+        self.adopt(order.engine);
+        let _ = order.reply.send(Ok(()));
+        true
+    }
+
+    /// Switches to `new`'s graph between two rounds, with no packet inside
+    /// the old graph but in its queues and devices: every new element
+    /// whose name and class match an old one's takes its state
+    /// ([`bricks_element::Element::take_state`]) and its unconnected
+    /// drops; the old graph is dropped (device elements give back their
+    /// queues still open); the new graph's elements start, its tasks
+    /// replace the old ones and the old timers are forgotten (the new
+    /// elements ask for their own). The engine's clock, mailboxes, stop
+    /// handle and run keep going.
+    pub fn adopt(&mut self, mut new: Engine) {
+        self.timers.clear();
+        self.state.timer_requests.clear();
+        // Element indices of the old graph mean nothing in the new one;
+        // a driver script of the new graph claims the role in its start.
+        self.state.stop_manager = None;
+        let old = &self.graph;
+        let index: HashMap<&str, usize> = old
+            .names()
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        for i in 0..new.graph.len() {
+            let Some(&j) = index.get(new.graph.names()[i].as_str()) else {
+                continue;
+            };
+            if self.classes[j] != new.classes[i] {
+                continue;
+            }
+            new.graph.with_element(i, &mut self.state, |el, cx| {
+                old.with_element_mut(j, |o| el.take_state(o, cx))
+            });
+            new.graph.add_unconnected_drops(i, old.unconnected_drops(j));
+        }
+        drop(index);
+        // Timers asked for while taking state are the new graph's; `start`
+        // takes them with the new elements' own.
+        drop(std::mem::replace(&mut self.graph, new.graph));
+        self.classes = new.classes;
+        self.tasks = std::mem::take(&mut new.tasks);
+        self.live = new.live;
+        self.stride = new.stride;
+        self.by_pass = std::mem::take(&mut new.by_pass);
+        self.started = false;
+        self.start();
     }
 
     fn answer_stats_requests(&mut self) {
@@ -698,7 +788,9 @@ impl Engine {
                 since += per_round;
                 if since >= 4096 {
                     since = 0;
-                    self.housekeeping();
+                    if self.housekeeping() {
+                        swapped(&mut parked, &self.term);
+                    }
                 }
                 if let Some(t) = stop_began {
                     // A stop delivers what is in flight, but packets that
@@ -777,7 +869,11 @@ impl Engine {
                 }
                 idle_rounds += 1;
                 if self.idle_sleep && idle_rounds > 64 {
-                    self.housekeeping();
+                    if self.housekeeping() {
+                        swapped(&mut parked, &self.term);
+                        idle_rounds = 0;
+                        continue;
+                    }
                     let nap = match self.timers.peek() {
                         Some(&Reverse((t, _))) => {
                             Duration::from_nanos(t.0.saturating_sub(self.state.now.0))

@@ -16,6 +16,7 @@ pub mod addresses;
 mod build;
 mod click_classes;
 mod engine;
+pub mod hotswap;
 mod placement;
 mod termination;
 pub mod testing;
@@ -23,8 +24,8 @@ mod workers;
 
 pub use bricks_element::Registry;
 pub use build::{
-    build, build_with, configure_message, split_configure_message, BuildOptions, Plan, PlanElement,
-    RouterTexts,
+    build, build_hotswap, build_with, configure_message, split_configure_message, BuildOptions,
+    Plan, PlanElement, RouterTexts,
 };
 pub use click_classes::{is_click_class, CLICK_CLASSES};
 pub use engine::{

@@ -14,6 +14,7 @@ use crate::engine::{
     ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, RunSummary, StatsRequest,
     StopHandle, StopReason,
 };
+use crate::hotswap::{Rendezvous, SwapOrder, MEET_WITHIN};
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
 use bricks_element::HandlerValue;
@@ -76,6 +77,7 @@ pub struct Control {
     /// again; `None`: live counters are off.
     every: Option<Duration>,
     mail: Vec<mpsc::Sender<HandlerCall>>,
+    swaps: Vec<mpsc::Sender<SwapOrder>>,
     stop: StopHandle,
 }
 
@@ -143,6 +145,47 @@ impl Control {
                 s.stats.clone()
             })
             .collect()
+    }
+
+    /// Switches every worker to `plan` (a hot swap, see
+    /// [`crate::hotswap`]; build it with [`crate::build_hotswap`] from the
+    /// running plan). Each worker's graph is instantiated here, while the
+    /// workers forward with the old one; then all of them switch between
+    /// two rounds, or none does and the old configuration keeps running.
+    pub fn hotswap(&self, plan: &Plan) -> Result<(), String> {
+        let n = self.swaps.len();
+        let mut engines = Vec::with_capacity(n);
+        for w in 0..n {
+            engines.push(Engine::for_worker(plan, w, n).map_err(|d| d.message)?);
+        }
+        let rendezvous = Arc::new(Rendezvous::new(n));
+        let deadline = Instant::now() + MEET_WITHIN;
+        let mut replies = Vec::with_capacity(n);
+        for (w, engine) in engines.into_iter().enumerate() {
+            let (tx, rx) = mpsc::channel();
+            let order = SwapOrder {
+                engine,
+                rendezvous: rendezvous.clone(),
+                deadline,
+                reply: tx,
+            };
+            if self.swaps[w].send(order).is_err() {
+                // That worker has finished: nobody switches.
+                rendezvous.call_off();
+                return Err(format!("worker {w} is not running; nothing was changed"));
+            }
+            replies.push(rx);
+        }
+        let mut result = Ok(());
+        for (w, rx) in replies.into_iter().enumerate() {
+            let r = rx
+                .recv_timeout(MEET_WITHIN + Duration::from_secs(3))
+                .unwrap_or_else(|_| Err(format!("worker {w} did not answer")));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
     }
 
     /// Stops every worker.
@@ -271,6 +314,7 @@ impl Workers {
         let mut live = Vec::with_capacity(n);
         let mut stats = Vec::with_capacity(n);
         let mut mail = Vec::with_capacity(n);
+        let mut swaps = Vec::with_capacity(n);
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), Diagnostic>>();
         // One run: a worker keeps polling while another's sources run and
         // while packets move anywhere (queues shared between workers).
@@ -287,6 +331,8 @@ impl Workers {
             let ready = ready_tx.clone();
             let (mail_tx, mailbox) = mpsc::channel();
             mail.push(mail_tx);
+            let (swap_tx, swap_rx) = mpsc::channel();
+            swaps.push(swap_tx);
             let h = std::thread::Builder::new()
                 .name(format!("bricks-w{w}"))
                 .stack_size(WORKER_STACK)
@@ -311,6 +357,7 @@ impl Workers {
                     engine.set_stop_handle(stop);
                     engine.join_run(term);
                     engine.set_mailbox(mailbox);
+                    engine.set_swaps(swap_rx);
                     engine.set_trace_clock(opts.trace_clock);
                     if opts.trace_clock {
                         engine.set_clock(opts.clock_start);
@@ -350,6 +397,7 @@ impl Workers {
                 stats,
                 every: opts.publish_every,
                 mail,
+                swaps,
                 stop,
             },
             cores,

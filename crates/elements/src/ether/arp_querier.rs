@@ -827,6 +827,51 @@ impl ArpQuerier {
 }
 
 impl Element for ArpQuerier {
+    /// Hot swap (Click's `ARPQuerier::take_state`): the counters, and,
+    /// when both share one neighbour table (the arguments did not change,
+    /// or both name the same ARPTable), this worker's packets waiting for
+    /// replies with their retries; the table itself is already the same.
+    /// A querier with a table of its own takes the old table's usable
+    /// entries that it would have learnt itself (on its subnet, unless
+    /// LEARN_OFF_SUBNET), as if confirmed now; packets waiting in the old
+    /// one are dropped with it.
+    fn take_state(&mut self, old: &mut dyn Element, cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<ArpQuerier>(old) else {
+            return;
+        };
+        self.c = std::mem::take(&mut old.c);
+        if !Arc::ptr_eq(self.table.neighbours(), old.table.neighbours()) {
+            let now = cx.now().0;
+            for (ip, eth, _confirmed, fixed) in old.table.usable(now) {
+                if self.subnet.is_some_and(|s| !s.contains_addr(&ip)) && !self.learn_off_subnet {
+                    continue;
+                }
+                if fixed {
+                    let _ = self.table.insert_static(ip, eth, now);
+                } else {
+                    // Never held packets: the table is new. Learnt now,
+                    // not when confirmed: expiry queues stay in time order.
+                    let _ = self.table.learn(ip, eth, now);
+                }
+            }
+            return;
+        }
+        if (self.my_ip, self.my_eth) != (old.my_ip, old.my_eth) {
+            return;
+        }
+        std::mem::swap(&mut self.table, &mut old.table);
+        self.now = old.now;
+        self.worker = old.worker;
+        // The old graph's timers are gone: ask again.
+        if let Some(at) = old.timer_at {
+            self.arm(cx, at);
+        }
+        if old.recheck_at.is_some() {
+            let now = cx.now().0;
+            self.arm_recheck(cx, now);
+        }
+    }
+
     fn push(&mut self, port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         if port == 0 {
             self.handle_ip(batch, cx);

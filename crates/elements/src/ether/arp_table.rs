@@ -1530,6 +1530,37 @@ impl ArpTable {
         }
     }
 
+    /// The usable entries at `now`: address, Ethernet address, when it was
+    /// last confirmed, and whether it is static. A hot swap copies them
+    /// into a new table.
+    pub fn usable(&self, now: u64) -> Vec<(Ipv4Addr, EthernetAddress, u64, bool)> {
+        let snap = self.shared.snapshot();
+        snap.0
+            .slots
+            .iter()
+            .filter_map(|s| {
+                let k = s.key.load(Ordering::Relaxed);
+                (k & LIVE != 0).then_some(k as u32)
+            })
+            .filter_map(|k| {
+                let e = snap.get(k)?;
+                let ok = match e.state {
+                    State::Pending => false,
+                    State::Known => !expired(e.live_at, now, self.limits.timeout),
+                    State::Static => true,
+                };
+                ok.then(|| {
+                    (
+                        Ipv4Addr::from_bits(k),
+                        e.eth,
+                        e.live_at,
+                        e.state == State::Static,
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// The table as text, one entry per line in address order: IP, 1 if
     /// the entry is usable (0 if not), Ethernet address, seconds since it
     /// was last confirmed, then `static` for static entries. The first four

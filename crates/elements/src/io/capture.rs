@@ -345,6 +345,31 @@ impl CaptureSink {
         }
     }
 
+    /// Hot swap: when `old` writes the same file the same way, its open
+    /// file and counts, so that the file goes on instead of being created
+    /// anew when the old element is gone.
+    pub fn take_from(&mut self, old: &mut CaptureSink) {
+        if (
+            &old.path,
+            old.linktype,
+            old.nanos,
+            old.snaplen,
+            old.stamp_now,
+        ) != (
+            &self.path,
+            self.linktype,
+            self.nanos,
+            self.snaplen,
+            self.stamp_now,
+        ) {
+            return;
+        }
+        self.writer = old.writer.take();
+        self.failed = old.failed;
+        self.count = old.count;
+        self.errors = old.errors;
+    }
+
     /// Records each packet at the time it is written, as an interface
     /// capture would, instead of with its timestamp annotation.
     pub fn stamp_with_send_time(mut self) -> CaptureSink {

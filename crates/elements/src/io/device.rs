@@ -360,6 +360,18 @@ impl Element for ToDevice {
         self.send(batch, cx);
     }
 
+    /// Hot swap: the capture it writes, when it is the same, and the
+    /// counts.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<ToDevice>(old) else {
+            return;
+        };
+        self.drops += old.drops;
+        if let (Some(new), Some(old)) = (self.sink.as_mut(), old.sink.as_mut()) {
+            new.take_from(old);
+        }
+    }
+
     fn task_kind(&self) -> TaskKind {
         TaskKind::pump_if(self.pull)
     }

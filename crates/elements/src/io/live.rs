@@ -27,6 +27,8 @@ pub struct LiveRx {
     burst: usize,
     queues: Vec<Box<dyn RxQueue>>,
     taken: bool,
+    /// The worker whose queues these are.
+    worker: usize,
     /// Counters of queues that went away.
     closed: RxStats,
     errors: u64,
@@ -49,6 +51,7 @@ impl LiveRx {
             burst,
             queues: Vec::new(),
             taken: false,
+            worker: 0,
             closed: RxStats::default(),
             errors: 0,
             promisc,
@@ -59,6 +62,7 @@ impl LiveRx {
 
     fn take_queues(&mut self, worker: usize) {
         self.taken = true;
+        self.worker = worker;
         self.queues = live::take_rx(&self.name, worker);
         if !self.promisc {
             self.mac = bricks_io::ifinfo::lookup(&self.name)
@@ -117,9 +121,39 @@ fn report_gone(cx: &mut Context<'_>, msg: String) {
     cx.report_error(msg);
 }
 
+/// A receiver dropped while its queues are open (a hot swap replaced it
+/// with an element of another name or device) gives them back, so that
+/// the new configuration's receiver of the interface takes them without
+/// closing a socket or losing a frame.
+impl Drop for LiveRx {
+    fn drop(&mut self) {
+        live::give_back_rx(&self.name, self.worker, std::mem::take(&mut self.queues));
+    }
+}
+
 impl Element for LiveRx {
     fn start(&mut self, cx: &mut Context<'_>) {
-        self.take_queues(cx.worker());
+        if !self.taken {
+            self.take_queues(cx.worker());
+        }
+    }
+
+    /// Hot swap: the old receiver's open queues, if it read the same
+    /// interface, and its counters.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<LiveRx>(old) else {
+            return;
+        };
+        if old.name != self.name || !old.taken {
+            return;
+        }
+        self.taken = true;
+        self.worker = old.worker;
+        self.queues = std::mem::take(&mut old.queues);
+        self.mac = if self.promisc { None } else { old.mac };
+        self.closed = old.closed;
+        self.errors = old.errors;
+        self.other_host = old.other_host;
     }
 
     fn task_kind(&self) -> TaskKind {
@@ -209,6 +243,8 @@ pub struct LiveTx {
     pull: bool,
     tx: Option<Box<dyn TxQueue>>,
     taken: bool,
+    /// The worker whose queue this is.
+    worker: usize,
     /// When the oldest unflushed frame must go at the latest.
     deadline: Option<u64>,
     closed: TxStats,
@@ -227,6 +263,7 @@ impl LiveTx {
             pull,
             tx: None,
             taken: false,
+            worker: 0,
             deadline: None,
             closed: TxStats::default(),
             no_queue: 0,
@@ -273,6 +310,7 @@ impl LiveTx {
     fn send_run(&mut self, b: &mut Batch, cx: &mut Context<'_>) {
         if !self.taken {
             self.taken = true;
+            self.worker = cx.worker();
             self.tx = live::take_tx(&self.name, cx.worker());
         }
         let Some(tx) = self.tx.as_mut() else {
@@ -297,10 +335,43 @@ impl LiveTx {
     }
 }
 
+/// A sender dropped with its queue open (see `LiveRx`'s `Drop`) sends
+/// what it holds and gives the queue back.
+impl Drop for LiveTx {
+    fn drop(&mut self) {
+        if let Some(mut q) = self.tx.take() {
+            let _ = q.flush();
+            live::give_back_tx(&self.name, self.worker, q);
+        }
+    }
+}
+
 impl Element for LiveTx {
     fn start(&mut self, cx: &mut Context<'_>) {
+        if !self.taken {
+            self.taken = true;
+            self.worker = cx.worker();
+            self.tx = live::take_tx(&self.name, cx.worker());
+        }
+    }
+
+    /// Hot swap: the old sender's open queue, if it sent on the same
+    /// interface (what it held is sent first), and its counters.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<LiveTx>(old) else {
+            return;
+        };
+        if old.name != self.name || !old.taken {
+            return;
+        }
+        if let Some(q) = old.tx.as_mut() {
+            let _ = q.flush();
+        }
         self.taken = true;
-        self.tx = live::take_tx(&self.name, cx.worker());
+        self.worker = old.worker;
+        self.tx = old.tx.take();
+        self.closed = old.closed;
+        self.no_queue = old.no_queue;
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {

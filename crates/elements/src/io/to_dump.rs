@@ -118,6 +118,13 @@ impl Element for ToDump {
         TaskKind::pump_if(self.pull)
     }
 
+    /// Hot swap: the open file, when it is the same, and the counts.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        if let Some(old) = bricks_element::taken_from::<ToDump>(old) {
+            self.sink.take_from(&mut old.sink);
+        }
+    }
+
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
         cx.pull_task(self.burst, |b, cx| self.take(b, cx))
     }

@@ -410,6 +410,13 @@ impl StaticIPLookup {
 }
 
 impl Element for StaticIPLookup {
+    /// Hot swap: the counters; the routes are the new configuration's.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        if let Some(old) = bricks_element::taken_from::<StaticIPLookup>(old) {
+            self.no_route += old.no_route;
+        }
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         cx.push_classified(batch, |p| self.route(p));
     }

@@ -844,6 +844,32 @@ fn emit(out: &mut Batch, p: Packet, port: usize, cx: &mut Context<'_>) {
 }
 
 impl Element for Ip6NdSolicitor {
+    /// Hot swap: the counters, and, when both share one Neighbor Cache
+    /// (the arguments did not change), this worker's packets waiting for
+    /// resolution with their timers; the cache itself is already the
+    /// same. A solicitor whose cache is new starts with it empty.
+    fn take_state(&mut self, old: &mut dyn Element, cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<Ip6NdSolicitor>(old) else {
+            return;
+        };
+        self.c = std::mem::take(&mut old.c);
+        if !Arc::ptr_eq(&self.cache, &old.cache)
+            || (self.my_ip, self.my_eth) != (old.my_ip, old.my_eth)
+        {
+            return;
+        }
+        std::mem::swap(&mut self.waiting, &mut old.waiting);
+        self.now = old.now;
+        self.worker = old.worker;
+        if let Some(at) = old.timer_at {
+            self.arm(cx, at);
+        }
+        if old.recheck_at.is_some() {
+            let now = cx.now().0;
+            self.arm_recheck(cx, now);
+        }
+    }
+
     fn push(&mut self, port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         if port == 0 {
             self.handle_ip(batch, cx);

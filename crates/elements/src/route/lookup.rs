@@ -514,6 +514,16 @@ impl<const M: bool> Element for IpRouteLookup<M> {
         );
     }
 
+    /// Hot swap: the counters. The table is the old one itself, routes
+    /// added and removed while running included, when the arguments did
+    /// not change; otherwise it is the new arguments' table.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        if let Some(old) = bricks_element::taken_from::<IpRouteLookup<M>>(old) {
+            self.no_route += old.no_route;
+            self.mem = std::mem::take(&mut old.mem);
+        }
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let n = batch.len();
         let mut addrs = [0u32; MAX_BATCH];
@@ -676,6 +686,13 @@ impl Element for Ip6RouteLookup {
             |t, r| t.table.set_route6(r),
             |t, p| t.table.remove_route6(p),
         );
+    }
+
+    /// Hot swap: as the IPv4 lookups'.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        if let Some(old) = bricks_element::taken_from::<Ip6RouteLookup>(old) {
+            self.no_route += old.no_route;
+        }
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {

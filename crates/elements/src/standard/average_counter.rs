@@ -90,6 +90,17 @@ impl AverageCounter {
 }
 
 impl Element for AverageCounter {
+    /// Hot swap: the count and the time it was measured over continue.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<AverageCounter>(old) else {
+            return;
+        };
+        self.count = old.count;
+        self.bytes = old.bytes;
+        self.first = old.first;
+        self.last = old.last;
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         self.account(batch, cx.now().0);
         cx.push(0, batch);

@@ -407,6 +407,23 @@ impl Counter {
 }
 
 impl Element for Counter {
+    /// Hot swap: counts, rates and the times they were measured over
+    /// continue; the new COUNT_CALL and BYTE_COUNT_CALL fire when the
+    /// continued counts reach them.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<Counter>(old) else {
+            return;
+        };
+        self.count = old.count;
+        self.bytes = old.bytes;
+        self.first = old.first;
+        self.last = old.last;
+        self.rate = old.rate;
+        self.byte_rate = old.byte_rate;
+        self.epoch_start = old.epoch_start;
+        self.pending.append(&mut old.pending);
+    }
+
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         if (self.count_call.is_some() || self.byte_call.is_some())
             && self.call_due(

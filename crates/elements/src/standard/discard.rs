@@ -74,6 +74,13 @@ impl Element for Discard {
         TaskKind::pump_if(self.pull)
     }
 
+    /// Hot swap: the count continues.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        if let Some(old) = bricks_element::taken_from::<Discard>(old) {
+            self.count += old.count;
+        }
+    }
+
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
         if !self.active {
             return TaskResult::Idle;

@@ -109,6 +109,20 @@ impl Element for FrontDropQueue {
         }
     }
 
+    /// Hot swap: the old queue's packets (the newest, when the new
+    /// capacity is smaller: this queue drops from the front; the others
+    /// are counted as drops) and its counters.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<FrontDropQueue>(old) else {
+            return;
+        };
+        let n = old.q.len();
+        let skip = n.saturating_sub(self.capacity);
+        self.q.extend(old.q.drain(..).skip(skip));
+        self.drops += old.drops + skip as u64;
+        self.highwater = self.highwater.max(old.highwater).max(self.q.len());
+    }
+
     fn config_keyword(&self, handler: &str) -> Option<&'static str> {
         (handler == "capacity").then_some("0 CAPACITY")
     }

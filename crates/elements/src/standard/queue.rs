@@ -147,6 +147,24 @@ impl Element for Queue {
         }
     }
 
+    /// Hot swap: the old queue's packets, oldest first, as many as the new
+    /// capacity holds (Click's `Queue::take_state`; the rest are dropped
+    /// and counted), and its counters.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<Queue>(old) else {
+            return;
+        };
+        let n = old.q.len();
+        let keep = n.min(self.capacity.saturating_sub(self.q.len()));
+        old.length.change(-(n as i64));
+        self.q.extend(old.q.drain(..keep));
+        self.length.change(keep as i64);
+        self.drops += old.drops + (n - keep) as u64;
+        old.q.clear();
+        self.enqueued += old.enqueued;
+        self.highwater = self.highwater.max(old.highwater).max(self.q.len());
+    }
+
     fn config_keyword(&self, handler: &str) -> Option<&'static str> {
         (handler == "capacity").then_some("0 CAPACITY")
     }

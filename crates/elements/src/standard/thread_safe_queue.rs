@@ -138,6 +138,32 @@ impl Element for ThreadSafeQueue {
         }
     }
 
+    /// Hot swap: the counters of this worker's old instance, and, when
+    /// the ring is not the old one (CAPACITY changed), the old ring's
+    /// packets, oldest first, as many as the new one holds (the rest are
+    /// dropped and counted). Workers switch together, and no worker
+    /// touches the old ring once they have met, so each moves what is
+    /// left.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<ThreadSafeQueue>(old) else {
+            return;
+        };
+        self.drops += old.drops;
+        self.enqueued += old.enqueued;
+        if Arc::ptr_eq(&self.shared, &old.shared) {
+            return;
+        }
+        while let Some(p) = old.shared.ring.pop() {
+            if self.shared.ring.push(p).is_err() {
+                self.drops += 1;
+            }
+        }
+        self.shared.highwater.fetch_max(
+            old.shared.highwater.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+    }
+
     fn stats(&self, s: &mut Stats) {
         if self.reporter {
             s.counter("length", self.shared.ring.len() as u64);

@@ -1,0 +1,170 @@
+//! Hot swap of a running router (Click's `hotswap`): `bricks ctl SOCK
+//! hotswap FILE`, Click's `hotswap` write handler, and SIGHUP to `bricks
+//! run CONFIG`, which re-reads CONFIG.
+//!
+//! The new configuration is parsed and checked against the running one
+//! ([`bricks_runtime::build_hotswap`]) and its graphs instantiated while
+//! the old one forwards; a configuration that fails changes nothing and
+//! the reason goes back to whoever asked. Then the workers switch over
+//! between two rounds ([`bricks_runtime::hotswap`]). One swap runs at a
+//! time.
+
+use bricks_config::Source;
+use bricks_runtime::{Control, Plan};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Builds the plan of a configuration text beside the running plan, with
+/// the run's `-D` variables and build options.
+pub(crate) type BuildBeside = dyn Fn(Source, &Plan) -> Result<Plan, String> + Send + Sync;
+
+/// Called with the new plan after every swap (the control sockets update
+/// their element lists).
+type Listener = Box<dyn Fn(&Arc<Plan>) + Send>;
+
+/// How a running router is reconfigured: what builds a new plan, and the
+/// file SIGHUP re-reads.
+#[derive(Clone)]
+pub(crate) struct Reconfigure {
+    /// Builds a plan beside the running one.
+    pub build: Arc<BuildBeside>,
+    /// The configuration file of `bricks run`, if it was given as one.
+    pub file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Reconfigure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reconfigure")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Swaps the configuration of running workers.
+pub(crate) struct Swapper {
+    plan: Mutex<Arc<Plan>>,
+    control: Control,
+    how: Reconfigure,
+    listeners: Mutex<Vec<Listener>>,
+}
+
+/// Classes whose devices a swap cannot carry: the host's TUN and TAP
+/// devices are made when the router starts and their queues are not
+/// handed over.
+const HOST_DEVICES: [&str; 3] = ["KernelTun", "KernelTap", "FromHost"];
+
+impl Swapper {
+    /// A swapper for workers running `plan`.
+    pub fn new(plan: Arc<Plan>, control: Control, how: Reconfigure) -> Swapper {
+        Swapper {
+            plan: Mutex::new(plan),
+            control,
+            how,
+            listeners: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The plan running now.
+    pub fn plan(&self) -> Arc<Plan> {
+        self.plan.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Calls `f` with the new plan after each swap.
+    pub fn on_swap(&self, f: impl Fn(&Arc<Plan>) + Send + 'static) {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(f));
+    }
+
+    /// The configuration file SIGHUP re-reads.
+    pub fn file(&self) -> Option<&Path> {
+        self.how.file.as_deref()
+    }
+
+    /// Swaps in the configuration in file `path`.
+    pub fn swap_file(&self, path: &Path) -> Result<String, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        self.swap(Source {
+            name: path.display().to_string(),
+            text,
+        })
+    }
+
+    /// Swaps in configuration `source`: checks it, builds it beside the
+    /// running one, and switches the workers over. On any error the
+    /// running configuration stays and the error is returned.
+    pub fn swap(&self, source: Source) -> Result<String, String> {
+        let mut current = self.plan.lock().unwrap_or_else(|e| e.into_inner());
+        let new = (self.how.build)(source, &current)?;
+        check_devices(&new)?;
+        self.control.hotswap(&new)?;
+        let (elements, kept) = carried(&current, &new);
+        let new = Arc::new(new);
+        *current = new.clone();
+        drop(current);
+        for l in self
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            l(&new);
+        }
+        Ok(format!(
+            "ok: hot-swapped to {elements} elements, {kept} of them taking over the state of \
+             the running ones\n"
+        ))
+    }
+}
+
+/// The new plan's element count, and how many of them have an element of
+/// the same name and class in the old one.
+fn carried(old: &Plan, new: &Plan) -> (usize, usize) {
+    let old: std::collections::HashMap<&str, &str> = old
+        .elements
+        .iter()
+        .map(|e| (e.name.as_str(), e.class.name))
+        .collect();
+    let kept = new
+        .elements
+        .iter()
+        .filter(|e| old.get(e.name.as_str()) == Some(&e.class.name))
+        .count();
+    (new.elements.len(), kept)
+}
+
+/// Refuses a configuration that needs an interface the running router
+/// has not opened, or a host device: a swap hands over open queues and
+/// opens none.
+fn check_devices(plan: &Plan) -> Result<(), String> {
+    for e in &plan.elements {
+        if HOST_DEVICES.contains(&e.class.name) {
+            return Err(format!(
+                "{} :: {}: a hot swap does not carry the host's devices (KernelTun, KernelTap, \
+                 FromHost); restart the router to change them",
+                e.name, e.class.name
+            ));
+        }
+        if !matches!(e.class.name, "FromDevice" | "PollDevice" | "ToDevice") {
+            continue;
+        }
+        let dev = e.args.iter().find_map(|a| {
+            let (k, v) = bricks_config::split_keyword(&a.text);
+            match k {
+                None | Some("DEVNAME") => Some(v.trim().to_string()),
+                _ => None,
+            }
+        });
+        let Some(dev) = dev else { continue };
+        if bricks_io::binding::lookup(&dev).is_none() && !bricks_io::live::is_open(&dev) {
+            return Err(format!(
+                "{} :: {}({dev}): the running router has no interface `{dev}` open, and a hot \
+                 swap opens none; restart the router to add an interface",
+                e.name, e.class.name
+            ));
+        }
+    }
+    Ok(())
+}
