@@ -1,0 +1,481 @@
+//! Real routing daemons feeding bricks, in network namespaces.
+//!
+//! conf/bgp-router.click runs in namespace `r` with its two ports, eth0
+//! towards host h1 and eth1 towards a peer router. The peer's BIRD (AS
+//! 65002) announces prefixes over eBGP to a daemon on the router host
+//! (AS 65001), whose BGP packets reach it through bricks: the router's
+//! own traffic goes up the TAP mirror of each port (bricks0, bricks1) and
+//! the host's replies leave by the port. The router host's daemon writes
+//! its routes into kernel table 100 (BIRD's kernel protocol) or streams
+//! them over FPM (FRR's zebra), and bricks forwards by them:
+//!
+//! - h1 reaches the announced prefixes through bricks;
+//! - a disabled BGP session withdraws them from bricks within a second;
+//! - a flap of 100 withdraw/announce cycles leaves bricks' table equal to
+//!   the daemon's (`birdc show route` against `bricks ctl ... read
+//!   rt.table`).
+//!
+//! Needs root and the daemons (scripts/setup installs bird2 and frr);
+//! skipped with the reason otherwise, a failure under CI=true. Every
+//! namespace, daemon and file is removed when a test ends, failed or not.
+
+mod common;
+
+use bricks_netns::{output_timeout, skip_unless_root, ChildGuard, Network};
+use common::LiveRouter;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Prefixes the peer announces: 198.51.100.0/24 (its address
+/// 198.51.100.1 answers pings) and 20 more.
+fn announced() -> Vec<String> {
+    let mut v = vec!["198.51.100.0/24".to_string()];
+    v.extend((0..20).map(|i| format!("10.{}.{}.0/24", 200 + i / 10, i % 10)));
+    v
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Skips (or fails under CI) when a daemon's binary is missing.
+fn need(path: &str, test: &str) -> bool {
+    if Path::new(path).exists() {
+        return true;
+    }
+    assert!(
+        !in_ci(),
+        "{test}: {path} is missing (scripts/setup installs it)"
+    );
+    eprintln!("skipped {test}: {path} is missing (scripts/setup installs it)");
+    false
+}
+
+/// A daemon in a namespace, stopped (by its PID) when dropped.
+struct Daemon {
+    _child: ChildGuard,
+}
+
+fn spawn(net: &Network, ns: &str, argv: &[&str]) -> Daemon {
+    let mut cmd = net.exec(ns, argv);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    Daemon {
+        _child: ChildGuard::spawn(&mut cmd).unwrap(),
+    }
+}
+
+struct Lab {
+    // Fields drop in order: daemons, then the router, then the network.
+    daemons: Vec<Daemon>,
+    router: LiveRouter,
+    net: Network,
+    dir: tempfile::TempDir,
+    sock: PathBuf,
+}
+
+impl Lab {
+    /// The namespaces, the peer's BIRD and bricks; `routes` is the
+    /// router's ROUTES source.
+    fn start(tag: &str, routes: &str) -> Lab {
+        let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
+        for ns in ["r", "h1", "peer"] {
+            net.add_namespace(ns).unwrap();
+        }
+        net.sysctl("r", "net.ipv4.ip_forward", "0").unwrap();
+        net.add_link("h1", "eth0", "r", "eth0", 1).unwrap();
+        net.add_link("peer", "eth0", "r", "eth1", 1).unwrap();
+        for (ns, dev) in [
+            ("h1", "eth0"),
+            ("peer", "eth0"),
+            ("r", "eth0"),
+            ("r", "eth1"),
+        ] {
+            net.disable_offloads(ns, dev).unwrap();
+        }
+        net.add_addr("h1", "eth0", "10.1.0.2/24").unwrap();
+        net.add_route("h1", &["default", "via", "10.1.0.1"])
+            .unwrap();
+        net.add_addr("peer", "eth0", "10.2.0.2/24").unwrap();
+        net.add_route("peer", &["default", "via", "10.2.0.1"])
+            .unwrap();
+        net.add_addr("peer", "lo", "198.51.100.1/24").unwrap();
+        let macs = [net.mac("r", "eth0").unwrap(), net.mac("r", "eth1").unwrap()];
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("ctl.sock");
+        let conf = common::root().join("conf/bgp-router.click");
+        let defines = vec![
+            format!("MAC0={}", macs[0]),
+            format!("MAC1={}", macs[1]),
+            format!("ROUTES={routes}"),
+        ];
+        let router = LiveRouter::start_with(
+            &net,
+            "r",
+            &conf,
+            1,
+            &defines,
+            &["--control".into(), sock.to_str().unwrap().into()],
+        );
+        let mut lab = Lab {
+            daemons: Vec::new(),
+            router,
+            net,
+            dir,
+            sock,
+        };
+        lab.start_peer();
+        lab
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The peer: BIRD, AS 65002, announcing [`announced`] to 10.2.0.1.
+    fn start_peer(&mut self) {
+        let statics: String = announced()
+            .iter()
+            .map(|p| format!("  route {p} blackhole;\n"))
+            .collect();
+        let conf = format!(
+            "router id 10.2.0.2;\n\
+             protocol device {{ scan time 1; }}\n\
+             protocol static announced {{\n  ipv4;\n{statics}}}\n\
+             protocol bgp tobricks {{\n  local 10.2.0.2 as 65002;\n  neighbor 10.2.0.1 as 65001;\n\
+             \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
+             \x20 ipv4 {{ import none; export where proto = \"announced\"; }};\n}}\n"
+        );
+        let file = self.path("peer.conf");
+        std::fs::write(&file, conf).unwrap();
+        let sock = self.path("peer.ctl");
+        let d = spawn(
+            &self.net,
+            "peer",
+            &[
+                "bird",
+                "-f",
+                "-c",
+                file.to_str().unwrap(),
+                "-s",
+                sock.to_str().unwrap(),
+                "-P",
+                self.path("peer.pid").to_str().unwrap(),
+            ],
+        );
+        self.daemons.push(d);
+    }
+
+    /// The router host's BIRD: AS 65001, routes into kernel table 100.
+    fn start_router_bird(&mut self) {
+        let conf = "router id 10.2.0.1;\n\
+             protocol device { scan time 1; }\n\
+             protocol kernel {\n  kernel table 100;\n  scan time 5;\n  learn off;\n\
+             \x20 ipv4 { import none; export all; };\n}\n\
+             protocol bgp peer {\n  local 10.2.0.1 as 65001;\n  neighbor 10.2.0.2 as 65002;\n\
+             \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
+             \x20 ipv4 { import all; export none; };\n}\n";
+        let file = self.path("router.conf");
+        std::fs::write(&file, conf).unwrap();
+        let sock = self.path("router.ctl");
+        let d = spawn(
+            &self.net,
+            "r",
+            &[
+                "bird",
+                "-f",
+                "-c",
+                file.to_str().unwrap(),
+                "-s",
+                sock.to_str().unwrap(),
+                "-P",
+                self.path("router.pid").to_str().unwrap(),
+            ],
+        );
+        self.daemons.push(d);
+    }
+
+    /// `birdc -s SOCK CMD...` for the daemon whose socket is `which`.
+    fn birdc(&self, which: &str, cmd: &[&str]) -> String {
+        let sock = self.path(which);
+        let mut argv = vec!["birdc", "-s", sock.to_str().unwrap()];
+        argv.extend_from_slice(cmd);
+        let out = output_timeout(
+            std::process::Command::new(argv[0]).args(&argv[1..]),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// bricks' learnt routes (not the configured connected ones), sorted,
+    /// as `PREFIX GATEWAY`.
+    fn bricks_routes(&self) -> Vec<String> {
+        let out = output_timeout(
+            std::process::Command::new(env!("CARGO_BIN_EXE_bricks")).args([
+                "ctl",
+                self.sock.to_str().unwrap(),
+                "read",
+                "rt.table",
+            ]),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| {
+                !["10.1.0.", "10.2.0.", "255.255.255.255"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .map(|l| {
+                let w: Vec<&str> = l.split('\t').collect();
+                format!("{} {}", w[0], w[1])
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn wait_until(&self, what: &str, timeout: Duration, ok: impl Fn() -> bool) -> Duration {
+        let start = Instant::now();
+        while !ok() {
+            assert!(
+                start.elapsed() < timeout,
+                "no {what} within {timeout:?}; router stderr:\n{}",
+                self.router.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        start.elapsed()
+    }
+
+    fn ping(&self, from: &str, to: &str) -> bool {
+        output_timeout(
+            &mut self.net.exec(from, &["ping", "-c", "1", "-W", "1", to]),
+            Duration::from_secs(5),
+        )
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+    }
+}
+
+fn expected() -> Vec<String> {
+    let mut v: Vec<String> = announced()
+        .iter()
+        .map(|p| format!("{p} 10.2.0.2"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bird_over_ebgp_through_bricks_feeds_its_routes() {
+    let test = "bird_over_ebgp_through_bricks_feeds_its_routes";
+    if let Some(why) = skip_unless_root(test) {
+        eprintln!("{why}");
+        return;
+    }
+    if !need("/usr/sbin/bird", test) {
+        return;
+    }
+    let mut lab = Lab::start("bird", "netlink:table=100");
+    // Before any daemon speaks, h1 cannot reach the peer's prefixes.
+    assert!(!lab.ping("h1", "198.51.100.1"));
+    lab.start_router_bird();
+    // The session comes up through bricks' ports and TAP mirrors.
+    let t = lab.wait_until("established session", Duration::from_secs(60), || {
+        lab.birdc("router.ctl", &["show", "protocols", "peer"])
+            .contains("Established")
+    });
+    eprintln!("BGP session established through bricks in {t:?}");
+    let t = lab.wait_until("learnt routes in bricks", Duration::from_secs(30), || {
+        lab.bricks_routes() == expected()
+    });
+    eprintln!(
+        "{} routes in bricks {t:?} after the session",
+        expected().len()
+    );
+    assert!(
+        lab.ping("h1", "198.51.100.1"),
+        "h1 cannot reach an announced prefix"
+    );
+    assert!(lab.router.counter("tohost1", "count") > 0);
+
+    // The session goes down: the routes leave bricks within a second.
+    lab.birdc("router.ctl", &["disable", "peer"]);
+    let t = lab.wait_until("withdrawal", Duration::from_secs(1), || {
+        lab.bricks_routes().is_empty()
+    });
+    eprintln!("withdrawn from bricks {t:?} after birdc disable");
+    assert!(!lab.ping("h1", "198.51.100.1"));
+    lab.birdc("router.ctl", &["enable", "peer"]);
+    lab.wait_until("routes back", Duration::from_secs(60), || {
+        lab.bricks_routes() == expected()
+    });
+
+    // A flap: 100 withdraw/announce cycles of the peer's announcements.
+    for _ in 0..100 {
+        lab.birdc("peer.ctl", &["disable", "announced"]);
+        lab.birdc("peer.ctl", &["enable", "announced"]);
+    }
+    // BIRD 2 prints `PREFIX unicast [peer ...] * (100) [AS65002i]` and
+    // on the next line `via 10.2.0.2 on bricks1`.
+    let daemon = || {
+        let text = lab.birdc("router.ctl", &["show", "route", "protocol", "peer"]);
+        let mut v = Vec::new();
+        let mut prefix: Option<String> = None;
+        for l in text.lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if !l.starts_with(char::is_whitespace) && w.first().is_some_and(|x| x.contains('/')) {
+                prefix = Some(w[0].to_string());
+            }
+            if let (Some(i), Some(p)) = (w.iter().position(|x| *x == "via"), &prefix) {
+                if let Some(gw) = w.get(i + 1) {
+                    v.push(format!("{p} {gw}"));
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    lab.wait_until(
+        "bricks equal to BIRD after the flap",
+        Duration::from_secs(30),
+        || {
+            let b = lab.bricks_routes();
+            b == expected() && daemon() == b
+        },
+    );
+    eprintln!(
+        "after the flap: bricks {} routes, BIRD {}",
+        lab.bricks_routes().len(),
+        daemon().len()
+    );
+    assert!(lab.ping("h1", "198.51.100.1"));
+}
+
+impl Lab {
+    /// FRR on the router host: zebra streaming its FIB over FPM to bricks
+    /// (`dplane_fpm_nl`, port `fpm_port` on loopback) and bgpd peering with
+    /// the peer, both as FRR's own user (frr) with every socket and file in
+    /// the test's directory.
+    fn start_frr(&mut self, fpm_port: u16) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.dir.path().to_str().unwrap().to_string();
+        // The daemons drop to user frr and write their sockets here.
+        std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let zebra = format!("hostname r\nfpm address 127.0.0.1 port {fpm_port}\n");
+        let bgpd = "router bgp 65001\n bgp router-id 10.2.0.1\n no bgp ebgp-requires-policy\n\
+             \x20neighbor 10.2.0.2 remote-as 65002\n neighbor 10.2.0.2 timers connect 1\n\
+             \x20address-family ipv4 unicast\n  neighbor 10.2.0.2 activate\n exit-address-family\n";
+        std::fs::write(self.path("zebra.conf"), zebra).unwrap();
+        std::fs::write(self.path("bgpd.conf"), bgpd).unwrap();
+        let zserv = format!("{dir}/zserv.api");
+        let common = |name: &str| -> Vec<String> {
+            vec![
+                "-f".into(),
+                format!("{dir}/{name}.conf"),
+                "-i".into(),
+                format!("{dir}/{name}.pid"),
+                "-z".into(),
+                zserv.clone(),
+                "--vty_socket".into(),
+                dir.clone(),
+            ]
+        };
+        let mut z: Vec<String> = vec![
+            "/usr/lib/frr/zebra".into(),
+            "-M".into(),
+            "dplane_fpm_nl".into(),
+        ];
+        z.extend(common("zebra"));
+        let zs: Vec<&str> = z.iter().map(String::as_str).collect();
+        let d = spawn(&self.net, "r", &zs);
+        self.daemons.push(d);
+        // bgpd connects to zebra's socket once it exists.
+        let sock = PathBuf::from(&zserv);
+        self.wait_until("zebra's socket", Duration::from_secs(10), || sock.exists());
+        let mut b: Vec<String> = vec!["/usr/lib/frr/bgpd".into()];
+        b.extend(common("bgpd"));
+        let bs: Vec<&str> = b.iter().map(String::as_str).collect();
+        let d = spawn(&self.net, "r", &bs);
+        self.daemons.push(d);
+    }
+
+    /// `vtysh -c CMD...` against the test's FRR.
+    fn vtysh(&self, cmds: &[&str]) -> String {
+        let dir = self.dir.path().to_str().unwrap();
+        let mut argv = vec!["vtysh", "--vty_socket", dir];
+        for c in cmds {
+            argv.extend(["-c", c]);
+        }
+        let out = output_timeout(&mut self.net.exec("r", &argv), Duration::from_secs(10)).unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+#[test]
+fn frr_streams_its_fib_over_fpm() {
+    let test = "frr_streams_its_fib_over_fpm";
+    if let Some(why) = skip_unless_root(test) {
+        eprintln!("{why}");
+        return;
+    }
+    if !need("/usr/sbin/bird", test) || !need("/usr/lib/frr/zebra", test) {
+        return;
+    }
+    let port = 2620;
+    let mut lab = Lab::start("frr", &format!("fpm:127.0.0.1:{port}"));
+    assert!(!lab.ping("h1", "198.51.100.1"));
+    lab.start_frr(port);
+    let t = lab.wait_until("routes over FPM in bricks", Duration::from_secs(60), || {
+        lab.bricks_routes() == expected()
+    });
+    eprintln!(
+        "{} routes in bricks {t:?} after FRR started",
+        expected().len()
+    );
+    lab.router
+        .wait_for("the FPM connection counted", Duration::from_secs(5), |r| {
+            r.counter("rt", "fpm_connections") == 1
+        });
+    assert!(
+        lab.ping("h1", "198.51.100.1"),
+        "h1 cannot reach a prefix learnt over FPM"
+    );
+    // The session shut down: zebra withdraws over FPM within a second.
+    lab.vtysh(&[
+        "configure terminal",
+        "router bgp 65001",
+        "neighbor 10.2.0.2 shutdown",
+    ]);
+    let t = lab.wait_until("withdrawal over FPM", Duration::from_secs(1), || {
+        lab.bricks_routes().is_empty()
+    });
+    eprintln!("withdrawn from bricks {t:?} after the neighbour shutdown");
+    lab.vtysh(&[
+        "configure terminal",
+        "router bgp 65001",
+        "no neighbor 10.2.0.2 shutdown",
+    ]);
+    lab.wait_until("routes back over FPM", Duration::from_secs(60), || {
+        lab.bricks_routes() == expected()
+    });
+    // A flap of the peer's announcements ends equal to zebra's FIB.
+    for _ in 0..100 {
+        lab.birdc("peer.ctl", &["disable", "announced"]);
+        lab.birdc("peer.ctl", &["enable", "announced"]);
+    }
+    lab.wait_until(
+        "bricks equal to FRR after the flap",
+        Duration::from_secs(30),
+        || lab.bricks_routes() == expected(),
+    );
+    let fib = lab.vtysh(&["show ip route bgp"]);
+    let n = fib.lines().filter(|l| l.starts_with("B>")).count();
+    assert_eq!(n, expected().len(), "FRR's FIB:\n{fib}");
+}
