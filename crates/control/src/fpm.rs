@@ -243,40 +243,52 @@ impl Peer {
             Err(e) => return Err(e.to_string()),
         };
         self.buf.extend_from_slice(&chunk[..n]);
-        let mut at = 0;
-        let mut result = Ok(());
-        while self.buf.len() - at >= FPM_HEADER {
-            let h = &self.buf[at..at + FPM_HEADER];
-            let (version, ty, len) = (h[0], h[1], usize::from(u16::from_be_bytes([h[2], h[3]])));
-            if version != 1 || len < FPM_HEADER {
-                each(hub, |s| {
-                    s.stats()
-                        .skip(Kind::Malformed, "an FPM frame with a bad header")
-                });
-                result = Err(format!(
-                    "bad FPM header (version {version}, length {len}) at byte {at} of the stream's buffer"
-                ));
-                break;
-            }
-            if self.buf.len() - at < len {
-                break;
-            }
-            let payload = &self.buf[at + FPM_HEADER..at + len];
-            match ty {
-                1 => each(hub, |s| s.feed(payload)),
-                _ => each(hub, |s| {
-                    s.stats().skip(
-                        Kind::UnknownType,
-                        &format!("an FPM frame of type {ty} (only netlink, 1, is read)"),
-                    )
-                }),
-            }
-            at += len;
+        let (at, result) = deframe(&self.buf, |ty, payload| match ty {
+            1 => each(hub, |s| s.feed(payload)),
+            _ => each(hub, |s| {
+                s.stats().skip(
+                    Kind::UnknownType,
+                    &format!("an FPM frame of type {ty} (only netlink, 1, is read)"),
+                )
+            }),
+        });
+        if at > 0 {
             self.last = Instant::now();
+        }
+        if result.is_err() {
+            each(hub, |s| {
+                s.stats()
+                    .skip(Kind::Malformed, "an FPM frame with a bad header")
+            });
         }
         self.buf.drain(..at);
         result
     }
+}
+
+/// Splits the whole FPM frames at the start of `buf`, calling `frame` with
+/// each one's type and payload; returns the bytes used and, for a header
+/// with a bad version or length (after which nothing can be found), why.
+pub fn deframe(buf: &[u8], mut frame: impl FnMut(u8, &[u8])) -> (usize, Result<(), String>) {
+    let mut at = 0;
+    while buf.len() - at >= FPM_HEADER {
+        let h = &buf[at..at + FPM_HEADER];
+        let (version, ty, len) = (h[0], h[1], usize::from(u16::from_be_bytes([h[2], h[3]])));
+        if version != 1 || len < FPM_HEADER {
+            return (
+                at,
+                Err(format!(
+                    "bad FPM header (version {version}, length {len}) at byte {at} of the buffer"
+                )),
+            );
+        }
+        if buf.len() - at < len {
+            break;
+        }
+        frame(ty, &buf[at + FPM_HEADER..at + len]);
+        at += len;
+    }
+    (at, Ok(()))
 }
 
 /// Encodes one FPM frame around netlink messages (for tests and tools).
