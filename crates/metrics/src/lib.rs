@@ -19,6 +19,8 @@
 //! | `highwater_length` | `bricks_queue_highwater_length` (gauge) |
 //! | `routes` | `bricks_route_table_routes` (gauge) |
 //! | `memory` | `bricks_route_table_memory_bytes` (gauge) |
+//! | `route_updates_set`, `route_updates_removed` | `bricks_route_updates_total{change}` |
+//! | `route_updates_*`, `route_messages_*` (skips) | `bricks_route_messages_skipped_total{reason}` |
 //! | `rate_*` | `bricks_element_rate{counter}` (gauge) |
 //! | anything else | `bricks_element_events_total{counter}` |
 //!
@@ -72,6 +74,8 @@ pub fn encode(per_worker: &[Vec<ElementStats>], info: &RouterInfo, uptime: Durat
     let routes = Family::<Labels, Gauge>::default();
     let memory = Family::<Labels, Gauge>::default();
     let rates = Family::<Labels, Gauge>::default();
+    let route_updates = Family::<Labels, Counter>::default();
+    let route_skipped = Family::<Labels, Counter>::default();
     let if_rx = Family::<Labels, Counter>::default();
     let if_tx = Family::<Labels, Counter>::default();
     let if_tx_drops = Family::<Labels, Counter>::default();
@@ -117,6 +121,24 @@ pub fn encode(per_worker: &[Vec<ElementStats>], info: &RouterInfo, uptime: Durat
                     }
                     "memory" => {
                         memory.get_or_create(&base).set(gauge(v));
+                    }
+                    "route_updates_set" => {
+                        route_updates
+                            .get_or_create(&with("change", "set"))
+                            .inc_by(v);
+                    }
+                    "route_updates_removed" => {
+                        route_updates
+                            .get_or_create(&with("change", "removed"))
+                            .inc_by(v);
+                    }
+                    n if n.starts_with("route_updates_") || n.starts_with("route_messages_") => {
+                        let reason = n
+                            .trim_start_matches("route_updates_")
+                            .trim_start_matches("route_messages_");
+                        route_skipped
+                            .get_or_create(&with("reason", reason))
+                            .inc_by(v);
                     }
                     n if n.starts_with("rate") => {
                         rates.get_or_create(&with("counter", n)).set(gauge(v));
@@ -183,6 +205,18 @@ pub fn encode(per_worker: &[Vec<ElementStats>], info: &RouterInfo, uptime: Durat
         qhigh,
     );
     reg.register(
+        "route_updates",
+        "Route changes a live source (netlink, FPM) applied to a lookup element's table, by change",
+        route_updates,
+    );
+    reg.register(
+        "route_messages_skipped",
+        "Route messages or changes a live source skipped, by reason (filtered: other tables, \
+         protocols or families; malformed, unknown_type, unknown_interface, unsupported, \
+         over_limit, refused)",
+        route_skipped,
+    );
+    reg.register(
         "route_table_routes",
         "Routes in a lookup element's table",
         routes,
@@ -244,6 +278,39 @@ mod tests {
             class,
             stats,
         }
+    }
+
+    #[test]
+    fn live_route_sources_have_their_own_metrics() {
+        let w0 = vec![el(
+            "rt",
+            "DirectIPLookup",
+            &[
+                ("routes", 21),
+                ("route_messages", 40),
+                ("route_updates_set", 25),
+                ("route_updates_removed", 4),
+                ("route_updates_unknown_interface", 2),
+                ("route_messages_filtered", 9),
+            ],
+        )];
+        let text = encode(&[w0], &RouterInfo::default(), Duration::from_secs(1));
+        let has = |needle: &str| {
+            assert!(text.contains(needle), "no `{needle}` in:\n{text}");
+        };
+        has(
+            r#"bricks_route_updates_total{element="rt",class="DirectIPLookup",worker="0",change="set"} 25"#,
+        );
+        has(
+            r#"bricks_route_updates_total{element="rt",class="DirectIPLookup",worker="0",change="removed"} 4"#,
+        );
+        has(
+            r#"bricks_route_messages_skipped_total{element="rt",class="DirectIPLookup",worker="0",reason="unknown_interface"} 2"#,
+        );
+        has(
+            r#"bricks_route_messages_skipped_total{element="rt",class="DirectIPLookup",worker="0",reason="filtered"} 9"#,
+        );
+        has(r#"bricks_route_table_routes{element="rt",class="DirectIPLookup",worker="0"} 21"#);
     }
 
     #[test]
