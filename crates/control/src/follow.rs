@@ -200,6 +200,7 @@ impl<S: RouteSink> Follower<S> {
             } => {
                 if deleted {
                     self.links.remove(&index);
+                    self.link_gone(index);
                 } else if let Some(name) = name {
                     if self.links.len() < self.limits.links || self.links.contains_key(&index) {
                         self.links.insert(index, name.to_string());
@@ -343,6 +344,30 @@ impl<S: RouteSink> Follower<S> {
             }),
         }
         self.update(p);
+    }
+
+    /// A deleted link takes its IPv4 routes with it: the kernel flushes
+    /// them without a notification for each (IPv6 sends one per route).
+    /// Off the fast path: links go away rarely, and the walk is bounded
+    /// by the route limit.
+    fn link_gone(&mut self, index: u32) {
+        let mut touched = Vec::new();
+        for (p, cs) in self.candidates.iter_mut() {
+            if !matches!(p, RoutePrefix::V4(_)) {
+                continue;
+            }
+            let before = cs.len();
+            cs.retain(|c| !c.hops.iter().any(|h| h.ifindex == index));
+            if cs.len() != before {
+                touched.push(*p);
+            }
+        }
+        for p in touched {
+            if self.candidates.get(&p).is_some_and(Vec::is_empty) {
+                self.candidates.remove(&p);
+            }
+            self.update(p);
+        }
     }
 
     fn nexthop(&mut self, n: NexthopMsg) {
@@ -686,6 +711,19 @@ mod tests {
             &[(1, 10u32.to_ne_bytes().to_vec()), (2, grp)],
         ));
         assert_eq!(sink.0.lock().unwrap()[&p("20.0.0.0/8")][0].output, 1);
+    }
+
+    #[test]
+    fn a_deleted_link_takes_its_ipv4_routes() {
+        let (mut f, sink) = follower(&["r-eth0", "r-eth1"]);
+        f.feed(&route4(RTM_NEWROUTE, [10, 1, 0, 0], 16, None, 2, 100, 0));
+        f.feed(&route4(RTM_NEWROUTE, [10, 2, 0, 0], 16, None, 3, 100, 0));
+        let mut fixed = [0u8; 16];
+        fixed[4..8].copy_from_slice(&3u32.to_ne_bytes());
+        f.feed(&msg(netlink::RTM_DELLINK, 0, &fixed, &[]));
+        let s = sink.0.lock().unwrap();
+        assert_eq!(s.len(), 1);
+        assert!(s.contains_key(&p("10.1.0.0/16")));
     }
 
     #[test]
