@@ -80,6 +80,11 @@ impl Lab {
     /// The namespaces, the peer's BIRD and bricks; `routes` is the
     /// router's ROUTES source.
     fn start(tag: &str, routes: &str) -> Lab {
+        Lab::start_on(tag, routes, "auto")
+    }
+
+    /// [`Lab::start`] on a given backend (auto, xdp, packet).
+    fn start_on(tag: &str, routes: &str, backend: &str) -> Lab {
         let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
         for ns in ["r", "h1", "peer"] {
             net.add_namespace(ns).unwrap();
@@ -87,6 +92,18 @@ impl Lab {
         net.sysctl("r", "net.ipv4.ip_forward", "0").unwrap();
         net.add_link("h1", "eth0", "r", "eth0", 1).unwrap();
         net.add_link("peer", "eth0", "r", "eth1", 1).unwrap();
+        if backend == "packet" {
+            // AF_PACKET leaves the kernel its copy of every frame: it must
+            // neither answer ARP on the ports nor take the router's own
+            // traffic there (it comes up the TAPs).
+            net.sysctl("r", "net.ipv4.conf.all.rp_filter", "1").unwrap();
+            for dev in ["eth0", "eth1"] {
+                net.sysctl("r", &format!("net.ipv4.conf.{dev}.rp_filter"), "1")
+                    .unwrap();
+                net.sysctl("r", &format!("net.ipv4.conf.{dev}.arp_ignore"), "8")
+                    .unwrap();
+            }
+        }
         for (ns, dev) in [
             ("h1", "eth0"),
             ("peer", "eth0"),
@@ -110,6 +127,7 @@ impl Lab {
             format!("MAC0={}", macs[0]),
             format!("MAC1={}", macs[1]),
             format!("ROUTES={routes}"),
+            format!("BACKEND={backend}"),
         ];
         let router = LiveRouter::start_with(
             &net,
@@ -272,17 +290,10 @@ fn expected() -> Vec<String> {
     v
 }
 
-#[test]
-fn bird_over_ebgp_through_bricks_feeds_its_routes() {
-    let test = "bird_over_ebgp_through_bricks_feeds_its_routes";
-    if let Some(why) = skip_unless_root(test) {
-        eprintln!("{why}");
-        return;
-    }
-    if !need("/usr/sbin/bird", test) {
-        return;
-    }
-    let mut lab = Lab::start("bird", "netlink:table=100");
+/// The router host's BIRD peers through bricks; its routes reach bricks
+/// and h1 through them; a disabled session withdraws them within a second;
+/// the session comes back.
+fn session_and_withdrawal(lab: &mut Lab) {
     // Before any daemon speaks, h1 cannot reach the peer's prefixes.
     assert!(!lab.ping("h1", "198.51.100.1"));
     lab.start_router_bird();
@@ -316,6 +327,20 @@ fn bird_over_ebgp_through_bricks_feeds_its_routes() {
     lab.wait_until("routes back", Duration::from_secs(60), || {
         lab.bricks_routes() == expected()
     });
+}
+
+#[test]
+fn bird_over_ebgp_through_bricks_feeds_its_routes() {
+    let test = "bird_over_ebgp_through_bricks_feeds_its_routes";
+    if let Some(why) = skip_unless_root(test) {
+        eprintln!("{why}");
+        return;
+    }
+    if !need("/usr/sbin/bird", test) {
+        return;
+    }
+    let mut lab = Lab::start("bird", "netlink:table=100");
+    session_and_withdrawal(&mut lab);
 
     // A flap: 100 withdraw/announce cycles of the peer's announcements.
     for _ in 0..100 {
@@ -478,4 +503,23 @@ fn frr_streams_its_fib_over_fpm() {
     let fib = lab.vtysh(&["show ip route bgp"]);
     let n = fib.lines().filter(|l| l.starts_with("B>")).count();
     assert_eq!(n, expected().len(), "FRR's FIB:\n{fib}");
+}
+
+#[test]
+fn bird_peers_through_bricks_on_af_packet() {
+    let test = "bird_peers_through_bricks_on_af_packet";
+    if let Some(why) = skip_unless_root(test) {
+        eprintln!("{why}");
+        return;
+    }
+    if !need("/usr/sbin/bird", test) {
+        return;
+    }
+    let mut lab = Lab::start_on("birdp", "netlink:table=100", "packet");
+    session_and_withdrawal(&mut lab);
+    assert!(
+        lab.router.stderr().contains("af_packet"),
+        "{}",
+        lab.router.stderr()
+    );
 }
