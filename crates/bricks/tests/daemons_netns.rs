@@ -137,15 +137,13 @@ impl Lab {
             &defines,
             &["--control".into(), sock.to_str().unwrap().into()],
         );
-        let mut lab = Lab {
+        Lab {
             daemons: Vec::new(),
             router,
             net,
             dir,
             sock,
-        };
-        lab.start_peer();
-        lab
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -154,7 +152,17 @@ impl Lab {
 
     /// The peer: BIRD, AS 65002, announcing [`announced`] to 10.2.0.1.
     fn start_peer(&mut self) {
+        self.start_peer_with(&[]);
+    }
+
+    /// The peer with `more` prefixes announced besides [`announced`] (in
+    /// a static protocol of their own, `table`).
+    fn start_peer_with(&mut self, more: &[String]) {
         let statics: String = announced()
+            .iter()
+            .map(|p| format!("  route {p} blackhole;\n"))
+            .collect();
+        let table: String = more
             .iter()
             .map(|p| format!("  route {p} blackhole;\n"))
             .collect();
@@ -162,9 +170,10 @@ impl Lab {
             "router id 10.2.0.2;\n\
              protocol device {{ scan time 1; }}\n\
              protocol static announced {{\n  ipv4;\n{statics}}}\n\
+             protocol static fulltable {{\n  ipv4;\n{table}}}\n\
              protocol bgp tobricks {{\n  local 10.2.0.2 as 65002;\n  neighbor 10.2.0.1 as 65001;\n\
              \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
-             \x20 ipv4 {{ import none; export where proto = \"announced\"; }};\n}}\n"
+             \x20 ipv4 {{ import none; export where proto = \"announced\" || proto = \"fulltable\"; }};\n}}\n"
         );
         let file = self.path("peer.conf");
         std::fs::write(&file, conf).unwrap();
@@ -340,6 +349,7 @@ fn bird_over_ebgp_through_bricks_feeds_its_routes() {
         return;
     }
     let mut lab = Lab::start("bird", "netlink:table=100");
+    lab.start_peer();
     session_and_withdrawal(&mut lab);
 
     // A flap: 100 withdraw/announce cycles of the peer's announcements.
@@ -455,6 +465,7 @@ fn frr_streams_its_fib_over_fpm() {
     }
     let port = 2620;
     let mut lab = Lab::start("frr", &format!("fpm:127.0.0.1:{port}"));
+    lab.start_peer();
     assert!(!lab.ping("h1", "198.51.100.1"));
     lab.start_frr(port);
     let t = lab.wait_until("routes over FPM in bricks", Duration::from_secs(60), || {
@@ -516,10 +527,84 @@ fn bird_peers_through_bricks_on_af_packet() {
         return;
     }
     let mut lab = Lab::start_on("birdp", "netlink:table=100", "packet");
+    lab.start_peer();
     session_and_withdrawal(&mut lab);
     assert!(
         lab.router.stderr().contains("af_packet"),
         "{}",
         lab.router.stderr()
     );
+}
+
+/// A full table from BIRD: the peer announces a generated Internet-like
+/// table (`BRICKS_DAEMON_ROUTES` prefixes, 50,000 by default; 500,000 for
+/// the figure in BENCHMARKS.md) and bricks loads it through the router
+/// host's BIRD and kernel table 100 while h1's pings to the peer keep
+/// being forwarded.
+#[test]
+fn a_full_table_from_bird_loads_while_forwarding() {
+    let test = "a_full_table_from_bird_loads_while_forwarding";
+    if let Some(why) = skip_unless_root(test) {
+        eprintln!("{why}");
+        return;
+    }
+    if !need("/usr/sbin/bird", test) {
+        return;
+    }
+    let n: usize = std::env::var("BRICKS_DAEMON_ROUTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
+    // Internet-like prefixes, none inside the lab's own networks.
+    let gen = bricks_lpm::gen::generate(n + n / 10, 0, 7);
+    let more: Vec<String> = gen
+        .v4
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| p.len >= 8 && (p.addr >> 24) != 10 && (p.addr >> 24) != 198)
+        .take(n)
+        .map(|p| format!("{}/{}", std::net::Ipv4Addr::from(p.addr), p.len))
+        .collect();
+    let want = more.len() + announced().len();
+    let mut lab = Lab::start("birdfull", "netlink:table=100");
+    lab.start_peer_with(&more);
+    let pinger = bricks_netns::Captured::spawn(&mut lab.net.exec(
+        "h1",
+        &["ping", "-i", "0.05", "-c", "2400", "-W", "1", "10.2.0.2"],
+    ))
+    .unwrap();
+    let started = Instant::now();
+    lab.start_router_bird();
+    let last = std::cell::Cell::new(Instant::now());
+    let bound = Duration::from_secs(60 + n as u64 / 2000);
+    let t = lab.wait_until("the full table in bricks", bound, || {
+        if last.get().elapsed() > Duration::from_secs(10) {
+            last.set(Instant::now());
+            eprintln!(
+                "  {} routes in bricks; BIRD: {}",
+                lab.router.counter("rt", "routes"),
+                lab.birdc("router.ctl", &["show", "protocols"])
+                    .replace('\n', " | ")
+            );
+        }
+        lab.router.counter("rt", "routes") as usize >= want + 5
+    });
+    eprintln!(
+        "{want} routes from BIRD in bricks {t:?} after the router's BIRD started ({:.0} routes/s end to end)",
+        want as f64 / t.as_secs_f64()
+    );
+    assert_eq!(lab.bricks_routes().len(), want);
+    let _ = started;
+    // SIGINT: ping prints its summary and ends.
+    // SAFETY: kill(2) on the pid of a child this test started and still
+    // holds (it cannot have been reaped and reused).
+    unsafe { libc::kill(pinger.id() as i32, libc::SIGINT) };
+    let out = pinger.wait(Duration::from_secs(10), None).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("packet loss"))
+        .unwrap_or("");
+    eprintln!("pings through bricks during the load: {line}");
+    assert!(line.contains(" 0% packet loss"), "{text}");
 }
