@@ -13,6 +13,7 @@ const ROWS: &[&str] = &[
     "kernel insert, no listener",
     "kernel insert rate, no listener",
     "kernel insert, a follower listening",
+    "kernel insert rate, a follower listening",
     "ip -batch (route replace, first run only)",
     "follow rate, first to last route applied",
     "reader during the follow",
@@ -28,6 +29,8 @@ const ROWS: &[&str] = &[
     "follow rate / Lpm4Update::insert (goal >= 0.5)",
     "follow rate / write handler `add`",
     "dump and apply rate / Lpm4Update::insert",
+    "dump and apply rate / write handler `add`",
+    "decoder + follower from buffers / write handler `add`",
     "reader during full-table load / idle full table",
 ];
 

@@ -205,14 +205,17 @@ fn while_reading<R: Send>(
             let mut out = vec![None; BATCH];
             let mut n = 0usize;
             let start = Instant::now();
-            // 64K addresses between looks at the flag, round the list.
-            let mut parts = addrs.chunks(1 << 16).cycle();
-            while !done.load(Ordering::Relaxed) {
-                let Some(part) = parts.next() else { break };
+            // 64K addresses between looks at the flag, round the list; at
+            // least one part, so that a reader scheduled late still
+            // measures something.
+            for part in addrs.chunks(1 << 16).cycle() {
                 for c in part.chunks(BATCH) {
                     lpm.lookup_batch(c, &mut out);
                 }
                 n += part.len();
+                if done.load(Ordering::Relaxed) {
+                    break;
+                }
             }
             black_box(&out);
             n as f64 / start.elapsed().as_secs_f64()
@@ -223,12 +226,22 @@ fn while_reading<R: Send>(
     })
 }
 
-/// The reader alone for `secs`.
+/// The reader alone for `secs`, on the calling thread.
 fn idle_reader(lpm: &(dyn Lpm4 + Sync), addrs: &[u32], secs: f64) -> f64 {
-    while_reading(lpm, addrs, || {
-        std::thread::sleep(Duration::from_secs_f64(secs))
-    })
-    .1
+    let mut out = vec![None; BATCH];
+    let mut n = 0usize;
+    let start = Instant::now();
+    for part in addrs.chunks(1 << 16).cycle() {
+        for c in part.chunks(BATCH) {
+            lpm.lookup_batch(c, &mut out);
+        }
+        n += part.len();
+        if start.elapsed().as_secs_f64() >= secs {
+            break;
+        }
+    }
+    black_box(&out);
+    n as f64 / start.elapsed().as_secs_f64()
 }
 
 /// Waits until `progress` counts `n` routes, at most `limit`.
@@ -337,7 +350,7 @@ fn run_once(n: usize, ip_batch: bool, addrs: &[u32]) -> Result<RunFigures, Error
 
     // Follow while the kernel is written, a reader forwarding.
     let table = empty_table()?;
-    f.reader_idle_empty = idle_reader(&*table.lpm, addrs, 0.5);
+    f.reader_idle_empty = idle_reader(&*table.lpm, addrs, 1.0);
     let progress = Progress::new();
     let (fol, stats) = follower(&table, &progress);
     let following = in_namespace(&ns, move || kernel::follow(fol, "bench routes"))
@@ -391,7 +404,7 @@ fn run_once(n: usize, ip_batch: bool, addrs: &[u32]) -> Result<RunFigures, Error
     }
     f.dump_s = dump;
     f.reader_dump = reader;
-    f.reader_idle_full = idle_reader(&*table.lpm, addrs, 0.5);
+    f.reader_idle_full = idle_reader(&*table.lpm, addrs, 1.0);
 
     // The kernel alone: no listener.
     let alone = Arc::new(load::batches(&routes, TABLE_ALONE));
@@ -596,6 +609,12 @@ pub fn bench(a: &RoutesArgs) -> Result<bool, Error> {
         3,
         "s",
     );
+    row(
+        "kernel insert rate, a follower listening",
+        &s(&|f| m(routes as f64 / f.kernel_followed_s)),
+        3,
+        "M routes/s",
+    );
     if let Some(t) = all[0].ip_batch_s {
         row(
             "ip -batch (route replace, first run only)",
@@ -696,6 +715,12 @@ pub fn bench(a: &RoutesArgs) -> Result<bool, Error> {
         "",
     );
     row(
+        "follow rate / kernel insert rate, a follower listening",
+        &s(&|f| f.follow_rate * f.kernel_followed_s / routes as f64),
+        2,
+        "",
+    );
+    row(
         "follow rate / decoder + follower from buffers",
         &s(&|f| f.follow_rate / f.buffer_rate),
         2,
@@ -704,6 +729,18 @@ pub fn bench(a: &RoutesArgs) -> Result<bool, Error> {
     row(
         "dump and apply rate / Lpm4Update::insert",
         &s(&|f| routes as f64 / f.dump_s / f.lpm_rate),
+        2,
+        "",
+    );
+    row(
+        "dump and apply rate / write handler `add`",
+        &s(&|f| routes as f64 / f.dump_s / f.handler_rate),
+        2,
+        "",
+    );
+    row(
+        "decoder + follower from buffers / write handler `add`",
+        &s(&|f| f.buffer_rate / f.handler_rate),
         2,
         "",
     );
