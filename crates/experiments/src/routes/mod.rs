@@ -1,10 +1,10 @@
 //! `bricks bench routes`: routes from a Linux table into a DIR-24-8 table
 //! over rtnetlink, measured in a network namespace made for the run.
 //!
-//! - Kernel load: N routes written into table 100 over a netlink socket
-//!   ([`load`]), timed from the first send to the last acknowledgement,
-//!   once with no listener and once while a follower listens; and once
-//!   through `ip -batch` for comparison.
+//! - Kernel load: N routes written over a netlink socket ([`load`]),
+//!   timed from the first send to the last acknowledgement: into table
+//!   100 while a follower listens, into table 101 with no listener, and
+//!   (first run) through `ip -batch` into table 102 for comparison.
 //! - Follow rate: a [`bricks_control::Follower`] on table 100, writing
 //!   into the route table the lookup elements use
 //!   (`bricks_elements::route::table::RouteTable` over
@@ -195,7 +195,7 @@ fn follower(
 /// Runs `work` while a reader thread looks up `addrs` in `lpm` in
 /// batches; returns its result and the reader's lookups per second.
 fn while_reading<R: Send>(
-    lpm: &(dyn Lpm4 + Sync),
+    lpm: &dyn Lpm4,
     addrs: &[u32],
     work: impl FnOnce() -> R + Send,
 ) -> (R, f64) {
@@ -227,7 +227,7 @@ fn while_reading<R: Send>(
 }
 
 /// The reader alone for `secs`, on the calling thread.
-fn idle_reader(lpm: &(dyn Lpm4 + Sync), addrs: &[u32], secs: f64) -> f64 {
+fn idle_reader(lpm: &dyn Lpm4, addrs: &[u32], secs: f64) -> f64 {
     let mut out = vec![None; BATCH];
     let mut n = 0usize;
     let start = Instant::now();
