@@ -1,5 +1,6 @@
 //! `bricks bench core`: the packet path measured in memory (the other
-//! benches, `lpm`, `io`, `ipsec` and `cluster`, have files of their own).
+//! benches, `lpm`, `io`, `ipsec` and `cluster`, have files of their own;
+//! `vr`, `multistage`, `qos` and `routes` live in `bricks-experiments`).
 //!
 //! Each workload is a configuration whose source makes N packets and whose
 //! sink drops them, run to completion on one core. Time per packet comes
@@ -109,6 +110,20 @@ pub enum BenchCommand {
         bricks bench qos --quick -o /tmp/qos\n  \
         bricks bench qos --only fig5 --only fig7 --runs 3 --no-callgrind")]
     Qos(bricks_experiments::qos::QosArgs),
+    /// Routes from a Linux table over rtnetlink into DIR-24-8, in a
+    /// network namespace made for the run (needs root; skipped with the
+    /// reason without it): the kernel's insert time for N routes written
+    /// over netlink (and through `ip -batch`), routes applied per second
+    /// by a follower while they are written and a reader forwards, its lag,
+    /// the time to dump and apply the full table with the reader's
+    /// lookups/s during it against an idle table, and the same routes
+    /// through the decoder alone, the `add` write handler and
+    /// Lpm4Update::insert, with the ratios.
+    #[command(after_help = "Examples:\n  \
+        sudo bricks bench routes\n  \
+        sudo bricks bench routes --quick\n  \
+        sudo bricks bench routes --routes 500000 --runs 5")]
+    Routes(bricks_experiments::routes::RoutesArgs),
 }
 
 #[derive(clap::Args)]
@@ -394,6 +409,14 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         }
         BenchCommand::Multistage(a) => {
             let all_ran = bricks_experiments::multistage::bench(&a)?;
+            return Ok(if all_ran {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
+        BenchCommand::Routes(a) => {
+            let all_ran = bricks_experiments::routes::bench(&a)?;
             return Ok(if all_ran {
                 ExitCode::SUCCESS
             } else {

@@ -16,6 +16,9 @@
 //!   §IV (`bricks bench multistage`).
 //! - [`qos`]: Hardekopf et al., "Impact of Network Protocols on
 //!   Programmable Router Architectures", §3-§6 (`bricks bench qos`).
+//! - [`routes`]: routes from a Linux table over rtnetlink into DIR-24-8:
+//!   the kernel's insert time, the follow rate and lag, a full-table load
+//!   against forwarding (`bricks bench routes`).
 //! - [`vr`]: Egi et al., "Towards High Performance Virtual Routers on
 //!   Commodity Hardware" (CoNEXT 2008), §2.4-§3.2.
 
@@ -28,6 +31,7 @@ pub mod multistage;
 pub mod plot;
 pub mod qos;
 pub mod report;
+pub mod routes;
 pub mod vr;
 
 pub use error::Error;
