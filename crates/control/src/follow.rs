@@ -16,8 +16,10 @@
 use crate::netlink::{self, Message, NexthopMsg, NlHop, RouteMsg, NLM_F_REPLACE};
 use crate::stats::{Kind, SourceStats};
 use bricks_lpm::source::{Hop, Route, RoutePrefix};
-use std::collections::HashMap;
 use std::sync::Arc;
+
+/// The follower's maps: std's, with a faster seeded hash.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Where a source's routes go: a route table that takes whole routes and
 /// withdrawals. Called from the source's own thread.
@@ -121,10 +123,10 @@ impl<S: RouteSink> Follower<S> {
             limits: Limits::default(),
             sink,
             stats,
-            links: HashMap::new(),
-            nexthops: HashMap::new(),
-            candidates: HashMap::new(),
-            installed: HashMap::new(),
+            links: HashMap::default(),
+            nexthops: HashMap::default(),
+            candidates: HashMap::default(),
+            installed: HashMap::default(),
             generation: 0,
             observer: None,
             refresh: None,
@@ -299,7 +301,7 @@ impl<S: RouteSink> Follower<S> {
             self.stats.skip(Kind::Unsupported, &format!("{p}: {what}"));
             return;
         }
-        if !self.candidates.contains_key(&p) && self.candidates.len() >= self.limits.routes {
+        if self.candidates.len() >= self.limits.routes && !self.candidates.contains_key(&p) {
             self.stats.skip(Kind::Bound, "route limit reached");
             return;
         }
@@ -415,10 +417,11 @@ impl<S: RouteSink> Follower<S> {
         Ok(hops)
     }
 
-    /// Maps netlink hops to outputs by interface name.
+    /// Maps netlink hops to outputs by interface name (the names too when
+    /// someone observes the changes).
     fn map(&self, hops: &[NlHop]) -> Result<(Vec<Hop>, Vec<String>), String> {
         let mut out = Vec::with_capacity(hops.len());
-        let mut names = Vec::with_capacity(hops.len());
+        let mut names = Vec::new();
         for h in hops {
             let name = self
                 .links
@@ -435,7 +438,9 @@ impl<S: RouteSink> Follower<S> {
                 gateway: h.gateway,
                 output: output as u32,
             });
-            names.push(name.clone());
+            if self.observer.is_some() {
+                names.push(name.clone());
+            }
         }
         if out.is_empty() {
             return Err("no outgoing interface".into());
@@ -490,19 +495,27 @@ impl<S: RouteSink> Follower<S> {
             Some((mut hops, names)) => {
                 hops.sort();
                 hops.dedup();
-                if self.installed.get(&p) == Some(&hops) {
-                    return;
+                // One lookup of the installed route, kept for the write.
+                let slot = self.installed.entry(p);
+                if let std::collections::hash_map::Entry::Occupied(o) = &slot {
+                    if *o.get() == hops {
+                        return;
+                    }
                 }
-                let route = Route {
-                    prefix: p,
-                    hops: hops.clone(),
-                };
+                let route = Route { prefix: p, hops };
                 match self.sink.set(&route) {
                     Ok(()) => {
                         self.stats.count(Kind::Added);
-                        self.installed.insert(p, hops);
                         if let Some(f) = &mut self.observer {
-                            f(&Change::Set(route, names));
+                            f(&Change::Set(route.clone(), names));
+                        }
+                        match slot {
+                            std::collections::hash_map::Entry::Occupied(mut o) => {
+                                o.insert(route.hops);
+                            }
+                            std::collections::hash_map::Entry::Vacant(v) => {
+                                v.insert(route.hops);
+                            }
                         }
                     }
                     Err(e) => self.stats.skip(Kind::Refused, &format!("{p}: {e}")),
