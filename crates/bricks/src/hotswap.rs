@@ -48,9 +48,8 @@ pub(crate) struct Swapper {
     listeners: Mutex<Vec<Listener>>,
 }
 
-/// Classes whose devices a swap cannot carry: the host's TUN and TAP
-/// devices are made when the router starts and their queues are not
-/// handed over.
+/// The classes of the host's TUN and TAP devices: made when the router
+/// starts, so a swap carries those that are open and opens no other.
 const HOST_DEVICES: [&str; 3] = ["KernelTun", "KernelTap", "FromHost"];
 
 impl Swapper {
@@ -139,14 +138,28 @@ fn carried(old: &Plan, new: &Plan) -> (usize, usize) {
 /// has not opened, or a host device: a swap hands over open queues and
 /// opens none.
 fn check_devices(plan: &Plan) -> Result<(), String> {
+    // The host's devices (KernelTun, KernelTap, FromHost) were declared
+    // while the new plan was built; one the running router has open is
+    // carried (its queues stay in the device table and the new elements
+    // take them), a new one would need opening.
+    let missing = bricks_io::tun::unopened();
+    if !missing.is_empty() {
+        let which: Vec<String> = plan
+            .elements
+            .iter()
+            .filter(|e| HOST_DEVICES.contains(&e.class.name))
+            .map(|e| format!("{} :: {}", e.name, e.class.name))
+            .collect();
+        return Err(format!(
+            "{}: the host device{} {} {} not open in the running router, and a hot swap \
+             opens none; restart the router to add a host device",
+            which.join(", "),
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            if missing.len() == 1 { "is" } else { "are" }
+        ));
+    }
     for e in &plan.elements {
-        if HOST_DEVICES.contains(&e.class.name) {
-            return Err(format!(
-                "{} :: {}: a hot swap does not carry the host's devices (KernelTun, KernelTap, \
-                 FromHost); restart the router to change them",
-                e.name, e.class.name
-            ));
-        }
         if !matches!(e.class.name, "FromDevice" | "PollDevice" | "ToDevice") {
             continue;
         }

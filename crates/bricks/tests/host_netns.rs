@@ -269,3 +269,68 @@ fn what_the_host_sends_into_a_full_device_queue_is_counted() {
     // Every ping was either read by bricks or counted as dropped.
     assert!(read + dropped >= 5000, "{text}\n{err}");
 }
+
+/// A hot swap keeps the host's TUN device: the new configuration takes the
+/// open device and its counters, pings keep being answered, and a
+/// configuration with a device the router has not opened is refused.
+#[test]
+fn a_hot_swap_keeps_the_host_device() {
+    if skip_unless_root("a_hot_swap_keeps_the_host_device").is_some() {
+        return;
+    }
+    let net = network("hs");
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("ctl.sock");
+    let conf = root().join("conf/host-tun.click");
+    let router = start(
+        &net,
+        &[
+            "run",
+            conf.to_str().unwrap(),
+            "--duration",
+            "8",
+            "--control",
+            sock.to_str().unwrap(),
+        ],
+        "bricks0",
+    );
+    let (got, text) = ping(&net, "10.9.0.2", 3);
+    assert_eq!(got, 3, "{text}");
+    let ctl = |args: &[&str]| {
+        let mut argv = vec!["ctl", sock.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        output_timeout(Command::new(BRICKS).args(&argv), Duration::from_secs(10)).unwrap()
+    };
+    // The same device, one more Counter in front of the responder.
+    let swapped = dir.path().join("swapped.click");
+    std::fs::write(
+        &swapped,
+        "tun :: KernelTun(10.9.0.1/24, DEVNAME bricks0);\n\
+         tun -> c :: IPClassifier(icmp type echo, -);\n\
+         c[0] -> pings :: Counter -> again :: Counter -> ICMPPingResponder -> tun;\n\
+         c[1] -> other :: Counter -> Discard;\n",
+    )
+    .unwrap();
+    let out = ctl(&["hotswap", swapped.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let (got, text) = ping(&net, "10.9.0.2", 3);
+    assert_eq!(got, 3, "after the swap: {text}");
+    // A device the router has not opened is refused; the old one stays.
+    let other = dir.path().join("other.click");
+    std::fs::write(
+        &other,
+        "tun :: KernelTun(10.8.0.1/24, DEVNAME bricks9) -> Discard;\n",
+    )
+    .unwrap();
+    let out = ctl(&["hotswap", other.to_str().unwrap()]);
+    assert!(!out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("not open"), "{said}");
+    let (got, text) = ping(&net, "10.9.0.2", 2);
+    assert_eq!(got, 2, "after the refused swap: {text}");
+    let err = finish(router);
+    // The Counter before the swap carried on; the new one counted after.
+    assert_eq!(counter(&err, "pings", "count"), 8, "{err}");
+    assert_eq!(counter(&err, "again", "count"), 5, "{err}");
+    assert!(counter(&err, "tun", "count") >= 8, "{err}");
+}

@@ -562,6 +562,21 @@ pub fn take(key: &str, worker: usize) -> Option<(HostDevice, Option<Arc<TunQueue
     Some((dev.clone(), q))
 }
 
+/// The declared devices that are not open (a hot swap opens none), and
+/// forgets their declarations, so that a refused configuration leaves
+/// nothing behind.
+pub fn unopened() -> Vec<String> {
+    let mut t = table();
+    let Table { specs, open } = &mut *t;
+    let missing: Vec<String> = specs
+        .iter()
+        .filter(|s| !open.contains_key(&s.key))
+        .map(|s| s.key.clone())
+        .collect();
+    specs.retain(|s| open.contains_key(&s.key));
+    missing
+}
+
 /// Closes every device no element holds and forgets every declaration.
 pub fn reset() {
     let mut t = table();

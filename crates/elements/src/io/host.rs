@@ -765,6 +765,25 @@ impl Element for HostDevice {
         self.take(cx);
     }
 
+    /// Hot swap: the device stays open in the device table (its queues
+    /// are taken again at `start`); the counters of the old element on
+    /// the same device carry on.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<HostDevice>(old) else {
+            return;
+        };
+        if old.key != self.key {
+            return;
+        }
+        self.count = old.count;
+        self.bytes = old.bytes;
+        self.bad = old.bad;
+        self.rx_too_big = old.rx_too_big;
+        self.rx_errors = old.rx_errors;
+        self.no_device = old.no_device;
+        std::mem::swap(&mut self.out, &mut old.out);
+    }
+
     fn task_kind(&self) -> TaskKind {
         TaskKind::Source
     }
