@@ -324,7 +324,11 @@ fn a_hot_swap_keeps_the_host_device() {
     .unwrap();
     let out = ctl(&["hotswap", other.to_str().unwrap()]);
     assert!(!out.status.success(), "{out:?}");
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(said.contains("not open"), "{said}");
     let (got, text) = ping(&net, "10.9.0.2", 2);
     assert_eq!(got, 2, "after the refused swap: {text}");
