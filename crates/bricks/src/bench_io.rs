@@ -647,18 +647,8 @@ impl Machine {
         if cpus.is_empty() {
             cpus.push(0);
         }
-        let model = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, m)| m.trim().to_string())
-            })
-            .unwrap_or_else(|| "unknown".into());
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default();
+        let model = bricks_experiments::measure::cpu_model();
+        let kernel = bricks_experiments::measure::kernel_release();
         Machine {
             cpus,
             model,

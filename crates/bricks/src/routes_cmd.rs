@@ -366,27 +366,13 @@ fn watch(
     duration: Option<f64>,
     quiet: bool,
 ) -> anyhow::Result<ExitCode> {
-    use bricks_control::{Change, Follower, SourceSpec, SourceStats};
+    use bricks_control::{Change, SourceSpec, SourceStats};
     use std::io::Write as _;
     let spec = SourceSpec::parse(spec).map_err(|e| anyhow::anyhow!("{e}"))?;
     let stop = crate::runner::stop_on_signals()?;
     let stats = std::sync::Arc::new(SourceStats::labelled(format!("routes watch {spec}")));
     let seen = Watched::default();
-    let (table, protocol) = match &spec {
-        SourceSpec::Netlink { table, protocol } => (Some(*table), *protocol),
-        SourceSpec::Fpm { .. } => (None, None),
-    };
-    let mut follower = Follower::new(
-        bricks_control::Filter {
-            table,
-            protocol,
-            v4,
-            v6,
-            devices: None,
-        },
-        seen.clone(),
-        stats.clone(),
-    );
+    let mut follower = bricks_control::follower(&spec, v4, v6, None, seen.clone(), stats.clone());
     let print = !quiet && !dump;
     let map = seen.0.clone();
     follower.observe(move |c| {
@@ -410,18 +396,11 @@ fn watch(
         }
     });
     let started = Instant::now();
-    let running = match &spec {
-        SourceSpec::Netlink { .. } => bricks_control::Running::Kernel(
-            bricks_control::kernel::follow(follower, "routes watch")
-                .with_context(|| format!("following {spec}"))?,
-        ),
-        SourceSpec::Fpm { addr } => {
-            follower.feed(&bricks_control::kernel::links().context("reading the interfaces")?);
-            follower.refresh_links_with(|| bricks_control::kernel::links().unwrap_or_default());
-            eprintln!("listening for zebra's FPM connection on {addr}");
-            bricks_control::Running::Fpm(bricks_control::fpm::subscribe(*addr, Box::new(follower))?)
-        }
-    };
+    if let SourceSpec::Fpm { addr } = &spec {
+        eprintln!("listening for zebra's FPM connection on {addr}");
+    }
+    let running = bricks_control::run(&spec, follower, "routes watch")
+        .with_context(|| format!("following {spec}"))?;
     if dump {
         let ready = match &running {
             bricks_control::Running::Kernel(k) => k.wait_synced(Duration::from_secs(120)),

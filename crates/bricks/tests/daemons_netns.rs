@@ -175,24 +175,7 @@ impl Lab {
              \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
              \x20 ipv4 {{ import none; export where proto = \"announced\" || proto = \"fulltable\"; }};\n}}\n"
         );
-        let file = self.path("peer.conf");
-        std::fs::write(&file, conf).unwrap();
-        let sock = self.path("peer.ctl");
-        let d = spawn(
-            &self.net,
-            "peer",
-            &[
-                "bird",
-                "-f",
-                "-c",
-                file.to_str().unwrap(),
-                "-s",
-                sock.to_str().unwrap(),
-                "-P",
-                self.path("peer.pid").to_str().unwrap(),
-            ],
-        );
-        self.daemons.push(d);
+        self.bird("peer", "peer", &conf);
     }
 
     /// The router host's BIRD: AS 65001, routes into kernel table 100.
@@ -204,12 +187,19 @@ impl Lab {
              protocol bgp peer {\n  local 10.2.0.1 as 65001;\n  neighbor 10.2.0.2 as 65002;\n\
              \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
              \x20 ipv4 { import all; export none; };\n}\n";
-        let file = self.path("router.conf");
+        self.bird("r", "router", conf);
+    }
+
+    /// BIRD with configuration `conf` in namespace `ns`: its files are
+    /// `NAME.conf`, `NAME.ctl` (the control socket) and `NAME.pid`.
+    fn bird(&mut self, ns: &str, name: &str, conf: &str) {
+        let file = self.path(&format!("{name}.conf"));
         std::fs::write(&file, conf).unwrap();
-        let sock = self.path("router.ctl");
+        let sock = self.path(&format!("{name}.ctl"));
+        let pid = self.path(&format!("{name}.pid"));
         let d = spawn(
             &self.net,
-            "r",
+            ns,
             &[
                 "bird",
                 "-f",
@@ -218,7 +208,7 @@ impl Lab {
                 "-s",
                 sock.to_str().unwrap(),
                 "-P",
-                self.path("router.pid").to_str().unwrap(),
+                pid.to_str().unwrap(),
             ],
         );
         self.daemons.push(d);

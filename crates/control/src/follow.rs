@@ -550,13 +550,13 @@ pub struct FeedResult {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::netlink::tests::{msg, route4};
     use crate::netlink::{RTM_DELROUTE, RTM_NEWLINK, RTM_NEWROUTE};
     use std::sync::Mutex;
 
-    /// A sink that records into a map.
+    /// A sink that records into a map (the other modules' tests use it too).
     #[derive(Clone, Default)]
     pub(crate) struct MapSink(pub Arc<Mutex<HashMap<RoutePrefix, Vec<Hop>>>>);
 

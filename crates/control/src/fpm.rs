@@ -303,25 +303,11 @@ pub fn frame(netlink: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::follow::tests::MapSink;
     use crate::follow::Filter;
     use crate::netlink::tests::{msg, route4};
     use crate::netlink::{RTM_DELROUTE, RTM_NEWLINK, RTM_NEWROUTE};
-    use bricks_lpm::source::{Route, RoutePrefix};
     use std::io::Write;
-
-    #[derive(Clone, Default)]
-    struct MapSink(Arc<Mutex<HashMap<RoutePrefix, Route>>>);
-
-    impl RouteSink for MapSink {
-        fn set(&self, r: &Route) -> Result<(), String> {
-            self.0.lock().unwrap().insert(r.prefix, r.clone());
-            Ok(())
-        }
-        fn remove(&self, p: RoutePrefix) -> Result<(), String> {
-            self.0.lock().unwrap().remove(&p);
-            Ok(())
-        }
-    }
 
     fn wait(mut f: impl FnMut() -> bool) -> bool {
         let end = Instant::now() + Duration::from_secs(10);

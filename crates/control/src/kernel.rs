@@ -307,25 +307,9 @@ fn dump<S: RouteSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::follow::tests::MapSink;
     use crate::follow::Filter;
     use crate::stats::SourceStats;
-    use bricks_lpm::source::{Route, RoutePrefix};
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-
-    #[derive(Clone, Default)]
-    struct MapSink(Arc<Mutex<HashMap<RoutePrefix, Route>>>);
-
-    impl RouteSink for MapSink {
-        fn set(&self, r: &Route) -> Result<(), String> {
-            self.0.lock().unwrap().insert(r.prefix, r.clone());
-            Ok(())
-        }
-        fn remove(&self, p: RoutePrefix) -> Result<(), String> {
-            self.0.lock().unwrap().remove(&p);
-            Ok(())
-        }
-    }
 
     /// The loopback's local routes exist in every namespace: a dump of the
     /// local table (255) finds 127.0.0.1 as a local route, which is

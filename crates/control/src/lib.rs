@@ -162,18 +162,17 @@ impl Running {
     }
 }
 
-/// Starts `spec` feeding `sink`: routes of the families asked for, their
-/// interfaces mapped by `devices` (`None`: everything to output 0).
-/// `label` starts the source's warnings.
-pub fn start<S: RouteSink>(
+/// A follower of `spec`'s routes for `sink`: the families asked for, the
+/// table and protocol the spec names, interfaces mapped by `devices`
+/// (`None`: everything to output 0).
+pub fn follower<S: RouteSink>(
     spec: &SourceSpec,
     v4: bool,
     v6: bool,
     devices: Option<Vec<String>>,
     sink: S,
     stats: std::sync::Arc<SourceStats>,
-    label: &str,
-) -> std::io::Result<Running> {
+) -> Follower<S> {
     let (table, protocol) = match spec {
         SourceSpec::Netlink { table, protocol } => (Some(*table), *protocol),
         SourceSpec::Fpm { .. } => (None, None),
@@ -185,7 +184,17 @@ pub fn start<S: RouteSink>(
         v6,
         devices,
     };
-    let mut follower = Follower::new(filter, sink, stats);
+    Follower::new(filter, sink, stats)
+}
+
+/// Starts `follower` on `spec`'s source: the kernel table's dump and
+/// changes, or a subscription to the FPM listener. `label` names the
+/// source's thread and errors.
+pub fn run<S: RouteSink>(
+    spec: &SourceSpec,
+    mut follower: Follower<S>,
+    label: &str,
+) -> std::io::Result<Running> {
     match spec {
         SourceSpec::Netlink { .. } => Ok(Running::Kernel(kernel::follow(follower, label)?)),
         SourceSpec::Fpm { addr } => {
@@ -196,6 +205,19 @@ pub fn start<S: RouteSink>(
             Ok(Running::Fpm(fpm::subscribe(*addr, Box::new(follower))?))
         }
     }
+}
+
+/// [`follower`] and [`run`] at once.
+pub fn start<S: RouteSink>(
+    spec: &SourceSpec,
+    v4: bool,
+    v6: bool,
+    devices: Option<Vec<String>>,
+    sink: S,
+    stats: std::sync::Arc<SourceStats>,
+    label: &str,
+) -> std::io::Result<Running> {
+    run(spec, follower(spec, v4, v6, devices, sink, stats), label)
 }
 
 #[cfg(test)]

@@ -385,6 +385,26 @@ pub fn callgrind_per_packet(
     Ok(b.saturating_sub(a) as f64 / big.saturating_sub(small).max(1) as f64)
 }
 
+/// The CPU model `/proc/cpuinfo` names, or "unknown".
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The running kernel's release (`uname -r`), or "" when unknown.
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -506,17 +506,7 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
     /// Handles `add`, `set` and `remove` for IPv6 routes.
     pub fn handle6(&self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
-            "add" | "set" => {
-                let route = parse_one(value)?;
-                let RoutePrefix::V6(p) = route.prefix else {
-                    return Err("IPv4 route in an IPv6 table".into());
-                };
-                let nh = self.intern(&route.hops).map_err(|e| e.0)?;
-                let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
-                self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
-                routes.insert(p, nh);
-                Ok(())
-            }
+            "add" | "set" => self.set_route6(&parse_one(value)?),
             "remove" => {
                 let RoutePrefix::V6(p) = parse_prefix(value)? else {
                     return Err("IPv4 prefix in an IPv6 table".into());

@@ -70,20 +70,12 @@ pub struct RoutesArgs {
 
 /// The machine: CPU model, cores, kernel.
 pub fn machine() -> String {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, m)| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    format!("{model}, {cores} cores, Linux {kernel}")
+    format!(
+        "{}, {cores} cores, Linux {}",
+        crate::measure::cpu_model(),
+        crate::measure::kernel_release()
+    )
 }
 
 fn fail(message: impl Into<String>) -> Error {
