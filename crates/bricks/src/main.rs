@@ -223,6 +223,21 @@ enum Command {
     /// Run test cases in Click's `.clicktest` format (Click's own test
     /// suite or bricks' tests/clicktest), with bricks as `click`.
     Clicktest(clicktest_cmd::ClicktestArgs),
+    /// Rerun the experiments of the five papers bricks is built from
+    /// (RouteBricks, the NIC paper, Egi et al.'s virtual routers, Bianco
+    /// et al.'s multistage routers, Hardekopf et al.'s QoS blocks) and
+    /// write one report: per figure and table, the paper's setup and
+    /// values, bricks' on this machine, the comparison, a verdict and SVG
+    /// plots (report.html, report.md and results.json in the output
+    /// directory). Every figure and table is listed, those that cannot be
+    /// rerun here with the reason. Experiments that build network
+    /// namespaces need root and are reported as not run without it.
+    #[command(after_help = "Examples:\n  \
+        sudo bricks reproduce --quick\n  \
+        bricks reproduce vr qos -o /tmp/repro\n  \
+        bricks reproduce --report-only -o /tmp/repro\n  \
+        sudo bricks reproduce --quick -o /tmp/new --compare /tmp/repro")]
+    Reproduce(bricks_experiments::reproduce::ReproduceArgs),
 }
 
 #[derive(clap::Args)]
@@ -447,6 +462,11 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Multistage { what } => multistage::multistage(what),
         Command::Click { args } => Ok(click_cmd::click(&args, run_click)),
         Command::Clicktest(a) => clicktest_cmd::clicktest(&a),
+        Command::Reproduce(a) => match bricks_experiments::reproduce::reproduce(&a) {
+            Ok(true) => Ok(ExitCode::SUCCESS),
+            Ok(false) => Ok(ExitCode::from(1)),
+            Err(e) => Err(e.into()),
+        },
     };
     match r {
         Ok(code) => code,

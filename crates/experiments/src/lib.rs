@@ -16,6 +16,9 @@
 //!   §IV (`bricks bench multistage`).
 //! - [`qos`]: Hardekopf et al., "Impact of Network Protocols on
 //!   Programmable Router Architectures", §3-§6 (`bricks bench qos`).
+//! - [`reproduce`]: all of the above by the papers' figures and tables,
+//!   each run in a child process, and one report (HTML and Markdown) with
+//!   the papers' values beside bricks' (`bricks reproduce`).
 //! - [`routes`]: routes from a Linux table over rtnetlink into DIR-24-8:
 //!   the kernel's insert time, the follow rate and lag, a full-table load
 //!   against forwarding (`bricks bench routes`).
@@ -31,6 +34,7 @@ pub mod multistage;
 pub mod plot;
 pub mod qos;
 pub mod report;
+pub mod reproduce;
 pub mod routes;
 pub mod vr;
 

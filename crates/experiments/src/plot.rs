@@ -208,4 +208,93 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// Whether `rsvg-convert` can be run; in CI it must be (scripts/setup
+    /// installs librsvg2-bin).
+    fn have_rsvg() -> bool {
+        let ok = std::process::Command::new("rsvg-convert")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            assert!(
+                std::env::var("CI").is_err(),
+                "rsvg-convert is missing in CI (scripts/setup installs librsvg2-bin)"
+            );
+            eprintln!("skipped: rsvg-convert not found (apt-get install librsvg2-bin)");
+        }
+        ok
+    }
+
+    /// The chart drawn by a real SVG renderer, as a person would see it:
+    /// both series' colours, the axes and the labels' ink are in the
+    /// picture.
+    #[test]
+    fn a_renderer_draws_both_series_axes_and_labels() {
+        if !have_rsvg() {
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("bricks-render-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let chart = Chart {
+            title: "aggregate rate against routers".into(),
+            x_label: "virtual routers".into(),
+            y_label: "Mpps".into(),
+            log_x: true,
+            series: vec![
+                Series::measured("bricks", vec![(1.0, 3.0), (16.0, 2.5), (1024.0, 2.0)]),
+                Series::reference("paper", vec![(1.0, 1.0), (1024.0, 0.8)]),
+            ],
+        };
+        let svg = dir.join("c.svg");
+        let png = dir.join("c.png");
+        chart.write_svg(&svg).unwrap();
+        let out = std::process::Command::new("rsvg-convert")
+            .arg("-o")
+            .arg(&png)
+            .arg(&svg)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let px = info.color_type.samples();
+        assert!(px >= 3, "{:?}", info.color_type);
+        let (w, h) = (info.width as usize, info.height as usize);
+        assert!(w >= 300 && h >= 200, "{w}x{h}");
+        let near = |c: &[u8], rgb: RGBColor| {
+            (c[0] as i32 - rgb.0 as i32).abs() < 40
+                && (c[1] as i32 - rgb.1 as i32).abs() < 40
+                && (c[2] as i32 - rgb.2 as i32).abs() < 40
+        };
+        let visible = |c: &[u8]| px < 4 || c[3] > 128;
+        let pixels = || buf[..w * h * px].chunks(px).filter(|c| visible(c));
+        for (n, colour) in COLORS[..2].iter().enumerate() {
+            let count = pixels().filter(|c| near(c, *colour)).count();
+            assert!(count > 50, "series {n}: {count} pixels of its colour");
+        }
+        // Axes, ticks and the labels' text: dark ink, in the left and
+        // bottom margins.
+        let dark = |x: usize, y: usize| {
+            let c = &buf[(y * w + x) * px..][..px];
+            visible(c) && c[0] < 100 && c[1] < 100 && c[2] < 100
+        };
+        let left = (0..h).filter(|&y| (0..w / 8).any(|x| dark(x, y))).count();
+        let bottom = (0..w)
+            .filter(|&x| (h - h / 8..h).any(|y| dark(x, y)))
+            .count();
+        assert!(left > 20, "little ink in the left margin: {left} rows");
+        assert!(
+            bottom > 20,
+            "little ink in the bottom margin: {bottom} columns"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

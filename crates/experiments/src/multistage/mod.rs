@@ -175,6 +175,17 @@ pub fn bench(a: &MultistageArgs) -> Result<bool, Error> {
     if let Some(name) = &a.one {
         return one(name, a.packets, a.time).map(|()| true);
     }
+    let (rows, all_ran) = collect(a)?;
+    println!("\n## Summary\n");
+    print!("{}", summary(&rows).render());
+    Ok(all_ran)
+}
+
+/// Runs the experiments `a` selects and returns their summary rows, and
+/// whether every one ran (a verdict that differs from the paper is a
+/// result, not a failure). Progress and each experiment's own tables go
+/// to standard output.
+pub fn collect(a: &MultistageArgs) -> Result<(Vec<Row>, bool), Error> {
     std::fs::create_dir_all(&a.out)?;
     let exe = std::env::current_exe().ok();
     let callgrind = if a.no_callgrind {
@@ -235,9 +246,7 @@ pub fn bench(a: &MultistageArgs) -> Result<bool, Error> {
     // The summary in the paper's order.
     rows.sort_by_key(|(e, _)| Experiment::ALL.iter().position(|x| x == e));
     let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
-    println!("\n## Summary\n");
-    print!("{}", summary(&rows).render());
-    Ok(all_ran)
+    Ok((rows, all_ran))
 }
 
 /// Runs the workload `name` once with `packets` packets: silently (for

@@ -176,6 +176,17 @@ pub fn bench(a: &QosArgs) -> Result<bool, Error> {
     if let Some(name) = &a.one {
         return one(name, a.packets).map(|()| true);
     }
+    let (rows, all_ran) = collect(a)?;
+    println!("\n## Summary\n");
+    print!("{}", summary(&rows).render());
+    Ok(all_ran)
+}
+
+/// Runs the experiments `a` selects and returns their summary rows, and
+/// whether every one ran (a verdict that differs from the paper is a
+/// result, not a failure). Progress and each experiment's own tables go
+/// to standard output.
+pub fn collect(a: &QosArgs) -> Result<(Vec<Row>, bool), Error> {
     std::fs::create_dir_all(&a.out)?;
     let callgrind = if a.no_callgrind {
         None
@@ -225,9 +236,7 @@ pub fn bench(a: &QosArgs) -> Result<bool, Error> {
         }
         println!("({:.1} s)", t.elapsed().as_secs_f64());
     }
-    println!("\n## Summary\n");
-    print!("{}", summary(&rows).render());
-    Ok(all_ran)
+    Ok((rows, all_ran))
 }
 
 /// Runs the workload `name` once with `packets` packets, silently (for
