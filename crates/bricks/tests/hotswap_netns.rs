@@ -12,6 +12,7 @@
 //! Needs root (skipped otherwise, a failure under CI=true). The network is
 //! named uniquely and deleted when the test ends, failed or not.
 
+#[allow(dead_code)] // shared with the other tests
 mod common;
 
 use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Captured, Network};

@@ -14,11 +14,10 @@
 
 mod common;
 
-use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Network};
-use common::LiveRouter;
-use std::net::UdpSocket;
+use bricks_netns::{output_timeout, skip_unless_root, Network};
+use common::{udp_receiver as receiver, udp_sender as sender, LiveRouter};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The router: three ports, ARP both ways, the IPv4 checks, TTL, and the
@@ -153,64 +152,6 @@ impl Lab {
     }
 }
 
-/// Packets a receiver got: (sequence number, arrival).
-type Arrivals = Arc<Mutex<Vec<(u64, Instant)>>>;
-
-fn receiver(
-    ns: String,
-    port: u16,
-    stop: Arc<AtomicBool>,
-) -> (Arrivals, std::thread::JoinHandle<()>) {
-    let got: Arrivals = Arc::default();
-    let g = got.clone();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let h = std::thread::spawn(move || {
-        in_namespace(&ns, move || {
-            let s = UdpSocket::bind(("0.0.0.0", port)).unwrap();
-            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-            ready_tx.send(()).unwrap();
-            let mut buf = [0u8; 64];
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok((n, _)) = s.recv_from(&mut buf) {
-                    if n >= 8 {
-                        let seq = u64::from_be_bytes(buf[..8].try_into().unwrap());
-                        g.lock().unwrap().push((seq, Instant::now()));
-                    }
-                }
-            }
-        })
-    });
-    ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    (got, h)
-}
-
-/// Sends numbered datagrams to `dst`, one a millisecond, until `stop`;
-/// returns each one's send time.
-fn sender(
-    ns: String,
-    dst: &'static str,
-    stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<Vec<Instant>> {
-    std::thread::spawn(move || {
-        in_namespace(&ns, move || {
-            let s = UdpSocket::bind("0.0.0.0:0").unwrap();
-            let mut sent = Vec::new();
-            let start = Instant::now();
-            // Bounded: at most 20 s of sending.
-            while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(20) {
-                let seq = sent.len() as u64;
-                let _ = s.send_to(&seq.to_be_bytes(), dst);
-                sent.push(Instant::now());
-                let next = start + Duration::from_millis(seq + 1);
-                if let Some(d) = next.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(d);
-                }
-            }
-            sent
-        })
-    })
-}
-
 /// The bound the issue sets on following a change.
 const FOLLOW: Duration = Duration::from_millis(100);
 
@@ -226,12 +167,22 @@ fn kernel_route_changes_steer_traffic_within_100_ms() {
             r.counter("rt", "route_updates_set") >= 1
         });
     let stop = Arc::new(AtomicBool::new(false));
-    let (h2, h2t) = receiver(lab.net.ns_name("h2"), 9000, stop.clone());
-    let (h3, h3t) = receiver(lab.net.ns_name("h3"), 9000, stop.clone());
-    let (bg, bgt) = receiver(lab.net.ns_name("h3"), 9001, stop.clone());
+    let (h2, h2t) = receiver(lab.net.ns_name("h2"), "0.0.0.0", 9000, stop.clone());
+    let (h3, h3t) = receiver(lab.net.ns_name("h3"), "0.0.0.0", 9000, stop.clone());
+    let (bg, bgt) = receiver(lab.net.ns_name("h3"), "0.0.0.0", 9001, stop.clone());
     let send_stop = Arc::new(AtomicBool::new(false));
-    let flow = sender(lab.net.ns_name("h1"), "10.9.0.5:9000", send_stop.clone());
-    let background = sender(lab.net.ns_name("h1"), "10.8.0.5:9001", send_stop.clone());
+    let flow = sender(
+        lab.net.ns_name("h1"),
+        "0.0.0.0:0",
+        "10.9.0.5:9000",
+        send_stop.clone(),
+    );
+    let background = sender(
+        lab.net.ns_name("h1"),
+        "0.0.0.0:0",
+        "10.8.0.5:9001",
+        send_stop.clone(),
+    );
 
     std::thread::sleep(Duration::from_millis(500));
     let t_add = Instant::now();
@@ -421,4 +372,224 @@ fn kernel_route_changes_steer_traffic_within_100_ms() {
         lab.router.counter("rt", "route_updates_set"),
         lab.router.counter("rt", "route_updates_removed")
     );
+}
+
+/// The IPv6 router: three ports, Neighbor Discovery both ways, the IPv6
+/// checks, the hop limit, and `LookupIP6Route` fed from kernel table
+/// `table`.
+fn config6(table: u32) -> String {
+    let mut c = format!(
+        "rt :: LookupIP6Route(2001:db8:1::/64 0, 2001:db8:2::/64 1, 2001:db8:3::/64 2,\n\
+         \x20   ROUTES netlink:table={table}, DEVICES \"eth0 eth1 eth2\");\n",
+    );
+    for i in 0..3 {
+        let n = i + 1;
+        c.push_str(&format!(
+            "in{i} :: FromDevice(eth{i}, BACKEND $BACKEND);\n\
+             q{i} :: Queue(1024) -> ToDevice(eth{i});\n\
+             in{i} -> c{i} :: Classifier(12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd, -);\n\
+             nda{i} :: IP6NDAdvertiser(2001:db8:{n}::1/128 $MAC{i}) -> q{i};\n\
+             nds{i} :: IP6NDSolicitor(2001:db8:{n}::1/64, $MAC{i}) -> q{i};\n\
+             c{i}[0] -> ns{i} :: Tee(2);\n\
+             ns{i}[0] -> nda{i};\n\
+             ns{i}[1] -> [1]nds{i};\n\
+             c{i}[1] -> [1]nds{i};\n\
+             c{i}[2] -> Strip(14) -> CheckIP6Header -> rt;\n\
+             c{i}[3] -> Discard;\n\
+             rt[{i}] -> dh{i} :: DecIP6HLIM -> [0]nds{i};\n\
+             dh{i}[1] -> Discard;\n"
+        ));
+    }
+    c
+}
+
+/// IPv6 routes in kernel table 100 (`ip -6 route add|replace|del`, as a
+/// routing daemon's kernel protocol writes them) steer an IPv6 stream
+/// through `LookupIP6Route` between real Linux hosts, which find the
+/// router and the next hops by Neighbor Discovery.
+#[test]
+fn ipv6_kernel_routes_steer_traffic() {
+    if let Some(why) = skip_unless_root("ipv6_kernel_routes_steer_traffic") {
+        eprintln!("{why}");
+        return;
+    }
+    let mut net = Network::new(&Network::unique_prefix("rt6")).unwrap();
+    for ns in ["r", "h1", "h2", "h3"] {
+        net.add_namespace(ns).unwrap();
+    }
+    net.sysctl("r", "net.ipv6.conf.all.forwarding", "0")
+        .unwrap();
+    let ip6 = |net: &Network, ns: &str, args: &[&str]| {
+        let mut argv = vec!["ip", "-6"];
+        argv.extend_from_slice(args);
+        let out = output_timeout(&mut net.exec(ns, &argv), Duration::from_secs(5)).unwrap();
+        assert!(out.status.success(), "{ns}: {argv:?}: {out:?}");
+    };
+    let mut macs = Vec::new();
+    for (i, host) in ["h1", "h2", "h3"].iter().enumerate() {
+        let n = i + 1;
+        let dev = format!("eth{i}");
+        net.add_link(host, "eth0", "r", &dev, 1).unwrap();
+        net.disable_offloads(host, "eth0").unwrap();
+        net.disable_offloads("r", &dev).unwrap();
+        ip6(
+            &net,
+            host,
+            &[
+                "addr",
+                "add",
+                &format!("2001:db8:{n}::2/64"),
+                "dev",
+                "eth0",
+                "nodad",
+            ],
+        );
+        ip6(
+            &net,
+            host,
+            &[
+                "route",
+                "add",
+                "default",
+                "via",
+                &format!("2001:db8:{n}::1"),
+            ],
+        );
+        macs.push(net.mac("r", &dev).unwrap());
+    }
+    for host in ["h2", "h3"] {
+        ip6(
+            &net,
+            host,
+            &["addr", "add", "2001:db8:99::5/128", "dev", "lo"],
+        );
+    }
+    ip6(
+        &net,
+        "h3",
+        &["addr", "add", "2001:db8:88::5/128", "dev", "lo"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("router6.click");
+    std::fs::write(&conf, config6(100)).unwrap();
+    let defines: Vec<String> = vec![
+        "BACKEND=auto".into(),
+        format!("MAC0={}", macs[0]),
+        format!("MAC1={}", macs[1]),
+        format!("MAC2={}", macs[2]),
+    ];
+    let route = |args: &[&str]| {
+        let mut argv = vec!["route"];
+        argv.extend_from_slice(args);
+        argv.extend(["table", "100"]);
+        ip6(&net, "r", &argv);
+    };
+    // A route there before the router starts comes with the first dump.
+    route(&[
+        "add",
+        "2001:db8:88::/48",
+        "via",
+        "2001:db8:3::2",
+        "dev",
+        "eth2",
+        "onlink",
+    ]);
+    let router = LiveRouter::start_with(&net, "r", &conf, 1, &defines, &[]);
+    router.wait_for("the first dump", Duration::from_secs(10), |r| {
+        r.counter("rt", "route_updates_set") >= 1
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let (h2, h2t) = receiver(net.ns_name("h2"), "::", 9000, stop.clone());
+    let (h3, h3t) = receiver(net.ns_name("h3"), "::", 9000, stop.clone());
+    let (bg, bgt) = receiver(net.ns_name("h3"), "::", 9001, stop.clone());
+    let send_stop = Arc::new(AtomicBool::new(false));
+    let flow = sender(
+        net.ns_name("h1"),
+        "[::]:0",
+        "[2001:db8:99::5]:9000",
+        send_stop.clone(),
+    );
+    let background = sender(
+        net.ns_name("h1"),
+        "[::]:0",
+        "[2001:db8:88::5]:9001",
+        send_stop.clone(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let t_add = Instant::now();
+    route(&[
+        "add",
+        "2001:db8:99::/48",
+        "via",
+        "2001:db8:2::2",
+        "dev",
+        "eth1",
+        "onlink",
+    ]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let t_change = Instant::now();
+    route(&[
+        "replace",
+        "2001:db8:99::/48",
+        "via",
+        "2001:db8:3::2",
+        "dev",
+        "eth2",
+        "onlink",
+    ]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let t_del = Instant::now();
+    route(&["del", "2001:db8:99::/48"]);
+    std::thread::sleep(Duration::from_millis(800));
+    send_stop.store(true, Ordering::Relaxed);
+    let sent = flow.join().unwrap();
+    let bg_sent = background.join().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    for t in [h2t, h3t, bgt] {
+        t.join().unwrap();
+    }
+    let h2: Vec<u64> = h2.lock().unwrap().iter().map(|x| x.0).collect();
+    let h3: Vec<u64> = h3.lock().unwrap().iter().map(|x| x.0).collect();
+    let sent_at = |seq: u64| sent[seq as usize];
+    let window = |from: Instant, to: Instant| {
+        (0..sent.len() as u64).filter(move |&s| sent_at(s) >= from + FOLLOW && sent_at(s) < to)
+    };
+    for &s in h2.iter().chain(&h3) {
+        assert!(
+            sent_at(s) >= t_add,
+            "packet {s} arrived before its route existed"
+        );
+    }
+    for s in window(t_add, t_change) {
+        assert!(
+            h2.contains(&s),
+            "packet {s} (after the add) did not reach h2"
+        );
+    }
+    for s in window(t_change, t_del) {
+        assert!(
+            h3.contains(&s),
+            "packet {s} (after the replace) did not reach h3"
+        );
+        assert!(
+            !h2.contains(&s),
+            "packet {s} (after the replace) still reached h2"
+        );
+    }
+    for s in window(t_del, Instant::now()) {
+        assert!(
+            !h2.contains(&s) && !h3.contains(&s),
+            "packet {s} (after the delete) was still forwarded"
+        );
+    }
+    let bg: Vec<u64> = bg.lock().unwrap().iter().map(|x| x.0).collect();
+    assert_eq!(
+        bg.len(),
+        bg_sent.len(),
+        "the unchanged IPv6 route lost {} of {} packets",
+        bg_sent.len() - bg.len(),
+        bg_sent.len()
+    );
+    assert!(router.counter("rt", "route_updates_removed") >= 1);
 }

@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -562,4 +563,67 @@ pub fn texts(svg: &str) -> Vec<String> {
             Some(body[..body.find("</text>")?].trim().to_string())
         })
         .collect()
+}
+
+/// Packets a receiver got: (sequence number, arrival).
+pub type Arrivals = Arc<Mutex<Vec<(u64, Instant)>>>;
+
+/// Receives numbered datagrams on `bind`:`port` in namespace `ns` until
+/// `stop` (`bind` is `0.0.0.0` or `::`).
+pub fn udp_receiver(
+    ns: String,
+    bind: &'static str,
+    port: u16,
+    stop: Arc<AtomicBool>,
+) -> (Arrivals, std::thread::JoinHandle<()>) {
+    let got: Arrivals = Arc::default();
+    let g = got.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        bricks_netns::in_namespace(&ns, move || {
+            let s = std::net::UdpSocket::bind((bind, port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            ready_tx.send(()).unwrap();
+            let mut buf = [0u8; 64];
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok((n, _)) = s.recv_from(&mut buf) {
+                    if n >= 8 {
+                        let seq = u64::from_be_bytes(buf[..8].try_into().unwrap());
+                        g.lock().unwrap().push((seq, Instant::now()));
+                    }
+                }
+            }
+        })
+    });
+    ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    (got, h)
+}
+
+/// Sends numbered datagrams from `bind` (`0.0.0.0:0` or `[::]:0`) to
+/// `dst` in namespace `ns`, one a millisecond, until `stop` (20 s at
+/// most); returns each one's send time.
+pub fn udp_sender(
+    ns: String,
+    bind: &'static str,
+    dst: &'static str,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<Instant>> {
+    std::thread::spawn(move || {
+        bricks_netns::in_namespace(&ns, move || {
+            let s = std::net::UdpSocket::bind(bind).unwrap();
+            let mut sent = Vec::new();
+            let start = Instant::now();
+            // Bounded: at most 20 s of sending.
+            while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(20) {
+                let seq = sent.len() as u64;
+                let _ = s.send_to(&seq.to_be_bytes(), dst);
+                sent.push(Instant::now());
+                let next = start + Duration::from_millis(seq + 1);
+                if let Some(d) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(d);
+                }
+            }
+            sent
+        })
+    })
 }
