@@ -19,6 +19,7 @@
 //! skipped with the reason otherwise, a failure under CI=true. Every
 //! namespace, daemon and file is removed when a test ends, failed or not.
 
+#[allow(dead_code)] // shared with the other tests
 mod common;
 
 use bricks_netns::{output_timeout, skip_unless_root, ChildGuard, Network};

@@ -13,6 +13,7 @@
 //! is named uniquely and deleted when the test ends, failed or not; the
 //! attacker is bounded in frames and in time.
 
+#[allow(dead_code)] // shared with the other tests
 mod common;
 
 use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Captured, Network};

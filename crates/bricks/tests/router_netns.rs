@@ -10,6 +10,7 @@
 //! builds its own network, named uniquely, and everything is deleted when
 //! it ends, failed or not.
 
+#[allow(dead_code)] // shared with the other tests
 mod common;
 
 use bricks_netns::{output_timeout, skip_unless_root, Captured, Network};
