@@ -353,10 +353,17 @@ fn route_line(r: &source::Route, names: &[String]) -> String {
         .zip(names)
         .map(|(h, n)| match h.gateway {
             Some(g) => format!("via {g} dev {n}"),
+            // A route that discards, named as `ip route` names it.
+            None if matches!(n.as_str(), "blackhole" | "unreachable" | "prohibit") => n.clone(),
             None => format!("dev {n}"),
         })
         .collect();
-    format!("{} {}", r.prefix, hops.join(", "))
+    match hops.as_slice() {
+        [one] if !one.starts_with("dev ") && !one.starts_with("via ") => {
+            format!("{one} {}", r.prefix)
+        }
+        _ => format!("{} {}", r.prefix, hops.join(", ")),
+    }
 }
 
 fn watch(

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 fn config() -> String {
     let mut c = String::from(
         "rt :: DirectIPLookup(10.1.0.0/24 0, 10.2.0.0/24 1, 10.3.0.0/24 2,\n\
-         \x20   ROUTES netlink:table=100, DEVICES \"eth0 eth1 eth2\");\n",
+         \x20   ROUTES netlink:table=100, DEVICES \"eth0 eth1 eth2 blackhole|unreachable|prohibit\");\n\
+         rt[3] -> rejected :: Counter -> Discard;\n",
     );
     for i in 0..3 {
         let n = i + 1;
@@ -372,6 +373,63 @@ fn kernel_route_changes_steer_traffic_within_100_ms() {
         lab.router.counter("rt", "route_updates_set"),
         lab.router.counter("rt", "route_updates_removed")
     );
+
+    // A blackhole inside a covering route: its packets are discarded by
+    // the output DEVICES names for it, the covering route's still flow.
+    lab.route(&[
+        "add",
+        "10.64.0.0/10",
+        "via",
+        "10.2.0.2",
+        "dev",
+        "eth1",
+        "onlink",
+    ]);
+    lab.route(&["add", "blackhole", "10.66.0.0/16"]);
+    for host in ["h2"] {
+        lab.net.add_addr(host, "lo", "10.65.0.5/32").unwrap();
+        lab.net.add_addr(host, "lo", "10.66.0.5/32").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (covered, ct) = receiver(lab.net.ns_name("h2"), "0.0.0.0", 9002, stop.clone());
+    let (holed, ht) = receiver(lab.net.ns_name("h2"), "0.0.0.0", 9003, stop.clone());
+    let send_stop = Arc::new(AtomicBool::new(false));
+    let a = sender(
+        lab.net.ns_name("h1"),
+        "0.0.0.0:0",
+        "10.65.0.5:9002",
+        send_stop.clone(),
+    );
+    let b = sender(
+        lab.net.ns_name("h1"),
+        "0.0.0.0:0",
+        "10.66.0.5:9003",
+        send_stop.clone(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    send_stop.store(true, Ordering::Relaxed);
+    let (a_sent, b_sent) = (a.join().unwrap().len(), b.join().unwrap().len());
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    ct.join().unwrap();
+    ht.join().unwrap();
+    assert_eq!(
+        covered.lock().unwrap().len(),
+        a_sent,
+        "the covering route lost packets"
+    );
+    assert!(
+        holed.lock().unwrap().is_empty(),
+        "a blackholed packet was forwarded"
+    );
+    lab.router.wait_for(
+        "every blackholed packet at the reject output",
+        Duration::from_secs(5),
+        |r| r.counter("rejected", "count") >= b_sent as u64,
+    );
+    let table = lab.ctl_read("rt.table");
+    assert!(table.contains("10.66.0.0/16\t-\t3"), "{table}");
 }
 
 /// The IPv6 router: three ports, Neighbor Discovery both ways, the IPv6

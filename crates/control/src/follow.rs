@@ -83,6 +83,9 @@ struct Candidate {
     metric: u32,
     hops: Vec<NlHop>,
     nh_id: Option<u32>,
+    /// A route that discards: `blackhole`, `unreachable` or `prohibit`
+    /// (its hops are empty).
+    reject: Option<&'static str>,
     /// The snapshot it was last seen in.
     generation: u64,
 }
@@ -288,19 +291,22 @@ impl<S: RouteSink> Follower<S> {
             self.stats.skip(Kind::Unsupported, &format!("{p}: {why}"));
             return;
         }
-        if r.kind != netlink::RTN_UNICAST {
-            let what = match r.kind {
-                2 => "a local route",
-                3 => "a broadcast route",
-                5 => "a multicast route",
-                6 => "a blackhole route",
-                7 => "an unreachable route",
-                8 => "a prohibit route",
-                _ => "a route of another type",
-            };
-            self.stats.skip(Kind::Unsupported, &format!("{p}: {what}"));
-            return;
-        }
+        let reject = match r.kind {
+            netlink::RTN_UNICAST => None,
+            6 => Some("blackhole"),
+            7 => Some("unreachable"),
+            8 => Some("prohibit"),
+            kind => {
+                let what = match kind {
+                    2 => "a local route",
+                    3 => "a broadcast route",
+                    5 => "a multicast route",
+                    _ => "a route of another type",
+                };
+                self.stats.skip(Kind::Unsupported, &format!("{p}: {what}"));
+                return;
+            }
+        };
         if self.candidates.len() >= self.limits.routes && !self.candidates.contains_key(&p) {
             self.stats.skip(Kind::Bound, "route limit reached");
             return;
@@ -314,6 +320,8 @@ impl<S: RouteSink> Follower<S> {
             // or a second `add`); `replace` starts over.
             Some(i)
                 if v6
+                    && reject.is_none()
+                    && cs[i].reject.is_none()
                     && r.flags & NLM_F_REPLACE == 0
                     && cs[i].nh_id.is_none()
                     && r.nh_id.is_none() =>
@@ -328,8 +336,9 @@ impl<S: RouteSink> Follower<S> {
             Some(i) => {
                 cs[i] = Candidate {
                     metric: r.metric,
-                    hops: r.hops,
-                    nh_id: r.nh_id,
+                    hops: if reject.is_some() { Vec::new() } else { r.hops },
+                    nh_id: r.nh_id.filter(|_| reject.is_none()),
+                    reject,
                     generation: g,
                 }
             }
@@ -340,8 +349,9 @@ impl<S: RouteSink> Follower<S> {
             }
             None => cs.push(Candidate {
                 metric: r.metric,
-                hops: r.hops,
-                nh_id: r.nh_id,
+                hops: if reject.is_some() { Vec::new() } else { r.hops },
+                nh_id: r.nh_id.filter(|_| reject.is_none()),
+                reject,
                 generation: g,
             }),
         }
@@ -395,17 +405,21 @@ impl<S: RouteSink> Follower<S> {
         }
     }
 
-    /// The hops of a candidate: its own, or its nexthop object's.
-    fn resolve(&self, c: &Candidate) -> Result<Vec<NlHop>, &'static str> {
+    /// Where a candidate goes: its own hops, its nexthop object's, or a
+    /// discard (a reject route, or a blackhole nexthop object).
+    fn resolve(&self, c: &Candidate) -> Result<Resolved, &'static str> {
+        if let Some(kind) = c.reject {
+            return Ok(Resolved::Reject(kind));
+        }
         let Some(id) = c.nh_id else {
-            return Ok(c.hops.clone());
+            return Ok(Resolved::Hops(c.hops.clone()));
         };
         let nh = self.nexthops.get(&id).ok_or("an unknown nexthop object")?;
         if nh.blackhole {
-            return Err("a blackhole nexthop");
+            return Ok(Resolved::Reject("blackhole"));
         }
         if let Some(h) = nh.hop {
-            return Ok(vec![h]);
+            return Ok(Resolved::Hops(vec![h]));
         }
         let mut hops = Vec::new();
         for m in &nh.group {
@@ -414,7 +428,32 @@ impl<S: RouteSink> Follower<S> {
                 None => return Err("a nexthop group with an unknown member"),
             }
         }
-        Ok(hops)
+        Ok(Resolved::Hops(hops))
+    }
+
+    /// The output for reject routes of `kind`: the DEVICES entry naming it
+    /// (`blackhole`, `unreachable`, `prohibit`), or output 0 without
+    /// DEVICES.
+    fn map_reject(&self, kind: &'static str) -> Result<(Vec<Hop>, Vec<String>), String> {
+        let output = match &self.filter.devices {
+            None => 0,
+            Some(devs) => devs
+                .iter()
+                .position(|d| d.split('|').any(|alt| alt == kind))
+                .ok_or_else(|| format!("a {kind} route, and no output for `{kind}` in DEVICES"))?,
+        };
+        let names = if self.observer.is_some() {
+            vec![kind.to_string()]
+        } else {
+            Vec::new()
+        };
+        Ok((
+            vec![Hop {
+                gateway: None,
+                output: output as u32,
+            }],
+            names,
+        ))
     }
 
     /// Maps netlink hops to outputs by interface name (the names too when
@@ -455,7 +494,7 @@ impl<S: RouteSink> Follower<S> {
             .get(&p)
             .and_then(|cs| cs.iter().min_by_key(|c| c.metric));
         let mut resolved = best.map(|c| self.resolve(c));
-        if let Some(Ok(hops)) = &resolved {
+        if let Some(Ok(Resolved::Hops(hops))) = &resolved {
             let unknown = hops.iter().any(|h| !self.links.contains_key(&h.ifindex));
             let due = self
                 .refresh
@@ -477,11 +516,18 @@ impl<S: RouteSink> Follower<S> {
         let wanted = match resolved {
             None => None,
             Some(r) => match r {
-                Ok(hops) => match self.map(&hops) {
+                Ok(Resolved::Hops(hops)) => match self.map(&hops) {
                     Ok(m) => Some(m),
                     Err(why) => {
                         self.stats
                             .skip(Kind::UnknownInterface, &format!("{p}: {why}"));
+                        None
+                    }
+                },
+                Ok(Resolved::Reject(kind)) => match self.map_reject(kind) {
+                    Ok(m) => Some(m),
+                    Err(why) => {
+                        self.stats.skip(Kind::Unsupported, &format!("{p}: {why}"));
                         None
                     }
                 },
@@ -536,6 +582,14 @@ impl<S: RouteSink> Follower<S> {
             }
         }
     }
+}
+
+/// Where the best candidate of a prefix sends its packets.
+enum Resolved {
+    /// By these hops.
+    Hops(Vec<NlHop>),
+    /// Nowhere: a `blackhole`, `unreachable` or `prohibit` route.
+    Reject(&'static str),
 }
 
 /// What a buffer held besides routes.
@@ -655,6 +709,80 @@ pub(crate) mod tests {
         f.feed(&route4(RTM_DELROUTE, [10, 9, 0, 0], 16, None, 3, 100, 50));
         assert!(sink.0.lock().unwrap().is_empty());
         assert_eq!(f.installed(), 0);
+    }
+
+    /// `ip route add blackhole|unreachable|prohibit PREFIX table 100`: no
+    /// interface, only the type (byte 7 of the rtmsg).
+    fn reject4(ty: u16, dst: [u8; 4], len: u8, kind: u8, metric: u32) -> Vec<u8> {
+        let mut b = route4(ty, dst, len, None, 0, 100, metric);
+        b[16 + 7] = kind;
+        // Drop the RTA_OIF the builder wrote (8 bytes, the third
+        // attribute after RTA_TABLE and RTA_DST), as the kernel sends none.
+        let at = 16 + 12 + 8 + 8;
+        b.drain(at..at + 8);
+        let n = b.len() as u32;
+        b[..4].copy_from_slice(&n.to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn reject_routes_go_to_their_named_output() {
+        let (mut f, sink) = follower(&["r-eth0", "r-eth1", "blackhole|unreachable", "prohibit"]);
+        f.feed(&route4(
+            RTM_NEWROUTE,
+            [10, 0, 0, 0],
+            8,
+            Some([10, 0, 1, 2]),
+            3,
+            100,
+            0,
+        ));
+        f.feed(&reject4(RTM_NEWROUTE, [10, 66, 0, 0], 16, 6, 0));
+        f.feed(&reject4(RTM_NEWROUTE, [10, 67, 0, 0], 16, 7, 0));
+        f.feed(&reject4(RTM_NEWROUTE, [10, 68, 0, 0], 16, 8, 0));
+        let at = |s: &str| sink.0.lock().unwrap().get(&p(s)).cloned();
+        let discard = |output| {
+            Some(vec![Hop {
+                gateway: None,
+                output,
+            }])
+        };
+        assert_eq!(at("10.66.0.0/16"), discard(2));
+        assert_eq!(at("10.67.0.0/16"), discard(2));
+        assert_eq!(at("10.68.0.0/16"), discard(3));
+        assert_eq!(at("10.0.0.0/8").unwrap()[0].output, 1);
+        // A unicast route of a lower metric for the same prefix wins; its
+        // withdrawal brings the blackhole back; the blackhole's own
+        // withdrawal leaves the covering route.
+        f.feed(&route4(
+            RTM_NEWROUTE,
+            [10, 66, 0, 0],
+            16,
+            Some([10, 0, 1, 9]),
+            3,
+            100,
+            0,
+        ));
+        f.feed(&reject4(RTM_NEWROUTE, [10, 66, 0, 0], 16, 6, 10));
+        assert_eq!(at("10.66.0.0/16").unwrap()[0].output, 1);
+        f.feed(&route4(
+            RTM_DELROUTE,
+            [10, 66, 0, 0],
+            16,
+            Some([10, 0, 1, 9]),
+            3,
+            100,
+            0,
+        ));
+        assert_eq!(at("10.66.0.0/16"), discard(2));
+        f.feed(&reject4(RTM_DELROUTE, [10, 66, 0, 0], 16, 6, 10));
+        assert_eq!(at("10.66.0.0/16"), None);
+        // Without an output named for it, a reject route is skipped and
+        // counted, never sent to an interface.
+        let (mut g, sink) = follower(&["r-eth0", "r-eth1"]);
+        g.feed(&reject4(RTM_NEWROUTE, [10, 66, 0, 0], 16, 6, 0));
+        assert!(sink.0.lock().unwrap().is_empty());
+        assert_eq!(g.stats().get(Kind::Unsupported), 1);
     }
 
     #[test]

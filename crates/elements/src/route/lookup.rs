@@ -49,7 +49,10 @@ const KEYWORDS: &[Keyword] = &[
         doc: "with a live ROUTES source: the interface of each output, in order (`DEVICES \
               \"eth0 eth1\"`: routes out of eth0 leave by output 0; `-` for an output no \
               route leaves by, `eth0|tap0` for either name); routes out of other \
-              interfaces are skipped and counted",
+              interfaces are skipped and counted. The words `blackhole`, `unreachable` \
+              and `prohibit` name the output for the kernel's routes of those types \
+              (`DEVICES \"eth0 eth1 blackhole|unreachable|prohibit\"`, that output to \
+              a Discard or an ICMPError); without one they are skipped and counted",
     },
     Keyword {
         name: "SKIP_ERRORS",
@@ -166,7 +169,9 @@ macro_rules! description {
     A route's interface picks the output by DEVICES, its gateway becomes the destination \
     annotation; of several routes for a prefix the lowest metric's is used, as the \
     kernel does. Learnt routes override configured ones for the same prefix, and a \
-    withdrawal gives the configured route back."
+    withdrawal gives the configured route back. Blackhole, unreachable and prohibit \
+    routes go to the output DEVICES names for them, so that a hole inside a covering \
+    route discards (or answers with ICMP) as Linux would."
     };
 }
 
