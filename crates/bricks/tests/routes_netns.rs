@@ -386,10 +386,8 @@ fn kernel_route_changes_steer_traffic_within_100_ms() {
         "onlink",
     ]);
     lab.route(&["add", "blackhole", "10.66.0.0/16"]);
-    for host in ["h2"] {
-        lab.net.add_addr(host, "lo", "10.65.0.5/32").unwrap();
-        lab.net.add_addr(host, "lo", "10.66.0.5/32").unwrap();
-    }
+    lab.net.add_addr("h2", "lo", "10.65.0.5/32").unwrap();
+    lab.net.add_addr("h2", "lo", "10.66.0.5/32").unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let stop = Arc::new(AtomicBool::new(false));
     let (covered, ct) = receiver(lab.net.ns_name("h2"), "0.0.0.0", 9002, stop.clone());
