@@ -72,7 +72,10 @@ static MANUAL: Manual = Manual {
         at intervals drawn uniformly between MIN_INTERVAL and MAX_INTERVAL; the first \
         MAX_INITIAL_RTR_ADVERTISEMENTS (3) at most MAX_INITIAL_RTR_ADVERT_INTERVAL (16 \
         s) apart (section 6.2.4). The draws come from a generator seeded by ETH and SRC, \
-        so that a run on captures is repeatable. Only the first worker sends them.\n\n\
+        so that a run on captures is repeatable. Only the first worker sends them. On \
+        the capture clock (`bricks run --clock trace`) only the first is sent: time \
+        there jumps from timer to timer, and periodic advertisements would fill the \
+        span before the capture's first packet.\n\n\
         Input frames should be Router Solicitations, Ethernet header included. A valid \
         one (section 6.1.1: hop limit 255, checksum, code 0, options none of length \
         zero, no source link-layer address option from ::) is answered by an \
@@ -618,10 +621,13 @@ impl Element for Ip6RouterAdvertiser {
                     self.c.solicited += u64::from(solicited);
                     self.solicited_at = None;
                     if self.periodic_at.is_some() {
-                        // Any advertisement restarts the interval.
+                        // Any advertisement restarts the interval. On the
+                        // capture clock time jumps to the next timer: a
+                        // periodic one would fill the span before the
+                        // capture's first packet with advertisements.
                         let i = self.interval();
                         self.sent = self.sent.saturating_add(1);
-                        self.periodic_at = Some(now + i);
+                        self.periodic_at = (!cx.trace_clock()).then_some(now + i);
                     }
                     cx.push(0, &mut b);
                 }
