@@ -84,7 +84,9 @@ static MANUAL: Manual = Manual {
         advertisement, whichever worker sent it: solicitations that arrive meanwhile are \
         answered by that one advertisement (section 6.2.6), so a flood of solicitations \
         costs at most one advertisement every 3 s. Each advertisement restarts the \
-        unsolicited interval. Solicitations whose hop limit is not 255 (`bad_hop_limit`), \
+        unsolicited interval. After a hot swap to a configuration that advertises the \
+        same things the schedule goes on; one with other prefixes, lifetimes or \
+        addresses advertises at once. Solicitations whose hop limit is not 255 (`bad_hop_limit`), \
         with a wrong checksum (`bad_checksum`) or a bad code or option (`bad_nd`), and \
         frames that are not Router Solicitations or carry extension headers before the \
         ICMPv6 message (`not_rs`) are not answered; everything not answered and every \
@@ -570,9 +572,47 @@ impl Ip6RouterAdvertiser {
 
 impl Element for Ip6RouterAdvertiser {
     fn start(&mut self, cx: &mut Context<'_>) {
-        if cx.worker() == 0 {
+        if cx.worker() == 0 && self.periodic_at.is_none() {
             self.periodic_at = Some(cx.now().0);
-            self.arm(cx);
+        }
+        self.arm(cx);
+    }
+
+    /// Hot swap: the counters carry over; an advertiser saying the same
+    /// things keeps its schedule (and the time of the last advertisement,
+    /// for the limit on answers), while one with new prefixes, lifetimes
+    /// or addresses advertises at once, so that hosts learn the change.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<Ip6RouterAdvertiser>(old) else {
+            return;
+        };
+        self.c = old.c;
+        let same = (
+            self.eth,
+            self.src,
+            &self.prefixes,
+            self.mtu,
+            self.lifetime,
+            self.hop_limit,
+            self.flags,
+        ) == (
+            old.eth,
+            old.src,
+            &old.prefixes,
+            old.mtu,
+            old.lifetime,
+            old.hop_limit,
+            old.flags,
+        );
+        if same {
+            self.last
+                .0
+                .fetch_max(old.last.0.load(Ordering::Relaxed), Ordering::Relaxed);
+            self.sent = old.sent;
+            self.solicited_at = old.solicited_at;
+            if (self.min, self.max) == (old.min, old.max) {
+                self.periodic_at = old.periodic_at;
+            }
         }
     }
 
