@@ -93,7 +93,8 @@ static MANUAL: Manual = Manual {
         solicitation leave on output 1 if it is connected and are dropped otherwise.\n\n\
         The element does not learn the soliciting hosts' link-layer addresses: \
         IP6NDSolicitor resolves them when the router sends to them. Answering Neighbor \
-        Solicitations for SRC is IP6NDAdvertiser's job: give it SRC too.",
+        Solicitations for SRC is IP6NDAdvertiser's job: give it SRC too. The `prefixes` \
+        handler lists the prefixes advertised, one `PREFIX VALID PREFERRED` line each.",
     ports: "one input, push; output 0: Router Advertisements, push; optional output 1: \
         solicitations and frames not used, push",
     keywords: &[
