@@ -63,9 +63,9 @@ static MANUAL: Manual = Manual {
         set and their parameter problem annotation set to that pointer, ready for \
         `ICMP6Error(SRC, parameterproblem, header)`; with output 3 unconnected they \
         are treated as invalid (output 1, the pointer still annotated). With no \
-        segments left the header is ignored and the packet goes on. Fragments are forwarded unchanged (a router does not \
-        reassemble); the walk stops at the Fragment header of a fragment other than \
-        the first.\n\n\
+        segments left the header is ignored and the packet goes on. Fragments are \
+        forwarded unchanged (a router does not reassemble); the walk stops at the \
+        Fragment header of a fragment other than the first.\n\n\
         Valid packets are trimmed to the payload length (link padding goes), get \
         their network header annotation set to the IPv6 header and their IPv6 \
         destination annotation to the header's destination (for LookupIP6Route), and \
