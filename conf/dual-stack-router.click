@@ -4,7 +4,9 @@
 // The IPv4 half is conf/demo-router.click; the IPv6 half beside it is the
 // same router for IPv6 (RFC 8200, RFC 4443, RFC 4861), with Click's IPv6
 // element names: CheckIP6Header, LookupIP6Route, DecIP6HLIM, ICMP6Error,
-// IP6NDSolicitor and IP6NDAdvertiser.
+// IP6NDSolicitor and IP6NDAdvertiser, and bricks' IP6RouterAdvertiser,
+// which announces the router and each link's prefix so that hosts can
+// configure themselves (SLAAC, RFC 4862).
 //
 // It is the router of the Click paper (Kohler et al., TOCS 2000, Figure 8;
 // conf/ip-router.click is the original), with the addresses taken out into
@@ -37,10 +39,12 @@ define(
     $LEN0 24,
     $BCAST0 10.1.0.255,
     $MAC0 02:00:00:00:01:01,
-    // Its IPv6 address and that subnet.
+    // Its IPv6 address and that subnet, and its link-local address: the
+    // source of its Router Advertisements, the hosts' default router.
     $IP6_0 2001:db8:1::1,
     $NET6_0 2001:db8:1::,
     $LEN6_0 64,
+    $LL6_0 fe80::1,
 
     // Interface 1, the same.
     $DEV1 eth1,
@@ -52,6 +56,7 @@ define(
     $IP6_1 2001:db8:2::1,
     $NET6_1 2001:db8:2::,
     $LEN6_1 64,
+    $LL6_1 fe80::1,
 
     // How packets reach bricks: auto (AF_XDP, else AF_PACKET), xdp or
     // packet.
@@ -112,9 +117,10 @@ out0 :: ToDevice($DEV0);
 q0 :: Queue(1024) -> out0;
 
 // ARP requests, ARP replies, IPv4, Neighbor Solicitations, Neighbor
-// Advertisements, the rest of IPv6, everything else.
+// Advertisements, Router Solicitations, the rest of IPv6, everything else.
 c0 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800,
-                 12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd, -);
+                 12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd 20/3a 54/85,
+                 12/86dd, -);
 in0 -> c0;
 
 // Answer "who has 10.1.0.1?" with our MAC.
@@ -128,16 +134,22 @@ arpt[0] -> [1]arpq0;
 // the interface it came in on is noticed (ICMP redirect, below).
 c0[2] -> Paint(1) -> ip;
 // "Who has 2001:db8:1::1?": answered with our MAC; the asker's MAC, which
-// the question carries, is learnt too (RFC 4861 section 7.2.3).
-nda0 :: IP6NDAdvertiser($IP6_0/128 $MAC0) -> q0;
+// the question carries, is learnt too (RFC 4861 section 7.2.3). At start
+// the address is announced to all nodes three times, a second apart
+// (section 7.2.6). The link-local address too.
+nda0 :: IP6NDAdvertiser($IP6_0/128 $MAC0, $LL6_0/128 $MAC0) -> q0;
 nds0 :: IP6NDSolicitor($IP6_0/$LEN6_0, $MAC0) -> q0;
 c0[3] -> ns0 :: Tee(2);
 ns0[0] -> nda0;
 ns0[1] -> [1]nds0;
 c0[4] -> [1]nds0;
-c0[5] -> Paint(1) -> ip6;
+// Router Advertisements: at start, then every 200 to 600 s, and in answer
+// to Router Solicitations; hosts that accept them learn the prefix, the
+// MTU and the router (RFC 4861 section 6.2).
+c0[5] -> ra0 :: IP6RouterAdvertiser($MAC0, $LL6_0, PREFIX $NET6_0/$LEN6_0, MTU $MTU0) -> q0;
+c0[6] -> Paint(1) -> ip6;
 // LLDP and the rest.
-c0[6] -> other0 :: Discard;
+c0[7] -> other0 :: Discard;
 
 // ---------------------------------------------------------------------
 // Interface 1, the same.
@@ -147,7 +159,8 @@ out1 :: ToDevice($DEV1);
 q1 :: Queue(1024) -> out1;
 
 c1 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800,
-                 12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd, -);
+                 12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd 20/3a 54/85,
+                 12/86dd, -);
 in1 -> c1;
 
 c1[0] -> ar1 :: ARPResponder($IP1 $MAC1) -> q1;
@@ -155,14 +168,15 @@ arpq1 :: ARPQuerier($IP1/$LEN1, $MAC1) -> q1;
 c1[1] -> arpt;
 arpt[1] -> [1]arpq1;
 c1[2] -> Paint(2) -> ip;
-nda1 :: IP6NDAdvertiser($IP6_1/128 $MAC1) -> q1;
+nda1 :: IP6NDAdvertiser($IP6_1/128 $MAC1, $LL6_1/128 $MAC1) -> q1;
 nds1 :: IP6NDSolicitor($IP6_1/$LEN6_1, $MAC1) -> q1;
 c1[3] -> ns1 :: Tee(2);
 ns1[0] -> nda1;
 ns1[1] -> [1]nds1;
 c1[4] -> [1]nds1;
-c1[5] -> Paint(2) -> ip6;
-c1[6] -> other1 :: Discard;
+c1[5] -> ra1 :: IP6RouterAdvertiser($MAC1, $LL6_1, PREFIX $NET6_1/$LEN6_1, MTU $MTU1) -> q1;
+c1[6] -> Paint(2) -> ip6;
+c1[7] -> other1 :: Discard;
 
 // ---------------------------------------------------------------------
 // Local delivery. The router answers pings to its own addresses (RFC 1812
@@ -235,12 +249,14 @@ rt6 :: LookupIP6Route(
 // The IPv6 input path: take off the Ethernet header, check the IPv6 header
 // (version, lengths, source addresses, extension headers, Hop-by-Hop
 // options) and look the route up. Options a router must report (RFC 8200
-// section 4.2) get a parameter problem.
+// section 4.2) get a parameter problem, code 2; a Type 0 Routing header
+// with segments left, to the router, one of code 0 (RFC 5095).
 ip6 :: Strip(14)
     -> chk6 :: CheckIP6Header(INTERFACES $IP6_0 $IP6_1)
     -> [0]rt6;
 chk6[1] -> bad6 :: Discard;
 chk6[2] -> err_opt :: PaintSwitch;
+chk6[3] -> err_hdr :: PaintSwitch;
 
 // ICMPv6 errors come from the router's address on the interface the
 // offending packet came in by (its paint: 1 for eth0, 2 for eth1), and go
@@ -256,6 +272,9 @@ err_route[2] -> ICMP6Error($IP6_1, unreachable, noroute) -> rt6;
 err_opt[0] -> Discard;
 err_opt[1] -> ICMP6Error($IP6_0, parameterproblem, option) -> rt6;
 err_opt[2] -> ICMP6Error($IP6_1, parameterproblem, option) -> rt6;
+err_hdr[0] -> Discard;
+err_hdr[1] -> ICMP6Error($IP6_0, parameterproblem, header) -> rt6;
+err_hdr[2] -> ICMP6Error($IP6_1, parameterproblem, header) -> rt6;
 rt6[3] -> no_route6 :: Counter -> err_route;
 
 // Local delivery: pings to the router's addresses are answered; the rest

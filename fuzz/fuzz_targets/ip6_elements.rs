@@ -1,6 +1,7 @@
 //! Arbitrary bytes as a packet through every IPv6 element, alone and
 //! chained as an IPv6 router chains them (CheckIP6Header, GetIP6Address,
-//! DecIP6HLIM, ICMP6Error on the rejects, ICMP6PingResponder), with and
+//! DecIP6HLIM, ICMP6Error on the rejects, ICMP6PingResponder), and as
+//! frames through IP6RouterAdvertiser, with and
 //! without an Ethernet header in front, with the annotations those
 //! elements read set in several ways. Nothing may panic or loop; every
 //! ICMPv6 error that comes out is a well-formed IPv6 packet of at most
@@ -62,10 +63,15 @@ fn duts() -> Duts {
             Dut::new(&ip6::getip6address::CLASS, "2040", 1),
             Dut::new(&ip6::ip6mirror::CLASS, "", 1),
             Dut::new(&ip6::icmp6pingresponder::CLASS, "", 2),
+            Dut::new(
+                &ip6::ip6_router_advertiser::CLASS,
+                "52:54:00:aa:00:01, PREFIX 2001:db8::/64, MTU 1500",
+                2,
+            ),
             Dut::new(&ip6::icmp6error::CLASS, "2001:db8::ff, 3, 0, RATE 0", 1),
             Dut::new(&ip6::icmp6error::CLASS, "2001:db8::ff, 4, 2, RATE 0", 1),
         ],
-        check: Dut::new(&ip6::checkip6header::CLASS, "INTERFACES 2001:db8::ff", 3),
+        check: Dut::new(&ip6::checkip6header::CLASS, "INTERFACES 2001:db8::ff", 4),
         get: Dut::new(&ip6::getip6address::CLASS, "24", 1),
         dh: Dut::new(&ip6::decip6hlim::CLASS, "", 2),
         ping: Dut::new(&ip6::icmp6pingresponder::CLASS, "", 2),
@@ -156,7 +162,7 @@ fuzz_target!(|data: &[u8]| {
                 for (i, dut) in d.alone.iter_mut().enumerate() {
                     let out = dut.run(make());
                     check(&out);
-                    if i >= 7 {
+                    if i >= 8 {
                         out.iter().flatten().for_each(check_error);
                     }
                 }
@@ -167,6 +173,7 @@ fuzz_target!(|data: &[u8]| {
                 let mut rejected: Vec<(usize, Packet)> = Vec::new();
                 rejected.extend(out[1].drain(..).map(|p| (0, p)));
                 rejected.extend(out[2].drain(..).map(|p| (1, p)));
+                rejected.extend(out[3].drain(..).map(|p| (0, p)));
                 let valid = out.swap_remove(0);
                 for p in valid {
                     let p = d.get.run(p).swap_remove(0);

@@ -192,7 +192,8 @@ fn dual_stack_router_ipv6_on_captures() {
     hbh.extend_from_slice(&udp(h1(), h2(), 7, 16));
     eth0.push((8000, frame(ROUTER0, H1_MAC, &ip6(h1(), h2(), 0, 64, &hbh))));
     // 8: a Type 0 Routing header with a segment left, to the router:
-    // refused (RFC 5095), nothing comes out.
+    // refused (RFC 5095), a parameter problem code 0 pointing at the
+    // routing type (byte 42).
     let mut rh0 = vec![17, 2, 0, 1, 0, 0, 0, 0];
     rh0.extend_from_slice(&h2().octets());
     rh0.extend_from_slice(&udp(h1(), gw0(), 8, 16));
@@ -205,6 +206,21 @@ fn dual_stack_router_ipv6_on_captures() {
     // 10: a large packet with hop limit 1: the error quotes it up to
     // 1280 bytes in all.
     eth0.push((11000, from_h1(h2(), 1, 10, 1300)));
+    // 12: h1 asks for routers from its link-local address: a Router
+    // Advertisement to all nodes within half a second.
+    let ll1 = a("fe80::2");
+    let mut rs = vec![0; 4];
+    rs.extend_from_slice(&[1, 1]);
+    rs.extend_from_slice(&H1_MAC);
+    let rs = icmp6(ll1, a("ff02::2"), 133, 0, &rs);
+    eth0.push((
+        13000,
+        frame(
+            [0x33, 0x33, 0, 0, 0, 2],
+            H1_MAC,
+            &ip6(ll1, a("ff02::2"), 58, 255, &rs),
+        ),
+    ));
     // 11: a flood of 100 packets with hop limit 1 in one millisecond:
     // the errors are rate limited (BURST 50, then 1,000 a second).
     for _ in 0..100 {
@@ -258,10 +274,12 @@ fn dual_stack_router_ipv6_on_captures() {
 
     // 1: the advertisement, solicited, router, override, with the
     // router's MAC; and none for the hop-limit-64 solicitation (9).
-    let nas: Vec<&Vec<u8>> = e0
+    let all_nas: Vec<&Vec<u8>> = e0
         .iter()
         .filter(|f| f.len() >= 78 && f[12..14] == [0x86, 0xdd] && f[54] == 136)
         .collect();
+    let (nas, unsolicited): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) =
+        all_nas.into_iter().partition(|f| f[58] & 0x40 != 0);
     assert_eq!(nas.len(), 1, "advertisements on eth0");
     let na = nas[0];
     assert_eq!(&na[0..6], &H1_MAC);
@@ -269,14 +287,63 @@ fn dual_stack_router_ipv6_on_captures() {
     assert_eq!(na[58] & 0xe0, 0xe0, "R, S and O set");
     assert_eq!(&na[62..78], &gw0().octets(), "target");
 
+    // At start, three unsolicited advertisements of each of the router's
+    // addresses on eth0 (its global and link-local ones), to all nodes,
+    // R and O set (RFC 4861 section 7.2.6).
+    assert_eq!(unsolicited.len(), 6, "unsolicited advertisements on eth0");
+    for f in &unsolicited {
+        assert_eq!(&f[0..6], &[0x33, 0x33, 0, 0, 0, 1]);
+        assert_eq!(f[21], 255);
+        assert_eq!(f[58] & 0xe0, 0xa0, "R and O, not S");
+        assert_eq!(&f[22..38], &f[62..78], "from the target address");
+    }
+
+    // Router Advertisements on eth0: one at start, one in answer to h1's
+    // solicitation (12), with the router's MAC, the MTU and the prefix
+    // 2001:db8:1::/64, from fe80::1.
+    let ras: Vec<&Vec<u8>> = e0
+        .iter()
+        .filter(|f| f.len() >= 70 && f[12..14] == [0x86, 0xdd] && f[20] == 58 && f[54] == 134)
+        .collect();
+    assert_eq!(ras.len(), 2, "router advertisements on eth0");
+    for f in &ras {
+        let src = Ipv6Addr::from(<[u8; 16]>::try_from(&f[22..38]).unwrap());
+        assert_eq!(src, a("fe80::1"));
+        assert_eq!(f[21], 255);
+        assert!(Icmpv6Packet::new_unchecked(&f[54..]).verify_checksum(src, a("ff02::1")));
+        // Source link-layer, MTU, then the prefix option.
+        assert_eq!(&f[70..78], &[1, 1, 2, 0, 0, 0, 1, 1]);
+        assert_eq!(&f[78..86], &[5, 1, 0, 0, 0, 0, 0x05, 0xdc]);
+        assert_eq!(&f[86..90], &[3, 4, 64, 0xc0]);
+        assert_eq!(
+            &f[102..118],
+            &gw0().octets()[..8]
+                .iter()
+                .chain(&[0u8; 8])
+                .copied()
+                .collect::<Vec<u8>>()[..]
+        );
+    }
+
     // 2: the echo reply.
     let icmp = icmp_to_h1(&e0);
     assert!(icmp.contains(&(129, 0, 0x1234_0001, gw0(), 12)), "{icmp:?}");
 
-    // 3: the solicitation for h2 on eth1, then the packet, hop limit 63,
-    // to h2's MAC.
-    assert!(e1[0].len() >= 86 && e1[0][54] == 135 && e1[0][62..78] == h2().octets());
-    assert_eq!(&e1[0][0..6], &[0x33, 0x33, 0xff, 0, 0, 2]);
+    // 3: the solicitation for h2 on eth1 (after the start-up
+    // advertisements), then the packet, hop limit 63, to h2's MAC.
+    let first = e1
+        .iter()
+        .position(|f| f.len() > 62 && (f[54] == 135 || f[20] == 17))
+        .unwrap();
+    let ns = &e1[first];
+    assert!(ns.len() >= 86 && ns[54] == 135 && ns[62..78] == h2().octets());
+    assert_eq!(&ns[0..6], &[0x33, 0x33, 0xff, 0, 0, 2]);
+    // Before it only what the router sends at start: three unsolicited
+    // advertisements of each of its eth1 addresses and one Router
+    // Advertisement.
+    let start: Vec<u8> = e1[..first].iter().map(|f| f[54]).collect();
+    assert_eq!(start.iter().filter(|&&t| t == 136).count(), 6, "{start:?}");
+    assert_eq!(start.iter().filter(|&&t| t == 134).count(), 1, "{start:?}");
     let fwd: Vec<&Vec<u8>> = e1.iter().filter(|f| f.len() > 62 && f[20] == 17).collect();
     assert_eq!(fwd.len(), 1, "only the first packet reaches h2");
     assert_eq!(&fwd[0][0..6], &H2_MAC);
@@ -304,8 +371,12 @@ fn dual_stack_router_ipv6_on_captures() {
             .any(|&(t, c, ptr, src, _)| (t, c, ptr, src) == (4, 2, 42, gw0())),
         "{icmp:?}"
     );
-    // 8: nothing for the Type 0 Routing header: every error is accounted
-    // for by the other cases.
+    // 8: parameter problem, erroneous header field, at the routing type.
+    assert!(
+        icmp.iter()
+            .any(|&(t, c, ptr, src, _)| (t, c, ptr, src) == (4, 0, 42, gw0())),
+        "{icmp:?}"
+    );
 
     // 10: the quote of the large packet stops at 1280 bytes in all.
     assert!(

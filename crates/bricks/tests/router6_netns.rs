@@ -7,7 +7,10 @@
 //! link's MTU is 1400 at the router, the hosts' 1500), hop limit 1 answered
 //! with time exceeded from the router's address on the sender's side, no
 //! route answered with unreachable (no route), a neighbour that never
-//! answers with address unreachable. IPv4 keeps working beside it.
+//! answers with address unreachable. IPv4 keeps working beside it. A host
+//! that accepts Router Advertisements configures an address in its link's
+//! prefix from bricks' (SLAAC, RFC 4862) and takes the router as its
+//! default.
 //!
 //! Needs root (skipped otherwise, a failure under CI=true). Each test
 //! builds its own network, named uniquely, and everything is deleted when
@@ -42,6 +45,12 @@ struct Lab {
 
 impl Lab {
     fn start(tag: &str, backend: &str, threads: usize) -> Lab {
+        Lab::start_with(tag, backend, threads, None)
+    }
+
+    /// Like [`Lab::start`], with `accept_ra` (a host) taking Router
+    /// Advertisements.
+    fn start_with(tag: &str, backend: &str, threads: usize, accept_ra: Option<&str>) -> Lab {
         let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
         for ns in ["r", "h1", "h2"] {
             net.add_namespace(ns).unwrap();
@@ -65,7 +74,8 @@ impl Lab {
             // detection; no router advertisements expected.
             net.sysctl(host, "net.ipv6.conf.default.accept_dad", "0")
                 .unwrap();
-            net.sysctl(host, "net.ipv6.conf.default.accept_ra", "0")
+            let ra = if accept_ra == Some(host) { "1" } else { "0" };
+            net.sysctl(host, "net.ipv6.conf.default.accept_ra", ra)
                 .unwrap();
             net.add_link(host, "eth0", "r", dev, 2).unwrap();
             net.disable_offloads(host, "eth0").unwrap();
@@ -317,6 +327,48 @@ fn suite(tag: &str, backend: &str, threads: usize) {
         .filter(|n| n.starts_with(&prefix))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// h1 takes Router Advertisements: from bricks' first one, sent when the
+/// router starts, it forms an address in 2001:db8:1::/64 (its static one
+/// aside), learns the router's link-local address as a default router,
+/// and reaches h2 from the new address.
+#[test]
+fn slaac_from_router_advertisements() {
+    if skip_unless_root("router6_netns slaac").is_some() {
+        return;
+    }
+    let lab = Lab::start_with("v6ra", "packet", 1, Some("h1"));
+    let slaac = |l: &Lab| -> Option<String> {
+        let out = l.run("h1", &["ip", "-6", "addr", "show", "dev", "eth0"], 5);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.lines()
+            .find(|line| line.contains("inet6 2001:db8:1:") && line.contains("dynamic"))
+            .map(|line| line.split_whitespace().nth(1).unwrap_or("").to_string())
+    };
+    lab.wait_for("h1's SLAAC address", Duration::from_secs(40), |l| {
+        slaac(l).is_some()
+    });
+    let addr = slaac(&lab).unwrap();
+    let addr = addr.split('/').next().unwrap().to_string();
+    assert_ne!(addr, H1);
+    assert!(lab.counter("ra0", "advertisements") >= 1);
+    let out = lab.run("h1", &["ip", "-6", "route", "show", "default"], 5);
+    let routes = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        routes.contains("via fe80::1"),
+        "h1 has no default route from the advertisement: {routes}"
+    );
+    // The new address works through the router.
+    let (ok, text) = lab.ping6("h1", &["-c", "2", "-i", "0.2", "-W", "2", "-I", &addr, H2]);
+    assert!(
+        ok && text.contains("2 received"),
+        "ping -6 -I {addr}:\n{text}\nrouter stderr:\n{}",
+        lab.stderr()
+    );
+    // h2 does not take advertisements: nothing but its static address.
+    let out = lab.run("h2", &["ip", "-6", "addr", "show", "dev", "eth0"], 5);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("dynamic"));
 }
 
 #[test]

@@ -213,6 +213,41 @@ fn a_failing_configuration_leaves_the_old_one_running() {
     assert!(s.total.errors.is_empty(), "{:?}", s.total.errors);
 }
 
+/// The IPv6 advertisers do not announce again what a swap did not change,
+/// and announce at once what it did.
+#[test]
+fn ipv6_advertisements_are_not_repeated_by_a_swap() {
+    let conf = |prefix: &str| {
+        format!(
+            "Idle -> ra :: IP6RouterAdvertiser(52:54:00:aa:00:01, PREFIX {prefix}) \
+                -> c :: Counter -> Discard; \
+             Idle -> nda :: IP6NDAdvertiser(2001:db8::1 52:54:00:aa:00:01) \
+                -> c2 :: Counter -> Discard;"
+        )
+    };
+    let old = plan(&conf("2001:db8::/64"));
+    let mut e = Engine::new(&old).unwrap();
+    e.start();
+    settle(&mut e);
+    // One Router Advertisement and the first unsolicited Neighbor
+    // Advertisement at start (the next ones a second later).
+    assert_eq!(count(&e, "c", "count"), 1);
+    assert_eq!(count(&e, "c2", "count"), 1);
+    let same = beside(&conf("2001:db8::/64"), &old).unwrap();
+    e.adopt(Engine::new(&same).unwrap());
+    settle(&mut e);
+    assert_eq!(count(&e, "c", "count"), 1, "the same advertisement again");
+    assert_eq!(count(&e, "c2", "count"), 1, "the first round again");
+    assert_eq!(count(&e, "ra", "advertisements"), 1);
+    assert_eq!(count(&e, "nda", "unsolicited"), 1);
+    // Another prefix: advertised at once.
+    let other = beside(&conf("2001:db8:5::/64"), &same).unwrap();
+    e.adopt(Engine::new(&other).unwrap());
+    settle(&mut e);
+    assert_eq!(count(&e, "c", "count"), 2);
+    assert_eq!(count(&e, "ra", "advertisements"), 2);
+}
+
 #[test]
 fn arp_entries_carry_over() {
     let conf = |extra: &str| {

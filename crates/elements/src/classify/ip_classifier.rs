@@ -72,13 +72,17 @@ protocol `icmp6`, or an IPv6 address or prefix as the value makes a primitive ab
 IPv6 header, which also requires version 6: `ip6 src net 2001:db8::/32`, `dst host \
 fe80::1`, `icmp6 type T` (a number or one of echo, echo-reply, unreachable, toobig, \
 timeexceeded, parameterproblem, routersolicit, routeradvert, neighborsolicit, \
-neighboradvert, redirect), `ip6 hlim N` (also `ip6 ttl`), `ip6 nxt P` (also `ip6 proto`), \
-`ip6 plen N`, `ip6 flow N`, `ip6 tos N`, `ip6 dscp N`, `ip6 frag` (a fragment header \
-follows the IPv6 header). Transport primitives without `ip` or `ip6` (`tcp`, `udp`, \
-`port 22`, `tcp opt syn`) match both families, each read where its header has it; with \
-`ip` they are IPv4's, as in Click. In IPv6 the transport header is looked for right after \
-the 40-byte header: a packet with extension headers matches `ip6 nxt` of its first one, \
-not its ports. An IPv4 primitive never matches an IPv6 packet (Click would read the IPv6 \
+neighboradvert, redirect), `ip6 hlim N` (also `ip6 ttl`), `ip6 proto P` (the upper-layer \
+protocol), `ip6 nxt P` (the fixed header's Next Header field), `ip6 plen N`, `ip6 flow N`, \
+`ip6 tos N`, `ip6 dscp N`, `ip6 frag` (the packet has a Fragment header). Transport \
+primitives without `ip` or `ip6` (`tcp`, `udp`, `port 22`, `tcp opt syn`) match both \
+families, each read where its header has it; with `ip` they are IPv4's, as in Click. In \
+IPv6 the protocol and the transport header are found by walking the extension headers \
+(Hop-by-Hop, Routing, Destination Options, Fragment, AH; at most eight, so every packet \
+costs a bounded time): `ip6 tcp port 80` matches behind a Hop-by-Hop header. A fragment \
+other than the first has no transport header and matches no port, flag or type primitive \
+(`not port 80` does match it); a chain that runs past the payload or holds more than eight \
+headers matches no protocol or transport primitive. An IPv4 primitive never matches an IPv6 packet (Click would read the IPv6 \
 header as if it were IPv4's); on every other packet it means what it means in Click.
 
 Examples: `tcp dst port 80`; `dst tcp port 8000 or 8080`; `udp and (port 53 or port 123)`; \
@@ -335,12 +339,15 @@ mod tests {
         assert_eq!(all("icmp6 type echo"), [false, false, true, false]);
         assert_eq!(all("icmp6 type echo-reply"), [false, false, false, false]);
         assert_eq!(all("icmp6 type 128"), [false, false, true, false]);
-        // Transport tests need the transport header right after the IPv6
-        // header.
-        assert_eq!(all("ip6 and tcp dst port 22"), [true, false, false, false]);
-        assert_eq!(all("ip6 tcp opt syn"), [true, false, false, false]);
+        // Transport tests find the transport header behind the
+        // extension headers; `ip6 nxt` reads the fixed header's field.
+        assert_eq!(all("ip6 and tcp dst port 22"), [true, true, false, false]);
+        assert_eq!(all("ip6 tcp opt syn"), [true, true, false, false]);
         assert_eq!(all("ip6 nxt 0"), [false, true, false, false]);
-        assert_eq!(all("ip6 proto tcp"), [true, false, false, false]);
+        assert_eq!(all("ip6 nxt tcp"), [true, false, false, false]);
+        assert_eq!(all("nxt 6"), [true, false, false, false]);
+        assert_eq!(all("ip6 proto tcp"), [true, true, false, false]);
+        assert_eq!(all("ip6 proto 0"), [false, false, false, false]);
         assert_eq!(all("ip6 hlim < 64"), [true, true, false, false]);
         assert_eq!(all("hlim 64"), [false, false, true, false]);
         assert_eq!(all("ip6 ttl 63"), [true, true, false, false]);
@@ -352,8 +359,8 @@ mod tests {
         // Transport tests without `ip` or `ip6` apply to both families;
         // with `ip` they are IPv4's, as in Click.
         assert_eq!(all("tcp dst port 80"), [false, false, false, true]);
-        assert_eq!(all("tcp dst port 22"), [true, false, false, false]);
-        assert_eq!(all("tcp"), [true, false, false, true]);
+        assert_eq!(all("tcp dst port 22"), [true, true, false, false]);
+        assert_eq!(all("tcp"), [true, true, false, true]);
         assert_eq!(all("ip proto tcp"), [false, false, false, true]);
         assert_eq!(all("proto udp"), [false, false, false, false]);
         assert_eq!(all("icmp"), [false, false, false, false]);
@@ -367,6 +374,71 @@ mod tests {
         ] {
             assert!(compile(&[bad]).is_err(), "{bad} compiled");
         }
+    }
+
+    /// An IPv6 UDP datagram 2001:db8::1 port 40000 -> 2001:db8:1::2 port
+    /// 53 behind `ext` (extension headers, the first named by `first`, the
+    /// last naming UDP, or a Fragment header at `offset` 8-byte units).
+    fn ipv6_udp_behind(first: u8, ext: &[u8]) -> Vec<u8> {
+        let mut p = ipv6_tcp_syn(false);
+        p.truncate(40);
+        p[6] = first;
+        p.extend_from_slice(ext);
+        p.extend_from_slice(&[0x9c, 0x40, 0, 53, 0, 12, 0, 0, 1, 2, 3, 4]);
+        let plen = (p.len() - 40) as u16;
+        p[4..6].copy_from_slice(&plen.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn ipv6_transport_behind_extension_headers() {
+        // Hop-by-Hop, a Type 0 Routing header with no segments left,
+        // Destination Options, a first fragment (offset 0, more to come).
+        let mut ext = vec![43, 0, 1, 4, 0, 0, 0, 0];
+        ext.extend([60, 2, 0, 0, 0, 0, 0, 0]);
+        ext.extend(
+            &"2001:db8:2::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        ext.extend([44, 0, 1, 4, 0, 0, 0, 0]);
+        ext.extend([17, 0, 0x00, 0x01, 0, 0, 0x12, 0x34]);
+        let chain = ipv6_udp_behind(0, &ext);
+        // The next fragment of the same datagram: offset 8 bytes.
+        let later = ipv6_udp_behind(44, &[17, 0, 0x00, 0x08, 0, 0, 0x12, 0x34]);
+        // A chain running past the payload.
+        let mut broken = ipv6_udp_behind(60, &[17, 9, 0, 0, 0, 0, 0, 0]);
+        broken.extend([0; 80]);
+        // Destination Options naming themselves, nine times: past the
+        // walk's bound of eight headers.
+        let mut long = [60u8, 0, 1, 4, 0, 0, 0, 0].repeat(8);
+        long.extend([17, 0, 1, 4, 0, 0, 0, 0]);
+        let long = ipv6_udp_behind(60, &long);
+        let all = |pat: &str| -> [bool; 4] {
+            let p = compile(&[pat]).unwrap_or_else(|e| panic!("{pat}: {e}"));
+            [&chain, &later, &broken, &long].map(|b| p.classify_ip(b) == Some(0))
+        };
+        assert_eq!(all("ip6 udp port 53"), [true, false, false, false]);
+        assert_eq!(all("udp dst port 53"), [true, false, false, false]);
+        assert_eq!(all("ip6 udp src port 40000"), [true, false, false, false]);
+        assert_eq!(all("ip6 tcp port 53"), [false, false, false, false]);
+        assert_eq!(all("not udp port 53"), [false, true, true, true]);
+        assert_eq!(all("udp port != 53"), [false, false, false, false]);
+        assert_eq!(all("ip6 udp"), [true, true, false, false]);
+        assert_eq!(all("ip6 frag"), [true, true, false, false]);
+        assert_eq!(all("ip6 unfrag"), [false, false, false, false]);
+        assert_eq!(all("ip6 nxt 0"), [true, false, false, false]);
+        assert_eq!(all("ip6 nxt 44"), [false, true, false, false]);
+        assert_eq!(all("ip6"), [true, true, true, true]);
+        // ICMPv6 behind a Hop-by-Hop header: an MLDv2 report (type 143)
+        // with a Router Alert, as Linux sends it.
+        let mut mld = ipv6_udp_behind(0, &[58, 0, 5, 2, 0, 0, 1, 0]);
+        mld.truncate(48);
+        mld.extend([143, 0, 0, 0, 0, 0, 0, 0]);
+        mld[4..6].copy_from_slice(&16u16.to_be_bytes());
+        let p = compile(&["icmp6 type 143"]).unwrap();
+        assert_eq!(p.classify_ip(&mld), Some(0));
     }
 
     #[test]

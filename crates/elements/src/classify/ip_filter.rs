@@ -29,11 +29,15 @@
 //! version 6: `ip6`, `ip6 src net 2001:db8::/32`, `dst host fe80::1`,
 //! `icmp6 type echo`, `ip6 hlim < 2`, `ip6 nxt tcp`, `ip6 flow 7`,
 //! `ip6 and tcp dst port 22`. `hlim`, `nxt`, `plen`, `flow` name the IPv6
-//! fields; `ttl`, `proto`, `len`, `tos`, `dscp`, `ect` and `ce` read their
-//! IPv6 counterparts in an `ip6` test. Transport tests on IPv6 find the
-//! transport header right after the 40-byte header and require the
-//! protocol in its next-header field: a packet with extension headers
-//! matches `ip6 nxt` of its first extension header only. Transport tests
+//! fields; `ttl`, `len`, `tos`, `dscp`, `ect` and `ce` read their IPv6
+//! counterparts in an `ip6` test. A protocol (`ip6 proto tcp`, `ip6 tcp`)
+//! and the transport tests on IPv6 are about the upper-layer header found
+//! by walking the extension header chain (Hop-by-Hop, Routing, Destination
+//! Options, Fragment, AH; at most eight, RFC 8200 section 4), while `ip6
+//! nxt` reads the fixed header's Next Header field. A fragment other than
+//! the first has no transport header, so its transport tests are false, as
+//! are all of them, and the protocol, on a chain that runs past the
+//! payload or is longer than eight headers. Transport tests
 //! without `ip` or `ip6` (`tcp`, `port 22`) are about either family. An
 //! IPv4 test is false on an IPv6 packet (Click's IPFilter would read the
 //! IPv6 header's bytes as if they were IPv4's); on every other packet it
@@ -52,8 +56,6 @@ const DCCP: u16 = 33;
 const SCTP: u16 = 132;
 /// ICMPv6 (RFC 4443).
 const ICMP6: u16 = 58;
-/// The next-header value of an IPv6 fragment header (RFC 8200 §4.5).
-const FRAGMENT6: u32 = 44;
 /// TCP or UDP (Click's `tcpudp`).
 const TCP_OR_UDP: u16 = 256;
 /// Any transport protocol (Click's `transp`).
@@ -211,6 +213,22 @@ const FLOW6: Field = ip_field("ip6 flow", 12, 20);
 const PLEN6: Field = ip_field("ip6 plen", 32, 16);
 const NXT6: Field = ip_field("ip6 nxt", 48, 8);
 const HLIM6: Field = ip_field("ip6 hlim", 56, 8);
+/// The upper-layer protocol behind the IPv6 extension headers.
+const UPPER6: Field = Field {
+    base: Base::Upper,
+    bit: 0,
+    bits: 8,
+    proto: None,
+    name: "ip6 proto",
+};
+/// The flags the walk of the IPv6 extension headers found.
+const FRAG6: Field = Field {
+    base: Base::Upper,
+    bit: 8,
+    bits: 8,
+    proto: None,
+    name: "ip6 frag",
+};
 const WIN: Field = Field {
     base: Base::Transport,
     bit: 112,
@@ -310,7 +328,7 @@ fn type_word(w: &str) -> Option<Kind> {
         "win" => Kind::Field(WIN),
         "type" => Kind::Field(ICMP_TYPE),
         "hlim" => Kind::Field(HLIM6),
-        "nxt" => Kind::Proto,
+        "nxt" => Kind::Field(NXT6),
         "plen" => Kind::Field(PLEN6),
         "flow" => Kind::Field(FLOW6),
         _ => return None,
@@ -498,7 +516,7 @@ fn lookup(w: &str, kind: Kind, proto: Option<u16>) -> Result<Option<Data>, Strin
     let transport_ok = |allowed: &[u16]| proto.is_none_or(|p| allowed.contains(&p));
     let mut found: Vec<(Data, bool, String)> = Vec::new();
     if let Some(p) = find(PROTOCOLS, w) {
-        let ok = any || kind == Kind::Proto;
+        let ok = any || kind == Kind::Proto || kind == Kind::Field(NXT6);
         found.push((Data::Proto(p), ok, format!("proto {w}")));
     }
     if let Some(p) = find(PORTS, w) {
@@ -1119,7 +1137,7 @@ fn first_fragment() -> Expr {
 fn protocol_guard(p: u16, field: Field) -> Option<Expr> {
     let is = |n: u16| {
         Expr::Test(Test::field(
-            Base::Network,
+            field.base,
             field.bit,
             8,
             0xff,
@@ -1229,7 +1247,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
         p.v6 = true;
     }
     if let Kind::Field(f) = p.kind {
-        if f == HLIM6 || f == PLEN6 || f == FLOW6 {
+        if f == HLIM6 || f == PLEN6 || f == FLOW6 || f == NXT6 {
             p.v6 = true;
         }
     }
@@ -1308,7 +1326,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
         }
     }
     let (proto_field, tos_field) = if p.v6 {
-        (NXT6, TC6)
+        (UPPER6, TC6)
     } else {
         (PROTO_FIELD, TOS)
     };
@@ -1524,8 +1542,9 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                     return Err(format!("`{what}` takes no value"));
                 }
                 if p.v6 {
-                    // A fragment header right after the IPv6 header.
-                    field_cmp(NXT6, Cmp::Eq(0xff, FRAGMENT6), p.kind == Kind::Unfrag)
+                    // A Fragment header anywhere in the chain.
+                    let f = u32::from(super::program::UPPER_FRAGMENT);
+                    field_cmp(FRAG6, Cmp::Eq(f, f), p.kind == Kind::Unfrag)
                 } else {
                     // More fragments set, or a fragment offset.
                     field_cmp(FRAG_FIELD, Cmp::Eq(0x3fff, 0), p.kind == Kind::Frag)
@@ -1536,6 +1555,12 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                     Data::Int(v) => Data::Int(v),
                     Data::Range(lo, hi) => Data::Range(lo, hi),
                     Data::IcmpType(v) if f == ICMP_TYPE || f == ICMP6_TYPE => Data::Int(v as u32),
+                    Data::Proto(v) if f == NXT6 && v < 256 => Data::Int(u32::from(v)),
+                    // `ip6 nxt tcp`: the protocol word is the value, not a
+                    // guard on the upper-layer protocol.
+                    Data::None if f == NXT6 && p.proto.is_some_and(|q| q < 256) => {
+                        Data::Int(u32::from(p.proto.take().unwrap_or(0)))
+                    }
                     // A four-byte field may be compared with an address.
                     Data::Host(a) if f.bits == 32 => Data::Int(a),
                     _ => return Err(format!("`{}` needs a number", f.name)),

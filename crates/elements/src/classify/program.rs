@@ -34,9 +34,21 @@ pub enum Base {
     Data,
     /// The IP header (IPClassifier).
     Network,
-    /// The transport header: the IP header plus its header length.
+    /// The transport header: the IP header plus its header length; in
+    /// IPv6, the upper-layer header behind the extension headers.
     Transport,
+    /// IPv6 only: what the walk of the extension header chain found, two
+    /// bytes and six of padding (see [`IpHeaders`]): the upper-layer protocol, then flags
+    /// ([`UPPER_FRAGMENT`], [`UPPER_LATER_FRAGMENT`]). Empty when the chain
+    /// cannot be walked.
+    Upper,
 }
+
+/// [`Base::Upper`]'s flags: the chain holds a Fragment header.
+pub const UPPER_FRAGMENT: u8 = 0x80;
+/// [`Base::Upper`]'s flags: a fragment other than the first, which has no
+/// upper-layer header.
+pub const UPPER_LATER_FRAGMENT: u8 = 0x40;
 
 /// The comparison a test makes between the masked word `x` and its
 /// operands.
@@ -251,30 +263,103 @@ impl Headers for [u8] {
 }
 
 /// An IP packet seen from its network header, with the transport header
-/// where the IP header length says (Click's transport header annotation).
+/// where the IP header length says (Click's transport header annotation),
+/// or for IPv6 behind the extension headers.
 #[derive(Debug, Clone, Copy)]
 pub struct IpHeaders<'a> {
     /// From the IP header to the end of the packet.
     pub network: &'a [u8],
     /// From the transport header to the end; empty if the packet ends
-    /// with the IP header.
+    /// with the IP header, and in IPv6 for a fragment other than the first
+    /// or a chain that cannot be walked.
     pub transport: &'a [u8],
+    /// [`Base::Upper`]'s bytes (IPv6 only), padded to a word so that a
+    /// test loads them in one go.
+    upper: [u8; 8],
+    /// How many of them there are: 0 when the chain cannot be walked.
+    upper_len: u8,
 }
 
 impl<'a> IpHeaders<'a> {
     /// Locates the transport header of the IP packet `ip`.
     #[inline]
     pub fn new(ip: &'a [u8]) -> IpHeaders<'a> {
-        let transport = match ip.first() {
-            // IPv6: right after the fixed header (extension headers are
-            // not walked; see the pattern language's IPv6 notes).
-            Some(&b) if b >> 4 == 6 => ip.get(40..).unwrap_or(&[]),
-            Some(&b) => ip.get(usize::from(b & 0x0f) * 4..).unwrap_or(&[]),
-            None => &[],
-        };
-        IpHeaders {
-            network: ip,
-            transport,
+        match ip.first() {
+            Some(&b) if b >> 4 == 6 => IpHeaders::ipv6(ip),
+            Some(&b) => IpHeaders {
+                network: ip,
+                transport: ip.get(usize::from(b & 0x0f) * 4..).unwrap_or(&[]),
+                upper: [0; 8],
+                upper_len: 0,
+            },
+            None => IpHeaders {
+                network: ip,
+                transport: &[],
+                upper: [0; 8],
+                upper_len: 0,
+            },
+        }
+    }
+
+    /// An IPv6 packet: TCP, UDP and ICMPv6 right after the fixed header
+    /// cost one comparison; anything else walks the extension header
+    /// chain, at most [`bricks_wire::ipv6ext::MAX_HEADERS`] headers
+    /// (RFC 8200 section 4), so every packet costs a bounded time.
+    #[inline]
+    fn ipv6(ip: &'a [u8]) -> IpHeaders<'a> {
+        match ip.get(6) {
+            Some(&next @ (6 | 17 | 58)) => IpHeaders {
+                network: ip,
+                transport: ip.get(40..).unwrap_or(&[]),
+                upper: [next, 0, 0, 0, 0, 0, 0, 0],
+                upper_len: 8,
+            },
+            Some(_) => IpHeaders::ipv6_chain(ip),
+            None => IpHeaders {
+                network: ip,
+                transport: &[],
+                upper: [0; 8],
+                upper_len: 0,
+            },
+        }
+    }
+
+    #[inline(never)]
+    fn ipv6_chain(ip: &'a [u8]) -> IpHeaders<'a> {
+        use bricks_wire::ipv6ext;
+        // Link padding may follow the payload: the chain must end within
+        // the payload length.
+        let plen = ip
+            .get(4..6)
+            .map_or(0, |l| usize::from(u16::from_be_bytes([l[0], l[1]])));
+        let packet = &ip[..ip.len().min(40 + plen)];
+        match ipv6ext::walk(packet) {
+            Ok(c) => {
+                let later = c.fragment.is_some_and(|(_, off, _)| off != 0);
+                let mut flags = 0;
+                if c.fragment.is_some() {
+                    flags |= UPPER_FRAGMENT;
+                }
+                if later {
+                    flags |= UPPER_LATER_FRAGMENT;
+                }
+                IpHeaders {
+                    network: ip,
+                    transport: if later {
+                        &[]
+                    } else {
+                        ip.get(c.upper_offset..).unwrap_or(&[])
+                    },
+                    upper: [c.upper, flags, 0, 0, 0, 0, 0, 0],
+                    upper_len: 8,
+                }
+            }
+            Err(_) => IpHeaders {
+                network: ip,
+                transport: &[],
+                upper: [0; 8],
+                upper_len: 0,
+            },
         }
     }
 }
@@ -285,6 +370,7 @@ impl Headers for IpHeaders<'_> {
         match base {
             Base::Transport => self.transport,
             Base::Data | Base::Network => self.network,
+            Base::Upper => &self.upper[..usize::from(self.upper_len)],
         }
     }
 }
@@ -447,6 +533,7 @@ impl fmt::Display for Program {
                 Base::Data => "",
                 Base::Network => "ip",
                 Base::Transport => "transp",
+                Base::Upper => "ip6upper",
             };
             let op = match (t.op, t.negate) {
                 (Op::Eq, false) => "==",
@@ -789,6 +876,58 @@ mod tests {
         assert_eq!(h.transport, &[0xaa, 0, 0, 0]);
         assert!(IpHeaders::new(&ip[..20]).transport.is_empty());
         assert!(IpHeaders::new(&[]).transport.is_empty());
+    }
+
+    /// An IPv6 packet whose fixed header names `first`, with `ext` then
+    /// `upper` as its payload.
+    fn ip6(first: u8, ext: &[u8], upper: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x60, 0, 0, 0];
+        p.extend(((ext.len() + upper.len()) as u16).to_be_bytes());
+        p.extend([first, 64]);
+        p.extend([0x20; 32]);
+        p.extend(ext);
+        p.extend(upper);
+        p
+    }
+
+    #[test]
+    fn ipv6_headers_walk_extension_headers() {
+        let tcp = [0x9c, 0x40, 0, 80, 0, 0, 0, 1];
+        // Straight TCP.
+        let p = ip6(6, &[], &tcp);
+        let h = IpHeaders::new(&p);
+        assert_eq!(
+            (h.transport, &h.bytes(Base::Upper)[..2]),
+            (&tcp[..], &[6, 0][..])
+        );
+        // Hop-by-Hop, Routing (type 0, no segments left), Destination
+        // Options, first Fragment, then TCP.
+        let mut ext = vec![43, 0, 1, 4, 0, 0, 0, 0];
+        ext.extend([60, 0, 0, 0, 0, 0, 0, 0]);
+        ext.extend([44, 0, 1, 4, 0, 0, 0, 0]);
+        ext.extend([6, 0, 0x00, 0x01, 0, 0, 0, 7]);
+        let p = ip6(0, &ext, &tcp);
+        let h = IpHeaders::new(&p);
+        assert_eq!(h.transport, &tcp[..]);
+        assert_eq!(&h.bytes(Base::Upper)[..2], &[6, UPPER_FRAGMENT]);
+        // A later fragment: no transport header.
+        let p = ip6(44, &[6, 0, 0x05, 0x00, 0, 0, 0, 7], &tcp);
+        let h = IpHeaders::new(&p);
+        assert!(h.transport.is_empty());
+        assert_eq!(
+            &h.bytes(Base::Upper)[..2],
+            &[6, UPPER_FRAGMENT | UPPER_LATER_FRAGMENT]
+        );
+        // A chain running past the payload length (padding behind it does
+        // not count), or that never ends: nothing.
+        let mut p = ip6(60, &[6, 1, 0, 0, 0, 0, 0, 0], &[]);
+        p.extend([0; 16]);
+        let h = IpHeaders::new(&p);
+        assert!(h.transport.is_empty() && h.bytes(Base::Upper).is_empty());
+        let p = ip6(60, &[60, 0, 0, 0, 0, 0, 0, 0].repeat(12), &tcp);
+        let h = IpHeaders::new(&p);
+        assert!(h.transport.is_empty() && h.bytes(Base::Upper).is_empty());
+        assert!(IpHeaders::new(&p[..6]).bytes(Base::Upper).is_empty());
     }
 
     use proptest::prelude::*;

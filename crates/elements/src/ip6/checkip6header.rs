@@ -17,7 +17,7 @@ use std::net::Ipv6Addr;
 /// The `CheckIP6Header` class.
 pub static CLASS: ElementClass = ElementClass {
     name: "CheckIP6Header",
-    ports: "1/1-3",
+    ports: "1/1-4",
     processing: "a/ah",
     manual: &MANUAL,
     make,
@@ -57,18 +57,24 @@ static MANUAL: Manual = Manual {
         section 4.4 has a Routing header processed only by the node its packet is \
         addressed to. In a packet addressed to one of the router's INTERFACES \
         addresses, a Routing header of type 0 with segments left is refused (RFC \
-        5095 section 3), its pointer (the routing type field) in the parameter \
-        problem annotation. Fragments are forwarded unchanged (a router does not \
-        reassemble); the walk stops at the Fragment header of a fragment other than \
-        the first.\n\n\
+        5095 section 3; RFC 8200 section 4.4): the packet deserves an ICMPv6 \
+        Parameter Problem, code 0, pointing at the Routing Type field. Such packets \
+        leave on output 3 if it is connected, with their network header annotation \
+        set and their parameter problem annotation set to that pointer, ready for \
+        `ICMP6Error(SRC, parameterproblem, header)`; with output 3 unconnected they \
+        are treated as invalid (output 1, the pointer still annotated). With no \
+        segments left the header is ignored and the packet goes on. Fragments are \
+        forwarded unchanged (a router does not reassemble); the walk stops at the \
+        Fragment header of a fragment other than the first.\n\n\
         Valid packets are trimmed to the payload length (link padding goes), get \
         their network header annotation set to the IPv6 header and their IPv6 \
         destination annotation to the header's destination (for LookupIP6Route), and \
         leave on output 0. Invalid packets leave on output 1 if it is connected and \
         are dropped otherwise; either way they are counted by reason.",
     ports: "one input; output 0 valid packets (agnostic); optional output 1 invalid \
-        packets (push); optional output 2 packets owed a Parameter Problem for an \
-        unrecognised option (push)",
+        packets (push); optional output 2 packets owed a Parameter Problem code 2 \
+        for an unrecognised option (push); optional output 3 packets owed a \
+        Parameter Problem code 0 for a Type 0 Routing header (push)",
     keywords: &[
         Keyword {
             name: "BADADDRS",
@@ -93,7 +99,7 @@ static MANUAL: Manual = Manual {
     counters: &[
         (
             "drops",
-            "invalid packets, whatever the reason (sent to output 1 or 2, or dropped)",
+            "invalid packets, whatever the reason (sent to output 1, 2 or 3, or dropped)",
         ),
         ("truncated", "shorter than the 40-byte IPv6 header"),
         ("bad_version", "version field not 6"),
@@ -128,7 +134,9 @@ static MANUAL: Manual = Manual {
     example: "InfiniteSource(DATA \\<60 00 00 00 00 08 11 40 20 01 0d b8 00 00 00 00 \
         00 00 00 00 00 00 00 01 20 01 0d b8 00 01 00 00 00 00 00 00 00 00 00 02 \
         9c 40 00 35 00 08 00 00>, LIMIT 1) \
-        -> c :: CheckIP6Header(INTERFACES 2001:db8::ff) -> Discard; c[1] -> Discard;",
+        -> c :: CheckIP6Header(INTERFACES 2001:db8::ff) -> Discard; c[1] -> Discard; \
+        c[2] -> ICMP6Error(2001:db8::ff, parameterproblem, option) -> Discard; \
+        c[3] -> ICMP6Error(2001:db8::ff, parameterproblem, header) -> Discard;",
     see_also: &[
         "DecIP6HLIM",
         "ICMP6Error",
@@ -265,6 +273,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         own: own.into_boxed_slice(),
         has_reject: ports.noutputs() > 1,
         has_report: ports.noutputs() > 2,
+        has_header_report: ports.noutputs() > 3,
         drops: [0; DropReason::ALL.len()],
         router_alert: 0,
     }))
@@ -280,6 +289,8 @@ pub struct CheckIP6Header {
     own: Box<[u128]>,
     has_reject: bool,
     has_report: bool,
+    /// Output 3 (Parameter Problem code 0) is there.
+    has_header_report: bool,
     drops: [u64; DropReason::ALL.len()],
     router_alert: u64,
 }
@@ -391,9 +402,14 @@ impl CheckIP6Header {
             Err(r) => {
                 self.drops[r.reason as usize] += 1;
                 p.anno_mut().param_off = r.pointer.and_then(|o| u8::try_from(o).ok());
-                if r.reason == DropReason::UnknownOptionReport && self.has_report {
+                let report = match r.reason {
+                    DropReason::UnknownOptionReport if self.has_report => Some(2),
+                    DropReason::RoutingHeader0 if self.has_header_report => Some(3),
+                    _ => None,
+                };
+                if report.is_some() {
                     p.set_network_header(self.offset);
-                    return Some(2);
+                    return report;
                 }
                 self.has_reject.then_some(1)
             }
@@ -427,7 +443,7 @@ impl Element for CheckIP6Header {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ip6::header6::testing::{udp, udp_with, ECHO_REQUEST, HOST_B};
+    use crate::ip6::header6::testing::{udp, udp_with, ECHO_REQUEST, HOST_A, HOST_B};
     use bricks_runtime::testing::{make_element, Harness};
     use bricks_wire::ipv6ext::{DEST_OPTS, FRAGMENT, HOP_BY_HOP, ROUTING};
 
@@ -666,6 +682,55 @@ mod tests {
         // A forwarded packet's Routing header is not examined.
         expect_pass(args, &routed(0, 1, "2001:db8:5::1"));
         expect_pass("", &routed(0, 1, "2001:db8::ff"));
+    }
+
+    #[test]
+    fn routing_header_0_is_answered_with_a_parameter_problem() {
+        let args = "INTERFACES 2001:db8::ff";
+        let p = routed(0, 1, "2001:db8::ff");
+        let mut h = Harness::push(&CLASS, args, 1, 4);
+        h.push_bytes(0, &p);
+        assert!(h.take(0).is_empty() && h.take(1).is_empty() && h.take(2).is_empty());
+        let out = h.take(3);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].data(), &p[..]);
+        // The Routing header starts at 40; its type is its third byte.
+        assert_eq!(out[0].anno().param_off, Some(42));
+        assert_eq!(out[0].network_header_offset(), Some(0));
+        let s = h.stats();
+        assert_eq!(
+            (s.get("routing_header_0"), s.get("drops")),
+            (Some(1), Some(1))
+        );
+        // No segments left: ignored, the packet goes on.
+        let q = routed(0, 0, "2001:db8::ff");
+        h.push_bytes(0, &q);
+        assert_eq!(h.take_bytes(0), vec![q]);
+        assert!(h.take(3).is_empty());
+
+        // Through ICMP6Error(SRC, parameterproblem, header): type 4, code
+        // 0, pointer 42, the packet quoted, from the router to the sender.
+        let mut e = Harness::push(
+            &crate::ip6::icmp6error::CLASS,
+            "2001:db8::ff, parameterproblem, header",
+            1,
+            1,
+        );
+        e.push_packets(0, out);
+        let err = e.take_bytes(0);
+        assert_eq!(err.len(), 1);
+        let err = &err[0];
+        let mut want = vec![0x60, 0, 0, 0];
+        want.extend(((8 + p.len()) as u16).to_be_bytes());
+        want.extend([58, 255]);
+        want.extend("2001:db8::ff".parse::<Ipv6Addr>().unwrap().octets());
+        want.extend(HOST_A);
+        want.extend([4, 0]);
+        want.extend(&err[42..44]); // the checksum, checked below
+        want.extend(42u32.to_be_bytes());
+        want.extend(&p);
+        assert_eq!(err, &want);
+        assert!(crate::ip6::header6::testing::icmp6_ok(err, 40));
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! `IP6NDAdvertiser`: answers Neighbor Solicitations (RFC 4861 section
 //! 7.2.4) for a set of IPv6 addresses and prefixes, the host side of
 //! Neighbor Discovery and proxy ND. Click's element of the same name, the
-//! IPv6 counterpart of `ARPResponder`.
+//! IPv6 counterpart of `ARPResponder`. At start-up it also announces its
+//! own addresses with a few unsolicited advertisements (section 7.2.6).
 
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
 };
-use bricks_packet::{Annotations, PacketType};
+use bricks_packet::{Annotations, PacketType, Timestamp};
 use bricks_wire::ethernet::{EtherType, EthernetAddress, HEADER_LEN};
 use bricks_wire::icmpv6::{Icmpv6Message, Icmpv6Packet};
 use bricks_wire::ip::IpProtocol;
@@ -30,9 +31,17 @@ pub static CLASS: ElementClass = ElementClass {
 /// All nodes on the link (RFC 4291 section 2.7.1).
 const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 
+/// Unsolicited advertisements of each address at start-up (RFC 4861
+/// section 10, MAX_NEIGHBOR_ADVERTISEMENT).
+pub const MAX_NEIGHBOR_ADVERTISEMENT: u32 = 3;
+
+/// Between two rounds of them: RetransTimer's default, RETRANS_TIMER
+/// (RFC 4861 sections 7.2.6 and 10), in nanoseconds.
+pub const RETRANS_TIMER: u64 = 1_000_000_000;
+
 static MANUAL: Manual = Manual {
     summary: "answers IPv6 Neighbor Solicitations for given addresses",
-    synopsis: "IP6NDAdvertiser(IP6/LEN ETH, IP6 MASK ETH, ... [, ROUTER bool])",
+    synopsis: "IP6NDAdvertiser(IP6/LEN ETH, IP6 MASK ETH, ... [, ROUTER bool, UNSOLICITED bool])",
     description: "Input frames should be Neighbor Solicitations, Ethernet header included. \
         Each argument is an IPv6 address with an optional prefix length (ADDR or \
         ADDR/LEN; ADDR MASK with MASK an IPv6 netmask, as Click writes it) and one Ethernet \
@@ -57,18 +66,40 @@ static MANUAL: Manual = Manual {
         leaves on output 1 if it is connected and is dropped otherwise. Annotations of an \
         answer are reset except the input device, the virtual router and the timestamp; \
         its packet type becomes OUTGOING. \
-        \n\nThe element sends nothing on its own: no unsolicited advertisements at \
-        start-up and no router advertisements.",
+        \n\nWhen the router starts, each address given as /128 (its own, not a proxied \
+        prefix) is announced to all nodes, ff02::1 at 33:33:00:00:00:01, with \
+        MAX_NEIGHBOR_ADVERTISEMENT (3) unsolicited advertisements RETRANS_TIMER (1 s) \
+        apart, the first at once (RFC 4861 section 7.2.6): from the address itself, \
+        hop limit 255, flags O (override) and R (unless ROUTER is false), S clear, \
+        with a target link-layer address option holding ETH, so that neighbours whose \
+        cache holds an old link-layer address for it update it. They are sent by the \
+        first worker only, and not again after a hot swap to a configuration with the \
+        same addresses. `UNSOLICITED false` turns them off. Router advertisements are \
+        IP6RouterAdvertiser's job.",
     ports: "one input, push; output 0: Neighbor Advertisements, push; optional output 1: \
         frames not answered, push",
-    keywords: &[Keyword {
-        name: "ROUTER",
-        ty: "boolean",
-        default: Some("true"),
-        doc: "set the R flag in answers: the answering node is a router (bricks extension)",
-    }],
+    keywords: &[
+        Keyword {
+            name: "ROUTER",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "set the R flag in advertisements: the answering node is a router (bricks \
+                extension)",
+        },
+        Keyword {
+            name: "UNSOLICITED",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "announce the /128 addresses with unsolicited advertisements at start-up \
+                (RFC 4861 section 7.2.6; bricks extension)",
+        },
+    ],
     counters: &[
         ("advertisements", "solicitations answered"),
+        (
+            "unsolicited",
+            "unsolicited advertisements sent at start-up (not in advertisements)",
+        ),
         (
             "dad_answers",
             "of which duplicate address detection probes, answered to all nodes",
@@ -187,14 +218,18 @@ fn parse_entry(text: &str) -> Result<Entry, String> {
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let router: bool = args.read("ROUTER")?.unwrap_or(true);
+    let unsolicited: bool = args.read("UNSOLICITED")?.unwrap_or(true);
     let mut entries = Vec::new();
     for (i, (text, span)) in args.rest().into_iter().enumerate() {
         if text.trim().is_empty() {
             continue;
         }
         if let (Some(k), _) = bricks_config::split_keyword(text) {
-            return Err(ArgError::at(span, format!("unknown keyword {k}"))
-                .with_help("IP6NDAdvertiser takes ROUTER and `IP6/LEN ETH` arguments"));
+            return Err(
+                ArgError::at(span, format!("unknown keyword {k}")).with_help(
+                    "IP6NDAdvertiser takes ROUTER, UNSOLICITED and `IP6/LEN ETH` arguments",
+                ),
+            );
         }
         entries.push(
             parse_entry(text)
@@ -210,8 +245,12 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     Ok(Box::new(Ip6NdAdvertiser {
         entries,
         router,
+        announce: unsolicited,
+        rounds: 0,
+        timer_at: None,
         reject_port: (ports.noutputs() > 1).then_some(1),
         advertisements: 0,
+        unsolicited: 0,
         dad_answers: 0,
         rejects: [0; Reject::ALL.len()],
     }))
@@ -222,8 +261,15 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
 pub struct Ip6NdAdvertiser {
     entries: Vec<Entry>,
     router: bool,
+    /// UNSOLICITED: announce the /128 addresses at start-up.
+    announce: bool,
+    /// Rounds of unsolicited advertisements sent so far.
+    rounds: u32,
+    /// When the next round is due, once armed.
+    timer_at: Option<u64>,
     reject_port: Option<usize>,
     advertisements: u64,
+    unsolicited: u64,
     dad_answers: u64,
     rejects: [u64; Reject::ALL.len()],
 }
@@ -289,44 +335,14 @@ impl Ip6NdAdvertiser {
         } else {
             (src, lladdr.unwrap_or(frame_src))
         };
-        let mut flags = NeighborFlags(0);
-        if self.router {
-            flags = flags.union(NeighborFlags::ROUTER);
-        }
+        let mut flags = self.router_flag();
         if !dad {
             flags = flags.union(NeighborFlags::SOLICITED);
         }
         if entry.prefix.prefix_len() == 128 {
             flags = flags.union(NeighborFlags::OVERRIDE);
         }
-        let repr = NdiscRepr::NeighborAdvert {
-            flags,
-            target_addr,
-            lladdr: Some(entry.eth),
-        };
-        let len = repr.buffer_len();
-        let mut q = Packet::new();
-        // A fresh buffer has room for far more than 86 bytes.
-        let _ = q.put_back(HEADER_LEN + 40 + len);
-        let o = q.data_mut();
-        o[..6].copy_from_slice(&to_eth.0);
-        o[6..12].copy_from_slice(&entry.eth.0);
-        o[12..14].copy_from_slice(&EtherType::IPV6.0.to_be_bytes());
-        Ipv6Repr {
-            src_addr: target_addr,
-            dst_addr: to_ip,
-            next_header: IpProtocol::ICMPV6,
-            payload_len: len,
-            hop_limit: HOP_LIMIT,
-            traffic_class: 0,
-            flow_label: 0,
-        }
-        .emit(&mut Ipv6Packet::new_unchecked(&mut o[HEADER_LEN..]));
-        repr.emit(
-            target_addr,
-            to_ip,
-            &mut NdiscPacket::new_unchecked(&mut o[HEADER_LEN + 40..]),
-        );
+        let mut q = advertisement(entry.eth, to_eth, to_ip, target_addr, flags);
         let old = *p.anno();
         *q.anno_mut() = Annotations {
             device: old.device,
@@ -336,6 +352,97 @@ impl Ip6NdAdvertiser {
             ..Annotations::default()
         };
         Ok((q, dad))
+    }
+}
+
+/// A Neighbor Advertisement for `target` at `eth`, from `target` to
+/// `to_ip` at `to_eth`, hop limit 255, with a target link-layer address
+/// option, in an Ethernet frame.
+fn advertisement(
+    eth: EthernetAddress,
+    to_eth: EthernetAddress,
+    to_ip: Ipv6Addr,
+    target: Ipv6Addr,
+    flags: NeighborFlags,
+) -> Packet {
+    let repr = NdiscRepr::NeighborAdvert {
+        flags,
+        target_addr: target,
+        lladdr: Some(eth),
+    };
+    let len = repr.buffer_len();
+    let mut q = Packet::new();
+    // A fresh buffer has room for far more than 86 bytes.
+    let _ = q.put_back(HEADER_LEN + 40 + len);
+    let o = q.data_mut();
+    o[..6].copy_from_slice(&to_eth.0);
+    o[6..12].copy_from_slice(&eth.0);
+    o[12..14].copy_from_slice(&EtherType::IPV6.0.to_be_bytes());
+    Ipv6Repr {
+        src_addr: target,
+        dst_addr: to_ip,
+        next_header: IpProtocol::ICMPV6,
+        payload_len: len,
+        hop_limit: HOP_LIMIT,
+        traffic_class: 0,
+        flow_label: 0,
+    }
+    .emit(&mut Ipv6Packet::new_unchecked(&mut o[HEADER_LEN..]));
+    repr.emit(
+        target,
+        to_ip,
+        &mut NdiscPacket::new_unchecked(&mut o[HEADER_LEN + 40..]),
+    );
+    q
+}
+
+impl Ip6NdAdvertiser {
+    /// R, or nothing when ROUTER is false.
+    fn router_flag(&self) -> NeighborFlags {
+        if self.router {
+            NeighborFlags::ROUTER
+        } else {
+            NeighborFlags(0)
+        }
+    }
+
+    /// One round of unsolicited advertisements: one per /128 address, to
+    /// all nodes, O set, S clear (RFC 4861 section 7.2.6).
+    fn unsolicited_round(&self, now: Timestamp) -> Batch {
+        let mut out = Batch::new();
+        let flags = self.router_flag().union(NeighborFlags::OVERRIDE);
+        for e in self.entries.iter().filter(|e| e.prefix.prefix_len() == 128) {
+            let mut q = advertisement(
+                e.eth,
+                multicast_ethernet(ALL_NODES),
+                ALL_NODES,
+                e.prefix.address(),
+                flags,
+            );
+            let a = q.anno_mut();
+            a.timestamp = now;
+            a.packet_type = PacketType::Outgoing;
+            if out.push(q).is_err() {
+                // More addresses than a batch holds: the rest wait for
+                // the next round (no element is given that many).
+                break;
+            }
+        }
+        out
+    }
+
+    /// Whether another round of unsolicited advertisements is due.
+    fn announcing(&self) -> bool {
+        self.announce
+            && self.rounds < MAX_NEIGHBOR_ADVERTISEMENT
+            && self.entries.iter().any(|e| e.prefix.prefix_len() == 128)
+    }
+
+    fn arm(&mut self, cx: &mut Context<'_>, at: u64) {
+        if self.timer_at.is_none_or(|t| at < t) {
+            cx.schedule_at(Timestamp(at));
+            self.timer_at = Some(at);
+        }
     }
 }
 
@@ -371,8 +478,61 @@ impl Element for Ip6NdAdvertiser {
         }
     }
 
+    fn start(&mut self, cx: &mut Context<'_>) {
+        // The graph runs once per worker: one of them announces.
+        if cx.worker() == 0 && self.announcing() {
+            let now = cx.now().0;
+            let at = if self.rounds == 0 {
+                now
+            } else {
+                now.saturating_add(RETRANS_TIMER)
+            };
+            self.arm(cx, at);
+        }
+    }
+
+    fn run_timer(&mut self, cx: &mut Context<'_>) {
+        let now = cx.now();
+        if self.timer_at.is_none_or(|t| t > now.0) {
+            return;
+        }
+        self.timer_at = None;
+        if !self.announcing() {
+            return;
+        }
+        let mut out = self.unsolicited_round(now);
+        self.rounds += 1;
+        self.unsolicited += out.len() as u64;
+        cx.push(0, &mut out);
+        if self.announcing() {
+            self.arm(cx, now.0.saturating_add(RETRANS_TIMER));
+        }
+    }
+
+    /// A new configuration with the same addresses does not announce
+    /// them again; the counters carry over.
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        let Some(old) = bricks_element::taken_from::<Ip6NdAdvertiser>(old) else {
+            return;
+        };
+        self.advertisements = old.advertisements;
+        self.unsolicited = old.unsolicited;
+        self.dad_answers = old.dad_answers;
+        self.rejects = old.rejects;
+        if self.entries == old.entries {
+            // Announced already, or not meant to be: the neighbours'
+            // caches are right.
+            self.rounds = if old.announce {
+                old.rounds
+            } else {
+                MAX_NEIGHBOR_ADVERTISEMENT
+            };
+        }
+    }
+
     fn stats(&self, s: &mut Stats) {
         s.counter("advertisements", self.advertisements);
+        s.counter("unsolicited", self.unsolicited);
         s.counter("dad_answers", self.dad_answers);
         for r in Reject::ALL {
             s.counter(r.as_str(), self.rejects[r as usize]);
@@ -493,6 +653,81 @@ mod tests {
     }
 
     #[test]
+    fn unsolicited_advertisements_at_start() {
+        let mut h = advertiser(
+            "2001:db8::1/128 52:54:00:aa:00:01, 2001:db8:5::/64 52:54:00:aa:00:01, \
+             fe80::1 52:54:00:aa:00:01",
+        );
+        let t0 = h.now();
+        h.start();
+        assert_eq!(h.timers(), vec![t0], "the first round at once");
+        let mut sent = Vec::new();
+        for round in 0..MAX_NEIGHBOR_ADVERTISEMENT as u64 {
+            let t = Timestamp(t0.0 + round * RETRANS_TIMER);
+            // Nothing before the round is due.
+            h.advance_to(Timestamp(t.0 - 1));
+            assert!(h.take(0).is_empty() || round == 0);
+            h.advance_to(t);
+            let out = h.take_bytes(0);
+            // One per /128 address, none for the proxied /64.
+            assert_eq!(out.len(), 2, "round {round}");
+            sent.extend(out);
+        }
+        // Bounded: no fourth round, no timer left.
+        assert!(h.timers().is_empty());
+        h.advance_to(Timestamp(t0.0 + 10 * RETRANS_TIMER));
+        assert!(h.take(0).is_empty());
+        assert_eq!(h.stats().get("unsolicited"), Some(6));
+        assert_eq!(h.stats().get("advertisements"), Some(0));
+        // Byte for byte the frame a DAD probe is answered with: to
+        // ff02::1 at 33:33:00:00:00:01, from the address, hop limit 255,
+        // R and O set, S clear, the target link-layer address option.
+        assert_eq!(sent[0], A_NA_DAD.to_vec());
+        let ll: Ipv6Addr = "fe80::1".parse().unwrap();
+        for f in &sent {
+            let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+            assert_eq!(ip.hop_limit(), 255);
+            assert_eq!(ip.dst_addr(), ALL_NODES);
+            let icmp = Icmpv6Packet::new_checked(ip.payload()).unwrap();
+            assert!(icmp.verify_checksum(ip.src_addr(), ip.dst_addr()));
+            let nd = NdiscPacket::new_checked(ip.payload()).unwrap();
+            let repr = NdiscRepr::parse(ip.src_addr(), ip.dst_addr(), &nd).unwrap();
+            let NdiscRepr::NeighborAdvert {
+                flags,
+                target_addr,
+                lladdr,
+            } = repr
+            else {
+                panic!("{repr:?}")
+            };
+            assert_eq!(flags, NeighborFlags::ROUTER.union(NeighborFlags::OVERRIDE));
+            assert!(target_addr == A_IP6 || target_addr == ll);
+            assert_eq!(ip.src_addr(), target_addr);
+            assert_eq!(lladdr, Some(A_MAC));
+        }
+    }
+
+    #[test]
+    fn unsolicited_advertisements_can_be_turned_off() {
+        let mut h = advertiser("2001:db8::1/128 52:54:00:aa:00:01, UNSOLICITED false");
+        h.start();
+        assert!(h.timers().is_empty());
+        // A proxy for prefixes only has no address of its own to announce.
+        let mut h = advertiser("2001:db8::/64 52:54:00:aa:00:01");
+        h.start();
+        assert!(h.timers().is_empty());
+        // ROUTER false: O alone.
+        let mut h = advertiser("2001:db8::1/128 52:54:00:aa:00:01, ROUTER false");
+        let t0 = h.now();
+        h.start();
+        h.advance_to(t0);
+        let out = h.take_bytes(0);
+        let ip = Ipv6Packet::new_checked(&out[0][14..]).unwrap();
+        let nd = NdiscPacket::new_checked(ip.payload()).unwrap();
+        assert_eq!(nd.neighbor_flags(), NeighborFlags::OVERRIDE);
+    }
+
+    #[test]
     fn argument_forms() {
         let ok = |a: &str| make_element(&CLASS, a, &PortInfo::default());
         ok("2001:db8::1 52:54:00:aa:00:01, fe80::1/128 52:54:00:aa:00:01").unwrap();
@@ -501,5 +736,7 @@ mod tests {
         assert!(ok("2001:db8::1 ff:ff:ff:ff:ff:ff").is_err());
         assert!(ok("2001:db8::1 ffff:0:ffff:: 52:54:00:aa:00:01").is_err());
         assert!(ok("2001:db8::1 52:54:00:aa:00:01, TIMEOUT 3").is_err());
+        assert!(ok("2001:db8::1 52:54:00:aa:00:01, UNSOLICITED maybe").is_err());
+        ok("2001:db8::1 52:54:00:aa:00:01, UNSOLICITED false").unwrap();
     }
 }

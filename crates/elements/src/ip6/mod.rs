@@ -1,7 +1,7 @@
 //! IPv6 forwarding elements, with Click's names and arguments where Click
 //! has them (`elements/ip6/`): the steps a forwarded IPv6 packet takes
 //! (RFC 8200), the ICMPv6 messages a router sends (RFC 4443) and Neighbor
-//! Discovery (RFC 4861).
+//! Discovery (RFC 4861), Router Advertisements included.
 
 pub mod checkip6header;
 pub mod decip6hlim;
@@ -11,6 +11,7 @@ pub mod icmp6error;
 pub mod icmp6pingresponder;
 pub mod ip6_nd_advertiser;
 pub mod ip6_nd_solicitor;
+pub mod ip6_router_advertiser;
 pub mod ip6mirror;
 pub mod nd_cache;
 
@@ -28,6 +29,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &icmp6pingresponder::CLASS,
     &ip6_nd_advertiser::CLASS,
     &ip6_nd_solicitor::CLASS,
+    &ip6_router_advertiser::CLASS,
     &ip6mirror::CLASS,
 ];
 
@@ -57,6 +59,26 @@ mod tests {
         summary
     }
 
+    /// On the capture clock the router advertiser sends its first
+    /// advertisement and no periodic ones, while the neighbour advertiser
+    /// sends its three unsolicited advertisements a second apart, however
+    /// long the run.
+    #[test]
+    fn advertisements_on_the_capture_clock() {
+        let s = run("RatedSource(RATE 1, LIMIT 60) -> Discard; \
+             Idle -> IP6RouterAdvertiser(52:54:00:aa:00:01, PREFIX 2001:db8::/64, \
+                MAX_INTERVAL 4) -> ra :: Counter -> Discard; \
+             Idle -> IP6NDAdvertiser(2001:db8::1 52:54:00:aa:00:01) -> na :: Counter -> Discard;");
+        let count = |name: &str| {
+            s.elements
+                .iter()
+                .find(|e| e.name == name)
+                .and_then(|e| e.stats.get("count"))
+        };
+        assert_eq!(count("ra"), Some(1));
+        assert_eq!(count("na"), Some(3));
+    }
+
     #[test]
     fn manual_examples_run() {
         for class in CLASSES {
@@ -75,7 +97,9 @@ mod tests {
                     // And each does its job on them.
                     let job = matches!(
                         (class.name, name.as_ref()),
-                        ("IP6NDAdvertiser", "advertisements") | ("IP6NDSolicitor", "solicitations")
+                        ("IP6NDAdvertiser", "advertisements")
+                            | ("IP6NDSolicitor", "solicitations")
+                            | ("IP6RouterAdvertiser", "solicitations")
                     );
                     if job {
                         assert!(*v >= 1, "{}: {}.{name} = {v}", class.name, e.name);
