@@ -367,8 +367,10 @@ struct MemRun {
 /// Runs `c` once with `packets` packets on this thread and checks that
 /// every packet went all the way.
 fn run_memory(c: MemConfig, dir: &Path, packets: u64) -> anyhow::Result<MemRun> {
-    let mut e =
-        crate::bench::engine_for(&format!("<bench ipsec {}>", c.id()), c.text(dir, packets))?;
+    let mut e = bricks_experiments::core::engine_for(
+        &format!("<bench ipsec {}>", c.id()),
+        c.text(dir, packets),
+    )?;
     let t = Instant::now();
     let s = e.run();
     let secs = t.elapsed().as_secs_f64();

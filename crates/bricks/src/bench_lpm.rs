@@ -6,7 +6,7 @@
 //! 1,000 popular destinations. Lookups per second are the median of
 //! several runs over 4M addresses, one at a time and in batches of 32.
 
-use crate::bench::engine_for;
+use bricks_experiments::core::engine_for;
 use bricks_lpm::bench::{
     addresses_in4, addresses_in6, churn4, measure4, measure6, measure_updates_while_forwarding4,
     memory_references, random_addresses4, SplitMix64,

@@ -6,6 +6,10 @@
 //! (`bricks bench vr` is [`vr::bench`]), so that the measurements can be
 //! tested and reused without the CLI.
 //!
+//! - [`core`]: the element graph in memory on one core: time and
+//!   instructions per packet of minimal forwarding, IPv4 and IPv6 routing,
+//!   Click's IP router and a packet crossing a three-server cluster
+//!   (`bricks bench core`).
 //! - [`measure`]: configurations to plans, one worker or several, timing
 //!   with medians and spreads, instructions per packet with callgrind.
 //! - [`frames`]: the test frames, built with `bricks_wire`'s `Repr`s.
@@ -24,6 +28,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod core;
 pub mod error;
 pub mod frames;
 pub mod measure;
