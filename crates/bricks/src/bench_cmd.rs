@@ -36,7 +36,7 @@ pub enum BenchCommand {
     #[command(after_help = "Examples:\n  \
         bricks bench lpm\n  \
         bricks bench lpm --v4 256000 --v6 50000 --runs 3")]
-    Lpm(crate::bench_lpm::LpmArgs),
+    Lpm(bricks_experiments::lpm::LpmArgs),
     /// Forwarding between real interfaces (veths in network namespaces):
     /// bricks against Linux and XDP_REDIRECT, and RouteBricks' batching
     /// (kp, kn) and spreading (per-core, pipeline, serial) choices, with
@@ -127,7 +127,7 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     };
     match cmd {
         BenchCommand::Core(a) => bricks_experiments::core::bench(&a),
-        BenchCommand::Lpm(a) => crate::bench_lpm::bench(a),
+        BenchCommand::Lpm(a) => bricks_experiments::lpm::bench(&a),
         BenchCommand::Io(a) => crate::bench_io::bench(a),
         BenchCommand::Ipsec(a) => crate::bench_ipsec::bench(a),
         BenchCommand::Cluster(a) => crate::bench_cluster::bench(a),

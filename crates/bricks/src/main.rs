@@ -4,7 +4,6 @@ mod bench_cluster;
 mod bench_cmd;
 mod bench_io;
 mod bench_ipsec;
-mod bench_lpm;
 mod click_cmd;
 mod clicktest_cmd;
 mod cluster;

@@ -10,6 +10,10 @@
 //!   instructions per packet of minimal forwarding, IPv4 and IPv6 routing,
 //!   Click's IP router and a packet crossing a three-server cluster
 //!   (`bricks bench core`).
+//! - [`lpm`]: route lookup at Internet scale: every algorithm's lookups
+//!   per second on generated tables, memory, build time, updates while
+//!   lookups run, and the IPv4 forwarding path with a 1M-prefix table
+//!   (`bricks bench lpm`).
 //! - [`measure`]: configurations to plans, one worker or several, timing
 //!   with medians and spreads, instructions per packet with callgrind.
 //! - [`frames`]: the test frames, built with `bricks_wire`'s `Repr`s.
@@ -31,6 +35,7 @@
 pub mod core;
 pub mod error;
 pub mod frames;
+pub mod lpm;
 pub mod measure;
 pub mod multistage;
 pub mod plot;
