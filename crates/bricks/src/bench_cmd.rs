@@ -41,7 +41,7 @@ pub enum BenchCommand {
     /// bricks against Linux and XDP_REDIRECT, and RouteBricks' batching
     /// (kp, kn) and spreading (per-core, pipeline, serial) choices, with
     /// latency at a low rate. Needs root.
-    Io(crate::bench_io::IoArgs),
+    Io(bricks_experiments::io::IoArgs),
     /// IPsec ESP tunnel mode: encapsulation and decapsulation in memory on
     /// one core (AES-128-GCM, AES-256-GCM, AES-128-CBC with HMAC-SHA1-96;
     /// 64-byte, 1400-byte and IMIX packets; Mpps, Gbps, ns and
@@ -128,7 +128,7 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         BenchCommand::Core(a) => bricks_experiments::core::bench(&a),
         BenchCommand::Lpm(a) => bricks_experiments::lpm::bench(&a),
-        BenchCommand::Io(a) => crate::bench_io::bench(a),
+        BenchCommand::Io(a) => bricks_experiments::io::bench(&a, crate::runner::stop_on_signals),
         BenchCommand::Ipsec(a) => crate::bench_ipsec::bench(a),
         BenchCommand::Cluster(a) => crate::bench_cluster::bench(a),
         BenchCommand::Vr(a) => Ok(exit(bricks_experiments::vr::bench(&a)?)),

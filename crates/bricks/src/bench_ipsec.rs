@@ -39,8 +39,8 @@
 //! r0's receive NAPI threads on the last. Every run is bounded in time; the
 //! network is deleted at the end, on errors and on Ctrl-C.
 
-use crate::bench_io::{last_json, median, pin, Line};
 use anyhow::{bail, Context as _};
+use bricks_experiments::io::{last_json, median, pin, Line};
 use bricks_netns::{Captured, ChildGuard, Network};
 use bricks_runtime::{WorkerOptions, Workers};
 use std::collections::BTreeSet;
@@ -1752,7 +1752,7 @@ pub fn bench(a: IpsecArgs) -> anyhow::Result<ExitCode> {
     println!(
         "bricks bench ipsec{}: {}",
         if a.quick { " --quick" } else { "" },
-        crate::bench_io::Machine::probe().describe()
+        bricks_experiments::io::Machine::probe().describe()
     );
     let mut failed = false;
     let mut section = |name: &str, r: anyhow::Result<String>| {

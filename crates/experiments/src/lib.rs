@@ -10,6 +10,9 @@
 //!   instructions per packet of minimal forwarding, IPv4 and IPv6 routing,
 //!   Click's IP router and a packet crossing a three-server cluster
 //!   (`bricks bench core`).
+//! - [`io`]: forwarding between veths in network namespaces: bricks
+//!   against Linux and XDP_REDIRECT, RouteBricks' batching and spreading
+//!   choices, loss-free rates and latency (`bricks bench io`).
 //! - [`lpm`]: route lookup at Internet scale: every algorithm's lookups
 //!   per second on generated tables, memory, build time, updates while
 //!   lookups run, and the IPv4 forwarding path with a 1M-prefix table
@@ -35,6 +38,7 @@
 pub mod core;
 pub mod error;
 pub mod frames;
+pub mod io;
 pub mod lpm;
 pub mod measure;
 pub mod multistage;
@@ -45,3 +49,12 @@ pub mod routes;
 pub mod vr;
 
 pub use error::Error;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Installs the process's handlers for SIGINT, SIGTERM and SIGHUP and
+/// returns the flag they set. The benches that build networks and start
+/// processes call it once they have something to clean up, and poll the
+/// flag; the binary owns the process's signals, so it passes this in.
+pub type StopOnSignals = fn() -> anyhow::Result<Arc<AtomicBool>>;

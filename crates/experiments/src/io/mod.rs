@@ -44,6 +44,7 @@
 //!
 //! The network is deleted at the end, on errors and on Ctrl-C.
 
+use crate::StopOnSignals;
 use anyhow::{bail, Context as _};
 use bricks_netns::{ChildGuard, Network};
 use std::collections::BTreeSet;
@@ -70,36 +71,36 @@ use std::time::{Duration, Instant};
 pub struct IoArgs {
     /// Seconds the generator sends in each run.
     #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
-    seconds: f64,
+    pub seconds: f64,
     /// Runs per subject; the median is reported. Runs go round the
     /// subjects, so that a change in the machine's load touches them all.
     #[arg(long, default_value_t = 3)]
-    runs: usize,
+    pub runs: usize,
     /// Measure only these subjects (comma-separated names; see below).
     #[arg(long, value_delimiter = ',', value_name = "SUBJECT,...")]
-    only: Vec<String>,
+    pub only: Vec<String>,
     /// Print one JSON object instead of tables.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     /// Distinct flows the generator sends.
     #[arg(long, default_value_t = 256)]
-    flows: u32,
+    pub flows: u32,
     /// Packets per second of the latency measurements.
     #[arg(long, default_value_t = 10_000, value_name = "PPS")]
-    latency_rate: u64,
+    pub latency_rate: u64,
     /// Steps of the search for each subject's loss-free rate (the highest
     /// offered rate it forwards with at most --max-loss); 0 skips it.
     #[arg(long, default_value_t = 6, value_name = "N")]
-    search_steps: u32,
+    pub search_steps: u32,
     /// The loss, in percent of the frames sent, that still counts as
     /// loss-free in the search.
     #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
-    max_loss: f64,
+    pub max_loss: f64,
     /// Hold an XDP program until killed (used by the bench itself, inside
     /// the router's or the sink's namespace): `redirect:FROM:TO` or
     /// `pass:IF`.
     #[arg(long, hide = true, value_name = "SPEC")]
-    xdp_hold: Option<String>,
+    pub xdp_hold: Option<String>,
 }
 
 /// Exit status when the bench cannot run here (no root, missing tools).
@@ -330,7 +331,9 @@ fn cpu_list(cpus: &[usize]) -> String {
         .join(",")
 }
 
-pub(crate) fn median(v: &mut [f64]) -> f64 {
+/// The median of `v` (the mean of the middle two when `v` has an even
+/// length; NaN when it is empty), sorting `v`.
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     match v.len() {
         0 => f64::NAN,
@@ -359,7 +362,7 @@ struct SinkReport {
 }
 
 /// The last line of `text` that is a JSON object.
-pub(crate) fn last_json(text: &str) -> Option<serde_json::Value> {
+pub fn last_json(text: &str) -> Option<serde_json::Value> {
     text.lines()
         .rev()
         .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
@@ -619,7 +622,7 @@ fn napi_threads(ifname: &str) -> BTreeSet<u32> {
 
 /// The machine the bench runs on.
 #[derive(Debug, Clone)]
-pub(crate) struct Machine {
+pub struct Machine {
     /// CPUs this process may use.
     cpus: Vec<usize>,
     model: String,
@@ -628,7 +631,7 @@ pub(crate) struct Machine {
 
 impl Machine {
     /// One line for a report: CPU count and model, kernel.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let n = self.cpus.len();
         format!(
             "{n} CPU{} ({}), Linux {}",
@@ -638,7 +641,8 @@ impl Machine {
         )
     }
 
-    pub(crate) fn probe() -> Machine {
+    /// The CPUs this process may use, the CPU model and the kernel.
+    pub fn probe() -> Machine {
         let mut cpus: Vec<usize> = core_affinity::get_core_ids()
             .unwrap_or_default()
             .into_iter()
@@ -647,8 +651,8 @@ impl Machine {
         if cpus.is_empty() {
             cpus.push(0);
         }
-        let model = bricks_experiments::measure::cpu_model();
-        let kernel = bricks_experiments::measure::kernel_release();
+        let model = crate::measure::cpu_model();
+        let kernel = crate::measure::kernel_release();
         Machine {
             cpus,
             model,
@@ -954,7 +958,7 @@ impl Testbed {
 /// queues, no reverse-path filter in the middle, and threaded NAPI on r0
 /// and s0 (their thread IDs, for pinning). Networks of earlier runs that
 /// were killed are deleted first.
-pub(crate) struct Line {
+pub struct Line {
     pub net: Network,
     pub r0_mac: String,
     pub r1_mac: String,
@@ -964,7 +968,7 @@ pub(crate) struct Line {
 }
 
 impl Line {
-    pub(crate) fn build(tag: &str, mid: &str) -> anyhow::Result<Line> {
+    pub fn build(tag: &str, mid: &str) -> anyhow::Result<Line> {
         clean_stale_networks(&format!("{tag}-"));
         let mut net = Network::new(&Network::unique_prefix(tag)).map_err(anyhow::Error::msg)?;
         let e = anyhow::Error::msg;
@@ -1044,7 +1048,7 @@ fn threaded_napi(net: &Network, ns: &str, ifname: &str) -> anyhow::Result<Vec<u3
 }
 
 /// Pins kernel threads to `cpus`.
-pub(crate) fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
+pub fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
     let list = cpu_list(cpus);
     for pid in pids {
         let mut c = Command::new("taskset");
@@ -1346,7 +1350,7 @@ impl Bound {
 
 /// Holds an XDP program in this process's namespace until killed (the
 /// kernel detaches it when the process dies).
-fn xdp_hold(spec: &str) -> anyhow::Result<ExitCode> {
+fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
     let parts: Vec<&str> = spec.split(':').collect();
     let (held, mode): (Box<dyn std::any::Any>, String) = match parts.as_slice() {
         ["redirect", from, to] => {
@@ -1365,7 +1369,7 @@ fn xdp_hold(spec: &str) -> anyhow::Result<ExitCode> {
         }
         _ => bail!("--xdp-hold {spec}: expected redirect:FROM:TO or pass:IF"),
     };
-    let stop = crate::runner::stop_on_signals()?;
+    let stop = stop_on_signals()?;
     println!("ready: XDP {spec} attached, {mode}");
     std::io::stdout().flush()?;
     while !stop.load(Ordering::Relaxed) {
@@ -1375,9 +1379,10 @@ fn xdp_hold(spec: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn bench(a: IoArgs) -> anyhow::Result<ExitCode> {
+/// Runs `bricks bench io`.
+pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
     if let Some(spec) = &a.xdp_hold {
-        return xdp_hold(spec);
+        return xdp_hold(spec, stop_on_signals);
     }
     anyhow::ensure!(
         a.seconds.is_finite() && a.seconds > 0.0,
@@ -1418,13 +1423,13 @@ pub fn bench(a: IoArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(CANNOT_RUN));
         }
     }
-    let cancel = crate::runner::stop_on_signals()?;
+    let cancel = stop_on_signals()?;
     let machine = Machine::probe();
     let load_start = load_average();
     let bed = Testbed::build(machine.clone(), a.flows, cancel.clone())
         .context("building the test network")?;
     if !a.json {
-        print_header(&a, &machine, load_start);
+        print_header(a, &machine, load_start);
     }
     let mut measured: Vec<Measured> = chosen
         .into_iter()
@@ -1498,10 +1503,10 @@ pub fn bench(a: IoArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         println!(
             "{}",
-            report_json(&a, &machine, &measured, load_start, load_end)
+            report_json(a, &machine, &measured, load_start, load_end)
         );
     } else {
-        print!("{}", report_text(&a, &measured, load_end));
+        print!("{}", report_text(a, &measured, load_end));
     }
     let failed = measured.iter().any(|m| m.runs.is_empty());
     Ok(if failed {
@@ -1901,13 +1906,10 @@ mod tests {
         for s in subjects(10_000) {
             if let Forwarder::Bricks(b) = &s.fwd {
                 let text = bricks_config(b, "02:00:00:00:00:01", "02:00:00:00:00:02");
-                crate::plan(
-                    bricks_config::Source {
-                        name: s.name.into(),
-                        text: text.clone(),
-                    },
-                    &Default::default(),
-                )
+                crate::core::plan(bricks_config::Source {
+                    name: s.name.into(),
+                    text: text.clone(),
+                })
                 .unwrap_or_else(|e| panic!("{}: {e}\n{text}", s.name));
                 assert!(text.contains(&format!("BURST {}", b.kp)), "{text}");
             }
