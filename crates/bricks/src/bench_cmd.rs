@@ -49,7 +49,7 @@ pub enum BenchCommand {
     /// workers, and conf/ipsec-gw.click between veths in network
     /// namespaces against Linux's XFRM (that part needs root and is skipped
     /// without it).
-    Ipsec(crate::bench_ipsec::IpsecArgs),
+    Ipsec(bricks_experiments::ipsec::IpsecArgs),
     /// A RouteBricks cluster of bricks routers in network namespaces joined
     /// by veths (conf/cluster/rb4.toml with rates for this machine; needs
     /// root): per-server load relative to the
@@ -129,7 +129,9 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Core(a) => bricks_experiments::core::bench(&a),
         BenchCommand::Lpm(a) => bricks_experiments::lpm::bench(&a),
         BenchCommand::Io(a) => bricks_experiments::io::bench(&a, crate::runner::stop_on_signals),
-        BenchCommand::Ipsec(a) => crate::bench_ipsec::bench(a),
+        BenchCommand::Ipsec(a) => {
+            bricks_experiments::ipsec::bench(&a, crate::runner::stop_on_signals)
+        }
         BenchCommand::Cluster(a) => crate::bench_cluster::bench(a),
         BenchCommand::Vr(a) => Ok(exit(bricks_experiments::vr::bench(&a)?)),
         BenchCommand::Multistage(a) => Ok(exit(bricks_experiments::multistage::bench(&a)?)),

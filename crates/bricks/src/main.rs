@@ -2,7 +2,6 @@
 
 mod bench_cluster;
 mod bench_cmd;
-mod bench_ipsec;
 mod click_cmd;
 mod clicktest_cmd;
 mod cluster;

@@ -13,6 +13,10 @@
 //! - [`io`]: forwarding between veths in network namespaces: bricks
 //!   against Linux and XDP_REDIRECT, RouteBricks' batching and spreading
 //!   choices, loss-free rates and latency (`bricks bench io`).
+//! - [`ipsec`]: ESP tunnel mode: encapsulation and decapsulation in
+//!   memory by suite and size, one SA's sequence counter shared by two
+//!   workers, and conf/ipsec-gw.click between veths against Linux's XFRM
+//!   (`bricks bench ipsec`).
 //! - [`lpm`]: route lookup at Internet scale: every algorithm's lookups
 //!   per second on generated tables, memory, build time, updates while
 //!   lookups run, and the IPv4 forwarding path with a 1M-prefix table
@@ -39,6 +43,7 @@ pub mod core;
 pub mod error;
 pub mod frames;
 pub mod io;
+pub mod ipsec;
 pub mod lpm;
 pub mod measure;
 pub mod multistage;

@@ -958,17 +958,17 @@ impl Testbed {
 /// queues, no reverse-path filter in the middle, and threaded NAPI on r0
 /// and s0 (their thread IDs, for pinning). Networks of earlier runs that
 /// were killed are deleted first.
-pub struct Line {
-    pub net: Network,
-    pub r0_mac: String,
-    pub r1_mac: String,
-    pub s0_mac: String,
-    pub r0_napi: Vec<u32>,
-    pub s0_napi: Vec<u32>,
+pub(crate) struct Line {
+    pub(crate) net: Network,
+    pub(crate) r0_mac: String,
+    pub(crate) r1_mac: String,
+    pub(crate) s0_mac: String,
+    pub(crate) r0_napi: Vec<u32>,
+    pub(crate) s0_napi: Vec<u32>,
 }
 
 impl Line {
-    pub fn build(tag: &str, mid: &str) -> anyhow::Result<Line> {
+    pub(crate) fn build(tag: &str, mid: &str) -> anyhow::Result<Line> {
         clean_stale_networks(&format!("{tag}-"));
         let mut net = Network::new(&Network::unique_prefix(tag)).map_err(anyhow::Error::msg)?;
         let e = anyhow::Error::msg;
@@ -1048,7 +1048,7 @@ fn threaded_napi(net: &Network, ns: &str, ifname: &str) -> anyhow::Result<Vec<u3
 }
 
 /// Pins kernel threads to `cpus`.
-pub fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
+pub(crate) fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
     let list = cpu_list(cpus);
     for pid in pids {
         let mut c = Command::new("taskset");

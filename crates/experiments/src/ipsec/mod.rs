@@ -39,8 +39,9 @@
 //! r0's receive NAPI threads on the last. Every run is bounded in time; the
 //! network is deleted at the end, on errors and on Ctrl-C.
 
+use crate::io::{last_json, median, pin, Line};
+use crate::StopOnSignals;
 use anyhow::{bail, Context as _};
-use bricks_experiments::io::{last_json, median, pin, Line};
 use bricks_netns::{Captured, ChildGuard, Network};
 use bricks_runtime::{WorkerOptions, Workers};
 use std::collections::BTreeSet;
@@ -66,31 +67,31 @@ use std::time::{Duration, Instant};
 pub struct IpsecArgs {
     /// Run only these sections or workloads (comma-separated; see below).
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
-    only: Vec<String>,
+    pub only: Vec<String>,
     /// Packets per timed in-memory run of 64-byte packets (1400-byte and
     /// IMIX runs take a quarter as many), and per worker in the cores
     /// section. [default: 2000000; 20000 with --quick]
     #[arg(long, value_name = "N")]
-    packets: Option<u64>,
+    pub packets: Option<u64>,
     /// Timed runs per figure; the median is reported. [default: 5; 1 with
     /// --quick]
     #[arg(long, value_name = "N")]
-    runs: Option<usize>,
+    pub runs: Option<usize>,
     /// Skip counting instructions with callgrind.
     #[arg(long)]
-    no_callgrind: bool,
+    pub no_callgrind: bool,
     /// Seconds the generator sends at each offered rate through the
     /// veths. [default: 2; 1 with --quick]
     #[arg(long, value_name = "SECONDS")]
-    seconds: Option<f64>,
+    pub seconds: Option<f64>,
     /// A short run of every section: few packets, one run; through the
     /// veths 64-byte packets only, at 0.1 Mpps and flat out.
     #[arg(long)]
-    quick: bool,
+    pub quick: bool,
     /// Run one in-memory configuration once and print nothing (what
     /// callgrind runs), e.g. aes128gcm-64:encap.
     #[arg(long, hide = true, value_name = "CONFIG")]
-    once: Option<String>,
+    pub once: Option<String>,
 }
 
 /// The settings a run uses, defaults applied.
@@ -203,8 +204,11 @@ fn write_sa_files(dir: &Path) -> anyhow::Result<()> {
             policy("192.168.1.128/25", "out", 2),
         ],
     )?;
-    std::fs::write(dir.join("gw.sa"), include_str!("../../../conf/ipsec-gw.sa"))
-        .context("writing gw.sa")?;
+    std::fs::write(
+        dir.join("gw.sa"),
+        include_str!("../../../../conf/ipsec-gw.sa"),
+    )
+    .context("writing gw.sa")?;
     Ok(())
 }
 
@@ -367,10 +371,8 @@ struct MemRun {
 /// Runs `c` once with `packets` packets on this thread and checks that
 /// every packet went all the way.
 fn run_memory(c: MemConfig, dir: &Path, packets: u64) -> anyhow::Result<MemRun> {
-    let mut e = bricks_experiments::core::engine_for(
-        &format!("<bench ipsec {}>", c.id()),
-        c.text(dir, packets),
-    )?;
+    let mut e =
+        crate::core::engine_for(&format!("<bench ipsec {}>", c.id()), c.text(dir, packets))?;
     let t = Instant::now();
     let s = e.run();
     let secs = t.elapsed().as_secs_f64();
@@ -813,13 +815,10 @@ struct CoresRun {
 }
 
 fn run_cores(dir: &Path, s: Sharing, per_worker: u64, seed: u64) -> anyhow::Result<CoresRun> {
-    let plan = crate::plan(
-        bricks_config::Source {
-            name: format!("<bench ipsec {}>", s.label()),
-            text: cores_config(dir, s, per_worker, seed),
-        },
-        &Default::default(),
-    )
+    let plan = crate::core::plan(bricks_config::Source {
+        name: format!("<bench ipsec {}>", s.label()),
+        text: cores_config(dir, s, per_worker, seed),
+    })
     .map_err(anyhow::Error::msg)?;
     let opts = WorkerOptions {
         threads: s.threads(),
@@ -1270,7 +1269,7 @@ impl Testbed {
     /// Starts conf/ipsec-gw.click on r0 (LAN) and r1 (WAN) and waits until
     /// both interfaces are open.
     fn start_bricks(&self) -> anyhow::Result<(ChildGuard, PathBuf, PathBuf)> {
-        let conf = include_str!("../../../conf/ipsec-gw.click");
+        let conf = include_str!("../../../../conf/ipsec-gw.click");
         let defs = [
             format!("LAN_MAC={}", self.r0_mac),
             format!("WAN_MAC={}", self.r1_mac),
@@ -1720,7 +1719,8 @@ fn select(only: &[String], quick: bool) -> anyhow::Result<Selection> {
     Ok(s)
 }
 
-pub fn bench(a: IpsecArgs) -> anyhow::Result<ExitCode> {
+/// Runs `bricks bench ipsec`.
+pub fn bench(a: &IpsecArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
     if let Some(id) = &a.once {
         return once(id, a.packets.unwrap_or(10_000));
     }
@@ -1745,14 +1745,14 @@ pub fn bench(a: IpsecArgs) -> anyhow::Result<ExitCode> {
         "--seconds must be a positive number"
     );
     let sel = select(&a.only, a.quick)?;
-    let cancel = crate::runner::stop_on_signals()?;
+    let cancel = stop_on_signals()?;
     let dir = tempfile::tempdir().context("making a temporary directory")?;
     write_sa_files(dir.path())?;
     let progress = std::io::stderr().is_terminal();
     println!(
         "bricks bench ipsec{}: {}",
         if a.quick { " --quick" } else { "" },
-        bricks_experiments::io::Machine::probe().describe()
+        crate::io::Machine::probe().describe()
     );
     let mut failed = false;
     let mut section = |name: &str, r: anyhow::Result<String>| {
@@ -1829,13 +1829,10 @@ mod tests {
             }
         }
         for s in [Sharing::Alone, Sharing::Shared, Sharing::Own] {
-            crate::plan(
-                bricks_config::Source {
-                    name: s.label().into(),
-                    text: cores_config(dir.path(), s, 100, 1),
-                },
-                &Default::default(),
-            )
+            crate::core::plan(bricks_config::Source {
+                name: s.label().into(),
+                text: cores_config(dir.path(), s, 100, 1),
+            })
             .unwrap_or_else(|e| panic!("{e}"));
         }
     }
