@@ -1,10 +1,14 @@
-//! Papers' experiments rerun on bricks: each one builds its workloads from
-//! Click text, measures them on this machine, puts the paper's value or
-//! shape beside bricks', gives a verdict with its reason, and draws a plot.
+//! The benchmarks of bricks. Papers' experiments rerun on bricks each
+//! build their workloads from Click text, measure them on this machine,
+//! put the paper's value or shape beside bricks', give a verdict with its
+//! reason, and draw a plot; the measurements of bricks itself (`core`,
+//! `lpm`, `io`, `ipsec`) print tables against the project's goals.
 //!
 //! The `bricks` binary only parses the command line and calls in here
 //! (`bricks bench vr` is [`vr::bench`]), so that the measurements can be
-//! tested and reused without the CLI.
+//! tested and reused without the CLI. `bricks bench cluster` is the one
+//! bench still in the binary: it drives `bricks cluster up`'s
+//! orchestration, which lives there.
 //!
 //! - [`core`]: the element graph in memory on one core: time and
 //!   instructions per packet of minimal forwarding, IPv4 and IPv6 routing,
