@@ -7,9 +7,9 @@
 //! different packet counts, and the difference divided by the difference
 //! in packets, so that start-up and tear-down cancel out.
 
+use crate::measure::{engine_for, valgrind_available, Sample};
 use anyhow::{bail, Context as _};
-use bricks_config::{Source, SourceMap};
-use bricks_runtime::{Engine, Plan};
+use bricks_runtime::Engine;
 use clap::ValueEnum;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -210,49 +210,6 @@ fn config(w: Workload, packets: u64) -> anyhow::Result<String> {
     })
 }
 
-/// Parses `source` and checks it against every built-in element, as
-/// `bricks run` does: warnings go to stderr, errors come back rendered.
-pub fn plan(source: Source) -> Result<Plan, String> {
-    let mut map = SourceMap::default();
-    bricks_config::parse_with(&mut map, source, &Default::default())
-        .and_then(|router| {
-            for w in &router.warnings {
-                eprint!("{}", map.render_warning(w));
-            }
-            let plan = bricks_runtime::build(&router, &bricks_elements::registry())?;
-            for (_, message) in &plan.messages {
-                eprintln!("{message}");
-            }
-            Ok(plan)
-        })
-        .map_err(|diags| {
-            let mut s = String::new();
-            for d in &diags {
-                s.push_str(&map.render(d));
-                s.push('\n');
-            }
-            s.push_str(&format!(
-                "{} error{} found; the configuration was not run\n",
-                diags.len(),
-                if diags.len() == 1 { "" } else { "s" }
-            ));
-            s
-        })
-}
-
-/// An engine for configuration `text` named `name`, that never naps when
-/// idle.
-pub fn engine_for(name: &str, text: String) -> anyhow::Result<Engine> {
-    let source = Source {
-        name: name.to_string(),
-        text,
-    };
-    let plan = plan(source).map_err(anyhow::Error::msg)?;
-    let mut e = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
-    e.idle_sleep = false;
-    Ok(e)
-}
-
 fn engine(w: Workload, packets: u64) -> anyhow::Result<Engine> {
     let e = engine_for(&format!("<bench {}>", w.name()), config(w, packets)?)?;
     if w == Workload::Iprouter {
@@ -309,11 +266,6 @@ fn callgrind_instructions(w: Workload, packets: u64) -> anyhow::Result<u64> {
         .context("no instruction total in callgrind's output")
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// Runs `bricks bench core`.
 pub fn bench(a: &CoreArgs) -> anyhow::Result<ExitCode> {
     let workloads = if a.workload.is_empty() {
@@ -327,11 +279,7 @@ pub fn bench(a: &CoreArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let callgrind = !a.no_callgrind
-        && Command::new("valgrind")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
+    let callgrind = !a.no_callgrind && valgrind_available();
     println!(
         "bricks bench core: {} packets of 64 bytes per run, median of {} runs, one core",
         a.packets, a.runs
@@ -348,7 +296,7 @@ pub fn bench(a: &CoreArgs) -> anyhow::Result<ExitCode> {
             let secs = run_once(w, a.packets)?;
             ns.push(secs * 1e9 / a.packets as f64);
         }
-        let ns = median(ns);
+        let ns = Sample(ns).median();
         let instr = if callgrind {
             let small = 10_000;
             let big = 210_000;

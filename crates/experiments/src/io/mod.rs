@@ -355,7 +355,7 @@ mod tests {
         for s in subjects(10_000) {
             if let Forwarder::Bricks(b) = &s.fwd {
                 let text = bricks_config(b, "02:00:00:00:00:01", "02:00:00:00:00:02");
-                crate::core::plan(bricks_config::Source {
+                crate::measure::plan(bricks_config::Source {
                     name: s.name.into(),
                     text: text.clone(),
                 })

@@ -62,7 +62,7 @@ pub(super) fn run_cores(
     per_worker: u64,
     seed: u64,
 ) -> anyhow::Result<CoresRun> {
-    let plan = crate::core::plan(bricks_config::Source {
+    let plan = crate::measure::plan(bricks_config::Source {
         name: format!("<bench ipsec {}>", s.label()),
         text: cores_config(dir, s, per_worker, seed),
     })

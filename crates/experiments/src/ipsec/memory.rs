@@ -100,7 +100,7 @@ pub(super) struct MemRun {
 /// every packet went all the way.
 pub(super) fn run_memory(c: MemConfig, dir: &Path, packets: u64) -> anyhow::Result<MemRun> {
     let mut e =
-        crate::core::engine_for(&format!("<bench ipsec {}>", c.id()), c.text(dir, packets))?;
+        crate::measure::engine_for(&format!("<bench ipsec {}>", c.id()), c.text(dir, packets))?;
     let t = Instant::now();
     let s = e.run();
     let secs = t.elapsed().as_secs_f64();

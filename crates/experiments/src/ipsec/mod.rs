@@ -453,7 +453,7 @@ mod tests {
             }
         }
         for s in [Sharing::Alone, Sharing::Shared, Sharing::Own] {
-            crate::core::plan(bricks_config::Source {
+            crate::measure::plan(bricks_config::Source {
                 name: s.label().into(),
                 text: cores_config(dir.path(), s, 100, 1),
             })

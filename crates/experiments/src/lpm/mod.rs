@@ -6,7 +6,8 @@
 //! 1,000 popular destinations. Lookups per second are the median of
 //! several runs over 4M addresses, one at a time and in batches of 32.
 
-use crate::core::engine_for;
+use crate::measure::engine_for;
+use crate::measure::Sample;
 use bricks_lpm::bench::{
     addresses_in4, addresses_in6, churn4, measure4, measure6, measure_updates_while_forwarding4,
     memory_references, random_addresses4, SplitMix64,
@@ -38,11 +39,6 @@ pub struct LpmArgs {
     pub packets: u64,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// Addresses: uniform, and a trace-like mix (90% to 1,000 destinations
 /// inside the table's prefixes, 10% uniform).
 fn v4_addrs(routes: &[(Prefix4, NextHop)], n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
@@ -63,12 +59,12 @@ fn v4_addrs(routes: &[(Prefix4, NextHop)], n: usize, seed: u64) -> (Vec<u32>, Ve
 
 /// Median lookups/s of several single-round measurements.
 fn rate4(t: &dyn Lpm4, addrs: &[u32], batch: usize, runs: usize) -> f64 {
-    median((0..runs).map(|_| measure4(t, addrs, batch, 1)).collect())
+    Sample((0..runs).map(|_| measure4(t, addrs, batch, 1)).collect()).median()
 }
 
 /// IPv6 counterpart of [`rate4`].
 fn rate6(t: &dyn Lpm6, addrs: &[u128], batch: usize, runs: usize) -> f64 {
-    median((0..runs).map(|_| measure6(t, addrs, batch, 1)).collect())
+    Sample((0..runs).map(|_| measure6(t, addrs, batch, 1)).collect()).median()
 }
 
 fn mlps(r: f64) -> String {
@@ -252,7 +248,7 @@ fn forwarding(routes: &[(Prefix4, NextHop)], packets: u64, runs: usize) -> anyho
             }
             ns.push(secs * 1e9 / packets as f64);
         }
-        println!("  {label:<34} {:.1} ns/packet", median(ns));
+        println!("  {label:<34} {:.1} ns/packet", Sample(ns).median());
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
