@@ -35,11 +35,11 @@
 //! absolute rates say more about the machine than about the cluster; the
 //! ratios (load, reordering, gaps) are the figures to read.
 
-use crate::bench_io::{last_json, median, Machine};
 use crate::cluster::state::{self, State};
 use crate::cluster::status::{self, Counters};
 use crate::cluster::up::{self, StopSignal, UpArgs};
 use anyhow::Context as _;
+use bricks_experiments::io::{last_json, median, Machine};
 use bricks_netns::Captured;
 use serde_json::{json, Value};
 use std::fmt::Write as _;

@@ -1,10 +1,7 @@
 //! `bricks`: the command line. Subcommands only; the work is in the crates.
 
-mod bench;
 mod bench_cluster;
-mod bench_io;
-mod bench_ipsec;
-mod bench_lpm;
+mod bench_cmd;
 mod click_cmd;
 mod clicktest_cmd;
 mod cluster;
@@ -208,7 +205,7 @@ enum Command {
         sudo bricks bench cluster --quick")]
     Bench {
         #[command(subcommand)]
-        what: bench::BenchCommand,
+        what: bench_cmd::BenchCommand,
     },
     /// Run Click's driver command line (`click [OPTION]... [FILE]
     /// [PARAM=VALUE]...`: `-e`, `-f`, `-h`, `-x`, `-q`, `-j`,
@@ -452,7 +449,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Run(a) => run(&a),
         Command::Elements { name } => elements_cmd::elements(name.as_deref()),
         Command::Routes { what } => routes_cmd::routes(what),
-        Command::Bench { what } => bench::bench(what),
+        Command::Bench { what } => bench_cmd::bench(what),
         Command::Gen(a) => gen_cmd::gen(&a),
         Command::Sink(a) => sink_cmd::sink(&a),
         Command::Demo(a) => demo::demo(a),

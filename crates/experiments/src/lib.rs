@@ -1,11 +1,30 @@
-//! Papers' experiments rerun on bricks: each one builds its workloads from
-//! Click text, measures them on this machine, puts the paper's value or
-//! shape beside bricks', gives a verdict with its reason, and draws a plot.
+//! The benchmarks of bricks. Papers' experiments rerun on bricks each
+//! build their workloads from Click text, measure them on this machine,
+//! put the paper's value or shape beside bricks', give a verdict with its
+//! reason, and draw a plot; the measurements of bricks itself (`core`,
+//! `lpm`, `io`, `ipsec`) print tables against the project's goals.
 //!
 //! The `bricks` binary only parses the command line and calls in here
 //! (`bricks bench vr` is [`vr::bench`]), so that the measurements can be
-//! tested and reused without the CLI.
+//! tested and reused without the CLI. `bricks bench cluster` is the one
+//! bench still in the binary: it drives `bricks cluster up`'s
+//! orchestration, which lives there.
 //!
+//! - [`core`]: the element graph in memory on one core: time and
+//!   instructions per packet of minimal forwarding, IPv4 and IPv6 routing,
+//!   Click's IP router and a packet crossing a three-server cluster
+//!   (`bricks bench core`).
+//! - [`io`]: forwarding between veths in network namespaces: bricks
+//!   against Linux and XDP_REDIRECT, RouteBricks' batching and spreading
+//!   choices, loss-free rates and latency (`bricks bench io`).
+//! - [`ipsec`]: ESP tunnel mode: encapsulation and decapsulation in
+//!   memory by suite and size, one SA's sequence counter shared by two
+//!   workers, and conf/ipsec-gw.click between veths against Linux's XFRM
+//!   (`bricks bench ipsec`).
+//! - [`lpm`]: route lookup at Internet scale: every algorithm's lookups
+//!   per second on generated tables, memory, build time, updates while
+//!   lookups run, and the IPv4 forwarding path with a 1M-prefix table
+//!   (`bricks bench lpm`).
 //! - [`measure`]: configurations to plans, one worker or several, timing
 //!   with medians and spreads, instructions per packet with callgrind.
 //! - [`frames`]: the test frames, built with `bricks_wire`'s `Repr`s.
@@ -27,8 +46,12 @@
 
 #![forbid(unsafe_code)]
 
+pub mod core;
 pub mod error;
 pub mod frames;
+pub mod io;
+pub mod ipsec;
+pub mod lpm;
 pub mod measure;
 pub mod multistage;
 pub mod plot;
@@ -39,3 +62,12 @@ pub mod routes;
 pub mod vr;
 
 pub use error::Error;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Installs the process's handlers for SIGINT, SIGTERM and SIGHUP and
+/// returns the flag they set. The benches that build networks and start
+/// processes call it once they have something to clean up, and poll the
+/// flag; the binary owns the process's signals, so it passes this in.
+pub type StopOnSignals = fn() -> anyhow::Result<Arc<AtomicBool>>;

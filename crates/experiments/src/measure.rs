@@ -8,6 +8,8 @@
 //! their spread ([`Sample`]); instructions per packet come from callgrind
 //! re-running the `bricks` binary on one workload at two packet counts, so
 //! that start-up and tear-down cancel out ([`callgrind_per_packet`]).
+//! The benches that build their own engines plan their text as `bricks
+//! run` does ([`plan`], [`engine_for`]).
 
 use crate::Error;
 use bricks_config::{Source, SourceMap};
@@ -288,6 +290,49 @@ pub fn time_ns(w: impl Fn(u64) -> Workload, packets: u64, runs: usize) -> Result
         ns.push(r.ns_per_packet());
     }
     Ok(Sample(ns))
+}
+
+/// Parses `source` and checks it against every built-in element, as
+/// `bricks run` does: warnings go to stderr, errors come back rendered.
+pub fn plan(source: Source) -> Result<Plan, String> {
+    let mut map = SourceMap::default();
+    bricks_config::parse_with(&mut map, source, &Default::default())
+        .and_then(|router| {
+            for w in &router.warnings {
+                eprint!("{}", map.render_warning(w));
+            }
+            let plan = bricks_runtime::build(&router, &bricks_elements::registry())?;
+            for (_, message) in &plan.messages {
+                eprintln!("{message}");
+            }
+            Ok(plan)
+        })
+        .map_err(|diags| {
+            let mut s = String::new();
+            for d in &diags {
+                s.push_str(&map.render(d));
+                s.push('\n');
+            }
+            s.push_str(&format!(
+                "{} error{} found; the configuration was not run\n",
+                diags.len(),
+                if diags.len() == 1 { "" } else { "s" }
+            ));
+            s
+        })
+}
+
+/// An engine for configuration `text` named `name`, that never naps when
+/// idle.
+pub fn engine_for(name: &str, text: String) -> anyhow::Result<Engine> {
+    let source = Source {
+        name: name.to_string(),
+        text,
+    };
+    let plan = plan(source).map_err(anyhow::Error::msg)?;
+    let mut e = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    e.idle_sleep = false;
+    Ok(e)
 }
 
 /// Several measurements of one quantity.

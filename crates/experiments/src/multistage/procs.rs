@@ -1,6 +1,7 @@
 //! The processes the namespace experiments start (`bricks run`, `gen`,
 //! `sink`, `multistage`), and the JSON reports they print.
 
+pub(crate) use crate::io::last_json;
 use crate::Error;
 use bricks_netns::{Captured, ChildGuard};
 use serde_json::Value;
@@ -14,14 +15,6 @@ pub(crate) fn run_error(workload: &str, message: impl Into<String>) -> Error {
         workload: workload.into(),
         message: message.into(),
     }
-}
-
-/// The last line of `text` that is a JSON object.
-pub(crate) fn last_json(text: &str) -> Option<Value> {
-    text.lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
-        .filter(Value::is_object)
 }
 
 /// Waits at most `timeout` for `c` and returns the JSON report it printed

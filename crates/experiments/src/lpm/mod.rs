@@ -6,7 +6,8 @@
 //! 1,000 popular destinations. Lookups per second are the median of
 //! several runs over 4M addresses, one at a time and in batches of 32.
 
-use crate::bench::engine_for;
+use crate::measure::engine_for;
+use crate::measure::Sample;
 use bricks_lpm::bench::{
     addresses_in4, addresses_in6, churn4, measure4, measure6, measure_updates_while_forwarding4,
     memory_references, random_addresses4, SplitMix64,
@@ -18,28 +19,24 @@ use std::time::Instant;
 
 const MEMORY: usize = 1 << 30;
 
+/// `bricks bench lpm` options.
 #[derive(clap::Args)]
 pub struct LpmArgs {
     /// IPv4 prefixes of the large table.
     #[arg(long, default_value_t = 1_000_000)]
-    v4: usize,
+    pub v4: usize,
     /// IPv6 prefixes.
     #[arg(long, default_value_t = 200_000)]
-    v6: usize,
+    pub v6: usize,
     /// Timed runs per figure; the median is reported.
     #[arg(long, default_value_t = 5)]
-    runs: usize,
+    pub runs: usize,
     /// Seconds of the update-while-forwarding run.
     #[arg(long, default_value_t = 3)]
-    update_seconds: u64,
+    pub update_seconds: u64,
     /// Packets through the IPv4 forwarding path with the large table.
     #[arg(long, default_value_t = 4_000_000)]
-    packets: u64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    pub packets: u64,
 }
 
 /// Addresses: uniform, and a trace-like mix (90% to 1,000 destinations
@@ -62,12 +59,12 @@ fn v4_addrs(routes: &[(Prefix4, NextHop)], n: usize, seed: u64) -> (Vec<u32>, Ve
 
 /// Median lookups/s of several single-round measurements.
 fn rate4(t: &dyn Lpm4, addrs: &[u32], batch: usize, runs: usize) -> f64 {
-    median((0..runs).map(|_| measure4(t, addrs, batch, 1)).collect())
+    Sample((0..runs).map(|_| measure4(t, addrs, batch, 1)).collect()).median()
 }
 
 /// IPv6 counterpart of [`rate4`].
 fn rate6(t: &dyn Lpm6, addrs: &[u128], batch: usize, runs: usize) -> f64 {
-    median((0..runs).map(|_| measure6(t, addrs, batch, 1)).collect())
+    Sample((0..runs).map(|_| measure6(t, addrs, batch, 1)).collect()).median()
 }
 
 fn mlps(r: f64) -> String {
@@ -82,7 +79,8 @@ fn table(v4: usize, v6: usize) -> InternedRoutes {
     bricks_lpm::gen::generate(v4, v6, 1).intern()
 }
 
-pub fn bench(a: LpmArgs) -> anyhow::Result<ExitCode> {
+/// Runs `bricks bench lpm`.
+pub fn bench(a: &LpmArgs) -> anyhow::Result<ExitCode> {
     let runs = a.runs.max(1);
     println!("bricks bench lpm: generated tables (seed 1), 4M lookups per run, median of {runs} runs, one core");
     println!(
@@ -250,7 +248,7 @@ fn forwarding(routes: &[(Prefix4, NextHop)], packets: u64, runs: usize) -> anyho
             }
             ns.push(secs * 1e9 / packets as f64);
         }
-        println!("  {label:<34} {:.1} ns/packet", median(ns));
+        println!("  {label:<34} {:.1} ns/packet", Sample(ns).median());
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

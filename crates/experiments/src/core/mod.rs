@@ -1,6 +1,4 @@
-//! `bricks bench core`: the packet path measured in memory (the other
-//! benches, `lpm`, `io`, `ipsec` and `cluster`, have files of their own;
-//! `vr`, `multistage`, `qos` and `routes` live in `bricks-experiments`).
+//! `bricks bench core`: the packet path measured in memory.
 //!
 //! Each workload is a configuration whose source makes N packets and whose
 //! sink drops them, run to completion on one core. Time per packet comes
@@ -9,142 +7,34 @@
 //! different packet counts, and the difference divided by the difference
 //! in packets, so that start-up and tear-down cancel out.
 
+use crate::measure::{engine_for, valgrind_available, Sample};
 use anyhow::{bail, Context as _};
-use bricks_config::Source;
 use bricks_runtime::Engine;
-use clap::{Subcommand, ValueEnum};
+use clap::ValueEnum;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-#[derive(Subcommand)]
-pub enum BenchCommand {
-    /// The element graph in memory on one core (64-byte packets; no root).
-    ///
-    /// minimal: InfiniteSource -> EtherRewrite -> Discard.
-    /// ipv4: Classifier -> Strip -> CheckIPHeader -> StaticIPLookup
-    /// (16 routes) -> DecIPTTL -> EtherEncap. iprouter: Click's
-    /// two-interface IP router (conf/ip-router.click) fed by an
-    /// InfiniteSource. cluster: Strip -> CheckIPHeader -> three VLBNodes
-    /// of one cluster in one graph, each packet labelled at the input
-    /// node, switched by the intermediate, delivered by the output node.
-    /// ipv6: Classifier -> Strip -> CheckIP6Header -> LookupIP6Route
-    /// (200K generated prefixes, `bricks routes gen`) -> DecIP6HLIM ->
-    /// EtherEncap, 78-byte frames to an address inside the table.
-    /// Instructions per packet come from callgrind (valgrind) when it is
-    /// installed.
-    #[command(after_help = "Examples:\n  \
-        bricks bench core\n  \
-        bricks bench core --workload ipv4 --workload iprouter --no-callgrind\n  \
-        bricks bench core --workload ipv6\n  \
-        bricks bench core --packets 1000000 --runs 3")]
-    Core(CoreArgs),
-    /// Route lookup at Internet scale: lookups per second of every
-    /// algorithm on generated tables (1M and 256K IPv4 prefixes, 200K
-    /// IPv6), memory, build time, updates applied while lookups run, and
-    /// the IPv4 forwarding path with the 1M-prefix table. In memory; no
-    /// root.
-    #[command(after_help = "Examples:\n  \
-        bricks bench lpm\n  \
-        bricks bench lpm --v4 256000 --v6 50000 --runs 3")]
-    Lpm(crate::bench_lpm::LpmArgs),
-    /// Forwarding between real interfaces (veths in network namespaces):
-    /// bricks against Linux and XDP_REDIRECT, and RouteBricks' batching
-    /// (kp, kn) and spreading (per-core, pipeline, serial) choices, with
-    /// latency at a low rate. Needs root.
-    Io(crate::bench_io::IoArgs),
-    /// IPsec ESP tunnel mode: encapsulation and decapsulation in memory on
-    /// one core (AES-128-GCM, AES-256-GCM, AES-128-CBC with HMAC-SHA1-96;
-    /// 64-byte, 1400-byte and IMIX packets; Mpps, Gbps, ns and
-    /// instructions per packet), one SA's sequence counter shared by two
-    /// workers, and conf/ipsec-gw.click between veths in network
-    /// namespaces against Linux's XFRM (that part needs root and is skipped
-    /// without it).
-    Ipsec(crate::bench_ipsec::IpsecArgs),
-    /// A RouteBricks cluster of bricks routers in network namespaces joined
-    /// by veths (conf/cluster/rb4.toml with rates for this machine; needs
-    /// root): per-server load relative to the
-    /// external rate for uniform and worst-case traffic (2R..3R),
-    /// reordering with and without flowlets, failover time when a server
-    /// dies, the cluster's throughput against one server's, and CPU time
-    /// per packet.
-    Cluster(crate::bench_cluster::ClusterArgs),
-    /// Virtual routers on one box (Egi et al., CoNEXT 2008), in memory: the
-    /// rate against flows and IP routing's cost (Figs. 2, 4), two paths
-    /// mapped onto two workers (Fig. 8), a queue shared by two workers
-    /// against one per input (Fig. 11), 1 to 1,024 virtual routers behind
-    /// a demultiplexer (Fig. 16), and 2:1 weights with software and
-    /// per-router receive queues (Figs. 17, 18). Prints the paper's value
-    /// beside bricks' with a verdict, and writes SVG plots.
-    #[command(after_help = "Examples:\n  \
-        bricks bench vr\n  \
-        bricks bench vr --quick -o /tmp/vr\n  \
-        bricks bench vr --only scaling --only fairness --runs 3")]
-    Vr(bricks_experiments::vr::VrArgs),
-    /// Multistage routers (Bianco et al., HPSR 2007): the single-PC model
-    /// (Fig. 1), one router's rate against frame size on veths with
-    /// buffers recycled and allocated per packet (Fig. 5), an L2Balancer
-    /// in memory, ODB against DTX-n (Fig. 6), and whole multistage routers
-    /// (`bricks multistage up`) with every box capped at a fixed rate as
-    /// balancers and routers are added (Fig. 7). The veth and namespace
-    /// parts need root and are skipped, with the reason, without it.
-    /// Prints the paper's value beside bricks' with a verdict, and writes
-    /// SVG plots.
-    #[command(after_help = "Examples:\n  \
-        sudo bricks bench multistage\n  \
-        bricks bench multistage --quick --only fig1 --only fig6 -o /tmp/ms\n  \
-        sudo bricks bench multistage --only fig7 --runs 3")]
-    Multistage(bricks_experiments::multistage::MultistageArgs),
-    /// QoS building blocks (Hardekopf et al.), in memory: the memory of
-    /// hash matching against tagging by model and by filling a real
-    /// FlowTable (Fig. 2), classification against the chain bound k in
-    /// the worst case (Fig. 3), the 4-bit trie at depths 1, 3, 8 and on a
-    /// realistic table (Fig. 4), FIFO, heap, BinSort and MDS-BinSort as
-    /// the queue fills (Fig. 5), and the twelve architectures beside
-    /// bricks' IPv4 router with Table 4's threads and SRAM bandwidth and
-    /// Table 3's scaling of the sort block (Fig. 7). ns and instructions
-    /// per packet on one core, memory references and 32-bit words per
-    /// packet counted exactly. Prints the paper's value beside bricks'
-    /// with a verdict, and writes SVG plots. No root needed.
-    #[command(after_help = "Examples:\n  \
-        bricks bench qos\n  \
-        bricks bench qos --quick -o /tmp/qos\n  \
-        bricks bench qos --only fig5 --only fig7 --runs 3 --no-callgrind")]
-    Qos(bricks_experiments::qos::QosArgs),
-    /// Routes from a Linux table over rtnetlink into DIR-24-8, in a
-    /// network namespace made for the run (needs root; skipped with the
-    /// reason without it): the kernel's insert time for N routes written
-    /// over netlink (and through `ip -batch`), routes applied per second
-    /// by a follower while they are written and a reader forwards, its lag,
-    /// the time to dump and apply the full table with the reader's
-    /// lookups/s during it against an idle table, and the same routes
-    /// through the decoder alone, the `add` write handler and
-    /// Lpm4Update::insert, with the ratios.
-    #[command(after_help = "Examples:\n  \
-        sudo bricks bench routes\n  \
-        sudo bricks bench routes --quick\n  \
-        sudo bricks bench routes --routes 500000 --runs 5")]
-    Routes(bricks_experiments::routes::RoutesArgs),
-}
-
+/// `bricks bench core` options.
 #[derive(clap::Args)]
 pub struct CoreArgs {
     /// Workloads to run (all when none is given).
     #[arg(long, value_enum)]
-    workload: Vec<Workload>,
+    pub workload: Vec<Workload>,
     /// Packets per timed run.
     #[arg(long, default_value_t = 5_000_000)]
-    packets: u64,
+    pub packets: u64,
     /// Timed runs per workload; the median is reported.
     #[arg(long, default_value_t = 5)]
-    runs: usize,
+    pub runs: usize,
     /// Skip counting instructions with callgrind.
     #[arg(long)]
-    no_callgrind: bool,
+    pub no_callgrind: bool,
     /// Run one workload once and print nothing (what callgrind runs).
     #[arg(long, hide = true)]
-    once: bool,
+    pub once: bool,
 }
 
+/// A `bricks bench core` workload.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
 pub enum Workload {
     Minimal,
@@ -295,7 +185,7 @@ fn config(w: Workload, packets: u64) -> anyhow::Result<String> {
                 f = file.display()
             )
         }
-        Workload::Iprouter => include_str!("../../../conf/ip-router.click")
+        Workload::Iprouter => include_str!("../../../../conf/ip-router.click")
             .replace("FromDevice(eth0)", &src)
             .replace("FromDevice(eth1)", "Idle")
             .replace("ToDevice(eth0)", "Discard")
@@ -318,17 +208,6 @@ fn config(w: Workload, packets: u64) -> anyhow::Result<String> {
             )
         }
     })
-}
-
-pub(crate) fn engine_for(name: &str, text: String) -> anyhow::Result<Engine> {
-    let source = Source {
-        name: name.to_string(),
-        text,
-    };
-    let plan = crate::plan(source, &Default::default()).map_err(anyhow::Error::msg)?;
-    let mut e = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
-    e.idle_sleep = false;
-    Ok(e)
 }
 
 fn engine(w: Workload, packets: u64) -> anyhow::Result<Engine> {
@@ -387,51 +266,8 @@ fn callgrind_instructions(w: Workload, packets: u64) -> anyhow::Result<u64> {
         .context("no instruction total in callgrind's output")
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
-    let a = match cmd {
-        BenchCommand::Core(a) => a,
-        BenchCommand::Lpm(a) => return crate::bench_lpm::bench(a),
-        BenchCommand::Io(a) => return crate::bench_io::bench(a),
-        BenchCommand::Ipsec(a) => return crate::bench_ipsec::bench(a),
-        BenchCommand::Cluster(a) => return crate::bench_cluster::bench(a),
-        BenchCommand::Vr(a) => {
-            let all_ran = bricks_experiments::vr::bench(&a)?;
-            return Ok(if all_ran {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            });
-        }
-        BenchCommand::Multistage(a) => {
-            let all_ran = bricks_experiments::multistage::bench(&a)?;
-            return Ok(if all_ran {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            });
-        }
-        BenchCommand::Routes(a) => {
-            let all_ran = bricks_experiments::routes::bench(&a)?;
-            return Ok(if all_ran {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            });
-        }
-        BenchCommand::Qos(a) => {
-            let all_ran = bricks_experiments::qos::bench(&a)?;
-            return Ok(if all_ran {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            });
-        }
-    };
+/// Runs `bricks bench core`.
+pub fn bench(a: &CoreArgs) -> anyhow::Result<ExitCode> {
     let workloads = if a.workload.is_empty() {
         Workload::ALL.to_vec()
     } else {
@@ -443,11 +279,7 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let callgrind = !a.no_callgrind
-        && Command::new("valgrind")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
+    let callgrind = !a.no_callgrind && valgrind_available();
     println!(
         "bricks bench core: {} packets of 64 bytes per run, median of {} runs, one core",
         a.packets, a.runs
@@ -464,7 +296,7 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             let secs = run_once(w, a.packets)?;
             ns.push(secs * 1e9 / a.packets as f64);
         }
-        let ns = median(ns);
+        let ns = Sample(ns).median();
         let instr = if callgrind {
             let small = 10_000;
             let big = 210_000;

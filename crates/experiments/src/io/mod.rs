@@ -1,0 +1,441 @@
+//! `bricks bench io`: forwarding between real interfaces, measured from
+//! outside the router.
+//!
+//! One run builds a test network of three namespaces (generator, router,
+//! sink) joined by two-queue veth pairs,
+//!
+//! ```text
+//!   gen [g0] ---- [r0] router [r1] ---- [s0] sink
+//!   10.70.0.2  10.70.0.1    10.71.0.1  10.71.0.2
+//! ```
+//!
+//! and measures every subject with the same `bricks gen` (64-byte UDP
+//! frames to 10.71.0.2, destination MAC r0's, many flows) and the same
+//! `bricks sink`, each pinned to the same CPU: Linux's own forwarding, an
+//! XDP_REDIRECT program (the kernel's fastest forwarding, no per-packet
+//! work), and bricks forwarding IPv4 with the batching and spreading
+//! choices of RouteBricks §4.2 (Table 1: kp and kn; Fig. 6: pipeline
+//! against run to completion) and of the NIC paper (Fig. 2: hardware
+//! queues against a serial NIC). The figure of merit is what the sink
+//! receives per second; the generator sends as fast as it can.
+//!
+//! **Placement.** Generator, router and sink share the machine's cores, so
+//! every subject runs with the same placement: generator and sink on the
+//! tester CPU (the first), the router on the router CPU (the last), or on
+//! every CPU for the subjects that need two. The kernel's share of the
+//! router's work moves with it: each veth receives in NAPI threads
+//! (`/sys/class/net/IF/threaded`, GRO on so that plain veths use NAPI too)
+//! pinned to the receiver's CPUs, as a NIC's interrupts are pinned to the
+//! cores that own its queues. Without that, Linux forwarding and
+//! XDP_REDIRECT would run inside the generator's `sendto` on the tester
+//! CPU, and bricks would get a CPU more than they do. The NAPI threads run
+//! SCHED_FIFO, so that they take the CPU before user space as softirq
+//! processing would: as ordinary threads they were starved for seconds by
+//! the busy-polling workers they share a CPU with (seen on a kernel with
+//! `preempt=none`), and the frames of a whole run were lost.
+//!
+//! **Queues.** A veth hands a frame to the receive queue numbered like the
+//! transmit queue it was sent on, and a veth has no RSS. The generator
+//! runs two workers (`bricks gen --threads 2`, both on the tester CPU),
+//! each sending its own flows on its own AF_XDP transmit queue of g0, so
+//! both of r0's receive queues get traffic. AF_XDP rather than AF_PACKET:
+//! on this kind of machine it sends about twice as many frames per second
+//! per CPU, and the tester must outrun the router.
+//!
+//! The network is deleted at the end, on errors and on Ctrl-C.
+
+use crate::StopOnSignals;
+use anyhow::{bail, Context as _};
+use bricks_netns::{ChildGuard, Network};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+mod net;
+mod procs;
+mod report;
+mod subjects;
+mod testbed;
+
+pub use net::Machine;
+use net::*;
+pub(crate) use net::{pin, Line};
+pub use procs::last_json;
+use procs::*;
+use report::*;
+use subjects::*;
+use testbed::*;
+
+/// `bricks bench io` options.
+#[derive(clap::Args)]
+#[command(
+    after_help = "Subjects (for --only): linux, xdp-redirect, bricks, bricks-kp1, \
+    bricks-kn1, bricks-nobatch, bricks-push, bricks-packet, bricks-2w, bricks-pipeline, \
+    bricks-serial; \
+    latency at a low rate: lat-linux, lat-xdp-redirect, lat-bricks, lat-bricks-flush0, \
+    lat-bricks-kn1, lat-bricks-busypoll (or `latency` for all of them).\n\n\
+    Examples:\n  \
+    sudo bricks bench io\n  \
+    sudo bricks bench io --seconds 1 --runs 1 --only linux,bricks\n  \
+    sudo bricks bench io --only latency --json"
+)]
+pub struct IoArgs {
+    /// Seconds the generator sends in each run.
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    pub seconds: f64,
+    /// Runs per subject; the median is reported. Runs go round the
+    /// subjects, so that a change in the machine's load touches them all.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Measure only these subjects (comma-separated names; see below).
+    #[arg(long, value_delimiter = ',', value_name = "SUBJECT,...")]
+    pub only: Vec<String>,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Distinct flows the generator sends.
+    #[arg(long, default_value_t = 256)]
+    pub flows: u32,
+    /// Packets per second of the latency measurements.
+    #[arg(long, default_value_t = 10_000, value_name = "PPS")]
+    pub latency_rate: u64,
+    /// Steps of the search for each subject's loss-free rate (the highest
+    /// offered rate it forwards with at most --max-loss); 0 skips it.
+    #[arg(long, default_value_t = 6, value_name = "N")]
+    pub search_steps: u32,
+    /// The loss, in percent of the frames sent, that still counts as
+    /// loss-free in the search.
+    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
+    pub max_loss: f64,
+    /// Hold an XDP program until killed (used by the bench itself, inside
+    /// the router's or the sink's namespace): `redirect:FROM:TO` or
+    /// `pass:IF`.
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub xdp_hold: Option<String>,
+}
+
+/// Exit status when the bench cannot run here (no root, missing tools).
+const CANNOT_RUN: u8 = 2;
+
+const G0_ADDR: &str = "10.70.0.2";
+const R0_CIDR: &str = "10.70.0.1/24";
+const G0_CIDR: &str = "10.70.0.2/24";
+const R1_CIDR: &str = "10.71.0.1/24";
+const S0_ADDR: &str = "10.71.0.2";
+const S0_CIDR: &str = "10.71.0.2/24";
+/// Queues of every veth (RX and TX).
+const QUEUES: u32 = 2;
+/// How long the sink gets to open its sockets before the generator
+/// starts.
+const SINK_START: Duration = Duration::from_millis(700);
+/// How long the sink keeps receiving after the generator has stopped.
+const DRAIN: Duration = Duration::from_millis(300);
+/// The niceness of generator, sink and router: other jobs on the machine
+/// then get about 1% of a CPU the bench's processes want (weight 88761
+/// against 1024), so a busy machine disturbs the figures less.
+const NICE: &str = "-20";
+/// SCHED_FIFO priority of the veths' NAPI threads: above every ordinary
+/// thread, below the kernel's own real-time threads.
+const NAPI_PRIORITY: &str = "10";
+
+/// `0,1,3` as taskset reads it.
+fn cpu_list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The median of `v` (the mean of the middle two when `v` has an even
+/// length; NaN when it is empty), sorting `v`.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Holds an XDP program in this process's namespace until killed (the
+/// kernel detaches it when the process dies).
+fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let (held, mode): (Box<dyn std::any::Any>, String) = match parts.as_slice() {
+        ["redirect", from, to] => {
+            let r = bricks_io::xdp::redirect(from, to).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mode = match r.fallback_reason() {
+                Some(why) => format!("{} ({why})", r.mode()),
+                None => r.mode().to_string(),
+            };
+            (Box::new(r), mode)
+        }
+        ["pass", ifname] => {
+            let p = bricks_io::xdp::attach_pass(ifname, bricks_io::xdp::XdpMode::Auto)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mode = p.mode().to_string();
+            (Box::new(p), mode)
+        }
+        _ => bail!("--xdp-hold {spec}: expected redirect:FROM:TO or pass:IF"),
+    };
+    let stop = stop_on_signals()?;
+    println!("ready: XDP {spec} attached, {mode}");
+    std::io::stdout().flush()?;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(held);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `bricks bench io`.
+pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+    if let Some(spec) = &a.xdp_hold {
+        return xdp_hold(spec, stop_on_signals);
+    }
+    anyhow::ensure!(
+        a.seconds.is_finite() && a.seconds > 0.0,
+        "--seconds must be a positive number"
+    );
+    anyhow::ensure!(a.runs >= 1, "--runs must be at least 1");
+    anyhow::ensure!(a.flows >= 1, "--flows must be at least 1");
+    anyhow::ensure!(a.latency_rate >= 1, "--latency-rate must be at least 1");
+    anyhow::ensure!(
+        a.max_loss.is_finite() && (0.0..100.0).contains(&a.max_loss),
+        "--max-loss must be a percentage below 100"
+    );
+    let chosen = select(subjects(a.latency_rate), &a.only)?;
+    if !bricks_netns::is_root() {
+        eprintln!(
+            "bricks bench io needs root: it builds network namespaces joined by veth links, \
+             attaches XDP programs and pins kernel threads (CAP_NET_ADMIN, CAP_SYS_ADMIN, \
+             CAP_BPF). Run it as root: sudo {} bench io",
+            std::env::args().next().unwrap_or_else(|| "bricks".into())
+        );
+        return Ok(ExitCode::from(CANNOT_RUN));
+    }
+    for (tool, hint) in [
+        ("ip", "iproute2"),
+        ("ethtool", "ethtool"),
+        ("taskset", "util-linux"),
+        ("chrt", "util-linux"),
+    ] {
+        let found = Command::new(tool)
+            .arg(if tool == "ip" { "-V" } else { "--version" })
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            eprintln!("bricks bench io needs `{tool}` (apt-get install {hint})");
+            return Ok(ExitCode::from(CANNOT_RUN));
+        }
+    }
+    let cancel = stop_on_signals()?;
+    let machine = Machine::probe();
+    let load_start = load_average();
+    let bed = Testbed::build(machine.clone(), a.flows, cancel.clone())
+        .context("building the test network")?;
+    if !a.json {
+        print_header(a, &machine, load_start);
+    }
+    let mut measured: Vec<Measured> = chosen
+        .into_iter()
+        .map(|s| Measured {
+            cpus: machine.router_cpus(s.wide),
+            subject: s,
+            runs: Vec::new(),
+            errors: Vec::new(),
+            search: None,
+        })
+        .collect();
+    let total = measured.len() * a.runs;
+    let mut done = 0;
+    let progress = std::io::stderr().is_terminal();
+    for run in 0..a.runs {
+        for m in measured.iter_mut() {
+            if bed.cancelled() {
+                break;
+            }
+            done += 1;
+            if progress {
+                eprint!(
+                    "\r[{done}/{total}] run {} of {}: {:<22}",
+                    run + 1,
+                    a.runs,
+                    m.subject.name
+                );
+                let _ = std::io::stderr().flush();
+            }
+            match bed.run(&m.subject, a.seconds, m.subject.rate) {
+                Ok(r) => m.runs.push(r),
+                Err(e) => m.errors.push(format!("{e:#}")),
+            }
+        }
+    }
+    let searched: Vec<usize> = (0..measured.len())
+        .filter(|&i| !measured[i].subject.is_latency() && !measured[i].runs.is_empty())
+        .collect();
+    if a.search_steps > 0 {
+        let probe_secs = a.seconds.min(3.0);
+        for (n, &i) in searched.iter().enumerate() {
+            if bed.cancelled() {
+                break;
+            }
+            if progress {
+                eprint!(
+                    "\r[{}/{}] loss-free rate of {:<22}",
+                    n + 1,
+                    searched.len(),
+                    measured[i].subject.name
+                );
+                let _ = std::io::stderr().flush();
+            }
+            match search(&bed, &measured[i], probe_secs, a.search_steps, a.max_loss) {
+                Ok(s) => measured[i].search = Some(s),
+                Err(e) => measured[i]
+                    .errors
+                    .push(format!("searching the loss-free rate: {e:#}")),
+            }
+        }
+    }
+    if progress {
+        eprint!("\r{:60}\r", "");
+    }
+    drop(bed);
+    if cancel.load(Ordering::Relaxed) {
+        eprintln!("interrupted; the test network is deleted");
+        return Ok(ExitCode::from(130));
+    }
+    let load_end = load_average();
+    if a.json {
+        println!(
+            "{}",
+            report_json(a, &machine, &measured, load_start, load_end)
+        );
+    } else {
+        print!("{}", report_text(a, &measured, load_end));
+    }
+    let failed = measured.iter().any(|m| m.runs.is_empty());
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list(&[0, 1, 3]), "0,1,3");
+    }
+
+    #[test]
+    fn the_router_configuration_checks() {
+        // Bound to (empty) captures, the interfaces are not declared live,
+        // so configurations with different backends can all be checked in
+        // one process.
+        for ifname in ["r0", "r1"] {
+            bricks_io::binding::bind(
+                ifname,
+                bricks_io::binding::Binding::Pcap {
+                    input: None,
+                    output: None,
+                },
+            );
+        }
+        for s in subjects(10_000) {
+            if let Forwarder::Bricks(b) = &s.fwd {
+                let text = bricks_config(b, "02:00:00:00:00:01", "02:00:00:00:00:02");
+                crate::measure::plan(bricks_config::Source {
+                    name: s.name.into(),
+                    text: text.clone(),
+                })
+                .unwrap_or_else(|e| panic!("{}: {e}\n{text}", s.name));
+                assert!(text.contains(&format!("BURST {}", b.kp)), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_selects_by_name_and_group() {
+        let all = subjects(10_000);
+        let n = all.len();
+        let some = select(all.clone(), &["linux".into(), "bricks".into()]).unwrap();
+        let names: Vec<&str> = some.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["linux", "bricks"]);
+        let lat = select(all.clone(), &["latency".into()]).unwrap();
+        assert!(!lat.is_empty() && lat.iter().all(Subject::is_latency));
+        assert_eq!(select(all.clone(), &[]).unwrap().len(), n);
+        let err = select(all, &["brick".into()]).unwrap_err().to_string();
+        assert!(err.contains("bricks-kp1"), "{err}");
+    }
+
+    #[test]
+    fn every_ratio_names_existing_subjects() {
+        let all = subjects(10_000);
+        for r in RATIOS {
+            for n in [r.top, r.bottom] {
+                assert!(all.iter().any(|s| s.name == n), "{}: {n}", r.name);
+            }
+        }
+    }
+
+    #[test]
+    fn reports_are_read() {
+        let g = parse_gen("noise\n{\"sent\":1000,\"elapsed_s\":2.0,\"drops\":5,\"mpps\":0.0005}\n")
+            .unwrap();
+        assert_eq!(
+            g,
+            GenReport {
+                sent: 1000,
+                elapsed: 2.0
+            }
+        );
+        let s = parse_sink(
+            "{\"packets\":990,\"probes\":990,\"duplicates\":10,\"mpps\":0.42,\
+             \"latency_ns\":{\"p50\":1000,\"p90\":2000,\"p99\":3000,\"p999\":4000,\"max\":5000}}",
+        )
+        .unwrap();
+        assert_eq!(s.received, 980);
+        assert_eq!(s.latency, [1000, 2000, 3000, 4000, 5000]);
+        let run = RunResult {
+            gen: g,
+            sink: s,
+            ..Default::default()
+        };
+        assert!((run.loss_pct() - 2.0).abs() < 1e-9);
+        assert!((run.offered_mpps() - 0.0005).abs() < 1e-12);
+        let r = parse_router(
+            "{\"elapsed\":1.0,\"workers\":[\
+             {\"worker\":0,\"elements\":{\"rx\":{\"class\":\"FromDevice\",\"count\":10,\"ring_drops\":1},\
+             \"q\":{\"drops\":2},\"tx\":{\"count\":8,\"drops\":0}}},\
+             {\"worker\":1,\"elements\":{\"rx\":{\"count\":5},\"tx\":{\"count\":5,\"drops\":1}}}]}",
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            RouterCounters {
+                received: 15,
+                ring_drops: 1,
+                queue_drops: 2,
+                sent: 13,
+                tx_drops: 1
+            }
+        );
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

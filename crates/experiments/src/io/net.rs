@@ -1,0 +1,209 @@
+//! The machine and the test network: CPUs, threaded NAPI pinned like a
+//! NIC's interrupts, the veth line between three namespaces.
+
+use super::*;
+
+/// PIDs of the kernel threads named `napi/IFNAME-...`.
+pub(super) fn napi_threads(ifname: &str) -> BTreeSet<u32> {
+    let prefix = format!("napi/{ifname}-");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return BTreeSet::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim_end().starts_with(&prefix))
+        })
+        .collect()
+}
+
+/// The machine the bench runs on.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    /// CPUs this process may use.
+    pub(super) cpus: Vec<usize>,
+    pub(super) model: String,
+    pub(super) kernel: String,
+}
+
+impl Machine {
+    /// One line for a report: CPU count and model, kernel.
+    pub fn describe(&self) -> String {
+        let n = self.cpus.len();
+        format!(
+            "{n} CPU{} ({}), Linux {}",
+            if n == 1 { "" } else { "s" },
+            self.model,
+            self.kernel
+        )
+    }
+
+    /// The CPUs this process may use, the CPU model and the kernel.
+    pub fn probe() -> Machine {
+        let mut cpus: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        if cpus.is_empty() {
+            cpus.push(0);
+        }
+        let model = crate::measure::cpu_model();
+        let kernel = crate::measure::kernel_release();
+        Machine {
+            cpus,
+            model,
+            kernel,
+        }
+    }
+
+    /// Generator, sink and the sink's receive NAPI threads.
+    pub(super) fn tester_cpu(&self) -> usize {
+        self.cpus[0]
+    }
+
+    /// The router's CPUs.
+    pub(super) fn router_cpus(&self, wide: bool) -> Vec<usize> {
+        if wide || self.cpus.len() == 1 {
+            self.cpus.clone()
+        } else {
+            vec![self.cpus[self.cpus.len() - 1]]
+        }
+    }
+}
+
+pub(super) fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// The benches' network: `gen [g0] -- [r0] MID [r1] -- [s0] sink`, three
+/// namespaces without IPv6 (no router solicitations or MLD: every frame
+/// the sink sees comes from the generator), two veth links of [`QUEUES`]
+/// queues, no reverse-path filter in the middle, and threaded NAPI on r0
+/// and s0 (their thread IDs, for pinning). Networks of earlier runs that
+/// were killed are deleted first.
+pub(crate) struct Line {
+    pub(crate) net: Network,
+    pub(crate) r0_mac: String,
+    pub(crate) r1_mac: String,
+    pub(crate) s0_mac: String,
+    pub(crate) r0_napi: Vec<u32>,
+    pub(crate) s0_napi: Vec<u32>,
+}
+
+impl Line {
+    pub(crate) fn build(tag: &str, mid: &str) -> anyhow::Result<Line> {
+        clean_stale_networks(&format!("{tag}-"));
+        let mut net = Network::new(&Network::unique_prefix(tag)).map_err(anyhow::Error::msg)?;
+        let e = anyhow::Error::msg;
+        for ns in ["gen", mid, "sink"] {
+            net.add_namespace(ns).map_err(e)?;
+            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
+                .map_err(e)?;
+            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
+                .map_err(e)?;
+        }
+        net.add_link("gen", "g0", mid, "r0", QUEUES).map_err(e)?;
+        net.add_link(mid, "r1", "sink", "s0", QUEUES).map_err(e)?;
+        for k in ["all", "default", "r0", "r1"] {
+            net.sysctl(mid, &format!("net.ipv4.conf.{k}.rp_filter"), "0")
+                .map_err(e)?;
+        }
+        let r0_mac = net.mac(mid, "r0").map_err(e)?;
+        let r1_mac = net.mac(mid, "r1").map_err(e)?;
+        let s0_mac = net.mac("sink", "s0").map_err(e)?;
+        // Senders hand over finished frames, one per skb (no TSO), so that
+        // the receiving veth takes them through NAPI (veth_xmit uses NAPI
+        // only for skbs GRO could handle).
+        for (ns, ifname) in [("gen", "g0"), (mid, "r1")] {
+            sh(net.exec(
+                ns,
+                &[
+                    "ethtool", "-K", ifname, "tx", "off", "tso", "off", "gso", "off",
+                ],
+            ))?;
+        }
+        let r0_napi = threaded_napi(&net, mid, "r0")?;
+        let s0_napi = threaded_napi(&net, "sink", "s0")?;
+        Ok(Line {
+            net,
+            r0_mac,
+            r1_mac,
+            s0_mac,
+            r0_napi,
+            s0_napi,
+        })
+    }
+}
+
+/// Turns on GRO (so that a plain veth receives through NAPI) and threaded
+/// NAPI on `ifname`, at real-time priority (see the module doc); returns
+/// the NAPI threads' PIDs.
+///
+/// The threads are told apart from other namespaces' interfaces of the
+/// same name by appearing when this interface's `threaded` is set.
+pub(super) fn threaded_napi(net: &Network, ns: &str, ifname: &str) -> anyhow::Result<Vec<u32>> {
+    sh(net.exec(ns, &["ethtool", "-K", ifname, "gro", "on"]))?;
+    let before = napi_threads(ifname);
+    let set = format!("echo 1 > /sys/class/net/{ifname}/threaded");
+    sh(net.exec(ns, &["sh", "-c", &set]))
+        .with_context(|| format!("making {ifname}'s NAPI threaded"))?;
+    let mut new: Vec<u32> = Vec::new();
+    // The threads are made before the write returns; a moment's grace for
+    // a slow machine.
+    for _ in 0..50 {
+        new = napi_threads(ifname).difference(&before).copied().collect();
+        if new.len() >= QUEUES as usize {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    anyhow::ensure!(
+        new.len() == QUEUES as usize,
+        "expected {QUEUES} NAPI threads for {ifname}, found {} new ones",
+        new.len()
+    );
+    for pid in &new {
+        let mut c = Command::new("chrt");
+        c.args(["-f", "-p", NAPI_PRIORITY, &pid.to_string()]);
+        sh(c).with_context(|| format!("making NAPI thread {pid} SCHED_FIFO"))?;
+    }
+    Ok(new)
+}
+
+/// Pins kernel threads to `cpus`.
+pub(crate) fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
+    let list = cpu_list(cpus);
+    for pid in pids {
+        let mut c = Command::new("taskset");
+        c.args(["-pc", &list, &pid.to_string()]);
+        sh(c).with_context(|| format!("pinning NAPI thread {pid}"))?;
+    }
+    Ok(())
+}
+
+/// Deletes the networks of earlier runs that were killed before they could
+/// (their prefix names a process that is gone).
+pub(super) fn clean_stale_networks(tag: &str) {
+    let Ok(names) = bricks_netns::list_namespaces() else {
+        return;
+    };
+    for ns in names {
+        let Some(rest) = ns.strip_prefix('b') else {
+            continue;
+        };
+        let Some((pid, _)) = rest.split_once(tag) else {
+            continue;
+        };
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = bricks_netns::ip(&["netns", "del", &ns]);
+        }
+    }
+}

@@ -1,0 +1,577 @@
+//! What the runs found: spreads over runs, the ratios against the
+//! papers', and the report as tables or JSON.
+
+use super::*;
+
+/// All runs of one subject.
+pub(super) struct Measured {
+    pub(super) subject: Subject,
+    pub(super) cpus: Vec<usize>,
+    pub(super) runs: Vec<RunResult>,
+    pub(super) errors: Vec<String>,
+    pub(super) search: Option<Search>,
+}
+
+/// Median, least and most of one figure over the runs.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Spread {
+    pub(super) median: f64,
+    pub(super) min: f64,
+    pub(super) max: f64,
+}
+
+impl Measured {
+    pub(super) fn spread(&self, f: impl Fn(&RunResult) -> f64) -> Option<Spread> {
+        let mut v: Vec<f64> = self.runs.iter().map(f).collect();
+        if v.is_empty() {
+            return None;
+        }
+        let median = median(&mut v);
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[v.len() - 1],
+        })
+    }
+
+    pub(super) fn mpps(&self) -> Option<Spread> {
+        self.spread(|r| r.sink.mpps)
+    }
+
+    pub(super) fn latency_us(&self, i: usize) -> Option<f64> {
+        self.spread(|r| r.sink.latency[i] as f64 / 1e3)
+            .map(|s| s.median)
+    }
+}
+
+/// A ratio of two subjects' medians and what it is compared with.
+pub(super) struct Ratio {
+    pub(super) name: &'static str,
+    pub(super) top: &'static str,
+    pub(super) bottom: &'static str,
+    /// The issue's goal: at least this.
+    pub(super) goal: Option<f64>,
+    /// What the papers measured, in words.
+    pub(super) paper: &'static str,
+}
+
+pub(super) const RATIOS: &[Ratio] = &[
+    Ratio {
+        name: "bricks / Linux",
+        top: "bricks",
+        bottom: "linux",
+        goal: Some(2.0),
+        paper: "",
+    },
+    Ratio {
+        name: "bricks without Queue / Linux",
+        top: "bricks-push",
+        bottom: "linux",
+        goal: None,
+        paper: "",
+    },
+    Ratio {
+        name: "bricks / XDP_REDIRECT",
+        top: "bricks",
+        bottom: "xdp-redirect",
+        goal: Some(0.67),
+        paper: "",
+    },
+    Ratio {
+        name: "kp 32 / 1 (kn 16)",
+        top: "bricks",
+        bottom: "bricks-kp1",
+        goal: None,
+        paper: "",
+    },
+    Ratio {
+        name: "kp 32 / 1 (kn 1)",
+        top: "bricks-kn1",
+        bottom: "bricks-nobatch",
+        goal: None,
+        paper: "RouteBricks Table 1: 3.40 (4.97 / 1.46 Gbps)",
+    },
+    Ratio {
+        name: "kn 16 / 1 (kp 32)",
+        top: "bricks",
+        bottom: "bricks-kn1",
+        goal: None,
+        paper: "RouteBricks Table 1: 1.97 (9.77 / 4.97 Gbps)",
+    },
+    Ratio {
+        name: "kp 32, kn 16 / no batching",
+        top: "bricks",
+        bottom: "bricks-nobatch",
+        goal: None,
+        paper: "RouteBricks Table 1: 6.7 (9.77 / 1.46 Gbps)",
+    },
+    Ratio {
+        name: "per-core / pipeline (2 CPUs)",
+        top: "bricks-2w",
+        bottom: "bricks-pipeline",
+        goal: None,
+        paper: "RouteBricks Fig. 6: 1.4 (1.7 / 1.2 Gbps, shared L3)",
+    },
+    Ratio {
+        name: "per-core queues / serial (2 CPUs)",
+        top: "bricks-2w",
+        bottom: "bricks-serial",
+        goal: None,
+        paper: "NIC paper Fig. 2: more than 3",
+    },
+    Ratio {
+        name: "2 / 1 workers",
+        top: "bricks-2w",
+        bottom: "bricks",
+        goal: None,
+        paper: "",
+    },
+    Ratio {
+        name: "AF_XDP / AF_PACKET",
+        top: "bricks",
+        bottom: "bricks-packet",
+        goal: None,
+        paper: "",
+    },
+];
+
+pub(super) fn find<'a>(m: &'a [Measured], name: &str) -> Option<&'a Measured> {
+    m.iter().find(|x| x.subject.name == name)
+}
+
+/// Which figure of a subject a ratio compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Figure {
+    /// The median rate delivered while the generator sends flat out.
+    Overload,
+    /// The highest rate forwarded with at most the allowed loss.
+    LossFree,
+}
+
+impl Measured {
+    pub(super) fn figure(&self, f: Figure) -> Option<f64> {
+        match f {
+            Figure::Overload => self.mpps().map(|s| s.median),
+            Figure::LossFree => self.search.as_ref()?.best.map(|(r, _)| r),
+        }
+    }
+}
+
+pub(super) fn ratio_value(m: &[Measured], r: &Ratio, f: Figure) -> Option<f64> {
+    let top = find(m, r.top)?.figure(f)?;
+    let bottom = find(m, r.bottom)?.figure(f)?;
+    (bottom > 0.0).then(|| top / bottom)
+}
+
+/// How a loss-free ratio relates to the true one when one side is only a
+/// lower bound (the generator set it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bound {
+    Exact,
+    /// The true ratio is at least this.
+    AtLeast,
+    /// The true ratio is at most this.
+    AtMost,
+    /// Both sides are lower bounds: the ratio says nothing.
+    Unknown,
+}
+
+impl Bound {
+    pub(super) fn of(m: &[Measured], r: &Ratio) -> Bound {
+        let lower = |name| {
+            find(m, name)
+                .and_then(|x| x.search.as_ref())
+                .is_some_and(|s| s.tester_bound)
+        };
+        match (lower(r.top), lower(r.bottom)) {
+            (false, false) => Bound::Exact,
+            (true, false) => Bound::AtLeast,
+            (false, true) => Bound::AtMost,
+            (true, true) => Bound::Unknown,
+        }
+    }
+
+    pub(super) fn prefix(self) -> &'static str {
+        match self {
+            Bound::Exact => "",
+            Bound::AtLeast => ">=",
+            Bound::AtMost => "<=",
+            Bound::Unknown => "~",
+        }
+    }
+
+    /// Whether a ratio of `v` meets "at least `goal`": `None` when the
+    /// bound leaves it open.
+    pub(super) fn meets(self, v: f64, goal: f64) -> Option<bool> {
+        match self {
+            Bound::Exact => Some(v >= goal),
+            Bound::AtLeast => (v >= goal).then_some(true),
+            Bound::AtMost => (v < goal).then_some(false),
+            Bound::Unknown => None,
+        }
+    }
+}
+
+pub(super) fn placement(machine: &Machine) -> String {
+    let tester = machine.tester_cpu();
+    let narrow = cpu_list(&machine.router_cpus(false));
+    let wide = cpu_list(&machine.router_cpus(true));
+    let mut s = format!(
+        "generator and sink (and s0's receive NAPI threads) on CPU {tester}; the router (and \
+         r0's receive NAPI threads) on CPU {narrow}, on CPUs {wide} where marked *; NAPI \
+         threads SCHED_FIFO {NAPI_PRIORITY}, as softirq would preempt user space"
+    );
+    if machine.cpus.len() <= 2 {
+        let _ = write!(
+            s,
+            ". With {} CPU{}, generator, router and sink share the machine: the figures are \
+             bounded by it, not by a line rate",
+            machine.cpus.len(),
+            if machine.cpus.len() == 1 { "" } else { "s" }
+        );
+    }
+    s
+}
+
+pub(super) fn print_header(a: &IoArgs, machine: &Machine, load: f64) {
+    println!(
+        "bricks bench io: 64-byte UDP frames in {} flows, gen g0 -> r0 router r1 -> s0 sink \
+         (veth pairs, {QUEUES} queues each); {} s per run, median of {} run{}",
+        a.flows,
+        a.seconds,
+        a.runs,
+        if a.runs == 1 { "" } else { "s" }
+    );
+    println!(
+        "machine: {} CPU{} ({}), Linux {}; load average {load:.2} at start",
+        machine.cpus.len(),
+        if machine.cpus.len() == 1 { "" } else { "s" },
+        machine.model,
+        machine.kernel
+    );
+    println!("placement: {}", placement(machine));
+    println!();
+}
+
+pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> String {
+    let mut o = String::new();
+    let searched = measured.iter().any(|m| m.search.is_some());
+    // Ratios to the baselines use the loss-free rates where there are
+    // some: at full load a router that lets the kernel's receive path eat
+    // its CPU can deliver less than it does at a lower rate.
+    let main = if searched {
+        Figure::LossFree
+    } else {
+        Figure::Overload
+    };
+    let base = |name| find(measured, name).and_then(|m| m.figure(main));
+    let (linux, xdp) = (base("linux"), base("xdp-redirect"));
+    let throughput: Vec<&Measured> = measured
+        .iter()
+        .filter(|m| !m.subject.is_latency())
+        .collect();
+    if !throughput.is_empty() {
+        let _ = writeln!(
+            o,
+            "{:<55} {:<42} {}",
+            "",
+            "generator at full speed",
+            if searched {
+                format!("loss-free (<= {}% lost)", a.max_loss)
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            o,
+            "{:<16} {:<38} {:>6} {:>13} {:>8} {:>7}   {:>9} {:>7} {:>7}",
+            "subject", "", "Mpps", "min..max", "offered", "loss %", "Mpps", "x Linux", "x XDP"
+        );
+        for m in &throughput {
+            let label = format!(
+                "{}{}",
+                m.subject.label,
+                if m.subject.wide { " *" } else { "" }
+            );
+            let Some(mpps) = m.mpps() else {
+                let _ = writeln!(
+                    o,
+                    "{:<16} {label:<38} failed: {}",
+                    m.subject.name,
+                    m.errors.first().map_or("", String::as_str)
+                );
+                continue;
+            };
+            let offered = m.spread(RunResult::offered_mpps).map_or(0.0, |s| s.median);
+            let loss = m.spread(RunResult::loss_pct).map_or(0.0, |s| s.median);
+            let free = match &m.search {
+                Some(Search {
+                    best: Some((r, _)),
+                    tester_bound,
+                    ..
+                }) => format!("{}{r:.3}", if *tester_bound { ">=" } else { "" }),
+                Some(_) => "none".into(),
+                None => "-".into(),
+            };
+            let x = |b: Option<f64>| match (m.figure(main), b) {
+                (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                o,
+                "{:<16} {label:<38} {:>6.3} {:>13} {:>8.3} {:>7.1}   {:>9} {:>7} {:>7}",
+                m.subject.name,
+                mpps.median,
+                format!("{:.3}..{:.3}", mpps.min, mpps.max),
+                offered,
+                loss,
+                free,
+                x(linux),
+                x(xdp),
+            );
+        }
+        let _ = writeln!(
+            o,
+            "Mpps: frames the sink received per second (first to last); offered: frames the \
+             generator sent per second; loss: sent and not received. Loss-free: the highest \
+             rate a {}-step search sent with at most {}% lost (>=: nothing more was lost at \
+             full speed, so the generator, not the subject, set the figure); x Linux, x XDP: \
+             ratios of {}.",
+            a.search_steps,
+            a.max_loss,
+            if searched {
+                "loss-free rates"
+            } else {
+                "medians at full speed"
+            }
+        );
+        let lines: Vec<String> = RATIOS
+            .iter()
+            .filter_map(|r| {
+                let over = ratio_value(measured, r, Figure::Overload);
+                let free = ratio_value(measured, r, Figure::LossFree);
+                let v = if searched { free } else { over }?;
+                let bound = if searched {
+                    Bound::of(measured, r)
+                } else {
+                    Bound::Exact
+                };
+                let free_text = free.map_or("-".to_string(), |x| {
+                    format!("{}{x:.2}", Bound::of(measured, r).prefix())
+                });
+                let over_text = over.map_or("-".to_string(), |x| format!("{x:.2}"));
+                let mut l = format!("  {:<34} {free_text:>9} {over_text:>9}", r.name);
+                if let Some(g) = r.goal {
+                    let _ = write!(
+                        l,
+                        "   goal >= {g}: {}",
+                        match bound.meets(v, g) {
+                            Some(true) => "met",
+                            Some(false) => "NOT met",
+                            None => "open (the generator bounds both sides)",
+                        }
+                    );
+                }
+                if !r.paper.is_empty() {
+                    let _ = write!(l, "   {}", r.paper);
+                }
+                Some(l)
+            })
+            .collect();
+        if !lines.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n{:<36} {:>9} {:>9}",
+                "ratios", "loss-free", "full load"
+            );
+            for l in lines {
+                let _ = writeln!(o, "{l}");
+            }
+        }
+    }
+    let latency: Vec<&Measured> = measured.iter().filter(|m| m.subject.is_latency()).collect();
+    if !latency.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nlatency at {} packets/s, one way from generator to sink (us, medians over runs)",
+            a.latency_rate
+        );
+        let _ = writeln!(
+            o,
+            "{:<20} {:<34} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
+            "subject", "", "p50", "p90", "p99", "p99.9", "max", "loss %"
+        );
+        for m in &latency {
+            if m.runs.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "{:<20} {:<34} failed: {}",
+                    m.subject.name,
+                    m.subject.label,
+                    m.errors.first().map_or("", String::as_str)
+                );
+                continue;
+            }
+            let p = |i| m.latency_us(i).unwrap_or(f64::NAN);
+            let loss = m.spread(RunResult::loss_pct).map_or(0.0, |s| s.median);
+            let _ = writeln!(
+                o,
+                "{:<20} {:<34} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>7.2}",
+                m.subject.name,
+                m.subject.label,
+                p(0),
+                p(1),
+                p(2),
+                p(3),
+                p(4),
+                loss
+            );
+        }
+    }
+    let errors: Vec<String> = measured
+        .iter()
+        .flat_map(|m| {
+            m.errors
+                .iter()
+                .map(move |e| format!("  {}: {e}", m.subject.name))
+        })
+        .collect();
+    if !errors.is_empty() {
+        let _ = writeln!(o, "\nfailed runs");
+        for e in errors {
+            let _ = writeln!(o, "{e}");
+        }
+    }
+    let loads: Vec<f64> = measured
+        .iter()
+        .flat_map(|m| m.runs.iter().map(|r| r.load))
+        .collect();
+    if !loads.is_empty() {
+        let lo = loads.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let _ = writeln!(
+            o,
+            "\nload average at the start of the runs: {lo:.2} to {hi:.2}; {load_end:.2} at the end \
+             (the bench's own processes count; well above 2, other jobs competed with it)"
+        );
+    }
+    o
+}
+
+pub(super) fn report_json(
+    a: &IoArgs,
+    machine: &Machine,
+    measured: &[Measured],
+    load_start: f64,
+    load_end: f64,
+) -> serde_json::Value {
+    let subjects: Vec<serde_json::Value> = measured
+        .iter()
+        .map(|m| {
+            let sp = |s: Option<Spread>| {
+                s.map(|s| serde_json::json!({"median": s.median, "min": s.min, "max": s.max}))
+            };
+            let runs: Vec<serde_json::Value> = m
+                .runs
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "sent": r.gen.sent,
+                        "offered_mpps": r.offered_mpps(),
+                        "received": r.sink.received,
+                        "mpps": r.sink.mpps,
+                        "loss_pct": r.loss_pct(),
+                        "latency_ns": {
+                            "p50": r.sink.latency[0],
+                            "p90": r.sink.latency[1],
+                            "p99": r.sink.latency[2],
+                            "p999": r.sink.latency[3],
+                            "max": r.sink.latency[4],
+                        },
+                        "router": r.router.map(|c| serde_json::json!({
+                            "received": c.received,
+                            "ring_drops": c.ring_drops,
+                            "queue_drops": c.queue_drops,
+                            "sent": c.sent,
+                            "tx_drops": c.tx_drops,
+                        })),
+                        "notes": r.notes,
+                        "load_average": r.load,
+                    })
+                })
+                .collect();
+            let lat = |i| m.latency_us(i);
+            serde_json::json!({
+                "name": m.subject.name,
+                "label": m.subject.label,
+                "router_cpus": m.cpus,
+                "rate_pps": m.subject.rate,
+                "mpps": sp(m.mpps()),
+                "offered_mpps": sp(m.spread(RunResult::offered_mpps)),
+                "loss_pct": sp(m.spread(RunResult::loss_pct)),
+                "latency_us": m.subject.is_latency().then(|| serde_json::json!({
+                    "p50": lat(0), "p90": lat(1), "p99": lat(2), "p999": lat(3), "max": lat(4),
+                })),
+                "runs": runs,
+                "loss_free": m.search.as_ref().map(|se| serde_json::json!({
+                    "mpps": se.best.map(|b| b.0),
+                    "tester_bound": se.tester_bound,
+                    "loss_pct": se.best.map(|b| b.1),
+                    "probes": se.probes.iter().map(|(rate, r)| serde_json::json!({
+                        "rate_pps": rate,
+                        "offered_mpps": r.offered_mpps(),
+                        "mpps": r.sink.mpps,
+                        "loss_pct": r.loss_pct(),
+                    })).collect::<Vec<_>>(),
+                })),
+                "errors": m.errors,
+            })
+        })
+        .collect();
+    let ratios: Vec<serde_json::Value> = RATIOS
+        .iter()
+        .filter_map(|r| {
+            let free = ratio_value(measured, r, Figure::LossFree);
+            let over = ratio_value(measured, r, Figure::Overload);
+            let v = free.or(over)?;
+            let bound = if free.is_some() {
+                Bound::of(measured, r)
+            } else {
+                Bound::Exact
+            };
+            Some(serde_json::json!({
+                "name": r.name,
+                "loss_free": free,
+                "loss_free_bound": match bound {
+                    Bound::Exact => "exact",
+                    Bound::AtLeast => "at_least",
+                    Bound::AtMost => "at_most",
+                    Bound::Unknown => "unknown",
+                },
+                "full_load": over,
+                "goal": r.goal,
+                "met": r.goal.and_then(|g| bound.meets(v, g)),
+                "paper": (!r.paper.is_empty()).then_some(r.paper),
+            }))
+        })
+        .collect();
+    serde_json::json!({
+        "seconds": a.seconds,
+        "runs": a.runs,
+        "flows": a.flows,
+        "frame_bytes": 64,
+        "latency_rate_pps": a.latency_rate,
+        "search_steps": a.search_steps,
+        "max_loss_pct": a.max_loss,
+        "machine": {
+            "cpus": machine.cpus.len(),
+            "model": machine.model,
+            "kernel": machine.kernel,
+            "load_average_start": load_start,
+            "load_average_end": load_end,
+        },
+        "placement": placement(machine),
+        "subjects": subjects,
+        "ratios": ratios,
+    })
+}
