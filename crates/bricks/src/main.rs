@@ -459,11 +459,13 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Multistage { what } => multistage::multistage(what),
         Command::Click { args } => Ok(click_cmd::click(&args, run_click)),
         Command::Clicktest(a) => clicktest_cmd::clicktest(&a),
-        Command::Reproduce(a) => match bricks_experiments::reproduce::reproduce(&a) {
-            Ok(true) => Ok(ExitCode::SUCCESS),
-            Ok(false) => Ok(ExitCode::from(1)),
-            Err(e) => Err(e.into()),
-        },
+        Command::Reproduce(a) => {
+            match bricks_experiments::reproduce::reproduce(&a, runner::stop_on_signals) {
+                Ok(true) => Ok(ExitCode::SUCCESS),
+                Ok(false) => Ok(ExitCode::from(1)),
+                Err(e) => Err(e.into()),
+            }
+        }
     };
     match r {
         Ok(code) => code,

@@ -29,6 +29,8 @@
 //!   with medians and spreads, instructions per packet with callgrind.
 //! - [`frames`]: the test frames, built with `bricks_wire`'s `Repr`s.
 //! - [`report`]: result rows, verdicts and the tables they print as.
+//! - [`plan`]: RouteBricks Fig. 3, servers against ports from the cluster
+//!   planner.
 //! - [`plot`]: line charts as SVG.
 //! - [`multistage`]: Bianco et al., "Scalable Layer-2/Layer-3 Multistage
 //!   Switching Architectures for Software Routers" (HPSR 2007), §II-C and
@@ -54,6 +56,7 @@ pub mod ipsec;
 pub mod lpm;
 pub mod measure;
 pub mod multistage;
+pub mod plan;
 pub mod plot;
 pub mod qos;
 pub mod report;

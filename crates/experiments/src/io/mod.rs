@@ -197,6 +197,36 @@ pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitC
     if let Some(spec) = &a.xdp_hold {
         return xdp_hold(spec, stop_on_signals);
     }
+    let chosen = select(subjects(a.latency_rate), &a.only)?;
+    if let Some(why) = cannot_run(a)? {
+        eprintln!("{why}");
+        return Ok(ExitCode::from(CANNOT_RUN));
+    }
+    let cancel = stop_on_signals()?;
+    let m = measure(a, chosen, &cancel, !a.json)?;
+    if cancel.load(Ordering::Relaxed) {
+        eprintln!("interrupted; the test network is deleted");
+        return Ok(ExitCode::from(130));
+    }
+    if a.json {
+        println!(
+            "{}",
+            report_json(a, &m.machine, &m.measured, m.load_start, m.load_end)
+        );
+    } else {
+        print!("{}", report_text(a, &m.measured, m.load_end));
+    }
+    let failed = m.measured.iter().any(|m| m.runs.is_empty());
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Why `bricks bench io` cannot run here (no root, a missing tool), or an
+/// error in its arguments.
+fn cannot_run(a: &IoArgs) -> anyhow::Result<Option<String>> {
     anyhow::ensure!(
         a.seconds.is_finite() && a.seconds > 0.0,
         "--seconds must be a positive number"
@@ -208,15 +238,13 @@ pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitC
         a.max_loss.is_finite() && (0.0..100.0).contains(&a.max_loss),
         "--max-loss must be a percentage below 100"
     );
-    let chosen = select(subjects(a.latency_rate), &a.only)?;
     if !bricks_netns::is_root() {
-        eprintln!(
+        return Ok(Some(format!(
             "bricks bench io needs root: it builds network namespaces joined by veth links, \
              attaches XDP programs and pins kernel threads (CAP_NET_ADMIN, CAP_SYS_ADMIN, \
              CAP_BPF). Run it as root: sudo {} bench io",
             std::env::args().next().unwrap_or_else(|| "bricks".into())
-        );
-        return Ok(ExitCode::from(CANNOT_RUN));
+        )));
     }
     for (tool, hint) in [
         ("ip", "iproute2"),
@@ -232,16 +260,35 @@ pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitC
             .status()
             .is_ok_and(|s| s.success());
         if !found {
-            eprintln!("bricks bench io needs `{tool}` (apt-get install {hint})");
-            return Ok(ExitCode::from(CANNOT_RUN));
+            return Ok(Some(format!(
+                "bricks bench io needs `{tool}` (apt-get install {hint})"
+            )));
         }
     }
-    let cancel = stop_on_signals()?;
+    Ok(None)
+}
+
+/// What a measurement of the subjects gave.
+struct Measurement {
+    machine: Machine,
+    measured: Vec<Measured>,
+    load_start: f64,
+    load_end: f64,
+}
+
+/// Builds the test network and measures `chosen`: `a.runs` runs each,
+/// then the loss-free rate search. Prints the header when `header`.
+fn measure(
+    a: &IoArgs,
+    chosen: Vec<Subject>,
+    cancel: &Arc<AtomicBool>,
+    header: bool,
+) -> anyhow::Result<Measurement> {
     let machine = Machine::probe();
     let load_start = load_average();
     let bed = Testbed::build(machine.clone(), a.flows, cancel.clone())
         .context("building the test network")?;
-    if !a.json {
+    if header {
         print_header(a, &machine, load_start);
     }
     let mut measured: Vec<Measured> = chosen
@@ -308,25 +355,48 @@ pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitC
         eprint!("\r{:60}\r", "");
     }
     drop(bed);
-    if cancel.load(Ordering::Relaxed) {
-        eprintln!("interrupted; the test network is deleted");
-        return Ok(ExitCode::from(130));
-    }
-    let load_end = load_average();
-    if a.json {
-        println!(
-            "{}",
-            report_json(a, &machine, &measured, load_start, load_end)
-        );
-    } else {
-        print!("{}", report_text(a, &measured, load_end));
-    }
-    let failed = measured.iter().any(|m| m.runs.is_empty());
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    Ok(Measurement {
+        machine,
+        measured,
+        load_start,
+        load_end: load_average(),
     })
+}
+
+/// The subjects the papers' ratios compare (RouteBricks Table 1, Figs. 6
+/// and 7; the NIC paper's Figs. 2 and 3).
+pub const PAPER_SUBJECTS: &[&str] = &[
+    "bricks",
+    "bricks-kn1",
+    "bricks-nobatch",
+    "bricks-2w",
+    "bricks-pipeline",
+    "bricks-serial",
+];
+
+/// RouteBricks Table 1 and Figs. 6-7 and the NIC paper's Figs. 2-3 on
+/// veths: the papers' subjects measured with `a`'s settings, and a
+/// summary row per ratio with the paper's value beside it.
+pub fn paper_rows(
+    a: &IoArgs,
+    stop_on_signals: StopOnSignals,
+) -> Result<Vec<crate::report::Row>, crate::Error> {
+    let err = |e: anyhow::Error| crate::Error::Run {
+        workload: "bench io".into(),
+        message: format!("{e:#}"),
+    };
+    let only: Vec<String> = PAPER_SUBJECTS.iter().map(|s| s.to_string()).collect();
+    let chosen = select(subjects(a.latency_rate), &only).map_err(err)?;
+    if let Some(why) = cannot_run(a).map_err(err)? {
+        return Err(crate::Error::Run {
+            workload: "bench io".into(),
+            message: why,
+        });
+    }
+    let cancel = stop_on_signals().map_err(err)?;
+    let m = measure(a, chosen, &cancel, true).map_err(err)?;
+    print!("{}", report_text(a, &m.measured, m.load_end));
+    Ok(report::paper_rows(&m.measured, m.machine.cpus.len()))
 }
 
 #[cfg(test)]

@@ -575,3 +575,131 @@ pub(super) fn report_json(
         "ratios": ratios,
     })
 }
+
+/// The summary rows `bricks reproduce` shows for RouteBricks Table 1 and
+/// Figs. 6-7 and the NIC paper's Figs. 2-3: each ratio of overload rates
+/// measured in one run, beside the paper's; `cpus` is how many CPUs the
+/// machine gave.
+pub(super) fn paper_rows(m: &[Measured], cpus: usize) -> Vec<crate::report::Row> {
+    use crate::report::{Row, Verdict};
+    let ratio = |top: &str, bottom: &str| -> Option<f64> {
+        let t = find(m, top)?.figure(Figure::Overload)?;
+        let b = find(m, bottom)?.figure(Figure::Overload)?;
+        (b > 0.0).then(|| t / b)
+    };
+    let row = |experiment: &str,
+               measure: &str,
+               paper: &str,
+               value: Option<f64>,
+               verdict: &dyn Fn(f64) -> Verdict| {
+        Row {
+            experiment: experiment.into(),
+            measure: measure.into(),
+            paper: paper.into(),
+            bricks: value.map_or("-".into(), |v| format!("{v:.2}x")),
+            verdict: match value {
+                Some(v) => verdict(v),
+                None => Verdict::NotRun("a subject of the ratio did not run (see the log)".into()),
+            },
+        }
+    };
+    let gain = |paper: f64| {
+        move |v: f64| {
+            Verdict::from_check(
+                v > 1.05,
+                if v > 1.05 {
+                    format!(
+                        "a gain, as in the paper; veths make each packet cost the kernel more, so the \
+                         gain is {:.0} % of the paper's",
+                        100.0 * (v - 1.0) / (paper - 1.0)
+                    )
+                } else {
+                    "no gain on veths: the kernel's per-packet work on the veth pair, not bricks' \
+                     polling, sets the rate here"
+                        .into()
+                },
+            )
+        }
+    };
+    let two = if cpus >= 2 { "2 CPUs" } else { "1 CPU" };
+    let batch = ratio("bricks", "bricks-nobatch");
+    let multi = ratio("bricks-2w", "bricks");
+    let mut rows = vec![
+        row(
+            "Table 1",
+            "poll-driven batching: kp 32 / 1 (kn 1)",
+            "3.40 (4.97 / 1.46 Gbps, 8 cores)",
+            ratio("bricks-kn1", "bricks-nobatch"),
+            &gain(3.40),
+        ),
+        row(
+            "Table 1",
+            "NIC-driven batching: kn 16 / 1 (kp 32)",
+            "1.97 (9.77 / 4.97 Gbps)",
+            ratio("bricks", "bricks-kn1"),
+            &gain(1.97),
+        ),
+        row(
+            "Table 1",
+            "both: kp 32, kn 16 / no batching",
+            "6.7 (9.77 / 1.46 Gbps)",
+            batch,
+            &gain(6.7),
+        ),
+        row(
+            "Fig. 6",
+            &format!("a core per path (per-core queues) / a pipeline over cores ({two})"),
+            "1.4 (1.7 / 1.2 Gbps with a shared L3)",
+            ratio("bricks-2w", "bricks-pipeline"),
+            &|v| {
+                Verdict::from_check(
+                    v > 1.0,
+                    "parallel beats pipelined, as the paper found: a packet stays on one core",
+                )
+            },
+        ),
+        row(
+            "Fig. 7",
+            "multiple queues x batching, against one queue without batching",
+            "the gains stack: batching (Table 1: 6.7x) on top of multiple queues",
+            multi.zip(batch).map(|(a, b)| a * b),
+            &|v| {
+                Verdict::from_check(
+                    v > 1.5,
+                    "the two gains stack, as in the paper; their product is smaller on veths with \
+                     two CPUs",
+                )
+            },
+        ),
+        row(
+            "Fig. 2",
+            &format!("multi-queue / serial NIC mode ({two})"),
+            "more than 3 (8 cores)",
+            ratio("bricks-2w", "bricks-serial"),
+            &|v| {
+                Verdict::from_check(
+                    v > 1.0,
+                    "hardware-style queues beat a receive core and a transmit core in software; \
+                     with two CPUs the serial mode has no core left to process on",
+                )
+            },
+        ),
+    ];
+    rows.push(row(
+        "Fig. 3",
+        &format!("per-core rate, {two} / 1 worker"),
+        "near flat with multiple queues until the port's limit",
+        multi.map(|v| v / cpus.clamp(1, 2) as f64),
+        &|v| {
+            Verdict::from_check(
+                v >= 0.7,
+                format!(
+                    "each worker keeps {:.0} % of one worker's rate; the generator and the sink \
+                     share the same CPUs here",
+                    v * 100.0
+                ),
+            )
+        },
+    ));
+    rows
+}

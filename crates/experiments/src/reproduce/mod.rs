@@ -78,9 +78,9 @@ pub struct ReproduceArgs {
 /// Runs `bricks reproduce`. Returns whether every unit that should have
 /// run did (a verdict that differs from a paper is a result, not a
 /// failure).
-pub fn reproduce(a: &ReproduceArgs) -> Result<bool, Error> {
+pub fn reproduce(a: &ReproduceArgs, stop_on_signals: crate::StopOnSignals) -> Result<bool, Error> {
     if let Some(key) = &a.unit {
-        return run_unit_here(a, key).map(|()| true);
+        return run_unit_here(a, key, stop_on_signals).map(|()| true);
     }
     let papers: Vec<Paper> = if a.papers.is_empty() {
         Paper::ALL.to_vec()
@@ -145,7 +145,11 @@ fn usage(message: String) -> Error {
 
 /// The child's side: runs `key` and writes its rows to
 /// `OUT/raw/KEY.json`.
-fn run_unit_here(a: &ReproduceArgs, key: &str) -> Result<(), Error> {
+fn run_unit_here(
+    a: &ReproduceArgs,
+    key: &str,
+    stop_on_signals: crate::StopOnSignals,
+) -> Result<(), Error> {
     let u = units::unit(key).ok_or_else(|| usage(format!("no unit {key}")))?;
     let plots = a.out.join("plots").join(u.file_name());
     std::fs::create_dir_all(&plots)?;
@@ -154,6 +158,7 @@ fn run_unit_here(a: &ReproduceArgs, key: &str) -> Result<(), Error> {
         quick: a.quick,
         runs: a.runs,
         no_callgrind: a.no_callgrind,
+        stop_on_signals,
     };
     let rows: Vec<StoredRow> = units::execute(u, &o, &plots)?
         .iter()
@@ -405,6 +410,15 @@ fn child(
             Err(e) => return Err(e.to_string()),
         }
         if t.elapsed() > limit {
+            // SIGTERM first, so that a bench deletes its namespaces; then
+            // SIGKILL if it has not ended within ten seconds.
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let end = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < end && matches!(c.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
             let _ = c.kill();
             let _ = c.wait();
             return Err(format!(

@@ -14,6 +14,10 @@ pub enum Bench {
     Multistage(&'static [multistage::Experiment]),
     /// `bricks bench qos --only ...`.
     Qos(&'static [qos::Experiment]),
+    /// `bricks bench io` on the subjects the papers' ratios compare.
+    Io,
+    /// RouteBricks Fig. 3 from the cluster planner (`bricks cluster plan`).
+    Plan,
     /// Measured by this `bricks bench` command, whose results the report
     /// does not collect yet.
     Separate(&'static str),
@@ -60,6 +64,12 @@ impl Unit {
                 only(e.iter().map(name).collect())
             ),
             Bench::Qos(e) => format!("bricks bench qos{q}{}", only(e.iter().map(name).collect())),
+            Bench::Plan => "bricks cluster plan --figure3".into(),
+            Bench::Io => format!(
+                "sudo bricks bench io --only {} {}--search-steps 0",
+                crate::io::PAPER_SUBJECTS.join(","),
+                if quick { "--seconds 1 --runs 1 " } else { "" }
+            ),
             Bench::Separate(cmd) => cmd.to_string(),
         }
     }
@@ -80,7 +90,7 @@ fn name<E: clap::ValueEnum>(e: &E) -> String {
 pub const UNITS: &[Unit] = &[
     Unit {
         key: "routebricks:plan",
-        bench: Bench::Separate("bricks cluster plan --ports 1024 --rate 10G"),
+        bench: Bench::Plan,
         estimate: (1, 1),
         needs_root: false,
     },
@@ -92,8 +102,8 @@ pub const UNITS: &[Unit] = &[
     },
     Unit {
         key: "routebricks:io",
-        bench: Bench::Separate("sudo bricks bench io"),
-        estimate: (120, 900),
+        bench: Bench::Io,
+        estimate: (30, 200),
         needs_root: true,
     },
     Unit {
@@ -190,6 +200,9 @@ pub struct Options {
     pub runs: Option<usize>,
     /// Skip callgrind.
     pub no_callgrind: bool,
+    /// The binary's signal handling, for the benches that stop cleanly
+    /// on SIGINT and SIGTERM (deleting their namespaces).
+    pub stop_on_signals: crate::StopOnSignals,
 }
 
 /// Runs `u` in this process, its plots into `plots`; returns its summary
@@ -234,6 +247,21 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
             })?
             .0
         }
+        Bench::Plan => crate::plan::run(plots)?,
+        Bench::Io => crate::io::paper_rows(
+            &crate::io::IoArgs {
+                seconds: if o.quick { 1.0 } else { 5.0 },
+                runs: o.runs.unwrap_or(if o.quick { 1 } else { 3 }),
+                only: Vec::new(),
+                json: false,
+                flows: 256,
+                latency_rate: 10_000,
+                search_steps: 0,
+                max_loss: 1.0,
+                xdp_hold: None,
+            },
+            o.stop_on_signals,
+        )?,
         Bench::Separate(cmd) => {
             return Err(Error::Run {
                 workload: u.key.into(),
