@@ -250,7 +250,8 @@ fn run_all(a: &ReproduceArgs, papers: &[Paper]) -> Result<(Run, bool), Error> {
     let mut complete = true;
     let started = Instant::now();
     for (n, u) in todo.iter().enumerate() {
-        if !selected(u) {
+        // Units measured elsewhere say so whatever --only selects.
+        if !selected(u) && !matches!(u.bench, units::Bench::Separate(_)) {
             if let Some(old) = kept.as_ref().and_then(|r| r.unit(u.key)) {
                 run.units.push(old.clone());
             }
