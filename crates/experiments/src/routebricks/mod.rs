@@ -196,8 +196,8 @@ pub fn ratio_verdict(ratio: f64, paper: f64) -> Verdict {
         format!("{ratio:.2} against {paper:.2}")
     } else if ratio < paper {
         format!(
-            "{ratio:.2} against {paper:.2}: bricks' minimal forwarding in memory is far \
-             cheaper than the paper's (no NIC, driver or DMA: {:.1}x lower), so the \
+            "{ratio:.2} against {paper:.2} ({:.1}x lower): bricks' minimal forwarding in \
+             memory is far cheaper than the paper's (no NIC, driver or DMA), so the \
              application's own work weighs more against it",
             paper / ratio
         )
