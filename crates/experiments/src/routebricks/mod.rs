@@ -19,7 +19,7 @@
 
 pub mod workloads;
 
-use crate::measure::{callgrind_per_packet, time_ns, Sample};
+use crate::measure::{callgrind_per_packet, Sample};
 use crate::plot::{Chart, Series};
 use crate::report::{within, Row, Table, Verdict};
 use crate::Error;
@@ -230,23 +230,10 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
         App::Routing => s.pick(2_000_000, 300_000),
         App::Ipsec | App::IpsecGcm => s.pick(1_000_000, 100_000),
     };
-    let mut rates: Vec<Rate> = Vec::new();
-    let mut time = |app: App, size: Size| -> Result<(), Error> {
-        let ns = time_ns(
-            |n| workloads::workload(app, size, n).expect("the route file was written above"),
-            packets(app),
-            s.runs,
-        )?;
-        rates.push(Rate { app, size, ns });
-        Ok(())
-    };
-    for &size in &sizes {
-        time(App::Minimal, size)?;
-    }
-    for app in [App::Routing, App::Ipsec, App::IpsecGcm] {
-        time(app, Size::Bytes(64))?;
-    }
-    time(App::Routing, Size::Bytes(1024))?;
+    let mut points: Vec<(App, Size)> = sizes.iter().map(|&sz| (App::Minimal, sz)).collect();
+    points.extend([App::Routing, App::Ipsec, App::IpsecGcm].map(|a| (a, Size::Bytes(64))));
+    points.push((App::Routing, Size::Bytes(1024)));
+    let rates = time_interleaved(&points, packets, s.runs)?;
     let rate = |app: App, size: Size| {
         rates
             .iter()
@@ -323,6 +310,45 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     rows.extend(size_rows(s, &instr_of, &rate));
     rows.extend(fig8_rows(s, &sizes, &rate)?);
     Ok(rows)
+}
+
+/// Times every point `runs` times, one run of each point per round (so
+/// that a change in the machine's load touches them all, and ratios
+/// compare runs made close together), after one short unmeasured run of
+/// each that warms the pool and the caches and checks the configuration.
+fn time_interleaved(
+    points: &[(App, Size)],
+    packets: impl Fn(App) -> u64,
+    runs: usize,
+) -> Result<Vec<Rate>, Error> {
+    let make = |app: App, size: Size, n: u64| workloads::workload(app, size, n).map_err(Error::Io);
+    for &(app, size) in points {
+        make(app, size, packets(app).min(50_000))?.run()?;
+    }
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); points.len()];
+    for _ in 0..runs.max(1) {
+        for (i, &(app, size)) in points.iter().enumerate() {
+            let n = packets(app);
+            let w = make(app, size, n)?;
+            let r = w.run()?;
+            if r.delivered != n {
+                return Err(Error::Run {
+                    workload: w.name,
+                    message: format!("{} of {n} packets delivered", r.delivered),
+                });
+            }
+            ns[i].push(r.ns_per_packet());
+        }
+    }
+    Ok(points
+        .iter()
+        .zip(ns)
+        .map(|(&(app, size), ns)| Rate {
+            app,
+            size,
+            ns: Sample(ns),
+        })
+        .collect())
 }
 
 type InstrOf<'a> = dyn Fn(App, usize) -> Option<f64> + 'a;
@@ -623,9 +649,10 @@ mod tests {
         assert!(one("nothing-64", 10).is_err());
     }
 
-    /// The whole experiment, quick, with callgrind when the release
-    /// binary is there: `cargo test --release -p bricks-experiments
-    /// quick_run_prints_rows -- --ignored --nocapture`.
+    /// The whole experiment, quick (full with ROUTEBRICKS_FULL=1), with
+    /// callgrind when the release binary is there: `cargo test --release
+    /// -p bricks-experiments quick_run_prints_rows -- --ignored
+    /// --nocapture`.
     #[test]
     #[ignore]
     fn quick_run_prints_rows() {
