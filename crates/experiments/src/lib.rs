@@ -40,6 +40,11 @@
 //! - [`reproduce`]: all of the above by the papers' figures and tables,
 //!   each run in a child process, and one report (HTML and Markdown) with
 //!   the papers' values beside bricks' (`bricks reproduce`).
+//! - [`routebricks`]: Dobrescu et al., "RouteBricks: Exploiting
+//!   Parallelism to Scale Software Routers" (SOSP 2009), §5: Table 3's
+//!   instructions per packet, §5.3's small against large packets and
+//!   Fig. 8's rates for minimal forwarding, IP routing and IPsec, on one
+//!   worker in memory.
 //! - [`routes`]: routes from a Linux table over rtnetlink into DIR-24-8:
 //!   the kernel's insert time, the follow rate and lag, a full-table load
 //!   against forwarding (`bricks bench routes`).
@@ -61,6 +66,7 @@ pub mod plot;
 pub mod qos;
 pub mod report;
 pub mod reproduce;
+pub mod routebricks;
 pub mod routes;
 pub mod vr;
 

@@ -73,12 +73,22 @@ pub struct ReproduceArgs {
     /// run).
     #[arg(long, hide = true)]
     pub unit: Option<String>,
+    /// Run one RouteBricks workload once and print nothing (what
+    /// callgrind runs).
+    #[arg(long, hide = true)]
+    pub one: Option<String>,
+    /// Packets of the --one workload.
+    #[arg(long, hide = true, default_value_t = 100_000)]
+    pub packets: u64,
 }
 
 /// Runs `bricks reproduce`. Returns whether every unit that should have
 /// run did (a verdict that differs from a paper is a result, not a
 /// failure).
 pub fn reproduce(a: &ReproduceArgs, stop_on_signals: crate::StopOnSignals) -> Result<bool, Error> {
+    if let Some(n) = &a.one {
+        return crate::routebricks::one(n, a.packets).map(|()| true);
+    }
     if let Some(key) = &a.unit {
         return run_unit_here(a, key, stop_on_signals).map(|()| true);
     }

@@ -18,6 +18,8 @@ pub enum Bench {
     Io,
     /// RouteBricks Fig. 3 from the cluster planner (`bricks cluster plan`).
     Plan,
+    /// RouteBricks §5 in memory: Table 3, §5.3 and Fig. 8.
+    Routebricks,
     /// Measured by this `bricks bench` command, whose results the report
     /// does not collect yet.
     Separate(&'static str),
@@ -65,6 +67,9 @@ impl Unit {
             ),
             Bench::Qos(e) => format!("bricks bench qos{q}{}", only(e.iter().map(name).collect())),
             Bench::Plan => "bricks cluster plan --figure3".into(),
+            Bench::Routebricks => {
+                format!("bricks reproduce routebricks --only routebricks:core{q}")
+            }
             Bench::Io => format!(
                 "sudo bricks bench io --only {} {}--search-steps 0",
                 crate::io::PAPER_SUBJECTS.join(","),
@@ -96,8 +101,8 @@ pub const UNITS: &[Unit] = &[
     },
     Unit {
         key: "routebricks:core",
-        bench: Bench::Separate("bricks bench core"),
-        estimate: (60, 300),
+        bench: Bench::Routebricks,
+        estimate: (60, 150),
         needs_root: false,
     },
     Unit {
@@ -248,6 +253,19 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
             .0
         }
         Bench::Plan => crate::plan::run(plots)?,
+        Bench::Routebricks => {
+            let callgrind = if o.no_callgrind || !crate::measure::valgrind_available() {
+                None
+            } else {
+                std::env::current_exe().ok()
+            };
+            crate::routebricks::run(&crate::routebricks::Settings {
+                quick: o.quick,
+                runs: o.runs.unwrap_or(if o.quick { 1 } else { 5 }).max(1),
+                callgrind,
+                out,
+            })?
+        }
         Bench::Io => crate::io::paper_rows(
             &crate::io::IoArgs {
                 seconds: if o.quick { 1.0 } else { 5.0 },
