@@ -108,7 +108,7 @@ pub const UNITS: &[Unit] = &[
     Unit {
         key: "routebricks:io",
         bench: Bench::Io,
-        estimate: (30, 200),
+        estimate: (20, 200),
         needs_root: true,
     },
     Unit {
