@@ -23,7 +23,7 @@
 //! paper's drivers played. Fig. 2's flows stay in memory: more veth lines
 //! would only share the same two CPUs.
 
-use super::{Experiment, Settings};
+use super::Settings;
 use crate::frames::{click_data, udp_frame};
 use crate::measure::{callgrind_per_packet, time_ns as time, Sample, Workload};
 use crate::multistage::single::{router_text, Line};
@@ -272,9 +272,9 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     let (lo, hi) = rates
         .iter()
         .fold((f64::INFINITY, 0.0f64), |(a, b), &r| (a.min(r), b.max(r)));
-    let fig = Experiment::Flows.figure();
+
     let mut rows = vec![Row {
-        experiment: fig.into(),
+        experiment: "Fig. 2".into(),
         measure: "64-byte rate against flows (1-6), one worker".into(),
         paper: format!("~{PAPER_ONE_CORE_MPPS} Mpps, flat: more flows do not help"),
         bricks: format!(
@@ -300,7 +300,7 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
         _ => String::new(),
     };
     rows.push(Row {
-        experiment: fig.into(),
+        experiment: "Fig. 4".into(),
         measure: "IP routing rate / minimal forwarding rate, 64 bytes".into(),
         paper: format!("{PAPER_IP_RATIO_64:.1} (about 30 % slower)"),
         bricks: format!(
@@ -326,7 +326,7 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     let link = line_rate_pps(PAPER_LINK_BPS, 1024) / 1e6;
     let ip1k = 1e3 / c1k.ip_ns.median();
     rows.push(Row {
-        experiment: fig.into(),
+        experiment: "Fig. 4".into(),
         measure: "IP routing against minimal forwarding, 1,024 bytes".into(),
         paper: "no difference: 12 Gb/s of links limit".into(),
         bricks: format!(
@@ -420,7 +420,7 @@ fn veth_rates(
 /// Fig. 4 on veths: IP routing against minimal forwarding at 64 and 1,024
 /// bytes, each path a router of one worker between two veths.
 fn veth_rows(s: &Settings) -> Vec<Row> {
-    let fig = Experiment::Flows.figure();
+    let fig = "Fig. 4";
     let measure =
         |size: usize| format!("on veths: IP routing rate / minimal forwarding rate, {size} bytes");
     let paper = |size: usize| {
