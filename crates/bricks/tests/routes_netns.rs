@@ -156,6 +156,48 @@ impl Lab {
 /// The bound the issue sets on following a change.
 const FOLLOW: Duration = Duration::from_millis(100);
 
+/// The steering a test's route changes must show: `sent` holds each
+/// numbered packet's send time, `h2` and `h3` what each receiver got, and
+/// the route was added via h2, replaced via h3 and deleted at `t`.
+/// Nothing arrives before the add; every packet sent from [`FOLLOW`] after
+/// each change until the next takes the new path and none the old; none is
+/// forwarded after the delete.
+fn assert_steered(sent: &[Instant], h2: &[u64], h3: &[u64], t: [Instant; 3]) {
+    let [t_add, t_change, t_del] = t;
+    let sent_at = |seq: u64| sent[seq as usize];
+    for &s in h2.iter().chain(h3) {
+        assert!(
+            sent_at(s) >= t_add,
+            "packet {s} arrived before its route existed"
+        );
+    }
+    let window = |from: Instant, to: Instant| {
+        (0..sent.len() as u64).filter(move |&s| sent_at(s) >= from + FOLLOW && sent_at(s) < to)
+    };
+    for s in window(t_add, t_change) {
+        assert!(
+            h2.contains(&s),
+            "packet {s} (after the add) did not reach h2"
+        );
+    }
+    for s in window(t_change, t_del) {
+        assert!(
+            h3.contains(&s),
+            "packet {s} (after the replace) did not reach h3"
+        );
+        assert!(
+            !h2.contains(&s),
+            "packet {s} (after the replace) still reached h2"
+        );
+    }
+    for s in window(t_del, Instant::now()) {
+        assert!(
+            !h2.contains(&s) && !h3.contains(&s),
+            "packet {s} (after the delete) was still forwarded"
+        );
+    }
+}
+
 #[test]
 fn kernel_route_changes_steer_traffic_within_100_ms() {
     if let Some(why) = skip_unless_root("kernel_route_changes_steer_traffic_within_100_ms") {
@@ -222,40 +264,7 @@ fn kernel_route_changes_steer_traffic_within_100_ms() {
     let h2: Vec<u64> = h2.lock().unwrap().iter().map(|x| x.0).collect();
     let h3: Vec<u64> = h3.lock().unwrap().iter().map(|x| x.0).collect();
     let sent_at = |seq: u64| sent[seq as usize];
-    // Before the route: nothing arrives anywhere.
-    for &s in h2.iter().chain(&h3) {
-        assert!(
-            sent_at(s) >= t_add,
-            "packet {s} arrived before its route existed"
-        );
-    }
-    // Every packet sent from 100 ms after each change until the next one
-    // took the new path, and none took the old one.
-    let window = |from: Instant, to: Instant| {
-        (0..sent.len() as u64).filter(move |&s| sent_at(s) >= from + FOLLOW && sent_at(s) < to)
-    };
-    for s in window(t_add, t_change) {
-        assert!(
-            h2.contains(&s),
-            "packet {s} (after the add) did not reach h2"
-        );
-    }
-    for s in window(t_change, t_del) {
-        assert!(
-            h3.contains(&s),
-            "packet {s} (after the replace) did not reach h3"
-        );
-        assert!(
-            !h2.contains(&s),
-            "packet {s} (after the replace) still reached h2"
-        );
-    }
-    for s in window(t_del, Instant::now()) {
-        assert!(
-            !h2.contains(&s) && !h3.contains(&s),
-            "packet {s} (after the delete) was still forwarded"
-        );
-    }
+    assert_steered(&sent, &h2, &h3, [t_add, t_change, t_del]);
     // How fast it followed: the first packet on the new path after each
     // change, measured from the change.
     let first_after = |got: &[u64], t: Instant| {
@@ -607,38 +616,7 @@ fn ipv6_kernel_routes_steer_traffic() {
     }
     let h2: Vec<u64> = h2.lock().unwrap().iter().map(|x| x.0).collect();
     let h3: Vec<u64> = h3.lock().unwrap().iter().map(|x| x.0).collect();
-    let sent_at = |seq: u64| sent[seq as usize];
-    let window = |from: Instant, to: Instant| {
-        (0..sent.len() as u64).filter(move |&s| sent_at(s) >= from + FOLLOW && sent_at(s) < to)
-    };
-    for &s in h2.iter().chain(&h3) {
-        assert!(
-            sent_at(s) >= t_add,
-            "packet {s} arrived before its route existed"
-        );
-    }
-    for s in window(t_add, t_change) {
-        assert!(
-            h2.contains(&s),
-            "packet {s} (after the add) did not reach h2"
-        );
-    }
-    for s in window(t_change, t_del) {
-        assert!(
-            h3.contains(&s),
-            "packet {s} (after the replace) did not reach h3"
-        );
-        assert!(
-            !h2.contains(&s),
-            "packet {s} (after the replace) still reached h2"
-        );
-    }
-    for s in window(t_del, Instant::now()) {
-        assert!(
-            !h2.contains(&s) && !h3.contains(&s),
-            "packet {s} (after the delete) was still forwarded"
-        );
-    }
+    assert_steered(&sent, &h2, &h3, [t_add, t_change, t_del]);
     let bg: Vec<u64> = bg.lock().unwrap().iter().map(|x| x.0).collect();
     assert_eq!(
         bg.len(),

@@ -685,35 +685,4 @@ mod tests {
         one("minimal-64", 1_000).unwrap();
         assert!(one("nothing-64", 10).is_err());
     }
-
-    /// The whole experiment, quick (full with ROUTEBRICKS_FULL=1), with
-    /// callgrind when the release binary is there: `cargo test --release
-    /// -p bricks-experiments quick_run_prints_rows -- --ignored
-    /// --nocapture`.
-    #[test]
-    #[ignore]
-    fn quick_run_prints_rows() {
-        let exe = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("target"))
-            .join("release/bricks");
-        let s = Settings {
-            quick: std::env::var_os("ROUTEBRICKS_FULL").is_none(),
-            runs: if std::env::var_os("ROUTEBRICKS_FULL").is_some() {
-                5
-            } else {
-                1
-            },
-            callgrind: (exe.exists() && crate::measure::valgrind_available()).then_some(exe),
-            out: std::env::temp_dir().join("bricks-routebricks-plots"),
-        };
-        let t = std::time::Instant::now();
-        let rows = run(&s).unwrap();
-        println!("\n{}", crate::report::summary(&rows).render());
-        println!(
-            "({:.1} s, plot in {})",
-            t.elapsed().as_secs_f64(),
-            s.out.display()
-        );
-    }
 }
