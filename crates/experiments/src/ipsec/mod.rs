@@ -116,7 +116,7 @@ struct Settings {
 
 /// The transforms measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Suite {
+pub(crate) enum Suite {
     /// `rfc4106(gcm(aes))` with a 128-bit key.
     Aes128Gcm,
     /// `rfc4106(gcm(aes))` with a 256-bit key.
@@ -128,7 +128,7 @@ enum Suite {
 impl Suite {
     const ALL: [Suite; 3] = [Suite::Aes128Gcm, Suite::Aes256Gcm, Suite::Aes128CbcSha1];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Suite::Aes128Gcm => "aes128gcm",
             Suite::Aes256Gcm => "aes256gcm",
@@ -163,7 +163,7 @@ impl Suite {
     }
 
     /// The state (without `ip xfrm`), as both bricks and Linux take it.
-    fn state(self, spi: u32, reqid: u32) -> String {
+    pub(crate) fn state(self, spi: u32, reqid: u32) -> String {
         format!(
             "state add src 10.0.0.1 dst 10.0.0.2 proto esp spi {spi:#010x} reqid {reqid} \
              mode tunnel replay-window 64 {}",

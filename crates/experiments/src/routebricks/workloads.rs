@@ -152,23 +152,17 @@ pub fn route_file() -> std::io::Result<(PathBuf, u32)> {
 /// destination so that the routing workloads' traffic is what is
 /// encrypted.
 pub fn sa_file(app: App) -> std::io::Result<PathBuf> {
-    let (name, algorithm) = match app {
-        App::IpsecGcm => (
-            "aes128gcm",
-            "aead 'rfc4106(gcm(aes))' 0x3ad77bb40d7a3660a89ecaf32466ef97c0ffee01 128",
-        ),
-        _ => (
-            "aes128cbc",
-            "enc 'cbc(aes)' 0x2b7e151628aed2a6abf7158809cf4f3c \
-             auth-trunc 'hmac(sha1)' 0x0123456789abcdef0123456789abcdef01234567 96",
-        ),
+    let suite = match app {
+        App::IpsecGcm => crate::ipsec::Suite::Aes128Gcm,
+        _ => crate::ipsec::Suite::Aes128CbcSha1,
     };
+    let name = suite.name();
     cached_file(&format!("bricks-routebricks-{name}.sa"), || {
         format!(
-            "ip xfrm state add src 10.0.0.1 dst 10.0.0.2 proto esp spi 0x00001001 reqid 1 \
-             mode tunnel replay-window 64 {algorithm}\n\
+            "ip xfrm {}\n\
              ip xfrm policy add src {SRC_NET} dst 0.0.0.0/0 dir out \
-             tmpl src 10.0.0.1 dst 10.0.0.2 proto esp reqid 1 mode tunnel\n"
+             tmpl src 10.0.0.1 dst 10.0.0.2 proto esp reqid 1 mode tunnel\n",
+            suite.state(0x1001, 1)
         )
     })
 }
