@@ -4,13 +4,14 @@
 //! IPv6 counterpart of `ARPResponder`. At start-up it also announces its
 //! own addresses with a few unsolicited advertisements (section 7.2.6).
 
+use super::NdCheck;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
 };
 use bricks_packet::{Annotations, PacketType, Timestamp};
 use bricks_wire::ethernet::{EtherType, EthernetAddress, HEADER_LEN};
-use bricks_wire::icmpv6::{Icmpv6Message, Icmpv6Packet};
+use bricks_wire::icmpv6::Icmpv6Message;
 use bricks_wire::ip::IpProtocol;
 use bricks_wire::ipv6::{Ipv6Cidr, Ipv6Packet, Ipv6Repr};
 use bricks_wire::ndisc::{
@@ -294,27 +295,18 @@ impl Ip6NdAdvertiser {
     /// The advertisement answering the solicitation in `p`, or why none.
     fn answer(&self, p: &Packet) -> Result<(Packet, bool), Reject> {
         let d = p.data();
-        if d.len() < HEADER_LEN + 40 + NEIGHBOR_LEN || d[12..14] != EtherType::IPV6.0.to_be_bytes()
-        {
-            return Err(Reject::NotNs);
-        }
+        let ip =
+            super::nd_message(d, &[Icmpv6Message::NeighborSolicit], NEIGHBOR_LEN).map_err(|e| {
+                match e {
+                    NdCheck::Other => Reject::NotNs,
+                    NdCheck::HopLimit => Reject::BadHopLimit,
+                    NdCheck::Malformed => Reject::BadNd,
+                    NdCheck::Checksum => Reject::BadChecksum,
+                }
+            })?;
         let frame_src = EthernetAddress([d[6], d[7], d[8], d[9], d[10], d[11]]);
-        let ip = Ipv6Packet::new_checked(&d[HEADER_LEN..]).map_err(|_| Reject::NotNs)?;
         let msg = ip.payload();
-        if ip.version() != 6
-            || ip.next_header() != IpProtocol::ICMPV6
-            || msg.first() != Some(&u8::from(Icmpv6Message::NeighborSolicit))
-        {
-            return Err(Reject::NotNs);
-        }
-        if ip.hop_limit() != HOP_LIMIT {
-            return Err(Reject::BadHopLimit);
-        }
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
-        let icmp = Icmpv6Packet::new_checked(msg).map_err(|_| Reject::BadNd)?;
-        if !icmp.verify_checksum(src, dst) {
-            return Err(Reject::BadChecksum);
-        }
         let NdiscRepr::NeighborSolicit {
             target_addr,
             lladdr,
@@ -549,6 +541,7 @@ mod tests {
     use super::*;
     use crate::ip6::testdata::*;
     use bricks_runtime::testing::{make_element, Harness};
+    use bricks_wire::icmpv6::Icmpv6Packet;
 
     fn advertiser(args: &str) -> Harness {
         Harness::push(&CLASS, args, 1, 2)

@@ -14,6 +14,7 @@ use super::nd_cache::{
     HoldRefusal, NdCache, NdRefusal, NdTiming, Resolve, Retry, Waiting, MAX_ENTRY_CAPACITY,
     RECHECK_INTERVAL,
 };
+use super::NdCheck;
 use crate::ether::arp_table::SEC;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
@@ -21,7 +22,7 @@ use bricks_element::{
 };
 use bricks_packet::{PacketType, Timestamp};
 use bricks_wire::ethernet::{EtherType, EthernetAddress, HEADER_LEN};
-use bricks_wire::icmpv6::{Icmpv6Message, Icmpv6Packet};
+use bricks_wire::icmpv6::Icmpv6Message;
 use bricks_wire::ip::IpProtocol;
 use bricks_wire::ipv6::{Ipv6Cidr, Ipv6Packet, Ipv6Repr};
 use bricks_wire::ndisc::{
@@ -705,34 +706,25 @@ impl Ip6NdSolicitor {
 
     /// Reads and validates a frame from input 1.
     fn parse_nd(&self, d: &[u8]) -> Result<Nd, Reject> {
-        if d.len() < HEADER_LEN + 40 + NEIGHBOR_LEN || d[12..14] != EtherType::IPV6.0.to_be_bytes()
-        {
-            return Err(Reject::NotNd);
-        }
+        let ip = super::nd_message(
+            d,
+            &[
+                Icmpv6Message::NeighborSolicit,
+                Icmpv6Message::NeighborAdvert,
+            ],
+            NEIGHBOR_LEN,
+        )
+        .map_err(|e| match e {
+            NdCheck::Other => Reject::NotNd,
+            NdCheck::HopLimit => Reject::BadHopLimit,
+            NdCheck::Malformed => Reject::BadNd,
+            NdCheck::Checksum => Reject::BadChecksum,
+        })?;
         let dst_eth = EthernetAddress([d[0], d[1], d[2], d[3], d[4], d[5]]);
-        let ip = Ipv6Packet::new_checked(&d[HEADER_LEN..]).map_err(|_| Reject::NotNd)?;
-        if ip.version() != 6 || ip.next_header() != IpProtocol::ICMPV6 {
-            return Err(Reject::NotNd);
-        }
-        let msg = ip.payload();
-        let t = msg.first().map(|&t| Icmpv6Message::from(t));
-        if !matches!(
-            t,
-            Some(Icmpv6Message::NeighborSolicit | Icmpv6Message::NeighborAdvert)
-        ) {
-            return Err(Reject::NotNd);
-        }
-        if ip.hop_limit() != HOP_LIMIT {
-            return Err(Reject::BadHopLimit);
-        }
         if !dst_eth.is_multicast() && dst_eth != self.my_eth {
             return Err(Reject::OtherInterface);
         }
-        let (src, dst) = (ip.src_addr(), ip.dst_addr());
-        let icmp = Icmpv6Packet::new_checked(msg).map_err(|_| Reject::BadNd)?;
-        if !icmp.verify_checksum(src, dst) {
-            return Err(Reject::BadChecksum);
-        }
+        let (src, dst, msg) = (ip.src_addr(), ip.dst_addr(), ip.payload());
         let repr = NdiscRepr::parse(src, dst, &NdiscPacket::new_unchecked(msg))
             .map_err(|_| Reject::BadNd)?;
         match repr {
@@ -1013,6 +1005,7 @@ mod tests {
     use crate::ip6::testdata::*;
     use bricks_element::Processing;
     use bricks_runtime::testing::{make_element, Harness};
+    use bricks_wire::icmpv6::Icmpv6Packet;
 
     const T0: u64 = 1_000 * SEC;
 

@@ -10,6 +10,7 @@
 //! any addresses, proxied prefixes included, while this one speaks for
 //! one router interface and its link's prefixes, on its own timers.
 
+use super::NdCheck;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
@@ -18,7 +19,7 @@ use bricks_packet::{PacketType, Timestamp};
 use bricks_wire::ethernet::{EtherType, EthernetAddress, HEADER_LEN};
 use bricks_wire::icmpv6::{Icmpv6Message, Icmpv6Packet};
 use bricks_wire::ip::IpProtocol;
-use bricks_wire::ipv6::{Ipv6Cidr, Ipv6Packet};
+use bricks_wire::ipv6::Ipv6Cidr;
 use bricks_wire::ndisc::{
     multicast_ethernet, NdiscOption, NdiscPacket, NdiscRepr, PrefixInfo, HOP_LIMIT,
     ROUTER_ADVERT_LEN,
@@ -503,26 +504,16 @@ impl Ip6RouterAdvertiser {
 
     /// Checks a Router Solicitation (RFC 4861 section 6.1.1).
     fn check(&self, p: &Packet) -> Result<(), Reject> {
-        let d = p.data();
-        if d.len() < HEADER_LEN + 40 + 8 || d[12..14] != EtherType::IPV6.0.to_be_bytes() {
-            return Err(Reject::NotRs);
-        }
-        let ip = Ipv6Packet::new_checked(&d[HEADER_LEN..]).map_err(|_| Reject::NotRs)?;
-        let msg = ip.payload();
-        if ip.version() != 6
-            || ip.next_header() != IpProtocol::ICMPV6
-            || msg.first() != Some(&u8::from(Icmpv6Message::RouterSolicit))
-        {
-            return Err(Reject::NotRs);
-        }
-        if ip.hop_limit() != HOP_LIMIT {
-            return Err(Reject::BadHopLimit);
-        }
-        let (src, dst) = (ip.src_addr(), ip.dst_addr());
-        let icmp = Icmpv6Packet::new_checked(msg).map_err(|_| Reject::BadNd)?;
-        if !icmp.verify_checksum(src, dst) {
-            return Err(Reject::BadChecksum);
-        }
+        let ip =
+            super::nd_message(p.data(), &[Icmpv6Message::RouterSolicit], 8).map_err(
+                |e| match e {
+                    NdCheck::Other => Reject::NotRs,
+                    NdCheck::HopLimit => Reject::BadHopLimit,
+                    NdCheck::Malformed => Reject::BadNd,
+                    NdCheck::Checksum => Reject::BadChecksum,
+                },
+            )?;
+        let (src, dst, msg) = (ip.src_addr(), ip.dst_addr(), ip.payload());
         match NdiscRepr::parse(src, dst, &NdiscPacket::new_unchecked(msg)) {
             Ok(NdiscRepr::RouterSolicit { .. }) => Ok(()),
             Ok(_) => Err(Reject::NotRs),
@@ -714,6 +705,7 @@ mod tests {
     use super::*;
     use crate::ip6::testdata::{A_MAC, B_RS};
     use bricks_runtime::testing::{make_element, Harness};
+    use bricks_wire::ipv6::Ipv6Packet;
 
     /// The ICMPv6 checksum of `msg` from `src` to `dst` (RFC 4443 section
     /// 2.3), computed here apart from the wire crate.

@@ -19,6 +19,57 @@ pub mod nd_cache;
 mod testdata;
 
 use bricks_element::ElementClass;
+use bricks_wire::ethernet::{EtherType, HEADER_LEN};
+use bricks_wire::icmpv6::{Icmpv6Message, Icmpv6Packet};
+use bricks_wire::ip::IpProtocol;
+use bricks_wire::ipv6::Ipv6Packet;
+use bricks_wire::ndisc::HOP_LIMIT;
+
+/// Why a frame is no Neighbor Discovery message an element may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NdCheck {
+    /// Not IPv6 ICMPv6 of the types asked for, or shorter than `min`.
+    Other,
+    /// A hop limit other than 255: it came from beyond the link.
+    HopLimit,
+    /// The ICMPv6 message is malformed.
+    Malformed,
+    /// The ICMPv6 checksum is wrong.
+    Checksum,
+}
+
+/// The IPv6 packet of the Neighbor Discovery message in Ethernet frame
+/// `d`, if its ICMPv6 type is one of `types`, it holds at least `min`
+/// bytes of ICMPv6, and it passes the checks RFC 4861 sets for every ND
+/// message (sections 6.1 and 7.1: hop limit 255, a valid checksum). The
+/// caller parses the body and checks what its type needs besides.
+pub(crate) fn nd_message<'a>(
+    d: &'a [u8],
+    types: &[Icmpv6Message],
+    min: usize,
+) -> Result<Ipv6Packet<&'a [u8]>, NdCheck> {
+    if d.len() < HEADER_LEN + 40 + min || d[12..14] != EtherType::IPV6.0.to_be_bytes() {
+        return Err(NdCheck::Other);
+    }
+    let ip = Ipv6Packet::new_checked(&d[HEADER_LEN..]).map_err(|_| NdCheck::Other)?;
+    let msg = ip.payload();
+    if ip.version() != 6
+        || ip.next_header() != IpProtocol::ICMPV6
+        || !msg
+            .first()
+            .is_some_and(|&t| types.contains(&Icmpv6Message::from(t)))
+    {
+        return Err(NdCheck::Other);
+    }
+    if ip.hop_limit() != HOP_LIMIT {
+        return Err(NdCheck::HopLimit);
+    }
+    let icmp = Icmpv6Packet::new_checked(msg).map_err(|_| NdCheck::Malformed)?;
+    if !icmp.verify_checksum(ip.src_addr(), ip.dst_addr()) {
+        return Err(NdCheck::Checksum);
+    }
+    Ok(ip)
+}
 
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
