@@ -337,7 +337,7 @@ struct Watched(
 );
 
 impl bricks_control::RouteSink for Watched {
-    fn set(&self, _: &source::Route) -> Result<(), String> {
+    fn set(&self, _: source::RoutePrefix, _: &[source::Hop]) -> Result<(), String> {
         Ok(())
     }
     fn remove(&self, _: source::RoutePrefix) -> Result<(), String> {

@@ -13,19 +13,25 @@
 //! Every table here is bounded ([`Limits`]); a message past a bound is
 //! skipped and counted, never grows memory without end.
 
-use crate::netlink::{self, Message, NexthopMsg, NlHop, RouteMsg, NLM_F_REPLACE};
+use crate::netlink::{self, Message, NexthopMsg, NlHops, RouteMsg, NLM_F_REPLACE};
 use crate::stats::{Kind, SourceStats};
 use bricks_lpm::source::{Hop, Route, RoutePrefix};
+use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 /// The follower's maps: std's, with a faster seeded hash.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+/// Hops as the sink takes them, inline for one.
+type Hops = SmallVec<[Hop; 1]>;
+
 /// Where a source's routes go: a route table that takes whole routes and
 /// withdrawals. Called from the source's own thread.
 pub trait RouteSink: Send + 'static {
-    /// Adds the route, or replaces the one for its prefix.
-    fn set(&self, route: &Route) -> Result<(), String>;
+    /// Sets the route for `prefix` to `hops` (sorted, no duplicates),
+    /// adding it or replacing the one there.
+    fn set(&self, prefix: RoutePrefix, hops: &[Hop]) -> Result<(), String>;
     /// Withdraws the route for `prefix`.
     fn remove(&self, prefix: RoutePrefix) -> Result<(), String>;
 }
@@ -45,6 +51,20 @@ pub struct Filter {
     /// `devices[i]` leaves by output `i`. `None` maps every interface to
     /// output 0 (for inspection only: `bricks routes watch`).
     pub devices: Option<Vec<String>>,
+}
+
+impl Filter {
+    /// The output for `name` (an interface, or a reject route's kind):
+    /// the DEVICES entry naming it, or 0 without DEVICES.
+    fn output(&self, name: &str) -> Option<u32> {
+        match &self.devices {
+            None => Some(0),
+            Some(devs) => devs
+                .iter()
+                .position(|d| d.split('|').any(|alt| alt == name))
+                .map(|i| i as u32),
+        }
+    }
 }
 
 /// Bounds on what a source may make the follower hold.
@@ -81,7 +101,7 @@ type LinkReader = Box<dyn FnMut() -> Vec<u8> + Send>;
 #[derive(Debug, Clone)]
 struct Candidate {
     metric: u32,
-    hops: Vec<NlHop>,
+    hops: NlHops,
     nh_id: Option<u32>,
     /// A route that discards: `blackhole`, `unreachable` or `prohibit`
     /// (its hops are empty).
@@ -90,17 +110,36 @@ struct Candidate {
     generation: u64,
 }
 
+/// What a follower knows of one prefix: one map entry, so that a change
+/// costs one lookup in a table of a million prefixes.
+#[derive(Debug, Default)]
+struct PrefixState {
+    /// Every route the source holds for the prefix (one per metric).
+    candidates: SmallVec<[Candidate; 1]>,
+    /// What the sink holds for the prefix from this source.
+    installed: Option<Hops>,
+}
+
+/// An interface the source named.
+#[derive(Debug)]
+struct Link {
+    name: String,
+    /// Its output, worked out once when the interface is learnt (`None`:
+    /// none of DEVICES).
+    output: Option<u32>,
+}
+
 /// A source's state; see the module documentation.
 pub struct Follower<S: RouteSink> {
     filter: Filter,
     limits: Limits,
     sink: S,
     stats: Arc<SourceStats>,
-    links: HashMap<u32, String>,
+    links: HashMap<u32, Link>,
     nexthops: HashMap<u32, NexthopMsg>,
-    candidates: HashMap<RoutePrefix, Vec<Candidate>>,
-    /// What the sink holds now for each prefix this source set.
-    installed: HashMap<RoutePrefix, Vec<Hop>>,
+    prefixes: HashMap<RoutePrefix, Box<PrefixState>>,
+    /// Prefixes with a route in the sink from this source.
+    installed: usize,
     generation: u64,
     /// Called for every change made (for `bricks routes watch`).
     observer: Option<Observer>,
@@ -128,8 +167,8 @@ impl<S: RouteSink> Follower<S> {
             stats,
             links: HashMap::default(),
             nexthops: HashMap::default(),
-            candidates: HashMap::default(),
-            installed: HashMap::default(),
+            prefixes: HashMap::default(),
+            installed: 0,
             generation: 0,
             observer: None,
             refresh: None,
@@ -160,7 +199,7 @@ impl<S: RouteSink> Follower<S> {
 
     /// Routes this source has in the sink now.
     pub fn installed(&self) -> usize {
-        self.installed.len()
+        self.installed
     }
 
     /// Reads every message of a buffer (a netlink datagram or an FPM
@@ -208,7 +247,11 @@ impl<S: RouteSink> Follower<S> {
                     self.link_gone(index);
                 } else if let Some(name) = name {
                     if self.links.len() < self.limits.links || self.links.contains_key(&index) {
-                        self.links.insert(index, name.to_string());
+                        let link = Link {
+                            output: self.filter.output(name),
+                            name: name.to_string(),
+                        };
+                        self.links.insert(index, link);
                     } else {
                         self.stats.skip(Kind::Bound, "too many interfaces");
                     }
@@ -231,19 +274,15 @@ impl<S: RouteSink> Follower<S> {
     /// Ends a snapshot: withdraws every candidate it did not repeat.
     pub fn end_snapshot(&mut self) {
         let g = self.generation;
-        let stale: Vec<RoutePrefix> = self
-            .candidates
-            .iter()
-            .filter(|(_, cs)| cs.iter().any(|c| c.generation < g))
-            .map(|(p, _)| *p)
-            .collect();
-        for p in stale {
-            if let Some(cs) = self.candidates.get_mut(&p) {
-                cs.retain(|c| c.generation >= g);
-                if cs.is_empty() {
-                    self.candidates.remove(&p);
-                }
+        let mut stale = Vec::new();
+        for (p, st) in self.prefixes.iter_mut() {
+            let before = st.candidates.len();
+            st.candidates.retain(|c| c.generation >= g);
+            if st.candidates.len() != before {
+                stale.push(*p);
             }
+        }
+        for p in stale {
             self.update(p);
         }
     }
@@ -264,27 +303,28 @@ impl<S: RouteSink> Follower<S> {
             return;
         }
         let p = r.prefix;
+        let v6 = matches!(p, RoutePrefix::V6(_));
         if r.delete {
-            let v6 = matches!(p, RoutePrefix::V6(_));
-            if let Some(cs) = self.candidates.get_mut(&p) {
-                match cs.iter().position(|c| c.metric == r.metric) {
-                    // An IPv6 ECMP route loses one path at a time.
-                    Some(i) if v6 && !r.hops.is_empty() && cs[i].hops.len() > 1 => {
-                        cs[i].hops.retain(|h| !r.hops.contains(h));
-                        if cs[i].hops.is_empty() {
-                            cs.remove(i);
-                        }
-                    }
-                    Some(i) => {
+            let (prefixes, mut cx) = self.parts();
+            let Some(st) = prefixes.get_mut(&p) else {
+                return;
+            };
+            let cs = &mut st.candidates;
+            match cs.iter().position(|c| c.metric == r.metric) {
+                // An IPv6 ECMP route loses one path at a time.
+                Some(i) if v6 && !r.hops.is_empty() && cs[i].hops.len() > 1 => {
+                    cs[i].hops.retain(|h| !r.hops.contains(h));
+                    if cs[i].hops.is_empty() {
                         cs.remove(i);
                     }
-                    None => {}
                 }
-                if cs.is_empty() {
-                    self.candidates.remove(&p);
+                Some(i) => {
+                    cs.remove(i);
                 }
+                None => {}
             }
-            self.update(p);
+            let settled = settle(p, st, &mut cx);
+            self.finish(p, settled);
             return;
         }
         if let Some(why) = r.unsupported {
@@ -307,13 +347,20 @@ impl<S: RouteSink> Follower<S> {
                 return;
             }
         };
-        if self.candidates.len() >= self.limits.routes && !self.candidates.contains_key(&p) {
-            self.stats.skip(Kind::Bound, "route limit reached");
-            return;
-        }
-        let g = self.generation;
-        let cs = self.candidates.entry(p).or_default();
-        let v6 = matches!(p, RoutePrefix::V6(_));
+        let full = self.prefixes.len() >= self.limits.routes;
+        let (limits, g) = (self.limits, self.generation);
+        let (prefixes, mut cx) = self.parts();
+        // One lookup of the prefix for the whole change: in a table of a
+        // million prefixes each lookup is a cache miss.
+        let st = match prefixes.entry(p) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(_) if full => {
+                cx.stats.skip(Kind::Bound, "route limit reached");
+                return;
+            }
+            Entry::Vacant(v) => v.insert(Box::default()),
+        };
+        let cs = &mut st.candidates;
         match cs.iter().position(|c| c.metric == r.metric) {
             // An IPv6 route added beside one of the same metric is another
             // path of it (the kernel's ECMP siblings, `ip -6 route append`
@@ -336,26 +383,33 @@ impl<S: RouteSink> Follower<S> {
             Some(i) => {
                 cs[i] = Candidate {
                     metric: r.metric,
-                    hops: if reject.is_some() { Vec::new() } else { r.hops },
+                    hops: if reject.is_some() {
+                        NlHops::new()
+                    } else {
+                        r.hops
+                    },
                     nh_id: r.nh_id.filter(|_| reject.is_none()),
                     reject,
                     generation: g,
                 }
             }
-            None if cs.len() >= self.limits.candidates => {
-                self.stats
-                    .skip(Kind::Bound, "too many routes for one prefix");
-                return;
+            None if cs.len() >= limits.candidates => {
+                cx.stats.skip(Kind::Bound, "too many routes for one prefix");
             }
             None => cs.push(Candidate {
                 metric: r.metric,
-                hops: if reject.is_some() { Vec::new() } else { r.hops },
+                hops: if reject.is_some() {
+                    NlHops::new()
+                } else {
+                    r.hops
+                },
                 nh_id: r.nh_id.filter(|_| reject.is_none()),
                 reject,
                 generation: g,
             }),
         }
-        self.update(p);
+        let settled = settle(p, st, &mut cx);
+        self.finish(p, settled);
     }
 
     /// A deleted link takes its IPv4 routes with it: the kernel flushes
@@ -364,20 +418,18 @@ impl<S: RouteSink> Follower<S> {
     /// by the route limit.
     fn link_gone(&mut self, index: u32) {
         let mut touched = Vec::new();
-        for (p, cs) in self.candidates.iter_mut() {
+        for (p, st) in self.prefixes.iter_mut() {
             if !matches!(p, RoutePrefix::V4(_)) {
                 continue;
             }
-            let before = cs.len();
-            cs.retain(|c| !c.hops.iter().any(|h| h.ifindex == index));
-            if cs.len() != before {
+            let before = st.candidates.len();
+            st.candidates
+                .retain(|c| !c.hops.iter().any(|h| h.ifindex == index));
+            if st.candidates.len() != before {
                 touched.push(*p);
             }
         }
         for p in touched {
-            if self.candidates.get(&p).is_some_and(Vec::is_empty) {
-                self.candidates.remove(&p);
-            }
             self.update(p);
         }
     }
@@ -395,9 +447,9 @@ impl<S: RouteSink> Follower<S> {
         // Routes that use it change with it. Off the fast path: nexthop
         // changes are rare and a route names its object directly.
         let users: Vec<RoutePrefix> = self
-            .candidates
+            .prefixes
             .iter()
-            .filter(|(_, cs)| cs.iter().any(|c| c.nh_id == Some(id)))
+            .filter(|(_, st)| st.candidates.iter().any(|c| c.nh_id == Some(id)))
             .map(|(p, _)| *p)
             .collect();
         for p in users {
@@ -405,189 +457,285 @@ impl<S: RouteSink> Follower<S> {
         }
     }
 
+    /// The prefixes, and the rest of the follower borrowed apart from
+    /// them for [`settle`].
+    fn parts(&mut self) -> (&mut HashMap<RoutePrefix, Box<PrefixState>>, Ctx<'_, S>) {
+        (
+            &mut self.prefixes,
+            Ctx {
+                view: View {
+                    filter: &self.filter,
+                    links: &self.links,
+                    nexthops: &self.nexthops,
+                    names: self.observer.is_some(),
+                },
+                sink: &self.sink,
+                stats: &self.stats,
+                observer: &mut self.observer,
+                installed: &mut self.installed,
+                last_refresh: self.refresh.as_ref().map(|(_, last)| *last),
+            },
+        )
+    }
+
+    /// Reads the interfaces again (a route came before its interface's
+    /// message); at most once a second, see `Ctx::refresh_due`.
+    fn refresh_links(&mut self) {
+        if let Some((f, last)) = &mut self.refresh {
+            let bytes = f();
+            *last = Some(std::time::Instant::now());
+            self.feed(&bytes);
+        }
+    }
+
+    /// Brings the sink's route for `p` in line with its candidates.
+    fn update(&mut self, p: RoutePrefix) {
+        let (prefixes, mut cx) = self.parts();
+        if let Some(st) = prefixes.get_mut(&p) {
+            let settled = settle(p, st, &mut cx);
+            self.finish(p, settled);
+        }
+    }
+
+    /// Does what [`settle`] left to do for `p`.
+    fn finish(&mut self, p: RoutePrefix, settled: Settled) {
+        match settled {
+            Settled::Kept => {}
+            Settled::Empty => {
+                self.prefixes.remove(&p);
+            }
+            Settled::UnknownLink => {
+                self.refresh_links();
+                self.update(p);
+            }
+        }
+    }
+}
+
+/// A follower's fields but its prefixes, borrowed while one prefix's
+/// entry is.
+struct Ctx<'a, S> {
+    view: View<'a>,
+    sink: &'a S,
+    stats: &'a SourceStats,
+    observer: &'a mut Option<Observer>,
+    installed: &'a mut usize,
+    /// When the interfaces were last read again, if a reader is set.
+    last_refresh: Option<Option<std::time::Instant>>,
+}
+
+impl<S> Ctx<'_, S> {
+    /// The interfaces may be read again: a reader is set and the last
+    /// reading is a second old.
+    fn refresh_due(&self) -> bool {
+        self.last_refresh
+            .is_some_and(|last| last.is_none_or(|t| t.elapsed().as_secs() >= 1))
+    }
+}
+
+/// What [`settle`] left to its caller.
+enum Settled {
+    /// The entry stays.
+    Kept,
+    /// The prefix has no candidates and nothing in the sink: drop the entry.
+    Empty,
+    /// The best route names an interface not known yet, and the
+    /// interfaces may be read again: read them, then settle again.
+    UnknownLink,
+}
+
+/// Brings the sink's route for `p` in line with its candidates `st`.
+fn settle<S: RouteSink>(p: RoutePrefix, st: &mut PrefixState, cx: &mut Ctx<'_, S>) -> Settled {
+    let view = &cx.view;
+    let wanted = match st.candidates.iter().min_by_key(|c| c.metric) {
+        None => None,
+        Some(best) => match view.resolve(best).and_then(|r| view.map(r)) {
+            Ok(w) => Some(w),
+            Err((Kind::UnknownInterface, _)) if cx.refresh_due() && view.unknown_link(best) => {
+                return Settled::UnknownLink;
+            }
+            Err((kind, why)) => {
+                cx.stats.skip(kind, &format!("{p}: {why}"));
+                None
+            }
+        },
+    };
+    match wanted {
+        Some((mut hops, mut names)) => {
+            sort_hops(&mut hops, &mut names);
+            if st.installed.as_deref() == Some(&hops[..]) {
+                return Settled::Kept;
+            }
+            match cx.sink.set(p, &hops) {
+                Ok(()) => {
+                    cx.stats.count(Kind::Added);
+                    if let Some(f) = cx.observer {
+                        let route = Route {
+                            prefix: p,
+                            hops: hops.to_vec(),
+                        };
+                        f(&Change::Set(route, names));
+                    }
+                    if st.installed.replace(hops).is_none() {
+                        *cx.installed += 1;
+                    }
+                }
+                Err(e) => cx.stats.skip(Kind::Refused, &format!("{p}: {e}")),
+            }
+            Settled::Kept
+        }
+        None => {
+            if st.installed.take().is_some() {
+                *cx.installed -= 1;
+                match cx.sink.remove(p) {
+                    Ok(()) => {
+                        cx.stats.count(Kind::Removed);
+                        if let Some(f) = cx.observer {
+                            f(&Change::Removed(p));
+                        }
+                    }
+                    Err(e) => cx.stats.skip(Kind::Refused, &format!("{p}: {e}")),
+                }
+            }
+            if st.candidates.is_empty() {
+                Settled::Empty
+            } else {
+                Settled::Kept
+            }
+        }
+    }
+}
+
+/// What working out a route reads: the filter, interfaces, nexthop
+/// objects, and whether names are wanted (someone observes).
+struct View<'a> {
+    filter: &'a Filter,
+    links: &'a HashMap<u32, Link>,
+    nexthops: &'a HashMap<u32, NexthopMsg>,
+    names: bool,
+}
+
+/// Why a prefix's best route cannot be set: the counter and the reason.
+type Refusal = (Kind, String);
+
+impl View<'_> {
+    /// Whether `c`'s hops name an interface index not known.
+    fn unknown_link(&self, c: &Candidate) -> bool {
+        match self.resolve(c) {
+            Ok(Resolved::Hops(hops)) => hops.iter().any(|h| !self.links.contains_key(&h.ifindex)),
+            _ => false,
+        }
+    }
+
     /// Where a candidate goes: its own hops, its nexthop object's, or a
     /// discard (a reject route, or a blackhole nexthop object).
-    fn resolve(&self, c: &Candidate) -> Result<Resolved, &'static str> {
+    fn resolve(&self, c: &Candidate) -> Result<Resolved, Refusal> {
+        let unsupported = |why: &str| (Kind::Unsupported, why.to_string());
         if let Some(kind) = c.reject {
             return Ok(Resolved::Reject(kind));
         }
         let Some(id) = c.nh_id else {
             return Ok(Resolved::Hops(c.hops.clone()));
         };
-        let nh = self.nexthops.get(&id).ok_or("an unknown nexthop object")?;
+        let nh = self
+            .nexthops
+            .get(&id)
+            .ok_or_else(|| unsupported("an unknown nexthop object"))?;
         if nh.blackhole {
             return Ok(Resolved::Reject("blackhole"));
         }
         if let Some(h) = nh.hop {
-            return Ok(Resolved::Hops(vec![h]));
+            return Ok(Resolved::Hops(NlHops::from_elem(h, 1)));
         }
-        let mut hops = Vec::new();
+        let mut hops = NlHops::new();
         for m in &nh.group {
             match self.nexthops.get(m).and_then(|n| n.hop) {
                 Some(h) => hops.push(h),
-                None => return Err("a nexthop group with an unknown member"),
+                None => return Err(unsupported("a nexthop group with an unknown member")),
             }
         }
         Ok(Resolved::Hops(hops))
     }
 
-    /// The output for reject routes of `kind`: the DEVICES entry naming it
-    /// (`blackhole`, `unreachable`, `prohibit`), or output 0 without
-    /// DEVICES.
-    fn map_reject(&self, kind: &'static str) -> Result<(Vec<Hop>, Vec<String>), String> {
-        let output = match &self.filter.devices {
-            None => 0,
-            Some(devs) => devs
-                .iter()
-                .position(|d| d.split('|').any(|alt| alt == kind))
-                .ok_or_else(|| format!("a {kind} route, and no output for `{kind}` in DEVICES"))?,
-        };
-        let names = if self.observer.is_some() {
-            vec![kind.to_string()]
-        } else {
-            Vec::new()
-        };
-        Ok((
-            vec![Hop {
-                gateway: None,
-                output: output as u32,
-            }],
-            names,
-        ))
-    }
-
-    /// Maps netlink hops to outputs by interface name (the names too when
-    /// someone observes the changes).
-    fn map(&self, hops: &[NlHop]) -> Result<(Vec<Hop>, Vec<String>), String> {
-        let mut out = Vec::with_capacity(hops.len());
+    /// Maps a resolved route to outputs: interfaces by their name in
+    /// DEVICES, a reject route to the DEVICES entry naming its kind
+    /// (`blackhole`, `unreachable`, `prohibit`). The names come too when
+    /// someone observes the changes.
+    fn map(&self, r: Resolved) -> Result<(Hops, Vec<String>), Refusal> {
         let mut names = Vec::new();
-        for h in hops {
-            let name = self
-                .links
-                .get(&h.ifindex)
-                .ok_or_else(|| format!("interface index {} unknown", h.ifindex))?;
-            let output = match &self.filter.devices {
-                None => 0,
-                Some(devs) => devs
-                    .iter()
-                    .position(|d| d.split('|').any(|alt| alt == name))
-                    .ok_or_else(|| format!("interface {name} is none of DEVICES"))?,
-            };
-            out.push(Hop {
-                gateway: h.gateway,
-                output: output as u32,
-            });
-            if self.observer.is_some() {
-                names.push(name.clone());
-            }
-        }
-        if out.is_empty() {
-            return Err("no outgoing interface".into());
-        }
-        Ok((out, names))
-    }
-
-    /// Brings the sink's route for `p` in line with the candidates.
-    fn update(&mut self, p: RoutePrefix) {
-        let best = self
-            .candidates
-            .get(&p)
-            .and_then(|cs| cs.iter().min_by_key(|c| c.metric));
-        let mut resolved = best.map(|c| self.resolve(c));
-        if let Some(Ok(Resolved::Hops(hops))) = &resolved {
-            let unknown = hops.iter().any(|h| !self.links.contains_key(&h.ifindex));
-            let due = self
-                .refresh
-                .as_ref()
-                .is_some_and(|(_, last)| last.is_none_or(|t| t.elapsed().as_secs() >= 1));
-            if unknown && due {
-                if let Some((f, last)) = &mut self.refresh {
-                    let bytes = f();
-                    *last = Some(std::time::Instant::now());
-                    self.feed(&bytes);
+        let hops = match r {
+            Resolved::Reject(kind) => {
+                let output = self.filter.output(kind).ok_or_else(|| {
+                    (
+                        Kind::Unsupported,
+                        format!("a {kind} route, and no output for `{kind}` in DEVICES"),
+                    )
+                })?;
+                if self.names {
+                    names.push(kind.to_string());
                 }
-                let best = self
-                    .candidates
-                    .get(&p)
-                    .and_then(|cs| cs.iter().min_by_key(|c| c.metric));
-                resolved = best.map(|c| self.resolve(c));
+                Hops::from_elem(
+                    Hop {
+                        gateway: None,
+                        output,
+                    },
+                    1,
+                )
             }
-        }
-        let wanted = match resolved {
-            None => None,
-            Some(r) => match r {
-                Ok(Resolved::Hops(hops)) => match self.map(&hops) {
-                    Ok(m) => Some(m),
-                    Err(why) => {
-                        self.stats
-                            .skip(Kind::UnknownInterface, &format!("{p}: {why}"));
-                        None
+            Resolved::Hops(nl) => {
+                let mut out = Hops::with_capacity(nl.len());
+                for h in &nl {
+                    let link = self.links.get(&h.ifindex).ok_or_else(|| {
+                        (
+                            Kind::UnknownInterface,
+                            format!("interface index {} unknown", h.ifindex),
+                        )
+                    })?;
+                    let output = link.output.ok_or_else(|| {
+                        (
+                            Kind::UnknownInterface,
+                            format!("interface {} is none of DEVICES", link.name),
+                        )
+                    })?;
+                    out.push(Hop {
+                        gateway: h.gateway,
+                        output,
+                    });
+                    if self.names {
+                        names.push(link.name.clone());
                     }
-                },
-                Ok(Resolved::Reject(kind)) => match self.map_reject(kind) {
-                    Ok(m) => Some(m),
-                    Err(why) => {
-                        self.stats.skip(Kind::Unsupported, &format!("{p}: {why}"));
-                        None
-                    }
-                },
-                Err(why) => {
-                    self.stats.skip(Kind::Unsupported, &format!("{p}: {why}"));
-                    None
                 }
-            },
+                if out.is_empty() {
+                    return Err((Kind::UnknownInterface, "no outgoing interface".into()));
+                }
+                out
+            }
         };
-        match wanted {
-            Some((mut hops, names)) => {
-                hops.sort();
-                hops.dedup();
-                // One lookup of the installed route, kept for the write.
-                let slot = self.installed.entry(p);
-                if let std::collections::hash_map::Entry::Occupied(o) = &slot {
-                    if *o.get() == hops {
-                        return;
-                    }
-                }
-                let route = Route { prefix: p, hops };
-                match self.sink.set(&route) {
-                    Ok(()) => {
-                        self.stats.count(Kind::Added);
-                        if let Some(f) = &mut self.observer {
-                            f(&Change::Set(route.clone(), names));
-                        }
-                        match slot {
-                            std::collections::hash_map::Entry::Occupied(mut o) => {
-                                o.insert(route.hops);
-                            }
-                            std::collections::hash_map::Entry::Vacant(v) => {
-                                v.insert(route.hops);
-                            }
-                        }
-                    }
-                    Err(e) => self.stats.skip(Kind::Refused, &format!("{p}: {e}")),
-                }
-            }
-            None => {
-                if self.installed.remove(&p).is_some() {
-                    match self.sink.remove(p) {
-                        Ok(()) => {
-                            self.stats.count(Kind::Removed);
-                            if let Some(f) = &mut self.observer {
-                                f(&Change::Removed(p));
-                            }
-                        }
-                        Err(e) => self.stats.skip(Kind::Refused, &format!("{p}: {e}")),
-                    }
-                }
-            }
-        }
+        Ok((hops, names))
+    }
+}
+
+/// Sorts hops into the sink's order and drops repeats, each name kept
+/// beside its hop.
+fn sort_hops(hops: &mut Hops, names: &mut Vec<String>) {
+    if names.is_empty() {
+        hops.sort_unstable();
+        hops.dedup();
+        return;
+    }
+    let mut pairs: Vec<(Hop, String)> = hops.drain(..).zip(names.drain(..)).collect();
+    pairs.sort_by_key(|p| p.0);
+    pairs.dedup_by_key(|p| p.0);
+    for (h, n) in pairs {
+        hops.push(h);
+        names.push(n);
     }
 }
 
 /// Where the best candidate of a prefix sends its packets.
 enum Resolved {
     /// By these hops.
-    Hops(Vec<NlHop>),
+    Hops(NlHops),
     /// Nowhere: a `blackhole`, `unreachable` or `prohibit` route.
     Reject(&'static str),
 }
@@ -606,7 +754,7 @@ pub struct FeedResult {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::netlink::tests::{msg, route4};
+    use crate::netlink::tests::{msg, multipath4, route4};
     use crate::netlink::{RTM_DELROUTE, RTM_NEWLINK, RTM_NEWROUTE};
     use std::sync::Mutex;
 
@@ -615,8 +763,8 @@ pub(crate) mod tests {
     pub(crate) struct MapSink(pub Arc<Mutex<HashMap<RoutePrefix, Vec<Hop>>>>);
 
     impl RouteSink for MapSink {
-        fn set(&self, r: &Route) -> Result<(), String> {
-            self.0.lock().unwrap().insert(r.prefix, r.hops.clone());
+        fn set(&self, prefix: RoutePrefix, hops: &[Hop]) -> Result<(), String> {
+            self.0.lock().unwrap().insert(prefix, hops.to_vec());
             Ok(())
         }
         fn remove(&self, p: RoutePrefix) -> Result<(), String> {
@@ -657,6 +805,40 @@ pub(crate) mod tests {
             .unwrap()
             .unwrap()
             .prefix
+    }
+
+    #[test]
+    fn an_observer_sees_each_hop_beside_its_interface() {
+        let (mut f, _) = follower(&["r-eth0", "r-eth1"]);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        f.observe(move |c| s.lock().unwrap().push(c.clone()));
+        // In the sink's order (by gateway) r-eth0's hop comes first.
+        f.feed(&multipath4(
+            [192, 0, 2, 0],
+            24,
+            100,
+            &[(3, [10, 0, 9, 2]), (2, [10, 0, 0, 2])],
+        ));
+        let seen = seen.lock().unwrap();
+        let [Change::Set(r, names)] = seen.as_slice() else {
+            panic!("{seen:?}")
+        };
+        let gw = |s: &str| Some(s.parse().unwrap());
+        assert_eq!(
+            r.hops,
+            [
+                Hop {
+                    gateway: gw("10.0.0.2"),
+                    output: 0
+                },
+                Hop {
+                    gateway: gw("10.0.9.2"),
+                    output: 1
+                }
+            ]
+        );
+        assert_eq!(names, &["r-eth0", "r-eth1"]);
     }
 
     #[test]

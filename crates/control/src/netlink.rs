@@ -105,6 +105,9 @@ pub struct NlHop {
     pub gateway: Option<IpAddr>,
 }
 
+/// A route's hops, inline for one (nearly every route has one).
+pub type NlHops = smallvec::SmallVec<[NlHop; 1]>;
+
 /// An `RTM_NEWROUTE` or `RTM_DELROUTE`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteMsg {
@@ -126,7 +129,7 @@ pub struct RouteMsg {
     pub metric: u32,
     /// Its hops (several for ECMP), empty when it names a nexthop object
     /// or has none.
-    pub hops: Vec<NlHop>,
+    pub hops: NlHops,
     /// The nexthop object it uses (`RTA_NH_ID`).
     pub nh_id: Option<u32>,
     /// Why bricks cannot forward by this route, if it cannot: a source
@@ -340,7 +343,7 @@ fn route(raw: Raw<'_>) -> Result<RouteMsg, DecodeError> {
     let mut oif = None;
     let mut gateway = None;
     let mut metric = 0;
-    let mut hops = Vec::new();
+    let mut hops = NlHops::new();
     let mut nh_id = None;
     let mut unsupported = None;
     if src_len != 0 {
@@ -410,7 +413,7 @@ fn route(raw: Raw<'_>) -> Result<RouteMsg, DecodeError> {
 fn multipath(
     family: u8,
     mut v: &[u8],
-    hops: &mut Vec<NlHop>,
+    hops: &mut NlHops,
     unsupported: &mut Option<&'static str>,
 ) -> Result<(), DecodeError> {
     while v.len() >= 8 {
@@ -602,8 +605,8 @@ pub(crate) mod tests {
         assert_eq!(r.metric, 20);
         assert!(!r.delete);
         assert_eq!(
-            r.hops,
-            vec![NlHop {
+            r.hops.as_slice(),
+            [NlHop {
                 ifindex: 3,
                 gateway: Some("10.0.0.2".parse().unwrap())
             }]
@@ -633,23 +636,43 @@ pub(crate) mod tests {
         assert_eq!(r.hops[0].gateway, Some(IpAddr::V6(gw)));
     }
 
-    #[test]
-    fn multipath_routes_give_every_hop() {
-        let fixed = [AF_INET, 24, 0, 0, 254, 4, 0, RTN_UNICAST, 0, 0, 0, 0];
+    /// An IPv4 ECMP route: `dst/len table t nexthop via gw dev oif ...`,
+    /// `replace`.
+    pub(crate) fn multipath4(
+        dst: [u8; 4],
+        len: u8,
+        table: u32,
+        hops: &[(u32, [u8; 4])],
+    ) -> Vec<u8> {
+        let fixed = [AF_INET, len, 0, 0, 254, 4, 0, RTN_UNICAST, 0, 0, 0, 0];
         let mut mp = Vec::new();
-        for (ifindex, gw) in [(2u32, [10, 0, 0, 2]), (3, [10, 0, 1, 2])] {
+        for (ifindex, gw) in hops {
             mp.extend_from_slice(&16u16.to_ne_bytes());
             mp.extend_from_slice(&[0, 0]);
             mp.extend_from_slice(&ifindex.to_ne_bytes());
             mp.extend_from_slice(&8u16.to_ne_bytes());
             mp.extend_from_slice(&RTA_GATEWAY.to_ne_bytes());
-            mp.extend_from_slice(&gw);
+            mp.extend_from_slice(gw);
         }
-        let b = msg(
+        msg(
             RTM_NEWROUTE,
             NLM_F_REPLACE,
             &fixed,
-            &[(RTA_DST, vec![192, 0, 2, 0]), (RTA_MULTIPATH, mp)],
+            &[
+                (RTA_TABLE, table.to_ne_bytes().to_vec()),
+                (RTA_DST, dst.to_vec()),
+                (RTA_MULTIPATH, mp),
+            ],
+        )
+    }
+
+    #[test]
+    fn multipath_routes_give_every_hop() {
+        let b = multipath4(
+            [192, 0, 2, 0],
+            24,
+            254,
+            &[(2, [10, 0, 0, 2]), (3, [10, 0, 1, 2])],
         );
         let Message::Route(r) = one(&b) else {
             panic!("not a route")

@@ -67,8 +67,8 @@ fn ipv4_route_with_table_and_metric() {
     assert_eq!(r.metric, 20);
     assert_eq!(r.flags & NLM_F_REPLACE, NLM_F_REPLACE);
     assert_eq!(
-        r.hops,
-        vec![NlHop {
+        r.hops.as_slice(),
+        [NlHop {
             ifindex: 5,
             gateway: Some("10.0.0.2".parse().unwrap())
         }]

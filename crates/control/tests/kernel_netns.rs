@@ -6,7 +6,7 @@
 //! Needs root (skipped otherwise, a failure under CI=true).
 
 use bricks_control::{kernel, Filter, Follower, RouteSink, SourceStats};
-use bricks_lpm::source::{Hop, Route, RoutePrefix};
+use bricks_lpm::source::{Hop, RoutePrefix};
 use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Network};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 struct MapSink(Arc<Mutex<HashMap<String, Vec<Hop>>>>);
 
 impl RouteSink for MapSink {
-    fn set(&self, r: &Route) -> Result<(), String> {
+    fn set(&self, prefix: RoutePrefix, hops: &[Hop]) -> Result<(), String> {
         self.0
             .lock()
             .unwrap()
-            .insert(r.prefix.to_string(), r.hops.clone());
+            .insert(prefix.to_string(), hops.to_vec());
         Ok(())
     }
     fn remove(&self, p: RoutePrefix) -> Result<(), String> {

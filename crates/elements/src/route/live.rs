@@ -8,7 +8,7 @@
 
 use bricks_control::{Kind, Running, SourceSpec, SourceStats};
 use bricks_element::{ArgError, Args, Stats};
-use bricks_lpm::source::{Route, RoutePrefix};
+use bricks_lpm::source::{Hop, RoutePrefix};
 use std::sync::{Arc, Mutex, Weak};
 
 /// A lookup element's live route source, before and after it starts.
@@ -135,7 +135,7 @@ impl Live {
 /// A sink writing into a table held weakly, through `set` and `remove`.
 pub struct WeakSink<T: Send + Sync + 'static> {
     table: Weak<T>,
-    set: fn(&T, &Route) -> Result<(), String>,
+    set: fn(&T, RoutePrefix, &[Hop]) -> Result<(), String>,
     remove: fn(&T, RoutePrefix) -> Result<(), String>,
 }
 
@@ -143,7 +143,7 @@ impl<T: Send + Sync + 'static> WeakSink<T> {
     /// A sink for `table`.
     pub fn new(
         table: &Arc<T>,
-        set: fn(&T, &Route) -> Result<(), String>,
+        set: fn(&T, RoutePrefix, &[Hop]) -> Result<(), String>,
         remove: fn(&T, RoutePrefix) -> Result<(), String>,
     ) -> WeakSink<T> {
         WeakSink {
@@ -155,9 +155,9 @@ impl<T: Send + Sync + 'static> WeakSink<T> {
 }
 
 impl<T: Send + Sync + 'static> bricks_control::RouteSink for WeakSink<T> {
-    fn set(&self, route: &Route) -> Result<(), String> {
+    fn set(&self, prefix: RoutePrefix, hops: &[Hop]) -> Result<(), String> {
         let t = self.table.upgrade().ok_or("the router has stopped")?;
-        (self.set)(&t, route)
+        (self.set)(&t, prefix, hops)
     }
 
     fn remove(&self, prefix: RoutePrefix) -> Result<(), String> {

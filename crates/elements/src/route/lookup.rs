@@ -514,7 +514,7 @@ impl<const M: bool> Element for IpRouteLookup<M> {
             self.t.live.as_ref(),
             true,
             cx,
-            |t, r| t.table.set_route(r),
+            |t, p, h| t.table.set_route(p, h),
             |t, p| t.table.remove_route(p),
         );
     }
@@ -639,7 +639,7 @@ fn start_live<T: Send + Sync + 'static>(
     live: Option<&Live>,
     v4: bool,
     cx: &mut Context<'_>,
-    set: fn(&T, &bricks_lpm::source::Route) -> Result<(), String>,
+    set: fn(&T, RoutePrefix, &[bricks_lpm::source::Hop]) -> Result<(), String>,
     remove: fn(&T, RoutePrefix) -> Result<(), String>,
 ) {
     let Some(live) = live else { return };
@@ -688,7 +688,7 @@ impl Element for Ip6RouteLookup {
             self.t.live.as_ref(),
             false,
             cx,
-            |t, r| t.table.set_route6(r),
+            |t, p, h| t.table.set_route6(p, h),
             |t, p| t.table.remove_route6(p),
         );
     }

@@ -5,14 +5,24 @@
 //! One `RouteTable` is made per configured element (through
 //! `Args::shared`) and read by every worker without a lock: the LPM
 //! structures are updated in place with atomic stores (see
-//! `bricks_lpm::table`), and the hop groups are an append-only list
-//! published by pointer swap, so a lookup never sees a half-made group.
+//! `bricks_lpm::table`), and the hop groups are a list published by
+//! pointer swap, so a lookup never sees a half-made group.
+//!
+//! A group no prefix uses any more is freed: its index waits
+//! [`GROUP_GRACE`] before a new group takes it, so that a packet looked up
+//! just before the change (the index read from the LPM structure, the
+//! groups read after) never finds another route's hops there. A route
+//! source that keeps changing next hops (a flapping BGP feed) thus holds
+//! as many groups as its routes use, not every group it ever named.
 
 use arc_swap::ArcSwap;
 use bricks_element::{ArgError, Packet};
 use bricks_lpm::source::{self, Hop, OnError, Route, RoutePrefix};
 use bricks_lpm::{Lpm4Update, Lpm6Update, NextHop, Prefix4, Prefix6};
-use std::collections::HashMap;
+/// The table's maps: std's, with a faster hash seeded per process (a
+/// route source may be hostile, so not a fixed one). SipHash was a tenth
+/// of a live source's cost per route.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -26,9 +36,8 @@ pub struct RouteTable<T: ?Sized> {
     pub lpm: Box<T>,
     /// Hop groups by next-hop index; replaced whole when a group is added.
     groups: ArcSwap<Vec<Arc<[Hop]>>>,
-    /// Writer side: group -> index, and the routes as configured (for
-    /// `remove` checks and reports).
-    writer: Mutex<HashMap<Vec<Hop>, NextHop>>,
+    /// Writer side: group -> index, with each index's users.
+    writer: Mutex<Interner>,
     /// Writer side: each IPv4 prefix's next hop, so that `add` refuses an
     /// existing prefix before the lookup structure sees anything (the
     /// structures have no exact-match read). Its lock also orders writers.
@@ -40,6 +49,22 @@ pub struct RouteTable<T: ?Sized> {
     /// for its prefix.
     configured: std::sync::OnceLock<HashMap<RoutePrefix, NextHop>>,
     noutputs: usize,
+}
+
+/// How long a freed group's index waits before a new group takes it: far
+/// longer than a worker holds a looked-up index before reading its group
+/// (one batch, microseconds).
+pub const GROUP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The writer side of the hop groups: each group's index, how many
+/// prefixes (and configured routes kept aside) use each index, and the
+/// freed indexes waiting out [`GROUP_GRACE`].
+#[derive(Default)]
+struct Interner {
+    ids: HashMap<Vec<Hop>, NextHop>,
+    users: Vec<u32>,
+    freed: std::collections::VecDeque<(NextHop, std::time::Instant)>,
+    grace: std::time::Duration,
 }
 
 /// A route-table change that was refused.
@@ -171,25 +196,118 @@ impl<T: ?Sized> RouteTable<T> {
         Ok(())
     }
 
-    /// The next-hop index of `hops`, adding the group if it is new.
-    fn intern(&self, hops: &[Hop]) -> Result<NextHop, RouteError> {
+    /// The next-hop index of `hops` with one more user, adding the group
+    /// if it is new (in a freed index past its grace, else at the end).
+    /// Every `acquire` is matched by a [`RouteTable::release`].
+    fn acquire(&self, hops: &[Hop]) -> Result<NextHop, RouteError> {
         self.check_outputs(hops)?;
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(nh) = w.get(hops) {
-            return Ok(*nh);
+        if let Some(&nh) = w.ids.get(hops) {
+            w.users[nh.0 as usize] += 1;
+            return Ok(nh);
         }
         let current = self.groups.load();
-        if current.len() as u32 > NextHop::MAX {
-            return Err(RouteError("too many distinct next-hop groups".into()));
-        }
-        let nh = NextHop(current.len() as u32);
-        let mut next = Vec::with_capacity(current.len() + 1);
+        let grace = w.grace;
+        let reuse = match w.freed.front() {
+            Some((_, at)) if at.elapsed() >= grace => w.freed.pop_front().map(|(nh, _)| nh),
+            _ => None,
+        };
+        let mut next: Vec<Arc<[Hop]>> = Vec::with_capacity(current.len() + 1);
         next.extend(current.iter().cloned());
-        next.push(hops.into());
+        let nh = match reuse {
+            Some(nh) => {
+                next[nh.0 as usize] = hops.into();
+                nh
+            }
+            None if current.len() as u32 > NextHop::MAX => {
+                return Err(RouteError("too many distinct next-hop groups".into()));
+            }
+            None => {
+                next.push(hops.into());
+                w.users.push(0);
+                NextHop(current.len() as u32)
+            }
+        };
         // Published before any LPM entry can name it.
         self.groups.store(Arc::new(next));
-        w.insert(hops.to_vec(), nh);
+        w.ids.insert(hops.to_vec(), nh);
+        w.users[nh.0 as usize] = 1;
         Ok(nh)
+    }
+
+    /// A user for each index of `nhs` (the routes a table is built with).
+    fn count_users(&self, nhs: impl Iterator<Item = NextHop>) {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        for nh in nhs {
+            if let Some(u) = w.users.get_mut(nh.0 as usize) {
+                *u += 1;
+            }
+        }
+    }
+
+    /// One more user of the group at `nh` (a configured route set again).
+    fn acquire_index(&self, nh: NextHop) {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(u) = w.users.get_mut(nh.0 as usize) {
+            *u += 1;
+        }
+    }
+
+    /// One user fewer of the group at `nh`; the last frees it.
+    fn release(&self, nh: NextHop) {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(u) = w.users.get_mut(nh.0 as usize) else {
+            return;
+        };
+        *u = u.saturating_sub(1);
+        if *u == 0 {
+            if let Some(g) = self.groups.load().get(nh.0 as usize) {
+                w.ids.remove(&g[..]);
+            }
+            w.freed.push_back((nh, std::time::Instant::now()));
+        }
+    }
+
+    /// Sets how long a freed index waits (tests: none).
+    #[cfg(test)]
+    fn set_grace(&self, grace: std::time::Duration) {
+        self.writer.lock().unwrap().grace = grace;
+    }
+
+    /// Groups in use: distinct hop lists the table's routes name.
+    pub fn groups_in_use(&self) -> usize {
+        self.writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ids
+            .len()
+    }
+
+    /// Points `p` at `nh` in `routes` and, through `insert`, in the lookup
+    /// structure; the group it pointed to loses a user. `nh` was acquired
+    /// for it: released again if the structure refuses.
+    fn bind<P: std::hash::Hash + Eq + Copy>(
+        &self,
+        routes: &mut HashMap<P, NextHop>,
+        p: P,
+        nh: NextHop,
+        insert: impl FnOnce(P, NextHop) -> Result<(), String>,
+    ) -> Result<(), String> {
+        if let Err(e) = insert(p, nh) {
+            self.release(nh);
+            return Err(e);
+        }
+        if let Some(old) = routes.insert(p, nh) {
+            self.release(old);
+        }
+        Ok(())
+    }
+
+    /// Forgets `p` in `routes`; its group loses a user.
+    fn unbind<P: std::hash::Hash + Eq>(&self, routes: &mut HashMap<P, NextHop>, p: &P) {
+        if let Some(old) = routes.remove(p) {
+            self.release(old);
+        }
     }
 
     /// The current hop groups (one atomic load; hold it for a batch).
@@ -206,15 +324,18 @@ impl<T: ?Sized> RouteTable<T> {
         let t = RouteTable {
             lpm,
             groups: ArcSwap::from_pointee(groups.iter().map(|g| g.as_slice().into()).collect()),
-            writer: Mutex::new(
-                groups
+            writer: Mutex::new(Interner {
+                users: vec![0; groups.len()],
+                ids: groups
                     .into_iter()
                     .enumerate()
                     .map(|(i, g)| (g, NextHop(i as u32)))
                     .collect(),
-            ),
-            routes4: Mutex::new(HashMap::new()),
-            routes6: Mutex::new(HashMap::new()),
+                freed: Default::default(),
+                grace: GROUP_GRACE,
+            }),
+            routes4: Mutex::new(HashMap::default()),
+            routes6: Mutex::new(HashMap::default()),
             configured: std::sync::OnceLock::new(),
             noutputs,
         };
@@ -248,6 +369,7 @@ pub fn build_v4<T: Lpm4Update + ?Sized>(
     let lpm = build(&interned.v4).map_err(|e| ArgError::new(e.to_string()))?;
     let t =
         RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))?;
+    t.count_users(interned.v4.iter().map(|&(_, nh)| nh));
     *t.routes4.lock().unwrap_or_else(|e| e.into_inner()) = interned.v4.into_iter().collect();
     Ok(t)
 }
@@ -274,6 +396,7 @@ pub fn build_v6<T: Lpm6Update + ?Sized>(
     let lpm = build(&interned.v6).map_err(|e| ArgError::new(e.to_string()))?;
     let t =
         RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))?;
+    t.count_users(interned.v6.iter().map(|&(_, nh)| nh));
     *t.routes6.lock().unwrap_or_else(|e| e.into_inner()) = interned.v6.into_iter().collect();
     Ok(t)
 }
@@ -282,7 +405,7 @@ impl<T: ?Sized> RouteTable<T> {
     /// Keeps the configured routes aside, so that a live source's
     /// withdrawal gives the prefix back its configured route.
     pub fn keep_configured(&self) {
-        let mut all: HashMap<RoutePrefix, NextHop> = HashMap::new();
+        let mut all: HashMap<RoutePrefix, NextHop> = HashMap::default();
         for (p, nh) in self
             .routes4
             .lock()
@@ -299,6 +422,8 @@ impl<T: ?Sized> RouteTable<T> {
         {
             all.insert(RoutePrefix::V6(*p), *nh);
         }
+        // Configured routes kept aside use their groups for good.
+        self.count_users(all.values().copied());
         let _ = self.configured.set(all);
     }
 
@@ -342,15 +467,13 @@ impl<T: ?Sized> RouteTable<T> {
 impl<T: Lpm4Update + ?Sized> RouteTable<T> {
     /// Sets a whole route (a live source's): adds it or replaces the one
     /// for its prefix.
-    pub fn set_route(&self, route: &Route) -> Result<(), String> {
-        let RoutePrefix::V4(p) = route.prefix else {
+    pub fn set_route(&self, prefix: RoutePrefix, hops: &[Hop]) -> Result<(), String> {
+        let RoutePrefix::V4(p) = prefix else {
             return Err("IPv6 route in an IPv4 table".into());
         };
-        let nh = self.intern(&route.hops).map_err(|e| e.0)?;
         let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
-        self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
-        routes.insert(p, nh);
-        Ok(())
+        let nh = self.acquire(hops).map_err(|e| e.0)?;
+        self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))
     }
 
     /// Withdraws a live source's route; the configured route for the
@@ -361,27 +484,32 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
         };
         let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(nh) = self.configured(prefix) {
-            self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
-            routes.insert(p, nh);
+            self.acquire_index(nh);
+            self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))
         } else {
             self.lpm.remove(p).map_err(|e| e.to_string())?;
-            routes.remove(&p);
+            self.unbind(&mut routes, &p);
+            Ok(())
         }
-        Ok(())
+    }
+
+    fn insert4(&self, p: Prefix4, nh: NextHop) -> Result<(), String> {
+        self.lpm
+            .insert(p, nh)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 
 impl<T: Lpm6Update + ?Sized> RouteTable<T> {
     /// Sets a whole IPv6 route; see the IPv4 `set_route`.
-    pub fn set_route6(&self, route: &Route) -> Result<(), String> {
-        let RoutePrefix::V6(p) = route.prefix else {
+    pub fn set_route6(&self, prefix: RoutePrefix, hops: &[Hop]) -> Result<(), String> {
+        let RoutePrefix::V6(p) = prefix else {
             return Err("IPv4 route in an IPv6 table".into());
         };
-        let nh = self.intern(&route.hops).map_err(|e| e.0)?;
         let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
-        self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
-        routes.insert(p, nh);
-        Ok(())
+        let nh = self.acquire(hops).map_err(|e| e.0)?;
+        self.bind(&mut routes, p, nh, |p, nh| self.insert6(p, nh))
     }
 
     /// Withdraws a live source's IPv6 route; see the IPv4 `remove_route`.
@@ -391,13 +519,20 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
         };
         let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(nh) = self.configured(prefix) {
-            self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
-            routes.insert(p, nh);
+            self.acquire_index(nh);
+            self.bind(&mut routes, p, nh, |p, nh| self.insert6(p, nh))
         } else {
             self.lpm.remove(p).map_err(|e| e.to_string())?;
-            routes.remove(&p);
+            self.unbind(&mut routes, &p);
+            Ok(())
         }
-        Ok(())
+    }
+
+    fn insert6(&self, p: Prefix6, nh: NextHop) -> Result<(), String> {
+        self.lpm
+            .insert(p, nh)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -411,7 +546,6 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                 let RoutePrefix::V4(p) = route.prefix else {
                     return Err("IPv6 route in an IPv4 table".into());
                 };
-                let nh = self.intern(&route.hops).map_err(|e| e.0)?;
                 let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
                 // Click's `add` refuses a prefix that has a route (`set`
                 // replaces it); the lookup structure is left untouched.
@@ -427,9 +561,8 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                     };
                     return Err(format!("conflict with existing route '{shown}'"));
                 }
-                self.lpm.insert(p, nh).map_err(|e| e.to_string())?;
-                routes.insert(p, nh);
-                Ok(())
+                let nh = self.acquire(&route.hops).map_err(|e| e.0)?;
+                self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))
             }
             "remove" => {
                 let p = parse_prefix(value)?;
@@ -439,7 +572,7 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                 let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
                 match self.lpm.remove(p).map_err(|e| e.to_string())? {
                     Some(_) => {
-                        routes.remove(&p);
+                        self.unbind(&mut routes, &p);
                         Ok(())
                     }
                     None => Err(format!("{value}: no such route")),
@@ -506,7 +639,10 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
     /// Handles `add`, `set` and `remove` for IPv6 routes.
     pub fn handle6(&self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
-            "add" | "set" => self.set_route6(&parse_one(value)?),
+            "add" | "set" => {
+                let r = parse_one(value)?;
+                self.set_route6(r.prefix, &r.hops)
+            }
             "remove" => {
                 let RoutePrefix::V6(p) = parse_prefix(value)? else {
                     return Err("IPv4 prefix in an IPv6 table".into());
@@ -514,7 +650,7 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
                 let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
                 match self.lpm.remove(p).map_err(|e| e.to_string())? {
                     Some(_) => {
-                        routes.remove(&p);
+                        self.unbind(&mut routes, &p);
                         Ok(())
                     }
                     None => Err(format!("{value}: no such route")),
@@ -618,6 +754,82 @@ pub fn gateway_v4(h: &Hop) -> Option<std::net::Ipv4Addr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn table(routes: &str) -> RouteTable<bricks_lpm::Dir24_8> {
+        let routes = routes.lines().map(|l| parse_one(l).unwrap()).collect();
+        build_v4(routes, 2, |r| {
+            bricks_lpm::Dir24_8::build(r, DEFAULT_MEMORY).map(Box::new)
+        })
+        .unwrap()
+    }
+
+    fn via(gw: u32, output: u32) -> Vec<Hop> {
+        vec![Hop {
+            gateway: Some(IpAddr::V4(gw.into())),
+            output,
+        }]
+    }
+
+    fn p4(s: &str) -> RoutePrefix {
+        parse_prefix(s).unwrap()
+    }
+
+    #[test]
+    fn groups_no_route_uses_are_freed_and_taken_again() {
+        let t = table("");
+        t.set_grace(std::time::Duration::ZERO);
+        let flapping = p4("10.0.0.0/8");
+        let steady = p4("192.0.2.0/24");
+        t.set_route(steady, &via(0x0a63_0001, 1)).unwrap();
+        for i in 0..10_000u32 {
+            t.set_route(flapping, &via(0x0b00_0000 + i, i % 2)).unwrap();
+            assert_eq!(t.groups_in_use(), 2);
+        }
+        // The steady route's group, the flapping one's current group and
+        // the one it left last.
+        assert!(t.groups().len() <= 3, "{} groups", t.groups().len());
+        assert_eq!(t.lookup_text("10.1.2.3").unwrap(), "1 11.0.39.15");
+        assert_eq!(t.lookup_text("192.0.2.1").unwrap(), "1 10.99.0.1");
+        t.remove_route(flapping).unwrap();
+        assert_eq!(t.groups_in_use(), 1);
+        // A handler's route and a removal count the same.
+        t.handle("add", "10.0.0.0/8 10.7.7.7 0").unwrap();
+        t.handle("set", "10.0.0.0/8 10.7.7.8 0").unwrap();
+        assert_eq!(t.groups_in_use(), 2);
+        t.handle("remove", "10.0.0.0/8").unwrap();
+        assert_eq!(t.groups_in_use(), 1);
+        assert_eq!(t.groups().len(), 3);
+    }
+
+    #[test]
+    fn a_freed_index_waits_out_its_grace() {
+        let t = table("");
+        let p = p4("10.0.0.0/8");
+        for i in 0..100u32 {
+            t.set_route(p, &via(0x0b00_0000 + i, 0)).unwrap();
+        }
+        assert_eq!(t.groups_in_use(), 1);
+        // Within the grace every new group took a new index.
+        assert_eq!(t.groups().len(), 100);
+    }
+
+    #[test]
+    fn configured_routes_keep_their_groups() {
+        let t = table("10.0.0.0/8 10.9.9.9 1");
+        t.keep_configured();
+        t.set_grace(std::time::Duration::ZERO);
+        let p = p4("10.0.0.0/8");
+        t.set_route(p, &via(0x0b00_0001, 0)).unwrap();
+        t.remove_route(p).unwrap();
+        assert_eq!(t.lookup_text("10.1.1.1").unwrap(), "1 10.9.9.9");
+        // The learnt route's group is free; a new one takes its index and
+        // the configured route's group stays.
+        t.set_route(p4("172.16.0.0/12"), &via(0x0b00_0002, 0))
+            .unwrap();
+        assert_eq!(t.groups().len(), 2);
+        assert_eq!(t.lookup_text("10.1.1.1").unwrap(), "1 10.9.9.9");
+        assert_eq!(t.lookup_text("172.16.0.1").unwrap(), "0 11.0.0.2");
+    }
 
     #[test]
     fn host_bits_are_cleared_as_click_does() {

@@ -27,7 +27,7 @@ use bricks_control::netlink;
 use bricks_control::{kernel, Filter, Follower, Kind, RouteSink, SourceStats};
 use bricks_elements::route::table::{build_v4, RouteTable, DEFAULT_MEMORY};
 use bricks_lpm::bench::random_addresses4;
-use bricks_lpm::source::{Route, RoutePrefix};
+use bricks_lpm::source::{Hop, RoutePrefix};
 use bricks_lpm::{Dir24_8, Lpm4, Lpm4Update, NextHop, Prefix4};
 use bricks_netns::{in_namespace, Network};
 use load::KernelRoute;
@@ -142,8 +142,8 @@ struct TableSink {
 }
 
 impl RouteSink for TableSink {
-    fn set(&self, route: &Route) -> Result<(), String> {
-        self.table.set_route(route)?;
+    fn set(&self, prefix: RoutePrefix, hops: &[Hop]) -> Result<(), String> {
+        self.table.set_route(prefix, hops)?;
         self.progress.tick();
         Ok(())
     }
