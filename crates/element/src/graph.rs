@@ -79,6 +79,9 @@ pub struct Graph {
     /// What the task handlers say of each element with a task on this
     /// worker's graph (empty until the engine sets them).
     tasks: Vec<Option<TaskInfo>>,
+    /// The configuration's AddressInfo names, for handler values
+    /// ([`Element::handler_addresses`]).
+    addresses: Option<std::sync::Arc<crate::addresses::AddressBook>>,
 }
 
 /// What the handlers Click gives every element with a task
@@ -170,6 +173,29 @@ impl Graph {
             room_paths: RefCell::new(HashMap::new()),
             config_now: RefCell::new(HashMap::new()),
             tasks: Vec::new(),
+            addresses: None,
+        }
+    }
+
+    /// Gives handler values the configuration's AddressInfo names.
+    pub fn set_addresses(&mut self, book: std::sync::Arc<crate::addresses::AddressBook>) {
+        self.addresses = Some(book);
+    }
+
+    /// `value` for handler `handler` of element `index` (`e`) with the
+    /// address names the element wants read in it replaced.
+    fn with_addresses<'v>(
+        &self,
+        index: usize,
+        e: &dyn Element,
+        handler: &str,
+        value: &'v str,
+    ) -> std::borrow::Cow<'v, str> {
+        match (&self.addresses, e.handler_addresses(handler)) {
+            (Some(book), Some(reading)) => {
+                book.rewrite(&self.names[index], value, reading).0.into()
+            }
+            _ => value.into(),
         }
     }
 
@@ -415,6 +441,7 @@ impl Graph {
         let mut e = self.elements[index]
             .try_borrow_mut()
             .map_err(|_| format!("{}: element busy", self.names[index]))?;
+        let value = &*self.with_addresses(index, &**e, handler, value);
         e.write_handler(handler, value)?;
         self.reconfigured(index, &**e, handler, value);
         Ok(())
@@ -466,6 +493,7 @@ impl Graph {
             }
             return Err(format!("{}: element busy", self.names[index]));
         };
+        let value = &*self.with_addresses(index, &**e, handler, value);
         let mut cx = Context {
             graph: self,
             element: index,

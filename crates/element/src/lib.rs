@@ -227,6 +227,17 @@ pub trait Element: Send + AsAny {
         None
     }
 
+    /// How AddressInfo names in a value written to handler `handler`, or
+    /// in a read handler's parameters, are read: with `Some(reading)` the
+    /// names the configuration defines (`a`, `a:ipnet`, `b:eth`) become
+    /// their addresses before the element sees the value, as in its
+    /// arguments (a bare name of several kinds as `reading`). `None`, the
+    /// default: the value is passed as written.
+    fn handler_addresses(&self, handler: &str) -> Option<addresses::Reading> {
+        let _ = handler;
+        None
+    }
+
     /// Answers one of the element's own read handlers (Click's
     /// `element.handler`), or `None` when it has no such handler. The
     /// handlers every element has (`name`, `class`, `config`, `ports`,

@@ -12,25 +12,23 @@ use crate::Registry;
 /// The class whose arguments define names.
 pub const CLASS: &str = "AddressInfo";
 
+/// Classes whose arguments are instructions, not addresses: their words
+/// are left as written (a `write ar.config "a"` passes `a` to the
+/// handler, which reads the name itself; see
+/// `Element::handler_addresses`).
+const SCRIPTS: [&str; 2] = ["Script", "DriverManager"];
+
 /// `router` with every address name in its elements' arguments replaced
 /// by the address it stands for; the router itself when it defines none.
 /// Definitions that do not parse are left for `AddressInfo` to report.
 pub fn resolve<'r>(router: &'r Router, registry: &Registry) -> Cow<'r, Router> {
-    let mut book = AddressBook::default();
-    for decl in router.elements.iter().filter(|d| d.class == CLASS) {
-        let prefix = decl.name.rsplit_once('/').map_or("", |(p, _)| p);
-        for a in &decl.args {
-            if let Ok((name, entry)) = parse_definition(&a.text) {
-                book.define(prefix, &name, entry);
-            }
-        }
-    }
+    let book = book(router);
     if book.is_empty() {
         return Cow::Borrowed(router);
     }
     let mut out = router.clone();
     for (i, decl) in out.elements.iter_mut().enumerate() {
-        if decl.class == CLASS {
+        if decl.class == CLASS || SCRIPTS.contains(&decl.class.as_str()) {
             continue;
         }
         let mut args = Vec::with_capacity(decl.args.len());
@@ -57,6 +55,21 @@ pub fn resolve<'r>(router: &'r Router, registry: &Registry) -> Cow<'r, Router> {
         decl.args = args;
     }
     Cow::Owned(out)
+}
+
+/// The names `router`'s AddressInfo elements define. Definitions that do
+/// not parse are left out (`AddressInfo` reports them).
+pub fn book(router: &Router) -> AddressBook {
+    let mut book = AddressBook::default();
+    for decl in router.elements.iter().filter(|d| d.class == CLASS) {
+        let prefix = decl.name.rsplit_once('/').map_or("", |(p, _)| p);
+        for a in &decl.args {
+            if let Ok((name, entry)) = parse_definition(&a.text) {
+                book.define(prefix, &name, entry);
+            }
+        }
+    }
+    book
 }
 
 /// For each argument with a name of several kinds, the reading the element

@@ -69,6 +69,9 @@ pub struct Plan {
     /// ([`Element::configure_message`]): the element's index and the text,
     /// in declaration order.
     pub messages: Vec<(usize, String)>,
+    /// The AddressInfo names, for handler values; `None` when the
+    /// configuration defines none.
+    pub addresses: Option<Arc<bricks_element::addresses::AddressBook>>,
 }
 
 /// What the router's own read handlers say of the configuration.
@@ -574,6 +577,9 @@ fn build_beside(
         options,
         texts: RouterTexts::of(router),
         messages,
+        addresses: Some(crate::addresses::book(router))
+            .filter(|b| !b.is_empty())
+            .map(Arc::new),
     })
 }
 
@@ -1004,6 +1010,9 @@ impl Plan {
             );
         }
         let mut graph = Graph::new(elements, names, outs, ins);
+        if let Some(book) = &self.addresses {
+            graph.set_addresses(book.clone());
+        }
         graph.set_meta((0..self.elements.len()).map(|i| self.meta(i)).collect());
         graph.set_router_texts(vec![
             ("config", self.texts.config.clone()),

@@ -5,8 +5,10 @@
 //! swapped in place and the frame is cut to 42 bytes, so answering costs
 //! no allocation.
 
+use bricks_element::addresses::Reading;
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Manual, Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Manual, Packet,
+    PortInfo, Stats,
 };
 use bricks_packet::{Annotations, PacketType};
 use bricks_wire::arp::{ArpOperation, ArpPacket, ArpRepr, ETHERNET_IPV4_LEN};
@@ -48,8 +50,14 @@ static MANUAL: Manual = Manual {
         checked too and group senders are refused: a reply to them would be broadcast. \
         Annotations of a reply are reset except the input device, the virtual router and \
         the timestamp; its packet type becomes OUTGOING. \
-        \n\nWrite handlers: `add` takes an argument in the form above and adds its \
-        entries; `remove` takes one IP/MASK and deletes that entry.",
+        \n\nWith no arguments it answers nothing until entries are added. Read handlers: \
+        `table` (one `PREFIX ETH` line per entry, longest prefix first, ETH as Click \
+        prints it: `00-01-02-03-04-05`) and `lookup ADDR` (the Ethernet address that \
+        answers for ADDR, empty for none). Write handlers: `config` replaces every entry \
+        with its arguments (commas between them, a prefix given twice is warned about); \
+        `add` takes an argument in the form above and adds its entries; `remove` takes \
+        one IP/MASK and deletes that entry. AddressInfo names may be written in all of \
+        them (`a`, `a:ipnet b:eth`).",
     ports: "one input; output 0 agnostic (replies); optional output 1 push (everything \
         not answered)",
     keywords: &[],
@@ -172,10 +180,6 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         parse_entries(text, &mut entries)
             .map_err(|m| ArgError::at(span, format!("argument {}: {m}", i + 1)))?;
     }
-    if entries.is_empty() {
-        return Err(ArgError::new("missing mandatory argument IP/MASK ETH")
-            .with_help("e.g. ARPResponder(10.0.0.1 52:54:00:aa:00:01)"));
-    }
     normalize(&mut entries);
     Ok(Box::new(ArpResponder {
         entries,
@@ -203,14 +207,37 @@ impl ArpResponder {
             .map(|e| e.eth)
     }
 
-    /// The table, one `PREFIX ETH` line per entry, longest prefix first
-    /// (Click's `table` handler).
+    /// The table, one `PREFIX ETH` line per entry, longest prefix first,
+    /// the address as Click prints it (Click's `table` handler).
     pub fn table(&self) -> String {
         let mut s = String::new();
         for e in &self.entries {
-            let _ = writeln!(s, "{} {}", e.prefix, e.eth);
+            let _ = writeln!(s, "{} {}", e.prefix, super::dashed(&e.eth.0));
         }
         s
+    }
+
+    /// Replaces every entry with those of `value`, arguments separated by
+    /// commas as in the configuration (Click's `config` write handler);
+    /// a prefix given twice is warned about, and the later one is kept.
+    fn reconfigure(&mut self, value: &str) -> Result<(), String> {
+        let mut entries = Vec::new();
+        for (i, arg) in bricks_config::split_args(value).iter().enumerate() {
+            if arg.trim().is_empty() {
+                continue;
+            }
+            parse_entries(arg, &mut entries).map_err(|m| format!("argument {}: {m}", i + 1))?;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut warned = std::collections::HashSet::new();
+        for e in &entries {
+            if !seen.insert(e.prefix) && warned.insert(e.prefix) {
+                eprintln!("  warning: multiple entries for {}", e.prefix);
+            }
+        }
+        normalize(&mut entries);
+        self.entries = entries;
+        Ok(())
     }
 
     /// Turns a request into its reply in place, or says why not.
@@ -295,8 +322,52 @@ impl Element for ArpResponder {
         }
     }
 
+    fn handlers(&self) -> &'static [Handler] {
+        static HANDLERS: [Handler; 4] = [
+            Handler::r("table"),
+            Handler::r("lookup"),
+            Handler::w("add"),
+            Handler::w("remove"),
+        ];
+        &HANDLERS
+    }
+
+    fn handler_addresses(&self, handler: &str) -> Option<Reading> {
+        match handler {
+            "config" | "add" => Some(Reading::IpEth),
+            "remove" | "lookup" => Some(Reading::Ip),
+            _ => None,
+        }
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "table").then(|| self.table())
+    }
+
+    /// `lookup ADDR`: the Ethernet address answering for ADDR, empty when
+    /// none does.
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        _cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        if handler != "lookup" || write {
+            return None;
+        }
+        Some(match value.trim().parse::<Ipv4Addr>() {
+            Ok(ip) => Ok(self
+                .lookup(ip)
+                .map(|e| super::dashed(&e.0))
+                .unwrap_or_default()),
+            Err(_) => Err(format!("lookup: `{}` is not an IPv4 address", value.trim())),
+        })
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
+            "config" => self.reconfigure(value),
             "add" => {
                 let mut v = self.entries.clone();
                 parse_entries(value, &mut v)?;
@@ -313,7 +384,9 @@ impl Element for ArpResponder {
                 }
                 Ok(())
             }
-            _ => Err(format!("no write handler `{handler}` (add, remove)")),
+            _ => Err(format!(
+                "no write handler `{handler}` (config, add, remove)"
+            )),
         }
     }
 }
@@ -402,7 +475,7 @@ mod tests {
         assert_eq!(h.lookup(Ipv4Addr::new(11, 0, 0, 1)), None);
         assert_eq!(
             h.table(),
-            "10.0.0.0/24 02:02:02:02:02:02\n10.0.0.0/8 03:03:03:03:03:03\n"
+            "10.0.0.0/24 02-02-02-02-02-02\n10.0.0.0/8 03-03-03-03-03-03\n"
         );
     }
 
@@ -521,7 +594,8 @@ mod tests {
     #[test]
     fn arguments_are_checked() {
         let err = |a: &str| make_element(&CLASS, a, &PortInfo::default()).unwrap_err();
-        assert!(err("").contains("missing"));
+        // No arguments, as in Click: a table to fill with `add`.
+        assert!(make_element(&CLASS, "", &PortInfo::default()).is_ok());
         assert!(err("10.0.0.1").contains("missing Ethernet address"));
         assert!(err("52:54:00:aa:00:01").contains("missing IP"));
         assert!(err("10.0.0.1 1:1:1:1:1:1 2:2:2:2:2:2").contains("more than one"));

@@ -145,14 +145,8 @@ impl Element for EtherEncap {
 
     fn read_handler(&self, handler: &str) -> Option<String> {
         let h = &self.header;
-        // Click prints EtherType in decimal and addresses with dashes
-        // (`EtherAddress::unparse`).
-        let dashed = |a: &[u8]| {
-            a.iter()
-                .map(|b| format!("{b:02X}"))
-                .collect::<Vec<_>>()
-                .join("-")
-        };
+        // Click prints EtherType in decimal and addresses with dashes.
+        let dashed = super::dashed;
         match handler {
             "ethertype" => Some(u16::from_be_bytes([h[12], h[13]]).to_string()),
             "src" => Some(dashed(&h[6..12])),

@@ -26,6 +26,15 @@ mod testdata;
 
 use bricks_element::ElementClass;
 
+/// An Ethernet address as Click's handlers print it
+/// (`EtherAddress::unparse`): upper-case hex, dashes.
+pub fn dashed(a: &[u8]) -> String {
+    a.iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
     &arp_querier::CLASS,
