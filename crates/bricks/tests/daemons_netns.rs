@@ -15,6 +15,11 @@
 //!   the daemon's (`birdc show route` against `bricks ctl ... read
 //!   rt.table`).
 //!
+//! IPv6: the peer's BIRD announces /48s over MP-BGP (a session on a link
+//! of its own), the router host's BIRD writes them into table 100, and an
+//! IPv6 bricks router (`LookupIP6Route(..., ROUTES netlink:table=100)`)
+//! forwards h1's stream to the peer by them until the session is disabled.
+//!
 //! Needs root and the daemons (scripts/setup installs bird2 and frr);
 //! skipped with the reason otherwise, a failure under CI=true. Every
 //! namespace, daemon and file is removed when a test ends, failed or not.
@@ -26,6 +31,8 @@ use bricks_netns::{output_timeout, skip_unless_root, ChildGuard, Network};
 use common::LiveRouter;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Prefixes the peer announces: 198.51.100.0/24 (its address
@@ -598,4 +605,246 @@ fn a_full_table_from_bird_loads_while_forwarding() {
         .unwrap_or("");
     eprintln!("pings through bricks during the load: {line}");
     assert!(line.contains(" 0% packet loss"), "{text}");
+}
+
+/// The IPv6 router of [`bird_ipv6_routes_over_bgp_steer_ipv6_traffic`]:
+/// two ports (h1 on eth0, the peer on eth1), Neighbor Discovery both
+/// ways, the IPv6 checks, the hop limit, and `LookupIP6Route` fed from
+/// kernel table 100.
+fn config6() -> String {
+    let mut c = String::from(
+        "rt :: LookupIP6Route(2001:db8:1::/64 0, 2001:db8:2::/64 1,\n\
+         \x20   ROUTES netlink:table=100, DEVICES \"eth0 eth1\");\n",
+    );
+    for i in 0..2 {
+        let n = i + 1;
+        c.push_str(&format!(
+            "in{i} :: FromDevice(eth{i});\n\
+             q{i} :: Queue(1024) -> ToDevice(eth{i});\n\
+             in{i} -> c{i} :: Classifier(12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd, -);\n\
+             nda{i} :: IP6NDAdvertiser(2001:db8:{n}::1/128 $MAC{i}) -> q{i};\n\
+             nds{i} :: IP6NDSolicitor(2001:db8:{n}::1/64, $MAC{i}) -> q{i};\n\
+             c{i}[0] -> ns{i} :: Tee(2);\n\
+             ns{i}[0] -> nda{i};\n\
+             ns{i}[1] -> [1]nds{i};\n\
+             c{i}[1] -> [1]nds{i};\n\
+             c{i}[2] -> Strip(14) -> CheckIP6Header -> rt;\n\
+             c{i}[3] -> Discard;\n\
+             rt[{i}] -> dh{i} :: DecIP6HLIM -> [0]nds{i};\n\
+             dh{i}[1] -> Discard;\n"
+        ));
+    }
+    c
+}
+
+/// IPv6 routes from a real BGP session: the peer's BIRD announces two /48s
+/// over MP-BGP (an IPv6 session on a link of its own beside bricks' ports)
+/// with its address on bricks' port as the next hop; the router host's
+/// BIRD writes them into kernel table 100; bricks follows that table and
+/// forwards h1's IPv6 stream to the peer by them. `birdc disable` of the
+/// session withdraws them from bricks within a second.
+#[test]
+fn bird_ipv6_routes_over_bgp_steer_ipv6_traffic() {
+    let test = "bird_ipv6_routes_over_bgp_steer_ipv6_traffic";
+    if let Some(why) = skip_unless_root(test) {
+        eprintln!("{why}");
+        return;
+    }
+    if !need("/usr/sbin/bird", test) {
+        return;
+    }
+    let mut net = Network::new(&Network::unique_prefix("bgp6")).unwrap();
+    for ns in ["r", "h1", "peer"] {
+        net.add_namespace(ns).unwrap();
+    }
+    net.sysctl("r", "net.ipv6.conf.all.forwarding", "0")
+        .unwrap();
+    net.add_link("h1", "eth0", "r", "eth0", 1).unwrap();
+    net.add_link("peer", "eth0", "r", "eth1", 1).unwrap();
+    // The BGP session's own link, the kernel's on both sides.
+    net.add_link("peer", "bgp", "r", "bgp", 1).unwrap();
+    for (ns, dev) in [
+        ("h1", "eth0"),
+        ("peer", "eth0"),
+        ("r", "eth0"),
+        ("r", "eth1"),
+    ] {
+        net.disable_offloads(ns, dev).unwrap();
+    }
+    let ip6 = |ns: &str, args: &[&str]| {
+        let mut argv = vec!["ip", "-6"];
+        argv.extend_from_slice(args);
+        let out = output_timeout(&mut net.exec(ns, &argv), Duration::from_secs(5)).unwrap();
+        assert!(out.status.success(), "{ns}: {argv:?}: {out:?}");
+    };
+    ip6(
+        "h1",
+        &["addr", "add", "2001:db8:1::2/64", "dev", "eth0", "nodad"],
+    );
+    ip6("h1", &["route", "add", "default", "via", "2001:db8:1::1"]);
+    ip6(
+        "peer",
+        &["addr", "add", "2001:db8:2::2/64", "dev", "eth0", "nodad"],
+    );
+    ip6("peer", &["route", "add", "default", "via", "2001:db8:2::1"]);
+    ip6("peer", &["addr", "add", "2001:db8:99::5/128", "dev", "lo"]);
+    ip6(
+        "peer",
+        &["addr", "add", "fd00:6::2/64", "dev", "bgp", "nodad"],
+    );
+    ip6("r", &["addr", "add", "fd00:6::1/64", "dev", "bgp", "nodad"]);
+    // The router host's view of eth1's network, so that its BIRD takes
+    // the peer's next hop as directly connected; the frames themselves
+    // are bricks'.
+    ip6(
+        "r",
+        &["addr", "add", "2001:db8:2::9/64", "dev", "eth1", "nodad"],
+    );
+    let macs = [net.mac("r", "eth0").unwrap(), net.mac("r", "eth1").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("router6.click");
+    std::fs::write(&conf, config6()).unwrap();
+    let sock = dir.path().join("ctl.sock");
+    let defines = vec![format!("MAC0={}", macs[0]), format!("MAC1={}", macs[1])];
+    let router = LiveRouter::start_with(
+        &net,
+        "r",
+        &conf,
+        1,
+        &defines,
+        &["--control".into(), sock.to_str().unwrap().into()],
+    );
+    let learnt = || -> Vec<String> {
+        let out = output_timeout(
+            std::process::Command::new(env!("CARGO_BIN_EXE_bricks")).args([
+                "ctl",
+                sock.to_str().unwrap(),
+                "read",
+                "rt.table",
+            ]),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("2001:db8:9"))
+            .map(|l| l.split('\t').collect::<Vec<_>>().join(" "))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut daemons = Vec::new();
+    let bird = |daemons: &mut Vec<Daemon>, ns: &str, name: &str, conf: &str| {
+        let file = dir.path().join(format!("{name}.conf"));
+        std::fs::write(&file, conf).unwrap();
+        let ctl = dir.path().join(format!("{name}.ctl"));
+        let pid = dir.path().join(format!("{name}.pid"));
+        daemons.push(spawn(
+            &net,
+            ns,
+            &[
+                "bird",
+                "-f",
+                "-c",
+                file.to_str().unwrap(),
+                "-s",
+                ctl.to_str().unwrap(),
+                "-P",
+                pid.to_str().unwrap(),
+            ],
+        ));
+    };
+    bird(
+        &mut daemons,
+        "peer",
+        "peer",
+        "router id 10.6.0.2;\n\
+         protocol device { scan time 1; }\n\
+         protocol static announced { ipv6;\n\
+         \x20 route 2001:db8:99::/48 blackhole;\n  route 2001:db8:98::/48 blackhole;\n}\n\
+         protocol bgp tobricks {\n  local fd00:6::2 as 65002;\n  neighbor fd00:6::1 as 65001;\n\
+         \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
+         \x20 ipv6 { import none; export where proto = \"announced\"; next hop address 2001:db8:2::2; };\n}\n",
+    );
+    bird(
+        &mut daemons,
+        "r",
+        "router",
+        "router id 10.6.0.1;\n\
+         protocol device { scan time 1; }\n\
+         protocol kernel {\n  kernel table 100;\n  scan time 5;\n  learn off;\n\
+         \x20 ipv6 { import none; export all; };\n}\n\
+         protocol bgp peer {\n  local fd00:6::1 as 65001;\n  neighbor fd00:6::2 as 65002;\n\
+         \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
+         \x20 ipv6 { import all; export none; };\n}\n",
+    );
+    let want = vec![
+        "2001:db8:98::/48 2001:db8:2::2 1".to_string(),
+        "2001:db8:99::/48 2001:db8:2::2 1".to_string(),
+    ];
+    let start = Instant::now();
+    while learnt() != want {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "bricks has {:?}, not {want:?}, 60 s after the daemons started; router stderr:\n{}",
+            learnt(),
+            router.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "the BGP routes in bricks {:?} after BIRD started",
+        start.elapsed()
+    );
+
+    // h1's stream reaches the peer through bricks by the learnt route.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (got, recv) = common::udp_receiver(net.ns_name("peer"), "::", 9000, stop.clone());
+    let send_stop = Arc::new(AtomicBool::new(false));
+    let flow = common::udp_sender(
+        net.ns_name("h1"),
+        "[::]:0",
+        "[2001:db8:99::5]:9000",
+        send_stop.clone(),
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while got.lock().unwrap().len() < 200 {
+        assert!(Instant::now() < until, "h1's stream did not reach the peer");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // Disabling the session withdraws the routes from bricks within a
+    // second, and the stream stops.
+    let ctl = dir.path().join("router.ctl");
+    let out = output_timeout(
+        std::process::Command::new("birdc").args(["-s", ctl.to_str().unwrap(), "disable", "peer"]),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let t = Instant::now();
+    while !learnt().is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "still {:?} a second after `birdc disable peer`",
+            learnt()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let withdrawn = t.elapsed();
+    eprintln!("withdrawn from bricks {withdrawn:?} after `birdc disable peer`");
+    std::thread::sleep(Duration::from_millis(300));
+    let before = got.lock().unwrap().len();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        got.lock().unwrap().len(),
+        before,
+        "packets reached the peer after the withdrawal"
+    );
+    send_stop.store(true, Ordering::Relaxed);
+    flow.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    recv.join().unwrap();
+    drop(daemons);
 }
