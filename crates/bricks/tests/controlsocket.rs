@@ -153,8 +153,12 @@ fn unix_socket_mode_and_long_line() {
     let mut c = Client::new(s);
     assert_eq!(c.read("c.count").0, "200 Read handler 'c.count' OK");
     assert_eq!(c.send("WRITE c.reset"), "530 Permission denied");
-    let long = "READ ".to_string() + &"x".repeat(100_000);
-    assert_eq!(c.send(&long), "500 Line too long");
+    // The router answers and hangs up as soon as the line is too long, so
+    // the rest of it may meet a closed socket (EPIPE): the answer is still
+    // there to read.
+    let long = "READ ".to_string() + &"x".repeat(100_000) + "\r\n";
+    let _ = c.r.get_mut().write_all(long.as_bytes());
+    assert_eq!(c.line(), "500 Line too long");
 }
 
 #[test]
