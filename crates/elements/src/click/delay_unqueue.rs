@@ -37,8 +37,8 @@ static UNQUEUE_MANUAL: Manual = Manual {
     summary: "delay-inducing pull-to-push converter",
     synopsis: "DelayUnqueue(DELAY)",
     description: "Pulls packets from its input one at a time and pushes each no earlier \
-        than DELAY after its timestamp annotation (a packet without one is stamped when \
-        pulled). On output the timestamp is the delayed time. While it waits it holds the \
+        than DELAY after its timestamp annotation (a packet without one, or, as in Click, \
+        with one under a second, is stamped when pulled). On output the timestamp is the delayed time. While it waits it holds the \
         packet and sets a timer, so that with `--clock trace` the clock jumps ahead. The \
         `delay` handler reads and sets DELAY.",
     ports: "one pull input; one push output",
@@ -53,8 +53,8 @@ static SHAPER_MANUAL: Manual = Manual {
     summary: "shapes traffic to meet delay requirements",
     synopsis: "DelayShaper(DELAY)",
     description: "Pull to pull: pulls a packet from its input and returns it to a pull \
-        no earlier than DELAY after its timestamp annotation (a packet without one is \
-        stamped when pulled); until then it holds that one packet and every pull returns \
+        no earlier than DELAY after its timestamp annotation (a packet without one, or, \
+        as in Click, with one under a second, is stamped when pulled); until then it holds that one packet and every pull returns \
         nothing. On output the timestamp is the current time. The `delay` handler reads \
         and sets DELAY. bricks has no notifiers: the task pulling through a DelayShaper \
         sees nothing to do while it waits, so a run whose sources are done ends without \
@@ -111,7 +111,10 @@ impl Delay {
             let mut p = b.pop()?;
             let now = cx.now();
             let t = &mut p.anno_mut().timestamp;
-            if t.0 == 0 {
+            // Click's test for a timestamp that is not set: no whole
+            // seconds (a query ARPQuerier stamped with a trace's 0.12 s
+            // waits DELAY from now, as in Click).
+            if t.secs() == 0 {
                 *t = now;
             }
             t.0 = t.0.saturating_add(self.delay);
