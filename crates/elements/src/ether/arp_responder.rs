@@ -48,8 +48,9 @@ static MANUAL: Manual = Manual {
         request, requests from a group (multicast) hardware address, and requests for \
         addresses not configured. Unlike Click, the ARP header's address lengths are \
         checked too and group senders are refused: a reply to them would be broadcast. \
-        Annotations of a reply are reset except the input device, the virtual router and \
-        the timestamp; its packet type becomes OUTGOING. \
+        Annotations of a reply are reset except the input device and the virtual \
+        router, as Click keeps only the device and VLAN annotations: a reply is a new \
+        packet, so its timestamp is zero; its packet type becomes OUTGOING. \
         \n\nWith no arguments it answers nothing until entries are added. Read handlers: \
         `table` (one `PREFIX ETH` line per entry, longest prefix first, ETH as Click \
         prints it: `00-01-02-03-04-05`) and `lookup ADDR` (the Ethernet address that \
@@ -284,7 +285,6 @@ impl ArpResponder {
         *p.anno_mut() = Annotations {
             device: old.device,
             vrouter: old.vrouter,
-            timestamp: old.timestamp,
             packet_type: PacketType::Outgoing,
             ..Annotations::default()
         };
@@ -420,11 +420,14 @@ mod tests {
         p.anno_mut().device = 3;
         p.anno_mut().paint = 9;
         p.anno_mut().packet_type = PacketType::Broadcast;
+        p.anno_mut().timestamp = bricks_packet::Timestamp(81_000_000);
         h.push_packets(0, [p]);
         let out = h.take(0);
         assert_eq!(out[0].data(), &B_REPLY_A[..]);
         assert_eq!(out[0].anno().device, 3);
         assert_eq!(out[0].anno().paint, 0);
+        // A new packet, as Click's: no timestamp (ARPPrint shows 0.000000).
+        assert_eq!(out[0].anno().timestamp, bricks_packet::Timestamp::default());
         assert_eq!(out[0].anno().packet_type, PacketType::Outgoing);
     }
 
