@@ -263,7 +263,7 @@ fn arp_entries_carry_over() {
         .unwrap();
     let table = |e: &Engine| e.read_handler("arpq", "table").unwrap().into_text();
     assert!(
-        table(&e).contains("10.0.0.5 1 02:00:00:00:00:05"),
+        table(&e).contains("10.0.0.5 1 02-00-00-00-00-05"),
         "{}",
         table(&e)
     );
@@ -271,7 +271,7 @@ fn arp_entries_carry_over() {
     let same = beside(&conf(""), &old).unwrap();
     e.adopt(Engine::new(&same).unwrap());
     assert!(
-        table(&e).contains("10.0.0.5 1 02:00:00:00:00:05"),
+        table(&e).contains("10.0.0.5 1 02-00-00-00-00-05"),
         "{}",
         table(&e)
     );
@@ -279,7 +279,7 @@ fn arp_entries_carry_over() {
     let other = beside(&conf(", TIMEOUT 10s"), &same).unwrap();
     e.adopt(Engine::new(&other).unwrap());
     assert!(
-        table(&e).contains("10.0.0.5 1 02:00:00:00:00:05"),
+        table(&e).contains("10.0.0.5 1 02-00-00-00-00-05"),
         "{}",
         table(&e)
     );

@@ -454,10 +454,13 @@ impl Engine {
                         shared: self
                             .graph
                             .with_element_ref(i, |el| el.handler_is_shared(&call.handler)),
+                        // Through the element's `call_handler`, with this
+                        // worker's clock: a write that stamps what it
+                        // changes (an ARP `insert`) sees the time now.
                         result: self
                             .graph
-                            .write_handler(i, &call.handler, value)
-                            .map(|()| None),
+                            .call_handler(i, &call.handler, value, true, &mut self.state)
+                            .map(|_| None),
                     },
                     None => HandlerReply {
                         shared: false,
@@ -580,12 +583,19 @@ impl Engine {
     }
 
     /// Calls a write handler (`element.handler`) on this worker's graph.
-    pub fn write_handler(&self, element: &str, handler: &str, value: &str) -> Result<(), String> {
+    pub fn write_handler(
+        &mut self,
+        element: &str,
+        handler: &str,
+        value: &str,
+    ) -> Result<(), String> {
         let i = self
             .graph
             .find(element)
             .ok_or_else(|| format!("no element `{element}`"))?;
-        self.graph.write_handler(i, handler, value)
+        self.graph
+            .call_handler(i, handler, value, true, &mut self.state)
+            .map(|_| ())
     }
 
     fn take_timer_requests(&mut self) {

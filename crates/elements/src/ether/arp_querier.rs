@@ -82,8 +82,9 @@ static MANUAL: Manual = Manual {
         for another interface's address is counted in `other_interface`), its sender's \
         Ethernet address is a unicast address other than ETH (`bad_mac`), and its \
         sender's IP address is in IP's subnet when IP has a prefix length, as in \
-        `10.0.0.1/24` (`off_subnet`; with LEARN_OFF_SUBNET true a reply sent to ETH may \
-        still resolve an address this element is asking about). Senders with a 0.0.0.0, broadcast (limited or \
+        `10.0.0.1/24` (`off_subnet`), except that a reply sent to ETH may still resolve \
+        an off-subnet address this element is asking about (a route's next hop outside \
+        the subnet, which Click resolves too) unless LEARN_OFF_SUBNET is false. Senders with a 0.0.0.0, broadcast (limited or \
         subnet), multicast or our own IP address are never recorded (`arp_ignored`). \
         A reply sent to ETH updates an existing entry: it resolves an address this \
         element asked about, sending the packets held for it in the order they \
@@ -111,10 +112,11 @@ static MANUAL: Manual = Manual {
         address whose query the rate refused gets no entry and is tried again at the \
         next retry (`query_rate_limited`). Learning, evicting and expiring cost the \
         same whatever the table's size, and never make a packet wait for a lock. \
-        \n\nWrite handlers: `insert IP ETH` adds a static entry (never expires, never \
-        polled, not changed by ARP traffic; in Click it ages like a learnt one; a \
-        group, all-zero or our own Ethernet address is refused) and sends \
-        the packets waiting for it at the next packet or timer; `delete IP` removes an \
+        \n\nWrite handlers: `insert IP ETH` sets IP's entry to ETH as if learnt now (it \
+        expires after TIMEOUT, as in Click), `insert IP ETH static` makes it a static \
+        entry (never expires, never polled, not changed by ARP traffic; bricks); a \
+        group, all-zero or our own Ethernet address is refused; either sends the \
+        packets waiting for it at the next packet or timer; `delete IP` removes an \
         entry and drops its waiting packets; `clear` removes every entry (the counters are \
         kept, unlike Click); `ipaddr IP` and `broadcast IP` change those addresses. \
         \n\nThe table is shared by every worker running this element: a reply that reaches \
@@ -207,11 +209,11 @@ static MANUAL: Manual = Manual {
         Keyword {
             name: "LEARN_OFF_SUBNET",
             ty: "boolean",
-            default: Some("false"),
+            default: Some("true"),
             doc: "with IP/LEN, believe a reply sent to ETH from outside the subnet when it \
                 answers this querier's own pending query (Click learns every reply; routes \
                 to a next hop outside the subnet need this); it never makes nor changes an \
-                entry (bricks extension)",
+                entry. False ignores every off-subnet sender (bricks extension)",
         },
     ],
     counters: &[
@@ -332,7 +334,7 @@ impl ArpQuerier {
         let broadcast: Option<Ipv4Addr> = args.read("BROADCAST")?;
         let broadcast_poll: bool = args.read("BROADCAST_POLL")?.unwrap_or(false);
         let retries: u32 = args.read("RETRIES")?.unwrap_or(defaults.retries);
-        let learn_off_subnet: bool = args.read("LEARN_OFF_SUBNET")?.unwrap_or(false);
+        let learn_off_subnet: bool = args.read("LEARN_OFF_SUBNET")?.unwrap_or(true);
         let table_of: Option<Arc<SharedArpTable>> = if args.has_keyword("TABLE") {
             Some(args.read_shared_of_mp::<SharedArpTable>("TABLE", "ARPTable")?)
         } else {
@@ -510,8 +512,8 @@ fn next_hop(p: &Packet) -> Ipv4Addr {
 
 impl ArpQuerier {
     /// The ARP table as text: one `IP OK ETH AGE` line per entry (Click's
-    /// `table` handler), `static` appended for static entries, in address
-    /// order, ages as of the element's last packet or timer.
+    /// `table` handler), `static` appended for static entries, oldest
+    /// first, ages as of the element's last packet or timer.
     pub fn table(&self) -> String {
         self.table.text(self.now.0)
     }
@@ -832,8 +834,8 @@ impl Element for ArpQuerier {
     /// or both name the same ARPTable), this worker's packets waiting for
     /// replies with their retries; the table itself is already the same.
     /// A querier with a table of its own takes the old table's usable
-    /// entries that it would have learnt itself (on its subnet, unless
-    /// LEARN_OFF_SUBNET), as if confirmed now; packets waiting in the old
+    /// entries that it would have learnt itself (on its subnet), as if
+    /// confirmed now; packets waiting in the old
     /// one are dropped with it.
     fn take_state(&mut self, old: &mut dyn Element, cx: &mut Context<'_>) {
         let Some(old) = bricks_element::taken_from::<ArpQuerier>(old) else {
@@ -843,7 +845,9 @@ impl Element for ArpQuerier {
         if !Arc::ptr_eq(self.table.neighbours(), old.table.neighbours()) {
             let now = cx.now().0;
             for (ip, eth, _confirmed, fixed) in old.table.usable(now) {
-                if self.subnet.is_some_and(|s| !s.contains_addr(&ip)) && !self.learn_off_subnet {
+                // Off the subnet only an answer to this querier's own
+                // query is believed: the new one asks again.
+                if self.subnet.is_some_and(|s| !s.contains_addr(&ip)) {
                     continue;
                 }
                 if fixed {
@@ -982,11 +986,30 @@ impl Element for ArpQuerier {
         matches!(handler, "insert" | "delete")
     }
 
+    /// An `insert` is stamped with the time now, not that of the last
+    /// packet this worker saw, and `table` shows ages as of now, where a
+    /// caller has the time (a Script, DriverManager or ControlSocket
+    /// write).
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        _value: &str,
+        write: bool,
+        cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        match (write, handler) {
+            (true, "insert") => self.now = cx.now(),
+            (false, "table") => return Some(Ok(self.table.text(cx.now().0))),
+            _ => {}
+        }
+        None
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         let words: Vec<&str> = value.split_ascii_whitespace().collect();
         let ip = |w: &str| Ipv4Addr::from_arg(w).map_err(|e| format!("expected IPv4 address, {e}"));
         match (handler, words.as_slice()) {
-            ("insert", [i, e]) => {
+            ("insert", [i, e, rest @ ..]) if matches!(rest, [] | ["static"]) => {
                 let eth = EthernetAddress::from_arg(e)
                     .map_err(|e| format!("expected Ethernet address, {e}"))?;
                 if !self.good_mac(eth) {
@@ -996,17 +1019,22 @@ impl Element for ArpQuerier {
                         self.my_eth
                     ));
                 }
-                self.table
-                    .insert_static(ip(i)?, eth, self.now.0)
-                    .map_err(|_| {
-                        format!(
-                            "the ARP table is full of static entries ({}): delete one \
+                let ip = ip(i)?;
+                let now = self.now.0;
+                if rest.is_empty() {
+                    self.table.insert(ip, eth, now)
+                } else {
+                    self.table.insert_static(ip, eth, now)
+                }
+                .map_err(|_| {
+                    format!(
+                        "the ARP table is full of static entries ({}): delete one \
                              or raise ENTRY_CAPACITY",
-                            self.table.neighbours().capacity()
-                        )
-                    })
+                        self.table.neighbours().capacity()
+                    )
+                })
             }
-            ("insert", _) => Err("expected `IP ETH`".into()),
+            ("insert", _) => Err("expected `IP ETH` or `IP ETH static`".into()),
             ("delete", [i]) => {
                 let a = ip(i)?;
                 if self.table.remove(a) {
@@ -1276,7 +1304,7 @@ mod tests {
     #[test]
     fn static_insert_and_delete() {
         let mut h = a_querier();
-        h.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02")
+        h.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02 static")
             .unwrap();
         h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
         assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
@@ -1358,9 +1386,9 @@ mod tests {
 
     #[test]
     fn off_subnet_sender_is_ignored() {
-        let mut h = a_querier();
+        let mut h = querier("10.0.0.1/24, 52:54:00:aa:00:01, LEARN_OFF_SUBNET false", 2);
         // A next hop outside 10.0.0.0/24 (a bad route) is asked about, but
-        // its answer is not believed.
+        // with LEARN_OFF_SUBNET false its answer is not believed.
         let far = Ipv4Addr::new(192, 168, 7, 2);
         h.push_packets(0, [ip_packet(echo_ip(), far)]);
         assert_eq!(h.take(1).len(), 1);
@@ -1380,7 +1408,8 @@ mod tests {
 
     #[test]
     fn learn_off_subnet_resolves_only_our_own_query() {
-        let mut h = querier("10.0.0.1/24, 52:54:00:aa:00:01, LEARN_OFF_SUBNET true", 2);
+        // The default, as LEARN_OFF_SUBNET true.
+        let mut h = a_querier();
         let far = Ipv4Addr::new(192, 168, 7, 2);
         // A reply for an address never asked about makes no entry.
         let mut reply = B_REPLY_A;
@@ -1634,14 +1663,18 @@ mod tests {
         let mut q =
             ArpQuerier::from_args(&mut Args::new(&parsed, None), &PortInfo::default()).unwrap();
         assert_eq!(q.table(), "");
-        q.write_handler("insert", "10.0.0.3 52:54:00:cc:00:03")
+        q.write_handler("insert", "10.0.0.3 52:54:00:cc:00:03 static")
             .unwrap();
         q.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02")
             .unwrap();
+        // Oldest first, as Click's age list.
         assert_eq!(
             q.table(),
-            "10.0.0.2 1 52:54:00:bb:00:02 0.000 static\n10.0.0.3 1 52:54:00:cc:00:03 0.000 static\n"
+            "10.0.0.3 1 52-54-00-CC-00-03 0.000 static\n10.0.0.2 1 52-54-00-BB-00-02 0.000\n"
         );
+        assert!(q
+            .write_handler("insert", "10.0.0.2 52:54:00:bb:00:02 fixed")
+            .is_err());
         q.write_handler("clear", "").unwrap();
         assert_eq!(q.table(), "");
     }
@@ -1873,7 +1906,7 @@ mod tests {
         assert!(!a.handler_is_shared("clear") && !a.handler_is_shared("ipaddr"));
         b.push(0, [tagged(1, B_IP)]);
         b.take_bytes(1);
-        a.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02")
+        a.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02 static")
             .unwrap();
         b.advance_to(T0 + RECHECK_INTERVAL);
         assert_eq!(tags(&b.take_bytes(0)), [1]);

@@ -77,7 +77,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::hash::{BuildHasher, Hasher};
 use std::net::Ipv4Addr;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One second.
@@ -222,6 +222,17 @@ struct Slot {
     polled_at: AtomicU64,
     /// Queries since the last answer.
     polls: AtomicU32,
+    /// Click's `_live_at_j`, for the `table` handler only (never for
+    /// expiry): when the mapping was made or last set, moved up to TIMEOUT
+    /// before now while packets wait for it (Click keeps a wanted entry
+    /// "just this side of expiring"), so the age the handler prints is
+    /// Click's.
+    shown: AtomicU64,
+    /// The entry's place in Click's age list, which orders the `table`
+    /// handler's lines after `shown`: an entry made or set goes last
+    /// (increasing positive numbers), one moved up by a waiting packet
+    /// goes before the others of its age (decreasing negative numbers).
+    order: AtomicI64,
 }
 
 /// A mapping as read from the shared table.
@@ -269,7 +280,20 @@ impl Slot {
         self.polls.store(0, Ordering::Relaxed);
         self.polled_at.store(NEVER, Ordering::Relaxed);
         self.live_at.store(now, Ordering::Relaxed);
+        self.shown.store(now, Ordering::Relaxed);
         self.mapping.store(pack(eth, state), Ordering::Release);
+    }
+
+    /// Makes an expired Known entry Pending again, wanted `now`. As in
+    /// Click, the stale Ethernet address stays (shown in `table`, never
+    /// used) and so does the entry's age.
+    fn set_pending(&self, now: u64) {
+        let (eth, _) = unpack(self.mapping.load(Ordering::Relaxed));
+        self.polls.store(0, Ordering::Relaxed);
+        self.polled_at.store(NEVER, Ordering::Relaxed);
+        self.live_at.store(now, Ordering::Relaxed);
+        self.mapping
+            .store(pack(eth, State::Pending), Ordering::Release);
     }
 
     /// Whether the per-address rate limit lets a query out now.
@@ -373,6 +397,7 @@ impl Slots {
         s.key.store(key, Ordering::Relaxed);
         s.mapping.store(mapping, Ordering::Relaxed);
         s.live_at.store(now, Ordering::Relaxed);
+        s.shown.store(now, Ordering::Relaxed);
         s.polled_at.store(NEVER, Ordering::Relaxed);
         s.polls.store(0, Ordering::Relaxed);
         s.seq.store(seq.wrapping_add(2), Ordering::Release);
@@ -503,6 +528,8 @@ pub struct Neighbours {
     work: TableWork,
     /// Live [`ArpTable`]s over this table (the workers).
     instances: AtomicUsize,
+    /// The last number given out for [`Slot::order`].
+    order: AtomicI64,
 }
 
 impl core::fmt::Debug for Neighbours {
@@ -568,6 +595,27 @@ impl Neighbours {
             hash,
             work: TableWork::default(),
             instances: AtomicUsize::new(0),
+            order: AtomicI64::new(0),
+        }
+    }
+
+    /// Puts `slot`'s entry last in the age list (made or set now).
+    fn to_back(&self, slot: &Slot) {
+        let n = self.order.fetch_add(1, Ordering::Relaxed) + 1;
+        slot.order.store(n, Ordering::Relaxed);
+    }
+
+    /// A packet wants the Pending entry in `slot` at `now`: as Click's
+    /// `append_query`, the age the `table` handler shows stops at TIMEOUT,
+    /// and the entry moves up the age list. Display only: a worker may do
+    /// it without the writer lock, and a race with a writer reusing the
+    /// slot only misplaces that one line.
+    fn keep_shown(&self, slot: &Slot, now: u64, timeout: u64) {
+        let floor = now.saturating_sub(timeout);
+        if timeout != 0 && slot.shown.load(Ordering::Relaxed) < floor {
+            slot.shown.store(floor, Ordering::Relaxed);
+            let n = self.order.fetch_add(1, Ordering::Relaxed) + 1;
+            slot.order.store(-n, Ordering::Relaxed);
         }
     }
 
@@ -712,6 +760,7 @@ impl Neighbours {
             (None, None) => return Err(Refusal::Full),
         };
         slots.write_key(i, LIVE | u64::from(key), pack(eth, state), now);
+        self.to_back(&slots.slots[i]);
         self.len.fetch_add(1, Ordering::Relaxed);
         match state {
             State::Pending => w.pending.push_back((key, now)),
@@ -748,6 +797,10 @@ impl Neighbours {
                 .store(s.polled_at.load(Ordering::Relaxed), Ordering::Relaxed);
             d.polls
                 .store(s.polls.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.shown
+                .store(s.shown.load(Ordering::Relaxed), Ordering::Relaxed);
+            d.order
+                .store(s.order.load(Ordering::Relaxed), Ordering::Relaxed);
             used += 1;
         }
         w.used = used;
@@ -801,6 +854,7 @@ impl Neighbours {
                     }
                     (State::Known, _) => s.set(eth, State::Known, now),
                 }
+                self.to_back(s);
             }
             None if how == Learn::Create => self.insert(&mut w, key, eth, State::Known, now)?,
             None => return Err(Refusal::Unsolicited),
@@ -810,12 +864,29 @@ impl Neighbours {
         Ok(())
     }
 
-    fn insert_static(&self, key: u32, eth: EthernetAddress, now: u64) -> Result<(), Refusal> {
+    /// Sets `key`'s mapping by hand (`insert`), Known or Static, whatever
+    /// the entry was.
+    fn insert_by_hand(
+        &self,
+        key: u32,
+        eth: EthernetAddress,
+        state: State,
+        now: u64,
+    ) -> Result<(), Refusal> {
         let mut w = self.lock();
         let slots = self.slots.load_full();
         match slots.index_of(key) {
-            Some(i) => slots.slots[i].set(eth, State::Static, now),
-            None => self.insert(&mut w, key, eth, State::Static, now)?,
+            Some(i) => {
+                let s = &slots.slots[i];
+                let was = s.mapping().state;
+                s.set(eth, state, now);
+                self.to_back(s);
+                if state == State::Known && was != State::Known {
+                    w.known.push_back((key, now));
+                    self.compact_queues(&mut w, &slots);
+                }
+            }
+            None => self.insert(&mut w, key, eth, state, now)?,
         }
         drop(w);
         self.generation.fetch_add(1, Ordering::Release);
@@ -832,7 +903,7 @@ impl Neighbours {
                 let s = &slots.slots[i];
                 let m = s.mapping();
                 if m.state == State::Known && expired(m.live_at, now, timeout) {
-                    s.set(EthernetAddress::BROADCAST, State::Pending, now);
+                    s.set_pending(now);
                     w.pending.push_back((key, now));
                     self.compact_queues(&mut w, &slots);
                 }
@@ -1268,6 +1339,7 @@ impl ArpTable {
         let Some((slot, _)) = snap.0.find(key) else {
             return false;
         };
+        self.shared.keep_shown(slot, now, timeout);
         match self.shared.claim_query(slot, now) {
             Some(q) => q,
             None => {
@@ -1371,7 +1443,17 @@ impl ArpTable {
         eth: EthernetAddress,
         now: u64,
     ) -> Result<(), Refusal> {
-        self.shared.insert_static(ip.to_bits(), eth, now)
+        self.shared
+            .insert_by_hand(ip.to_bits(), eth, State::Static, now)
+    }
+
+    /// Inserts a Known entry by hand, for every worker (Click's `insert`):
+    /// it replaces whatever `ip` had and expires TIMEOUT from `now` like a
+    /// learnt one. Packets waiting for `ip` are sent as with
+    /// [`ArpTable::insert_static`].
+    pub fn insert(&mut self, ip: Ipv4Addr, eth: EthernetAddress, now: u64) -> Result<(), Refusal> {
+        self.shared
+            .insert_by_hand(ip.to_bits(), eth, State::Known, now)
     }
 
     /// Packets this worker holds for addresses that became usable since
@@ -1513,9 +1595,8 @@ impl ArpTable {
             Some(m) if m.state == State::Known && expired(m.live_at, now, self.limits.timeout) => {
                 if self.waiting.contains_key(&key) {
                     Some(Mapping {
-                        eth: EthernetAddress::BROADCAST,
                         state: State::Pending,
-                        live_at: m.live_at,
+                        ..m
                     })
                 } else {
                     Some(m)
@@ -1561,27 +1642,39 @@ impl ArpTable {
             .collect()
     }
 
-    /// The table as text, one entry per line in address order: IP, 1 if
-    /// the entry is usable (0 if not), Ethernet address, seconds since it
-    /// was last confirmed, then `static` for static entries. The first four
-    /// columns are Click's `table` handler's. Pending entries show
-    /// ff:ff:ff:ff:ff:ff, as in Click.
+    /// The table as text, Click's `table` handler: one entry per line,
+    /// oldest first (Click's age list): IP, 1 if the entry is usable (0 if
+    /// not), Ethernet address, seconds since it was made or last confirmed
+    /// (Click's age, which stops at TIMEOUT while packets wait for the
+    /// entry), then `static` for static entries (bricks). A Pending entry
+    /// shows FF-FF-FF-FF-FF-FF, or the address it had before it expired.
     pub fn text(&self, now: u64) -> String {
         let snap = self.shared.snapshot();
-        let mut keys: Vec<u32> = snap
+        // (age-list place, address) of every entry; an address only this
+        // worker waits for (its entry evicted) goes by when it started.
+        let mut lines: Vec<((u64, i64), u32)> = snap
             .0
             .slots
             .iter()
             .filter_map(|s| {
                 let k = s.key.load(Ordering::Relaxed);
-                (k & LIVE != 0).then_some(k as u32)
+                let place = (
+                    s.shown.load(Ordering::Relaxed),
+                    s.order.load(Ordering::Relaxed),
+                );
+                (k & LIVE != 0).then_some((place, k as u32))
             })
             .collect();
-        keys.extend(self.waiting.keys().filter(|&&k| snap.get(k).is_none()));
-        keys.sort_unstable();
-        keys.dedup();
+        let in_slots: std::collections::HashSet<u32> = lines.iter().map(|l| l.1).collect();
+        lines.extend(
+            self.waiting
+                .iter()
+                .filter(|(k, _)| !in_slots.contains(k))
+                .map(|(&k, w)| ((w.since, i64::MAX), k)),
+        );
+        lines.sort_unstable();
         let mut s = String::new();
-        for k in keys {
+        for ((shown, _), k) in lines {
             let Some(e) = self.entry(&snap, k, now) else {
                 continue;
             };
@@ -1590,18 +1683,13 @@ impl ArpTable {
                 State::Known => !expired(e.live_at, now, self.limits.timeout),
                 State::Static => true,
             };
-            let eth = if e.state == State::Pending {
-                EthernetAddress::BROADCAST
-            } else {
-                e.eth
-            };
-            let age = now.saturating_sub(e.live_at);
+            let age = now.saturating_sub(shown);
             let _ = write!(
                 s,
                 "{} {} {} {}.{:03}",
                 Ipv4Addr::from_bits(k),
                 u8::from(ok),
-                eth,
+                super::dashed(&e.eth.0),
                 age / SEC,
                 age % SEC / 1_000_000
             );
@@ -1882,7 +1970,7 @@ mod tests {
             Some(Refusal::Unsolicited)
         );
         assert!(t.resolve(IP, ETH, 3 * SEC, Learn::Refresh).is_ok());
-        assert_eq!(t.text(3 * SEC), "10.0.0.2 1 02:00:00:00:00:02 0.000\n");
+        assert_eq!(t.text(3 * SEC), "10.0.0.2 1 02-00-00-00-00-02 0.000\n");
         assert!(t.resolve(IP, other, 4 * SEC, Learn::Update).is_ok());
         assert_eq!(
             t.lookup(IP, 4 * SEC),
@@ -2002,10 +2090,44 @@ mod tests {
         ));
         assert_eq!(t.len(), 1);
         assert_eq!(t.state_at(IP, 12 * SEC), Some(State::Pending));
-        assert_eq!(t.text(12 * SEC), "10.0.0.2 0 ff:ff:ff:ff:ff:ff 0.000\n");
+        // As Click: the stale address stays on show, and the age stops at
+        // TIMEOUT while a packet waits.
+        assert_eq!(t.text(12 * SEC), "10.0.0.2 0 02-00-00-00-00-02 10.000\n");
         t.run_timer(12 * SEC);
         assert_eq!(t.held(), 1);
         assert_eq!(t.state(IP), Some(State::Pending));
+    }
+
+    #[test]
+    fn table_lists_oldest_first_with_clicks_ages() {
+        const MS: u64 = SEC / 1000;
+        let mut t = table(Limits {
+            timeout: 100 * MS,
+            ..Limits::default()
+        });
+        let [a, b, c] = [1, 2, 3].map(|i| Ipv4Addr::new(10, 0, 0, i));
+        t.insert(a, EthernetAddress([2, 0, 0, 0, 0, 0xa]), 0)
+            .unwrap();
+        t.insert(b, EthernetAddress([2, 0, 0, 0, 0, 0xb]), 0)
+            .unwrap();
+        t.hold(c, pkt(1), 0);
+        // At 120 ms a and b have expired; packets want all three, in that
+        // order. Each stops at TIMEOUT old and moves up the list, the last
+        // one wanted first (Click's ARPTable::append_query).
+        for (i, ip) in [a, b, c].into_iter().enumerate() {
+            t.hold(ip, pkt(2 + i as u8), 120 * MS);
+        }
+        assert!(t.resolve(a, ETH, 150 * MS, Learn::Update).is_ok());
+        assert_eq!(
+            t.text(170 * MS),
+            "10.0.0.3 0 FF-FF-FF-FF-FF-FF 0.150\n\
+             10.0.0.2 0 02-00-00-00-00-0B 0.150\n\
+             10.0.0.1 1 02-00-00-00-00-02 0.020\n"
+        );
+        // An entry inserted by hand expires like a learnt one.
+        assert_eq!(t.lookup(b, 170 * MS), Lookup::Unknown);
+        assert_eq!(t.state_at(a, 251 * MS), Some(State::Known));
+        assert_eq!(t.lookup(a, 251 * MS), Lookup::Unknown);
     }
 
     #[test]
@@ -2027,7 +2149,7 @@ mod tests {
         );
         assert_eq!(
             t.text(100 * SEC),
-            "10.0.0.2 1 02:00:00:00:00:02 100.000 static\n"
+            "10.0.0.2 1 02-00-00-00-00-02 100.000 static\n"
         );
     }
 

@@ -32,8 +32,10 @@ static MANUAL: Manual = Manual {
         that every ARPQuerier naming it with TABLE uses, with its limits: the queriers' \
         own CAPACITY, ENTRY_CAPACITY and TIMEOUT keywords then do nothing, as in Click. \
         The entries follow ARPQuerier's rules (bounded, Pending entries evicted first, \
-        static entries from `insert`). Handlers: `table` (read, Click's `IP OK ETH AGE` \
-        lines), `insert IP ETH` (a static entry), `delete IP`, `clear` (write). Packets \
+        static entries from `insert ... static`). Handlers: `table` (read, Click's `IP OK \
+        ETH AGE` lines, oldest first), `insert IP ETH` (as if learnt now: it expires after \
+        TIMEOUT, as in Click), `insert IP ETH static` (never expires; bricks), `delete \
+        IP`, `clear` (write). Packets \
         waiting for an address stay with the querier that holds them.",
     ports: "none",
     keywords: &[
@@ -155,6 +157,19 @@ impl Element for ArpTableElement {
         }
     }
 
+    /// Handlers run with the time now where the caller has it: an
+    /// `insert` is stamped with it and `table` shows ages as of it.
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        _value: &str,
+        write: bool,
+        cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        self.now = cx.now();
+        (!write && handler == "table").then(|| Ok(self.view.text(self.now.0)))
+    }
+
     /// The entries are shared: one worker's instance changes them.
     fn handler_is_shared(&self, handler: &str) -> bool {
         matches!(handler, "insert" | "delete" | "clear")
@@ -164,7 +179,7 @@ impl Element for ArpTableElement {
         let words: Vec<&str> = value.split_ascii_whitespace().collect();
         let ip = |w: &str| Ipv4Addr::from_arg(w).map_err(|e| format!("expected IPv4 address, {e}"));
         match (handler, words.as_slice()) {
-            ("insert", [i, e]) => {
+            ("insert", [i, e, rest @ ..]) if matches!(rest, [] | ["static"]) => {
                 let eth = EthernetAddress::from_arg(e)
                     .map_err(|e| format!("expected Ethernet address, {e}"))?;
                 if !eth.is_unicast() || eth == EthernetAddress::UNSPECIFIED {
@@ -173,11 +188,15 @@ impl Element for ArpTableElement {
                          all-zero"
                     ));
                 }
-                self.view
-                    .insert_static(ip(i)?, eth, self.now.0)
-                    .map_err(|_| "the ARP table is full of static entries".to_string())
+                let (ip, now) = (ip(i)?, self.now.0);
+                if rest.is_empty() {
+                    self.view.insert(ip, eth, now)
+                } else {
+                    self.view.insert_static(ip, eth, now)
+                }
+                .map_err(|_| "the ARP table is full of static entries".to_string())
             }
-            ("insert", _) => Err("expected `IP ETH`".into()),
+            ("insert", _) => Err("expected `IP ETH` or `IP ETH static`".into()),
             ("delete", [i]) => {
                 let a = ip(i)?;
                 if self.view.remove(a) {

@@ -211,11 +211,11 @@ fn config(w: Workload, packets: u64) -> anyhow::Result<String> {
 }
 
 fn engine(w: Workload, packets: u64) -> anyhow::Result<Engine> {
-    let e = engine_for(&format!("<bench {}>", w.name()), config(w, packets)?)?;
+    let mut e = engine_for(&format!("<bench {}>", w.name()), config(w, packets)?)?;
     if w == Workload::Iprouter {
         // The next hop behind eth1 is already resolved, as on a router
         // that has been forwarding for a while.
-        e.write_handler("arpq1", "insert", "1.0.0.2 00:00:C0:00:00:02")
+        e.write_handler("arpq1", "insert", "1.0.0.2 00:00:C0:00:00:02 static")
             .map_err(anyhow::Error::msg)?;
     }
     Ok(e)

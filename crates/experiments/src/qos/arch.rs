@@ -122,7 +122,7 @@ pub fn workload(a: &Arch, packets: u64) -> Workload {
     Workload::new(format!("arch-{}", a.name()), text, &["sink1"]).with_setup(
         "r/arpq1",
         "insert",
-        &format!("10.0.1.2 {NEXT_HOP_MAC}"),
+        &format!("10.0.1.2 {NEXT_HOP_MAC} static"),
     )
 }
 
@@ -149,7 +149,7 @@ pub fn ip_router(packets: u64) -> Workload {
     Workload::new("iprouter", text, &["todevice1"]).with_setup(
         "arpq1",
         "insert",
-        "1.0.0.2 00:00:C0:00:00:02",
+        "1.0.0.2 00:00:C0:00:00:02 static",
     )
 }
 

@@ -108,7 +108,7 @@ pub fn iprouter(packets: u64, size: usize) -> Workload {
     Workload::new(format!("iprouter-{size}"), text, &["todevice1"]).with_setup(
         "arpq1",
         "insert",
-        "1.0.0.2 00:00:C0:00:00:02",
+        "1.0.0.2 00:00:C0:00:00:02 static",
     )
 }
 
