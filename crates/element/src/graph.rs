@@ -55,6 +55,9 @@ pub struct Graph {
     outputs: Vec<Box<[Edge]>>,
     /// For each element, the upstream end of each pull input.
     inputs: Vec<Box<[Edge]>>,
+    /// For each element, the input each output passes pulls to while the
+    /// element is busy ([`Element::pull_passes_to`]).
+    pull_passes: Vec<Box<[Option<u32>]>>,
     /// Packets pushed to an output that no connection takes.
     unconnected: Vec<Cell<u64>>,
     /// Packets pushed into an element that was busy (a push cycle):
@@ -159,7 +162,17 @@ impl Graph {
         assert_eq!(elements.len(), outputs.len());
         assert_eq!(elements.len(), inputs.len());
         let n = elements.len();
+        let pull_passes = elements
+            .iter()
+            .zip(&outputs)
+            .map(|(e, outs)| {
+                (0..outs.len())
+                    .map(|p| e.pull_passes_to(p).map(|i| i as u32))
+                    .collect()
+            })
+            .collect();
         Graph {
+            pull_passes,
             elements: elements.into_iter().map(RefCell::new).collect(),
             names,
             meta: Vec::new(),
@@ -918,8 +931,25 @@ impl<'a> Context<'a> {
         if max == 0 {
             return;
         }
-        let src = edge.element as usize;
-        let mut e = self.graph.elements[src].borrow_mut();
+        let mut edge = edge;
+        // An element busy further up this pull is passed through when it
+        // only hands such pulls on (Bypass); otherwise the pull gets
+        // nothing (the configuration check refuses pull cycles).
+        let (src, mut e) = loop {
+            let src = edge.element as usize;
+            if let Ok(e) = self.graph.elements[src].try_borrow_mut() {
+                break (src, e);
+            }
+            let passed = self.graph.pull_passes[src]
+                .get(edge.port as usize)
+                .copied()
+                .flatten()
+                .and_then(|i| self.graph.inputs[src].get(i as usize).copied());
+            match passed {
+                Some(up) if up.is_some() => edge = up,
+                _ => return,
+            }
+        };
         let mut cx = Context {
             graph: self.graph,
             element: src,

@@ -168,6 +168,17 @@ pub trait Element: Send + AsAny {
         let _ = cx;
     }
 
+    /// The input a pull on output `port` always pulls from, whatever the
+    /// element's state, for an element that only passes such pulls on
+    /// (Bypass's return output). The graph follows it when the element is
+    /// busy further up the same pull: Click's pulls may come back into an
+    /// element, bricks' cannot borrow it twice. `None` (the default): a
+    /// pull into a busy element is refused.
+    fn pull_passes_to(&self, port: usize) -> Option<usize> {
+        let _ = port;
+        None
+    }
+
     /// How many more packets push input `port` takes before it drops them,
     /// for an element that stores packets (a `Queue`); `None` for every
     /// other element. Sources ask through [`Context::downstream_room`] and

@@ -455,20 +455,42 @@ fn build_beside(
 
     // Pull cycles would recurse forever. Push cycles are legal, as in Click
     // (the graph defers a push into a busy element).
+    // The graph walked is one of output ports: a pull output leads to the
+    // outputs its downstream element's input flows to (every output, but
+    // for the classes in `flows`), so a Bypass whose return path comes
+    // back into it is no cycle.
+    let first_out: Vec<usize> = ports
+        .iter()
+        .scan(0, |at, p| {
+            let first = *at;
+            *at += p.outputs.len();
+            Some(first)
+        })
+        .collect();
+    let owner: Vec<usize> = (0..n)
+        .flat_map(|i| std::iter::repeat_n(i, ports[i].outputs.len()))
+        .collect();
     for want in [Processing::Pull].into_iter().filter(|_| !conflicts) {
-        if let Some(cycle) = find_cycle(n, |i| {
+        if let Some(cycle) = find_cycle(owner.len(), |o| {
+            let (i, p) = (owner[o], o - first_out[owner[o]]);
             let mut next = Vec::new();
-            for (p, conns) in outputs[i].iter().enumerate() {
-                if ports[i].outputs[p] == want {
-                    next.extend(conns.iter().map(|&(e, _)| e));
+            if ports[i].outputs[p] == want {
+                for &(e, q) in &outputs[i][p] {
+                    let class = &router.elements[e].class;
+                    next.extend(
+                        (0..ports[e].outputs.len())
+                            .filter(|&p2| flows(class, q, p2))
+                            .map(|p2| first_out[e] + p2),
+                    );
                 }
             }
             next
         }) {
-            let names: Vec<&str> = cycle
+            let mut names: Vec<&str> = cycle
                 .iter()
-                .map(|&i| router.elements[i].name.as_str())
+                .map(|&o| router.elements[owner[o]].name.as_str())
                 .collect();
+            names.dedup();
             errors.push(with_help(
                 diag(
                     router.elements[cycle[0]].name_span,
@@ -913,6 +935,16 @@ fn pull_chain_too_deep(
         ),
         "each element of a pull chain is a nested call; break the chain with `-> Unqueue -> Queue ->`, or let the packets be pushed instead (move the Queue to the end)",
     ))
+}
+
+/// Whether packets entering input `input` of an element of `class` may
+/// leave by output `output` (Click's flow code; every pair unless the
+/// class says otherwise). Bypass's return input leads to output 0 only.
+fn flows(class: &str, input: usize, output: usize) -> bool {
+    match class {
+        "Bypass" => !(input == 1 && output == 1),
+        _ => true,
+    }
 }
 
 /// A cycle in the directed graph `next`, as a list of nodes, if any.

@@ -6,6 +6,7 @@
 pub mod adjust_timestamp;
 pub mod aliases;
 pub mod arp_print;
+pub mod bypass;
 pub mod check_ip_header2;
 pub mod check_length;
 pub mod crc32;
@@ -42,6 +43,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &arp_print::CLASS,
     &pull_switch::PULL_SWITCH,
     &pull_switch::SIMPLE_PULL_SWITCH,
+    &bypass::CLASS,
     &store_ip_address::CLASS,
     &set_ip_dscp::CLASS,
     &mark_ip_ce::CLASS,
