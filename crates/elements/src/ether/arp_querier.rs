@@ -510,6 +510,12 @@ fn next_hop(p: &Packet) -> Ipv4Addr {
     }
 }
 
+/// Whether `eth` can be a neighbour's address on the interface `me`: a
+/// unicast address, not all-zero and not the interface's own.
+fn neighbour_mac(eth: EthernetAddress, me: EthernetAddress) -> bool {
+    eth.is_unicast() && eth != EthernetAddress::UNSPECIFIED && eth != me
+}
+
 impl ArpQuerier {
     /// The ARP table as text: one `IP OK ETH AGE` line per entry (Click's
     /// `table` handler), `static` appended for static entries, oldest
@@ -738,7 +744,7 @@ impl ArpQuerier {
     /// Whether `eth` may be a neighbour's address: unicast, not all-zero,
     /// not ours.
     fn good_mac(&self, eth: EthernetAddress) -> bool {
-        eth.is_unicast() && eth != EthernetAddress::UNSPECIFIED && eth != self.my_eth
+        neighbour_mac(eth, self.my_eth)
     }
 
     /// What an ARP frame from the wire may do to the table, or the counter
@@ -1009,32 +1015,21 @@ impl Element for ArpQuerier {
         let words: Vec<&str> = value.split_ascii_whitespace().collect();
         let ip = |w: &str| Ipv4Addr::from_arg(w).map_err(|e| format!("expected IPv4 address, {e}"));
         match (handler, words.as_slice()) {
-            ("insert", [i, e, rest @ ..]) if matches!(rest, [] | ["static"]) => {
-                let eth = EthernetAddress::from_arg(e)
-                    .map_err(|e| format!("expected Ethernet address, {e}"))?;
-                if !self.good_mac(eth) {
-                    return Err(format!(
-                        "{eth} cannot be a neighbour's address: give a unicast address, \
-                         not all-zero and not this interface's own ({})",
-                        self.my_eth
-                    ));
-                }
-                let ip = ip(i)?;
+            ("insert", _) => {
+                let me = self.my_eth;
+                let ok = |eth: EthernetAddress| {
+                    if neighbour_mac(eth, me) {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "{eth} cannot be a neighbour's address: give a unicast address, \
+                             not all-zero and not this interface's own ({me})"
+                        ))
+                    }
+                };
                 let now = self.now.0;
-                if rest.is_empty() {
-                    self.table.insert(ip, eth, now)
-                } else {
-                    self.table.insert_static(ip, eth, now)
-                }
-                .map_err(|_| {
-                    format!(
-                        "the ARP table is full of static entries ({}): delete one \
-                             or raise ENTRY_CAPACITY",
-                        self.table.neighbours().capacity()
-                    )
-                })
+                self.table.insert_handler(value, now, ok)
             }
-            ("insert", _) => Err("expected `IP ETH` or `IP ETH static`".into()),
             ("delete", [i]) => {
                 let a = ip(i)?;
                 if self.table.remove(a) {

@@ -1447,6 +1447,41 @@ impl ArpTable {
             .insert_by_hand(ip.to_bits(), eth, State::Static, now)
     }
 
+    /// The `insert` handler of ARPQuerier and ARPTable: `IP ETH` (a Known
+    /// entry, as Click's) or `IP ETH static`, stamped `now`. `good`
+    /// says whether ETH may be a neighbour's address.
+    pub fn insert_handler(
+        &mut self,
+        value: &str,
+        now: u64,
+        good: impl FnOnce(EthernetAddress) -> Result<(), String>,
+    ) -> Result<(), String> {
+        use bricks_element::FromArg;
+        let words: Vec<&str> = value.split_ascii_whitespace().collect();
+        let [i, e, rest @ ..] = words.as_slice() else {
+            return Err("expected `IP ETH` or `IP ETH static`".into());
+        };
+        let fixed = match rest {
+            [] => false,
+            ["static"] => true,
+            _ => return Err("expected `IP ETH` or `IP ETH static`".into()),
+        };
+        let eth =
+            EthernetAddress::from_arg(e).map_err(|e| format!("expected Ethernet address, {e}"))?;
+        good(eth)?;
+        let ip = Ipv4Addr::from_arg(i).map_err(|e| format!("expected IPv4 address, {e}"))?;
+        let state = if fixed { State::Static } else { State::Known };
+        self.shared
+            .insert_by_hand(ip.to_bits(), eth, state, now)
+            .map_err(|_| {
+                format!(
+                    "the ARP table is full of static entries ({}): delete one or raise \
+                     ENTRY_CAPACITY",
+                    self.shared.capacity()
+                )
+            })
+    }
+
     /// Inserts a Known entry by hand, for every worker (Click's `insert`):
     /// it replaces whatever `ip` had and expires TIMEOUT from `now` like a
     /// learnt one. Packets waiting for `ip` are sent as with

@@ -179,24 +179,16 @@ impl Element for ArpTableElement {
         let words: Vec<&str> = value.split_ascii_whitespace().collect();
         let ip = |w: &str| Ipv4Addr::from_arg(w).map_err(|e| format!("expected IPv4 address, {e}"));
         match (handler, words.as_slice()) {
-            ("insert", [i, e, rest @ ..]) if matches!(rest, [] | ["static"]) => {
-                let eth = EthernetAddress::from_arg(e)
-                    .map_err(|e| format!("expected Ethernet address, {e}"))?;
-                if !eth.is_unicast() || eth == EthernetAddress::UNSPECIFIED {
-                    return Err(format!(
+            ("insert", _) => self.view.insert_handler(value, self.now.0, |eth| {
+                if eth.is_unicast() && eth != EthernetAddress::UNSPECIFIED {
+                    Ok(())
+                } else {
+                    Err(format!(
                         "{eth} cannot be a neighbour's address: give a unicast address, not \
                          all-zero"
-                    ));
+                    ))
                 }
-                let (ip, now) = (ip(i)?, self.now.0);
-                if rest.is_empty() {
-                    self.view.insert(ip, eth, now)
-                } else {
-                    self.view.insert_static(ip, eth, now)
-                }
-                .map_err(|_| "the ARP table is full of static entries".to_string())
-            }
-            ("insert", _) => Err("expected `IP ETH` or `IP ETH static`".into()),
+            }),
             ("delete", [i]) => {
                 let a = ip(i)?;
                 if self.view.remove(a) {
