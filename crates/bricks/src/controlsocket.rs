@@ -49,61 +49,41 @@ impl Router {
 /// names the ControlSocket it adds.
 const DRIVER_SOCKET: &str = "click_driver@@ControlSocket";
 
-/// Starts a server for every ControlSocket of `plan`, and one on TCP port
-/// `driver_port` of 127.0.0.1 (`click -p PORT`: Click's text, `PORT+` for
-/// the first free port from PORT) if given. The threads live until the
-/// process ends.
-pub(crate) fn serve(
-    plan: &Arc<Plan>,
-    control: &Control,
-    driver_port: Option<&str>,
-    swapper: Option<&Arc<Swapper>>,
-) -> anyhow::Result<()> {
-    // Tests shorten the idle time to see a silent client go.
-    let idle = std::env::var("BRICKS_CONTROLSOCKET_IDLE_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(IDLE, Duration::from_millis);
-    serve_with_idle(plan, control, driver_port, idle, swapper)
+/// A ControlSocket's listener, bound before the workers start so that
+/// its `port` handler can tell the port a `PORT+` found.
+pub(crate) struct Bound {
+    name: String,
+    cfg: ControlSocketConfig,
+    listener: Listener,
 }
 
-fn serve_with_idle(
-    plan: &Arc<Plan>,
-    control: &Control,
-    driver_port: Option<&str>,
-    idle: Duration,
-    swapper: Option<&Arc<Swapper>>,
-) -> anyhow::Result<()> {
-    let arg = |text: &str| bricks_config::Arg {
-        text: text.to_string(),
-        span: Default::default(),
-    };
-    // Bricks binds the driver's socket to loopback only: whoever reaches
-    // it may reconfigure the router (Click binds every address).
-    let driver = driver_port.map(|p| {
-        (
-            DRIVER_SOCKET.to_string(),
-            vec![arg("TCP"), arg(p), arg("LOCALHOST true")],
-        )
-    });
-    let sockets = plan
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+/// Binds every ControlSocket of `plan`, and one on TCP port `driver_port`
+/// of 127.0.0.1 (`click -p PORT`: Click's text, `PORT+` for the first free
+/// port from PORT) if given. A TCP socket given as `PORT+` has its port
+/// argument replaced in `plan` by the port it got, so that the element's
+/// `port` handler reads it (Click's does the same).
+pub(crate) fn bind_all(plan: &mut Plan, driver_port: Option<&str>) -> anyhow::Result<Vec<Bound>> {
+    if let Some(p) = driver_port {
+        add_driver_socket(plan, p);
+    }
+    let sockets: Vec<_> = plan
         .elements
         .iter()
-        .filter(|e| e.class.name == "ControlSocket")
-        .map(|e| (e.name.clone(), e.args.clone()))
-        .chain(driver);
-    for (name, socket_args) in sockets {
+        .enumerate()
+        .filter(|(_, e)| e.class.name == "ControlSocket")
+        .map(|(i, e)| (i, e.name.clone(), e.args.clone()))
+        .collect();
+    let mut bound = Vec::new();
+    for (index, name, socket_args) in sockets {
         let mut args = bricks_element::Args::from_strs(&socket_args);
         let cfg = ControlSocketConfig::parse(&mut args)
             .map_err(|err| anyhow::anyhow!("{name}: {err}"))?;
-        let router = Arc::new(Router {
-            control: control.clone(),
-            plan: plan.clone(),
-            read_only: cfg.read_only,
-            swapper: swapper.cloned(),
-        });
-        let clients = Arc::new(AtomicUsize::new(0));
-        match &cfg.endpoint {
+        let listener = match &cfg.endpoint {
             Endpoint::Tcp { port, upward } => {
                 let host = if cfg.localhost {
                     "127.0.0.1"
@@ -121,6 +101,112 @@ fn serve_with_idle(
                     }
                     Err(last.unwrap_or_else(|| std::io::ErrorKind::AddrInUse.into()))
                 })?;
+                if *upward {
+                    if let (Some(e), Ok(a)) = (plan.elements.get_mut(index), l.local_addr()) {
+                        set_port_arg(&mut e.args, a.port());
+                    }
+                }
+                Listener::Tcp(l)
+            }
+            Endpoint::Unix(path) => {
+                let _ = std::fs::remove_file(path);
+                let l = bind(&cfg, &name, || UnixListener::bind(path))?;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+                Listener::Unix(l)
+            }
+        };
+        bound.push(Bound {
+            name,
+            cfg,
+            listener,
+        });
+    }
+    Ok(bound)
+}
+
+/// Adds the ControlSocket of `click -p PORT` to `plan` as an element of
+/// its own, named as Click's driver names it, so that its `port` handler
+/// can be read (`click_driver@@ControlSocket.port`). Bricks binds it to
+/// loopback only: whoever reaches it may reconfigure the router (Click
+/// binds every address).
+fn add_driver_socket(plan: &mut Plan, port: &str) {
+    let arg = |text: &str| bricks_config::Arg {
+        text: text.to_string(),
+        span: Default::default(),
+    };
+    plan.elements.push(bricks_runtime::PlanElement {
+        name: DRIVER_SOCKET.to_string(),
+        class: bricks_elements::control::controlsocket::CLASS,
+        args: vec![arg("TCP"), arg(port), arg("LOCALHOST true")],
+        config_span: Default::default(),
+        ports: Default::default(),
+        outputs: Vec::new(),
+        inputs: Vec::new(),
+        task: bricks_element::TaskKind::None,
+        every_worker: false,
+        tickets: bricks_runtime::DEFAULT_TICKETS,
+        placement: bricks_runtime::Placement::Default,
+        shared: Arc::new(bricks_element::SharedSlot::new()),
+    });
+}
+
+/// Replaces a `PORT+` argument (positional or `PORT N+`) by `port`.
+fn set_port_arg(args: &mut [bricks_config::Arg], port: u16) {
+    for a in args.iter_mut() {
+        let t = a.text.trim();
+        let keyword = t
+            .strip_prefix("PORT")
+            .filter(|rest| rest.starts_with(char::is_whitespace))
+            .map(str::trim);
+        match keyword {
+            Some(v) if v.ends_with('+') => a.text = format!("PORT {port}"),
+            None if t.ends_with('+') && t[..t.len() - 1].parse::<u16>().is_ok() => {
+                a.text = port.to_string()
+            }
+            _ => continue,
+        }
+        return;
+    }
+}
+
+/// Serves every socket [`bind_all`] bound, each on a thread of its own;
+/// the threads live until the process ends.
+pub(crate) fn serve(
+    bound: Vec<Bound>,
+    plan: &Arc<Plan>,
+    control: &Control,
+    swapper: Option<&Arc<Swapper>>,
+) {
+    // Tests shorten the idle time to see a silent client go.
+    let idle = std::env::var("BRICKS_CONTROLSOCKET_IDLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(IDLE, Duration::from_millis);
+    serve_with_idle(bound, plan, control, idle, swapper)
+}
+
+fn serve_with_idle(
+    bound: Vec<Bound>,
+    plan: &Arc<Plan>,
+    control: &Control,
+    idle: Duration,
+    swapper: Option<&Arc<Swapper>>,
+) {
+    for Bound {
+        name,
+        cfg,
+        listener,
+    } in bound
+    {
+        let router = Arc::new(Router {
+            control: control.clone(),
+            plan: plan.clone(),
+            read_only: cfg.read_only,
+            swapper: swapper.cloned(),
+        });
+        let clients = Arc::new(AtomicUsize::new(0));
+        match listener {
+            Listener::Tcp(l) => {
                 spawn(format!("{name} accept"), move || {
                     for s in l.incoming().flatten() {
                         let (r, c) = (router.clone(), clients.clone());
@@ -132,10 +218,7 @@ fn serve_with_idle(
                     }
                 });
             }
-            Endpoint::Unix(path) => {
-                let _ = std::fs::remove_file(path);
-                let l = bind(&cfg, &name, || UnixListener::bind(path))?;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            Listener::Unix(l) => {
                 spawn(format!("{name} accept"), move || {
                     for s in l.incoming().flatten() {
                         let (r, c) = (router.clone(), clients.clone());
@@ -149,7 +232,6 @@ fn serve_with_idle(
             }
         }
     }
-    Ok(())
 }
 
 fn bind<L>(
@@ -358,14 +440,14 @@ fn global_read(router: &Router, h: &str) -> Option<String> {
     })
 }
 
-fn read(router: &Router, name: &str, _params: &str, w: &mut impl Write) -> std::io::Result<()> {
+fn read(router: &Router, name: &str, params: &str, w: &mut impl Write) -> std::io::Result<()> {
     let result = match resolve(router, name) {
         Err(e) => Err(e),
         Ok((None, h)) => global_read(router, h).ok_or_else(|| no_handler(name)),
         Ok((Some(e), h)) => router
             .control
-            .read_handler(e, h)
-            .map_err(|why| classify_error(name, &why)),
+            .read_handler_with(e, h, params)
+            .map_err(|why| classify_error("Read", name, &why)),
     };
     match result {
         Ok(v) => {
@@ -380,7 +462,7 @@ fn no_handler(name: &str) -> String {
     format!("511 No handler named '{name}'")
 }
 
-fn classify_error(name: &str, why: &str) -> String {
+fn classify_error(what: &str, name: &str, why: &str) -> String {
     if why.starts_with("no '")
         || why.contains("no handler")
         || why.contains("no read handler")
@@ -389,8 +471,29 @@ fn classify_error(name: &str, why: &str) -> String {
     {
         no_handler(name)
     } else {
-        format!("520 {}", why.replace(['\r', '\n'], " "))
+        handler_error(what, name, why)
     }
+}
+
+/// A handler's error as Click's ControlSocket sends it: `520-WHAT handler
+/// 'NAME' error:`, then each line of `why`, the last with `520 ` and the
+/// others with `520-` (lines of one reply end with `\r\n`, the last one's
+/// added by the caller).
+fn handler_error(what: &str, name: &str, why: &str) -> String {
+    let lines: Vec<&str> = why
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    if lines.is_empty() {
+        return format!("520 {what} handler '{name}' error");
+    }
+    let mut s = format!("520-{what} handler '{name}' error:");
+    for (i, l) in lines.iter().enumerate() {
+        let sep = if i + 1 == lines.len() { ' ' } else { '-' };
+        s.push_str(&format!("\r\n520{sep}{l}"));
+    }
+    s
 }
 
 fn write(router: &Router, name: &str, value: &str) -> String {
@@ -412,13 +515,13 @@ fn write(router: &Router, name: &str, value: &str) -> String {
                 text: value.to_string(),
             }) {
                 Ok(_) => format!("200 Write handler '{name}' OK"),
-                Err(why) => format!("520 {}", why.trim_end().replace(['\r', '\n'], " ")),
+                Err(why) => handler_error("Write", name, &why),
             },
         },
         Ok((None, _)) => no_handler(name),
         Ok((Some(e), h)) => match router.control.write_handler(e, h, value) {
             Ok(()) => format!("200 Write handler '{name}' OK"),
-            Err(why) => classify_error(name, &why),
+            Err(why) => classify_error("Write", name, &why),
         },
     }
 }

@@ -692,7 +692,11 @@ pub(crate) fn plan_beside(
     old: Option<&Plan>,
 ) -> Result<Plan, String> {
     let mut map = SourceMap::default();
+    // Whether the errors, if any, were found after parsing: Click finds
+    // those when it initializes the router, and says it could not.
+    let mut built = false;
     let result = bricks_config::parse_with(&mut map, source, options).and_then(|router| {
+        built = true;
         // Warnings (`require(package ...)`, as Click gives them) go to
         // stderr whether or not the configuration builds.
         for w in &router.warnings {
@@ -727,7 +731,7 @@ pub(crate) fn plan_beside(
     });
     result.map_err(|diags| {
         if format == ErrorFormat::Click {
-            return render_click_errors(&map, &diags);
+            return render_click_errors(&map, &diags, built);
         }
         let mut s = String::new();
         for d in &diags {
@@ -746,14 +750,24 @@ pub(crate) fn plan_beside(
 /// Configuration errors as Click prints them: one `FILE:LINE: message`
 /// line each, except an element's several configuration problems, which
 /// Click lists under `FILE:LINE: While configuring 'NAME :: CLASS':`;
-/// after an element's configuration error, Click's closing line.
-fn render_click_errors(map: &SourceMap, diags: &[bricks_config::Diagnostic]) -> String {
+/// after errors found when the router was put together (`built`: an
+/// element's configuration, a port left unconnected), Click's closing line,
+/// which its parser's errors (an unknown class) do not get.
+fn render_click_errors(
+    map: &SourceMap,
+    diags: &[bricks_config::Diagnostic],
+    built: bool,
+) -> String {
     let mut s = String::new();
-    let mut configure = false;
+    let parser_stage = |m: &str| {
+        m.starts_with("unknown element class")
+            || m.starts_with("undeclared element")
+            || m.contains("is a Click element that bricks does not implement")
+    };
+    let configure = built && !diags.iter().any(|d| parser_stage(&d.message));
     for d in diags {
         match bricks_runtime::split_configure_message(&d.message) {
             Some((name, class, why)) => {
-                configure = true;
                 if why.contains('\n') {
                     let head = bricks_config::Diagnostic {
                         message: format!("While configuring '{name} :: {class}':"),

@@ -283,6 +283,10 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
             })
             .expect("spawning the dispatcher thread")
     });
+    // Control sockets are bound before any worker runs: a `PORT+`
+    // socket's `port` handler then reads the port it got from the start.
+    let mut plan = plan;
+    let sockets = crate::controlsocket::bind_all(&mut plan, settings.click_port.as_deref())?;
     let plan = Arc::new(plan);
     let opts = WorkerOptions {
         threads,
@@ -334,12 +338,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         steering,
         swapper.as_ref(),
     )?;
-    crate::controlsocket::serve(
-        &plan,
-        &workers.control(),
-        settings.click_port.as_deref(),
-        swapper.as_ref(),
-    )?;
+    crate::controlsocket::serve(sockets, &plan, &workers.control(), swapper.as_ref());
     let start = Instant::now();
     let _metrics = match settings.metrics {
         Some(addr) => Some(serve_metrics(addr, &plan, workers.control(), start)?),

@@ -76,10 +76,7 @@ fn check_prints_the_graph_with_push_and_pull() {
 fn unknown_class_is_located_underlined_and_suggested() {
     let (code, err) = check("InfiniteSource -> Queue -> Discrad;");
     assert_eq!(code, 2);
-    assert!(
-        err.contains("error: unknown element class `Discrad`"),
-        "{err}"
-    );
+    assert!(err.contains("error: undeclared element `Discrad`"), "{err}");
     assert!(err.contains("<expr>:1:28"), "{err}");
     assert!(err.contains("^^^^^^^"), "{err}");
     assert!(err.contains("did you mean `Discard`?"), "{err}");
@@ -114,7 +111,7 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
     let (_, err) = check("InfiniteSource -> ARPQueirer(1.0.0.1, 0:0:0:0:0:1) -> Discard;");
     assert!(err.contains("did you mean `ARPQuerier`?"), "{err}");
     let (_, err) = check("InfiniteSource -> Nonesuch -> Discard;");
-    assert!(err.contains("unknown element class `Nonesuch`"), "{err}");
+    assert!(err.contains("undeclared element `Nonesuch`"), "{err}");
     assert!(!err.contains("did you mean"), "{err}");
 }
 
@@ -128,7 +125,7 @@ fn unknown_classes_and_bad_arguments_are_reported_in_one_pass() {
         err.contains("`AggregateIPFlows` is a Click element"),
         "{err}"
     );
-    assert!(err.contains("unknown element class `Discrad`"), "{err}");
+    assert!(err.contains("undeclared element `Discrad`"), "{err}");
     assert!(err.contains("unknown keyword LIMT"), "{err}");
     assert!(err.contains("did you mean LIMIT?"), "{err}");
     assert!(err.contains("c (Counter): unknown keyword X"), "{err}");

@@ -72,10 +72,22 @@ impl<S: Read + Write> Client<S> {
         l.trim_end().to_string()
     }
 
+    /// Sends a command and returns its reply: one line, or several
+    /// joined by newlines when the reply continues (`CODE-text` lines
+    /// before the last `CODE text`).
     fn send(&mut self, cmd: &str) -> String {
         self.r.get_mut().write_all(cmd.as_bytes()).unwrap();
         self.r.get_mut().write_all(b"\r\n").unwrap();
-        self.line()
+        let mut reply = self.line();
+        while reply
+            .lines()
+            .last()
+            .is_some_and(|l| l.as_bytes().get(3) == Some(&b'-'))
+        {
+            reply.push('\n');
+            reply.push_str(&self.line());
+        }
+        reply
     }
 
     /// READ: the status line and the data.
@@ -198,8 +210,10 @@ fn hotswap_handler_switches_configurations() {
     let before: u64 = c.read("c.count").1.trim().parse().unwrap();
     let bad = "s :: InfiniteSource -> c :: Counter -> Nonesuch;";
     let status = c.send(&format!("WRITEDATA hotswap {}\r\n{bad}", bad.len()));
+    // Click's multi-line error reply: a head line, then the reasons.
     assert!(
-        status.starts_with("520 ") && status.contains("Nonesuch"),
+        status.starts_with("520-Write handler 'hotswap' error:\n520")
+            && status.contains("Nonesuch"),
         "{status}"
     );
     assert_eq!(c.read("list").1.lines().next(), Some("4"));
@@ -220,4 +234,44 @@ fn hotswap_handler_switches_configurations() {
         c2 > 0 && after >= before + c2,
         "c {before} -> {after}, c2 {c2}"
     );
+}
+
+/// `PORT+` takes the first free port from PORT on, and the socket's `port`
+/// handler says which (a script writes it out at start-up, as Click's
+/// tests do); reads take parameters (a Script's `add 1 1`), while a
+/// Script's private handlers (`cat` reads files) cannot be reached.
+#[test]
+fn port_found_upward_is_readable_and_private_handlers_are_hidden() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = taken.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let port_file = dir.path().join("PORT");
+    let _r = start(&format!(
+        "{FLOWING} cs :: ControlSocket(TCP, {base}+); \
+         sc :: Script(print >{} $(cs.port));",
+        port_file.display()
+    ));
+    let start = Instant::now();
+    let port: u16 = loop {
+        if let Some(p) = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no PORT file");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(port > base, "{port} should be past the taken {base}");
+    let mut c = Client::new(connect_tcp(port));
+    assert_eq!(c.read("cs.port").1, port.to_string());
+    let (status, sum) = c.read("sc.add 1 2");
+    assert!(status.starts_with("200"), "{status}");
+    assert_eq!(sum, "3");
+    assert_eq!(
+        c.send("READ sc.cat /etc/hostname"),
+        "511 No handler named 'sc.cat'"
+    );
+    assert_eq!(c.send("READ sc.kill 0"), "511 No handler named 'sc.kill'");
+    drop(taken);
 }

@@ -221,6 +221,15 @@ pub trait Element: Send + AsAny {
         false
     }
 
+    /// Whether handler `handler` may be called only from inside the
+    /// router (Click's private handlers: a `Script`'s `cat` reads files,
+    /// its `kill` sends signals). Control sockets, `bricks ctl` and the
+    /// handler mailbox refuse such handlers as if they did not exist.
+    fn handler_is_private(&self, handler: &str) -> bool {
+        let _ = handler;
+        false
+    }
+
     /// Handles a write handler (Click's `element.handler value`).
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         let _ = value;

@@ -625,9 +625,20 @@ fn unknown_class(decl: &bricks_config::ElementDecl, registry: &Registry) -> Diag
             None => with_help(d, "see `bricks elements` for the ones it has"),
         }
     } else {
+        // A word used in place of an element (`-> Foo ->`, `Foo(1)`) that
+        // names no class is, to Click, an element that was never declared;
+        // it says so in those words, and "unknown element class" only
+        // after `name ::`.
         let d = diag(
             decl.class_span,
-            format!("unknown element class `{}`", decl.class),
+            if decl.anonymous {
+                format!(
+                    "undeclared element `{}` (no element class has that name)",
+                    decl.class
+                )
+            } else {
+                format!("unknown element class `{}`", decl.class)
+            },
         );
         match near {
             Some(s) => with_help(d, format!("did you mean `{s}`?")),
@@ -1258,12 +1269,35 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_word_is_an_undeclared_element_as_click_says() {
+        // In place of an element: to Click an element never declared;
+        // after `name ::`, a class it does not know.
+        let errs = errors_of("Nowhere; Nowhere1(); x :: Nowhere2;");
+        assert_eq!(errs.len(), 3, "{errs:#?}");
+        assert!(
+            errs[0].starts_with("undeclared element `Nowhere` (no element class has that name)"),
+            "{}",
+            errs[0]
+        );
+        assert!(
+            errs[1].starts_with("undeclared element `Nowhere1`"),
+            "{}",
+            errs[1]
+        );
+        assert!(
+            errs[2].starts_with("unknown element class `Nowhere2`"),
+            "{}",
+            errs[2]
+        );
+    }
+
+    #[test]
     fn arguments_of_an_element_with_ports_out_of_range_are_not_checked() {
         // Its port count is wrong, so its arguments cannot be judged.
         let errs = errors_of("a :: Probe(BOGUS 1); b :: Probe(BOGUS 2); a[1] -> Nope;");
         assert_eq!(errs.len(), 3, "{errs:#?}");
         assert!(
-            errs[0].starts_with("unknown element class `Nope`"),
+            errs[0].starts_with("undeclared element `Nope`"),
             "{}",
             errs[0]
         );

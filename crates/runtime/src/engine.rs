@@ -288,6 +288,9 @@ pub struct HandlerCall {
     pub handler: String,
     /// The value written; `None` reads the handler.
     pub value: Option<String>,
+    /// A read's parameters (Click's `READ handler params`); empty for
+    /// most reads.
+    pub params: String,
     /// Where the answer goes.
     pub reply: mpsc::Sender<HandlerReply>,
 }
@@ -449,6 +452,17 @@ impl Engine {
                     result: Err(format!("no element `{}`", call.element)),
                     shared: true,
                 },
+                // Calls from outside never reach a private handler.
+                Some(i)
+                    if self
+                        .graph
+                        .with_element_ref(i, |el| el.handler_is_private(&call.handler)) =>
+                {
+                    HandlerReply {
+                        result: Err(format!("no handler `{}`", call.handler)),
+                        shared: true,
+                    }
+                }
                 Some(i) => match &call.value {
                     Some(value) => HandlerReply {
                         shared: self
@@ -462,9 +476,17 @@ impl Engine {
                             .call_handler(i, &call.handler, value, true, &mut self.state)
                             .map(|_| None),
                     },
-                    None => HandlerReply {
+                    None if call.params.is_empty() => HandlerReply {
                         shared: false,
                         result: self.graph.read_handler(i, &call.handler).map(Some),
+                    },
+                    // A read with parameters (a Script's `add 1 1`).
+                    None => HandlerReply {
+                        shared: false,
+                        result: self
+                            .graph
+                            .call_handler(i, &call.handler, &call.params, false, &mut self.state)
+                            .map(|v| Some(HandlerValue::Text(v))),
                     },
                 },
             };

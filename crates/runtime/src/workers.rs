@@ -204,6 +204,7 @@ impl Control {
                     element: element.to_string(),
                     handler: handler.to_string(),
                     value: Some(value.to_string()),
+                    params: String::new(),
                     reply: tx,
                 })
                 .ok()?;
@@ -236,6 +237,18 @@ impl Control {
     /// Reads handler `element.handler` of the running workers: a counter
     /// summed over them, other values from the first worker that answers.
     pub fn read_handler(&self, element: &str, handler: &str) -> Result<String, String> {
+        self.read_handler_with(element, handler, "")
+    }
+
+    /// Reads handler `element.handler` with parameters `params` (Click's
+    /// `READ handler params`, a Script's `add 1 1`), as
+    /// [`Control::read_handler`] does.
+    pub fn read_handler_with(
+        &self,
+        element: &str,
+        handler: &str,
+        params: &str,
+    ) -> Result<String, String> {
         let answers: Vec<Result<HandlerValue, String>> = (0..self.mail.len())
             .filter_map(|w| {
                 let (tx, rx) = mpsc::channel();
@@ -244,6 +257,7 @@ impl Control {
                         element: element.to_string(),
                         handler: handler.to_string(),
                         value: None,
+                        params: params.to_string(),
                         reply: tx,
                     })
                     .ok()?;

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, PortInfo};
+use bricks_element::{ArgError, Args, Element, ElementClass, Handler, Keyword, Manual, PortInfo};
 
 /// The `ControlSocket` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -34,7 +34,8 @@ static MANUAL: Manual = Manual {
         followed by `DATA n` and n bytes. Handlers are named `ELEMENT.HANDLER`, or a bare \
         name for the router's own: `version`, `list` (the element count then one name a \
         line), `classes`, `config`, `flatconfig`, `requirements`, `handlers`, `stop` \
-        (write).\n\nbricks differs from Click in a few ways: a TCP socket listens on \
+        (write). Its own read handler is `port` (TCP: the port it listens on, \
+        the one found for `PORT+`) or `filename` (Unix).\n\nbricks differs from Click in a few ways: a TCP socket listens on \
         127.0.0.1 unless LOCALHOST is false (Click listens on every address unless \
         LOCALHOST is true); a Unix socket is made with mode 0600; a command line longer \
         than 64 KiB, a DATA block over 16 MiB, more than 32 clients at once and a client \
@@ -178,15 +179,41 @@ impl ControlSocketConfig {
 }
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    ControlSocketConfig::parse(args)?;
-    Ok(Box::new(ControlSocket))
+    let cfg = ControlSocketConfig::parse(args)?;
+    Ok(Box::new(ControlSocket {
+        endpoint: cfg.endpoint,
+    }))
 }
 
-/// The element: nothing at run time (the binary serves the socket).
+/// The element: only its `port` or `filename` handler at run time (the
+/// binary serves the socket).
 #[derive(Debug)]
-pub struct ControlSocket;
+pub struct ControlSocket {
+    endpoint: Endpoint,
+}
 
-impl Element for ControlSocket {}
+impl Element for ControlSocket {
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        match (&self.endpoint, handler) {
+            // `bricks run` binds before the routers start and gives a
+            // `PORT+` socket the port it found as its argument.
+            (Endpoint::Tcp { port, upward }, "port") => {
+                Some(format!("{port}{}", if *upward { "+" } else { "" }))
+            }
+            (Endpoint::Unix(path), "filename") => Some(path.display().to_string()),
+            _ => None,
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const TCP: &[Handler] = &[Handler::r("port")];
+        const UNIX: &[Handler] = &[Handler::r("filename")];
+        match self.endpoint {
+            Endpoint::Tcp { .. } => TCP,
+            Endpoint::Unix(_) => UNIX,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

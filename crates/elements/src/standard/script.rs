@@ -1527,6 +1527,11 @@ impl Element for Script {
         self.read_export(handler)
     }
 
+    fn handler_is_private(&self, handler: &str) -> bool {
+        // Click's private handlers: they read files and send signals.
+        matches!(handler, "cat" | "catq" | "kill")
+    }
+
     fn call_handler(
         &mut self,
         handler: &str,
