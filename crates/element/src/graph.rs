@@ -563,7 +563,11 @@ impl Graph {
         }
         if let Some(Some(t)) = self.tasks.get(index) {
             match handler {
-                "scheduled" => return Ok(HandlerValue::Text(t.scheduled.get().to_string())),
+                "scheduled" => {
+                    drop(e);
+                    let awake = t.scheduled.get() && self.task_awake(index);
+                    return Ok(HandlerValue::Text(awake.to_string()));
+                }
                 "tickets" => return Ok(HandlerValue::Text(t.tickets.to_string())),
                 "home_thread" => return Ok(HandlerValue::Text(t.home_thread.to_string())),
                 _ => {}
@@ -574,6 +578,56 @@ impl Graph {
             Some(v) => Ok(HandlerValue::Count(v)),
             None => Err(format!("no '{}.{handler}' handler", self.names[index])),
         }
+    }
+
+    /// Whether the task of element `index` would be scheduled in Click,
+    /// where a task sleeps on its notifiers: a task that pulls, while
+    /// nothing upstream may have packets ([`Graph::upstream_active`]); a
+    /// source that pushes, while every queue it reaches is full. bricks'
+    /// tasks run on and find nothing; this is what `scheduled` reads.
+    fn task_awake(&self, index: usize) -> bool {
+        let pulls: Vec<usize> = (0..self.inputs[index].len())
+            .filter(|&i| self.inputs[index][i].is_some())
+            .collect();
+        if !pulls.is_empty() {
+            return pulls.iter().any(|&i| self.upstream_active(index, i));
+        }
+        !(self.has_room_signal(index, 0) && self.downstream_room(index, 0) == Some(0))
+    }
+
+    /// Click's upstream empty signal of pull input `port` of `element`
+    /// (`Notifier::upstream_empty_signal`): whether a pull through it may
+    /// find packets. Asks the elements upstream ([`Element::empty_signal`]),
+    /// through those that do not know to their own pull inputs; a path
+    /// that reaches an element with no answer and no pull inputs (a pull
+    /// source without a notifier) may always have packets. Walks the
+    /// graph: for handlers, never per packet.
+    pub fn upstream_active(&self, element: usize, port: usize) -> bool {
+        self.upstream_active_within(element, port, MAX_PUSH_DEPTH)
+    }
+
+    fn upstream_active_within(&self, element: usize, port: usize, depth: u32) -> bool {
+        let Some(edge) = self.inputs[element].get(port).filter(|e| e.is_some()) else {
+            return false;
+        };
+        let src = edge.element as usize;
+        if depth == 0 {
+            return true;
+        }
+        let known = match self.elements[src].try_borrow() {
+            Ok(e) => e.empty_signal(edge.port as usize),
+            // Busy further up the stack: it is pulling, so it may have
+            // packets.
+            Err(_) => return true,
+        };
+        if let Some(active) = known {
+            return active;
+        }
+        let ins = &self.inputs[src];
+        if !ins.iter().any(|e| e.is_some()) {
+            return true;
+        }
+        (0..ins.len()).any(|i| ins[i].is_some() && self.upstream_active_within(src, i, depth - 1))
     }
 
     /// Click's `handlers` text for element `index`: one `name<TAB>flags`
@@ -738,6 +792,13 @@ impl<'a> Context<'a> {
     #[inline]
     pub fn downstream_room(&self, port: usize) -> Option<usize> {
         self.graph.downstream_room(self.element, port)
+    }
+
+    /// Click's upstream empty signal of pull input `port`: whether a pull
+    /// from it may find packets (see [`Graph::upstream_active`]). Walks
+    /// the graph: for handlers and rare events, not per packet.
+    pub fn upstream_active(&self, port: usize) -> bool {
+        self.graph.upstream_active(self.element, port)
     }
 
     /// Whether [`Context::downstream_room`] can ever answer for push

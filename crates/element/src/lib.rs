@@ -179,6 +179,19 @@ pub trait Element: Send + AsAny {
         None
     }
 
+    /// Click's empty notifier for pull output `port`: `Some(true)` when a
+    /// pull may find packets, `Some(false)` when it will find none until
+    /// something changes (an empty notifier queue, `Idle`, a `PullSwitch`
+    /// switched off, a pull source at its limit), `None` for an element
+    /// that does not know and passes the question to its pull inputs (the
+    /// default). An element with neither an answer nor pull inputs may
+    /// always have packets. Only the `scheduled` handler of the tasks
+    /// pulling from it reads this (bricks' tasks do not sleep).
+    fn empty_signal(&self, port: usize) -> Option<bool> {
+        let _ = port;
+        None
+    }
+
     /// How many more packets push input `port` takes before it drops them,
     /// for an element that stores packets (a `Queue`); `None` for every
     /// other element. Sources ask through [`Context::downstream_room`] and

@@ -729,6 +729,12 @@ impl Element for FromIPSummaryDump {
         s.counter("bad_lines", self.bad_lines);
     }
 
+    fn empty_signal(&self, _port: usize) -> Option<bool> {
+        // Pulled, Click's FromIPSummaryDump is an empty notifier: asleep
+        // while inactive and once the file is done.
+        Some(self.active && !self.stopped)
+    }
+
     fn read_handler(&self, handler: &str) -> Option<String> {
         Some(match handler {
             "active" => self.active.to_string(),

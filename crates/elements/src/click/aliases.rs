@@ -1,8 +1,9 @@
 //! Click classes that are an existing bricks element under another name.
 //!
-//! `NotifierQueue` and `FullNoteQueue` are Click's Queue with empty and
-//! full notification, which bricks' Queue needs no notifier for (a task
-//! that pulls an empty queue just finds nothing); `LinearIPLookup` is the
+//! `NotifierQueue` and `FullNoteQueue` are Click's Queue with empty
+//! notification and with empty and full notification: bricks' Queue, the
+//! first without holding sources back when it is full (Click's
+//! NotifierQueue has no full notifier); `LinearIPLookup` is the
 //! linear-search table StaticIPLookup already is; `Unqueue2` is Click's
 //! deprecated Unqueue that also looked at downstream queues.
 
@@ -16,7 +17,7 @@ pub static NOTIFIER_QUEUE: ElementClass = ElementClass {
     ports: "1/1",
     processing: "h/l",
     manual: &NOTIFIER_QUEUE_MANUAL,
-    make: make_queue,
+    make: queue::make_without_full_notifier,
 };
 
 /// The `FullNoteQueue` class: bricks' Queue.
@@ -64,8 +65,9 @@ static NOTIFIER_QUEUE_MANUAL: Manual = Manual {
     summary: "stores packets in a FIFO queue (Click's Queue with empty notification)",
     synopsis: "NotifierQueue([CAPACITY])",
     description: "bricks' Queue under Click's name for a Queue that tells the elements \
-        pulling from it when it is empty. bricks' pullers need no such notice: `bricks \
-        elements Queue` describes it.",
+        pulling from it when it is empty, but not its pushers when it is full: as in \
+        Click, a source pushing into it does not wait, and what does not fit is dropped \
+        and counted. `bricks elements Queue` describes the rest.",
     ports: "one push input; one pull output",
     keywords: QUEUE_KEYWORDS,
     counters: QUEUE_COUNTERS,
@@ -77,8 +79,8 @@ static FULL_NOTE_QUEUE_MANUAL: Manual = Manual {
     summary: "stores packets in a FIFO queue (Click's Queue with full and empty notification)",
     synopsis: "FullNoteQueue([CAPACITY])",
     description: "bricks' Queue under Click's name for a Queue that also tells its pushers \
-        when it is full. bricks has no notifiers: a packet pushed into a full queue is \
-        dropped and counted, as in Queue. `bricks elements Queue` describes it.",
+        when it is full: a source pushing into it (InfiniteSource, RandomSource) waits \
+        while it is full, as into Queue. `bricks elements Queue` describes it.",
     ports: "one push input; one pull output",
     keywords: QUEUE_KEYWORDS,
     counters: QUEUE_COUNTERS,

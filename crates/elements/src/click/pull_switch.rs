@@ -2,9 +2,13 @@
 //! handler, as Click's `elements/standard/pullswitch.cc` and
 //! `simplepullswitch.cc`.
 //!
-//! The two differ in Click only by PullSwitch's notifier (the element
-//! downstream sleeps while the chosen input is empty). bricks has no
-//! notifiers, so both are the same element under Click's two names.
+//! The two differ only by PullSwitch's empty notifier, which tells the
+//! task pulling from it whether the chosen input may have packets
+//! (Click's `scheduled` handler of that task reads false while not).
+//! bricks' tasks do not sleep, so the notifier is only read, by that
+//! handler; it changes as Click's does: off when switched off or when a
+//! pull finds nothing and nothing upstream may have packets, on when a
+//! pull finds packets or the switch turns to an input that may have some.
 
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
@@ -26,7 +30,7 @@ pub static SIMPLE_PULL_SWITCH: ElementClass = ElementClass {
     ports: "-/1",
     processing: "l/l",
     manual: &SIMPLE_MANUAL,
-    make,
+    make: make_simple,
 };
 
 static MANUAL: Manual = Manual {
@@ -35,8 +39,9 @@ static MANUAL: Manual = Manual {
     description: "On every pull, returns the packets pulled from input INPUT (0 by \
         default). A negative INPUT, or one that is not an input of the element, returns \
         nothing. The `switch` handler reads and sets INPUT while the router runs; a value \
-        that names no input reads back as -1. Click's notifier (the puller sleeping while \
-        the chosen input is empty) does not exist in bricks.",
+        that names no input reads back as -1. As in Click, the task pulling from it reads \
+        `scheduled` false while the chosen input can give nothing (switched off, an \
+        empty queue, Idle).",
     ports: "pull inputs (any number); one pull output",
     keywords: &[Keyword {
         name: "INPUT",
@@ -60,12 +65,28 @@ static SIMPLE_MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    make_switch(args, ports, true)
+}
+
+fn make_simple(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    make_switch(args, ports, false)
+}
+
+fn make_switch(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+    notifies: bool,
+) -> Result<Box<dyn Element>, ArgError> {
     let k: i64 = args.read_p("INPUT")?.unwrap_or(0);
     let mut s = PullSwitch {
         input: None,
         ninputs: ports.ninputs(),
+        notifies,
+        notifier: false,
     };
     s.set(k);
+    // Click's PullSwitch starts on when an input is chosen.
+    s.notifier = s.input.is_some();
     Ok(Box::new(s))
 }
 
@@ -74,6 +95,10 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
 pub struct PullSwitch {
     input: Option<usize>,
     ninputs: usize,
+    /// It has an empty notifier (PullSwitch, not SimplePullSwitch).
+    notifies: bool,
+    /// The notifier: a pull may find packets.
+    notifier: bool,
 }
 
 impl PullSwitch {
@@ -84,9 +109,43 @@ impl PullSwitch {
 
 impl Element for PullSwitch {
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        if let Some(i) = self.input {
-            cx.pull(i, out, max);
+        let Some(i) = self.input else {
+            self.notifier = false;
+            return;
+        };
+        let before = out.len();
+        cx.pull(i, out, max);
+        if out.len() > before {
+            self.notifier = true;
+        } else if self.notifies && self.notifier && !cx.upstream_active(i) {
+            self.notifier = false;
         }
+    }
+
+    fn empty_signal(&self, _port: usize) -> Option<bool> {
+        self.notifies.then_some(self.notifier)
+    }
+
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        if !(write && handler == "switch") {
+            return None;
+        }
+        // Click's `set_input`: off for no input; on when the new input may
+        // have packets; otherwise as it was, until a pull finds out.
+        Some(self.write_handler(handler, value).map(|()| {
+            match self.input {
+                None => self.notifier = false,
+                Some(i) if cx.upstream_active(i) => self.notifier = true,
+                Some(_) => {}
+            }
+            String::new()
+        }))
     }
 
     fn read_handler(&self, handler: &str) -> Option<String> {

@@ -22,16 +22,17 @@ static MANUAL: Manual = Manual {
     description: "Answers each pull with the packet of earliest timestamp among the next \
         packets of its inputs, keeping up to BUFFER packets per input so that slightly \
         unsorted streams still come out in order. The `well_ordered` handler reads false \
-        once a packet left earlier than one before it (an input was not sorted). bricks \
-        has no notifiers to tell that an input will never have packets again, so STOP is \
-        accepted and has no effect: the run ends when the sources are done.",
+        once a packet left earlier than one before it (an input was not sorted). With STOP \
+        true, a pull that finds no packet while nothing upstream may have one (Click's \
+        empty notifiers: sources at their end or inactive, empty queues, Idle) asks the \
+        router to stop, once until packets flow again (a DriverManager counts each).",
     ports: "pull inputs (any number); one pull output",
     keywords: &[
         Keyword {
             name: "STOP",
             ty: "boolean",
             default: Some("false"),
-            doc: "accepted, no effect",
+            doc: "stop the router when no input may have packets",
         },
         Keyword {
             name: "BUFFER",
@@ -48,7 +49,7 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let _: Option<bool> = args.read("STOP")?;
+    let stop: bool = args.read("STOP")?.unwrap_or(false);
     let buffer: usize = args.read("BUFFER")?.unwrap_or(1);
     if !(1..=1024).contains(&buffer) {
         return Err(ArgError::new(format!(
@@ -60,6 +61,8 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         buffer,
         last: 0,
         well_ordered: true,
+        stop,
+        asleep: false,
     }))
 }
 
@@ -71,6 +74,12 @@ pub struct TimeSortedSched {
     buffer: usize,
     last: u64,
     well_ordered: bool,
+    /// STOP: ask the router to stop when no input may have packets.
+    stop: bool,
+    /// It found nothing while nothing upstream may have packets, and has
+    /// not had a packet since (Click's task asleep on its notifiers): the
+    /// stop is asked for once per such time.
+    asleep: bool,
 }
 
 impl TimeSortedSched {
@@ -113,6 +122,7 @@ impl TimeSortedSched {
 
 impl Element for TimeSortedSched {
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        let before = out.len();
         for _ in 0..max {
             self.refill(cx);
             let Some(p) = self.next() else { break };
@@ -120,6 +130,16 @@ impl Element for TimeSortedSched {
                 drop(p);
                 break;
             }
+        }
+        if out.len() > before {
+            self.asleep = false;
+        } else if self.stop
+            && !self.asleep
+            && self.held.iter().all(VecDeque::is_empty)
+            && !(0..self.held.len()).any(|i| cx.upstream_active(i))
+        {
+            self.asleep = true;
+            cx.request_stop();
         }
     }
 
@@ -184,6 +204,8 @@ mod tests {
             buffer: 1,
             last: 0,
             well_ordered: true,
+            stop: false,
+            asleep: false,
         };
         assert_eq!(t.next().unwrap().anno().timestamp.0, 3 * MS);
         assert_eq!(t.read_handler("well_ordered").as_deref(), Some("true"));

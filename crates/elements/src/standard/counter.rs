@@ -440,7 +440,13 @@ impl Element for Counter {
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
         // A pull hands the whole batch over at once; calls are made before
-        // it leaves.
+        // it leaves. A pull stops at COUNT_CALL's packet, so that, as in
+        // Click's packet-at-a-time pulls, the call acts before the next
+        // packet is pulled (a call that switches the input pulled from).
+        let max = match &self.count_call {
+            Some(c) if !c.triggered && self.count < c.at => max.min((c.at - self.count) as usize),
+            _ => max,
+        };
         let mut calls: Vec<Call> = Vec::new();
         cx.pull_with(out, max, |b, cx| {
             let n = b.len() as u64;
@@ -616,8 +622,8 @@ mod tests {
         assert!(!h.stop_requested());
         h.push_bytes(0, &[0u8; 40]);
         assert!(h.stop_requested());
-        // Pulled: the call is made once the batch that reaches the count
-        // is through.
+        // Pulled: a pull stops at the packet that reaches the count, and
+        // the call is made before the next pull.
         let ports = PortInfo {
             inputs: vec![bricks_element::Processing::Pull],
             outputs: vec![bricks_element::Processing::Pull],
@@ -629,8 +635,9 @@ mod tests {
         );
         assert_eq!(h.pull(0, 1).len(), 1);
         assert!(!h.stop_requested());
-        assert_eq!(h.pull(0, 2).len(), 2);
+        assert_eq!(h.pull(0, 2).len(), 1);
         assert!(h.stop_requested());
+        assert_eq!(h.pull(0, 2).len(), 1);
         // A new count_call arms it again.
         h.write_handler("count_call", "10").unwrap();
         assert_eq!(h.read_handler("count_call").unwrap(), "10");

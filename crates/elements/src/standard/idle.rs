@@ -45,6 +45,11 @@ impl Element for Idle {
     fn stats(&self, s: &mut Stats) {
         s.counter("drops", self.drops);
     }
+
+    fn empty_signal(&self, _port: usize) -> Option<bool> {
+        // Click's Idle: an empty notifier that never wakes.
+        Some(false)
+    }
 }
 
 #[cfg(test)]

@@ -23,12 +23,16 @@ pub static SIMPLE_QUEUE: ElementClass = ElementClass {
     ports: "1/1",
     processing: "h/l",
     manual: &SIMPLE_MANUAL,
-    make,
+    make: make_simple,
 };
 
 static SIMPLE_MANUAL: Manual = Manual {
     summary: "stores packets in a bounded FIFO (Click's name for a single-core Queue)",
     synopsis: "SimpleQueue([CAPACITY])",
+    description: "Queue without Click's notifiers, as Click's SimpleQueue: a source \
+        pushing into it does not wait while it is full, and what does not fit is dropped \
+        and counted; the tasks pulling from it read as scheduled even when it is empty. Takes pushed packets and hands them out, oldest first, when \
+        pulled. Writing `capacity` changes CAPACITY while the router runs.",
     example: "InfiniteSource(LIMIT 10) -> SimpleQueue(100) -> Unqueue -> Discard;",
     see_also: &["Queue"],
     ..MANUAL
@@ -63,7 +67,29 @@ static MANUAL: Manual = Manual {
     see_also: &["Unqueue", "RoundRobinSched", "PrioSched"],
 };
 
-fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    make_queue(args, ports, true, true)
+}
+
+fn make_simple(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    make_queue(args, ports, false, false)
+}
+
+/// A Queue that does not tell its pushers when it is full (Click's
+/// NotifierQueue): sources push on and what does not fit is dropped.
+pub fn make_without_full_notifier(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+) -> Result<Box<dyn Element>, ArgError> {
+    make_queue(args, ports, false, true)
+}
+
+fn make_queue(
+    args: &mut Args<'_>,
+    _ports: &PortInfo,
+    full_notifier: bool,
+    empty_notifier: bool,
+) -> Result<Box<dyn Element>, ArgError> {
     let capacity: usize = args.read_p("CAPACITY")?.unwrap_or(1000);
     if capacity == 0 || capacity > 1 << 24 {
         return Err(ArgError::new(format!(
@@ -78,6 +104,8 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         highwater: 0,
         drops: 0,
         enqueued: 0,
+        full_notifier,
+        empty_notifier,
     }))
 }
 
@@ -121,6 +149,12 @@ pub struct Queue {
     highwater: usize,
     drops: u64,
     enqueued: u64,
+    /// Sources upstream see its room (Click's full-queue notifier); Click's
+    /// SimpleQueue and NotifierQueue have none.
+    full_notifier: bool,
+    /// Tasks pulling see whether it is empty (Click's empty notifier);
+    /// Click's SimpleQueue has none.
+    empty_notifier: bool,
 }
 
 impl Element for Queue {
@@ -169,8 +203,13 @@ impl Element for Queue {
         (handler == "capacity").then_some("0 CAPACITY")
     }
 
+    fn empty_signal(&self, _port: usize) -> Option<bool> {
+        Some(!self.empty_notifier || !self.q.is_empty())
+    }
+
     fn push_room(&self, _port: usize) -> Option<usize> {
-        Some(self.capacity.saturating_sub(self.q.len()))
+        self.full_notifier
+            .then(|| self.capacity.saturating_sub(self.q.len()))
     }
 
     fn stats(&self, s: &mut Stats) {

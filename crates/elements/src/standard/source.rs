@@ -289,6 +289,12 @@ impl Emitter {
         self.count += (b.len() - before) as u64;
     }
 
+    /// Whether running out calls a handler (`STOP true`, `END_CALL`) that
+    /// has not been called yet.
+    pub fn has_end_call(&self) -> bool {
+        self.end.is_some() && !self.ended
+    }
+
     /// LIMIT is reached: the end call (or STOP) once, then the task is
     /// done.
     pub fn finished(&mut self, cx: &mut Context<'_>) -> TaskResult {
@@ -488,6 +494,22 @@ impl Element for InfiniteSource {
     #[inline]
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
         let left = self.e.remaining();
+        // Click's full-queue notifier: a source in front of full queues
+        // waits for room instead of making packets only to drop them. As
+        // in Click, a source with an end call (`STOP true`, `END_CALL`)
+        // also waits for room before making it: its last packets are
+        // pulled out of the queue before the router stops.
+        let signal = *self
+            .room_signal
+            .get_or_insert_with(|| cx.has_room_signal(0));
+        let room = if signal && (left > 0 || self.e.has_end_call()) {
+            cx.downstream_room(0)
+        } else {
+            None
+        };
+        if room == Some(0) {
+            return TaskResult::Idle;
+        }
         if left == 0 {
             return self.e.finished(cx);
         }
@@ -495,18 +517,8 @@ impl Element for InfiniteSource {
             return TaskResult::Idle;
         }
         let mut n = (self.burst as u64).min(left) as usize;
-        // Click's full-queue notifier: a source in front of full queues
-        // waits for room instead of making packets only to drop them.
-        let signal = *self
-            .room_signal
-            .get_or_insert_with(|| cx.has_room_signal(0));
-        if signal {
-            if let Some(room) = cx.downstream_room(0) {
-                if room == 0 {
-                    return TaskResult::Idle;
-                }
-                n = n.min(room);
-            }
+        if let Some(room) = room {
+            n = n.min(room);
         }
         let mut b = Batch::new();
         self.e.fill(&mut b, n, cx);
@@ -532,6 +544,12 @@ impl Element for InfiniteSource {
 
     fn stats(&self, s: &mut Stats) {
         s.counter("count", self.e.count);
+    }
+
+    fn empty_signal(&self, _port: usize) -> Option<bool> {
+        // Pulled, Click's InfiniteSource is an empty notifier: asleep
+        // while inactive or at its limit.
+        Some(self.e.active && self.e.remaining() > 0)
     }
 
     fn read_handler(&self, handler: &str) -> Option<String> {
