@@ -309,17 +309,20 @@ fn build_beside(
     let specs: Vec<ProcessingSpec> = classes.iter().map(|c| c.processing_spec()).collect();
 
     // Push and pull. Every element's agnostic ports form one group (Click's
-    // default flow code: any input may flow to any output).
+    // default flow code: any input may flow to any output), group 2i;
+    // an element whose inputs flow to no output (Click's `x/y`, Idle)
+    // has its agnostic outputs in a group of their own, 2i + 1.
     let mut res = Resolver {
-        parent: (0..n).collect(),
-        value: vec![None; n],
+        parent: (0..2 * n).collect(),
+        value: vec![None; 2 * n],
     };
+    let split: Vec<bool> = classes.iter().map(|c| !inputs_flow_out(c.name)).collect();
     let side_out = |i: usize, p: usize| match specs[i].output(p) {
-        Processing::Agnostic => Side::Group(i),
+        Processing::Agnostic => Side::Group(2 * i + usize::from(split[i])),
         x => Side::Fixed(x),
     };
     let side_in = |i: usize, p: usize| match specs[i].input(p) {
-        Processing::Agnostic => Side::Group(i),
+        Processing::Agnostic => Side::Group(2 * i),
         x => Side::Fixed(x),
     };
     let conflict = |c: &bricks_config::Connection, out: Processing| -> Diagnostic {
@@ -946,6 +949,14 @@ fn pull_chain_too_deep(
         ),
         "each element of a pull chain is a nested call; break the chain with `-> Unqueue -> Queue ->`, or let the packets be pushed instead (move the Queue to the end)",
     ))
+}
+
+/// Whether what enters an element of `class` can leave it at all, so that
+/// its agnostic inputs and outputs must agree on push or pull (Click's
+/// flow code; `Idle`'s `x/y` says its inputs lead nowhere, so it may be
+/// pushed to and pulled from at once).
+fn inputs_flow_out(class: &str) -> bool {
+    class != "Idle"
 }
 
 /// Whether packets entering input `input` of an element of `class` may
