@@ -279,6 +279,13 @@ impl Harness {
         self.graph.read_handler(0, handler).map(|v| v.into_text())
     }
 
+    /// Reads a handler with parameters (Click's `READ handler params`,
+    /// a Script's `$(e.handler params)`).
+    pub fn read_handler_with(&mut self, handler: &str, params: &str) -> Result<String, String> {
+        self.graph
+            .call_handler(0, handler, params, false, &mut self.state)
+    }
+
     /// Calls the element's shutdown hook.
     pub fn shutdown(&mut self) {
         self.graph

@@ -16,7 +16,7 @@ use bricks_element::{
 use bricks_packet::Timestamp;
 use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// Which rewriter.
@@ -55,7 +55,11 @@ pub struct Shared {
     pub set: Arc<FlowSet>,
     owner: u16,
     kind: Kind,
-    specs: Vec<InputSpec>,
+    /// Per input: what it does with a packet of no mapping; a `patternN`
+    /// write replaces one (locked only for new flows and handlers).
+    specs: Vec<RwLock<InputSpec>>,
+    /// The rewriter's outputs, for specs written later.
+    noutputs: usize,
     /// Per input: mappings made, failures.
     made: Vec<AtomicU64>,
     failures: Vec<AtomicU64>,
@@ -300,7 +304,8 @@ pub fn make(
             kind,
             made: specs.iter().map(|_| AtomicU64::new(0)).collect(),
             failures: specs.iter().map(|_| AtomicU64::new(0)).collect(),
-            specs,
+            specs: specs.into_iter().map(RwLock::new).collect(),
+            noutputs,
             tcp,
             udp,
             dst_anno,
@@ -398,7 +403,7 @@ impl Rewriter {
             Kind::Addr | Kind::Pair => true,
         };
         if !usable {
-            return match self.sh.specs.get(port) {
+            return match self.sh.specs.get(port).map(read_spec).as_deref() {
                 Some(InputSpec::Pass(o)) => {
                     self.c.passed += 1;
                     Some(*o)
@@ -456,7 +461,7 @@ impl Rewriter {
 
     /// A packet with no mapping whose input makes none.
     fn no_mapping(&mut self, port: usize) -> Option<usize> {
-        match self.sh.specs.get(port) {
+        match self.sh.specs.get(port).map(read_spec).as_deref() {
             Some(InputSpec::Pass(o)) => {
                 self.c.passed += 1;
                 Some(*o)
@@ -479,7 +484,8 @@ impl Rewriter {
         paint: u8,
     ) -> Result<Option<Entry>, Option<usize>> {
         let sh = Arc::clone(&self.sh);
-        let spec = &sh.specs[port];
+        let spec = read_spec(&sh.specs[port]);
+        let spec = &*spec;
         let tries = match spec {
             InputSpec::Pattern(..) | InputSpec::Keep(..) => 1,
             InputSpec::Mapper(m) => m.choices.len(),
@@ -612,7 +618,7 @@ impl Rewriter {
             if only.is_some_and(|o| o != i) {
                 continue;
             }
-            s += &spec.unparse();
+            s += &read_spec(spec).unparse();
             let n = self.sh.made[i].load(Relaxed);
             if n > 0 {
                 s += &format!(" [{n}]");
@@ -627,12 +633,43 @@ impl Rewriter {
     }
 }
 
+/// An input's spec, for reading (a poisoned lock still holds a whole
+/// spec: writers only swap one in).
+fn read_spec(spec: &RwLock<InputSpec>) -> std::sync::RwLockReadGuard<'_, InputSpec> {
+    spec.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Parses `SADDR SPORT DADDR DPORT` (a `tcp_lookup` parameter).
+fn parse_tuple(text: &str) -> Result<Tuple, String> {
+    let w: Vec<&str> = text.split_whitespace().collect();
+    let addr = |t: &str| {
+        t.parse::<std::net::Ipv4Addr>()
+            .map(u32::from)
+            .map_err(|_| format!("expected an IP address, not `{t}`"))
+    };
+    let port = |t: &str| {
+        t.parse::<u16>()
+            .map_err(|_| format!("expected a port, not `{t}`"))
+    };
+    match w.as_slice() {
+        [sa, sp, da, dp] => Ok(Tuple {
+            saddr: addr(sa)?,
+            sport: port(sp)?,
+            daddr: addr(da)?,
+            dport: port(dp)?,
+        }),
+        _ => Err("expected `SADDR SPORT DADDR DPORT`".into()),
+    }
+}
+
 const HANDLERS: &[Handler] = &[
     Handler::r("table"),
     Handler::r("tcp_table"),
     Handler::r("udp_table"),
     Handler::r("mappings"),
     Handler::r("patterns"),
+    Handler::r("tcp_lookup"),
+    Handler::r("udp_lookup"),
     Handler::rw("capacity"),
     Handler::w("clear"),
 ];
@@ -685,10 +722,58 @@ impl Element for Rewriter {
     }
 
     fn handler_is_shared(&self, handler: &str) -> bool {
-        matches!(handler, "capacity" | "clear")
+        matches!(handler, "capacity" | "clear") || handler.starts_with("pattern")
+    }
+
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        _cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        // Click's `tcp_lookup` and `udp_lookup`: the flow a mapping
+        // rewrites `SADDR SPORT DADDR DPORT` to, or nothing.
+        let proto = match handler {
+            "tcp_lookup" if !write => PROTO_TCP,
+            "udp_lookup" if !write => PROTO_UDP,
+            _ => return None,
+        };
+        Some(
+            parse_tuple(value).map(|t| match self.sh.find(t, proto, self.now_ms()) {
+                Some(e) => format!(
+                    "{} {} {} {}",
+                    std::net::Ipv4Addr::from(e.new.saddr),
+                    e.new.sport,
+                    std::net::Ipv4Addr::from(e.new.daddr),
+                    e.new.dport
+                ),
+                None => String::new(),
+            }),
+        )
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        if let Some(i) = handler
+            .strip_prefix("pattern")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            // Click's writable `patternN`: input N's spec is replaced,
+            // and the mappings the old one made are removed.
+            let slot = self
+                .sh
+                .specs
+                .get(i)
+                .ok_or_else(|| format!("no input {i}"))?;
+            let spec = InputSpec::parse(value, self.sh.noutputs, &|_| None, &|_| {
+                Err("a mapper cannot be named in a write".into())
+            })?;
+            *slot.write().unwrap_or_else(|e| e.into_inner()) = spec;
+            self.sh.set.clear_input(self.sh.owner, i as u16);
+            self.sh.made[i].store(0, Relaxed);
+            self.sh.failures[i].store(0, Relaxed);
+            return Ok(());
+        }
         match handler {
             "capacity" => {
                 let n: usize = value
@@ -757,6 +842,51 @@ mod tests {
     }
 
     const NAPT: &str = "pattern 1.0.0.1 1024-65535# - - 0 1, drop";
+
+    #[test]
+    fn a_pattern_written_replaces_the_input_and_its_flows() {
+        let mut h = rw(&iprewriter::CLASS, NAPT, 2);
+        h.push_bytes(0, &packet(6, [18, 26, 4, 44], 30, [10, 0, 0, 4], 40, 3));
+        let out = h.take_bytes(0);
+        assert_eq!(flow(&out[0]), ([1, 0, 0, 1], 1024, [10, 0, 0, 4], 40));
+        // Click's tcp_lookup: the flow a mapping rewrites a tuple to.
+        assert_eq!(
+            h.read_handler_with("tcp_lookup", "18.26.4.44 30 10.0.0.4 40")
+                .unwrap(),
+            "1.0.0.1 1024 10.0.0.4 40"
+        );
+        assert_eq!(
+            h.read_handler_with("tcp_lookup", "10.0.0.4 40 1.0.0.1 1024")
+                .unwrap(),
+            "10.0.0.4 40 18.26.4.44 30"
+        );
+        assert_eq!(
+            h.read_handler_with("udp_lookup", "18.26.4.44 30 10.0.0.4 40")
+                .unwrap(),
+            ""
+        );
+        assert!(h.read_handler_with("tcp_lookup", "1.2.3.4 5").is_err());
+        // A new pattern for input 0: its old mappings go, the same flow
+        // is mapped again by the new one.
+        h.write_handler("pattern0", "pattern 2.0.0.2 2000-2100# - - 0 1")
+            .unwrap();
+        assert_eq!(
+            h.read_handler("patterns").unwrap(),
+            "2.0.0.2 2000-2100 - -\n<drop>\n"
+        );
+        assert_eq!(
+            h.read_handler_with("tcp_lookup", "18.26.4.44 30 10.0.0.4 40")
+                .unwrap(),
+            ""
+        );
+        h.push_bytes(0, &packet(6, [18, 26, 4, 44], 30, [10, 0, 0, 4], 40, 3));
+        let out = h.take_bytes(0);
+        assert_eq!(flow(&out[0]), ([2, 0, 0, 2], 2000, [10, 0, 0, 4], 40));
+        assert!(h
+            .write_handler("pattern0", "pattern 1.0.0.1 - - - 0 5")
+            .is_err());
+        assert!(h.write_handler("pattern7", "drop").is_err());
+    }
 
     #[test]
     fn a_flow_and_its_replies_are_translated() {

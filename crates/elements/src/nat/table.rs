@@ -400,6 +400,21 @@ impl FlowSet {
         gone
     }
 
+    /// Removes the mappings of `owner` that its input `input` made (a
+    /// rewriter's `patternN` write: Click drops that input's flows with
+    /// its old spec).
+    pub fn clear_input(&self, owner: u16, input: u16) {
+        let mut c = lock(&self.control);
+        for slot in 0..c.recs.len() as u32 {
+            let r = c.recs[slot as usize];
+            if r.live && r.owner == owner && r.input == input {
+                self.destroy(&mut c, slot);
+            }
+        }
+        let Control { queue, recs, .. } = &mut *c;
+        queue.retain(|&(s, g)| recs[s as usize].live && recs[s as usize].gen == g);
+    }
+
     /// Removes every flow of `owner` (all with `None`): `clear`.
     pub fn clear(&self, owner: Option<u16>) {
         let mut c = lock(&self.control);
