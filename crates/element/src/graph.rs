@@ -586,11 +586,9 @@ impl Graph {
     /// source that pushes, while every queue it reaches is full. bricks'
     /// tasks run on and find nothing; this is what `scheduled` reads.
     fn task_awake(&self, index: usize) -> bool {
-        let pulls: Vec<usize> = (0..self.inputs[index].len())
-            .filter(|&i| self.inputs[index][i].is_some())
-            .collect();
-        if !pulls.is_empty() {
-            return pulls.iter().any(|&i| self.upstream_active(index, i));
+        let ins = &self.inputs[index];
+        if ins.iter().any(|e| e.is_some()) {
+            return (0..ins.len()).any(|i| ins[i].is_some() && self.upstream_active(index, i));
         }
         !(self.has_room_signal(index, 0) && self.downstream_room(index, 0) == Some(0))
     }

@@ -316,7 +316,12 @@ fn build_beside(
         parent: (0..2 * n).collect(),
         value: vec![None; 2 * n],
     };
-    let split: Vec<bool> = classes.iter().map(|c| !inputs_flow_out(c.name)).collect();
+    let split: Vec<bool> = (0..n)
+        .map(|i| {
+            let name = classes[i].name;
+            !(0..inputs[i].len()).any(|a| (0..outputs[i].len()).any(|b| flows(name, a, b)))
+        })
+        .collect();
     let side_out = |i: usize, p: usize| match specs[i].output(p) {
         Processing::Agnostic => Side::Group(2 * i + usize::from(split[i])),
         x => Side::Fixed(x),
@@ -951,20 +956,15 @@ fn pull_chain_too_deep(
     ))
 }
 
-/// Whether what enters an element of `class` can leave it at all, so that
-/// its agnostic inputs and outputs must agree on push or pull (Click's
-/// flow code; `Idle`'s `x/y` says its inputs lead nowhere, so it may be
-/// pushed to and pulled from at once).
-fn inputs_flow_out(class: &str) -> bool {
-    class != "Idle"
-}
-
 /// Whether packets entering input `input` of an element of `class` may
 /// leave by output `output` (Click's flow code; every pair unless the
-/// class says otherwise). Bypass's return input leads to output 0 only.
+/// class says otherwise). Bypass's return input leads to output 0 only;
+/// `Idle`'s inputs lead nowhere (`x/y`), so it may be pushed to and
+/// pulled from at once.
 fn flows(class: &str, input: usize, output: usize) -> bool {
     match class {
         "Bypass" => !(input == 1 && output == 1),
+        "Idle" => false,
         _ => true,
     }
 }

@@ -404,23 +404,20 @@ impl FlowSet {
     /// rewriter's `patternN` write: Click drops that input's flows with
     /// its old spec).
     pub fn clear_input(&self, owner: u16, input: u16) {
-        let mut c = lock(&self.control);
-        for slot in 0..c.recs.len() as u32 {
-            let r = c.recs[slot as usize];
-            if r.live && r.owner == owner && r.input == input {
-                self.destroy(&mut c, slot);
-            }
-        }
-        let Control { queue, recs, .. } = &mut *c;
-        queue.retain(|&(s, g)| recs[s as usize].live && recs[s as usize].gen == g);
+        self.remove_where(|r| r.owner == owner && r.input == input);
     }
 
     /// Removes every flow of `owner` (all with `None`): `clear`.
     pub fn clear(&self, owner: Option<u16>) {
+        self.remove_where(|r| owner.is_none_or(|o| o == r.owner));
+    }
+
+    /// Removes every live flow `doomed` picks, under the control lock.
+    fn remove_where(&self, doomed: impl Fn(&Rec) -> bool) {
         let mut c = lock(&self.control);
         for slot in 0..c.recs.len() as u32 {
             let r = c.recs[slot as usize];
-            if r.live && owner.is_none_or(|o| o == r.owner) {
+            if r.live && doomed(&r) {
                 self.destroy(&mut c, slot);
             }
         }
