@@ -205,6 +205,11 @@ pub(crate) struct Parser<'a> {
     prev_end: usize,
     /// Number of enclosing element groups.
     groups: usize,
+    /// Words used as element classes so far anywhere in the file (after
+    /// `::`, before `(`, or bare and naming no element), as Click's
+    /// lexers remember every class they were made to assume: a later
+    /// element of that name is an error. Bounded by the file's words.
+    used_classes: HashSet<String>,
 }
 
 pub(crate) fn parse<'a>(
@@ -231,6 +236,7 @@ pub(crate) fn parse<'a>(
         gave_up: false,
         prev_end: 0,
         groups: 0,
+        used_classes: HashSet::new(),
     };
     let mut top = Body::default();
     p.body(&mut top, None);
@@ -368,6 +374,12 @@ impl<'a> Parser<'a> {
 
     fn lookup_type(&self, name: &str) -> Option<&Binding> {
         self.types.get(name).and_then(|b| b.last())
+    }
+
+    /// Whether `name` is a class here: one in scope, or a word used as a
+    /// class earlier in the file.
+    fn is_class(&self, name: &str) -> bool {
+        self.lookup_type(name).is_some() || self.used_classes.contains(name)
     }
 
     fn bind_type(&mut self, name: String, binding: Binding) {
@@ -852,7 +864,7 @@ impl<'a> Parser<'a> {
                 self.error(d);
                 continue;
             }
-            if self.lookup_type(&word).is_some() {
+            if self.is_class(&word) {
                 let d = Diagnostic::error(
                     body.elems[item.id].name_span,
                     format!("class `{word}` used as element name"),
@@ -1143,6 +1155,9 @@ impl<'a> Parser<'a> {
             Some((s, e)) => self.span(s, e),
             None => self.span(span.end, span.end),
         };
+        if tentative.is_none() && !class.is_empty() {
+            self.used_classes.insert(class.to_string());
+        }
         body.elems.push(LocalElem {
             declared: None,
             name: String::new(),
@@ -1242,12 +1257,10 @@ impl<'a> Parser<'a> {
                 .with_help("element names need a letter, `_` or `@` between slashes");
                 self.error(d);
             }
-            if self.lookup_type(word).is_some() {
-                let d = Diagnostic::error(
-                    name_span,
-                    format!("`{word}` is an element class, not an element name"),
-                )
-                .with_help("choose another name for the element");
+            if self.is_class(word) || word == class_name {
+                let d =
+                    Diagnostic::error(name_span, format!("class `{word}` used as element name"))
+                        .with_help("choose another name for the element");
                 self.error(d);
             }
             body.elems.push(LocalElem {
@@ -1265,6 +1278,9 @@ impl<'a> Parser<'a> {
             let id = body.elems.len() - 1;
             body.names.insert(word.to_string(), id);
             first_id.get_or_insert(id);
+        }
+        if !class_name.is_empty() {
+            self.used_classes.insert(class_name.to_string());
         }
         let id = first_id.expect("a declaration has at least one name");
         Ok((id, self.span(first.start, end)))
@@ -1732,7 +1748,10 @@ impl<'a> Parser<'a> {
             };
             if let Some(&target) = body.names.get(&word) {
                 body.elems[i].alias_of = Some(target);
-            } else if !body.is_compound && (word == "input" || word == "output") {
+                continue;
+            }
+            self.used_classes.insert(word.clone());
+            if !body.is_compound && (word == "input" || word == "output") {
                 let d = Diagnostic::error(body.elems[i].name_span, format!("`{word}` is only defined inside an element class body"))
                     .with_help(format!("`{word}` stands for the ports of a compound element: `elementclass Name {{ input -> ... -> output }}`"));
                 self.error(d);

@@ -900,8 +900,28 @@ fn duplicate_parameter() {
 #[test]
 fn compound_class_name_is_not_an_element_name() {
     let (m, s) = error("elementclass A { input -> output } A :: Idle;");
-    assert_eq!(m, "`A` is an element class, not an element name");
+    assert_eq!(m, "class `A` used as element name");
     assert_eq!(s, "A");
+}
+
+/// A word a compound used as a class stays a class for the rest of the
+/// file, as in Click's lexers; an element named after its own class is
+/// refused; an element declared inside a compound leaves the name free.
+#[test]
+fn a_word_used_as_a_class_is_no_element_name_later() {
+    let (m, s) = error("elementclass Foo {\n A -> B;\n}\nA :: Idle;");
+    assert_eq!(
+        (m.as_str(), s.as_str()),
+        ("class `A` used as element name", "A")
+    );
+    let text = "elementclass Foo {\n A :: A -> B;\n}\nA :: Idle;";
+    let all = errors(text);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(all
+        .iter()
+        .all(|(m, s, _)| m == "class `A` used as element name" && s == "A"));
+    ok("elementclass Foo {\n A :: AA -> B;\n}\nA :: Idle -> Discard;");
+    ok("a -> b; a :: Idle; b :: Discard;");
 }
 
 #[test]
