@@ -382,6 +382,7 @@ const GLOBAL_READ: &[&str] = &[
     "flatconfig",
     "requirements",
     "handlers",
+    "timewarp",
 ];
 
 /// Splits `E.H` into the element and handler; a bare name is the router's.
@@ -404,6 +405,7 @@ fn global_read(router: &Router, h: &str) -> Option<String> {
     let plan = &router.plan();
     Some(match h {
         "version" => format!("{}\n", env!("CARGO_PKG_VERSION")),
+        "timewarp" => format!("{}\n", bricks_packet::Timestamp::warp()),
         "list" => {
             let mut s = format!("{}\n", plan.elements.len());
             for e in &plan.elements {
@@ -518,6 +520,14 @@ fn write(router: &Router, name: &str, value: &str) -> String {
                 Err(why) => handler_error("Write", name, &why),
             },
         },
+        // Click's driver's `timewarp`: the clock's speed, for the process.
+        Ok((None, "timewarp")) => match value.trim().parse::<f64>() {
+            Err(_) => handler_error("Write", name, "expected double"),
+            Ok(speed) => match bricks_packet::Timestamp::set_warp(speed) {
+                Ok(()) => format!("200 Write handler '{name}' OK"),
+                Err(why) => handler_error("Write", name, &why),
+            },
+        },
         Ok((None, _)) => no_handler(name),
         Ok((Some(e), h)) => match router.control.write_handler(e, h, value) {
             Ok(()) => format!("200 Write handler '{name}' OK"),
@@ -533,7 +543,8 @@ fn check(router: &Router, name: &str, write: bool) -> String {
     };
     let ok = match e {
         None if write => {
-            h == "stop" || (matches!(h, "hotconfig" | "hotswap") && router.swapper.is_some())
+            matches!(h, "stop" | "timewarp")
+                || (matches!(h, "hotconfig" | "hotswap") && router.swapper.is_some())
         }
         None => GLOBAL_READ.contains(&h),
         Some(e) => {

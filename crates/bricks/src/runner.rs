@@ -363,7 +363,9 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
                 stop.stop();
             }
         }
-        std::thread::sleep(tick);
+        if workers.wait_finished(tick) {
+            break;
+        }
         if hup.swap(false, Ordering::Relaxed) && stopped_by.is_none() {
             if let Some(s) = &swapper {
                 reread(s);

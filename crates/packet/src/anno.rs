@@ -2,6 +2,8 @@
 //! besides its bytes (Click's packet annotations).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// How the link layer addressed the packet, set from the destination MAC
 /// address on input (Linux's `skb->pkt_type`, Click's packet type
@@ -27,13 +29,82 @@ pub enum PacketType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
 pub struct Timestamp(pub u64);
 
+/// Click's `timewarp`: from the moment it was set the clock runs `speed`
+/// times as fast as the wall clock, from where it stood then.
+#[derive(Clone, Copy)]
+struct Warp {
+    real: u64,
+    warped: u64,
+    speed: f64,
+}
+
+impl Warp {
+    fn apply(&self, real: u64) -> u64 {
+        let since = real.saturating_sub(self.real) as f64 * self.speed;
+        self.warped.saturating_add(since as u64)
+    }
+}
+
+/// Whether the clock was ever warped: until then `now` reads the wall
+/// clock with no lock.
+static WARPED: AtomicBool = AtomicBool::new(false);
+static WARP: Mutex<Warp> = Mutex::new(Warp {
+    real: 0,
+    warped: 0,
+    speed: 1.0,
+});
+
 impl Timestamp {
-    /// The current wall-clock time.
+    /// The current time: the wall clock, as warped by
+    /// [`Timestamp::set_warp`].
     pub fn now() -> Timestamp {
+        let real = Self::now_unwarped();
+        if !WARPED.load(Ordering::Relaxed) {
+            return real;
+        }
+        let w = *WARP.lock().unwrap_or_else(|e| e.into_inner());
+        Timestamp(w.apply(real.0))
+    }
+
+    /// The wall-clock time, whatever the warp.
+    pub fn now_unwarped() -> Timestamp {
         let d = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         Timestamp(d.as_nanos() as u64)
+    }
+
+    /// Click's `timewarp` write handler: from now on, the clock of the
+    /// whole process runs `speed` times as fast as the wall clock (2:
+    /// a `wait 1s` takes half a second), continuing from where it
+    /// stands. `speed` must be positive and finite.
+    pub fn set_warp(speed: f64) -> Result<(), String> {
+        if !(speed > 0.0 && speed.is_finite()) {
+            return Err("timefactor must be > 0".to_string());
+        }
+        let mut w = WARP.lock().unwrap_or_else(|e| e.into_inner());
+        let real = Self::now_unwarped().0;
+        let warped = if WARPED.load(Ordering::Relaxed) {
+            w.apply(real)
+        } else {
+            real
+        };
+        *w = Warp {
+            real,
+            warped,
+            speed,
+        };
+        WARPED.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The clock's speed against the wall clock (`timewarp`'s read
+    /// handler): 1 unless [`Timestamp::set_warp`] changed it.
+    pub fn warp() -> f64 {
+        if !WARPED.load(Ordering::Relaxed) {
+            return 1.0;
+        }
+        WARP.lock().unwrap_or_else(|e| e.into_inner()).speed
     }
 
     /// Whole seconds.

@@ -994,7 +994,7 @@ impl Engine {
 
     /// A read handler of the router itself: `list` (the element count,
     /// then each name on a line, as Click's), `version`, `config`,
-    /// `flatconfig`, `requirements`.
+    /// `flatconfig`, `requirements`, `timewarp`.
     fn router_handler(&self, h: &str) -> Result<HandlerValue, String> {
         match h {
             "list" => {
@@ -1006,6 +1006,7 @@ impl Engine {
                 Ok(HandlerValue::Text(s))
             }
             "version" => Ok(HandlerValue::Text(env!("CARGO_PKG_VERSION").to_string())),
+            "timewarp" => Ok(HandlerValue::Text(Timestamp::warp().to_string())),
             _ => match self.graph.router_text(h) {
                 Some(t) => Ok(HandlerValue::Text(t.to_string())),
                 None => Err(format!("no '{h}' handler")),

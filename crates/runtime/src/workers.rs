@@ -21,7 +21,7 @@ use bricks_element::HandlerValue;
 use bricks_packet::Timestamp;
 use std::collections::HashMap;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,7 @@ impl Default for WorkerOptions {
 /// Running workers.
 pub struct Workers {
     handles: Vec<JoinHandle<RunSummary>>,
+    ended: Arc<Ended>,
     control: Control,
     cores: Vec<Option<usize>>,
 }
@@ -286,6 +287,24 @@ impl Drop for Abandon {
     }
 }
 
+/// How many workers have ended, for a thread that waits for them all.
+#[derive(Default)]
+struct Ended {
+    count: Mutex<usize>,
+    cv: Condvar,
+}
+
+/// Counts its worker as ended when the thread returns or unwinds.
+struct EndGuard(Arc<Ended>);
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        let mut c = self.0.count.lock().unwrap_or_else(|e| e.into_inner());
+        *c += 1;
+        self.0.cv.notify_all();
+    }
+}
+
 /// What a finished multi-worker run reports.
 #[derive(Debug, Clone)]
 pub struct WorkersSummary {
@@ -333,8 +352,10 @@ impl Workers {
         // One run: a worker keeps polling while another's sources run and
         // while packets move anywhere (queues shared between workers).
         let term = Arc::new(Termination::new(n));
+        let ended = Arc::new(Ended::default());
         for (w, &core) in cores.iter().enumerate() {
             let plan = plan.clone();
+            let end_guard = EndGuard(ended.clone());
             let term = term.clone();
             let stop = stop.clone();
             let slot = Arc::new(Mutex::new(Snapshot::default()));
@@ -351,6 +372,7 @@ impl Workers {
                 .name(format!("bricks-w{w}"))
                 .stack_size(WORKER_STACK)
                 .spawn(move || {
+                    let _ended = end_guard;
                     if let Some(id) = core {
                         core_affinity::set_for_current(core_affinity::CoreId { id });
                     }
@@ -406,6 +428,7 @@ impl Workers {
         }
         let workers = Workers {
             handles,
+            ended,
             control: Control {
                 live,
                 stats,
@@ -443,7 +466,21 @@ impl Workers {
 
     /// Whether every worker has finished.
     pub fn finished(&self) -> bool {
-        self.handles.iter().all(|h| h.is_finished())
+        *self.ended.count.lock().unwrap_or_else(|e| e.into_inner()) >= self.handles.len()
+    }
+
+    /// Waits until every worker has finished or `timeout` has passed;
+    /// returns whether they have. A run that ends returns at once rather
+    /// than at the waiter's next poll.
+    pub fn wait_finished(&self, timeout: Duration) -> bool {
+        let n = self.handles.len();
+        let c = self.ended.count.lock().unwrap_or_else(|e| e.into_inner());
+        let (c, _) = self
+            .ended
+            .cv
+            .wait_timeout_while(c, timeout, |c| *c < n)
+            .unwrap_or_else(|e| e.into_inner());
+        *c >= n
     }
 
     /// Each worker's counters (see [`Control::live`]).

@@ -3,6 +3,7 @@
 pub mod address_info;
 pub mod align;
 pub mod average_counter;
+pub mod block_thread;
 pub mod bw_rated_unqueue;
 pub mod clicky_info;
 pub mod clipboard;
@@ -106,6 +107,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &set_packet_type::CLASS,
     &address_info::ADDRESS_INFO,
     &clicky_info::CLICKY_INFO,
+    &block_thread::CLASS,
     &port_info::CLASS,
     &align::ALIGN,
     &align::ALIGNMENT_INFO,

@@ -71,8 +71,10 @@ static TYPE_KEYWORD: [Keyword; 1] = [Keyword {
           returned is the output port), for any handler called on it (PROXY: `$0` is the \
           handler's name, `$write` whether it was written), as the router's stop \
           manager (DRIVER), or when the process receives one of the signals SIGNO (SIGNAL: \
-          INT, HUP, USR1, ... or numbers; from when it runs until it ends with `end`, the \
-          signals have their default action). INT and TERM also stop the router.",
+          INT, HUP, USR1, ... or numbers; a signal arriving while it runs runs it again \
+          after an `end`; a run that stops short of `end` leaves its signals their default \
+          action until it gets there, and one that came meanwhile takes that action then, \
+          as in Click). INT and TERM also stop the router.",
 }];
 
 static SCRIPT_MANUAL: Manual = Manual {
@@ -260,13 +262,15 @@ pub struct Script {
     pending: VecDeque<(&'static str, String)>,
     rng: Rng,
     drops: u64,
-    /// TYPE SIGNAL: the signals, the flag their handlers set, and the
-    /// handlers' registrations (removed at shutdown).
+    /// TYPE SIGNAL: the signals, the flag each one's handler sets, and
+    /// the handlers' registrations (removed at shutdown).
     signals: Vec<i32>,
-    signal_flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    signal_flags: Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Whether the script is not installed as its signals' handler: from
-    /// when it starts running on a signal until it ends with `end`, a
-    /// signal has its default action (Click's one-shot handlers).
+    /// when a run started by a signal stops short of `end` (in a wait,
+    /// at `stop`) until it reaches `end`, a signal has its default action
+    /// (Click's one-shot handlers). A signal arriving while the script
+    /// runs waits for the run's end, as Click's `process_signals`.
     signal_disarmed: std::sync::Arc<std::sync::atomic::AtomicBool>,
     signal_ids: Vec<signal_hook::SigId>,
 }
@@ -357,7 +361,7 @@ impl Script {
             rng: Rng::new(1),
             drops: 0,
             signals: Vec::new(),
-            signal_flag: Default::default(),
+            signal_flags: Vec::new(),
             signal_disarmed: Default::default(),
             signal_ids: Vec::new(),
         }
@@ -599,13 +603,15 @@ impl Script {
         }
         if self.kind == Kind::Signal && cx.worker() == 0 {
             for &sig in &self.signals {
+                let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                self.signal_flags.push(flag.clone());
                 let r = signal_hook::flag::register_conditional_default(
                     sig,
                     self.signal_disarmed.clone(),
                 )
                 .and_then(|a| {
                     self.signal_ids.push(a);
-                    signal_hook::flag::register(sig, self.signal_flag.clone())
+                    signal_hook::flag::register(sig, flag)
                 });
                 match r {
                     Ok(id) => self.signal_ids.push(id),
@@ -760,7 +766,8 @@ impl Script {
     }
 
     /// The router's own handlers: `stop` (write: stop requests, Click's
-    /// `adjust_runcount(-N)`) and `version`.
+    /// `adjust_runcount(-N)`), `version`, and `timewarp` (the clock's
+    /// speed; a write changes it for the whole process, as Click's).
     fn global(
         &mut self,
         h: &str,
@@ -777,6 +784,12 @@ impl Script {
                 Ok(String::new())
             }
             ("version", false) => Ok(env!("CARGO_PKG_VERSION").to_string()),
+            ("timewarp", false) => Ok(Timestamp::warp().to_string()),
+            ("timewarp", true) => {
+                let speed: f64 = value.trim().parse().map_err(|_| "expected double")?;
+                Timestamp::set_warp(speed)?;
+                Ok(String::new())
+            }
             (_, true) => Err(format!("no `{h}' write handler")),
             (_, false) => Err(format!("no `{h}' read handler")),
         }
@@ -938,7 +951,8 @@ impl Script {
             }
             _ => {
                 self.has_handler(h, write)
-                    || (element.is_none() && (if write { h == "stop" } else { h == "version" }))
+                    || (element.is_none()
+                        && (h == "timewarp" || if write { h == "stop" } else { h == "version" }))
             }
         }
     }
@@ -1295,16 +1309,44 @@ impl Script {
 impl Script {
     /// A signal script that ended with `end` handles its signals again.
     fn rearm_signals(&mut self) {
-        if self.kind == Kind::Signal
-            && self
-                .insns
-                .get(self.pos)
-                .map(|i| (i.op, i.target))
-                .is_some_and(|l| matches!(l, (Op::End, _) | (Op::Goto, Target::Finish(Op::End))))
-        {
+        if self.kind == Kind::Signal && self.at_end() {
             self.signal_disarmed
                 .store(false, std::sync::atomic::Ordering::Relaxed);
         }
+    }
+
+    /// Whether any of the script's signals arrived since the last look
+    /// (each one's flag is cleared).
+    fn signal_arrived(&self) -> bool {
+        self.signal_flags.iter().fold(false, |any, f| {
+            f.swap(false, std::sync::atomic::Ordering::Relaxed) | any
+        })
+    }
+
+    /// After a run started by a signal: a script that reached `end` stays
+    /// its signals' handler, and signals that came during the run start
+    /// it again. One that stopped short gives its signals their default
+    /// action, and a signal that came during the run gets it now (Click's
+    /// `Master::process_signals` redelivers it to the process).
+    fn after_signal_run(&mut self) {
+        if self.at_end() {
+            return;
+        }
+        self.signal_disarmed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        for (i, f) in self.signal_flags.iter().enumerate() {
+            if f.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                let _ = signal_hook::low_level::raise(self.signals[i]);
+            }
+        }
+    }
+
+    /// Whether the script stands at `end` (or a jump to it).
+    fn at_end(&self) -> bool {
+        self.insns
+            .get(self.pos)
+            .map(|i| (i.op, i.target))
+            .is_some_and(|l| matches!(l, (Op::End, _) | (Op::Goto, Target::Finish(Op::End))))
     }
 
     fn unregister_signals(&mut self) {
@@ -1431,18 +1473,11 @@ impl Element for Script {
         // the router stops (a SIGINT also stops it), but not while it is
         // blocked in a wait of its own (Click reinstalls the handler only
         // when the script completes).
-        if self.kind == Kind::Signal
-            && self.timer_at.is_none()
-            && self
-                .signal_flag
-                .swap(false, std::sync::atomic::Ordering::Relaxed)
-        {
-            self.signal_disarmed
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+        if self.kind == Kind::Signal && self.timer_at.is_none() && self.signal_arrived() {
             if let Err(e) = self.step_handler(StepWhat::Run, "", "run", false, cx) {
                 self.report(cx, &e);
             }
-            self.rearm_signals();
+            self.after_signal_run();
             return TaskResult::Worked;
         }
         if cx.stopping() {
