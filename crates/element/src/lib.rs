@@ -18,6 +18,7 @@
 
 pub mod addresses;
 pub mod args;
+pub mod click_random;
 mod graph;
 mod info;
 mod registry;

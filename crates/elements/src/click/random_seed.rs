@@ -1,12 +1,15 @@
 //! `RandomSeed`: Click's `elements/test/randomseed.cc`, which seeds the
-//! random number generator shared by Click's elements.
+//! random stream Click's elements share.
 //!
-//! bricks' randomised elements (RandomSample, RandomSwitch, RED) each
-//! own a generator with a fixed seed, so every run is already repeatable;
-//! RandomSeed is accepted so that Click's configurations load, and keeps
-//! the seed it was given for its `seed` handler.
+//! In bricks that stream ([`bricks_element::click_random`], glibc's
+//! `random()` as Click's user-level driver uses) picks a rewriter's
+//! random ports, so that a seeded configuration picks Click's. bricks'
+//! other randomised elements (RandomSample, RandomSwitch, RED) each own
+//! a generator with a fixed seed, so their runs repeat without it.
 
-use bricks_element::{ArgError, Args, Element, ElementClass, Handler, Keyword, Manual, PortInfo};
+use bricks_element::{
+    click_random, ArgError, Args, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+};
 
 /// The `RandomSeed` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -20,31 +23,44 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "sets random seed",
     synopsis: "RandomSeed([SEED])",
-    description: "Accepted for Click's configurations. In Click it seeds the generator all \
-        elements share; in bricks every randomised element (RandomSample, RandomSwitch, \
-        RED) has its own generator with a fixed seed, so runs are repeatable without it, \
-        and SEED changes nothing. The `seed` handler reads and writes the seed given.",
+    description: "Seeds the random stream Click's elements share, when the router is \
+        configured and when the `seed` handler is written; without SEED, from the system's \
+        randomness. In bricks that stream is glibc's `random()`, as in Click's user-level \
+        driver, and picks the rewriters' random ports (IPRewriter's `L-H` ranges), so a \
+        seeded configuration picks the ports Click picks; unseeded it starts as glibc's does \
+        (seed 1), so runs repeat. RandomSample, RandomSwitch and RED have generators of \
+        their own with fixed seeds, which SEED does not change. The `seed` handler reads \
+        the seed given and writes a new one.",
     ports: "none",
     keywords: &[Keyword {
         name: "SEED",
-        ty: "unsigned",
-        default: Some("none"),
+        ty: "unsigned 32-bit",
+        default: Some("from the system's randomness"),
         doc: "the seed; positional",
     }],
     counters: &[],
     example: "RandomSeed(1); InfiniteSource(LIMIT 4) -> RandomSample(0.5) -> Discard;",
-    see_also: &["RandomSample", "RandomSwitch"],
+    see_also: &["IPRewriter", "RandomSample", "RandomSwitch"],
 };
 
+/// Seeds the shared stream with `seed`, or from the system's randomness.
+fn apply(seed: Option<u32>) {
+    click_random::srandom(seed.unwrap_or_else(|| {
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now()) as u32
+    }));
+}
+
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let seed: Option<u64> = args.read_p("SEED")?;
+    let seed: Option<u32> = args.read_p("SEED")?;
+    apply(seed);
     Ok(Box::new(RandomSeed { seed }))
 }
 
-/// Holds a seed nobody uses.
+/// Holds the seed it was given.
 #[derive(Debug)]
 pub struct RandomSeed {
-    seed: Option<u64>,
+    seed: Option<u32>,
 }
 
 impl Element for RandomSeed {
@@ -62,6 +78,7 @@ impl Element for RandomSeed {
                 ))
             }
         }
+        apply(self.seed);
         Ok(())
     }
 

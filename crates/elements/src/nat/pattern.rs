@@ -11,6 +11,7 @@
 //! otherwise.
 
 use super::flow::Tuple;
+use bricks_element::click_random;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
@@ -101,8 +102,6 @@ pub struct Pattern {
     pub variation_top: u32,
     /// Where a sequential search starts next (shared by every worker).
     next_variation: AtomicU32,
-    /// A random state for random allocation.
-    seed: AtomicU32,
 }
 
 /// Click's pattern errors, by the word that is wrong.
@@ -192,7 +191,6 @@ impl Pattern {
             same_first: true,
             variation_top: 0,
             next_variation: AtomicU32::new(0),
-            seed: AtomicU32::new(0x9e37_79b9),
         };
         let w = words[0];
         if w != "-" {
@@ -305,14 +303,9 @@ impl Pattern {
                 n
             }
         } else {
-            // xorshift32: allocation order need not be unpredictable to
-            // be correct, only spread.
-            let mut x = self.seed.load(Relaxed);
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            self.seed.store(x, Relaxed);
-            x % (top.saturating_add(1).max(1))
+            // Click's shared stream, which RandomSeed seeds: a seeded
+            // configuration picks the ports Click picks.
+            click_random::random_between(0, top)
         };
         let tries = top.saturating_add(1).min(MAX_PROBES);
         for _ in 0..tries {
