@@ -103,6 +103,28 @@ impl<S: Read + Write> Client<S> {
     }
 }
 
+impl<S: Read + Write> Client<S> {
+    /// LLRPC: sends the command and `input`; returns the status line and
+    /// the data sent back.
+    fn llrpc(&mut self, name: &str, input: &[u8]) -> (String, Vec<u8>) {
+        let line = if input.is_empty() {
+            format!("LLRPC {name}\r\n")
+        } else {
+            format!("LLRPC {name} {}\r\n", input.len())
+        };
+        self.r.get_mut().write_all(line.as_bytes()).unwrap();
+        self.r.get_mut().write_all(input).unwrap();
+        let status = self.line();
+        if !status.starts_with("200") {
+            return (status, Vec::new());
+        }
+        let n: usize = self.line().strip_prefix("DATA ").unwrap().parse().unwrap();
+        let mut buf = vec![0; n];
+        self.r.read_exact(&mut buf).unwrap();
+        (status, buf)
+    }
+}
+
 const FLOWING: &str = "s :: InfiniteSource(LENGTH 60) -> c :: Counter -> Discard;";
 
 #[test]
@@ -135,7 +157,7 @@ fn tcp_read_write_check_and_garbage() {
     assert_eq!(c.send("CHECKREAD x.count"), "510 No element named 'x'");
     assert_eq!(c.read("c.nonesuch").0, "511 No handler named 'c.nonesuch'");
     assert!(c.send("GARBAGE \u{1}\u{2}").starts_with("501 "));
-    assert!(c.send("LLRPC 1").starts_with("501 "));
+    assert!(c.send("LLRPC 1").starts_with("500 "));
     assert!(c.send("WRITEDATA c.reset lots").starts_with("500 "));
     assert_eq!(c.send("QUIT"), "200 Goodbye!");
 }
@@ -274,4 +296,72 @@ fn port_found_upward_is_readable_and_private_handlers_are_hidden() {
     );
     assert_eq!(c.send("READ sc.kill 0"), "511 No handler named 'sc.kill'");
     drop(taken);
+}
+
+/// Click's flat LLRPCs, binary in and out in host byte order: a Switch's
+/// GET_SWITCH (0x4004C005) and SET_SWITCH (0x80044006), a Counter's
+/// GET_COUNT (0xC004C003); bad values, short data, calls that cannot
+/// cross a socket and elements without the call fail as Click's do. A
+/// router with a ControlSocket and no source runs until stopped.
+#[test]
+fn llrpcs_reach_a_switch_and_a_counter() {
+    let port = free_port();
+    let _r = start(&format!(
+        "Idle -> sw :: Switch(0) -> Idle; sw[1] -> Idle; {FLOWING} ControlSocket(TCP, {port});"
+    ));
+    let mut c = Client::new(connect_tcp(port));
+    let (status, data) = c.llrpc("sw#4004C005", &[]);
+    assert_eq!(status, "200 LLRPC 'sw#4004C005' OK");
+    assert_eq!(data, 0i32.to_ne_bytes());
+    let (status, data) = c.llrpc("sw#80044006", &1i32.to_ne_bytes());
+    assert_eq!(status, "200 LLRPC 'sw#80044006' OK");
+    assert!(data.is_empty());
+    assert_eq!(c.read("sw.switch").1.trim(), "1");
+    assert_eq!(c.llrpc("sw#4004C005", &[]).1, 1i32.to_ne_bytes());
+    assert_eq!(
+        c.llrpc("sw#80044006", &5i32.to_ne_bytes()).0,
+        "522 LLRPC 'sw#80044006' error: Invalid argument"
+    );
+    assert_eq!(
+        c.llrpc("sw#80044006", &[1, 0]).0,
+        "522 LLRPC 'sw#80044006' requires 4 bytes input data"
+    );
+    let (status, data) = c.llrpc("c#C004C003", &0u32.to_ne_bytes());
+    assert_eq!(status, "200 LLRPC 'c#C004C003' OK");
+    let count = u32::from_ne_bytes(data.try_into().unwrap());
+    assert!(count > 0, "the counter counts the flowing source");
+    assert!(c
+        .llrpc("c#C004C003", &7u32.to_ne_bytes())
+        .0
+        .starts_with("522 "));
+    assert!(c.llrpc("c#4004C005", &[]).0.starts_with("522 "));
+    assert_eq!(
+        c.llrpc("sw#20000013", &[]).0,
+        "501 Cannot call LLRPC 'sw#20000013' remotely"
+    );
+    assert_eq!(
+        c.llrpc("nope#4004C005", &[]).0,
+        "510 No element named 'nope'"
+    );
+    assert!(c.llrpc("sw#zz", &[]).0.starts_with("500 "));
+}
+
+/// A router whose only task is its ControlSocket keeps running until a
+/// client writes `stop`, as Click's does; then it ends.
+#[test]
+fn a_control_socket_keeps_an_idle_router_running_until_stopped() {
+    let port = free_port();
+    let mut r = start(&format!("Idle -> Discard; ControlSocket(TCP, {port});"));
+    let mut c = Client::new(connect_tcp(port));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        r.0.try_wait().unwrap().is_none(),
+        "the router ended by itself"
+    );
+    assert_eq!(c.send("WRITE stop"), "200 Write handler 'stop' OK");
+    let start = Instant::now();
+    while r.0.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

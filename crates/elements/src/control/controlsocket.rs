@@ -1,14 +1,19 @@
 //! `ControlSocket`: Click's handler protocol over TCP or a Unix socket
 //! (Click's `elements/userlevel/controlsocket.cc`).
 //!
-//! This element only checks its arguments, has no ports and runs no task:
-//! `bricks run` finds ControlSocket elements in the plan and serves each
-//! on threads of its own ([`ControlSocketConfig::parse`] gives it what to
-//! serve), so that no client can slow a worker.
+//! This element checks its arguments, has no ports, and runs an idle task
+//! that keeps the router running until it is stopped, as Click's driver
+//! runs while a socket may still send commands; `bricks run` finds
+//! ControlSocket elements in the plan and serves each on threads of its
+//! own ([`ControlSocketConfig::parse`] gives it what to serve), so that
+//! no client can slow a worker.
 
 use std::path::PathBuf;
 
-use bricks_element::{ArgError, Args, Element, ElementClass, Handler, Keyword, Manual, PortInfo};
+use bricks_element::{
+    ArgError, Args, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo, TaskKind,
+    TaskResult,
+};
 
 /// The `ControlSocket` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -27,8 +32,12 @@ static MANUAL: Manual = Manual {
         `Click::ControlSocket/1.3`; then the client sends commands, one a line: \
         `READ handler [params]`, `READDATA handler n` (n bytes of parameters follow), \
         `WRITE handler value`, `WRITEDATA handler n` (n bytes of value follow), \
-        `CHECKREAD handler`, `CHECKWRITE handler`, `LLRPC` (answered as unsupported) and \
-        `QUIT`. Every reply is a line `CODE text` (200 OK, 220 OK but with warnings, 500 \
+        `CHECKREAD handler`, `CHECKWRITE handler`, `LLRPC element#HEX [n]` (Click's \
+        flat low-level calls with n bytes of data in and `DATA n` out, host byte order: \
+        a Switch's GET_SWITCH and SET_SWITCH, a Counter's GET_COUNT and GET_RATE; others \
+        fail with 522 as in Click) and `QUIT`. A router with a ControlSocket runs until it is \
+        stopped (`WRITE stop`, a Script's `stop`, Ctrl-C), as Click's does, even when no \
+        source is left. Every reply is a line `CODE text` (200 OK, 220 OK but with warnings, 500 \
         syntax error, 501 unimplemented command, 510 no such element, 511 no such handler, \
         520 handler error, 530 permission denied, 540 no router); a READ that succeeds is \
         followed by `DATA n` and n bytes. Handlers are named `ELEMENT.HANDLER`, or a bare \
@@ -193,6 +202,16 @@ pub struct ControlSocket {
 }
 
 impl Element for ControlSocket {
+    /// A source that never ends by itself: commands may still come, so
+    /// the run goes on until a stop (which ends every source).
+    fn task_kind(&self) -> TaskKind {
+        TaskKind::Source
+    }
+
+    fn run_task(&mut self, _cx: &mut Context<'_>) -> TaskResult {
+        TaskResult::Idle
+    }
+
     fn read_handler(&self, handler: &str) -> Option<String> {
         match (&self.endpoint, handler) {
             // `bricks run` binds before the routers start and gives a
