@@ -69,6 +69,10 @@ pub struct Graph {
     /// (a packet `Script` resetting the `Unqueue` that pushed to it):
     /// (element, handler, value), made by `run_deferred`.
     deferred_writes: RefCell<VecDeque<(usize, String, String)>>,
+    /// Elements whose finished task a handler write may have given work
+    /// again (a source `reset` after its LIMIT), for the worker to run
+    /// again: Click reschedules such a task. At most one entry a task.
+    woken: RefCell<Vec<usize>>,
     /// Read handlers of the router itself with fixed text (`config`,
     /// `flatconfig`, `requirements`).
     router_texts: Vec<(&'static str, String)>,
@@ -182,6 +186,7 @@ impl Graph {
             deferred: RefCell::new(VecDeque::new()),
             depth: Cell::new(0),
             deferred_writes: RefCell::new(VecDeque::new()),
+            woken: RefCell::new(Vec::new()),
             router_texts: Vec::new(),
             room_paths: RefCell::new(HashMap::new()),
             config_now: RefCell::new(HashMap::new()),
@@ -226,6 +231,24 @@ impl Graph {
         if let Some(Some(t)) = self.tasks.get(index) {
             t.scheduled.set(false);
         }
+    }
+
+    /// A write handler of element `index` succeeded: if its task had
+    /// finished here, it is offered to the worker to run again (see
+    /// [`Graph::take_woken`]).
+    fn wrote(&self, index: usize) {
+        if let Some(Some(t)) = self.tasks.get(index) {
+            if !t.scheduled.replace(true) {
+                self.woken.borrow_mut().push(index);
+            }
+        }
+    }
+
+    /// The elements whose finished tasks handler writes woke since the
+    /// last call: the worker runs those it has again and calls
+    /// [`Graph::task_finished`] for the others.
+    pub fn take_woken(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.woken.borrow_mut())
     }
 
     /// How many packets push output `port` of `element` can take before
@@ -457,6 +480,7 @@ impl Graph {
         let value = &*self.with_addresses(index, &**e, handler, value);
         e.write_handler(handler, value)?;
         self.reconfigured(index, &**e, handler, value);
+        self.wrote(index);
         Ok(())
     }
 
@@ -513,11 +537,15 @@ impl Graph {
             worker,
         };
         if let Some(r) = e.call_handler(handler, value, write, &mut cx) {
+            if write && r.is_ok() {
+                self.wrote(index);
+            }
             return r;
         }
         if write {
             e.write_handler(handler, value)?;
             self.reconfigured(index, &**e, handler, value);
+            self.wrote(index);
             return Ok(String::new());
         }
         drop(e);

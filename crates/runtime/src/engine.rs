@@ -148,6 +148,8 @@ struct TaskSlot {
     element: usize,
     kind: TaskKind,
     done: bool,
+    /// Its task is placed on this worker (done from the start otherwise).
+    here: bool,
     /// Pass advance per run: [`STRIDE1`] / tickets.
     stride: u64,
     /// Virtual time of its next run.
@@ -325,19 +327,23 @@ impl Engine {
             .iter()
             .enumerate()
             .filter(|(_, e)| e.task != TaskKind::None)
-            .map(|(i, e)| TaskSlot {
-                element: i,
-                kind: e.task,
-                // A task placed on another worker is finished here before
-                // it starts.
-                done: !e.placement.runs_on(
+            .map(|(i, e)| {
+                let here = e.placement.runs_on(
                     worker,
                     workers,
                     e.task == TaskKind::Source,
                     e.every_worker,
-                ),
-                stride: STRIDE1 / u64::from(e.tickets.max(1)),
-                pass: 0,
+                );
+                TaskSlot {
+                    element: i,
+                    kind: e.task,
+                    // A task placed on another worker is finished here
+                    // before it starts.
+                    done: !here,
+                    here,
+                    stride: STRIDE1 / u64::from(e.tickets.max(1)),
+                    pass: 0,
+                }
             })
             .collect();
         for t in &tasks {
@@ -673,7 +679,34 @@ impl Engine {
             }
         }
         self.take_timer_requests();
+        self.wake_tasks();
         r
+    }
+
+    /// Runs again the finished tasks that handler writes gave work (a
+    /// source `reset` after its LIMIT), as Click reschedules them; not
+    /// once the router stops.
+    fn wake_tasks(&mut self) {
+        let woken = self.graph.take_woken();
+        for i in woken {
+            let slot = self
+                .tasks
+                .iter()
+                .position(|t| t.element == i && t.done && t.here);
+            match slot {
+                Some(k) if !self.state.stopping => {
+                    let pass = self.by_pass.peek().map_or(0, |Reverse((p, _))| *p);
+                    let t = &mut self.tasks[k];
+                    t.done = false;
+                    t.pass = pass;
+                    self.live += 1;
+                    if self.stride {
+                        self.by_pass.push(Reverse((pass, k as u32)));
+                    }
+                }
+                _ => self.graph.task_finished(i),
+            }
+        }
     }
 
     /// Runs one task and accounts for its result.
