@@ -308,6 +308,8 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
             .chain(&settings.exit_handler)
             .cloned()
             .collect(),
+        // A Script's `hotconfig` is swapped in by this thread.
+        hotswap_requests: settings.reconfigure.is_some(),
     };
     // Signals are caught before any worker runs, so a SIGTERM that arrives
     // as soon as the first packet moves still ends the run cleanly.
@@ -344,6 +346,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         Some(addr) => Some(serve_metrics(addr, &plan, workers.control(), start)?),
         None => None,
     };
+    let control = workers.control();
     let mut last: Option<(Instant, Vec<Vec<ElementStats>>)> = None;
     let tick = settings
         .stats_interval
@@ -365,6 +368,21 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
         }
         if workers.wait_finished(tick) {
             break;
+        }
+        if let Some(text) = control.take_hotswap_request() {
+            if let Some(s) = &swapper {
+                let source = bricks_config::Source {
+                    name: "hotconfig".into(),
+                    text,
+                };
+                if let Err(why) = s.swap(source) {
+                    eprintln!("While calling `hotconfig':");
+                    for line in why.lines() {
+                        eprintln!("  {line}");
+                    }
+                }
+            }
+            control.hotswap_request_done();
         }
         if hup.swap(false, Ordering::Relaxed) && stopped_by.is_none() {
             if let Some(s) = &swapper {

@@ -748,6 +748,10 @@ pub struct WorkerState {
     /// Errors elements reported while running (a capture that turned out
     /// damaged, a file that could not be written).
     pub errors: Vec<String>,
+    /// A configuration's text written to the router's `hotconfig`
+    /// handler from inside (a Script): the worker hands it to the run,
+    /// which swaps it in (see [`Context::request_hotswap`]).
+    pub hotswap_request: Option<String>,
 }
 
 impl WorkerState {
@@ -764,6 +768,7 @@ impl WorkerState {
             timer_requests: Vec::new(),
             trace_clock: false,
             errors: Vec::new(),
+            hotswap_request: None,
         }
     }
 }
@@ -913,6 +918,17 @@ impl<'a> Context<'a> {
     pub fn request_stop(&mut self) {
         self.worker.stop_requested = true;
         self.worker.stop_events = self.worker.stop_events.saturating_add(1);
+    }
+
+    /// Asks the run to swap in the configuration `text` (Click's
+    /// `hotconfig` write handler, written by a Script): after this round
+    /// the workers rest until the new configuration replaces this one
+    /// between two rounds, its elements taking the state of the old ones
+    /// of the same name and class, or is refused (the reason is printed
+    /// and this one goes on). A stop asked for before the swap is
+    /// forgotten, as Click's old router's is.
+    pub fn request_hotswap(&mut self, text: String) {
+        self.worker.hotswap_request = Some(text);
     }
 
     /// Whether the router is stopping (see [`WorkerState::stopping`]).

@@ -17,7 +17,7 @@
 //!
 //! Several workers end a run together (see [`Termination`]).
 
-use crate::hotswap::SwapOrder;
+use crate::hotswap::{HotswapRequests, SwapOrder};
 use crate::placement::Placement;
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
@@ -197,6 +197,9 @@ pub struct Engine {
     stats_requests: Option<mpsc::Receiver<StatsRequest>>,
     mailbox: Option<mpsc::Receiver<HandlerCall>>,
     swaps: Option<mpsc::Receiver<SwapOrder>>,
+    /// Where a configuration the graph asks to swap in goes (see
+    /// [`Engine::take_hotswap_requests`]).
+    hot_requests: Option<Arc<HotswapRequests>>,
     started: bool,
     exit_reads: Vec<String>,
 }
@@ -394,6 +397,7 @@ impl Engine {
             stats_requests: None,
             mailbox: None,
             swaps: None,
+            hot_requests: None,
             started: false,
             exit_reads: Vec::new(),
         })
@@ -512,6 +516,38 @@ impl Engine {
     /// swap; checked with the mailbox). See [`crate::hotswap`].
     pub fn set_swaps(&mut self, orders: mpsc::Receiver<SwapOrder>) {
         self.swaps = Some(orders);
+    }
+
+    /// Makes this engine hand configurations its graph asks to swap in (a
+    /// Script's `hotconfig`) to `requests`, shared by the run's workers,
+    /// and rest while one is wanted; the thread taking them swaps them in
+    /// through [`Engine::set_swaps`]' orders. Without it such a request is
+    /// an error.
+    pub fn take_hotswap_requests(&mut self, requests: Arc<HotswapRequests>) {
+        self.hot_requests = Some(requests);
+    }
+
+    /// Hands on a configuration the graph asked to swap in this round.
+    fn pass_hotswap_request(&mut self, stopping: bool) {
+        let Some(text) = self.state.hotswap_request.take() else {
+            return;
+        };
+        match &self.hot_requests {
+            Some(r) if !stopping => r.ask(text),
+            Some(_) => self
+                .state
+                .errors
+                .push("hotconfig: the router is stopping; nothing was changed".into()),
+            None => self
+                .state
+                .errors
+                .push("hotconfig: this run cannot swap configurations; nothing was changed".into()),
+        }
+    }
+
+    /// Whether a configuration asked for is waiting to be swapped in.
+    fn hotswap_wanted(&self) -> bool {
+        self.hot_requests.as_ref().is_some_and(|r| r.wanted())
     }
 
     /// Carries out a pending hot swap order, if any: meets the other
@@ -857,6 +893,20 @@ impl Engine {
                         swapped(&mut parked, &self.term);
                     }
                 }
+                self.pass_hotswap_request(stopping.is_some());
+                if stopping.is_none() && self.hotswap_wanted() {
+                    // Rest between rounds until the swap is made (the new
+                    // configuration starts afresh: a stop the old one
+                    // asked for meanwhile is forgotten, as Click's old
+                    // router's) or refused (the old one goes on).
+                    if self.housekeeping() {
+                        swapped(&mut parked, &self.term);
+                        self.state.stop_requested = false;
+                        self.state.stop_events = 0;
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                    continue;
+                }
                 if let Some(t) = stop_began {
                     // A stop delivers what is in flight, but packets that
                     // circle for ever (a Queue feeding a Tee feeding the
@@ -872,6 +922,11 @@ impl Engine {
                         stopping = Some(StopReason::External);
                     } else {
                         self.step_stop_manager();
+                        if self.state.hotswap_request.is_some() && self.hot_requests.is_some() {
+                            // The manager swapped configurations as it
+                            // stepped: the swap comes before its stop.
+                            continue;
+                        }
                         if self.state.stop_requested || self.term.stop_requested() {
                             self.term.request_stop();
                             stopping = Some(StopReason::Requested);

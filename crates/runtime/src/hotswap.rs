@@ -15,9 +15,45 @@
 //! time limit, none switches, and the old configuration keeps running.
 
 use crate::Engine;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
+
+/// A configuration that the router asked, from inside, to swap in (a
+/// Script writing Click's `hotconfig`), for the thread that swaps
+/// (`bricks run`'s). While one is wanted every worker rests between rounds
+/// (see [`crate::Engine`]), so the old configuration neither goes on nor
+/// stops until the swap is made or refused, as Click's driver swaps
+/// before its old router runs again.
+#[derive(Debug, Default)]
+pub struct HotswapRequests {
+    wanted: AtomicBool,
+    text: Mutex<Option<String>>,
+}
+
+impl HotswapRequests {
+    /// A worker asks for `text` (a later request replaces an earlier one
+    /// not yet taken).
+    pub fn ask(&self, text: String) {
+        *self.text.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+        self.wanted.store(true, Ordering::Release);
+    }
+
+    /// Whether a swap is asked for and not yet made or refused.
+    pub fn wanted(&self) -> bool {
+        self.wanted.load(Ordering::Acquire)
+    }
+
+    /// The configuration asked for, if one waits.
+    pub fn take(&self) -> Option<String> {
+        self.text.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// The swap was made or refused: the workers go on.
+    pub fn done(&self) {
+        self.wanted.store(false, Ordering::Release);
+    }
+}
 
 /// Workers meeting at a round boundary before they switch: all of them
 /// switch or none does.

@@ -14,7 +14,7 @@ use crate::engine::{
     ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, RunSummary, StatsRequest,
     StopHandle, StopReason,
 };
-use crate::hotswap::{Rendezvous, SwapOrder, MEET_WITHIN};
+use crate::hotswap::{HotswapRequests, Rendezvous, SwapOrder, MEET_WITHIN};
 use crate::{Plan, Termination};
 use bricks_config::Diagnostic;
 use bricks_element::HandlerValue;
@@ -44,6 +44,10 @@ pub struct WorkerOptions {
     /// Read handlers (`element.handler`) every worker reads when the run
     /// has ended (Click's `-h`); see [`RunSummary::reads`].
     pub exit_reads: Vec<String>,
+    /// Some thread takes configurations the router asks to swap in
+    /// ([`Control::take_hotswap_request`]); without one a Script's
+    /// `hotconfig` write is reported as an error and changes nothing.
+    pub hotswap_requests: bool,
 }
 
 impl Default for WorkerOptions {
@@ -56,6 +60,7 @@ impl Default for WorkerOptions {
             publish_every: None,
             max_nap: Duration::from_micros(200),
             exit_reads: Vec::new(),
+            hotswap_requests: false,
         }
     }
 }
@@ -80,6 +85,7 @@ pub struct Control {
     mail: Vec<mpsc::Sender<HandlerCall>>,
     swaps: Vec<mpsc::Sender<SwapOrder>>,
     stop: StopHandle,
+    requests: Option<Arc<HotswapRequests>>,
 }
 
 /// The last copy of one worker's counters a reader got.
@@ -146,6 +152,21 @@ impl Control {
                 s.stats.clone()
             })
             .collect()
+    }
+
+    /// A configuration the router asked to swap in (a Script's
+    /// `hotconfig`), if one waits: swap it ([`Control::hotswap`], through
+    /// whatever builds plans) and then call
+    /// [`Control::hotswap_request_done`], whether it was swapped or not.
+    pub fn take_hotswap_request(&self) -> Option<String> {
+        self.requests.as_ref().and_then(|r| r.take())
+    }
+
+    /// The swap asked for is made or refused: the workers go on.
+    pub fn hotswap_request_done(&self) {
+        if let Some(r) = &self.requests {
+            r.done();
+        }
     }
 
     /// Switches every worker to `plan` (a hot swap, see
@@ -353,9 +374,13 @@ impl Workers {
         // while packets move anywhere (queues shared between workers).
         let term = Arc::new(Termination::new(n));
         let ended = Arc::new(Ended::default());
+        let requests = opts
+            .hotswap_requests
+            .then(|| Arc::new(HotswapRequests::default()));
         for (w, &core) in cores.iter().enumerate() {
             let plan = plan.clone();
             let end_guard = EndGuard(ended.clone());
+            let requests = requests.clone();
             let term = term.clone();
             let stop = stop.clone();
             let slot = Arc::new(Mutex::new(Snapshot::default()));
@@ -394,6 +419,9 @@ impl Workers {
                     engine.join_run(term);
                     engine.set_mailbox(mailbox);
                     engine.set_swaps(swap_rx);
+                    if let Some(r) = requests {
+                        engine.take_hotswap_requests(r);
+                    }
                     engine.set_trace_clock(opts.trace_clock);
                     if opts.trace_clock {
                         engine.set_clock(opts.clock_start);
@@ -436,6 +464,7 @@ impl Workers {
                 mail,
                 swaps,
                 stop,
+                requests,
             },
             cores,
         };

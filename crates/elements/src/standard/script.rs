@@ -766,8 +766,9 @@ impl Script {
     }
 
     /// The router's own handlers: `stop` (write: stop requests, Click's
-    /// `adjust_runcount(-N)`), `version`, and `timewarp` (the clock's
-    /// speed; a write changes it for the whole process, as Click's).
+    /// `adjust_runcount(-N)`), `version`, `timewarp` (the clock's
+    /// speed; a write changes it for the whole process, as Click's) and
+    /// `hotconfig` (write: a configuration to swap in, as Click's `-R`).
     fn global(
         &mut self,
         h: &str,
@@ -784,6 +785,10 @@ impl Script {
                 Ok(String::new())
             }
             ("version", false) => Ok(env!("CARGO_PKG_VERSION").to_string()),
+            ("hotconfig" | "hotswap", true) => {
+                cx.request_hotswap(value.to_string());
+                Ok(String::new())
+            }
             ("timewarp", false) => Ok(Timestamp::warp().to_string()),
             ("timewarp", true) => {
                 let speed: f64 = value.trim().parse().map_err(|_| "expected double")?;
@@ -952,7 +957,12 @@ impl Script {
             _ => {
                 self.has_handler(h, write)
                     || (element.is_none()
-                        && (h == "timewarp" || if write { h == "stop" } else { h == "version" }))
+                        && (h == "timewarp"
+                            || if write {
+                                matches!(h, "stop" | "hotconfig" | "hotswap")
+                            } else {
+                                h == "version"
+                            }))
             }
         }
     }

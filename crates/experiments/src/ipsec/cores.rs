@@ -75,6 +75,7 @@ pub(super) fn run_cores(
         publish_every: None,
         max_nap: Duration::ZERO,
         exit_reads: Vec::new(),
+        hotswap_requests: false,
     };
     let w = Workers::start(Arc::new(plan), &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
     let summary = w.join();
