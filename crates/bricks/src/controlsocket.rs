@@ -539,27 +539,18 @@ fn llrpc(router: &Router, name: &str, input: &[u8]) -> Result<(String, Vec<u8>),
             .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
     };
     let invalid = || format!("522 LLRPC '{name}' error: Invalid argument");
-    let read_u32 = |h: &str| -> Result<u32, String> {
+    // A handler's number, as the 32 bits Click's call returns.
+    let read_word = |h: &str| -> Result<Vec<u8>, String> {
         let v = router
             .control
             .read_handler(element, h)
             .map_err(|_| invalid())?;
-        let v = v.trim();
-        let n: f64 = v.parse().map_err(|_| invalid())?;
-        Ok(n as u64 as u32)
+        let n: f64 = v.trim().parse().map_err(|_| invalid())?;
+        Ok((n as i64 as u32).to_ne_bytes().to_vec())
     };
     let base = command & 0x0fff_ffff & !LLRPC_VOID;
     let out: Vec<u8> = match (base & 0x3fff, class) {
-        (LLRPC_GET_SWITCH, "Switch") if size == 4 => {
-            let v: i32 = router
-                .control
-                .read_handler(element, "switch")
-                .map_err(|_| invalid())?
-                .trim()
-                .parse()
-                .map_err(|_| invalid())?;
-            v.to_ne_bytes().to_vec()
-        }
+        (LLRPC_GET_SWITCH, "Switch") if size == 4 => read_word("switch")?,
         (LLRPC_SET_SWITCH, "Switch") if size == 4 => {
             // Click's Switch refuses an output it does not have here
             // (its `switch` handler takes one as "none").
@@ -574,12 +565,12 @@ fn llrpc(router: &Router, name: &str, input: &[u8]) -> Result<(String, Vec<u8>),
             Vec::new()
         }
         (LLRPC_GET_COUNT, "Counter") if size == 4 => match word(input) {
-            Some(0) => read_u32("count")?.to_ne_bytes().to_vec(),
-            Some(1) => read_u32("byte_count")?.to_ne_bytes().to_vec(),
+            Some(0) => read_word("count")?,
+            Some(1) => read_word("byte_count")?,
             _ => return Err(invalid()),
         },
         (LLRPC_GET_RATE, "Counter") if size == 4 => match word(input) {
-            Some(0) => read_u32("rate")?.to_ne_bytes().to_vec(),
+            Some(0) => read_word("rate")?,
             _ => return Err(invalid()),
         },
         _ => return Err(invalid()),
@@ -653,12 +644,9 @@ fn write(router: &Router, name: &str, value: &str) -> String {
             },
         },
         // Click's driver's `timewarp`: the clock's speed, for the process.
-        Ok((None, "timewarp")) => match value.trim().parse::<f64>() {
-            Err(_) => handler_error("Write", name, "expected double"),
-            Ok(speed) => match bricks_packet::Timestamp::set_warp(speed) {
-                Ok(()) => format!("200 Write handler '{name}' OK"),
-                Err(why) => handler_error("Write", name, &why),
-            },
+        Ok((None, "timewarp")) => match bricks_packet::Timestamp::write_warp(value) {
+            Ok(()) => format!("200 Write handler '{name}' OK"),
+            Err(why) => handler_error("Write", name, &why),
         },
         Ok((None, _)) => no_handler(name),
         Ok((Some(e), h)) => match router.control.write_handler(e, h, value) {

@@ -98,6 +98,13 @@ impl Timestamp {
         Ok(())
     }
 
+    /// The `timewarp` write handler's text: a speed, as
+    /// [`Timestamp::set_warp`] takes it, with Click's errors.
+    pub fn write_warp(text: &str) -> Result<(), String> {
+        let speed: f64 = text.trim().parse().map_err(|_| "expected double")?;
+        Timestamp::set_warp(speed)
+    }
+
     /// The clock's speed against the wall clock (`timewarp`'s read
     /// handler): 1 unless [`Timestamp::set_warp`] changed it.
     pub fn warp() -> f64 {

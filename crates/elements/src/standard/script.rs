@@ -790,13 +790,18 @@ impl Script {
                 Ok(String::new())
             }
             ("timewarp", false) => Ok(Timestamp::warp().to_string()),
-            ("timewarp", true) => {
-                let speed: f64 = value.trim().parse().map_err(|_| "expected double")?;
-                Timestamp::set_warp(speed)?;
-                Ok(String::new())
-            }
+            ("timewarp", true) => Timestamp::write_warp(value).map(|()| String::new()),
             (_, true) => Err(format!("no `{h}' write handler")),
             (_, false) => Err(format!("no `{h}' read handler")),
+        }
+    }
+
+    /// Whether [`Script::global`] has handler `h` for a read or a write.
+    fn is_global(h: &str, write: bool) -> bool {
+        if write {
+            matches!(h, "stop" | "hotconfig" | "hotswap" | "timewarp")
+        } else {
+            matches!(h, "version" | "timewarp")
         }
     }
 
@@ -954,16 +959,7 @@ impl Script {
                     })
                 })
             }
-            _ => {
-                self.has_handler(h, write)
-                    || (element.is_none()
-                        && (h == "timewarp"
-                            || if write {
-                                matches!(h, "stop" | "hotconfig" | "hotswap")
-                            } else {
-                                h == "version"
-                            }))
-            }
+            _ => self.has_handler(h, write) || (element.is_none() && Script::is_global(h, write)),
         }
     }
 
