@@ -752,6 +752,40 @@ pub struct WorkerState {
     /// handler from inside (a Script): the worker hands it to the run,
     /// which swaps it in (see [`Context::request_hotswap`]).
     pub hotswap_request: Option<String>,
+    /// Scratch of [`Context::dispatch`] for batches spread over many
+    /// outputs: per output, the last packet of the batch being split that
+    /// goes there, stamped with that split's number.
+    group_marks: GroupMarks,
+}
+
+/// Per output, `stamp << 8 | position`: the position in the batch being
+/// split of the last packet found for that output, valid while `stamp`
+/// is the current split's. Stamps make clearing unnecessary: a split
+/// touches only the entries of the outputs its packets go to.
+#[derive(Debug, Default)]
+struct GroupMarks {
+    marks: Vec<u32>,
+    stamp: u32,
+}
+
+impl GroupMarks {
+    /// Stamps that fit above the 8 bits of position.
+    const STAMPS: u32 = 1 << 24;
+
+    /// Starts a split of packets bound for outputs up to `max_port`; the
+    /// split's stamp.
+    #[inline]
+    fn begin(&mut self, max_port: u16) -> u32 {
+        if self.marks.len() <= usize::from(max_port) {
+            self.marks.resize(usize::from(max_port) + 1, 0);
+        }
+        self.stamp += 1;
+        if self.stamp == Self::STAMPS {
+            self.marks.fill(0);
+            self.stamp = 1;
+        }
+        self.stamp
+    }
 }
 
 impl WorkerState {
@@ -769,6 +803,7 @@ impl WorkerState {
             trace_clock: false,
             errors: Vec::new(),
             hotswap_request: None,
+            group_marks: GroupMarks::default(),
         }
     }
 }
@@ -1142,19 +1177,30 @@ impl<'a> Context<'a> {
     /// Classifies `batch`, pushes every packet bound for an output other
     /// than 0 out of that output, drops the `None`s, and leaves the output-0
     /// packets in `batch`; with `push_zero`, a mixed batch's output-0
-    /// packets are pushed too, before the others, and `batch` is left empty.
+    /// packets are pushed too and `batch` is left empty. Each output gets
+    /// its packets in order, as one batch; the outputs are served in
+    /// order of their number, or, past 16 outputs, in the order of their
+    /// first packets.
     #[inline]
     fn dispatch(
         &mut self,
         batch: &mut Batch,
-        classify: impl FnMut(&mut Packet) -> Option<usize>,
+        mut classify: impl FnMut(&mut Packet) -> Option<usize>,
         push_zero: bool,
     ) {
         // The scratch lists are sized for the batch: when a demultiplexer
         // spreads batches over many outputs, the elements behind it see
         // batches of one or two, and clearing room for `MAX_BATCH` ports
         // each time would cost more than the packets' own work.
-        if batch.len() <= SMALL_BATCH {
+        if let [p] = batch.as_mut_slice() {
+            // One packet (an element behind a demultiplexer of many
+            // outputs sees little else): no lists at all.
+            match classify(p) {
+                Some(0) => {}
+                Some(port) => self.push(port, batch),
+                None => batch.clear(),
+            }
+        } else if batch.len() <= SMALL_BATCH {
             self.dispatch_in::<SMALL_BATCH>(batch, classify, push_zero);
         } else {
             self.dispatch_in::<MAX_BATCH>(batch, classify, push_zero);
@@ -1170,7 +1216,7 @@ impl<'a> Context<'a> {
         push_zero: bool,
     ) {
         const DROP: u16 = u16::MAX;
-        /// Above this many outputs a mixed batch is split by sorting.
+        /// Above this many outputs a mixed batch is split by chaining.
         const MANY_PORTS: usize = 16;
         #[inline(always)]
         fn port_of<F: FnMut(&mut Packet) -> Option<usize>>(
@@ -1216,39 +1262,55 @@ impl<'a> Context<'a> {
         if max_port as usize > MANY_PORTS {
             // Many outputs (a demultiplexer of a thousand virtual
             // routers): a scan per output would cost O(outputs), so the
-            // packets are sorted by (port, position) and pushed a run at
-            // a time, in the same order as below. The lists hold one entry
-            // per packet and are not cleared beyond that.
-            let mut keys: ArrayVec<u32, N> = ports[..len]
+            // packets are chained by output in one pass (each packet
+            // points to the next for the same output) and each chain is
+            // pushed in turn, outputs in the order their first packet
+            // came: O(packets), whatever the number of outputs.
+            let stamp = self.worker.group_marks.begin(max_port);
+            let marks = &mut self.worker.group_marks.marks;
+            // Positions fit in a byte: a batch holds at most 256 packets.
+            let mut next = [0u8; N];
+            let mut heads: ArrayVec<u8, N> = ArrayVec::new();
+            for (i, &port) in ports[..len].iter().enumerate() {
+                if port == DROP {
+                    continue;
+                }
+                let m = &mut marks[usize::from(port)];
+                if *m >> 8 == stamp {
+                    next[(*m & 0xff) as usize] = i as u8;
+                } else {
+                    heads.push(i as u8);
+                }
+                *m = stamp << 8 | i as u32;
+            }
+            // Each chain ends at its output's last packet, left in the
+            // mark; taken before any push, whose elements split batches
+            // of their own with the same marks.
+            let tails: ArrayVec<u8, N> = heads
                 .iter()
-                .enumerate()
-                .map(|(i, &port)| u32::from(port) << 16 | i as u32)
+                .map(|&h| (marks[usize::from(ports[usize::from(h)])] & 0xff) as u8)
                 .collect();
-            keys.sort_unstable();
             let mut slots: ArrayVec<Option<Packet>, N> = batch.drain().map(Some).collect();
-            let mut run = (keys[0] >> 16) as u16;
-            for &k in &keys {
-                let port = (k >> 16) as u16;
-                if port != run {
-                    match run {
-                        0 if !push_zero => {
-                            batch.append(&mut out);
-                        }
-                        _ => self.push(run as usize, &mut out),
+            for (&head, &tail) in heads.iter().zip(&tails) {
+                let port = ports[usize::from(head)];
+                let mut at = head;
+                loop {
+                    if let Some(p) = slots[usize::from(at)].take() {
+                        let _ = out.push(p);
                     }
-                    run = port;
+                    if at == tail {
+                        break;
+                    }
+                    at = next[usize::from(at)];
                 }
-                if let Some(p) = slots[(k & 0xffff) as usize].take() {
-                    let _ = out.push(p);
-                }
-            }
-            match run {
-                0 if !push_zero => {
+                if port == 0 && !push_zero {
                     batch.append(&mut out);
+                } else {
+                    self.push(usize::from(port), &mut out);
                 }
-                DROP => out.clear(),
-                _ => self.push(run as usize, &mut out),
             }
+            // The dropped packets' slots are still full: they go with
+            // `slots`.
             return;
         }
         let first_port = if push_zero { 0 } else { 1 };

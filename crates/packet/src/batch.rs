@@ -90,8 +90,12 @@ impl Batch {
     /// Drops every packet, returning the buffers to the pool in one go.
     #[inline]
     pub fn clear(&mut self) {
-        if !self.pkts.is_empty() {
-            crate::pool::free_many(self.pkts.drain(..));
+        match self.pkts.len() {
+            0 => {}
+            // A lone packet (behind a demultiplexer of many outputs):
+            // no draining iterator to set up and tear down.
+            1 => drop(self.pkts.pop()),
+            _ => crate::pool::free_many(self.pkts.drain(..)),
         }
     }
 

@@ -709,6 +709,76 @@ mod tests {
         check_routes(&mut h, 1024, &[qinq], &[699]);
     }
 
+    /// Demultiplexers behind a demultiplexer, in a running router: each
+    /// inner one splits the batches it receives while the outer one is
+    /// still between outputs, and every frame still reaches its counter,
+    /// once.
+    #[test]
+    fn demultiplexers_in_series_split_their_batches_independently() {
+        use bricks_config::{Source, SourceMap};
+        use bricks_runtime::{build, Engine};
+        use std::fmt::Write as _;
+        const OUTER: usize = 24;
+        const INNER: usize = 20;
+        const SOURCES: usize = 96;
+        const EACH: usize = 7;
+        let hex = |f: &[u8]| f.iter().map(|b| format!("\\<{b:02x}>")).collect::<String>();
+        let mut conf = String::from("rr :: RoundRobinSched; rr -> Unqueue(BURST 256) -> outer;\n");
+        let vlans: Vec<String> = (0..OUTER).map(|v| format!("{} {v}", v + 1)).collect();
+        let _ = writeln!(conf, "outer :: VRDemux(BY vlan, {});", vlans.join(", "));
+        let macs: Vec<String> = (0..INNER)
+            .map(|m| format!("{} {m}", mac_text(mac(m))))
+            .collect();
+        for v in 0..OUTER {
+            let _ = writeln!(
+                conf,
+                "outer[{v}] -> in{v} :: VRDemux(BY mac, {});",
+                macs.join(", ")
+            );
+            for m in 0..INNER {
+                let _ = writeln!(conf, "in{v}[{m}] -> c{v}_{m} :: Counter -> Discard;");
+            }
+        }
+        // Sources in a scrambled order: a batch holds many routers, some
+        // several times.
+        let mut want = vec![vec![0u64; INNER]; OUTER];
+        for j in 0..SOURCES {
+            let (v, m) = ((j * 7) % OUTER, (j * 11) % INNER);
+            want[v][m] += EACH as u64;
+            let f = tagged(&to_mac(&IPV4_UDP, mac(m)), &[(0x8100, v as u16 + 1)]);
+            let _ = writeln!(
+                conf,
+                "InfiniteSource(DATA \"{}\", LIMIT {EACH}, STOP false) -> [{j}]rr;",
+                hex(&f)
+            );
+        }
+        let mut map = SourceMap::default();
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<test>".into(),
+                text: conf.clone(),
+            },
+        )
+        .unwrap_or_else(|d| panic!("{}", map.render(&d[0])));
+        let plan =
+            build(&router, &crate::registry()).unwrap_or_else(|d| panic!("{}", map.render(&d[0])));
+        let mut engine = Engine::new(&plan).unwrap();
+        engine.idle_sleep = false;
+        let summary = engine.run();
+        for (v, row) in want.iter().enumerate() {
+            for (m, &n) in row.iter().enumerate() {
+                let got = summary
+                    .elements
+                    .iter()
+                    .find(|e| e.name == format!("c{v}_{m}"))
+                    .and_then(|e| e.stats.get("count"))
+                    .unwrap_or(0);
+                assert_eq!(got, n, "router {v}, inner router {m}");
+            }
+        }
+    }
+
     #[test]
     fn mac_1024_routers() {
         let args = many("mac", |i| mac_text(mac(i)));
