@@ -249,8 +249,9 @@ rt6 :: LookupIP6Route(
 // The IPv6 input path: take off the Ethernet header, check the IPv6 header
 // (version, lengths, source addresses, extension headers, Hop-by-Hop
 // options) and look the route up. Options a router must report (RFC 8200
-// section 4.2) get a parameter problem, code 2; a Type 0 Routing header
-// with segments left, to the router, one of code 0 (RFC 5095).
+// section 4.2) get a parameter problem, code 2; a Routing header with
+// segments left, to the router, one of code 0 (Type 0: RFC 5095; the
+// others: RFC 8200 section 4.4, the router implements no routing type).
 ip6 :: Strip(14)
     -> chk6 :: CheckIP6Header(INTERFACES $IP6_0 $IP6_1)
     -> [0]rt6;

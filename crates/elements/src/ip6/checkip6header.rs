@@ -55,10 +55,11 @@ static MANUAL: Manual = Manual {
         an unknown option here: no bricks buffer holds one.\n\n\
         Routing headers are not examined in packets the router forwards: RFC 8200 \
         section 4.4 has a Routing header processed only by the node its packet is \
-        addressed to. In a packet addressed to one of the router's INTERFACES \
-        addresses, a Routing header of type 0 with segments left is refused (RFC \
-        5095 section 3; RFC 8200 section 4.4): the packet deserves an ICMPv6 \
-        Parameter Problem, code 0, pointing at the Routing Type field. Such packets \
+        addressed to. The router implements no routing type, so in a packet \
+        addressed to one of its INTERFACES addresses a Routing header with segments \
+        left is refused, Type 0 (RFC 5095 section 3) and any other type alike (RFC \
+        8200 section 4.4: an unrecognised Routing Type): the packet deserves an \
+        ICMPv6 Parameter Problem, code 0, pointing at the Routing Type field. Such packets \
         leave on output 3 if it is connected, with their network header annotation \
         set and their parameter problem annotation set to that pointer, ready for \
         `ICMP6Error(SRC, parameterproblem, header)`; with output 3 unconnected they \
@@ -74,7 +75,7 @@ static MANUAL: Manual = Manual {
     ports: "one input; output 0 valid packets (agnostic); optional output 1 invalid \
         packets (push); optional output 2 packets owed a Parameter Problem code 2 \
         for an unrecognised option (push); optional output 3 packets owed a \
-        Parameter Problem code 0 for a Type 0 Routing header (push)",
+        Parameter Problem code 0 for a Routing header (push)",
     keywords: &[
         Keyword {
             name: "BADADDRS",
@@ -92,8 +93,8 @@ static MANUAL: Manual = Manual {
             name: "INTERFACES",
             ty: "space-separated IPv6 addresses",
             default: Some("empty"),
-            doc: "the router's own addresses: packets to them have their Type 0 \
-                Routing headers refused (a bricks extension)",
+            doc: "the router's own addresses: packets to them have their \
+                Routing headers with segments left refused (a bricks extension)",
         },
     ],
     counters: &[
@@ -125,6 +126,10 @@ static MANUAL: Manual = Manual {
         (
             "routing_header_0",
             "a Type 0 Routing header with segments left, to one of INTERFACES",
+        ),
+        (
+            "unknown_routing_type",
+            "a Routing header of another type with segments left, to one of INTERFACES",
         ),
         (
             "router_alert",
@@ -171,11 +176,14 @@ pub enum DropReason {
     UnknownOptionReport,
     /// A Type 0 Routing header with segments left, to the router.
     RoutingHeader0,
+    /// A Routing header of another type with segments left, to the
+    /// router, which implements no routing type.
+    UnknownRoutingType,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 10] = [
+    pub const ALL: [DropReason; 11] = [
         DropReason::Truncated,
         DropReason::BadVersion,
         DropReason::BadLength,
@@ -186,6 +194,7 @@ impl DropReason {
         DropReason::UnknownOption,
         DropReason::UnknownOptionReport,
         DropReason::RoutingHeader0,
+        DropReason::UnknownRoutingType,
     ];
 
     /// The name of the counter for this reason.
@@ -201,6 +210,7 @@ impl DropReason {
             DropReason::UnknownOption => "unknown_option",
             DropReason::UnknownOptionReport => "unknown_option_report",
             DropReason::RoutingHeader0 => "routing_header_0",
+            DropReason::UnknownRoutingType => "unknown_routing_type",
         }
     }
 
@@ -219,6 +229,7 @@ impl DropReason {
                 "unrecognised Hop-by-Hop option (discard, send Parameter Problem)"
             }
             DropReason::RoutingHeader0 => "Type 0 Routing header (RFC 5095)",
+            DropReason::UnknownRoutingType => "unrecognised Routing header type (RFC 8200)",
         }
     }
 }
@@ -381,10 +392,17 @@ impl CheckIP6Header {
                 }
             }
         }
-        if let Some((at, 0, segments_left)) = chain.routing {
+        // The router implements no routing type: at the node a Routing
+        // header addresses, one with segments left is refused by its type
+        // (RFC 8200 section 4.4), Type 0 named apart (RFC 5095).
+        if let Some((at, kind, segments_left)) = chain.routing {
             if segments_left != 0 && self.own.contains(&u128::from_be_bytes(*dst)) {
                 return Err(Refusal {
-                    reason: DropReason::RoutingHeader0,
+                    reason: if kind == 0 {
+                        DropReason::RoutingHeader0
+                    } else {
+                        DropReason::UnknownRoutingType
+                    },
                     pointer: Some(at + 2),
                 });
             }
@@ -404,7 +422,11 @@ impl CheckIP6Header {
                 p.anno_mut().param_off = r.pointer.and_then(|o| u8::try_from(o).ok());
                 let report = match r.reason {
                     DropReason::UnknownOptionReport if self.has_report => Some(2),
-                    DropReason::RoutingHeader0 if self.has_header_report => Some(3),
+                    DropReason::RoutingHeader0 | DropReason::UnknownRoutingType
+                        if self.has_header_report =>
+                    {
+                        Some(3)
+                    }
                     _ => None,
                 };
                 if report.is_some() {
@@ -677,8 +699,19 @@ mod tests {
         expect_drop(args, &p, DropReason::RoutingHeader0);
         // No segments left: the header is ignored (RFC 5095 section 3).
         expect_pass(args, &routed(0, 0, "2001:db8::ff"));
-        // Another routing type is not refused here.
-        expect_pass(args, &routed(2, 1, "2001:db8::ff"));
+        // Nor is any other type, which the router does not implement
+        // either (type 2, Mobile IPv6; type 3, RPL; type 4, segment
+        // routing), counted apart; the pointer is the same.
+        for kind in [2, 3, 4, 253] {
+            let q = routed(kind, 1, "2001:db8::ff");
+            expect_drop(args, &q, DropReason::UnknownRoutingType);
+            let mut h = run(args, &q);
+            assert_eq!(h.take(1)[0].anno().param_off, Some(42));
+            assert_eq!(h.stats().get("unknown_routing_type"), Some(1));
+            assert_eq!(h.stats().get("routing_header_0"), Some(0));
+            expect_pass(args, &routed(kind, 0, "2001:db8::ff"));
+            expect_pass(args, &routed(kind, 1, "2001:db8:5::1"));
+        }
         // A forwarded packet's Routing header is not examined.
         expect_pass(args, &routed(0, 1, "2001:db8:5::1"));
         expect_pass("", &routed(0, 1, "2001:db8::ff"));
