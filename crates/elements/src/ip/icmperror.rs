@@ -78,7 +78,8 @@ static MANUAL: Manual = Manual {
         limits hold for the element however many cores run it (each ICMPError of a \
         configuration has its own). Unlike Linux, fragmentation-needed errors are \
         limited too (a sender that misses one retransmits and gets another). Errors \
-        refused by a limit are counted in `rate_limited`.",
+        refused by a limit are counted in `rate_limited`, and by which limit in \
+        `rate_limited_dest` and `rate_limited_global`.",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -198,6 +199,14 @@ static MANUAL: Manual = Manual {
         (
             "rate_limited",
             "errors not sent because a rate limit was reached (not in `suppressed`)",
+        ),
+        (
+            "rate_limited_dest",
+            "of which refused by the destination's limit (DEST_RATE, DEST_BURST)",
+        ),
+        (
+            "rate_limited_global",
+            "of which refused by the limit of all destinations together (RATE, BURST)",
         ),
     ],
     example: "InfiniteSource(DATA \\<45 00 00 14 00 00 00 00 01 11 a5 d7 0a 00 00 01 \
@@ -412,7 +421,38 @@ impl RateLimiter {
     /// first, so that messages it refuses do not use up the overall one
     /// (Linux made the same change in 2024).
     pub fn allow(&self, dst: Ipv4Addr, now: Timestamp) -> bool {
-        self.allow_dest(u32::from(dst), now) && self.allow_global(now.0)
+        let dst = u32::from(dst);
+        self.admit(dst, Self::slot_of(dst), now).is_ok()
+    }
+
+    /// Whether a message to `dst` may leave at `now`, and if not, which
+    /// limit refused it. An IPv6 destination is kept by a 64-bit hash of
+    /// its address: the slot comes from the high bits, and the low 32
+    /// (never 0) stand for the address in the slot. Two destinations share
+    /// a bucket only if they agree in 42 bits of hash; a host that wants
+    /// another's errors limited can forge that host's address itself, so
+    /// the hash need not be secret, and runs on captures stay repeatable.
+    pub fn admit_ip6(&self, dst: &[u8; 16], now: Timestamp) -> Result<(), Limited> {
+        let h = hash_ip6(dst);
+        let slot = ((h >> 32) as usize) % DEST_SLOTS;
+        self.admit(h as u32 | 1, slot, now)
+    }
+
+    /// Whether a message for the destination kept as `key` (never 0) in
+    /// slot `slot` may leave at `now`, and if not, which limit refused it.
+    pub fn admit(&self, key: u32, slot: usize, now: Timestamp) -> Result<(), Limited> {
+        if !self.allow_dest(key, slot, now) {
+            return Err(Limited::Destination);
+        }
+        if !self.allow_global(now.0) {
+            return Err(Limited::Overall);
+        }
+        Ok(())
+    }
+
+    /// The number of per-destination slots (fixed when made).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
     }
 
     fn allow_global(&self, now: u64) -> bool {
@@ -439,12 +479,12 @@ impl RateLimiter {
 
     /// The slot of `dst`: Fibonacci hashing of the address, so that the
     /// hosts of one subnet spread over the table.
-    fn slot(&self, dst: u32) -> &AtomicU64 {
+    fn slot_of(dst: u32) -> usize {
         let h = (u64::from(dst).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
-        &self.slots[h % DEST_SLOTS]
+        h % DEST_SLOTS
     }
 
-    fn allow_dest(&self, dst: u32, now: Timestamp) -> bool {
+    fn allow_dest(&self, dst: u32, slot: usize, now: Timestamp) -> bool {
         if self.dest_interval == 0 {
             return true;
         }
@@ -453,7 +493,7 @@ impl RateLimiter {
         // ahead of now, so one that seems to is an old one from a previous
         // lap of the counter and counts as a full bucket.
         let now_ms = (now.0 / 1_000_000) as u32;
-        let slot = self.slot(dst);
+        let slot = &self.slots[slot];
         let mut cur = slot.load(Ordering::Relaxed);
         loop {
             let (key, old) = ((cur >> 32) as u32, cur as u32);
@@ -476,6 +516,28 @@ impl RateLimiter {
             }
         }
     }
+}
+
+/// Which limit refused a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limited {
+    /// The destination's own bucket was empty.
+    Destination,
+    /// The bucket of all destinations together was empty.
+    Overall,
+}
+
+/// A 64-bit hash of an IPv6 address (splitmix64's finaliser over each
+/// half): the hosts of one /64 differ in the low half only, and still
+/// spread over the whole table.
+pub fn hash_ip6(a: &[u8; 16]) -> u64 {
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    let v = u128::from_be_bytes(*a);
+    mix(v as u64 ^ mix((v >> 64) as u64).rotate_left(17))
 }
 
 /// Smallest MTU: a 20-byte header, 8 of ICMP, a 20-byte quoted header and
@@ -555,7 +617,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         limiter,
         generated: 0,
         suppressed: [0; Suppressed::ALL.len()],
-        rate_limited: 0,
+        rate_limited: [0; 2],
     }))
 }
 
@@ -643,7 +705,8 @@ pub struct ICMPError {
     limiter: Option<Arc<RateLimiter>>,
     generated: u64,
     suppressed: [u64; Suppressed::ALL.len()],
-    rate_limited: u64,
+    /// Refused by the destination's limit, by the overall one.
+    rate_limited: [u64; 2],
 }
 
 impl ICMPError {
@@ -797,13 +860,13 @@ impl ICMPError {
         // anyway take nothing from the buckets, and before the error is
         // built, so that a flood costs no buffers.
         let limited = self.check(p).map(|()| {
-            self.limiter.as_ref().is_some_and(|l| {
-                let src = Ipv4Addr::from(be32(ip_bytes(p), 12));
-                !l.allow(src, now)
+            self.limiter.as_ref().and_then(|l| {
+                let src = be32(ip_bytes(p), 12);
+                l.admit(src, RateLimiter::slot_of(src), now).err()
             })
         });
-        if limited == Ok(true) {
-            self.rate_limited += 1;
+        if let Ok(Some(by)) = limited {
+            self.rate_limited[by as usize] += 1;
             return None;
         }
         match limited.and_then(|_| self.build(p, now)) {
@@ -849,7 +912,15 @@ impl Element for ICMPError {
         for r in Suppressed::ALL {
             s.counter(r.counter(), self.suppressed[r as usize]);
         }
-        s.counter("rate_limited", self.rate_limited);
+        s.counter("rate_limited", self.rate_limited.iter().sum());
+        s.counter(
+            "rate_limited_dest",
+            self.rate_limited[Limited::Destination as usize],
+        );
+        s.counter(
+            "rate_limited_global",
+            self.rate_limited[Limited::Overall as usize],
+        );
     }
 }
 
@@ -1200,6 +1271,7 @@ mod tests {
         h.push_packets(0, from([192, 0, 2, 1], 100));
         assert_eq!(h.take(0).len(), 6, "DEST_BURST 6");
         assert_eq!(h.stats().get("rate_limited"), Some(94));
+        assert_eq!(h.stats().get("rate_limited_dest"), Some(94));
         assert_eq!(h.stats().get("suppressed"), Some(0));
         // Another destination has its own bucket.
         h.push_packets(0, from([192, 0, 2, 2], 10));
@@ -1238,6 +1310,8 @@ mod tests {
         h.push_packets(0, ps);
         assert_eq!(h.take(0).len(), 20, "BURST 20");
         assert_eq!(h.stats().get("rate_limited"), Some(108));
+        assert_eq!(h.stats().get("rate_limited_global"), Some(108));
+        assert_eq!(h.stats().get("rate_limited_dest"), Some(0));
         // 100 per second: 10 ms gives one more, to anyone.
         h.advance_to(Timestamp::from_parts(50, 10_000_000));
         h.push_packets(0, from([192, 0, 2, 200], 3));

@@ -6,6 +6,7 @@
 use super::header6::{
     addr_at, ip6_bytes, is_loopback, is_multicast, is_unspecified, reported_option,
 };
+use crate::ip::icmperror::{Limited, RateLimiter};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
@@ -14,7 +15,6 @@ use bricks_packet::{PacketType, Timestamp};
 use bricks_wire::icmpv6::Icmpv6Packet;
 use bricks_wire::ipv6ext;
 use std::net::Ipv6Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The `ICMP6Error` class.
@@ -28,7 +28,8 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "generates ICMPv6 error packets",
-    synopsis: "ICMP6Error(SRC, TYPE, CODE [, MTU, POINTER, KEYWORDS RATE, BURST])",
+    synopsis: "ICMP6Error(SRC, TYPE, CODE [, MTU, POINTER, KEYWORDS RATE, BURST, \
+        DEST_RATE, DEST_BURST])",
     description: "For each incoming IPv6 packet (network header annotation set, or the \
         header at the start of the data), emits an ICMPv6 error of type TYPE and code \
         CODE addressed to the packet's source, and consumes the packet. TYPE is a \
@@ -60,11 +61,28 @@ static MANUAL: Manual = Manual {
         address, a multicast address, or ::1. Such packets are dropped and counted \
         by reason. Unlike ICMPError for IPv4, errors about fragments other than the \
         first are sent (RFC 4443 allows them).\n\n\
-        Errors are rate-limited (section 2.4 (f)) by a token bucket on the router's \
-        clock: BURST errors may leave at once, then RATE per second (Linux's \
-        icmp_msgs_per_sec and icmp_msgs_burst). The bucket belongs to this element \
-        and is shared by every worker running it. There is no per-destination \
-        bucket. Errors refused by the limit are counted in `rate_limited`.",
+        Errors are rate-limited (section 2.4 (f)) as Linux limits its own: each \
+        destination (the offending packet's source) may receive DEST_BURST errors at \
+        once and then DEST_RATE per second (Linux's per-host icmpv6 ratelimit of 1000 \
+        ms with its burst of 6), and all destinations together BURST at once and then \
+        RATE per second (Linux's icmp_msgs_per_sec and icmp_msgs_burst). So one host \
+        that provokes errors, by a flood of hop-limit-1 packets or a misconfigured \
+        route, gets its few and leaves the rest of the budget to the others. Both are \
+        token buckets on the router's clock (so `--clock trace` runs are repeatable); \
+        the destination's is asked first, so errors it refuses take nothing from the \
+        overall one. The per-destination buckets live in a fixed table of 1,024 \
+        slots, one machine word each, chosen by a hash of the destination address; a \
+        destination that finds its slot held by another evicts it and starts with a \
+        full bucket. The table therefore never grows, whatever sources a host forges \
+        (the overall bucket still bounds the total), and a lookup is one \
+        compare-and-swap, without a lock. The buckets belong to this element and are \
+        shared by every worker running it (each ICMP6Error of a configuration has its \
+        own). Linux also gives destinations behind shorter route prefixes more \
+        errors and exempts Packet Too Big from both limits; bricks limits every \
+        error alike, as ICMPError does: a sender that misses a Packet Too Big \
+        retransmits and gets another. Errors refused by a limit are counted in \
+        `rate_limited`, and by which limit in `rate_limited_dest` and \
+        `rate_limited_global`.",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -103,13 +121,30 @@ static MANUAL: Manual = Manual {
             name: "RATE",
             ty: "unsigned integer",
             default: Some("1000"),
-            doc: "errors per second once BURST is spent; 0 turns the limit off",
+            doc: "errors per second to all destinations together once BURST is spent \
+                (Linux's icmp_msgs_per_sec); 0 turns this limit off",
         },
         Keyword {
             name: "BURST",
             ty: "unsigned integer",
             default: Some("50"),
-            doc: "errors that may leave at once; at least 1",
+            doc: "errors that may leave at once to all destinations together (Linux's \
+                icmp_msgs_burst); at least 1",
+        },
+        Keyword {
+            name: "DEST_RATE",
+            ty: "unsigned integer",
+            default: Some("1"),
+            doc: "errors per second to one destination once DEST_BURST is spent (Linux's \
+                icmpv6 ratelimit of 1000 ms: enough for traceroute's three probes a hop \
+                and mtr's one a second); at most 1000; 0 turns this limit off",
+        },
+        Keyword {
+            name: "DEST_BURST",
+            ty: "unsigned integer",
+            default: Some("6"),
+            doc: "errors that may leave at once to one destination (Linux allows 6: two \
+                traceroutes at once); at least 1",
         },
     ],
     counters: &[
@@ -133,7 +168,15 @@ static MANUAL: Manual = Manual {
         ("suppressed_bad_source", "source is not a single node"),
         (
             "rate_limited",
-            "errors not sent because the rate limit was reached (not in `suppressed`)",
+            "errors not sent because a rate limit was reached (not in `suppressed`)",
+        ),
+        (
+            "rate_limited_dest",
+            "of which refused by the destination's limit (DEST_RATE, DEST_BURST)",
+        ),
+        (
+            "rate_limited_global",
+            "of which refused by the limit of all destinations together (RATE, BURST)",
         ),
     ],
     example: "InfiniteSource(DATA \\<60 00 00 00 00 00 3b 01 20 01 0d b8 00 00 00 00 \
@@ -250,57 +293,6 @@ impl core::fmt::Display for Suppressed {
     }
 }
 
-/// A token bucket kept as the generic cell rate algorithm keeps it: one
-/// "theoretical arrival time" (TAT). A message may leave at `now` if
-/// `TAT - now <= (burst - 1) * interval`, and then
-/// `TAT = max(TAT, now) + interval`; so after a quiet spell `burst` leave
-/// at once, then one per `interval`. One word, updated by compare-and-swap,
-/// so every worker's instance shares it without a lock.
-#[derive(Debug)]
-pub struct TokenBucket {
-    /// Nanoseconds between messages; 0 is no limit.
-    interval: u64,
-    tolerance: u64,
-    tat: AtomicU64,
-}
-
-impl TokenBucket {
-    /// `rate` messages per second after a burst of `burst` (at least 1);
-    /// a rate of 0 is no limit.
-    pub fn new(rate: u32, burst: u32) -> TokenBucket {
-        let interval = 1_000_000_000u64.checked_div(u64::from(rate)).unwrap_or(0);
-        TokenBucket {
-            interval,
-            tolerance: interval * u64::from(burst.max(1) - 1),
-            tat: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether a message may leave at `now`; if so, it is counted.
-    pub fn allow(&self, now: Timestamp) -> bool {
-        if self.interval == 0 {
-            return true;
-        }
-        let now = now.0;
-        let mut cur = self.tat.load(Ordering::Relaxed);
-        loop {
-            let tat = cur.max(now);
-            if tat - now > self.tolerance {
-                return false;
-            }
-            match self.tat.compare_exchange_weak(
-                cur,
-                tat + self.interval,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(c) => cur = c,
-            }
-        }
-    }
-}
-
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let src: Ipv6Addr = args.read_mp("SRC")?;
     let type_text: String = args.read_mp("TYPE")?;
@@ -309,6 +301,8 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let pointer: Option<u32> = args.read_p("POINTER")?;
     let rate: u32 = args.read("RATE")?.unwrap_or(1000);
     let burst: u32 = args.read("BURST")?.unwrap_or(50);
+    let dest_rate: u32 = args.read("DEST_RATE")?.unwrap_or(1);
+    let dest_burst: u32 = args.read("DEST_BURST")?.unwrap_or(6);
 
     let icmp_type = lookup_name(&type_text, TYPES).ok_or_else(|| {
         ArgError::new(format!(
@@ -338,15 +332,19 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             })
         })?,
     };
-    if burst == 0 {
-        return Err(ArgError::new("BURST must be at least 1")
-            .with_help("to switch the limit off give RATE 0"));
+    if burst == 0 || dest_burst == 0 {
+        return Err(ArgError::new("BURST and DEST_BURST must be at least 1")
+            .with_help("to switch a limit off give its rate as 0 (RATE 0, DEST_RATE 0)"));
+    }
+    if dest_rate > 1000 {
+        return Err(ArgError::new(format!("DEST_RATE {dest_rate} is above 1000 per second"))
+            .with_help("per-destination limits are kept to the millisecond; use DEST_RATE 0 for no per-destination limit"));
     }
     if src.is_multicast() || src.is_unspecified() {
         return Err(ArgError::new(format!("SRC {src} is not a unicast address")));
     }
-    let limiter = if rate > 0 {
-        Some(args.shared(|_| Ok(TokenBucket::new(rate, burst)))?)
+    let limiter = if rate > 0 || dest_rate > 0 {
+        Some(args.shared(|_| Ok(RateLimiter::new(rate, burst, dest_rate, dest_burst)))?)
     } else {
         None
     };
@@ -359,7 +357,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         limiter,
         generated: 0,
         suppressed: [0; Suppressed::ALL.len()],
-        rate_limited: 0,
+        rate_limited: [0; 2],
     }))
 }
 
@@ -371,11 +369,13 @@ pub struct ICMP6Error {
     code: u8,
     mtu: u32,
     pointer: Option<u32>,
-    /// Shared by every worker's instance; `None` when RATE is 0.
-    limiter: Option<Arc<TokenBucket>>,
+    /// Shared by every worker's instance; `None` when RATE and DEST_RATE
+    /// are 0.
+    limiter: Option<Arc<RateLimiter>>,
     generated: u64,
     suppressed: [u64; Suppressed::ALL.len()],
-    rate_limited: u64,
+    /// Refused by the destination's limit, by the overall one.
+    rate_limited: [u64; 2],
 }
 
 /// The offending packet up to its payload length, or what there is of it
@@ -491,9 +491,12 @@ impl ICMP6Error {
             self.suppressed[r as usize] += 1;
             return None;
         }
-        if self.limiter.as_ref().is_some_and(|l| !l.allow(now)) {
-            self.rate_limited += 1;
-            return None;
+        if let Some(l) = &self.limiter {
+            // The error goes to the offending packet's source.
+            if let Err(by) = l.admit_ip6(&addr_at(ip6_bytes(p), 8), now) {
+                self.rate_limited[by as usize] += 1;
+                return None;
+            }
         }
         let q = self.build(p, now);
         self.generated += u64::from(q.is_some());
@@ -531,7 +534,15 @@ impl Element for ICMP6Error {
         for r in Suppressed::ALL {
             s.counter(r.counter(), self.suppressed[r as usize]);
         }
-        s.counter("rate_limited", self.rate_limited);
+        s.counter("rate_limited", self.rate_limited.iter().sum());
+        s.counter(
+            "rate_limited_dest",
+            self.rate_limited[Limited::Destination as usize],
+        );
+        s.counter(
+            "rate_limited_global",
+            self.rate_limited[Limited::Overall as usize],
+        );
     }
 }
 
@@ -552,7 +563,7 @@ mod tests {
 
     /// The error `args` makes about `p`, or why there is none.
     fn one(args: &str, p: Packet) -> Result<Vec<u8>, Suppressed> {
-        let mut h = Harness::push(&CLASS, &format!("{args}, RATE 0"), 1, 1);
+        let mut h = Harness::push(&CLASS, &format!("{args}, RATE 0, DEST_RATE 0"), 1, 1);
         h.push_packets(0, [p]);
         let mut out = h.take(0);
         match out.pop() {
@@ -761,9 +772,10 @@ mod tests {
 
     #[test]
     fn errors_are_rate_limited_and_refill_on_the_clock() {
+        // The overall bucket alone.
         let mut h = Harness::push(
             &CLASS,
-            "2001:db8::ff, timeexceeded, RATE 100, BURST 5",
+            "2001:db8::ff, timeexceeded, RATE 100, BURST 5, DEST_RATE 0",
             1,
             1,
         );
@@ -786,32 +798,189 @@ mod tests {
         h.push_packets(0, (0..20).map(|_| packet(&errs)));
         h.push_packets(0, flood(10));
         assert_eq!(h.take(0).len(), 5);
-        // RATE 0: no limit.
-        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded, RATE 0", 1, 1);
+        // RATE 0 and DEST_RATE 0: no limit.
+        let mut h = Harness::push(
+            &CLASS,
+            "2001:db8::ff, timeexceeded, RATE 0, DEST_RATE 0",
+            1,
+            1,
+        );
         h.push_packets(0, flood(200));
         assert_eq!(h.take(0).len(), 200);
     }
 
-    #[test]
-    fn the_default_limit() {
-        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded", 1, 1);
-        h.advance_to(Timestamp::from_parts(5, 0));
-        h.push_packets(0, flood(200));
-        assert_eq!(h.take(0).len(), 50);
+    /// `n` UDP datagrams from `src` (as udp(8) otherwise).
+    fn from(src: Ipv6Addr, n: usize) -> Vec<Packet> {
+        let mut v = udp(8);
+        v[8..24].copy_from_slice(&src.octets());
+        (0..n).map(|_| packet(&v)).collect()
+    }
+
+    fn host(i: u32) -> Ipv6Addr {
+        Ipv6Addr::from(0x2001_0db8_0001_0000_0000_0000_0000_0000u128 + u128::from(i))
     }
 
     #[test]
-    fn workers_share_the_bucket() {
-        let b = Arc::new(TokenBucket::new(1000, 50));
+    fn the_default_limits() {
+        // One source: DEST_BURST 6.
+        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded", 1, 1);
+        h.advance_to(Timestamp::from_parts(5, 0));
+        h.push_packets(0, flood(200));
+        assert_eq!(h.take(0).len(), 6);
+        let s = h.stats();
+        assert_eq!(
+            (
+                s.get("rate_limited"),
+                s.get("rate_limited_dest"),
+                s.get("rate_limited_global")
+            ),
+            (Some(194), Some(194), Some(0))
+        );
+        // Many sources, 4 packets each: BURST 50 in all.
+        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded", 1, 1);
+        h.advance_to(Timestamp::from_parts(5, 0));
+        h.push_packets(0, (0..50).flat_map(|i| from(host(i), 4)));
+        assert_eq!(h.take(0).len(), 50);
+        assert_eq!(h.stats().get("rate_limited_global"), Some(150));
+    }
+
+    #[test]
+    fn a_flooding_source_hits_its_own_limit_and_others_still_get_theirs() {
+        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded", 1, 1);
+        let (flooder, other) = (host(1), host(2));
+        let to = |e: &[Vec<u8>], a: Ipv6Addr| e.iter().filter(|e| e[24..40] == a.octets()).count();
+        // One second of a flood of 10,000 packets a second from one host,
+        // with one packet from another host every 200 ms (within its own
+        // limit: a traceroute's probes).
+        let t0 = 100_000_000_000u64;
+        let mut errors = Vec::new();
+        for ms in 0..1000u64 {
+            h.advance_to(Timestamp(t0 + ms * 1_000_000));
+            h.push_packets(0, from(flooder, 10));
+            if ms % 200 == 50 {
+                h.push_packets(0, from(other, 1));
+            }
+            errors.extend(h.take_bytes(0));
+        }
+        // The flooder: its burst, then one a second (none more in this
+        // second); the other host: every one of its five.
+        assert_eq!(to(&errors, flooder), 6);
+        assert_eq!(to(&errors, other), 5);
+        let s = h.stats();
+        assert_eq!(s.get("rate_limited_dest"), Some(10_000 - 6));
+        assert_eq!(s.get("rate_limited_global"), Some(0));
+        // Each error is well formed and goes where the packet came from.
+        for e in &errors {
+            assert!(icmp6_ok(e, 40));
+            assert_eq!((e[40], e[41]), (3, 0));
+        }
+        // Without the per-destination limit the flooder takes the whole
+        // overall budget and the other host gets nothing.
+        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded, DEST_RATE 0", 1, 1);
+        h.advance_to(Timestamp(t0));
+        h.push_packets(0, from(flooder, 100));
+        h.push_packets(0, from(other, 1));
+        let e = h.take_bytes(0);
+        assert_eq!((to(&e, flooder), to(&e, other)), (50, 0));
+    }
+
+    #[test]
+    fn the_overall_limit_still_caps_the_total() {
+        // 1,000 hosts, each within its own limit, over one second: at most
+        // BURST + RATE x 1 s errors in all.
+        let args = "2001:db8::ff, timeexceeded, RATE 200, BURST 20";
+        let mut h = Harness::push(&CLASS, args, 1, 1);
+        let t0 = 7_000_000_000u64;
+        let mut sent = 0;
+        for ms in 0..1000u64 {
+            h.advance_to(Timestamp(t0 + ms * 1_000_000));
+            h.push_packets(0, from(host(ms as u32), 1));
+            sent += h.take(0).len();
+        }
+        assert!((200..=220).contains(&sent), "{sent} errors in 1 s");
+        assert_eq!(h.stats().get("rate_limited_dest"), Some(0));
+        assert_eq!(
+            h.stats().get("rate_limited_global"),
+            Some(1000 - sent as u64)
+        );
+    }
+
+    #[test]
+    fn the_destination_table_stays_bounded_under_a_spray_of_sources() {
+        let mut h = Harness::push(&CLASS, "2001:db8::ff, timeexceeded, RATE 0", 1, 1);
+        let victim = host(0xdead_beef);
+        h.push_packets(0, from(victim, 10));
+        assert_eq!(h.take(0).len(), 6);
+        // 100,000 forged sources, two packets each: each starts with a
+        // full bucket of its own (evicting whoever held its slot).
+        let mut generated = 0;
+        for chunk in 0..100u32 {
+            h.push_packets(
+                0,
+                (0..1000).flat_map(|i| from(host(0x1_0000 + chunk * 1000 + i), 2)),
+            );
+            generated += h.take(0).len();
+        }
+        assert_eq!(generated, 200_000);
+        // A flooder after the spray is limited again at once.
+        h.push_packets(0, from(victim, 10));
+        assert_eq!(h.take(0).len(), 6);
+        assert_eq!(h.stats().get("rate_limited_dest"), Some(8));
+        // The same on the table itself: its size is fixed when it is made,
+        // and a destination that keeps its slot stays limited.
+        let l = RateLimiter::new(0, 1, 1, 6);
+        let now = Timestamp::from_parts(9, 0);
+        for i in 0..100_000u32 {
+            assert!(l.admit_ip6(&host(0x10_0000 + i).octets(), now).is_ok());
+        }
+        assert_eq!(l.slots(), crate::ip::icmperror::DEST_SLOTS);
+        for _ in 0..6 {
+            assert!(l.admit_ip6(&host(7).octets(), now).is_ok());
+        }
+        assert_eq!(
+            l.admit_ip6(&host(7).octets(), now),
+            Err(Limited::Destination)
+        );
+    }
+
+    #[test]
+    fn workers_share_the_buckets() {
+        let l = Arc::new(RateLimiter::new(1000, 50, 1, 6));
         let now = Timestamp::from_parts(7, 0);
-        let threads: Vec<_> = (0..4)
-            .map(|_| {
-                let b = Arc::clone(&b);
-                std::thread::spawn(move || (0..1000).filter(|_| b.allow(now)).count())
+        let threads: Vec<_> = (0..4u32)
+            .map(|t| {
+                let l = Arc::clone(&l);
+                std::thread::spawn(move || {
+                    (0..1000u32)
+                        .filter(|&i| {
+                            // Half to one host, half to many.
+                            let dst = if i % 2 == 0 {
+                                host(1)
+                            } else {
+                                host(t * 10_000 + i)
+                            };
+                            l.admit_ip6(&dst.octets(), now).is_ok()
+                        })
+                        .count()
+                })
             })
             .collect();
         let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
-        assert_eq!(total, 50);
+        assert_eq!(total, 50, "the overall burst, across threads");
+        // The one host got its burst of 6 at most.
+        let l = Arc::new(RateLimiter::new(0, 1, 1, 6));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let l = Arc::clone(&l);
+                std::thread::spawn(move || {
+                    (0..100)
+                        .filter(|_| l.admit_ip6(&host(1).octets(), now).is_ok())
+                        .count()
+                })
+            })
+            .collect();
+        let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(total, 6, "one destination's burst, across threads");
     }
 
     #[test]
@@ -859,7 +1028,7 @@ mod tests {
             check.push_bytes(0, &p);
             let mut all: Vec<Packet> = (0..3).flat_map(|o| check.take(o)).collect();
             all.push(packet(&p));
-            for args in ["2001:db8::ff, parameterproblem, option, RATE 0", "2001:db8::ff, toobig, RATE 0"] {
+            for args in ["2001:db8::ff, parameterproblem, option, RATE 0, DEST_RATE 0", "2001:db8::ff, toobig, RATE 0, DEST_RATE 0"] {
                 let mut h = Harness::push(&CLASS, args, 1, 1);
                 h.push_packets(0, all.iter().map(|q| q.duplicate()));
                 for e in h.take_bytes(0) {
@@ -897,5 +1066,12 @@ mod tests {
             .unwrap_err()
             .contains("at least 1"));
         assert!(ok("2001:db8::ff, 3, 0, RATE x").is_err());
+        assert!(ok("2001:db8::ff, 3, 0, DEST_BURST 0")
+            .unwrap_err()
+            .contains("at least 1"));
+        assert!(ok("2001:db8::ff, 3, 0, DEST_RATE 1001")
+            .unwrap_err()
+            .contains("above 1000"));
+        assert!(ok("2001:db8::ff, 3, 0, DEST_RATE 1000, DEST_BURST 100").is_ok());
     }
 }
