@@ -208,8 +208,22 @@ pub trait Element: Send + AsAny {
         let _ = stats;
     }
 
+    /// Called once on each worker when the router begins to stop (a
+    /// signal, a stop request, `--duration`, or the end of a run whose
+    /// sources are done), after the sources have stopped and before the
+    /// graph drains for the last time. Unlike in [`Element::shutdown`]
+    /// the element may still push: its last packets (a router's final
+    /// advertisement, RFC 4861 section 6.2.5) go through queues and pull
+    /// tasks like any others and reach devices and capture files before
+    /// those close. Timers that come due while the graph drains still
+    /// run, and [`Context::stopping`] is true.
+    fn stopping(&mut self, cx: &mut Context<'_>) {
+        let _ = cx;
+    }
+
     /// Called once when the router stops, after the graph has drained:
-    /// flush files, count packets that can no longer be delivered.
+    /// flush files, count packets that can no longer be delivered. Packets
+    /// pushed here may never leave: devices are closing.
     fn shutdown(&mut self, cx: &mut Context<'_>) {
         let _ = cx;
     }

@@ -201,6 +201,10 @@ pub struct Engine {
     /// [`Engine::take_hotswap_requests`]).
     hot_requests: Option<Arc<HotswapRequests>>,
     started: bool,
+    /// Every element's [`Element::stopping`] hook has been called.
+    ///
+    /// [`Element::stopping`]: bricks_element::Element::stopping
+    farewell: bool,
     exit_reads: Vec<String>,
 }
 
@@ -399,6 +403,7 @@ impl Engine {
             swaps: None,
             hot_requests: None,
             started: false,
+            farewell: false,
             exit_reads: Vec::new(),
         })
     }
@@ -936,6 +941,9 @@ impl Engine {
                         stop_began = Some(Instant::now());
                         self.state.stopping = true;
                         self.end_sources();
+                        // Their last packets drain with everything else
+                        // in flight, on every worker, before the run ends.
+                        self.farewell();
                     }
                 }
                 if parked && self.term.finished() {
@@ -1122,11 +1130,28 @@ impl Engine {
         self.take_timer_requests();
     }
 
-    /// Stops the sources and runs the remaining tasks until nothing moves,
-    /// so that packets already inside the graph reach their destination.
+    /// Calls every element's stopping hook, once: they may push their
+    /// last packets, which the rounds that follow deliver.
+    fn farewell(&mut self) {
+        if std::mem::replace(&mut self.farewell, true) {
+            return;
+        }
+        for i in 0..self.graph.len() {
+            self.graph
+                .with_element(i, &mut self.state, |el, cx| el.stopping(cx));
+            self.graph.run_deferred(&mut self.state);
+        }
+        self.take_timer_requests();
+    }
+
+    /// Stops the sources, calls every element's stopping hook (unless a
+    /// stop already did), and runs the remaining tasks until nothing moves,
+    /// so that packets already inside the graph, and those the hooks
+    /// pushed, reach their destination.
     pub fn drain(&mut self) {
         self.state.stopping = true;
         self.end_sources();
+        self.farewell();
         // Bounded: a pump that always claims progress cannot hold the
         // router hostage at exit.
         for _ in 0..1_000_000 {
@@ -1182,5 +1207,202 @@ mod glob_tests {
         ] {
             assert_eq!(glob_match(name, pattern), want, "{name} ~ {pattern}");
         }
+    }
+}
+
+#[cfg(test)]
+mod stopping_tests {
+    use super::*;
+    use bricks_config::{Source, SourceMap};
+    use bricks_element::{
+        ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
+    };
+    use std::collections::VecDeque;
+
+    /// A source that sends one packet a run, `n` in all (forever when 0),
+    /// and one packet more, of one byte, when the router stops.
+    struct Bye {
+        left: u64,
+        forever: bool,
+    }
+
+    impl Element for Bye {
+        fn task_kind(&self) -> TaskKind {
+            TaskKind::Source
+        }
+
+        fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+            if self.forever {
+                return TaskResult::Idle;
+            }
+            if self.left == 0 {
+                return TaskResult::Done;
+            }
+            self.left -= 1;
+            let mut b = Batch::new();
+            let _ = b.push(Packet::from_slice(&[0; 60]).unwrap());
+            cx.push(0, &mut b);
+            TaskResult::Worked
+        }
+
+        fn stopping(&mut self, cx: &mut Context<'_>) {
+            assert!(cx.stopping());
+            let mut b = Batch::new();
+            let _ = b.push(Packet::from_slice(&[1]).unwrap());
+            cx.push(0, &mut b);
+        }
+    }
+
+    /// A queue: push in, pull out.
+    #[derive(Default)]
+    struct Hold(VecDeque<Packet>);
+
+    impl Element for Hold {
+        fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+            self.0.extend(batch.drain());
+        }
+
+        fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
+            for _ in 0..max {
+                match self.0.pop_front() {
+                    Some(p) => {
+                        let _ = out.push(p);
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// A device's sender: pulls, counts what it sends and, at shutdown,
+    /// what it had sent by then (`closed_with`) and whether the stopping
+    /// packet was among it.
+    #[derive(Default)]
+    struct Out {
+        sent: u64,
+        last_was_bye: bool,
+        closed_with: u64,
+    }
+
+    impl Element for Out {
+        fn task_kind(&self) -> TaskKind {
+            TaskKind::Pump
+        }
+
+        fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+            cx.pull_task(32, |b, _| {
+                for p in b.drain() {
+                    self.sent += 1;
+                    self.last_was_bye = p.len() == 1;
+                }
+            })
+        }
+
+        fn shutdown(&mut self, _cx: &mut Context<'_>) {
+            self.closed_with = self.sent;
+        }
+
+        fn stats(&self, s: &mut Stats) {
+            s.counter("sent", self.sent);
+            s.counter("closed_with", self.closed_with);
+            s.counter("last_was_bye", u64::from(self.last_was_bye));
+        }
+    }
+
+    static MANUAL: Manual = Manual {
+        summary: "test element",
+        synopsis: "T",
+        description: "a test element",
+        ports: "test",
+        keywords: &[],
+        counters: &[],
+        example: "",
+        see_also: &[],
+    };
+
+    fn make_bye(args: &mut Args<'_>, _: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+        let n: u64 = args.read_p("N")?.unwrap_or(0);
+        Ok(Box::new(Bye {
+            left: n,
+            forever: n == 0,
+        }))
+    }
+
+    fn make_hold(_: &mut Args<'_>, _: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+        Ok(Box::<Hold>::default())
+    }
+
+    fn make_out(_: &mut Args<'_>, _: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+        Ok(Box::<Out>::default())
+    }
+
+    static BYE: ElementClass = ElementClass {
+        name: "Bye",
+        ports: "0/1",
+        processing: "h/h",
+        manual: &MANUAL,
+        make: make_bye,
+    };
+    static HOLD: ElementClass = ElementClass {
+        name: "Hold",
+        ports: "1/1",
+        processing: "h/l",
+        manual: &MANUAL,
+        make: make_hold,
+    };
+    static OUT: ElementClass = ElementClass {
+        name: "Out",
+        ports: "1/0",
+        processing: "l/h",
+        manual: &MANUAL,
+        make: make_out,
+    };
+
+    fn plan(n: u64) -> crate::Plan {
+        let mut reg = crate::Registry::new();
+        for c in [BYE, HOLD, OUT] {
+            reg.register(c);
+        }
+        let mut map = SourceMap::default();
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<t>".into(),
+                text: format!("Bye({n}) -> Hold -> out :: Out;"),
+            },
+        )
+        .unwrap();
+        crate::build(&router, &reg).unwrap()
+    }
+
+    #[test]
+    fn packets_pushed_while_stopping_leave_before_shutdown() {
+        // The sources end: the last packet is the stopping one, sent
+        // through a queue and a pull task before the sender closed.
+        let mut e = Engine::new(&plan(5)).unwrap();
+        let s = e.run();
+        assert_eq!(s.reason, StopReason::SourcesDone);
+        let out = s.stats("out").unwrap();
+        assert_eq!(out.get("sent"), Some(6));
+        assert_eq!(out.get("closed_with"), Some(6));
+        assert_eq!(out.get("last_was_bye"), Some(1));
+
+        // A stop from outside, on two workers that end together: each
+        // worker's instance says goodbye once, and it leaves.
+        let plan = Arc::new(plan(0));
+        let opts = crate::WorkerOptions {
+            threads: 2,
+            pin: false,
+            ..Default::default()
+        };
+        let w = crate::Workers::start(plan, &opts).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        w.stop_handle().stop();
+        assert!(w.wait_finished(Duration::from_secs(10)));
+        let s = w.join();
+        assert_eq!(s.total.reason, StopReason::External);
+        let out = s.total.stats("out").unwrap();
+        assert_eq!(out.get("sent"), Some(2));
+        assert_eq!(out.get("closed_with"), Some(2));
     }
 }

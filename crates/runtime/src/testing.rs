@@ -286,6 +286,15 @@ impl Harness {
             .call_handler(0, handler, params, false, &mut self.state)
     }
 
+    /// Marks the router as stopping and calls the element's stopping
+    /// hook, as a worker does when the router begins to stop; what the
+    /// element pushes there is captured like any output.
+    pub fn stopping(&mut self) {
+        self.state.stopping = true;
+        self.graph
+            .with_element(0, &mut self.state, |e, cx| e.stopping(cx));
+    }
+
     /// Calls the element's shutdown hook.
     pub fn shutdown(&mut self) {
         self.graph
