@@ -62,6 +62,12 @@ define(
     // packet.
     $BACKEND auto,
 
+    // When the router stops it sends a final Router Advertisement with
+    // router lifetime 0, so that hosts stop using it as their default
+    // router at once (RFC 4861 section 6.2.5); false leaves them to find
+    // out when the advertised lifetime runs out.
+    $RA_FINAL true,
+
     // The links' MTU: larger IPv4 packets are fragmented, or answered with
     // ICMP "fragmentation needed" when they say Don't Fragment; larger IPv6
     // packets are answered with Packet Too Big (routers do not fragment
@@ -145,8 +151,10 @@ ns0[1] -> [1]nds0;
 c0[4] -> [1]nds0;
 // Router Advertisements: at start, then every 200 to 600 s, and in answer
 // to Router Solicitations; hosts that accept them learn the prefix, the
-// MTU and the router (RFC 4861 section 6.2).
-c0[5] -> ra0 :: IP6RouterAdvertiser($MAC0, $LL6_0, PREFIX $NET6_0/$LEN6_0, MTU $MTU0) -> q0;
+// MTU and the router (RFC 4861 section 6.2). A last one with router
+// lifetime 0 when the router stops.
+c0[5] -> ra0 :: IP6RouterAdvertiser($MAC0, $LL6_0, PREFIX $NET6_0/$LEN6_0, MTU $MTU0,
+                                    FINAL $RA_FINAL) -> q0;
 c0[6] -> Paint(1) -> ip6;
 // LLDP and the rest.
 c0[7] -> other0 :: Discard;
@@ -174,7 +182,8 @@ c1[3] -> ns1 :: Tee(2);
 ns1[0] -> nda1;
 ns1[1] -> [1]nds1;
 c1[4] -> [1]nds1;
-c1[5] -> ra1 :: IP6RouterAdvertiser($MAC1, $LL6_1, PREFIX $NET6_1/$LEN6_1, MTU $MTU1) -> q1;
+c1[5] -> ra1 :: IP6RouterAdvertiser($MAC1, $LL6_1, PREFIX $NET6_1/$LEN6_1, MTU $MTU1,
+                                    FINAL $RA_FINAL) -> q1;
 c1[6] -> Paint(2) -> ip6;
 c1[7] -> other1 :: Discard;
 

@@ -301,13 +301,26 @@ fn dual_stack_router_ipv6_on_captures() {
     }
 
     // Router Advertisements on eth0: one at start, one in answer to h1's
-    // solicitation (12), with the router's MAC, the MTU and the prefix
-    // 2001:db8:1::/64, from fe80::1.
-    let ras: Vec<&Vec<u8>> = e0
+    // solicitation (12), and a final one when the run ends, with the
+    // router's MAC, the MTU and the prefix 2001:db8:1::/64, from fe80::1.
+    // The final one has router lifetime 0 (RFC 4861 section 6.2.5), so
+    // that hosts drop the router as default at once; it is the last
+    // frame the router sent on each link.
+    let is_ra =
+        |f: &&Vec<u8>| f.len() >= 70 && f[12..14] == [0x86, 0xdd] && f[20] == 58 && f[54] == 134;
+    let ras: Vec<&Vec<u8>> = e0.iter().filter(is_ra).collect();
+    assert_eq!(ras.len(), 3, "router advertisements on eth0");
+    let lifetimes: Vec<u16> = ras
         .iter()
-        .filter(|f| f.len() >= 70 && f[12..14] == [0x86, 0xdd] && f[20] == 58 && f[54] == 134)
+        .map(|f| u16::from_be_bytes([f[60], f[61]]))
         .collect();
-    assert_eq!(ras.len(), 2, "router advertisements on eth0");
+    assert_eq!(lifetimes, [1800, 1800, 0]);
+    assert!(
+        is_ra(&e0.last().unwrap()),
+        "the final advertisement is last"
+    );
+    let last1 = e1.last().unwrap();
+    assert!(is_ra(&last1) && last1[60..62] == [0, 0], "eth1's final one");
     for f in &ras {
         let src = Ipv6Addr::from(<[u8; 16]>::try_from(&f[22..38]).unwrap());
         assert_eq!(src, a("fe80::1"));

@@ -51,6 +51,18 @@ impl Lab {
     /// Like [`Lab::start`], with `accept_ra` (a host) taking Router
     /// Advertisements.
     fn start_with(tag: &str, backend: &str, threads: usize, accept_ra: Option<&str>) -> Lab {
+        Lab::start_defined(tag, backend, threads, accept_ra, &[])
+    }
+
+    /// Like [`Lab::start_with`], with more `NAME=VALUE` defines for the
+    /// configuration.
+    fn start_defined(
+        tag: &str,
+        backend: &str,
+        threads: usize,
+        accept_ra: Option<&str>,
+        more: &[&str],
+    ) -> Lab {
         let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
         for ns in ["r", "h1", "h2"] {
             net.add_namespace(ns).unwrap();
@@ -109,12 +121,13 @@ impl Lab {
             macs.push(net.mac("r", dev).unwrap());
         }
         let conf = root().join("conf/dual-stack-router.click");
-        let defines = [
+        let mut defines = vec![
             format!("BACKEND={backend}"),
             format!("MAC0={}", macs[0]),
             format!("MAC1={}", macs[1]),
             format!("MTU1={FAR_MTU}"),
         ];
+        defines.extend(more.iter().map(|d| d.to_string()));
         let router = LiveRouter::start(&net, "r", &conf, threads, &defines);
         Lab {
             router,
@@ -369,6 +382,68 @@ fn slaac_from_router_advertisements() {
     // h2 does not take advertisements: nothing but its static address.
     let out = lab.run("h2", &["ip", "-6", "addr", "show", "dev", "eth0"], 5);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("dynamic"));
+}
+
+/// h1's routes that came from Router Advertisements via the router's
+/// link-local address, and its addresses formed from them.
+fn ra_state(lab: &Lab) -> (bool, bool) {
+    let out = lab.run("h1", &["ip", "-6", "route", "show", "default"], 5);
+    let routes = String::from_utf8_lossy(&out.stdout).to_string();
+    let out = lab.run("h1", &["ip", "-6", "addr", "show", "dev", "eth0"], 5);
+    let addrs = String::from_utf8_lossy(&out.stdout).to_string();
+    (
+        routes.contains("via fe80::1"),
+        addrs
+            .lines()
+            .any(|l| l.contains("inet6 2001:db8:1:") && l.contains("dynamic")),
+    )
+}
+
+/// When bricks stops (SIGTERM), its final Router Advertisement (router
+/// lifetime 0, RFC 4861 section 6.2.5) leaves before the device closes:
+/// Linux on h1 drops its default route via the router at once, instead
+/// of keeping it for the advertised 1,800 s, and keeps the address it
+/// formed in the prefix, whose lifetimes the final advertisement repeats.
+/// With FINAL false the route stays: it is the advertisement that removes
+/// it, not the router's leaving.
+#[test]
+fn a_stopping_router_withdraws_itself_as_default_router() {
+    if skip_unless_root("router6_netns final advertisement").is_some() {
+        return;
+    }
+    for (tag, final_ra) in [("v6fin", true), ("v6nofin", false)] {
+        let define = format!("RA_FINAL={final_ra}");
+        let mut lab = Lab::start_defined(tag, "packet", 2, Some("h1"), &[&define]);
+        lab.wait_for(
+            "h1's default route via fe80::1",
+            Duration::from_secs(40),
+            |l| ra_state(l) == (true, true),
+        );
+        let status = lab.router.child.stop(Duration::from_secs(10));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "bricks did not stop cleanly on SIGTERM: {status:?}\n{}",
+            lab.stderr()
+        );
+        // The kernel acts on the advertisement as it arrives; give it a
+        // moment all the same (and a route that stays, the same moment).
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        let mut state = ra_state(&lab);
+        while final_ra && state.0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            state = ra_state(&lab);
+        }
+        if !final_ra {
+            std::thread::sleep(Duration::from_secs(1));
+            state = ra_state(&lab);
+        }
+        assert_eq!(
+            state,
+            (!final_ra, true),
+            "FINAL {final_ra}: (default route via fe80::1, SLAAC address) after the stop\n{}",
+            lab.stderr()
+        );
+    }
 }
 
 #[test]

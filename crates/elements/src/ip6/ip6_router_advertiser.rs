@@ -59,7 +59,7 @@ pub const MAX_PREFIXES: usize = 16;
 static MANUAL: Manual = Manual {
     summary: "sends IPv6 Router Advertisements and answers Router Solicitations",
     synopsis: "IP6RouterAdvertiser(ETH [, SRC, KEYWORDS PREFIX, MTU, MAX_INTERVAL, \
-        MIN_INTERVAL, LIFETIME, HOP_LIMIT, MANAGED, OTHER])",
+        MIN_INTERVAL, LIFETIME, HOP_LIMIT, MANAGED, OTHER, FINAL])",
     description: "Makes the router discoverable on one link (RFC 4861 section 6.2; not a \
         Click class). Router Advertisements go to all nodes, ff02::1 at \
         33:33:00:00:00:01, from SRC, a link-local address (by default the one ETH gives \
@@ -87,7 +87,17 @@ static MANUAL: Manual = Manual {
         costs at most one advertisement every 3 s. Each advertisement restarts the \
         unsolicited interval. After a hot swap to a configuration that advertises the \
         same things the schedule goes on; one with other prefixes, lifetimes or \
-        addresses advertises at once. Solicitations whose hop limit is not 255 (`bad_hop_limit`), \
+        addresses advertises at once.\n\n\
+        When the router stops (Ctrl-C, SIGTERM, `--duration`, a Script's `stop`, the \
+        end of a run on captures), the first worker sends one final advertisement, as \
+        RFC 4861 section 6.2.5 asks of a router that ceases to advertise: the same \
+        options and prefix lifetimes, but router lifetime 0, so that hosts drop the \
+        router from their default routers at once instead of after up to LIFETIME \
+        seconds (their addresses in the prefixes stay valid). It goes through the \
+        graph like any other advertisement and leaves before the devices close. It is \
+        sent only if an advertisement has been sent before, and not with FINAL false. \
+        No advertisement, solicited or not, follows it.\n\n\
+        Solicitations whose hop limit is not 255 (`bad_hop_limit`), \
         with a wrong checksum (`bad_checksum`) or a bad code or option (`bad_nd`), and \
         frames that are not Router Solicitations or carry extension headers before the \
         ICMPv6 message (`not_rs`) are not answered; everything not answered and every \
@@ -161,9 +171,20 @@ static MANUAL: Manual = Manual {
             default: Some("false"),
             doc: "the O flag: other configuration from DHCPv6",
         },
+        Keyword {
+            name: "FINAL",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "send a final advertisement with router lifetime 0 when the router \
+                stops (RFC 4861 section 6.2.5)",
+        },
     ],
     counters: &[
         ("advertisements", "Router Advertisements sent"),
+        (
+            "final",
+            "of which final ones, router lifetime 0, sent as the router stopped",
+        ),
         (
             "solicited",
             "of which sent because of a solicitation (several may share one)",
@@ -276,6 +297,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let hop_limit: u8 = args.read("HOP_LIMIT")?.unwrap_or(64);
     let managed: bool = args.read("MANAGED")?.unwrap_or(false);
     let other: bool = args.read("OTHER")?.unwrap_or(false);
+    let final_ra: bool = args.read("FINAL")?.unwrap_or(true);
 
     if !eth.is_unicast() || eth == EthernetAddress::UNSPECIFIED {
         return Err(ArgError::new(format!(
@@ -347,6 +369,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         lifetime: lifetime as u16,
         hop_limit,
         flags,
+        final_ra,
         last,
         rng: seed,
         periodic_at: None,
@@ -368,6 +391,7 @@ struct LastAdvert(AtomicU64);
 #[derive(Debug, Default, Clone, Copy)]
 struct Counters {
     advertisements: u64,
+    final_ras: u64,
     solicited: u64,
     solicitations: u64,
     not_rs: u64,
@@ -399,6 +423,8 @@ pub struct Ip6RouterAdvertiser {
     hop_limit: u8,
     /// M and O.
     flags: u8,
+    /// Send a final advertisement when the router stops.
+    final_ra: bool,
     last: Arc<LastAdvert>,
     /// xorshift64* state.
     rng: u64,
@@ -447,6 +473,16 @@ impl Ip6RouterAdvertiser {
 
     /// The advertisement, as an Ethernet frame.
     pub fn advertisement(&self, now: Timestamp) -> Packet {
+        self.advertisement_with(now, self.lifetime)
+    }
+
+    /// The final advertisement (RFC 4861 section 6.2.5): router lifetime
+    /// 0, everything else as usual, prefix lifetimes included.
+    pub fn final_advertisement(&self, now: Timestamp) -> Packet {
+        self.advertisement_with(now, 0)
+    }
+
+    fn advertisement_with(&self, now: Timestamp, lifetime: u16) -> Packet {
         let mut options: Vec<NdiscOption<'static>> =
             vec![NdiscOption::SourceLinkLayerAddr(self.eth)];
         if let Some(m) = self.mtu {
@@ -480,7 +516,7 @@ impl Ip6RouterAdvertiser {
         m[0] = Icmpv6Message::RouterAdvert.into();
         m[4] = self.hop_limit;
         m[5] = self.flags;
-        m[6..8].copy_from_slice(&self.lifetime.to_be_bytes());
+        m[6..8].copy_from_slice(&lifetime.to_be_bytes());
         let mut at = ROUTER_ADVERT_LEN;
         for opt in &options {
             opt.emit(&mut m[at..]);
@@ -627,7 +663,7 @@ impl Element for Ip6RouterAdvertiser {
             Some(port) => cx.push(port, batch),
             None => batch.clear(),
         }
-        if solicited && self.solicited_at.is_none() {
+        if solicited && self.solicited_at.is_none() && !cx.stopping() {
             // Section 6.2.6: after a random delay, and no sooner than
             // MIN_DELAY_BETWEEN_RAS after the last advertisement.
             let delay = self.uniform(0, MAX_RA_DELAY_TIME);
@@ -638,6 +674,10 @@ impl Element for Ip6RouterAdvertiser {
     }
 
     fn run_timer(&mut self, cx: &mut Context<'_>) {
+        if cx.stopping() {
+            // The final advertisement has been said: nothing after it.
+            return;
+        }
         let now = cx.now().0;
         if self.timer_at.is_some_and(|t| t <= now) {
             self.timer_at = None;
@@ -679,9 +719,26 @@ impl Element for Ip6RouterAdvertiser {
         self.arm(cx);
     }
 
+    /// RFC 4861 section 6.2.5: a router that stops advertising says so
+    /// with router lifetime 0, once, from the first worker.
+    fn stopping(&mut self, cx: &mut Context<'_>) {
+        self.periodic_at = None;
+        self.solicited_at = None;
+        let advertised = self.last.0.load(Ordering::Relaxed) != 0;
+        if !self.final_ra || cx.worker() != 0 || !advertised {
+            return;
+        }
+        let mut b = Batch::new();
+        let _ = b.push(self.final_advertisement(cx.now()));
+        self.c.advertisements += 1;
+        self.c.final_ras += 1;
+        cx.push(0, &mut b);
+    }
+
     fn stats(&self, s: &mut Stats) {
         let c = &self.c;
         s.counter("advertisements", c.advertisements);
+        s.counter("final", c.final_ras);
         s.counter("solicited", c.solicited);
         s.counter("solicitations", c.solicitations);
         s.counter("not_rs", c.not_rs);
@@ -800,6 +857,73 @@ mod tests {
             h.read_handler("prefixes").unwrap(),
             "2001:db8:1::/64 2592000 604800\n2001:db8:77::/64 86400 14400\n"
         );
+    }
+
+    #[test]
+    fn the_final_advertisement_has_router_lifetime_0() {
+        let mut h = Harness::push(&CLASS, ARGS, 1, 2);
+        let t0 = h.now().0;
+        h.start();
+        h.advance_to(Timestamp(t0));
+        assert_eq!(h.take_bytes(0), vec![expected_ra()]);
+        h.advance_to(Timestamp(t0 + 2 * SEC));
+        h.stopping();
+        // The same advertisement, router lifetime 0 (and its checksum),
+        // the prefixes with their lifetimes (section 6.2.5).
+        let mut want = expected_ra();
+        want[60..62].fill(0);
+        want[56..58].fill(0);
+        let c = checksum(ll(), ALL_NODES, &want[54..]);
+        want[56..58].copy_from_slice(&c.to_be_bytes());
+        let out = h.take_bytes(0);
+        assert_eq!(out, vec![want]);
+        let ip = Ipv6Packet::new_checked(&out[0][14..]).unwrap();
+        let nd = NdiscPacket::new_checked(ip.payload()).unwrap();
+        let NdiscRepr::RouterAdvert {
+            router_lifetime,
+            lladdr,
+            mtu,
+            prefix_info,
+            ..
+        } = NdiscRepr::parse(ip.src_addr(), ip.dst_addr(), &nd).unwrap()
+        else {
+            panic!("not an advertisement")
+        };
+        assert_eq!((router_lifetime, lladdr, mtu), (0, Some(A_MAC), Some(1500)));
+        let p = prefix_info.unwrap();
+        assert_eq!(
+            (p.valid_lifetime, p.preferred_lifetime),
+            (2_592_000, 604_800)
+        );
+        let s = h.stats();
+        assert_eq!(
+            (s.get("advertisements"), s.get("final")),
+            (Some(2), Some(1))
+        );
+        // Nothing after it: neither the periodic timer nor a solicitation.
+        h.push_bytes(0, &B_RS);
+        for k in 1..=700 {
+            h.advance_to(Timestamp(t0 + 2 * SEC + k * SEC));
+        }
+        assert!(h.take(0).is_empty());
+        assert_eq!(h.stats().get("advertisements"), Some(2));
+    }
+
+    #[test]
+    fn no_final_advertisement_with_final_false_or_before_any() {
+        let mut h = Harness::push(&CLASS, &format!("{ARGS}, FINAL false"), 1, 2);
+        let t0 = h.now().0;
+        h.start();
+        h.advance_to(Timestamp(t0));
+        assert_eq!(h.take(0).len(), 1);
+        h.stopping();
+        assert!(h.take(0).is_empty());
+        assert_eq!(h.stats().get("final"), Some(0));
+        // A router that never advertised has nothing to take back.
+        let mut h = Harness::push(&CLASS, ARGS, 1, 2);
+        h.start();
+        h.stopping();
+        assert!(h.take(0).is_empty());
     }
 
     #[test]
@@ -952,6 +1076,7 @@ mod tests {
             "52:54:00:aa:00:01, LIFETIME 10",
             "52:54:00:aa:00:01, LIFETIME 10000",
             "52:54:00:aa:00:01, INTERVAL 10",
+            "52:54:00:aa:00:01, FINAL maybe",
         ] {
             assert!(ok(bad).is_err(), "{bad} accepted");
         }
