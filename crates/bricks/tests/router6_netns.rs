@@ -63,6 +63,18 @@ impl Lab {
         accept_ra: Option<&str>,
         more: &[&str],
     ) -> Lab {
+        Lab::start_full(tag, backend, threads, accept_ra, more, &[])
+    }
+
+    /// Like [`Lab::start_defined`], with more `bricks run` arguments.
+    fn start_full(
+        tag: &str,
+        backend: &str,
+        threads: usize,
+        accept_ra: Option<&str>,
+        more: &[&str],
+        extra: &[String],
+    ) -> Lab {
         let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
         for ns in ["r", "h1", "h2"] {
             net.add_namespace(ns).unwrap();
@@ -128,7 +140,7 @@ impl Lab {
             format!("MTU1={FAR_MTU}"),
         ];
         defines.extend(more.iter().map(|d| d.to_string()));
-        let router = LiveRouter::start(&net, "r", &conf, threads, &defines);
+        let router = LiveRouter::start_with(&net, "r", &conf, threads, &defines, extra);
         Lab {
             router,
             net,
@@ -405,20 +417,47 @@ fn ra_state(lab: &Lab) -> (bool, bool) {
 /// of keeping it for the advertised 1,800 s, and keeps the address it
 /// formed in the prefix, whose lifetimes the final advertisement repeats.
 /// With FINAL false the route stays: it is the advertisement that removes
-/// it, not the router's leaving.
+/// it, not the router's leaving. Before the stop, with FINAL true, the
+/// `active` handler written through the control socket takes the route
+/// away (`false`) and brings it back (`true`) while the router runs.
 #[test]
 fn a_stopping_router_withdraws_itself_as_default_router() {
     if skip_unless_root("router6_netns final advertisement").is_some() {
         return;
     }
+    let dir = tempfile::tempdir().unwrap();
     for (tag, final_ra) in [("v6fin", true), ("v6nofin", false)] {
         let define = format!("RA_FINAL={final_ra}");
-        let mut lab = Lab::start_defined(tag, "packet", 2, Some("h1"), &[&define]);
+        let sock = dir.path().join(format!("{tag}.sock"));
+        let extra = ["--control".to_string(), sock.display().to_string()];
+        let mut lab = Lab::start_full(tag, "packet", 2, Some("h1"), &[&define], &extra);
         lab.wait_for(
             "h1's default route via fe80::1",
             Duration::from_secs(40),
             |l| ra_state(l) == (true, true),
         );
+        if final_ra {
+            let ctl = |value: &str| {
+                let out = std::process::Command::new(env!("CARGO_BIN_EXE_bricks"))
+                    .args(["ctl", sock.to_str().unwrap(), "write", "ra0.active", value])
+                    .output()
+                    .unwrap();
+                let text = String::from_utf8_lossy(&out.stdout).to_string();
+                assert!(out.status.success() && text.trim() == "ok", "{text}");
+            };
+            ctl("false");
+            lab.wait_for(
+                "h1's default route gone after ra0.active false",
+                Duration::from_secs(5),
+                |l| ra_state(l) == (false, true),
+            );
+            ctl("true");
+            lab.wait_for(
+                "h1's default route back after ra0.active true",
+                Duration::from_secs(10),
+                |l| ra_state(l) == (true, true),
+            );
+        }
         let status = lab.router.child.stop(Duration::from_secs(10));
         assert!(
             status.is_some_and(|s| s.success()),

@@ -273,6 +273,16 @@ impl Harness {
         self.graph.write_handler(0, handler, value)
     }
 
+    /// Calls a write handler as the engine does for a control socket, a
+    /// Script or `bricks ctl`: through the element's `call_handler`
+    /// first, with the worker's context, so that a handler may push
+    /// packets (captured like any output) or read the clock.
+    pub fn call_write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        self.graph
+            .call_handler(0, handler, value, true, &mut self.state)
+            .map(|_| ())
+    }
+
     /// Reads a handler as Click prints it: the element's own, then the
     /// common ones (`class`, `config`, ...), then a counter.
     pub fn read_handler(&self, handler: &str) -> Result<String, String> {

@@ -26,7 +26,7 @@ use bricks_wire::ndisc::{
 };
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,7 +96,12 @@ static MANUAL: Manual = Manual {
         seconds (their addresses in the prefixes stay valid). It goes through the \
         graph like any other advertisement and leaves before the devices close. It is \
         sent only if an advertisement has been sent before, and not with FINAL false. \
-        No advertisement, solicited or not, follows it.\n\n\
+        No advertisement, solicited or not, follows it. Writing `false` to the \
+        `active` handler stops advertising the same way while the router runs: the \
+        final advertisement leaves at once (unless FINAL is false), then nothing, not \
+        even answers to solicitations, until `true` is written, which sends an \
+        advertisement at once and resumes the schedule; the switch holds for every \
+        worker and across a hot swap.\n\n\
         Solicitations whose hop limit is not 255 (`bad_hop_limit`), \
         with a wrong checksum (`bad_checksum`) or a bad code or option (`bad_nd`), and \
         frames that are not Router Solicitations or carry extension headers before the \
@@ -105,7 +110,8 @@ static MANUAL: Manual = Manual {
         The element does not learn the soliciting hosts' link-layer addresses: \
         IP6NDSolicitor resolves them when the router sends to them. Answering Neighbor \
         Solicitations for SRC is IP6NDAdvertiser's job: give it SRC too. The `prefixes` \
-        handler lists the prefixes advertised, one `PREFIX VALID PREFERRED` line each.",
+        handler lists the prefixes advertised, one `PREFIX VALID PREFERRED` line each; \
+        `active` (read and write, a boolean) says and sets whether it advertises.",
     ports: "one input, push; output 0: Router Advertisements, push; optional output 1: \
         solicitations and frames not used, push",
     keywords: &[
@@ -347,7 +353,12 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             "LIFETIME must be 0 or MAX_INTERVAL to 9000 seconds (RFC 4861 section 6.2.1)",
         ));
     }
-    let last = args.shared(|_| Ok(LastAdvert(AtomicU64::new(0))))?;
+    let last = args.shared(|_| {
+        Ok(LastAdvert {
+            at: AtomicU64::new(0),
+            off: AtomicBool::new(false),
+        })
+    })?;
     let mut seed = u64::from_be_bytes([
         0, 0, eth.0[0], eth.0[1], eth.0[2], eth.0[3], eth.0[4], eth.0[5],
     ]) ^ (u128::from(src) as u64).rotate_left(17);
@@ -381,12 +392,17 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     }))
 }
 
-/// When the last advertisement left, in nanoseconds plus one (0: none
-/// yet), shared by every worker's instance: the limit of one
-/// advertisement every MIN_DELAY_BETWEEN_RAS holds for the element, not
-/// per worker.
+/// What every worker's instance shares.
 #[derive(Debug)]
-struct LastAdvert(AtomicU64);
+struct LastAdvert {
+    /// When the last advertisement left, in nanoseconds plus one (0: none
+    /// yet): the limit of one advertisement every MIN_DELAY_BETWEEN_RAS
+    /// holds for the element, not per worker.
+    at: AtomicU64,
+    /// Advertising is switched off (the `active` handler), on every
+    /// worker whichever one the write reached.
+    off: AtomicBool,
+}
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Counters {
@@ -557,9 +573,27 @@ impl Ip6RouterAdvertiser {
         }
     }
 
+    /// Advertising is on (the `active` handler).
+    fn active(&self) -> bool {
+        !self.last.off.load(Ordering::Relaxed)
+    }
+
+    /// Sends the final advertisement, router lifetime 0, if this router
+    /// has advertised at all.
+    fn say_final(&mut self, cx: &mut Context<'_>) {
+        if self.last.at.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut b = Batch::new();
+        let _ = b.push(self.final_advertisement(cx.now()));
+        self.c.advertisements += 1;
+        self.c.final_ras += 1;
+        cx.push(0, &mut b);
+    }
+
     /// The earliest time the next advertisement may leave.
     fn earliest(&self) -> u64 {
-        match self.last.0.load(Ordering::Relaxed) {
+        match self.last.at.load(Ordering::Relaxed) {
             0 => 0,
             t => (t - 1).saturating_add(MIN_DELAY_BETWEEN_RAS),
         }
@@ -580,12 +614,12 @@ impl Ip6RouterAdvertiser {
     /// Takes the right to send at `now` from every worker's instance, or
     /// says when to try again.
     fn claim(&self, now: u64) -> Result<(), u64> {
-        let mut cur = self.last.0.load(Ordering::Relaxed);
+        let mut cur = self.last.at.load(Ordering::Relaxed);
         loop {
             if cur != 0 && now < (cur - 1).saturating_add(MIN_DELAY_BETWEEN_RAS) {
                 return Err((cur - 1).saturating_add(MIN_DELAY_BETWEEN_RAS));
             }
-            match self.last.0.compare_exchange_weak(
+            match self.last.at.compare_exchange_weak(
                 cur,
                 now + 1,
                 Ordering::Relaxed,
@@ -615,6 +649,10 @@ impl Element for Ip6RouterAdvertiser {
             return;
         };
         self.c = old.c;
+        // Switched off stays off.
+        self.last
+            .off
+            .store(old.last.off.load(Ordering::Relaxed), Ordering::Relaxed);
         let same = (
             self.eth,
             self.src,
@@ -634,8 +672,8 @@ impl Element for Ip6RouterAdvertiser {
         );
         if same {
             self.last
-                .0
-                .fetch_max(old.last.0.load(Ordering::Relaxed), Ordering::Relaxed);
+                .at
+                .fetch_max(old.last.at.load(Ordering::Relaxed), Ordering::Relaxed);
             self.sent = old.sent;
             self.solicited_at = old.solicited_at;
             if (self.min, self.max) == (old.min, old.max) {
@@ -663,7 +701,7 @@ impl Element for Ip6RouterAdvertiser {
             Some(port) => cx.push(port, batch),
             None => batch.clear(),
         }
-        if solicited && self.solicited_at.is_none() && !cx.stopping() {
+        if solicited && self.solicited_at.is_none() && !cx.stopping() && self.active() {
             // Section 6.2.6: after a random delay, and no sooner than
             // MIN_DELAY_BETWEEN_RAS after the last advertisement.
             let delay = self.uniform(0, MAX_RA_DELAY_TIME);
@@ -684,7 +722,15 @@ impl Element for Ip6RouterAdvertiser {
         }
         let periodic = self.periodic_at.is_some_and(|t| t <= now);
         let solicited = self.solicited_at.is_some_and(|t| t <= now);
-        if periodic || solicited {
+        if (periodic || solicited) && !self.active() {
+            // Switched off: silent, but the first worker keeps its
+            // schedule, so that switching on again needs no timer of its.
+            self.solicited_at = None;
+            if periodic {
+                let i = self.interval();
+                self.periodic_at = (!cx.trace_clock()).then_some(now + i);
+            }
+        } else if periodic || solicited {
             match self.claim(now) {
                 Ok(()) => {
                     let mut b = Batch::new();
@@ -724,15 +770,50 @@ impl Element for Ip6RouterAdvertiser {
     fn stopping(&mut self, cx: &mut Context<'_>) {
         self.periodic_at = None;
         self.solicited_at = None;
-        let advertised = self.last.0.load(Ordering::Relaxed) != 0;
-        if !self.final_ra || cx.worker() != 0 || !advertised {
-            return;
+        if self.final_ra && cx.worker() == 0 && self.active() {
+            self.say_final(cx);
         }
-        let mut b = Batch::new();
-        let _ = b.push(self.final_advertisement(cx.now()));
-        self.c.advertisements += 1;
-        self.c.final_ras += 1;
-        cx.push(0, &mut b);
+    }
+
+    /// `active`: switching advertising off sends the final advertisement
+    /// at once (RFC 4861 section 6.2.5: the interface ceases to be an
+    /// advertising interface); switching it on sends one at once (section
+    /// 6.2.4: it becomes one). Either from the worker the write reached.
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        if handler != "active" || !write {
+            return None;
+        }
+        let on = match bool::from_arg(value.trim()) {
+            Ok(on) => on,
+            Err(e) => return Some(Err(e)),
+        };
+        let was = !self.last.off.swap(!on, Ordering::Relaxed);
+        if was && !on {
+            self.solicited_at = None;
+            if self.final_ra {
+                self.say_final(cx);
+            }
+        } else if !was && on && !cx.stopping() {
+            let now = cx.now().0;
+            self.last.at.store(now + 1, Ordering::Relaxed);
+            let mut b = Batch::new();
+            let _ = b.push(self.advertisement(Timestamp(now)));
+            self.c.advertisements += 1;
+            cx.push(0, &mut b);
+        }
+        Some(Ok(String::new()))
+    }
+
+    /// The element's handlers take effect on every worker through their
+    /// shared state: a write goes to one.
+    fn handler_is_shared(&self, handler: &str) -> bool {
+        handler == "active"
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -748,11 +829,18 @@ impl Element for Ip6RouterAdvertiser {
     }
 
     fn read_handler(&self, handler: &str) -> Option<String> {
-        (handler == "prefixes").then(|| self.table())
+        match handler {
+            "prefixes" => Some(self.table()),
+            "active" => Some(self.active().to_string()),
+            _ => None,
+        }
     }
 
     fn handlers(&self) -> &'static [bricks_element::Handler] {
-        const HANDLERS: &[bricks_element::Handler] = &[bricks_element::Handler::r("prefixes")];
+        const HANDLERS: &[bricks_element::Handler] = &[
+            bricks_element::Handler::r("prefixes"),
+            bricks_element::Handler::rw("active"),
+        ];
         HANDLERS
     }
 }
@@ -907,6 +995,48 @@ mod tests {
         }
         assert!(h.take(0).is_empty());
         assert_eq!(h.stats().get("advertisements"), Some(2));
+    }
+
+    #[test]
+    fn switching_advertising_off_sends_the_final_advertisement() {
+        let mut h = Harness::push(&CLASS, ARGS, 1, 2);
+        let t0 = h.now().0;
+        h.start();
+        h.advance_to(Timestamp(t0));
+        assert_eq!(h.take(0).len(), 1);
+        assert_eq!(h.read_handler("active").unwrap(), "true");
+        h.advance_to(Timestamp(t0 + SEC));
+        h.call_write_handler("active", "false").unwrap();
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(&out[0][60..62], &[0, 0], "router lifetime 0");
+        assert_eq!(h.read_handler("active").unwrap(), "false");
+        // Silent while off: no periodic advertisement, no answer, and no
+        // second final one when the router stops.
+        h.push_bytes(0, &B_RS);
+        for k in 2..=60 {
+            h.advance_to(Timestamp(t0 + k * SEC));
+        }
+        assert!(h.take(0).is_empty());
+        assert_eq!(h.stats().get("solicitations"), Some(1));
+        h.call_write_handler("active", "false").unwrap();
+        assert!(h.take(0).is_empty(), "already off");
+        // On again: an advertisement at once, with the router lifetime,
+        // then the schedule goes on.
+        h.call_write_handler("active", "true").unwrap();
+        assert_eq!(h.take_bytes(0), vec![expected_ra()]);
+        let mut more = 0;
+        for k in 61..=100 {
+            h.advance_to(Timestamp(t0 + k * SEC));
+            more += h.take(0).len();
+        }
+        assert!(more >= 2, "{more} periodic advertisements in 40 s");
+        assert!(h.call_write_handler("active", "perhaps").is_err());
+        let s = h.stats();
+        assert_eq!(s.get("final"), Some(1));
+        h.stopping();
+        assert_eq!(h.take(0).len(), 1, "the final one at the stop");
+        assert_eq!(h.stats().get("final"), Some(2));
     }
 
     #[test]
