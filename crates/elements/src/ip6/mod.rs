@@ -111,22 +111,24 @@ mod tests {
     }
 
     /// On the capture clock the router advertiser sends its first
-    /// advertisement and no periodic ones, while the neighbour advertiser
-    /// sends its three unsolicited advertisements a second apart, however
-    /// long the run.
+    /// advertisement and no periodic ones (then its final one as the run
+    /// ends), while the neighbour advertiser sends its three unsolicited
+    /// advertisements a second apart, however long the run.
     #[test]
     fn advertisements_on_the_capture_clock() {
         let s = run("RatedSource(RATE 1, LIMIT 60) -> Discard; \
-             Idle -> IP6RouterAdvertiser(52:54:00:aa:00:01, PREFIX 2001:db8::/64, \
+             Idle -> adv :: IP6RouterAdvertiser(52:54:00:aa:00:01, PREFIX 2001:db8::/64, \
                 MAX_INTERVAL 4) -> ra :: Counter -> Discard; \
              Idle -> IP6NDAdvertiser(2001:db8::1 52:54:00:aa:00:01) -> na :: Counter -> Discard;");
-        let count = |name: &str| {
+        let stat = |name: &str, c: &str| {
             s.elements
                 .iter()
                 .find(|e| e.name == name)
-                .and_then(|e| e.stats.get("count"))
+                .and_then(|e| e.stats.get(c))
         };
-        assert_eq!(count("ra"), Some(1));
+        let count = |name: &str| stat(name, "count");
+        assert_eq!(count("ra"), Some(2));
+        assert_eq!(stat("adv", "final"), Some(1), "the second is the final one");
         assert_eq!(count("na"), Some(3));
     }
 
