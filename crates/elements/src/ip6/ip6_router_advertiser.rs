@@ -189,7 +189,8 @@ static MANUAL: Manual = Manual {
         ("advertisements", "Router Advertisements sent"),
         (
             "final",
-            "of which final ones, router lifetime 0, sent as the router stopped",
+            "of which final ones, router lifetime 0: as the router stopped or `active` \
+                was switched off",
         ),
         (
             "solicited",
@@ -724,7 +725,7 @@ impl Element for Ip6RouterAdvertiser {
         let solicited = self.solicited_at.is_some_and(|t| t <= now);
         if (periodic || solicited) && !self.active() {
             // Switched off: silent, but the first worker keeps its
-            // schedule, so that switching on again needs no timer of its.
+            // schedule, so that switching on again needs no new timer.
             self.solicited_at = None;
             if periodic {
                 let i = self.interval();
