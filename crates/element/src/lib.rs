@@ -217,6 +217,12 @@ pub trait Element: Send + AsAny {
     /// tasks like any others and reach devices and capture files before
     /// those close. Timers that come due while the graph drains still
     /// run, and [`Context::stopping`] is true.
+    ///
+    /// Also called, with [`Context::stopping`] false, when a hot swap
+    /// drops the element (the new configuration has none of its name and
+    /// class): before the new elements take the old ones' state, so that
+    /// a packet it pushes into a queue the new configuration keeps is
+    /// sent from there.
     fn stopping(&mut self, cx: &mut Context<'_>) {
         let _ = cx;
     }

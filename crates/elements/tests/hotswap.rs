@@ -248,6 +248,37 @@ fn ipv6_advertisements_are_not_repeated_by_a_swap() {
     assert_eq!(count(&e, "ra", "advertisements"), 2);
 }
 
+/// A swap to a configuration without the router advertiser is the
+/// interface ceasing to advertise (RFC 4861 section 6.2.5): the final
+/// advertisement, router lifetime 0, goes into the queue the new
+/// configuration keeps and leaves from there.
+#[test]
+fn a_swap_that_drops_the_router_advertiser_sends_its_final_advertisement() {
+    let old = plan(
+        "Idle -> ra :: IP6RouterAdvertiser(52:54:00:aa:00:01, PREFIX 2001:db8::/64) -> q; \
+         q :: Queue -> Unqueue -> c :: Counter -> Discard;",
+    );
+    let mut e = Engine::new(&old).unwrap();
+    e.start();
+    settle(&mut e);
+    assert_eq!(count(&e, "c", "count"), 1);
+    // The new one counts advertisements with router lifetime 0 (bytes 60
+    // and 61 of the frame).
+    let without = "Idle -> q :: Queue -> Unqueue -> c :: Counter -> cl :: Classifier(60/0000, -); \
+        cl[0] -> zero :: Counter -> Discard; cl[1] -> Discard;";
+    let new = beside(without, &old).unwrap();
+    e.adopt(Engine::new(&new).unwrap());
+    settle(&mut e);
+    // The counter goes on from 1.
+    assert_eq!(count(&e, "c", "count"), 2, "one packet after the swap");
+    assert_eq!(count(&e, "zero", "count"), 1, "router lifetime 0");
+    // Kept: a swap to the same configuration sends nothing more.
+    let same = beside(without, &new).unwrap();
+    e.adopt(Engine::new(&same).unwrap());
+    settle(&mut e);
+    assert_eq!(count(&e, "c", "count"), 2);
+}
+
 #[test]
 fn arp_entries_carry_over() {
     let conf = |extra: &str| {

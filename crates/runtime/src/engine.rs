@@ -593,6 +593,25 @@ impl Engine {
         // Element indices of the old graph mean nothing in the new one;
         // a driver script of the new graph claims the role in its start.
         self.state.stop_manager = None;
+        // Elements the new configuration does not keep (no element of the
+        // same name and class) stop here: their last packets go into the
+        // old graph first, so that queues the new graph takes over carry
+        // them on.
+        let kept: std::collections::HashSet<(&str, &str)> = new
+            .graph
+            .names()
+            .iter()
+            .zip(&new.classes)
+            .map(|(n, c)| (n.as_str(), *c))
+            .collect();
+        for j in 0..self.graph.len() {
+            if !kept.contains(&(self.graph.names()[j].as_str(), self.classes[j])) {
+                self.graph
+                    .with_element(j, &mut self.state, |el, cx| el.stopping(cx));
+                self.graph.run_deferred(&mut self.state);
+            }
+        }
+        drop(kept);
         let old = &self.graph;
         let index: HashMap<&str, usize> = old
             .names()
@@ -1246,7 +1265,8 @@ mod stopping_tests {
         }
 
         fn stopping(&mut self, cx: &mut Context<'_>) {
-            assert!(cx.stopping());
+            // A stop, or a hot swap that drops it.
+            assert!(cx.stopping() || self.forever);
             let mut b = Batch::new();
             let _ = b.push(Packet::from_slice(&[1]).unwrap());
             cx.push(0, &mut b);
@@ -1260,6 +1280,12 @@ mod stopping_tests {
     impl Element for Hold {
         fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
             self.0.extend(batch.drain());
+        }
+
+        fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+            if let Some(old) = bricks_element::taken_from::<Hold>(old) {
+                self.0.append(&mut old.0);
+            }
         }
 
         fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
@@ -1358,9 +1384,16 @@ mod stopping_tests {
         make: make_out,
     };
 
-    fn plan(n: u64) -> crate::Plan {
+    /// Bye under another name: a hot swap from one to the other drops
+    /// the old element.
+    static QUIET: ElementClass = ElementClass {
+        name: "Quiet",
+        ..BYE
+    };
+
+    fn build(text: &str, old: Option<&crate::Plan>) -> crate::Plan {
         let mut reg = crate::Registry::new();
-        for c in [BYE, HOLD, OUT] {
+        for c in [BYE, HOLD, OUT, QUIET] {
             reg.register(c);
         }
         let mut map = SourceMap::default();
@@ -1368,11 +1401,54 @@ mod stopping_tests {
             &mut map,
             Source {
                 name: "<t>".into(),
-                text: format!("Bye({n}) -> Hold -> out :: Out;"),
+                text: text.into(),
             },
         )
         .unwrap();
-        crate::build(&router, &reg).unwrap()
+        match old {
+            Some(old) => crate::build_hotswap(&router, &reg, Default::default(), old),
+            None => crate::build(&router, &reg),
+        }
+        .unwrap()
+    }
+
+    fn plan(n: u64) -> crate::Plan {
+        build(&format!("Bye({n}) -> Hold -> out :: Out;"), None)
+    }
+
+    #[test]
+    fn an_element_a_hot_swap_drops_says_goodbye_through_the_kept_queue() {
+        let old = build("b :: Bye(0) -> h :: Hold -> out :: Out;", None);
+        let mut e = Engine::new(&old).unwrap();
+        e.start();
+        e.step();
+        let new = build("b :: Quiet(0) -> h :: Hold -> out :: Out;", Some(&old));
+        e.adopt(Engine::new(&new).unwrap());
+        for _ in 0..3 {
+            e.step();
+        }
+        let out = e
+            .collect_stats()
+            .into_iter()
+            .find(|s| s.name == "out")
+            .unwrap()
+            .stats;
+        assert_eq!(out.get("sent"), Some(1), "the old Bye's last packet");
+        assert_eq!(out.get("last_was_bye"), Some(1));
+        // Kept elements are not stopped: a swap to the same classes sends
+        // nothing.
+        let same = build("b :: Quiet(0) -> h :: Hold -> out :: Out;", Some(&new));
+        e.adopt(Engine::new(&same).unwrap());
+        for _ in 0..3 {
+            e.step();
+        }
+        let out = e
+            .collect_stats()
+            .into_iter()
+            .find(|s| s.name == "out")
+            .unwrap()
+            .stats;
+        assert_eq!(out.get("sent"), Some(0));
     }
 
     #[test]

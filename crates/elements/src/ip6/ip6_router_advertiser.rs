@@ -89,7 +89,9 @@ static MANUAL: Manual = Manual {
         same things the schedule goes on; one with other prefixes, lifetimes or \
         addresses advertises at once.\n\n\
         When the router stops (Ctrl-C, SIGTERM, `--duration`, a Script's `stop`, the \
-        end of a run on captures), the first worker sends one final advertisement, as \
+        end of a run on captures), or a hot swap takes the element away (the new \
+        configuration has no IP6RouterAdvertiser of its name), the first worker sends \
+        one final advertisement, as \
         RFC 4861 section 6.2.5 asks of a router that ceases to advertise: the same \
         options and prefix lifetimes, but router lifetime 0, so that hosts drop the \
         router from their default routers at once instead of after up to LIFETIME \
@@ -189,8 +191,8 @@ static MANUAL: Manual = Manual {
         ("advertisements", "Router Advertisements sent"),
         (
             "final",
-            "of which final ones, router lifetime 0: as the router stopped or `active` \
-                was switched off",
+            "of which final ones, router lifetime 0: as the router stopped, a hot swap \
+                took the element away or `active` was switched off",
         ),
         (
             "solicited",
