@@ -966,6 +966,12 @@ impl Engine {
                     }
                 }
                 if parked && self.term.finished() {
+                    if stopping.is_none() {
+                        self.last_stage();
+                        (stopping, stop_began, parked) =
+                            (Some(StopReason::SourcesDone), Some(Instant::now()), false);
+                        continue;
+                    }
                     break stopping.unwrap_or(StopReason::SourcesDone);
                 }
                 let confirming = parked.then(|| self.term.round());
@@ -1001,6 +1007,15 @@ impl Engine {
                             }
                             Some(round) => {
                                 if self.term.acknowledge(worker, round) {
+                                    if stopping.is_none() {
+                                        self.last_stage();
+                                        (stopping, stop_began, parked) = (
+                                            Some(StopReason::SourcesDone),
+                                            Some(Instant::now()),
+                                            false,
+                                        );
+                                        continue;
+                                    }
                                     break stopping.unwrap_or(StopReason::SourcesDone);
                                 }
                             }
@@ -1147,6 +1162,18 @@ impl Engine {
                 .with_element(i, &mut self.state, |el, cx| el.start(cx));
         }
         self.take_timer_requests();
+    }
+
+    /// The sources are done and every worker agreed the graph has
+    /// drained: the stopping hooks run now, and the workers agree once
+    /// more, in the run's last stage ([`Termination::next`]), so that the
+    /// hooks' packets are delivered whichever worker pulls them (a
+    /// `ThreadSafeQueue`). Bounded as a stop is, by [`Self::DRAIN_LIMIT`].
+    fn last_stage(&mut self) {
+        self.term = self.term.next();
+        self.state.stopping = true;
+        self.end_sources();
+        self.farewell();
     }
 
     /// Calls every element's stopping hook, once: they may push their

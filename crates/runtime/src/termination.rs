@@ -23,8 +23,14 @@
 //!
 //! Only idle workers touch these atomics: a busy worker's rounds cost
 //! nothing here.
+//!
+//! A run whose sources finished has a last stage: once the workers agree
+//! the graph has drained, their elements' stopping hooks push their last
+//! packets, and the workers agree again over a fresh [`Termination`]
+//! ([`Termination::next`]) that those have moved too.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, OnceLock};
 
 /// The run-wide state the workers of one run share to agree that it is
 /// over (see the module documentation).
@@ -35,6 +41,11 @@ pub struct Termination {
     acks: Box<[AtomicU64]>,
     finished: AtomicBool,
     stop_requested: AtomicBool,
+    /// A worker gave up on the run (see [`Termination::abandon`]).
+    abandoned: AtomicBool,
+    /// The run's last stage, once a worker asked for it
+    /// ([`Termination::next`]).
+    next: OnceLock<Arc<Termination>>,
 }
 
 impl Termination {
@@ -48,7 +59,27 @@ impl Termination {
             acks: (0..workers).map(|_| AtomicU64::new(u64::MAX)).collect(),
             finished: AtomicBool::new(false),
             stop_requested: AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
+            next: OnceLock::new(),
         }
+    }
+
+    /// The agreement of the run's last stage: once the workers have agreed
+    /// that this one is over, their elements' stopping hooks may push
+    /// packets, and the workers agree a second time, in the same way, that
+    /// those have moved too. The same object for every worker that asks;
+    /// all workers busy at first. A run abandoned is abandoned in its last
+    /// stage too.
+    pub(crate) fn next(&self) -> Arc<Termination> {
+        self.next
+            .get_or_init(|| {
+                let t = Termination::new(self.workers());
+                if self.abandoned.load(SeqCst) {
+                    t.abandon();
+                }
+                Arc::new(t)
+            })
+            .clone()
     }
 
     /// How many workers take part.
@@ -92,7 +123,11 @@ impl Termination {
     /// Ends the run for everyone: a worker could not start or panicked,
     /// and the others must not wait for it.
     pub fn abandon(&self) {
+        self.abandoned.store(true, SeqCst);
         self.finished.store(true, SeqCst);
+        if let Some(n) = self.next.get() {
+            n.abandon();
+        }
     }
 
     /// Whether some worker found the run over.
@@ -146,5 +181,29 @@ mod tests {
         assert!(!t.acknowledge(0, r));
         assert!(t.acknowledge(1, r));
         assert!(t.finished());
+    }
+
+    #[test]
+    fn the_last_stage_is_one_fresh_agreement_and_shares_abandonment() {
+        let t = Termination::new(2);
+        t.park();
+        t.park();
+        let r = t.round();
+        assert!(!t.acknowledge(0, r));
+        assert!(t.acknowledge(1, r));
+        // Both workers get the same last stage, everyone busy again.
+        let (a, b) = (t.next(), t.next());
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!a.finished());
+        a.park();
+        let r = a.round();
+        assert!(!a.acknowledge(0, r), "worker 1 is still busy in it");
+        // A worker that gives up ends the last stage too, made before or
+        // after.
+        t.abandon();
+        assert!(a.finished());
+        let u = Termination::new(2);
+        u.abandon();
+        assert!(u.next().finished());
     }
 }

@@ -386,4 +386,29 @@ mod tests {
             Some(5000)
         );
     }
+
+    /// A run that ends because its sources are done: the last packets
+    /// elements push as the router stops (a final Router Advertisement,
+    /// made on worker 0) still cross to the worker that pulls them,
+    /// because the workers agree a second time that nothing moves.
+    #[test]
+    fn last_packets_cross_workers_at_the_end_of_a_run() {
+        let s = super::super::testrun::run_workers(
+            "src :: InfiniteSource(LIMIT 50) -> Discard; \
+             Idle -> ra :: IP6RouterAdvertiser(52:54:00:aa:00:01, PREFIX 2001:db8::/64) \
+             -> q :: ThreadSafeQueue -> u :: Unqueue -> c :: Counter -> Discard; \
+             StaticThreadSched(src 0, u 1);",
+            2,
+        );
+        assert_eq!(s.total.reason, StopReason::SourcesDone);
+        let stat = |e: &str, c: &str| s.total.stats(e).and_then(|s| s.get(c));
+        assert_eq!(stat("ra", "advertisements"), Some(2), "first and final");
+        assert_eq!(stat("ra", "final"), Some(1));
+        assert_eq!(
+            s.per_worker[1].stats("c").and_then(|s| s.get("count")),
+            Some(2),
+            "both pulled on worker 1"
+        );
+        assert_eq!(stat("q", "length"), Some(0));
+    }
 }
