@@ -306,6 +306,13 @@ fn routebricks_rb4_from_a_quick_cluster_run() {
     for r in &rows {
         assert!(r.contains("| holds: ") || r.contains("| differs: "), "{r}");
     }
+    // The load runs drawn beside 2R and 3R.
+    assert!(
+        md.contains("![routebricks §6.2](plots/routebricks-cluster/s6-2-load.svg)"),
+        "{md}"
+    );
+    let svg = read(&dir.path().join("plots/routebricks-cluster/s6-2-load.svg"));
+    assert!(svg.contains("3R: Direct VLB"), "{svg}");
     // The bench's own tables went to the unit's log.
     let log = read(&dir.path().join("logs/routebricks-cluster.log"));
     assert!(log.contains("reordering, one host to another"), "{log}");

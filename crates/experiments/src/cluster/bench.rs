@@ -700,11 +700,12 @@ pub fn bench(a: ClusterArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<E
 }
 
 /// RB4 as `bricks reproduce` runs it: every measurement, the table in the
-/// unit's log, and the rows of RouteBricks §6.2
+/// unit's log, the load plot in `plots`, and the rows of RouteBricks §6.2
 /// ([`super::paper::rows`]).
 pub fn paper_rows(
     quick: bool,
     runs: Option<usize>,
+    plots: &Path,
     stop_on_signals: StopOnSignals,
 ) -> Result<Vec<crate::report::Row>, crate::Error> {
     let err = |e: anyhow::Error| crate::Error::Run {
@@ -730,6 +731,9 @@ pub fn paper_rows(
     let stop = stop_on_signals().map_err(err)?;
     let f = measure(&a, &stop, true).map_err(err)?;
     print!("{}", findings_text(&f));
+    if let Some(p) = super::paper::write_plots(&f, plots)? {
+        println!("plot: {}", p.display());
+    }
     Ok(super::paper::rows(&f))
 }
 

@@ -2,7 +2,9 @@
 //! paper's values and arithmetic, bricks' figures, and a verdict for each.
 
 use super::bench::{Findings, UNIFORM, WORST_FLOWLETS, WORST_PER_PACKET};
+use crate::plot::{Chart, Series};
 use crate::report::{Row, Verdict};
+use std::path::{Path, PathBuf};
 
 /// The row label of every §6.2 row.
 const SECTION: &str = "§6.2";
@@ -112,6 +114,56 @@ pub fn rows(f: &Findings) -> Vec<Row> {
         rows.push(latency_row(l));
     }
     rows
+}
+
+/// The load runs as a chart: each server's load over R under each
+/// traffic pattern, beside Direct VLB's 2R and 3R. `None` when the load
+/// was not measured.
+pub fn load_chart(f: &Findings) -> Option<Chart> {
+    if f.loads.is_empty() {
+        return None;
+    }
+    let n = f.names.len().max(1);
+    let flat = |y: f64| vec![(1.0, y), (n as f64, y)];
+    let mut series: Vec<Series> = f
+        .loads
+        .iter()
+        .map(|l| {
+            Series::measured(
+                l.traffic.clone(),
+                l.load
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &y)| ((i + 1) as f64, y))
+                    .collect(),
+            )
+        })
+        .collect();
+    series.push(Series::reference("2R: uniform traffic (§3.2)", flat(2.0)));
+    series.push(Series::reference("3R: Direct VLB's bound", flat(3.0)));
+    Some(Chart {
+        title: "RouteBricks §6.2, RB4: packets each server handles over R".into(),
+        x_label: format!(
+            "server (1 = {} .. {n} = {})",
+            f.names.first().map_or("", String::as_str),
+            f.names.last().map_or("", String::as_str)
+        ),
+        y_label: "load (handled / R)".into(),
+        log_x: false,
+        series,
+    })
+}
+
+/// Writes [`load_chart`] to `dir/s6-2-load.svg` (`s6` files are §6's
+/// plots in the report); returns the file written.
+pub fn write_plots(f: &Findings, dir: &Path) -> std::io::Result<Option<PathBuf>> {
+    let Some(chart) = load_chart(f) else {
+        return Ok(None);
+    };
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("s6-2-load.svg");
+    chart.write_svg(&path)?;
+    Ok(Some(path))
 }
 
 fn rate_row(cluster: f64, one: f64, cpus: usize) -> Row {
@@ -444,6 +496,20 @@ mod tests {
         let l = find("latency measured");
         assert!(!l.verdict.holds());
         assert!(l.bricks.contains("p50 300.0 us"), "{}", l.bricks);
+        // The load runs drawn, with Direct VLB's bounds.
+        let chart = load_chart(&findings()).unwrap();
+        assert_eq!(chart.series.len(), 5);
+        assert_eq!(chart.series[2].points[1], (2.0, 3.4));
+        let dir = tempfile::tempdir().unwrap();
+        let svg = write_plots(&findings(), dir.path()).unwrap().unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            text.contains("<svg") && text.contains("3R: Direct VLB"),
+            "{text}"
+        );
+        assert!(write_plots(&Findings::default(), dir.path())
+            .unwrap()
+            .is_none());
         // Nothing measured: only the paper's arithmetic.
         let none = super::rows(&Findings::default());
         assert_eq!(none.len(), 1);

@@ -284,7 +284,9 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
             },
             o.stop_on_signals,
         )?,
-        Bench::Cluster => crate::cluster::bench::paper_rows(o.quick, o.runs, o.stop_on_signals)?,
+        Bench::Cluster => {
+            crate::cluster::bench::paper_rows(o.quick, o.runs, plots, o.stop_on_signals)?
+        }
         Bench::Separate(cmd) => {
             return Err(Error::Run {
                 workload: u.key.into(),
