@@ -1,7 +1,6 @@
 //! `bricks bench`: the subcommands and their help; each bench is a unit of
 //! `bricks-experiments` (`bricks bench core` is
-//! [`bricks_experiments::core::bench`]), except `cluster`, which drives
-//! `bricks cluster up`'s orchestration in this crate.
+//! [`bricks_experiments::core::bench`]).
 
 use clap::Subcommand;
 use std::process::ExitCode;
@@ -55,9 +54,9 @@ pub enum BenchCommand {
     /// root): per-server load relative to the
     /// external rate for uniform and worst-case traffic (2R..3R),
     /// reordering with and without flowlets, failover time when a server
-    /// dies, the cluster's throughput against one server's, and CPU time
-    /// per packet.
-    Cluster(crate::bench_cluster::ClusterArgs),
+    /// dies, the cluster's throughput against one server's, one-way
+    /// latency through two servers against one, and CPU time per packet.
+    Cluster(bricks_experiments::cluster::bench::ClusterArgs),
     /// Virtual routers on one box (Egi et al., CoNEXT 2008), in memory: the
     /// rate against flows and IP routing's cost (Figs. 2, 4), two paths
     /// mapped onto two workers (Fig. 8), a queue shared by two workers
@@ -132,7 +131,9 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Ipsec(a) => {
             bricks_experiments::ipsec::bench(&a, crate::runner::stop_on_signals)
         }
-        BenchCommand::Cluster(a) => crate::bench_cluster::bench(a),
+        BenchCommand::Cluster(a) => {
+            bricks_experiments::cluster::bench::bench(a, crate::runner::stop_on_signals)
+        }
         BenchCommand::Vr(a) => Ok(exit(bricks_experiments::vr::bench(&a)?)),
         BenchCommand::Multistage(a) => Ok(exit(bricks_experiments::multistage::bench(&a)?)),
         BenchCommand::Routes(a) => Ok(exit(bricks_experiments::routes::bench(&a)?)),

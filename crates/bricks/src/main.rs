@@ -1,6 +1,5 @@
 //! `bricks`: the command line. Subcommands only; the work is in the crates.
 
-mod bench_cluster;
 mod bench_cmd;
 mod click_cmd;
 mod clicktest_cmd;
@@ -12,7 +11,6 @@ mod elements_cmd;
 mod gen_cmd;
 mod hotswap;
 mod multistage;
-mod netup;
 mod routes_cmd;
 mod runner;
 mod sink_cmd;

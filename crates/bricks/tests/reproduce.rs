@@ -218,13 +218,102 @@ fn routebricks_fig3_from_the_planner_and_the_rest_accounted_for() {
     assert_eq!(verdict(&md, "Table 2"), "not reproducible");
     assert_eq!(verdict(&md, "Fig. 10"), "not reproducible");
     assert_eq!(verdict(&md, "Fig. 1"), "diagram");
-    assert!(
-        verdict(&md, "§6.2").contains("bench cluster"),
-        "{}",
-        verdict(&md, "§6.2")
+    assert_eq!(
+        verdict(&md, "§6.2"),
+        "not run: routebricks:cluster was not run"
     );
     assert_eq!(
         verdict(&md, "Table 1"),
         "not run: routebricks:io was not run"
     );
+}
+
+/// The table rows of section `id` in the Markdown report.
+fn rows_of<'a>(md: &'a str, id: &str) -> Vec<&'a str> {
+    let at = md
+        .find(&format!("### {id}: "))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    md[at..]
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with("### "))
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| measure"))
+        .collect()
+}
+
+#[test]
+fn routebricks_rb4_from_a_quick_cluster_run() {
+    if bricks_netns::skip_unless_root("routebricks_rb4_from_a_quick_cluster_run").is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    bricks(
+        &["routebricks", "--quick", "--only", "routebricks:cluster"],
+        dir.path(),
+    );
+    assert!(t.elapsed().as_secs() < 90, "{:?}", t.elapsed());
+    let md = read(&dir.path().join("report.md"));
+    let v = verdict(&md, "§6.2");
+    assert!(v == "agrees" || v.starts_with("differs"), "{v}");
+    let rows = rows_of(&md, "§6.2");
+    let row = |m: &str| {
+        *rows
+            .iter()
+            .find(|r| r.starts_with(&format!("| {m}")))
+            .unwrap_or_else(|| panic!("no row `{m}` in:\n{}", rows.join("\n")))
+    };
+    // Every measurement has its row, with a figure and a verdict.
+    let rate = row("rate: the four-server cluster against one server");
+    assert!(
+        rate.contains("pkt/s against") && rate.contains("x, on "),
+        "{rate}"
+    );
+    let uniform = row("per-server load against the external rate R, uniform");
+    assert!(
+        uniform.contains("| mean ") && uniform.contains("R, servers "),
+        "{uniform}"
+    );
+    let worst = row("per-server load, worst case");
+    assert!(
+        worst.contains("R with flowlets") && worst.contains("R per packet"),
+        "{worst}"
+    );
+    for m in ["reordering with flowlets", "reordering without flowlets"] {
+        let r = row(m);
+        assert!(
+            r.contains("% with 16 flows") && r.contains("% with 256 flows"),
+            "{r}"
+        );
+    }
+    let failover = row("failover");
+    assert!(failover.contains(" ms (packets lost "), "{failover}");
+    // The paper's arithmetic, and the latency bricks sink measured.
+    let estimate = row("latency estimate");
+    assert!(
+        estimate.contains("23.84 us per server; 47.68 us for 2 hops; 66.40 us")
+            && estimate.contains("| holds: "),
+        "{estimate}"
+    );
+    let latency = row("latency measured");
+    let p50: f64 = latency
+        .split("p50 ")
+        .nth(1)
+        .and_then(|x| x.split(" us").next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no p50 in {latency}"));
+    assert!(p50 > 0.0 && p50 < 100_000.0, "{latency}");
+    for r in &rows {
+        assert!(r.contains("| holds: ") || r.contains("| differs: "), "{r}");
+    }
+    // The load runs drawn beside 2R and 3R.
+    assert!(
+        md.contains("![routebricks §6.2](plots/routebricks-cluster/s6-2-load.svg)"),
+        "{md}"
+    );
+    let svg = read(&dir.path().join("plots/routebricks-cluster/s6-2-load.svg"));
+    assert!(svg.contains("3R: Direct VLB"), "{svg}");
+    // The bench's own tables went to the unit's log.
+    let log = read(&dir.path().join("logs/routebricks-cluster.log"));
+    assert!(log.contains("reordering, one host to another"), "{log}");
 }

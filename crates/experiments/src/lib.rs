@@ -6,10 +6,14 @@
 //!
 //! The `bricks` binary only parses the command line and calls in here
 //! (`bricks bench vr` is [`vr::bench`]), so that the measurements can be
-//! tested and reused without the CLI. `bricks bench cluster` is the one
-//! bench still in the binary: it drives `bricks cluster up`'s
-//! orchestration, which lives there.
+//! tested and reused without the CLI.
 //!
+//! - [`cluster`]: RouteBricks clusters in network namespaces (what
+//!   `bricks cluster up`, `status`, `down`, `kill` and `restart` run) and
+//!   RB4 measured on one: RouteBricks §6.2 (`bricks bench cluster`).
+//! - [`netup`]: what bringing up namespaces and processes shares between
+//!   `bricks cluster up` and `bricks multistage up`: their records, the
+//!   processes recorded with their start times, tearing down.
 //! - [`core`]: the element graph in memory on one core: time and
 //!   instructions per packet of minimal forwarding, IPv4 and IPv6 routing,
 //!   Click's IP router and a packet crossing a three-server cluster
@@ -53,6 +57,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cluster;
 pub mod core;
 pub mod error;
 pub mod frames;
@@ -61,6 +66,7 @@ pub mod ipsec;
 pub mod lpm;
 pub mod measure;
 pub mod multistage;
+pub mod netup;
 pub mod plan;
 pub mod plot;
 pub mod qos;

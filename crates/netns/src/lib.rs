@@ -38,6 +38,37 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Sends `signal` to process `pid`. The caller makes sure the PID is the
+/// process it means (a child not yet reaped, or one whose start time it
+/// has just matched): a PID can be reused once its process has ended.
+pub fn kill_pid(pid: u32, signal: i32) {
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(pid as libc::pid_t, signal) };
+}
+
+/// Reaps `pid` if it is an ended child of this process, without waiting
+/// (a child that was stopped must not stay a zombie while its parent
+/// runs). A PID that is not this process's child is left alone.
+pub fn reap_child(pid: u32) {
+    let mut status = 0;
+    // SAFETY: waitpid writes one int, `status`, alive for the call;
+    // WNOHANG never blocks, and a PID that is not our child only gives
+    // ECHILD.
+    unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, the unit of the times
+/// in `/proc/PID/stat`); 100 if it cannot be read.
+pub fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no memory preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as f64
+    } else {
+        100.0
+    }
+}
+
 /// For tests that need root: `None` when they may run; otherwise the
 /// reason they are skipped, already printed. Under CI (`CI=true`) a missing
 /// privilege is a failure, never a skip.

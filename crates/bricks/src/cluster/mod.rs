@@ -8,28 +8,23 @@
 //! * `plan`: the paper's sizing method (§3.3, Fig. 3) for a port count;
 //! * `check`, `config`: a cluster file validated, and the Click
 //!   configuration one of its servers runs;
-//! * `up`, `status`, `down`, `kill`, `restart` ([`up`], [`status`]): a
-//!   whole cluster on this machine, one network namespace per server,
-//!   veth pairs as the internal links, one host namespace per external
-//!   port, one `bricks run` per server; its state in
-//!   `/run/bricks-cluster/NAME/state.json` ([`state`]).
+//! * `up`, `status`, `down`, `kill`, `restart`: a whole cluster on this
+//!   machine, one network namespace per server, veth pairs as the
+//!   internal links, one host namespace per external port, one `bricks
+//!   run` per server; its state in `/run/bricks-cluster/NAME/state.json`.
+//!   The orchestration is [`bricks_experiments::cluster`] (`up`, `state`,
+//!   `status`), which `bricks bench cluster` and `bricks reproduce` drive
+//!   too; this module parses the arguments and calls it.
 //!
 //! How long flows stop when a server fails is measured with `bricks gen`
 //! and `bricks sink` (its `max_flow_gap`).
 
-pub(crate) mod state;
-pub(crate) mod status;
-pub(crate) mod up;
-
 use anyhow::Context as _;
 use bricks_cluster::{units, Cluster};
+pub(crate) use bricks_experiments::cluster::{load, rate_text, status, up, FILE_ERROR};
 use clap::Subcommand;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Exit status for a cluster file that does not work (as for a
-/// configuration that does not check).
-pub(crate) const FILE_ERROR: u8 = 2;
 
 /// `bricks cluster` subcommands.
 #[derive(Subcommand)]
@@ -199,11 +194,6 @@ pub(crate) fn parse_rate(s: &str) -> Result<u64, String> {
     Ok(r)
 }
 
-/// `10 Gbps`, `2.5 Gbps`, `400 Mbps`.
-pub(crate) fn rate_text(bps: u64) -> String {
-    units::format_rate(bps)
-}
-
 /// Runs `bricks cluster ...`.
 pub(crate) fn cluster(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -214,7 +204,7 @@ pub(crate) fn cluster(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             node,
             backend,
         } => config(&file, &node, &backend),
-        ClusterCommand::Up(a) => up::up_command(&a),
+        ClusterCommand::Up(a) => up::up_command(&a, crate::runner::stop_on_signals),
         ClusterCommand::Status(a) => status::status_command(&a),
         ClusterCommand::Down { name, all } => up::down_command(name.as_deref(), all),
         ClusterCommand::Kill { name, node, signal } => up::kill_command(&name, &node, signal),
@@ -222,7 +212,7 @@ pub(crate) fn cluster(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             name,
             node,
             timeout,
-        } => up::restart_command(&name, &node, timeout),
+        } => up::restart_command(&name, &node, timeout, crate::runner::stop_on_signals),
     }
 }
 
@@ -310,11 +300,6 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Loads a cluster file; the error is printed as `check` prints it.
-pub(crate) fn load(file: &Path) -> Result<Cluster, String> {
-    Cluster::load(file).map_err(|e| format!("{}: {e}", file.display()))
-}
-
 fn config(file: &Path, node: &str, backend: &str) -> anyhow::Result<ExitCode> {
     let c = match load(file) {
         Ok(c) => c,
@@ -361,12 +346,5 @@ mod tests {
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("-1G").is_err());
         assert!(parse_rate("0").is_err());
-    }
-
-    #[test]
-    fn rates_print_short() {
-        assert_eq!(rate_text(10_000_000_000), "10 Gbps");
-        assert_eq!(rate_text(2_500_000_000), "2.5 Gbps");
-        assert_eq!(rate_text(400_000_000), "400 Mbps");
     }
 }

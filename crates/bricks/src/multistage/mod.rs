@@ -140,7 +140,7 @@ pub(crate) enum MultistageCommand {
         node: String,
         /// SIGKILL (a crash) or SIGTERM (a clean stop).
         #[arg(long, value_enum, default_value = "kill")]
-        signal: crate::cluster::up::StopSignal,
+        signal: bricks_experiments::cluster::up::StopSignal,
     },
     /// Start one box's process again (stopped first if it runs), with the
     /// same command line; waits until the balancers see every running

@@ -5,12 +5,12 @@
 //! after a crash) know every namespace and process it made.
 //!
 //! Processes are recorded with their start time, as the cluster's are
-//! (`crate::cluster::state`, whose process helpers this module uses): a
+//! (`bricks_experiments::cluster::state`, whose process helpers this module uses): a
 //! reused PID never matches a stale record.
 
-use crate::netup::alive;
-use crate::netup::{proc_from, proc_json, string as s, strings};
 use anyhow::Context as _;
+use bricks_experiments::netup::alive;
+use bricks_experiments::netup::{proc_from, proc_json, string as s, strings};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ pub(crate) fn dir(name: &str) -> PathBuf {
 /// given, with anything but letters, digits and `_` replaced by `_` (so
 /// that `bm-NAME-` is the prefix of its namespaces and of no other's).
 pub(crate) fn instance_name(name: &str) -> String {
-    crate::netup::instance_name(name)
+    bricks_experiments::netup::instance_name(name)
 }
 
 /// What a box is.
@@ -267,14 +267,14 @@ impl State {
 
     /// Writes the record (atomically: a reader never sees half of it).
     pub(crate) fn save(&self) -> anyhow::Result<()> {
-        crate::netup::save_json(&self.path(), &self.to_json())
+        bricks_experiments::netup::save_json(&self.path(), &self.to_json())
     }
 
     /// The record of multistage router `name`; `Ok(None)` if there is
     /// none.
     pub(crate) fn load(name: &str) -> anyhow::Result<Option<State>> {
         let path = dir(name).join("state.json");
-        let Some(v) = crate::netup::load_json(&path, "a multistage state")? else {
+        let Some(v) = bricks_experiments::netup::load_json(&path, "a multistage state")? else {
             return Ok(None);
         };
         State::from_json(&v)
@@ -322,12 +322,12 @@ impl State {
 
 /// The names of the multistage routers with a state directory.
 pub(crate) fn recorded() -> Vec<String> {
-    crate::netup::recorded(STATE_ROOT)
+    bricks_experiments::netup::recorded(STATE_ROOT)
 }
 
 /// The one multistage router that is recorded, when no name is given.
 pub(crate) fn only_one(name: Option<&str>) -> anyhow::Result<Option<String>> {
-    crate::netup::only_one(STATE_ROOT, name, "multistage routers")
+    bricks_experiments::netup::only_one(STATE_ROOT, name, "multistage routers")
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@
 //! and which routers it sees live.
 
 use super::state::{BoxState, Role, State};
-use crate::cluster::status::query;
-use crate::netup::alive;
 use anyhow::Context as _;
+use bricks_experiments::cluster::status::query;
+use bricks_experiments::netup::alive;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

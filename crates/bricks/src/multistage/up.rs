@@ -21,14 +21,16 @@
 //! have no address, so the bricks processes and the bridge are the only
 //! path between the hosts.
 //!
-//! As for the cluster (`crate::cluster::up`), every box runs one worker
+//! As for the cluster (`bricks_experiments::cluster::up`), every box runs one worker
 //! by default, unpinned, niced and napping when idle.
 
 use super::state::{self, BoxState, HostState, PortState, Role, State, SwitchState};
 use super::status::{self, count};
-use crate::cluster::up::{host_address, log_tail, mac_text, spawn_logged, StopSignal};
-use crate::netup::{self, alive, interrupted, start_time, stop as stop_process, DownReport};
 use anyhow::Context as _;
+use bricks_experiments::cluster::up::{host_address, log_tail, mac_text, spawn_logged, StopSignal};
+use bricks_experiments::netup::{
+    self, alive, interrupted, start_time, stop as stop_process, DownReport,
+};
 use bricks_multistage::config::{node_config, ConfigOptions};
 use bricks_multistage::{Multistage, Node};
 use bricks_netns::Network;

@@ -264,7 +264,7 @@ pub const CATALOGUE: &[Item] = &[
         Routebricks,
         "§6.2",
         "RB4: rate, reordering with and without flowlets, latency",
-        Ratio("four bricks servers in network namespaces joined by veths: per-server load against the external rate, reordering, failover"),
+        Ratio("four bricks servers in network namespaces joined by veths: the cluster's rate against one server's in the same run, per-server load against the external rate (2R uniform, at most 3R), reordering with flowlets and without, failover, and one-way latency beside the paper's latency arithmetic redone"),
         Some("routebricks:cluster"),
     ),
     // The NIC paper (PRESTO 2010).

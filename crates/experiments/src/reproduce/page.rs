@@ -78,9 +78,14 @@ pub fn outcome(item: &Item, run: &Run) -> Outcome {
 }
 
 /// The plots of `item` among its unit's: files named `figN...` for
-/// `Fig. N`.
+/// `Fig. N`, `sN...` for `§N.M`.
 pub fn plots_of<'r>(item: &Item, u: &'r UnitRun) -> Vec<&'r str> {
-    let Some(("Fig", ns)) = catalogue::numbers(item.id) else {
+    let prefix = match catalogue::numbers(item.id) {
+        Some(("Fig", _)) => "fig",
+        Some(("§", _)) => "s",
+        _ => return Vec::new(),
+    };
+    let Some((_, ns)) = catalogue::numbers(item.id) else {
         return Vec::new();
     };
     u.plots
@@ -88,7 +93,7 @@ pub fn plots_of<'r>(item: &Item, u: &'r UnitRun) -> Vec<&'r str> {
         .filter(|p| {
             let stem = p.rsplit('/').next().unwrap_or(p);
             let digits: String = stem
-                .strip_prefix("fig")
+                .strip_prefix(prefix)
                 .unwrap_or("")
                 .chars()
                 .take_while(|c| c.is_ascii_digit())
@@ -588,6 +593,32 @@ pub(crate) mod tests {
         assert_eq!(
             plots_of(item("Fig. 18"), fairness),
             ["plots/vr-fairness/fig18-per-router-queues.svg"]
+        );
+    }
+
+    #[test]
+    fn section_plots_go_to_their_section() {
+        let rb4 = catalogue::CATALOGUE
+            .iter()
+            .find(|i| i.paper == Paper::Routebricks && i.id == "§6.2")
+            .unwrap();
+        let u = UnitRun {
+            key: "routebricks:cluster".into(),
+            command: String::new(),
+            seconds: 1.0,
+            busy_before: 0.0,
+            rows: Vec::new(),
+            error: None,
+            plots: vec![
+                "plots/routebricks-cluster/s6-2-load.svg".into(),
+                "plots/routebricks-cluster/s5-other.svg".into(),
+                "plots/routebricks-cluster/summary.svg".into(),
+            ],
+            log: String::new(),
+        };
+        assert_eq!(
+            plots_of(rb4, &u),
+            ["plots/routebricks-cluster/s6-2-load.svg"]
         );
     }
 

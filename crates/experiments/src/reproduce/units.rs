@@ -20,6 +20,9 @@ pub enum Bench {
     Plan,
     /// RouteBricks §5 in memory: Table 3, §5.3 and Fig. 8.
     Routebricks,
+    /// RouteBricks §6.2: RB4 in network namespaces (`bricks bench
+    /// cluster`).
+    Cluster,
     /// Measured by this `bricks bench` command, whose results the report
     /// does not collect yet.
     Separate(&'static str),
@@ -75,6 +78,7 @@ impl Unit {
                 crate::io::PAPER_SUBJECTS.join(","),
                 if quick { "--seconds 1 --runs 1 " } else { "" }
             ),
+            Bench::Cluster => format!("sudo bricks bench cluster{q}"),
             Bench::Separate(cmd) => cmd.to_string(),
         }
     }
@@ -113,8 +117,8 @@ pub const UNITS: &[Unit] = &[
     },
     Unit {
         key: "routebricks:cluster",
-        bench: Bench::Separate("sudo bricks bench cluster"),
-        estimate: (120, 600),
+        bench: Bench::Cluster,
+        estimate: (45, 300),
         needs_root: true,
     },
     Unit {
@@ -280,6 +284,9 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
             },
             o.stop_on_signals,
         )?,
+        Bench::Cluster => {
+            crate::cluster::bench::paper_rows(o.quick, o.runs, plots, o.stop_on_signals)?
+        }
         Bench::Separate(cmd) => {
             return Err(Error::Run {
                 workload: u.key.into(),

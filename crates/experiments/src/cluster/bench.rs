@@ -24,6 +24,11 @@
 //!   share is killed (SIGKILL) mid-stream; the figure is the longest time
 //!   a flow goes without packets (hellos every 50 ms, 3 missed = down:
 //!   the goal is 200 ms);
+//! * **latency**: one host to another at 1,000 packets per second, far
+//!   below R/N, so that every packet goes input server -> output server
+//!   (RouteBricks' two hops): the one-way latency `bricks sink` reads
+//!   from the probes `bricks gen` stamps, beside one server alone and the
+//!   paper's own estimate ([`super::paper::LatencyEstimate`]);
 //! * **scaling**: the packets per second the four-server cluster delivers
 //!   with every host sending as fast as it can, against one server
 //!   forwarding between two hosts the same way;
@@ -38,8 +43,9 @@
 use crate::cluster::state::{self, State};
 use crate::cluster::status::{self, Counters};
 use crate::cluster::up::{self, StopSignal, UpArgs};
+use crate::io::{last_json, median, Machine};
+use crate::StopOnSignals;
 use anyhow::Context as _;
-use bricks_experiments::io::{last_json, median, Machine};
 use bricks_netns::Captured;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -55,39 +61,46 @@ use std::time::{Duration, Instant};
     sudo bricks bench cluster --quick\n  \
     sudo bricks bench cluster --only load,failover --runs 5 --json")]
 pub struct ClusterArgs {
-    /// A short run (under 40 s): one run of each measurement, 1 s of
+    /// A short run (under a minute): one run of each measurement, 1 s of
     /// traffic each.
     #[arg(long)]
-    quick: bool,
+    pub quick: bool,
     /// Seconds of traffic in each run [default: 3, 1 with --quick].
     #[arg(long, value_name = "SECONDS")]
-    seconds: Option<f64>,
+    pub seconds: Option<f64>,
     /// Runs of each measurement; medians are reported [default: 3, 1
     /// with --quick].
     #[arg(long)]
-    runs: Option<usize>,
+    pub runs: Option<usize>,
     /// Packets per second each host offers in the paced measurements.
     #[arg(long, default_value_t = 20_000, value_name = "PPS")]
-    rate: u64,
-    /// Measure only these (comma-separated): load, reorder, failover,
-    /// scale.
+    pub rate: u64,
+    /// Measure only these (comma-separated): latency, load, reorder,
+    /// failover, scale.
     #[arg(long, value_delimiter = ',', value_name = "WHAT,...")]
-    only: Vec<String>,
+    pub only: Vec<String>,
     /// The cluster file to copy [default: conf/cluster/rb4.toml].
     #[arg(long, value_name = "FILE")]
-    cluster: Option<PathBuf>,
+    pub cluster: Option<PathBuf>,
     /// Device backend of the servers.
     #[arg(long, default_value = "auto")]
-    backend: String,
+    pub backend: String,
     /// Print one JSON object instead of tables.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
 /// Exit status when the bench cannot run here.
 const CANNOT_RUN: u8 = 2;
 
-const WHAT: [&str; 4] = ["load", "reorder", "failover", "scale"];
+const WHAT: [&str; 5] = ["latency", "load", "reorder", "failover", "scale"];
+
+/// The load runs' traffic patterns, as the table and the rows name them.
+pub(crate) const UNIFORM: &str = "uniform (every host to every other)";
+pub(crate) const WORST_FLOWLETS: &str =
+    "worst case (a permutation at R: host i to host i + 1), flowlets";
+pub(crate) const WORST_PER_PACKET: &str =
+    "worst case (the same permutation), per-packet Direct VLB";
 
 /// Flows of the failover runs: enough that some start while the direct
 /// share is used up, so that intermediates carry some of them.
@@ -146,7 +159,7 @@ fn cluster_file(given: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 /// `text` (a cluster file) with its external rate set to `bps`: the
 /// top-level `rate` key is replaced (added when missing).
-pub(crate) fn with_rate(text: &str, bps: u64) -> String {
+pub fn with_rate(text: &str, bps: u64) -> String {
     let mut out = String::new();
     let mut done = false;
     let mut top = true;
@@ -306,6 +319,9 @@ struct Traffic {
     /// and of any one flow (ms).
     max_gap_ms: f64,
     max_flow_gap_ms: f64,
+    /// One-way latency of the probes at the sink that timed the most:
+    /// (p50, p99) in microseconds, and how many probes were timed.
+    latency_us: Option<(f64, f64, u64)>,
     work: Work,
 }
 
@@ -435,6 +451,7 @@ impl Bench<'_> {
         let after = snapshot(self.st);
         let (mut received, mut reordered, mut probes) = (0, 0, 0);
         let (mut max_gap_ms, mut max_flow_gap_ms) = (0.0f64, 0.0f64);
+        let mut latency_us: Option<(f64, f64, u64)> = None;
         for s in sinks {
             let j = report(s, limit, self.stop, "bricks sink")?;
             let dup = j["duplicates"].as_u64().unwrap_or(0);
@@ -443,6 +460,12 @@ impl Bench<'_> {
             reordered += j["reordered"].as_u64().unwrap_or(0);
             max_gap_ms = max_gap_ms.max(j["max_gap_ms"].as_f64().unwrap_or(0.0));
             max_flow_gap_ms = max_flow_gap_ms.max(j["max_flow_gap_ms"].as_f64().unwrap_or(0.0));
+            let l = &j["latency_ns"];
+            let samples = l["samples"].as_u64().unwrap_or(0);
+            if samples > 0 && latency_us.is_none_or(|(_, _, n)| samples > n) {
+                let us = |k: &str| l[k].as_u64().unwrap_or(0) as f64 / 1e3;
+                latency_us = Some((us("p50"), us("p99"), samples));
+            }
         }
         Ok(Traffic {
             sent,
@@ -451,8 +474,30 @@ impl Bench<'_> {
             probes,
             max_gap_ms,
             max_flow_gap_ms,
+            latency_us,
             work: Work::between(&before, &after),
         })
+    }
+
+    /// One-way latency of `flows` over `runs` runs: the medians of the
+    /// runs' p50 and p99 (microseconds), and the probes timed in all.
+    fn latency(
+        &self,
+        flows: &[(usize, Vec<usize>, Option<u64>)],
+        runs: usize,
+    ) -> anyhow::Result<(f64, f64, u64)> {
+        let (mut p50, mut p99, mut samples) = (Vec::new(), Vec::new(), 0);
+        for _ in 0..runs {
+            anyhow::ensure!(!self.stop.load(Ordering::Relaxed), "interrupted");
+            let t = self.traffic(flows, 16)?;
+            if let Some((a, b, n)) = t.latency_us {
+                p50.push(a);
+                p99.push(b);
+                samples += n;
+            }
+        }
+        anyhow::ensure!(!p50.is_empty(), "bricks sink timed no probe");
+        Ok((median(&mut p50), median(&mut p99), samples))
     }
 
     fn write_all(&self, handler: &str, value: &str) -> anyhow::Result<()> {
@@ -556,34 +601,84 @@ fn pct(a: u64, b: u64) -> f64 {
 }
 
 /// The load measured under one traffic pattern (medians over the runs).
-struct LoadFinding {
-    traffic: String,
+pub struct LoadFinding {
+    /// The traffic pattern, in words.
+    pub traffic: String,
     /// Packets per second each sending host offered.
-    rate: u64,
+    pub rate: u64,
     /// Per server: handled / R.
-    load: Vec<f64>,
+    pub load: Vec<f64>,
     /// Per server: packets handled per second.
-    pps: Vec<f64>,
-    loss_pct: f64,
-    direct_pct: f64,
+    pub pps: Vec<f64>,
+    /// Packets sent and not received, %.
+    pub loss_pct: f64,
+    /// Packets the input servers sent directly to their output, %.
+    pub direct_pct: f64,
+}
+
+/// One-way latency of paced probes (medians over the runs), through the
+/// cluster and through one server alone.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LatencyFinding {
+    /// Packets per second of the probes.
+    pub rate: u64,
+    /// Through the cluster (host, input server, output server, host):
+    /// p50 and p99, microseconds.
+    pub cluster_us: (f64, f64),
+    /// Probes timed through the cluster.
+    pub samples: u64,
+    /// Through one server alone, when it was measured.
+    pub one_server_us: Option<(f64, f64)>,
 }
 
 /// The bench's findings.
 #[derive(Default)]
-struct Findings {
-    loads: Vec<LoadFinding>,
+pub struct Findings {
+    /// The servers, in the cluster file's order.
+    pub names: Vec<String>,
+    /// The machine, in a line.
+    pub machine: String,
+    /// CPUs the servers, hosts and generators share.
+    pub cpus: usize,
+    /// Seconds of traffic per run, and runs per measurement.
+    pub secs: f64,
+    pub runs: usize,
+    /// Packets per second each host offers in the paced runs.
+    pub rate: u64,
+    /// R, bits per second on the internal links.
+    pub r_bps: u64,
+    pub loads: Vec<LoadFinding>,
     /// (flows, flowlets, reordered %, loss %, balanced %).
-    reorder: Vec<(u32, bool, f64, f64, f64)>,
-    failover: Vec<Value>,
+    pub reorder: Vec<(u32, bool, f64, f64, f64)>,
+    /// One JSON object per failover run.
+    pub failover: Vec<Value>,
     /// (cluster pps, one server pps).
-    scale: Option<(f64, f64)>,
+    pub scale: Option<(f64, f64)>,
     /// Per server: median µs of CPU per packet handled (net of idle).
-    cpu_us: Vec<f64>,
+    pub cpu_us: Vec<f64>,
     /// One server alone: µs of CPU per packet.
-    cpu_one_us: Option<f64>,
+    pub cpu_one_us: Option<f64>,
+    pub latency: Option<LatencyFinding>,
 }
 
-pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
+impl Findings {
+    /// The median longest silence of a flow over the failover runs, ms.
+    pub fn failover_gap_ms(&self) -> Option<f64> {
+        let mut gaps: Vec<f64> = self
+            .failover
+            .iter()
+            .filter_map(|v| v["max_flow_gap_ms"].as_f64())
+            .collect();
+        (!gaps.is_empty()).then(|| median(&mut gaps))
+    }
+}
+
+/// Packets per second of the latency probes: far below anything that
+/// queues, so that the figure is the path's, not a backlog's.
+const LATENCY_RATE: u64 = 1_000;
+
+/// `bricks bench cluster`: measures, prints a table (or JSON).
+pub fn bench(a: ClusterArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
     if !bricks_netns::is_root() {
         eprintln!(
             "bricks bench cluster runs a cluster in network namespaces, which needs root: sudo {} \
@@ -592,6 +687,59 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(CANNOT_RUN));
     }
+    let stop = stop_on_signals()?;
+    let started = Instant::now();
+    let f = measure(&a, &stop, !a.json)?;
+    if a.json {
+        println!("{}", findings_json(&f));
+    } else {
+        print!("{}", findings_text(&f));
+        println!("({:.0} s in all)", started.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// RB4 as `bricks reproduce` runs it: every measurement, the table in the
+/// unit's log, the load plot in `plots`, and the rows of RouteBricks §6.2
+/// ([`super::paper::rows`]).
+pub fn paper_rows(
+    quick: bool,
+    runs: Option<usize>,
+    plots: &Path,
+    stop_on_signals: StopOnSignals,
+) -> Result<Vec<crate::report::Row>, crate::Error> {
+    let err = |e: anyhow::Error| crate::Error::Run {
+        workload: "bench cluster".into(),
+        message: format!("{e:#}"),
+    };
+    if !bricks_netns::is_root() {
+        return Err(crate::Error::Run {
+            workload: "bench cluster".into(),
+            message: "runs a cluster in network namespaces, which needs root".into(),
+        });
+    }
+    let a = ClusterArgs {
+        quick,
+        seconds: None,
+        runs,
+        rate: 20_000,
+        only: Vec::new(),
+        cluster: None,
+        backend: "auto".into(),
+        json: false,
+    };
+    let stop = stop_on_signals().map_err(err)?;
+    let f = measure(&a, &stop, true).map_err(err)?;
+    print!("{}", findings_text(&f));
+    if let Some(p) = super::paper::write_plots(&f, plots)? {
+        println!("plot: {}", p.display());
+    }
+    Ok(super::paper::rows(&f))
+}
+
+/// Runs the measurements `a` asks for on a copy of rb4.toml (and one
+/// server alone, for the rate and latency); `say`: print what runs.
+pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> anyhow::Result<Findings> {
     for w in &a.only {
         anyhow::ensure!(
             WHAT.contains(&w.as_str()),
@@ -607,8 +755,6 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
     );
     let runs = a.runs.unwrap_or(if a.quick { 1 } else { 3 }).max(1);
     anyhow::ensure!(a.rate >= 100, "--rate: at least 100 packets per second");
-    let stop = crate::runner::stop_on_signals()?;
-    let started = Instant::now();
     let machine = Machine::probe();
     let source = cluster_file(a.cluster.as_deref())?;
     // R: twice what each host offers, in bits on the internal links.
@@ -628,7 +774,7 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
     let mut args = UpArgs::new(&file);
     args.name = Some(name);
     args.backend = a.backend.clone();
-    if !a.json {
+    if say {
         println!(
             "bricks bench cluster: {} ({} servers, R = {} for {} pkt/s of {FRAME}-byte frames \
              per host), {secs} s per run, median of {runs}",
@@ -639,15 +785,24 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
         );
         println!("machine: {}", machine.describe());
     }
-    let st = up::up(&args, &cluster, &stop)?;
+    let mut f = Findings {
+        names: cluster.nodes.iter().map(|n| n.name.clone()).collect(),
+        machine: machine.describe(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        secs,
+        runs,
+        rate: a.rate,
+        r_bps,
+        ..Default::default()
+    };
+    let st = up::up(&args, &cluster, stop)?;
     let mut running = Running { st };
     let exe = std::env::current_exe()?.display().to_string();
-    let mut f = Findings::default();
     let result = (|| -> anyhow::Result<()> {
         let mut b = Bench {
             exe: exe.clone(),
             st: &mut running.st,
-            stop: &stop,
+            stop,
             secs,
             rate: a.rate,
             idle_cpu: Vec::new(),
@@ -658,6 +813,18 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
         let idle = Work::between(&idle_a, &snapshot(b.st));
         b.idle_cpu = idle.cpu.iter().map(|c| c / idle.secs.max(1e-6)).collect();
         let hosts = b.st.hosts.len();
+        if wants("latency") {
+            // Host 0 to host 1 well below R/N: every packet goes directly,
+            // input server to output server (RouteBricks' two hops).
+            let pair = vec![(0usize, vec![1usize], Some(LATENCY_RATE))];
+            let (p50, p99, samples) = b.latency(&pair, runs)?;
+            f.latency = Some(LatencyFinding {
+                rate: LATENCY_RATE,
+                cluster_us: (p50, p99),
+                samples,
+                one_server_us: None,
+            });
+        }
         if wants("load") {
             let uniform: Vec<(usize, Vec<usize>, Option<u64>)> = (0..hosts)
                 .map(|h| (h, (0..hosts).filter(|&o| o != h).collect(), Some(a.rate)))
@@ -671,17 +838,9 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
             for (label, flows, flowlets) in [
-                ("uniform (every host to every other)", &uniform, true),
-                (
-                    "worst case (a permutation at R: host i to host i + 1), flowlets",
-                    &worst,
-                    true,
-                ),
-                (
-                    "worst case (the same permutation), per-packet Direct VLB",
-                    &worst,
-                    false,
-                ),
+                (UNIFORM, &uniform, true),
+                (WORST_FLOWLETS, &worst, true),
+                (WORST_PER_PACKET, &worst, false),
             ] {
                 b.write_all("flowlets", if flowlets { "true" } else { "false" })?;
                 let mut loads: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
@@ -766,30 +925,31 @@ pub fn bench(a: ClusterArgs) -> anyhow::Result<ExitCode> {
     })();
     drop(running);
     result?;
-    if wants("scale") && !stop.load(Ordering::Relaxed) {
-        let (one, cpu) = one_server(&a, &exe, secs, runs, &stop, dir.path())?;
+    if (wants("scale") || wants("latency")) && !stop.load(Ordering::Relaxed) {
+        let one = one_server(a, &exe, secs, runs, stop, dir.path(), wants("scale"))?;
         if let Some(s) = f.scale.as_mut() {
-            s.1 = one;
+            s.1 = one.pps;
         }
-        f.cpu_one_us = cpu;
+        f.cpu_one_us = one.cpu_us;
+        if let Some(l) = f.latency.as_mut() {
+            l.one_server_us = one.latency_us;
+        }
     }
-    let names: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
-    if a.json {
-        println!(
-            "{}",
-            findings_json(&f, &names, &machine, secs, runs, a.rate, r_bps)
-        );
-    } else {
-        print!("{}", findings_text(&f, &names, a.rate));
-        println!("({:.0} s in all)", started.elapsed().as_secs_f64());
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(f)
+}
+
+/// One server alone: its rate flat out and its CPU per packet (when
+/// `scale`), and its latency at [`LATENCY_RATE`].
+struct OneServer {
+    pps: f64,
+    cpu_us: Option<f64>,
+    latency_us: Option<(f64, f64)>,
 }
 
 /// One server forwarding between two hosts, the cluster's way (a
 /// one-server cluster with two ports: every packet is handled once):
-/// packets per second delivered with both hosts sending flat out, and CPU
-/// per packet.
+/// packets per second delivered with both hosts sending flat out, CPU
+/// per packet, and latency at a low rate.
 fn one_server(
     a: &ClusterArgs,
     exe: &str,
@@ -797,7 +957,8 @@ fn one_server(
     runs: usize,
     stop: &AtomicBool,
     dir: &Path,
-) -> anyhow::Result<(f64, Option<f64>)> {
+    scale: bool,
+) -> anyhow::Result<OneServer> {
     let r_bps = 2 * a.rate * (FRAME + LABEL) * 8;
     let text = format!(
         "name = \"one\"\nrate = \"{r_bps}bps\"\n\n\
@@ -824,24 +985,63 @@ fn one_server(
         idle_cpu: vec![0.0],
     };
     b.ping_all()?;
-    let flows = vec![(0usize, vec![1usize], None), (1, vec![0], None)];
+    let latency_us = if a.only.is_empty() || a.only.iter().any(|o| o == "latency") {
+        let (p50, p99, _) = b.latency(&[(0usize, vec![1usize], Some(LATENCY_RATE))], runs)?;
+        Some((p50, p99))
+    } else {
+        None
+    };
     let (mut pps, mut cpu) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
-        anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
-        let t = b.traffic(&flows, 64)?;
-        pps.push(t.received as f64 / secs);
-        let h = t.work.handled(0);
-        if h > 0 {
-            cpu.push(t.work.cpu[0] * 1e6 / h as f64);
+    if scale {
+        let flows = vec![(0usize, vec![1usize], None), (1, vec![0], None)];
+        for _ in 0..runs {
+            anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+            let t = b.traffic(&flows, 64)?;
+            pps.push(t.received as f64 / secs);
+            let h = t.work.handled(0);
+            if h > 0 {
+                cpu.push(t.work.cpu[0] * 1e6 / h as f64);
+            }
         }
     }
-    let cpu = (!cpu.is_empty()).then(|| median(&mut cpu));
-    Ok((median(&mut pps), cpu))
+    Ok(OneServer {
+        pps: if pps.is_empty() {
+            f64::NAN
+        } else {
+            median(&mut pps)
+        },
+        cpu_us: (!cpu.is_empty()).then(|| median(&mut cpu)),
+        latency_us,
+    })
 }
 
-fn findings_text(f: &Findings, names: &[String], rate: u64) -> String {
-    let si = crate::runner::si;
+/// The findings as tables, as `bricks bench cluster` prints them.
+pub fn findings_text(f: &Findings) -> String {
+    let si = super::si;
+    let (names, rate) = (&f.names, f.rate);
     let mut s = String::new();
+    if let Some(l) = &f.latency {
+        let _ = writeln!(
+            s,
+            "\nlatency, one host to another at {} pkt/s (input and output server): p50 {:.1} us, \
+             p99 {:.1} us ({} probes){}",
+            l.rate,
+            l.cluster_us.0,
+            l.cluster_us.1,
+            l.samples,
+            l.one_server_us.map_or(String::new(), |(a, b)| format!(
+                "; one server alone p50 {a:.1} us, p99 {b:.1} us"
+            ))
+        );
+        let e = super::paper::LatencyEstimate::PAPER;
+        let _ = writeln!(
+            s,
+            "  RouteBricks §6.2 estimates {:.2} us per server, {:.2}-{:.2} us through RB4",
+            e.per_server_us(),
+            e.direct_us(),
+            e.balanced_us()
+        );
+    }
     for l in &f.loads {
         let (loads, pps) = (&l.load, &l.pps);
         let _ = writeln!(
@@ -940,22 +1140,23 @@ fn findings_text(f: &Findings, names: &[String], rate: u64) -> String {
     s
 }
 
-fn findings_json(
-    f: &Findings,
-    names: &[String],
-    machine: &Machine,
-    secs: f64,
-    runs: usize,
-    rate: u64,
-    r_bps: u64,
-) -> Value {
+/// The findings as one JSON object (`bricks bench cluster --json`).
+pub fn findings_json(f: &Findings) -> Value {
     json!({
-        "machine": machine.describe(),
-        "seconds": secs,
-        "runs": runs,
-        "rate_pps": rate,
-        "r_bps": r_bps,
-        "servers": names,
+        "machine": f.machine,
+        "seconds": f.secs,
+        "runs": f.runs,
+        "rate_pps": f.rate,
+        "r_bps": f.r_bps,
+        "servers": f.names,
+        "latency": f.latency.map(|l| json!({
+            "rate_pps": l.rate,
+            "p50_us": l.cluster_us.0,
+            "p99_us": l.cluster_us.1,
+            "samples": l.samples,
+            "one_server_p50_us": l.one_server_us.map(|x| x.0),
+            "one_server_p99_us": l.one_server_us.map(|x| x.1),
+        })),
         "load": f.loads.iter().map(|l| json!({
             "traffic": l.traffic, "rate_pps": l.rate, "load": l.load, "handled_pps": l.pps,
             "loss_pct": l.loss_pct, "direct_pct": l.direct_pct,

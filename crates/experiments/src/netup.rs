@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// A process in the record: `{"pid": .., "start_time": ..}` or null.
-pub(crate) fn proc_json(p: Option<(u32, u64)>) -> Value {
+pub fn proc_json(p: Option<(u32, u64)>) -> Value {
     match p {
         Some((pid, start)) => json!({"pid": pid, "start_time": start}),
         None => Value::Null,
@@ -22,7 +22,7 @@ pub(crate) fn proc_json(p: Option<(u32, u64)>) -> Value {
 }
 
 /// A process read back from [`proc_json`]'s form.
-pub(crate) fn proc_from(v: &Value) -> Option<(u32, u64)> {
+pub fn proc_from(v: &Value) -> Option<(u32, u64)> {
     Some((
         u32::try_from(v.get("pid")?.as_u64()?).ok()?,
         v.get("start_time")?.as_u64()?,
@@ -30,7 +30,7 @@ pub(crate) fn proc_from(v: &Value) -> Option<(u32, u64)> {
 }
 
 /// The string `k` of `v`.
-pub(crate) fn string(v: &Value, k: &str) -> anyhow::Result<String> {
+pub fn string(v: &Value, k: &str) -> anyhow::Result<String> {
     v.get(k)
         .and_then(Value::as_str)
         .map(str::to_string)
@@ -38,7 +38,7 @@ pub(crate) fn string(v: &Value, k: &str) -> anyhow::Result<String> {
 }
 
 /// The strings of the array `k` of `v` (none when it is missing).
-pub(crate) fn strings(v: &Value, k: &str) -> Vec<String> {
+pub fn strings(v: &Value, k: &str) -> Vec<String> {
     v.get(k)
         .and_then(Value::as_array)
         .map(|a| {
@@ -51,7 +51,7 @@ pub(crate) fn strings(v: &Value, k: &str) -> Vec<String> {
 }
 
 /// Writes a record (atomically: a reader never sees half of it).
-pub(crate) fn save_json(path: &Path, v: &Value) -> anyhow::Result<()> {
+pub fn save_json(path: &Path, v: &Value) -> anyhow::Result<()> {
     let tmp = path.with_extension("json.tmp");
     let text = serde_json::to_string_pretty(v)?;
     std::fs::write(&tmp, text + "\n").with_context(|| format!("writing {}", tmp.display()))?;
@@ -60,7 +60,7 @@ pub(crate) fn save_json(path: &Path, v: &Value) -> anyhow::Result<()> {
 
 /// Reads a record; `Ok(None)` if there is none. `what` names it in
 /// messages (`a cluster state`).
-pub(crate) fn load_json(path: &Path, what: &str) -> anyhow::Result<Option<Value>> {
+pub fn load_json(path: &Path, what: &str) -> anyhow::Result<Option<Value>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -72,7 +72,7 @@ pub(crate) fn load_json(path: &Path, what: &str) -> anyhow::Result<Option<Value>
 }
 
 /// The names with a record under `root`, sorted.
-pub(crate) fn recorded(root: &str) -> Vec<String> {
+pub fn recorded(root: &str) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(root) else {
         return Vec::new();
     };
@@ -87,11 +87,7 @@ pub(crate) fn recorded(root: &str) -> Vec<String> {
 
 /// `name`, or when none is given the one name recorded under `root`;
 /// `plural` names them in the message when there are several.
-pub(crate) fn only_one(
-    root: &str,
-    name: Option<&str>,
-    plural: &str,
-) -> anyhow::Result<Option<String>> {
+pub fn only_one(root: &str, name: Option<&str>, plural: &str) -> anyhow::Result<Option<String>> {
     if let Some(n) = name {
         return Ok(Some(n.to_string()));
     }
@@ -106,7 +102,7 @@ pub(crate) fn only_one(
 /// The name boxes run under: the one given, with anything but letters,
 /// digits and `_` replaced by `_` (so that `PREFIX-NAME-` starts these
 /// namespaces' names and no other's).
-pub(crate) fn instance_name(name: &str) -> String {
+pub fn instance_name(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' {
@@ -119,14 +115,14 @@ pub(crate) fn instance_name(name: &str) -> String {
 }
 
 /// An error once a signal has asked `up` to stop.
-pub(crate) fn interrupted(stop: &AtomicBool) -> anyhow::Result<()> {
+pub fn interrupted(stop: &AtomicBool) -> anyhow::Result<()> {
     anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
     Ok(())
 }
 
 /// How `kill` stops a box's process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum StopSignal {
+pub enum StopSignal {
     /// SIGKILL: a crash; nothing is flushed.
     Kill,
     /// SIGTERM: the router drains and ends.
@@ -135,7 +131,7 @@ pub(crate) enum StopSignal {
 
 impl StopSignal {
     /// `SIGKILL` or `SIGTERM`.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             StopSignal::Kill => "SIGKILL",
             StopSignal::Term => "SIGTERM",
@@ -145,11 +141,7 @@ impl StopSignal {
 
 /// Stops the recorded `process` (SIGKILL, or SIGTERM and SIGKILL after
 /// `grace`) and forgets it; returns whether it was running.
-pub(crate) fn end_process(
-    process: &mut Option<(u32, u64)>,
-    how: StopSignal,
-    grace: Duration,
-) -> bool {
+pub fn end_process(process: &mut Option<(u32, u64)>, how: StopSignal, grace: Duration) -> bool {
     let was = process.is_some_and(|(p, s)| alive(p, s));
     if let Some((pid, s)) = process.take() {
         match how {
@@ -167,14 +159,14 @@ pub(crate) fn end_process(
 
 /// What `down` did.
 #[derive(Debug, Default)]
-pub(crate) struct DownReport {
+pub struct DownReport {
     /// Processes stopped (by name), and whether each needed SIGKILL.
     pub stopped: Vec<(String, bool)>,
     pub namespaces: usize,
 }
 
 /// What a command calls what it brings up, in its messages.
-pub(crate) struct Nouns {
+pub struct Nouns {
     /// The whole, as in `NAME is down`: `cluster`, `multistage router`.
     pub what: &'static str,
     /// The whole in the line `down` prints: `cluster`, `multistage`.
@@ -186,7 +178,7 @@ pub(crate) struct Nouns {
 
 /// `bricks KIND down` once root is checked: takes down each of `names`
 /// with `down` and says what it did.
-pub(crate) fn down_each(
+pub fn down_each(
     names: Vec<String>,
     nouns: &Nouns,
     down: impl Fn(&str) -> anyhow::Result<Option<DownReport>>,
@@ -236,7 +228,7 @@ pub(crate) fn down_each(
 /// SIGTERM to them all first, then one `grace` period for all, then
 /// SIGKILL to those left. Returns each one stopped and whether it needed
 /// SIGKILL.
-pub(crate) fn stop_all<'a>(
+pub fn stop_all<'a>(
     processes: impl Iterator<Item = (&'a str, u32, u64)>,
     grace: Duration,
 ) -> Vec<(String, bool)> {
@@ -261,7 +253,7 @@ pub(crate) fn stop_all<'a>(
 /// Deletes the recorded `namespaces` that exist, and any other whose name
 /// starts with `prefix` (made after the record was last saved); returns
 /// how many.
-pub(crate) fn delete_namespaces(namespaces: &[String], prefix: &str) -> usize {
+pub fn delete_namespaces(namespaces: &[String], prefix: &str) -> usize {
     let mut n = 0;
     let existing = bricks_netns::list_namespaces().unwrap_or_default();
     for ns in namespaces {
@@ -281,7 +273,7 @@ pub(crate) fn delete_namespaces(namespaces: &[String], prefix: &str) -> usize {
 /// Takes down what has no record: the namespaces whose names start with
 /// `prefix`, and the state directory `dir`; `None` if there was no such
 /// namespace.
-pub(crate) fn down_unrecorded(prefix: &str, dir: &Path) -> Option<DownReport> {
+pub fn down_unrecorded(prefix: &str, dir: &Path) -> Option<DownReport> {
     let n = delete_namespaces(&[], prefix);
     let _ = std::fs::remove_dir_all(dir);
     (n > 0).then_some(DownReport {
@@ -292,7 +284,7 @@ pub(crate) fn down_unrecorded(prefix: &str, dir: &Path) -> Option<DownReport> {
 
 /// The process's start time in clock ticks since boot (field 22 of
 /// `/proc/PID/stat`).
-pub(crate) fn start_time(pid: u32) -> Option<u64> {
+pub fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces.
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -300,7 +292,7 @@ pub(crate) fn start_time(pid: u32) -> Option<u64> {
 }
 
 /// The process runs (not a zombie) and is the one recorded.
-pub(crate) fn alive(pid: u32, start: u64) -> bool {
+pub fn alive(pid: u32, start: u64) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };
@@ -318,32 +310,29 @@ pub(crate) fn alive(pid: u32, start: u64) -> bool {
 
 /// CPU time the process has used, user + system, in seconds (fields 14
 /// and 15 of `/proc/PID/stat`, in clock ticks).
-pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut f = rest.split_whitespace().skip(11);
     let utime: u64 = f.next()?.parse().ok()?;
     let stime: u64 = f.next()?.parse().ok()?;
-    // SAFETY: sysconf has no memory preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    Some((utime + stime) as f64 / if hz > 0 { hz as f64 } else { 100.0 })
+    Some((utime + stime) as f64 / bricks_netns::clock_ticks())
 }
 
 /// Sends `signal` to the recorded process if it is still the one
 /// recorded.
-pub(crate) fn signal(pid: u32, start: u64, signal: i32) {
+pub fn signal(pid: u32, start: u64, signal: i32) {
     if alive(pid, start) {
-        // SAFETY: kill has no memory preconditions; `alive` has just
-        // matched this PID's start time, so the signal goes to the
-        // process the record names.
-        unsafe { libc::kill(pid as libc::pid_t, signal) };
+        // `alive` has just matched this PID's start time, so the signal
+        // goes to the process the record names.
+        bricks_netns::kill_pid(pid, signal);
     }
 }
 
 /// SIGTERM, then SIGKILL if it still runs after `grace`; waits until it
 /// is gone (at most a few seconds more). Returns whether it had to be
 /// killed.
-pub(crate) fn stop(pid: u32, start: u64, grace: Duration) -> bool {
+pub fn stop(pid: u32, start: u64, grace: Duration) -> bool {
     signal(pid, start, libc::SIGTERM);
     if wait_gone(pid, start, grace) {
         return false;
@@ -354,7 +343,7 @@ pub(crate) fn stop(pid: u32, start: u64, grace: Duration) -> bool {
 }
 
 /// Waits at most `timeout` for the process to end.
-pub(crate) fn wait_gone(pid: u32, start: u64, timeout: Duration) -> bool {
+pub fn wait_gone(pid: u32, start: u64, timeout: Duration) -> bool {
     let end = Instant::now() + timeout;
     loop {
         reap(pid);
@@ -372,11 +361,7 @@ pub(crate) fn wait_gone(pid: u32, start: u64, timeout: Duration) -> bool {
 /// `restart` start the servers; a server they stop must not stay a
 /// zombie while they run).
 fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: waitpid writes one int, `status`, alive for the call;
-    // WNOHANG never blocks, and a PID that is not our child only gives
-    // ECHILD.
-    unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    bricks_netns::reap_child(pid);
 }
 
 #[cfg(test)]

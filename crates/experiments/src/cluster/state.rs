@@ -14,31 +14,31 @@ use anyhow::Context as _;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-pub(crate) use crate::netup::{alive, cpu_seconds, start_time, stop};
+pub use crate::netup::{alive, cpu_seconds, start_time, stop};
 
 /// Where every cluster's state directory lives.
-pub(crate) const STATE_ROOT: &str = "/run/bricks-cluster";
+pub const STATE_ROOT: &str = "/run/bricks-cluster";
 
 /// Every namespace of a cluster starts with `bc-NAME-`.
-pub(crate) fn prefix(name: &str) -> String {
+pub fn prefix(name: &str) -> String {
     format!("bc-{name}-")
 }
 
 /// A cluster's state directory.
-pub(crate) fn dir(name: &str) -> PathBuf {
+pub fn dir(name: &str) -> PathBuf {
     Path::new(STATE_ROOT).join(name)
 }
 
 /// The name a cluster runs under: its own name, or the one given, with
 /// anything but letters, digits and `_` replaced by `_` (so that `bc-NAME-`
 /// is the prefix of this cluster's namespaces and of no other's).
-pub(crate) fn instance_name(name: &str) -> String {
+pub fn instance_name(name: &str) -> String {
     crate::netup::instance_name(name)
 }
 
 /// One server of a running cluster.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct NodeState {
+pub struct NodeState {
     pub name: String,
     pub namespace: String,
     /// Its Click configuration.
@@ -59,7 +59,7 @@ pub(crate) struct NodeState {
 
 /// A host behind one external port.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct HostState {
+pub struct HostState {
     pub namespace: String,
     pub node: String,
     /// The node's external interface.
@@ -78,7 +78,7 @@ pub(crate) struct HostState {
 
 /// A running cluster.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct State {
+pub struct State {
     /// The name it runs under.
     pub name: String,
     /// The cluster's own name (in its file).
@@ -98,11 +98,11 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn path(&self) -> PathBuf {
+    pub fn path(&self) -> PathBuf {
         dir(&self.name).join("state.json")
     }
 
-    pub(crate) fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> Value {
         json!({
             "name": self.name,
             "cluster": self.cluster,
@@ -136,7 +136,7 @@ impl State {
         })
     }
 
-    pub(crate) fn from_json(v: &Value) -> anyhow::Result<State> {
+    pub fn from_json(v: &Value) -> anyhow::Result<State> {
         let mut nodes = Vec::new();
         for n in v["nodes"].as_array().context("no `nodes`")? {
             nodes.push(NodeState {
@@ -191,12 +191,12 @@ impl State {
     }
 
     /// Writes the record (atomically: a reader never sees half of it).
-    pub(crate) fn save(&self) -> anyhow::Result<()> {
+    pub fn save(&self) -> anyhow::Result<()> {
         crate::netup::save_json(&self.path(), &self.to_json())
     }
 
     /// The record of cluster `name`; `Ok(None)` if there is none.
-    pub(crate) fn load(name: &str) -> anyhow::Result<Option<State>> {
+    pub fn load(name: &str) -> anyhow::Result<Option<State>> {
         let path = dir(name).join("state.json");
         let Some(v) = crate::netup::load_json(&path, "a cluster state")? else {
             return Ok(None);
@@ -206,7 +206,7 @@ impl State {
             .with_context(|| format!("{}: not a cluster state", path.display()))
     }
 
-    pub(crate) fn node(&self, name: &str) -> anyhow::Result<usize> {
+    pub fn node(&self, name: &str) -> anyhow::Result<usize> {
         self.nodes
             .iter()
             .position(|n| n.name == name)
@@ -224,7 +224,7 @@ impl State {
     }
 
     /// Whether any recorded process (a server, or the builder) still runs.
-    pub(crate) fn anything_runs(&self) -> bool {
+    pub fn anything_runs(&self) -> bool {
         self.builder.is_some_and(|(p, s)| alive(p, s))
             || self
                 .nodes
@@ -234,12 +234,12 @@ impl State {
 }
 
 /// The names of the clusters with a state directory.
-pub(crate) fn recorded() -> Vec<String> {
+pub fn recorded() -> Vec<String> {
     crate::netup::recorded(STATE_ROOT)
 }
 
 /// The one cluster that is recorded, when no name is given.
-pub(crate) fn only_one(name: Option<&str>) -> anyhow::Result<Option<String>> {
+pub fn only_one(name: Option<&str>) -> anyhow::Result<Option<String>> {
     crate::netup::only_one(STATE_ROOT, name, "clusters")
 }
 

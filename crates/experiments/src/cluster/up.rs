@@ -19,6 +19,7 @@
 use super::state::{self, HostState, NodeState, State};
 use super::status;
 use crate::netup::{self, interrupted, DownReport};
+use crate::StopOnSignals;
 use anyhow::Context as _;
 use bricks_cluster::Cluster;
 use bricks_netns::Network;
@@ -30,7 +31,7 @@ use std::time::{Duration, Instant};
 
 /// `bricks cluster up` options.
 #[derive(clap::Args, Clone)]
-pub(crate) struct UpArgs {
+pub struct UpArgs {
     /// The cluster file (TOML).
     pub file: PathBuf,
     /// Run it under this name instead of the file's (namespaces
@@ -67,7 +68,7 @@ pub(crate) struct UpArgs {
 
 impl UpArgs {
     /// Defaults for `file` (what the bench and tests start from).
-    pub(crate) fn new(file: &Path) -> UpArgs {
+    pub fn new(file: &Path) -> UpArgs {
         UpArgs {
             file: file.to_path_buf(),
             name: None,
@@ -81,7 +82,7 @@ impl UpArgs {
     }
 }
 
-pub(crate) use crate::netup::StopSignal;
+pub use crate::netup::StopSignal;
 
 /// Exit status of a command interrupted by a signal.
 const INTERRUPTED: u8 = 130;
@@ -109,7 +110,7 @@ fn need_root(what: &str) -> Option<ExitCode> {
 }
 
 /// `bricks cluster up`.
-pub(crate) fn up_command(a: &UpArgs) -> anyhow::Result<ExitCode> {
+pub fn up_command(a: &UpArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
     let cluster = match super::load(&a.file) {
         Ok(c) => c,
         Err(e) => {
@@ -120,7 +121,7 @@ pub(crate) fn up_command(a: &UpArgs) -> anyhow::Result<ExitCode> {
     if let Some(code) = need_root("up") {
         return Ok(code);
     }
-    let stop = crate::runner::stop_on_signals()?;
+    let stop = stop_on_signals()?;
     match up(a, &cluster, &stop) {
         Ok(st) => {
             print!("{}", summary(&st, &cluster));
@@ -205,7 +206,7 @@ fn topology_name(c: &Cluster) -> String {
 
 /// The host address behind a port: the port's address + 1, if that is
 /// still a host address of the subnet.
-pub(crate) fn host_address(addr: Ipv4Addr, len: u8) -> anyhow::Result<Ipv4Addr> {
+pub fn host_address(addr: Ipv4Addr, len: u8) -> anyhow::Result<Ipv4Addr> {
     let a = u32::from(addr);
     let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
     let h = a.wrapping_add(1);
@@ -219,7 +220,7 @@ pub(crate) fn host_address(addr: Ipv4Addr, len: u8) -> anyhow::Result<Ipv4Addr> 
 /// Builds and starts cluster `cluster` (read from `a.file`) as `a` says;
 /// returns its state once every server answers and every link is up. On
 /// an error, or when `stop` is set, everything built so far is removed.
-pub(crate) fn up(a: &UpArgs, cluster: &Cluster, stop: &AtomicBool) -> anyhow::Result<State> {
+pub fn up(a: &UpArgs, cluster: &Cluster, stop: &AtomicBool) -> anyhow::Result<State> {
     anyhow::ensure!(
         ["auto", "xdp", "packet"].contains(&a.backend.as_str()),
         "--backend {}: expected auto, xdp or packet",
@@ -329,7 +330,7 @@ fn plan_state(a: &UpArgs, cluster: &Cluster, name: &str) -> anyhow::Result<State
     Ok(st)
 }
 
-pub(crate) fn mac_text(m: &[u8; 6]) -> String {
+pub fn mac_text(m: &[u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()
@@ -509,7 +510,7 @@ fn spawn_node(n: &NodeState) -> anyhow::Result<(u32, u64)> {
 /// Starts `argv` detached, its own process group, its output appended to
 /// `log`; returns (PID, start time). Also starts a multistage router's
 /// boxes.
-pub(crate) fn spawn_logged(argv: &[String], log: &Path) -> anyhow::Result<(u32, u64)> {
+pub fn spawn_logged(argv: &[String], log: &Path) -> anyhow::Result<(u32, u64)> {
     anyhow::ensure!(!argv.is_empty(), "no command line to start");
     let out = std::fs::OpenOptions::new()
         .create(true)
@@ -534,7 +535,7 @@ pub(crate) fn spawn_logged(argv: &[String], log: &Path) -> anyhow::Result<(u32, 
 }
 
 /// The last `n` lines of a server's log.
-pub(crate) fn log_tail(path: &Path, n: usize) -> String {
+pub fn log_tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
@@ -620,7 +621,7 @@ fn wait_up(
 
 /// Stops every recorded process, deletes the namespaces and the state
 /// directory. Never fails: whatever is already gone is skipped.
-pub(crate) fn teardown(st: &State) -> DownReport {
+pub fn teardown(st: &State) -> DownReport {
     let stopped = netup::stop_all(
         st.nodes
             .iter()
@@ -636,7 +637,7 @@ pub(crate) fn teardown(st: &State) -> DownReport {
 }
 
 /// Takes cluster `name` down; `Ok(None)` if nothing of it was up.
-pub(crate) fn down(name: &str) -> anyhow::Result<Option<DownReport>> {
+pub fn down(name: &str) -> anyhow::Result<Option<DownReport>> {
     match State::load(name)? {
         Some(st) => Ok(Some(teardown(&st))),
         // No record; namespaces without one still go.
@@ -648,7 +649,7 @@ pub(crate) fn down(name: &str) -> anyhow::Result<Option<DownReport>> {
 }
 
 /// `bricks cluster down`.
-pub(crate) fn down_command(name: Option<&str>, all: bool) -> anyhow::Result<ExitCode> {
+pub fn down_command(name: Option<&str>, all: bool) -> anyhow::Result<ExitCode> {
     if let Some(code) = need_root("down") {
         return Ok(code);
     }
@@ -684,7 +685,7 @@ fn loaded(name: &str) -> anyhow::Result<State> {
 }
 
 /// Stops one server's process; returns whether it was running.
-pub(crate) fn kill_node(st: &mut State, node: usize, how: StopSignal) -> anyhow::Result<bool> {
+pub fn kill_node(st: &mut State, node: usize, how: StopSignal) -> anyhow::Result<bool> {
     let was = netup::end_process(&mut st.nodes[node].process, how, GRACE);
     st.save()?;
     Ok(was)
@@ -692,7 +693,7 @@ pub(crate) fn kill_node(st: &mut State, node: usize, how: StopSignal) -> anyhow:
 
 /// Starts one server's process again (stopping it first if it runs) and
 /// waits until its links are up.
-pub(crate) fn restart_node(
+pub fn restart_node(
     st: &mut State,
     node: usize,
     timeout: Duration,
@@ -713,7 +714,7 @@ pub(crate) fn restart_node(
 }
 
 /// `bricks cluster kill`.
-pub(crate) fn kill_command(name: &str, node: &str, how: StopSignal) -> anyhow::Result<ExitCode> {
+pub fn kill_command(name: &str, node: &str, how: StopSignal) -> anyhow::Result<ExitCode> {
     if let Some(code) = need_root("kill") {
         return Ok(code);
     }
@@ -733,13 +734,18 @@ pub(crate) fn kill_command(name: &str, node: &str, how: StopSignal) -> anyhow::R
 }
 
 /// `bricks cluster restart`.
-pub(crate) fn restart_command(name: &str, node: &str, timeout: f64) -> anyhow::Result<ExitCode> {
+pub fn restart_command(
+    name: &str,
+    node: &str,
+    timeout: f64,
+    stop_on_signals: StopOnSignals,
+) -> anyhow::Result<ExitCode> {
     if let Some(code) = need_root("restart") {
         return Ok(code);
     }
     let mut st = loaded(name)?;
     let i = st.node(node)?;
-    let stop = crate::runner::stop_on_signals()?;
+    let stop = stop_on_signals()?;
     let t = Instant::now();
     restart_node(&mut st, i, Duration::from_secs_f64(timeout.max(1.0)), &stop)?;
     println!(

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 /// `bricks cluster status` options.
 #[derive(clap::Args)]
-pub(crate) struct StatusArgs {
+pub struct StatusArgs {
     /// The cluster's name [default: the one that is up].
     name: Option<String>,
     /// Seconds between the two samples.
@@ -35,7 +35,7 @@ pub(crate) struct StatusArgs {
 }
 
 /// Sends one command to a control socket and returns the answer.
-pub(crate) fn query(socket: &Path, command: &str) -> anyhow::Result<String> {
+pub fn query(socket: &Path, command: &str) -> anyhow::Result<String> {
     let mut conn = UnixStream::connect(socket)
         .with_context(|| format!("control socket {}", socket.display()))?;
     conn.set_read_timeout(Some(Duration::from_secs(3)))?;
@@ -56,7 +56,7 @@ pub(crate) fn query(socket: &Path, command: &str) -> anyhow::Result<String> {
 
 /// One server's `VLBNode` counters (summed over its workers).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Counters {
+pub struct Counters {
     /// The element's name in the configuration.
     pub element: String,
     pub values: BTreeMap<String, u64>,
@@ -64,7 +64,7 @@ pub(crate) struct Counters {
 
 impl Counters {
     /// Finds the `VLBNode` in a `stats` answer.
-    pub(crate) fn from_stats(v: &Value) -> Option<Counters> {
+    pub fn from_stats(v: &Value) -> Option<Counters> {
         // Per-worker entries carry the class; the total has the sums.
         let element = v["workers"].as_array()?.iter().find_map(|w| {
             w["elements"].as_object()?.iter().find_map(|(name, e)| {
@@ -80,25 +80,25 @@ impl Counters {
     }
 
     /// A counter; absent ones (zero counters may be left out) are 0.
-    pub(crate) fn get(&self, k: &str) -> u64 {
+    pub fn get(&self, k: &str) -> u64 {
         self.values.get(k).copied().unwrap_or(0)
     }
 
     /// Whether the link on `iface` is up, as the server sees it.
-    pub(crate) fn link_up(&self, iface: &str) -> Option<bool> {
+    pub fn link_up(&self, iface: &str) -> Option<bool> {
         self.values.get(&format!("link {iface} up")).map(|&v| v > 0)
     }
 }
 
 /// Reads a server's counters through its control socket.
-pub(crate) fn node_counters(socket: &Path) -> anyhow::Result<Counters> {
+pub fn node_counters(socket: &Path) -> anyhow::Result<Counters> {
     let reply = query(socket, "stats")?;
     let v: Value = serde_json::from_str(reply.trim()).context("reading the stats answer")?;
     Counters::from_stats(&v).context("no VLBNode element in the server's counters")
 }
 
 /// One sample of every server: `None` for a server that does not answer.
-pub(crate) fn sample(st: &State) -> Vec<Option<Counters>> {
+pub fn sample(st: &State) -> Vec<Option<Counters>> {
     st.nodes
         .iter()
         .map(|n| {
@@ -110,7 +110,7 @@ pub(crate) fn sample(st: &State) -> Vec<Option<Counters>> {
 
 /// Two samples `secs` apart turned into rates.
 #[derive(Debug, Clone)]
-pub(crate) struct Rates {
+pub struct Rates {
     pub secs: f64,
     pub nodes: Vec<NodeRates>,
     /// The measured R: the mean input rate of the servers with input.
@@ -119,7 +119,7 @@ pub(crate) struct Rates {
 
 /// One server's rates.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct NodeRates {
+pub struct NodeRates {
     pub name: String,
     pub answering: bool,
     pub input: f64,
@@ -135,7 +135,7 @@ pub(crate) struct NodeRates {
 }
 
 impl NodeRates {
-    pub(crate) fn handled(&self) -> f64 {
+    pub fn handled(&self) -> f64 {
         self.input + self.forwarded + self.delivered
     }
 }
@@ -150,12 +150,7 @@ const DROPS: [&str; 5] = [
 ];
 
 impl Rates {
-    pub(crate) fn between(
-        st: &State,
-        a: &[Option<Counters>],
-        b: &[Option<Counters>],
-        secs: f64,
-    ) -> Rates {
+    pub fn between(st: &State, a: &[Option<Counters>], b: &[Option<Counters>], secs: f64) -> Rates {
         let secs = secs.max(1e-6);
         let mut nodes = Vec::new();
         for (i, n) in st.nodes.iter().enumerate() {
@@ -206,7 +201,7 @@ impl Rates {
     }
 
     /// A server's load relative to R.
-    pub(crate) fn load(&self, n: &NodeRates) -> Option<f64> {
+    pub fn load(&self, n: &NodeRates) -> Option<f64> {
         (self.r_pps > 0.0).then(|| n.handled() / self.r_pps)
     }
 
@@ -216,7 +211,7 @@ impl Rates {
         (d + b > 0.0).then(|| d / (d + b))
     }
 
-    pub(crate) fn json(&self, st: &State) -> Value {
+    pub fn json(&self, st: &State) -> Value {
         json!({
             "name": st.name,
             "cluster": st.cluster,
@@ -244,8 +239,8 @@ impl Rates {
         })
     }
 
-    pub(crate) fn text(&self, st: &State) -> String {
-        let si = crate::runner::si;
+    pub fn text(&self, st: &State) -> String {
+        let si = super::si;
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -321,7 +316,7 @@ impl Rates {
 }
 
 /// `bricks cluster status`.
-pub(crate) fn status_command(a: &StatusArgs) -> anyhow::Result<ExitCode> {
+pub fn status_command(a: &StatusArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
         a.interval.is_finite() && a.interval > 0.0,
         "--interval must be a positive number of seconds"
