@@ -103,6 +103,7 @@ mod parser;
 mod scan;
 mod source;
 mod suggest;
+pub mod tools;
 
 pub use args::{parse_data, split_args, split_keyword, unquote, unquote_bytes};
 pub use flatten::{click_order, flatten};
