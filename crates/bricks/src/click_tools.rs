@@ -107,6 +107,15 @@ fn is_define(word: &str) -> bool {
     }
 }
 
+/// An I/O error as C's `strerror` words it (Click's messages).
+fn os_message(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 fn read_text(file: &str) -> Result<(String, String), String> {
     if file == "-" {
         let mut s = String::new();
@@ -117,7 +126,7 @@ fn read_text(file: &str) -> Result<(String, String), String> {
     } else {
         std::fs::read_to_string(file)
             .map(|s| (file.to_string(), s))
-            .map_err(|e| format!("{file}: {}", e.to_string().to_lowercase()))
+            .map_err(|e| format!("{file}: {}", os_message(&e)))
     }
 }
 
@@ -151,7 +160,7 @@ fn write_output(output: Option<&str>, text: &str) -> ExitCode {
         Some(f) if f != "-" => match std::fs::write(f, text) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("{f}: {}", e.to_string().to_lowercase());
+                eprintln!("{f}: {}", os_message(&e));
                 ExitCode::from(1)
             }
         },
