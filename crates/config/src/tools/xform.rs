@@ -18,7 +18,7 @@ use super::graph::{Elem, Graph, Port};
 use crate::args::{process, split_args};
 use crate::parser::{self, ClassRef};
 use crate::{library, Diagnostic, Router, Source, SourceMap};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A pattern and its replacement, both with the compound's `input`
 /// (slot 0) and `output` (slot 1) as tunnels.
@@ -205,9 +205,86 @@ struct Matcher<'a> {
     patid: usize,
     input: usize,
     output: usize,
+    /// The configuration's connections, to look them up at once.
+    conns: HashSet<(Port, Port)>,
+    /// Where each output goes, what reaches each input.
+    targets: HashMap<Port, Vec<Port>>,
+    sources: HashMap<Port, Vec<Port>>,
+    /// Live slots of each class, in slot order.
+    by_class: HashMap<&'a str, Vec<usize>>,
 }
 
-impl Matcher<'_> {
+impl<'a> Matcher<'a> {
+    fn new(pat: &'a Graph, body: &'a Graph, patid: usize) -> Matcher<'a> {
+        let mut targets: HashMap<Port, Vec<Port>> = HashMap::new();
+        let mut sources: HashMap<Port, Vec<Port>> = HashMap::new();
+        for c in &body.conns {
+            targets.entry(c.from).or_default().push(c.to);
+            sources.entry(c.to).or_default().push(c.from);
+        }
+        let mut by_class: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, e) in body.elems.iter().enumerate() {
+            if e.live && !e.is_tunnel() {
+                by_class.entry(e.class.as_str()).or_default().push(i);
+            }
+        }
+        Matcher {
+            pat,
+            body,
+            patid,
+            input: 0,
+            output: 1,
+            conns: body.conns.iter().map(|c| (c.from, c.to)).collect(),
+            targets,
+            sources,
+            by_class,
+        }
+    }
+
+    /// Slots that pattern slot `k` may match, in slot order: the
+    /// neighbours of an element matched already where the pattern
+    /// connects `k` to one, else every element of the class. (Slot order
+    /// is Click's search order; the neighbours are the only slots that
+    /// can fit.)
+    fn candidates(&self, k: usize, m: &[Option<usize>]) -> Vec<usize> {
+        for c in &self.pat.conns {
+            if c.from.e == k && c.to.e < k {
+                if let Some(t) = m[c.to.e] {
+                    let mut v: Vec<usize> = self
+                        .sources
+                        .get(&Port::new(t, c.to.port))
+                        .into_iter()
+                        .flatten()
+                        .filter(|p| p.port == c.from.port)
+                        .map(|p| p.e)
+                        .collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    return v;
+                }
+            }
+            if c.to.e == k && c.from.e < k {
+                if let Some(f) = m[c.from.e] {
+                    let mut v: Vec<usize> = self
+                        .targets
+                        .get(&Port::new(f, c.from.port))
+                        .into_iter()
+                        .flatten()
+                        .filter(|p| p.port == c.to.port)
+                        .map(|p| p.e)
+                        .collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    return v;
+                }
+            }
+        }
+        self.by_class
+            .get(self.pat.elems[k].class.as_str())
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// The first match in Click's search order.
     fn find(&self) -> Option<Match> {
         let n = self.pat.elems.len();
@@ -223,7 +300,7 @@ impl Matcher<'_> {
         if self.pat.elems[k].is_tunnel() {
             return self.search(k + 1, m, used);
         }
-        for r in 0..self.body.elems.len() {
+        for r in self.candidates(k, m) {
             if used[r] || !self.fits(k, r, m) {
                 continue;
             }
@@ -256,8 +333,8 @@ impl Matcher<'_> {
                     if !self.pat.elems[c.from.e].is_tunnel()
                         && !self.pat.elems[c.to.e].is_tunnel() =>
                 {
-                    self.body
-                        .has_connection(Port::new(f, c.from.port), Port::new(t, c.to.port))
+                    self.conns
+                        .contains(&(Port::new(f, c.from.port), Port::new(t, c.to.port)))
                 }
                 _ => true,
             }
@@ -344,7 +421,7 @@ impl Matcher<'_> {
             .map(|p| p.port)
             .collect();
         ports.sort_unstable();
-        let have = self.body.targets(outside);
+        let have = self.targets.get(&outside).cloned().unwrap_or_default();
         ports.into_iter().find(|&q| {
             self.pat
                 .targets(Port::new(self.input, q))
@@ -364,7 +441,7 @@ impl Matcher<'_> {
             .map(|p| p.port)
             .collect();
         ports.sort_unstable();
-        let have = self.body.sources(outside);
+        let have = self.sources.get(&outside).cloned().unwrap_or_default();
         ports.into_iter().find(|&q| {
             self.pat
                 .sources(Port::new(self.output, q))
@@ -485,14 +562,7 @@ pub fn xform(
     let mut n = 0;
     'rounds: loop {
         for (i, p) in patterns.iter().enumerate() {
-            let found = Matcher {
-                pat: &p.pattern,
-                body: &body,
-                patid: i + 1,
-                input: 0,
-                output: 1,
-            }
-            .find();
+            let found = Matcher::new(&p.pattern, &body, i + 1).find();
             if let Some(mt) = found {
                 if n == max_replacements {
                     return Err(format!(
