@@ -656,6 +656,20 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_match_lets_the_search_go_on_to_the_next() {
+        // The first A -> B pair is refused (its B is fed from elsewhere);
+        // the search backtracks and takes the second.
+        let x = run(
+            "s :: S; t :: T; u :: U; s -> A(7) -> b :: B -> d :: D; t -> b; u -> A(8) -> B -> e :: E;",
+            PAIR,
+        );
+        assert_eq!(x.replacements, 1);
+        assert!(x.config.contains("A@4 :: A(7);\nb :: B;\n"), "{}", x.config);
+        assert!(x.config.contains("A@7 :: AB(8);\n"), "{}", x.config);
+        assert!(x.config.contains("u -> A@7\n    -> e;\n"), "{}", x.config);
+    }
+
+    #[test]
     fn every_occurrence_is_replaced_and_named_apart() {
         let pats = "elementclass P { input -> A -> B -> output }
                     elementclass P_Replacement { input -> AB -> output }";
