@@ -174,13 +174,17 @@ fn write_output(output: Option<&str>, text: &str) -> ExitCode {
     }
 }
 
-fn usage_error(program: &str, message: &str) -> ExitCode {
-    eprintln!("{program}: {message}");
-    eprintln!(
-        "Usage: {program} [OPTION]... [ROUTERFILE]\nTry '{program} --help' for more information."
-    );
+/// A command-line error: the message (Click's option parser prefixes its
+/// own with the program's name, the tools' other errors have none), then
+/// the short usage.
+fn usage_error(program: &str, synopsis: &str, message: &str) -> ExitCode {
+    eprintln!("{message}");
+    eprintln!("Usage: {program} {synopsis}\nTry '{program} --help' for more information.");
     ExitCode::from(1)
 }
+
+const XFORM_SYNOPSIS: &str = "[OPTION]... [ROUTERFILE] [PATTERNFILE]...";
+const ALIGN_SYNOPSIS: &str = "[OPTION]... [ROUTERFILE]";
 
 fn version(program: &str) -> String {
     format!(
@@ -194,7 +198,7 @@ pub fn xform(args: &[String]) -> ExitCode {
     const P: &str = "click-xform";
     let (opts, words) = match parse_with(XFORM_OPTIONS, args) {
         Ok(x) => x,
-        Err(e) => return usage_error(P, &e),
+        Err(e) => return usage_error(P, XFORM_SYNOPSIS, &format!("{P}: {e}")),
     };
     let mut input = None;
     let mut output: Option<String> = None;
@@ -230,7 +234,7 @@ pub fn xform(args: &[String]) -> ExitCode {
             other => Err(format!("unrecognized option '--{other}'")),
         };
         if let Err(e) = r {
-            return usage_error(P, &e);
+            return usage_error(P, XFORM_SYNOPSIS, &e);
         }
     }
     let mut first = true;
@@ -241,7 +245,7 @@ pub fn xform(args: &[String]) -> ExitCode {
         } else if first {
             first = false;
             if let Err(e) = set_input(&mut input, Input::File(w)) {
-                return usage_error(P, &e);
+                return usage_error(P, XFORM_SYNOPSIS, &e);
             }
         } else {
             pattern_files.push(w);
@@ -251,7 +255,7 @@ pub fn xform(args: &[String]) -> ExitCode {
         return ExitCode::from(1);
     };
     if pattern_files.is_empty() {
-        eprintln!("{P}: warning: no patterns read");
+        eprintln!("warning: no patterns read");
     }
     let mut patterns = Vec::new();
     let mut failed = false;
@@ -295,7 +299,7 @@ pub fn align(args: &[String]) -> ExitCode {
     const P: &str = "click-align";
     let (opts, words) = match parse_with(ALIGN_OPTIONS, args) {
         Ok(x) => x,
-        Err(e) => return usage_error(P, &e),
+        Err(e) => return usage_error(P, ALIGN_SYNOPSIS, &format!("{P}: {e}")),
     };
     let mut input = None;
     let mut output: Option<String> = None;
@@ -339,7 +343,7 @@ pub fn align(args: &[String]) -> ExitCode {
             other => Err(format!("unrecognized option '--{other}'")),
         };
         if let Err(e) = r {
-            return usage_error(P, &e);
+            return usage_error(P, ALIGN_SYNOPSIS, &e);
         }
     }
     for w in words {
@@ -351,7 +355,7 @@ pub fn align(args: &[String]) -> ExitCode {
             set_input(&mut input, Input::File(w))
         };
         if let Err(e) = r {
-            return usage_error(P, &e);
+            return usage_error(P, ALIGN_SYNOPSIS, &e);
         }
     }
     let Some((router, router_map)) = read_router(input, &defines) else {
@@ -359,12 +363,12 @@ pub fn align(args: &[String]) -> ExitCode {
     };
     let a = bricks_config::tools::align(&router, &router_map, assertions, verbose);
     for n in &a.notes {
-        eprintln!("{P}: {n}");
+        eprintln!("{n}");
     }
     match a.aligns_added {
         0 => {}
-        1 => eprintln!("{P}: warning: added 1 Align element"),
-        n => eprintln!("{P}: warning: added {n} Align elements"),
+        1 => eprintln!("warning: added 1 Align element"),
+        n => eprintln!("warning: added {n} Align elements"),
     }
     write_output(output.as_deref(), &a.config)
 }

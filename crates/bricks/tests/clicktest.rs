@@ -133,7 +133,7 @@ fn bricks_answers_to_the_names_click_xform_and_click_align() {
     assert!(out.contains(":: Align(4, 2);\n"), "{out}");
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
-        "click-align: warning: added 1 Align element\n"
+        "warning: added 1 Align element\n"
     );
     // The subcommands take the same command lines.
     for (cmd, usage) in [

@@ -682,12 +682,9 @@ fn insert_before(g: &mut Graph, e: usize, h: Port) {
     }
 }
 
+/// A port as Click's `PortT::unparse_output` names it: `name[port]`.
 fn port_name(g: &Graph, p: Port) -> String {
-    if p.port == 0 {
-        g.elems[p.e].name.clone()
-    } else {
-        format!("[{}] {}", p.port, g.elems[p.e].name)
-    }
+    format!("{}[{}]", g.elems[p.e].name, p.port)
 }
 
 /// Adds to `router` (read into `map`) the Align elements and the AlignmentInfo Click's `click-align`
