@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 /// A Click driver option.
-struct Opt {
+pub(crate) struct Opt {
     long: &'static str,
     short: Option<char>,
     value: Value,
@@ -20,7 +20,7 @@ struct Opt {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Value {
+pub(crate) enum Value {
     None,
     Required,
     Optional,
@@ -51,7 +51,12 @@ const OPTIONS: &[Opt] = &[
     opt("", Some('w'), Value::None, false),
 ];
 
-const fn opt(long: &'static str, short: Option<char>, value: Value, negatable: bool) -> Opt {
+pub(crate) const fn opt(
+    long: &'static str,
+    short: Option<char>,
+    value: Value,
+    negatable: bool,
+) -> Opt {
     Opt {
         long,
         short,
@@ -62,10 +67,10 @@ const fn opt(long: &'static str, short: Option<char>, value: Value, negatable: b
 
 /// One option as parsed: its long name, whether `--no-` negated it, and
 /// its value.
-struct Parsed {
-    long: &'static str,
-    negated: bool,
-    value: Option<String>,
+pub(crate) struct Parsed {
+    pub long: &'static str,
+    pub negated: bool,
+    pub value: Option<String>,
 }
 
 const USAGE: &str = "\
@@ -102,10 +107,10 @@ Options:
 bricks' own options are reached with `bricks run --help`.
 ";
 
-fn find_long(name: &str) -> Result<(&'static Opt, bool), String> {
+fn find_long(options: &'static [Opt], name: &str) -> Result<(&'static Opt, bool), String> {
     let (name, negated) = match name.strip_prefix("no-") {
         Some(rest)
-            if !OPTIONS
+            if !options
                 .iter()
                 .any(|o| !o.long.is_empty() && o.long.starts_with(name)) =>
         {
@@ -113,13 +118,13 @@ fn find_long(name: &str) -> Result<(&'static Opt, bool), String> {
         }
         _ => (name, false),
     };
-    if let Some(o) = OPTIONS
+    if let Some(o) = options
         .iter()
         .find(|o| !o.long.is_empty() && o.long == name)
     {
         return check_negation(o, negated, name);
     }
-    let matches: Vec<&Opt> = OPTIONS
+    let matches: Vec<&Opt> = options
         .iter()
         .filter(|o| !o.long.is_empty() && o.long.starts_with(name))
         .collect();
@@ -144,6 +149,15 @@ fn check_negation(
 
 /// Splits Click's command line into options and other words, as CLP does.
 fn parse(args: &[String]) -> Result<(Vec<Parsed>, Vec<String>), String> {
+    parse_with(OPTIONS, args)
+}
+
+/// Splits a Click tool's command line into the options of `options` and
+/// other words, as CLP does.
+pub(crate) fn parse_with(
+    options: &'static [Opt],
+    args: &[String],
+) -> Result<(Vec<Parsed>, Vec<String>), String> {
     let mut opts = Vec::new();
     let mut words = Vec::new();
     let mut i = 0;
@@ -164,7 +178,7 @@ fn parse(args: &[String]) -> Result<(Vec<Parsed>, Vec<String>), String> {
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
-            let (o, negated) = find_long(name)?;
+            let (o, negated) = find_long(options, name)?;
             let value = match (o.value, attached) {
                 (Value::None, Some(_)) => return Err(format!("'--{}' takes no value", o.long)),
                 (Value::Required, None) => match args.get(i) {
@@ -189,7 +203,7 @@ fn parse(args: &[String]) -> Result<(Vec<Parsed>, Vec<String>), String> {
         while j < chars.len() {
             let c = chars[j];
             j += 1;
-            let Some(o) = OPTIONS.iter().find(|o| o.short == Some(c)) else {
+            let Some(o) = options.iter().find(|o| o.short == Some(c)) else {
                 return Err(format!("unrecognized option '-{c}'"));
             };
             let rest: String = chars[j..].iter().collect();

@@ -54,12 +54,20 @@ pub struct ClicktestArgs {
     reasons: bool,
 }
 
-/// A directory holding `click`, `click-flatten` and `click-buildtool`, links to this
+/// A directory holding `click`, `click-align`, `click-buildtool`,
+/// `click-flatten` and `click-xform`, links to this
 /// program, removed when dropped.
 fn tool_dir() -> anyhow::Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new().prefix("bricks-click").tempdir()?;
     let exe = std::env::current_exe()?;
-    for name in ["click", "click-buildtool", "click-flatten", "clicktest"] {
+    for name in [
+        "click",
+        "click-align",
+        "click-buildtool",
+        "click-flatten",
+        "click-xform",
+        "clicktest",
+    ] {
         std::os::unix::fs::symlink(&exe, dir.path().join(name))?;
     }
     Ok(dir)

@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod click_cmd;
+mod click_tools;
 mod clicktest_cmd;
 mod cluster;
 mod control;
@@ -215,6 +216,26 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Click's pattern optimizer: replace the patterns of pattern files
+    /// (`elementclass NAME` with `NAME_Replacement`) in a configuration
+    /// and print the result. A link to bricks named `click-xform` does the
+    /// same; `bricks click-xform --help` gives its options.
+    #[command(name = "click-xform", disable_help_flag = true)]
+    ClickXform {
+        /// click-xform's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Click's alignment tool: add the Align elements and AlignmentInfo
+    /// Click's alignment analysis asks for, and print the configuration.
+    /// A link named `click-align` does the same; `bricks click-align
+    /// --help` gives its options.
+    #[command(name = "click-align", disable_help_flag = true)]
+    ClickAlign {
+        /// click-align's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run test cases in Click's `.clicktest` format (Click's own test
     /// suite or bricks' tests/clicktest), with bricks as `click`.
     Clicktest(clicktest_cmd::ClicktestArgs),
@@ -402,8 +423,8 @@ fn router_control_arg(s: &str) -> Result<(String, PathBuf), String> {
 }
 
 fn main() -> ExitCode {
-    // Installed or linked as `click` (or `click-buildtool`), bricks takes
-    // Click's driver command line.
+    // Installed or linked as `click` (or `click-buildtool`, `click-flatten`,
+    // `click-xform`, `click-align`), bricks takes Click's command lines.
     let mut args = std::env::args();
     let program = args.next().unwrap_or_default();
     match std::path::Path::new(&program)
@@ -414,6 +435,8 @@ fn main() -> ExitCode {
         Some("click-buildtool") => return click_cmd::buildtool(&args.collect::<Vec<_>>()),
         Some("clicktest") => return clicktest_cmd::click_clicktest(&args.collect::<Vec<_>>()),
         Some("click-flatten") => return click_cmd::flatten(&args.collect::<Vec<_>>(), run_click),
+        Some("click-xform") => return click_tools::xform(&args.collect::<Vec<_>>()),
+        Some("click-align") => return click_tools::align(&args.collect::<Vec<_>>()),
         _ => {}
     }
     dispatch(Cli::parse())
@@ -456,6 +479,8 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Vr { what } => vr_cmd::vr(what),
         Command::Multistage { what } => multistage::multistage(what),
         Command::Click { args } => Ok(click_cmd::click(&args, run_click)),
+        Command::ClickXform { args } => Ok(click_tools::xform(&args)),
+        Command::ClickAlign { args } => Ok(click_tools::align(&args)),
         Command::Clicktest(a) => clicktest_cmd::clicktest(&a),
         Command::Reproduce(a) => {
             match bricks_experiments::reproduce::reproduce(&a, runner::stop_on_signals) {

@@ -90,3 +90,64 @@ fn bricks_answers_to_the_name_click() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unrecognized option '--frobnicate'"));
 }
+
+#[test]
+fn bricks_answers_to_the_names_click_xform_and_click_align() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let pat = d.path().join("pat.click");
+    std::fs::write(
+        &pat,
+        "elementclass P { input -> Paint($a) -> Paint($b) -> output }\n\
+         elementclass P_Replacement { input -> Paint($b) -> output }\n",
+    )
+    .expect("pattern file");
+    let xform = d.path().join("click-xform");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bricks"), &xform).expect("symlink");
+    let o = Command::new(&xform)
+        .arg("-p")
+        .arg(&pat)
+        .args([
+            "-e",
+            "i :: Idle -> Paint(1) -> p :: Paint(2) -> d :: Discard",
+        ])
+        .output()
+        .expect("running click-xform");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The replacement's `Paint@1` has the name of the pattern's first
+    // Paint, so it takes the name of what that matched, `Paint@2`.
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "i :: Idle;\nd :: Discard;\nPaint@2 :: Paint(2);\ni -> Paint@2\n    -> d;\n"
+    );
+    let align = d.path().join("click-align");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bricks"), &align).expect("symlink");
+    let o = Command::new(&align)
+        .args([
+            "-e",
+            "InfiniteSource -> c :: Classifier(12/0800) -> Strip(14) -> CheckIPHeader -> Discard",
+        ])
+        .output()
+        .expect("running click-align");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(":: Align(4, 2);\n"), "{out}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "warning: added 1 Align element\n"
+    );
+    // The subcommands take the same command lines.
+    for (cmd, usage) in [
+        (
+            "click-xform",
+            "Usage: click-xform [OPTION]... [ROUTERFILE] [PATTERNFILE]...",
+        ),
+        ("click-align", "Usage: click-align [OPTION]... [ROUTERFILE]"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_bricks"))
+            .args([cmd, "--help"])
+            .output()
+            .expect("running bricks");
+        assert!(o.status.success());
+        assert!(String::from_utf8_lossy(&o.stdout).contains(usage), "{cmd}");
+    }
+}

@@ -9,7 +9,9 @@
 //! texts, and every connection with its ports, each with the [`Span`] it
 //! came from, so that the checker (which knows the classes) can point at
 //! the offending text. Errors come back as [`Diagnostic`]s that
-//! [`SourceMap::render`] shows the way rustc does.
+//! [`SourceMap::render`] shows the way rustc does. The one exception is
+//! [`tools`], Click's configuration tools (`click-xform`, `click-align`),
+//! whose alignment analysis carries Click's tool's own table of classes.
 //!
 //! # Grammar
 //!
@@ -103,6 +105,7 @@ mod parser;
 mod scan;
 mod source;
 mod suggest;
+pub mod tools;
 
 pub use args::{parse_data, split_args, split_keyword, unquote, unquote_bytes};
 pub use flatten::{click_order, flatten};
