@@ -7,10 +7,11 @@
 //! one masked 64-bit comparison of a [`Program`]; a negated clause becomes a
 //! negated group of windows.
 
+use super::click_program::{classifier_program, ClauseBytes, Program as ClickProgram};
 use super::program::{Base, Expr, Program, Test};
 use super::{check_outputs, locate, read_patterns, PatternError};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, PortInfo, Stats,
 };
 use std::collections::BTreeMap;
 
@@ -44,6 +45,10 @@ specific ones first. They are compiled once into a decision tree of masked compa
 up to eight bytes each, and a comparison that an earlier one on the same path has already \
 decided is skipped: with the example below, an IPv4 frame takes two comparisons.
 
+The `program` read handler prints the decision program Click compiles for these patterns, \
+in Click's format (4-byte words `OFFSET/VALUE%MASK`, yes and no branches, `safe length`, \
+`alignment offset`); bricks runs its own equivalent program (8-byte words).
+
 Examples: `12/0800` (Ethernet type IPv4); `12/0806 20/0001` (ARP request); `12/86dd` \
 (IPv6); `12/0800 23/06` (IPv4 carrying TCP, no VLAN tag); `14/4?` (IP version 4, any \
 header length); `0/ffffffffffff` (Ethernet broadcast); `0/01%01` (a multicast \
@@ -63,7 +68,34 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     check_outputs(CLASS.name, &patterns, ports)?;
     let texts: Vec<&str> = patterns.iter().map(|(t, _)| *t).collect();
     let program = compile(&texts).map_err(|e| locate(e, &patterns))?;
-    Ok(Box::new(Classifier { program, drops: 0 }))
+    let click = click_program(&texts).map_err(|e| locate(e, &patterns))?;
+    Ok(Box::new(Classifier {
+        program,
+        click_program: click.unparse(),
+        drops: 0,
+    }))
+}
+
+/// The decision program Click compiles for these patterns
+/// (`Classifier::parse_program`), for the `program` handler.
+pub fn click_program(patterns: &[&str]) -> Result<ClickProgram, PatternError> {
+    let mut parsed = Vec::with_capacity(patterns.len());
+    for (i, text) in patterns.iter().enumerate() {
+        parsed.push(parse_pattern(text).map_err(|e| PatternError { pattern: i, ..e })?);
+    }
+    let clauses: Vec<Vec<ClauseBytes<'_>>> = parsed
+        .iter()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| ClauseBytes {
+                    negated: c.negated,
+                    offset: c.offset,
+                    bytes: &c.bytes,
+                })
+                .collect()
+        })
+        .collect();
+    Ok(classifier_program(&clauses))
 }
 
 /// Compiles Classifier patterns into a program whose outputs are the
@@ -339,9 +371,13 @@ pub(crate) fn pattern_expr(clauses: &[Clause]) -> Expr {
     Expr::And(parts)
 }
 
+const HANDLERS: &[Handler] = &[Handler::r("program")];
+
 /// Classifies packets by their bytes.
 pub struct Classifier {
     program: Program,
+    /// Click's program for the same patterns, as Click prints it.
+    click_program: String,
     drops: u64,
 }
 
@@ -359,6 +395,14 @@ impl Element for Classifier {
 
     fn stats(&self, s: &mut Stats) {
         s.counter("drops", self.drops);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "program").then(|| self.click_program.clone())
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        HANDLERS
     }
 }
 
