@@ -1188,11 +1188,365 @@ pub fn classifier_program(patterns: &[Vec<ClauseBytes<'_>>]) -> Program {
     prog
 }
 
+/// What an IPFilter primitive tests, once its qualifiers are resolved
+/// (Click's `Primitive::_type` after `check`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IpKind {
+    Host,
+    Proto,
+    Port,
+    TcpOpt,
+    Frag,
+    /// A field: `bits` bits from bit `bit` of the IP header, or of the
+    /// transport header.
+    Field {
+        transport: bool,
+        bit: usize,
+        bits: u32,
+    },
+}
+
+/// Which addresses or ports a primitive reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IpSides {
+    Src,
+    Dst,
+    And,
+    Or,
+}
+
+/// One resolved IPFilter primitive, with Click's value, mask and
+/// relation after its `set_mask` (`gt` false is equality).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IpPrim {
+    pub kind: IpKind,
+    pub sides: IpSides,
+    /// The transport protocol the primitive requires (256: TCP or UDP;
+    /// above: any).
+    pub proto: Option<u16>,
+    pub gt: bool,
+    pub value: u32,
+    pub mask: u32,
+    /// The field's whole mask.
+    pub full: u32,
+    /// Click's `_op_negated`.
+    pub negated: bool,
+}
+
+/// An IPFilter expression as Click's parser nests it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IpExpr {
+    Const(bool),
+    Prim(IpPrim),
+    Not(Box<IpExpr>),
+    And(Vec<IpExpr>),
+    Or(Vec<IpExpr>),
+    /// `a ? b : c ? d : e`, flat.
+    Ternary(Vec<IpExpr>),
+    /// Something Click's IPFilter does not have (IPv6, port ranges).
+    NotClick,
+}
+
+impl IpExpr {
+    fn is_click(&self) -> bool {
+        match self {
+            IpExpr::NotClick => false,
+            IpExpr::Not(e) => e.is_click(),
+            IpExpr::And(v) | IpExpr::Or(v) | IpExpr::Ternary(v) => v.iter().all(IpExpr::is_click),
+            _ => true,
+        }
+    }
+}
+
+/// Click's offsets for the link, network and transport headers.
+const OFFSET_NET: i32 = 256;
+const OFFSET_TRANSP: i32 = 512;
+
+fn add_exprs_for_proto(p: &mut Program, tree: &mut Tree, proto: u16) {
+    if proto == 256 {
+        p.start_subtree(tree);
+        p.add_insn(tree, OFFSET_NET + 8, 6 << 16, 0x00ff_0000);
+        p.add_insn(tree, OFFSET_NET + 8, 17 << 16, 0x00ff_0000);
+        p.finish(tree, Combiner::Or);
+    } else if proto < 256 {
+        p.add_insn(tree, OFFSET_NET + 8, (proto as u32) << 16, 0x00ff_0000);
+    }
+}
+
+/// Click's `ffs_msb`: the 1-based position of the highest set bit,
+/// counted from the top.
+fn ffs_msb(x: u32) -> u32 {
+    if x == 0 {
+        0
+    } else {
+        x.leading_zeros() + 1
+    }
+}
+
+impl IpPrim {
+    /// Click's `add_comparison_exprs`: equality is one step, `>` a chain.
+    fn add_comparison(
+        &self,
+        p: &mut Program,
+        tree: &mut Tree,
+        offset: i32,
+        shift: u32,
+        op_negate: bool,
+    ) {
+        let mut mask = self.mask;
+        let mut u = self.value & mask;
+        if !self.gt {
+            p.add_insn(tree, offset, u << shift, mask << shift);
+            if self.negated && op_negate {
+                p.negate_subtree(tree, true);
+            }
+            return;
+        }
+        let mut record = 0u64;
+        let mut count = 0;
+        while u < mask {
+            let high = u > (mask >> 1);
+            let first_diff = 33 - ffs_msb(if high { !(u.wrapping_add(1)) & mask } else { u });
+            let upper_mask = if first_diff >= 32 {
+                mask
+            } else {
+                mask & !((1u32 << first_diff) - 1)
+            };
+            let upper_u = if high { upper_mask } else { 0 };
+            p.start_subtree(tree);
+            p.add_insn(tree, offset, upper_u << shift, upper_mask << shift);
+            if !high {
+                p.negate_subtree(tree, true);
+            }
+            record = (record << 1) | high as u64;
+            count += 1;
+            mask &= !upper_mask;
+            u &= mask;
+        }
+        while count > 0 {
+            p.finish(
+                tree,
+                if record & 1 != 0 {
+                    Combiner::And
+                } else {
+                    Combiner::Or
+                },
+            );
+            record >>= 1;
+            count -= 1;
+        }
+        if self.negated && op_negate {
+            p.negate_subtree(tree, true);
+        }
+    }
+
+    /// Click's `set_mask` widening of a `>` value its mask does not cover.
+    fn normalized(mut self) -> IpPrim {
+        if self.gt && self.value & self.mask != self.value {
+            let missing = (self.value & self.mask) ^ (self.value & self.full);
+            let add = 0xFFFF_FFFFu32.checked_shr(ffs_msb(missing)).unwrap_or(0);
+            self.value = (self.value | add) & self.mask;
+        }
+        self
+    }
+
+    /// Click's `Primitive::compile`.
+    fn compile(&self, p: &mut Program, tree: &mut Tree) {
+        let me = self.normalized();
+        p.start_subtree(tree);
+        if let Some(proto) = me.proto {
+            add_exprs_for_proto(p, tree, proto);
+        }
+        if matches!(
+            me.kind,
+            IpKind::Port
+                | IpKind::TcpOpt
+                | IpKind::Field {
+                    transport: true,
+                    ..
+                }
+        ) {
+            p.add_insn(tree, OFFSET_NET + 4, 0, 0x0000_1fff);
+        }
+        let src = matches!(me.sides, IpSides::Src | IpSides::And | IpSides::Or);
+        let dst = matches!(me.sides, IpSides::Dst | IpSides::And | IpSides::Or);
+        let sides_op = if me.sides == IpSides::Or {
+            Combiner::Or
+        } else {
+            Combiner::And
+        };
+        match me.kind {
+            IpKind::Host | IpKind::Port => {
+                p.start_subtree(tree);
+                let (at, (s_off, s_shift), (d_off, d_shift)) = if me.kind == IpKind::Host {
+                    (OFFSET_NET, (12, 0), (16, 0))
+                } else {
+                    (OFFSET_TRANSP, (0, 16), (0, 0))
+                };
+                if src {
+                    me.add_comparison(p, tree, at + s_off, s_shift, false);
+                }
+                if dst {
+                    me.add_comparison(p, tree, at + d_off, d_shift, false);
+                }
+                p.finish(tree, sides_op);
+                if me.negated {
+                    p.negate_subtree(tree, true);
+                }
+            }
+            IpKind::Proto => {
+                if me.proto.is_none_or(|q| q < 256) {
+                    me.add_comparison(p, tree, OFFSET_NET + 8, 16, true);
+                }
+            }
+            IpKind::Frag => {
+                p.add_insn(tree, OFFSET_NET + 4, 0, 0x0000_3fff);
+                if !me.negated {
+                    p.negate_subtree(tree, true);
+                }
+            }
+            IpKind::TcpOpt => {
+                p.add_insn(tree, OFFSET_TRANSP + 12, me.value << 16, me.mask << 16);
+            }
+            IpKind::Field {
+                transport,
+                bit,
+                bits,
+            } => {
+                let word = ((bit >> 3) & !3) as i32;
+                let bit_offset = (bit & 0x1f) as u32;
+                let base = if transport { OFFSET_TRANSP } else { OFFSET_NET };
+                me.add_comparison(p, tree, base + word, 32 - (bit_offset + bits), true);
+            }
+        }
+        p.finish(tree, Combiner::And);
+    }
+}
+
+fn compile_ip_expr(e: &IpExpr, p: &mut Program, tree: &mut Tree) {
+    match e {
+        IpExpr::Const(b) => {
+            p.add_insn(tree, 0, 0, 0);
+            if !b {
+                p.negate_subtree(tree, false);
+            }
+        }
+        IpExpr::Prim(prim) => prim.compile(p, tree),
+        IpExpr::Not(inner) => {
+            compile_ip_expr(inner, p, tree);
+            p.negate_subtree(tree, false);
+        }
+        IpExpr::And(v) | IpExpr::Or(v) | IpExpr::Ternary(v) => {
+            p.start_subtree(tree);
+            for c in v {
+                compile_ip_expr(c, p, tree);
+            }
+            let op = match e {
+                IpExpr::And(_) => Combiner::And,
+                IpExpr::Or(_) => Combiner::Or,
+                _ => Combiner::Ternary,
+            };
+            p.finish(tree, op);
+        }
+        IpExpr::NotClick => {}
+    }
+}
+
+/// Click's IPFilter program (`IPFilter::parse_program`) for rules given
+/// as an output (`None`: drop) and an expression (`None`: the rule has
+/// no pattern, or `-`), or `None` if a rule uses what Click's IPFilter
+/// does not have. The result is the program IPFilter runs and the
+/// compressed form it prints.
+pub(crate) fn ipfilter_program(
+    rules: &[(Option<usize>, Option<IpExpr>)],
+) -> Option<(Program, CompressedProgram)> {
+    let offset_map = [(OFFSET_NET + 8, OFFSET_NET + 3)];
+    let mut progs = Vec::with_capacity(rules.len());
+    for (slot, expr) in rules {
+        let mut prog = Program::new();
+        let mut tree = prog.init_subtree();
+        prog.start_subtree(&mut tree);
+        match expr {
+            None => prog.add_insn(&mut tree, 0, 0, 0),
+            Some(e) if e.is_click() => compile_ip_expr(e, &mut prog, &mut tree),
+            Some(_) => return None,
+        }
+        let out = slot.map_or(J_NEVER, |s| -(s as i32));
+        prog.finish_subtree(&mut tree, Combiner::And, out, J_FAILURE);
+        progs.push(prog);
+    }
+    let mut step = 1;
+    while step < progs.len() {
+        let mut i = 0;
+        while i + step < progs.len() {
+            let next = progs[i + step].clone();
+            progs[i].add_or_program(&next);
+            progs[i].optimize(&offset_map, 0x7FFF_FFFF);
+            i += 2 * step;
+        }
+        step *= 2;
+    }
+    if progs.is_empty() {
+        progs.push(Program::new());
+    }
+    if progs.len() == 1 {
+        progs[0].optimize(&offset_map, 0x7FFF_FFFF);
+    }
+    let mut prog = progs.swap_remove(0);
+    prog.set_failure(J_NEVER);
+    prog.bubble_sort_and_exprs(&offset_map, 0x7FFF_FFFF);
+    let z = CompressedProgram::compile(&prog);
+    Some((prog, z))
+}
+
+/// The `program` handler's text for IPFilter and IPClassifier rules.
+pub(crate) fn ipfilter_program_text(rules: &[(Option<usize>, Option<IpExpr>)]) -> String {
+    match ipfilter_program(rules) {
+        Some((_, z)) => z.unparse(),
+        None => "no Click program: a pattern uses IPv6 or a port range, which Click's IPFilter does not have\n"
+            .to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::classify::classifier;
     use proptest::prelude::*;
+
+    /// IPClassifier's program text for `patterns`.
+    fn ipc(patterns: &[&str]) -> String {
+        let rules: Vec<_> = patterns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                (
+                    Some(i),
+                    crate::classify::ip_filter::parse_pattern_click(t)
+                        .expect("valid")
+                        .1,
+                )
+            })
+            .collect();
+        ipfilter_program_text(&rules)
+    }
+
+    /// IPFilter's program text for rules of an output (`None`: deny) and
+    /// a pattern.
+    fn ipf(rules: &[(Option<usize>, &str)]) -> String {
+        let rules: Vec<_> = rules
+            .iter()
+            .map(|(a, t)| {
+                (
+                    *a,
+                    crate::classify::ip_filter::parse_pattern_click(t)
+                        .expect("valid")
+                        .1,
+                )
+            })
+            .collect();
+        ipfilter_program_text(&rules)
+    }
 
     fn click(patterns: &[&str]) -> Program {
         classifier::click_program(patterns).expect("patterns parse")
@@ -1263,6 +1617,134 @@ mod tests {
         let z = CompressedProgram::compile(&p);
         assert_eq!(z.unparse(), p.unparse());
         assert_eq!(z.zprog[0] >> 17, 1);
+    }
+
+    #[test]
+    fn ipclassifier_ports_protocols_and_icmp() {
+        let text = ipc(&[
+            "dst port 7777",
+            "dst port 8888",
+            "dst port 7000",
+            "icmp type echo",
+            "icmp",
+            "-",
+        ]);
+        assert_eq!(
+            text,
+            " 0 264/00060000%00ff0000  yes->step 2  no->step 1
+ 1 264/00110000%00ff0000  yes->step 2  no->step 6
+ 2 260/00000000%00001fff  yes->step 3  no->[5]
+ 3 512/00001e61%0000ffff  yes->[0]  no->step 4
+ 4 512/000022b8%0000ffff  yes->[1]  no->step 5
+ 5 512/00001b58%0000ffff  yes->[2]  no->[5]
+ 6 264/00010000%00ff0000  yes->step 7  no->[5]
+ 7 260/00000000%00001fff  yes->step 8  no->[4]
+ 8 512/08000000%ff000000  yes->[3]  no->[4]
+safe length 516
+alignment offset 0
+"
+        );
+    }
+
+    #[test]
+    fn ipfilter_names_addresses_and_slots() {
+        let text = ipf(&[
+            (Some(0), "udp dst port netbios-ns"),
+            (Some(1), "udp dst port 5353"),
+            (Some(2), "udp src port bootpc"),
+            (Some(3), "128.230.206.0/24"),
+            (Some(4), "-"),
+        ]);
+        assert_eq!(
+            text,
+            " 0 264/00110000%00ff0000  yes->step 1  no->step 5
+ 1 260/00000000%00001fff  yes->step 2  no->step 5
+ 2 512/00000089%0000ffff  yes->[0]  no->step 3
+ 3 512/000014e9%0000ffff  yes->[1]  no->step 4
+ 4 512/00440000%ffff0000  yes->[2]  no->step 5
+ 5 268/80e6ce00%ffffff00  yes->[3]  no->step 6
+ 6 272/80e6ce00%ffffff00  yes->[3]  no->[4]
+safe length 516
+alignment offset 0
+"
+        );
+    }
+
+    #[test]
+    fn ipclassifier_flags_and_port_comparisons() {
+        let text = ipc(&[
+            "proto icmp",
+            "dst port 53",
+            "(proto tcp and !(syn and !ack)) or (tcpudp port >= 1024)",
+            "-",
+        ]);
+        assert_eq!(
+            text,
+            " 0 264/00010000%00ff0000  yes->[0]  no->step 1
+ 1 264/00060000%00ff0000  yes->step 3  no->step 2
+ 2 264/00110000%00ff0000  yes->step 3  no->[3]
+ 3 260/00000000%00001fff  yes->step 4  no->step 5
+ 4 512/00000035%0000ffff  yes->[1]  no->step 5
+ 5 264/00060000%00ff0000  yes->step 6  no->step 8
+ 6 260/00000000%00001fff  yes->step 7  no->[2]
+ 7 524/00020000%00120000  yes->step 9  no->[2]
+ 8 260/00000000%00001fff  yes->step 9  no->[3]
+ 9 512/00000000%fc00fc00  yes->[3]  no->[2]  short->yes
+safe length 526
+alignment offset 0
+"
+        );
+    }
+
+    #[test]
+    fn ipfilter_rules_that_decide_everything() {
+        let all = ipf(&[
+            (Some(0), "tcp && dst 10.0.0.0/32 && src 2.0.0.0/32"),
+            (
+                Some(0),
+                "tcp && dst 10.0.0.0/32 && dst port 80 && src 2.0.0.0/32",
+            ),
+            (Some(0), "all"),
+        ]);
+        assert_eq!(all, "all->[0]\nsafe length 0\nalignment offset 0\n");
+        let never = ipf(&[(Some(0), "false")]);
+        assert_eq!(
+            never,
+            "all->[2147483647]\nsafe length 0\nalignment offset 0\n"
+        );
+        let one =
+            " 0 268/0a000001%ffffffff  yes->[0]  no->[X]\nsafe length 272\nalignment offset 0\n";
+        assert_eq!(
+            ipf(&[
+                (Some(0), "false"),
+                (Some(0), "false"),
+                (Some(0), "src 10.0.0.1")
+            ]),
+            one
+        );
+        assert_eq!(ipf(&[(Some(0), "src 10.0.0.1")]), one);
+        assert_eq!(
+            ipf(&[]),
+            "all->[2147483647]\nsafe length 0\nalignment offset 0\n"
+        );
+        let mut five = vec![(Some(0), "false"); 4];
+        five.push((Some(0), "src 10.0.0.1"));
+        assert_eq!(ipf(&five), one);
+        assert_eq!(
+            ipf(&[
+                (Some(0), "false"),
+                (Some(0), "false"),
+                (Some(0), "false"),
+                (Some(0), "true")
+            ]),
+            "all->[0]\nsafe length 0\nalignment offset 0\n"
+        );
+    }
+
+    #[test]
+    fn ipfilter_has_no_click_program_for_ipv6() {
+        assert!(ipf(&[(Some(0), "ip6 src net 2001:db8::/32")]).starts_with("no Click program"));
+        assert!(ipf(&[(Some(0), "tcp port 1000-2000")]).starts_with("no Click program"));
     }
 
     /// A clause of a small grammar: offsets near word edges, a few values,
