@@ -68,10 +68,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     check_outputs(CLASS.name, &patterns, ports)?;
     let texts: Vec<&str> = patterns.iter().map(|(t, _)| *t).collect();
     let program = compile(&texts).map_err(|e| locate(e, &patterns))?;
-    let click = click_program(&texts).map_err(|e| locate(e, &patterns))?;
     Ok(Box::new(Classifier {
         program,
-        click_program: click.unparse(),
+        patterns: texts.iter().map(|t| t.to_string()).collect(),
         drops: 0,
     }))
 }
@@ -376,8 +375,9 @@ const HANDLERS: &[Handler] = &[Handler::r("program")];
 /// Classifies packets by their bytes.
 pub struct Classifier {
     program: Program,
-    /// Click's program for the same patterns, as Click prints it.
-    click_program: String,
+    /// The patterns, for the `program` handler, which builds Click's
+    /// program only when it is read.
+    patterns: Vec<String>,
     drops: u64,
 }
 
@@ -398,7 +398,12 @@ impl Element for Classifier {
     }
 
     fn read_handler(&self, handler: &str) -> Option<String> {
-        (handler == "program").then(|| self.click_program.clone())
+        if handler != "program" {
+            return None;
+        }
+        let texts: Vec<&str> = self.patterns.iter().map(String::as_str).collect();
+        // The patterns compiled when the element was made.
+        Some(click_program(&texts).map_or_else(|e| format!("{e}\n"), |p| p.unparse()))
     }
 
     fn handlers(&self) -> &'static [Handler] {
@@ -625,6 +630,21 @@ mod tests {
         assert_eq!(e.at, 5..7, "a whole character");
         let e = err(&["- 12/0800"]);
         assert_eq!(e.message, "expected a clause OFFSET/VALUE, found `-`");
+    }
+
+    #[test]
+    fn program_handler_prints_clicks_program() {
+        let ports = PortInfo {
+            inputs: vec![Processing::Push],
+            outputs: vec![Processing::Push; 2],
+        };
+        let e = make_element(&CLASS, "1/01, -", &ports).unwrap();
+        assert_eq!(
+            e.read_handler("program").unwrap(),
+            " 0   0/00010000%00ff0000  yes->[0]  no->[1]\nsafe length 2\nalignment offset 0\n"
+        );
+        assert!(e.handlers().iter().any(|h| h.name == "program" && h.read));
+        assert_eq!(e.read_handler("nonesuch"), None);
     }
 
     #[test]

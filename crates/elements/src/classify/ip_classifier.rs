@@ -2,7 +2,7 @@
 //! tcpdump-like pattern it matches (Click's `elements/ip/ipclassifier.cc`,
 //! built on IPFilter's pattern language, here [`super::ip_filter`]).
 
-use super::click_program::ipfilter_program_text;
+use super::click_program::{ipfilter_program_text, IpExpr};
 use super::program::{Expr, Program};
 use super::{check_outputs, ip_filter, locate, read_patterns, PatternError};
 use bricks_element::{
@@ -130,7 +130,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     }
     Ok(Box::new(IpClassifier {
         program,
-        click_program: ipfilter_program_text(&click),
+        click_rules: click,
         drops: 0,
     }))
 }
@@ -163,8 +163,9 @@ fn ip_header(p: &Packet) -> &[u8] {
 /// Classifies IP packets.
 pub struct IpClassifier {
     program: Program,
-    /// Click's program for the same patterns, as Click prints it.
-    click_program: String,
+    /// The rules as Click's IPFilter parses them, for the `program`
+    /// handler, which builds Click's program only when it is read.
+    click_rules: Vec<(Option<usize>, Option<IpExpr>)>,
     drops: u64,
 }
 
@@ -187,7 +188,7 @@ impl Element for IpClassifier {
     }
 
     fn read_handler(&self, handler: &str) -> Option<String> {
-        (handler == "program").then(|| self.click_program.clone())
+        (handler == "program").then(|| ipfilter_program_text(&self.click_rules))
     }
 
     fn handlers(&self) -> &'static [Handler] {

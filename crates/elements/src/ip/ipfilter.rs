@@ -131,7 +131,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     }
     Ok(Box::new(IPFilter {
         program: Program::build(&exprs),
-        click_program: ipfilter_program_text(&click),
+        click_rules: click,
         actions: actions.into_boxed_slice(),
         drops: 0,
     }))
@@ -143,8 +143,9 @@ pub struct IPFilter {
     program: Program,
     /// Each rule's output, `None` to drop.
     actions: Box<[Option<usize>]>,
-    /// Click's program for the same rules, as Click prints it.
-    click_program: String,
+    /// The rules as Click's IPFilter parses them, for the `program`
+    /// handler, which builds Click's program only when it is read.
+    click_rules: Vec<(Option<usize>, Option<IpExpr>)>,
     drops: u64,
 }
 
@@ -177,7 +178,7 @@ impl Element for IPFilter {
     }
 
     fn read_handler(&self, handler: &str) -> Option<String> {
-        (handler == "program").then(|| self.click_program.clone())
+        (handler == "program").then(|| ipfilter_program_text(&self.click_rules))
     }
 
     fn handlers(&self) -> &'static [Handler] {
@@ -250,6 +251,19 @@ mod tests {
                 1
             ),
             [Some(0), None, None]
+        );
+    }
+
+    #[test]
+    fn program_handler_prints_clicks_program() {
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push],
+        };
+        let e = make_element(&CLASS, "allow src 10.0.0.1", &ports).unwrap();
+        assert_eq!(
+            e.read_handler("program").unwrap(),
+            " 0 268/0a000001%ffffffff  yes->[0]  no->[X]\nsafe length 272\nalignment offset 0\n"
         );
     }
 
