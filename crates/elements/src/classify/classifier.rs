@@ -7,10 +7,11 @@
 //! one masked 64-bit comparison of a [`Program`]; a negated clause becomes a
 //! negated group of windows.
 
+use super::click_program::{classifier_program, ClauseBytes, Program as ClickProgram};
 use super::program::{Base, Expr, Program, Test};
 use super::{check_outputs, locate, read_patterns, PatternError};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, PortInfo, Stats,
 };
 use std::collections::BTreeMap;
 
@@ -44,6 +45,10 @@ specific ones first. They are compiled once into a decision tree of masked compa
 up to eight bytes each, and a comparison that an earlier one on the same path has already \
 decided is skipped: with the example below, an IPv4 frame takes two comparisons.
 
+The `program` read handler prints the decision program Click compiles for these patterns, \
+in Click's format (4-byte words `OFFSET/VALUE%MASK`, yes and no branches, `safe length`, \
+`alignment offset`); bricks runs its own equivalent program (8-byte words).
+
 Examples: `12/0800` (Ethernet type IPv4); `12/0806 20/0001` (ARP request); `12/86dd` \
 (IPv6); `12/0800 23/06` (IPv4 carrying TCP, no VLAN tag); `14/4?` (IP version 4, any \
 header length); `0/ffffffffffff` (Ethernet broadcast); `0/01%01` (a multicast \
@@ -63,7 +68,33 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     check_outputs(CLASS.name, &patterns, ports)?;
     let texts: Vec<&str> = patterns.iter().map(|(t, _)| *t).collect();
     let program = compile(&texts).map_err(|e| locate(e, &patterns))?;
-    Ok(Box::new(Classifier { program, drops: 0 }))
+    Ok(Box::new(Classifier {
+        program,
+        patterns: texts.iter().map(|t| t.to_string()).collect(),
+        drops: 0,
+    }))
+}
+
+/// The decision program Click compiles for these patterns
+/// (`Classifier::parse_program`), for the `program` handler.
+pub fn click_program(patterns: &[&str]) -> Result<ClickProgram, PatternError> {
+    let mut parsed = Vec::with_capacity(patterns.len());
+    for (i, text) in patterns.iter().enumerate() {
+        parsed.push(parse_pattern(text).map_err(|e| PatternError { pattern: i, ..e })?);
+    }
+    let clauses: Vec<Vec<ClauseBytes<'_>>> = parsed
+        .iter()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| ClauseBytes {
+                    negated: c.negated,
+                    offset: c.offset,
+                    bytes: &c.bytes,
+                })
+                .collect()
+        })
+        .collect();
+    Ok(classifier_program(&clauses))
 }
 
 /// Compiles Classifier patterns into a program whose outputs are the
@@ -339,9 +370,14 @@ pub(crate) fn pattern_expr(clauses: &[Clause]) -> Expr {
     Expr::And(parts)
 }
 
+const HANDLERS: &[Handler] = &[Handler::r("program")];
+
 /// Classifies packets by their bytes.
 pub struct Classifier {
     program: Program,
+    /// The patterns, for the `program` handler, which builds Click's
+    /// program only when it is read.
+    patterns: Vec<String>,
     drops: u64,
 }
 
@@ -359,6 +395,19 @@ impl Element for Classifier {
 
     fn stats(&self, s: &mut Stats) {
         s.counter("drops", self.drops);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        if handler != "program" {
+            return None;
+        }
+        let texts: Vec<&str> = self.patterns.iter().map(String::as_str).collect();
+        // The patterns compiled when the element was made.
+        Some(click_program(&texts).map_or_else(|e| format!("{e}\n"), |p| p.unparse()))
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        HANDLERS
     }
 }
 
@@ -581,6 +630,21 @@ mod tests {
         assert_eq!(e.at, 5..7, "a whole character");
         let e = err(&["- 12/0800"]);
         assert_eq!(e.message, "expected a clause OFFSET/VALUE, found `-`");
+    }
+
+    #[test]
+    fn program_handler_prints_clicks_program() {
+        let ports = PortInfo {
+            inputs: vec![Processing::Push],
+            outputs: vec![Processing::Push; 2],
+        };
+        let e = make_element(&CLASS, "1/01, -", &ports).unwrap();
+        assert_eq!(
+            e.read_handler("program").unwrap(),
+            " 0   0/00010000%00ff0000  yes->[0]  no->[1]\nsafe length 2\nalignment offset 0\n"
+        );
+        assert!(e.handlers().iter().any(|h| h.name == "program" && h.read));
+        assert_eq!(e.read_handler("nonesuch"), None);
     }
 
     #[test]

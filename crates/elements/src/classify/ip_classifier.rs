@@ -2,10 +2,11 @@
 //! tcpdump-like pattern it matches (Click's `elements/ip/ipclassifier.cc`,
 //! built on IPFilter's pattern language, here [`super::ip_filter`]).
 
+use super::click_program::{ipfilter_program_text, IpExpr};
 use super::program::{Expr, Program};
 use super::{check_outputs, ip_filter, locate, read_patterns, PatternError};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, Packet, PortInfo, Stats,
 };
 
 /// The `IPClassifier` class.
@@ -85,6 +86,12 @@ other than the first has no transport header and matches no port, flag or type p
 headers matches no protocol or transport primitive. An IPv4 primitive never matches an IPv6 packet (Click would read the IPv6 \
 header as if it were IPv4's); on every other packet it means what it means in Click.
 
+The `program` read handler prints the decision program Click compiles for these patterns, \
+in Click's format (4-byte words `OFFSET/VALUE%MASK`, offsets 256 and up in the IP header and \
+512 and up in the transport header, `safe length`, `alignment offset`); bricks runs its own \
+equivalent program (8-byte words). Patterns Click's IPClassifier does not have (IPv6, port \
+ranges) have no Click program, and the handler says so.
+
 Examples: `tcp dst port 80`; `dst tcp port 8000 or 8080`; `udp and (port 53 or port 123)`; \
 `src net 10.0.0.0/8 and not dst net 10.0.0.0/8`; `icmp type echo`; `tcp opt syn and not \
 tcp opt ack`; `ip ttl < 2`; `ip frag`; `dst port 1024-65535`; `tcp ? dst port 80 : udp`; \
@@ -115,7 +122,17 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         .map(|(t, (_, s))| (*t, *s))
         .collect();
     let program = compile(&refs).map_err(|e| locate(e, &located))?;
-    Ok(Box::new(IpClassifier { program, drops: 0 }))
+    let mut click = Vec::with_capacity(refs.len());
+    for (i, text) in refs.iter().enumerate() {
+        let (_, c) = ip_filter::parse_pattern_click(text)
+            .map_err(|e| locate(PatternError { pattern: i, ..e }, &located))?;
+        click.push((Some(i), c));
+    }
+    Ok(Box::new(IpClassifier {
+        program,
+        click_rules: click,
+        drops: 0,
+    }))
 }
 
 /// Compiles IPClassifier patterns into a program whose outputs are the
@@ -146,8 +163,13 @@ fn ip_header(p: &Packet) -> &[u8] {
 /// Classifies IP packets.
 pub struct IpClassifier {
     program: Program,
+    /// The rules as Click's IPFilter parses them, for the `program`
+    /// handler, which builds Click's program only when it is read.
+    click_rules: Vec<(Option<usize>, Option<IpExpr>)>,
     drops: u64,
 }
+
+const HANDLERS: &[Handler] = &[Handler::r("program")];
 
 impl Element for IpClassifier {
     #[inline]
@@ -163,6 +185,14 @@ impl Element for IpClassifier {
 
     fn stats(&self, s: &mut Stats) {
         s.counter("drops", self.drops);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "program").then(|| ipfilter_program_text(&self.click_rules))
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        HANDLERS
     }
 }
 

@@ -43,6 +43,7 @@
 //! IPv6 header's bytes as if they were IPv4's); on every other packet it
 //! is Click's.
 
+use super::click_program::{IpExpr, IpKind, IpPrim, IpSides};
 use super::program::{Base, Expr, Op, Test};
 use super::PatternError;
 use std::net::Ipv4Addr;
@@ -569,16 +570,25 @@ struct Parser<'a> {
     /// The last test, whose qualifiers a bare value inherits.
     prev: Prim,
     depth: usize,
+    /// The expressions parsed so far, as Click's IPFilter nests them.
+    click: Vec<IpExpr>,
 }
 
 /// Compiles one IPClassifier pattern to an expression.
 pub(crate) fn parse_pattern(text: &str) -> Parsed<Expr> {
+    parse_pattern_click(text).map(|(e, _)| e)
+}
+
+/// Compiles one IPClassifier pattern to an expression, and to the
+/// expression Click's IPFilter builds for it (`None` for a pattern that
+/// matches everything, which Click compiles on its own).
+pub(crate) fn parse_pattern_click(text: &str) -> Parsed<(Expr, Option<IpExpr>)> {
     let toks = tokenize(text);
     // Click: an empty pattern, or one of `-`, `any`, `all`, matches
     // everything.
     match toks[..] {
-        [] => return Ok(Expr::Const(true)),
-        [t] if matches!(t.text, "-" | "any" | "all") => return Ok(Expr::Const(true)),
+        [] => return Ok((Expr::Const(true), None)),
+        [t] if matches!(t.text, "-" | "any" | "all") => return Ok((Expr::Const(true), None)),
         _ => {}
     }
     let mut p = Parser {
@@ -587,6 +597,7 @@ pub(crate) fn parse_pattern(text: &str) -> Parsed<Expr> {
         pos: 0,
         prev: Prim::default(),
         depth: 0,
+        click: Vec::new(),
     };
     let e = p.expr()?;
     if let Some(t) = p.tok(p.pos) {
@@ -602,7 +613,8 @@ pub(crate) fn parse_pattern(text: &str) -> Parsed<Expr> {
             )
             .help(help));
     }
-    Ok(e)
+    let click = p.click.pop();
+    Ok((e, click))
 }
 
 impl<'a> Parser<'a> {
@@ -652,6 +664,15 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// Replaces the last `n` Click expressions with `group(them)`, or
+    /// leaves a single one alone.
+    fn group_click(&mut self, n: usize, group: fn(Vec<IpExpr>) -> IpExpr) {
+        if n > 1 {
+            let v = self.click.split_off(self.click.len() - n);
+            self.click.push(group(v));
+        }
+    }
+
     fn expr(&mut self) -> Parsed<Expr> {
         let mut cur = self.orexpr()?;
         let mut arms = Vec::new();
@@ -678,6 +699,7 @@ impl<'a> Parser<'a> {
             arms.push((cur, then));
             cur = els;
         }
+        self.group_click(1 + 2 * arms.len(), IpExpr::Ternary);
         for (c, t) in arms.into_iter().rev() {
             cur = Expr::Cond(Box::new([c, t, cur]));
         }
@@ -690,6 +712,7 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             v.push(self.term()?);
         }
+        self.group_click(v.len(), IpExpr::Or);
         Ok(if v.len() == 1 {
             v.pop().unwrap_or(Expr::Const(false))
         } else {
@@ -712,6 +735,7 @@ impl<'a> Parser<'a> {
             // Adjacent factors are and-ed, as in tcpdump.
             v.push(self.factor()?);
         }
+        self.group_click(v.len(), IpExpr::And);
         Ok(if v.len() == 1 {
             v.pop().unwrap_or(Expr::Const(true))
         } else {
@@ -750,6 +774,10 @@ impl<'a> Parser<'a> {
         } else {
             self.test()?
         };
+        if negated {
+            let inner = self.click.pop().unwrap_or(IpExpr::NotClick);
+            self.click.push(IpExpr::Not(Box::new(inner)));
+        }
         Ok(if negated { Expr::Not(Box::new(e)) } else { e })
     }
 
@@ -771,10 +799,12 @@ impl<'a> Parser<'a> {
         match t.text {
             "true" => {
                 self.pos += 1;
+                self.click.push(IpExpr::Const(true));
                 return Ok(Expr::Const(true));
             }
             "false" => {
                 self.pos += 1;
+                self.click.push(IpExpr::Const(false));
                 return Ok(Expr::Const(false));
             }
             _ => {}
@@ -997,8 +1027,14 @@ impl<'a> Parser<'a> {
         }
         let span = self.span_of(first, self.pos);
         let given = prim;
-        let (prim, mut e) =
+        let (prim, mut e, click) =
             resolve(prim, &self.prev, mask).map_err(|m| PatternError::new(span, m))?;
+        let click = click.map_or(IpExpr::NotClick, IpExpr::Prim);
+        self.click.push(if negated {
+            IpExpr::Not(Box::new(click))
+        } else {
+            click
+        });
         if !prim.v6 && prim.kind != Kind::Field(VERS) {
             // An IPv4 primitive reads IPv4's header: an IPv6 packet's
             // bytes there mean something else.
@@ -1007,7 +1043,7 @@ impl<'a> Parser<'a> {
                 // `tcp`, `port 22`, `tcp opt syn`: about either family,
                 // each read where its header has it.
                 let v6 = Prim { v6: true, ..given };
-                if let Ok((_, e6)) = resolve(v6, &self.prev, mask) {
+                if let Ok((_, e6, _)) = resolve(v6, &self.prev, mask) {
                     e = Expr::Or(vec![e, e6]);
                 }
             }
@@ -1242,7 +1278,13 @@ fn sides(sd: SrcDst, src: Field, dst: Field, cmp: Cmp) -> Expr {
 /// checks that type, value, relation and mask agree (Click's
 /// `Primitive::check`), and compiles it (Click's `Primitive::compile`).
 /// Returns the test as the next one inherits it.
-fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String> {
+/// Also returns the primitive as Click's IPFilter compiles it, if Click has
+/// it.
+#[allow(clippy::type_complexity)]
+fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr, Option<IpPrim>), String> {
+    // The comparison Click makes, its field's whole mask, and whether
+    // it is negated; `None`: none, or not one Click's IPFilter has.
+    let mut click: Option<(Cmp, u32, bool)> = None;
     if matches!(p.data, Data::Host6(_) | Data::Net6(..)) || p.proto == Some(ICMP6) {
         p.v6 = true;
     }
@@ -1253,7 +1295,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
     }
     if p.v6 && p.kind == Kind::None && p.data == Data::None && p.proto.is_none() {
         // `ip6` alone: the packet is IPv6.
-        return Ok((p, version6()));
+        return Ok((p, version6(), None));
     }
     if p.kind == Kind::None {
         match p.data {
@@ -1403,6 +1445,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                 if p.srcdst == SrcDst::None {
                     p.srcdst = SrcDst::Or;
                 }
+                click = Some((Cmp::Eq(m, addr), u32::MAX, p.negated));
                 let e = sides(p.srcdst, SRC_ADDR, DST_ADDR, Cmp::Eq(m, addr));
                 if p.negated {
                     e.negate_present()
@@ -1448,9 +1491,11 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                         ));
                     }
                     p.proto = Some(value as u16);
+                    click = Some((Cmp::Const(true), 0xff, false));
                     Expr::Const(true)
                 } else {
                     let cmp = set_mask(&mut p, Data::Int(value), 0xff, int_mask)?;
+                    click = Some((cmp, 0xff, p.negated));
                     if cmp == Cmp::Eq(0xff, value) && !p.negated {
                         // The protocol guard below is the whole test.
                         p.proto = Some(value as u16);
@@ -1487,6 +1532,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                     p.srcdst = SrcDst::Or;
                 }
                 let cmp = set_mask(&mut p, data, 0xffff, int_mask)?;
+                click = Some((cmp, 0xffff, p.negated));
                 let e = sides(p.srcdst, SRC_PORT, DST_PORT, cmp);
                 if p.negated {
                     e.negate_present()
@@ -1520,6 +1566,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                 if v == 0 || v > 0xff {
                     return Err(format!("TCP flags {v} are out of range (1-255)"));
                 }
+                click = Some((Cmp::Eq(v, v), 0xff, false));
                 field_cmp(TCP_FLAGS_FIELD, Cmp::Eq(v, v), false)
             }
             Kind::Ect | Kind::Ce => {
@@ -1535,6 +1582,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                 };
                 // The ECN bits are the low two of the TOS or traffic class.
                 p.kind = Kind::Field(tos_field);
+                click = Some((cmp, 0xff, p.negated));
                 field_cmp(tos_field, cmp, p.negated)
             }
             Kind::Frag | Kind::Unfrag => {
@@ -1547,6 +1595,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                     field_cmp(FRAG6, Cmp::Eq(f, f), p.kind == Kind::Unfrag)
                 } else {
                     // More fragments set, or a fragment offset.
+                    click = Some((Cmp::Eq(0x3fff, 0), 0xffff, p.kind == Kind::Unfrag));
                     field_cmp(FRAG_FIELD, Cmp::Eq(0x3fff, 0), p.kind == Kind::Frag)
                 }
             }
@@ -1571,6 +1620,7 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
                     (1u32 << f.bits) - 1
                 };
                 let cmp = set_mask(&mut p, data, full, int_mask)?;
+                click = Some((cmp, full, p.negated));
                 field_cmp(f, cmp, p.negated)
             }
         };
@@ -1590,7 +1640,52 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr), String>
         parts.push(first_fragment());
     }
     parts.push(main);
-    Ok((p, Expr::And(parts)))
+    let click = if p.v6 {
+        None
+    } else {
+        click.and_then(|(cmp, full, negated)| click_prim(&p, cmp, full, negated))
+    };
+    Ok((p, Expr::And(parts), click))
+}
+
+/// The primitive as Click's IPFilter has it after `Primitive::check`.
+fn click_prim(p: &Prim, cmp: Cmp, full: u32, negated: bool) -> Option<IpPrim> {
+    let kind = match p.kind {
+        Kind::Host | Kind::Net => IpKind::Host,
+        Kind::Proto => IpKind::Proto,
+        Kind::Port => IpKind::Port,
+        Kind::TcpOpt => IpKind::TcpOpt,
+        Kind::Frag | Kind::Unfrag => IpKind::Frag,
+        Kind::Field(f) if f.base != Base::Upper => IpKind::Field {
+            transport: f.base == Base::Transport,
+            bit: f.bit,
+            bits: f.bits,
+        },
+        _ => return None,
+    };
+    let sides = match p.srcdst {
+        SrcDst::Src => IpSides::Src,
+        SrcDst::Dst => IpSides::Dst,
+        SrcDst::And => IpSides::And,
+        SrcDst::Or | SrcDst::None => IpSides::Or,
+    };
+    let (gt, value, mask, negated) = match cmp {
+        // Click: always true or false is an empty mask, negated if false.
+        Cmp::Const(holds) => (false, 0, 0, !holds),
+        Cmp::Eq(m, v) => (false, v, m, negated),
+        Cmp::Gt(m, v) => (true, v, m, negated),
+        Cmp::In(..) => return None,
+    };
+    Some(IpPrim {
+        kind,
+        sides,
+        proto: p.proto,
+        gt,
+        value,
+        mask,
+        full,
+        negated,
+    })
 }
 
 /// Click's `set_mask`: checks the value against the field's range and

@@ -9,6 +9,7 @@
 //! loads and compares.
 
 pub mod classifier;
+pub mod click_program;
 pub mod ip_classifier;
 pub mod ip_filter;
 pub mod program;

@@ -4,10 +4,11 @@
 //! decision program; the first rule that matches says where the packet
 //! goes.
 
+use crate::classify::click_program::{ipfilter_program_text, IpExpr};
 use crate::classify::program::{Expr, Program};
 use crate::classify::{ip_filter, locate, read_patterns, PatternError};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, Packet, PortInfo, Stats,
 };
 
 /// The `IPFilter` class.
@@ -29,7 +30,11 @@ static MANUAL: Manual = Manual {
         output, `deny` or `drop` drops them. A packet that matches no rule is dropped. A \
         rule without a pattern (`allow`), or with `-`, `any` or `all`, matches every \
         packet. Drops are counted. The IP header is where the network header annotation \
-        says (CheckIPHeader and MarkIPHeader set it), or at the start of the data.\n\n\
+        says (CheckIPHeader and MarkIPHeader set it), or at the start of the data. The \
+        `program` read handler prints the decision program Click compiles for these rules, \
+        in Click's format; bricks runs its own equivalent program (8-byte words). Rules \
+        Click's IPFilter does not have (IPv6, port ranges) have no Click program, and the \
+        handler says so.\n\n\
         Example, the start of a firewall's inbound rules: `IPFilter(deny src net \
         10.0.0.0/8, allow dst host 192.0.2.80 && tcp && dst port www, allow icmp type echo, \
         deny all)`.",
@@ -53,7 +58,11 @@ static MANUAL: Manual = Manual {
 
 /// Parses one rule: its action (an output, or `None` to drop) and its
 /// pattern, with errors located in `text`.
-fn parse_rule(text: &str, noutputs: usize) -> Result<(Option<usize>, Expr), PatternError> {
+#[allow(clippy::type_complexity)]
+fn parse_rule(
+    text: &str,
+    noutputs: usize,
+) -> Result<(Option<usize>, Expr, Option<IpExpr>), PatternError> {
     let start = text.len() - text.trim_start().len();
     let word_len = text[start..]
         .find(char::is_whitespace)
@@ -87,11 +96,12 @@ fn parse_rule(text: &str, noutputs: usize) -> Result<(Option<usize>, Expr), Patt
         },
     };
     let offset = start + word_len;
-    let expr = ip_filter::parse_pattern(&text[offset..]).map_err(|e| PatternError {
-        at: e.at.start + offset..e.at.end + offset,
-        ..e
-    })?;
-    Ok((action, expr))
+    let (expr, click) =
+        ip_filter::parse_pattern_click(&text[offset..]).map_err(|e| PatternError {
+            at: e.at.start + offset..e.at.end + offset,
+            ..e
+        })?;
+    Ok((action, expr, click))
 }
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -111,14 +121,17 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         .collect();
     let mut actions = Vec::with_capacity(texts.len());
     let mut exprs = Vec::with_capacity(texts.len());
+    let mut click = Vec::with_capacity(texts.len());
     for (i, t) in texts.iter().enumerate() {
-        let (action, expr) = parse_rule(t, ports.noutputs())
+        let (action, expr, c) = parse_rule(t, ports.noutputs())
             .map_err(|e| locate(PatternError { pattern: i, ..e }, &located))?;
         actions.push(action);
         exprs.push(expr);
+        click.push((action, c));
     }
     Ok(Box::new(IPFilter {
         program: Program::build(&exprs),
+        click_rules: click,
         actions: actions.into_boxed_slice(),
         drops: 0,
     }))
@@ -130,8 +143,13 @@ pub struct IPFilter {
     program: Program,
     /// Each rule's output, `None` to drop.
     actions: Box<[Option<usize>]>,
+    /// The rules as Click's IPFilter parses them, for the `program`
+    /// handler, which builds Click's program only when it is read.
+    click_rules: Vec<(Option<usize>, Option<IpExpr>)>,
     drops: u64,
 }
+
+const HANDLERS: &[Handler] = &[Handler::r("program")];
 
 impl IPFilter {
     #[inline(always)]
@@ -157,6 +175,14 @@ impl Element for IPFilter {
 
     fn stats(&self, s: &mut Stats) {
         s.counter("drops", self.drops);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "program").then(|| ipfilter_program_text(&self.click_rules))
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        HANDLERS
     }
 }
 
@@ -225,6 +251,19 @@ mod tests {
                 1
             ),
             [Some(0), None, None]
+        );
+    }
+
+    #[test]
+    fn program_handler_prints_clicks_program() {
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push],
+        };
+        let e = make_element(&CLASS, "allow src 10.0.0.1", &ports).unwrap();
+        assert_eq!(
+            e.read_handler("program").unwrap(),
+            " 0 268/0a000001%ffffffff  yes->[0]  no->[X]\nsafe length 272\nalignment offset 0\n"
         );
     }
 
