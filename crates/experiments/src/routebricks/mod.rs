@@ -13,10 +13,14 @@
 //!   of minimal forwarding against packet size and of the three
 //!   applications at 64 bytes, compared as ratios taken in the same run;
 //!   plotted as `fig8-workloads.svg`.
+//! - **Fig. 9**: cycles per packet against the input rate with the empty
+//!   polls' cycles taken out as the paper does ([`fig9`]), plotted as
+//!   `fig9-APP.svg`.
 //!
 //! The workloads are in [`workloads`]; callgrind re-runs them through
 //! `bricks reproduce --one NAME --packets N` ([`one`]).
 
+pub mod fig9;
 pub mod workloads;
 
 use crate::measure::{callgrind_per_packet, Sample};
@@ -324,6 +328,7 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     rows.extend(table3_rows(&instr_of));
     rows.extend(size_rows(s, &instr_of, &rate));
     rows.extend(fig8_rows(s, &sizes, &rate)?);
+    rows.extend(fig9::run(s, &|app| rate(app, Size::Bytes(64)).ns.median())?);
     Ok(rows)
 }
 

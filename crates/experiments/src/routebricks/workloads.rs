@@ -168,23 +168,36 @@ pub fn sa_file(app: App) -> std::io::Result<PathBuf> {
 }
 
 /// The source every workload starts with: `packets` frames of `size`
-/// with random destinations from the table in `routes`.
-fn source(size: Size, packets: u64, routes: &std::path::Path) -> String {
+/// with random destinations from the table in `routes`, at `rate`
+/// packets per second (as fast as the worker goes when `None`).
+fn source(size: Size, packets: u64, routes: &std::path::Path, rate: Option<u64>) -> String {
     format!(
         "src :: WorkloadSource({}, FLOWS {FLOWS}, SRC {SRC_NET}, ROUTES {}, \
-         ETHSRC {}, ETHDST {}, LIMIT {packets}, STOP true)",
+         ETHSRC {}, ETHDST {}, LIMIT {packets}, RATE {}, STOP true)",
         size.source_arg(),
         routes.display(),
         mac_text(PEER_MAC),
         mac_text(OUR_MAC),
+        rate.unwrap_or(0),
     )
 }
 
 /// Application `app` on `packets` frames of `size`; what reaches `sink`
 /// is what was forwarded.
 pub fn workload(app: App, size: Size, packets: u64) -> std::io::Result<Workload> {
+    workload_at(app, size, packets, None)
+}
+
+/// [`workload`] with its packets offered at `rate` per second (RouteBricks
+/// Fig. 9's input rate); `None`: as fast as the worker takes them.
+pub fn workload_at(
+    app: App,
+    size: Size,
+    packets: u64,
+    rate: Option<u64>,
+) -> std::io::Result<Workload> {
     let (routes, max_out) = route_file()?;
-    let src = source(size, packets, &routes);
+    let src = source(size, packets, &routes, rate);
     let encap = format!(
         "EtherEncap(0x0800, {}, {})",
         mac_text(OUR_MAC),
@@ -260,7 +273,7 @@ mod tests {
         let text = format!(
             "{} -> Strip(14) -> ck :: CheckIPHeader -> rt :: DirectIPLookup(ROUTES {});\n\
              {outs}sink :: Discard;\n",
-            source(Size::Bytes(64), 20_000, &routes),
+            source(Size::Bytes(64), 20_000, &routes, None),
             routes.display()
         );
         let r = Workload::new("check", text, &["sink"]).run().unwrap();
