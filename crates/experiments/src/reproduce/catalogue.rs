@@ -228,7 +228,7 @@ pub const CATALOGUE: &[Item] = &[
         Routebricks,
         "Fig. 8",
         "forwarding rate against packet size (minimal forwarding) and against workload (minimal forwarding, IP routing with a 256K-route table, IPsec)",
-        Ratio("rates per core in memory and the workloads' ratios to minimal forwarding"),
+        Ratio("rates per core in memory and the workloads' ratios to minimal forwarding, at 64 B and on an Abilene-like size mix (the trace itself is not available)"),
         Some("routebricks:core"),
     ),
     item(

@@ -68,7 +68,8 @@ impl App {
     }
 }
 
-/// Frame sizes: fixed, or WorkloadSource's simple IMIX.
+/// Frame sizes: fixed, WorkloadSource's simple IMIX or its Abilene-like
+/// mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Size {
     /// Every frame this many bytes (without the FCS).
@@ -77,6 +78,12 @@ pub enum Size {
     /// paper's Abilene trace, whose mix of small and large packets it
     /// shares (it is not the trace).
     Imix,
+    /// WorkloadSource's ABILENE: an Internet-like mix of 60 to 1,514
+    /// bytes (mean 428) fitted to published packet-length statistics of
+    /// the Abilene trace's era, standing for the trace of §5.1
+    /// (`bricks_elements::standard::workload::ABILENE` says where it
+    /// comes from).
+    Abilene,
 }
 
 impl Size {
@@ -85,6 +92,7 @@ impl Size {
         match self {
             Size::Bytes(n) => n.to_string(),
             Size::Imix => "imix".into(),
+            Size::Abilene => "abilene".into(),
         }
     }
 
@@ -93,12 +101,16 @@ impl Size {
         match self {
             Size::Bytes(n) => n as f64,
             Size::Imix => (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0,
+            Size::Abilene => bricks_elements::standard::workload::abilene_mean(),
         }
     }
 
     fn parse(s: &str) -> Option<Size> {
         if s == "imix" {
             return Some(Size::Imix);
+        }
+        if s == "abilene" {
+            return Some(Size::Abilene);
         }
         s.parse()
             .ok()
@@ -110,6 +122,7 @@ impl Size {
         match self {
             Size::Bytes(n) => format!("SIZE {n}"),
             Size::Imix => "IMIX true".into(),
+            Size::Abilene => "ABILENE true".into(),
         }
     }
 }
@@ -242,7 +255,12 @@ mod tests {
     #[test]
     fn every_application_delivers_every_packet() {
         for app in App::ALL {
-            for size in [Size::Bytes(64), Size::Bytes(1024), Size::Imix] {
+            for size in [
+                Size::Bytes(64),
+                Size::Bytes(1024),
+                Size::Imix,
+                Size::Abilene,
+            ] {
                 let w = workload(app, size, 3_000).unwrap();
                 let r = w.run().unwrap();
                 assert_eq!(r.delivered, 3_000, "{}", w.name);
@@ -294,6 +312,7 @@ mod tests {
             assert_eq!(w.name, format!("{}-128", app.name()));
         }
         assert!(by_name("minimal-imix", 10).is_some());
+        assert!(by_name("ipsec-abilene", 10).is_some());
         assert!(by_name("minimal-20", 10).is_none());
         assert!(by_name("other-64", 10).is_none());
         assert!(by_name("minimal", 10).is_none());
