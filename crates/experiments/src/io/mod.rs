@@ -405,7 +405,7 @@ pub fn af_xdp_mode<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<Strin
         let (mode, tail) = rest.split_once(", rx").unwrap_or((rest, ""));
         let note = tail
             .find(" (")
-            .map(|i| tail[i + 2..].trim_end_matches(')'))
+            .map(|i| tail[i + 2..].strip_suffix(')').unwrap_or(&tail[i + 2..]))
             .filter(|n| !n.is_empty());
         Some(match note {
             Some(n) => format!("{mode} ({n})"),
@@ -606,6 +606,14 @@ mod tests {
             af_xdp_mode(["r0: af_xdp generic copy, rx q0->w0 (native XDP refused: EOPNOTSUPP)"])
                 .as_deref(),
             Some("generic copy (native XDP refused: EOPNOTSUPP)")
+        );
+        // The kernel's reason keeps its own parentheses.
+        assert_eq!(
+            af_xdp_mode([
+                "r0: af_xdp native copy, rx q0->w0 (zero-copy refused: no (os error 95))"
+            ])
+            .as_deref(),
+            Some("native copy (zero-copy refused: no (os error 95))")
         );
         assert_eq!(af_xdp_mode(["r0: af_packet fanout qm, rx q0->w0"]), None);
     }

@@ -239,7 +239,8 @@ pub fn abilene_row(app: App, abilene: f64, b64: f64, paper_ab: f64, paper_64: f6
             format!(
                 "{ratio:.2}x against at least {paper:.2}x: {}",
                 if ratio >= paper {
-                    "the mix's larger packets carry more bits for the same per-packet work, as                      in the paper, whose NICs capped the rate before the CPU"
+                    "the mix's larger packets carry more bits for the same per-packet work, as in \
+                     the paper, whose NICs capped the rate before the CPU"
                 } else {
                     "the mix gains less over 64 B here than the paper's NIC-bound lower bound"
                 }
@@ -250,13 +251,16 @@ pub fn abilene_row(app: App, abilene: f64, b64: f64, paper_ab: f64, paper_64: f6
         (
             holds,
             format!(
-                "{ratio:.2}x against {paper:.2}x: a packet of the mix costs {:.1}x a 64-byte                  one here, {:.1}x in the paper{}",
+                "{ratio:.2}x against {paper:.2}x: a packet of the mix costs {:.1}x a 64-byte \
+                 one here, {:.1}x in the paper{}",
                 cost(ratio),
                 cost(paper),
                 if holds {
                     ""
                 } else if ratio > paper {
-                    "; the cipher's per-byte work weighs less here (AES-NI and SHA in a few                      instructions a block, where the paper's table-driven AES took hundreds),                      so the per-packet work dominates"
+                    "; the cipher's per-byte work weighs less here (AES-NI and SHA in a few \
+                     instructions a block, where the paper's table-driven AES took hundreds), \
+                     so the per-packet work dominates"
                 } else {
                     "; the per-byte work weighs more here than on the paper's server"
                 }
