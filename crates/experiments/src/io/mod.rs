@@ -585,6 +585,9 @@ mod tests {
             rows[0].measure
         );
         assert!(rows[0].verdict.holds(), "{}", rows[0].verdict);
+        assert!(rows[0].verdict.to_string().contains("below 2x"));
+        let superlinear = report::sweep_rows(&[(1, 1.0), (2, 4.9)], 2);
+        assert!(!superlinear[0].verdict.to_string().contains("below"));
         assert_eq!(rows[1].bricks, "1: 1.00, 2: 0.80");
         assert!(rows[1].verdict.holds());
         let flat = report::sweep_rows(&[(1, 1.0), (2, 1.0)], 2);

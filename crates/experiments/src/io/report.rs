@@ -751,8 +751,15 @@ pub(super) fn sweep_rows(sweep: &[(usize, f64)], cpus: usize) -> Vec<crate::repo
                 if grows {
                     format!(
                         "{top_n} workers forward {top:.2}x one worker's rate: the rate grows \
-                         with the cores; below {top_n}x because the generator, the sink and \
-                         the veths' kernel work share these CPUs"
+                         with the cores{}",
+                        if top < top_n as f64 {
+                            format!(
+                                "; below {top_n}x because the generator, the sink and the \
+                                 veths' kernel work share these CPUs"
+                            )
+                        } else {
+                            String::new()
+                        }
                     )
                 } else {
                     format!(
