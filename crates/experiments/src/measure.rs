@@ -334,13 +334,17 @@ pub fn plan(source: Source) -> Result<Plan, String> {
 
 /// An engine for configuration `text` named `name`, that never naps when
 /// idle.
-pub fn engine_for(name: &str, text: String) -> anyhow::Result<Engine> {
+pub fn engine_for(name: &str, text: String) -> Result<Engine, Error> {
     let source = Source {
         name: name.to_string(),
         text,
     };
-    let plan = plan(source).map_err(anyhow::Error::msg)?;
-    let mut e = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    let config = |message: String| Error::Config {
+        workload: name.to_string(),
+        message,
+    };
+    let plan = plan(source).map_err(config)?;
+    let mut e = Engine::new(&plan).map_err(|d| config(d.message))?;
     e.idle_sleep = false;
     Ok(e)
 }
