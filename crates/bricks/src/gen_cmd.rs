@@ -34,13 +34,16 @@ impl Backend {
     }
 }
 
-/// Frame size: a number of bytes or the IMIX mix.
+/// Frame size: a number of bytes, the IMIX mix or the Abilene-like mix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Size {
     /// Every frame this many bytes (without the FCS).
     Bytes(u16),
     /// 64, 594 and 1518 bytes in the ratio 7:4:1.
     Imix,
+    /// The Internet-like mix standing for RouteBricks' Abilene trace
+    /// (`WorkloadSource`'s ABILENE: 60 to 1514 bytes, mean 428).
+    Abilene,
 }
 
 impl std::str::FromStr for Size {
@@ -49,10 +52,13 @@ impl std::str::FromStr for Size {
         if s.eq_ignore_ascii_case("imix") {
             return Ok(Size::Imix);
         }
+        if s.eq_ignore_ascii_case("abilene") {
+            return Ok(Size::Abilene);
+        }
         match s.parse::<u16>() {
             Ok(n) if (60..=2048).contains(&n) => Ok(Size::Bytes(n)),
             _ => Err(format!(
-                "`{s}`: expected a frame size from 60 to 2048 bytes, or `imix`"
+                "`{s}`: expected a frame size from 60 to 2048 bytes, `imix` or `abilene`"
             )),
         }
     }
@@ -76,7 +82,9 @@ pub(crate) struct GenArgs {
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
-    /// Frame size in bytes without the FCS (60 to 2048), or `imix`.
+    /// Frame size in bytes without the FCS (60 to 2048), `imix` (64, 594
+    /// and 1518 bytes, 7:4:1) or `abilene` (an Internet-like mix of 60 to
+    /// 1514 bytes, mean 428, standing for RouteBricks' Abilene trace).
     #[arg(long, default_value = "64", conflicts_with = "replay")]
     pub size: Size,
     /// Distinct flows (5-tuples); each packet belongs to one at random.
@@ -237,6 +245,7 @@ pub(crate) fn config(a: &GenArgs) -> anyhow::Result<String> {
         let mut w = match a.size {
             Size::Bytes(n) => format!("SIZE {n}"),
             Size::Imix => "IMIX true".to_string(),
+            Size::Abilene => "ABILENE true".to_string(),
         };
         let _ = write!(w, ", FLOWS {}", a.flows);
         if a.round_robin {
@@ -494,6 +503,18 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part} missing from\n{text}");
         }
+    }
+
+    #[test]
+    fn the_abilene_mix_is_a_size() {
+        let text = config(&args("gtest3 --size abilene --src-mac 02:aa:00:00:00:01")).unwrap();
+        assert!(
+            text.contains("WorkloadSource(ABILENE true, FLOWS 16"),
+            "{text}"
+        );
+        checks(&text, "gtest3");
+        assert!("Abilene".parse::<Size>() == Ok(Size::Abilene));
+        assert!("trace".parse::<Size>().unwrap_err().contains("`abilene`"));
     }
 
     #[test]

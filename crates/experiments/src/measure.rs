@@ -47,6 +47,9 @@ pub struct Run {
     pub delivered: u64,
     /// Every element's counters (summed over workers).
     pub summary: RunSummary,
+    /// CPU seconds the calling thread spent in the graph's run, for a
+    /// one-worker run ([`Workload::run`]) where the kernel reports it.
+    pub cpu_secs: Option<f64>,
 }
 
 impl Run {
@@ -132,6 +135,7 @@ impl Workload {
             secs,
             delivered,
             summary,
+            cpu_secs: None,
         })
     }
 
@@ -144,10 +148,16 @@ impl Workload {
             e.write_handler(el, h, v)
                 .map_err(|m| self.run_error(format!("{el}.{h}: {m}")))?;
         }
+        let cpu = thread_cpu_ns();
         let t = Instant::now();
         let s = e.run();
         let secs = t.elapsed().as_secs_f64();
-        self.finish(secs, s)
+        let cpu_secs = cpu
+            .zip(thread_cpu_ns())
+            .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
+        let mut r = self.finish(secs, s)?;
+        r.cpu_secs = cpu_secs;
+        Ok(r)
     }
 
     /// Runs the workload on `threads` pinned workers that poll without
@@ -324,13 +334,17 @@ pub fn plan(source: Source) -> Result<Plan, String> {
 
 /// An engine for configuration `text` named `name`, that never naps when
 /// idle.
-pub fn engine_for(name: &str, text: String) -> anyhow::Result<Engine> {
+pub fn engine_for(name: &str, text: String) -> Result<Engine, Error> {
     let source = Source {
         name: name.to_string(),
         text,
     };
-    let plan = plan(source).map_err(anyhow::Error::msg)?;
-    let mut e = Engine::new(&plan).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    let config = |message: String| Error::Config {
+        workload: name.to_string(),
+        message,
+    };
+    let plan = plan(source).map_err(config)?;
+    let mut e = Engine::new(&plan).map_err(|d| config(d.message))?;
     e.idle_sleep = false;
     Ok(e)
 }
@@ -441,6 +455,32 @@ pub fn cpu_model() -> String {
                 .map(|(_, m)| m.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// Nanoseconds the calling thread has spent on a CPU, from the first
+/// field of `/proc/thread-self/schedstat` (the scheduler's own account,
+/// to the nanosecond; time the thread waited for a CPU is not in it).
+/// `None` when the kernel has no schedstat (CONFIG_SCHED_INFO off).
+pub fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The CPU's clock in GHz as `/proc/cpuinfo` states it (`cpu MHz` of the
+/// first CPU), or `None`.
+pub fn cpu_ghz() -> Option<f64> {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("cpu MHz"))
+        .and_then(|l| l.split_once(':'))
+        .and_then(|(_, m)| m.trim().parse::<f64>().ok())
+        .filter(|m| *m > 0.0)
+        .map(|m| m / 1000.0)
 }
 
 /// The running kernel's release (`uname -r`), or "" when unknown.

@@ -113,6 +113,34 @@ pub struct RunSummary {
     /// The read handlers asked for at exit ([`Engine::read_at_exit`]),
     /// `(element.handler, value)` in the order asked.
     pub reads: Vec<ExitRead>,
+    /// The scheduling rounds it ran, and how many of them found nothing
+    /// to do.
+    pub polls: Polls,
+}
+
+/// A worker's scheduling rounds: every round polls each of its tasks
+/// once. A round in which no task or timer made progress is an *empty
+/// poll* in RouteBricks' words (§5.3): a polling router burns its CPU in
+/// them when traffic is light, and its cycles per packet mean something
+/// only once their cost is taken out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Polls {
+    /// Rounds run.
+    pub rounds: u64,
+    /// Rounds in which nothing made progress.
+    pub empty: u64,
+}
+
+/// Both counts summed (several workers' polls as one).
+impl std::ops::Add for Polls {
+    type Output = Polls;
+
+    fn add(self, other: Polls) -> Polls {
+        Polls {
+            rounds: self.rounds + other.rounds,
+            empty: self.empty + other.empty,
+        }
+    }
 }
 
 impl RunSummary {
@@ -898,6 +926,7 @@ impl Engine {
         let start = Instant::now();
         self.start();
         let mut idle_rounds = 0u32;
+        let mut polls = Polls::default();
         // Task runs since the mail was last read: a graph with a hundred
         // thousand tasks reads it every round, not every thousand.
         let mut since = 0usize;
@@ -976,6 +1005,8 @@ impl Engine {
                 }
                 let confirming = parked.then(|| self.term.round());
                 let r = self.round();
+                polls.rounds += 1;
+                polls.empty += u64::from(!r.worked);
                 // A stop does not wait for rate limiters.
                 let waiting = r.waiting && stopping.is_none();
                 if r.worked || waiting {
@@ -1059,6 +1090,7 @@ impl Engine {
             elements: self.collect_stats(),
             errors: std::mem::take(&mut self.state.errors),
             reads,
+            polls,
         }
     }
 

@@ -29,7 +29,8 @@ pub use build::{
 };
 pub use click_classes::{is_click_class, CLICK_CLASSES};
 pub use engine::{
-    ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, RunSummary, StopHandle, StopReason,
+    ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, Polls, RunSummary, StopHandle,
+    StopReason,
 };
 pub use placement::{Placement, DEFAULT_TICKETS, MAX_TICKETS};
 pub use termination::Termination;

@@ -11,7 +11,7 @@
 //! them.
 
 use crate::engine::{
-    ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, RunSummary, StatsRequest,
+    ElementStats, Engine, ExitRead, HandlerCall, HandlerReply, Polls, RunSummary, StatsRequest,
     StopHandle, StopReason,
 };
 use crate::hotswap::{HotswapRequests, Rendezvous, SwapOrder, MEET_WITHIN};
@@ -571,6 +571,7 @@ impl RunSummary {
             elements: Vec::new(),
             errors: Vec::new(),
             reads: Vec::new(),
+            polls: Polls::default(),
         }
     }
 
@@ -598,6 +599,7 @@ impl RunSummary {
             elements: sum_stats(per_worker.iter().map(|s| s.elements.as_slice())),
             errors: per_worker.iter().flat_map(|s| s.errors.clone()).collect(),
             reads: combine_reads(per_worker),
+            polls: per_worker.iter().fold(Polls::default(), |a, s| a + s.polls),
         }
     }
 }

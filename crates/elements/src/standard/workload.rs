@@ -1,5 +1,6 @@
 //! `WorkloadSource`: synthetic IPv4/UDP traffic for benchmarks and tests:
-//! fixed sizes or the IMIX mix, many flows, random destinations drawn from
+//! fixed sizes, the IMIX mix or an Internet-like mix ([`ABILENE`]), many
+//! flows, random destinations drawn from
 //! a list of prefixes or a route file, all from a seed so that runs repeat
 //! exactly; optionally paced at a fixed packet rate (the generator of
 //! `bricks gen`).
@@ -30,7 +31,12 @@ static MANUAL: Manual = Manual {
     synopsis: "WorkloadSource([KEYWORDS])",
     description: "Pushes Ethernet/IPv4/UDP frames built on the fly: SIZE bytes each (the \
         frame as handled, without the 4-byte FCS) or the simple IMIX of 64, 594 and 1518 \
-        bytes in the ratio 7:4:1. FLOWS flows are made up front, each with a source from \
+        bytes in the ratio 7:4:1, or with ABILENE an Internet-like mix standing for \
+        RouteBricks' Abilene-I trace: 60, 107, 314, 590, 1014 and 1514 bytes in the \
+        proportions 42:12:12:16:3:15 (IP packets of 40, 93, 300, 576, 1000 and 1500 \
+        bytes, fitted to the packet-length statistics CAIDA published for the NASA Ames \
+        Internet Exchange: mean 413 bytes, median 93, quartiles 40 and 576, 95th \
+        percentile 1500; mean frame 428 bytes). FLOWS flows are made up front, each with a source from \
         SRC, a destination drawn at random from the DST prefixes (a random prefix, then a \
         random address inside it), and random UDP ports; every packet picks a flow at \
         random, or the next one in turn with ROUND_ROBIN (so that each flow's packets \
@@ -48,6 +54,7 @@ static MANUAL: Manual = Manual {
     keywords: &[
         Keyword { name: "SIZE", ty: "unsigned", default: Some("64"), doc: "frame size in bytes (60 to 2048)" },
         Keyword { name: "IMIX", ty: "boolean", default: Some("false"), doc: "use the 7:4:1 mix of 64/594/1518 bytes instead of SIZE" },
+        Keyword { name: "ABILENE", ty: "boolean", default: Some("false"), doc: "use the Internet-like mix of 60 to 1514 bytes (mean 428) instead of SIZE" },
         Keyword { name: "FLOWS", ty: "unsigned", default: Some("1"), doc: "number of distinct flows" },
         Keyword { name: "ROUND_ROBIN", ty: "boolean", default: Some("false"), doc: "take the flows in turn instead of at random" },
         Keyword { name: "SRC", ty: "IPv4 prefix", default: Some("192.0.2.0/24"), doc: "source addresses" },
@@ -73,6 +80,50 @@ static MANUAL: Manual = Manual {
 };
 
 const IMIX: [u16; 12] = [64, 64, 64, 64, 64, 64, 64, 594, 594, 594, 594, 1518];
+
+/// An Internet-like frame-size mix standing for the "Abilene-I" trace of
+/// RouteBricks §5.1 (NLANR, an OC-48 link of the Abilene research
+/// backbone, 2002): (frame bytes without the FCS, percent of packets).
+///
+/// The trace's own size histogram is not published in a form at hand, so
+/// the mix is fitted to a published one of the same era and kind: CAIDA's
+/// packet-length statistics of the NASA Ames Internet Exchange, a US
+/// research and exchange point (127 million packets, May 1999;
+/// <https://www.caida.org/research/traffic-analysis/AIX/plen_hist/>): mean
+/// 413 bytes, median 93, 5th and 25th percentiles 40, 75th 576, 95th
+/// 1500. IP packets of 40 (TCP acknowledgements), 93, 300, 576 (the old
+/// default MTU), 1000 and 1500 bytes (Ethernet's MTU) in the proportions
+/// below give mean 411, median 93, quartiles 40 and 576 and 95th
+/// percentile 1500. Frames add the 14-byte Ethernet header; a 40-byte
+/// packet travels in a minimum 60-byte frame. The mix keeps what matters
+/// to a router's CPU: many minimum-size packets (per-packet cost) beside
+/// many full ones (per-byte cost), at a mean of 428 bytes a frame.
+pub const ABILENE: [(u16, u8); 6] = [
+    (60, 42),
+    (107, 12),
+    (314, 12),
+    (590, 16),
+    (1014, 3),
+    (1514, 15),
+];
+
+/// [`ABILENE`] as 100 frame sizes, one per percent, so that a packet's
+/// size is one uniform draw.
+fn abilene_table() -> Vec<u16> {
+    ABILENE
+        .iter()
+        .flat_map(|&(size, pct)| std::iter::repeat_n(size, usize::from(pct)))
+        .collect()
+}
+
+/// The mean frame size of [`ABILENE`], in bytes.
+pub fn abilene_mean() -> f64 {
+    ABILENE
+        .iter()
+        .map(|&(s, p)| f64::from(s) * f64::from(p))
+        .sum::<f64>()
+        / ABILENE.iter().map(|&(_, p)| f64::from(p)).sum::<f64>()
+}
 
 /// SplitMix64: tiny, fast and good enough to pick flows and sizes; a
 /// generic RNG crate would add a call and state this loop does not need.
@@ -148,6 +199,10 @@ fn route_prefixes(path: &std::path::Path) -> Result<Vec<Ipv4Cidr>, ArgError> {
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let size: usize = args.read("SIZE")?.unwrap_or(64);
     let imix = args.read("IMIX")?.unwrap_or(false);
+    let abilene = args.read("ABILENE")?.unwrap_or(false);
+    if imix && abilene {
+        return Err(ArgError::new("IMIX and ABILENE are two mixes: give one"));
+    }
     let flows: usize = args.read("FLOWS")?.unwrap_or(1);
     let round_robin = args.read("ROUND_ROBIN")?.unwrap_or(false);
     let src: Ipv4Cidr = args
@@ -213,7 +268,11 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         eth,
         ttl,
         size: size as u16,
-        imix,
+        mix: if abilene {
+            Some(abilene_table())
+        } else {
+            imix.then(|| IMIX.to_vec())
+        },
         limit: u64::try_from(limit).ok(),
         burst,
         stop,
@@ -301,7 +360,8 @@ pub struct WorkloadSource {
     eth: [u8; 14],
     ttl: u8,
     size: u16,
-    imix: bool,
+    /// Frame sizes drawn uniformly (IMIX or ABILENE); `size` otherwise.
+    mix: Option<Vec<u16>>,
     limit: Option<u64>,
     burst: usize,
     stop: bool,
@@ -322,10 +382,9 @@ fn share(total: u64, w: usize, n: usize) -> u64 {
 impl WorkloadSource {
     #[inline]
     fn build(&mut self, now: u64) -> Packet {
-        let size = if self.imix {
-            IMIX[self.rng.below(IMIX.len() as u64) as usize] as usize
-        } else {
-            self.size as usize
+        let size = match &self.mix {
+            Some(t) => t[self.rng.below(t.len() as u64) as usize] as usize,
+            None => self.size as usize,
         };
         let k = match &mut self.next_flow {
             Some(k) => {
@@ -522,6 +581,54 @@ mod tests {
         let (a, b, c) = (n(64), n(594), n(1518));
         assert!((a / c - 7.0).abs() < 1.0, "{a} {b} {c}");
         assert!((b / c - 4.0).abs() < 0.7, "{a} {b} {c}");
+    }
+
+    /// The Abilene-like mix: each size in its proportion, and the
+    /// statistics it was fitted to (CAIDA's AIX: mean 413 bytes, median
+    /// 93, quartiles 40 and 576, 95th percentile 1500, as IP lengths).
+    #[test]
+    fn abilene_mix_matches_its_statistics() {
+        let t = abilene_table();
+        assert_eq!(t.len(), 100);
+        // IP lengths: the frame less its Ethernet header, 40 for the
+        // padded minimum frames.
+        let mut ip: Vec<u16> = t
+            .iter()
+            .map(|&f| if f == 60 { 40 } else { f - 14 })
+            .collect();
+        ip.sort_unstable();
+        let mean = ip.iter().map(|&x| f64::from(x)).sum::<f64>() / 100.0;
+        assert!((mean - 413.0).abs() < 5.0, "mean {mean}");
+        assert_eq!(ip[49], 93, "median");
+        assert_eq!(ip[4], 40, "5th percentile");
+        assert_eq!(ip[24], 40, "25th percentile");
+        assert_eq!(ip[74], 576, "75th percentile");
+        assert_eq!(ip[94], 1500, "95th percentile");
+        assert!((abilene_mean() - 427.64).abs() < 0.01, "{}", abilene_mean());
+        // Generated: every size in about its share, valid IPv4 lengths.
+        let mut h = Harness::push(&CLASS, "ABILENE true, LIMIT 20000, SEED 5", 0, 1);
+        while h.run_task() == TaskResult::Worked {}
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), 20_000);
+        for &(size, pct) in &ABILENE {
+            let n = out.iter().filter(|f| f.len() == size as usize).count() as f64;
+            let want = 20_000.0 * f64::from(pct) / 100.0;
+            assert!(
+                (n - want).abs() < want * 0.15 + 30.0,
+                "{size}: {n} of {want}"
+            );
+        }
+        for f in &out {
+            let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+            assert_eq!(usize::from(ip.total_len()), f.len() - 14);
+            assert!(ip.verify_checksum());
+        }
+        let ports = PortInfo {
+            inputs: Vec::new(),
+            outputs: vec![bricks_element::Processing::Push],
+        };
+        let bad = Harness::try_new(&CLASS, "ABILENE true, IMIX true", ports);
+        assert!(bad.is_err_and(|e| e.contains("two mixes")));
     }
 
     /// Runs the source at simulated times from `start` to `end` in steps of

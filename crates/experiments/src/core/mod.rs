@@ -8,7 +8,7 @@
 //! in packets, so that start-up and tear-down cancel out.
 
 use crate::measure::{engine_for, valgrind_available, Sample};
-use anyhow::{bail, Context as _};
+use crate::Error;
 use bricks_runtime::Engine;
 use clap::ValueEnum;
 use std::process::{Command, ExitCode};
@@ -120,7 +120,7 @@ const V6_ROUTES: usize = 200_000;
 /// The `ipv6` workload's table, written once to a file in the temporary
 /// directory (the generator is seeded, so every run has the same one),
 /// and a destination inside it.
-fn ipv6_table() -> anyhow::Result<(std::path::PathBuf, std::net::Ipv6Addr)> {
+fn ipv6_table() -> Result<(std::path::PathBuf, std::net::Ipv6Addr), Error> {
     let table = bricks_lpm::gen::generate(0, V6_ROUTES, 1);
     let (p, _) = table.v6[table.v6.len() / 2];
     let dst = std::net::Ipv6Addr::from(p.addr | 0x1234);
@@ -153,7 +153,7 @@ fn ipv6_frame_hex(dst: std::net::Ipv6Addr) -> String {
     f.iter().map(|b| format!("{b:02X} ")).collect()
 }
 
-fn config(w: Workload, packets: u64) -> anyhow::Result<String> {
+fn config(w: Workload, packets: u64) -> Result<String, Error> {
     let src = format!("InfiniteSource(DATA \\<{FRAME_HEX}>, LIMIT {packets}, BURST 32, STOP true)");
     Ok(match w {
         Workload::Minimal => {
@@ -210,30 +210,36 @@ fn config(w: Workload, packets: u64) -> anyhow::Result<String> {
     })
 }
 
-fn engine(w: Workload, packets: u64) -> anyhow::Result<Engine> {
+fn engine(w: Workload, packets: u64) -> Result<Engine, Error> {
     let mut e = engine_for(&format!("<bench {}>", w.name()), config(w, packets)?)?;
     if w == Workload::Iprouter {
         // The next hop behind eth1 is already resolved, as on a router
         // that has been forwarding for a while.
         e.write_handler("arpq1", "insert", "1.0.0.2 00:00:C0:00:00:02 static")
-            .map_err(anyhow::Error::msg)?;
+            .map_err(|message| Error::Run {
+                workload: w.name().into(),
+                message: format!("arpq1.insert: {message}"),
+            })?;
     }
     Ok(e)
 }
 
 /// Runs `w` once; returns seconds and the packets that reached a sink.
-fn run_once(w: Workload, packets: u64) -> anyhow::Result<f64> {
+fn run_once(w: Workload, packets: u64) -> Result<f64, Error> {
     let mut e = engine(w, packets)?;
     let t = Instant::now();
     let s = e.run();
     let secs = t.elapsed().as_secs_f64();
     if !s.errors.is_empty() {
-        bail!("{}", s.errors.join("\n"));
+        return Err(Error::Run {
+            workload: w.name().into(),
+            message: s.errors.join("\n"),
+        });
     }
     Ok(secs)
 }
 
-fn callgrind_instructions(w: Workload, packets: u64) -> anyhow::Result<u64> {
+fn callgrind_instructions(w: Workload, packets: u64) -> Result<u64, Error> {
     let exe = std::env::current_exe()?;
     let out = std::env::temp_dir().join(format!(
         "bricks-callgrind-{}-{}-{packets}.out",
@@ -250,9 +256,9 @@ fn callgrind_instructions(w: Workload, packets: u64) -> anyhow::Result<u64> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
-        .context("running valgrind")?;
+        .map_err(|e| Error::Callgrind(format!("running valgrind: {e}")))?;
     if !status.success() {
-        bail!("valgrind exited with {status}");
+        return Err(Error::Callgrind(format!("valgrind exited with {status}")));
     }
     let text = std::fs::read_to_string(&out)?;
     let _ = std::fs::remove_file(&out);
@@ -263,11 +269,11 @@ fn callgrind_instructions(w: Workload, packets: u64) -> anyhow::Result<u64> {
         })
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .context("no instruction total in callgrind's output")
+        .ok_or_else(|| Error::Callgrind("no instruction total in its output".into()))
 }
 
 /// Runs `bricks bench core`.
-pub fn bench(a: &CoreArgs) -> anyhow::Result<ExitCode> {
+pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
     let workloads = if a.workload.is_empty() {
         Workload::ALL.to_vec()
     } else {

@@ -74,8 +74,8 @@ use testbed::*;
 #[derive(clap::Args)]
 #[command(
     after_help = "Subjects (for --only): linux, xdp-redirect, bricks, bricks-kp1, \
-    bricks-kn1, bricks-nobatch, bricks-push, bricks-packet, bricks-2w, bricks-pipeline, \
-    bricks-serial; \
+    bricks-kn1, bricks-nobatch, bricks-push, bricks-packet, bricks-2w (and bricks-Nw up to \
+    a worker per core), bricks-pipeline, bricks-serial; \
     latency at a low rate: lat-linux, lat-xdp-redirect, lat-bricks, lat-bricks-flush0, \
     lat-bricks-kn1, lat-bricks-busypoll (or `latency` for all of them).\n\n\
     Examples:\n  \
@@ -127,8 +127,19 @@ const G0_CIDR: &str = "10.70.0.2/24";
 const R1_CIDR: &str = "10.71.0.1/24";
 const S0_ADDR: &str = "10.71.0.2";
 const S0_CIDR: &str = "10.71.0.2/24";
-/// Queues of every veth (RX and TX).
-const QUEUES: u32 = 2;
+/// Queues of every veth (RX and TX): one per core, so that the worker
+/// sweep's largest count (a worker per core, each owning a queue) has a
+/// queue for every worker; at least two, for the generator's two
+/// workers.
+pub(crate) fn queues() -> u32 {
+    (cores() as u32).max(2)
+}
+
+/// The cores this process may use: how far the worker sweep goes (the
+/// NIC paper's Figs. 2 and 3).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
 /// How long the sink gets to open its sockets before the generator
 /// starts.
 const SINK_START: Duration = Duration::from_millis(700);
@@ -294,7 +305,7 @@ fn measure(
     let mut measured: Vec<Measured> = chosen
         .into_iter()
         .map(|s| Measured {
-            cpus: machine.router_cpus(s.wide),
+            cpus: machine.cpus_for(&s),
             subject: s,
             runs: Vec::new(),
             errors: Vec::new(),
@@ -364,28 +375,58 @@ fn measure(
 }
 
 /// The subjects the papers' ratios compare (RouteBricks Table 1, Figs. 6
-/// and 7; the NIC paper's Figs. 2 and 3).
-pub const PAPER_SUBJECTS: &[&str] = &[
-    "bricks",
-    "bricks-kn1",
-    "bricks-nobatch",
-    "bricks-2w",
-    "bricks-pipeline",
-    "bricks-serial",
-];
+/// and 7; the NIC paper's Figs. 2 and 3, whose rate against cores is
+/// swept from one worker to one per core of this machine).
+pub fn paper_subjects() -> Vec<String> {
+    let mut v: Vec<String> = ["bricks", "bricks-kn1", "bricks-nobatch", "bricks-2w"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    v.extend((3..=cores()).map(workers_name));
+    v.extend(["bricks-pipeline".into(), "bricks-serial".into()]);
+    v
+}
+
+/// The subject of `n` workers with per-core queues (`bricks` for one).
+pub fn workers_name(n: usize) -> String {
+    if n == 1 {
+        "bricks".into()
+    } else {
+        format!("bricks-{n}w")
+    }
+}
+
+/// How AF_XDP ran, from the router's report lines (`r0: af_xdp native
+/// copy, rx q0->w0 q1->w0 (why)`): the mode, and the kernel's reason
+/// when it fell back. `None` when no line shows AF_XDP.
+pub fn af_xdp_mode<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    lines.into_iter().find_map(|l| {
+        let rest = l.strip_prefix("r0: af_xdp ")?;
+        let (mode, tail) = rest.split_once(", rx").unwrap_or((rest, ""));
+        let note = tail
+            .find(" (")
+            .map(|i| tail[i + 2..].strip_suffix(')').unwrap_or(&tail[i + 2..]))
+            .filter(|n| !n.is_empty());
+        Some(match note {
+            Some(n) => format!("{mode} ({n})"),
+            None => mode.to_string(),
+        })
+    })
+}
 
 /// RouteBricks Table 1 and Figs. 6-7 and the NIC paper's Figs. 2-3 on
-/// veths: the papers' subjects measured with `a`'s settings, and a
-/// summary row per ratio with the paper's value beside it.
+/// veths: the papers' subjects measured with `a`'s settings, a summary
+/// row per ratio with the paper's value beside it, and how AF_XDP ran
+/// ([`af_xdp_mode`]).
 pub fn paper_rows(
     a: &IoArgs,
     stop_on_signals: StopOnSignals,
-) -> Result<Vec<crate::report::Row>, crate::Error> {
+) -> Result<(Vec<crate::report::Row>, Option<String>), crate::Error> {
     let err = |e: anyhow::Error| crate::Error::Run {
         workload: "bench io".into(),
         message: format!("{e:#}"),
     };
-    let only: Vec<String> = PAPER_SUBJECTS.iter().map(|s| s.to_string()).collect();
+    let only = paper_subjects();
     let chosen = select(subjects(a.latency_rate), &only).map_err(err)?;
     if let Some(why) = cannot_run(a).map_err(err)? {
         return Err(crate::Error::Run {
@@ -396,7 +437,17 @@ pub fn paper_rows(
     let cancel = stop_on_signals().map_err(err)?;
     let m = measure(a, chosen, &cancel, true).map_err(err)?;
     print!("{}", report_text(a, &m.measured, m.load_end));
-    Ok(report::paper_rows(&m.measured, m.machine.cpus.len()))
+    let mode = af_xdp_mode(
+        m.measured
+            .iter()
+            .filter(|x| x.subject.name == "bricks")
+            .flat_map(|x| x.runs.iter())
+            .flat_map(|r| r.notes.iter().map(String::as_str)),
+    );
+    if let Some(mode) = &mode {
+        println!("AF_XDP: {mode}");
+    }
+    Ok((report::paper_rows(&m.measured, m.machine.cpus.len()), mode))
 }
 
 #[cfg(test)]
@@ -501,6 +552,73 @@ mod tests {
                 tx_drops: 1
             }
         );
+    }
+
+    /// The papers' subjects sweep the workers from one to a worker per
+    /// core, each count on as many CPUs, and the NIC paper's rows read the
+    /// sweep.
+    #[test]
+    fn the_worker_sweep_reaches_every_core() {
+        let names = paper_subjects();
+        let all = subjects(10_000);
+        let machine = Machine {
+            cpus: (0..cores()).collect(),
+            model: String::new(),
+            kernel: String::new(),
+        };
+        for n in 1..=cores() {
+            let name = workers_name(n);
+            assert!(names.contains(&name), "{name} not in {names:?}");
+            let s = all.iter().find(|s| s.name == name).unwrap();
+            let Forwarder::Bricks(b) = &s.fwd else {
+                panic!("{name} is not bricks")
+            };
+            assert_eq!(b.threads, n);
+            assert_eq!(machine.cpus_for(s).len(), n.max(1), "{name}");
+        }
+        assert!(queues() as usize >= cores());
+        let rows = report::sweep_rows(&[(1, 1.0), (2, 1.6)], 2);
+        assert_eq!(rows.len(), 2);
+        assert!(
+            rows[0].measure.contains("workers 1 to 2"),
+            "{}",
+            rows[0].measure
+        );
+        assert!(rows[0].verdict.holds(), "{}", rows[0].verdict);
+        assert!(rows[0].verdict.to_string().contains("below 2x"));
+        let superlinear = report::sweep_rows(&[(1, 1.0), (2, 4.9)], 2);
+        assert!(!superlinear[0].verdict.to_string().contains("below"));
+        assert_eq!(rows[1].bricks, "1: 1.00, 2: 0.80");
+        assert!(rows[1].verdict.holds());
+        let flat = report::sweep_rows(&[(1, 1.0), (2, 1.0)], 2);
+        assert!(!flat[0].verdict.holds());
+        assert!(!flat[1].verdict.holds());
+        let one = report::sweep_rows(&[(1, 1.0)], 1);
+        assert!(matches!(one[0].verdict, crate::report::Verdict::NotRun(_)));
+    }
+
+    #[test]
+    fn the_af_xdp_mode_is_read_from_the_router() {
+        let lines = [
+            "dispatcher: none",
+            "r1: af_xdp native copy, rx q0->w0",
+            "r0: af_xdp native copy, rx q0->w0 q1->w0",
+        ];
+        assert_eq!(af_xdp_mode(lines).as_deref(), Some("native copy"));
+        assert_eq!(
+            af_xdp_mode(["r0: af_xdp generic copy, rx q0->w0 (native XDP refused: EOPNOTSUPP)"])
+                .as_deref(),
+            Some("generic copy (native XDP refused: EOPNOTSUPP)")
+        );
+        // The kernel's reason keeps its own parentheses.
+        assert_eq!(
+            af_xdp_mode([
+                "r0: af_xdp native copy, rx q0->w0 (zero-copy refused: no (os error 95))"
+            ])
+            .as_deref(),
+            Some("native copy (zero-copy refused: no (os error 95))")
+        );
+        assert_eq!(af_xdp_mode(["r0: af_packet fanout qm, rx q0->w0"]), None);
     }
 
     #[test]

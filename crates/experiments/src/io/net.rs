@@ -63,6 +63,20 @@ impl Machine {
         self.cpus[0]
     }
 
+    /// The CPUs of subject `s`'s router: a multi-worker bricks with
+    /// per-core queues gets as many CPUs as workers (the last ones, so
+    /// the tester's is the last it shares), the other wide subjects every
+    /// CPU, the rest the router CPU.
+    pub(super) fn cpus_for(&self, s: &Subject) -> Vec<usize> {
+        match &s.fwd {
+            Forwarder::Bricks(b) if b.mode == "per-core" && b.threads > 1 => {
+                let n = b.threads.min(self.cpus.len());
+                self.cpus[self.cpus.len() - n..].to_vec()
+            }
+            _ => self.router_cpus(s.wide),
+        }
+    }
+
     /// The router's CPUs.
     pub(super) fn router_cpus(&self, wide: bool) -> Vec<usize> {
         if wide || self.cpus.len() == 1 {
@@ -82,8 +96,8 @@ pub(super) fn load_average() -> f64 {
 
 /// The benches' network: `gen [g0] -- [r0] MID [r1] -- [s0] sink`, three
 /// namespaces without IPv6 (no router solicitations or MLD: every frame
-/// the sink sees comes from the generator), two veth links of [`QUEUES`]
-/// queues, no reverse-path filter in the middle, and threaded NAPI on r0
+/// the sink sees comes from the generator), two veth links of `queues`
+/// queues each, no reverse-path filter in the middle, and threaded NAPI on r0
 /// and s0 (their thread IDs, for pinning). Networks of earlier runs that
 /// were killed are deleted first.
 pub(crate) struct Line {
@@ -96,7 +110,7 @@ pub(crate) struct Line {
 }
 
 impl Line {
-    pub(crate) fn build(tag: &str, mid: &str) -> anyhow::Result<Line> {
+    pub(crate) fn build(tag: &str, mid: &str, queues: u32) -> anyhow::Result<Line> {
         clean_stale_networks(&format!("{tag}-"));
         let mut net = Network::new(&Network::unique_prefix(tag)).map_err(anyhow::Error::msg)?;
         let e = anyhow::Error::msg;
@@ -107,8 +121,8 @@ impl Line {
             net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
                 .map_err(e)?;
         }
-        net.add_link("gen", "g0", mid, "r0", QUEUES).map_err(e)?;
-        net.add_link(mid, "r1", "sink", "s0", QUEUES).map_err(e)?;
+        net.add_link("gen", "g0", mid, "r0", queues).map_err(e)?;
+        net.add_link(mid, "r1", "sink", "s0", queues).map_err(e)?;
         for k in ["all", "default", "r0", "r1"] {
             net.sysctl(mid, &format!("net.ipv4.conf.{k}.rp_filter"), "0")
                 .map_err(e)?;
@@ -127,8 +141,8 @@ impl Line {
                 ],
             ))?;
         }
-        let r0_napi = threaded_napi(&net, mid, "r0")?;
-        let s0_napi = threaded_napi(&net, "sink", "s0")?;
+        let r0_napi = threaded_napi(&net, mid, "r0", queues)?;
+        let s0_napi = threaded_napi(&net, "sink", "s0", queues)?;
         Ok(Line {
             net,
             r0_mac,
@@ -146,7 +160,12 @@ impl Line {
 ///
 /// The threads are told apart from other namespaces' interfaces of the
 /// same name by appearing when this interface's `threaded` is set.
-pub(super) fn threaded_napi(net: &Network, ns: &str, ifname: &str) -> anyhow::Result<Vec<u32>> {
+pub(super) fn threaded_napi(
+    net: &Network,
+    ns: &str,
+    ifname: &str,
+    queues: u32,
+) -> anyhow::Result<Vec<u32>> {
     sh(net.exec(ns, &["ethtool", "-K", ifname, "gro", "on"]))?;
     let before = napi_threads(ifname);
     let set = format!("echo 1 > /sys/class/net/{ifname}/threaded");
@@ -157,14 +176,14 @@ pub(super) fn threaded_napi(net: &Network, ns: &str, ifname: &str) -> anyhow::Re
     // a slow machine.
     for _ in 0..50 {
         new = napi_threads(ifname).difference(&before).copied().collect();
-        if new.len() >= QUEUES as usize {
+        if new.len() >= queues as usize {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     anyhow::ensure!(
-        new.len() == QUEUES as usize,
-        "expected {QUEUES} NAPI threads for {ifname}, found {} new ones",
+        new.len() == queues as usize,
+        "expected {queues} NAPI threads for {ifname}, found {} new ones",
         new.len()
     );
     for pid in &new {

@@ -88,7 +88,7 @@ pub(super) fn subjects(latency_rate: u64) -> Vec<Subject> {
         wide: false,
         rate: Some(latency_rate),
     };
-    vec![
+    let mut v = vec![
         t("linux", "Linux forwarding", Forwarder::Linux, false),
         t(
             "xdp-redirect",
@@ -126,6 +126,17 @@ pub(super) fn subjects(latency_rate: u64) -> Vec<Subject> {
             b(|x| x.threads = 2),
             true,
         ),
+    ];
+    // The worker sweep goes on to a worker per core (the NIC paper's
+    // Figs. 2 and 3). Subject names are `&'static str` everywhere else; the
+    // few made here live as long as the process, as the others do.
+    for n in 3..=cores() {
+        let name: &'static str = Box::leak(workers_name(n).into_boxed_str());
+        let label: &'static str =
+            Box::leak(format!("bricks {n} workers, per-core queues").into_boxed_str());
+        v.push(t(name, label, b_threads(n), true));
+    }
+    v.extend([
         t(
             "bricks-pipeline",
             "bricks pipeline: poller + 1 worker",
@@ -152,7 +163,16 @@ pub(super) fn subjects(latency_rate: u64) -> Vec<Subject> {
             "bricks FLUSH 100us, --idle-nap 0",
             b(|x| x.idle_nap_us = Some(0)),
         ),
-    ]
+    ]);
+    v
+}
+
+/// bricks with `n` workers and per-core queues.
+fn b_threads(n: usize) -> Forwarder {
+    Forwarder::Bricks(Bricks {
+        threads: n,
+        ..BRICKS
+    })
 }
 
 /// The subjects `--only` selects (all when it is empty).

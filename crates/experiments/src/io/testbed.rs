@@ -30,7 +30,7 @@ impl Testbed {
             s0_mac,
             r0_napi,
             s0_napi,
-        } = Line::build("io", "r")?;
+        } = Line::build("io", "r", queues())?;
         let e = anyhow::Error::msg;
         net.add_addr("gen", "g0", G0_CIDR).map_err(e)?;
         net.add_addr("r", "r0", R0_CIDR).map_err(e)?;
@@ -99,7 +99,7 @@ impl Testbed {
         let d = format!("{secs:.3}");
         let flows = self.flows.to_string();
         let rate = rate.map(|r| r.to_string());
-        let threads = QUEUES.to_string();
+        let threads = queues().to_string();
         let mut args = vec![
             "gen",
             "g0",
@@ -206,7 +206,7 @@ impl Testbed {
         rate: Option<u64>,
     ) -> anyhow::Result<RunResult> {
         let load = load_average();
-        let cpus = self.machine.router_cpus(s.wide);
+        let cpus = self.machine.cpus_for(s);
         pin(&self.r0_napi, &cpus)?;
         let router = self.start_router(s, &cpus)?;
         // The sink is stopped once the generator is done; its own

@@ -133,7 +133,7 @@ impl Testbed {
             s0_mac,
             r0_napi,
             s0_napi,
-        } = Line::build("ipsec", "gw")?;
+        } = Line::build("ipsec", "gw", QUEUES)?;
         let e = anyhow::Error::msg;
         // The sink is the peer's address, so that it answers the gateway's
         // ARP; it drops the ESP it cannot decrypt, counted by the veth.

@@ -8,6 +8,7 @@
 
 use crate::measure::engine_for;
 use crate::measure::Sample;
+use crate::Error;
 use bricks_lpm::bench::{
     addresses_in4, addresses_in6, churn4, measure4, measure6, measure_updates_while_forwarding4,
     memory_references, random_addresses4, SplitMix64,
@@ -79,8 +80,16 @@ fn table(v4: usize, v6: usize) -> InternedRoutes {
     bricks_lpm::gen::generate(v4, v6, 1).intern()
 }
 
+/// A table that could not be built (more memory than allowed, for one).
+fn build_error(e: impl std::fmt::Display) -> Error {
+    Error::Run {
+        workload: "bench lpm".into(),
+        message: format!("building the table: {e}"),
+    }
+}
+
 /// Runs `bricks bench lpm`.
-pub fn bench(a: &LpmArgs) -> anyhow::Result<ExitCode> {
+pub fn bench(a: &LpmArgs) -> Result<ExitCode, Error> {
     let runs = a.runs.max(1);
     println!("bricks bench lpm: generated tables (seed 1), 4M lookups per run, median of {runs} runs, one core");
     println!(
@@ -104,10 +113,10 @@ pub fn bench(a: &LpmArgs) -> anyhow::Result<ExitCode> {
         let (uniform, trace) = v4_addrs(&interned.v4, 4_000_000, 7);
         let label = format!("{}K v4", size / 1000);
         let t0 = Instant::now();
-        let d = Dir24_8::build(&interned.v4, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let d = Dir24_8::build(&interned.v4, MEMORY).map_err(build_error)?;
         let build_d = t0.elapsed().as_secs_f64();
         let t0 = Instant::now();
-        let r = Trie4::build(&interned.v4, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let r = Trie4::build(&interned.v4, MEMORY).map_err(build_error)?;
         let build_r = t0.elapsed().as_secs_f64();
         for (t, build) in [(&d as &dyn Lpm4, build_d), (&r as &dyn Lpm4, build_r)] {
             println!(
@@ -135,7 +144,7 @@ pub fn bench(a: &LpmArgs) -> anyhow::Result<ExitCode> {
 
     // IPv6.
     let i6 = table(0, a.v6);
-    let p = Poptrie6::build(&i6.v6, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let p = Poptrie6::build(&i6.v6, MEMORY).map_err(build_error)?;
     // Uniform in 2000::/3: random bits under the 3-bit global unicast tag.
     let uniform6: Vec<u128> = addresses_in6(&[], 4_000_000, 9)
         .into_iter()
@@ -143,7 +152,7 @@ pub fn bench(a: &LpmArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let inside6 = addresses_in6(&i6.v6, 4_000_000, 10);
     let t0 = Instant::now();
-    let _ = Poptrie6::build(&i6.v6, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let _ = Poptrie6::build(&i6.v6, MEMORY).map_err(build_error)?;
     println!(
         "{:<9} {:>9} {:>9} {:>8.3} {:>14} {:>14} {:>14} {:>14}",
         format!("{}K v6", a.v6 / 1000),
@@ -169,8 +178,8 @@ pub fn bench(a: &LpmArgs) -> anyhow::Result<ExitCode> {
 
 /// Route changes applied by one thread while another looks up (BGP-like
 /// churn: withdrawals and re-announcements with other next hops).
-fn updates(routes: &[(Prefix4, NextHop)], seconds: u64) -> anyhow::Result<()> {
-    let d = Dir24_8::build(routes, MEMORY).map_err(|e| anyhow::anyhow!("{e}"))?;
+fn updates(routes: &[(Prefix4, NextHop)], seconds: u64) -> Result<(), Error> {
+    let d = Dir24_8::build(routes, MEMORY).map_err(build_error)?;
     let addrs = random_addresses4(1 << 20, 11);
     let alone = measure4(&d, &addrs, 32, 8);
     // Enough changes for about `seconds` at a few million per second.
@@ -192,7 +201,7 @@ fn updates(routes: &[(Prefix4, NextHop)], seconds: u64) -> anyhow::Result<()> {
 }
 
 /// The IPv4 forwarding path with the large table behind DirectIPLookup.
-fn forwarding(routes: &[(Prefix4, NextHop)], packets: u64, runs: usize) -> anyhow::Result<()> {
+fn forwarding(routes: &[(Prefix4, NextHop)], packets: u64, runs: usize) -> Result<(), Error> {
     let dir = std::env::temp_dir().join(format!("bricks-bench-lpm-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let file = dir.join("routes.txt");
@@ -244,7 +253,10 @@ fn forwarding(routes: &[(Prefix4, NextHop)], packets: u64, runs: usize) -> anyho
             let s = e.run();
             let secs = t.elapsed().as_secs_f64();
             if !s.errors.is_empty() {
-                anyhow::bail!("{}", s.errors.join("\n"));
+                return Err(Error::Run {
+                    workload: "bench lpm".into(),
+                    message: s.errors.join("\n"),
+                });
             }
             ns.push(secs * 1e9 / packets as f64);
         }

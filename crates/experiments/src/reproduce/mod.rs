@@ -169,6 +169,7 @@ fn run_unit_here(
         runs: a.runs,
         no_callgrind: a.no_callgrind,
         stop_on_signals,
+        raw: a.out.join("raw"),
     };
     let rows: Vec<StoredRow> = units::execute(u, &o, &plots)?
         .iter()
@@ -264,6 +265,9 @@ fn run_all(a: &ReproduceArgs, papers: &[Paper]) -> Result<(Run, bool), Error> {
         if !selected(u) && !matches!(u.bench, units::Bench::Separate(_)) {
             if let Some(old) = kept.as_ref().and_then(|r| r.unit(u.key)) {
                 run.units.push(old.clone());
+                if matches!(u.bench, units::Bench::Io) {
+                    run.machine.af_xdp = kept.as_ref().and_then(|r| r.machine.af_xdp.clone());
+                }
             }
             continue;
         }
@@ -311,6 +315,10 @@ fn run_all(a: &ReproduceArgs, papers: &[Paper]) -> Result<(Run, bool), Error> {
         } else {
             bars.println(line).ok();
         }
+        let af_xdp_file = a.out.join("raw").join(store::AF_XDP_FILE);
+        if matches!(u.bench, units::Bench::Io) {
+            let _ = std::fs::remove_file(&af_xdp_file);
+        }
         let t = Instant::now();
         let outcome = child(a, &exe, u, estimate, |elapsed| {
             bar.set_position(elapsed.min(estimate.saturating_sub(1)));
@@ -339,6 +347,12 @@ fn run_all(a: &ReproduceArgs, papers: &[Paper]) -> Result<(Run, bool), Error> {
         }
         if ur.error.is_some() {
             complete = false;
+        }
+        if matches!(u.bench, units::Bench::Io) {
+            run.machine.af_xdp = std::fs::read_to_string(&af_xdp_file)
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty());
         }
         ur.plots = plots_in(&a.out, u);
         let line = format!(

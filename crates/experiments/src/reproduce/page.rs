@@ -144,6 +144,13 @@ fn build(run: &Run, papers: &[Paper]) -> Vec<Block> {
         .collect();
     d.push(Block::Facts(vec![
         ("Machine".into(), format!("{}, {} cores, Linux {}", m.cpu, m.cores, m.kernel)),
+        (
+            "AF_XDP".into(),
+            match &m.af_xdp {
+                Some(mode) => format!("{mode}, as bench io's router opened r0 (routebricks:io)"),
+                None => "not opened in this run (routebricks:io did not run)".into(),
+            },
+        ),
         ("bricks".into(), m.bricks.clone()),
         (
             "Run".into(),
@@ -517,6 +524,7 @@ pub(crate) mod tests {
                 cores: 2,
                 kernel: "6.1.0".into(),
                 bricks: "0.1.0".into(),
+                af_xdp: Some("native copy".into()),
             },
             command: "bricks reproduce vr --quick".into(),
             units: vec![
@@ -641,6 +649,10 @@ pub(crate) mod tests {
         assert!(md.contains("busy: others used 50 % of the CPU"));
         assert!(md.contains("[the output of vr:scaling](logs/vr-scaling.log)"));
         assert!(md.contains("Test CPU, 2 cores, Linux 6.1.0"));
+        assert!(
+            md.contains("native copy, as bench io's router opened r0"),
+            "the machine section names the AF_XDP mode"
+        );
     }
 
     #[test]

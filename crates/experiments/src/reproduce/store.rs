@@ -19,7 +19,18 @@ pub struct Machine {
     pub kernel: String,
     /// bricks' version.
     pub bricks: String,
+    /// How AF_XDP ran when `bench io`'s router opened its interfaces:
+    /// `native` (in the driver) or `generic` (SKB) mode, `copy` or
+    /// `zero-copy`, with the kernel's reason when it fell back (`native
+    /// copy` on veths); `None` when that unit did not run. Runs stored
+    /// before it was recorded read as `None`.
+    #[serde(default)]
+    pub af_xdp: Option<String>,
 }
+
+/// Where the `routebricks:io` unit leaves the AF_XDP mode it saw, in the
+/// run's `raw/` directory, for the parent to put in [`Machine::af_xdp`].
+pub const AF_XDP_FILE: &str = "af_xdp.txt";
 
 impl Machine {
     /// This machine.
@@ -29,6 +40,7 @@ impl Machine {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             kernel: crate::measure::kernel_release(),
             bricks: env!("CARGO_PKG_VERSION").to_string(),
+            af_xdp: None,
         }
     }
 }
@@ -219,6 +231,21 @@ mod tests {
         assert!(Run::load(&dir).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(Run::load(&dir).unwrap_err().contains("bricks reproduce -o"));
+    }
+
+    /// The machine record carries the AF_XDP mode, and a results.json
+    /// written before it existed still loads (without one).
+    #[test]
+    fn the_machine_record_carries_the_af_xdp_mode() {
+        let m = Machine {
+            af_xdp: Some("native copy".into()),
+            ..Machine::here()
+        };
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(text.contains("\"af_xdp\":\"native copy\""), "{text}");
+        assert_eq!(serde_json::from_str::<Machine>(&text).unwrap(), m);
+        let old = r#"{"cpu": "c", "cores": 2, "kernel": "6.1", "bricks": "0.1.0"}"#;
+        assert_eq!(serde_json::from_str::<Machine>(old).unwrap().af_xdp, None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub enum Bench {
     Io,
     /// RouteBricks Fig. 3 from the cluster planner (`bricks cluster plan`).
     Plan,
-    /// RouteBricks §5 in memory: Table 3, §5.3 and Fig. 8.
+    /// RouteBricks §5 in memory: Table 3, §5.3 and Figs. 8 and 9.
     Routebricks,
     /// RouteBricks §6.2: RB4 in network namespaces (`bricks bench
     /// cluster`).
@@ -75,7 +75,7 @@ impl Unit {
             }
             Bench::Io => format!(
                 "sudo bricks bench io --only {} {}--search-steps 0",
-                crate::io::PAPER_SUBJECTS.join(","),
+                crate::io::paper_subjects().join(","),
                 if quick { "--seconds 1 --runs 1 " } else { "" }
             ),
             Bench::Cluster => format!("sudo bricks bench cluster{q}"),
@@ -106,7 +106,7 @@ pub const UNITS: &[Unit] = &[
     Unit {
         key: "routebricks:core",
         bench: Bench::Routebricks,
-        estimate: (60, 150),
+        estimate: (65, 220),
         needs_root: false,
     },
     Unit {
@@ -212,6 +212,9 @@ pub struct Options {
     /// The binary's signal handling, for the benches that stop cleanly
     /// on SIGINT and SIGTERM (deleting their namespaces).
     pub stop_on_signals: crate::StopOnSignals,
+    /// The run's `raw/` directory, where a unit leaves what it learnt of
+    /// the machine ([`super::store::AF_XDP_FILE`]).
+    pub raw: std::path::PathBuf,
 }
 
 /// Runs `u` in this process, its plots into `plots`; returns its summary
@@ -270,20 +273,26 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
                 out,
             })?
         }
-        Bench::Io => crate::io::paper_rows(
-            &crate::io::IoArgs {
-                seconds: if o.quick { 1.0 } else { 5.0 },
-                runs: o.runs.unwrap_or(if o.quick { 1 } else { 3 }),
-                only: Vec::new(),
-                json: false,
-                flows: 256,
-                latency_rate: 10_000,
-                search_steps: 0,
-                max_loss: 1.0,
-                xdp_hold: None,
-            },
-            o.stop_on_signals,
-        )?,
+        Bench::Io => {
+            let (rows, mode) = crate::io::paper_rows(
+                &crate::io::IoArgs {
+                    seconds: if o.quick { 1.0 } else { 5.0 },
+                    runs: o.runs.unwrap_or(if o.quick { 1 } else { 3 }),
+                    only: Vec::new(),
+                    json: false,
+                    flows: 256,
+                    latency_rate: 10_000,
+                    search_steps: 0,
+                    max_loss: 1.0,
+                    xdp_hold: None,
+                },
+                o.stop_on_signals,
+            )?;
+            if let Some(mode) = mode {
+                std::fs::write(o.raw.join(super::store::AF_XDP_FILE), mode)?;
+            }
+            rows
+        }
         Bench::Cluster => {
             crate::cluster::bench::paper_rows(o.quick, o.runs, plots, o.stop_on_signals)?
         }

@@ -68,7 +68,8 @@ impl App {
     }
 }
 
-/// Frame sizes: fixed, or WorkloadSource's simple IMIX.
+/// Frame sizes: fixed, WorkloadSource's simple IMIX or its Abilene-like
+/// mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Size {
     /// Every frame this many bytes (without the FCS).
@@ -77,6 +78,12 @@ pub enum Size {
     /// paper's Abilene trace, whose mix of small and large packets it
     /// shares (it is not the trace).
     Imix,
+    /// WorkloadSource's ABILENE: an Internet-like mix of 60 to 1,514
+    /// bytes (mean 428) fitted to published packet-length statistics of
+    /// the Abilene trace's era, standing for the trace of §5.1
+    /// (`bricks_elements::standard::workload::ABILENE` says where it
+    /// comes from).
+    Abilene,
 }
 
 impl Size {
@@ -85,6 +92,7 @@ impl Size {
         match self {
             Size::Bytes(n) => n.to_string(),
             Size::Imix => "imix".into(),
+            Size::Abilene => "abilene".into(),
         }
     }
 
@@ -93,12 +101,16 @@ impl Size {
         match self {
             Size::Bytes(n) => n as f64,
             Size::Imix => (7.0 * 64.0 + 4.0 * 594.0 + 1518.0) / 12.0,
+            Size::Abilene => bricks_elements::standard::workload::abilene_mean(),
         }
     }
 
     fn parse(s: &str) -> Option<Size> {
         if s == "imix" {
             return Some(Size::Imix);
+        }
+        if s == "abilene" {
+            return Some(Size::Abilene);
         }
         s.parse()
             .ok()
@@ -110,6 +122,7 @@ impl Size {
         match self {
             Size::Bytes(n) => format!("SIZE {n}"),
             Size::Imix => "IMIX true".into(),
+            Size::Abilene => "ABILENE true".into(),
         }
     }
 }
@@ -168,23 +181,36 @@ pub fn sa_file(app: App) -> std::io::Result<PathBuf> {
 }
 
 /// The source every workload starts with: `packets` frames of `size`
-/// with random destinations from the table in `routes`.
-fn source(size: Size, packets: u64, routes: &std::path::Path) -> String {
+/// with random destinations from the table in `routes`, at `rate`
+/// packets per second (as fast as the worker goes when `None`).
+fn source(size: Size, packets: u64, routes: &std::path::Path, rate: Option<u64>) -> String {
     format!(
         "src :: WorkloadSource({}, FLOWS {FLOWS}, SRC {SRC_NET}, ROUTES {}, \
-         ETHSRC {}, ETHDST {}, LIMIT {packets}, STOP true)",
+         ETHSRC {}, ETHDST {}, LIMIT {packets}, RATE {}, STOP true)",
         size.source_arg(),
         routes.display(),
         mac_text(PEER_MAC),
         mac_text(OUR_MAC),
+        rate.unwrap_or(0),
     )
 }
 
 /// Application `app` on `packets` frames of `size`; what reaches `sink`
 /// is what was forwarded.
 pub fn workload(app: App, size: Size, packets: u64) -> std::io::Result<Workload> {
+    workload_at(app, size, packets, None)
+}
+
+/// [`workload`] with its packets offered at `rate` per second (RouteBricks
+/// Fig. 9's input rate); `None`: as fast as the worker takes them.
+pub fn workload_at(
+    app: App,
+    size: Size,
+    packets: u64,
+    rate: Option<u64>,
+) -> std::io::Result<Workload> {
     let (routes, max_out) = route_file()?;
-    let src = source(size, packets, &routes);
+    let src = source(size, packets, &routes, rate);
     let encap = format!(
         "EtherEncap(0x0800, {}, {})",
         mac_text(OUR_MAC),
@@ -229,7 +255,12 @@ mod tests {
     #[test]
     fn every_application_delivers_every_packet() {
         for app in App::ALL {
-            for size in [Size::Bytes(64), Size::Bytes(1024), Size::Imix] {
+            for size in [
+                Size::Bytes(64),
+                Size::Bytes(1024),
+                Size::Imix,
+                Size::Abilene,
+            ] {
                 let w = workload(app, size, 3_000).unwrap();
                 let r = w.run().unwrap();
                 assert_eq!(r.delivered, 3_000, "{}", w.name);
@@ -260,7 +291,7 @@ mod tests {
         let text = format!(
             "{} -> Strip(14) -> ck :: CheckIPHeader -> rt :: DirectIPLookup(ROUTES {});\n\
              {outs}sink :: Discard;\n",
-            source(Size::Bytes(64), 20_000, &routes),
+            source(Size::Bytes(64), 20_000, &routes, None),
             routes.display()
         );
         let r = Workload::new("check", text, &["sink"]).run().unwrap();
@@ -281,6 +312,7 @@ mod tests {
             assert_eq!(w.name, format!("{}-128", app.name()));
         }
         assert!(by_name("minimal-imix", 10).is_some());
+        assert!(by_name("ipsec-abilene", 10).is_some());
         assert!(by_name("minimal-20", 10).is_none());
         assert!(by_name("other-64", 10).is_none());
         assert!(by_name("minimal", 10).is_none());
