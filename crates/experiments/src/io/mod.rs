@@ -60,6 +60,7 @@ mod procs;
 mod report;
 mod subjects;
 mod testbed;
+pub mod wishlist;
 
 pub use net::Machine;
 use net::*;

@@ -141,8 +141,14 @@ impl Testbed {
             })
     }
 
-    /// Starts what forwards for `s` and waits until it does.
-    pub(super) fn start_router(&self, s: &Subject, cpus: &[usize]) -> anyhow::Result<Option<Proc>> {
+    /// Starts what forwards for `s` and waits until it does; `extra`
+    /// arguments go to `bricks run`.
+    pub(super) fn start_router(
+        &self,
+        s: &Subject,
+        cpus: &[usize],
+        extra: &[&str],
+    ) -> anyhow::Result<Option<Proc>> {
         self.net
             .sysctl(
                 "r",
@@ -173,12 +179,17 @@ impl Testbed {
                     "--mode",
                     b.mode,
                     "--stats-json",
-                    "--stats-interval",
-                    "86400",
                 ];
+                // One report at the end, unless the caller wants the
+                // counters published more often (the control socket reads
+                // what the workers last published).
+                if !extra.contains(&"--stats-interval") {
+                    args.extend_from_slice(&["--stats-interval", "86400"]);
+                }
                 if let Some(n) = &nap {
                     args.extend_from_slice(&["--idle-nap", n]);
                 }
+                args.extend_from_slice(extra);
                 (
                     Proc::spawn(&mut self.bricks("r", cpus, &args))?,
                     |_, err| {
@@ -208,7 +219,7 @@ impl Testbed {
         let load = load_average();
         let cpus = self.machine.cpus_for(s);
         pin(&self.r0_napi, &cpus)?;
-        let router = self.start_router(s, &cpus)?;
+        let router = self.start_router(s, &cpus, &[])?;
         // The sink is stopped once the generator is done; its own
         // duration is only a bound.
         let mut sink = self.sink(secs + 30.0)?;

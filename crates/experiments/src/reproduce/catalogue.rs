@@ -297,6 +297,13 @@ pub const CATALOGUE: &[Item] = &[
         NotReproducible("as Fig. 4"),
         None,
     ),
+    item(
+        Nic,
+        "§4.3",
+        "the wishlist: change the hash function and the number of queues at runtime, without a NIC reset",
+        Ratio("bricks' software steering on veths, 2 workers: each worker's share as the queue count goes 2 -> 1 -> 2 and the RSS key changes while forwarding, the time each change takes to show, and the sink's loss and reordering against a run with no change"),
+        Some("nic:wishlist"),
+    ),
     // Egi et al. (CoNEXT 2008).
     item(Vr, "Fig. 1", "the Dell PowerEdge 2950's architecture", Diagram, None),
     item(
