@@ -287,7 +287,7 @@ pub const CATALOGUE: &[Item] = &[
         Nic,
         "Fig. 4",
         "aggregate rate against hardware queues per port",
-        NotReproducible("needs a multi-queue NIC with 2 to 8 queues per port and a core per queue; veths here have as many queues as asked but two cores"),
+        NotReproducible("compares one port with Q queues against two ports with Q/2 queues each, Q cores, Q = 2 to 8: veths take any number of queues, but two cores allow Q = 2 only (one port with two queues, as in Fig. 2's bricks-2w, against two input ports with one queue each, which the bench io testbed does not build), and Q = 4, 6, 8 need as many cores"),
         None,
     ),
     item(
