@@ -57,6 +57,7 @@ use std::time::{Duration, Instant};
 
 mod net;
 mod procs;
+pub mod queues;
 mod report;
 mod subjects;
 mod testbed;

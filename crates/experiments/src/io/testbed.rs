@@ -15,6 +15,8 @@ pub(super) struct Testbed {
     pub(super) r0_napi: Vec<u32>,
     pub(super) cancel: Arc<AtomicBool>,
     pub(super) flows: u32,
+    /// Queues of every veth, and the generator's workers.
+    pub(super) queues: u32,
 }
 
 impl Testbed {
@@ -23,6 +25,16 @@ impl Testbed {
         flows: u32,
         cancel: Arc<AtomicBool>,
     ) -> anyhow::Result<Testbed> {
+        Testbed::build_with_queues(machine, flows, cancel, queues())
+    }
+
+    /// The test network with `queues` queues per veth.
+    pub(super) fn build_with_queues(
+        machine: Machine,
+        flows: u32,
+        cancel: Arc<AtomicBool>,
+        queues: u32,
+    ) -> anyhow::Result<Testbed> {
         let Line {
             net,
             r0_mac,
@@ -30,7 +42,7 @@ impl Testbed {
             s0_mac,
             r0_napi,
             s0_napi,
-        } = Line::build("io", "r", queues())?;
+        } = Line::build("io", "r", queues)?;
         let e = anyhow::Error::msg;
         net.add_addr("gen", "g0", G0_CIDR).map_err(e)?;
         net.add_addr("r", "r0", R0_CIDR).map_err(e)?;
@@ -67,6 +79,7 @@ impl Testbed {
             r0_napi,
             cancel,
             flows,
+            queues,
         })
     }
 
@@ -99,7 +112,7 @@ impl Testbed {
         let d = format!("{secs:.3}");
         let flows = self.flows.to_string();
         let rate = rate.map(|r| r.to_string());
-        let threads = queues().to_string();
+        let threads = self.queues.to_string();
         let mut args = vec![
             "gen",
             "g0",
