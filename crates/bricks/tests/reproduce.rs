@@ -317,3 +317,50 @@ fn routebricks_rb4_from_a_quick_cluster_run() {
     let log = read(&dir.path().join("logs/routebricks-cluster.log"));
     assert!(log.contains("reordering, one host to another"), "{log}");
 }
+
+#[test]
+fn nic_wishlist_steering_changed_while_forwarding() {
+    if bricks_netns::skip_unless_root("nic_wishlist_steering_changed_while_forwarding").is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    bricks(&["nic", "--quick", "--only", "nic:wishlist"], dir.path());
+    assert!(t.elapsed().as_secs() < 60, "{:?}", t.elapsed());
+    let md = read(&dir.path().join("report.md"));
+    let v = verdict(&md, "§4.3");
+    assert!(v == "agrees" || v.starts_with("differs"), "{v}");
+    let rows = rows_of(&md, "§4.3");
+    let row = |m: &str| {
+        *rows
+            .iter()
+            .find(|r| r.starts_with(&format!("| {m}")))
+            .unwrap_or_else(|| panic!("no row `{m}` in:\n{}", rows.join("\n")))
+    };
+    // Each phase's shares, worker 1's going to 0 % with one queue.
+    let shares = row("each worker's share of frames");
+    assert!(
+        shares.contains("queues 2 (start): ")
+            && shares.contains("queues 1: ")
+            && shares.contains(" / 0 %"),
+        "{shares}"
+    );
+    let shown = row("time from the command");
+    assert!(
+        shown.contains("queues 1: ") && shown.contains(" ms"),
+        "{shown}"
+    );
+    let loss = row("sink's loss and reordering");
+    assert!(
+        loss.contains("loss ") && loss.contains("reordered "),
+        "{loss}"
+    );
+    let balance = row("balance over 2 workers");
+    assert!(balance.contains("with the symmetric key"), "{balance}");
+    for r in &rows {
+        assert!(r.contains("| holds: ") || r.contains("| differs: "), "{r}");
+    }
+    // The counters behind the rows went to the unit's log.
+    let log = read(&dir.path().join("logs/nic-wishlist.log"));
+    assert!(log.contains("frames per worker"), "{log}");
+}

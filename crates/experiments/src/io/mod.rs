@@ -57,9 +57,11 @@ use std::time::{Duration, Instant};
 
 mod net;
 mod procs;
+pub mod queues;
 mod report;
 mod subjects;
 mod testbed;
+pub mod wishlist;
 
 pub use net::Machine;
 use net::*;

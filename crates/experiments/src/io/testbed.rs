@@ -15,6 +15,8 @@ pub(super) struct Testbed {
     pub(super) r0_napi: Vec<u32>,
     pub(super) cancel: Arc<AtomicBool>,
     pub(super) flows: u32,
+    /// Queues of every veth, and the generator's workers.
+    pub(super) queues: u32,
 }
 
 impl Testbed {
@@ -23,6 +25,16 @@ impl Testbed {
         flows: u32,
         cancel: Arc<AtomicBool>,
     ) -> anyhow::Result<Testbed> {
+        Testbed::build_with_queues(machine, flows, cancel, queues())
+    }
+
+    /// The test network with `queues` queues per veth.
+    pub(super) fn build_with_queues(
+        machine: Machine,
+        flows: u32,
+        cancel: Arc<AtomicBool>,
+        queues: u32,
+    ) -> anyhow::Result<Testbed> {
         let Line {
             net,
             r0_mac,
@@ -30,7 +42,7 @@ impl Testbed {
             s0_mac,
             r0_napi,
             s0_napi,
-        } = Line::build("io", "r", queues())?;
+        } = Line::build("io", "r", queues)?;
         let e = anyhow::Error::msg;
         net.add_addr("gen", "g0", G0_CIDR).map_err(e)?;
         net.add_addr("r", "r0", R0_CIDR).map_err(e)?;
@@ -67,6 +79,7 @@ impl Testbed {
             r0_napi,
             cancel,
             flows,
+            queues,
         })
     }
 
@@ -99,7 +112,7 @@ impl Testbed {
         let d = format!("{secs:.3}");
         let flows = self.flows.to_string();
         let rate = rate.map(|r| r.to_string());
-        let threads = queues().to_string();
+        let threads = self.queues.to_string();
         let mut args = vec![
             "gen",
             "g0",
@@ -141,8 +154,14 @@ impl Testbed {
             })
     }
 
-    /// Starts what forwards for `s` and waits until it does.
-    pub(super) fn start_router(&self, s: &Subject, cpus: &[usize]) -> anyhow::Result<Option<Proc>> {
+    /// Starts what forwards for `s` and waits until it does; `extra`
+    /// arguments go to `bricks run`.
+    pub(super) fn start_router(
+        &self,
+        s: &Subject,
+        cpus: &[usize],
+        extra: &[&str],
+    ) -> anyhow::Result<Option<Proc>> {
         self.net
             .sysctl(
                 "r",
@@ -173,12 +192,17 @@ impl Testbed {
                     "--mode",
                     b.mode,
                     "--stats-json",
-                    "--stats-interval",
-                    "86400",
                 ];
+                // One report at the end, unless the caller wants the
+                // counters published more often (the control socket reads
+                // what the workers last published).
+                if !extra.contains(&"--stats-interval") {
+                    args.extend_from_slice(&["--stats-interval", "86400"]);
+                }
                 if let Some(n) = &nap {
                     args.extend_from_slice(&["--idle-nap", n]);
                 }
+                args.extend_from_slice(extra);
                 (
                     Proc::spawn(&mut self.bricks("r", cpus, &args))?,
                     |_, err| {
@@ -208,7 +232,7 @@ impl Testbed {
         let load = load_average();
         let cpus = self.machine.cpus_for(s);
         pin(&self.r0_napi, &cpus)?;
-        let router = self.start_router(s, &cpus)?;
+        let router = self.start_router(s, &cpus, &[])?;
         // The sink is stopped once the generator is done; its own
         // duration is only a bound.
         let mut sink = self.sink(secs + 30.0)?;

@@ -527,7 +527,7 @@ mod tests {
             ]
         );
         let nic: Vec<&str> = units_for(&[Paper::Nic]).iter().map(|u| u.key).collect();
-        assert_eq!(nic, ["routebricks:io"]);
+        assert_eq!(nic, ["routebricks:io", "nic:queues", "nic:wishlist"]);
         assert_eq!(units_for(&Paper::ALL).len(), units::UNITS.len());
     }
 

@@ -16,6 +16,12 @@ pub enum Bench {
     Qos(&'static [qos::Experiment]),
     /// `bricks bench io` on the subjects the papers' ratios compare.
     Io,
+    /// The NIC paper's wishlist (§4.3): bricks' steering changed while it
+    /// forwards, on the `bench io` testbed.
+    Wishlist,
+    /// The NIC paper's Figs. 4 and 5 as far as two cores allow: Q queues
+    /// per port and Q workers, Q = 1 and 2.
+    Queues,
     /// RouteBricks Fig. 3 from the cluster planner (`bricks cluster plan`).
     Plan,
     /// RouteBricks §5 in memory: Table 3, §5.3 and Figs. 8 and 9.
@@ -79,6 +85,8 @@ impl Unit {
                 if quick { "--seconds 1 --runs 1 " } else { "" }
             ),
             Bench::Cluster => format!("sudo bricks bench cluster{q}"),
+            Bench::Queues => format!("sudo bricks reproduce nic --only nic:queues{q}"),
+            Bench::Wishlist => format!("sudo bricks reproduce nic --only nic:wishlist{q}"),
             Bench::Separate(cmd) => cmd.to_string(),
         }
     }
@@ -113,6 +121,18 @@ pub const UNITS: &[Unit] = &[
         key: "routebricks:io",
         bench: Bench::Io,
         estimate: (20, 200),
+        needs_root: true,
+    },
+    Unit {
+        key: "nic:queues",
+        bench: Bench::Queues,
+        estimate: (15, 60),
+        needs_root: true,
+    },
+    Unit {
+        key: "nic:wishlist",
+        bench: Bench::Wishlist,
+        estimate: (25, 60),
         needs_root: true,
     },
     Unit {
@@ -293,6 +313,12 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
             }
             rows
         }
+        Bench::Queues => crate::io::queues::paper_rows(
+            o.quick,
+            o.runs.unwrap_or(if o.quick { 1 } else { 3 }),
+            o.stop_on_signals,
+        )?,
+        Bench::Wishlist => crate::io::wishlist::paper_rows(o.quick, o.stop_on_signals)?,
         Bench::Cluster => {
             crate::cluster::bench::paper_rows(o.quick, o.runs, plots, o.stop_on_signals)?
         }

@@ -192,9 +192,29 @@ pub fn verdict(points: &[Point]) -> Verdict {
 /// Runs Fig. 9 for each application at fractions of its saturation rate
 /// (`saturation`: the application's 64-byte ns per packet flat out) and
 /// returns its rows; writes `fig9-APP.svg`.
-pub fn run(s: &Settings, saturation: &dyn Fn(App) -> f64) -> Result<Vec<Row>, Error> {
+/// What Fig. 9 gives Table 3: cycles per 64-byte packet at the highest
+/// input rate measured, empty polls taken out, per application.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Saturated {
+    /// (application, cycles per packet, input Mpps, the clock in GHz).
+    pub cycles: Vec<(App, f64, f64, f64)>,
+}
+
+impl Saturated {
+    /// The cycles per packet of `app`, if measured.
+    pub fn of(&self, app: App) -> Option<(f64, f64, f64)> {
+        self.cycles
+            .iter()
+            .find(|c| c.0 == app)
+            .map(|&(_, c, m, g)| (c, m, g))
+    }
+}
+
+/// Fig. 9's rows, and the cycles per packet at its highest rates.
+pub fn run(s: &Settings, saturation: &dyn Fn(App) -> f64) -> Result<(Vec<Row>, Saturated), Error> {
+    let mut sat = Saturated::default();
     let Some(ghz) = cpu_ghz() else {
-        return Ok(not_run("the CPU's clock is not in /proc/cpuinfo"));
+        return Ok((not_run("the CPU's clock is not in /proc/cpuinfo"), sat));
     };
     let fractions: &[f64] = s.pick(&[0.1, 0.25, 0.5, 0.75, 0.9], &[0.2, 0.5, 0.8]);
     let secs: f64 = s.pick(1.0, 0.25);
@@ -225,12 +245,13 @@ pub fn run(s: &Settings, saturation: &dyn Fn(App) -> f64) -> Result<Vec<Row>, Er
         // The idle run: two packets `secs` apart.
         let idle_rate = (1.0 / secs).ceil() as u64;
         let Some(idle) = measure_one(idle_rate, 2)? else {
-            return Ok(not_run(
-                "the kernel reports no thread CPU time (/proc/thread-self/schedstat)",
+            return Ok((
+                not_run("the kernel reports no thread CPU time (/proc/thread-self/schedstat)"),
+                sat,
             ));
         };
         let Some(c_e) = empty_poll_cycles(&idle, ghz) else {
-            return Ok(not_run("the idle run had no empty poll"));
+            return Ok((not_run("the idle run had no empty poll"), sat));
         };
         let mut runs: Vec<Vec<Point>> = Vec::new();
         for _ in 0..reps {
@@ -248,6 +269,9 @@ pub fn run(s: &Settings, saturation: &dyn Fn(App) -> f64) -> Result<Vec<Row>, Er
             runs.push(pts);
         }
         let pts = median_points(&runs);
+        if let Some(top) = pts.iter().max_by(|a, b| a.mpps.total_cmp(&b.mpps)) {
+            sat.cycles.push((app, top.without_empty, top.mpps, ghz));
+        }
         for p in &pts {
             table.push(vec![
                 app.label().into(),
@@ -325,7 +349,7 @@ pub fn run(s: &Settings, saturation: &dyn Fn(App) -> f64) -> Result<Vec<Row>, Er
         if reps == 1 { "" } else { "s" }
     );
     print!("{}", table.render());
-    Ok(rows)
+    Ok((rows, sat))
 }
 
 fn not_run(why: &str) -> Vec<Row> {
