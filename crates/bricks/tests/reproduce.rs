@@ -188,7 +188,8 @@ fn the_list_names_every_figure() {
     let s = String::from_utf8_lossy(&o.stdout);
     for needle in [
         "| routebricks | Table 1 |",
-        "| nic         | Fig. 4  | not reproducible |",
+        "| nic         | Fig. 4  | ratio            | nic:queues",
+        "| nic         | §4.3    | ratio            | nic:wishlist",
         "| vr          | Fig. 16 | ratio            | vr:scaling",
         "bricks bench vr --quick --only scaling",
         "| multistage  | Fig. 7  |",
