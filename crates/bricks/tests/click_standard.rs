@@ -59,21 +59,39 @@ fn red_marks_to_output_1_when_connected() {
 }
 
 #[test]
-fn red_without_a_queue_is_told_to_name_one() {
-    let o = bricks(&[
-        "check",
-        "-e",
-        "InfiniteSource -> RED(5, 50, 0.02) -> Queue -> Unqueue -> Discard;",
-    ]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
-    assert!(err.contains("QUEUES"), "{err}");
-    let o = bricks(&[
-        "check",
-        "-e",
+fn red_without_queues_finds_its_queue_by_flow() {
+    // Downstream of output 0, through other elements, as Click's RED.
+    let r = run(
+        "InfiniteSource(LIMIT 5000) -> r :: RED(5, 50, 0.02) -> Counter \
+         -> q :: Queue(200) -> RatedUnqueue(1000) -> d :: Discard;",
+    );
+    let drops = counter(&r, "r", "drops");
+    assert!(drops > 0, "{r}");
+    assert_eq!(drops + counter(&r, "q", "enqueued"), 5000, "{r}");
+    assert_eq!(counter(&r, "q", "drops"), 0, "{r}");
+    // Pulling from its queue: found upstream of input 0.
+    let r = run("InfiniteSource(LIMIT 3000) -> q :: Queue(3000) \
+         -> r :: RED(5, 50, 0.02) -> RatedUnqueue(100000) -> Discard;");
+    assert!(counter(&r, "r", "drops") > 0, "{r}");
+}
+
+#[test]
+fn red_without_a_queue_to_find_is_told_to_name_one() {
+    let check = |config: &str| {
+        let o = bricks(&["check", "-e", config]);
+        assert!(!o.status.success(), "{config}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = check("InfiniteSource -> RED(5, 50, 0.02) -> Discard;");
+    assert!(err.contains("no Queue") && err.contains("QUEUES"), "{err}");
+    let err = check(
+        "InfiniteSource -> RED(5, 50, 0.02) -> t :: Tee; \
+         t[0] -> Queue -> Unqueue -> Discard; t[1] -> Queue -> Unqueue -> Discard;",
+    );
+    assert!(err.contains("2 Queues") && err.contains("QUEUES"), "{err}");
+    let err = check(
         "InfiniteSource -> RED(5, 50, 0.02, c) -> c :: Counter -> Queue -> Unqueue -> Discard;",
-    ]);
-    let err = String::from_utf8_lossy(&o.stderr);
+    );
     assert!(err.contains("is a Counter, not a Queue"), "{err}");
 }
 

@@ -115,6 +115,24 @@ pub trait ElementRefs {
         let _ = class;
         Vec::new()
     }
+
+    /// The elements of one of `classes` reached first downstream of the
+    /// asking element's output `output`, as Click's flow-based router
+    /// context finds them (`Router::visit_downstream` with a class
+    /// filter): connections are followed from element to element, every
+    /// input of an element leading to every output, and a search stops at
+    /// an element of one of the classes. Nearest first. None by default.
+    fn downstream(&self, output: usize, classes: &[&str]) -> Vec<usize> {
+        let _ = (output, classes);
+        Vec::new()
+    }
+
+    /// Like [`ElementRefs::downstream`], against the connections, from
+    /// input `input` (Click's `Router::visit_upstream`).
+    fn upstream(&self, input: usize, classes: &[&str]) -> Vec<usize> {
+        let _ = (input, classes);
+        Vec::new()
+    }
 }
 
 /// A fixed set of named elements' shared state, for unit tests and
@@ -327,6 +345,34 @@ impl<'a> Args<'a> {
             .collect()
     }
 
+    /// The shared state of the elements of one of `classes` found first
+    /// downstream of output `port` (see [`ElementRefs::downstream`]), or,
+    /// with `upstream`, upstream of input `port`; nearest first. `Err`
+    /// says why one of them has none.
+    pub fn shared_by_flow<T: Any + Send + Sync>(
+        &self,
+        port: usize,
+        upstream: bool,
+        classes: &[&str],
+    ) -> Result<Vec<Arc<T>>, String> {
+        let Some(refs) = self.refs else {
+            return Ok(Vec::new());
+        };
+        let found = if upstream {
+            refs.upstream(port, classes)
+        } else {
+            refs.downstream(port, classes)
+        };
+        found
+            .into_iter()
+            .map(|i| {
+                refs.shared_of(i)?
+                    .downcast::<T>()
+                    .map_err(|_| "an element keeps state of another type".to_string())
+            })
+            .collect()
+    }
+
     /// State shared by every worker's instance of this element: `init`
     /// runs for the first instance only (when the configuration is
     /// checked), and later instances get the same `Arc`. Tables that all
@@ -377,6 +423,16 @@ impl<'a> Args<'a> {
         (0..self.items.len())
             .rev()
             .find(|&i| self.items[i].keyword == Some(key))
+    }
+
+    /// Whether a positional argument is left for the next
+    /// [`Args::read_p`] to take (without taking it).
+    pub fn has_positional(&self) -> bool {
+        self.items[self.next_positional.min(self.items.len())..]
+            .iter()
+            .zip(&self.used[self.next_positional.min(self.items.len())..])
+            .take_while(|(it, _)| it.keyword.is_none())
+            .any(|(_, &used)| !used)
     }
 
     fn take_positional(&mut self) -> Option<usize> {

@@ -544,6 +544,8 @@ fn build_beside(
                 shared: &slots[i],
             })
             .collect(),
+        &outputs,
+        &inputs,
         options,
     );
     for i in 0..n {
@@ -701,6 +703,8 @@ fn check_args_only(
                 shared: &slots[i],
             })
             .collect(),
+        outputs,
+        inputs,
         BuildOptions::default(),
     );
     for (i, decl) in router.elements.iter().enumerate() {
@@ -755,6 +759,11 @@ enum Making {
 /// every run. A cycle of references is an error.
 struct Refs<'p> {
     targets: Vec<Target<'p>>,
+    /// Per element and output port, the elements connected to it, and per
+    /// element and input port, the elements connected to it (for Click's
+    /// flow-based searches, [`ElementRefs::downstream`]).
+    links: Vec<Vec<Vec<usize>>>,
+    back_links: Vec<Vec<Vec<usize>>>,
     options: BuildOptions,
     index: HashMap<&'p str, usize>,
     making: RefCell<Vec<Making>>,
@@ -767,7 +776,24 @@ struct Scoped<'r, 'p> {
 }
 
 impl<'p> Refs<'p> {
-    fn new(targets: Vec<Target<'p>>, options: BuildOptions) -> Refs<'p> {
+    fn new(
+        targets: Vec<Target<'p>>,
+        outputs: &[Vec<Vec<(usize, usize)>>],
+        inputs: &[Vec<Vec<(usize, usize)>>],
+        options: BuildOptions,
+    ) -> Refs<'p> {
+        let elements = |conns: &[Vec<Vec<(usize, usize)>>]| -> Vec<Vec<Vec<usize>>> {
+            conns
+                .iter()
+                .map(|ports| {
+                    ports
+                        .iter()
+                        .map(|c| c.iter().map(|&(e, _)| e).collect())
+                        .collect()
+                })
+                .collect()
+        };
+        let (links, back_links) = (elements(outputs), elements(inputs));
         let index = targets
             .iter()
             .enumerate()
@@ -776,9 +802,44 @@ impl<'p> Refs<'p> {
         Refs {
             making: RefCell::new(vec![Making::No; targets.len()]),
             targets,
+            links,
+            back_links,
             options,
             index,
         }
+    }
+
+    /// The elements of one of `classes` reached first from port `port`
+    /// of element `from` following `links` (forward or backward), every
+    /// port of an element leading to every other: breadth first, each
+    /// element once (bounded by the graph's size), nearest first.
+    fn flow_search(
+        &self,
+        from: usize,
+        port: usize,
+        links: &[Vec<Vec<usize>>],
+        classes: &[&str],
+    ) -> Vec<usize> {
+        let mut seen = vec![false; links.len()];
+        seen[from] = true;
+        let mut next: std::collections::VecDeque<usize> = links[from]
+            .get(port)
+            .map_or_else(Default::default, |c| c.iter().copied().collect());
+        let mut found = Vec::new();
+        while let Some(j) = next.pop_front() {
+            if std::mem::replace(&mut seen[j], true) {
+                continue;
+            }
+            if self.targets[j]
+                .class
+                .is_some_and(|c| classes.contains(&c.name))
+            {
+                found.push(j);
+                continue;
+            }
+            next.extend(links[j].iter().flatten().copied());
+        }
+        found
     }
 
     /// Makes element `i` (one instance), with its references resolved.
@@ -852,6 +913,16 @@ impl ElementRefs for Scoped<'_, '_> {
             .get()
             .cloned()
             .ok_or_else(|| "it keeps no state to share".to_string())
+    }
+
+    fn downstream(&self, output: usize, classes: &[&str]) -> Vec<usize> {
+        self.refs
+            .flow_search(self.from, output, &self.refs.links, classes)
+    }
+
+    fn upstream(&self, input: usize, classes: &[&str]) -> Vec<usize> {
+        self.refs
+            .flow_search(self.from, input, &self.refs.back_links, classes)
     }
 
     fn in_scope(&self, class: &str) -> Vec<usize> {
@@ -1031,6 +1102,16 @@ impl Plan {
                     shared: &pe.shared,
                 })
                 .collect(),
+            &self
+                .elements
+                .iter()
+                .map(|pe| pe.outputs.clone())
+                .collect::<Vec<_>>(),
+            &self
+                .elements
+                .iter()
+                .map(|pe| pe.inputs.clone())
+                .collect::<Vec<_>>(),
             self.options,
         );
         for (i, pe) in self.elements.iter().enumerate() {

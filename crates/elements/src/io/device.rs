@@ -8,8 +8,8 @@
 use super::capture::{CaptureSink, CaptureSource};
 use super::live::{LiveRx, LiveTx};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
-    TaskKind, TaskResult,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
+    Stats, TaskKind, TaskResult,
 };
 use bricks_io::binding::{self, Binding};
 use bricks_io::live;
@@ -226,8 +226,31 @@ fn click_capture_keywords(args: &mut Args<'_>) -> Result<(), ArgError> {
 
 fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
     let name: String = args.read_mp("DEVNAME")?;
-    let burst: Option<usize> = args.read_p("BURST")?;
-    let promisc: bool = args.read_p("PROMISC")?.unwrap_or(false);
+    // The second positional argument is BURST in Click's kernel-module
+    // elements and PROMISC in its user-level FromDevice (and in older
+    // PollDevice configurations): a number is taken as BURST, a boolean
+    // as PROMISC, so that configurations written for either parse.
+    let (burst, promisc): (Option<usize>, Option<bool>) = if args.has_keyword("BURST") {
+        (args.read("BURST")?, args.read_p("PROMISC")?)
+    } else {
+        match args.read_p::<String>("BURST")? {
+            None => (None, args.read("PROMISC")?),
+            Some(second) => match second.trim().parse::<usize>() {
+                Ok(b) => (Some(b), args.read_p("PROMISC")?),
+                Err(_) => match bool::from_arg(second.trim()) {
+                    Ok(p) if !args.has_keyword("PROMISC") => (None, Some(p)),
+                    _ => {
+                        return Err(ArgError::new(format!(
+                            "bad argument BURST: expected unsigned integer (or a boolean \
+                             PROMISC, as in Click's user-level FromDevice), found `{}`",
+                            second.trim()
+                        )))
+                    }
+                },
+            },
+        }
+    };
+    let promisc = promisc.unwrap_or(false);
     let _sniffer: Option<bool> = args.read("SNIFFER")?;
     click_capture_keywords(args)?;
     let mut spec = live::DeviceSpec::new(&name);
@@ -392,5 +415,32 @@ impl Element for ToDevice {
         let (count, errors) = self.sink.as_ref().map_or((0, 0), |s| (s.count, s.errors));
         s.counter("count", count);
         s.counter("drops", self.drops + errors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(text: &str) -> Result<(Option<usize>, bool), String> {
+        let parsed = bricks_runtime::testing::parse_args(text).unwrap();
+        let mut args = Args::new(&parsed, None);
+        let d = read_device(&mut args).map_err(|e| e.message)?;
+        args.complete().map_err(|e| e.message)?;
+        Ok((d.burst, d.promisc))
+    }
+
+    #[test]
+    fn second_argument_is_burst_or_promisc() {
+        // Click's kernel-module PollDevice/FromDevice: BURST second.
+        assert_eq!(device("eth1, 8"), Ok((Some(8), false)));
+        // Click's user-level FromDevice and older PollDevice: PROMISC.
+        assert_eq!(device("eth1, true"), Ok((None, true)));
+        assert_eq!(device("eth1, false, BURST 4"), Ok((Some(4), false)));
+        assert_eq!(device("eth1, 16, true"), Ok((Some(16), true)));
+        assert_eq!(device("eth1, PROMISC true"), Ok((None, true)));
+        assert_eq!(device("eth1"), Ok((None, false)));
+        let e = device("eth1, lots").unwrap_err();
+        assert!(e.contains("BURST") && e.contains("lots"), "{e}");
     }
 }

@@ -13,6 +13,7 @@ pub mod ip6_nd_advertiser;
 pub mod ip6_nd_solicitor;
 pub mod ip6_router_advertiser;
 pub mod ip6mirror;
+pub mod ip6print;
 pub mod nd_cache;
 
 #[cfg(test)]
@@ -82,6 +83,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ip6_nd_solicitor::CLASS,
     &ip6_router_advertiser::CLASS,
     &ip6mirror::CLASS,
+    &ip6print::CLASS,
 ];
 
 #[cfg(test)]

@@ -29,9 +29,11 @@ static MANUAL: Manual = Manual {
         draw made at each mark. A \
         marked packet goes to output 1 if there is one, and is dropped and counted \
         otherwise. Place it before the Queue it watches (push) or after it (pull).\n\n\
-        Differences from Click: Click finds the nearest Queues by flow; bricks needs the \
-        queue named: QUEUES (or the fourth argument) is mandatory and names one Queue \
-        element (Click takes a space-separated list of any Storage). The length is the \
+        Without QUEUES, the Queue found first downstream of output 0 (or, if there is \
+        none, upstream of input 0) is watched, as Click finds it by flow. \
+        Differences from Click: bricks watches one Queue element (QUEUES, or the fourth \
+        argument, names it; Click takes a space-separated list of any Storage and sums \
+        their lengths), and refuses a flow search that finds several. The length is the \
         sum over every worker's copy of that Queue. While the queue is empty the average \
         decays one step per packet (Click decays it for the time it has been empty). \
         MAX_P reads back as the counter `max_p_ppm`, in millionths.",
@@ -110,11 +112,33 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let p: String = args.read_mp("MAX_P")?;
     let max_p = parse_max_p(&p).map_err(|why| ArgError::new(format!("bad MAX_P: {why}")))?;
     check(min, max).map_err(ArgError::new)?;
-    let queue = args
-        .read_shared_of_mp::<QueueLength>("QUEUES", "Queue")
-        .map_err(|e| {
-            e.with_help("bricks does not find queues by flow: name the Queue, as in QUEUES q")
-        })?;
+    let queue = if args.has_keyword("QUEUES") || args.has_positional() {
+        args.read_shared_of_mp::<QueueLength>("QUEUES", "Queue")?
+    } else {
+        // Click's default: the Queue found first downstream of output 0,
+        // or else upstream of input 0 (a RED pulling from its queue).
+        let mut found = args
+            .shared_by_flow::<QueueLength>(0, false, &["Queue"])
+            .map_err(|why| ArgError::new(format!("the Queue downstream: {why}")))?;
+        if found.is_empty() {
+            found = args
+                .shared_by_flow::<QueueLength>(0, true, &["Queue"])
+                .map_err(|why| ArgError::new(format!("the Queue upstream: {why}")))?;
+        }
+        match found.len() {
+            1 => found.remove(0),
+            0 => {
+                return Err(ArgError::new("no Queue downstream or upstream to watch")
+                    .with_help("connect it to a Queue, or name one: QUEUES q"))
+            }
+            n => {
+                return Err(ArgError::new(format!(
+                    "{n} Queues found nearest by flow: bricks watches one"
+                ))
+                .with_help("name the one to watch: QUEUES q"))
+            }
+        }
+    };
     let stability: u32 = args.read_p("STABILITY")?.unwrap_or(4);
     if !(1..=16).contains(&stability) {
         return Err(ArgError::new(format!(
@@ -368,7 +392,7 @@ mod tests {
             )
             .map(|_| ())
         };
-        assert!(try_make("5, 50, 0.02").unwrap_err().contains("QUEUES"));
+        assert!(try_make("5, 50, 0.02").unwrap_err().contains("no Queue"));
         assert!(try_make("5, 50, 0.02, c")
             .unwrap_err()
             .contains("not a Queue"));
