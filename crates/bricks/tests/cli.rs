@@ -752,3 +752,38 @@ fn a_listing_piped_into_a_reader_that_stops_ends_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn fastclick_dpdk_configurations_run_on_bricks_devices() {
+    // FastClick's names and tuning keywords, a DPDK port number bound to
+    // captures: every frame of the input capture leaves by the output one.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.pcap");
+    let o = bricks(&[
+        "run",
+        "-e",
+        "DPDKInfo(NB_MBUF 65536); TSCClock(NOWAIT true); \
+         FromDPDKDevice(0, VERBOSE 99, N_QUEUES -1, RSS_AGGREGATE 1, PROMISC true, BURST 32) \
+         -> EnsureDPDKBuffer -> c :: Counter -> Queue(1024) \
+         -> ToDPDKDevice(0, IQUEUE 1024, BLOCKING false, BURST 32);",
+        "-d",
+        &format!(
+            "0=pcap:tests/golden/ip-router/eth0-in.pcap,{}",
+            out.display()
+        ),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let count = stderr(&o)
+        .lines()
+        .find(|l| l.starts_with("c (Counter)"))
+        .and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix("count=")))
+        .map(|v| v.parse::<u64>().unwrap())
+        .unwrap_or(0);
+    assert!(count > 0, "{}", stderr(&o));
+    let written = std::fs::metadata(&out).unwrap().len();
+    assert!(written > 24, "an empty capture: {}", stderr(&o));
+    // A keyword FastClick does not have is still refused.
+    let (code, err) = check("FromDPDKDevice(eth0, NOT_A_KEYWORD 1) -> Discard;");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("NOT_A_KEYWORD"), "{err}");
+}

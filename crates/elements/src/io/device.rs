@@ -57,7 +57,7 @@ pub static TO_DEVICE: ElementClass = ElementClass {
     make: make_to,
 };
 
-const DEVICE_KEYWORDS: [Keyword; 7] = [
+pub(super) const DEVICE_KEYWORDS: [Keyword; 7] = [
     Keyword {
         name: "DEVNAME",
         ty: "interface name",
@@ -185,11 +185,11 @@ static TO_MANUAL: Manual = Manual {
 };
 
 /// What a device element's arguments say.
-struct DeviceArgs {
-    name: String,
-    burst: Option<usize>,
-    promisc: bool,
-    spec: live::DeviceSpec,
+pub(super) struct DeviceArgs {
+    pub(super) name: String,
+    pub(super) burst: Option<usize>,
+    pub(super) promisc: bool,
+    pub(super) spec: live::DeviceSpec,
 }
 
 /// Click's userlevel capture keywords, accepted so that Click
@@ -226,6 +226,11 @@ fn click_capture_keywords(args: &mut Args<'_>) -> Result<(), ArgError> {
 
 fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
     let name: String = args.read_mp("DEVNAME")?;
+    read_device_named(args, name)
+}
+
+/// [`read_device`] for an interface already named (FastClick's PORT).
+pub(super) fn read_device_named(args: &mut Args<'_>, name: String) -> Result<DeviceArgs, ArgError> {
     // The second positional argument is BURST in Click's kernel-module
     // elements and PROMISC in its user-level FromDevice (and in older
     // PollDevice configurations): a number is taken as BURST, a boolean
@@ -278,8 +283,16 @@ fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
     })
 }
 
-fn make_from(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+fn make_from(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let d = read_device(args)?;
+    make_from_device(d, ports)
+}
+
+/// A receiving element for the interface `d` says.
+pub(super) fn make_from_device(
+    d: DeviceArgs,
+    _ports: &PortInfo,
+) -> Result<Box<dyn Element>, ArgError> {
     let burst = d.burst.unwrap_or(DEFAULT_BURST);
     match binding::lookup(&d.name) {
         Some(Binding::Pcap {
@@ -298,6 +311,15 @@ fn make_from(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>,
 
 fn make_to(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let d = read_device(args)?;
+    make_to_device(d, args, ports)
+}
+
+/// A sending element for the interface `d` says (FLUSH read from `args`).
+pub(super) fn make_to_device(
+    d: DeviceArgs,
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+) -> Result<Box<dyn Element>, ArgError> {
     let burst = d.burst.unwrap_or(TX_BURST);
     let flush: Duration = args.read("FLUSH")?.unwrap_or(Duration::from_micros(100));
     let pull = ports.input_is_pull(0);

@@ -3,6 +3,7 @@
 
 pub mod capture;
 pub mod device;
+pub mod dpdk;
 pub mod from_dump;
 pub mod host;
 pub mod live;
@@ -15,6 +16,11 @@ pub static CLASSES: &[&ElementClass] = &[
     &device::FROM_DEVICE,
     &device::POLL_DEVICE,
     &device::TO_DEVICE,
+    &dpdk::FROM_DPDK_DEVICE,
+    &dpdk::TO_DPDK_DEVICE,
+    &dpdk::DPDK_INFO,
+    &dpdk::ENSURE_DPDK_BUFFER,
+    &dpdk::TSC_CLOCK,
     &host::TO_HOST,
     &host::FROM_HOST,
     &host::KERNEL_TUN,
