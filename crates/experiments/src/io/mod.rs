@@ -65,7 +65,7 @@ pub mod wishlist;
 
 pub use net::Machine;
 use net::*;
-pub(crate) use net::{pin, Line};
+pub(crate) use net::{pin, Line, Port};
 pub use procs::last_json;
 use procs::*;
 use report::*;
@@ -123,12 +123,6 @@ pub struct IoArgs {
 /// Exit status when the bench cannot run here (no root, missing tools).
 const CANNOT_RUN: u8 = 2;
 
-const G0_ADDR: &str = "10.70.0.2";
-const R0_CIDR: &str = "10.70.0.1/24";
-const G0_CIDR: &str = "10.70.0.2/24";
-const R1_CIDR: &str = "10.71.0.1/24";
-const S0_ADDR: &str = "10.71.0.2";
-const S0_CIDR: &str = "10.71.0.2/24";
 /// Queues of every veth (RX and TX): one per core, so that the worker
 /// sweep's largest count (a worker per core, each owning a queue) has a
 /// queue for every worker; at least two, for the generator's two
@@ -461,12 +455,29 @@ mod tests {
         assert_eq!(cpu_list(&[0, 1, 3]), "0,1,3");
     }
 
+    /// Port `k` of a line, as [`Line::build_ports`] names it, with made-up
+    /// MACs and no NAPI threads.
+    fn port(k: u32) -> Port {
+        Port {
+            index: k,
+            gen_if: format!("g{k}"),
+            in_if: format!("r{}", 2 * k),
+            out_if: format!("r{}", 2 * k + 1),
+            sink_if: format!("s{k}"),
+            in_mac: "02:00:00:00:00:00".into(),
+            out_mac: "02:00:00:00:00:01".into(),
+            sink_mac: "02:00:00:00:00:02".into(),
+            in_napi: Vec::new(),
+            sink_napi: Vec::new(),
+        }
+    }
+
     #[test]
     fn the_router_configuration_checks() {
         // Bound to (empty) captures, the interfaces are not declared live,
         // so configurations with different backends can all be checked in
         // one process.
-        for ifname in ["r0", "r1"] {
+        for ifname in ["r0", "r1", "r2", "r3"] {
             bricks_io::binding::bind(
                 ifname,
                 bricks_io::binding::Binding::Pcap {
@@ -477,15 +488,60 @@ mod tests {
         }
         for s in subjects(10_000) {
             if let Forwarder::Bricks(b) = &s.fwd {
-                let text = bricks_config(b, "02:00:00:00:00:01", "02:00:00:00:00:02");
-                crate::measure::plan(bricks_config::Source {
-                    name: s.name.into(),
-                    text: text.clone(),
-                })
-                .unwrap_or_else(|e| panic!("{}: {e}\n{text}", s.name));
-                assert!(text.contains(&format!("BURST {}", b.kp)), "{text}");
+                for p in [port(0), port(1)] {
+                    let text = bricks_config(b, &p);
+                    crate::measure::plan(bricks_config::Source {
+                        name: s.name.into(),
+                        text: text.clone(),
+                    })
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{text}", s.name));
+                    assert!(text.contains(&format!("BURST {}", b.kp)), "{text}");
+                }
             }
         }
+        // The second port forwards its own subnets between its own
+        // interfaces.
+        let text = bricks_config(&BRICKS, &port(1));
+        assert!(text.contains("FromDevice(r2,"), "{text}");
+        assert!(text.contains("ToDevice(r3,"), "{text}");
+        assert!(
+            text.contains("StaticIPLookup(10.73.0.0/24 0, 10.72.0.0/24 1)"),
+            "{text}"
+        );
+        assert_eq!(port(1).gen_addr(), "10.72.0.2");
+        assert_eq!(port(0).sink_addr(), "10.71.0.2");
+    }
+
+    #[test]
+    fn side_by_side_runs_add_up() {
+        let g = GenReport::sum(&[
+            GenReport {
+                sent: 100,
+                elapsed: 1.0,
+            },
+            GenReport {
+                sent: 300,
+                elapsed: 2.0,
+            },
+        ]);
+        assert_eq!(g.sent, 400);
+        // 100/s and 150/s side by side: 250/s.
+        assert!((g.sent as f64 / g.elapsed - 250.0).abs() < 1e-9, "{g:?}");
+        let s = SinkReport::sum(&[
+            SinkReport {
+                received: 10,
+                mpps: 0.5,
+                latency: [1, 2, 3, 4, 5],
+            },
+            SinkReport {
+                received: 20,
+                mpps: 0.25,
+                latency: [5, 1, 3, 9, 0],
+            },
+        ]);
+        assert_eq!((s.received, s.mpps), (30, 0.75));
+        assert_eq!(s.latency, [5, 2, 3, 9, 5]);
+        assert_eq!(GenReport::sum(&[]).elapsed, 0.0);
     }
 
     #[test]

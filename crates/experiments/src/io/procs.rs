@@ -22,6 +22,41 @@ pub(super) struct SinkReport {
     pub(super) latency: [u64; 5],
 }
 
+impl GenReport {
+    /// Several generators that ran side by side as one: the frames summed,
+    /// the time chosen so that the rate is the sum of their rates.
+    pub(super) fn sum(parts: &[GenReport]) -> GenReport {
+        let sent: u64 = parts.iter().map(|g| g.sent).sum();
+        let rate: f64 = parts
+            .iter()
+            .filter(|g| g.elapsed > 0.0)
+            .map(|g| g.sent as f64 / g.elapsed)
+            .sum();
+        GenReport {
+            sent,
+            elapsed: if rate > 0.0 { sent as f64 / rate } else { 0.0 },
+        }
+    }
+}
+
+impl SinkReport {
+    /// Several sinks that ran side by side as one: frames and rates
+    /// summed, each latency percentile the worst of theirs.
+    pub(super) fn sum(parts: &[SinkReport]) -> SinkReport {
+        let mut latency = [0u64; 5];
+        for p in parts {
+            for (l, x) in latency.iter_mut().zip(p.latency) {
+                *l = (*l).max(x);
+            }
+        }
+        SinkReport {
+            received: parts.iter().map(|s| s.received).sum(),
+            mpps: parts.iter().map(|s| s.mpps).sum(),
+            latency,
+        }
+    }
+}
+
 /// The last line of `text` that is a JSON object.
 pub fn last_json(text: &str) -> Option<serde_json::Value> {
     text.lines()
@@ -59,6 +94,19 @@ pub(super) struct RouterCounters {
     pub(super) queue_drops: u64,
     pub(super) sent: u64,
     pub(super) tx_drops: u64,
+}
+
+impl RouterCounters {
+    /// These counters and `o`'s, summed (two routers side by side).
+    pub(super) fn plus(self, o: &RouterCounters) -> RouterCounters {
+        RouterCounters {
+            received: self.received + o.received,
+            ring_drops: self.ring_drops + o.ring_drops,
+            queue_drops: self.queue_drops + o.queue_drops,
+            sent: self.sent + o.sent,
+            tx_drops: self.tx_drops + o.tx_drops,
+        }
+    }
 }
 
 /// Reads `bricks run --stats-json`'s last line.
@@ -106,10 +154,6 @@ impl RunResult {
         self.gen.sent.saturating_sub(self.sink.received) as f64 * 100.0 / self.gen.sent as f64
     }
 }
-
-/// Whether a process is ready, from what it printed so far (stdout,
-/// stderr).
-pub(super) type Ready = fn(&[String], &[String]) -> bool;
 
 /// A child process whose output is read while it runs (to see when it is
 /// ready) and kept (to read its report). Killed, by its PID, if dropped

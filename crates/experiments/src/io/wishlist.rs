@@ -173,19 +173,20 @@ fn run(bed: &Testbed, secs: f64, change: bool) -> anyhow::Result<Outcome> {
         rate: Some(RATE),
     };
     let cpus = bed.machine.cpus_for(&subject);
-    pin(&bed.r0_napi, &cpus)?;
+    pin(&bed.port0().in_napi, &cpus)?;
     let sock = socket.display().to_string();
     let mut router = bed
         .start_router(
             &subject,
+            bed.port0(),
             &cpus,
             &["--control", &sock, "--stats-interval", PUBLISH],
         )?
         .context("no router process")?;
     let total = secs * plan.len() as f64;
-    let mut sink = bed.sink(total + 30.0)?;
+    let mut sink = bed.sink(bed.port0(), total + 30.0)?;
     std::thread::sleep(SINK_START);
-    let gen = bed.gen(total, Some(RATE))?;
+    let gen = bed.gen(bed.port0(), total, Some(RATE))?;
     let t0 = Instant::now();
     let mut phases = Vec::new();
     let mut result = (|| -> anyhow::Result<()> {

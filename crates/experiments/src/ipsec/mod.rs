@@ -39,7 +39,7 @@
 //! r0's receive NAPI threads on the last. Every run is bounded in time; the
 //! network is deleted at the end, on errors and on Ctrl-C.
 
-use crate::io::{last_json, median, pin, Line};
+use crate::io::{last_json, median, pin, Line, Port};
 use crate::StopOnSignals;
 use anyhow::{bail, Context as _};
 use bricks_netns::{Captured, ChildGuard, Network};

@@ -126,14 +126,15 @@ impl Testbed {
             .collect();
         let tester_cpu = cpus.first().copied().unwrap_or(0);
         let router_cpu = cpus.last().copied().unwrap_or(0);
-        let Line {
-            net,
-            r0_mac,
-            r1_mac,
-            s0_mac,
-            r0_napi,
-            s0_napi,
-        } = Line::build("ipsec", "gw", QUEUES)?;
+        let Line { net, mut ports } = Line::build("ipsec", "gw", QUEUES)?;
+        let Port {
+            in_mac: r0_mac,
+            out_mac: r1_mac,
+            sink_mac: s0_mac,
+            in_napi: r0_napi,
+            sink_napi: s0_napi,
+            ..
+        } = ports.remove(0);
         let e = anyhow::Error::msg;
         // The sink is the peer's address, so that it answers the gateway's
         // ARP; it drops the ESP it cannot decrypt, counted by the veth.
