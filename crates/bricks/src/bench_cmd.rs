@@ -127,7 +127,10 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         BenchCommand::Core(a) => Ok(bricks_experiments::core::bench(&a)?),
         BenchCommand::Lpm(a) => Ok(bricks_experiments::lpm::bench(&a)?),
-        BenchCommand::Io(a) => bricks_experiments::io::bench(&a, crate::runner::stop_on_signals),
+        BenchCommand::Io(a) => Ok(bricks_experiments::io::bench(
+            &a,
+            crate::runner::stop_on_signals,
+        )?),
         BenchCommand::Ipsec(a) => {
             bricks_experiments::ipsec::bench(&a, crate::runner::stop_on_signals)
         }

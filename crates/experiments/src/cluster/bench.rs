@@ -728,7 +728,7 @@ pub fn paper_rows(
         backend: "auto".into(),
         json: false,
     };
-    let stop = stop_on_signals().map_err(err)?;
+    let stop = stop_on_signals().map_err(|e| err(e.into()))?;
     let f = measure(&a, &stop, true).map_err(err)?;
     print!("{}", findings_text(&f));
     if let Some(p) = super::paper::write_plots(&f, plots)? {

@@ -45,7 +45,7 @@
 //! The network is deleted at the end, on errors and on Ctrl-C.
 
 use crate::StopOnSignals;
-use anyhow::{bail, Context as _};
+use crate::{Context as _, Error};
 use bricks_netns::{ChildGuard, Network};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -170,11 +170,12 @@ pub fn median(v: &mut [f64]) -> f64 {
 
 /// Holds an XDP program in this process's namespace until killed (the
 /// kernel detaches it when the process dies).
-fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> Result<ExitCode, Error> {
     let parts: Vec<&str> = spec.split(':').collect();
     let (held, mode): (Box<dyn std::any::Any>, String) = match parts.as_slice() {
         ["redirect", from, to] => {
-            let r = bricks_io::xdp::redirect(from, to).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let r = bricks_io::xdp::redirect(from, to)
+                .map_err(|e| Error::Network(format!("XDP_REDIRECT {from} -> {to}: {e}")))?;
             let mode = match r.fallback_reason() {
                 Some(why) => format!("{} ({why})", r.mode()),
                 None => r.mode().to_string(),
@@ -183,11 +184,15 @@ fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCo
         }
         ["pass", ifname] => {
             let p = bricks_io::xdp::attach_pass(ifname, bricks_io::xdp::XdpMode::Auto)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+                .map_err(|e| Error::Network(format!("XDP_PASS on {ifname}: {e}")))?;
             let mode = p.mode().to_string();
             (Box::new(p), mode)
         }
-        _ => bail!("--xdp-hold {spec}: expected redirect:FROM:TO or pass:IF"),
+        _ => {
+            return Err(Error::Argument(format!(
+                "--xdp-hold {spec}: expected redirect:FROM:TO or pass:IF"
+            )))
+        }
     };
     let stop = stop_on_signals()?;
     println!("ready: XDP {spec} attached, {mode}");
@@ -200,7 +205,7 @@ fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCo
 }
 
 /// Runs `bricks bench io`.
-pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> Result<ExitCode, Error> {
     if let Some(spec) = &a.xdp_hold {
         return xdp_hold(spec, stop_on_signals);
     }
@@ -233,18 +238,24 @@ pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitC
 
 /// Why `bricks bench io` cannot run here (no root, a missing tool), or an
 /// error in its arguments.
-fn cannot_run(a: &IoArgs) -> anyhow::Result<Option<String>> {
-    anyhow::ensure!(
-        a.seconds.is_finite() && a.seconds > 0.0,
-        "--seconds must be a positive number"
-    );
-    anyhow::ensure!(a.runs >= 1, "--runs must be at least 1");
-    anyhow::ensure!(a.flows >= 1, "--flows must be at least 1");
-    anyhow::ensure!(a.latency_rate >= 1, "--latency-rate must be at least 1");
-    anyhow::ensure!(
-        a.max_loss.is_finite() && (0.0..100.0).contains(&a.max_loss),
-        "--max-loss must be a percentage below 100"
-    );
+fn cannot_run(a: &IoArgs) -> Result<Option<String>, Error> {
+    for (ok, why) in [
+        (
+            a.seconds.is_finite() && a.seconds > 0.0,
+            "--seconds must be a positive number",
+        ),
+        (a.runs >= 1, "--runs must be at least 1"),
+        (a.flows >= 1, "--flows must be at least 1"),
+        (a.latency_rate >= 1, "--latency-rate must be at least 1"),
+        (
+            a.max_loss.is_finite() && (0.0..100.0).contains(&a.max_loss),
+            "--max-loss must be a percentage below 100",
+        ),
+    ] {
+        if !ok {
+            return Err(Error::Argument(why.into()));
+        }
+    }
     if !bricks_netns::is_root() {
         return Ok(Some(format!(
             "bricks bench io needs root: it builds network namespaces joined by veth links, \
@@ -290,7 +301,7 @@ fn measure(
     chosen: Vec<Subject>,
     cancel: &Arc<AtomicBool>,
     header: bool,
-) -> anyhow::Result<Measurement> {
+) -> Result<Measurement, Error> {
     let machine = Machine::probe();
     let load_start = load_average();
     let bed = Testbed::build(machine.clone(), a.flows, cancel.clone())
@@ -418,7 +429,7 @@ pub fn paper_rows(
     a: &IoArgs,
     stop_on_signals: StopOnSignals,
 ) -> Result<(Vec<crate::report::Row>, Option<String>), crate::Error> {
-    let err = |e: anyhow::Error| crate::Error::Run {
+    let err = |e: Error| Error::Run {
         workload: "bench io".into(),
         message: format!("{e:#}"),
     };
@@ -430,7 +441,7 @@ pub fn paper_rows(
             message: why,
         });
     }
-    let cancel = stop_on_signals().map_err(err)?;
+    let cancel = stop_on_signals().map_err(|e| err(e.into()))?;
     let m = measure(a, chosen, &cancel, true).map_err(err)?;
     print!("{}", report_text(a, &m.measured, m.load_end));
     let mode = af_xdp_mode(

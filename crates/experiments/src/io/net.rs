@@ -167,17 +167,12 @@ impl Port {
     /// Addresses for the four interfaces (.2 at either end, .1 on the
     /// router), and a permanent neighbour entry for the sink, so that ARP
     /// never interferes with the Linux subject.
-    pub(crate) fn address(&self, net: &Network, mid: &str) -> anyhow::Result<()> {
-        let e = anyhow::Error::msg;
+    pub(crate) fn address(&self, net: &Network, mid: &str) -> Result<(), Error> {
         let (g, s) = (self.gen_side(), self.sink_side());
-        net.add_addr("gen", &self.gen_if, &format!("{g}.2/24"))
-            .map_err(e)?;
-        net.add_addr(mid, &self.in_if, &format!("{g}.1/24"))
-            .map_err(e)?;
-        net.add_addr(mid, &self.out_if, &format!("{s}.1/24"))
-            .map_err(e)?;
-        net.add_addr("sink", &self.sink_if, &format!("{s}.2/24"))
-            .map_err(e)?;
+        net.add_addr("gen", &self.gen_if, &format!("{g}.2/24"))?;
+        net.add_addr(mid, &self.in_if, &format!("{g}.1/24"))?;
+        net.add_addr(mid, &self.out_if, &format!("{s}.1/24"))?;
+        net.add_addr("sink", &self.sink_if, &format!("{s}.2/24"))?;
         let ns = net.ns_name(mid);
         let sink_addr = self.sink_addr();
         let neigh = [
@@ -193,14 +188,14 @@ impl Port {
             "nud",
             "permanent",
         ];
-        bricks_netns::ip(&neigh).map_err(e)?;
+        bricks_netns::ip(&neigh)?;
         Ok(())
     }
 }
 
 impl Line {
     /// The line with one forwarding port.
-    pub(crate) fn build(tag: &str, mid: &str, queues: u32) -> anyhow::Result<Line> {
+    pub(crate) fn build(tag: &str, mid: &str, queues: u32) -> Result<Line, Error> {
         Line::build_ports(tag, mid, queues, 1)
     }
 
@@ -210,43 +205,35 @@ impl Line {
         mid: &str,
         queues: u32,
         ports: u32,
-    ) -> anyhow::Result<Line> {
+    ) -> Result<Line, Error> {
         clean_stale_networks(&format!("{tag}-"));
-        let mut net = Network::new(&Network::unique_prefix(tag)).map_err(anyhow::Error::msg)?;
-        let e = anyhow::Error::msg;
+        let mut net = Network::new(&Network::unique_prefix(tag))?;
         for ns in ["gen", mid, "sink"] {
-            net.add_namespace(ns).map_err(e)?;
-            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
-                .map_err(e)?;
-            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
-                .map_err(e)?;
+            net.add_namespace(ns)?;
+            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")?;
+            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")?;
         }
         for k in ["all", "default"] {
-            net.sysctl(mid, &format!("net.ipv4.conf.{k}.rp_filter"), "0")
-                .map_err(e)?;
+            net.sysctl(mid, &format!("net.ipv4.conf.{k}.rp_filter"), "0")?;
         }
         let ports = (0..ports.max(1))
             .map(|k| Line::add_port(&mut net, mid, queues, k))
-            .collect::<anyhow::Result<Vec<Port>>>()?;
+            .collect::<Result<Vec<Port>, Error>>()?;
         Ok(Line { net, ports })
     }
 
     /// Port `k`: its two links, their MACs and threaded NAPI.
-    fn add_port(net: &mut Network, mid: &str, queues: u32, k: u32) -> anyhow::Result<Port> {
-        let e = anyhow::Error::msg;
+    fn add_port(net: &mut Network, mid: &str, queues: u32, k: u32) -> Result<Port, Error> {
         let (gen_if, sink_if) = (format!("g{k}"), format!("s{k}"));
         let (in_if, out_if) = (format!("r{}", 2 * k), format!("r{}", 2 * k + 1));
-        net.add_link("gen", &gen_if, mid, &in_if, queues)
-            .map_err(e)?;
-        net.add_link(mid, &out_if, "sink", &sink_if, queues)
-            .map_err(e)?;
+        net.add_link("gen", &gen_if, mid, &in_if, queues)?;
+        net.add_link(mid, &out_if, "sink", &sink_if, queues)?;
         for ifname in [&in_if, &out_if] {
-            net.sysctl(mid, &format!("net.ipv4.conf.{ifname}.rp_filter"), "0")
-                .map_err(e)?;
+            net.sysctl(mid, &format!("net.ipv4.conf.{ifname}.rp_filter"), "0")?;
         }
-        let in_mac = net.mac(mid, &in_if).map_err(e)?;
-        let out_mac = net.mac(mid, &out_if).map_err(e)?;
-        let sink_mac = net.mac("sink", &sink_if).map_err(e)?;
+        let in_mac = net.mac(mid, &in_if)?;
+        let out_mac = net.mac(mid, &out_if)?;
+        let sink_mac = net.mac("sink", &sink_if)?;
         // Senders hand over finished frames, one per skb (no TSO), so that
         // the receiving veth takes them through NAPI (veth_xmit uses NAPI
         // only for skbs GRO could handle).
@@ -286,7 +273,7 @@ pub(super) fn threaded_napi(
     ns: &str,
     ifname: &str,
     queues: u32,
-) -> anyhow::Result<Vec<u32>> {
+) -> Result<Vec<u32>, Error> {
     sh(net.exec(ns, &["ethtool", "-K", ifname, "gro", "on"]))?;
     let before = napi_threads(ifname);
     let set = format!("echo 1 > /sys/class/net/{ifname}/threaded");
@@ -302,11 +289,12 @@ pub(super) fn threaded_napi(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    anyhow::ensure!(
-        new.len() == queues as usize,
-        "expected {queues} NAPI threads for {ifname}, found {} new ones",
-        new.len()
-    );
+    if new.len() != queues as usize {
+        return Err(Error::Network(format!(
+            "expected {queues} NAPI threads for {ifname}, found {} new ones",
+            new.len()
+        )));
+    }
     for pid in &new {
         let mut c = Command::new("chrt");
         c.args(["-f", "-p", NAPI_PRIORITY, &pid.to_string()]);
@@ -316,7 +304,7 @@ pub(super) fn threaded_napi(
 }
 
 /// Pins kernel threads to `cpus`.
-pub(crate) fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
+pub(crate) fn pin(pids: &[u32], cpus: &[usize]) -> Result<(), Error> {
     let list = cpu_list(cpus);
     for pid in pids {
         let mut c = Command::new("taskset");

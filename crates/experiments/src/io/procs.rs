@@ -194,7 +194,7 @@ impl Finished {
 }
 
 impl Proc {
-    pub(super) fn spawn(cmd: &mut Command) -> anyhow::Result<Proc> {
+    pub(super) fn spawn(cmd: &mut Command) -> Result<Proc, Error> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -303,9 +303,12 @@ impl Proc {
     }
 }
 
+/// The error of a `bricks PROGRAM` that printed no JSON report.
+pub(super) fn no_report(program: &str, stdout: &str) -> Error {
+    Error::Process(format!("bricks {program} printed no report: {stdout}"))
+}
+
 /// Runs a command to its end; an error carries its stderr.
-pub(super) fn sh(mut cmd: Command) -> anyhow::Result<()> {
-    bricks_netns::run(&mut cmd)
-        .map(drop)
-        .map_err(anyhow::Error::msg)
+pub(super) fn sh(mut cmd: Command) -> Result<(), Error> {
+    bricks_netns::run(&mut cmd).map(drop).map_err(Error::from)
 }

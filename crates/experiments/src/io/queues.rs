@@ -139,17 +139,17 @@ pub fn paper_rows(
     quick: bool,
     runs: usize,
     stop_on_signals: StopOnSignals,
-) -> Result<Vec<Row>, crate::Error> {
-    let err = |e: anyhow::Error| crate::Error::Run {
+) -> Result<Vec<Row>, Error> {
+    let err = |e: Error| Error::Run {
         workload: "nic queues".into(),
         message: format!("{e:#}"),
     };
     if !bricks_netns::is_root() {
-        return Err(err(anyhow::anyhow!(
-            "needs root: it builds network namespaces joined by veth links"
+        return Err(err(Error::CannotRun(
+            "needs root: it builds network namespaces joined by veth links".into(),
         )));
     }
-    let cancel = stop_on_signals().map_err(err)?;
+    let cancel = stop_on_signals().map_err(|e| err(e.into()))?;
     let machine = Machine::probe();
     let secs = if quick { 1.0 } else { 5.0 };
     let setups: &[Setup] = if machine.cpus.len() >= 2 {
@@ -170,7 +170,7 @@ pub fn paper_rows(
             )
             .with_context(|| format!("building the test network of {}", s.label))
         })
-        .collect::<anyhow::Result<Vec<Testbed>>>()
+        .collect::<Result<Vec<Testbed>, Error>>()
         .map_err(err)?;
     let mut rates = vec![Rates::default(); setups.len()];
     for round in 0..runs.max(1) {

@@ -176,17 +176,17 @@ fn b_threads(n: usize) -> Forwarder {
 }
 
 /// The subjects `--only` selects (all when it is empty).
-pub(super) fn select(all: Vec<Subject>, only: &[String]) -> anyhow::Result<Vec<Subject>> {
+pub(super) fn select(all: Vec<Subject>, only: &[String]) -> Result<Vec<Subject>, Error> {
     if only.is_empty() {
         return Ok(all);
     }
     for o in only {
         if o != "latency" && !all.iter().any(|s| s.name == o) {
             let names: Vec<&str> = all.iter().map(|s| s.name).collect();
-            bail!(
+            return Err(Error::Argument(format!(
                 "--only: no subject `{o}`; the subjects are {}, and `latency` for every lat-* one",
                 names.join(", ")
-            );
+            )));
         }
     }
     Ok(all

@@ -22,7 +22,7 @@ impl Testbed {
         machine: Machine,
         flows: u32,
         cancel: Arc<AtomicBool>,
-    ) -> anyhow::Result<Testbed> {
+    ) -> Result<Testbed, Error> {
         Testbed::build_with(machine, flows, cancel, "io", queues(), 1)
     }
 
@@ -36,7 +36,7 @@ impl Testbed {
         tag: &str,
         queues: u32,
         ports: u32,
-    ) -> anyhow::Result<Testbed> {
+    ) -> Result<Testbed, Error> {
         let Line { net, ports } = Line::build_ports(tag, "r", queues, ports)?;
         for p in &ports {
             p.address(&net, "r")?;
@@ -77,7 +77,7 @@ impl Testbed {
 
     /// The sink of `port`, started before the generator; runs at most
     /// `secs`.
-    pub(super) fn sink(&self, port: &Port, secs: f64) -> anyhow::Result<Proc> {
+    pub(super) fn sink(&self, port: &Port, secs: f64) -> Result<Proc, Error> {
         let d = format!("{secs:.3}");
         Proc::spawn(&mut self.bricks(
             "sink",
@@ -89,7 +89,7 @@ impl Testbed {
     /// The generator of `port`: 64-byte UDP frames to the sink's address
     /// through the router's input, for `secs`, at `rate` or as fast as it
     /// can.
-    pub(super) fn gen(&self, port: &Port, secs: f64, rate: Option<u64>) -> anyhow::Result<Proc> {
+    pub(super) fn gen(&self, port: &Port, secs: f64, rate: Option<u64>) -> Result<Proc, Error> {
         let d = format!("{secs:.3}");
         let flows = self.flows.to_string();
         let rate = rate.map(|r| r.to_string());
@@ -144,14 +144,12 @@ impl Testbed {
         port: &Port,
         cpus: &[usize],
         extra: &[&str],
-    ) -> anyhow::Result<Option<Proc>> {
-        self.net
-            .sysctl(
-                "r",
-                "net.ipv4.ip_forward",
-                if s.fwd == Forwarder::Linux { "1" } else { "0" },
-            )
-            .map_err(anyhow::Error::msg)?;
+    ) -> Result<Option<Proc>, Error> {
+        self.net.sysctl(
+            "r",
+            "net.ipv4.ip_forward",
+            if s.fwd == Forwarder::Linux { "1" } else { "0" },
+        )?;
         // Both interfaces are open once both of bricks' report lines are
         // out; the workers start right after.
         let (in_line, out_line) = (format!("{}: ", port.in_if), format!("{}: ", port.out_if));
@@ -197,7 +195,10 @@ impl Testbed {
         };
         if !p.wait_ready(Duration::from_secs(20), &self.cancel, ready) {
             let f = p.finish(Duration::from_secs(2), &self.cancel);
-            bail!("the router did not start: {}", f.why());
+            return Err(Error::Process(format!(
+                "the router did not start: {}",
+                f.why()
+            )));
         }
         std::thread::sleep(Duration::from_millis(300));
         Ok(Some(p))
@@ -217,7 +218,7 @@ impl Testbed {
         s: &Subject,
         secs: f64,
         rate: Option<u64>,
-    ) -> anyhow::Result<RunResult> {
+    ) -> Result<RunResult, Error> {
         let load = load_average();
         let cpus = self.machine.cpus_for(s);
         let placed: Vec<(&Port, Vec<usize>)> = match self.ports.as_slice() {
@@ -255,11 +256,11 @@ impl Testbed {
                 if !x.wait_ready(Duration::from_secs(10), &self.cancel, |o, _| {
                     o.iter().any(|l| l.starts_with("ready"))
                 }) {
-                    bail!(
+                    return Err(Error::Process(format!(
                         "cannot attach XDP_PASS to {}: {}",
                         p.sink_if,
                         x.finish(Duration::from_secs(1), &self.cancel).why()
-                    );
+                    )));
                 }
                 passes.push(x);
             }
@@ -292,13 +293,13 @@ impl Testbed {
             .collect();
         drop(passes);
         if self.cancelled() {
-            bail!("interrupted");
+            return Err(Error::Interrupted);
         }
         let mut notes = Vec::new();
         let mut counters: Option<RouterCounters> = None;
         for r in &routers {
             if !r.ok() {
-                bail!("the router failed: {}", r.why());
+                return Err(Error::Process(format!("the router failed: {}", r.why())));
             }
             if let Some(c) = parse_router(&r.stdout) {
                 counters = Some(counters.unwrap_or_default().plus(&c));
@@ -315,16 +316,17 @@ impl Testbed {
         }
         let (mut gen_r, mut sink_r) = (Vec::new(), Vec::new());
         for (gen, sink) in gens.iter().zip(&sinks) {
-            anyhow::ensure!(gen.ok(), "bricks gen failed: {}", gen.why());
-            anyhow::ensure!(sink.ok(), "bricks sink failed: {}", sink.why());
-            gen_r.push(
-                parse_gen(&gen.stdout)
-                    .with_context(|| format!("bricks gen printed no report: {}", gen.stdout))?,
-            );
-            sink_r.push(
-                parse_sink(&sink.stdout)
-                    .with_context(|| format!("bricks sink printed no report: {}", sink.stdout))?,
-            );
+            if !gen.ok() {
+                return Err(Error::Process(format!("bricks gen failed: {}", gen.why())));
+            }
+            if !sink.ok() {
+                return Err(Error::Process(format!(
+                    "bricks sink failed: {}",
+                    sink.why()
+                )));
+            }
+            gen_r.push(parse_gen(&gen.stdout).ok_or_else(|| no_report("gen", &gen.stdout))?);
+            sink_r.push(parse_sink(&sink.stdout).ok_or_else(|| no_report("sink", &sink.stdout))?);
         }
         Ok(RunResult {
             gen: GenReport::sum(&gen_r),
@@ -360,7 +362,7 @@ pub(super) fn search(
     secs: f64,
     steps: u32,
     max_loss: f64,
-) -> anyhow::Result<Search> {
+) -> Result<Search, Error> {
     let mut out = Search::default();
     let (Some(delivered), Some(offered)) = (m.mpps(), m.spread(RunResult::offered_mpps)) else {
         return Ok(out);
