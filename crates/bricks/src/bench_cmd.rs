@@ -131,9 +131,10 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             &a,
             crate::runner::stop_on_signals,
         )?),
-        BenchCommand::Ipsec(a) => {
-            bricks_experiments::ipsec::bench(&a, crate::runner::stop_on_signals)
-        }
+        BenchCommand::Ipsec(a) => Ok(bricks_experiments::ipsec::bench(
+            &a,
+            crate::runner::stop_on_signals,
+        )?),
         BenchCommand::Cluster(a) => {
             bricks_experiments::cluster::bench::bench(a, crate::runner::stop_on_signals)
         }
