@@ -205,7 +205,7 @@ pub(crate) fn cluster(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             backend,
         } => config(&file, &node, &backend),
         ClusterCommand::Up(a) => up::up_command(&a, crate::runner::stop_on_signals),
-        ClusterCommand::Status(a) => status::status_command(&a),
+        ClusterCommand::Status(a) => Ok(status::status_command(&a)?),
         ClusterCommand::Down { name, all } => up::down_command(name.as_deref(), all),
         ClusterCommand::Kill { name, node, signal } => up::kill_command(&name, &node, signal),
         ClusterCommand::Restart {

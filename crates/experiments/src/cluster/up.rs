@@ -235,7 +235,7 @@ pub fn up(a: &UpArgs, cluster: &Cluster, stop: &AtomicBool) -> anyhow::Result<St
     let mut st = plan_state(a, cluster, &name)?;
     if let Err(e) = st.save() {
         let _ = std::fs::remove_dir_all(&dir);
-        return Err(e);
+        return Err(e.into());
     }
     match build(a, cluster, &mut st, stop) {
         Ok(()) => {

@@ -121,7 +121,7 @@ impl Outcome {
 }
 
 fn query(socket: &Path, command: &str) -> Result<String, Error> {
-    crate::cluster::status::query(socket, command).map_err(|e| Error::Process(format!("{e:#}")))
+    crate::cluster::status::query(socket, command)
 }
 
 fn per_worker(socket: &Path) -> Result<Vec<u64>, Error> {
