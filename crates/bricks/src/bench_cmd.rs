@@ -135,9 +135,10 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             &a,
             crate::runner::stop_on_signals,
         )?),
-        BenchCommand::Cluster(a) => {
-            bricks_experiments::cluster::bench::bench(a, crate::runner::stop_on_signals)
-        }
+        BenchCommand::Cluster(a) => Ok(bricks_experiments::cluster::bench::bench(
+            a,
+            crate::runner::stop_on_signals,
+        )?),
         BenchCommand::Vr(a) => Ok(exit(bricks_experiments::vr::bench(&a)?)),
         BenchCommand::Multistage(a) => Ok(exit(bricks_experiments::multistage::bench(&a)?)),
         BenchCommand::Routes(a) => Ok(exit(bricks_experiments::routes::bench(&a)?)),
