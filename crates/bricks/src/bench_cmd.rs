@@ -127,13 +127,18 @@ pub fn bench(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         BenchCommand::Core(a) => Ok(bricks_experiments::core::bench(&a)?),
         BenchCommand::Lpm(a) => Ok(bricks_experiments::lpm::bench(&a)?),
-        BenchCommand::Io(a) => bricks_experiments::io::bench(&a, crate::runner::stop_on_signals),
-        BenchCommand::Ipsec(a) => {
-            bricks_experiments::ipsec::bench(&a, crate::runner::stop_on_signals)
-        }
-        BenchCommand::Cluster(a) => {
-            bricks_experiments::cluster::bench::bench(a, crate::runner::stop_on_signals)
-        }
+        BenchCommand::Io(a) => Ok(bricks_experiments::io::bench(
+            &a,
+            crate::runner::stop_on_signals,
+        )?),
+        BenchCommand::Ipsec(a) => Ok(bricks_experiments::ipsec::bench(
+            &a,
+            crate::runner::stop_on_signals,
+        )?),
+        BenchCommand::Cluster(a) => Ok(bricks_experiments::cluster::bench::bench(
+            a,
+            crate::runner::stop_on_signals,
+        )?),
         BenchCommand::Vr(a) => Ok(exit(bricks_experiments::vr::bench(&a)?)),
         BenchCommand::Multistage(a) => Ok(exit(bricks_experiments::multistage::bench(&a)?)),
         BenchCommand::Routes(a) => Ok(exit(bricks_experiments::routes::bench(&a)?)),

@@ -769,14 +769,16 @@ pub(crate) fn stats_json(elapsed: Duration, per_worker: &[Vec<ElementStats>]) ->
 /// A flag that SIGINT, SIGTERM and SIGHUP set: what long-running commands
 /// (demo, cluster up, the benches) poll to stop and clean up, a closed
 /// terminal included.
-pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+pub(crate) fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("installing signal handlers: {e}"))
+        })?;
     }
     Ok(stop)
 }

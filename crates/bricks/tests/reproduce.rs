@@ -365,3 +365,63 @@ fn nic_wishlist_steering_changed_while_forwarding() {
     let log = read(&dir.path().join("logs/nic-wishlist.log"));
     assert!(log.contains("frames per worker"), "{log}");
 }
+
+#[test]
+fn nic_queues_one_port_against_two_ports() {
+    if bricks_netns::skip_unless_root("nic_queues_one_port_against_two_ports").is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    bricks(&["nic", "--quick", "--only", "nic:queues"], dir.path());
+    assert!(t.elapsed().as_secs() < 60, "{:?}", t.elapsed());
+    let md = read(&dir.path().join("report.md"));
+    let two_cores = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    for id in ["Fig. 4", "Fig. 5"] {
+        let v = verdict(&md, id);
+        if two_cores {
+            assert!(v == "agrees" || v.starts_with("differs"), "{id}: {v}");
+        }
+        let rows = rows_of(&md, id);
+        assert_eq!(rows.len(), 1, "{id}:\n{}", rows.join("\n"));
+        // measure, paper, bricks, verdict: no cell empty.
+        let cells: Vec<&str> = rows[0].trim_matches('|').split(" | ").collect();
+        assert_eq!(cells.len(), 4, "{id}: {}", rows[0]);
+        for c in &cells {
+            assert!(!c.trim().is_empty() && c.trim() != "-", "{id}: {}", rows[0]);
+        }
+    }
+    if two_cores {
+        // Both sides of Q = 2 measured, each a median with its spread and
+        // the generators' rate, beside one queue on one core.
+        let fig4 = rows_of(&md, "Fig. 4")[0];
+        for side in [
+            "Q = 1: one port, 1 queue, 1 worker: ",
+            "Q = 2: one port, 2 queues, 2 workers: ",
+            "Q = 2: two ports, 1 queue and 1 worker each: ",
+        ] {
+            let at = fig4
+                .find(side)
+                .unwrap_or_else(|| panic!("no `{side}` in {fig4}"));
+            let mpps: f64 = fig4[at + side.len()..]
+                .split(" Mpps")
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| panic!("no rate after `{side}` in {fig4}"));
+            assert!(mpps > 0.0, "{side}{mpps} in {fig4}");
+        }
+        assert!(fig4.contains(" offered)"), "{fig4}");
+        assert!(fig4.contains("6.3 Mpps"), "{fig4}");
+        let fig5 = rows_of(&md, "Fig. 5")[0];
+        let ratio: f64 = fig5
+            .split(" | ")
+            .nth(2)
+            .and_then(|c| c.split_whitespace().next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("no ratio in {fig5}"));
+        assert!(ratio > 0.0 && ratio < 10.0, "{fig5}");
+    }
+    // Every round of every side went to the unit's log.
+    let log = read(&dir.path().join("logs/nic-queues.log"));
+    assert!(log.contains("round 1: Q = 1: one port"), "{log}");
+}

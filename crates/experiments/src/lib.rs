@@ -76,7 +76,7 @@ pub mod routebricks;
 pub mod routes;
 pub mod vr;
 
-pub use error::Error;
+pub use error::{Context, Error};
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -85,4 +85,4 @@ use std::sync::Arc;
 /// returns the flag they set. The benches that build networks and start
 /// processes call it once they have something to clean up, and poll the
 /// flag; the binary owns the process's signals, so it passes this in.
-pub type StopOnSignals = fn() -> anyhow::Result<Arc<AtomicBool>>;
+pub type StopOnSignals = fn() -> std::io::Result<Arc<AtomicBool>>;

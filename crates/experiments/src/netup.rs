@@ -7,7 +7,7 @@
 //! anything else), stopping them all in one grace period, and deleting
 //! the namespaces.
 
-use anyhow::Context as _;
+use crate::{Context as _, Error};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,11 +30,11 @@ pub fn proc_from(v: &Value) -> Option<(u32, u64)> {
 }
 
 /// The string `k` of `v`.
-pub fn string(v: &Value, k: &str) -> anyhow::Result<String> {
+pub fn string(v: &Value, k: &str) -> Result<String, Error> {
     v.get(k)
         .and_then(Value::as_str)
         .map(str::to_string)
-        .with_context(|| format!("no string `{k}`"))
+        .ok_or_else(|| Error::Record(format!("no string `{k}`")))
 }
 
 /// The strings of the array `k` of `v` (none when it is missing).
@@ -51,16 +51,16 @@ pub fn strings(v: &Value, k: &str) -> Vec<String> {
 }
 
 /// Writes a record (atomically: a reader never sees half of it).
-pub fn save_json(path: &Path, v: &Value) -> anyhow::Result<()> {
+pub fn save_json(path: &Path, v: &Value) -> Result<(), Error> {
     let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_string_pretty(v)?;
+    let text = serde_json::to_string_pretty(v).map_err(std::io::Error::from)?;
     std::fs::write(&tmp, text + "\n").with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Reads a record; `Ok(None)` if there is none. `what` names it in
 /// messages (`a cluster state`).
-pub fn load_json(path: &Path, what: &str) -> anyhow::Result<Option<Value>> {
+pub fn load_json(path: &Path, what: &str) -> Result<Option<Value>, Error> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -68,6 +68,7 @@ pub fn load_json(path: &Path, what: &str) -> anyhow::Result<Option<Value>> {
     };
     serde_json::from_str(&text)
         .map(Some)
+        .map_err(std::io::Error::from)
         .with_context(|| format!("{}: not {what}", path.display()))
 }
 
@@ -87,7 +88,7 @@ pub fn recorded(root: &str) -> Vec<String> {
 
 /// `name`, or when none is given the one name recorded under `root`;
 /// `plural` names them in the message when there are several.
-pub fn only_one(root: &str, name: Option<&str>, plural: &str) -> anyhow::Result<Option<String>> {
+pub fn only_one(root: &str, name: Option<&str>, plural: &str) -> Result<Option<String>, Error> {
     if let Some(n) = name {
         return Ok(Some(n.to_string()));
     }
@@ -95,7 +96,10 @@ pub fn only_one(root: &str, name: Option<&str>, plural: &str) -> anyhow::Result<
     match all.len() {
         0 => Ok(None),
         1 => Ok(all.into_iter().next()),
-        _ => anyhow::bail!("several {plural} are up ({}): name one", all.join(", ")),
+        _ => Err(Error::Argument(format!(
+            "several {plural} are up ({}): name one",
+            all.join(", ")
+        ))),
     }
 }
 
@@ -115,8 +119,10 @@ pub fn instance_name(name: &str) -> String {
 }
 
 /// An error once a signal has asked `up` to stop.
-pub fn interrupted(stop: &AtomicBool) -> anyhow::Result<()> {
-    anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+pub fn interrupted(stop: &AtomicBool) -> Result<(), Error> {
+    if stop.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
     Ok(())
 }
 
@@ -178,11 +184,11 @@ pub struct Nouns {
 
 /// `bricks KIND down` once root is checked: takes down each of `names`
 /// with `down` and says what it did.
-pub fn down_each(
+pub fn down_each<E>(
     names: Vec<String>,
     nouns: &Nouns,
-    down: impl Fn(&str) -> anyhow::Result<Option<DownReport>>,
-) -> anyhow::Result<std::process::ExitCode> {
+    down: impl Fn(&str) -> Result<Option<DownReport>, E>,
+) -> Result<std::process::ExitCode, E> {
     if names.is_empty() {
         println!("No {} is up.", nouns.what);
         return Ok(std::process::ExitCode::SUCCESS);
@@ -406,6 +412,6 @@ mod tests {
         assert!(load_json(&path, "a state")
             .unwrap_err()
             .to_string()
-            .ends_with("not a state"));
+            .contains(": not a state: "));
     }
 }

@@ -204,15 +204,20 @@ pub(crate) fn cluster(cmd: ClusterCommand) -> anyhow::Result<ExitCode> {
             node,
             backend,
         } => config(&file, &node, &backend),
-        ClusterCommand::Up(a) => up::up_command(&a, crate::runner::stop_on_signals),
-        ClusterCommand::Status(a) => status::status_command(&a),
-        ClusterCommand::Down { name, all } => up::down_command(name.as_deref(), all),
-        ClusterCommand::Kill { name, node, signal } => up::kill_command(&name, &node, signal),
+        ClusterCommand::Up(a) => Ok(up::up_command(&a, crate::runner::stop_on_signals)?),
+        ClusterCommand::Status(a) => Ok(status::status_command(&a)?),
+        ClusterCommand::Down { name, all } => Ok(up::down_command(name.as_deref(), all)?),
+        ClusterCommand::Kill { name, node, signal } => Ok(up::kill_command(&name, &node, signal)?),
         ClusterCommand::Restart {
             name,
             node,
             timeout,
-        } => up::restart_command(&name, &node, timeout, crate::runner::stop_on_signals),
+        } => Ok(up::restart_command(
+            &name,
+            &node,
+            timeout,
+            crate::runner::stop_on_signals,
+        )?),
     }
 }
 

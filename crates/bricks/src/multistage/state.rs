@@ -267,7 +267,10 @@ impl State {
 
     /// Writes the record (atomically: a reader never sees half of it).
     pub(crate) fn save(&self) -> anyhow::Result<()> {
-        bricks_experiments::netup::save_json(&self.path(), &self.to_json())
+        Ok(bricks_experiments::netup::save_json(
+            &self.path(),
+            &self.to_json(),
+        )?)
     }
 
     /// The record of multistage router `name`; `Ok(None)` if there is
@@ -327,7 +330,11 @@ pub(crate) fn recorded() -> Vec<String> {
 
 /// The one multistage router that is recorded, when no name is given.
 pub(crate) fn only_one(name: Option<&str>) -> anyhow::Result<Option<String>> {
-    bricks_experiments::netup::only_one(STATE_ROOT, name, "multistage routers")
+    Ok(bricks_experiments::netup::only_one(
+        STATE_ROOT,
+        name,
+        "multistage routers",
+    )?)
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ use crate::cluster::status::{self, Counters};
 use crate::cluster::up::{self, StopSignal, UpArgs};
 use crate::io::{last_json, median, Machine};
 use crate::StopOnSignals;
-use anyhow::Context as _;
+use crate::{Context as _, Error};
 use bricks_netns::Captured;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -138,9 +138,11 @@ impl Drop for Running {
 }
 
 /// Where the bench finds rb4.toml: the given file, the repository's.
-fn cluster_file(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+fn cluster_file(given: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(p) = given {
-        anyhow::ensure!(p.exists(), "{}: no such file", p.display());
+        if !p.exists() {
+            return Err(Error::Argument(format!("{}: no such file", p.display())));
+        }
         return Ok(p.to_path_buf());
     }
     for base in [
@@ -152,9 +154,9 @@ fn cluster_file(given: Option<&Path>) -> anyhow::Result<PathBuf> {
             return Ok(p);
         }
     }
-    anyhow::bail!(
-        "conf/cluster/rb4.toml not found: run from the repository, or give --cluster FILE"
-    )
+    Err(Error::Argument(
+        "conf/cluster/rb4.toml not found: run from the repository, or give --cluster FILE".into(),
+    ))
 }
 
 /// `text` (a cluster file) with its external rate set to `bps`: the
@@ -188,23 +190,23 @@ pub fn with_rate(text: &str, bps: u64) -> String {
 }
 
 /// Runs `argv` in namespace `ns` at niceness `nice`, output captured.
-fn spawn(ns: &str, nice: &str, argv: &[&str]) -> anyhow::Result<Captured> {
+fn spawn(ns: &str, nice: &str, argv: &[&str]) -> Result<Captured, Error> {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns, "nice", "-n", nice]).args(argv);
-    Captured::spawn(&mut c).map_err(anyhow::Error::msg)
+    Captured::spawn(&mut c).map_err(Error::from)
 }
 
 /// Waits for a captured process and returns its last JSON line.
-fn report(c: Captured, timeout: Duration, stop: &AtomicBool, who: &str) -> anyhow::Result<Value> {
-    let out = c.wait(timeout, Some(stop)).map_err(anyhow::Error::msg)?;
+fn report(c: Captured, timeout: Duration, stop: &AtomicBool, who: &str) -> Result<Value, Error> {
+    let out = c.wait(timeout, Some(stop)).map_err(Error::from)?;
     let text = String::from_utf8_lossy(&out.stdout);
-    last_json(&text).with_context(|| {
-        format!(
+    last_json(&text).ok_or_else(|| {
+        Error::Process(format!(
             "{who} printed no report ({}): {} {}",
             out.status,
             text.trim(),
             String::from_utf8_lossy(&out.stderr).trim()
-        )
+        ))
     })
 }
 
@@ -345,7 +347,7 @@ impl Bench<'_> {
         &self,
         flows: &[(usize, Vec<usize>, Option<u64>)],
         nflows: u32,
-    ) -> anyhow::Result<Traffic> {
+    ) -> Result<Traffic, Error> {
         let s = self.start(flows, nflows, self.secs, false)?;
         self.finish(s)
     }
@@ -358,7 +360,7 @@ impl Bench<'_> {
         nflows: u32,
         secs: f64,
         round_robin: bool,
-    ) -> anyhow::Result<Streams> {
+    ) -> Result<Streams, Error> {
         let mut receivers: Vec<usize> = flows.iter().flat_map(|f| f.1.clone()).collect();
         receivers.sort_unstable();
         receivers.dedup();
@@ -434,7 +436,7 @@ impl Bench<'_> {
     }
 
     /// Waits for traffic started by [`Bench::start`] and reads its reports.
-    fn finish(&self, s: Streams) -> anyhow::Result<Traffic> {
+    fn finish(&self, s: Streams) -> Result<Traffic, Error> {
         let Streams {
             sinks,
             gens,
@@ -485,10 +487,12 @@ impl Bench<'_> {
         &self,
         flows: &[(usize, Vec<usize>, Option<u64>)],
         runs: usize,
-    ) -> anyhow::Result<(f64, f64, u64)> {
+    ) -> Result<(f64, f64, u64), Error> {
         let (mut p50, mut p99, mut samples) = (Vec::new(), Vec::new(), 0);
         for _ in 0..runs {
-            anyhow::ensure!(!self.stop.load(Ordering::Relaxed), "interrupted");
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
             let t = self.traffic(flows, 16)?;
             if let Some((a, b, n)) = t.latency_us {
                 p50.push(a);
@@ -496,11 +500,13 @@ impl Bench<'_> {
                 samples += n;
             }
         }
-        anyhow::ensure!(!p50.is_empty(), "bricks sink timed no probe");
+        if p50.is_empty() {
+            return Err(Error::Process("bricks sink timed no probe".into()));
+        }
         Ok((median(&mut p50), median(&mut p99), samples))
     }
 
-    fn write_all(&self, handler: &str, value: &str) -> anyhow::Result<()> {
+    fn write_all(&self, handler: &str, value: &str) -> Result<(), Error> {
         for n in &self.st.nodes {
             let c = status::node_counters(&n.socket)?;
             status::query(&n.socket, &format!("write {}.{handler} {value}", c.element))?;
@@ -508,7 +514,7 @@ impl Bench<'_> {
         Ok(())
     }
 
-    fn ping_all(&self) -> anyhow::Result<()> {
+    fn ping_all(&self) -> Result<(), Error> {
         for a in 0..self.st.hosts.len() {
             for b in 0..self.st.hosts.len() {
                 if a == b {
@@ -528,14 +534,15 @@ impl Bench<'_> {
                     ]),
                     Duration::from_secs(10),
                 )
-                .map_err(anyhow::Error::msg)?;
-                anyhow::ensure!(
-                    out.status.success(),
-                    "ping {} -> {} failed: {}",
-                    self.st.hosts[a].namespace,
-                    self.st.hosts[b].address,
-                    String::from_utf8_lossy(&out.stdout).trim()
-                );
+                .map_err(Error::from)?;
+                if !out.status.success() {
+                    return Err(Error::Process(format!(
+                        "ping {} -> {} failed: {}",
+                        self.st.hosts[a].namespace,
+                        self.st.hosts[b].address,
+                        String::from_utf8_lossy(&out.stdout).trim()
+                    )));
+                }
             }
         }
         Ok(())
@@ -543,7 +550,7 @@ impl Bench<'_> {
 
     /// The failover run: a stream h0 -> h1, the busiest intermediate
     /// server killed after a third of it, restarted after.
-    fn failover(&mut self) -> anyhow::Result<Value> {
+    fn failover(&mut self) -> Result<Value, Error> {
         let (h0, h1) = (0, 1);
         let secs = (self.secs * 2.0).max(2.0);
         // Flows in turn: a flow's packets are evenly spaced, so its longest
@@ -566,12 +573,13 @@ impl Bench<'_> {
         let victim = (0..self.st.nodes.len())
             .filter(|&i| i != in_node && i != out_node)
             .max_by_key(|&i| w.packets[i][1])
-            .context("no intermediate server")?;
+            .ok_or_else(|| Error::Process("no intermediate server".into()))?;
         let carried = w.packets[victim][1] as f64 / w.secs.max(1e-6);
-        anyhow::ensure!(
-            carried > 0.0,
-            "no balanced traffic through any intermediate to kill"
-        );
+        if carried <= 0.0 {
+            return Err(Error::Process(
+                "no balanced traffic through any intermediate to kill".into(),
+            ));
+        }
         let killed_at = Instant::now();
         up::kill_node(self.st, victim, StopSignal::Kill)?;
         let t = self.finish(streams)?;
@@ -678,7 +686,7 @@ impl Findings {
 const LATENCY_RATE: u64 = 1_000;
 
 /// `bricks bench cluster`: measures, prints a table (or JSON).
-pub fn bench(a: ClusterArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+pub fn bench(a: ClusterArgs, stop_on_signals: StopOnSignals) -> Result<ExitCode, Error> {
     if !bricks_netns::is_root() {
         eprintln!(
             "bricks bench cluster runs a cluster in network namespaces, which needs root: sudo {} \
@@ -708,7 +716,7 @@ pub fn paper_rows(
     plots: &Path,
     stop_on_signals: StopOnSignals,
 ) -> Result<Vec<crate::report::Row>, crate::Error> {
-    let err = |e: anyhow::Error| crate::Error::Run {
+    let err = |e: Error| Error::Run {
         workload: "bench cluster".into(),
         message: format!("{e:#}"),
     };
@@ -728,7 +736,7 @@ pub fn paper_rows(
         backend: "auto".into(),
         json: false,
     };
-    let stop = stop_on_signals().map_err(err)?;
+    let stop = stop_on_signals().map_err(|e| err(e.into()))?;
     let f = measure(&a, &stop, true).map_err(err)?;
     print!("{}", findings_text(&f));
     if let Some(p) = super::paper::write_plots(&f, plots)? {
@@ -739,22 +747,26 @@ pub fn paper_rows(
 
 /// Runs the measurements `a` asks for on a copy of rb4.toml (and one
 /// server alone, for the rate and latency); `say`: print what runs.
-pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> anyhow::Result<Findings> {
+pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> Result<Findings, Error> {
     for w in &a.only {
-        anyhow::ensure!(
-            WHAT.contains(&w.as_str()),
-            "--only {w}: expected some of {}",
-            WHAT.join(", ")
-        );
+        if !WHAT.contains(&w.as_str()) {
+            return Err(Error::Argument(format!(
+                "--only {w}: expected some of {}",
+                WHAT.join(", ")
+            )));
+        }
     }
     let wants = |w: &str| a.only.is_empty() || a.only.iter().any(|o| o == w);
     let secs = a.seconds.unwrap_or(if a.quick { 1.0 } else { 3.0 });
-    anyhow::ensure!(
-        secs.is_finite() && (0.2..=60.0).contains(&secs),
-        "--seconds: 0.2 to 60"
-    );
+    if !(secs.is_finite() && (0.2..=60.0).contains(&secs)) {
+        return Err(Error::Argument("--seconds: 0.2 to 60".into()));
+    }
     let runs = a.runs.unwrap_or(if a.quick { 1 } else { 3 }).max(1);
-    anyhow::ensure!(a.rate >= 100, "--rate: at least 100 packets per second");
+    if a.rate < 100 {
+        return Err(Error::Argument(
+            "--rate: at least 100 packets per second".into(),
+        ));
+    }
     let machine = Machine::probe();
     let source = cluster_file(a.cluster.as_deref())?;
     // R: twice what each host offers, in bits on the internal links.
@@ -764,12 +776,13 @@ pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> anyhow::Result<
     let text = std::fs::read_to_string(&source)
         .with_context(|| format!("reading {}", source.display()))?;
     std::fs::write(&file, with_rate(&text, r_bps))?;
-    let cluster = crate::cluster::load(&file).map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(
-        cluster.io_nodes().count() >= 3 && cluster.nodes.iter().all(|n| n.ports.len() <= 1),
-        "{}: the bench wants at least 3 servers with one external port each",
-        source.display()
-    );
+    let cluster = crate::cluster::load(&file).map_err(Error::Argument)?;
+    if !(cluster.io_nodes().count() >= 3 && cluster.nodes.iter().all(|n| n.ports.len() <= 1)) {
+        return Err(Error::Argument(format!(
+            "{}: the bench wants at least 3 servers with one external port each",
+            source.display()
+        )));
+    }
     let name = format!("bench{}", std::process::id() % 100_000);
     let mut args = UpArgs::new(&file);
     args.name = Some(name);
@@ -798,7 +811,7 @@ pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> anyhow::Result<
     let st = up::up(&args, &cluster, stop)?;
     let mut running = Running { st };
     let exe = std::env::current_exe()?.display().to_string();
-    let result = (|| -> anyhow::Result<()> {
+    let result = (|| -> Result<(), Error> {
         let mut b = Bench {
             exe: exe.clone(),
             st: &mut running.st,
@@ -847,7 +860,9 @@ pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> anyhow::Result<
                 let mut pps: Vec<Vec<f64>> = vec![Vec::new(); b.st.nodes.len()];
                 let (mut loss, mut direct) = (Vec::new(), Vec::new());
                 for _ in 0..runs {
-                    anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(Error::Interrupted);
+                    }
                     let t = b.traffic(flows, 64)?;
                     for (i, l) in t.work.loads().into_iter().enumerate() {
                         loads[i].push(l);
@@ -883,7 +898,9 @@ pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> anyhow::Result<
                 b.write_all("flowlets", if flowlets { "true" } else { "false" })?;
                 let (mut r, mut loss, mut bal) = (Vec::new(), Vec::new(), Vec::new());
                 for _ in 0..runs {
-                    anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(Error::Interrupted);
+                    }
                     // With flowlets, the flows that start while the direct
                     // share is used up are balanced.
                     let t = b.traffic(&pair, nflows)?;
@@ -905,7 +922,9 @@ pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> anyhow::Result<
         }
         if wants("failover") {
             for _ in 0..runs {
-                anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
                 f.failover.push(b.failover()?);
             }
         }
@@ -915,7 +934,9 @@ pub fn measure(a: &ClusterArgs, stop: &AtomicBool, say: bool) -> anyhow::Result<
                 .collect();
             let mut c = Vec::new();
             for _ in 0..runs {
-                anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
                 let t = b.traffic(&all, 64)?;
                 c.push(t.received as f64 / secs);
             }
@@ -958,7 +979,7 @@ fn one_server(
     stop: &AtomicBool,
     dir: &Path,
     scale: bool,
-) -> anyhow::Result<OneServer> {
+) -> Result<OneServer, Error> {
     let r_bps = 2 * a.rate * (FRAME + LABEL) * 8;
     let text = format!(
         "name = \"one\"\nrate = \"{r_bps}bps\"\n\n\
@@ -970,7 +991,7 @@ fn one_server(
     );
     let file = dir.join("one.toml");
     std::fs::write(&file, text)?;
-    let cluster = crate::cluster::load(&file).map_err(anyhow::Error::msg)?;
+    let cluster = crate::cluster::load(&file).map_err(Error::Argument)?;
     let mut args = UpArgs::new(&file);
     args.name = Some(format!("bench{}one", std::process::id() % 100_000));
     args.backend = a.backend.clone();
@@ -995,7 +1016,9 @@ fn one_server(
     if scale {
         let flows = vec![(0usize, vec![1usize], None), (1, vec![0], None)];
         for _ in 0..runs {
-            anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
             let t = b.traffic(&flows, 64)?;
             pps.push(t.received as f64 / secs);
             let h = t.work.handled(0);

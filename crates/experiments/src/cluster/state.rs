@@ -10,7 +10,7 @@
 //! else.
 
 use crate::netup::{proc_from, proc_json, string as s, strings};
-use anyhow::Context as _;
+use crate::{Context as _, Error};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -136,9 +136,12 @@ impl State {
         })
     }
 
-    pub fn from_json(v: &Value) -> anyhow::Result<State> {
+    pub fn from_json(v: &Value) -> Result<State, Error> {
         let mut nodes = Vec::new();
-        for n in v["nodes"].as_array().context("no `nodes`")? {
+        for n in v["nodes"]
+            .as_array()
+            .ok_or_else(|| Error::Record("no `nodes`".into()))?
+        {
             nodes.push(NodeState {
                 name: s(n, "name")?,
                 namespace: s(n, "namespace")?,
@@ -164,7 +167,10 @@ impl State {
             });
         }
         let mut hosts = Vec::new();
-        for h in v["hosts"].as_array().context("no `hosts`")? {
+        for h in v["hosts"]
+            .as_array()
+            .ok_or_else(|| Error::Record("no `hosts`".into()))?
+        {
             hosts.push(HostState {
                 namespace: s(h, "namespace")?,
                 node: s(h, "node")?,
@@ -191,12 +197,12 @@ impl State {
     }
 
     /// Writes the record (atomically: a reader never sees half of it).
-    pub fn save(&self) -> anyhow::Result<()> {
+    pub fn save(&self) -> Result<(), Error> {
         crate::netup::save_json(&self.path(), &self.to_json())
     }
 
     /// The record of cluster `name`; `Ok(None)` if there is none.
-    pub fn load(name: &str) -> anyhow::Result<Option<State>> {
+    pub fn load(name: &str) -> Result<Option<State>, Error> {
         let path = dir(name).join("state.json");
         let Some(v) = crate::netup::load_json(&path, "a cluster state")? else {
             return Ok(None);
@@ -206,12 +212,12 @@ impl State {
             .with_context(|| format!("{}: not a cluster state", path.display()))
     }
 
-    pub fn node(&self, name: &str) -> anyhow::Result<usize> {
+    pub fn node(&self, name: &str) -> Result<usize, Error> {
         self.nodes
             .iter()
             .position(|n| n.name == name)
-            .with_context(|| {
-                format!(
+            .ok_or_else(|| {
+                Error::Argument(format!(
                     "cluster {} has no node `{name}` (nodes: {})",
                     self.name,
                     self.nodes
@@ -219,7 +225,7 @@ impl State {
                         .map(|n| n.name.as_str())
                         .collect::<Vec<_>>()
                         .join(", ")
-                )
+                ))
             })
     }
 
@@ -239,7 +245,7 @@ pub fn recorded() -> Vec<String> {
 }
 
 /// The one cluster that is recorded, when no name is given.
-pub fn only_one(name: Option<&str>) -> anyhow::Result<Option<String>> {
+pub fn only_one(name: Option<&str>) -> Result<Option<String>, Error> {
     crate::netup::only_one(STATE_ROOT, name, "clusters")
 }
 

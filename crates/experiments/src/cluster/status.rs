@@ -11,7 +11,7 @@
 //! servers that have any.
 
 use super::state::{self, State};
-use anyhow::Context as _;
+use crate::{Context as _, Error};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -35,7 +35,7 @@ pub struct StatusArgs {
 }
 
 /// Sends one command to a control socket and returns the answer.
-pub fn query(socket: &Path, command: &str) -> anyhow::Result<String> {
+pub fn query(socket: &Path, command: &str) -> Result<String, Error> {
     let mut conn = UnixStream::connect(socket)
         .with_context(|| format!("control socket {}", socket.display()))?;
     conn.set_read_timeout(Some(Duration::from_secs(3)))?;
@@ -45,12 +45,13 @@ pub fn query(socket: &Path, command: &str) -> anyhow::Result<String> {
     conn.shutdown(std::net::Shutdown::Write)?;
     let mut reply = String::new();
     conn.read_to_string(&mut reply)?;
-    anyhow::ensure!(
-        !reply.starts_with("error:"),
-        "{}: {}",
-        socket.display(),
-        reply.trim()
-    );
+    if reply.starts_with("error:") {
+        return Err(Error::Process(format!(
+            "{}: {}",
+            socket.display(),
+            reply.trim()
+        )));
+    }
     Ok(reply)
 }
 
@@ -91,10 +92,13 @@ impl Counters {
 }
 
 /// Reads a server's counters through its control socket.
-pub fn node_counters(socket: &Path) -> anyhow::Result<Counters> {
+pub fn node_counters(socket: &Path) -> Result<Counters, Error> {
     let reply = query(socket, "stats")?;
-    let v: Value = serde_json::from_str(reply.trim()).context("reading the stats answer")?;
-    Counters::from_stats(&v).context("no VLBNode element in the server's counters")
+    let v: Value = serde_json::from_str(reply.trim())
+        .map_err(std::io::Error::from)
+        .context("reading the stats answer")?;
+    Counters::from_stats(&v)
+        .ok_or_else(|| Error::Process("no VLBNode element in the server's counters".into()))
 }
 
 /// One sample of every server: `None` for a server that does not answer.
@@ -316,17 +320,18 @@ impl Rates {
 }
 
 /// `bricks cluster status`.
-pub fn status_command(a: &StatusArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(
-        a.interval.is_finite() && a.interval > 0.0,
-        "--interval must be a positive number of seconds"
-    );
+pub fn status_command(a: &StatusArgs) -> Result<ExitCode, Error> {
+    if !(a.interval.is_finite() && a.interval > 0.0) {
+        return Err(Error::Argument(
+            "--interval must be a positive number of seconds".into(),
+        ));
+    }
     let Some(name) = state::only_one(a.name.as_deref())? else {
         println!("No cluster is up.");
         return Ok(ExitCode::SUCCESS);
     };
     let Some(st) = State::load(&name)? else {
-        anyhow::bail!("cluster {name} is not up");
+        return Err(Error::Argument(format!("cluster {name} is not up")));
     };
     let t0 = Instant::now();
     let first = sample(&st);

@@ -20,7 +20,7 @@ use super::state::{self, HostState, NodeState, State};
 use super::status;
 use crate::netup::{self, interrupted, DownReport};
 use crate::StopOnSignals;
-use anyhow::Context as _;
+use crate::{Context as _, Error};
 use bricks_cluster::Cluster;
 use bricks_netns::Network;
 use std::net::Ipv4Addr;
@@ -110,7 +110,7 @@ fn need_root(what: &str) -> Option<ExitCode> {
 }
 
 /// `bricks cluster up`.
-pub fn up_command(a: &UpArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+pub fn up_command(a: &UpArgs, stop_on_signals: StopOnSignals) -> Result<ExitCode, Error> {
     let cluster = match super::load(&a.file) {
         Ok(c) => c,
         Err(e) => {
@@ -206,29 +206,35 @@ fn topology_name(c: &Cluster) -> String {
 
 /// The host address behind a port: the port's address + 1, if that is
 /// still a host address of the subnet.
-pub fn host_address(addr: Ipv4Addr, len: u8) -> anyhow::Result<Ipv4Addr> {
+pub fn host_address(addr: Ipv4Addr, len: u8) -> Result<Ipv4Addr, Error> {
     let a = u32::from(addr);
     let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
     let h = a.wrapping_add(1);
-    anyhow::ensure!(
-        len <= 30 && h & mask == a & mask && h & !mask != !mask,
-        "{addr}/{len}: no room for a host at the port's address + 1"
-    );
+    if !(len <= 30 && h & mask == a & mask && h & !mask != !mask) {
+        return Err(Error::Argument(format!(
+            "{addr}/{len}: no room for a host at the port's address + 1"
+        )));
+    }
     Ok(Ipv4Addr::from(h))
 }
 
 /// Builds and starts cluster `cluster` (read from `a.file`) as `a` says;
 /// returns its state once every server answers and every link is up. On
 /// an error, or when `stop` is set, everything built so far is removed.
-pub fn up(a: &UpArgs, cluster: &Cluster, stop: &AtomicBool) -> anyhow::Result<State> {
-    anyhow::ensure!(
-        ["auto", "xdp", "packet"].contains(&a.backend.as_str()),
-        "--backend {}: expected auto, xdp or packet",
-        a.backend
-    );
-    anyhow::ensure!(a.threads >= 1, "--threads must be at least 1");
+pub fn up(a: &UpArgs, cluster: &Cluster, stop: &AtomicBool) -> Result<State, Error> {
+    if !["auto", "xdp", "packet"].contains(&a.backend.as_str()) {
+        return Err(Error::Argument(format!(
+            "--backend {}: expected auto, xdp or packet",
+            a.backend
+        )));
+    }
+    if a.threads < 1 {
+        return Err(Error::Argument("--threads must be at least 1".into()));
+    }
     let name = state::instance_name(a.name.as_deref().unwrap_or(&cluster.name));
-    anyhow::ensure!(!name.is_empty(), "the cluster needs a name (--name)");
+    if name.is_empty() {
+        return Err(Error::Argument("the cluster needs a name (--name)".into()));
+    }
     remove_leftover(&name, a.quiet)?;
     let dir = state::dir(&name);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -252,13 +258,14 @@ pub fn up(a: &UpArgs, cluster: &Cluster, stop: &AtomicBool) -> anyhow::Result<St
 
 /// Removes what a cluster of this name left (its servers all ended);
 /// refuses if one still runs.
-fn remove_leftover(name: &str, quiet: bool) -> anyhow::Result<()> {
+fn remove_leftover(name: &str, quiet: bool) -> Result<(), Error> {
     if let Some(old) = State::load(name)? {
-        anyhow::ensure!(
-            !old.anything_runs(),
-            "cluster {name} is up (see `bricks cluster status {name}`); `bricks cluster down \
+        if old.anything_runs() {
+            return Err(Error::Argument(format!(
+                "cluster {name} is up (see `bricks cluster status {name}`); `bricks cluster down \
              {name}` first, or give another --name"
-        );
+            )));
+        }
         if !quiet {
             println!("Removing a leftover cluster {name} (its servers had ended).");
         }
@@ -267,11 +274,11 @@ fn remove_leftover(name: &str, quiet: bool) -> anyhow::Result<()> {
         let _ = std::fs::remove_dir_all(state::dir(name));
     }
     // Namespaces of a record that is gone.
-    Network::clean_prefix(&state::prefix(name)).map_err(anyhow::Error::msg)
+    Network::clean_prefix(&state::prefix(name)).map_err(Error::from)
 }
 
 /// The state before anything is built: every name and path.
-fn plan_state(a: &UpArgs, cluster: &Cluster, name: &str) -> anyhow::Result<State> {
+fn plan_state(a: &UpArgs, cluster: &Cluster, name: &str) -> Result<State, Error> {
     let dir = state::dir(name);
     let prefix = state::prefix(name);
     let cluster_file = dir.join("cluster.toml");
@@ -339,36 +346,31 @@ pub fn mac_text(m: &[u8; 6]) -> String {
 
 /// Builds the namespaces and links, writes the configurations, starts
 /// the servers and waits until they are up. `st` is saved as it fills.
-fn build(a: &UpArgs, cluster: &Cluster, st: &mut State, stop: &AtomicBool) -> anyhow::Result<()> {
-    let e = anyhow::Error::msg;
+fn build(a: &UpArgs, cluster: &Cluster, st: &mut State, stop: &AtomicBool) -> Result<(), Error> {
     let prefix = state::prefix(&st.name);
     // Network prefixes every namespace it makes; it deletes them when
     // dropped, which is what an error here wants. Once the cluster is up
     // it is forgotten: the namespaces outlive this process.
-    let mut net = Network::new(&prefix).map_err(e)?;
+    let mut net = Network::new(&prefix)?;
     let short = |ns: &str| ns.strip_prefix(&prefix).unwrap_or(ns).to_string();
     let queues = a.threads as u32;
     for ns in &st.namespaces {
         interrupted(stop)?;
         let s = short(ns);
-        net.add_namespace(&s).map_err(e)?;
+        net.add_namespace(&s)?;
         // No IPv6: Linux would send solicitations of its own on every
         // link. Set before the links exist, so they inherit it.
-        net.sysctl(&s, "net.ipv6.conf.all.disable_ipv6", "1")
-            .map_err(e)?;
-        net.sysctl(&s, "net.ipv6.conf.default.disable_ipv6", "1")
-            .map_err(e)?;
+        net.sysctl(&s, "net.ipv6.conf.all.disable_ipv6", "1")?;
+        net.sysctl(&s, "net.ipv6.conf.default.disable_ipv6", "1")?;
     }
     for n in &st.nodes {
-        net.sysctl(&short(&n.namespace), "net.ipv4.ip_forward", "0")
-            .map_err(e)?;
+        net.sysctl(&short(&n.namespace), "net.ipv4.ip_forward", "0")?;
     }
     let node_ns: Vec<String> = st.nodes.iter().map(|n| short(&n.namespace)).collect();
     for l in &cluster.links {
         interrupted(stop)?;
         let (na, nb) = (&node_ns[usize::from(l.a)], &node_ns[usize::from(l.b)]);
-        net.add_link(na, &l.a_iface, nb, &l.b_iface, queues)
-            .map_err(e)?;
+        net.add_link(na, &l.a_iface, nb, &l.b_iface, queues)?;
         for (ns, ifname) in [(na, &l.a_iface), (nb, &l.b_iface)] {
             // Label MACs are no interface's own address; labelled
             // frames are 26 bytes longer than the packets they carry.
@@ -382,9 +384,8 @@ fn build(a: &UpArgs, cluster: &Cluster, st: &mut State, stop: &AtomicBool) -> an
                 "on",
                 "mtu",
                 INTERNAL_MTU,
-            ])
-            .map_err(e)?;
-            net.disable_offloads(ns, ifname).map_err(e)?;
+            ])?;
+            net.disable_offloads(ns, ifname)?;
         }
     }
     let mut h = 0;
@@ -393,8 +394,7 @@ fn build(a: &UpArgs, cluster: &Cluster, st: &mut State, stop: &AtomicBool) -> an
             interrupted(stop)?;
             let host = short(&st.hosts[h].namespace);
             let ns = &node_ns[i];
-            net.add_link(&host, HOST_IF, ns, &p.iface, queues)
-                .map_err(e)?;
+            net.add_link(&host, HOST_IF, ns, &p.iface, queues)?;
             if let Some(mac) = &p.mac {
                 // The file's MAC (a real server's): set while down.
                 let full = net.ns_name(ns);
@@ -411,18 +411,16 @@ fn build(a: &UpArgs, cluster: &Cluster, st: &mut State, stop: &AtomicBool) -> an
                     ],
                     vec!["-n", &full, "link", "set", &p.iface, "up"],
                 ] {
-                    bricks_netns::ip(&args).map_err(e)?;
+                    bricks_netns::ip(&args)?;
                 }
             }
-            net.disable_offloads(&host, HOST_IF).map_err(e)?;
-            net.disable_offloads(ns, &p.iface).map_err(e)?;
+            net.disable_offloads(&host, HOST_IF)?;
+            net.disable_offloads(ns, &p.iface)?;
             let hs = &mut st.hosts[h];
-            net.add_addr(&host, HOST_IF, &format!("{}/{}", hs.address, hs.prefix_len))
-                .map_err(e)?;
-            net.add_route(&host, &["default", "via", &hs.gateway])
-                .map_err(e)?;
-            hs.mac = net.mac(&host, HOST_IF).map_err(e)?;
-            let port_mac = net.mac(ns, &p.iface).map_err(e)?;
+            net.add_addr(&host, HOST_IF, &format!("{}/{}", hs.address, hs.prefix_len))?;
+            net.add_route(&host, &["default", "via", &hs.gateway])?;
+            hs.mac = net.mac(&host, HOST_IF)?;
+            let port_mac = net.mac(ns, &p.iface)?;
             hs.gateway_mac = port_mac.clone();
             st.nodes[i].macs.push(port_mac);
             h += 1;
@@ -503,15 +501,17 @@ fn node_argv(a: &UpArgs, exe: &Path, n: &NodeState) -> Vec<String> {
 /// Starts a server's process, detached (its own process group, output to
 /// its log), so that it outlives `up`; returns (PID, start time). `ip
 /// netns exec` and `nice` exec the next program, so the PID is bricks'.
-fn spawn_node(n: &NodeState) -> anyhow::Result<(u32, u64)> {
+fn spawn_node(n: &NodeState) -> Result<(u32, u64), Error> {
     spawn_logged(&n.argv, &n.log)
 }
 
 /// Starts `argv` detached, its own process group, its output appended to
 /// `log`; returns (PID, start time). Also starts a multistage router's
 /// boxes.
-pub fn spawn_logged(argv: &[String], log: &Path) -> anyhow::Result<(u32, u64)> {
-    anyhow::ensure!(!argv.is_empty(), "no command line to start");
+pub fn spawn_logged(argv: &[String], log: &Path) -> Result<(u32, u64), Error> {
+    if argv.is_empty() {
+        return Err(Error::Process("no command line to start".into()));
+    }
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -549,7 +549,7 @@ fn wait_up(
     timeout: Duration,
     stop: &AtomicBool,
     quiet: bool,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let start = Instant::now();
     let which: Vec<usize> = match only {
         Some(i) => vec![i],
@@ -564,12 +564,12 @@ fn wait_up(
             let n = &st.nodes[i];
             if let Some((pid, s)) = n.process {
                 if !state::alive(pid, s) {
-                    anyhow::bail!(
+                    return Err(Error::Process(format!(
                         "server {} ended while starting; its log ({}):\n{}",
                         n.name,
                         n.log.display(),
                         log_tail(&n.log, 30)
-                    );
+                    )));
                 }
             }
             match status::node_counters(&n.socket) {
@@ -595,13 +595,13 @@ fn wait_up(
         }
         if start.elapsed() > timeout {
             let n = &st.nodes[pending[0]];
-            anyhow::bail!(
+            return Err(Error::Process(format!(
                 "not up after {:.0} s ({why}); {}'s log ({}):\n{}",
                 timeout.as_secs_f64(),
                 n.name,
                 n.log.display(),
                 log_tail(&n.log, 30)
-            );
+            )));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -637,7 +637,7 @@ pub fn teardown(st: &State) -> DownReport {
 }
 
 /// Takes cluster `name` down; `Ok(None)` if nothing of it was up.
-pub fn down(name: &str) -> anyhow::Result<Option<DownReport>> {
+pub fn down(name: &str) -> Result<Option<DownReport>, Error> {
     match State::load(name)? {
         Some(st) => Ok(Some(teardown(&st))),
         // No record; namespaces without one still go.
@@ -649,7 +649,7 @@ pub fn down(name: &str) -> anyhow::Result<Option<DownReport>> {
 }
 
 /// `bricks cluster down`.
-pub fn down_command(name: Option<&str>, all: bool) -> anyhow::Result<ExitCode> {
+pub fn down_command(name: Option<&str>, all: bool) -> Result<ExitCode, Error> {
     if let Some(code) = need_root("down") {
         return Ok(code);
     }
@@ -673,19 +673,19 @@ pub fn down_command(name: Option<&str>, all: bool) -> anyhow::Result<ExitCode> {
     )
 }
 
-fn loaded(name: &str) -> anyhow::Result<State> {
-    State::load(name)?.with_context(|| {
+fn loaded(name: &str) -> Result<State, Error> {
+    State::load(name)?.ok_or_else(|| {
         let up = state::recorded();
-        if up.is_empty() {
+        Error::Argument(if up.is_empty() {
             format!("cluster {name} is not up (no cluster is)")
         } else {
             format!("cluster {name} is not up (up: {})", up.join(", "))
-        }
+        })
     })
 }
 
 /// Stops one server's process; returns whether it was running.
-pub fn kill_node(st: &mut State, node: usize, how: StopSignal) -> anyhow::Result<bool> {
+pub fn kill_node(st: &mut State, node: usize, how: StopSignal) -> Result<bool, Error> {
     let was = netup::end_process(&mut st.nodes[node].process, how, GRACE);
     st.save()?;
     Ok(was)
@@ -698,15 +698,16 @@ pub fn restart_node(
     node: usize,
     timeout: Duration,
     stop: &AtomicBool,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     if let Some((pid, s)) = st.nodes[node].process.take() {
         state::stop(pid, s, GRACE);
     }
-    anyhow::ensure!(
-        !st.nodes[node].argv.is_empty(),
-        "no command line recorded for {}",
-        st.nodes[node].name
-    );
+    if st.nodes[node].argv.is_empty() {
+        return Err(Error::Process(format!(
+            "no command line recorded for {}",
+            st.nodes[node].name
+        )));
+    }
     let p = spawn_node(&st.nodes[node])?;
     st.nodes[node].process = Some(p);
     st.save()?;
@@ -714,7 +715,7 @@ pub fn restart_node(
 }
 
 /// `bricks cluster kill`.
-pub fn kill_command(name: &str, node: &str, how: StopSignal) -> anyhow::Result<ExitCode> {
+pub fn kill_command(name: &str, node: &str, how: StopSignal) -> Result<ExitCode, Error> {
     if let Some(code) = need_root("kill") {
         return Ok(code);
     }
@@ -739,7 +740,7 @@ pub fn restart_command(
     node: &str,
     timeout: f64,
     stop_on_signals: StopOnSignals,
-) -> anyhow::Result<ExitCode> {
+) -> Result<ExitCode, Error> {
     if let Some(code) = need_root("restart") {
         return Ok(code);
     }

@@ -45,7 +45,7 @@
 //! The network is deleted at the end, on errors and on Ctrl-C.
 
 use crate::StopOnSignals;
-use anyhow::{bail, Context as _};
+use crate::{Context as _, Error};
 use bricks_netns::{ChildGuard, Network};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -65,7 +65,7 @@ pub mod wishlist;
 
 pub use net::Machine;
 use net::*;
-pub(crate) use net::{pin, Line};
+pub(crate) use net::{pin, Line, Port};
 pub use procs::last_json;
 use procs::*;
 use report::*;
@@ -123,12 +123,6 @@ pub struct IoArgs {
 /// Exit status when the bench cannot run here (no root, missing tools).
 const CANNOT_RUN: u8 = 2;
 
-const G0_ADDR: &str = "10.70.0.2";
-const R0_CIDR: &str = "10.70.0.1/24";
-const G0_CIDR: &str = "10.70.0.2/24";
-const R1_CIDR: &str = "10.71.0.1/24";
-const S0_ADDR: &str = "10.71.0.2";
-const S0_CIDR: &str = "10.71.0.2/24";
 /// Queues of every veth (RX and TX): one per core, so that the worker
 /// sweep's largest count (a worker per core, each owning a queue) has a
 /// queue for every worker; at least two, for the generator's two
@@ -176,11 +170,12 @@ pub fn median(v: &mut [f64]) -> f64 {
 
 /// Holds an XDP program in this process's namespace until killed (the
 /// kernel detaches it when the process dies).
-fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> Result<ExitCode, Error> {
     let parts: Vec<&str> = spec.split(':').collect();
     let (held, mode): (Box<dyn std::any::Any>, String) = match parts.as_slice() {
         ["redirect", from, to] => {
-            let r = bricks_io::xdp::redirect(from, to).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let r = bricks_io::xdp::redirect(from, to)
+                .map_err(|e| Error::Network(format!("XDP_REDIRECT {from} -> {to}: {e}")))?;
             let mode = match r.fallback_reason() {
                 Some(why) => format!("{} ({why})", r.mode()),
                 None => r.mode().to_string(),
@@ -189,11 +184,15 @@ fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCo
         }
         ["pass", ifname] => {
             let p = bricks_io::xdp::attach_pass(ifname, bricks_io::xdp::XdpMode::Auto)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+                .map_err(|e| Error::Network(format!("XDP_PASS on {ifname}: {e}")))?;
             let mode = p.mode().to_string();
             (Box::new(p), mode)
         }
-        _ => bail!("--xdp-hold {spec}: expected redirect:FROM:TO or pass:IF"),
+        _ => {
+            return Err(Error::Argument(format!(
+                "--xdp-hold {spec}: expected redirect:FROM:TO or pass:IF"
+            )))
+        }
     };
     let stop = stop_on_signals()?;
     println!("ready: XDP {spec} attached, {mode}");
@@ -206,7 +205,7 @@ fn xdp_hold(spec: &str, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCo
 }
 
 /// Runs `bricks bench io`.
-pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> Result<ExitCode, Error> {
     if let Some(spec) = &a.xdp_hold {
         return xdp_hold(spec, stop_on_signals);
     }
@@ -239,18 +238,24 @@ pub fn bench(a: &IoArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitC
 
 /// Why `bricks bench io` cannot run here (no root, a missing tool), or an
 /// error in its arguments.
-fn cannot_run(a: &IoArgs) -> anyhow::Result<Option<String>> {
-    anyhow::ensure!(
-        a.seconds.is_finite() && a.seconds > 0.0,
-        "--seconds must be a positive number"
-    );
-    anyhow::ensure!(a.runs >= 1, "--runs must be at least 1");
-    anyhow::ensure!(a.flows >= 1, "--flows must be at least 1");
-    anyhow::ensure!(a.latency_rate >= 1, "--latency-rate must be at least 1");
-    anyhow::ensure!(
-        a.max_loss.is_finite() && (0.0..100.0).contains(&a.max_loss),
-        "--max-loss must be a percentage below 100"
-    );
+fn cannot_run(a: &IoArgs) -> Result<Option<String>, Error> {
+    for (ok, why) in [
+        (
+            a.seconds.is_finite() && a.seconds > 0.0,
+            "--seconds must be a positive number",
+        ),
+        (a.runs >= 1, "--runs must be at least 1"),
+        (a.flows >= 1, "--flows must be at least 1"),
+        (a.latency_rate >= 1, "--latency-rate must be at least 1"),
+        (
+            a.max_loss.is_finite() && (0.0..100.0).contains(&a.max_loss),
+            "--max-loss must be a percentage below 100",
+        ),
+    ] {
+        if !ok {
+            return Err(Error::Argument(why.into()));
+        }
+    }
     if !bricks_netns::is_root() {
         return Ok(Some(format!(
             "bricks bench io needs root: it builds network namespaces joined by veth links, \
@@ -296,7 +301,7 @@ fn measure(
     chosen: Vec<Subject>,
     cancel: &Arc<AtomicBool>,
     header: bool,
-) -> anyhow::Result<Measurement> {
+) -> Result<Measurement, Error> {
     let machine = Machine::probe();
     let load_start = load_average();
     let bed = Testbed::build(machine.clone(), a.flows, cancel.clone())
@@ -424,7 +429,7 @@ pub fn paper_rows(
     a: &IoArgs,
     stop_on_signals: StopOnSignals,
 ) -> Result<(Vec<crate::report::Row>, Option<String>), crate::Error> {
-    let err = |e: anyhow::Error| crate::Error::Run {
+    let err = |e: Error| Error::Run {
         workload: "bench io".into(),
         message: format!("{e:#}"),
     };
@@ -436,7 +441,7 @@ pub fn paper_rows(
             message: why,
         });
     }
-    let cancel = stop_on_signals().map_err(err)?;
+    let cancel = stop_on_signals().map_err(|e| err(e.into()))?;
     let m = measure(a, chosen, &cancel, true).map_err(err)?;
     print!("{}", report_text(a, &m.measured, m.load_end));
     let mode = af_xdp_mode(
@@ -461,12 +466,29 @@ mod tests {
         assert_eq!(cpu_list(&[0, 1, 3]), "0,1,3");
     }
 
+    /// Port `k` of a line, as [`Line::build_ports`] names it, with made-up
+    /// MACs and no NAPI threads.
+    fn port(k: u32) -> Port {
+        Port {
+            index: k,
+            gen_if: format!("g{k}"),
+            in_if: format!("r{}", 2 * k),
+            out_if: format!("r{}", 2 * k + 1),
+            sink_if: format!("s{k}"),
+            in_mac: "02:00:00:00:00:00".into(),
+            out_mac: "02:00:00:00:00:01".into(),
+            sink_mac: "02:00:00:00:00:02".into(),
+            in_napi: Vec::new(),
+            sink_napi: Vec::new(),
+        }
+    }
+
     #[test]
     fn the_router_configuration_checks() {
         // Bound to (empty) captures, the interfaces are not declared live,
         // so configurations with different backends can all be checked in
         // one process.
-        for ifname in ["r0", "r1"] {
+        for ifname in ["r0", "r1", "r2", "r3"] {
             bricks_io::binding::bind(
                 ifname,
                 bricks_io::binding::Binding::Pcap {
@@ -477,15 +499,60 @@ mod tests {
         }
         for s in subjects(10_000) {
             if let Forwarder::Bricks(b) = &s.fwd {
-                let text = bricks_config(b, "02:00:00:00:00:01", "02:00:00:00:00:02");
-                crate::measure::plan(bricks_config::Source {
-                    name: s.name.into(),
-                    text: text.clone(),
-                })
-                .unwrap_or_else(|e| panic!("{}: {e}\n{text}", s.name));
-                assert!(text.contains(&format!("BURST {}", b.kp)), "{text}");
+                for p in [port(0), port(1)] {
+                    let text = bricks_config(b, &p);
+                    crate::measure::plan(bricks_config::Source {
+                        name: s.name.into(),
+                        text: text.clone(),
+                    })
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{text}", s.name));
+                    assert!(text.contains(&format!("BURST {}", b.kp)), "{text}");
+                }
             }
         }
+        // The second port forwards its own subnets between its own
+        // interfaces.
+        let text = bricks_config(&BRICKS, &port(1));
+        assert!(text.contains("FromDevice(r2,"), "{text}");
+        assert!(text.contains("ToDevice(r3,"), "{text}");
+        assert!(
+            text.contains("StaticIPLookup(10.73.0.0/24 0, 10.72.0.0/24 1)"),
+            "{text}"
+        );
+        assert_eq!(port(1).gen_addr(), "10.72.0.2");
+        assert_eq!(port(0).sink_addr(), "10.71.0.2");
+    }
+
+    #[test]
+    fn side_by_side_runs_add_up() {
+        let g = GenReport::sum(&[
+            GenReport {
+                sent: 100,
+                elapsed: 1.0,
+            },
+            GenReport {
+                sent: 300,
+                elapsed: 2.0,
+            },
+        ]);
+        assert_eq!(g.sent, 400);
+        // 100/s and 150/s side by side: 250/s.
+        assert!((g.sent as f64 / g.elapsed - 250.0).abs() < 1e-9, "{g:?}");
+        let s = SinkReport::sum(&[
+            SinkReport {
+                received: 10,
+                mpps: 0.5,
+                latency: [1, 2, 3, 4, 5],
+            },
+            SinkReport {
+                received: 20,
+                mpps: 0.25,
+                latency: [5, 1, 3, 9, 0],
+            },
+        ]);
+        assert_eq!((s.received, s.mpps), (30, 0.75));
+        assert_eq!(s.latency, [5, 2, 3, 9, 5]);
+        assert_eq!(GenReport::sum(&[]).elapsed, 0.0);
     }
 
     #[test]

@@ -98,42 +98,146 @@ pub(super) fn load_average() -> f64 {
 /// namespaces without IPv6 (no router solicitations or MLD: every frame
 /// the sink sees comes from the generator), two veth links of `queues`
 /// queues each, no reverse-path filter in the middle, and threaded NAPI on r0
-/// and s0 (their thread IDs, for pinning). Networks of earlier runs that
-/// were killed are deleted first.
+/// and s0 (their thread IDs, for pinning). With more forwarding ports
+/// (the NIC paper's two ports, Figs. 4 and 5), port K is the same line
+/// again beside the first, `[gK] -- [r2K] MID [r2K+1] -- [sK]`, between
+/// the same three namespaces. Networks of earlier runs that were killed
+/// are deleted first.
 pub(crate) struct Line {
     pub(crate) net: Network,
-    pub(crate) r0_mac: String,
-    pub(crate) r1_mac: String,
-    pub(crate) s0_mac: String,
-    pub(crate) r0_napi: Vec<u32>,
-    pub(crate) s0_napi: Vec<u32>,
+    /// The forwarding ports, port 0 first.
+    pub(crate) ports: Vec<Port>,
+}
+
+/// One forwarding port of a [`Line`]: the generator's veth to the
+/// router's input, the router's output to the sink's veth.
+#[derive(Debug, Clone)]
+pub(crate) struct Port {
+    /// Its number K: 0 for `g0 -- r0, r1 -- s0`.
+    pub(crate) index: u32,
+    /// The generator's interface, `gK`.
+    pub(crate) gen_if: String,
+    /// The router's input, `r2K`.
+    pub(crate) in_if: String,
+    /// The router's output, `r2K+1`.
+    pub(crate) out_if: String,
+    /// The sink's interface, `sK`.
+    pub(crate) sink_if: String,
+    pub(crate) in_mac: String,
+    pub(crate) out_mac: String,
+    pub(crate) sink_mac: String,
+    /// The router input's NAPI threads (the router's receive work).
+    pub(crate) in_napi: Vec<u32>,
+    /// The sink's NAPI threads.
+    pub(crate) sink_napi: Vec<u32>,
+}
+
+impl Port {
+    /// The first three octets of the generator's side: `10.70.0` for
+    /// port 0, `10.72.0` for port 1.
+    fn gen_side(&self) -> String {
+        format!("10.{}.0", 70 + 2 * self.index)
+    }
+
+    /// The sink's side, `10.71.0` for port 0.
+    fn sink_side(&self) -> String {
+        format!("10.{}.0", 71 + 2 * self.index)
+    }
+
+    /// The generator's address.
+    pub(crate) fn gen_addr(&self) -> String {
+        format!("{}.2", self.gen_side())
+    }
+
+    /// The sink's address.
+    pub(crate) fn sink_addr(&self) -> String {
+        format!("{}.2", self.sink_side())
+    }
+
+    /// The generator's subnet (`10.70.0.0/24`).
+    pub(crate) fn gen_net(&self) -> String {
+        format!("{}.0/24", self.gen_side())
+    }
+
+    /// The sink's subnet (`10.71.0.0/24`).
+    pub(crate) fn sink_net(&self) -> String {
+        format!("{}.0/24", self.sink_side())
+    }
+
+    /// Addresses for the four interfaces (.2 at either end, .1 on the
+    /// router), and a permanent neighbour entry for the sink, so that ARP
+    /// never interferes with the Linux subject.
+    pub(crate) fn address(&self, net: &Network, mid: &str) -> Result<(), Error> {
+        let (g, s) = (self.gen_side(), self.sink_side());
+        net.add_addr("gen", &self.gen_if, &format!("{g}.2/24"))?;
+        net.add_addr(mid, &self.in_if, &format!("{g}.1/24"))?;
+        net.add_addr(mid, &self.out_if, &format!("{s}.1/24"))?;
+        net.add_addr("sink", &self.sink_if, &format!("{s}.2/24"))?;
+        let ns = net.ns_name(mid);
+        let sink_addr = self.sink_addr();
+        let neigh = [
+            "-n",
+            &ns,
+            "neigh",
+            "replace",
+            &sink_addr,
+            "lladdr",
+            &self.sink_mac,
+            "dev",
+            &self.out_if,
+            "nud",
+            "permanent",
+        ];
+        bricks_netns::ip(&neigh)?;
+        Ok(())
+    }
 }
 
 impl Line {
-    pub(crate) fn build(tag: &str, mid: &str, queues: u32) -> anyhow::Result<Line> {
+    /// The line with one forwarding port.
+    pub(crate) fn build(tag: &str, mid: &str, queues: u32) -> Result<Line, Error> {
+        Line::build_ports(tag, mid, queues, 1)
+    }
+
+    /// The line with `ports` forwarding ports, each of `queues` queues.
+    pub(crate) fn build_ports(
+        tag: &str,
+        mid: &str,
+        queues: u32,
+        ports: u32,
+    ) -> Result<Line, Error> {
         clean_stale_networks(&format!("{tag}-"));
-        let mut net = Network::new(&Network::unique_prefix(tag)).map_err(anyhow::Error::msg)?;
-        let e = anyhow::Error::msg;
+        let mut net = Network::new(&Network::unique_prefix(tag))?;
         for ns in ["gen", mid, "sink"] {
-            net.add_namespace(ns).map_err(e)?;
-            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
-                .map_err(e)?;
-            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
-                .map_err(e)?;
+            net.add_namespace(ns)?;
+            net.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")?;
+            net.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")?;
         }
-        net.add_link("gen", "g0", mid, "r0", queues).map_err(e)?;
-        net.add_link(mid, "r1", "sink", "s0", queues).map_err(e)?;
-        for k in ["all", "default", "r0", "r1"] {
-            net.sysctl(mid, &format!("net.ipv4.conf.{k}.rp_filter"), "0")
-                .map_err(e)?;
+        for k in ["all", "default"] {
+            net.sysctl(mid, &format!("net.ipv4.conf.{k}.rp_filter"), "0")?;
         }
-        let r0_mac = net.mac(mid, "r0").map_err(e)?;
-        let r1_mac = net.mac(mid, "r1").map_err(e)?;
-        let s0_mac = net.mac("sink", "s0").map_err(e)?;
+        let ports = (0..ports.max(1))
+            .map(|k| Line::add_port(&mut net, mid, queues, k))
+            .collect::<Result<Vec<Port>, Error>>()?;
+        Ok(Line { net, ports })
+    }
+
+    /// Port `k`: its two links, their MACs and threaded NAPI.
+    fn add_port(net: &mut Network, mid: &str, queues: u32, k: u32) -> Result<Port, Error> {
+        let (gen_if, sink_if) = (format!("g{k}"), format!("s{k}"));
+        let (in_if, out_if) = (format!("r{}", 2 * k), format!("r{}", 2 * k + 1));
+        net.add_link("gen", &gen_if, mid, &in_if, queues)?;
+        net.add_link(mid, &out_if, "sink", &sink_if, queues)?;
+        for ifname in [&in_if, &out_if] {
+            net.sysctl(mid, &format!("net.ipv4.conf.{ifname}.rp_filter"), "0")?;
+        }
+        let in_mac = net.mac(mid, &in_if)?;
+        let out_mac = net.mac(mid, &out_if)?;
+        let sink_mac = net.mac("sink", &sink_if)?;
         // Senders hand over finished frames, one per skb (no TSO), so that
         // the receiving veth takes them through NAPI (veth_xmit uses NAPI
         // only for skbs GRO could handle).
-        for (ns, ifname) in [("gen", "g0"), (mid, "r1")] {
+        for (ns, ifname) in [("gen", &gen_if), (mid, &out_if)] {
             sh(net.exec(
                 ns,
                 &[
@@ -141,15 +245,19 @@ impl Line {
                 ],
             ))?;
         }
-        let r0_napi = threaded_napi(&net, mid, "r0", queues)?;
-        let s0_napi = threaded_napi(&net, "sink", "s0", queues)?;
-        Ok(Line {
-            net,
-            r0_mac,
-            r1_mac,
-            s0_mac,
-            r0_napi,
-            s0_napi,
+        let in_napi = threaded_napi(net, mid, &in_if, queues)?;
+        let sink_napi = threaded_napi(net, "sink", &sink_if, queues)?;
+        Ok(Port {
+            index: k,
+            gen_if,
+            in_if,
+            out_if,
+            sink_if,
+            in_mac,
+            out_mac,
+            sink_mac,
+            in_napi,
+            sink_napi,
         })
     }
 }
@@ -165,7 +273,7 @@ pub(super) fn threaded_napi(
     ns: &str,
     ifname: &str,
     queues: u32,
-) -> anyhow::Result<Vec<u32>> {
+) -> Result<Vec<u32>, Error> {
     sh(net.exec(ns, &["ethtool", "-K", ifname, "gro", "on"]))?;
     let before = napi_threads(ifname);
     let set = format!("echo 1 > /sys/class/net/{ifname}/threaded");
@@ -181,11 +289,12 @@ pub(super) fn threaded_napi(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    anyhow::ensure!(
-        new.len() == queues as usize,
-        "expected {queues} NAPI threads for {ifname}, found {} new ones",
-        new.len()
-    );
+    if new.len() != queues as usize {
+        return Err(Error::Network(format!(
+            "expected {queues} NAPI threads for {ifname}, found {} new ones",
+            new.len()
+        )));
+    }
     for pid in &new {
         let mut c = Command::new("chrt");
         c.args(["-f", "-p", NAPI_PRIORITY, &pid.to_string()]);
@@ -195,7 +304,7 @@ pub(super) fn threaded_napi(
 }
 
 /// Pins kernel threads to `cpus`.
-pub(crate) fn pin(pids: &[u32], cpus: &[usize]) -> anyhow::Result<()> {
+pub(crate) fn pin(pids: &[u32], cpus: &[usize]) -> Result<(), Error> {
     let list = cpu_list(cpus);
     for pid in pids {
         let mut c = Command::new("taskset");

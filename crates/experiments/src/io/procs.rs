@@ -22,6 +22,41 @@ pub(super) struct SinkReport {
     pub(super) latency: [u64; 5],
 }
 
+impl GenReport {
+    /// Several generators that ran side by side as one: the frames summed,
+    /// the time chosen so that the rate is the sum of their rates.
+    pub(super) fn sum(parts: &[GenReport]) -> GenReport {
+        let sent: u64 = parts.iter().map(|g| g.sent).sum();
+        let rate: f64 = parts
+            .iter()
+            .filter(|g| g.elapsed > 0.0)
+            .map(|g| g.sent as f64 / g.elapsed)
+            .sum();
+        GenReport {
+            sent,
+            elapsed: if rate > 0.0 { sent as f64 / rate } else { 0.0 },
+        }
+    }
+}
+
+impl SinkReport {
+    /// Several sinks that ran side by side as one: frames and rates
+    /// summed, each latency percentile the worst of theirs.
+    pub(super) fn sum(parts: &[SinkReport]) -> SinkReport {
+        let mut latency = [0u64; 5];
+        for p in parts {
+            for (l, x) in latency.iter_mut().zip(p.latency) {
+                *l = (*l).max(x);
+            }
+        }
+        SinkReport {
+            received: parts.iter().map(|s| s.received).sum(),
+            mpps: parts.iter().map(|s| s.mpps).sum(),
+            latency,
+        }
+    }
+}
+
 /// The last line of `text` that is a JSON object.
 pub fn last_json(text: &str) -> Option<serde_json::Value> {
     text.lines()
@@ -59,6 +94,19 @@ pub(super) struct RouterCounters {
     pub(super) queue_drops: u64,
     pub(super) sent: u64,
     pub(super) tx_drops: u64,
+}
+
+impl RouterCounters {
+    /// These counters and `o`'s, summed (two routers side by side).
+    pub(super) fn plus(self, o: &RouterCounters) -> RouterCounters {
+        RouterCounters {
+            received: self.received + o.received,
+            ring_drops: self.ring_drops + o.ring_drops,
+            queue_drops: self.queue_drops + o.queue_drops,
+            sent: self.sent + o.sent,
+            tx_drops: self.tx_drops + o.tx_drops,
+        }
+    }
 }
 
 /// Reads `bricks run --stats-json`'s last line.
@@ -107,10 +155,6 @@ impl RunResult {
     }
 }
 
-/// Whether a process is ready, from what it printed so far (stdout,
-/// stderr).
-pub(super) type Ready = fn(&[String], &[String]) -> bool;
-
 /// A child process whose output is read while it runs (to see when it is
 /// ready) and kept (to read its report). Killed, by its PID, if dropped
 /// while it runs.
@@ -150,7 +194,7 @@ impl Finished {
 }
 
 impl Proc {
-    pub(super) fn spawn(cmd: &mut Command) -> anyhow::Result<Proc> {
+    pub(super) fn spawn(cmd: &mut Command) -> Result<Proc, Error> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -259,9 +303,12 @@ impl Proc {
     }
 }
 
+/// The error of a `bricks PROGRAM` that printed no JSON report.
+pub(super) fn no_report(program: &str, stdout: &str) -> Error {
+    Error::Process(format!("bricks {program} printed no report: {stdout}"))
+}
+
 /// Runs a command to its end; an error carries its stderr.
-pub(super) fn sh(mut cmd: Command) -> anyhow::Result<()> {
-    bricks_netns::run(&mut cmd)
-        .map(drop)
-        .map_err(anyhow::Error::msg)
+pub(super) fn sh(mut cmd: Command) -> Result<(), Error> {
+    bricks_netns::run(&mut cmd).map(drop).map_err(Error::from)
 }

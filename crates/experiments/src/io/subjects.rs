@@ -176,17 +176,17 @@ fn b_threads(n: usize) -> Forwarder {
 }
 
 /// The subjects `--only` selects (all when it is empty).
-pub(super) fn select(all: Vec<Subject>, only: &[String]) -> anyhow::Result<Vec<Subject>> {
+pub(super) fn select(all: Vec<Subject>, only: &[String]) -> Result<Vec<Subject>, Error> {
     if only.is_empty() {
         return Ok(all);
     }
     for o in only {
         if o != "latency" && !all.iter().any(|s| s.name == o) {
             let names: Vec<&str> = all.iter().map(|s| s.name).collect();
-            bail!(
+            return Err(Error::Argument(format!(
                 "--only: no subject `{o}`; the subjects are {}, and `latency` for every lat-* one",
                 names.join(", ")
-            );
+            )));
         }
     }
     Ok(all
@@ -198,20 +198,27 @@ pub(super) fn select(all: Vec<Subject>, only: &[String]) -> anyhow::Result<Vec<S
         .collect())
 }
 
-/// The router's configuration: Click's IPv4 forwarding path (the `ipv4`
-/// workload of `bricks bench core`) between two live interfaces.
-pub(super) fn bricks_config(b: &Bricks, r1_mac: &str, s0_mac: &str) -> String {
+/// The router's configuration for `port`: Click's IPv4 forwarding path
+/// (the `ipv4` workload of `bricks bench core`) between its two live
+/// interfaces.
+pub(super) fn bricks_config(b: &Bricks, port: &Port) -> String {
     format!(
-        "rx :: FromDevice(r0, BURST {kp}, BACKEND {be})\n\
+        "rx :: FromDevice({rx}, BURST {kp}, BACKEND {be})\n\
          \t-> c :: Classifier(12/0800, -)\n\
          \t-> Strip(14)\n\
          \t-> CheckIPHeader\n\
-         \t-> rt :: StaticIPLookup(10.71.0.0/24 0, 10.70.0.0/24 1)\n\
+         \t-> rt :: StaticIPLookup({sink_net} 0, {gen_net} 1)\n\
          \t-> dt :: DecIPTTL\n\
-         \t-> EtherEncap(0x0800, {r1_mac}, {s0_mac})\n\
+         \t-> EtherEncap(0x0800, {out_mac}, {sink_mac})\n\
          {queue}\
-         \t-> tx :: ToDevice(r1, BURST {kn}, FLUSH {flush}, BACKEND {be});\n\
+         \t-> tx :: ToDevice({tx}, BURST {kn}, FLUSH {flush}, BACKEND {be});\n\
          c[1] -> Discard;\nrt[1] -> Discard;\ndt[1] -> Discard;\n",
+        rx = port.in_if,
+        tx = port.out_if,
+        sink_net = port.sink_net(),
+        gen_net = port.gen_net(),
+        out_mac = port.out_mac,
+        sink_mac = port.sink_mac,
         queue = if b.queue { "\t-> q :: Queue\n" } else { "" },
         kp = b.kp,
         kn = b.kn,

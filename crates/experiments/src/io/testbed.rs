@@ -8,14 +8,12 @@ pub(super) struct Testbed {
     pub(super) net: Network,
     pub(super) exe: String,
     pub(super) machine: Machine,
-    pub(super) r0_mac: String,
-    pub(super) r1_mac: String,
-    pub(super) s0_mac: String,
-    /// r0's NAPI threads (the router's receive work).
-    pub(super) r0_napi: Vec<u32>,
+    /// The forwarding ports: one for `bench io`, two for the NIC paper's
+    /// two-port side of Figs. 4 and 5.
+    pub(super) ports: Vec<Port>,
     pub(super) cancel: Arc<AtomicBool>,
     pub(super) flows: u32,
-    /// Queues of every veth, and the generator's workers.
+    /// Queues of every veth, and each generator's workers.
     pub(super) queues: u32,
 }
 
@@ -24,47 +22,26 @@ impl Testbed {
         machine: Machine,
         flows: u32,
         cancel: Arc<AtomicBool>,
-    ) -> anyhow::Result<Testbed> {
-        Testbed::build_with_queues(machine, flows, cancel, queues())
+    ) -> Result<Testbed, Error> {
+        Testbed::build_with(machine, flows, cancel, "io", queues(), 1)
     }
 
-    /// The test network with `queues` queues per veth.
-    pub(super) fn build_with_queues(
+    /// The test network with `ports` forwarding ports of `queues` queues
+    /// per veth; its namespaces' names carry `tag`, so that networks with
+    /// different tags can exist side by side.
+    pub(super) fn build_with(
         machine: Machine,
         flows: u32,
         cancel: Arc<AtomicBool>,
+        tag: &str,
         queues: u32,
-    ) -> anyhow::Result<Testbed> {
-        let Line {
-            net,
-            r0_mac,
-            r1_mac,
-            s0_mac,
-            r0_napi,
-            s0_napi,
-        } = Line::build("io", "r", queues)?;
-        let e = anyhow::Error::msg;
-        net.add_addr("gen", "g0", G0_CIDR).map_err(e)?;
-        net.add_addr("r", "r0", R0_CIDR).map_err(e)?;
-        net.add_addr("r", "r1", R1_CIDR).map_err(e)?;
-        net.add_addr("sink", "s0", S0_CIDR).map_err(e)?;
-        // ARP never interferes with the Linux subject.
-        let r = net.ns_name("r");
-        let neigh = [
-            "-n",
-            &r,
-            "neigh",
-            "replace",
-            S0_ADDR,
-            "lladdr",
-            &s0_mac,
-            "dev",
-            "r1",
-            "nud",
-            "permanent",
-        ];
-        bricks_netns::ip(&neigh).map_err(e)?;
-        pin(&s0_napi, &[machine.tester_cpu()])?;
+        ports: u32,
+    ) -> Result<Testbed, Error> {
+        let Line { net, ports } = Line::build_ports(tag, "r", queues, ports)?;
+        for p in &ports {
+            p.address(&net, "r")?;
+            pin(&p.sink_napi, &[machine.tester_cpu()])?;
+        }
         let exe = std::env::current_exe()
             .context("finding the bricks executable")?
             .display()
@@ -73,14 +50,16 @@ impl Testbed {
             net,
             exe,
             machine,
-            r0_mac,
-            r1_mac,
-            s0_mac,
-            r0_napi,
+            ports,
             cancel,
             flows,
             queues,
         })
+    }
+
+    /// The first forwarding port (`g0 -- r0, r1 -- s0`).
+    pub(super) fn port0(&self) -> &Port {
+        &self.ports[0]
     }
 
     pub(super) fn cancelled(&self) -> bool {
@@ -96,38 +75,41 @@ impl Testbed {
         self.net.exec(ns, &argv)
     }
 
-    /// The sink, started before the generator; runs at most `secs`.
-    pub(super) fn sink(&self, secs: f64) -> anyhow::Result<Proc> {
+    /// The sink of `port`, started before the generator; runs at most
+    /// `secs`.
+    pub(super) fn sink(&self, port: &Port, secs: f64) -> Result<Proc, Error> {
         let d = format!("{secs:.3}");
         Proc::spawn(&mut self.bricks(
             "sink",
             &[self.machine.tester_cpu()],
-            &["sink", "s0", "--duration", &d, "--json"],
+            &["sink", &port.sink_if, "--duration", &d, "--json"],
         ))
     }
 
-    /// The generator: 64-byte UDP frames to the sink's address through
-    /// r0, for `secs`, at `rate` or as fast as it can.
-    pub(super) fn gen(&self, secs: f64, rate: Option<u64>) -> anyhow::Result<Proc> {
+    /// The generator of `port`: 64-byte UDP frames to the sink's address
+    /// through the router's input, for `secs`, at `rate` or as fast as it
+    /// can.
+    pub(super) fn gen(&self, port: &Port, secs: f64, rate: Option<u64>) -> Result<Proc, Error> {
         let d = format!("{secs:.3}");
         let flows = self.flows.to_string();
         let rate = rate.map(|r| r.to_string());
         let threads = self.queues.to_string();
+        let (src, dst) = (port.gen_addr(), port.sink_addr());
         let mut args = vec![
             "gen",
-            "g0",
-            // One worker per queue of g0, so both of r0's queues get
-            // traffic.
+            &port.gen_if,
+            // One worker per queue of the generator's veth, so every
+            // queue of the router's input gets traffic.
             "--threads",
             &threads,
             "--duration",
             &d,
             "--src",
-            G0_ADDR,
+            &src,
             "--dst",
-            S0_ADDR,
+            &dst,
             "--dst-mac",
-            &self.r0_mac,
+            &port.in_mac,
             "--flows",
             &flows,
             "--size",
@@ -154,33 +136,31 @@ impl Testbed {
             })
     }
 
-    /// Starts what forwards for `s` and waits until it does; `extra`
-    /// arguments go to `bricks run`.
+    /// Starts what forwards `port` for `s` and waits until it does;
+    /// `extra` arguments go to `bricks run`.
     pub(super) fn start_router(
         &self,
         s: &Subject,
+        port: &Port,
         cpus: &[usize],
         extra: &[&str],
-    ) -> anyhow::Result<Option<Proc>> {
-        self.net
-            .sysctl(
-                "r",
-                "net.ipv4.ip_forward",
-                if s.fwd == Forwarder::Linux { "1" } else { "0" },
-            )
-            .map_err(anyhow::Error::msg)?;
-        let (mut p, ready): (Proc, Ready) = match &s.fwd {
+    ) -> Result<Option<Proc>, Error> {
+        self.net.sysctl(
+            "r",
+            "net.ipv4.ip_forward",
+            if s.fwd == Forwarder::Linux { "1" } else { "0" },
+        )?;
+        // Both interfaces are open once both of bricks' report lines are
+        // out; the workers start right after.
+        let (in_line, out_line) = (format!("{}: ", port.in_if), format!("{}: ", port.out_if));
+        let mut p = match &s.fwd {
             Forwarder::Linux => return Ok(None),
-            Forwarder::XdpRedirect => (
-                Proc::spawn(&mut self.bricks(
-                    "r",
-                    cpus,
-                    &["bench", "io", "--xdp-hold", "redirect:r0:r1"],
-                ))?,
-                |out, _| out.iter().any(|l| l.starts_with("ready")),
-            ),
+            Forwarder::XdpRedirect => {
+                let spec = format!("redirect:{}:{}", port.in_if, port.out_if);
+                Proc::spawn(&mut self.bricks("r", cpus, &["bench", "io", "--xdp-hold", &spec]))?
+            }
             Forwarder::Bricks(b) => {
-                let conf = bricks_config(b, &self.r1_mac, &self.s0_mac);
+                let conf = bricks_config(b, port);
                 let threads = b.threads.to_string();
                 let nap = b.idle_nap_us.map(|n| n.to_string());
                 let mut args = vec![
@@ -203,102 +183,154 @@ impl Testbed {
                     args.extend_from_slice(&["--idle-nap", n]);
                 }
                 args.extend_from_slice(extra);
-                (
-                    Proc::spawn(&mut self.bricks("r", cpus, &args))?,
-                    |_, err| {
-                        // Both interfaces are open once both report lines are
-                        // out; the workers start right after.
-                        err.iter().any(|l| l.starts_with("r0: "))
-                            && err.iter().any(|l| l.starts_with("r1: "))
-                    },
-                )
+                Proc::spawn(&mut self.bricks("r", cpus, &args))?
+            }
+        };
+        let ready = |out: &[String], err: &[String]| match s.fwd {
+            Forwarder::XdpRedirect => out.iter().any(|l| l.starts_with("ready")),
+            _ => {
+                err.iter().any(|l| l.starts_with(&in_line))
+                    && err.iter().any(|l| l.starts_with(&out_line))
             }
         };
         if !p.wait_ready(Duration::from_secs(20), &self.cancel, ready) {
             let f = p.finish(Duration::from_secs(2), &self.cancel);
-            bail!("the router did not start: {}", f.why());
+            return Err(Error::Process(format!(
+                "the router did not start: {}",
+                f.why()
+            )));
         }
         std::thread::sleep(Duration::from_millis(300));
         Ok(Some(p))
     }
 
-    /// One run of `s`.
+    /// One run of `s`: on every port at once, the figures summed over
+    /// the ports.
+    ///
+    /// With more than one port, each port has a router of its own,
+    /// pinned to one of the subject's CPUs in turn, with the subject's
+    /// workers: `bricks run` in per-core mode gives every device's first
+    /// queue to worker 0, so one process with two one-queue ports would
+    /// leave its second worker idle; a process per port gives each port's
+    /// queue a core of its own, as the NIC paper's two ports had.
     pub(super) fn run(
         &self,
         s: &Subject,
         secs: f64,
         rate: Option<u64>,
-    ) -> anyhow::Result<RunResult> {
+    ) -> Result<RunResult, Error> {
         let load = load_average();
         let cpus = self.machine.cpus_for(s);
-        pin(&self.r0_napi, &cpus)?;
-        let router = self.start_router(s, &cpus, &[])?;
-        // The sink is stopped once the generator is done; its own
+        let placed: Vec<(&Port, Vec<usize>)> = match self.ports.as_slice() {
+            [one] => vec![(one, cpus)],
+            many => many
+                .iter()
+                .enumerate()
+                .map(|(k, p)| (p, vec![cpus[k % cpus.len()]]))
+                .collect(),
+        };
+        let mut routers = Vec::new();
+        for (p, c) in &placed {
+            pin(&p.in_napi, c)?;
+            routers.push(self.start_router(s, p, c, &[])?);
+        }
+        // The sinks are stopped once the generators are done; their own
         // duration is only a bound.
-        let mut sink = self.sink(secs + 30.0)?;
-        // Let the sink open its sockets before anything is sent.
+        let mut sinks = Vec::new();
+        for p in &self.ports {
+            sinks.push(self.sink(p, secs + 30.0)?);
+        }
+        // Let the sinks open their sockets before anything is sent.
         std::thread::sleep(SINK_START);
         // XDP_REDIRECT into a veth needs an XDP program on the peer; the
         // sink's AF_XDP program is one, AF_PACKET would leave none.
-        let mut pass = None;
-        if s.fwd == Forwarder::XdpRedirect && !self.has_xdp("sink", "s0") {
-            let mut p = Proc::spawn(&mut self.bricks(
-                "sink",
-                &[self.machine.tester_cpu()],
-                &["bench", "io", "--xdp-hold", "pass:s0"],
-            ))?;
-            if !p.wait_ready(Duration::from_secs(10), &self.cancel, |o, _| {
-                o.iter().any(|l| l.starts_with("ready"))
-            }) {
-                bail!(
-                    "cannot attach XDP_PASS to s0: {}",
-                    p.finish(Duration::from_secs(1), &self.cancel).why()
-                );
+        let mut passes = Vec::new();
+        for p in &self.ports {
+            if s.fwd == Forwarder::XdpRedirect && !self.has_xdp("sink", &p.sink_if) {
+                let spec = format!("pass:{}", p.sink_if);
+                let mut x = Proc::spawn(&mut self.bricks(
+                    "sink",
+                    &[self.machine.tester_cpu()],
+                    &["bench", "io", "--xdp-hold", &spec],
+                ))?;
+                if !x.wait_ready(Duration::from_secs(10), &self.cancel, |o, _| {
+                    o.iter().any(|l| l.starts_with("ready"))
+                }) {
+                    return Err(Error::Process(format!(
+                        "cannot attach XDP_PASS to {}: {}",
+                        p.sink_if,
+                        x.finish(Duration::from_secs(1), &self.cancel).why()
+                    )));
+                }
+                passes.push(x);
             }
-            pass = Some(p);
         }
-        let gen = self
-            .gen(secs, rate)?
-            .finish(Duration::from_secs_f64(secs + 30.0), &self.cancel);
+        let mut gens = Vec::new();
+        for p in &self.ports {
+            gens.push(self.gen(p, secs, rate)?);
+        }
+        let gens: Vec<Finished> = gens
+            .into_iter()
+            .map(|g| g.finish(Duration::from_secs_f64(secs + 30.0), &self.cancel))
+            .collect();
         // Frames still in queues and rings arrive within microseconds to
         // a few milliseconds; the rest is lost.
         std::thread::sleep(DRAIN);
-        sink.terminate();
-        let sink = sink.finish(Duration::from_secs(15), &self.cancel);
-        let router = router.map(|mut r| {
-            r.terminate();
-            r.finish(Duration::from_secs(15), &self.cancel)
-        });
-        drop(pass);
+        let sinks: Vec<Finished> = sinks
+            .into_iter()
+            .map(|mut k| {
+                k.terminate();
+                k.finish(Duration::from_secs(15), &self.cancel)
+            })
+            .collect();
+        let routers: Vec<Finished> = routers
+            .into_iter()
+            .flatten()
+            .map(|mut r| {
+                r.terminate();
+                r.finish(Duration::from_secs(15), &self.cancel)
+            })
+            .collect();
+        drop(passes);
         if self.cancelled() {
-            bail!("interrupted");
+            return Err(Error::Interrupted);
         }
         let mut notes = Vec::new();
-        let mut counters = None;
-        if let Some(r) = &router {
+        let mut counters: Option<RouterCounters> = None;
+        for r in &routers {
             if !r.ok() {
-                bail!("the router failed: {}", r.why());
+                return Err(Error::Process(format!("the router failed: {}", r.why())));
             }
-            counters = parse_router(&r.stdout);
+            if let Some(c) = parse_router(&r.stdout) {
+                counters = Some(counters.unwrap_or_default().plus(&c));
+            }
             for l in r.stderr.lines().chain(r.stdout.lines()) {
-                if l.starts_with("r0: ")
-                    || l.starts_with("r1: ")
-                    || l.starts_with("ready")
-                    || l.starts_with("dispatcher:")
-                {
+                let port_line = self.ports.iter().any(|p| {
+                    l.starts_with(&format!("{}: ", p.in_if))
+                        || l.starts_with(&format!("{}: ", p.out_if))
+                });
+                if port_line || l.starts_with("ready") || l.starts_with("dispatcher:") {
                     notes.push(l.to_string());
                 }
             }
         }
-        anyhow::ensure!(gen.ok(), "bricks gen failed: {}", gen.why());
-        anyhow::ensure!(sink.ok(), "bricks sink failed: {}", sink.why());
-        let gen_r = parse_gen(&gen.stdout)
-            .with_context(|| format!("bricks gen printed no report: {}", gen.stdout))?;
-        let sink_r = parse_sink(&sink.stdout)
-            .with_context(|| format!("bricks sink printed no report: {}", sink.stdout))?;
+        let (mut gen_r, mut sink_r) = (Vec::new(), Vec::new());
+        for (gen, sink) in gens.iter().zip(&sinks) {
+            if !gen.ok() {
+                return Err(Error::Process(format!("bricks gen failed: {}", gen.why())));
+            }
+            if !sink.ok() {
+                return Err(Error::Process(format!(
+                    "bricks sink failed: {}",
+                    sink.why()
+                )));
+            }
+            gen_r.push(parse_gen(&gen.stdout).ok_or_else(|| no_report("gen", &gen.stdout))?);
+            sink_r.push(parse_sink(&sink.stdout).ok_or_else(|| no_report("sink", &sink.stdout))?);
+        }
         Ok(RunResult {
-            gen: gen_r,
-            sink: sink_r,
+            gen: GenReport::sum(&gen_r),
+            sink: SinkReport::sum(&sink_r),
             router: counters,
             notes,
             load,
@@ -330,7 +362,7 @@ pub(super) fn search(
     secs: f64,
     steps: u32,
     max_loss: f64,
-) -> anyhow::Result<Search> {
+) -> Result<Search, Error> {
     let mut out = Search::default();
     let (Some(delivered), Some(offered)) = (m.mpps(), m.spread(RunResult::offered_mpps)) else {
         return Ok(out);

@@ -120,19 +120,19 @@ impl Outcome {
     }
 }
 
-fn query(socket: &Path, command: &str) -> anyhow::Result<String> {
+fn query(socket: &Path, command: &str) -> Result<String, Error> {
     crate::cluster::status::query(socket, command)
 }
 
-fn per_worker(socket: &Path) -> anyhow::Result<Vec<u64>> {
+fn per_worker(socket: &Path) -> Result<Vec<u64>, Error> {
     let t = query(socket, "read rx.count per-worker")?;
-    parse_per_worker(&t).with_context(|| format!("unexpected answer to read: {t}"))
+    parse_per_worker(&t).ok_or_else(|| Error::Process(format!("unexpected answer to read: {t}")))
 }
 
 /// Polls the counters after a change until it shows: with one queue,
 /// worker 1 stops receiving while worker 0 goes on; with two, worker 1
 /// receives again.
-fn wait_shown(socket: &Path, queues: usize, start: Instant) -> anyhow::Result<Option<Duration>> {
+fn wait_shown(socket: &Path, queues: usize, start: Instant) -> Result<Option<Duration>, Error> {
     let mut last = per_worker(socket)?;
     while start.elapsed() < SHOW_LIMIT {
         std::thread::sleep(POLL);
@@ -151,7 +151,7 @@ fn wait_shown(socket: &Path, queues: usize, start: Instant) -> anyhow::Result<Op
 
 /// One run: `phases` of `secs` each, the steering changed at the start of
 /// every phase but the first when `change`.
-fn run(bed: &Testbed, secs: f64, change: bool) -> anyhow::Result<Outcome> {
+fn run(bed: &Testbed, secs: f64, change: bool) -> Result<Outcome, Error> {
     let plan: [(Option<&'static str>, usize); 4] = [
         (None, 2),
         (Some("queues 1"), 1),
@@ -173,22 +173,23 @@ fn run(bed: &Testbed, secs: f64, change: bool) -> anyhow::Result<Outcome> {
         rate: Some(RATE),
     };
     let cpus = bed.machine.cpus_for(&subject);
-    pin(&bed.r0_napi, &cpus)?;
+    pin(&bed.port0().in_napi, &cpus)?;
     let sock = socket.display().to_string();
     let mut router = bed
         .start_router(
             &subject,
+            bed.port0(),
             &cpus,
             &["--control", &sock, "--stats-interval", PUBLISH],
         )?
-        .context("no router process")?;
+        .ok_or_else(|| Error::Process("no router process".into()))?;
     let total = secs * plan.len() as f64;
-    let mut sink = bed.sink(total + 30.0)?;
+    let mut sink = bed.sink(bed.port0(), total + 30.0)?;
     std::thread::sleep(SINK_START);
-    let gen = bed.gen(total, Some(RATE))?;
+    let gen = bed.gen(bed.port0(), total, Some(RATE))?;
     let t0 = Instant::now();
     let mut phases = Vec::new();
-    let mut result = (|| -> anyhow::Result<()> {
+    let mut result = (|| -> Result<(), Error> {
         let mut before = per_worker(&socket)?;
         for (i, (command, queues)) in plan.iter().enumerate() {
             let mut shown_after = None;
@@ -221,13 +222,23 @@ fn run(bed: &Testbed, secs: f64, change: bool) -> anyhow::Result<Outcome> {
     let router = router.finish(Duration::from_secs(15), &bed.cancel);
     let _ = std::fs::remove_file(&socket);
     if result.is_ok() && !router.ok() {
-        result = Err(anyhow::anyhow!("the router failed: {}", router.why()));
+        result = Err(Error::Process(format!(
+            "the router failed: {}",
+            router.why()
+        )));
     }
     result?;
-    anyhow::ensure!(gen.ok(), "bricks gen failed: {}", gen.why());
-    anyhow::ensure!(sink.ok(), "bricks sink failed: {}", sink.why());
-    let g = parse_gen(&gen.stdout).context("bricks gen printed no report")?;
-    let s = last_json(&sink.stdout).context("bricks sink printed no report")?;
+    if !gen.ok() {
+        return Err(Error::Process(format!("bricks gen failed: {}", gen.why())));
+    }
+    if !sink.ok() {
+        return Err(Error::Process(format!(
+            "bricks sink failed: {}",
+            sink.why()
+        )));
+    }
+    let g = parse_gen(&gen.stdout).ok_or_else(|| no_report("gen", &gen.stdout))?;
+    let s = last_json(&sink.stdout).ok_or_else(|| no_report("sink", &sink.stdout))?;
     let probes = s["probes"].as_u64().unwrap_or(0);
     let dups = s["duplicates"].as_u64().unwrap_or(0);
     Ok(Outcome {
@@ -393,16 +404,16 @@ pub fn rows(changed: &Outcome, steady: &Outcome) -> Vec<Row> {
 /// Runs the wishlist measurement (root, network namespaces): a run with
 /// the changes and one without, `secs` per phase.
 pub fn paper_rows(quick: bool, stop_on_signals: StopOnSignals) -> Result<Vec<Row>, crate::Error> {
-    let err = |e: anyhow::Error| crate::Error::Run {
+    let err = |e: Error| Error::Run {
         workload: "nic wishlist".into(),
         message: format!("{e:#}"),
     };
     if !bricks_netns::is_root() {
-        return Err(err(anyhow::anyhow!(
-            "needs root: it builds network namespaces joined by veth links"
+        return Err(err(Error::CannotRun(
+            "needs root: it builds network namespaces joined by veth links".into(),
         )));
     }
-    let cancel = stop_on_signals().map_err(err)?;
+    let cancel = stop_on_signals().map_err(|e| err(e.into()))?;
     let machine = Machine::probe();
     let load = load_average();
     let bed = Testbed::build(machine.clone(), 256, cancel).map_err(err)?;

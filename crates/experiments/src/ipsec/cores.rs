@@ -61,12 +61,15 @@ pub(super) fn run_cores(
     s: Sharing,
     per_worker: u64,
     seed: u64,
-) -> anyhow::Result<CoresRun> {
+) -> Result<CoresRun, Error> {
     let plan = crate::measure::plan(bricks_config::Source {
         name: format!("<bench ipsec {}>", s.label()),
         text: cores_config(dir, s, per_worker, seed),
     })
-    .map_err(anyhow::Error::msg)?;
+    .map_err(|message| Error::Config {
+        workload: format!("bench ipsec {}", s.label()),
+        message,
+    })?;
     let opts = WorkerOptions {
         threads: s.threads(),
         pin: true,
@@ -77,10 +80,16 @@ pub(super) fn run_cores(
         exit_reads: Vec::new(),
         hotswap_requests: false,
     };
-    let w = Workers::start(Arc::new(plan), &opts).map_err(|d| anyhow::anyhow!("{}", d.message))?;
+    let w = Workers::start(Arc::new(plan), &opts).map_err(|d| Error::Run {
+        workload: format!("bench ipsec {}", s.label()),
+        message: d.message,
+    })?;
     let summary = w.join();
     if !summary.total.errors.is_empty() {
-        bail!("{}", summary.total.errors.join("\n"));
+        return Err(Error::Run {
+            workload: format!("bench ipsec {}", s.label()),
+            message: summary.total.errors.join("\n"),
+        });
     }
     let get = |r: &bricks_runtime::RunSummary, el: &str, k: &str| {
         r.stats(el).and_then(|st| st.get(k)).unwrap_or(0)
@@ -91,12 +100,15 @@ pub(super) fn run_cores(
         .map(|r| (get(r, "src", "count"), r.elapsed.as_secs_f64()))
         .collect();
     let total: u64 = workers.iter().map(|w| w.0).sum();
-    anyhow::ensure!(
-        get(&summary.total, "enc", "protected") == total && total > 0,
-        "{}: not every packet was encapsulated:\n{}",
-        s.label(),
-        summary.total.render()
-    );
+    if get(&summary.total, "enc", "protected") != total || total == 0 {
+        return Err(Error::Run {
+            workload: format!("bench ipsec {}", s.label()),
+            message: format!(
+                "not every packet was encapsulated:\n{}",
+                summary.total.render()
+            ),
+        });
+    }
     Ok(CoresRun {
         workers,
         sa1: get(&summary.total, "enc", "sa 0x1001 packets"),
@@ -104,7 +116,7 @@ pub(super) fn run_cores(
 }
 
 /// A seed whose two flows take different SAs of `split.sa`.
-pub(super) fn split_seed(dir: &Path) -> anyhow::Result<u64> {
+pub(super) fn split_seed(dir: &Path) -> Result<u64, Error> {
     for seed in 1..=64 {
         let r = run_cores(dir, Sharing::Own, 1000, seed)?;
         let total: u64 = r.workers.iter().map(|w| w.0).sum();
@@ -112,14 +124,17 @@ pub(super) fn split_seed(dir: &Path) -> anyhow::Result<u64> {
             return Ok(seed);
         }
     }
-    bail!("no seed from 1 to 64 gives the two workers' flows different SAs")
+    Err(Error::Run {
+        workload: "bench ipsec cores".into(),
+        message: "no seed from 1 to 64 gives the two workers' flows different SAs".into(),
+    })
 }
 
 pub(super) fn cores_section(
     dir: &Path,
     st: &Settings,
     cancel: &AtomicBool,
-) -> anyhow::Result<String> {
+) -> Result<String, Error> {
     let cpus = core_affinity::get_core_ids().map_or(1, |c| c.len());
     let per_worker = st.packets;
     let seed = split_seed(dir)?;
@@ -132,7 +147,7 @@ pub(super) fn cores_section(
     for _ in 0..st.runs {
         for (i, &s) in all.iter().enumerate() {
             if cancel.load(Ordering::Relaxed) {
-                bail!("interrupted");
+                return Err(Error::Interrupted);
             }
             let r = run_cores(dir, s, per_worker, seed)?;
             let per: Vec<f64> = r

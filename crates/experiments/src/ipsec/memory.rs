@@ -98,14 +98,17 @@ pub(super) struct MemRun {
 
 /// Runs `c` once with `packets` packets on this thread and checks that
 /// every packet went all the way.
-pub(super) fn run_memory(c: MemConfig, dir: &Path, packets: u64) -> anyhow::Result<MemRun> {
+pub(super) fn run_memory(c: MemConfig, dir: &Path, packets: u64) -> Result<MemRun, Error> {
     let mut e =
         crate::measure::engine_for(&format!("<bench ipsec {}>", c.id()), c.text(dir, packets))?;
     let t = Instant::now();
     let s = e.run();
     let secs = t.elapsed().as_secs_f64();
     if !s.errors.is_empty() {
-        bail!("{}: {}", c.id(), s.errors.join("\n"));
+        return Err(Error::Run {
+            workload: c.id(),
+            message: s.errors.join("\n"),
+        });
     }
     let get = |el: &str, k: &str| s.stats(el).and_then(|st| st.get(k)).unwrap_or(0);
     let count = get("src", "count");
@@ -117,12 +120,15 @@ pub(super) fn run_memory(c: MemConfig, dir: &Path, packets: u64) -> anyhow::Resu
     if c.stage == Stage::Pipeline {
         ok &= get("dec", "decapsulated") == packets;
     }
-    anyhow::ensure!(
-        ok,
-        "{}: not every one of the {packets} packets went through:\n{}",
-        c.id(),
-        s.render()
-    );
+    if !ok {
+        return Err(Error::Run {
+            workload: c.id(),
+            message: format!(
+                "not every one of the {packets} packets went through:\n{}",
+                s.render()
+            ),
+        });
+    }
     Ok(MemRun {
         secs,
         packets,
@@ -131,8 +137,9 @@ pub(super) fn run_memory(c: MemConfig, dir: &Path, packets: u64) -> anyhow::Resu
 }
 
 /// Runs `--once`: one configuration, nothing printed.
-pub(super) fn once(id: &str, packets: u64) -> anyhow::Result<ExitCode> {
-    let c = MemConfig::parse(id).with_context(|| format!("--once: no configuration `{id}`"))?;
+pub(super) fn once(id: &str, packets: u64) -> Result<ExitCode, Error> {
+    let c = MemConfig::parse(id)
+        .ok_or_else(|| Error::Argument(format!("--once: no configuration `{id}`")))?;
     let dir = tempfile::tempdir().context("making a temporary directory")?;
     write_sa_files(dir.path())?;
     run_memory(c, dir.path(), packets)?;
@@ -141,7 +148,7 @@ pub(super) fn once(id: &str, packets: u64) -> anyhow::Result<ExitCode> {
 
 /// Instructions of one `--once` run of `c` with `packets` packets under
 /// callgrind.
-pub(super) fn callgrind_total(c: MemConfig, packets: u64) -> anyhow::Result<u64> {
+pub(super) fn callgrind_total(c: MemConfig, packets: u64) -> Result<u64, Error> {
     let exe = std::env::current_exe()?;
     let out = std::env::temp_dir().join(format!(
         "bricks-callgrind-ipsec-{}-{}-{packets}.out",
@@ -161,7 +168,10 @@ pub(super) fn callgrind_total(c: MemConfig, packets: u64) -> anyhow::Result<u64>
         .context("running valgrind")?;
     if !status.success() {
         let _ = std::fs::remove_file(&out);
-        bail!("valgrind on {} exited with {status}", c.id());
+        return Err(Error::Callgrind(format!(
+            "valgrind on {} exited with {status}",
+            c.id()
+        )));
     }
     let text = std::fs::read_to_string(&out)?;
     let _ = std::fs::remove_file(&out);
@@ -172,11 +182,11 @@ pub(super) fn callgrind_total(c: MemConfig, packets: u64) -> anyhow::Result<u64>
         })
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .context("no instruction total in callgrind's output")
+        .ok_or_else(|| Error::Callgrind("no instruction total in callgrind's output".into()))
 }
 
 /// Instructions per packet of `c`: two packet counts, differenced.
-pub(super) fn instructions(c: MemConfig, quick: bool) -> anyhow::Result<f64> {
+pub(super) fn instructions(c: MemConfig, quick: bool) -> Result<f64, Error> {
     let (small, big) = match (quick, c.size) {
         (true, _) => (500, 2_500),
         (false, Size::Bytes(n)) if n <= 128 => (5_000, 25_000),
@@ -246,7 +256,7 @@ pub(super) fn measure(
     dir: &Path,
     st: &Settings,
     cancel: &AtomicBool,
-) -> anyhow::Result<Vec<Figures>> {
+) -> Result<Vec<Figures>, Error> {
     // One unmeasured run of each warms the pool and the caches, and
     // checks the configuration.
     for &c in configs {
@@ -257,7 +267,7 @@ pub(super) fn measure(
     for _ in 0..st.runs {
         for (i, &c) in configs.iter().enumerate() {
             if cancel.load(Ordering::Relaxed) {
-                bail!("interrupted");
+                return Err(Error::Interrupted);
             }
             let r = run_memory(c, dir, c.size.packets(st.packets))?;
             ns[i].push(r.secs * 1e9 / r.packets as f64);
@@ -337,7 +347,7 @@ pub(super) fn memory_section(
     st: &Settings,
     cancel: &AtomicBool,
     progress: bool,
-) -> anyhow::Result<String> {
+) -> Result<String, Error> {
     let mut sources: Vec<(Size, Figures)> = Vec::new();
     let mut results = Vec::new();
     for &(suite, size) in workloads {

@@ -39,9 +39,9 @@
 //! r0's receive NAPI threads on the last. Every run is bounded in time; the
 //! network is deleted at the end, on errors and on Ctrl-C.
 
-use crate::io::{last_json, median, pin, Line};
+use crate::io::{last_json, median, pin, Line, Port};
 use crate::StopOnSignals;
-use anyhow::{bail, Context as _};
+use crate::{Context as _, Error};
 use bricks_netns::{Captured, ChildGuard, Network};
 use bricks_runtime::{WorkerOptions, Workers};
 use std::collections::BTreeSet;
@@ -187,7 +187,7 @@ fn policy(src: &str, dir: &str, reqid: u32) -> String {
 /// * `SUITE-in.sa`: the same state and a `dir in` policy, for the
 ///   decapsulator (which only accepts what an inbound policy allows);
 /// * `split.sa`: two AES-128-GCM SAs, one for each half of 192.168.1.0/24.
-fn write_sa_files(dir: &Path) -> anyhow::Result<()> {
+fn write_sa_files(dir: &Path) -> Result<(), Error> {
     let w = |name: &str, lines: &[String]| {
         let text: String = lines.iter().map(|l| format!("ip xfrm {l}\n")).collect();
         std::fs::write(dir.join(name), text).with_context(|| format!("writing {name}"))
@@ -292,7 +292,7 @@ struct Selection {
     veth: Vec<u16>,
 }
 
-fn select(only: &[String], quick: bool) -> anyhow::Result<Selection> {
+fn select(only: &[String], quick: bool) -> Result<Selection, Error> {
     let veth_sizes: &[u16] = if quick { &[64] } else { &[64, 1400] };
     if only.is_empty() {
         return Ok(Selection {
@@ -323,11 +323,11 @@ fn select(only: &[String], quick: bool) -> anyhow::Result<Selection> {
                         .iter()
                         .map(|(a, b)| workload_name(*a, *b))
                         .collect();
-                    bail!(
+                    return Err(Error::Argument(format!(
                         "--only: no section or workload `{n}`; there are memory, cores, veth, \
                          veth-64, veth-1400, {}",
                         names.join(", ")
-                    );
+                    )));
                 }
             },
         }
@@ -344,7 +344,7 @@ fn select(only: &[String], quick: bool) -> anyhow::Result<Selection> {
 }
 
 /// Runs `bricks bench ipsec`.
-pub fn bench(a: &IpsecArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<ExitCode> {
+pub fn bench(a: &IpsecArgs, stop_on_signals: StopOnSignals) -> Result<ExitCode, Error> {
     if let Some(id) = &a.once {
         return once(id, a.packets.unwrap_or(10_000));
     }
@@ -362,14 +362,20 @@ pub fn bench(a: &IpsecArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<Ex
                 .output()
                 .is_ok_and(|o| o.status.success()),
     };
-    anyhow::ensure!(st.packets >= 1000, "--packets must be at least 1000");
-    anyhow::ensure!(st.runs >= 1, "--runs must be at least 1");
-    anyhow::ensure!(
-        st.seconds.is_finite() && st.seconds > 0.0,
-        "--seconds must be a positive number"
-    );
+    for (ok, why) in [
+        (st.packets >= 1000, "--packets must be at least 1000"),
+        (st.runs >= 1, "--runs must be at least 1"),
+        (
+            st.seconds.is_finite() && st.seconds > 0.0,
+            "--seconds must be a positive number",
+        ),
+    ] {
+        if !ok {
+            return Err(Error::Argument(why.into()));
+        }
+    }
     let sel = select(&a.only, a.quick)?;
-    let cancel = stop_on_signals()?;
+    let cancel = stop_on_signals().context("installing signal handlers")?;
     let dir = tempfile::tempdir().context("making a temporary directory")?;
     write_sa_files(dir.path())?;
     let progress = std::io::stderr().is_terminal();
@@ -379,7 +385,7 @@ pub fn bench(a: &IpsecArgs, stop_on_signals: StopOnSignals) -> anyhow::Result<Ex
         crate::io::Machine::probe().describe()
     );
     let mut failed = false;
-    let mut section = |name: &str, r: anyhow::Result<String>| {
+    let mut section = |name: &str, r: Result<String, Error>| {
         match r {
             Ok(text) => print!("\n{text}"),
             Err(e) => {

@@ -118,7 +118,7 @@ pub(super) struct Testbed {
 }
 
 impl Testbed {
-    pub(super) fn build(dir: &Path, cancel: Arc<AtomicBool>) -> anyhow::Result<Testbed> {
+    pub(super) fn build(dir: &Path, cancel: Arc<AtomicBool>) -> Result<Testbed, Error> {
         let cpus: Vec<usize> = core_affinity::get_core_ids()
             .unwrap_or_default()
             .into_iter()
@@ -126,18 +126,18 @@ impl Testbed {
             .collect();
         let tester_cpu = cpus.first().copied().unwrap_or(0);
         let router_cpu = cpus.last().copied().unwrap_or(0);
-        let Line {
-            net,
-            r0_mac,
-            r1_mac,
-            s0_mac,
-            r0_napi,
-            s0_napi,
-        } = Line::build("ipsec", "gw", QUEUES)?;
-        let e = anyhow::Error::msg;
+        let Line { net, mut ports } = Line::build("ipsec", "gw", QUEUES)?;
+        let Port {
+            in_mac: r0_mac,
+            out_mac: r1_mac,
+            sink_mac: s0_mac,
+            in_napi: r0_napi,
+            sink_napi: s0_napi,
+            ..
+        } = ports.remove(0);
         // The sink is the peer's address, so that it answers the gateway's
         // ARP; it drops the ESP it cannot decrypt, counted by the veth.
-        net.add_addr("sink", "s0", "10.0.0.2/24").map_err(e)?;
+        net.add_addr("sink", "s0", "10.0.0.2/24")?;
         for (k, v) in [
             ("net.ipv4.icmp_msgs_per_sec", "0"),
             ("net.ipv4.icmp_msgs_burst", "0"),
@@ -178,15 +178,15 @@ impl Testbed {
     }
 
     /// `ip -n GW ARGS...`.
-    pub(super) fn ip_gw(&self, args: &[&str]) -> anyhow::Result<()> {
+    pub(super) fn ip_gw(&self, args: &[&str]) -> Result<(), Error> {
         let ns = self.net.ns_name("gw");
         let mut v = vec!["-n", ns.as_str()];
         v.extend_from_slice(args);
-        bricks_netns::ip(&v).map(drop).map_err(anyhow::Error::msg)
+        bricks_netns::ip(&v).map(drop).map_err(Error::from)
     }
 
     /// Frames and bytes s0 has received.
-    pub(super) fn sink_counters(&self) -> anyhow::Result<(u64, u64)> {
+    pub(super) fn sink_counters(&self) -> Result<(u64, u64), Error> {
         let out = bricks_netns::run(&mut self.net.exec(
             "sink",
             &[
@@ -195,7 +195,7 @@ impl Testbed {
                 "/sys/class/net/s0/statistics/rx_bytes",
             ],
         ))
-        .map_err(anyhow::Error::msg)?;
+        .map_err(Error::from)?;
         let text = String::from_utf8_lossy(&out.stdout);
         let v: Vec<u64> = text
             .split_whitespace()
@@ -203,13 +203,13 @@ impl Testbed {
             .collect();
         match v.as_slice() {
             [p, b] => Ok((*p, *b)),
-            _ => bail!("cannot read s0's counters: {text}"),
+            _ => Err(Error::Network(format!("cannot read s0's counters: {text}"))),
         }
     }
 
     /// One run of the generator at `rate` (flat out when `None`) with
     /// `size`-byte inner packets; what was sent and what arrived.
-    pub(super) fn step(&self, size: u16, secs: f64, rate: Option<u64>) -> anyhow::Result<Step> {
+    pub(super) fn step(&self, size: u16, secs: f64, rate: Option<u64>) -> Result<Step, Error> {
         let before = self.sink_counters()?;
         let d = format!("{secs:.3}");
         let frame = (size + 14).to_string();
@@ -240,27 +240,27 @@ impl Testbed {
             args.extend_from_slice(&["--rate", r]);
         }
         let out = Captured::spawn(&mut self.bricks("gen", self.tester_cpu, &args))
-            .map_err(anyhow::Error::msg)?
+            .map_err(Error::from)?
             .wait(
                 Duration::from_secs_f64(secs + 30.0),
                 Some(self.cancel.as_ref()),
             )
-            .map_err(anyhow::Error::msg)?;
+            .map_err(Error::from)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
-        anyhow::ensure!(
-            out.status.success(),
-            "bricks gen failed ({}): {}",
-            out.status,
-            tail(&String::from_utf8_lossy(&out.stderr))
-        );
+        if !out.status.success() {
+            return Err(Error::Process(format!(
+                "bricks gen failed ({}): {}",
+                out.status,
+                tail(&String::from_utf8_lossy(&out.stderr))
+            )));
+        }
         let j = last_json(&stdout)
-            .with_context(|| format!("bricks gen printed no report: {stdout}"))?;
+            .ok_or_else(|| Error::Process(format!("bricks gen printed no report: {stdout}")))?;
         let sent = j["sent"].as_u64().unwrap_or(0);
         let elapsed = j["elapsed_s"].as_f64().unwrap_or(0.0);
-        anyhow::ensure!(
-            sent > 0 && elapsed > 0.0,
-            "bricks gen sent nothing: {stdout}"
-        );
+        if sent == 0 || elapsed <= 0.0 {
+            return Err(Error::Process(format!("bricks gen sent nothing: {stdout}")));
+        }
         std::thread::sleep(DRAIN);
         let after = self.sink_counters()?;
         let got = after.0.saturating_sub(before.0);
@@ -276,7 +276,7 @@ impl Testbed {
     /// gateway loses more than MAX_LOSS_PCT (or the generator cannot send
     /// what is asked), two bisections between the last rate that passed
     /// and the first that did not, then the generator flat out.
-    pub(super) fn ladder(&self, size: u16, st: &Settings) -> anyhow::Result<Vec<Step>> {
+    pub(super) fn ladder(&self, size: u16, st: &Settings) -> Result<Vec<Step>, Error> {
         let rates: &[u64] = if st.quick {
             &[100_000]
         } else {
@@ -285,7 +285,7 @@ impl Testbed {
         let mut steps = Vec::new();
         let check = || {
             if self.cancelled() {
-                bail!("interrupted");
+                return Err(Error::Interrupted);
             }
             Ok(())
         };
@@ -326,7 +326,7 @@ impl Testbed {
 
     /// Starts conf/ipsec-gw.click on r0 (LAN) and r1 (WAN) and waits until
     /// both interfaces are open.
-    pub(super) fn start_bricks(&self) -> anyhow::Result<(ChildGuard, PathBuf, PathBuf)> {
+    pub(super) fn start_bricks(&self) -> Result<(ChildGuard, PathBuf, PathBuf), Error> {
         let conf = include_str!("../../../../conf/ipsec-gw.click");
         let defs = [
             format!("LAN_MAC={}", self.r0_mac),
@@ -347,7 +347,7 @@ impl Testbed {
         cmd.stdin(Stdio::null())
             .stdout(std::fs::File::create(&out)?)
             .stderr(std::fs::File::create(&err)?);
-        let mut child = ChildGuard::spawn(&mut cmd).map_err(anyhow::Error::msg)?;
+        let mut child = ChildGuard::spawn(&mut cmd).map_err(Error::from)?;
         let end = Instant::now() + Duration::from_secs(20);
         loop {
             let text = std::fs::read_to_string(&err).unwrap_or_default();
@@ -358,10 +358,10 @@ impl Testbed {
             }
             if child.try_wait().is_some() || Instant::now() >= end || self.cancelled() {
                 child.kill();
-                bail!(
+                return Err(Error::Process(format!(
                     "the bricks gateway did not start: {}",
                     tail(&std::fs::read_to_string(&err).unwrap_or_default())
-                );
+                )));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -375,16 +375,17 @@ impl Testbed {
         mut child: ChildGuard,
         out: &Path,
         err: &Path,
-    ) -> anyhow::Result<Vec<String>> {
+    ) -> Result<Vec<String>, Error> {
         let status = child.stop(Duration::from_secs(15));
         let stdout = std::fs::read_to_string(out).unwrap_or_default();
         let stderr = std::fs::read_to_string(err).unwrap_or_default();
-        anyhow::ensure!(
-            status.is_some_and(|s| s.success()),
-            "the bricks gateway failed ({}): {}",
-            status.map_or("it did not exit within 15 s".to_string(), |s| s.to_string()),
-            tail(&stderr)
-        );
+        if !status.is_some_and(|s| s.success()) {
+            return Err(Error::Process(format!(
+                "the bricks gateway failed ({}): {}",
+                status.map_or("it did not exit within 15 s".to_string(), |s| s.to_string()),
+                tail(&stderr)
+            )));
+        }
         let mut notes: Vec<String> = stderr
             .lines()
             .filter(|l| l.starts_with("r0: ") || l.starts_with("r1: "))
@@ -419,7 +420,7 @@ impl Testbed {
     /// Gives the gateway namespace Linux addresses, a route to the remote
     /// network through the peer, and with `xfrm` the SA and the outbound
     /// policy of conf/ipsec-gw.sa; then turns forwarding on.
-    pub(super) fn configure_linux(&self, xfrm: bool) -> anyhow::Result<()> {
+    pub(super) fn configure_linux(&self, xfrm: bool) -> Result<(), Error> {
         self.ip_gw(&["addr", "add", "192.168.1.1/24", "dev", "r0"])?;
         self.ip_gw(&["addr", "add", "10.0.0.1/24", "dev", "r1"])?;
         self.ip_gw(&[
@@ -454,11 +455,11 @@ impl Testbed {
                 .output()
                 .context("running ip xfrm")?;
             if !out.status.success() {
-                bail!(
+                return Err(Error::Network(format!(
                     "the kernel refused the SA (`ip xfrm {state}`: {}){}",
                     String::from_utf8_lossy(&out.stderr).trim(),
                     kernel_lacks_esp()
-                );
+                )));
             }
             let pol = policy("192.168.1.0/24", "out", 1);
             let mut args = vec!["xfrm"];
@@ -467,7 +468,7 @@ impl Testbed {
         }
         self.net
             .sysctl("gw", "net.ipv4.ip_forward", "1")
-            .map_err(anyhow::Error::msg)?;
+            .map_err(Error::from)?;
         Ok(())
     }
 
@@ -553,7 +554,7 @@ pub(super) fn veth_section(
     st: &Settings,
     cancel: &Arc<AtomicBool>,
     progress: bool,
-) -> anyhow::Result<String> {
+) -> Result<String, Error> {
     let mut o = String::new();
     if !bricks_netns::is_root() {
         let _ = writeln!(
@@ -601,7 +602,7 @@ pub(super) fn veth_section(
     let (tester, router) = (bed.tester_cpu, bed.router_cpu);
     drop(bed);
     if cancel.load(Ordering::Relaxed) {
-        bail!("interrupted");
+        return Err(Error::Interrupted);
     }
     let _ = writeln!(
         o,

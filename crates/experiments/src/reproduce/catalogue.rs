@@ -287,14 +287,14 @@ pub const CATALOGUE: &[Item] = &[
         Nic,
         "Fig. 4",
         "aggregate rate against hardware queues per port",
-        Ratio("one port with Q queues and Q workers on veths, Q = 1 and 2 (the paper: one port with Q queues against two ports with Q/2, Q = 2 to 8); Q = 4, 6, 8 need as many cores"),
+        Ratio("Q = 2 on veths, a worker per queue: one port with 2 queues and 2 workers against two ports with 1 queue and 1 worker each, in the same rounds, beside one port with 1 queue and 1 worker; Q = 4, 6 and 8 need 4 to 8 cores"),
         Some("nic:queues"),
     ),
     item(
         Nic,
         "Fig. 5",
         "the rate's ratio against queues per port",
-        Ratio("the rate per queue with 2 queues over that with 1, from Fig. 4's runs"),
+        Ratio("one port's rate over two ports' at Q = 2, round by round, from Fig. 4's runs; the ratios at Q = 4, 6 and 8 need 4 to 8 cores"),
         Some("nic:queues"),
     ),
     item(

@@ -19,8 +19,9 @@ pub enum Bench {
     /// The NIC paper's wishlist (§4.3): bricks' steering changed while it
     /// forwards, on the `bench io` testbed.
     Wishlist,
-    /// The NIC paper's Figs. 4 and 5 as far as two cores allow: Q queues
-    /// per port and Q workers, Q = 1 and 2.
+    /// The NIC paper's Figs. 4 and 5 as far as two cores allow: at Q = 2,
+    /// one port with two queues against two ports with one, a worker per
+    /// queue, beside one port with one queue.
     Queues,
     /// RouteBricks Fig. 3 from the cluster planner (`bricks cluster plan`).
     Plan,
