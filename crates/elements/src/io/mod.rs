@@ -1,11 +1,12 @@
 //! Elements where packets enter and leave: capture files, interfaces and
-//! the host's own stack (TUN/TAP devices).
+//! the host's own stack (TUN/TAP devices), multicast UDP sockets.
 
 pub mod capture;
 pub mod device;
 pub mod from_dump;
 pub mod host;
 pub mod live;
+pub mod mcast_socket;
 pub mod to_dump;
 
 use bricks_element::ElementClass;
@@ -21,4 +22,5 @@ pub static CLASSES: &[&ElementClass] = &[
     &host::KERNEL_TAP,
     &from_dump::CLASS,
     &to_dump::CLASS,
+    &mcast_socket::CLASS,
 ];
