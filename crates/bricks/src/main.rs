@@ -814,7 +814,11 @@ fn render_click_errors(
 }
 
 fn check(a: &ConfigArgs) -> anyhow::Result<ExitCode> {
-    let Some(plan) = load(a, Default::default())? else {
+    let offline = bricks_runtime::BuildOptions {
+        offline: true,
+        ..Default::default()
+    };
+    let Some(plan) = load(a, offline)? else {
         return Ok(ExitCode::from(CONFIG_ERROR));
     };
     print!("{}", plan.describe());
@@ -846,7 +850,10 @@ fn config_settings(
 }
 
 fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    let build = bricks_runtime::BuildOptions { memrefs: a.memrefs };
+    let build = bricks_runtime::BuildOptions {
+        memrefs: a.memrefs,
+        ..Default::default()
+    };
     let Some(plan) = load(&a.config, build)? else {
         return Ok(ExitCode::from(CONFIG_ERROR));
     };

@@ -76,3 +76,44 @@ fn click_capture_keywords_of_from_device_are_accepted() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("METHOD"));
 }
+
+#[test]
+fn a_device_this_host_lacks_is_a_warning_for_check_and_an_error_for_run() {
+    let config = "Idle -> SetIPAddress(nodev7:gw) -> q :: ARPQuerier(10.0.0.1, nodev7) \
+                  -> Discard; Idle -> [1]q;";
+    let o = bricks(&["check", "-e", config]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("no network device `nodev7` on this host"),
+        "{err}"
+    );
+    let o = bricks(&["run", "-q", "-e", config]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("no network device `nodev7` on this host"),
+        "{err}"
+    );
+    // A word that is no device name stays an error of the element's.
+    let o = bricks(&[
+        "check",
+        "-e",
+        "Idle -> ARPQuerier(10.0.0.1, NOPE) -> Discard;",
+    ]);
+    assert!(!o.status.success());
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("network device"));
+}
+
+#[test]
+fn clicks_device_configurations_check_on_a_host_without_their_devices() {
+    // Click's conf/fromhost-tunnel.click names eth1 for its Ethernet
+    // address (this check needs no such device).
+    let config = "AddressInfo(MY_ADDR 10.0.0.2);
+        Idle -> aq :: ARPQuerier(MY_ADDR, nodev1) -> Discard; Idle -> [1]aq;
+        Idle -> SetIPAddress(nodev1:gw) -> Discard;";
+    let o = bricks(&["check", "-e", config]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("`nodev1`"), "{err}");
+}

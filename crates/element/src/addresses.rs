@@ -10,6 +10,14 @@
 //! host bit set), `intern:gw` (the prefix's network address with its lowest
 //! bit set).
 //!
+//! A name no AddressInfo defines may be a network device of the host, as
+//! in Click's user-level driver: `eth0` for its IPv4 address (or its
+//! Ethernet address, or its prefix, as the argument needs), `eth0:bcast`,
+//! `eth0:net`, `eth0:gw` (its default gateway, or the prefix's network
+//! address with its lowest bit set). The build supplies the devices
+//! ([`AddressBook::set_devices`]); a device name is first tried as
+//! written, since it is also what FromDevice and ToDevice take.
+//!
 //! This module reads the definitions and rewrites the words of other
 //! elements' arguments; the build (crates/runtime) decides, for a bare name
 //! that stands for several kinds of address, which one an argument takes
@@ -34,6 +42,8 @@ pub struct AddressEntry {
     pub ip6: Option<Ipv6Addr>,
     /// An IPv6 prefix, as written (`2001:db8::/32`).
     pub ip6net: Option<String>,
+    /// A network device's default gateway (`NAME:gw`).
+    pub gw: Option<Ipv4Addr>,
 }
 
 /// How a bare name is written into an argument that takes one of several
@@ -91,9 +101,9 @@ impl AddressEntry {
     pub fn suffixed(&self, suffix: &str) -> Option<String> {
         let net = || self.ipnet.map(|n| n.network());
         Some(match suffix {
-            "ip" => self.ip?.to_string(),
-            "ipnet" => net()?.to_string(),
-            "eth" => self.eth?.to_string(),
+            "ip" | "ip4" => self.ip?.to_string(),
+            "ipnet" | "net" | "ip4net" => net()?.to_string(),
+            "eth" | "ether" | "ethernet" => self.eth?.to_string(),
             "ip6" => self.ip6?.to_string(),
             "ip6net" => self.ip6net.clone()?,
             "bcast" => {
@@ -102,6 +112,9 @@ impl AddressEntry {
                 Ipv4Addr::from(u32::from(n.address()) | host).to_string()
             }
             "gw" => {
+                if let Some(g) = self.gw {
+                    return Some(g.to_string());
+                }
                 let n = net()?;
                 Ipv4Addr::from(u32::from(n.address()) | 1).to_string()
             }
@@ -179,6 +192,8 @@ pub fn parse_definition(text: &str) -> Result<(String, AddressEntry), String> {
 pub struct AddressBook {
     /// (compound prefix, name) -> entry; the top level's prefix is empty.
     defs: HashMap<(String, String), AddressEntry>,
+    /// The host's network devices, below every definition.
+    devices: HashMap<String, AddressEntry>,
 }
 
 /// One word of an argument that names an address.
@@ -192,9 +207,26 @@ pub enum NameUse {
 }
 
 impl AddressBook {
-    /// Whether no name is defined.
+    /// Whether no name is defined and no device known.
     pub fn is_empty(&self) -> bool {
-        self.defs.is_empty()
+        self.defs.is_empty() && self.devices.is_empty()
+    }
+
+    /// Sets the network devices that names no AddressInfo defines may
+    /// stand for.
+    pub fn set_devices(&mut self, devices: HashMap<String, AddressEntry>) {
+        self.devices = devices;
+    }
+
+    /// Adds one network device.
+    pub fn add_device(&mut self, name: &str, entry: AddressEntry) {
+        self.devices.insert(name.to_string(), entry);
+    }
+
+    /// Whether `name`, for `element`, is a network device rather than a
+    /// defined name.
+    pub fn is_device(&self, element: &str, name: &str) -> bool {
+        self.devices.contains_key(name) && self.lookup_defined(element, name).is_none()
     }
 
     /// Defines `name` in compound `prefix` (`""` for the top level); a
@@ -224,6 +256,12 @@ impl AddressBook {
     /// The entry `name` means for element `element` (a full name such as
     /// `c/x`): looked up in its compound, then each enclosing one.
     pub fn lookup(&self, element: &str, name: &str) -> Option<&AddressEntry> {
+        self.lookup_defined(element, name)
+            .or_else(|| self.devices.get(name))
+    }
+
+    /// [`AddressBook::lookup`] among the AddressInfo definitions only.
+    fn lookup_defined(&self, element: &str, name: &str) -> Option<&AddressEntry> {
         let mut prefix = element;
         loop {
             prefix = prefix.rsplit_once('/').map_or("", |(p, _)| p);
@@ -238,6 +276,10 @@ impl AddressBook {
 
     /// What `word` means as an address for `element`, if it names one.
     pub fn resolve(&self, element: &str, word: &str) -> Option<NameUse> {
+        if self.is_device(element, word) {
+            // Also a device name as written: never fixed.
+            return self.devices.get(word).cloned().map(NameUse::Ambiguous);
+        }
         if let Some(e) = self.lookup(element, word) {
             let r = e.readings();
             return Some(match r.as_slice() {
@@ -281,6 +323,11 @@ impl AddressBook {
         }
         (out, ambiguous)
     }
+}
+
+/// The words of an argument that may be address names.
+pub fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(is_separator).filter(|w| !w.is_empty())
 }
 
 /// What separates the words of an argument that may be address names:

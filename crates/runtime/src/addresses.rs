@@ -3,11 +3,11 @@
 //! [`bricks_element::addresses`]).
 
 use bricks_config::{Arg, Router, Span};
-use bricks_element::addresses::{parse_definition, AddressBook, Reading};
+use bricks_element::addresses::{parse_definition, words, AddressBook, Reading};
 use bricks_element::{Args, PortInfo, Processing};
 use std::borrow::Cow;
 
-use crate::Registry;
+use crate::{host_devices, Registry};
 
 /// The class whose arguments define names.
 pub const CLASS: &str = "AddressInfo";
@@ -18,43 +18,128 @@ pub const CLASS: &str = "AddressInfo";
 /// `Element::handler_addresses`).
 const SCRIPTS: [&str; 2] = ["Script", "DriverManager"];
 
+/// A network device that an element's argument names for its address
+/// and that this host does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbsentDevice {
+    /// The element, by index.
+    pub element: usize,
+    /// The argument that names it.
+    pub span: Span,
+    /// The device.
+    pub device: String,
+}
+
 /// `router` with every address name in its elements' arguments replaced
-/// by the address it stands for; the router itself when it defines none.
-/// Definitions that do not parse are left for `AddressInfo` to report.
-pub fn resolve<'r>(router: &'r Router, registry: &Registry) -> Cow<'r, Router> {
-    let book = book(router);
-    if book.is_empty() {
-        return Cow::Borrowed(router);
-    }
-    let mut out = router.clone();
-    for (i, decl) in out.elements.iter_mut().enumerate() {
+/// by the address it stands for (the router itself when nothing is
+/// replaced), and the network devices named for addresses that this host
+/// lacks: those are given placeholder addresses ([`host_devices::placeholder`]),
+/// which the caller reports. Definitions that do not parse are left for
+/// `AddressInfo` to report.
+pub fn resolve<'r>(
+    router: &'r Router,
+    registry: &Registry,
+) -> (Cow<'r, Router>, Vec<AbsentDevice>) {
+    let mut book = book(router);
+    book.set_devices(host_devices::devices());
+    let mut out: Option<Router> = None;
+    let mut absent = Vec::new();
+    for (i, decl) in router.elements.iter().enumerate() {
         if decl.class == CLASS || SCRIPTS.contains(&decl.class.as_str()) {
             continue;
         }
-        let mut args = Vec::with_capacity(decl.args.len());
-        let mut ambiguous = Vec::new();
-        for (k, a) in decl.args.iter().enumerate() {
-            let (text, amb) = book.rewrite(&decl.name, &a.text, Reading::Ip);
-            if amb {
-                ambiguous.push(k);
+        let Some(class) = registry.get(&decl.class) else {
+            let args: Vec<Arg> = decl
+                .args
+                .iter()
+                .map(|a| Arg {
+                    text: book.rewrite(&decl.name, &a.text, Reading::Ip).0,
+                    span: a.span,
+                })
+                .collect();
+            if args != decl.args {
+                out.get_or_insert_with(|| router.clone()).elements[i].args = args;
             }
-            args.push(Arg { text, span: a.span });
-        }
-        if !ambiguous.is_empty() {
-            if let Some(class) = registry.get(&decl.class) {
-                let ports = ports_of(router, i, class.processing_spec());
-                args = choose(&book, &decl.name, &decl.args, args, &ambiguous, |a| {
-                    let mut args = Args::new(a, Some(decl.config_span));
-                    (class.make)(&mut args, &ports)
-                        .and_then(|_| args.complete())
-                        .err()
-                        .map(|e| e.span)
-                });
+            continue;
+        };
+        let ports = ports_of(router, i, class.processing_spec());
+        // `None` when the element configures, else its error's span.
+        let try_make = |a: &[Arg]| {
+            let mut args = Args::new(a, Some(decl.config_span));
+            (class.make)(&mut args, &ports)
+                .and_then(|_| args.complete())
+                .err()
+                .map(|e| e.span)
+        };
+        let mut args = resolve_args(&book, &decl.name, &decl.args, &try_make);
+        // Names of devices this host lacks: tried only when the element
+        // refuses its arguments, in the argument at fault.
+        let missing: Vec<(usize, &str)> = args
+            .iter()
+            .enumerate()
+            .flat_map(|(k, a)| words(&a.text).map(move |w| (k, w)))
+            .filter_map(|(k, w)| {
+                let name = host_devices::looks_like_device(w)?;
+                book.lookup(&decl.name, name).is_none().then_some((k, name))
+            })
+            .collect();
+        if !missing.is_empty() {
+            if let Some(Some(at)) = try_make(&args) {
+                let inside = |s: Span| s.file == at.file && s.start <= at.start && at.end <= s.end;
+                let mut trial = book.clone();
+                let mut named = Vec::new();
+                for &(k, name) in &missing {
+                    if inside(decl.args[k].span) {
+                        trial.add_device(name, host_devices::placeholder());
+                        named.push((k, name.to_string()));
+                    }
+                }
+                if !named.is_empty() {
+                    let retry = resolve_args(&trial, &decl.name, &decl.args, &try_make);
+                    if try_make(&retry).is_none() {
+                        args = retry;
+                        named.dedup();
+                        absent.extend(named.into_iter().map(|(k, device)| AbsentDevice {
+                            element: i,
+                            span: decl.args[k].span,
+                            device,
+                        }));
+                    }
+                }
             }
         }
-        decl.args = args;
+        if args != decl.args {
+            out.get_or_insert_with(|| router.clone()).elements[i].args = args;
+        }
     }
-    Cow::Owned(out)
+    let router = match out {
+        Some(r) => Cow::Owned(r),
+        None => Cow::Borrowed(router),
+    };
+    (router, absent)
+}
+
+/// One element's arguments with the names in them replaced; `try_make`
+/// as in [`choose`].
+fn resolve_args(
+    book: &AddressBook,
+    element: &str,
+    written: &[Arg],
+    try_make: &dyn Fn(&[Arg]) -> Option<Option<Span>>,
+) -> Vec<Arg> {
+    let mut args = Vec::with_capacity(written.len());
+    let mut ambiguous = Vec::new();
+    for (k, a) in written.iter().enumerate() {
+        let (text, amb) = book.rewrite(element, &a.text, Reading::Ip);
+        if amb {
+            ambiguous.push(k);
+        }
+        args.push(Arg { text, span: a.span });
+    }
+    if ambiguous.is_empty() {
+        return args;
+    }
+    choose(book, element, written, args, &ambiguous, try_make)
 }
 
 /// The names `router`'s AddressInfo elements define. Definitions that do
@@ -92,21 +177,28 @@ fn choose(
         let span = written[k].span;
         let text = &written[k].text;
         let at = k + shift;
-        let mut candidates: Vec<Vec<Arg>> = [
-            Reading::Ip,
-            Reading::IpNet,
-            Reading::Eth,
-            Reading::IpEth,
-            Reading::Ip6,
-        ]
-        .iter()
-        .map(|&r| {
-            vec![Arg {
-                text: book.rewrite(element, text, r).0,
-                span,
-            }]
-        })
-        .collect();
+        // A device name is first tried as written (`FromDevice(eth0)`).
+        let as_written = words(text).any(|w| book.is_device(element, w));
+        let mut candidates: Vec<Vec<Arg>> = as_written
+            .then(|| vec![written[k].clone()])
+            .into_iter()
+            .chain(
+                [
+                    Reading::Ip,
+                    Reading::IpNet,
+                    Reading::Eth,
+                    Reading::IpEth,
+                    Reading::Ip6,
+                ]
+                .iter()
+                .map(|&r| {
+                    vec![Arg {
+                        text: book.rewrite(element, text, r).0,
+                        span,
+                    }]
+                }),
+            )
+            .collect();
         if let Some(e) = book.lookup(element, text.trim()) {
             if let (Some(ip), Some(eth)) = (e.ip, e.eth) {
                 candidates.push(vec![

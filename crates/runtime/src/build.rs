@@ -115,6 +115,11 @@ pub struct BuildOptions {
     /// count memory references do so unless told otherwise (`bricks run
     /// --memrefs`).
     pub memrefs: bool,
+    /// Whether the configuration is only checked (`bricks check`), not
+    /// run: a network device named for its address that this host lacks
+    /// is then a warning (the address is looked up where the router
+    /// runs), not an error.
+    pub offline: bool,
 }
 
 fn diag(span: Span, message: impl Into<String>) -> Diagnostic {
@@ -213,9 +218,37 @@ fn build_beside(
     options: BuildOptions,
     old: Option<&Plan>,
 ) -> Result<Plan, Vec<Diagnostic>> {
-    let resolved = crate::addresses::resolve(router, registry);
+    let (resolved, absent) = crate::addresses::resolve(router, registry);
     let router: &Router = &resolved;
     let mut errors = Vec::new();
+    let mut absent_warnings = Vec::new();
+    for a in absent {
+        let decl = &router.elements[a.element];
+        if options.offline {
+            absent_warnings.push((
+                a.element,
+                format!(
+                    "warning: {}: no network device `{}` on this host; its address is looked \
+                     up when the router runs, and the run fails if the device is missing there",
+                    decl.name, a.device
+                ),
+            ));
+        } else {
+            let mut d = diag(
+                a.span,
+                format!(
+                    "no network device `{}` on this host, whose address this argument names",
+                    a.device
+                ),
+            );
+            d.message = configure_message(&decl.name, &decl.class, &d.message);
+            d.help = Some(format!(
+                "create the device, or define `{}` with AddressInfo",
+                a.device
+            ));
+            errors.push(d);
+        }
+    }
     let n = router.elements.len();
 
     // Classes.
@@ -516,7 +549,7 @@ fn build_beside(
     // errors, so that one `bricks check` reports them all.
     let mut elements = Vec::with_capacity(n);
     let mut directives = Vec::new();
-    let mut messages = Vec::new();
+    let mut messages = absent_warnings;
     let old_index: HashMap<&str, usize> = old
         .map(|p| {
             p.elements

@@ -16,6 +16,7 @@ pub mod addresses;
 mod build;
 mod click_classes;
 mod engine;
+pub mod host_devices;
 pub mod hotswap;
 mod placement;
 mod termination;

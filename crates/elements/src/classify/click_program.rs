@@ -1204,6 +1204,11 @@ pub(crate) enum IpKind {
         bit: usize,
         bits: u32,
     },
+    /// An Ethernet address and its mask, in the Ethernet header.
+    Ether {
+        addr: [u8; 6],
+        mask: [u8; 6],
+    },
 }
 
 /// Which addresses or ports a primitive reads.
@@ -1258,7 +1263,10 @@ impl IpExpr {
     }
 }
 
-/// Click's offsets for the link, network and transport headers.
+/// Click's offsets for the link, network and transport headers. Link
+/// offsets count from two bytes before the Ethernet header, which puts
+/// its addresses in whole words: the destination at 2, the source at 8.
+const OFFSET_MAC: i32 = 0;
 const OFFSET_NET: i32 = 256;
 const OFFSET_TRANSP: i32 = 512;
 
@@ -1407,6 +1415,48 @@ impl IpPrim {
             }
             IpKind::TcpOpt => {
                 p.add_insn(tree, OFFSET_TRANSP + 12, me.value << 16, me.mask << 16);
+            }
+            IpKind::Ether { addr, mask } => {
+                // Two words per address, as Click splits them.
+                let word = |b: [u8; 4]| u32::from_be_bytes(b);
+                let (a, m) = (addr, mask);
+                p.start_subtree(tree);
+                if src {
+                    p.start_subtree(tree);
+                    p.add_insn(
+                        tree,
+                        OFFSET_MAC + 8,
+                        word([a[0], a[1], a[2], a[3]]),
+                        word([m[0], m[1], m[2], m[3]]),
+                    );
+                    p.add_insn(
+                        tree,
+                        OFFSET_MAC + 12,
+                        word([a[4], a[5], 0, 0]),
+                        word([m[4], m[5], 0, 0]),
+                    );
+                    p.finish(tree, Combiner::And);
+                }
+                if dst {
+                    p.start_subtree(tree);
+                    p.add_insn(
+                        tree,
+                        OFFSET_MAC,
+                        word([0, 0, a[0], a[1]]),
+                        word([0, 0, m[0], m[1]]),
+                    );
+                    p.add_insn(
+                        tree,
+                        OFFSET_MAC + 4,
+                        word([a[2], a[3], a[4], a[5]]),
+                        word([m[2], m[3], m[4], m[5]]),
+                    );
+                    p.finish(tree, Combiner::And);
+                }
+                p.finish(tree, sides_op);
+                if me.negated {
+                    p.negate_subtree(tree, true);
+                }
             }
             IpKind::Field {
                 transport,

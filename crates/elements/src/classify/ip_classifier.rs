@@ -4,9 +4,9 @@
 
 use super::click_program::{ipfilter_program_text, IpExpr};
 use super::program::{Expr, Program};
-use super::{check_outputs, ip_filter, locate, read_patterns, PatternError};
+use super::{check_outputs, ip_filter, ip_headers, locate, read_patterns, PatternError};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, PortInfo, Stats,
 };
 
 /// The `IPClassifier` class.
@@ -86,9 +86,19 @@ other than the first has no transport header and matches no port, flag or type p
 headers matches no protocol or transport primitive. An IPv4 primitive never matches an IPv6 packet (Click would read the IPv6 \
 header as if it were IPv4's); on every other packet it means what it means in Click.
 
+Ethernet addresses, as in Click's IPFilter: `src 0:1:2:3:4:5`, `dst ADDR`, `host ADDR` \
+(either address), also after `ether` (`ether src ADDR`), with `!=` and an Ethernet mask \
+(`ether src & ff:ff:ff:0:0:0 = 0:1:2:0:0:0`), test the Ethernet header in front of the IP \
+header: the 14 bytes that end where the IP header starts, in the frame (`CheckIPHeader(14)`) \
+or removed from its front by `Strip(14)`. A packet made as an IP packet has no Ethernet \
+header of its own and matches no Ethernet address (`not` of one holds); Click would read \
+through its unset MAC header annotation. A bare address after an Ethernet primitive is an \
+Ethernet address too.
+
 The `program` read handler prints the decision program Click compiles for these patterns, \
 in Click's format (4-byte words `OFFSET/VALUE%MASK`, offsets 256 and up in the IP header and \
-512 and up in the transport header, `safe length`, `alignment offset`); bricks runs its own \
+512 and up in the transport header, below 256 in the Ethernet header, from two bytes before \
+it, `safe length`, `alignment offset`); bricks runs its own \
 equivalent program (8-byte words). Patterns Click's IPClassifier does not have (IPv6, port \
 ranges) have no Click program, and the handler says so.
 
@@ -129,6 +139,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         click.push((Some(i), c));
     }
     Ok(Box::new(IpClassifier {
+        link: program.reads_link(),
         program,
         click_rules: click,
         drops: 0,
@@ -153,16 +164,11 @@ pub fn parse(patterns: &[&str]) -> Result<Vec<Expr>, PatternError> {
         .collect()
 }
 
-/// The bytes from the IP header on: from the network header annotation,
-/// or the start of the data without one.
-#[inline]
-fn ip_header(p: &Packet) -> &[u8] {
-    p.network_header().unwrap_or_else(|| p.data())
-}
-
 /// Classifies IP packets.
 pub struct IpClassifier {
     program: Program,
+    /// Whether a pattern reads the Ethernet header.
+    link: bool,
     /// The rules as Click's IPFilter parses them, for the `program`
     /// handler, which builds Click's program only when it is read.
     click_rules: Vec<(Option<usize>, Option<IpExpr>)>,
@@ -175,9 +181,10 @@ impl Element for IpClassifier {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let program = &self.program;
+        let link = self.link;
         let drops = &mut self.drops;
         cx.push_classified(batch, |p| {
-            let out = program.classify_ip(ip_header(p));
+            let out = program.run(&ip_headers(p, link));
             *drops += out.is_none() as u64;
             out
         });
@@ -199,6 +206,7 @@ impl Element for IpClassifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bricks_element::Packet;
     use bricks_element::Processing;
     use bricks_runtime::testing::{make_element, Harness};
 
@@ -800,9 +808,12 @@ mod tests {
         assert!(err("ip[0:5] = 1").message.contains("1 to 4 bytes"));
         assert!(err("ip[x] = 1").message.contains("[POS:LEN]"));
         assert!(err("tcp opt > syn").message.contains("no relation"));
-        assert!(err("ether host 00:11:22:33:44:55")
+        assert!(err("ether host 10.0.0.1")
             .message
-            .contains("not supported"));
+            .contains("Ethernet address"));
+        assert!(err("ip host 00:11:22:33:44:55")
+            .message
+            .contains("IP address"));
         let e = err("tcp and");
         assert_eq!(
             e.message,

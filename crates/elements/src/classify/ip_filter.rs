@@ -23,6 +23,11 @@
 //! (fragment offset 0); a field the packet is too short for makes its test
 //! false, and a relation like `!=` stays false there while `not` does not.
 //!
+//! Ethernet addresses (Click's `ether host`): `src 0:1:2:3:4:5`, `dst
+//! ADDR`, `host ADDR`, `ether src ADDR`, with `!=` and an Ethernet mask,
+//! read the Ethernet header in front of the IP header ([`Base::Link`];
+//! `super::ip_headers` says where it is and when a packet has none).
+//!
 //! IPv6 (bricks' extension; Click's IPFilter is IPv4 only): the qualifier
 //! `ip6`, the protocol `icmp6`, or an IPv6 address or prefix as the value
 //! makes a test about an IPv6 header, and such a test also requires IP
@@ -287,6 +292,8 @@ enum Kind {
     Ect,
     Ce,
     Field(Field),
+    /// An Ethernet address in the Ethernet header (Click's `ether host`).
+    Ether,
 }
 
 impl Kind {
@@ -303,6 +310,7 @@ impl Kind {
             Kind::Ect => "ip ect",
             Kind::Ce => "ip ce",
             Kind::Field(f) => f.name,
+            Kind::Ether => "ether host",
         }
     }
 }
@@ -352,6 +360,8 @@ enum Data {
     Host6(u128),
     /// An IPv6 prefix: address and length.
     Net6(u128, u8),
+    /// An Ethernet address.
+    Ether([u8; 6]),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -405,6 +415,7 @@ enum Mask {
     None,
     Int(u32),
     Addr(u32),
+    Ether([u8; 6]),
 }
 
 /// A comparison of a field, after Click's `set_mask`.
@@ -467,6 +478,12 @@ fn parse_int(w: &str) -> Option<u32> {
 fn parse_range(w: &str) -> Option<(u32, u32)> {
     let (lo, hi) = w.split_once('-')?;
     Some((parse_int(lo)?, parse_int(hi)?))
+}
+
+fn parse_ether(w: &str) -> Option<[u8; 6]> {
+    w.parse::<bricks_wire::ethernet::EthernetAddress>()
+        .ok()
+        .map(|a| a.0)
 }
 
 fn parse_addr(w: &str) -> Option<u32> {
@@ -811,7 +828,9 @@ impl<'a> Parser<'a> {
         }
         let mut prim = Prim::default();
         let mut negated = false;
+        // Click's header qualifier: `ip` or `ether`, at most one.
         let mut ip = false;
+        let mut ether = false;
         // Qualifiers.
         while let Some(t) = self.tok(self.pos) {
             let w = t.text;
@@ -863,21 +882,22 @@ impl<'a> Parser<'a> {
                     }
                     "dst" | "dest" => self.set_srcdst(&mut prim, SrcDst::Dst)?,
                     "ip" => {
-                        if ip {
+                        if ip || ether {
                             break;
                         }
                         ip = true;
+                    }
+                    "ether" => {
+                        if ip || ether {
+                            break;
+                        }
+                        ether = true;
                     }
                     "ip6" => {
                         if prim.v6 {
                             break;
                         }
                         prim.v6 = true;
-                    }
-                    "ether" => {
-                        return Err(self
-                            .error(self.pos, "`ether` primitives are not supported")
-                            .help("IPClassifier looks at IP headers; use Classifier for Ethernet fields"));
                     }
                     "not" | "!" => negated = !negated,
                     _ => break,
@@ -887,6 +907,11 @@ impl<'a> Parser<'a> {
         }
         if self.pos != first {
             self.prev = Prim::default();
+        }
+        // A test without qualifiers after an Ethernet one is about the
+        // Ethernet header too (Click).
+        if matches!(self.prev.data, Data::Ether(_)) {
+            ether = true;
         }
 
         // `ip[POS:LEN]`, `tcp[POS]`, `transp[POS:LEN]`.
@@ -906,13 +931,16 @@ impl<'a> Parser<'a> {
             };
             mask = if let Some(m) = parse_int(t.text) {
                 Mask::Int(m)
-            } else if let Some(a) = parse_addr(t.text) {
+            } else if let Some(a) = parse_addr(t.text).filter(|_| !ether) {
                 Mask::Addr(a)
+            } else if let Some(a) = parse_ether(t.text).filter(|_| !ip) {
+                Mask::Ether(a)
             } else {
                 return Err(self.error(
                     amp + 1,
                     format!(
-                        "expected a mask (a number or an IP address) after `&`, found `{}`",
+                        "expected a mask (a number, an IP address or an Ethernet address) \
+                         after `&`, found `{}`",
                         t.text
                     ),
                 ));
@@ -950,6 +978,7 @@ impl<'a> Parser<'a> {
                 Err(msg) => return Err(self.error(self.pos, msg)),
                 Ok(Some(d)) => Some(d),
                 Ok(None) if type_word(w).is_some() => None,
+                Ok(None) if ether => parse_ether(w).map(Data::Ether),
                 Ok(None) => {
                     if let Some(d) = parse_v6(w) {
                         Some(d)
@@ -967,8 +996,12 @@ impl<'a> Parser<'a> {
                             _ if prim.kind == Kind::Net => Some(Data::Net(a, u32::MAX)),
                             _ => Some(Data::Host(a)),
                         }
+                    } else if let Some(p) = parse_prefix(w) {
+                        Some(Data::Net(p.0, p.1))
+                    } else if ip {
+                        None
                     } else {
-                        parse_prefix(w).map(|(a, m)| Data::Net(a, m))
+                        parse_ether(w).map(Data::Ether)
                     }
                 }
             };
@@ -1002,6 +1035,10 @@ impl<'a> Parser<'a> {
 
         if prim.data == Data::None && !has_rel {
             if let (Some(t), Some(what)) = (self.tok(self.pos), value_of(prim.kind)) {
+                let what = match prim.kind {
+                    Kind::Host if ether => "an Ethernet address",
+                    _ => what,
+                };
                 let connector = ["and", "&&", "or", "||", "not", "!", "(", ")", "?", ":"];
                 if !connector.contains(&t.text) && type_word(t.text).is_none() {
                     return Err(self
@@ -1027,6 +1064,9 @@ impl<'a> Parser<'a> {
         }
         let span = self.span_of(first, self.pos);
         let given = prim;
+        if ether && prim.kind == Kind::Host {
+            prim.kind = Kind::Ether;
+        }
         let (prim, mut e, click) =
             resolve(prim, &self.prev, mask).map_err(|m| PatternError::new(span, m))?;
         let click = click.map_or(IpExpr::NotClick, IpExpr::Prim);
@@ -1035,7 +1075,7 @@ impl<'a> Parser<'a> {
         } else {
             click
         });
-        if !prim.v6 && prim.kind != Kind::Field(VERS) {
+        if !prim.v6 && !matches!(prim.kind, Kind::Field(VERS) | Kind::Ether) {
             // An IPv4 primitive reads IPv4's header: an IPv6 packet's
             // bytes there mean something else.
             e = Expr::And(vec![Expr::Not(Box::new(version6())), e]);
@@ -1326,6 +1366,12 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr, Option<I
                 p.kind = prev.kind;
                 p.v6 |= prev.v6;
             }
+            Data::Ether(_) => {
+                p.kind = Kind::Ether;
+                if p.srcdst == SrcDst::None {
+                    p.srcdst = prev.srcdst;
+                }
+            }
             Data::Host(_)
             | Data::Net(..)
             | Data::Host6(_)
@@ -1362,6 +1408,13 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr, Option<I
         }
     }
 
+    if p.kind == Kind::Host && matches!(p.data, Data::Ether(_)) {
+        // `host 0:1:2:3:4:5`: the value says which header.
+        p.kind = Kind::Ether;
+    }
+    if p.kind == Kind::Ether {
+        return resolve_ether(p, mask);
+    }
     if p.v6 {
         if let Kind::Field(f) = p.kind {
             p.kind = Kind::Field(field6(f)?);
@@ -1379,10 +1432,15 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr, Option<I
         (Mask::Addr(m), Kind::Host | Kind::Net) => Some(m),
         (Mask::Addr(m), Kind::Field(f)) if f.bits == 32 => Some(m),
         (Mask::Addr(_), _) => return Err(format!("`{what}` takes a number as its mask")),
+        (Mask::Ether(_), _) => {
+            return Err(format!(
+                "`{what}` takes a number as its mask, not an Ethernet address"
+            ))
+        }
     };
     let main =
         match p.kind {
-            Kind::None => return Err("incomplete primitive".to_string()),
+            Kind::None | Kind::Ether => return Err("incomplete primitive".to_string()),
             Kind::Host | Kind::Net if p.v6 => {
                 let (addr, len) = match (p.kind, p.data) {
                     (_, Data::Host6(a)) => (a, 128),
@@ -1440,6 +1498,9 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr, Option<I
                 let m = match mask {
                     Mask::None => net_mask,
                     Mask::Int(m) | Mask::Addr(m) => m,
+                    Mask::Ether(_) => {
+                        return Err("an IP address takes an IP address as its mask".to_string())
+                    }
                 };
                 p.kind = Kind::Host;
                 if p.srcdst == SrcDst::None {
@@ -1646,6 +1707,60 @@ fn resolve(mut p: Prim, prev: &Prim, mask: Mask) -> Result<(Prim, Expr, Option<I
         click.and_then(|(cmp, full, negated)| click_prim(&p, cmp, full, negated))
     };
     Ok((p, Expr::And(parts), click))
+}
+
+/// An Ethernet address primitive (Click's `TYPE_ETHER`): the source
+/// address is bytes 6 to 11 of the Ethernet header, the destination bytes
+/// 0 to 5. It reads no IP field, so it holds for either IP version.
+#[allow(clippy::type_complexity)]
+fn resolve_ether(mut p: Prim, mask: Mask) -> Result<(Prim, Expr, Option<IpPrim>), String> {
+    let Data::Ether(addr) = p.data else {
+        return Err("`ether host` needs an Ethernet address, like `ether src 0:1:2:3:4:5`".into());
+    };
+    if p.rel != Rel::Eq {
+        return Err("an Ethernet address takes `==` or `!=`, not `<` or `>`".to_string());
+    }
+    if p.v6 || p.proto.is_some() {
+        return Err("an Ethernet address takes no `ip6` or protocol".to_string());
+    }
+    let m = match mask {
+        Mask::None => [0xff; 6],
+        Mask::Ether(m) => m,
+        _ => return Err("an Ethernet address takes an Ethernet address as its mask".to_string()),
+    };
+    if p.srcdst == SrcDst::None {
+        p.srcdst = SrcDst::Or;
+    }
+    let word = |b: [u8; 6]| {
+        let mut w = [0u8; 8];
+        w[..6].copy_from_slice(&b);
+        u64::from_be_bytes(w)
+    };
+    let at = |offset| Expr::Test(Test::eq(Base::Link, offset, word(m), word(addr)));
+    let (src, dst) = (at(6), at(0));
+    let e = match p.srcdst {
+        SrcDst::Src => src,
+        SrcDst::Dst => dst,
+        SrcDst::And => Expr::And(vec![src, dst]),
+        SrcDst::Or | SrcDst::None => Expr::Or(vec![src, dst]),
+    };
+    let e = if p.negated { e.negate_present() } else { e };
+    let click = IpPrim {
+        kind: IpKind::Ether { addr, mask: m },
+        sides: match p.srcdst {
+            SrcDst::Src => IpSides::Src,
+            SrcDst::Dst => IpSides::Dst,
+            SrcDst::And => IpSides::And,
+            SrcDst::Or | SrcDst::None => IpSides::Or,
+        },
+        proto: None,
+        gt: false,
+        value: 0,
+        mask: 0,
+        full: 0,
+        negated: p.negated,
+    };
+    Ok((p, e, Some(click)))
 }
 
 /// The primitive as Click's IPFilter has it after `Primitive::check`.

@@ -15,8 +15,44 @@ pub mod ip_filter;
 pub mod program;
 
 use bricks_config::Span;
-use bricks_element::{ArgError, Args, ElementClass, PortInfo};
+use bricks_element::{ArgError, Args, ElementClass, Packet, PortInfo};
 use std::ops::Range;
+
+/// Length of the Ethernet header IPFilter's `ether` primitives read.
+const ETHER_HEADER_LEN: usize = 14;
+
+/// The headers IPClassifier and IPFilter read of a packet: the IP header
+/// where the network header annotation says (the start of the data
+/// without one) and, if `link`, the Ethernet header in front of it.
+///
+/// Click reads its MAC header annotation. bricks keeps no such annotation
+/// (see MarkMACHeader), so the Ethernet header is the 14 bytes that end
+/// where the IP header starts, when they are this packet's own: in the
+/// frame (`CheckIPHeader(14)`), or removed from its front since it was
+/// made (`Strip(14)` leaves them in the buffer, as Click's annotation
+/// still points at them). A packet made as an IP packet has nothing of its
+/// own there, and its `ether` tests are false; Click would read through
+/// an unset annotation.
+#[inline]
+pub(crate) fn ip_headers(p: &Packet, link: bool) -> program::IpHeaders<'_> {
+    let head = p.head_offset();
+    let l3 = p.anno().l3_offset.map_or(head, usize::from);
+    let ip = p.bytes_from(l3);
+    if !link {
+        return program::IpHeaders::new(ip);
+    }
+    // Bytes from HEADROOM on were written for this packet when it was
+    // made; below it only what was pushed on its front.
+    let own_from = head.min(bricks_packet::HEADROOM);
+    let eth = match l3.checked_sub(ETHER_HEADER_LEN) {
+        Some(e) if e >= own_from => {
+            let b = p.bytes_from(e);
+            &b[..b.len().min(ETHER_HEADER_LEN)]
+        }
+        _ => &[],
+    };
+    program::IpHeaders::with_link(eth, ip)
+}
 
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[&classifier::CLASS, &ip_classifier::CLASS];

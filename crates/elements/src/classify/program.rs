@@ -32,6 +32,9 @@ use std::fmt;
 pub enum Base {
     /// The packet data (Classifier).
     Data,
+    /// The Ethernet header in front of the IP header (IPFilter's `ether`
+    /// primitives): its 14 bytes, or none (see [`IpHeaders::with_link`]).
+    Link,
     /// The IP header (IPClassifier).
     Network,
     /// The transport header: the IP header plus its header length; in
@@ -267,6 +270,8 @@ impl Headers for [u8] {
 /// or for IPv6 behind the extension headers.
 #[derive(Debug, Clone, Copy)]
 pub struct IpHeaders<'a> {
+    /// The Ethernet header in front of the IP header, or empty.
+    pub link: &'a [u8],
     /// From the IP header to the end of the packet.
     pub network: &'a [u8],
     /// From the transport header to the end; empty if the packet ends
@@ -287,17 +292,30 @@ impl<'a> IpHeaders<'a> {
         match ip.first() {
             Some(&b) if b >> 4 == 6 => IpHeaders::ipv6(ip),
             Some(&b) => IpHeaders {
+                link: &[],
                 network: ip,
                 transport: ip.get(usize::from(b & 0x0f) * 4..).unwrap_or(&[]),
                 upper: [0; 8],
                 upper_len: 0,
             },
             None => IpHeaders {
+                link: &[],
                 network: ip,
                 transport: &[],
                 upper: [0; 8],
                 upper_len: 0,
             },
+        }
+    }
+
+    /// Like [`IpHeaders::new`], with `link` the Ethernet header in front
+    /// of the IP header (its 14 bytes; fewer, or none, make the `ether`
+    /// tests on the missing bytes false).
+    #[inline]
+    pub fn with_link(link: &'a [u8], ip: &'a [u8]) -> IpHeaders<'a> {
+        IpHeaders {
+            link,
+            ..IpHeaders::new(ip)
         }
     }
 
@@ -309,6 +327,7 @@ impl<'a> IpHeaders<'a> {
     fn ipv6(ip: &'a [u8]) -> IpHeaders<'a> {
         match ip.get(6) {
             Some(&next @ (6 | 17 | 58)) => IpHeaders {
+                link: &[],
                 network: ip,
                 transport: ip.get(40..).unwrap_or(&[]),
                 upper: [next, 0, 0, 0, 0, 0, 0, 0],
@@ -316,6 +335,7 @@ impl<'a> IpHeaders<'a> {
             },
             Some(_) => IpHeaders::ipv6_chain(ip),
             None => IpHeaders {
+                link: &[],
                 network: ip,
                 transport: &[],
                 upper: [0; 8],
@@ -344,6 +364,7 @@ impl<'a> IpHeaders<'a> {
                     flags |= UPPER_LATER_FRAGMENT;
                 }
                 IpHeaders {
+                    link: &[],
                     network: ip,
                     transport: if later {
                         &[]
@@ -355,6 +376,7 @@ impl<'a> IpHeaders<'a> {
                 }
             }
             Err(_) => IpHeaders {
+                link: &[],
                 network: ip,
                 transport: &[],
                 upper: [0; 8],
@@ -370,6 +392,7 @@ impl Headers for IpHeaders<'_> {
         match base {
             Base::Transport => self.transport,
             Base::Data | Base::Network => self.network,
+            Base::Link => self.link,
             Base::Upper => &self.upper[..usize::from(self.upper_len)],
         }
     }
@@ -467,6 +490,12 @@ impl Program {
         self.nodes.len()
     }
 
+    /// Whether a test reads the Ethernet header ([`Base::Link`]), which
+    /// the caller must then supply.
+    pub fn reads_link(&self) -> bool {
+        self.nodes.iter().any(|n| n.test.base == Base::Link)
+    }
+
     /// Whether every packet goes to one output (or none) without a test.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
@@ -531,6 +560,7 @@ impl fmt::Display for Program {
             let t = &n.test;
             let base = match t.base {
                 Base::Data => "",
+                Base::Link => "link",
                 Base::Network => "ip",
                 Base::Transport => "transp",
                 Base::Upper => "ip6upper",

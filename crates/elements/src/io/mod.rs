@@ -1,5 +1,5 @@
 //! Elements where packets enter and leave: capture files, interfaces and
-//! the host's own stack (TUN/TAP devices).
+//! the host's own stack (TUN/TAP devices), multicast UDP sockets.
 
 pub mod capture;
 pub mod device;
@@ -7,6 +7,7 @@ pub mod dpdk;
 pub mod from_dump;
 pub mod host;
 pub mod live;
+pub mod mcast_socket;
 pub mod to_dump;
 
 use bricks_element::ElementClass;
@@ -27,4 +28,5 @@ pub static CLASSES: &[&ElementClass] = &[
     &host::KERNEL_TAP,
     &from_dump::CLASS,
     &to_dump::CLASS,
+    &mcast_socket::CLASS,
 ];

@@ -6,7 +6,7 @@
 
 use crate::classify::click_program::{ipfilter_program_text, IpExpr};
 use crate::classify::program::{Expr, Program};
-use crate::classify::{ip_filter, locate, read_patterns, PatternError};
+use crate::classify::{ip_filter, ip_headers, locate, read_patterns, PatternError};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, Packet, PortInfo, Stats,
 };
@@ -129,8 +129,10 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         exprs.push(expr);
         click.push((action, c));
     }
+    let program = Program::build(&exprs);
     Ok(Box::new(IPFilter {
-        program: Program::build(&exprs),
+        link: program.reads_link(),
+        program,
         click_rules: click,
         actions: actions.into_boxed_slice(),
         drops: 0,
@@ -141,6 +143,8 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
 pub struct IPFilter {
     /// Gives the first matching rule.
     program: Program,
+    /// Whether a rule reads the Ethernet header.
+    link: bool,
     /// Each rule's output, `None` to drop.
     actions: Box<[Option<usize>]>,
     /// The rules as Click's IPFilter parses them, for the `program`
@@ -154,8 +158,7 @@ const HANDLERS: &[Handler] = &[Handler::r("program")];
 impl IPFilter {
     #[inline(always)]
     fn verdict(&self, p: &Packet) -> Option<usize> {
-        let ip = p.network_header().unwrap_or_else(|| p.data());
-        let rule = self.program.classify_ip(ip)?;
+        let rule = self.program.run(&ip_headers(p, self.link))?;
         *self.actions.get(rule)?
     }
 }
@@ -252,6 +255,139 @@ mod tests {
             ),
             [Some(0), None, None]
         );
+    }
+
+    /// The Ethernet header of [`ethernet_frame`]: to 10:20:30:40:50:60
+    /// from 00:01:02:03:04:05, IPv4.
+    const ETHER: [u8; 14] = [
+        0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x08, 0x00,
+    ];
+
+    fn ethernet_frame(ip: &[u8]) -> Vec<u8> {
+        [&ETHER[..], ip].concat()
+    }
+
+    /// Whether `rule` allows each packet.
+    fn allowed(rule: &str, packets: Vec<Packet>) -> Vec<bool> {
+        packets
+            .into_iter()
+            .map(|p| {
+                let mut h = Harness::push(&CLASS, rule, 1, 1);
+                h.push_packets(0, [p]);
+                !h.take(0).is_empty()
+            })
+            .collect()
+    }
+
+    /// The TCP SYN as four packets: in an Ethernet frame whose network
+    /// header is marked (CheckIPHeader(14)); the same frame stripped of
+    /// its Ethernet header (Strip(14), then CheckIPHeader); an IPv6 packet
+    /// in a frame; and the bare IP packet, made with no Ethernet header.
+    fn frames() -> Vec<Packet> {
+        let mut marked = Packet::from_slice(&ethernet_frame(&TCP_SYN)).unwrap();
+        marked.set_network_header(14);
+        let mut stripped = Packet::from_slice(&ethernet_frame(&TCP_SYN)).unwrap();
+        stripped.pull_front(14);
+        stripped.set_network_header(0);
+        let mut v6 = vec![0u8; 40];
+        v6[0] = 0x60;
+        v6[6] = 59; // no next header
+        v6[7] = 64;
+        let mut ipv6 = Packet::from_slice(&ethernet_frame(&v6)).unwrap();
+        ipv6.set_network_header(14);
+        let bare = Packet::from_slice(&TCP_SYN).unwrap();
+        vec![marked, stripped, ipv6, bare]
+    }
+
+    #[test]
+    fn ethernet_addresses_match_the_header_in_front_of_ip() {
+        let t = [true, true, true, false];
+        let f = [false; 4];
+        assert_eq!(allowed("allow src 0:1:2:3:4:5", frames()), t);
+        assert_eq!(allowed("allow ether src 00:01:02:03:04:05", frames()), t);
+        assert_eq!(allowed("allow dst 10:20:30:40:50:60", frames()), t);
+        assert_eq!(allowed("allow dst 0:1:2:3:4:5", frames()), f);
+        assert_eq!(allowed("allow src 10:20:30:40:50:60", frames()), f);
+        // `host` and a bare address: either address.
+        assert_eq!(allowed("allow host 10:20:30:40:50:60", frames()), t);
+        assert_eq!(allowed("allow ether host 0:1:2:3:4:5", frames()), t);
+        assert_eq!(allowed("allow 0:1:2:3:4:5", frames()), t);
+        assert_eq!(allowed("allow host 9:A:B:C:D:E", frames()), f);
+        assert_eq!(
+            allowed("allow src and dst 0:1:2:3:4:5", frames()),
+            f,
+            "both addresses must be it"
+        );
+        // A mask.
+        assert_eq!(
+            allowed(
+                "allow ether src & ff:ff:ff:0:0:0 = 0:1:2:ff:ff:ff",
+                frames()
+            ),
+            t
+        );
+        // Combined with IP primitives; a bare address after an Ethernet
+        // test is an Ethernet address too.
+        assert_eq!(
+            allowed("allow src 0:1:2:3:4:5 and tcp dst port 80", frames()),
+            [true, true, false, false]
+        );
+        assert_eq!(
+            allowed("allow ether src 9:9:9:9:9:9 or 0:1:2:3:4:5", frames()),
+            t
+        );
+    }
+
+    #[test]
+    fn a_packet_without_an_ethernet_header_matches_no_ethernet_address() {
+        // Nothing in front of the bare packet's IP header is its own: the
+        // test is false, its `!=` form too, and only `not` holds.
+        let only_bare = [false, false, false, true];
+        assert_eq!(allowed("allow not src 0:1:2:3:4:5", frames()), only_bare);
+        assert_eq!(allowed("allow src != 0:1:2:3:4:5", frames()), [false; 4]);
+        assert_eq!(
+            allowed("allow src != 9:A:B:C:D:E", frames()),
+            [true, true, true, false]
+        );
+        // The bytes of an earlier packet in a reused buffer are not read.
+        let mut bare = Packet::from_slice(&ethernet_frame(&TCP_SYN)).unwrap();
+        bare.pull_front(14);
+        let fresh = Packet::from_slice(bare.data()).unwrap();
+        assert_eq!(
+            allowed("allow src 0:1:2:3:4:5", vec![bare, fresh]),
+            [true, false]
+        );
+    }
+
+    #[test]
+    fn ethernet_rules_print_at_clicks_link_offsets() {
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push],
+        };
+        let e = make_element(&CLASS, "allow dst 10:20:30:40:50:60", &ports).unwrap();
+        assert_eq!(
+            e.read_handler("program").unwrap(),
+            " 0   0/00001020%0000ffff  yes->step 1  no->[X]\n\
+             \x201   4/30405060%ffffffff  yes->[0]  no->[X]\n\
+             safe length 8\nalignment offset 0\n"
+        );
+    }
+
+    #[test]
+    fn bad_ethernet_rules_are_refused() {
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push],
+        };
+        let make = |a: &str| make_element(&CLASS, a, &ports).map(|_| ());
+        assert!(make("allow ip src 0:1:2:3:4:5").is_err());
+        assert!(make("allow ether src 10.0.0.1").is_err());
+        assert!(make("allow src 0:1:2:3:4:5 > 0:1:2:3:4:6").is_err());
+        assert!(make("allow src 0:1:2:3:4:5 & 255.0.0.0").is_err());
+        assert!(make("allow ether net 0:1:2:3:4:5").is_err());
+        assert!(make("allow tcp src 0:1:2:3:4:5").is_err());
+        assert!(make("allow ether src 0:1:2:3:4:5").is_ok());
     }
 
     #[test]

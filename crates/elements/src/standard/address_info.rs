@@ -29,8 +29,15 @@ static MANUAL: Manual = Manual {
         `ARPResponder(NAME)`) gives both. Suffixes say it outright: `NAME:ip`, `NAME:ipnet` \
         (the network prefix), `NAME:eth`, `NAME:ip6`, `NAME:ip6net`, `NAME:bcast` (every host \
         bit of the prefix set), `NAME:gw` (the network address with its lowest bit set). \
-        Names defined inside a compound element apply only inside it. Unlike Click, a name \
-        never falls back to the address of a host network device of that name.",
+        Names defined inside a compound element apply only inside it.\n\n\
+        As in Click's user-level driver, a name no AddressInfo defines may be a network \
+        device of the host: `eth0` stands for its IPv4 address, prefix or Ethernet address as \
+        the argument needs (a device name is first tried as written, so `FromDevice(eth0)` \
+        keeps it), and `eth0:ip`, `eth0:net`, `eth0:bcast`, `eth0:eth` and `eth0:gw` (the \
+        device's default gateway, else its network address with the lowest bit set) for \
+        one. Devices are looked up in the network namespace the router runs in. A device \
+        the host lacks is a warning for `bricks check` (the address is looked up where the \
+        router runs) and an error for `bricks run`.",
     ports: "none",
     keywords: &[],
     counters: &[],
