@@ -16,6 +16,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     Packet, PortInfo, Stats,
 };
+use bricks_packet::MAX_BATCH;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -203,6 +204,8 @@ struct Table {
     banner: String,
     agg_trigger: Option<Trigger>,
     count_trigger: Option<Trigger>,
+    /// The element's name, for its own calls in `aggregate_call`.
+    own: String,
 }
 
 /// Shared state: the table behind one lock.
@@ -289,6 +292,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
                 banner,
                 agg_trigger,
                 count_trigger,
+                own: String::new(),
             }),
             capacity,
             bytes,
@@ -535,26 +539,24 @@ const HANDLERS: &[Handler] = &[
 impl Element for AggregateCounter {
     fn push(&mut self, port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let mut fired = Vec::new();
+        // Counted under the lock, pushed after it: other workers wait
+        // for the counting only.
+        let mut counted = [false; MAX_BATCH];
         {
             let sh = Arc::clone(&self.sh);
             let mut t = sh.lock();
-            if self.noutputs < 2 {
-                for p in batch.iter() {
-                    self.update(&mut t, p, port == 1, &mut fired);
-                }
-            } else {
-                drop(t);
-                let me = &*self;
-                let mut t = sh.lock();
-                cx.push_classified(batch, |p| {
-                    Some(usize::from(!me.update(&mut t, p, port == 1, &mut fired)))
-                });
-                drop(t);
-                self.fire(fired, cx);
-                return;
+            for (c, p) in counted.iter_mut().zip(batch.iter()) {
+                *c = self.update(&mut t, p, port == 1, &mut fired);
             }
         }
-        cx.push(0, batch);
+        if self.noutputs < 2 {
+            cx.push(0, batch);
+        } else {
+            let mut verdicts = counted.into_iter();
+            cx.push_classified(batch, |_| {
+                Some(usize::from(!verdicts.next().unwrap_or(true)))
+            });
+        }
         self.fire(fired, cx);
     }
 
@@ -573,6 +575,13 @@ impl Element for AggregateCounter {
         }
         out.append(&mut b);
         self.fire(fired, cx);
+    }
+
+    fn start(&mut self, cx: &mut Context<'_>) {
+        let mut t = self.sh.lock();
+        if t.own.is_empty() {
+            t.own = cx.name().to_string();
+        }
     }
 
     fn run_timer(&mut self, cx: &mut Context<'_>) {
@@ -604,17 +613,15 @@ impl Element for AggregateCounter {
             "banner" => t.banner.clone(),
             "count" => t.total.to_string(),
             "nagg" => t.nonzero.to_string(),
-            // The element's own name is not known here; the call is
-            // printed as it was given or as `NAME.freeze true`.
             "aggregate_call" => t
                 .agg_trigger
                 .as_ref()
-                .map(|tr| format!("{} {}", tr.at, tr.action.unparse("")))
+                .map(|tr| format!("{} {}", tr.at, tr.action.unparse(&t.own)))
                 .unwrap_or_default(),
             "count_call" => t
                 .count_trigger
                 .as_ref()
-                .map(|tr| format!("{} {}", tr.at, tr.action.unparse("")))
+                .map(|tr| format!("{} {}", tr.at, tr.action.unparse(&t.own)))
                 .unwrap_or_default(),
             _ => return None,
         })

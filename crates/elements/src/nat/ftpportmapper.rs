@@ -386,4 +386,71 @@ mod tests {
             let _ = parse_port(&v);
         }
     }
+
+    /// A real FTP control packet, 10.0.0.1:1234 -> 10.0.0.2:21, carrying
+    /// `PORT 10,0,0,1,4,210\r\n` (10.0.0.1:1234), checksums right.
+    fn port_packet() -> Vec<u8> {
+        let payload = b"PORT 10,0,0,1,4,210\r\n";
+        let mut p = super::super::flow::testing::packet(
+            6,
+            [10, 0, 0, 1],
+            1234,
+            [10, 0, 0, 2],
+            21,
+            payload.len(),
+        );
+        p[40..].copy_from_slice(payload);
+        p[36..38].fill(0);
+        let (ip, t) = p.split_at_mut(20);
+        let s = segment_checksum(ip, 20, t);
+        t[16..18].copy_from_slice(&s.to_be_bytes());
+        p
+    }
+
+    /// Through a router: the first packet makes the control mapping (the
+    /// mapper sees none yet), the second has its command rewritten.
+    #[test]
+    fn a_port_command_is_rewritten_behind_its_control_mapping() {
+        use bricks_config::{Source, SourceMap};
+        let hex: String = port_packet().iter().map(|b| format!("{b:02x}")).collect();
+        let text = format!(
+            "rw :: TCPRewriter(pattern 1.0.0.1 1024-65535# - - 0 1, drop);\n\
+             InfiniteSource(DATA \\<{hex}>, LIMIT 2, BURST 1, STOP true)\n\
+             -> f :: FTPPortMapper(rw, rw, 0) -> rw -> CheckIPHeader -> CheckTCPHeader -> c :: Counter -> Discard;\n\
+             Idle -> [1]rw[1] -> Discard;"
+        );
+        let mut map = SourceMap::default();
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "ftp".into(),
+                text,
+            },
+        )
+        .unwrap_or_else(|d| panic!("{}", map.render(&d[0])));
+        let plan = bricks_runtime::build(&router, &crate::registry())
+            .unwrap_or_else(|d| panic!("{}", map.render(&d[0])));
+        let mut engine = bricks_runtime::Engine::new(&plan).unwrap();
+        engine.idle_sleep = false;
+        let summary = engine.run();
+        let stats = |class: &str| {
+            &summary
+                .elements
+                .iter()
+                .find(|e| e.class == class)
+                .unwrap()
+                .stats
+        };
+        let f = stats("FTPPortMapper");
+        assert_eq!(f.get("no_control"), Some(1));
+        assert_eq!(f.get("rewritten"), Some(1));
+        // Both passed the header checks: lengths and checksums right.
+        assert_eq!(stats("Counter").get("count"), Some(2));
+        // "10,0,0,1,4,210" became "1,0,0,1,4,1" (1.0.0.1:1025): 3 bytes
+        // fewer.
+        assert_eq!(
+            stats("Counter").get("byte_count"),
+            Some(2 * port_packet().len() as u64 - 3)
+        );
+    }
 }
