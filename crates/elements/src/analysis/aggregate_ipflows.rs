@@ -269,6 +269,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         sh,
         cfg,
         noutputs: ports.noutputs(),
+        out: Out::new(),
     }))
 }
 
@@ -278,6 +279,9 @@ pub struct AggregateIPFlows {
     sh: Arc<Shared>,
     cfg: Config,
     noutputs: usize,
+    /// Packets leaving, kept between batches so that their room is
+    /// allocated once.
+    out: Out,
 }
 
 /// The IPv4 header fields this element reads.
@@ -703,6 +707,7 @@ fn next_aggregate(st: &mut State) -> u32 {
 }
 
 /// Packets leaving, per output, pushed whenever a batch fills.
+#[derive(Debug)]
 struct Out {
     emit: Vec<Packet>,
     drop: Vec<Packet>,
@@ -725,10 +730,11 @@ impl Out {
     }
 }
 
-/// Pushes `packets` out of `port` in batches.
-fn push_all(cx: &mut Context<'_>, port: usize, packets: Vec<Packet>) {
+/// Pushes `packets` out of `port` in batches, leaving the vector empty
+/// (its room kept for the next batch).
+fn push_all(cx: &mut Context<'_>, port: usize, packets: &mut Vec<Packet>) {
     let mut b = Batch::new();
-    for p in packets {
+    for p in packets.drain(..) {
         if let Err(p) = b.push(p) {
             cx.push(port, &mut b);
             b.clear();
@@ -739,10 +745,12 @@ fn push_all(cx: &mut Context<'_>, port: usize, packets: Vec<Packet>) {
 }
 
 impl AggregateIPFlows {
-    fn send(&self, out: Out, cx: &mut Context<'_>) {
-        push_all(cx, 0, out.emit);
+    fn send(&self, out: &mut Out, cx: &mut Context<'_>) {
+        push_all(cx, 0, &mut out.emit);
         if self.noutputs > 1 {
-            push_all(cx, 1, out.drop);
+            push_all(cx, 1, &mut out.drop);
+        } else {
+            out.drop.clear();
         }
     }
 }
@@ -750,7 +758,7 @@ impl AggregateIPFlows {
 impl Element for AggregateIPFlows {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let now = cx.now();
-        let mut out = Out::new();
+        let mut out = std::mem::replace(&mut self.out, Out::new());
         {
             let mut st = self.lock();
             for p in batch.drain() {
@@ -758,7 +766,8 @@ impl Element for AggregateIPFlows {
                 self.after_packet(&mut st, &mut out);
             }
         }
-        self.send(out, cx);
+        self.send(&mut out, cx);
+        self.out = out;
     }
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
@@ -775,10 +784,10 @@ impl Element for AggregateIPFlows {
         }
         // Nothing is held in pull (FRAGMENTS is false), so whatever is
         // emitted fits the batch it came in.
-        for p in std::mem::take(&mut o.emit) {
+        for p in o.emit.drain(..) {
             let _ = out.push(p);
         }
-        self.send(o, cx);
+        self.send(&mut o, cx);
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -815,7 +824,7 @@ impl Element for AggregateIPFlows {
             let mut st = self.lock();
             self.clear(&mut st, &mut out);
         }
-        self.send(out, cx);
+        self.send(&mut out, cx);
         Some(Ok(String::new()))
     }
 

@@ -147,14 +147,15 @@ pub enum NotPort {
     Malformed,
 }
 
-/// Whether `payload` starts with a PORT command (RFC 959 section 4.1.2:
-/// `PORT h1,h2,h3,h4,p1,p2`), parsed strictly: every number has 1 to 3
-/// digits and is below 256, and the command ends with CR or LF.
+/// Whether `payload` starts with `PORT ` (any case): Click looks for the
+/// command there only.
 pub fn is_port_command(payload: &[u8]) -> bool {
     payload.len() >= 5 && payload[..4].eq_ignore_ascii_case(b"PORT") && payload[4] == b' '
 }
 
-/// Parses the PORT command at the start of `payload`.
+/// Parses the PORT command at the start of `payload` (RFC 959 section
+/// 4.1.2: `PORT h1,h2,h3,h4,p1,p2`) strictly: every number has 1 to 3
+/// digits and is below 256, and the command ends with CR or LF.
 pub fn parse_port(payload: &[u8]) -> Result<PortArg, NotPort> {
     if !is_port_command(payload) {
         return Err(NotPort::NoCommand);
