@@ -48,7 +48,9 @@ static MANUAL: Manual = Manual {
         one below the control packet's destination port. Packets of no control mapping, \
         that are not PORT commands, or whose command is malformed (counted in `bad_port`) \
         pass unchanged. The command is also left alone when the data rewriter refuses the \
-        mapping, or when the packet has no room to grow (`no_room`). Click warns when \
+        mapping, or when the packet has no room to grow (`no_room`). A batch passes this \
+        element whole before the TCPRewriter sees it: a PORT command in the same batch as \
+        its connection's first packet finds no control mapping yet. Click warns when \
         CONTROL_REWRITER is not downstream; bricks does not check.",
     ports: "one input, one output; push or pull (agnostic)",
     keywords: &[
