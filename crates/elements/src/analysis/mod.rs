@@ -1,5 +1,7 @@
 //! Packet analysis in Click's text formats: IP summary dumps and IPPrint.
 
+pub mod aggregate_counter;
+pub mod aggregate_ipflows;
 pub mod from_ipsumdump;
 pub mod info;
 pub mod ipprint;
@@ -14,4 +16,6 @@ pub static CLASSES: &[&ElementClass] = &[
     &from_ipsumdump::CLASS,
     &to_ipsumdump::CLASS,
     &ipprint::CLASS,
+    &aggregate_counter::CLASS,
+    &aggregate_ipflows::CLASS,
 ];

@@ -7,6 +7,7 @@
 //! ([`flow`]).
 
 pub mod flow;
+pub mod ftpportmapper;
 pub mod icmppingrewriter;
 pub mod icmprewriter;
 pub mod ipaddrpairrewriter;
@@ -16,6 +17,7 @@ pub mod iprwpatterns;
 pub mod pattern;
 pub mod rewriter;
 pub mod rripmapper;
+pub mod seq;
 pub mod table;
 pub mod tcprewriter;
 pub mod udprewriter;
@@ -33,6 +35,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &icmprewriter::CLASS,
     &iprwpatterns::CLASS,
     &rripmapper::CLASS,
+    &ftpportmapper::CLASS,
 ];
 
 #[cfg(test)]
@@ -85,6 +88,7 @@ mod tests {
                     e.class == c.name
                         || (matches!(c.name, "IPRewriterPatterns" | "RoundRobinIPMapper")
                             && e.class == "IPRewriter")
+                        || (c.name == "FTPPortMapper" && e.class == "TCPRewriter")
                 })
                 .unwrap_or_else(|| panic!("{}: no counters reported", c.name));
             // ICMPRewriter's example has no error to rewrite; it runs.

@@ -9,7 +9,7 @@ use super::pattern::{InputSpec, Mapper, Pattern};
 use super::table::{
     Entry, FlowSet, NewFlow, Refused, Timeouts, DEFAULT_CAPACITY, F_DATA_FWD, F_DONE, MAX_CAPACITY,
 };
-use crate::ip::header::ip_bytes;
+use crate::ip::header::{ip_bytes, ip_bytes_mut};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, FromArg, Handler, Packet, PortInfo, Stats,
 };
@@ -72,6 +72,46 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The key of flow `tuple` (TCP or UDP) in this rewriter's tables.
+    pub fn key(&self, tuple: Tuple, proto: u8) -> Key {
+        Key {
+            tuple,
+            proto,
+            owner: self.owner,
+        }
+    }
+
+    /// Inputs (one input spec each).
+    pub fn ninputs(&self) -> usize {
+        self.specs.len()
+    }
+
+    /// Whether the rewriter keeps TCP and UDP flows by their ports.
+    pub fn maps_ports(&self) -> bool {
+        matches!(self.kind, Kind::Ip | Kind::Tcp | Kind::Udp)
+    }
+
+    /// Whether the rewriter sets a reply annotation (REPLY_ANNO).
+    pub fn reply_paint(&self) -> bool {
+        self.reply_paint
+    }
+
+    /// Click's `get_entry`: the live mapping of TCP or UDP flow `key`
+    /// (either direction), or one made as if its first packet had come in
+    /// on `input`. `None`: the input makes no mapping, or refused one.
+    pub fn get_entry(&self, key: Key, input: usize, now_ms: u64) -> Option<Entry> {
+        if let Some(e) = self.set.peek(&key, now_ms) {
+            return Some(e);
+        }
+        if input >= self.specs.len() {
+            return None;
+        }
+        match self.create(input, key.proto, 0, key, now_ms, 0) {
+            Ok(Some(e)) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The mapping of `tuple` (protocol `proto`) in this rewriter's
     /// tables, without making one (ICMPRewriter's lookup).
     pub fn find(&self, tuple: Tuple, proto: u8, now_ms: u64) -> Option<Entry> {
@@ -90,6 +130,147 @@ impl Shared {
             now_ms,
             0,
         )
+    }
+
+    /// Makes the mapping for a new flow of protocol `proto` arriving on
+    /// input `port`, whose first packet says `note` of its state.
+    /// `Ok(None)`: the input makes no mappings; `Err`: refused.
+    fn create(
+        &self,
+        port: usize,
+        proto: u8,
+        note: u8,
+        key: Key,
+        now_ms: u64,
+        paint: u8,
+    ) -> Result<Option<Entry>, ()> {
+        let sh = self;
+        let spec = read_spec(&sh.specs[port]);
+        let spec = &*spec;
+        let tries = match spec {
+            InputSpec::Pattern(..) | InputSpec::Keep(..) => 1,
+            InputSpec::Mapper(m) => m.choices.len(),
+            _ => return Ok(None),
+        };
+        let kind = sh.kind;
+        let timeouts = if proto == PROTO_TCP { sh.tcp } else { sh.udp };
+        let writes = match kind {
+            Kind::Addr => flow::W_SADDR,
+            Kind::Pair => flow::W_SADDR | flow::W_DADDR,
+            Kind::Ping => flow::W_SADDR | flow::W_DADDR | flow::W_SPORT,
+            _ => flow::W_ALL,
+        };
+        let reply_writes = match kind {
+            Kind::Addr => flow::W_DADDR,
+            _ => writes,
+        };
+        let reply_key = |t: Tuple| -> Key {
+            match kind {
+                Kind::Addr => Key {
+                    tuple: Tuple {
+                        daddr: t.saddr,
+                        ..Tuple::default()
+                    },
+                    ..key
+                },
+                // An echo reply carries the request's identifier.
+                Kind::Ping => Key {
+                    tuple: Tuple {
+                        saddr: t.daddr,
+                        daddr: t.saddr,
+                        sport: t.sport,
+                        dport: t.sport,
+                    },
+                    ..key
+                },
+                _ => Key {
+                    tuple: t.reverse(),
+                    ..key
+                },
+            }
+        };
+        let mut made = Err(Refused::NoFreeValue);
+        for _ in 0..tries {
+            let (pattern, fout, rout) = match spec {
+                InputSpec::Pattern(p, fo, ro) => (Some(&**p), *fo, *ro),
+                InputSpec::Keep(fo, ro) => (None, *fo, *ro),
+                InputSpec::Mapper(m) => {
+                    let (p, fo, ro) = m.next_choice();
+                    (Some(&**p), *fo, *ro)
+                }
+                _ => return Ok(None),
+            };
+            made = sh.set.create(&key, now_ms, |set| {
+                let new = match pattern {
+                    None => key.tuple,
+                    Some(p) => {
+                        let mut n = p
+                            .rewrite(key.tuple, |r| set.contains(&reply_key(r.reverse())))
+                            .ok_or(Refused::NoFreeValue)?;
+                        if kind == Kind::Ping {
+                            n.dport = n.sport;
+                        }
+                        // A port range in an address rewriter's pattern
+                        // may pick a port; such a flow is refused, as
+                        // Click's add_flow refuses it.
+                        if matches!(kind, Kind::Addr | Kind::Pair) && (n.sport | n.dport) != 0 {
+                            return Err(Refused::NoFreeValue);
+                        }
+                        n
+                    }
+                };
+                let rev = reply_key(new);
+                let back = match kind {
+                    // The reply's destination becomes the original source.
+                    Kind::Addr => Tuple {
+                        daddr: key.tuple.saddr,
+                        ..Tuple::default()
+                    },
+                    _ => key.tuple.reverse(),
+                };
+                Ok(NewFlow {
+                    fwd: key,
+                    fwd_entry: Entry {
+                        new,
+                        output: fout as u16,
+                        writes,
+                        reply: false,
+                        slot: 0,
+                        reply_anno: None,
+                        seq: false,
+                        timeouts,
+                    },
+                    rev,
+                    rev_entry: Entry {
+                        new: back,
+                        output: rout as u16,
+                        writes: reply_writes,
+                        reply: true,
+                        slot: 0,
+                        reply_anno: sh.reply_paint.then_some(paint),
+                        seq: false,
+                        timeouts,
+                    },
+                    timeouts,
+                    input: port as u16,
+                    note,
+                })
+            });
+            // A mapper tries its next pattern when one has no free value.
+            if !matches!(made, Err(Refused::NoFreeValue)) {
+                break;
+            }
+        }
+        match made {
+            Ok(e) => {
+                sh.made[port].fetch_add(1, Relaxed);
+                Ok(Some(e))
+            }
+            Err(_) => {
+                sh.failures[port].fetch_add(1, Relaxed);
+                Err(())
+            }
+        }
     }
 }
 
@@ -449,6 +630,12 @@ impl Rewriter {
             }
         };
         let dst = flow::apply(p, &f, &e.new, e.writes);
+        if e.seq && f.proto == PROTO_TCP && f.transport {
+            let ip = ip_bytes_mut(p);
+            if let Some(tcp) = ip.get_mut(f.ihl..) {
+                self.sh.set.apply_seq(e.slot, e.reply, tcp);
+            }
+        }
         let a = p.anno_mut();
         if self.sh.dst_anno {
             a.dst_ip = dst.into();
@@ -483,133 +670,12 @@ impl Rewriter {
         now_ms: u64,
         paint: u8,
     ) -> Result<Option<Entry>, Option<usize>> {
-        let sh = Arc::clone(&self.sh);
-        let spec = read_spec(&sh.specs[port]);
-        let spec = &*spec;
-        let tries = match spec {
-            InputSpec::Pattern(..) | InputSpec::Keep(..) => 1,
-            InputSpec::Mapper(m) => m.choices.len(),
-            _ => return Ok(None),
-        };
-        let kind = sh.kind;
-        let timeouts = if f.proto == PROTO_TCP { sh.tcp } else { sh.udp };
-        let note = note_of(f);
-        let writes = match kind {
-            Kind::Addr => flow::W_SADDR,
-            Kind::Pair => flow::W_SADDR | flow::W_DADDR,
-            Kind::Ping => flow::W_SADDR | flow::W_DADDR | flow::W_SPORT,
-            _ => flow::W_ALL,
-        };
-        let reply_writes = match kind {
-            Kind::Addr => flow::W_DADDR,
-            _ => writes,
-        };
-        let reply_key = |t: Tuple| -> Key {
-            match kind {
-                Kind::Addr => Key {
-                    tuple: Tuple {
-                        daddr: t.saddr,
-                        ..Tuple::default()
-                    },
-                    ..key
-                },
-                // An echo reply carries the request's identifier.
-                Kind::Ping => Key {
-                    tuple: Tuple {
-                        saddr: t.daddr,
-                        daddr: t.saddr,
-                        sport: t.sport,
-                        dport: t.sport,
-                    },
-                    ..key
-                },
-                _ => Key {
-                    tuple: t.reverse(),
-                    ..key
-                },
-            }
-        };
-        let mut made = Err(Refused::NoFreeValue);
-        for _ in 0..tries {
-            let (pattern, fout, rout) = match spec {
-                InputSpec::Pattern(p, fo, ro) => (Some(&**p), *fo, *ro),
-                InputSpec::Keep(fo, ro) => (None, *fo, *ro),
-                InputSpec::Mapper(m) => {
-                    let (p, fo, ro) = m.next_choice();
-                    (Some(&**p), *fo, *ro)
-                }
-                _ => return Ok(None),
-            };
-            made = sh.set.create(&key, now_ms, |set| {
-                let new = match pattern {
-                    None => key.tuple,
-                    Some(p) => {
-                        let mut n = p
-                            .rewrite(key.tuple, |r| set.contains(&reply_key(r.reverse())))
-                            .ok_or(Refused::NoFreeValue)?;
-                        if kind == Kind::Ping {
-                            n.dport = n.sport;
-                        }
-                        // A port range in an address rewriter's pattern
-                        // may pick a port; such a flow is refused, as
-                        // Click's add_flow refuses it.
-                        if matches!(kind, Kind::Addr | Kind::Pair) && (n.sport | n.dport) != 0 {
-                            return Err(Refused::NoFreeValue);
-                        }
-                        n
-                    }
-                };
-                let rev = reply_key(new);
-                let back = match kind {
-                    // The reply's destination becomes the original source.
-                    Kind::Addr => Tuple {
-                        daddr: key.tuple.saddr,
-                        ..Tuple::default()
-                    },
-                    _ => key.tuple.reverse(),
-                };
-                Ok(NewFlow {
-                    fwd: key,
-                    fwd_entry: Entry {
-                        new,
-                        output: fout as u16,
-                        writes,
-                        reply: false,
-                        slot: 0,
-                        reply_anno: None,
-                        timeouts,
-                    },
-                    rev,
-                    rev_entry: Entry {
-                        new: back,
-                        output: rout as u16,
-                        writes: reply_writes,
-                        reply: true,
-                        slot: 0,
-                        reply_anno: sh.reply_paint.then_some(paint),
-                        timeouts,
-                    },
-                    timeouts,
-                    input: port as u16,
-                    note,
-                })
-            });
-            // A mapper tries its next pattern when one has no free value.
-            if !matches!(made, Err(Refused::NoFreeValue)) {
-                break;
-            }
-        }
-        match made {
-            Ok(e) => {
-                sh.made[port].fetch_add(1, Relaxed);
-                Ok(Some(e))
-            }
-            Err(_) => {
-                sh.failures[port].fetch_add(1, Relaxed);
+        self.sh
+            .create(port, f.proto, note_of(f), key, now_ms, paint)
+            .map_err(|()| {
                 self.c.failed += 1;
-                Err(DROP)
-            }
-        }
+                DROP
+            })
     }
 
     fn patterns(&self, only: Option<usize>) -> String {

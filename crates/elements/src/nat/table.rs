@@ -26,6 +26,7 @@
 //! not pile into one bucket.
 
 use super::flow::{Key, Tuple};
+use super::seq::{DeltaRefused, SeqDeltas};
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hasher};
@@ -123,6 +124,8 @@ pub struct Entry {
     pub slot: u32,
     /// The reply annotation (REPLY_ANNO) to set, if any.
     pub reply_anno: Option<u8>,
+    /// The flow has sequence-number deltas ([`FlowSet::apply_seq`]).
+    pub seq: bool,
     /// The flow's timeouts (copied here so a lookup can tell an expired
     /// flow without the control lock).
     pub timeouts: Timeouts,
@@ -212,6 +215,9 @@ pub struct FlowSet {
     control: Mutex<Control>,
     capacity: AtomicUsize,
     next_owner: AtomicUsize,
+    /// Sequence-number deltas by slot, of the few flows that have any
+    /// (taken after the control and shard locks, never before).
+    seq: Mutex<HashMap<u32, SeqDeltas>>,
 }
 
 impl core::fmt::Debug for FlowSet {
@@ -252,6 +258,7 @@ impl FlowSet {
             }),
             capacity: AtomicUsize::new(capacity),
             next_owner: AtomicUsize::new(0),
+            seq: Mutex::new(HashMap::new()),
         }
     }
 
@@ -316,6 +323,75 @@ impl FlowSet {
         lock(self.shard(&h)).contains_key(&h)
     }
 
+    /// The live entry for `key`, without marking the flow used (Click's
+    /// `get_entry` with no input: a look, not a packet).
+    pub fn peek(&self, key: &Key, now_ms: u64) -> Option<Entry> {
+        let e = self.get(key)?;
+        let s = &self.slots[e.slot as usize];
+        let idle = now_ms.saturating_sub(s.last_ms.load(Relaxed));
+        (idle < timeout_of(&e.timeouts, s.flags.load(Relaxed))).then_some(e)
+    }
+
+    /// Records that from sequence number `trigger` on, the bytes of the
+    /// flow in `slot` going its `reply` direction move by `delta`
+    /// (Click's `update_seqno_delta`). False: the flow is gone.
+    pub fn add_seq_delta(
+        &self,
+        slot: u32,
+        reply: bool,
+        trigger: u32,
+        delta: i32,
+    ) -> Result<bool, DeltaRefused> {
+        let c = lock(&self.control);
+        let Some(r) = c.recs.get(slot as usize).copied().filter(|r| r.live) else {
+            return Ok(false);
+        };
+        for k in [r.fwd, r.rev] {
+            let h = self.hkey(&k);
+            if let Some(e) = lock(self.shard(&h)).get_mut(&h) {
+                if e.slot == slot {
+                    e.seq = true;
+                }
+            }
+        }
+        lock(&self.seq)
+            .entry(slot)
+            .or_default()
+            .update(reply, trigger, delta)?;
+        drop(c);
+        Ok(true)
+    }
+
+    /// The reply annotation the flow in `slot` sets on its replies.
+    pub fn reply_anno(&self, slot: u32) -> Option<u8> {
+        let c = lock(&self.control);
+        let r = c.recs.get(slot as usize).filter(|r| r.live)?;
+        self.get(&r.rev).filter(|e| e.slot == slot)?.reply_anno
+    }
+
+    /// Sets the reply annotation of the flow in `slot` (FTPPortMapper
+    /// gives a data flow its control flow's).
+    pub fn set_reply_anno(&self, slot: u32, anno: Option<u8>) {
+        let c = lock(&self.control);
+        let Some(r) = c.recs.get(slot as usize).filter(|r| r.live) else {
+            return;
+        };
+        let h = self.hkey(&r.rev);
+        if let Some(e) = lock(self.shard(&h)).get_mut(&h) {
+            if e.slot == slot {
+                e.reply_anno = anno;
+            }
+        }
+    }
+
+    /// Moves the sequence numbers of the TCP segment `tcp` of the flow in
+    /// `slot`, going its `reply` direction, by the flow's deltas.
+    pub fn apply_seq(&self, slot: u32, reply: bool, tcp: &mut [u8]) {
+        if let Some(d) = lock(&self.seq).get_mut(&slot) {
+            d.apply(reply, tcp);
+        }
+    }
+
     fn get(&self, key: &Key) -> Option<Entry> {
         let h = self.hkey(key);
         lock(self.shard(&h)).get(&h).copied()
@@ -341,6 +417,7 @@ impl FlowSet {
         r.gen = r.gen.wrapping_add(1);
         c.free.push(slot);
         c.size -= 1;
+        lock(&self.seq).remove(&slot);
     }
 
     /// Reaps up to `n` flows from the queue's head (all with `n` =
@@ -606,8 +683,17 @@ impl FlowSet {
             for (k, reply) in [(r.fwd, false), (r.rev, true)] {
                 if let Some(e) = self.get(&k) {
                     let (a, b) = if reply { ("", "*") } else { ("*", "") };
+                    // Click's TCPRewriter shows a flow's current delta.
+                    let d = lock(&self.seq)
+                        .get(&(slot as u32))
+                        .map_or(0, |d| d.current(reply));
+                    let seq = match d {
+                        0 => String::new(),
+                        d if d > 0 => format!(" seq +{d}"),
+                        d => format!(" seq {d}"),
+                    };
                     lines.push(format!(
-                        "{} => {} [{a}{} {b}{}] i{} exp{exp}",
+                        "{} => {}{seq} [{a}{} {b}{}] i{} exp{exp}",
                         k.tuple, e.new, r.fout, r.rout, r.input
                     ));
                 }
@@ -688,6 +774,7 @@ mod tests {
                 reply: false,
                 slot: 0,
                 reply_anno: None,
+                seq: false,
                 timeouts: T,
             },
             rev,
@@ -698,6 +785,7 @@ mod tests {
                 reply: true,
                 slot: 0,
                 reply_anno: None,
+                seq: false,
                 timeouts: T,
             },
             timeouts: T,
@@ -881,6 +969,7 @@ mod threads {
                         reply,
                         slot: 0,
                         reply_anno: None,
+                        seq: false,
                         timeouts: t,
                     };
                     set.create(&k, 0, |_| {
