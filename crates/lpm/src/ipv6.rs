@@ -84,9 +84,6 @@ const NODE_BYTES: usize = NODE_WORDS * 8;
 const LEAF_BYTES: usize = 4;
 /// Node levels below the direct pointing array.
 const LEVELS: usize = (128 - DIR_BITS as usize) / STRIDE as usize;
-/// Node levels a single lookup walks without branching on what it reads
-/// (see [`Poptrie6::walk`]): down to /50, where /48s end.
-const FLAT_LEVELS: usize = 5;
 /// Addresses resolved together by [`Lpm6::lookup_batch`].
 const LANES: usize = 32;
 
@@ -393,33 +390,10 @@ impl Poptrie6 {
     /// leads outside the arenas (a block reused under the lookup). The
     /// address is shifted left as levels are consumed, so each slot is
     /// the top six bits: a constant shift instead of a variable one.
-    ///
-    /// The first [`FLAT_LEVELS`] levels take no branch on the data: a
-    /// level whose slot is a leaf leaves the node and the key as they are
-    /// (selects, not jumps), so the levels after it read the same node
-    /// again from L1 and find the same leaf. Where the walk stops depends
-    /// on the address, and as a branch it would be mispredicted about
-    /// once a lookup, on a load that misses cache; the CPU then could not
-    /// start the next lookup's loads before this one's last load
-    /// returned. Without it, consecutive lookups overlap their misses.
     #[inline(always)]
     fn walk(&self, mut n: u32, addr: u128) -> Option<u32> {
         let nodes = self.node_slice();
         let mut key = addr << DIR_BITS;
-        for _ in 0..FLAT_LEVELS {
-            let w = nodes.get(n as usize)?;
-            let vector = w[0].load(Ordering::Relaxed);
-            let bases = w[2].load(Ordering::Relaxed);
-            let s = vector << rest(key);
-            // All ones when the slot holds a child.
-            let down = ((s as i64) >> 63) as u64;
-            let child = ((bases >> 32) as u32)
-                .wrapping_add(s.count_ones())
-                .wrapping_sub(1);
-            n ^= (n ^ child) & down as u32;
-            let k = down as u128 | (down as u128) << 64;
-            key ^= (key ^ key << STRIDE) & k;
-        }
         for _ in 0..LEVELS {
             let w = nodes.get(n as usize)?;
             let vector = w[0].load(Ordering::Relaxed);
@@ -437,26 +411,8 @@ impl Poptrie6 {
         None
     }
 
-    /// One lookup. The retry after a reused block is out of line, so the
-    /// usual path is straight code (see [`Poptrie6::walk`]).
     #[inline(always)]
     fn lookup_one(&self, addr: u128) -> Option<NextHop> {
-        let s = self.seq.begin();
-        let d = self.dir[(addr >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
-        if d & NODE == 0 {
-            return answer(d);
-        }
-        match self.walk(d & !NODE, addr) {
-            Some(l) if self.seq.validate(s) => answer(l),
-            _ => self.lookup_again(addr),
-        }
-    }
-
-    /// [`Poptrie6::lookup_one`] after a lookup met a reused block: until
-    /// one completes without.
-    #[cold]
-    #[inline(never)]
-    fn lookup_again(&self, addr: u128) -> Option<NextHop> {
         loop {
             let s = self.seq.begin();
             let d = self.dir[(addr >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
@@ -1229,8 +1185,8 @@ mod tests {
 
     /// Single and batched lookups agree with [`scan`] on random nested
     /// tables, before and after removals and re-insertions. The lengths
-    /// include ::/0, /128, the level boundaries around /48 (the end of
-    /// the branch-free part of a single lookup is /50) and /64, /65.
+    /// include ::/0, /128, the level boundaries around /48 (node levels
+    /// end at /44 and /50) and /64, /65.
     #[test]
     fn random_tables_agree_with_a_scan() {
         const LENS: [u8; 20] = [
