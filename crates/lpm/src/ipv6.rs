@@ -1173,6 +1173,93 @@ mod tests {
         assert_eq!(t.lookup(ip("2001:db8:1:2::5")), Some(NextHop(1)));
         assert_eq!(t.route_count(), 1);
     }
+    /// Longest-prefix match by a scan of every rule: the definition,
+    /// with nothing shared with the table under test.
+    fn scan(rules: &[(Prefix6, NextHop)], a: u128) -> Option<NextHop> {
+        rules
+            .iter()
+            .filter(|(p, _)| a & Prefix6::mask(p.len) == p.addr)
+            .max_by_key(|(p, _)| p.len)
+            .map(|&(_, nh)| nh)
+    }
+
+    /// Single and batched lookups agree with [`scan`] on random nested
+    /// tables, before and after removals and re-insertions. The lengths
+    /// include ::/0, /128, the level boundaries around /48 (node levels
+    /// end at /44 and /50) and /64, /65.
+    #[test]
+    fn random_tables_agree_with_a_scan() {
+        const LENS: [u8; 20] = [
+            0, 1, 19, 20, 21, 26, 32, 33, 44, 47, 48, 49, 50, 51, 56, 63, 64, 65, 127, 128,
+        ];
+        let mut r = crate::bench::SplitMix64(42);
+        for round in 0..40 {
+            let rand = |r: &mut crate::bench::SplitMix64| {
+                (r.next_u64() as u128) << 64 | r.next_u64() as u128
+            };
+            // A few bases, and prefixes nested under them and each other.
+            let bases: Vec<u128> = (0..3).map(|_| rand(&mut r)).collect();
+            let mut rules: Vec<(Prefix6, NextHop)> = Vec::new();
+            for _ in 0..(10 + round * 3) {
+                let len = LENS[(r.next_u64() % LENS.len() as u64) as usize];
+                let base = match rules.len() {
+                    n if n > 0 && r.next_u64().is_multiple_of(2) => {
+                        rules[(r.next_u64() % n as u64) as usize].0.addr
+                    }
+                    _ => bases[(r.next_u64() % 3) as usize],
+                };
+                // Flip a few low bits of the base inside the new length.
+                let flip = rand(&mut r).checked_shr((r.next_u64() % 129).max(len as u64) as u32);
+                let flip = flip.unwrap_or(0);
+                let p = Prefix6::new(base ^ flip, len);
+                rules.retain(|(q, _)| *q != p);
+                rules.push((p, NextHop((r.next_u64() % 5) as u32)));
+            }
+            let t = Poptrie6::build(&rules, Poptrie6::DEFAULT_MEMORY_BOUND).unwrap();
+            let probes = |rules: &[(Prefix6, NextHop)], r: &mut crate::bench::SplitMix64| {
+                let mut v: Vec<u128> = vec![0, u128::MAX];
+                for (p, _) in rules {
+                    let last = p.addr | !Prefix6::mask(p.len);
+                    v.extend([p.addr, last, p.addr.wrapping_sub(1), last.wrapping_add(1)]);
+                    v.push(p.addr | (rand(r) & !Prefix6::mask(p.len)));
+                }
+                v.extend((0..20).map(|_| rand(r)));
+                v
+            };
+            let check = |t: &Poptrie6, rules: &[(Prefix6, NextHop)], addrs: &[u128]| {
+                let mut out = vec![None; addrs.len()];
+                t.lookup_batch(addrs, &mut out);
+                for (&a, &b) in addrs.iter().zip(&out) {
+                    let want = scan(rules, a);
+                    assert_eq!(t.lookup(a), want, "single lookup of {a:#034x}");
+                    assert_eq!(b, want, "batched lookup of {a:#034x}");
+                }
+            };
+            check(&t, &rules, &probes(&rules, &mut r));
+            // Withdraw a third of the rules, one at a time, then announce
+            // some again with other next hops.
+            let mut gone = Vec::new();
+            for k in (0..rules.len()).rev().step_by(3) {
+                let (p, nh) = rules.remove(k);
+                assert_eq!(t.remove(p).unwrap(), Some(nh));
+                gone.push(p);
+                check(
+                    &t,
+                    &rules,
+                    &probes(&rules[rules.len().saturating_sub(3)..], &mut r),
+                );
+            }
+            check(&t, &rules, &probes(&rules, &mut r));
+            for p in gone.into_iter().step_by(2) {
+                t.insert(p, NextHop(7)).unwrap();
+                rules.push((p, NextHop(7)));
+            }
+            let mut all = probes(&rules, &mut r);
+            all.extend(probes(&[(Prefix6::new(0, 0), NextHop(0))], &mut r));
+            check(&t, &rules, &all);
+        }
+    }
+
     /// Batched lookups (with bursts of one address, batches of every
     /// size) agree with single ones on a table shaped like today's, and
     /// again after route changes.

@@ -290,6 +290,14 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     }))
 }
 
+/// Neither `::` nor `::1` (RFC 4291 sections 2.5.2, 2.5.3): the address
+/// read as a little-endian integer, so without a byte swap, has some bit
+/// set besides the lowest bit of its last byte.
+#[inline(always)]
+fn above_one(a: &[u8; 16]) -> bool {
+    u128::from_le_bytes(*a) & !(1 << 120) != 0
+}
+
 /// Checks IPv6 headers.
 #[derive(Debug)]
 pub struct CheckIP6Header {
@@ -315,7 +323,52 @@ pub struct Seen {
 
 impl CheckIP6Header {
     /// Checks one packet; on success trims it and sets its annotations.
+    ///
+    /// The usual packet is settled by one test in line: a version 6
+    /// header whose payload ends where the frame does, a source that is
+    /// neither multicast, `::` nor `::1` with no BADADDRS to search, a
+    /// destination other than `::` and `::1`, and TCP, UDP or ICMPv6
+    /// straight after the header. Every check of [`CheckIP6Header::check_each`]
+    /// is in it or sends the packet there; what such a packet needs
+    /// (nothing to trim, nothing seen) is done here. Anything else, valid
+    /// or not, takes the full checks out of line, which name the reason.
+    #[inline(always)]
     pub fn check(&self, p: &mut Packet) -> Result<Seen, Refusal> {
+        if self.usual(p) {
+            return Ok(Seen::default());
+        }
+        self.check_each(p)
+    }
+
+    /// The test in line of [`CheckIP6Header::check`]: whether `p` is a
+    /// usual valid packet, which it then annotates. Doing so again to the
+    /// same packet changes nothing.
+    #[inline(always)]
+    fn usual(&self, p: &mut Packet) -> bool {
+        let d = p.data();
+        if let Some(h) = d.get(self.offset..).and_then(|h| h.first_chunk::<40>()) {
+            let plen = usize::from(u16::from_be_bytes([h[4], h[5]]));
+            let (src, dst) = (addr_at(h, 8), addr_at(h, 24));
+            let usual = (h[0] >> 4 == 6)
+                & (self.offset + 40 + plen == d.len())
+                & !is_multicast(&src)
+                & above_one(&src)
+                & above_one(&dst)
+                & matches!(h[6], 6 | 17 | 58)
+                & self.bad_src.is_empty();
+            if usual {
+                p.set_network_header(self.offset);
+                p.anno_mut().dst_ip6 = Ipv6Addr::from(dst);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// [`CheckIP6Header::check`] one check at a time, for every packet
+    /// the test in line does not settle.
+    #[inline(never)]
+    fn check_each(&self, p: &mut Packet) -> Result<Seen, Refusal> {
         let h = match p.data().get(self.offset..) {
             Some(h) if h.len() >= 40 => h,
             _ => return Err(DropReason::Truncated.into()),
@@ -417,25 +470,30 @@ impl CheckIP6Header {
                 self.router_alert += u64::from(seen.router_alert);
                 Some(0)
             }
-            Err(r) => {
-                self.drops[r.reason as usize] += 1;
-                p.anno_mut().param_off = r.pointer.and_then(|o| u8::try_from(o).ok());
-                let report = match r.reason {
-                    DropReason::UnknownOptionReport if self.has_report => Some(2),
-                    DropReason::RoutingHeader0 | DropReason::UnknownRoutingType
-                        if self.has_header_report =>
-                    {
-                        Some(3)
-                    }
-                    _ => None,
-                };
-                if report.is_some() {
-                    p.set_network_header(self.offset);
-                    return report;
-                }
-                self.has_reject.then_some(1)
-            }
+            Err(r) => self.refuse(p, r),
         }
+    }
+
+    /// Counts a refused packet and picks its output.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&mut self, p: &mut Packet, r: Refusal) -> Option<usize> {
+        self.drops[r.reason as usize] += 1;
+        p.anno_mut().param_off = r.pointer.and_then(|o| u8::try_from(o).ok());
+        let report = match r.reason {
+            DropReason::UnknownOptionReport if self.has_report => Some(2),
+            DropReason::RoutingHeader0 | DropReason::UnknownRoutingType
+                if self.has_header_report =>
+            {
+                Some(3)
+            }
+            _ => None,
+        };
+        if report.is_some() {
+            p.set_network_header(self.offset);
+            return report;
+        }
+        self.has_reject.then_some(1)
     }
 
     /// Invalid packets seen for `reason`.
@@ -446,6 +504,15 @@ impl CheckIP6Header {
 
 impl Element for CheckIP6Header {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        // A batch of usual packets (the rule on a router's input) is
+        // checked in one loop with the test in line and goes out of
+        // output 0 whole, with no output to record per packet. At the
+        // first packet that is not usual, the batch is classified packet
+        // by packet, from its start: the usual packets before it pass
+        // the same way again (annotating them twice changes nothing).
+        if batch.iter_mut().all(|p| self.usual(p)) {
+            return cx.push(0, batch);
+        }
         cx.push_classified(batch, |p| self.verdict(p));
     }
 
@@ -497,6 +564,109 @@ mod tests {
         let mut v = ECHO_REQUEST.to_vec();
         f(&mut v);
         v
+    }
+
+    /// The test in line and the checks one at a time take the same
+    /// decision, and leave the packet the same, on addresses and next
+    /// headers at the edges of what the test in line settles.
+    #[test]
+    fn usual_packets_and_the_full_checks_agree() {
+        let addrs: Vec<[u8; 16]> = [
+            "::",
+            "::1",
+            "::2",
+            "::100",
+            "1::",
+            "1::1",
+            "100::1",
+            "ff02::1",
+            "ff05::1",
+            "fe80::1",
+            "2001:db8::1",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        ]
+        .iter()
+        .map(|a| a.parse::<Ipv6Addr>().unwrap().octets())
+        .collect();
+        for bad in ["", "2001:db8::1"] {
+            let bad_src: Box<[u128]> = bad
+                .parse::<Ipv6Addr>()
+                .map(|a| vec![u128::from(a)])
+                .unwrap_or_default()
+                .into();
+            let c = CheckIP6Header {
+                offset: 14,
+                bad_src,
+                own: Box::new([]),
+                has_reject: true,
+                has_report: false,
+                has_header_report: false,
+                drops: [0; DropReason::ALL.len()],
+                router_alert: 0,
+            };
+            for src in &addrs {
+                for dst in &addrs {
+                    for (nh, tail) in [(17, 0), (6, 0), (58, 0), (0, 0), (44, 0), (17, 6), (59, 0)]
+                    {
+                        let mut frame = vec![0xee; 14];
+                        let mut ip = udp_with(nh, &[], 4);
+                        ip[8..24].copy_from_slice(src);
+                        ip[24..40].copy_from_slice(dst);
+                        frame.extend(&ip);
+                        frame.extend(std::iter::repeat_n(0, tail));
+                        for version in [0x60, 0x40] {
+                            frame[14] = version;
+                            for cut in [0, 1, 30] {
+                                let f = &frame[..frame.len() - cut];
+                                let mut a = Packet::from_slice(f).unwrap();
+                                let mut b = Packet::from_slice(f).unwrap();
+                                let (ra, rb) = (c.check(&mut a), c.check_each(&mut b));
+                                let what = format!("{src:?} {dst:?} {nh} {tail} {version} {cut}");
+                                assert_eq!(ra, rb, "{what}");
+                                assert_eq!(a.data(), b.data(), "{what}");
+                                assert_eq!(a.anno().dst_ip6, b.anno().dst_ip6, "{what}");
+                                assert_eq!(a.anno().l3_offset, b.anno().l3_offset, "{what}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A batch of usual packets passes whole; one unusual packet in it
+    /// sends the batch through the checks one at a time, in order, each
+    /// packet counted once.
+    #[test]
+    fn batches_usual_and_mixed() {
+        let good = udp(4);
+        let mut bad = udp(4);
+        bad[24..40].fill(0);
+        let mut padded = udp(4);
+        padded.extend([0; 3]);
+        let mut h = Harness::push(&CLASS, "", 1, 2);
+        let batch = |frames: &[&[u8]]| {
+            frames
+                .iter()
+                .map(|f| Packet::from_slice(f).unwrap())
+                .collect::<Vec<_>>()
+        };
+        h.push_packets(0, batch(&[&good, &good, &good]));
+        let out = h.take(0);
+        assert_eq!(out.len(), 3);
+        assert!(out
+            .iter()
+            .all(|p| p.anno().dst_ip6 == Ipv6Addr::from(HOST_B)));
+        assert!(out.iter().all(|p| p.network_header_offset() == Some(0)));
+        h.push_packets(0, batch(&[&good, &padded, &bad, &good]));
+        assert_eq!(
+            h.take_bytes(0),
+            vec![good.clone(), good.clone(), good.clone()]
+        );
+        assert_eq!(h.take_bytes(1), vec![bad.clone()]);
+        let s = h.stats();
+        assert_eq!(s.get("drops"), Some(1));
+        assert_eq!(s.get("bad_destination"), Some(1));
     }
 
     #[test]

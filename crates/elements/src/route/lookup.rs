@@ -703,16 +703,20 @@ impl Element for Ip6RouteLookup {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         // Only the batch's length is written: zeroing MAX_BATCH entries
         // of both arrays would cost more than the lookups of a small batch.
-        let addrs: arrayvec::ArrayVec<u128, MAX_BATCH> = batch.iter().map(dst6).collect();
-        let mut found: arrayvec::ArrayVec<Option<NextHop>, MAX_BATCH> =
-            addrs.iter().map(|_| None).collect();
+        // The arrays are filled where they lie: `collect` builds one and
+        // returns it by value, a 4 KiB and a 2 KiB memcpy per batch (20
+        // instructions a packet in batches of 32).
+        let mut addrs = arrayvec::ArrayVec::<u128, MAX_BATCH>::new();
+        addrs.extend(batch.iter().map(dst6));
+        let mut found = arrayvec::ArrayVec::<Option<NextHop>, MAX_BATCH>::new();
+        found.extend(addrs.iter().map(|_| None));
         self.t.lpm.lookup_batch(&addrs, &mut found);
         let groups = self.t.groups();
-        let mut i = 0;
+        let mut answers = found.iter().zip(&addrs);
         let mut missed = 0;
         cx.push_classified(batch, |p| {
-            let (r, addr) = (found[i], addrs[i]);
-            i += 1;
+            // As many answers as packets: `None` never comes.
+            let (&r, &addr) = answers.next()?;
             let Some(group) = r.and_then(|nh| groups.get(nh.0 as usize)) else {
                 missed += 1;
                 return None;
