@@ -225,6 +225,15 @@ fn choose(
                     chosen = Some(c);
                     break;
                 }
+                // A device name as written, refused for another reason
+                // than this argument (`ToDevice(eth0, BACKEND packet)`
+                // where another element gave eth0 another backend): the
+                // name is right, and that error is the one to report, not
+                // hidden by an address reading that happens to configure.
+                Some(s) if as_written && c == 0 && !s.is_some_and(inside) => {
+                    chosen = Some(c);
+                    break;
+                }
                 Some(Some(s)) if inside(s) => {}
                 Some(_) => {
                     fallback.get_or_insert(c);
