@@ -141,7 +141,7 @@ static MANUAL: Manual = Manual {
         ),
     ],
     example: "InfiniteSource(LIMIT 3, STOP true) -> ac :: AggregateCounter -> Discard;\n\
-              DriverManager(wait_pause, write ac.write_text_file -);",
+              DriverManager(pause, write ac.write_text_file -, stop);",
     see_also: &["AggregateIPFlows", "FromIPSummaryDump"],
 };
 
