@@ -28,6 +28,18 @@ fn bricks(args: &[&str], out: &Path) -> Output {
     o
 }
 
+/// Held by the tests that send traffic through test networks: each
+/// measures rates or latencies on the machine's few cores, and two at once
+/// would measure each other (the cluster's one-way latency went from a
+/// millisecond to hundreds beside the nic:queues runs).
+static TRAFFIC: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`TRAFFIC`] for the rest of the test (a test that failed with it
+/// leaves it usable).
+fn traffic() -> std::sync::MutexGuard<'static, ()> {
+    TRAFFIC.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -247,6 +259,7 @@ fn routebricks_rb4_from_a_quick_cluster_run() {
     if bricks_netns::skip_unless_root("routebricks_rb4_from_a_quick_cluster_run").is_some() {
         return;
     }
+    let _traffic = traffic();
     let dir = tempfile::tempdir().unwrap();
     let t = std::time::Instant::now();
     bricks(
@@ -324,6 +337,7 @@ fn nic_wishlist_steering_changed_while_forwarding() {
     if bricks_netns::skip_unless_root("nic_wishlist_steering_changed_while_forwarding").is_some() {
         return;
     }
+    let _traffic = traffic();
     let dir = tempfile::tempdir().unwrap();
     let t = std::time::Instant::now();
     bricks(&["nic", "--quick", "--only", "nic:wishlist"], dir.path());
@@ -371,6 +385,7 @@ fn nic_queues_one_port_against_two_ports() {
     if bricks_netns::skip_unless_root("nic_queues_one_port_against_two_ports").is_some() {
         return;
     }
+    let _traffic = traffic();
     let dir = tempfile::tempdir().unwrap();
     let t = std::time::Instant::now();
     bricks(&["nic", "--quick", "--only", "nic:queues"], dir.path());
