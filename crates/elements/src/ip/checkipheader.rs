@@ -427,6 +427,43 @@ impl CheckIPHeader {
         Ok(())
     }
 
+    /// The test in line of [`CheckIPHeader::check`]: whether `p` is a
+    /// usual valid packet (a 20-byte header whose length fits the frame,
+    /// a good checksum, addresses that no list and no martian rule can
+    /// refuse), which it then trims and annotates as `check` does. Doing
+    /// so again to the same packet changes nothing, so a batch that
+    /// stops being usual part-way is checked again from its start.
+    #[inline(always)]
+    fn usual(&self, p: &mut Packet) -> bool {
+        let d = p.data();
+        let Some(h) = d.get(self.offset..).and_then(|h| h.first_chunk::<20>()) else {
+            return false;
+        };
+        let len = usize::from(be16(h, 2));
+        let (src, dst) = (be32(h, 12), be32(h, 16));
+        let (snet, dnet) = (src >> 24, dst >> 24);
+        // Martian rules, where on: no net 0 or 127 on either side, no
+        // class E destination (the broadcast address is allowed, and
+        // left to the full check here).
+        let martian_free = !self.martians
+            | ((snet != 0) & (snet != 127) & (dnet != 0) & (dnet != 127) & (dst < 0xf000_0000));
+        let usual = (h[0] == 0x45)
+            & (len >= 20)
+            & (len <= d.len() - self.offset)
+            & !is_multicast_or_reserved(src)
+            & (self.src_filter & filter_bit(src) == 0)
+            & (self.dst_filter & filter_bit(dst) == 0)
+            & martian_free
+            && (!self.checksum || checksum::header20(h) == 0xffff);
+        if usual {
+            let excess = d.len() - self.offset - len;
+            p.take_back(excess);
+            p.set_network_header(self.offset);
+            p.anno_mut().dst_ip = Ipv4Addr::from(dst);
+        }
+        usual
+    }
+
     /// The martian check of RFC 1812 sections 5.3.7 and 4.2.2.11 on a
     /// source and destination (host order) that passed the others.
     #[inline]
@@ -473,6 +510,13 @@ fn header_sum(h: &[u8], hlen: usize) -> u16 {
 
 impl Element for CheckIPHeader {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        // A batch of usual packets (the rule on a router's input) is
+        // checked in one loop with the test in line and goes out of
+        // output 0 whole. At the first packet that is not usual, the
+        // batch is classified packet by packet from its start.
+        if batch.iter_mut().all(|p| self.usual(p)) {
+            return cx.push(0, batch);
+        }
         cx.push_classified(batch, |p| self.verdict(p));
     }
 
@@ -508,6 +552,90 @@ mod tests {
         assert_eq!(s.get("drops"), Some(1));
         for r in DropReason::ALL {
             assert_eq!(s.get(r.counter()), Some(u64::from(r == reason)), "{r:?}");
+        }
+    }
+
+    /// The test in line and the full checks take the same decision and
+    /// leave the packet the same, on addresses at the edges of every rule,
+    /// under every option that changes what the test in line settles.
+    #[test]
+    fn usual_packets_and_the_full_checks_agree() {
+        let addrs: Vec<[u8; 4]> = [
+            "0.0.0.1",
+            "1.2.3.4",
+            "10.0.0.0",
+            "10.0.0.1",
+            "10.0.0.255",
+            "127.0.0.1",
+            "223.255.255.255",
+            "224.0.0.1",
+            "239.1.1.1",
+            "240.0.0.1",
+            "255.255.255.255",
+        ]
+        .iter()
+        .map(|a| a.parse::<Ipv4Addr>().unwrap().octets())
+        .collect();
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push; 2],
+        };
+        for args in [
+            "OFFSET 14",
+            "OFFSET 14, CHECKSUM false",
+            "OFFSET 14, MARTIANS true",
+            "OFFSET 14, INTERFACES 10.0.0.1/24, MARTIANS true",
+            "OFFSET 14, BADSRC 10.0.0.1 1.2.3.4, GOODDST 10.0.0.255",
+            "OFFSET 14, BADDST 10.0.0.1",
+        ] {
+            let mut e = make_element(&CLASS, args, &ports).unwrap();
+            let c = e.as_any_mut().downcast_mut::<CheckIPHeader>().unwrap();
+            for src in &addrs {
+                for dst in &addrs {
+                    for vhl in [0x45, 0x46, 0x44, 0x55] {
+                        for (pad, cut, bad_sum) in
+                            [(0, 0, false), (3, 0, false), (0, 1, false), (0, 0, true)]
+                        {
+                            let mut ip = udp(8);
+                            ip[12..16].copy_from_slice(src);
+                            ip[16..20].copy_from_slice(dst);
+                            ip[0] = vhl;
+                            fix_ip_checksum(&mut ip);
+                            if bad_sum {
+                                ip[11] ^= 1;
+                            }
+                            let mut frame = vec![0xee; 14];
+                            frame.extend(&ip);
+                            frame.extend(std::iter::repeat_n(0, pad));
+                            frame.truncate(frame.len() - cut);
+                            let mut a = Packet::from_slice(&frame).unwrap();
+                            let mut b = Packet::from_slice(&frame).unwrap();
+                            let what =
+                                format!("{args}: {src:?} {dst:?} {vhl:x} {pad} {cut} {bad_sum}");
+                            if c.usual(&mut a) {
+                                assert_eq!(c.check(&mut b), Ok(()), "{what}");
+                                assert_eq!(a.data(), b.data(), "{what}");
+                                assert_eq!(a.anno().dst_ip, b.anno().dst_ip, "{what}");
+                                assert_eq!(a.anno().l3_offset, b.anno().l3_offset, "{what}");
+                                // Settled again, the packet stays as it is.
+                                let before = a.data().to_vec();
+                                assert!(c.usual(&mut a), "{what}");
+                                assert_eq!(a.data(), &before[..], "{what}");
+                            } else {
+                                assert_eq!(a.data(), &frame[..], "{what}");
+                            }
+                        }
+                    }
+                }
+            }
+            // The usual packet is settled in line, so the fast path is
+            // taken at all.
+            let mut ip = udp(8);
+            ip[12..20].copy_from_slice(&[192, 0, 2, 1, 198, 51, 100, 7]);
+            fix_ip_checksum(&mut ip);
+            let mut frame = vec![0xee; 14];
+            frame.extend(ip);
+            assert!(c.usual(&mut Packet::from_slice(&frame).unwrap()), "{args}");
         }
     }
 
