@@ -1345,8 +1345,9 @@ impl<'a> Context<'a> {
 }
 
 /// Batches of at most this many packets are dispatched with scratch lists
-/// of this size (see [`Context::dispatch`]).
-const SMALL_BATCH: usize = 16;
+/// of this size (see [`Context::dispatch`]): the default burst, so that
+/// the usual batch does not clear lists sized for `MAX_BATCH`.
+const SMALL_BATCH: usize = bricks_packet::DEFAULT_BURST;
 
 /// Click's `configuration_handler` for a write: `spec` is `"N KEYWORD"`
 /// or `"KEYWORD"`. The keyword's arguments are removed and `KEYWORD VALUE`
