@@ -1228,22 +1228,24 @@ impl<'a> Context<'a> {
                 None => DROP,
             }
         }
-        let mut ports = [0u16; N];
         let pkts = batch.as_mut_slice();
-        let Some((head, rest)) = pkts.split_first_mut() else {
+        let n = pkts.len();
+        let Some(head) = pkts.first_mut() else {
             return;
         };
         let first = port_of(head, &mut classify);
-        ports[0] = first;
-        // One pass that only records ports and whether they all agree: the
-        // usual case is a whole batch bound for one output.
-        let mut differ = 0u16;
-        for (slot, p) in ports[1..].iter_mut().zip(rest) {
-            let port = port_of(p, &mut classify);
-            differ |= port ^ first;
-            *slot = port;
+        // The usual batch is bound for one output: its packets are
+        // classified until one differs, with nothing recorded.
+        let mut same = 1;
+        let mut other = first;
+        while same < n {
+            other = port_of(&mut pkts[same], &mut classify);
+            if other != first {
+                break;
+            }
+            same += 1;
         }
-        if differ == 0 {
+        if same == n {
             match first {
                 0 => {}
                 DROP => batch.clear(),
@@ -1251,7 +1253,13 @@ impl<'a> Context<'a> {
             }
             return;
         }
-        let mut len = batch.len();
+        // A mixed batch: the port of every packet.
+        let mut ports = [first; N];
+        ports[same] = other;
+        for (slot, p) in ports[same + 1..n].iter_mut().zip(&mut pkts[same + 1..]) {
+            *slot = port_of(p, &mut classify);
+        }
+        let mut len = n;
         let max_port = ports[..len]
             .iter()
             .filter(|&&p| p != DROP)
