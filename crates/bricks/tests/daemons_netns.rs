@@ -15,10 +15,13 @@
 //!   the daemon's (`birdc show route` against `bricks ctl ... read
 //!   rt.table`).
 //!
-//! IPv6: the peer's BIRD announces /48s over MP-BGP (a session on a link
-//! of its own), the router host's BIRD writes them into table 100, and an
-//! IPv6 bricks router (`LookupIP6Route(..., ROUTES netlink:table=100)`)
-//! forwards h1's stream to the peer by them until the session is disabled.
+//! IPv6 the same way, through the same ports and the same configuration
+//! (conf/bgp-router.click is dual-stack): the peer's BIRD announces /48s
+//! over an IPv6 BGP session with the router host's BIRD (or FRR's bgpd,
+//! whose zebra streams them over FPM), whose packets and Neighbor
+//! Discovery go up and down the TAP mirrors; bricks' IPv6 lookup learns
+//! the routes, h1 pings an address inside one through bricks, and a
+//! disabled session withdraws them within a second.
 //!
 //! Needs root and the daemons (scripts/setup installs bird2 and frr);
 //! skipped with the reason otherwise, a failure under CI=true. Every
@@ -31,8 +34,6 @@ use bricks_netns::{output_timeout, skip_unless_root, ChildGuard, Network};
 use common::LiveRouter;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Prefixes the peer announces: 198.51.100.0/24 (its address
@@ -98,8 +99,16 @@ impl Lab {
             net.add_namespace(ns).unwrap();
         }
         net.sysctl("r", "net.ipv4.ip_forward", "0").unwrap();
+        net.sysctl("r", "net.ipv6.conf.all.forwarding", "0")
+            .unwrap();
         net.add_link("h1", "eth0", "r", "eth0", 1).unwrap();
         net.add_link("peer", "eth0", "r", "eth1", 1).unwrap();
+        // The ports are bricks'; the host's IPv6 lives on the TAPs, with
+        // the link-local addresses the kernel would give the ports too.
+        for dev in ["eth0", "eth1"] {
+            net.sysctl("r", &format!("net.ipv6.conf.{dev}.disable_ipv6"), "1")
+                .unwrap();
+        }
         if backend == "packet" {
             // AF_PACKET leaves the kernel its copy of every frame: it must
             // neither answer ARP on the ports nor take the router's own
@@ -397,14 +406,21 @@ impl Lab {
     /// the peer, both as FRR's own user (frr) with every socket and file in
     /// the test's directory.
     fn start_frr(&mut self, fpm_port: u16) {
+        self.start_frr_with(
+            fpm_port,
+            "router bgp 65001\n bgp router-id 10.2.0.1\n no bgp ebgp-requires-policy\n\
+             \x20neighbor 10.2.0.2 remote-as 65002\n neighbor 10.2.0.2 timers connect 1\n\
+             \x20address-family ipv4 unicast\n  neighbor 10.2.0.2 activate\n exit-address-family\n",
+        );
+    }
+
+    /// [`Lab::start_frr`] with bgpd configured by `bgpd`.
+    fn start_frr_with(&mut self, fpm_port: u16, bgpd: &str) {
         use std::os::unix::fs::PermissionsExt;
         let dir = self.dir.path().to_str().unwrap().to_string();
         // The daemons drop to user frr and write their sockets here.
         std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let zebra = format!("hostname r\nfpm address 127.0.0.1 port {fpm_port}\n");
-        let bgpd = "router bgp 65001\n bgp router-id 10.2.0.1\n no bgp ebgp-requires-policy\n\
-             \x20neighbor 10.2.0.2 remote-as 65002\n neighbor 10.2.0.2 timers connect 1\n\
-             \x20address-family ipv4 unicast\n  neighbor 10.2.0.2 activate\n exit-address-family\n";
         std::fs::write(self.path("zebra.conf"), zebra).unwrap();
         std::fs::write(self.path("bgpd.conf"), bgpd).unwrap();
         let zserv = format!("{dir}/zserv.api");
@@ -607,120 +623,80 @@ fn a_full_table_from_bird_loads_while_forwarding() {
     assert!(line.contains(" 0% packet loss"), "{text}");
 }
 
-/// The IPv6 router of [`bird_ipv6_routes_over_bgp_steer_ipv6_traffic`]:
-/// two ports (h1 on eth0, the peer on eth1), Neighbor Discovery both
-/// ways, the IPv6 checks, the hop limit, and `LookupIP6Route` fed from
-/// kernel table 100.
-fn config6() -> String {
-    let mut c = String::from(
-        "rt :: LookupIP6Route(2001:db8:1::/64 0, 2001:db8:2::/64 1,\n\
-         \x20   ROUTES netlink:table=100, DEVICES \"eth0 eth1\");\n",
-    );
-    for i in 0..2 {
-        let n = i + 1;
-        c.push_str(&format!(
-            "in{i} :: FromDevice(eth{i});\n\
-             q{i} :: Queue(1024) -> ToDevice(eth{i});\n\
-             in{i} -> c{i} :: Classifier(12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd, -);\n\
-             nda{i} :: IP6NDAdvertiser(2001:db8:{n}::1/128 $MAC{i}) -> q{i};\n\
-             nds{i} :: IP6NDSolicitor(2001:db8:{n}::1/64, $MAC{i}) -> q{i};\n\
-             c{i}[0] -> ns{i} :: Tee(2);\n\
-             ns{i}[0] -> nda{i};\n\
-             ns{i}[1] -> [1]nds{i};\n\
-             c{i}[1] -> [1]nds{i};\n\
-             c{i}[2] -> Strip(14) -> CheckIP6Header -> rt;\n\
-             c{i}[3] -> Discard;\n\
-             rt[{i}] -> dh{i} :: DecIP6HLIM -> [0]nds{i};\n\
-             dh{i}[1] -> Discard;\n"
-        ));
-    }
-    c
-}
+// ---------------------------------------------------------------------
+// IPv6 through the same ports and the same configuration.
 
-/// IPv6 routes from a real BGP session: the peer's BIRD announces two /48s
-/// over MP-BGP (an IPv6 session on a link of its own beside bricks' ports)
-/// with its address on bricks' port as the next hop; the router host's
-/// BIRD writes them into kernel table 100; bricks follows that table and
-/// forwards h1's IPv6 stream to the peer by them. `birdc disable` of the
-/// session withdraws them from bricks within a second.
-#[test]
-fn bird_ipv6_routes_over_bgp_steer_ipv6_traffic() {
-    let test = "bird_ipv6_routes_over_bgp_steer_ipv6_traffic";
-    if let Some(why) = skip_unless_root(test) {
-        eprintln!("{why}");
-        return;
+/// Prefixes the peer announces over IPv6; its address 2001:db8:99::5
+/// answers pings.
+const ANNOUNCED6: [&str; 2] = ["2001:db8:98::/48", "2001:db8:99::/48"];
+
+impl Lab {
+    /// IPv6 on h1 (2001:db8:1::2) and the peer (2001:db8:2::2, and
+    /// 2001:db8:99::5 on its loopback), each with bricks as its default
+    /// router. The router host's addresses are on the TAPs already.
+    fn add_ipv6(&self) {
+        let ip6 = |ns: &str, args: &[&str]| {
+            let mut argv = vec!["ip", "-6"];
+            argv.extend_from_slice(args);
+            let out =
+                output_timeout(&mut self.net.exec(ns, &argv), Duration::from_secs(5)).unwrap();
+            assert!(out.status.success(), "{ns}: {argv:?}: {out:?}");
+        };
+        ip6(
+            "h1",
+            &["addr", "add", "2001:db8:1::2/64", "dev", "eth0", "nodad"],
+        );
+        ip6("h1", &["route", "add", "default", "via", "2001:db8:1::1"]);
+        ip6(
+            "peer",
+            &["addr", "add", "2001:db8:2::2/64", "dev", "eth0", "nodad"],
+        );
+        ip6("peer", &["route", "add", "default", "via", "2001:db8:2::1"]);
+        ip6("peer", &["addr", "add", "2001:db8:99::5/128", "dev", "lo"]);
     }
-    if !need("/usr/sbin/bird", test) {
-        return;
+
+    /// The peer's BIRD: AS 65002 over IPv6 (2001:db8:2::2 to the router's
+    /// 2001:db8:2::1 on bricks1), announcing [`ANNOUNCED6`]. Its next hops
+    /// are its own: the global address and, the session being direct, its
+    /// link-local one.
+    fn start_peer6(&mut self) {
+        let statics: String = ANNOUNCED6
+            .iter()
+            .map(|p| format!("  route {p} blackhole;\n"))
+            .collect();
+        let conf = format!(
+            "router id 10.2.0.2;\n\
+             protocol device {{ scan time 1; }}\n\
+             protocol static announced {{\n  ipv6;\n{statics}}}\n\
+             protocol bgp tobricks {{\n  local 2001:db8:2::2 as 65002;\n  neighbor 2001:db8:2::1 as 65001;\n\
+             \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
+             \x20 ipv6 {{ import none; export where proto = \"announced\"; }};\n}}\n"
+        );
+        self.bird("peer", "peer", &conf);
     }
-    let mut net = Network::new(&Network::unique_prefix("bgp6")).unwrap();
-    for ns in ["r", "h1", "peer"] {
-        net.add_namespace(ns).unwrap();
+
+    /// The router host's BIRD over IPv6: AS 65001, routes into kernel
+    /// table 100.
+    fn start_router_bird6(&mut self) {
+        let conf = "router id 10.2.0.1;\n\
+             protocol device { scan time 1; }\n\
+             protocol kernel {\n  kernel table 100;\n  scan time 5;\n  learn off;\n\
+             \x20 ipv6 { import none; export all; };\n}\n\
+             protocol bgp peer {\n  local 2001:db8:2::1 as 65001;\n  neighbor 2001:db8:2::2 as 65002;\n\
+             \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
+             \x20 ipv6 { import all; export none; };\n}\n";
+        self.bird("r", "router", conf);
     }
-    net.sysctl("r", "net.ipv6.conf.all.forwarding", "0")
-        .unwrap();
-    net.add_link("h1", "eth0", "r", "eth0", 1).unwrap();
-    net.add_link("peer", "eth0", "r", "eth1", 1).unwrap();
-    // The BGP session's own link, the kernel's on both sides.
-    net.add_link("peer", "bgp", "r", "bgp", 1).unwrap();
-    for (ns, dev) in [
-        ("h1", "eth0"),
-        ("peer", "eth0"),
-        ("r", "eth0"),
-        ("r", "eth1"),
-    ] {
-        net.disable_offloads(ns, dev).unwrap();
-    }
-    let ip6 = |ns: &str, args: &[&str]| {
-        let mut argv = vec!["ip", "-6"];
-        argv.extend_from_slice(args);
-        let out = output_timeout(&mut net.exec(ns, &argv), Duration::from_secs(5)).unwrap();
-        assert!(out.status.success(), "{ns}: {argv:?}: {out:?}");
-    };
-    ip6(
-        "h1",
-        &["addr", "add", "2001:db8:1::2/64", "dev", "eth0", "nodad"],
-    );
-    ip6("h1", &["route", "add", "default", "via", "2001:db8:1::1"]);
-    ip6(
-        "peer",
-        &["addr", "add", "2001:db8:2::2/64", "dev", "eth0", "nodad"],
-    );
-    ip6("peer", &["route", "add", "default", "via", "2001:db8:2::1"]);
-    ip6("peer", &["addr", "add", "2001:db8:99::5/128", "dev", "lo"]);
-    ip6(
-        "peer",
-        &["addr", "add", "fd00:6::2/64", "dev", "bgp", "nodad"],
-    );
-    ip6("r", &["addr", "add", "fd00:6::1/64", "dev", "bgp", "nodad"]);
-    // The router host's view of eth1's network, so that its BIRD takes
-    // the peer's next hop as directly connected; the frames themselves
-    // are bricks'.
-    ip6(
-        "r",
-        &["addr", "add", "2001:db8:2::9/64", "dev", "eth1", "nodad"],
-    );
-    let macs = [net.mac("r", "eth0").unwrap(), net.mac("r", "eth1").unwrap()];
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("router6.click");
-    std::fs::write(&conf, config6()).unwrap();
-    let sock = dir.path().join("ctl.sock");
-    let defines = vec![format!("MAC0={}", macs[0]), format!("MAC1={}", macs[1])];
-    let router = LiveRouter::start_with(
-        &net,
-        "r",
-        &conf,
-        1,
-        &defines,
-        &["--control".into(), sock.to_str().unwrap().into()],
-    );
-    let learnt = || -> Vec<String> {
+
+    /// bricks' learnt IPv6 routes for the announced prefixes, sorted, as
+    /// `PREFIX GATEWAY OUTPUT`.
+    fn bricks_routes6(&self) -> Vec<String> {
         let out = output_timeout(
             std::process::Command::new(env!("CARGO_BIN_EXE_bricks")).args([
                 "ctl",
-                sock.to_str().unwrap(),
+                self.sock.to_str().unwrap(),
                 "read",
-                "rt.table",
+                "rt6.table",
             ]),
             Duration::from_secs(10),
         )
@@ -733,118 +709,172 @@ fn bird_ipv6_routes_over_bgp_steer_ipv6_traffic() {
             .collect();
         v.sort();
         v
-    };
-    let mut daemons = Vec::new();
-    let bird = |daemons: &mut Vec<Daemon>, ns: &str, name: &str, conf: &str| {
-        let file = dir.path().join(format!("{name}.conf"));
-        std::fs::write(&file, conf).unwrap();
-        let ctl = dir.path().join(format!("{name}.ctl"));
-        let pid = dir.path().join(format!("{name}.pid"));
-        daemons.push(spawn(
-            &net,
-            ns,
-            &[
-                "bird",
-                "-f",
-                "-c",
-                file.to_str().unwrap(),
-                "-s",
-                ctl.to_str().unwrap(),
-                "-P",
-                pid.to_str().unwrap(),
-            ],
-        ));
-    };
-    bird(
-        &mut daemons,
-        "peer",
-        "peer",
-        "router id 10.6.0.2;\n\
-         protocol device { scan time 1; }\n\
-         protocol static announced { ipv6;\n\
-         \x20 route 2001:db8:99::/48 blackhole;\n  route 2001:db8:98::/48 blackhole;\n}\n\
-         protocol bgp tobricks {\n  local fd00:6::2 as 65002;\n  neighbor fd00:6::1 as 65001;\n\
-         \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
-         \x20 ipv6 { import none; export where proto = \"announced\"; next hop address 2001:db8:2::2; };\n}\n",
-    );
-    bird(
-        &mut daemons,
-        "r",
-        "router",
-        "router id 10.6.0.1;\n\
-         protocol device { scan time 1; }\n\
-         protocol kernel {\n  kernel table 100;\n  scan time 5;\n  learn off;\n\
-         \x20 ipv6 { import none; export all; };\n}\n\
-         protocol bgp peer {\n  local fd00:6::1 as 65001;\n  neighbor fd00:6::2 as 65002;\n\
-         \x20 connect delay time 1; connect retry time 1; error wait time 1, 2;\n\
-         \x20 ipv6 { import all; export none; };\n}\n",
-    );
-    let want = vec![
-        "2001:db8:98::/48 2001:db8:2::2 1".to_string(),
-        "2001:db8:99::/48 2001:db8:2::2 1".to_string(),
-    ];
-    let start = Instant::now();
-    while learnt() != want {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "bricks has {:?}, not {want:?}, 60 s after the daemons started; router stderr:\n{}",
-            learnt(),
-            router.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(100));
     }
+
+    /// Whether the learnt IPv6 routes are [`ANNOUNCED6`], out of eth1
+    /// (output 2) through the peer: its global address or a link-local
+    /// one, as the daemon chose.
+    fn has_announced6(&self) -> bool {
+        let r = self.bricks_routes6();
+        r.len() == ANNOUNCED6.len()
+            && r.iter().zip(ANNOUNCED6).all(|(l, p)| {
+                let w: Vec<&str> = l.split(' ').collect();
+                w.len() == 3
+                    && w[0] == p
+                    && (w[1] == "2001:db8:2::2" || w[1].starts_with("fe80:"))
+                    && w[2] == "2"
+            })
+    }
+
+    fn ping6(&self, from: &str, to: &str) -> bool {
+        output_timeout(
+            &mut self
+                .net
+                .exec(from, &["ping", "-6", "-c", "1", "-W", "1", to]),
+            Duration::from_secs(5),
+        )
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+    }
+
+    /// h1 reaches 2001:db8:99::5 within `timeout` (the first pings may
+    /// wait for Neighbor Discovery on either side).
+    fn ping6_within(&self, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        loop {
+            if self.ping6("h1", "2001:db8:99::5") {
+                return true;
+            }
+            if Instant::now() >= end {
+                return false;
+            }
+        }
+    }
+}
+
+/// IPv6 routes from a real BGP session through bricks' own ports: the
+/// peer's BIRD and the router host's BIRD speak BGP over IPv6 across eth1,
+/// their packets and Neighbor Discovery going up and down the TAP mirror
+/// (the host answers solicitations for its addresses, bricks' solicitor
+/// learns from them); the router host's BIRD writes the routes into kernel
+/// table 100; bricks' IPv6 lookup follows that table, and h1 pings an
+/// address inside an announced prefix through bricks. `birdc disable` of
+/// the session withdraws them from bricks within a second. IPv4 through
+/// the same dual-stack router keeps working beside it.
+#[test]
+fn bird_ipv6_routes_over_bgp_steer_ipv6_traffic() {
+    let test = "bird_ipv6_routes_over_bgp_steer_ipv6_traffic";
+    if let Some(why) = skip_unless_root(test) {
+        eprintln!("{why}");
+        return;
+    }
+    if !need("/usr/sbin/bird", test) {
+        return;
+    }
+    let mut lab = Lab::start("bgp6", "netlink:table=100");
+    lab.add_ipv6();
+    lab.start_peer6();
+    assert!(!lab.ping6("h1", "2001:db8:99::5"));
+    lab.start_router_bird6();
+    let t = lab.wait_until("established session", Duration::from_secs(60), || {
+        lab.birdc("router.ctl", &["show", "protocols", "peer"])
+            .contains("Established")
+    });
+    eprintln!("IPv6 BGP session established through bricks in {t:?}");
+    let t = lab.wait_until(
+        "learnt IPv6 routes in bricks",
+        Duration::from_secs(30),
+        || lab.has_announced6(),
+    );
     eprintln!(
-        "the BGP routes in bricks {:?} after BIRD started",
-        start.elapsed()
+        "the IPv6 routes in bricks {t:?} after the session: {:?}",
+        lab.bricks_routes6()
     );
+    assert!(
+        lab.ping6_within(Duration::from_secs(10)),
+        "h1 cannot reach an announced IPv6 prefix; router stderr:\n{}",
+        lab.router.stderr()
+    );
+    // The session's packets went up eth1's TAP, and bricks knows the peer
+    // from the Neighbor Discovery it was given a copy of (the peer's
+    // solicitations for the router, or its answers to bricks' own).
+    assert!(lab.router.counter("tohost1", "count") > 0);
+    assert!(
+        lab.router.counter("nds1", "learnt") + lab.router.counter("nds1", "advertisements") > 0
+    );
+    // IPv4 through the same router.
+    assert!(lab.ping("h1", "10.2.0.2"), "IPv4 beside IPv6");
 
-    // h1's stream reaches the peer through bricks by the learnt route.
-    let stop = Arc::new(AtomicBool::new(false));
-    let (got, recv) = common::udp_receiver(net.ns_name("peer"), "::", 9000, stop.clone());
-    let send_stop = Arc::new(AtomicBool::new(false));
-    let flow = common::udp_sender(
-        net.ns_name("h1"),
-        "[::]:0",
-        "[2001:db8:99::5]:9000",
-        send_stop.clone(),
-    );
-    let until = Instant::now() + Duration::from_secs(10);
-    while got.lock().unwrap().len() < 200 {
-        assert!(Instant::now() < until, "h1's stream did not reach the peer");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    lab.birdc("router.ctl", &["disable", "peer"]);
+    let t = lab.wait_until("IPv6 withdrawal", Duration::from_secs(1), || {
+        lab.bricks_routes6().is_empty()
+    });
+    eprintln!("withdrawn from bricks {t:?} after birdc disable");
+    assert!(!lab.ping6("h1", "2001:db8:99::5"));
+}
 
-    // Disabling the session withdraws the routes from bricks within a
-    // second, and the stream stops.
-    let ctl = dir.path().join("router.ctl");
-    let out = output_timeout(
-        std::process::Command::new("birdc").args(["-s", ctl.to_str().unwrap(), "disable", "peer"]),
-        Duration::from_secs(10),
-    )
-    .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let t = Instant::now();
-    while !learnt().is_empty() {
-        assert!(
-            t.elapsed() < Duration::from_secs(1),
-            "still {:?} a second after `birdc disable peer`",
-            learnt()
-        );
-        std::thread::sleep(Duration::from_millis(10));
+/// FRR over IPv6: bgpd peers with the peer's BIRD over IPv6 through
+/// bricks' ports, zebra streams the routes over FPM to both of bricks'
+/// lookups (the IPv6 ones reach `rt6`), h1 pings through them, and a
+/// neighbour shutdown withdraws them over FPM within a second.
+#[test]
+fn frr_streams_ipv6_routes_over_fpm() {
+    let test = "frr_streams_ipv6_routes_over_fpm";
+    if let Some(why) = skip_unless_root(test) {
+        eprintln!("{why}");
+        return;
     }
-    let withdrawn = t.elapsed();
-    eprintln!("withdrawn from bricks {withdrawn:?} after `birdc disable peer`");
-    std::thread::sleep(Duration::from_millis(300));
-    let before = got.lock().unwrap().len();
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(
-        got.lock().unwrap().len(),
-        before,
-        "packets reached the peer after the withdrawal"
+    if !need("/usr/sbin/bird", test) || !need("/usr/lib/frr/zebra", test) {
+        return;
+    }
+    let port = 2621;
+    let mut lab = Lab::start("frr6", &format!("fpm:127.0.0.1:{port}"));
+    lab.add_ipv6();
+    lab.start_peer6();
+    lab.start_frr_with(
+        port,
+        "router bgp 65001\n bgp router-id 10.2.0.1\n no bgp ebgp-requires-policy\n\
+         \x20no bgp default ipv4-unicast\n\
+         \x20neighbor 2001:db8:2::2 remote-as 65002\n neighbor 2001:db8:2::2 timers connect 1\n\
+         \x20address-family ipv6 unicast\n  neighbor 2001:db8:2::2 activate\n exit-address-family\n",
     );
-    send_stop.store(true, Ordering::Relaxed);
-    flow.join().unwrap();
-    stop.store(true, Ordering::Relaxed);
-    recv.join().unwrap();
-    drop(daemons);
+    let t = lab.wait_until(
+        "IPv6 routes over FPM in bricks",
+        Duration::from_secs(60),
+        || lab.has_announced6(),
+    );
+    eprintln!(
+        "the IPv6 routes in bricks {t:?} after FRR started: {:?}",
+        lab.bricks_routes6()
+    );
+    lab.router
+        .wait_for("the FPM connection counted", Duration::from_secs(5), |r| {
+            r.counter("rt6", "fpm_connections") == 1
+        });
+    assert!(
+        lab.ping6_within(Duration::from_secs(10)),
+        "h1 cannot reach a prefix learnt over FPM; router stderr:\n{}",
+        lab.router.stderr()
+    );
+    lab.vtysh(&[
+        "configure terminal",
+        "router bgp 65001",
+        "neighbor 2001:db8:2::2 shutdown",
+    ]);
+    let t = lab.wait_until("IPv6 withdrawal over FPM", Duration::from_secs(1), || {
+        lab.bricks_routes6().is_empty()
+    });
+    eprintln!("withdrawn from bricks {t:?} after the neighbour shutdown");
+    assert!(!lab.ping6("h1", "2001:db8:99::5"));
+    lab.vtysh(&[
+        "configure terminal",
+        "router bgp 65001",
+        "no neighbor 2001:db8:2::2 shutdown",
+    ]);
+    lab.wait_until("IPv6 routes back over FPM", Duration::from_secs(60), || {
+        lab.has_announced6()
+    });
+    let fib = lab.vtysh(&["show ipv6 route bgp"]);
+    let n = fib.lines().filter(|l| l.starts_with("B>")).count();
+    assert_eq!(n, ANNOUNCED6.len(), "FRR's FIB:\n{fib}");
 }

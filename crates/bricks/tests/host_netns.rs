@@ -171,6 +171,37 @@ fn kernel_tap_answers_arp_and_the_hosts_pings() {
     assert_eq!(counter(&err, "tap", "drops"), 0, "{err}");
 }
 
+/// ADDR6 and IP6_ROUTER: the host gets the IPv6 address beside the
+/// link-local one the kernel derives from ETHER, and the device, alone,
+/// acts as an IPv6 router's interface (the host's own forwarding stays
+/// off); a TAP without IP6_ROUTER stays a host's.
+#[test]
+fn kernel_tap_gives_the_host_an_ipv6_address_and_a_routers_role() {
+    if skip_unless_root("kernel_tap_gives_the_host_an_ipv6_address_and_a_routers_role").is_some() {
+        return;
+    }
+    let net = network("h6");
+    let conf = "KernelTap(10.9.6.1/24, ETHER 02:00:00:00:09:11, DEVNAME btap6, \
+                ADDR6 2001:db8:96::1/64, IP6_ROUTER true) -> Discard;\n\
+                KernelTap(10.9.7.1/24, DEVNAME btap7, ADDR6 2001:db8:97::1/64) -> Discard;";
+    let router = start(&net, &["run", "-e", conf, "--duration", "3"], "btap6");
+    let addr = cmd_out(&mut net.exec("h", &["ip", "-o", "-6", "addr", "show", "btap6"]));
+    assert!(addr.contains("inet6 2001:db8:96::1/64"), "{addr}");
+    // EUI-64 of 02:00:00:00:09:11 (RFC 4291 appendix A).
+    assert!(addr.contains("inet6 fe80::ff:fe00:911/64"), "{addr}");
+    let sysctl = |key: &str| {
+        cmd_out(&mut net.exec("h", &["sysctl", "-n", key]))
+            .trim()
+            .to_string()
+    };
+    assert_eq!(sysctl("net.ipv6.conf.btap6.forwarding"), "1");
+    assert_eq!(sysctl("net.ipv6.conf.btap7.forwarding"), "0");
+    assert_eq!(sysctl("net.ipv6.conf.all.forwarding"), "0");
+    let addr = cmd_out(&mut net.exec("h", &["ip", "-o", "-6", "addr", "show", "btap7"]));
+    assert!(addr.contains("inet6 2001:db8:97::1/64"), "{addr}");
+    finish(router);
+}
+
 /// FromHost makes the TAP device, ToHost writes into it: the pair is a
 /// KernelTap in two elements, as in Click's user-level idiom. ARP replies
 /// are frames (TYPE ETHER); echo replies are IP packets that ToHost (TYPE

@@ -146,6 +146,11 @@ pub struct Follower<S: RouteSink> {
     /// Reads the interfaces again (rtnetlink messages) when a route names
     /// an unknown one, at most once a second.
     refresh: Option<(LinkReader, Option<std::time::Instant>)>,
+    /// IPv6 routes come as the kernel notifies them: a route added beside
+    /// one of the same metric without `NLM_F_REPLACE` is another path of
+    /// it, and a deletion naming paths takes only those. `false` when
+    /// every message states a prefix's whole route (FPM).
+    ipv6_siblings: bool,
 }
 
 /// A change a follower made to its sink.
@@ -172,7 +177,21 @@ impl<S: RouteSink> Follower<S> {
             generation: 0,
             observer: None,
             refresh: None,
+            ipv6_siblings: true,
         }
+    }
+
+    /// Takes every `RTM_NEWROUTE` as the prefix's whole route and every
+    /// `RTM_DELROUTE` as its withdrawal, IPv6 as IPv4: zebra's FPM stream
+    /// sends a route whole (all its paths in `RTA_MULTIPATH` or one
+    /// nexthop group) and an update as a delete of the prefix and an add
+    /// in one frame, but sets `NLM_F_REPLACE` on IPv6 adds only when its
+    /// kernel wants it. Read with the kernel's rules, an IPv6 route whose
+    /// paths changed while zebra was away would keep the old paths beside
+    /// the new ones after the replay.
+    pub fn whole_routes(mut self) -> Self {
+        self.ipv6_siblings = false;
+        self
     }
 
     /// Sets the bounds.
@@ -290,7 +309,11 @@ impl<S: RouteSink> Follower<S> {
     fn wanted(&self, r: &RouteMsg) -> bool {
         let family = match r.prefix {
             RoutePrefix::V4(_) => self.filter.v4,
-            RoutePrefix::V6(_) => self.filter.v6,
+            // Link-local and multicast destinations are never forwarded
+            // (RFC 4291 section 2.5.6, RFC 4007 section 5): the routes
+            // every interface has for fe80::/64 (main table, FPM) and the
+            // multicast ones stay the host's.
+            RoutePrefix::V6(p) => self.filter.v6 && !link_scoped(p),
         };
         family
             && self.filter.table.is_none_or(|t| t == r.table)
@@ -303,7 +326,7 @@ impl<S: RouteSink> Follower<S> {
             return;
         }
         let p = r.prefix;
-        let v6 = matches!(p, RoutePrefix::V6(_));
+        let siblings = self.ipv6_siblings && matches!(p, RoutePrefix::V6(_));
         if r.delete {
             let (prefixes, mut cx) = self.parts();
             let Some(st) = prefixes.get_mut(&p) else {
@@ -312,7 +335,7 @@ impl<S: RouteSink> Follower<S> {
             let cs = &mut st.candidates;
             match cs.iter().position(|c| c.metric == r.metric) {
                 // An IPv6 ECMP route loses one path at a time.
-                Some(i) if v6 && !r.hops.is_empty() && cs[i].hops.len() > 1 => {
+                Some(i) if siblings && !r.hops.is_empty() && cs[i].hops.len() > 1 => {
                     cs[i].hops.retain(|h| !r.hops.contains(h));
                     if cs[i].hops.is_empty() {
                         cs.remove(i);
@@ -366,7 +389,7 @@ impl<S: RouteSink> Follower<S> {
             // path of it (the kernel's ECMP siblings, `ip -6 route append`
             // or a second `add`); `replace` starts over.
             Some(i)
-                if v6
+                if siblings
                     && reject.is_none()
                     && cs[i].reject.is_none()
                     && r.flags & NLM_F_REPLACE == 0
@@ -510,6 +533,13 @@ impl<S: RouteSink> Follower<S> {
             }
         }
     }
+}
+
+/// Whether an IPv6 prefix lies inside fe80::/10 (link-local unicast) or
+/// ff00::/8 (multicast): destinations no router forwards by a route.
+fn link_scoped(p: bricks_lpm::Prefix6) -> bool {
+    let top = (p.addr >> 112) as u16;
+    (p.len >= 10 && top & 0xffc0 == 0xfe80) || (p.len >= 8 && top & 0xff00 == 0xff00)
 }
 
 /// A follower's fields but its prefixes, borrowed while one prefix's

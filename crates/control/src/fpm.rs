@@ -306,7 +306,7 @@ mod tests {
     use crate::follow::tests::MapSink;
     use crate::follow::Filter;
     use crate::netlink::tests::{msg, route4};
-    use crate::netlink::{RTM_DELROUTE, RTM_NEWLINK, RTM_NEWROUTE};
+    use crate::netlink::{messages, RTM_DELROUTE, RTM_NEWLINK, RTM_NEWROUTE};
     use std::io::Write;
 
     fn wait(mut f: impl FnMut() -> bool) -> bool {
@@ -428,5 +428,193 @@ mod tests {
         assert!(wait(|| !sub.connected()));
         assert_eq!(stats.get(Kind::Connections), 2);
         drop(sub);
+    }
+
+    /// What zebra (FRR 8.4, `zebra -M dplane_fpm_nl`) streamed over FPM
+    /// for IPv6 static routes, captured from a real connection in a
+    /// namespace where interface 3 (`d0`) holds 2001:db8:2::1/64 and
+    /// interface 5 (`d1`) 2001:db8:3::1/64: the connected routes (fe80::/64
+    /// among them), `2001:db8:99::/48 via 2001:db8:2::2`, `2001:db8:97::/48`
+    /// via 2001:db8:2::2 and 2001:db8:3::2, a blackhole `2001:db8:96::/48`;
+    /// then 97's second path removed (an update: a delete of the prefix and
+    /// an add in one frame), then 99 and 96 removed. `no fpm
+    /// use-next-hop-groups` gives each route its paths (`RTA_MULTIPATH`
+    /// for two); the default gives nexthop objects (`RTM_NEWNEXTHOP`, one
+    /// group for 97) and `RTA_NH_ID`.
+    pub(crate) const FRR_IPV6_MULTIPATH: &[u8] =
+        include_bytes!("testdata/frr-8.4-ipv6-multipath.fpm");
+    pub(crate) const FRR_IPV6_NEXTHOP_GROUPS: &[u8] =
+        include_bytes!("testdata/frr-8.4-ipv6-nexthop-groups.fpm");
+
+    /// The frames' payloads of a captured stream, whole.
+    fn frames(stream: &[u8]) -> Vec<Vec<u8>> {
+        let mut v = Vec::new();
+        let (used, r) = deframe(stream, |ty, payload| {
+            assert_eq!(ty, 1);
+            v.push(payload.to_vec());
+        });
+        assert_eq!((used, r), (stream.len(), Ok(())));
+        v
+    }
+
+    /// An IPv6 follower of an FPM stream as a router runs it: outputs
+    /// `blackhole`, `d0`, `d1`, the capture's interfaces known.
+    fn follower6() -> (Follower<MapSink>, MapSink, Arc<SourceStats>) {
+        let sink = MapSink::default();
+        let stats = Arc::new(SourceStats::default());
+        stats.quiet();
+        let spec = crate::SourceSpec::parse("fpm").unwrap();
+        let devices = ["blackhole", "d0", "d1"].map(String::from).to_vec();
+        let mut f = crate::follower(
+            &spec,
+            false,
+            true,
+            Some(devices),
+            sink.clone(),
+            stats.clone(),
+        );
+        for (index, name) in [(3u32, "d0"), (5, "d1")] {
+            let mut fixed = [0u8; 16];
+            fixed[4..8].copy_from_slice(&index.to_ne_bytes());
+            let mut n = name.as_bytes().to_vec();
+            n.push(0);
+            f.feed(&msg(RTM_NEWLINK, 0, &fixed, &[(3, n)]));
+        }
+        (f, sink, stats)
+    }
+
+    /// The sink's routes as `PREFIX OUTPUT [GATEWAY]` lines, sorted.
+    fn table(sink: &MapSink) -> Vec<String> {
+        let mut v: Vec<String> = sink
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|(p, hops)| {
+                hops.iter().map(move |h| match h.gateway {
+                    Some(g) => format!("{p} {} {g}", h.output),
+                    None => format!("{p} {}", h.output),
+                })
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn zebra_ipv6_routes_reach_the_ipv6_table_in_both_forms() {
+        let connected = ["2001:db8:2::/64 1", "2001:db8:3::/64 2"];
+        for stream in [FRR_IPV6_MULTIPATH, FRR_IPV6_NEXTHOP_GROUPS] {
+            let (mut f, sink, stats) = follower6();
+            let mut seen = Vec::new();
+            for frame in frames(stream) {
+                f.feed(&frame);
+                seen.push(table(&sink));
+            }
+            // At its fullest: both connected networks, the three routes,
+            // 97 over both paths; fe80::/64 never (link-local routes are
+            // the host's).
+            let mut full: Vec<String> = connected.iter().map(|s| s.to_string()).collect();
+            full.extend(
+                [
+                    "2001:db8:96::/48 0",
+                    "2001:db8:97::/48 1 2001:db8:2::2",
+                    "2001:db8:97::/48 2 2001:db8:3::2",
+                    "2001:db8:99::/48 1 2001:db8:2::2",
+                ]
+                .map(String::from),
+            );
+            full.sort();
+            assert!(seen.contains(&full), "{seen:#?}");
+            assert!(seen.iter().flatten().all(|l| !l.starts_with("fe80")));
+            assert!(stats.get(Kind::Filtered) >= 1);
+            // At the end: 97 over its one remaining path, 99 and 96 gone.
+            let mut end: Vec<String> = connected.iter().map(|s| s.to_string()).collect();
+            end.push("2001:db8:97::/48 1 2001:db8:2::2".into());
+            end.sort();
+            assert_eq!(seen.last().unwrap(), &end);
+            assert_eq!(stats.get(Kind::Malformed), 0);
+            assert_eq!(stats.get(Kind::UnknownType), 0);
+        }
+    }
+
+    /// A replay after a reconnection states 97 with one path and no
+    /// `NLM_F_REPLACE` (zebra sets it on IPv6 adds only for its kernel):
+    /// the route is what zebra said, not the kernel's sibling list of the
+    /// old paths and the new one.
+    #[test]
+    fn a_replayed_ipv6_route_replaces_its_paths() {
+        let (mut f, sink, _) = follower6();
+        let all = frames(FRR_IPV6_MULTIPATH);
+        for frame in &all {
+            f.feed(frame);
+            if table(&sink).iter().any(|l| l.contains("2001:db8:3::2")) {
+                break;
+            }
+        }
+        // The update frame's add: 97 via 2001:db8:2::2 alone.
+        let update = all
+            .iter()
+            .find(|fr| messages(fr).count() == 2)
+            .expect("an update frame");
+        let add = messages(update).nth(1).unwrap().unwrap();
+        assert_eq!(add.ty, RTM_NEWROUTE);
+        assert_eq!(add.flags & crate::netlink::NLM_F_REPLACE, 0);
+        let first = u32::from_ne_bytes(update[0..4].try_into().unwrap()) as usize;
+        let add_bytes = &update[(first + 3) & !3..];
+        f.begin_snapshot();
+        f.feed(add_bytes);
+        let t = table(&sink);
+        assert!(
+            t.contains(&"2001:db8:97::/48 1 2001:db8:2::2".to_string()),
+            "{t:?}"
+        );
+        assert!(!t.iter().any(|l| l.contains("2001:db8:3::2")), "{t:?}");
+    }
+
+    #[test]
+    fn broken_ipv6_frames_are_counted_never_a_panic() {
+        for stream in [FRR_IPV6_MULTIPATH, FRR_IPV6_NEXTHOP_GROUPS] {
+            for frame in frames(stream) {
+                // Where its messages end: a cut there leaves whole messages.
+                let mut ends = vec![0];
+                let mut at = 0;
+                while at < frame.len() {
+                    at = (at
+                        + u32::from_ne_bytes(frame[at..at + 4].try_into().unwrap()) as usize
+                        + 3)
+                        & !3;
+                    ends.push(at);
+                }
+                // Every truncation, the netlink length kept or made to fit.
+                for n in 0..frame.len() {
+                    let (mut f, sink, stats) = follower6();
+                    let mut b = frame[..n].to_vec();
+                    f.feed(&b);
+                    if n >= 4 {
+                        b[0..4].copy_from_slice(&(n as u32).to_ne_bytes());
+                        f.feed(&b);
+                    }
+                    if !ends.contains(&n) {
+                        assert!(stats.get(Kind::Malformed) > 0, "{n} of {frame:?}");
+                    }
+                    drop(sink);
+                }
+                // Messages of an unknown type are skipped and counted.
+                let (mut f, sink, stats) = follower6();
+                let mut b = frame.clone();
+                for &at in &ends[..ends.len() - 1] {
+                    b[at + 4..at + 6].copy_from_slice(&0x7777u16.to_ne_bytes());
+                }
+                f.feed(&b);
+                assert_eq!(stats.get(Kind::UnknownType), ends.len() as u64 - 1);
+                assert!(table(&sink).is_empty());
+            }
+            // The stream cut anywhere: whole frames only, the rest waits.
+            for n in 0..stream.len() {
+                let (used, r) = deframe(&stream[..n], |_, _| {});
+                assert!(used <= n && r.is_ok());
+            }
+        }
     }
 }

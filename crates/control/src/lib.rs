@@ -184,7 +184,11 @@ pub fn follower<S: RouteSink>(
         v6,
         devices,
     };
-    Follower::new(filter, sink, stats)
+    let f = Follower::new(filter, sink, stats);
+    match spec {
+        SourceSpec::Netlink { .. } => f,
+        SourceSpec::Fpm { .. } => f.whole_routes(),
+    }
 }
 
 /// Starts `follower` on `spec`'s source: the kernel table's dump and

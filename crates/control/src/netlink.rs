@@ -807,6 +807,90 @@ pub(crate) mod tests {
         );
     }
 
+    /// Real bytes: the IPv6 messages zebra (FRR 8.4) sent over FPM (see
+    /// `fpm::tests::FRR_IPV6_MULTIPATH`), past their 4-byte FPM headers.
+    #[test]
+    fn zebras_ipv6_routes_decode() {
+        let stream = include_bytes!("testdata/frr-8.4-ipv6-multipath.fpm");
+        let mut routes = Vec::new();
+        let mut at = 0;
+        while at < stream.len() {
+            let len = usize::from(u16::from_be_bytes([stream[at + 2], stream[at + 3]]));
+            for raw in messages(&stream[at + 4..at + len]) {
+                match decode(raw.unwrap()).unwrap() {
+                    Message::Route(r) => routes.push(r),
+                    m => panic!("not a route: {m:?}"),
+                }
+            }
+            at += len;
+        }
+        let gw = |s: &str| Some(IpAddr::V6(s.parse().unwrap()));
+        // 2001:db8:97::/48 over two paths: RTA_MULTIPATH (nested flag set).
+        let r = routes
+            .iter()
+            .find(|r| r.prefix.to_string() == "2001:db8:97::/48" && r.hops.len() == 2)
+            .unwrap();
+        assert!(!r.delete);
+        assert_eq!(
+            (r.table, r.protocol, r.metric, r.kind),
+            (254, 196, 20, RTN_UNICAST)
+        );
+        assert_eq!(r.flags & NLM_F_REPLACE, 0);
+        assert_eq!(
+            r.hops.as_slice(),
+            [
+                NlHop {
+                    ifindex: 3,
+                    gateway: gw("2001:db8:2::2")
+                },
+                NlHop {
+                    ifindex: 5,
+                    gateway: gw("2001:db8:3::2")
+                },
+            ]
+        );
+        assert_eq!(r.unsupported, None);
+        // One path: RTA_GATEWAY and RTA_OIF.
+        let r = routes
+            .iter()
+            .find(|r| r.prefix.to_string() == "2001:db8:99::/48" && !r.delete)
+            .unwrap();
+        assert_eq!(
+            r.hops.as_slice(),
+            [NlHop {
+                ifindex: 3,
+                gateway: gw("2001:db8:2::2")
+            }]
+        );
+        // A blackhole has no hops; a connected network no gateway.
+        let r = routes
+            .iter()
+            .find(|r| r.prefix.to_string() == "2001:db8:96::/48")
+            .unwrap();
+        assert_eq!((r.kind, r.hops.len()), (6, 0));
+        let r = routes
+            .iter()
+            .find(|r| r.prefix.to_string() == "2001:db8:3::/64")
+            .unwrap();
+        assert_eq!(
+            (r.protocol, r.hops[0].ifindex, r.hops[0].gateway),
+            (2, 5, None)
+        );
+        // Zebra's deletions name the prefix only.
+        let dels: Vec<String> = routes
+            .iter()
+            .filter(|r| r.delete)
+            .map(|r| {
+                assert!(r.hops.is_empty());
+                r.prefix.to_string()
+            })
+            .collect();
+        assert_eq!(
+            dels,
+            ["2001:db8:97::/48", "2001:db8:99::/48", "2001:db8:96::/48"]
+        );
+    }
+
     #[test]
     fn a_dump_request_is_well_formed() {
         let r = dump_request(RTM_GETROUTE, AF_INET6, 9);

@@ -24,11 +24,14 @@
 //! classic `SIOCSIF*` ioctls on an `AF_INET` datagram socket, as Click's
 //! `KernelTun::updown` does. bricks depends on no netlink crate, and these
 //! ioctls set exactly what Click sets (one IPv4 address and its mask) on
-//! every kernel; a netlink dependency would buy nothing for that.
+//! every kernel; a netlink dependency would buy nothing for that. An IPv6
+//! address goes the same way, `SIOCSIFADDR` on an `AF_INET6` socket; a
+//! device that mirrors a router's port for the host is made an IPv6
+//! router's interface through its `forwarding` sysctl, before it is up.
 
 use crate::DeviceError;
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -82,6 +85,11 @@ pub struct HostSpec {
     pub mtu: u32,
     /// The host side's MAC (TAP only).
     pub ether: Option<[u8; 6]>,
+    /// The host's IPv6 address on the device and its prefix length.
+    pub addr6: Option<(Ipv6Addr, u8)>,
+    /// The host side acts as an IPv6 router's interface
+    /// (`net.ipv6.conf.DEV.forwarding` 1), set before the device is up.
+    pub ipv6_router: bool,
 }
 
 impl HostSpec {
@@ -96,6 +104,8 @@ impl HostSpec {
             gateway: None,
             mtu: DEFAULT_MTU,
             ether: None,
+            addr6: None,
+            ipv6_router: false,
         }
     }
 }
@@ -323,6 +333,55 @@ fn ioctl_ifreq(
     Ok(())
 }
 
+/// Adds `addr/len` to device `name` with `SIOCSIFADDR` on an `AF_INET6`
+/// socket (`struct in6_ifreq`), as `ifconfig NAME inet6 add` does. The
+/// kernel runs Duplicate Address Detection on it once the link is up.
+fn add_ipv6_address(name: &str, addr: Ipv6Addr, len: u8) -> Result<(), DeviceError> {
+    let cname = std::ffi::CString::new(name)
+        .map_err(|_| DeviceError::Io(format!("{name}: a NUL in the interface name")))?;
+    // SAFETY: if_nametoindex reads the NUL-terminated name, alive here.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        return Err(DeviceError::Io(format!(
+            "{name}: its index: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: socket has no memory preconditions.
+    let fd = unsafe { libc::socket(libc::AF_INET6, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(DeviceError::Io(format!(
+            "{name}: an IPv6 socket to set {addr}/{len} with: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: `fd` was just made and is owned by nothing else.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut req = libc::in6_ifreq {
+        ifr6_addr: libc::in6_addr {
+            s6_addr: addr.octets(),
+        },
+        ifr6_prefixlen: u32::from(len),
+        ifr6_ifindex: index as libc::c_int,
+    };
+    // SAFETY: SIOCSIFADDR on an AF_INET6 socket reads one struct
+    // in6_ifreq, which `req` is, alive for the call.
+    let r = unsafe {
+        libc::ioctl(
+            sock.as_raw_fd(),
+            libc::SIOCSIFADDR,
+            &mut req as *mut libc::in6_ifreq,
+        )
+    };
+    if r < 0 {
+        return Err(DeviceError::Io(format!(
+            "{name}: setting the IPv6 address {addr}/{len}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
 /// The kernel's `struct rtentry` (`linux/route.h`), which the libc crate
 /// has for musl only.
 #[repr(C)]
@@ -384,6 +443,24 @@ pub fn configure(name: &str, spec: &HostSpec) -> Result<(), DeviceError> {
         let mut req = ifreq_named(name);
         req.ifr_ifru.ifru_netmask = sockaddr_in(mask);
         ioctl_ifreq(&sock, name, "netmask", libc::SIOCSIFNETMASK, &mut req)?;
+    }
+    if spec.ipv6_router {
+        // Per interface, this is the host-or-router switch of RFC 4861
+        // (Linux's ip-sysctl.rst): the Router flag in the host's Neighbor
+        // Advertisements, ff02::2 joined, no address, route or redirect
+        // taken from Router Advertisements and Redirects. Packets are
+        // forwarded only by `all.forwarding`, which is left alone. Set
+        // before the link is up, so that the host never solicits routers
+        // nor configures itself from what arrives.
+        let path = format!("/proc/sys/net/ipv6/conf/{name}/forwarding");
+        std::fs::write(&path, "1").map_err(|e| {
+            DeviceError::Io(format!(
+                "{name}: making it an IPv6 router's interface ({path}): {e}"
+            ))
+        })?;
+    }
+    if let Some((addr, len)) = spec.addr6 {
+        add_ipv6_address(name, addr, len)?;
     }
     let mut req = ifreq_named(name);
     ioctl_ifreq(&sock, name, "flags", libc::SIOCGIFFLAGS, &mut req)?;

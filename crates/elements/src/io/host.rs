@@ -27,6 +27,7 @@ use bricks_io::DeviceError;
 use bricks_packet::{Packet, DEFAULT_BURST, HEADROOM, MAX_BATCH, MAX_FRAME};
 use bricks_wire::ethernet::EthernetAddress;
 use bricks_wire::ipv4::Ipv4Cidr;
+use bricks_wire::ipv6::Ipv6Cidr;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -75,7 +76,7 @@ const KW_DEVNAME: Keyword = Keyword {
           holds",
 };
 
-const TUN_KEYWORDS: [Keyword; 9] = [
+const TUN_KEYWORDS: [Keyword; 11] = [
     KW_DEVNAME,
     Keyword {
         name: "MTU",
@@ -130,6 +131,25 @@ const TUN_KEYWORDS: [Keyword; 9] = [
         default: Some("none"),
         doc: "also the second positional argument: add a default route through this address, \
               which must be inside ADDR/MASK",
+    },
+    Keyword {
+        name: "ADDR6",
+        ty: "IPv6 address/length",
+        default: Some("none (a TAP still gets its link-local address from its MAC)"),
+        doc: "bricks: the host's IPv6 address on the device and its prefix length, added before \
+              the device is up (the host then runs Duplicate Address Detection on it)",
+    },
+    Keyword {
+        name: "IP6_ROUTER",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "bricks: the host's side of the device is an IPv6 router's interface \
+              (`net.ipv6.conf.DEV.forwarding` 1, set before the device is up): the host's \
+              Neighbor Advertisements carry the Router flag, it joins ff02::2, and it takes no \
+              address, route or redirect from the Router Advertisements and Redirects it \
+              receives there; whether the host forwards (`net.ipv6.conf.all.forwarding`) is \
+              left as it is. For a router's own addresses mirrored to the host (a routing \
+              daemon's interface)",
     },
 ];
 
@@ -411,6 +431,19 @@ fn read_kernel(args: &mut Args<'_>, tap_default: bool) -> Result<HostArgs, ArgEr
     spec.devname = devname;
     spec.addr = Some((addr.address(), addr.netmask()));
     spec.gateway = read_gateway(gateway, Some(addr))?;
+    if let Some(a) = args.read::<String>("ADDR6")? {
+        let c: Ipv6Cidr = a
+            .parse()
+            .map_err(|_| ArgError::new(format!("ADDR6 `{a}`: expected an IPv6 ADDRESS/LENGTH")))?;
+        let ip = c.address();
+        if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() || c.prefix_len() == 0 {
+            return Err(ArgError::new(format!(
+                "ADDR6 {a}: not an address an interface can have"
+            )));
+        }
+        spec.addr6 = Some((ip, c.prefix_len()));
+    }
+    spec.ipv6_router = args.read("IP6_ROUTER")?.unwrap_or(false);
     let (burst, quiet_overflows) = read_common(args, kind, &mut spec)?;
     Ok(HostArgs {
         spec,
@@ -1074,6 +1107,25 @@ mod tests {
                 .key,
             "old0"
         );
+    }
+
+    #[test]
+    fn kernel_tap_takes_an_ipv6_address_and_router_role() {
+        let a = kernel(
+            &["10.9.0.1/24", "ADDR6 2001:db8:1::1/64", "IP6_ROUTER true"],
+            true,
+        )
+        .unwrap();
+        assert_eq!(a.spec.addr6, Some(("2001:db8:1::1".parse().unwrap(), 64)));
+        assert!(a.spec.ipv6_router);
+        let a = kernel(&["10.9.0.1/24"], true).unwrap();
+        assert_eq!((a.spec.addr6, a.spec.ipv6_router), (None, false));
+        let err = |t: &[&str]| kernel(t, true).unwrap_err();
+        assert!(err(&["10.9.0.1/24", "ADDR6 2001:db8::1"]).contains("ADDRESS/LENGTH"));
+        assert!(err(&["10.9.0.1/24", "ADDR6 2001:db8::1/129"]).contains("ADDRESS/LENGTH"));
+        for bad in ["::/64", "ff02::1/64", "::1/128", "2001:db8::1/0"] {
+            assert!(err(&["10.9.0.1/24", &format!("ADDR6 {bad}")]).contains("not an address"));
+        }
     }
 
     #[test]

@@ -265,7 +265,10 @@ static LOOKUP6_MANUAL: Manual = Manual {
         addresses and the flow label (RFC 6438), or with a zero label the next header and \
         the ports of a TCP, UDP or SCTP header that follows the IPv6 header. The destination is the packet's IPv6 destination annotation, or, when \
         that is unset, the destination field of the IPv6 header at the network header \
-        annotation (or the start of the packet). A gateway replaces the annotation.",
+        annotation (or the start of the packet). A gateway replaces the annotation. From a \
+        live source (ROUTES netlink:... or fpm, which one IPv4 lookup of the router may \
+        follow too) routes for link-local (fe80::/10) and multicast (ff00::/8) prefixes are \
+        not taken: no router forwards by them (RFC 4291 section 2.5.6).",
     ports: "one push input (IPv6 packets); one push output per route output",
     example: "InfiniteSource(LIMIT 1) -> rt :: LookupIP6Route(2001:db8::/32 0, ::/0 fe80::1 1); rt[0] -> Discard; rt[1] -> Discard;",
     see_also: &["DirectIPLookup"],
