@@ -533,28 +533,29 @@ impl<const M: bool> Element for IpRouteLookup<M> {
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        let n = batch.len();
-        let mut addrs = [0u32; MAX_BATCH];
-        for (a, p) in addrs.iter_mut().zip(batch.iter()) {
-            *a = u32::from(p.anno().dst_ip);
-        }
-        let mut found: [Option<NextHop>; MAX_BATCH] = [None; MAX_BATCH];
+        // The arrays are only as long as the batch and filled where they
+        // lie, as LookupIP6Route's: zeroing MAX_BATCH entries of both
+        // (3 KiB) cost more than the lookups of a batch of 32.
+        let mut addrs = arrayvec::ArrayVec::<u32, MAX_BATCH>::new();
+        addrs.extend(batch.iter().map(|p| u32::from(p.anno().dst_ip)));
+        let mut found = arrayvec::ArrayVec::<Option<NextHop>, MAX_BATCH>::new();
+        found.extend(addrs.iter().map(|_| None));
         if M {
-            for (a, f) in addrs[..n].iter().zip(&mut found[..n]) {
+            for (a, f) in addrs.iter().zip(&mut found) {
                 let (nh, refs, words) = self.t.counting.lookup(*a);
                 *f = nh;
                 self.mem.packets += 1;
                 self.mem.mem.add(refs, words);
             }
         } else {
-            self.t.table.lpm.lookup_batch(&addrs[..n], &mut found[..n]);
+            self.t.table.lpm.lookup_batch(&addrs, &mut found);
         }
         let groups = self.t.table.groups();
-        let mut i = 0;
+        let mut answers = found.iter();
         let mut missed = 0;
         cx.push_classified(batch, |p| {
-            let r = found[i];
-            i += 1;
+            // As many answers as packets: `None` never comes.
+            let &r = answers.next()?;
             let Some(group) = r.and_then(|nh| groups.get(nh.0 as usize)) else {
                 missed += 1;
                 return None;
