@@ -770,6 +770,46 @@ mod tests {
         p
     }
 
+    /// The batch split behind every classifying element: each output gets
+    /// exactly the packets classified to it, in their order, whatever the
+    /// batch's size and mix; unmatched packets are dropped. Outputs: 5
+    /// (split output by output) and 20 (chained, past 16 outputs);
+    /// batches of 1 to 300 packets (more than one batch past 256).
+    fn split_keeps_each_outputs_packets_in_order(outputs: usize, firsts: &[u8]) {
+        let patterns: Vec<String> = (0..outputs).map(|o| format!("0/{o:02x}")).collect();
+        let mut h = Harness::push(&CLASS, &patterns.join(", "), 1, outputs);
+        let packets = firsts.iter().enumerate().map(|(i, &b)| {
+            bricks_element::Packet::from_slice(&[b, (i >> 8) as u8, i as u8]).unwrap()
+        });
+        h.push_packets(0, packets);
+        for o in 0..outputs {
+            let want: Vec<Vec<u8>> = firsts
+                .iter()
+                .enumerate()
+                .filter(|&(_, &b)| usize::from(b) == o)
+                .map(|(i, &b)| vec![b, (i >> 8) as u8, i as u8])
+                .collect();
+            assert_eq!(h.take_bytes(o), want, "output {o} of {outputs}");
+        }
+        let dropped = firsts
+            .iter()
+            .filter(|&&b| usize::from(b) >= outputs)
+            .count();
+        assert_eq!(h.stats().get("drops"), Some(dropped as u64));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn batches_split_by_output_in_order(
+            few in prop::collection::vec(0u8..7, 1..300),
+            many in prop::collection::vec(0u8..24, 1..300),
+        ) {
+            split_keeps_each_outputs_packets_in_order(5, &few);
+            split_keeps_each_outputs_packets_in_order(20, &many);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
         #[test]

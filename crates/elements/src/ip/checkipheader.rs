@@ -639,6 +639,40 @@ mod tests {
         }
     }
 
+    /// Pulled, the valid packets come out of output 0 in their order and
+    /// the others are pushed out of output 1 in theirs, whatever the mix.
+    #[test]
+    fn pulled_mixed_batches_keep_their_order() {
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Pull],
+            outputs: vec![
+                bricks_element::Processing::Pull,
+                bricks_element::Processing::Push,
+            ],
+        };
+        let mut h = Harness::new(&CLASS, "", ports);
+        let mut frames = Vec::new();
+        for i in 0..100u8 {
+            let mut ip = udp(8);
+            ip[4] = i;
+            fix_ip_checksum(&mut ip);
+            // Every third packet carries a bad checksum.
+            if i % 3 == 0 {
+                ip[11] ^= 1;
+            }
+            frames.push(ip);
+        }
+        h.feed(0, frames.iter().map(|f| Packet::from_slice(f).unwrap()));
+        let mut good = Vec::new();
+        for _ in 0..10 {
+            good.extend(h.pull(0, 32).into_iter().map(|p| p.data().to_vec()));
+        }
+        let want_good: Vec<Vec<u8>> = frames.iter().filter(|f| f[4] % 3 != 0).cloned().collect();
+        let want_bad: Vec<Vec<u8>> = frames.iter().filter(|f| f[4] % 3 == 0).cloned().collect();
+        assert_eq!(good, want_good);
+        assert_eq!(h.take_bytes(1), want_bad);
+    }
+
     #[test]
     fn valid_packet_passes_with_annotations() {
         let frame = echo_request();
