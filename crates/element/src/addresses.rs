@@ -203,6 +203,10 @@ pub struct AddressBook {
     /// without hashing it (the words of a route, `10.0.0.0/8 10.0.0.1 1`,
     /// start with digits, and no device name does).
     first_bytes: [u64; 4],
+    /// Whether the empty name is defined (no definition or device makes
+    /// one today; kept so that [`AddressBook::rewrite`]'s shortcut stays
+    /// exact whatever is defined).
+    empty_name: bool,
 }
 
 /// One word of an argument that names an address.
@@ -238,9 +242,15 @@ impl AddressBook {
 
     /// Adds `name`'s first byte to [`AddressBook::first_bytes`].
     fn note_name(&mut self, name: &str) {
-        if let Some(&c) = name.as_bytes().first() {
-            self.first_bytes[usize::from(c >> 6)] |= 1 << (c & 63);
+        match name.as_bytes().first() {
+            Some(&c) => self.first_bytes[usize::from(c >> 6)] |= 1 << (c & 63),
+            None => self.empty_name = true,
         }
+    }
+
+    /// Whether some name starts with byte `c`.
+    fn starts_name(&self, c: u8) -> bool {
+        self.first_bytes[usize::from(c >> 6)] & (1 << (c & 63)) != 0
     }
 
     /// Whether `word` may name something or be `name:suffix`: false only
@@ -250,7 +260,7 @@ impl AddressBook {
     fn may_name(&self, word: &str) -> bool {
         match word.as_bytes().first() {
             None | Some(b':') => true,
-            Some(&c) => self.first_bytes[usize::from(c >> 6)] & (1 << (c & 63)) != 0,
+            Some(&c) => self.starts_name(c),
         }
     }
 
@@ -341,6 +351,10 @@ impl AddressBook {
     /// a million arguments is not copied) and whether any ambiguous name
     /// was in it.
     pub fn rewrite<'t>(&self, element: &str, text: &'t str, reading: Reading) -> (Cow<'t, str>, bool) {
+        if !self.empty_name && !text.bytes().any(|c| c == b':' || self.starts_name(c)) {
+            // No word of it can start a name or be `name:suffix`.
+            return (Cow::Borrowed(text), false);
+        }
         let mut out: Option<String> = None;
         let mut ambiguous = false;
         // `text[..copied]` is in `out` (when there is one).
@@ -401,6 +415,34 @@ mod tests {
             b.define(prefix, &n, e);
         }
         b
+    }
+
+    /// Arguments in which no word can name anything come back borrowed;
+    /// names starting with a digit, names inside other text and
+    /// `name:suffix` are still found, in a compound or at the top level.
+    #[test]
+    fn text_without_names_is_borrowed_and_names_are_still_found() {
+        let mut b = book(&[("", "foo 1.2.3.4"), ("c", "9net 10.0.0.0/8")]);
+        b.add_device("eth7", AddressEntry::default());
+        for text in ["10.0.0.0/8 1", "1.0.0.0/16 10.0.1.1 1", "", "  ", "0 "] {
+            let (t, amb) = b.rewrite("rt", text, Reading::Ip);
+            assert!(matches!(t, Cow::Borrowed(_)), "{text:?}");
+            assert_eq!((&*t, amb), (text, false));
+        }
+        assert_eq!(
+            b.rewrite("c/rt", "9net:ipnet 1", Reading::Ip).0,
+            "10.0.0.0/8 1"
+        );
+        assert_eq!(b.rewrite("rt", "9net:ipnet 1", Reading::Ip).0, "9net:ipnet 1");
+        assert_eq!(
+            b.rewrite("rt", "10.0.0.0/8 foo:ip 1", Reading::Ip).0,
+            "10.0.0.0/8 1.2.3.4 1"
+        );
+        assert_eq!(b.rewrite("c/x", "(foo)", Reading::Ip).0, "(1.2.3.4)");
+        assert!(matches!(
+            b.rewrite("rt", ":ip 1", Reading::Ip).0,
+            Cow::Borrowed(":ip 1")
+        ));
     }
 
     #[test]

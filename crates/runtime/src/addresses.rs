@@ -69,9 +69,13 @@ pub fn resolve<'r>(
         let mut args = resolve_args(&book, &decl.name, &decl.args, &try_make);
         // Names of devices this host lacks: tried only when the element
         // refuses its arguments, in the argument at fault.
+        // A device name starts with a lower-case letter
+        // (`looks_like_device`): arguments without one (numbers,
+        // addresses, routes) are not split into words.
         let missing: Vec<(usize, &str)> = args
             .iter()
             .enumerate()
+            .filter(|(_, a)| a.text.bytes().any(|c| c.is_ascii_lowercase()))
             .flat_map(|(k, a)| words(&a.text).map(move |w| (k, w)))
             .filter_map(|(k, w)| {
                 let name = host_devices::looks_like_device(w)?;
