@@ -111,7 +111,10 @@ fn plain(raw: &str) -> Option<Processed> {
             substituted: false,
         });
     };
-    let last = b.iter().rposition(|&c| !scan::is_space(c)).map_or(first, |l| l + 1);
+    let last = b
+        .iter()
+        .rposition(|&c| !scan::is_space(c))
+        .map_or(first, |l| l + 1);
     Some(Processed {
         text: raw[first..last].to_string(),
         content: Some((first, last)),

@@ -350,7 +350,12 @@ impl AddressBook {
     /// names anything, as in almost every argument, so a configuration of
     /// a million arguments is not copied) and whether any ambiguous name
     /// was in it.
-    pub fn rewrite<'t>(&self, element: &str, text: &'t str, reading: Reading) -> (Cow<'t, str>, bool) {
+    pub fn rewrite<'t>(
+        &self,
+        element: &str,
+        text: &'t str,
+        reading: Reading,
+    ) -> (Cow<'t, str>, bool) {
         if !self.empty_name && !text.bytes().any(|c| c == b':' || self.starts_name(c)) {
             // No word of it can start a name or be `name:suffix`.
             return (Cow::Borrowed(text), false);
@@ -433,7 +438,10 @@ mod tests {
             b.rewrite("c/rt", "9net:ipnet 1", Reading::Ip).0,
             "10.0.0.0/8 1"
         );
-        assert_eq!(b.rewrite("rt", "9net:ipnet 1", Reading::Ip).0, "9net:ipnet 1");
+        assert_eq!(
+            b.rewrite("rt", "9net:ipnet 1", Reading::Ip).0,
+            "9net:ipnet 1"
+        );
         assert_eq!(
             b.rewrite("rt", "10.0.0.0/8 foo:ip 1", Reading::Ip).0,
             "10.0.0.0/8 1.2.3.4 1"

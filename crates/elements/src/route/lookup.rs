@@ -833,7 +833,10 @@ mod tests {
         use bricks_config::{Source, SourceMap};
         let mut map = SourceMap::default();
         let render = |map: &SourceMap, d: Vec<bricks_config::Diagnostic>| {
-            d.iter().map(|d| map.render(d)).collect::<Vec<_>>().join("\n")
+            d.iter()
+                .map(|d| map.render(d))
+                .collect::<Vec<_>>()
+                .join("\n")
         };
         let router = bricks_config::parse(
             &mut map,
