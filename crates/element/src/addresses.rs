@@ -26,6 +26,7 @@
 
 use bricks_wire::ethernet::EthernetAddress;
 use bricks_wire::ipv4::Ipv4Cidr;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -190,10 +191,22 @@ pub fn parse_definition(text: &str) -> Result<(String, AddressEntry), String> {
 /// the enclosing compounds'.
 #[derive(Debug, Clone, Default)]
 pub struct AddressBook {
-    /// (compound prefix, name) -> entry; the top level's prefix is empty.
-    defs: HashMap<(String, String), AddressEntry>,
+    /// name -> compound prefix -> entry; the top level's prefix is empty.
+    /// Keyed by name first so that a word of an argument is looked up
+    /// without building a key: most words (numbers, addresses, keywords)
+    /// name nothing, and a route table inline has millions of them.
+    defs: HashMap<String, HashMap<String, AddressEntry>>,
     /// The host's network devices, below every definition.
     devices: HashMap<String, AddressEntry>,
+    /// The first bytes of every defined name and device, as a 256-bit
+    /// set: a word that starts with none of them names nothing, found
+    /// without hashing it (the words of a route, `10.0.0.0/8 10.0.0.1 1`,
+    /// start with digits, and no device name does).
+    first_bytes: [u64; 4],
+    /// Whether the empty name is defined (no definition or device makes
+    /// one today; kept so that [`AddressBook::rewrite`]'s shortcut stays
+    /// exact whatever is defined).
+    empty_name: bool,
 }
 
 /// One word of an argument that names an address.
@@ -215,12 +228,40 @@ impl AddressBook {
     /// Sets the network devices that names no AddressInfo defines may
     /// stand for.
     pub fn set_devices(&mut self, devices: HashMap<String, AddressEntry>) {
+        for name in devices.keys() {
+            self.note_name(name);
+        }
         self.devices = devices;
     }
 
     /// Adds one network device.
     pub fn add_device(&mut self, name: &str, entry: AddressEntry) {
+        self.note_name(name);
         self.devices.insert(name.to_string(), entry);
+    }
+
+    /// Adds `name`'s first byte to [`AddressBook::first_bytes`].
+    fn note_name(&mut self, name: &str) {
+        match name.as_bytes().first() {
+            Some(&c) => self.first_bytes[usize::from(c >> 6)] |= 1 << (c & 63),
+            None => self.empty_name = true,
+        }
+    }
+
+    /// Whether some name starts with byte `c`.
+    fn starts_name(&self, c: u8) -> bool {
+        self.first_bytes[usize::from(c >> 6)] & (1 << (c & 63)) != 0
+    }
+
+    /// Whether `word` may name something or be `name:suffix`: false only
+    /// when it starts with a byte no name starts with. A word starting
+    /// with `:` may be the empty name with a suffix, and the empty word
+    /// the empty name, so both are looked up.
+    fn may_name(&self, word: &str) -> bool {
+        match word.as_bytes().first() {
+            None | Some(b':') => true,
+            Some(&c) => self.starts_name(c),
+        }
     }
 
     /// Whether `name`, for `element`, is a network device rather than a
@@ -232,9 +273,12 @@ impl AddressBook {
     /// Defines `name` in compound `prefix` (`""` for the top level); a
     /// later definition of the same name in the same compound adds to it.
     pub fn define(&mut self, prefix: &str, name: &str, entry: AddressEntry) {
+        self.note_name(name);
         let e = self
             .defs
-            .entry((prefix.to_string(), name.to_string()))
+            .entry(name.to_string())
+            .or_default()
+            .entry(prefix.to_string())
             .or_default();
         if entry.ip.is_some() {
             e.ip = entry.ip;
@@ -262,10 +306,11 @@ impl AddressBook {
 
     /// [`AddressBook::lookup`] among the AddressInfo definitions only.
     fn lookup_defined(&self, element: &str, name: &str) -> Option<&AddressEntry> {
+        let by_prefix = self.defs.get(name)?;
         let mut prefix = element;
         loop {
             prefix = prefix.rsplit_once('/').map_or("", |(p, _)| p);
-            if let Some(e) = self.defs.get(&(prefix.to_string(), name.to_string())) {
+            if let Some(e) = by_prefix.get(prefix) {
                 return Some(e);
             }
             if prefix.is_empty() {
@@ -276,11 +321,16 @@ impl AddressBook {
 
     /// What `word` means as an address for `element`, if it names one.
     pub fn resolve(&self, element: &str, word: &str) -> Option<NameUse> {
-        if self.is_device(element, word) {
-            // Also a device name as written: never fixed.
-            return self.devices.get(word).cloned().map(NameUse::Ambiguous);
+        if !self.may_name(word) {
+            return None;
         }
-        if let Some(e) = self.lookup(element, word) {
+        let defined = self.lookup_defined(element, word);
+        let device = self.devices.get(word);
+        if let (Some(d), None) = (device, defined) {
+            // Also a device name as written: never fixed.
+            return Some(NameUse::Ambiguous(d.clone()));
+        }
+        if let Some(e) = defined {
             let r = e.readings();
             return Some(match r.as_slice() {
                 [only] => NameUse::Fixed(e.text(*only)?),
@@ -296,32 +346,55 @@ impl AddressBook {
     /// Rewrites the words of `text` that name addresses for `element`:
     /// suffixed and single-kind names become their address; bare names of
     /// several kinds become `reading` of them (or are left as they are
-    /// when the entry lacks it). Returns the text and whether any
-    /// ambiguous name was in it.
-    pub fn rewrite(&self, element: &str, text: &str, reading: Reading) -> (String, bool) {
-        let mut out = String::with_capacity(text.len());
+    /// when the entry lacks it). Returns the text (borrowed when no word
+    /// names anything, as in almost every argument, so a configuration of
+    /// a million arguments is not copied) and whether any ambiguous name
+    /// was in it.
+    pub fn rewrite<'t>(
+        &self,
+        element: &str,
+        text: &'t str,
+        reading: Reading,
+    ) -> (Cow<'t, str>, bool) {
+        if !self.empty_name && !text.bytes().any(|c| c == b':' || self.starts_name(c)) {
+            // No word of it can start a name or be `name:suffix`.
+            return (Cow::Borrowed(text), false);
+        }
+        let mut out: Option<String> = None;
         let mut ambiguous = false;
-        let mut rest = text;
-        while !rest.is_empty() {
-            let start = rest.find(|c: char| !is_separator(c)).unwrap_or(rest.len());
-            out.push_str(&rest[..start]);
-            rest = &rest[start..];
-            let end = rest.find(is_separator).unwrap_or(rest.len());
-            let word = &rest[..end];
-            match self.resolve(element, word) {
-                Some(NameUse::Fixed(t)) => out.push_str(&t),
+        // `text[..copied]` is in `out` (when there is one).
+        let mut copied = 0;
+        let mut at = 0;
+        while at < text.len() {
+            let rest = &text[at..];
+            let start = at + rest.find(|c: char| !is_separator(c)).unwrap_or(rest.len());
+            let rest = &text[start..];
+            let end = start + rest.find(is_separator).unwrap_or(rest.len());
+            let word = &text[start..end];
+            let replacement: Option<Cow<'_, str>> = match self.resolve(element, word) {
+                Some(NameUse::Fixed(t)) => Some(t.into()),
                 Some(NameUse::Ambiguous(e)) => {
                     ambiguous = true;
-                    match e.text(reading) {
-                        Some(t) => out.push_str(&t),
-                        None => out.push_str(word),
-                    }
+                    e.text(reading).map(Cow::Owned)
                 }
-                None => out.push_str(word),
+                None => None,
+            };
+            if let Some(r) = replacement {
+                let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                o.push_str(&text[copied..start]);
+                o.push_str(&r);
+                copied = end;
             }
-            rest = &rest[end..];
+            at = end;
         }
-        (out, ambiguous)
+        let text = match out {
+            Some(mut o) => {
+                o.push_str(&text[copied..]);
+                Cow::Owned(o)
+            }
+            None => Cow::Borrowed(text),
+        };
+        (text, ambiguous)
     }
 }
 
@@ -349,11 +422,42 @@ mod tests {
         b
     }
 
+    /// Arguments in which no word can name anything come back borrowed;
+    /// names starting with a digit, names inside other text and
+    /// `name:suffix` are still found, in a compound or at the top level.
+    #[test]
+    fn text_without_names_is_borrowed_and_names_are_still_found() {
+        let mut b = book(&[("", "foo 1.2.3.4"), ("c", "9net 10.0.0.0/8")]);
+        b.add_device("eth7", AddressEntry::default());
+        for text in ["10.0.0.0/8 1", "1.0.0.0/16 10.0.1.1 1", "", "  ", "0 "] {
+            let (t, amb) = b.rewrite("rt", text, Reading::Ip);
+            assert!(matches!(t, Cow::Borrowed(_)), "{text:?}");
+            assert_eq!((&*t, amb), (text, false));
+        }
+        assert_eq!(
+            b.rewrite("c/rt", "9net:ipnet 1", Reading::Ip).0,
+            "10.0.0.0/8 1"
+        );
+        assert_eq!(
+            b.rewrite("rt", "9net:ipnet 1", Reading::Ip).0,
+            "9net:ipnet 1"
+        );
+        assert_eq!(
+            b.rewrite("rt", "10.0.0.0/8 foo:ip 1", Reading::Ip).0,
+            "10.0.0.0/8 1.2.3.4 1"
+        );
+        assert_eq!(b.rewrite("c/x", "(foo)", Reading::Ip).0, "(1.2.3.4)");
+        assert!(matches!(
+            b.rewrite("rt", ":ip 1", Reading::Ip).0,
+            Cow::Borrowed(":ip 1")
+        ));
+    }
+
     #[test]
     fn an_address_with_a_prefix_length_is_both_address_and_prefix() {
         let b = book(&[("", "foo 1.2.3.4/20")]);
         let (t, amb) = b.rewrite("rt", "foo 0", Reading::Ip);
-        assert_eq!((t.as_str(), amb), ("1.2.3.4 0", true));
+        assert_eq!((&*t, amb), ("1.2.3.4 0", true));
         assert_eq!(
             b.rewrite("rt", "foo:ipnet 1", Reading::Ip).0,
             "1.2.0.0/20 1"

@@ -210,9 +210,7 @@ impl Graph {
         value: &'v str,
     ) -> std::borrow::Cow<'v, str> {
         match (&self.addresses, e.handler_addresses(handler)) {
-            (Some(book), Some(reading)) => {
-                book.rewrite(&self.names[index], value, reading).0.into()
-            }
+            (Some(book), Some(reading)) => book.rewrite(&self.names[index], value, reading).0,
             _ => value.into(),
         }
     }

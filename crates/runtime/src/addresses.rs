@@ -49,16 +49,11 @@ pub fn resolve<'r>(
             continue;
         }
         let Some(class) = registry.get(&decl.class) else {
-            let args: Vec<Arg> = decl
-                .args
-                .iter()
-                .map(|a| Arg {
-                    text: book.rewrite(&decl.name, &a.text, Reading::Ip).0,
-                    span: a.span,
-                })
-                .collect();
-            if args != decl.args {
-                out.get_or_insert_with(|| router.clone()).elements[i].args = args;
+            let args = rewrite_all(&book, &decl.name, &decl.args).0;
+            if let Cow::Owned(args) = args {
+                if args != decl.args {
+                    out.get_or_insert_with(|| router.clone()).elements[i].args = args;
+                }
             }
             continue;
         };
@@ -74,9 +69,13 @@ pub fn resolve<'r>(
         let mut args = resolve_args(&book, &decl.name, &decl.args, &try_make);
         // Names of devices this host lacks: tried only when the element
         // refuses its arguments, in the argument at fault.
+        // A device name starts with a lower-case letter
+        // (`looks_like_device`): arguments without one (numbers,
+        // addresses, routes) are not split into words.
         let missing: Vec<(usize, &str)> = args
             .iter()
             .enumerate()
+            .filter(|(_, a)| a.text.bytes().any(|c| c.is_ascii_lowercase()))
             .flat_map(|(k, a)| words(&a.text).map(move |w| (k, w)))
             .filter_map(|(k, w)| {
                 let name = host_devices::looks_like_device(w)?;
@@ -108,8 +107,10 @@ pub fn resolve<'r>(
                 }
             }
         }
-        if args != decl.args {
-            out.get_or_insert_with(|| router.clone()).elements[i].args = args;
+        if let Cow::Owned(args) = args {
+            if args != decl.args {
+                out.get_or_insert_with(|| router.clone()).elements[i].args = args;
+            }
         }
     }
     let router = match out {
@@ -120,26 +121,57 @@ pub fn resolve<'r>(
 }
 
 /// One element's arguments with the names in them replaced; `try_make`
-/// as in [`choose`].
-fn resolve_args(
+/// as in [`choose`]. Borrowed when no argument names anything.
+fn resolve_args<'w>(
     book: &AddressBook,
     element: &str,
-    written: &[Arg],
+    written: &'w [Arg],
     try_make: &dyn Fn(&[Arg]) -> Option<Option<Span>>,
-) -> Vec<Arg> {
-    let mut args = Vec::with_capacity(written.len());
+) -> Cow<'w, [Arg]> {
+    let (args, ambiguous) = rewrite_all(book, element, written);
+    if ambiguous.is_empty() {
+        return args;
+    }
+    Cow::Owned(choose(
+        book,
+        element,
+        written,
+        args.into_owned(),
+        &ambiguous,
+        try_make,
+    ))
+}
+
+/// `written` with each argument's names read as IPv4 addresses (borrowed
+/// when none is: an element's arguments are copied only when a name is in
+/// them, and a route table inline has a million), and the positions of
+/// the arguments with a name of several kinds.
+fn rewrite_all<'w>(
+    book: &AddressBook,
+    element: &str,
+    written: &'w [Arg],
+) -> (Cow<'w, [Arg]>, Vec<usize>) {
+    let mut args: Option<Vec<Arg>> = None;
     let mut ambiguous = Vec::new();
     for (k, a) in written.iter().enumerate() {
         let (text, amb) = book.rewrite(element, &a.text, Reading::Ip);
         if amb {
             ambiguous.push(k);
         }
-        args.push(Arg { text, span: a.span });
+        match (text, &mut args) {
+            (Cow::Owned(text), args) => {
+                args.get_or_insert_with(|| written[..k].to_vec())
+                    .push(Arg { text, span: a.span });
+            }
+            (Cow::Borrowed(_), Some(args)) => args.push(a.clone()),
+            (Cow::Borrowed(_), None) => {}
+        }
     }
-    if ambiguous.is_empty() {
-        return args;
-    }
-    choose(book, element, written, args, &ambiguous, try_make)
+    let args = match args {
+        Some(a) => Cow::Owned(a),
+        None => Cow::Borrowed(written),
+    };
+    (args, ambiguous)
 }
 
 /// The names `router`'s AddressInfo elements define. Definitions that do
@@ -193,7 +225,7 @@ fn choose(
                 .iter()
                 .map(|&r| {
                     vec![Arg {
-                        text: book.rewrite(element, text, r).0,
+                        text: book.rewrite(element, text, r).0.into_owned(),
                         span,
                     }]
                 }),

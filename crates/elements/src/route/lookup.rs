@@ -830,6 +830,76 @@ mod tests {
         }
     }
 
+    /// The `table` handler of element `element` in a whole
+    /// configuration: its text parsed, expanded, address names resolved
+    /// and built, as `bricks run` does.
+    fn table_of(config: &str, element: &str) -> String {
+        use bricks_config::{Source, SourceMap};
+        let mut map = SourceMap::default();
+        let render = |map: &SourceMap, d: Vec<bricks_config::Diagnostic>| {
+            d.iter()
+                .map(|d| map.render(d))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<test>".into(),
+                text: config.to_string(),
+            },
+        )
+        .unwrap_or_else(|d| panic!("{config}\n{}", render(&map, d)));
+        let plan = bricks_runtime::build(&router, &crate::registry())
+            .unwrap_or_else(|d| panic!("{config}\n{}", render(&map, d)));
+        let engine = bricks_runtime::Engine::new(&plan).unwrap();
+        match engine.read_handler(element, "table").unwrap() {
+            bricks_element::HandlerValue::Text(t) => t,
+            other => panic!("table handler gave {other:?}"),
+        }
+    }
+
+    /// Routes written plainly, and the same routes with comments (holding
+    /// commas and quotes), line breaks inside and between them, `define`d
+    /// variables, compound parameters and AddressInfo names: the same
+    /// table, for each IPv4 class. Plain arguments take a shortcut through
+    /// the parser and the address names; the others do not.
+    #[test]
+    fn routes_written_with_comments_and_variables_give_the_same_table() {
+        let plain = "10.0.0.0/8 0, 10.1.0.0/16 10.9.9.9 1, 192.168.0.0/16 2, \
+                     0.0.0.0/0 1.2.3.4 1, 10.1.2.3 2, 18.26.0.0/12 4.0.0.4 0";
+        let ports = "rt[0] -> Discard; rt[1] -> Discard; rt[2] -> Discard;";
+        for class in ["RadixIPLookup", "DirectIPLookup", "StaticIPLookup"] {
+            let want = table_of(&format!("Idle -> rt :: {class}({plain}); {ports}"), "rt");
+            assert_eq!(want.lines().count(), 6, "{want}");
+            let dressed = [
+                format!(
+                    "define($gw 10.9.9.9, $two 2);\n\
+                     AddressInfo(other 1.2.3.4);\n\
+                     Idle -> rt :: {class}(\n\
+                       10.0.0.0/8 0, // the first, \"quoted, with commas\"\n\
+                       10.1.0.0/16 /* gateway, '2' */ $gw 1,\n\
+                       192.168.0.0/16\n\
+                         ${{two}},\r\n\
+                       0.0.0.0/0 other 1, 10.1.2.3 $two,\n\
+                       18.26.0.0/12 4.0.0.4 0, // a final comma is dropped\n\
+                     ); {ports}"
+                ),
+                format!(
+                    "elementclass R {{ $gw, $def |\n\
+                       input -> rt :: {class}(10.0.0.0/8 0, 10.1.0.0/16 $gw 1, 192.168.0.0/16 2,\n\
+                                              $def, 10.1.2.3 2, 18.26.0.0/12 4.0.0.4 0);\n\
+                       rt[0] -> [0]output; rt[1] -> [1]output; rt[2] -> [2]output }}\n\
+                     Idle -> r :: R(10.9.9.9, 0.0.0.0/0 1.2.3.4 1);\n\
+                     r[0] -> Discard; r[1] -> Discard; r[2] -> Discard;"
+                ),
+            ];
+            for (config, element) in dressed.iter().zip(["rt", "r/rt"]) {
+                assert_eq!(table_of(config, element), want, "{class}, {config}");
+            }
+        }
+    }
+
     /// `(mem_refs, mem_words)` of looking `dst` up once in a fresh `h`.
     fn refs_of(h: &mut Harness, dst: [u8; 4]) -> (u64, u64) {
         let before = h.stats();

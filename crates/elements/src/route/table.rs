@@ -85,6 +85,10 @@ fn host_route(text: &str) -> Option<String> {
     let t = text.trim_start();
     let end = t.find(|c: char| c.is_ascii_whitespace()).unwrap_or(t.len());
     let (dst, rest) = t.split_at(end);
+    if dst.contains('/') {
+        // A prefix, as almost every route is: no address has a `/`.
+        return None;
+    }
     let len = match dst.parse::<std::net::IpAddr>().ok()? {
         std::net::IpAddr::V4(_) => 32,
         std::net::IpAddr::V6(_) => 128,
