@@ -1296,7 +1296,10 @@ impl<'a> Context<'a> {
                 .iter()
                 .map(|&h| (marks[usize::from(ports[usize::from(h)])] & 0xff) as u8)
                 .collect();
-            let mut slots: ArrayVec<Option<Packet>, N> = batch.drain().map(Some).collect();
+            // Filled in place: `collect` builds the list and returns it by
+            // value, a copy of the whole list per batch.
+            let mut slots: ArrayVec<Option<Packet>, N> = ArrayVec::new();
+            slots.extend(batch.drain().map(Some));
             for (&head, &tail) in heads.iter().zip(&tails) {
                 let port = ports[usize::from(head)];
                 let mut at = head;
@@ -1342,7 +1345,10 @@ impl<'a> Context<'a> {
             }
             tail[port] = i as u16;
         }
-        let mut slots: ArrayVec<Option<Packet>, N> = batch.drain().map(Some).collect();
+        // Filled in place: `collect` builds the list and returns it by
+        // value, a copy of the whole list per batch.
+        let mut slots: ArrayVec<Option<Packet>, N> = ArrayVec::new();
+        slots.extend(batch.drain().map(Some));
         for port in 0..=usize::from(max_port) {
             let mut at = head[port];
             if at == END {
