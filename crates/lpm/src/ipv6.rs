@@ -42,27 +42,6 @@
 //! lookup at a time). The population counts use the POPCNT instruction,
 //! selected at run time, since the x86_64 baseline lacks it.
 //!
-//! # The /48 cache
-//!
-//! Half of a real table's prefixes are /48s, and most of them are alone
-//! in their /32, so the trie holds each at the end of a chain of
-//! one-child nodes: seven dependent loads, five of them cache misses on
-//! a random address. A second direct-pointing stage does not shorten
-//! that chain (an array for each /32 that holds a lone /48 would be 2^16
-//! entries; one for each /20 down to /32 leaves the chain below /32 as it
-//! is), and nor do longer strides at /32 and /48 without a bitmap of
-//! 2^16 bits per /32. So beside the trie sits a bounded hash table of
-//! whole /48s (`RegionCache`): the /48s under a rule of /44 to /48 with
-//! no longer rule inside, each with its answer, one cache line per
-//! bucket. A lookup whose direct-pointing entry leads to a node reads
-//! that line first and walks the trie only when the /48 is not there:
-//! one cache miss instead of about five for the lookups it answers, one
-//! more for those it does not (BENCHMARKS.md has the trade measured). An entry is made from the rules, never from the trie, and
-//! is taken out before a change that may alter it and put back after,
-//! so it always answers as the trie does; a /48 that finds its bucket
-//! full is simply not cached. It takes a sixteenth of the memory bound,
-//! at most 8 MiB.
-//!
 //! # Updates
 //!
 //! Nodes are immutable once linked. A route change rebuilds the node that
@@ -295,13 +274,6 @@ impl RegionCache {
     #[inline(always)]
     fn get(&self, addr: u128) -> Option<NextHop> {
         let (line, want) = self.place(addr)?;
-        RegionCache::find(line, want)
-    }
-
-    /// The answer in `line` for the /48 whose word (less the next hop) is
-    /// `want`.
-    #[inline(always)]
-    fn find(line: &Line, want: u64) -> Option<NextHop> {
         let mut hit = None;
         for w in &line.0 {
             let v = w.load(Ordering::Acquire);
@@ -441,8 +413,7 @@ impl Default for Poptrie6 {
 
 impl Poptrie6 {
     /// The memory bound of [`Poptrie6::new`]: 256 MiB (200K prefixes shaped
-    /// like today's table take about 16 MiB of trie, and the /48 cache 8
-    /// MiB).
+    /// like today's table take about 16 MiB).
     pub const DEFAULT_MEMORY_BOUND: usize = 256 << 20;
 
     /// An empty table with the default bound.
@@ -613,7 +584,7 @@ impl Poptrie6 {
                 return answer(d);
             }
             // Half the lookups into a table shaped like today's end here,
-            // with one cache miss instead of five.
+            // with one cache miss instead of six.
             if let Some(nh) = self.cache.get(addr) {
                 return Some(nh);
             }
@@ -1188,25 +1159,23 @@ impl Poptrie6 {
                         prefetch(w);
                     }
                     node[m & (LANES - 1)] = x;
-                    key[m & (LANES - 1)] = a << DIR_BITS;
+                    key[m & (LANES - 1)] = a;
                     lane[m & (LANES - 1)] = k as u8;
                     m += 1;
                 } else {
                     res[k] = d;
                 }
             }
-            // The lanes the /48 cache answers (their lines were prefetched
-            // with their first node) leave before the walk starts. (Asking
-            // the cache two levels down instead, once the hot upper nodes
-            // had been read, was slower, batched and single.)
+            // The lanes the /48 cache answers (their lines are on the
+            // way) leave the walk before it starts.
             let mut still = 0;
             for j in 0..m.min(LANES) {
-                let k = lane[j] as usize & (LANES - 1);
-                if let Some(nh) = addrs.get(k).and_then(|&a| self.cache.get(a)) {
-                    res[k] = leaf(nh);
+                let a = key[j];
+                if let Some(nh) = self.cache.get(a) {
+                    res[lane[j] as usize & (LANES - 1)] = leaf(nh);
                 } else {
                     node[still & (LANES - 1)] = node[j];
-                    key[still & (LANES - 1)] = key[j];
+                    key[still & (LANES - 1)] = a << DIR_BITS;
                     lane[still & (LANES - 1)] = lane[j];
                     still += 1;
                 }
