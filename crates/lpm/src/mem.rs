@@ -48,21 +48,6 @@ pub(crate) fn zeroed_u64(n: usize) -> Box<[AtomicU64]> {
     unsafe { b.assume_init() }
 }
 
-/// Eight atomic words on one cache line of their own: a bucket that a
-/// lookup reads with one cache miss.
-#[repr(C, align(64))]
-pub(crate) struct Line(pub(crate) [AtomicU64; 8]);
-
-/// A boxed slice of `n` zero [`Line`]s; see [`zeroed_u32`].
-#[allow(unsafe_code)]
-pub(crate) fn zeroed_lines(n: usize) -> Box<[Line]> {
-    let b: Box<[MaybeUninit<Line>]> = Box::new_zeroed_slice(n);
-    // SAFETY: a `Line` is eight `AtomicU64`s (and alignment padding there
-    // is none of: 64 bytes, aligned to 64), each valid when all zero, as
-    // in `zeroed_u64`; `new_zeroed_slice` zeroed every element.
-    unsafe { b.assume_init() }
-}
-
 /// Asks the kernel to back `s` with transparent huge pages where it can
 /// (`madvise(MADV_HUGEPAGE)` on the 2 MiB pages inside it). A lookup in a
 /// table of tens of MiB touches a handful of random pages, and with 4 KiB
