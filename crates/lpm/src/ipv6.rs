@@ -1173,6 +1173,70 @@ mod tests {
         assert_eq!(t.lookup(ip("2001:db8:1:2::5")), Some(NextHop(1)));
         assert_eq!(t.route_count(), 1);
     }
+    /// A chain of nested prefixes at every level boundary of the trie
+    /// (the direct pointing array's /20, then each 6-bit stride: /26,
+    /// /32, ..., /122, and /128) and one bit on either side of each, under
+    /// ::/0: single and batched lookups of each prefix's first and last
+    /// address and the addresses just outside agree with a scan as the
+    /// chain is built, and as it is taken down from the top (each removal
+    /// uncovering the next shorter prefix) and from the bottom.
+    #[test]
+    fn level_boundaries_agree_with_a_scan() {
+        let base = ip("2a00:1450:4001:81a:f0e1:d2c3:b4a5:9687");
+        let mut lens = vec![0u8, 1];
+        for b in (DIR_BITS..=128).step_by(STRIDE as usize).chain([128]) {
+            lens.extend([b - 1, b, (b + 1).min(128)]);
+        }
+        lens.sort_unstable();
+        lens.dedup();
+        let chain: Vec<(Prefix6, NextHop)> = lens
+            .iter()
+            .map(|&l| (Prefix6::new(base, l), NextHop(l as u32)))
+            .collect();
+        let probes: Vec<u128> = chain
+            .iter()
+            .flat_map(|(q, _)| {
+                let last = q.addr | !Prefix6::mask(q.len);
+                [q.addr, last, q.addr.wrapping_sub(1), last.wrapping_add(1)]
+            })
+            .chain([0, u128::MAX, base])
+            .collect();
+        let check = |t: &Poptrie6, rules: &[(Prefix6, NextHop)]| {
+            let mut out = vec![None; probes.len()];
+            t.lookup_batch(&probes, &mut out);
+            for (&a, &b) in probes.iter().zip(&out) {
+                let want = scan(rules, a);
+                assert_eq!(t.lookup(a), want, "{a:#034x} with {} rules", rules.len());
+                assert_eq!(b, want, "batched {a:#034x} with {} rules", rules.len());
+            }
+        };
+        let t = Poptrie6::new();
+        for k in 0..chain.len() {
+            t.insert(chain[k].0, chain[k].1).unwrap();
+            check(&t, &chain[..=k]);
+        }
+        assert_eq!(
+            Poptrie6::build(&chain, Poptrie6::DEFAULT_MEMORY_BOUND)
+                .map(|b| probes.iter().all(|&a| b.lookup(a) == t.lookup(a))),
+            Ok(true)
+        );
+        // From the longest down: each removal uncovers the prefix above.
+        for k in (0..chain.len()).rev() {
+            assert_eq!(t.remove(chain[k].0).unwrap(), Some(chain[k].1));
+            check(&t, &chain[..k]);
+        }
+        assert_eq!(t.node_and_leaf_count(), (0, 0));
+        // From ::/0 down: the longer prefixes keep answering.
+        for &(q, nh) in &chain {
+            t.insert(q, nh).unwrap();
+        }
+        for k in 0..chain.len() {
+            t.remove(chain[k].0).unwrap();
+            check(&t, &chain[k + 1..]);
+        }
+        assert_eq!(t.node_and_leaf_count(), (0, 0));
+    }
+
     /// Longest-prefix match by a scan of every rule: the definition,
     /// with nothing shared with the table under test.
     fn scan(rules: &[(Prefix6, NextHop)], a: u128) -> Option<NextHop> {
