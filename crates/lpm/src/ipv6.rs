@@ -56,7 +56,10 @@
 //! only after a reuse-sequence bump that lookups check (`src/mem.rs`);
 //! lookups bound-check every index they follow, so a reused block can only
 //! cause a retry. Prefixes of /20 or shorter rewrite the direct-pointing
-//! entries they cover, one at a time. The writer keeps the rules in an
+//! entries they cover, one at a time, once the new content of every one
+//! of them is built: the memory bound refuses such a change whole, and
+//! it needs room for the new subtrees of all the entries it covers
+//! beside the old ones. The writer keeps the rules in an
 //! ordered map (the rules under a region, to rebuild it) and a hash map
 //! (the rules covering a prefix).
 
