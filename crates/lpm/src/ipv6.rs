@@ -56,7 +56,10 @@
 //! only after a reuse-sequence bump that lookups check (`src/mem.rs`);
 //! lookups bound-check every index they follow, so a reused block can only
 //! cause a retry. Prefixes of /20 or shorter rewrite the direct-pointing
-//! entries they cover, one at a time. The writer keeps the rules in an
+//! entries they cover, one at a time, once the new content of every one
+//! of them is built: the memory bound refuses such a change whole, and
+//! it needs room for the new subtrees of all the entries it covers
+//! beside the old ones. The writer keeps the rules in an
 //! ordered map (the rules under a region, to rebuild it) and a hash map
 //! (the rules covering a prefix).
 
@@ -769,13 +772,18 @@ impl Poptrie6 {
         Ok(b)
     }
 
+    /// The direct-pointing entry for `new`, its node (if any) written.
+    fn top_value(&self, w: &mut Writer, new: Slot) -> Result<u32, LpmError> {
+        Ok(match new {
+            Slot::Leaf(v) => v,
+            Slot::Node(desc) => NODE | self.store_top(w, desc)?,
+        })
+    }
+
     /// Publishes `new` as the content of direct-pointing entry `d`.
     fn publish(&self, w: &mut Writer, d: usize, new: Slot) -> Result<(), LpmError> {
         let old = self.dir[d].load(Ordering::Relaxed);
-        let value = match new {
-            Slot::Leaf(v) => v,
-            Slot::Node(desc) => NODE | self.store_top(w, desc)?,
-        };
+        let value = self.top_value(w, new)?;
         self.dir[d].store(value, Ordering::Release);
         if old & NODE != 0 {
             w.replaced.push((true, old & !NODE, 1));
@@ -805,6 +813,13 @@ impl Poptrie6 {
                 let i = (a >> (128 - DIR_BITS)) as usize - first;
                 paint[i..i + (1 << (DIR_BITS - l))].fill((l, v));
             }
+            // Every entry's new content is built before any is published,
+            // so a failure (the memory bound) leaves them all as they were.
+            // (Publishing each entry as it was built, and rebuilding the
+            // published ones from the restored rules after a failure, could
+            // fail again: the memory they gave back waits in limbo.) At
+            // most one store per entry: 2^20 for ::/0.
+            let mut stores: Vec<(usize, u32)> = Vec::new();
             let mut k = 0;
             for (i, &(l, value)) in paint.iter().enumerate() {
                 let d = first + i;
@@ -820,18 +835,19 @@ impl Poptrie6 {
                 let deep = under[lo..k].iter().any(|r| r.1 > DIR_BITS);
                 if old & NODE == 0 && !deep {
                     if old != value {
-                        self.dir[d].store(value, Ordering::Release);
+                        stores.push((d, value));
                     }
                     continue;
                 }
                 if old & NODE != 0 {
                     self.retire(w, self.read_node(old & !NODE));
+                    w.replaced.push((true, old & !NODE, 1));
                 }
                 let new = self.build_fresh(w, &under[lo..k], top_of(d), DIR_BITS, value)?;
-                self.publish(w, d, new)?;
-                // Each entry is its own transaction: once published, what
-                // it replaced can go and a later failure leaves it be.
-                self.settle(w);
+                stores.push((d, self.top_value(w, new)?));
+            }
+            for (d, v) in stores {
+                self.dir[d].store(v, Ordering::Release);
             }
         } else {
             let d = (p.addr >> (128 - DIR_BITS)) as usize;
@@ -881,13 +897,10 @@ impl Poptrie6 {
         w.made.clear();
     }
 
-    /// Runs `apply` for a rule-store change. On failure nothing of the
-    /// failing step was published: the blocks it wrote are freed, the
-    /// blocks it meant to replace are kept, and `undo` restores the rule
-    /// store. A change of a /20 or shorter publishes one direct-pointing
-    /// entry at a time, so the entries published before the failure are
-    /// then rebuilt from the restored rules (from the memory they just
-    /// gave back).
+    /// Runs `apply` for a rule-store change. On failure nothing of it was
+    /// published (`apply` builds everything before it links anything):
+    /// the blocks it wrote are freed, the blocks it meant to replace are
+    /// kept, and `undo` restores the rule store.
     fn commit(
         &self,
         w: &mut Writer,
@@ -905,11 +918,6 @@ impl Poptrie6 {
                     self.free(w, is_node, b, size);
                 }
                 undo(w);
-                if p.len <= DIR_BITS {
-                    let restored = self.apply(w, p);
-                    debug_assert!(restored.is_ok(), "restoring a /20 or shorter: {restored:?}");
-                    self.settle(w);
-                }
                 Err(e)
             }
         }
@@ -1173,6 +1181,121 @@ mod tests {
         assert_eq!(t.lookup(ip("2001:db8:1:2::5")), Some(NextHop(1)));
         assert_eq!(t.route_count(), 1);
     }
+    /// A chain of nested prefixes at every level boundary of the trie
+    /// (the direct pointing array's /20, then each 6-bit stride: /26,
+    /// /32, ..., /122, and /128) and one bit on either side of each, under
+    /// ::/0: single and batched lookups of each prefix's first and last
+    /// address and the addresses just outside agree with a scan as the
+    /// chain is built, and as it is taken down from the top (each removal
+    /// uncovering the next shorter prefix) and from the bottom.
+    #[test]
+    fn level_boundaries_agree_with_a_scan() {
+        let base = ip("2a00:1450:4001:81a:f0e1:d2c3:b4a5:9687");
+        let mut lens = vec![0u8, 1];
+        for b in (DIR_BITS..=128).step_by(STRIDE as usize).chain([128]) {
+            lens.extend([b - 1, b, (b + 1).min(128)]);
+        }
+        lens.sort_unstable();
+        lens.dedup();
+        let chain: Vec<(Prefix6, NextHop)> = lens
+            .iter()
+            .map(|&l| (Prefix6::new(base, l), NextHop(l as u32)))
+            .collect();
+        let probes: Vec<u128> = chain
+            .iter()
+            .flat_map(|(q, _)| {
+                let last = q.addr | !Prefix6::mask(q.len);
+                [q.addr, last, q.addr.wrapping_sub(1), last.wrapping_add(1)]
+            })
+            .chain([0, u128::MAX, base])
+            .collect();
+        let check = |t: &Poptrie6, rules: &[(Prefix6, NextHop)]| {
+            let mut out = vec![None; probes.len()];
+            t.lookup_batch(&probes, &mut out);
+            for (&a, &b) in probes.iter().zip(&out) {
+                let want = scan(rules, a);
+                assert_eq!(t.lookup(a), want, "{a:#034x} with {} rules", rules.len());
+                assert_eq!(b, want, "batched {a:#034x} with {} rules", rules.len());
+            }
+        };
+        let t = Poptrie6::new();
+        for k in 0..chain.len() {
+            t.insert(chain[k].0, chain[k].1).unwrap();
+            check(&t, &chain[..=k]);
+        }
+        assert_eq!(
+            Poptrie6::build(&chain, Poptrie6::DEFAULT_MEMORY_BOUND)
+                .map(|b| probes.iter().all(|&a| b.lookup(a) == t.lookup(a))),
+            Ok(true)
+        );
+        // From the longest down: each removal uncovers the prefix above.
+        for k in (0..chain.len()).rev() {
+            assert_eq!(t.remove(chain[k].0).unwrap(), Some(chain[k].1));
+            check(&t, &chain[..k]);
+        }
+        assert_eq!(t.node_and_leaf_count(), (0, 0));
+        // From ::/0 down: the longer prefixes keep answering.
+        for &(q, nh) in &chain {
+            t.insert(q, nh).unwrap();
+        }
+        for k in 0..chain.len() {
+            t.remove(chain[k].0).unwrap();
+            check(&t, &chain[k + 1..]);
+        }
+        assert_eq!(t.node_and_leaf_count(), (0, 0));
+    }
+
+    /// A change of a /20 or shorter over eight /20s with nodes, under
+    /// bounds from none to ample: it is made whole or refused whole,
+    /// never left in some of the direct-pointing entries it covers. (A
+    /// refusal part of the way once rebuilt the entries already published
+    /// from the restored rules, which could run out of memory too, the
+    /// memory they gave back being in limbo; found by the `lpm_poptrie6`
+    /// fuzz target.)
+    #[test]
+    fn short_prefix_refused_midway_changes_nothing() {
+        let mut routes = vec![(p("2001::", 16), NextHop(1))];
+        for i in 0..8u128 {
+            let a = ip("2001:0:0:1234::") | i << 108;
+            routes.push((Prefix6::new(a, 48), NextHop(2)));
+        }
+        let roomy = Poptrie6::build(&routes, Poptrie6::DEFAULT_MEMORY_BOUND).unwrap();
+        let probes: Vec<u128> = routes
+            .iter()
+            .flat_map(|(q, _)| [q.addr, q.addr | 1 << 80, q.addr | 1 << 100])
+            .collect();
+        let before: Vec<_> = probes.iter().map(|&a| roomy.lookup(a)).collect();
+        assert!(before.contains(&Some(NextHop(1))) && before.contains(&Some(NextHop(2))));
+        let changed: Vec<_> = before
+            .iter()
+            .map(|&h| h.map(|h| if h.0 == 1 { NextHop(3) } else { h }))
+            .collect();
+        // Bounds from none to room for two copies of every /20's subtree:
+        // the change is refused, or refused part-way, or made.
+        let mut refused = 0;
+        for extra in (0..1600).step_by(8) {
+            let t = Poptrie6::build(&routes, roomy.memory_bytes() + extra).unwrap();
+            let want = match t.insert(p("2001::", 16), NextHop(3)) {
+                Ok(prev) => {
+                    assert_eq!(prev, Some(NextHop(1)));
+                    &changed
+                }
+                Err(e) => {
+                    assert!(e.to_string().contains("poptrie6"), "{e}");
+                    assert_eq!(t.route_count(), routes.len());
+                    refused += 1;
+                    &before
+                }
+            };
+            let mut out = vec![None; probes.len()];
+            t.lookup_batch(&probes, &mut out);
+            assert_eq!(&out, want, "bound {extra} bytes over the table");
+            let single: Vec<_> = probes.iter().map(|&a| t.lookup(a)).collect();
+            assert_eq!(&single, want, "bound {extra} bytes over the table");
+        }
+        assert!(refused > 0);
+    }
+
     /// Longest-prefix match by a scan of every rule: the definition,
     /// with nothing shared with the table under test.
     fn scan(rules: &[(Prefix6, NextHop)], a: u128) -> Option<NextHop> {
