@@ -308,6 +308,55 @@ impl Drop for Abandon {
     }
 }
 
+/// Opened once every worker has started its elements: no worker runs a
+/// task before then, as Click initializes every element before any thread
+/// runs (a packet Script on worker 1 may signal the process before worker
+/// 0's signal Script has installed its handler otherwise).
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) {
+        let g = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let _g = self
+            .cv
+            .wait_while(g, |open| !*open)
+            .unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// A worker's word that it is ready (or why it is not), said once; a
+/// worker that panics before saying it says so on unwinding, so that the
+/// thread starting the run never waits for it.
+struct Ready(Option<mpsc::Sender<Result<(), Diagnostic>>>);
+
+impl Ready {
+    fn say(&mut self, r: Result<(), Diagnostic>) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(r);
+        }
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        self.say(Err(Diagnostic {
+            span: Default::default(),
+            message: "a worker ended before it started".into(),
+            help: None,
+            notes: Vec::new(),
+        }));
+    }
+}
+
 /// How many workers have ended, for a thread that waits for them all.
 #[derive(Default)]
 struct Ended {
@@ -370,6 +419,7 @@ impl Workers {
         let mut mail = Vec::with_capacity(n);
         let mut swaps = Vec::with_capacity(n);
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), Diagnostic>>();
+        let gate = Arc::new(Gate::default());
         // One run: a worker keeps polling while another's sources run and
         // while packets move anywhere (queues shared between workers).
         let term = Arc::new(Termination::new(n));
@@ -388,7 +438,8 @@ impl Workers {
             let (stats_tx, stats_rx) = mpsc::channel();
             stats.push(stats_tx);
             let opts = opts.clone();
-            let ready = ready_tx.clone();
+            let mut ready = Ready(Some(ready_tx.clone()));
+            let gate = gate.clone();
             let (mail_tx, mailbox) = mpsc::channel();
             mail.push(mail_tx);
             let (swap_tx, swap_rx) = mpsc::channel();
@@ -405,13 +456,10 @@ impl Workers {
                     // the others, which would otherwise wait for it.
                     let _abandon = Abandon(term.clone());
                     let mut engine = match Engine::for_worker(&plan, w, n) {
-                        Ok(e) => {
-                            let _ = ready.send(Ok(()));
-                            e
-                        }
+                        Ok(e) => e,
                         Err(d) => {
                             term.abandon();
-                            let _ = ready.send(Err(d));
+                            ready.say(Err(d));
                             return RunSummary::empty(StopReason::NoTasks);
                         }
                     };
@@ -433,6 +481,11 @@ impl Workers {
                     if publish {
                         engine.answer_stats(stats_rx);
                     }
+                    // Every element of every worker starts before any
+                    // task runs.
+                    engine.start();
+                    ready.say(Ok(()));
+                    gate.wait();
                     let summary = engine.run();
                     if publish {
                         let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
@@ -454,6 +507,7 @@ impl Workers {
                 failure.get_or_insert(d);
             }
         }
+        gate.open();
         let workers = Workers {
             handles,
             ended,
