@@ -834,24 +834,8 @@ mod tests {
     /// configuration: its text parsed, expanded, address names resolved
     /// and built, as `bricks run` does.
     fn table_of(config: &str, element: &str) -> String {
-        use bricks_config::{Source, SourceMap};
-        let mut map = SourceMap::default();
-        let render = |map: &SourceMap, d: Vec<bricks_config::Diagnostic>| {
-            d.iter()
-                .map(|d| map.render(d))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        let router = bricks_config::parse(
-            &mut map,
-            Source {
-                name: "<test>".into(),
-                text: config.to_string(),
-            },
-        )
-        .unwrap_or_else(|d| panic!("{config}\n{}", render(&map, d)));
-        let plan = bricks_runtime::build(&router, &crate::registry())
-            .unwrap_or_else(|d| panic!("{config}\n{}", render(&map, d)));
+        let plan =
+            crate::standard::testrun::plan(config).unwrap_or_else(|e| panic!("{config}\n{e}"));
         let engine = bricks_runtime::Engine::new(&plan).unwrap();
         match engine.read_handler(element, "table").unwrap() {
             bricks_element::HandlerValue::Text(t) => t,

@@ -44,7 +44,7 @@ pub mod suppressor;
 pub mod switch;
 pub mod tee;
 #[cfg(test)]
-mod testrun;
+pub(crate) mod testrun;
 pub mod thread_safe_queue;
 pub mod timed_source;
 pub mod unqueue;
