@@ -117,12 +117,8 @@ impl Packet {
     /// Fills `out` with up to `n` new packets (fewer if `out` fills up),
     /// calling `init` on each: one trip to the pool for the whole batch.
     #[inline]
-    pub fn alloc_batch(out: &mut Batch, n: usize, mut init: impl FnMut(&mut Packet)) {
-        let before = out.len();
-        pool::alloc_into(out, n);
-        for p in &mut out.as_mut_slice()[before..] {
-            init(p);
-        }
+    pub fn alloc_batch(out: &mut Batch, n: usize, init: impl FnMut(&mut Packet)) {
+        pool::alloc_with(out, n, init);
     }
 
     /// A packet holding a copy of `frame`.

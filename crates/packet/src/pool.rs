@@ -135,10 +135,17 @@ pub(crate) fn free(buf: Box<Buffer>) {
     });
 }
 
-/// Appends up to `n` fresh packets to `out` with one visit to the free
-/// list.
+/// Appends up to `n` fresh packets to `out`, calling `init` on each as it
+/// is made: one visit to the free list and one pass over the packets.
+///
+/// The buffers are taken off the end of the list by moving its length
+/// down once rather than popping one at a time (a length check and store
+/// per packet), and each packet is initialised while its buffer is in
+/// the cache line just touched. `init` may not reach the pool (it fills a
+/// frame); if it did, that allocation or free would simply bypass the
+/// borrowed list.
 #[inline]
-pub(crate) fn alloc_into(out: &mut crate::Batch, n: usize) {
+pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(&mut Packet)) {
     let n = n.min(out.remaining());
     let got = with_free(|f| {
         if f.len() < n {
@@ -146,23 +153,62 @@ pub(crate) fn alloc_into(out: &mut crate::Batch, n: usize) {
         }
         let take = n.min(f.len());
         let start = f.len() - take;
-        for b in f.drain(start..) {
-            let _ = out.push(Packet::from_buffer(b));
+        let base = f.as_ptr();
+        // SAFETY: the list is shortened first, so the `take` boxes past
+        // its new length are owned by nobody but this loop, which moves
+        // each out exactly once (`start + i < start + take <= old len`,
+        // all initialised). Should `init` panic, the boxes not yet read
+        // are leaked, never dropped twice.
+        unsafe {
+            f.set_len(start);
+            for i in 0..take {
+                let mut p = Packet::from_buffer(core::ptr::read(base.add(start + i)));
+                init(&mut p);
+                // Cannot fail: `n` is at most the room left.
+                let _ = out.push(p);
+            }
         }
         take
     })
     .unwrap_or(0);
     for _ in got..n {
-        let _ = out.push(Packet::from_buffer(fresh()));
+        let mut p = Packet::from_buffer(fresh());
+        init(&mut p);
+        let _ = out.push(p);
     }
 }
 
 /// Returns the buffers of `packets` with one visit to the free list.
+///
+/// With room for all of them below the bound (the usual case), the
+/// boxes are written straight past the list's end and its length moved
+/// once: no capacity or bound check per packet.
 #[inline]
-pub(crate) fn free_many(packets: impl Iterator<Item = Packet>) {
+pub(crate) fn free_many(packets: impl ExactSizeIterator<Item = Packet>) {
     let mut packets = packets;
     with_free(|f| {
-        f.reserve(POOL_LIMIT.saturating_sub(f.len()).min(crate::MAX_BATCH));
+        let n = packets.len();
+        if f.len() + n > POOL_LIMIT {
+            spill(f);
+        }
+        if f.len() + n <= POOL_LIMIT {
+            f.reserve(n);
+            let len = f.len();
+            // SAFETY: `reserve` made room for `n` more boxes past `len`;
+            // at most `n` are written there (the iterator's exact length
+            // bounds the loop) and the length covers only those written.
+            // A packet's `into_buffer` cannot panic, so no written box is
+            // left outside the list's length.
+            unsafe {
+                let base = f.as_mut_ptr().add(len);
+                let mut written = 0;
+                for p in packets.by_ref().take(n) {
+                    base.add(written).write(p.into_buffer());
+                    written += 1;
+                }
+                f.set_len(len + written);
+            }
+        }
         for p in packets.by_ref() {
             if f.len() >= POOL_LIMIT {
                 spill(f);
@@ -211,5 +257,56 @@ mod tests {
             "{allocated} buffers allocated for {} packets",
             rounds * 64
         );
+    }
+    /// Batches allocated and freed whole, past the list's bound: every
+    /// packet is made with fresh annotations and its own frame, every
+    /// buffer goes back to the list (or the depot past the bound), and the
+    /// list never holds more than its bound.
+    #[test]
+    fn whole_batches_come_from_and_return_to_the_list() {
+        std::thread::spawn(|| {
+            let mut b = crate::Batch::new();
+            Packet::alloc_batch(&mut b, 3, |p| {
+                p.set_frame(&[1, 2, 3]).unwrap();
+                p.anno_mut().paint = 7;
+            });
+            b.clear();
+            assert_eq!(pool_stats().free, 3);
+            // More than the bound in all, a full batch at a time.
+            for round in 0..(POOL_LIMIT / crate::MAX_BATCH + 3) {
+                let mut b = crate::Batch::new();
+                Packet::alloc_batch(&mut b, crate::MAX_BATCH + 5, |p| {
+                    let tag = (round % 251) as u8;
+                    p.set_frame(&[tag; 60]).unwrap();
+                });
+                assert_eq!(b.len(), crate::MAX_BATCH);
+                for p in b.iter() {
+                    assert_eq!(p.anno().paint, 0);
+                    assert_eq!(p.data(), &[(round % 251) as u8; 60][..]);
+                }
+                // Kept alive so that the next round's batch cannot reuse them.
+                std::mem::forget(b.drain().map(|p| p.into_buffer()).collect::<Vec<_>>());
+            }
+            let made: Vec<crate::Batch> = (0..(POOL_LIMIT / crate::MAX_BATCH + 2))
+                .map(|_| {
+                    let mut b = crate::Batch::new();
+                    Packet::alloc_batch(&mut b, crate::MAX_BATCH, |_| {});
+                    b
+                })
+                .collect();
+            for mut b in made {
+                let before = pool_stats().free;
+                b.clear();
+                let after = pool_stats().free;
+                assert!(after <= POOL_LIMIT, "{after} buffers kept");
+                assert!(
+                    after == before + crate::MAX_BATCH || after <= before,
+                    "{before} -> {after}"
+                );
+            }
+            assert!(pool_stats().free > POOL_LIMIT - MAGAZINE - crate::MAX_BATCH);
+        })
+        .join()
+        .unwrap();
     }
 }
