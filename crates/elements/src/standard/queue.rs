@@ -4,7 +4,6 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
     Stats,
 };
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -99,7 +98,7 @@ fn make_queue(
     let length = args.shared(|_| Ok(QueueLength::default()))?;
     Ok(Box::new(Queue {
         length,
-        q: VecDeque::with_capacity(capacity),
+        q: Ring::with_capacity(capacity),
         capacity,
         highwater: 0,
         drops: 0,
@@ -140,11 +139,151 @@ impl QueueLength {
     }
 }
 
+/// The queue's storage: a ring of packet slots, as many as the capacity.
+///
+/// A packet is stored or taken with one index that wraps by a compare:
+/// the general extend and drain paths of `VecDeque` cost about 21
+/// instructions a packet each way in Click's IP router, the ring a few.
+#[derive(Debug)]
+struct Ring {
+    slots: Box<[Option<bricks_element::Packet>]>,
+    /// The oldest packet's slot.
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    fn with_capacity(capacity: usize) -> Ring {
+        Ring {
+            slots: std::iter::repeat_with(|| None).take(capacity).collect(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slot `i` of the ring, for `i` below twice its size.
+    #[inline(always)]
+    fn wrap(&self, i: usize) -> usize {
+        if i >= self.slots.len() {
+            i - self.slots.len()
+        } else {
+            i
+        }
+    }
+
+    /// Adds `p` after the newest packet; a full ring grows (callers keep
+    /// the queue's capacity, so it only grows when that was raised).
+    #[inline(always)]
+    fn push_back(&mut self, p: bricks_element::Packet) {
+        if self.len == self.slots.len() {
+            self.reserve((self.len * 2).max(1));
+        }
+        let i = self.wrap(self.head + self.len);
+        self.slots[i] = Some(p);
+        self.len += 1;
+    }
+
+    /// Adds up to `n` packets from `packets` after the newest, in order:
+    /// a loop over at most two runs of slots, with no wrap test per
+    /// packet.
+    #[inline(always)]
+    fn extend(&mut self, mut packets: impl Iterator<Item = bricks_element::Packet>, n: usize) {
+        if self.len + n > self.slots.len() {
+            self.reserve(self.len + n);
+        }
+        let size = self.slots.len();
+        let start = self.wrap(self.head + self.len);
+        let first = n.min(size - start);
+        let (front, back) = self.slots.split_at_mut(start);
+        let mut added = 0;
+        for (slot, p) in back[..first].iter_mut().zip(packets.by_ref()) {
+            // The slot is empty (it is past the newest packet): nothing to
+            // drop.
+            std::mem::forget(slot.replace(p));
+            added += 1;
+        }
+        if added == first {
+            for (slot, p) in front[..n - first].iter_mut().zip(packets) {
+                std::mem::forget(slot.replace(p));
+                added += 1;
+            }
+        }
+        self.len += added;
+    }
+
+    /// Hands the `n` oldest packets (at most as many as are held) to
+    /// `f`, oldest first: a loop over at most two runs of slots.
+    #[inline(always)]
+    fn take_front(&mut self, n: usize, mut f: impl FnMut(bricks_element::Packet)) {
+        let n = n.min(self.len);
+        let size = self.slots.len();
+        let first = n.min(size - self.head);
+        let (front, back) = self.slots.split_at_mut(self.head);
+        for p in back[..first].iter_mut().filter_map(Option::take) {
+            f(p);
+        }
+        for p in front[..n - first].iter_mut().filter_map(Option::take) {
+            f(p);
+        }
+        self.head = self.wrap(self.head + n);
+        self.len -= n;
+    }
+
+    /// Takes the oldest packet.
+    #[inline(always)]
+    fn pop_front(&mut self) -> Option<bricks_element::Packet> {
+        if self.len == 0 {
+            return None;
+        }
+        let p = self.slots[self.head].take();
+        self.head = self.wrap(self.head + 1);
+        self.len -= 1;
+        p
+    }
+
+    /// Drops the newest packets until `n` are left.
+    fn truncate(&mut self, n: usize) {
+        while self.len > n {
+            let i = self.wrap(self.head + self.len - 1);
+            self.slots[i] = None;
+            self.len -= 1;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.truncate(0);
+        self.head = 0;
+    }
+
+    /// Makes room for `capacity` packets, keeping those held in order.
+    fn reserve(&mut self, capacity: usize) {
+        if capacity <= self.slots.len() {
+            return;
+        }
+        let mut grown = Ring::with_capacity(capacity);
+        while let Some(p) = self.pop_front() {
+            grown.slots[grown.len] = Some(p);
+            grown.len += 1;
+        }
+        *self = grown;
+    }
+}
+
 /// A bounded FIFO of packets.
 #[derive(Debug)]
 pub struct Queue {
     length: Arc<QueueLength>,
-    q: VecDeque<bricks_element::Packet>,
+    q: Ring,
     capacity: usize,
     highwater: usize,
     drops: u64,
@@ -164,7 +303,7 @@ impl Element for Queue {
         let n = batch.len();
         let take = n.min(room);
         let mut it = batch.drain();
-        self.q.extend(it.by_ref().take(take));
+        self.q.extend(it.by_ref(), take);
         drop(it);
         self.length.change(take as i64);
         self.enqueued += take as u64;
@@ -176,9 +315,9 @@ impl Element for Queue {
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
         let n = max.min(self.q.len()).min(out.remaining());
         self.length.change(-(n as i64));
-        for p in self.q.drain(..n) {
+        self.q.take_front(n, |p| {
             let _ = out.push(p);
-        }
+        });
     }
 
     /// Hot swap: the old queue's packets, oldest first, as many as the new
@@ -191,7 +330,12 @@ impl Element for Queue {
         let n = old.q.len();
         let keep = n.min(self.capacity.saturating_sub(self.q.len()));
         old.length.change(-(n as i64));
-        self.q.extend(old.q.drain(..keep));
+        self.q.reserve(self.q.len() + keep);
+        for _ in 0..keep {
+            if let Some(p) = old.q.pop_front() {
+                self.q.push_back(p);
+            }
+        }
         self.length.change(keep as i64);
         self.drops += old.drops + (n - keep) as u64;
         old.q.clear();
@@ -258,6 +402,7 @@ impl Element for Queue {
                     self.length.change(-(lost as i64));
                     self.drops += lost as u64;
                 }
+                self.q.reserve(c);
                 self.capacity = c;
                 Ok(())
             }
@@ -336,5 +481,41 @@ mod tests {
     fn zero_capacity_refused() {
         let e = bricks_runtime::testing::make_element(&QUEUE, "0", &Default::default());
         assert!(e.unwrap_err().contains("CAPACITY 0 out of range"));
+    }
+    fn bytes(ps: &[bricks_element::Packet]) -> Vec<u8> {
+        ps.iter().map(|p| p.data()[0]).collect()
+    }
+
+    /// The ring wraps around its end and keeps the order, also when the
+    /// capacity is raised or lowered while packets wrap.
+    #[test]
+    fn order_is_kept_around_the_ring_and_across_capacity_changes() {
+        let mut h = harness("4");
+        let mut next = 0u8;
+        let mut push = |h: &mut Harness, n: u8| {
+            h.push_packets(
+                0,
+                (next..next + n).map(|i| Packet::from_slice(&[i]).unwrap()),
+            );
+            next += n;
+        };
+        push(&mut h, 3);
+        assert_eq!(bytes(&h.pull(0, 2)), vec![0, 1]);
+        // Slots 3, 0, 1 hold the next three: the ring has wrapped.
+        push(&mut h, 3);
+        assert_eq!(h.stats().get("length"), Some(4));
+        h.write_handler("capacity", "7").unwrap();
+        push(&mut h, 4);
+        assert_eq!(h.stats().get("drops"), Some(1));
+        assert_eq!(bytes(&h.pull(0, 3)), vec![2, 3, 4]);
+        h.write_handler("capacity", "2").unwrap();
+        // 5, 6, 7, 8 held; the newest two go.
+        assert_eq!(h.stats().get("drops"), Some(3));
+        push(&mut h, 1);
+        assert_eq!(bytes(&h.pull(0, 10)), vec![5, 6]);
+        push(&mut h, 3);
+        assert_eq!(bytes(&h.pull(0, 10)), vec![11, 12]);
+        h.write_handler("reset", "").unwrap();
+        assert_eq!(h.stats().get("length"), Some(0));
     }
 }
