@@ -97,8 +97,15 @@ impl Swapper {
     pub fn swap(&self, source: Source) -> Result<String, String> {
         let mut current = self.plan.lock().unwrap_or_else(|e| e.into_inner());
         let new = (self.how.build)(source, &current)?;
-        check_devices(&new)?;
-        self.control.hotswap(&new)?;
+        let added = check_devices(&new)?;
+        let opened = bricks_io::live::open_more(&added)?;
+        if let Err(e) = self.control.hotswap(&new) {
+            bricks_io::live::close(&added);
+            return Err(e);
+        }
+        for r in &opened {
+            eprintln!("hot swap: {r}");
+        }
         let (elements, kept) = carried(&current, &new);
         let new = Arc::new(new);
         *current = new.clone();
@@ -111,10 +118,14 @@ impl Swapper {
         {
             l(&new);
         }
-        Ok(format!(
+        let mut said = format!(
             "ok: hot-swapped to {elements} elements, {kept} of them taking over the state of \
              the running ones\n"
-        ))
+        );
+        for r in &opened {
+            said.push_str(&format!("ok: opened {r}\n"));
+        }
+        Ok(said)
     }
 }
 
@@ -134,10 +145,11 @@ fn carried(old: &Plan, new: &Plan) -> (usize, usize) {
     (new.elements.len(), kept)
 }
 
-/// Refuses a configuration that needs an interface the running router
-/// has not opened, or a host device: a swap hands over open queues and
-/// opens none.
-fn check_devices(plan: &Plan) -> Result<(), String> {
+/// Refuses a configuration that needs a host device the running router
+/// has not made (a swap hands over the open TUN/TAP devices and makes
+/// none); returns the interfaces it names that are not open yet, for the
+/// swap to open.
+fn check_devices(plan: &Plan) -> Result<Vec<String>, String> {
     // The host's devices (KernelTun, KernelTap, FromHost) were declared
     // while the new plan was built; one the running router has open is
     // carried (its queues stay in the device table and the new elements
@@ -159,6 +171,7 @@ fn check_devices(plan: &Plan) -> Result<(), String> {
             if missing.len() == 1 { "is" } else { "are" }
         ));
     }
+    let mut added: Vec<String> = Vec::new();
     for e in &plan.elements {
         if !matches!(e.class.name, "FromDevice" | "PollDevice" | "ToDevice") {
             continue;
@@ -171,13 +184,12 @@ fn check_devices(plan: &Plan) -> Result<(), String> {
             }
         });
         let Some(dev) = dev else { continue };
-        if bricks_io::binding::lookup(&dev).is_none() && !bricks_io::live::is_open(&dev) {
-            return Err(format!(
-                "{} :: {}({dev}): the running router has no interface `{dev}` open, and a hot \
-                 swap opens none; restart the router to add an interface",
-                e.name, e.class.name
-            ));
+        if bricks_io::binding::lookup(&dev).is_none()
+            && !bricks_io::live::is_open(&dev)
+            && !added.contains(&dev)
+        {
+            added.push(dev);
         }
     }
-    Ok(())
+    Ok(added)
 }

@@ -243,6 +243,7 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     let threads = settings.threads.max(1);
     let steering = Arc::new(Steering::new(threads));
     let mut dispatcher = None;
+    live::started(threads, settings.spread);
     if !live::declared().is_empty() {
         let (reports, d) = live::open_declared(threads, settings.spread, steering.clone())
             .map_err(anyhow::Error::msg)?;

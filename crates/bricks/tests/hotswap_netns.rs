@@ -367,3 +367,76 @@ fn hotswap_under_traffic(tag: &str, backend: &str) {
         lab.router.stderr()
     );
 }
+
+/// A hot swap to a configuration that names an interface the router has
+/// not opened opens it: an operator plugs a third host into the router
+/// namespace while it forwards, swaps in the configuration with that
+/// interface added, and the host's ARP and pings are answered through it
+/// while h1 and h2 keep reaching each other. An interface that cannot be
+/// opened refuses the swap with the reason and changes nothing.
+#[test]
+fn a_hot_swap_opens_an_interface_the_router_did_not_have() {
+    if skip_unless_root("a_hot_swap_opens_an_interface_the_router_did_not_have").is_some() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut lab = Lab::start("hsn", "xdp");
+    lab.ping("h1", H2);
+    // The third host, on a link the running configuration does not name.
+    lab.net.add_namespace("h3").unwrap();
+    lab.net
+        .sysctl("h3", "net.ipv6.conf.all.disable_ipv6", "1")
+        .unwrap();
+    lab.net.add_link("h3", "eth0", "r", "eth2", 2).unwrap();
+    lab.net.disable_offloads("h3", "eth0").unwrap();
+    lab.net.disable_offloads("r", "eth2").unwrap();
+    lab.net.add_addr("h3", "eth0", "10.3.0.2/24").unwrap();
+    let mac2 = lab.net.mac("r", "eth2").unwrap();
+    let plain = lab.variant("plain.click", None, false);
+    let with_eth2 = lab.dir.path().join("eth2.click");
+    let responder = |dev: &str| {
+        format!(
+            "\n// Added by the swap: {dev} answers ARP and pings for 10.3.0.1.\n\
+             n2_in :: FromDevice({dev}) -> n2_c :: Classifier(12/0806 20/0001, 12/0800, -);\n\
+             n2_q :: Queue(256) -> n2_out :: ToDevice({dev});\n\
+             n2_c[0] -> ARPResponder(10.3.0.1 {mac2}) -> n2_q;\n\
+             n2_c[1] -> Strip(14) -> CheckIPHeader -> n2_ip :: IPClassifier(icmp type echo, -);\n\
+             n2_ip[0] -> ICMPPingResponder -> Unstrip(14) -> EtherMirror -> n2_q;\n\
+             n2_ip[1] -> Discard;\n\
+             n2_c[2] -> Discard;\n"
+        )
+    };
+    let text = std::fs::read_to_string(&plain).unwrap();
+    std::fs::write(&with_eth2, format!("{text}{}", responder("eth2"))).unwrap();
+    let (ok, said) = lab.ctl(&["hotswap", with_eth2.to_str().unwrap()]);
+    assert!(
+        ok && said.starts_with("ok: hot-swapped") && said.contains("opened eth2"),
+        "{said}\nrouter stderr:\n{}",
+        lab.router.stderr()
+    );
+    lab.ping("h3", "10.3.0.1");
+    lab.ping("h1", H2);
+    // An interface that is not there: refused, with the reason; eth2 and
+    // the rest keep working.
+    let missing = lab.dir.path().join("missing.click");
+    std::fs::write(
+        &missing,
+        format!("{text}{}", responder("eth2")) + &responder("nosuch9").replace("n2_", "n9_"),
+    )
+    .unwrap();
+    let (ok, said) = lab.ctl(&["hotswap", missing.to_str().unwrap()]);
+    assert!(!ok && said.contains("nosuch9"), "{said}");
+    lab.ping("h3", "10.3.0.1");
+    lab.ping("h1", H2);
+    // Back to the configuration without eth2, then to it again: the open
+    // interface's queues are handed back and taken again.
+    lab.hotswap(&plain);
+    lab.ping("h1", H2);
+    lab.hotswap(&with_eth2);
+    lab.ping("h3", "10.3.0.1");
+    assert!(
+        lab.router.child.try_wait().is_none(),
+        "the router ended; its stderr:\n{}",
+        lab.router.stderr()
+    );
+}

@@ -173,6 +173,9 @@ struct Table {
     specs: Vec<DeviceSpec>,
     open: BTreeMap<String, OpenDevice>,
     owners: Vec<Ownership>,
+    /// How the running router was started ([`started`]), for
+    /// interfaces opened by a hot swap.
+    run: Option<(usize, Spread)>,
 }
 
 fn table() -> MutexGuard<'static, Table> {
@@ -221,6 +224,80 @@ pub fn declared() -> Vec<DeviceSpec> {
     table().specs.clone()
 }
 
+/// Records how many workers the router runs and how received packets
+/// reach them, before any interface is opened: what [`open_more`] needs.
+pub fn started(workers: usize, spread: Spread) {
+    table().run = Some((workers.max(1), spread));
+}
+
+/// Opens the interfaces among `names` that are declared but not open yet,
+/// for the workers of the running router (a hot swap to a configuration
+/// that names an interface the router has not opened). Each is opened as
+/// [`open_declared`] opens it: its receive and transmit queues are
+/// assigned to the workers, whose new device elements take them when they
+/// start. Only with the per-core spread: in the others a dispatcher
+/// thread, already running, owns every receive queue. On an error nothing
+/// stays open that this call opened.
+pub fn open_more(names: &[String]) -> Result<Vec<OpenReport>, String> {
+    let (run, specs) = {
+        let t = table();
+        let specs: Vec<DeviceSpec> = t
+            .specs
+            .iter()
+            .filter(|s| names.contains(&s.name) && !t.open.contains_key(&s.name))
+            .cloned()
+            .collect();
+        (t.run, specs)
+    };
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let which = specs
+        .iter()
+        .map(|s| format!("`{}`", s.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Some((workers, spread)) = run else {
+        return Err(format!("{which}: the router has not started its devices"));
+    };
+    if spread != Spread::PerCore {
+        return Err(format!(
+            "{which}: not open in the running router, and with --mode {} a dispatcher \
+             thread owns every receive queue, so a hot swap cannot add one; restart the \
+             router to add an interface",
+            match spread {
+                Spread::Pipeline => "pipeline",
+                _ => "serial",
+            }
+        ));
+    }
+    let mut opened = Vec::new();
+    let mut reports = Vec::new();
+    for spec in &specs {
+        match open_one(spec, workers) {
+            Ok((dev, report)) => {
+                table().open.insert(spec.name.clone(), dev);
+                opened.push(spec.name.clone());
+                reports.push(report);
+            }
+            Err(e) => {
+                close(&opened);
+                return Err(format!("opening `{}`: {e}", spec.name));
+            }
+        }
+    }
+    Ok(reports)
+}
+
+/// Closes interfaces opened by [`open_more`] whose queues no worker
+/// took (the hot swap that wanted them failed).
+pub fn close(names: &[String]) {
+    let mut t = table();
+    for n in names {
+        t.open.remove(n);
+    }
+}
+
 /// Opens every declared interface for `workers` workers. With a
 /// `Pipeline` or `Serial` spread, returns the dispatcher that owns the
 /// receive queues; run it on a thread of its own.
@@ -230,6 +307,7 @@ pub fn open_declared(
     steering: Arc<Steering>,
 ) -> Result<(Vec<OpenReport>, Option<Dispatcher>), DeviceError> {
     let workers = workers.max(1);
+    started(workers, spread);
     let specs = declared();
     let mut reports = Vec::new();
     let mut dispatcher = match spread {
@@ -454,8 +532,8 @@ pub fn give_back_tx(name: &str, worker: usize, queue: Box<dyn TxQueue>) {
     dev.tx.push((worker, queue));
 }
 
-/// Whether interface `name` was opened by [`open_declared`]: a hot swap
-/// cannot open interfaces the running router does not have.
+/// Whether interface `name` is open (by [`open_declared`] or
+/// [`open_more`]).
 pub fn is_open(name: &str) -> bool {
     table().open.contains_key(name)
 }
@@ -513,4 +591,5 @@ pub fn reset() {
     t.specs.clear();
     t.open.clear();
     t.owners.clear();
+    t.run = None;
 }
