@@ -106,7 +106,8 @@ pub struct IoArgs {
     #[arg(long, default_value_t = 10_000, value_name = "PPS")]
     pub latency_rate: u64,
     /// Steps of the search for each subject's loss-free rate (the highest
-    /// offered rate it forwards with at most --max-loss); 0 skips it.
+    /// offered rate it forwards with at most --max-loss), searched once a
+    /// run for its median and spread; 0 skips it.
     #[arg(long, default_value_t = 6, value_name = "N")]
     pub search_steps: u32,
     /// The loss, in percent of the frames sent, that still counts as
@@ -316,7 +317,7 @@ fn measure(
             subject: s,
             runs: Vec::new(),
             errors: Vec::new(),
-            search: None,
+            searches: Vec::new(),
         })
         .collect();
     let total = measured.len() * a.runs;
@@ -347,25 +348,33 @@ fn measure(
         .filter(|&i| !measured[i].subject.is_latency() && !measured[i].runs.is_empty())
         .collect();
     if a.search_steps > 0 {
+        // One search a run, going round the subjects as the runs above
+        // do, so that the loss-free rate has a spread and a change in the
+        // machine's load touches every subject.
         let probe_secs = a.seconds.min(3.0);
-        for (n, &i) in searched.iter().enumerate() {
-            if bed.cancelled() {
-                break;
-            }
-            if progress {
-                eprint!(
-                    "\r[{}/{}] loss-free rate of {:<22}",
-                    n + 1,
-                    searched.len(),
-                    measured[i].subject.name
-                );
-                let _ = std::io::stderr().flush();
-            }
-            match search(&bed, &measured[i], probe_secs, a.search_steps, a.max_loss) {
-                Ok(s) => measured[i].search = Some(s),
-                Err(e) => measured[i]
-                    .errors
-                    .push(format!("searching the loss-free rate: {e:#}")),
+        let total = searched.len() * a.runs;
+        let mut done = 0;
+        for run in 0..a.runs {
+            for &i in &searched {
+                if bed.cancelled() {
+                    break;
+                }
+                done += 1;
+                if progress {
+                    eprint!(
+                        "\r[{done}/{total}] loss-free rate, search {} of {}: {:<22}",
+                        run + 1,
+                        a.runs,
+                        measured[i].subject.name
+                    );
+                    let _ = std::io::stderr().flush();
+                }
+                match search(&bed, &measured[i], probe_secs, a.search_steps, a.max_loss) {
+                    Ok(s) => measured[i].searches.push(s),
+                    Err(e) => measured[i]
+                        .errors
+                        .push(format!("searching the loss-free rate: {e:#}")),
+                }
             }
         }
     }
@@ -694,5 +703,83 @@ mod tests {
     fn medians() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+    /// A subject measured at a load average of `load` delivering `mpps`
+    /// in every run, with loss-free searches finding `free`.
+    fn measured(name: &str, load: f64, mpps: f64, free: &[f64]) -> report::Measured {
+        let run = |load: f64| RunResult {
+            gen: GenReport {
+                sent: 1_000_000,
+                elapsed: 1.0,
+            },
+            sink: SinkReport {
+                mpps,
+                ..Default::default()
+            },
+            load,
+            ..Default::default()
+        };
+        report::Measured {
+            subject: subjects(10_000)
+                .into_iter()
+                .find(|s| s.name == name)
+                .unwrap(),
+            cpus: vec![0],
+            runs: vec![run(load), run(load)],
+            errors: Vec::new(),
+            searches: free
+                .iter()
+                .map(|&f| testbed::Search {
+                    probes: vec![(1, run(load))],
+                    best: Some((f, 0.5)),
+                    tester_bound: false,
+                })
+                .collect(),
+        }
+    }
+
+    /// The loss-free rate is the median of one search a run, shown with
+    /// its spread and the load; subjects measured under a different load
+    /// are not compared, and the report says why.
+    #[test]
+    fn subjects_under_different_load_are_not_compared() {
+        let a = IoArgs {
+            seconds: 1.0,
+            runs: 3,
+            only: Vec::new(),
+            json: false,
+            flows: 1,
+            latency_rate: 10_000,
+            search_steps: 6,
+            max_loss: 1.0,
+            xdp_hold: None,
+        };
+        let linux = measured("linux", 0.4, 0.5, &[0.40, 0.44, 0.42]);
+        let same = measured("bricks", 0.7, 0.6, &[0.50, 0.63, 0.55]);
+        let l = linux.loss_free().unwrap();
+        assert_eq!((l.median, l.min, l.max), (0.42, 0.40, 0.44));
+        assert!(report::incomparable(&linux, &same).is_none());
+        let text = report::report_text(&a, &[linux, same], 0.5);
+        assert!(
+            text.contains("0.550") && text.contains("0.500..0.630"),
+            "{text}"
+        );
+        assert!(text.contains("1.31"), "{text}");
+        assert!(text.contains("0.4..0.4"), "{text}");
+
+        let linux = measured("linux", 0.4, 0.5, &[0.42]);
+        let busy = measured("bricks", 2.1, 0.6, &[0.55]);
+        let why = report::incomparable(&linux, &busy).unwrap();
+        assert!(why.contains("0.40") && why.contains("2.10"), "{why}");
+        let text = report::report_text(&a, &[linux, busy], 0.5);
+        assert!(!text.contains("1.31"), "{text}");
+        assert!(
+            text.contains("not compared: load 2.10 (bricks) against 0.40 (linux)"),
+            "{text}"
+        );
+        // A busier machine by a quarter of a large load is still the same.
+        let a4 = measured("linux", 4.0, 0.5, &[0.42]);
+        let b4 = measured("bricks", 4.9, 0.6, &[0.55]);
+        assert!(report::incomparable(&a4, &b4).is_none());
     }
 }

@@ -9,7 +9,8 @@ pub(super) struct Measured {
     pub(super) cpus: Vec<usize>,
     pub(super) runs: Vec<RunResult>,
     pub(super) errors: Vec<String>,
-    pub(super) search: Option<Search>,
+    /// The loss-free rate searches, one a run.
+    pub(super) searches: Vec<Search>,
 }
 
 /// Median, least and most of one figure over the runs.
@@ -20,22 +21,80 @@ pub(super) struct Spread {
     pub(super) max: f64,
 }
 
+/// Median, least and most of `v` (sorted by the median).
+fn spread_of(v: &mut [f64]) -> Option<Spread> {
+    if v.is_empty() {
+        return None;
+    }
+    let median = median(v);
+    Some(Spread {
+        median,
+        min: v[0],
+        max: v[v.len() - 1],
+    })
+}
+
+/// Two subjects' figures are compared only if the machine was about as
+/// busy for both: their median 1-minute load averages differ by at most
+/// this much, or by a quarter of the larger, whichever allows more. On a
+/// machine of two CPUs a load of 1 more means a core's worth of other
+/// work, which moves the rates more than the subjects differ.
+const LOAD_TOLERANCE: f64 = 0.5;
+
+/// Why two subjects' figures are not compared, if they are not: the
+/// machine's load differed too much while they were measured.
+pub(super) fn incomparable(a: &Measured, b: &Measured) -> Option<String> {
+    let (la, lb) = (a.load()?.median, b.load()?.median);
+    let allowed = LOAD_TOLERANCE.max(0.25 * la.max(lb));
+    ((la - lb).abs() > allowed).then(|| {
+        format!(
+            "not compared: load {la:.2} ({}) against {lb:.2} ({})",
+            a.subject.name, b.subject.name
+        )
+    })
+}
+
 impl Measured {
     pub(super) fn spread(&self, f: impl Fn(&RunResult) -> f64) -> Option<Spread> {
         let mut v: Vec<f64> = self.runs.iter().map(f).collect();
-        if v.is_empty() {
-            return None;
-        }
-        let median = median(&mut v);
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[v.len() - 1],
-        })
+        spread_of(&mut v)
     }
 
     pub(super) fn mpps(&self) -> Option<Spread> {
         self.spread(|r| r.sink.mpps)
+    }
+
+    /// The loss-free rates the searches found (Mpps): median, least and
+    /// most; `None` when no search found one.
+    pub(super) fn loss_free(&self) -> Option<Spread> {
+        let mut v: Vec<f64> = self
+            .searches
+            .iter()
+            .filter_map(|s| s.best.map(|(r, _)| r))
+            .collect();
+        spread_of(&mut v)
+    }
+
+    /// Whether the generator, not the subject, set the loss-free rate (a
+    /// search found nothing lost even at full speed).
+    pub(super) fn tester_bound(&self) -> bool {
+        self.searches.iter().any(|s| s.tester_bound)
+    }
+
+    /// The machine's 1-minute load average at the start of every run and
+    /// probe of this subject.
+    pub(super) fn load(&self) -> Option<Spread> {
+        let mut v: Vec<f64> = self
+            .runs
+            .iter()
+            .chain(
+                self.searches
+                    .iter()
+                    .flat_map(|s| s.probes.iter().map(|(_, r)| r)),
+            )
+            .map(|r| r.load)
+            .collect();
+        spread_of(&mut v)
     }
 
     pub(super) fn latency_us(&self, i: usize) -> Option<f64> {
@@ -152,15 +211,23 @@ impl Measured {
     pub(super) fn figure(&self, f: Figure) -> Option<f64> {
         match f {
             Figure::Overload => self.mpps().map(|s| s.median),
-            Figure::LossFree => self.search.as_ref()?.best.map(|(r, _)| r),
+            Figure::LossFree => self.loss_free().map(|s| s.median),
         }
     }
 }
 
 pub(super) fn ratio_value(m: &[Measured], r: &Ratio, f: Figure) -> Option<f64> {
-    let top = find(m, r.top)?.figure(f)?;
-    let bottom = find(m, r.bottom)?.figure(f)?;
+    let (top, bottom) = (find(m, r.top)?, find(m, r.bottom)?);
+    if incomparable(top, bottom).is_some() {
+        return None;
+    }
+    let (top, bottom) = (top.figure(f)?, bottom.figure(f)?);
     (bottom > 0.0).then(|| top / bottom)
+}
+
+/// Why ratio `r` is not given although both its subjects were measured.
+pub(super) fn ratio_refused(m: &[Measured], r: &Ratio) -> Option<String> {
+    incomparable(find(m, r.top)?, find(m, r.bottom)?)
 }
 
 /// How a loss-free ratio relates to the true one when one side is only a
@@ -178,11 +245,7 @@ pub(super) enum Bound {
 
 impl Bound {
     pub(super) fn of(m: &[Measured], r: &Ratio) -> Bound {
-        let lower = |name| {
-            find(m, name)
-                .and_then(|x| x.search.as_ref())
-                .is_some_and(|s| s.tester_bound)
-        };
+        let lower = |name| find(m, name).is_some_and(Measured::tester_bound);
         match (lower(r.top), lower(r.bottom)) {
             (false, false) => Bound::Exact,
             (true, false) => Bound::AtLeast,
@@ -256,7 +319,7 @@ pub(super) fn print_header(a: &IoArgs, machine: &Machine, load: f64) {
 
 pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> String {
     let mut o = String::new();
-    let searched = measured.iter().any(|m| m.search.is_some());
+    let searched = measured.iter().any(|m| !m.searches.is_empty());
     // Ratios to the baselines use the loss-free rates where there are
     // some: at full load a router that lets the kernel's receive path eat
     // its CPU can deliver less than it does at a lower rate.
@@ -285,8 +348,18 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
         );
         let _ = writeln!(
             o,
-            "{:<16} {:<38} {:>6} {:>13} {:>8} {:>7}   {:>9} {:>7} {:>7}",
-            "subject", "", "Mpps", "min..max", "offered", "loss %", "Mpps", "x Linux", "x XDP"
+            "{:<16} {:<38} {:>6} {:>13} {:>8} {:>7}   {:>9} {:>13} {:>7} {:>7} {:>11}",
+            "subject",
+            "",
+            "Mpps",
+            "min..max",
+            "offered",
+            "loss %",
+            "Mpps",
+            "min..max",
+            "x Linux",
+            "x XDP",
+            "load"
         );
         for m in &throughput {
             let label = format!(
@@ -305,30 +378,49 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
             };
             let offered = m.spread(RunResult::offered_mpps).map_or(0.0, |s| s.median);
             let loss = m.spread(RunResult::loss_pct).map_or(0.0, |s| s.median);
-            let free = match &m.search {
-                Some(Search {
-                    best: Some((r, _)),
-                    tester_bound,
-                    ..
-                }) => format!("{}{r:.3}", if *tester_bound { ">=" } else { "" }),
-                Some(_) => "none".into(),
-                None => "-".into(),
+            // A search that lost nothing at full speed takes the offered
+            // rate of the full-speed runs: their spread is the figure's.
+            let free_spread_of = |f: Spread| match m.spread(RunResult::offered_mpps) {
+                Some(o) if m.tester_bound() => o,
+                _ => f,
             };
-            let x = |b: Option<f64>| match (m.figure(main), b) {
-                (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
-                _ => "-".into(),
+            let (free, free_spread) = match m.loss_free() {
+                Some(f) => (
+                    format!(
+                        "{}{:.3}",
+                        if m.tester_bound() { ">=" } else { "" },
+                        f.median
+                    ),
+                    format!("{:.3}..{:.3}", free_spread_of(f).min, free_spread_of(f).max),
+                ),
+                None if m.searches.is_empty() => ("-".into(), String::new()),
+                None => ("none".into(), String::new()),
             };
+            let x = |base: &str, b: Option<f64>| {
+                if find(measured, base).is_some_and(|bm| incomparable(m, bm).is_some()) {
+                    return "load".into();
+                }
+                match (m.figure(main), b) {
+                    (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
+                    _ => "-".into(),
+                }
+            };
+            let load = m
+                .load()
+                .map_or("-".into(), |l| format!("{:.1}..{:.1}", l.min, l.max));
             let _ = writeln!(
                 o,
-                "{:<16} {label:<38} {:>6.3} {:>13} {:>8.3} {:>7.1}   {:>9} {:>7} {:>7}",
+                "{:<16} {label:<38} {:>6.3} {:>13} {:>8.3} {:>7.1}   {:>9} {:>13} {:>7} {:>7} {:>11}",
                 m.subject.name,
                 mpps.median,
                 format!("{:.3}..{:.3}", mpps.min, mpps.max),
                 offered,
                 loss,
                 free,
-                x(linux),
-                x(xdp),
+                free_spread,
+                x("linux", linux),
+                x("xdp-redirect", xdp),
+                load,
             );
         }
         let _ = writeln!(
@@ -336,10 +428,15 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
             "Mpps: frames the sink received per second (first to last); offered: frames the \
              generator sent per second; loss: sent and not received. Loss-free: the highest \
              rate a {}-step search sent with at most {}% lost (>=: nothing more was lost at \
-             full speed, so the generator, not the subject, set the figure); x Linux, x XDP: \
-             ratios of {}.",
+             full speed, so the generator, not the subject, set the figure), searched once a \
+             run: median and min..max over {} search{}; x Linux, x XDP: ratios of {}, not \
+             given (\"load\") when the machine's 1-minute load average differed by more \
+             than {LOAD_TOLERANCE} or a quarter between the two subjects' runs; load: the load \
+             average at the start of the subject's runs and probes, least..most.",
             a.search_steps,
             a.max_loss,
+            a.runs,
+            if a.runs == 1 { "" } else { "es" },
             if searched {
                 "loss-free rates"
             } else {
@@ -349,6 +446,9 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
         let lines: Vec<String> = RATIOS
             .iter()
             .filter_map(|r| {
+                if let Some(why) = ratio_refused(measured, r) {
+                    return Some(format!("  {:<34} {why}", r.name));
+                }
                 let over = ratio_value(measured, r, Figure::Overload);
                 let free = ratio_value(measured, r, Figure::LossFree);
                 let v = if searched { free } else { over }?;
@@ -514,17 +614,23 @@ pub(super) fn report_json(
                     "p50": lat(0), "p90": lat(1), "p99": lat(2), "p999": lat(3), "max": lat(4),
                 })),
                 "runs": runs,
-                "loss_free": m.search.as_ref().map(|se| serde_json::json!({
-                    "mpps": se.best.map(|b| b.0),
-                    "tester_bound": se.tester_bound,
-                    "loss_pct": se.best.map(|b| b.1),
-                    "probes": se.probes.iter().map(|(rate, r)| serde_json::json!({
-                        "rate_pps": rate,
-                        "offered_mpps": r.offered_mpps(),
-                        "mpps": r.sink.mpps,
-                        "loss_pct": r.loss_pct(),
+                "loss_free": (!m.searches.is_empty()).then(|| serde_json::json!({
+                    "mpps": sp(m.loss_free()),
+                    "tester_bound": m.tester_bound(),
+                    "searches": m.searches.iter().map(|se| serde_json::json!({
+                        "mpps": se.best.map(|b| b.0),
+                        "tester_bound": se.tester_bound,
+                        "loss_pct": se.best.map(|b| b.1),
+                        "probes": se.probes.iter().map(|(rate, r)| serde_json::json!({
+                            "rate_pps": rate,
+                            "offered_mpps": r.offered_mpps(),
+                            "mpps": r.sink.mpps,
+                            "loss_pct": r.loss_pct(),
+                            "load_average": r.load,
+                        })).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
                 })),
+                "load_average": sp(m.load()),
                 "errors": m.errors,
             })
         })
