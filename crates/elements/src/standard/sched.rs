@@ -73,10 +73,16 @@ impl Element for RoundRobinSched {
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
         let mut got = 0;
         let mut empty_in_a_row = 0;
+        // The next input in a local, wrapped by a compare: no division and
+        // no store to the element per packet.
+        let mut next = self.next;
         while got < max && empty_in_a_row < self.inputs {
             let before = out.len();
-            cx.pull(self.next, out, 1);
-            self.next = (self.next + 1) % self.inputs;
+            cx.pull(next, out, 1);
+            next += 1;
+            if next == self.inputs {
+                next = 0;
+            }
             if out.len() > before {
                 got += 1;
                 empty_in_a_row = 0;
@@ -84,6 +90,7 @@ impl Element for RoundRobinSched {
                 empty_in_a_row += 1;
             }
         }
+        self.next = next;
     }
 }
 
