@@ -46,13 +46,12 @@ impl Edge {
 /// in segments of that depth instead of overflowing the stack, at the cost
 /// of queueing each packet once per segment.
 pub struct Graph {
-    elements: Vec<RefCell<Box<dyn Element>>>,
+    /// The elements, each with where its push outputs lead.
+    elements: Vec<Node>,
     names: Vec<String>,
     /// What the generic read handlers say of each element (empty when the
     /// graph was built without it).
     meta: Vec<ElementMeta>,
-    /// For each element, the downstream end of each push output.
-    outputs: Vec<Box<[Edge]>>,
     /// For each element, the upstream end of each pull input.
     inputs: Vec<Box<[Edge]>>,
     /// For each element, the input each output passes pulls to while the
@@ -63,8 +62,6 @@ pub struct Graph {
     /// Packets pushed into an element that was busy (a push cycle):
     /// (element, input port, packet), delivered by `run_deferred`.
     deferred: RefCell<VecDeque<(u32, u32, Packet)>>,
-    /// Pushes and pulls in progress on this worker's stack.
-    depth: Cell<u32>,
     /// Handler writes to an element that was busy further up the stack
     /// (a packet `Script` resetting the `Unqueue` that pushed to it):
     /// (element, handler, value), made by `run_deferred`.
@@ -89,6 +86,15 @@ pub struct Graph {
     /// The configuration's AddressInfo names, for handler values
     /// ([`Element::handler_addresses`]).
     addresses: Option<std::sync::Arc<crate::addresses::AddressBook>>,
+}
+
+/// One element of a [`Graph`] and the downstream end of each of its push
+/// outputs, side by side: a push reads the edge from the pushing
+/// element's list (which its [`Context`] holds) and finds the destination's
+/// borrow flag and list in one record, with no table of tables between.
+struct Node {
+    cell: RefCell<Box<dyn Element>>,
+    outs: Box<[Edge]>,
 }
 
 /// What the handlers Click gives every element with a task
@@ -165,6 +171,9 @@ impl Graph {
         assert_eq!(elements.len(), names.len());
         assert_eq!(elements.len(), outputs.len());
         assert_eq!(elements.len(), inputs.len());
+        // [`Edge::NONE`] must name no element: a push finds an unconnected
+        // output by the destination's bounds check alone.
+        assert!(elements.len() < u32::MAX as usize);
         let n = elements.len();
         let pull_passes = elements
             .iter()
@@ -177,14 +186,19 @@ impl Graph {
             .collect();
         Graph {
             pull_passes,
-            elements: elements.into_iter().map(RefCell::new).collect(),
+            elements: elements
+                .into_iter()
+                .zip(outputs)
+                .map(|(e, outs)| Node {
+                    cell: RefCell::new(e),
+                    outs,
+                })
+                .collect(),
             names,
             meta: Vec::new(),
-            outputs,
             inputs,
             unconnected: (0..n).map(|_| Cell::new(0)).collect(),
             deferred: RefCell::new(VecDeque::new()),
-            depth: Cell::new(0),
             deferred_writes: RefCell::new(VecDeque::new()),
             woken: RefCell::new(Vec::new()),
             router_texts: Vec::new(),
@@ -267,6 +281,7 @@ impl Graph {
             // A queue busy further up the stack cannot be asked; its room
             // is unknown, so it does not hold the source back.
             let r = self.elements[e.element as usize]
+                .cell
                 .try_borrow()
                 .ok()
                 .and_then(|q| q.push_room(e.port as usize))?;
@@ -300,7 +315,7 @@ impl Graph {
     fn storage_reached(&self, element: usize, port: usize) -> RoomPath {
         let mut ends = Vec::new();
         let mut seen = vec![false; self.elements.len()];
-        let mut todo = vec![*self.outputs[element].get(port)?];
+        let mut todo = vec![*self.elements[element].outs.get(port)?];
         while let Some(edge) = todo.pop() {
             if !edge.is_some() {
                 // An unconnected push output drops what it is given.
@@ -308,6 +323,7 @@ impl Graph {
             }
             let e = edge.element as usize;
             let storage = self.elements[e]
+                .cell
                 .try_borrow()
                 .ok()
                 .and_then(|el| el.push_room(edge.port as usize))
@@ -321,7 +337,7 @@ impl Graph {
             if std::mem::replace(&mut seen[e], true) {
                 continue;
             }
-            let outs = &self.outputs[e];
+            let outs = &self.elements[e].outs;
             if outs.iter().all(|o| !o.is_some()) {
                 // A sink, or an element whose outputs are all pull or
                 // unconnected: it never refuses a packet.
@@ -405,10 +421,12 @@ impl Graph {
         worker: &mut WorkerState,
         f: impl FnOnce(&mut dyn Element, &mut Context<'_>) -> R,
     ) -> R {
-        let mut e = self.elements[index].borrow_mut();
+        let mut e = self.elements[index].cell.borrow_mut();
         let mut cx = Context {
             graph: self,
+            outs: &self.elements[index].outs,
             element: index,
+            depth: 0,
             worker,
         };
         f(&mut **e, &mut cx)
@@ -417,7 +435,7 @@ impl Graph {
     /// Runs `f` on element `index` alone, outside of any packet
     /// processing (a hot swap hands it to its successor).
     pub fn with_element_mut<R>(&self, index: usize, f: impl FnOnce(&mut dyn Element) -> R) -> R {
-        f(&mut **self.elements[index].borrow_mut())
+        f(&mut **self.elements[index].cell.borrow_mut())
     }
 
     /// Packets element `index` pushed to unconnected outputs.
@@ -434,13 +452,13 @@ impl Graph {
 
     /// Reads element `index` outside of any packet processing.
     pub fn with_element_ref<R>(&self, index: usize, f: impl FnOnce(&dyn Element) -> R) -> R {
-        f(&**self.elements[index].borrow())
+        f(&**self.elements[index].cell.borrow())
     }
 
     /// Collects the counters of element `index`.
     pub fn stats(&self, index: usize) -> Stats {
         let mut s = Stats::default();
-        self.elements[index].borrow().stats(&mut s);
+        self.elements[index].cell.borrow().stats(&mut s);
         let u = self.unconnected[index].get();
         if u > 0 {
             s.counter("unconnected_drops", u);
@@ -473,6 +491,7 @@ impl Graph {
     /// the element's own packet processing).
     pub fn write_handler(&self, index: usize, handler: &str, value: &str) -> Result<(), String> {
         let mut e = self.elements[index]
+            .cell
             .try_borrow_mut()
             .map_err(|_| format!("{}: element busy", self.names[index]))?;
         let value = &*self.with_addresses(index, &**e, handler, value);
@@ -520,7 +539,22 @@ impl Graph {
         write: bool,
         worker: &mut WorkerState,
     ) -> Result<String, String> {
-        let Ok(mut e) = self.elements[index].try_borrow_mut() else {
+        self.call_handler_at(index, handler, value, write, worker, 0)
+    }
+
+    /// [`Graph::call_handler`] from `depth` pushes and pulls down this
+    /// worker's stack (an element's handler call), which pushes the
+    /// handler makes count on from.
+    fn call_handler_at(
+        &self,
+        index: usize,
+        handler: &str,
+        value: &str,
+        write: bool,
+        worker: &mut WorkerState,
+        depth: u32,
+    ) -> Result<String, String> {
+        let Ok(mut e) = self.elements[index].cell.try_borrow_mut() else {
             let mut d = self.deferred_writes.borrow_mut();
             if write && d.len() < MAX_DEFERRED_WRITES {
                 d.push_back((index, handler.to_string(), value.to_string()));
@@ -531,7 +565,9 @@ impl Graph {
         let value = &*self.with_addresses(index, &**e, handler, value);
         let mut cx = Context {
             graph: self,
+            outs: &self.elements[index].outs,
             element: index,
+            depth,
             worker,
         };
         if let Some(r) = e.call_handler(handler, value, write, &mut cx) {
@@ -562,6 +598,7 @@ impl Graph {
     /// `config`, `ports`, `handlers`), then a counter by name.
     pub fn read_handler(&self, index: usize, handler: &str) -> Result<HandlerValue, String> {
         let e = self.elements[index]
+            .cell
             .try_borrow()
             .map_err(|_| format!("{}: element busy", self.names[index]))?;
         if let Some(v) = e.read_handler(handler) {
@@ -638,7 +675,7 @@ impl Graph {
         if depth == 0 {
             return true;
         }
-        let known = match self.elements[src].try_borrow() {
+        let known = match self.elements[src].cell.try_borrow() {
             Ok(e) => e.empty_signal(edge.port as usize),
             // Busy further up the stack: it is pulling, so it may have
             // packets.
@@ -664,7 +701,7 @@ impl Graph {
         if let Some(Some(_)) = self.tasks.get(index) {
             lines.extend(TASK_HANDLERS.iter().map(|h| (h.to_string(), true, false)));
         }
-        let Ok(e) = self.elements[index].try_borrow() else {
+        let Ok(e) = self.elements[index].cell.try_borrow() else {
             return String::new();
         };
         let own = e.handlers();
@@ -809,7 +846,15 @@ impl WorkerState {
 /// What an element sees of the graph and its worker while it runs.
 pub struct Context<'a> {
     graph: &'a Graph,
+    /// Where this element's push outputs lead: a push reads its edge
+    /// here, with no lookup of the element first.
+    outs: &'a [Edge],
     element: usize,
+    /// Pushes and pulls in progress on this worker's stack below this
+    /// element's call (see [`MAX_PUSH_DEPTH`]); carried by the context,
+    /// where a push finds it without a load from the graph and leaves
+    /// nothing to restore.
+    depth: u32,
     worker: &'a mut WorkerState,
 }
 
@@ -846,7 +891,7 @@ impl<'a> Context<'a> {
     /// Number of outputs this element has in the configuration.
     #[inline(always)]
     pub fn noutputs(&self) -> usize {
-        self.graph.outputs[self.element].len()
+        self.outs.len()
     }
 
     /// How many packets push output `port` can take before every queue
@@ -874,9 +919,7 @@ impl<'a> Context<'a> {
     /// Whether push output `port` leads somewhere.
     #[inline(always)]
     pub fn output_connected(&self, port: usize) -> bool {
-        self.graph.outputs[self.element]
-            .get(port)
-            .is_some_and(|e| e.is_some())
+        self.outs.get(port).is_some_and(|e| e.is_some())
     }
 
     /// Whether time follows the packets (an offline run of captures)
@@ -942,7 +985,7 @@ impl<'a> Context<'a> {
             return Err(format!("no element number {index}"));
         }
         self.graph
-            .call_handler(index, handler, value, write, self.worker)
+            .call_handler_at(index, handler, value, write, self.worker, self.depth)
     }
 
     /// Asks the router to stop once in-flight packets are delivered. With
@@ -1001,32 +1044,36 @@ impl<'a> Context<'a> {
         if batch.is_empty() {
             return;
         }
-        let edge = match self.graph.outputs[self.element].get(port) {
-            Some(&e) if e.is_some() => e,
-            _ => return self.push_unconnected(batch),
+        // An unconnected output's edge is [`Edge::NONE`], whose element
+        // is past the end of the graph (`Graph::new` makes sure): the
+        // bounds check on the destination finds it too.
+        let Some(&edge) = self.outs.get(port) else {
+            return self.push_unconnected(batch);
         };
-        let dst = edge.element as usize;
-        let depth = self.graph.depth.get();
+        let Some(node) = self.graph.elements.get(edge.element as usize) else {
+            return self.push_unconnected(batch);
+        };
         // Deferred: too deep a chain of calls, or a cycle back into an
         // element still busy further up.
-        if depth >= MAX_PUSH_DEPTH {
+        if self.depth >= MAX_PUSH_DEPTH {
             return self.defer(edge, batch);
         }
-        let Ok(mut e) = self.graph.elements[dst].try_borrow_mut() else {
+        let Ok(mut e) = node.cell.try_borrow_mut() else {
             return self.defer(edge, batch);
         };
         let mut cx = Context {
             graph: self.graph,
-            element: dst,
+            outs: &node.outs,
+            element: edge.element as usize,
+            depth: self.depth + 1,
             worker: &mut *self.worker,
         };
-        self.graph.depth.set(depth + 1);
         e.push(edge.port as usize, batch, &mut cx);
-        self.graph.depth.set(depth);
+        drop(e);
         // An element must take every packet; whatever it left is dropped
         // here and counted against it rather than leaked downstream.
         if !batch.is_empty() {
-            self.graph.drop_leftovers(dst, batch);
+            self.graph.drop_leftovers(edge.element as usize, batch);
         }
     }
 
@@ -1073,7 +1120,7 @@ impl<'a> Context<'a> {
         // nothing (the configuration check refuses pull cycles).
         let (src, mut e) = loop {
             let src = edge.element as usize;
-            if let Ok(e) = self.graph.elements[src].try_borrow_mut() {
+            if let Ok(e) = self.graph.elements[src].cell.try_borrow_mut() {
                 break (src, e);
             }
             let passed = self.graph.pull_passes[src]
@@ -1086,17 +1133,16 @@ impl<'a> Context<'a> {
                 _ => return,
             }
         };
-        let mut cx = Context {
-            graph: self.graph,
-            element: src,
-            worker: &mut *self.worker,
-        };
         // A pull cannot be deferred (its caller waits for the packets);
         // it counts so that pushes made under it defer sooner.
-        let depth = self.graph.depth.get();
-        self.graph.depth.set(depth.saturating_add(1));
+        let mut cx = Context {
+            graph: self.graph,
+            outs: &self.graph.elements[src].outs,
+            element: src,
+            depth: self.depth.saturating_add(1),
+            worker: &mut *self.worker,
+        };
         e.pull(edge.port as usize, out, max, &mut cx);
-        self.graph.depth.set(depth);
     }
 
     /// The task of an element whose input is pull (a sink after a Queue):
@@ -1272,6 +1318,29 @@ impl<'a> Context<'a> {
             // points to the next for the same output) and each chain is
             // pushed in turn, outputs in the order their first packet
             // came: O(packets), whatever the number of outputs.
+            // First whether every packet goes to an output of its own,
+            // none dropped (consecutive packets for different routers):
+            // the chains are then the packets in order, and each goes out
+            // as it comes, with no chains or slots to build.
+            let stamp = self.worker.group_marks.begin(max_port);
+            let marks = &mut self.worker.group_marks.marks;
+            let mut alone = push_zero;
+            for &port in &ports[..len] {
+                if port == DROP {
+                    alone = false;
+                    continue;
+                }
+                let m = &mut marks[usize::from(port)];
+                alone &= *m >> 8 != stamp;
+                *m = stamp << 8;
+            }
+            if alone {
+                for (p, &port) in batch.drain().zip(&ports[..len]) {
+                    let _ = out.push(p);
+                    self.push(usize::from(port), &mut out);
+                }
+                return;
+            }
             let stamp = self.worker.group_marks.begin(max_port);
             let marks = &mut self.worker.group_marks.marks;
             // Positions fit in a byte: a batch holds at most 256 packets.

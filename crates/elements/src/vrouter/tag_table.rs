@@ -5,7 +5,10 @@
 //! Open addressing with linear probing over a power-of-two array at most
 //! half full, and Fibonacci (multiplicative) hashing: one multiply and a
 //! shift pick the first slot, and the probe that follows reads adjacent
-//! slots of 16 bytes, usually one cache line.
+//! slots of 16 bytes, usually one cache line. Probes do not wrap around:
+//! the array goes on past its last home slot for as far as the longest
+//! probe reaches, so a lookup reads one run of slots with one bounds
+//! check for the run.
 //!
 //! Why not `std::collections::HashMap`: its default hasher, SipHash-1-3,
 //! exists to stop an attacker who chooses the *inserted* keys from making
@@ -40,9 +43,10 @@ const MIN_SLOTS: usize = 16;
 /// A read-only map from tags (below 2^63) to outputs.
 #[derive(Debug, Clone)]
 pub struct TagTable {
+    /// The home slots (a power of two of them), then the slots the
+    /// longest probe from the last home slots reaches.
     slots: Box<[Slot]>,
-    mask: usize,
-    /// 64 minus log2 of the number of slots.
+    /// 64 minus log2 of the number of home slots.
     shift: u32,
     /// Most slots past the first that any key's lookup reads.
     max_probe: usize,
@@ -55,50 +59,53 @@ impl TagTable {
     /// refuses duplicates with a better message first).
     pub fn new(entries: &[(u64, u32)]) -> TagTable {
         let n = (entries.len() * 2).next_power_of_two().max(MIN_SLOTS);
-        let mut t = TagTable {
-            slots: vec![Slot { key: EMPTY, out: 0 }; n].into_boxed_slice(),
-            mask: n - 1,
-            shift: 64 - n.trailing_zeros(),
-            max_probe: 0,
-            len: 0,
-        };
+        // A probe passes over occupied slots only, so it ends at most
+        // `entries.len()` slots past its home.
+        let mut slots = vec![Slot { key: EMPTY, out: 0 }; n + entries.len()];
+        let shift = 64 - n.trailing_zeros();
+        let mut max_probe = 0;
+        let mut len = 0;
         for &(key, out) in entries {
             debug_assert!(key < 1 << 63);
-            t.insert(key, out);
+            let home = Self::home_in(key, shift);
+            for (probe, slot) in slots[home..].iter_mut().enumerate() {
+                if slot.key == key {
+                    break;
+                }
+                if slot.key == EMPTY {
+                    *slot = Slot { key, out };
+                    max_probe = usize::max(max_probe, probe);
+                    len += 1;
+                    break;
+                }
+            }
         }
-        t
+        // Every lookup reads within its home slot and `max_probe` more.
+        slots.truncate(n + max_probe);
+        TagTable {
+            slots: slots.into_boxed_slice(),
+            shift,
+            max_probe,
+            len,
+        }
     }
 
+    /// The home slot of `key` in a table of `2^(64 - shift)` home slots.
     #[inline(always)]
-    fn home(&self, key: u64) -> usize {
-        (key.wrapping_mul(FIBONACCI) >> self.shift) as usize
-    }
-
-    fn insert(&mut self, key: u64, out: u32) {
-        let home = self.home(key);
-        // Never full: at most half the slots are used.
-        for probe in 0..self.slots.len() {
-            let i = (home + probe) & self.mask;
-            let slot = &mut self.slots[i];
-            if slot.key == key {
-                return;
-            }
-            if slot.key == EMPTY {
-                *slot = Slot { key, out };
-                self.max_probe = self.max_probe.max(probe);
-                self.len += 1;
-                return;
-            }
-        }
+    fn home_in(key: u64, shift: u32) -> usize {
+        (key.wrapping_mul(FIBONACCI) >> shift) as usize
     }
 
     /// The output of `key`, if configured.
     #[inline(always)]
     pub fn get(&self, key: u64) -> Option<u32> {
-        let home = self.home(key);
-        for probe in 0..=self.max_probe {
-            // The mask keeps the index in bounds.
-            let slot = self.slots[(home + probe) & self.mask];
+        let home = Self::home_in(key, self.shift);
+        // Always within the slots (see `new`); an empty run finds nothing.
+        let run = self
+            .slots
+            .get(home..=home + self.max_probe)
+            .unwrap_or_default();
+        for slot in run {
             if slot.key == key {
                 return Some(slot.out);
             }
@@ -138,7 +145,8 @@ mod tests {
             .collect();
         let t = TagTable::new(&entries);
         assert_eq!(t.len(), 1024);
-        assert_eq!(t.slots.len(), 2048);
+        // 2,048 home slots and the longest probe past the last.
+        assert_eq!(t.slots.len(), 2048 + t.max_probe());
         for &(k, o) in &entries {
             assert_eq!(t.get(k), Some(o));
         }

@@ -419,10 +419,12 @@ pub struct VRDemux {
 }
 
 impl VRDemux {
-    /// Reads the tag of frame `d`.
+    /// Reads the tag of frame `d`, a tag of kind `mode` (this element's:
+    /// a parameter so that each kind's classifier is compiled on its own,
+    /// small enough to be inlined into the loop over the batch).
     #[inline(always)]
-    fn tag(&self, d: &[u8]) -> Tag {
-        match self.mode {
+    fn tag(&self, mode: Mode, d: &[u8]) -> Tag {
+        match mode {
             Mode::Vlan => {
                 let Some(t) = be16_at(d, ETHERTYPE_AT) else {
                     return Tag::Malformed;
@@ -503,7 +505,14 @@ impl VRDemux {
     /// Group frames under BROADCAST replicate never get here.
     #[inline(always)]
     fn classify(&mut self, p: &mut Packet) -> Option<usize> {
-        let out = match self.tag(p.data()) {
+        self.classify_as(self.mode, p)
+    }
+
+    /// [`VRDemux::classify`] with the mode, this element's, known at the
+    /// call.
+    #[inline(always)]
+    fn classify_as(&mut self, mode: Mode, p: &mut Packet) -> Option<usize> {
+        let out = match self.tag(mode, p.data()) {
             Tag::Router(o) => o,
             Tag::Unknown => match self.unknown {
                 Some(o) => o,
@@ -597,7 +606,13 @@ impl Element for VRDemux {
         if self.broadcast == Broadcast::Replicate && batch.iter().any(|p| self.replicates(p)) {
             self.push_replicating(batch, cx);
         } else {
-            cx.push_classified(batch, |p| self.classify(p));
+            // One classifier per kind of tag, each with its kind fixed.
+            match self.mode {
+                Mode::Mac => cx.push_classified(batch, |p| self.classify_as(Mode::Mac, p)),
+                Mode::Vlan => cx.push_classified(batch, |p| self.classify_as(Mode::Vlan, p)),
+                Mode::Mpls => cx.push_classified(batch, |p| self.classify_as(Mode::Mpls, p)),
+                Mode::IpIp => cx.push_classified(batch, |p| self.classify_as(Mode::IpIp, p)),
+            }
         }
     }
 
