@@ -11,7 +11,6 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
 };
-use bricks_wire::checksum;
 
 /// The `DecIPTTL` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -88,17 +87,17 @@ pub struct DecIPTTL {
 /// RFC 1624 eqn. 3 only needs the difference between the old and the new
 /// 16-bit word (TTL, protocol): it is always 0x0100, so the update is
 /// written with constant words, `update(HC, 0x0100, 0x0000)`, which gives
-/// the same sum as the real words and compiles to an add and a fold. The
-/// words are taken in memory order (0x0100 is the bytes `[1, 0]`), which
-/// [`checksum::update`] allows, so that neither the checksum read nor its
-/// write swaps bytes.
+/// the same sum as the real words. The words are taken in memory order
+/// (0x0100 is the bytes `[1, 0]`), which
+/// [`checksum::update`](bricks_wire::checksum::update) allows, so that
+/// neither the checksum read nor its write swaps bytes. With the new word
+/// zero the sum has two 16-bit terms, at most 0x1fffe, so one end-around
+/// carry completes the fold: an add, a fold and a complement.
 #[inline(always)]
 pub(crate) fn decrement_ttl(h: &mut [u8; 20]) {
-    let sum = checksum::update(
-        u16::from_ne_bytes([h[10], h[11]]),
-        u16::from_ne_bytes([1, 0]),
-        0,
-    );
+    let sum =
+        u32::from(!u16::from_ne_bytes([h[10], h[11]])) + u32::from(!u16::from_ne_bytes([1, 0]));
+    let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
     h[8] -= 1;
     h[10..12].copy_from_slice(&sum.to_ne_bytes());
 }
@@ -186,6 +185,7 @@ mod tests {
     use crate::ip::header::be16;
     use crate::ip::header::testing::{echo_request, fix_ip_checksum, ip_checksum_ok};
     use bricks_runtime::testing::Harness;
+    use bricks_wire::checksum;
     use proptest::prelude::*;
 
     fn with_ttl(ttl: u8) -> Vec<u8> {
