@@ -63,6 +63,31 @@ pub fn header20(h: &[u8; 20]) -> u16 {
     u16::from_be(fold(w(0) + w(4) + w(8) + w(12) + w(16)))
 }
 
+/// Whether the 20-byte header `h` sums to `0xffff`, that is whether its
+/// checksum is right: `header20(h) == 0xffff` without the fold.
+///
+/// The end-around carry keeps a sum's value modulo `0xffff` (`2^16` and
+/// `2^32` are 1 modulo `0xffff`), and the folded sum of a nonzero `s` is
+/// never 0, so the folded sum is `0xffff` exactly when `s` is a nonzero
+/// multiple of `0xffff`. The byte order does not matter: swapping the
+/// bytes of a 16-bit word multiplies it by 256 modulo `0xffff`, which is
+/// invertible.
+///
+/// Divisibility by the odd `0xffff` is tested with a multiply and a
+/// compare (Granlund and Montgomery, "Division by invariant integers using
+/// multiplication", 1994, section 9): `s` is a multiple exactly when `s`
+/// times the inverse of `0xffff` modulo `2^64` is at most
+/// `(2^64 - 1) / 0xffff`, where the fold takes a dozen instructions.
+#[inline(always)]
+pub fn header20_ok(h: &[u8; 20]) -> bool {
+    /// The inverse of `0xffff` modulo `2^64`.
+    const INVERSE: u64 = 0xfffe_fffe_fffe_ffff;
+    const _: () = assert!(INVERSE.wrapping_mul(0xffff) == 1);
+    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let s = w(0) + w(4) + w(8) + w(12) + w(16);
+    (s.wrapping_mul(INVERSE) <= u64::MAX / 0xffff) & (s != 0)
+}
+
 /// The ones' complement sum of several partial sums.
 #[inline]
 pub fn combine(sums: &[u16]) -> u16 {
@@ -106,6 +131,11 @@ pub fn pseudo_header_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: IpProtocol, l
 ///
 /// For UDP, where a zero checksum means "none", the caller must keep a zero
 /// checksum zero and turn a computed `0x0000` into `0xffff`.
+///
+/// The words may be taken in either byte order, as long as all three are
+/// and the result is written back in the same one (`from_ne_bytes` and
+/// `to_ne_bytes` save two swaps): the ones' complement sum commutes with
+/// swapping the bytes of every word (RFC 1071 section 2(B)).
 #[inline]
 pub fn update(old_checksum: u16, old_word: u16, new_word: u16) -> u16 {
     let sum = u64::from(!old_checksum) + u64::from(!old_word) + u64::from(new_word);
@@ -141,6 +171,54 @@ pub fn update32(old_checksum: u16, old_value: u32, new_value: u32) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// `update` on byte-swapped words gives the byte-swapped result,
+        /// which is what lets a caller skip the swaps.
+        #[test]
+        fn update_commutes_with_swapping_bytes(hc in 0u16.., old in 0u16.., new in 0u16..) {
+            proptest::prop_assert_eq!(
+                update(hc.swap_bytes(), old.swap_bytes(), new.swap_bytes()).swap_bytes(),
+                update(hc, old, new)
+            );
+        }
+    }
+
+    #[test]
+    fn header20_ok_is_header20_summing_to_ffff() {
+        // A real header (UDP from 10.0.0.1 to 10.0.0.2, CheckIPHeader's
+        // manual example), its checksum broken, all zeros, all ones.
+        let good: [u8; 20] = [
+            0x45, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x66, 0xd7, 0x0a, 0x00,
+            0x00, 0x01, 0x0a, 0x00, 0x00, 0x02,
+        ];
+        assert_eq!(header20(&good), 0xffff);
+        assert!(header20_ok(&good));
+        let mut bad = good;
+        bad[11] ^= 1;
+        assert!(!header20_ok(&bad));
+        assert!(!header20_ok(&[0; 20]));
+        assert!(header20_ok(&[0xff; 20]));
+        // Every word `0xffff` but one `0x0000`: ones' complement +0 and -0.
+        let mut z = [0xff; 20];
+        z[10] = 0;
+        z[11] = 0;
+        assert_eq!(header20_ok(&z), header20(&z) == 0xffff);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn header20_ok_agrees_with_header20(mut h in proptest::array::uniform20(proptest::prelude::any::<u8>()), fix in proptest::prelude::any::<bool>()) {
+            if fix {
+                // Half the headers made right, so both answers are tried.
+                h[10] = 0;
+                h[11] = 0;
+                let sum = !header20(&h);
+                h[10..12].copy_from_slice(&sum.to_be_bytes());
+            }
+            proptest::prop_assert_eq!(header20_ok(&h), header20(&h) == 0xffff);
+        }
+    }
 
     #[test]
     fn fix_zero_turns_minus_zero_into_plus_zero_only_for_zero_data() {

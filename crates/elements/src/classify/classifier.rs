@@ -8,7 +8,7 @@
 //! negated group of windows.
 
 use super::click_program::{classifier_program, ClauseBytes, Program as ClickProgram};
-use super::program::{Base, Expr, Program, Test};
+use super::program::{Base, Expr, OneTest, Program, Test};
 use super::{check_outputs, locate, read_patterns, PatternError};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, PortInfo, Stats,
@@ -69,6 +69,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let texts: Vec<&str> = patterns.iter().map(|(t, _)| *t).collect();
     let program = compile(&texts).map_err(|e| locate(e, &patterns))?;
     Ok(Box::new(Classifier {
+        one_test: program.one_test(),
         program,
         patterns: texts.iter().map(|t| t.to_string()).collect(),
         drops: 0,
@@ -375,6 +376,9 @@ const HANDLERS: &[Handler] = &[Handler::r("program")];
 /// Classifies packets by their bytes.
 pub struct Classifier {
     program: Program,
+    /// `program` when it is a single test ([`Program::one_test`]), run
+    /// without the interpreter.
+    one_test: Option<OneTest>,
     /// The patterns, for the `program` handler, which builds Click's
     /// program only when it is read.
     patterns: Vec<String>,
@@ -384,15 +388,23 @@ pub struct Classifier {
 impl Element for Classifier {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        let program = &self.program;
         // Counted in a local: a store to the element per packet kept the
         // batch loop's state from staying in registers.
         let mut drops = 0u64;
-        cx.push_classified(batch, |p| {
-            let out = program.classify(p.data());
-            drops += out.is_none() as u64;
-            out
-        });
+        if let Some(one) = self.one_test {
+            cx.push_classified(batch, |p| {
+                let out = one.classify(p.data());
+                drops += out.is_none() as u64;
+                out
+            });
+        } else {
+            let program = &self.program;
+            cx.push_classified(batch, |p| {
+                let out = program.classify(p.data());
+                drops += out.is_none() as u64;
+                out
+            });
+        }
         self.drops += drops;
     }
 
@@ -827,5 +839,62 @@ mod tests {
                 prop_assert_eq!(program.classify(&p), want, "{:?} on {:02x?}\n{}", texts, p, program);
             }
         }
+
+        /// Programs of one test run without the interpreter agree with it
+        /// and with the naive reading of the patterns, on packets that end
+        /// before, inside and after the bytes the test reads.
+        #[test]
+        fn one_test_matches_the_interpreter(
+            offset in 0usize..24,
+            value in prop::collection::vec(any::<u8>(), 1..9),
+            mask in prop::option::of(prop::collection::vec(any::<u8>(), 9)),
+            negate in any::<bool>(),
+            rest in prop::sample::select(vec!["", ", -", ", 0/00%00", ", -, -"]),
+            first in prop::sample::select(vec!["", "-, "]),
+            packets in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..24),
+        ) {
+            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+            let mask = mask.map(|m| format!("%{}", hex(&m[..value.len()]))).unwrap_or_default();
+            let not = if negate { "!" } else { "" };
+            let text = format!("{first}{not}{offset}/{}{mask}{rest}", hex(&value));
+            let refs: Vec<&str> = text.split(", ").collect();
+            let program = compile(&refs).unwrap();
+            let Some(one) = program.one_test() else {
+                // Nothing to compare: the pattern compiled to no test or
+                // to several.
+                return Ok(());
+            };
+            prop_assert!(program.len() == 1, "{}: {}", text, program);
+            for mut p in packets {
+                // Half the packets hold the value where the test looks.
+                if p.len() > offset && p[0] & 1 == 0 {
+                    let n = value.len().min(p.len() - offset);
+                    p[offset..offset + n].copy_from_slice(&value[..n]);
+                }
+                let want = interpret(&refs, &p).unwrap();
+                prop_assert_eq!(program.classify(&p), want, "{} on {:02x?}", text, p);
+                prop_assert_eq!(one.classify(&p), want, "{} on {:02x?}\n{}", text, p, program);
+            }
+        }
+    }
+
+    #[test]
+    fn the_usual_ethertype_split_is_one_test() {
+        let program = compile(&["12/0800", "-"]).unwrap();
+        let one = program.one_test().expect("one test");
+        let mut ip = ARP_REQUEST.to_vec();
+        ip[12..14].copy_from_slice(&[0x08, 0x00]);
+        assert_eq!(one.classify(&ip), Some(0));
+        assert_eq!(one.classify(&ARP_REQUEST), Some(1));
+        assert_eq!(one.classify(&ARP_REQUEST[..13]), Some(1));
+        assert_eq!(one.classify(&[]), Some(1));
+        let drop_rest = compile(&["12/0806"]).unwrap().one_test().expect("one test");
+        assert_eq!(drop_rest.classify(&ARP_REQUEST), Some(0));
+        assert_eq!(drop_rest.classify(&ip), None);
+        assert!(compile(&["12/0806 20/0001", "-"])
+            .unwrap()
+            .one_test()
+            .is_none());
+        assert!(compile(&["-"]).unwrap().one_test().is_none());
     }
 }

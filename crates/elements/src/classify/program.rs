@@ -174,7 +174,9 @@ impl Test {
 #[inline(always)]
 fn load(bytes: &[u8], off: u16, need: u8) -> Option<u64> {
     let off = off as usize;
-    match bytes.get(off..).and_then(|s| s.first_chunk::<8>()) {
+    // One compare, `off + 8 <= len`: the offset is 16 bits, so the end
+    // cannot overflow and the slice is known to be eight bytes long.
+    match bytes.get(off..off + 8).and_then(|s| s.first_chunk::<8>()) {
         Some(w) => Some(u64::from_be_bytes(*w)),
         None => load_short(bytes, off, need),
     }
@@ -458,6 +460,30 @@ impl Step {
     }
 }
 
+/// A program of a single test whose two outcomes are outputs (or drops):
+/// the shape of the usual `Classifier(12/0800, -)`. Run without the
+/// interpreter's loop, it is one load, mask, compare and select.
+#[derive(Debug, Clone, Copy)]
+pub struct OneTest {
+    step: Step,
+    /// The output when the test is false (`[0]`) or true (`[1]`).
+    out: [Option<usize>; 2],
+}
+
+impl OneTest {
+    /// [`Program::run`] on the bytes the test's base names (the packet
+    /// data, for Classifier).
+    #[inline(always)]
+    pub fn classify(&self, bytes: &[u8]) -> Option<usize> {
+        self.out[usize::from(self.step.eval(bytes))]
+    }
+}
+
+/// The output a leaf names, `None` for [`DROP`].
+fn leaf_output(t: u32) -> Option<usize> {
+    (t != DROP).then_some((t & !LEAF) as usize)
+}
+
 /// Tests whose outcome the optimiser remembers along a path.
 const MAX_FACTS: usize = 16;
 /// Tests one edge may be moved past, which bounds compile time.
@@ -501,6 +527,22 @@ impl Program {
         self.nodes.is_empty()
     }
 
+    /// The program as a [`OneTest`], if it is one test whose outcomes
+    /// are both leaves.
+    pub fn one_test(&self) -> Option<OneTest> {
+        if self.entry & LEAF != 0 {
+            return None;
+        }
+        let step = *self.steps.get(self.entry as usize)?;
+        if step.next.iter().any(|&t| t & LEAF == 0) {
+            return None;
+        }
+        Some(OneTest {
+            step,
+            out: step.next.map(leaf_output),
+        })
+    }
+
     /// The output for a packet, or `None` to drop it.
     #[inline]
     pub fn run<H: Headers + ?Sized>(&self, h: &H) -> Option<usize> {
@@ -509,7 +551,7 @@ impl Program {
             let s = &self.steps[t as usize];
             t = s.next[s.eval(h.bytes(s.base)) as usize];
         }
-        (t != DROP).then_some((t & !LEAF) as usize)
+        leaf_output(t)
     }
 
     /// Classifies a packet by its data (Classifier's offsets).

@@ -433,28 +433,35 @@ impl CheckIPHeader {
     /// refuse), which it then trims and annotates as `check` does. Doing
     /// so again to the same packet changes nothing, so a batch that
     /// stops being usual part-way is checked again from its start.
+    ///
+    /// `MARTIANS` is `self.martians` and `LISTS` whether either address
+    /// filter is set, made constants so that the batch loop of the usual
+    /// configuration (no MARTIANS, no lists) carries no test it cannot
+    /// fail.
     #[inline(always)]
-    fn usual(&self, p: &mut Packet) -> bool {
+    fn usual<const MARTIANS: bool, const LISTS: bool>(&self, p: &mut Packet) -> bool {
         let d = p.data();
         let Some(h) = d.get(self.offset..).and_then(|h| h.first_chunk::<20>()) else {
             return false;
         };
         let len = usize::from(be16(h, 2));
         let (src, dst) = (be32(h, 12), be32(h, 16));
-        let (snet, dnet) = (src >> 24, dst >> 24);
         // Martian rules, where on: no net 0 or 127 on either side, no
         // class E destination (the broadcast address is allowed, and
         // left to the full check here).
-        let martian_free = !self.martians
-            | ((snet != 0) & (snet != 127) & (dnet != 0) & (dnet != 127) & (dst < 0xf000_0000));
+        let martian_free = !MARTIANS || {
+            let (snet, dnet) = (src >> 24, dst >> 24);
+            (snet != 0) & (snet != 127) & (dnet != 0) & (dnet != 127) & (dst < 0xf000_0000)
+        };
+        let unlisted = !LISTS
+            || (self.src_filter & filter_bit(src) == 0) & (self.dst_filter & filter_bit(dst) == 0);
         let usual = (h[0] == 0x45)
             & (len >= 20)
             & (len <= d.len() - self.offset)
             & !is_multicast_or_reserved(src)
-            & (self.src_filter & filter_bit(src) == 0)
-            & (self.dst_filter & filter_bit(dst) == 0)
+            & unlisted
             & martian_free
-            && (!self.checksum || checksum::header20(h) == 0xffff);
+            && (!self.checksum || checksum::header20_ok(h));
         if usual {
             let excess = d.len() - self.offset - len;
             p.take_back(excess);
@@ -462,6 +469,40 @@ impl CheckIPHeader {
             p.anno_mut().dst_ip = Ipv4Addr::from(dst);
         }
         usual
+    }
+
+    /// Whether every packet of `batch` is [`CheckIPHeader::usual`] (each
+    /// one trimmed and annotated), with the configuration's constants
+    /// chosen once for the batch.
+    #[inline(always)]
+    fn all_usual(&self, batch: &mut Batch) -> bool {
+        let lists = self.src_filter | self.dst_filter != 0;
+        match (self.martians, lists) {
+            (false, false) => batch.iter_mut().all(|p| self.usual::<false, false>(p)),
+            (false, true) => batch.iter_mut().all(|p| self.usual::<false, true>(p)),
+            (true, false) => batch.iter_mut().all(|p| self.usual::<true, false>(p)),
+            (true, true) => batch.iter_mut().all(|p| self.usual::<true, true>(p)),
+        }
+    }
+
+    /// The batch classified packet by packet, out of line: its scratch
+    /// lists would otherwise give `push` a frame of kilobytes to set up
+    /// for every batch, usual or not.
+    #[inline(never)]
+    #[cold]
+    fn push_checked(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+        cx.push_classified(batch, |p| self.verdict(p));
+    }
+
+    /// [`CheckIPHeader::usual`] with the constants of this configuration.
+    #[cfg(test)]
+    fn usual_as_configured(&self, p: &mut Packet) -> bool {
+        match (self.martians, self.src_filter | self.dst_filter != 0) {
+            (false, false) => self.usual::<false, false>(p),
+            (false, true) => self.usual::<false, true>(p),
+            (true, false) => self.usual::<true, false>(p),
+            (true, true) => self.usual::<true, true>(p),
+        }
     }
 
     /// The martian check of RFC 1812 sections 5.3.7 and 4.2.2.11 on a
@@ -514,10 +555,10 @@ impl Element for CheckIPHeader {
         // checked in one loop with the test in line and goes out of
         // output 0 whole. At the first packet that is not usual, the
         // batch is classified packet by packet from its start.
-        if batch.iter_mut().all(|p| self.usual(p)) {
+        if self.all_usual(batch) {
             return cx.push(0, batch);
         }
-        cx.push_classified(batch, |p| self.verdict(p));
+        self.push_checked(batch, cx);
     }
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
@@ -612,14 +653,14 @@ mod tests {
                             let mut b = Packet::from_slice(&frame).unwrap();
                             let what =
                                 format!("{args}: {src:?} {dst:?} {vhl:x} {pad} {cut} {bad_sum}");
-                            if c.usual(&mut a) {
+                            if c.usual_as_configured(&mut a) {
                                 assert_eq!(c.check(&mut b), Ok(()), "{what}");
                                 assert_eq!(a.data(), b.data(), "{what}");
                                 assert_eq!(a.anno().dst_ip, b.anno().dst_ip, "{what}");
                                 assert_eq!(a.anno().l3_offset, b.anno().l3_offset, "{what}");
                                 // Settled again, the packet stays as it is.
                                 let before = a.data().to_vec();
-                                assert!(c.usual(&mut a), "{what}");
+                                assert!(c.usual_as_configured(&mut a), "{what}");
                                 assert_eq!(a.data(), &before[..], "{what}");
                             } else {
                                 assert_eq!(a.data(), &frame[..], "{what}");
@@ -635,7 +676,10 @@ mod tests {
             fix_ip_checksum(&mut ip);
             let mut frame = vec![0xee; 14];
             frame.extend(ip);
-            assert!(c.usual(&mut Packet::from_slice(&frame).unwrap()), "{args}");
+            assert!(
+                c.usual_as_configured(&mut Packet::from_slice(&frame).unwrap()),
+                "{args}"
+            );
         }
     }
 

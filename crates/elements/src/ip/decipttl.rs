@@ -6,12 +6,11 @@
 //! packet is one bounds check, one compare, two byte writes and the
 //! RFC 1624 eqn. 3 update.
 
-use super::header::{be16, ip_bytes_mut, is_multicast};
+use super::header::{ip_bytes_mut, is_multicast};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
 };
-use bricks_wire::checksum;
 
 /// The `DecIPTTL` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -88,12 +87,19 @@ pub struct DecIPTTL {
 /// RFC 1624 eqn. 3 only needs the difference between the old and the new
 /// 16-bit word (TTL, protocol): it is always 0x0100, so the update is
 /// written with constant words, `update(HC, 0x0100, 0x0000)`, which gives
-/// the same sum as the real words and compiles to an add and a fold.
+/// the same sum as the real words. The words are taken in memory order
+/// (0x0100 is the bytes `[1, 0]`), which
+/// [`checksum::update`](bricks_wire::checksum::update) allows, so that
+/// neither the checksum read nor its write swaps bytes. With the new word
+/// zero the sum has two 16-bit terms, at most 0x1fffe, so one end-around
+/// carry completes the fold: an add, a fold and a complement.
 #[inline(always)]
 pub(crate) fn decrement_ttl(h: &mut [u8; 20]) {
-    let sum = checksum::update(be16(h, 10), 0x0100, 0x0000);
+    let sum =
+        u32::from(!u16::from_ne_bytes([h[10], h[11]])) + u32::from(!u16::from_ne_bytes([1, 0]));
+    let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
     h[8] -= 1;
-    h[10..12].copy_from_slice(&sum.to_be_bytes());
+    h[10..12].copy_from_slice(&sum.to_ne_bytes());
 }
 
 impl DecIPTTL {
@@ -110,11 +116,22 @@ impl DecIPTTL {
 
     #[inline(always)]
     pub(crate) fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
+        if self.multicast {
+            self.verdict_with::<true>(p)
+        } else {
+            self.verdict_with::<false>(p)
+        }
+    }
+
+    /// [`DecIPTTL::verdict`] with `self.multicast` a constant, so that a
+    /// batch loop tests it once.
+    #[inline(always)]
+    fn verdict_with<const MULTICAST: bool>(&mut self, p: &mut Packet) -> Option<usize> {
         let Some(h) = ip_bytes_mut(p).first_chunk_mut::<20>() else {
             self.truncated += 1;
             return None;
         };
-        if !self.multicast && is_multicast(u32::from_be_bytes([h[16], h[17], h[18], h[19]])) {
+        if !MULTICAST && is_multicast(u32::from_be_bytes([h[16], h[17], h[18], h[19]])) {
             return Some(0);
         }
         if h[8] <= 1 {
@@ -128,10 +145,10 @@ impl DecIPTTL {
 
 impl Element for DecIPTTL {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        if self.active {
-            cx.push_classified(batch, |p| self.verdict(p));
-        } else {
-            cx.push(0, batch);
+        match (self.active, self.multicast) {
+            (true, true) => cx.push_classified(batch, |p| self.verdict_with::<true>(p)),
+            (true, false) => cx.push_classified(batch, |p| self.verdict_with::<false>(p)),
+            (false, _) => cx.push(0, batch),
         }
     }
 
@@ -165,8 +182,10 @@ impl Element for DecIPTTL {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ip::header::be16;
     use crate::ip::header::testing::{echo_request, fix_ip_checksum, ip_checksum_ok};
     use bricks_runtime::testing::Harness;
+    use bricks_wire::checksum;
     use proptest::prelude::*;
 
     fn with_ttl(ttl: u8) -> Vec<u8> {

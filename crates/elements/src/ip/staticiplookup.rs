@@ -360,7 +360,7 @@ impl StaticIPLookup {
     }
 
     /// The output and next hop for `dst`.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
         self.table.lookup(u32::from(dst)).map(|i| &self.routes[i])
     }
@@ -391,7 +391,7 @@ impl StaticIPLookup {
         );
     }
 
-    #[inline]
+    #[inline(always)]
     fn route(&mut self, p: &mut Packet) -> Option<usize> {
         match self.lookup(p.anno().dst_ip) {
             Some(r) => {
