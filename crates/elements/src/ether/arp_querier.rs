@@ -17,7 +17,7 @@
 //! same load when nothing changed.
 
 use super::arp_table::{
-    ArpTable, Hold, Learn, Limits, Lookup, Neighbours, Refusal, MAX_ENTRY_CAPACITY,
+    ArpTable, Hold, Learn, Limits, Lookup, Neighbours, Refusal, Snapshot, MAX_ENTRY_CAPACITY,
     RECHECK_INTERVAL, SEC,
 };
 use super::arp_table_element::SharedArpTable;
@@ -611,6 +611,46 @@ impl ArpQuerier {
         cx.push(0, &mut out);
     }
 
+    /// Adds the Ethernet header, in place, to the packets at the start of
+    /// `batch` whose next hop is settled (see [`ArpTable::settled_in`])
+    /// and that have room for it, and returns how many it did: all of them,
+    /// in the rule. Stops at the first other packet, which the caller
+    /// handles as before; while this worker holds packets it does none, as
+    /// they would have to leave first. A run of packets for one next hop
+    /// looks it up once.
+    #[inline]
+    fn send_settled(&self, batch: &mut Batch, snap: &Snapshot, now: u64) -> usize {
+        if self.table.held() != 0 {
+            return 0;
+        }
+        let mut header = [0u8; HEADER_LEN];
+        header[6..12].copy_from_slice(&self.my_eth.0);
+        header[12..].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
+        let mut last = Ipv4Addr::UNSPECIFIED;
+        let mut done = 0;
+        for p in batch.iter_mut() {
+            let dst = next_hop(p);
+            if dst.is_unspecified() {
+                break;
+            }
+            if dst != last {
+                let Some(eth) = self.table.settled_in(snap, dst, now) else {
+                    break;
+                };
+                header[..6].copy_from_slice(&eth.0);
+                last = dst;
+            }
+            if p.push_front(HEADER_LEN).is_err() {
+                break;
+            }
+            if let Some(h) = p.data_mut().first_chunk_mut::<HEADER_LEN>() {
+                *h = header;
+            }
+            done += 1;
+        }
+        done
+    }
+
     /// Notes the time and worker at the start of a push or timer.
     fn enter(&mut self, cx: &Context<'_>) -> Timestamp {
         let now = cx.now();
@@ -624,11 +664,22 @@ impl ArpQuerier {
         self.flush_resolved(cx);
         // One load of the shared table for the whole batch.
         let snap = self.table.snapshot();
+        let done = self.send_settled(batch, &snap, now.0);
+        if done == batch.len() {
+            // Nothing waits here (`send_settled` asks), so no packet was
+            // held, no query made and no recheck is due.
+            return cx.push(0, batch);
+        }
         let mut out = Batch::new();
         // At most one query per input packet, so this cannot overflow.
         let mut queries = Batch::new();
         let mut retry_at: Option<u64> = None;
-        for p in batch.drain() {
+        for (i, p) in batch.drain().enumerate() {
+            if i < done {
+                // Headed by `send_settled`; `out` is as large as `batch`.
+                let _ = out.push(p);
+                continue;
+            }
             let dst = next_hop(&p);
             if dst.is_unspecified() {
                 self.c.no_dst += 1;
@@ -1132,6 +1183,34 @@ mod tests {
         h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
         assert_eq!(h.take_bytes(0), vec![A_ECHO_B.to_vec()]);
         assert!(h.take(1).is_empty());
+    }
+
+    #[test]
+    fn settled_run_then_other_packets_agree_with_one_at_a_time() {
+        let unknown = Ipv4Addr::new(10, 0, 0, 9);
+        let bcast = Ipv4Addr::new(10, 0, 0, 255);
+        let hops = [B_IP, B_IP, unknown, B_IP, bcast, B_IP];
+        let packets = || hops.iter().enumerate().map(|(i, &d)| tagged(i as u8, d));
+        let mut batched = a_querier();
+        learn_b(&mut batched);
+        batched.push_packets(0, packets());
+        let mut single = a_querier();
+        learn_b(&mut single);
+        for p in packets() {
+            single.push_packets(0, [p]);
+        }
+        let out = batched.take_bytes(0);
+        assert_eq!(out, single.take_bytes(0));
+        assert_eq!(batched.take_bytes(1), single.take_bytes(1));
+        assert_eq!(
+            out.iter().map(|f| f[34]).collect::<Vec<_>>(),
+            [0, 1, 3, 4, 5]
+        );
+        for f in [&out[0], &out[1], &out[2], &out[4]] {
+            assert_eq!(f[..14], A_ECHO_B[..14]);
+        }
+        assert_eq!(out[3][..6], [0xff; 6]);
+        assert_eq!(batched.stats().get("held"), Some(1));
     }
 
     #[test]

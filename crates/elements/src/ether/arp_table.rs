@@ -1249,6 +1249,25 @@ impl ArpTable {
         }
     }
 
+    /// The address [`ArpTable::lookup_in`] would answer for `ip` with no
+    /// renewal poll due, found without side effects (no poll claimed, no
+    /// counter moved); `None` when the answer could be anything else. Being
+    /// pure, its answer for one address holds for a whole batch looked up
+    /// in one snapshot at one time.
+    #[inline]
+    pub fn settled_in(&self, snap: &Snapshot, ip: Ipv4Addr, now: u64) -> Option<EthernetAddress> {
+        let (_, m) = snap.0.find(ip.to_bits())?;
+        match m.state {
+            State::Static => Some(m.eth),
+            State::Known => {
+                let l = &self.limits;
+                let no_poll = l.poll_timeout == 0 || now < m.live_at.saturating_add(l.poll_timeout);
+                (no_poll && !expired(m.live_at, now, l.timeout)).then_some(m.eth)
+            }
+            _ => None,
+        }
+    }
+
     /// The packets this worker holds for `ip`, which the caller found
     /// usable: they leave before any newer packet for it. `None` if there
     /// are none.
