@@ -61,7 +61,16 @@ impl DropBroadcasts {
 
 impl Element for DropBroadcasts {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        batch.retain(|p| self.keep(p));
+        // Most batches hold no broadcast: they are only read, not rewritten.
+        let any = batch.iter().any(|p| {
+            matches!(
+                p.anno().packet_type,
+                PacketType::Broadcast | PacketType::Multicast
+            )
+        });
+        if any {
+            batch.retain(|p| self.keep(p));
+        }
         cx.push(0, batch);
     }
 
