@@ -280,7 +280,7 @@ impl Element for IPGWOptions {
         // without reading the clock.
         if batch
             .iter()
-            .all(|p| ip_bytes(p).first().map_or(true, |&b| b & 0x0f <= 5))
+            .all(|p| ip_bytes(p).first().is_none_or(|&b| b & 0x0f <= 5))
         {
             return cx.push(0, batch);
         }
@@ -351,6 +351,23 @@ mod tests {
         let mut h = harness("18.26.4.24");
         h.push_bytes(0, &frame);
         assert_eq!(h.take_bytes(0), vec![frame]);
+    }
+
+    #[test]
+    fn batch_with_options_agrees_with_one_at_a_time() {
+        let plain = echo_request();
+        let rr = udp_with_options(&[7, 7, 4, 0, 0, 0, 0, 0]);
+        let frames = [plain.clone(), rr, plain];
+        let mut batched = harness("18.26.4.24");
+        batched.push_packets(0, frames.iter().map(|f| Packet::from_slice(f).unwrap()));
+        let mut single = harness("18.26.4.24");
+        for f in &frames {
+            single.push_bytes(0, f);
+        }
+        let out = batched.take_bytes(0);
+        assert_eq!(out.len(), 3);
+        assert_ne!(out[1], frames[1], "the option was filled in");
+        assert_eq!(out, single.take_bytes(0));
     }
 
     #[test]
