@@ -551,20 +551,26 @@ impl<const M: bool> Element for IpRouteLookup<M> {
             self.t.table.lpm.lookup_batch(&addrs, &mut found);
         }
         let groups = self.t.table.groups();
+        let words = groups.v4_words();
         let mut answers = found.iter();
         let mut missed = 0;
         cx.push_classified(batch, |p| {
             // As many answers as packets: `None` never comes.
             let &r = answers.next()?;
-            let Some(group) = r.and_then(|nh| groups.get(nh.0 as usize)) else {
+            let Some((nh, &word)) = r.and_then(|nh| Some((nh, words.get(nh.0 as usize)?))) else {
                 missed += 1;
                 return None;
             };
-            let hop = if group.len() == 1 {
-                &group[0]
-            } else {
-                table::pick(group, table::flow_hash(p))
-            };
+            if word != table::V4_MANY {
+                // A one-hop group: its output and gateway in one word.
+                let gw = word as u32;
+                if gw != 0 {
+                    p.anno_mut().dst_ip = gw.into();
+                }
+                return Some((word >> 32) as usize);
+            }
+            let group = &groups[nh.0 as usize];
+            let hop = table::pick(group, table::flow_hash(p));
             if let Some(gw) = table::gateway_v4(hop) {
                 p.anno_mut().dst_ip = gw;
             }
@@ -936,6 +942,67 @@ mod tests {
         h.push_packets(0, [udp([1, 1, 1, 1], [10, 1, 0, 1], 1)]);
         assert_eq!(h.take(1).len(), 1);
         assert_eq!(h.stats().get("routes"), Some(2));
+    }
+
+    /// One mixed batch over one-hop groups (gateway, none, 0.0.0.0, an
+    /// IPv6 gateway) and an ECMP group: each packet leaves where the
+    /// hops say, with the gateway the hop gives, one flow at a time or
+    /// all together.
+    #[test]
+    fn one_hop_groups_and_ecmp_in_one_batch() {
+        let routes = "10.0.0.0/8 10.9.9.9 1, 10.1.0.0/16 2, 10.2.0.0/16 0.0.0.0 3, \
+                      10.3.0.0/16 fe80::1 0, 10.4.0.0/16 10.0.0.1 0, 10.4.0.0/16 10.0.0.2 1";
+        let pkts = || {
+            (0..64u16).map(|i| {
+                let dst = [10, (i % 6) as u8, 1, i as u8];
+                udp(
+                    [1, 1, 1, 1],
+                    if i % 7 == 6 { [11, 0, 0, 1] } else { dst },
+                    i,
+                )
+            })
+        };
+        let run = |batched: bool| {
+            let mut h = Harness::push(&DIRECT, routes, 1, 4);
+            if batched {
+                h.push_packets(0, pkts());
+            } else {
+                for p in pkts() {
+                    h.push_packets(0, [p]);
+                }
+            }
+            let out: Vec<Vec<(u32, Ipv4Addr)>> = (0..4)
+                .map(|o| {
+                    h.take(o)
+                        .iter()
+                        .map(|p| {
+                            (
+                                u32::from_be_bytes(p.data()[16..20].try_into().unwrap()),
+                                p.anno().dst_ip,
+                            )
+                        })
+                        .collect()
+                })
+                .collect();
+            (out, h.stats().get("no_route"))
+        };
+        let (out, missed) = run(true);
+        assert_eq!(run(false), (out.clone(), missed));
+        assert_eq!(missed, Some(9));
+        for (o, got) in out.iter().enumerate() {
+            for &(dst, ann) in got {
+                let [_, b, ..] = dst.to_be_bytes();
+                let want = match b {
+                    0 | 5 => (1, Ipv4Addr::new(10, 9, 9, 9)),
+                    1 => (2, dst.into()),
+                    2 => (3, dst.into()),
+                    3 => (0, dst.into()),
+                    _ => (o, Ipv4Addr::new(10, 0, 0, 1 + o as u8)),
+                };
+                assert_eq!((o, ann), want, "{}", Ipv4Addr::from(dst));
+            }
+        }
+        assert!(!out[0].is_empty() && out[1].iter().any(|&(d, _)| d >> 16 == 0x0a04));
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub struct RouteTable<T: ?Sized> {
     /// The lookup structure.
     pub lpm: Box<T>,
     /// Hop groups by next-hop index; replaced whole when a group is added.
-    groups: ArcSwap<Vec<Arc<[Hop]>>>,
+    groups: ArcSwap<Groups>,
     /// Writer side: group -> index, with each index's users.
     writer: Mutex<Interner>,
     /// Writer side: each IPv4 prefix's next hop, so that `add` refuses an
@@ -49,6 +49,54 @@ pub struct RouteTable<T: ?Sized> {
     /// for its prefix.
     configured: std::sync::OnceLock<HashMap<RoutePrefix, NextHop>>,
     noutputs: usize,
+}
+
+/// The hop groups as published: each group's hops, and beside them a
+/// word per group that answers an IPv4 lookup of a one-hop group (the
+/// usual route) with no match on the hop's gateway. Built together, so
+/// one load of the published groups sees both agree.
+pub struct Groups {
+    hops: Vec<Arc<[Hop]>>,
+    v4: Vec<u64>,
+}
+
+/// The word of a group with more than one hop: the flow hash picks.
+pub const V4_MANY: u64 = u64::MAX;
+
+impl Groups {
+    fn new(hops: Vec<Arc<[Hop]>>) -> Groups {
+        let v4 = hops.iter().map(|g| v4_word(g)).collect();
+        Groups { hops, v4 }
+    }
+
+    /// Per group: `output << 32 | gateway` for a one-hop group (gateway
+    /// 0 when there is no IPv4 gateway, as [`gateway_v4`] says), or
+    /// [`V4_MANY`].
+    #[inline]
+    pub fn v4_words(&self) -> &[u64] {
+        &self.v4
+    }
+}
+
+impl std::ops::Deref for Groups {
+    type Target = Vec<Arc<[Hop]>>;
+    #[inline]
+    fn deref(&self) -> &Vec<Arc<[Hop]>> {
+        &self.hops
+    }
+}
+
+/// The [`Groups::v4_words`] word of `group`. Outputs are checked below
+/// the element's output count, far below `u32::MAX`, so no one-hop
+/// word equals [`V4_MANY`].
+fn v4_word(group: &[Hop]) -> u64 {
+    match group {
+        [h] => {
+            let gw = gateway_v4(h).map_or(0, u32::from);
+            u64::from(h.output) << 32 | u64::from(gw)
+        }
+        _ => V4_MANY,
+    }
 }
 
 /// How long a freed group's index waits before a new group takes it: far
@@ -233,7 +281,7 @@ impl<T: ?Sized> RouteTable<T> {
             }
         };
         // Published before any LPM entry can name it.
-        self.groups.store(Arc::new(next));
+        self.groups.store(Arc::new(Groups::new(next)));
         w.ids.insert(hops.to_vec(), nh);
         w.users[nh.0 as usize] = 1;
         Ok(nh)
@@ -316,7 +364,7 @@ impl<T: ?Sized> RouteTable<T> {
 
     /// The current hop groups (one atomic load; hold it for a batch).
     #[inline]
-    pub fn groups(&self) -> arc_swap::Guard<Arc<Vec<Arc<[Hop]>>>> {
+    pub fn groups(&self) -> arc_swap::Guard<Arc<Groups>> {
         self.groups.load()
     }
 
@@ -327,7 +375,9 @@ impl<T: ?Sized> RouteTable<T> {
     ) -> Result<Self, RouteError> {
         let t = RouteTable {
             lpm,
-            groups: ArcSwap::from_pointee(groups.iter().map(|g| g.as_slice().into()).collect()),
+            groups: ArcSwap::from_pointee(Groups::new(
+                groups.iter().map(|g| g.as_slice().into()).collect(),
+            )),
             writer: Mutex::new(Interner {
                 users: vec![0; groups.len()],
                 ids: groups
@@ -776,6 +826,41 @@ mod tests {
 
     fn p4(s: &str) -> RoutePrefix {
         parse_prefix(s).unwrap()
+    }
+
+    /// A one-hop group's word says what `gateway_v4` and the hop's
+    /// output say; a group of several hops has none.
+    #[test]
+    fn v4_words_agree_with_the_hops() {
+        let t = table("");
+        let v6 = vec![Hop {
+            gateway: Some(IpAddr::V6("fe80::1".parse().unwrap())),
+            output: 1,
+        }];
+        let direct = vec![Hop {
+            gateway: None,
+            output: 1,
+        }];
+        let unspecified = via(0, 0);
+        let ecmp = [via(0x0a00_0001, 0), via(0x0a00_0002, 1)].concat();
+        let top = via(u32::MAX, 1);
+        for (i, hops) in [&v6, &direct, &unspecified, &ecmp, &top]
+            .into_iter()
+            .enumerate()
+        {
+            t.set_route(p4(&format!("10.{i}.0.0/16")), hops).unwrap();
+        }
+        let groups = t.groups();
+        assert_eq!(groups.len(), groups.v4_words().len());
+        for (g, &w) in groups.iter().zip(groups.v4_words()) {
+            if g.len() == 1 {
+                assert_ne!(w, V4_MANY, "{g:?}");
+                assert_eq!((w >> 32) as u32, g[0].output, "{g:?}");
+                assert_eq!(w as u32, gateway_v4(&g[0]).map_or(0, u32::from), "{g:?}");
+            } else {
+                assert_eq!(w, V4_MANY, "{g:?}");
+            }
+        }
     }
 
     #[test]
