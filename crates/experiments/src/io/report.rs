@@ -615,7 +615,9 @@ pub(super) fn report_json(
                 })),
                 "runs": runs,
                 "loss_free": (!m.searches.is_empty()).then(|| serde_json::json!({
-                    "mpps": sp(m.loss_free()),
+                    "mpps": m.loss_free().map(|f| f.median),
+                    "mpps_min": m.loss_free().map(|f| f.min),
+                    "mpps_max": m.loss_free().map(|f| f.max),
                     "tester_bound": m.tester_bound(),
                     "searches": m.searches.iter().map(|se| serde_json::json!({
                         "mpps": se.best.map(|b| b.0),
@@ -638,6 +640,13 @@ pub(super) fn report_json(
     let ratios: Vec<serde_json::Value> = RATIOS
         .iter()
         .filter_map(|r| {
+            if let Some(why) = ratio_refused(measured, r) {
+                return Some(serde_json::json!({
+                    "name": r.name,
+                    "not_compared": why,
+                    "goal": r.goal,
+                }));
+            }
             let free = ratio_value(measured, r, Figure::LossFree);
             let over = ratio_value(measured, r, Figure::Overload);
             let v = free.or(over)?;
