@@ -1066,19 +1066,26 @@ fn bounded(w: &str, max: u64) -> Option<u32> {
 
 /// Click's `cp_time`: seconds, optionally a fraction.
 fn parse_ts(w: &str) -> Option<Timestamp> {
+    // Signed, as `ts_text` writes it (Click's timestamps are signed): a
+    // time is kept as signed nanoseconds, so seconds stop below 2^63 ns.
+    let (negative, w) = match w.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, w),
+    };
     let (s, frac) = w.split_once('.').unwrap_or((w, ""));
     if s.is_empty() && frac.is_empty() {
         return None;
     }
     let secs: u64 = if s.is_empty() { 0 } else { s.parse().ok()? };
-    if !frac.bytes().all(|b| b.is_ascii_digit()) || secs > u64::MAX / 1_000_000_000 - 1 {
+    if !frac.bytes().all(|b| b.is_ascii_digit()) || secs >= i64::MAX as u64 / 1_000_000_000 {
         return None;
     }
     let mut nanos: u32 = 0;
     for (i, c) in frac.bytes().enumerate().take(9) {
         nanos += u32::from(c - b'0') * 10u32.pow(8 - i as u32);
     }
-    Some(Timestamp::from_parts(secs, nanos))
+    let ns = Timestamp::from_parts(secs, nanos).signed_nanos();
+    Some(Timestamp((if negative { -ns } else { ns }) as u64))
 }
 
 /// The flags-and-offset word of `ip_frag` (`.`, `!`, `F`, `f`) or
@@ -1920,6 +1927,28 @@ pub fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A timestamp reads back as it is written, before 1970 too, and one
+    /// past what signed nanoseconds hold is refused rather than written
+    /// as a negative time.
+    #[test]
+    fn timestamps_read_back_as_written() {
+        for w in [
+            "0.000000",
+            "1.500000",
+            "-1.500000",
+            "-0.250000",
+            "9223372034.999999",
+        ] {
+            let t = parse_ts(w).unwrap();
+            let mut s = String::new();
+            ts_text(&mut s, t);
+            assert_eq!(s, w);
+        }
+        assert!(parse_ts("18446744072.000000").is_none());
+        assert!(parse_ts("9223372036.0").is_none());
+        assert!(parse_ts("-").is_none());
+    }
 
     /// A TCP SYN from 10.0.0.1:1234 to 10.0.0.2:80, TTL 64, ID 7, DF.
     const SYN: [u8; 40] = [
