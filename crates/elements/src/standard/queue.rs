@@ -181,18 +181,6 @@ impl Ring {
         }
     }
 
-    /// Adds `p` after the newest packet; a full ring grows (callers keep
-    /// the queue's capacity, so it only grows when that was raised).
-    #[inline(always)]
-    fn push_back(&mut self, p: bricks_element::Packet) {
-        if self.len == self.slots.len() {
-            self.reserve((self.len * 2).max(1));
-        }
-        let i = self.wrap(self.head + self.len);
-        self.slots[i] = Some(p);
-        self.len += 1;
-    }
-
     /// Adds up to `n` packets from `packets` after the newest, in order:
     /// a loop over at most two runs of slots, with no wrap test per
     /// packet.
@@ -330,12 +318,8 @@ impl Element for Queue {
         let n = old.q.len();
         let keep = n.min(self.capacity.saturating_sub(self.q.len()));
         old.length.change(-(n as i64));
-        self.q.reserve(self.q.len() + keep);
-        for _ in 0..keep {
-            if let Some(p) = old.q.pop_front() {
-                self.q.push_back(p);
-            }
-        }
+        self.q
+            .extend(std::iter::from_fn(|| old.q.pop_front()).take(keep), keep);
         self.length.change(keep as i64);
         self.drops += old.drops + (n - keep) as u64;
         old.q.clear();

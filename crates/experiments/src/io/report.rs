@@ -378,21 +378,21 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
             };
             let offered = m.spread(RunResult::offered_mpps).map_or(0.0, |s| s.median);
             let loss = m.spread(RunResult::loss_pct).map_or(0.0, |s| s.median);
-            // A search that lost nothing at full speed takes the offered
-            // rate of the full-speed runs: their spread is the figure's.
-            let free_spread_of = |f: Spread| match m.spread(RunResult::offered_mpps) {
-                Some(o) if m.tester_bound() => o,
-                _ => f,
-            };
             let (free, free_spread) = match m.loss_free() {
-                Some(f) => (
-                    format!(
-                        "{}{:.3}",
-                        if m.tester_bound() { ">=" } else { "" },
-                        f.median
-                    ),
-                    format!("{:.3}..{:.3}", free_spread_of(f).min, free_spread_of(f).max),
-                ),
+                Some(f) => {
+                    // A search that lost nothing at full speed takes the
+                    // offered rate of the full-speed runs: their spread is
+                    // the figure's.
+                    let s = match m.spread(RunResult::offered_mpps) {
+                        Some(o) if m.tester_bound() => o,
+                        _ => f,
+                    };
+                    let bound = if m.tester_bound() { ">=" } else { "" };
+                    (
+                        format!("{bound}{:.3}", f.median),
+                        format!("{:.3}..{:.3}", s.min, s.max),
+                    )
+                }
                 None if m.searches.is_empty() => ("-".into(), String::new()),
                 None => ("none".into(), String::new()),
             };
