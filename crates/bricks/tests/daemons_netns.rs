@@ -550,11 +550,43 @@ fn bird_peers_through_bricks_on_af_packet() {
     );
 }
 
-/// A full table from BIRD: the peer announces a generated Internet-like
-/// table (`BRICKS_DAEMON_ROUTES` prefixes, 50,000 by default; 500,000 for
-/// the figure in BENCHMARKS.md) and bricks loads it through the router
-/// host's BIRD and kernel table 100 while h1's pings to the peer keep
-/// being forwarded.
+/// The IPv4 prefixes of a real Internet table (RouteViews' route-views2
+/// RIB of 2014-05-13, `tests/data/routeviews/`), none inside the lab's
+/// own networks: `n` of them, spread evenly over the table (all of it
+/// when `n` is larger).
+fn real_prefixes(n: usize) -> Vec<String> {
+    use std::io::Read;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/routeviews/prefixes.20140513.0600-v4.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let all: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .filter_map(|l| l.split('\t').next())
+        .filter(|p| {
+            let (addr, len) = p.split_once('/').unwrap();
+            let a: std::net::Ipv4Addr = addr.parse().unwrap();
+            let len: u8 = len.parse().unwrap();
+            len >= 8 && a.octets()[0] != 10 && a.octets()[0] != 198
+        })
+        .collect();
+    assert!(all.len() > 500_000, "{} prefixes", all.len());
+    let step = (all.len() / n.max(1)).max(1);
+    all.iter()
+        .step_by(step)
+        .take(n)
+        .map(|p| p.to_string())
+        .collect()
+}
+
+/// A full table from BIRD: the peer announces the prefixes of a real
+/// Internet table (`BRICKS_DAEMON_ROUTES` of them, 50,000 by default;
+/// 500,000 for the figure in BENCHMARKS.md) and bricks loads it through
+/// the router host's BIRD and kernel table 100 while h1's pings to the
+/// peer keep being forwarded.
 #[test]
 fn a_full_table_from_bird_loads_while_forwarding() {
     let test = "a_full_table_from_bird_loads_while_forwarding";
@@ -569,16 +601,7 @@ fn a_full_table_from_bird_loads_while_forwarding() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(50_000);
-    // Internet-like prefixes, none inside the lab's own networks.
-    let gen = bricks_lpm::gen::generate(n + n / 10, 0, 7);
-    let more: Vec<String> = gen
-        .v4
-        .iter()
-        .map(|(p, _)| *p)
-        .filter(|p| p.len >= 8 && (p.addr >> 24) != 10 && (p.addr >> 24) != 198)
-        .take(n)
-        .map(|p| format!("{}/{}", std::net::Ipv4Addr::from(p.addr), p.len))
-        .collect();
+    let more = real_prefixes(n);
     let want = more.len() + announced().len();
     let mut lab = Lab::start("birdfull", "netlink:table=100");
     lab.start_peer_with(&more);
