@@ -70,14 +70,11 @@ fn entries(text: &str) -> BTreeMap<String, Vec<Entry>> {
         let mut first = None;
         let mut first_seen = false;
         for tok in path.split(' ').filter(|t| !t.is_empty()) {
-            match depth {
-                Some(close) => {
-                    if tok.ends_with(close) {
-                        depth = None;
-                    }
-                    continue;
+            if let Some(close) = depth {
+                if tok.ends_with(close) {
+                    depth = None;
                 }
-                None => {}
+                continue;
             }
             let open = tok.chars().next().unwrap();
             let close = match open {
