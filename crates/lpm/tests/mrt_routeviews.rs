@@ -36,7 +36,7 @@ fn bgpdump(test: &str) -> Option<&'static str> {
         std::env::var("CI").as_deref() != Ok("true"),
         "{test}: bgpdump is missing in CI (scripts/setup installs it)"
     );
-    eprintln!("skipped {test}: bgpdump is not installed (scripts/setup installs it)");
+    eprintln!("SKIP {test}: bgpdump is not installed (scripts/setup installs it)");
     None
 }
 
