@@ -39,7 +39,7 @@ pub(crate) fn split_top(raw: &str) -> Vec<(usize, usize)> {
                 start = i + 1;
                 i += 1;
             }
-            _ => i += 1,
+            _ => i = scan::next_special(b, i + 1, scan::SPLIT),
         }
     }
     out.push((start, b.len()));
@@ -96,11 +96,11 @@ pub(crate) fn process(raw: &str, vars: Option<&mut dyn Vars>) -> Processed {
 /// `None` when the argument needs [`process_pieces`].
 fn plain(raw: &str) -> Option<Processed> {
     let b = raw.as_bytes();
-    for (i, &c) in b.iter().enumerate() {
-        match c {
-            b'"' | b'\'' | b'\\' | b'$' | b'#' => return None,
-            b'/' if scan::comment_at(b, i) => return None,
-            _ => {}
+    let mut i = scan::next_special(b, 0, scan::PLAIN);
+    while i < b.len() {
+        match b[i] {
+            b'/' if !scan::comment_at(b, i) => i = scan::next_special(b, i + 1, scan::PLAIN),
+            _ => return None,
         }
     }
     // Space is ASCII, so these are character boundaries.

@@ -251,7 +251,7 @@ impl<'a> Lexer<'a> {
                         ))
                     }
                 },
-                _ => i += 1,
+                _ => i = scan::next_special(b, i + 1, scan::LEX),
             }
         }
         self.pos = b.len();

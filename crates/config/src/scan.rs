@@ -6,6 +6,52 @@
 //! boundary. Each function takes the offset of the unit's first byte and
 //! returns the offset just past it, or `None` if the text ends first.
 
+/// The bytes the argument-list lexer ([`crate::lexer::Lexer::config`])
+/// acts on: `( ) / " ' \`.
+pub(crate) const LEX: u8 = 1;
+/// The bytes [`crate::args::split_top`] acts on: `/ " ' \ ( ) [ ] { } ,`.
+pub(crate) const SPLIT: u8 = 2;
+/// The bytes that keep an argument from being plain
+/// ([`crate::args::process`]): `" ' \ $ # /`.
+pub(crate) const PLAIN: u8 = 4;
+
+/// For each byte, the scanners ([`LEX`], [`SPLIT`], [`PLAIN`]) that act on
+/// it.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let lex = b"()/\"'\\";
+    let split = b"/\"'\\()[]{},";
+    let plain = b"\"'\\$#/";
+    let mut i = 0;
+    while i < lex.len() {
+        t[lex[i] as usize] |= LEX;
+        i += 1;
+    }
+    i = 0;
+    while i < split.len() {
+        t[split[i] as usize] |= SPLIT;
+        i += 1;
+    }
+    i = 0;
+    while i < plain.len() {
+        t[plain[i] as usize] |= PLAIN;
+        i += 1;
+    }
+    t
+};
+
+/// The offset of the first byte at or after `i` that the scanner `class`
+/// acts on, or the end. The scanners' loops skip every other byte one at
+/// a time; a configuration with a million inline routes is tens of
+/// megabytes of such bytes, so they skip them here in a tight loop.
+#[inline]
+pub(crate) fn next_special(b: &[u8], mut i: usize, class: u8) -> usize {
+    while i < b.len() && CLASS[b[i] as usize] & class == 0 {
+        i += 1;
+    }
+    i
+}
+
 /// Whitespace as C's `isspace` sees it, which is what Click uses.
 pub(crate) fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)

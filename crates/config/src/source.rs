@@ -161,6 +161,10 @@ struct LineDirective {
 /// not a well-formed directive renumber nothing.
 fn line_directives(text: &str) -> Vec<LineDirective> {
     let b = text.as_bytes();
+    if memchr::memchr(b'#', b).is_none() {
+        // A directive is a line that starts with `#`.
+        return Vec::new();
+    }
     let mut out = Vec::new();
     let mut line = 0;
     let mut i = 0;
@@ -258,18 +262,15 @@ impl SourceMap {
     pub fn add(&mut self, source: Source) -> u32 {
         let bytes = source.text.as_bytes();
         let mut line_starts = vec![0];
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'\n' => line_starts.push(i + 1),
-                b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
-                    line_starts.push(i + 2);
-                    i += 1;
-                }
-                b'\r' => line_starts.push(i + 1),
-                _ => {}
+        let mut breaks = memchr::memchr2_iter(b'\n', b'\r', bytes);
+        while let Some(i) = breaks.next() {
+            if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                // `\r\n` is one break; the `\n` is the next match.
+                breaks.next();
+                line_starts.push(i + 2);
+            } else {
+                line_starts.push(i + 1);
             }
-            i += 1;
         }
         let index = u32::try_from(self.files.len()).expect("more than 2^32 source files");
         let directives = line_directives(&source.text);

@@ -152,7 +152,12 @@ impl Trie4 {
     pub fn build(routes: &[(Prefix4, NextHop)], bound: usize) -> Result<Trie4, LpmError> {
         let t = Trie4::with_memory_bound(bound)?;
         let mut sorted: Vec<_> = routes.to_vec();
-        sorted.sort_by_key(|r| r.0.len);
+        // Shorter prefixes first, so that longer ones overwrite them; by
+        // address within a length (those are disjoint, their order does
+        // not matter), so that consecutive inserts walk the same upper
+        // nodes while they are in cache. Stable: a prefix given twice
+        // keeps its last hop.
+        sorted.sort_by_key(|r| (r.0.len, r.0.addr));
         for (p, nh) in sorted {
             t.insert(p, nh)?;
         }

@@ -132,7 +132,7 @@ impl RouteTable {
     /// in order of first use, IPv4 routes first.
     pub fn intern(&self) -> InternedRoutes {
         fn id<'a>(
-            ids: &mut HashMap<&'a [Hop], u32>,
+            ids: &mut HashMap<&'a [Hop], u32, foldhash::fast::RandomState>,
             groups: &mut Vec<Vec<Hop>>,
             hops: &'a [Hop],
         ) -> NextHop {
@@ -142,7 +142,7 @@ impl RouteTable {
                 n
             }))
         }
-        let mut ids = HashMap::new();
+        let mut ids = HashMap::with_hasher(foldhash::fast::RandomState::default());
         let mut groups = Vec::new();
         let v4 = self
             .v4
