@@ -151,13 +151,33 @@ impl Trie4 {
     /// inserted shortest first.
     pub fn build(routes: &[(Prefix4, NextHop)], bound: usize) -> Result<Trie4, LpmError> {
         let t = Trie4::with_memory_bound(bound)?;
-        let mut sorted: Vec<_> = routes.to_vec();
         // Shorter prefixes first, so that longer ones overwrite them; by
         // address within a length (those are disjoint, their order does
         // not matter), so that consecutive inserts walk the same upper
-        // nodes while they are in cache. Stable: a prefix given twice
-        // keeps its last hop.
-        sorted.sort_by_key(|r| (r.0.len, r.0.addr));
+        // nodes while they are in cache. Stable, so that a prefix given
+        // twice keeps its last hop: a counting sort by length (route
+        // lists usually come in address order, which it keeps), then a
+        // sort of any length whose prefixes are not in order.
+        let mut start = [0usize; 34];
+        for (p, _) in routes {
+            start[usize::from(p.len.min(32)) + 1] += 1;
+        }
+        for l in 1..34 {
+            start[l] += start[l - 1];
+        }
+        let mut sorted = vec![(Prefix4::new(0, 0), NextHop(0)); routes.len()];
+        let mut next = start;
+        for &(p, nh) in routes {
+            let l = usize::from(p.len.min(32));
+            sorted[next[l]] = (p, nh);
+            next[l] += 1;
+        }
+        for l in 0..33 {
+            let bucket = &mut sorted[start[l]..start[l + 1]];
+            if !bucket.is_sorted_by_key(|r| r.0.addr) {
+                bucket.sort_by_key(|r| r.0.addr);
+            }
+        }
         for (p, nh) in sorted {
             t.insert(p, nh)?;
         }
