@@ -103,7 +103,9 @@ pub(crate) fn bind_all(plan: &mut Plan, driver_port: Option<&str>) -> anyhow::Re
                 })?;
                 if *upward {
                     if let (Some(e), Ok(a)) = (plan.elements.get_mut(index), l.local_addr()) {
-                        set_port_arg(&mut e.args, a.port());
+                        let mut args = e.args.to_vec();
+                        set_port_arg(&mut args, a.port());
+                        e.args = args.into();
                     }
                 }
                 Listener::Tcp(l)
@@ -137,7 +139,7 @@ fn add_driver_socket(plan: &mut Plan, port: &str) {
     plan.elements.push(bricks_runtime::PlanElement {
         name: DRIVER_SOCKET.to_string(),
         class: bricks_elements::control::controlsocket::CLASS,
-        args: vec![arg("TCP"), arg(port), arg("LOCALHOST true")],
+        args: vec![arg("TCP"), arg(port), arg("LOCALHOST true")].into(),
         config_span: Default::default(),
         ports: Default::default(),
         outputs: Vec::new(),

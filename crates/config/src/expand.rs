@@ -302,7 +302,7 @@ impl<'p> Expander<'p> {
                         class: class.clone(),
                         class_span: e.class_span,
                         name_span: e.name_span,
-                        args,
+                        args: args.into(),
                         config,
                         config_span: e.config_span,
                         anonymous: e.declared.is_none(),

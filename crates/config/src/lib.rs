@@ -159,7 +159,7 @@ pub struct ElementDecl {
     /// Where the name was declared; the class name for anonymous elements.
     pub name_span: Span,
     /// The arguments, split at top-level commas.
-    pub args: Vec<Arg>,
+    pub args: std::sync::Arc<[Arg]>,
     /// The whole argument text, variables substituted and comments
     /// removed.
     pub config: String,

@@ -272,7 +272,7 @@ fn arguments_are_split_at_top_level_commas() {
             "m n"
         ]
     );
-    for arg in &e.args {
+    for arg in e.args.iter() {
         let written = text_of(text, arg.span);
         assert!(written.starts_with(&arg.text[..1]), "{written}");
     }

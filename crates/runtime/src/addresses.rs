@@ -51,8 +51,8 @@ pub fn resolve<'r>(
         let Some(class) = registry.get(&decl.class) else {
             let args = rewrite_all(&book, &decl.name, &decl.args).0;
             if let Cow::Owned(args) = args {
-                if args != decl.args {
-                    out.get_or_insert_with(|| router.clone()).elements[i].args = args;
+                if args[..] != decl.args[..] {
+                    out.get_or_insert_with(|| router.clone()).elements[i].args = args.into();
                 }
             }
             continue;
@@ -108,8 +108,8 @@ pub fn resolve<'r>(
             }
         }
         if let Cow::Owned(args) = args {
-            if args != decl.args {
-                out.get_or_insert_with(|| router.clone()).elements[i].args = args;
+            if args[..] != decl.args[..] {
+                out.get_or_insert_with(|| router.clone()).elements[i].args = args.into();
             }
         }
     }
@@ -180,7 +180,7 @@ pub fn book(router: &Router) -> AddressBook {
     let mut book = AddressBook::default();
     for decl in router.elements.iter().filter(|d| d.class == CLASS) {
         let prefix = decl.name.rsplit_once('/').map_or("", |(p, _)| p);
-        for a in &decl.args {
+        for a in decl.args.iter() {
             if let Ok((name, entry)) = parse_definition(&a.text) {
                 book.define(prefix, &name, entry);
             }

@@ -31,7 +31,7 @@ pub struct PlanElement {
     /// Its class.
     pub class: ElementClass,
     /// Its arguments as written.
-    pub args: Vec<Arg>,
+    pub args: std::sync::Arc<[Arg]>,
     /// Where its arguments are, for errors.
     pub config_span: Span,
     /// Its ports, resolved.
@@ -604,7 +604,9 @@ fn build_beside(
         elements.push(PlanElement {
             name: decl.name.clone(),
             class: classes[i],
-            args: decl.args.clone(),
+            // Shared with the parsed configuration, not copied: a
+            // million inline routes are a million argument strings.
+            args: Arc::clone(&decl.args),
             config_span: decl.config_span,
             ports: ports[i].clone(),
             outputs: std::mem::take(&mut outputs[i]),

@@ -59,7 +59,7 @@ pub fn parse_args(text: &str) -> Result<Vec<Arg>, String> {
             .collect::<Vec<_>>()
             .join("\n")
     })?;
-    Ok(r.elements[0].args.clone())
+    Ok(r.elements[0].args.to_vec())
 }
 
 /// Builds an element of `class` from `args` with the given ports, as the
