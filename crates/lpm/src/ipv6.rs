@@ -89,6 +89,45 @@ const LEAF_BYTES: usize = 4;
 const LEVELS: usize = (128 - DIR_BITS as usize) / STRIDE as usize;
 /// Addresses resolved together by [`Lpm6::lookup_batch`].
 const LANES: usize = 32;
+/// The most bits below its region a single node's rule may have: its
+/// pattern sits in the top 56 bits of the node's second word.
+const SINGLE_MAX: u8 = 56;
+
+/// Whether a node's words are a single node: a normal node's slot 0 is a
+/// child (bit 0 of `vector`) or starts a leaf run (bit 0 of `leafvec`); a
+/// single node has both clear.
+#[inline(always)]
+fn is_single(vector: u64, leafvec: u64) -> bool {
+    (vector | leafvec) & 1 == 0
+}
+
+/// The answer of a single node (words `leafvec`, `bases`) for `key`, the
+/// address shifted left by the node's region: the rule's leaf if the
+/// key's top bits match its pattern, else the inherited leaf.
+#[inline(always)]
+fn single_answer(leafvec: u64, bases: u64, key: u128) -> u32 {
+    let n = ((leafvec >> 1) & 63) as u32;
+    let diff = ((key >> 64) as u64 ^ leafvec).wrapping_shr(64u32.wrapping_sub(n));
+    if diff == 0 {
+        (bases >> 32) as u32
+    } else {
+        bases as u32
+    }
+}
+
+/// The words of a single node for the region `/r` whose only rule (longer
+/// than `r` by at most [`SINGLE_MAX`] bits) is `a/l` with leaf `v`, and
+/// `inherited` elsewhere in the region.
+fn single(r: u8, a: u128, l: u8, v: u32, inherited: u32) -> [u64; 3] {
+    let n = l - r;
+    debug_assert!(n >= 1 && n <= SINGLE_MAX);
+    let pattern = ((a << r) >> 64) as u64 & !(u64::MAX >> n);
+    [
+        0,
+        pattern | (n as u64) << 1,
+        inherited as u64 | (v as u64) << 32,
+    ]
+}
 
 #[inline(always)]
 fn leaf(nh: NextHop) -> u32 {
@@ -407,6 +446,9 @@ impl Poptrie6 {
                 key <<= STRIDE;
             } else {
                 let leafvec = w[1].load(Ordering::Relaxed);
+                if is_single(vector, leafvec) {
+                    return Some(single_answer(leafvec, bases, key));
+                }
                 let i = leaf_index(leafvec, bases, sh);
                 return self.leaves.get(i).map(|l| l.load(Ordering::Relaxed));
             }
@@ -452,6 +494,7 @@ impl Poptrie6 {
 
     /// Slot `v` of a node.
     fn slot(&self, [vector, leafvec, bases]: [u64; 3], v: usize) -> Slot {
+        debug_assert!(!is_single(vector, leafvec));
         if vector & (1 << v) != 0 {
             Slot::Node(self.read_node((bases >> 32) as u32 + (vector & upto(v)).count_ones() - 1))
         } else {
@@ -463,6 +506,7 @@ impl Poptrie6 {
     /// The 64 slots of a node.
     fn decode(&self, desc: [u64; 3]) -> [Slot; 64] {
         let [vector, leafvec, bases] = desc;
+        debug_assert!(!is_single(vector, leafvec));
         let mut child = (bases >> 32) as u32;
         // The leaf of a slot is the last run that starts at or before it.
         let mut leaf_at = (bases as u32 as usize).wrapping_sub(1);
@@ -581,8 +625,15 @@ impl Poptrie6 {
         r: u8,
         inherited: u32,
     ) -> Result<Slot, LpmError> {
-        if !rules.iter().any(|x| x.1 > r) {
-            return Ok(Slot::Leaf(inherited));
+        let mut longer = rules.iter().filter(|x| x.1 > r);
+        match (longer.next(), longer.next()) {
+            (None, _) => return Ok(Slot::Leaf(inherited)),
+            (Some(&(a, l, v)), None) => {
+                if let Some(s) = Self::single_slot(r, a, l, v, inherited) {
+                    return Ok(s);
+                }
+            }
+            _ => {}
         }
         let mut paint = [inherited; 64];
         for &(a, l, v) in rules.iter().filter(|x| x.1 > r && x.1 <= r + STRIDE) {
@@ -606,6 +657,17 @@ impl Poptrie6 {
             i = e;
         }
         self.assemble(w, &slots)
+    }
+
+    /// The content of the region `/r` whose only rule is `a/l` (longer
+    /// than `r`) with leaf `v`: a single node, or the inherited leaf when
+    /// the rule answers the same; `None` when the rule is too deep for a
+    /// single node.
+    fn single_slot(r: u8, a: u128, l: u8, v: u32, inherited: u32) -> Option<Slot> {
+        if v == inherited {
+            return Some(Slot::Leaf(inherited));
+        }
+        (l - r <= SINGLE_MAX).then(|| Slot::Node(single(r, a, l, v, inherited)))
     }
 
     /// Rebuilds the region `region/r`, which contains the changed prefix
@@ -632,6 +694,35 @@ impl Poptrie6 {
         ch: &Change<'_>,
     ) -> Result<Outcome, LpmError> {
         let p = ch.p;
+        // A region left with one rule becomes a single node (the old
+        // subtree goes whole); a single node that gets a second rule is
+        // rebuilt from the rules (two of them).
+        let last = region | !Prefix6::mask(r);
+        let mut few = w.rules.range((region, r + 1)..=(last, 128));
+        let single_new = match (few.next(), few.next()) {
+            (Some((&(a, l), &nh)), None) => Self::single_slot(r, a, l, leaf(nh), inherited),
+            _ => None,
+        };
+        if let Some(new) = single_new {
+            if new == old {
+                return Ok(Outcome::Same);
+            }
+            if let Slot::Node(d) = old {
+                self.retire(w, d);
+            }
+            return Ok(Outcome::New(new));
+        }
+        if let Slot::Node(d) = old {
+            if is_single(d[0], d[1]) {
+                let under = w.under(region, r);
+                let new = self.build_fresh(w, &under, region, r, inherited)?;
+                return Ok(if new == old {
+                    Outcome::Same
+                } else {
+                    Outcome::New(new)
+                });
+            }
+        }
         let decode = |old: Slot| match old {
             Slot::Node(desc) => self.decode(desc),
             leaf @ Slot::Leaf(_) => [leaf; 64],
@@ -743,6 +834,9 @@ impl Poptrie6 {
     /// Schedules the blocks of a replaced node (not its children) for
     /// freeing once the update is published.
     fn retire_blocks(&self, w: &mut Writer, [vector, leafvec, bases]: [u64; 3]) {
+        if is_single(vector, leafvec) {
+            return;
+        }
         if vector != 0 {
             w.replaced
                 .push((true, (bases >> 32) as u32, vector.count_ones() as usize));
@@ -755,6 +849,9 @@ impl Poptrie6 {
 
     /// Schedules a replaced node and its whole subtree for freeing.
     fn retire(&self, w: &mut Writer, desc: [u64; 3]) {
+        if is_single(desc[0], desc[1]) {
+            return;
+        }
         for s in self.decode(desc) {
             if let Slot::Node(d) = s {
                 self.retire(w, d);
@@ -1013,6 +1110,11 @@ impl Poptrie6 {
                         still += 1;
                     } else {
                         let leafvec = w[1].load(Ordering::Relaxed);
+                        if is_single(vector, leafvec) {
+                            res[lane[j] as usize & (LANES - 1)] =
+                                single_answer(leafvec, bases, key[j]);
+                            continue;
+                        }
                         let i = leaf_index(leafvec, bases, sh);
                         if let Some(l) = self.leaves.get(i) {
                             prefetch(l);
