@@ -24,21 +24,50 @@
 //! which sit contiguously in two arrays; a lookup finds the next index
 //! with a population count. Leaves are pushed (each holds the final answer
 //! for its range, so a lookup reads exactly one leaf) and runs of equal
-//! leaves are stored once, so a node with one /48 in it costs 24 bytes
-//! plus two or three leaves. 200K prefixes shaped like today's table
-//! ([`crate::gen`]) take 15.7 MiB, 4 of them the direct pointing array,
-//! against 100 MiB and more for an expanded trie; the hot upper levels
-//! stay in cache.
+//! leaves are stored once, and a region with one or two rules in it is
+//! one node of 24 bytes with no leaves (a compact node, below). 200K
+//! prefixes shaped like today's table ([`crate::gen`]) take 8.1 MiB, 4 of them the
+//! direct pointing array, against 100 MiB and more for an expanded trie;
+//! the hot upper levels stay in cache.
 //!
 //! The direct pointing array covers the first 20 bits (2^20 entries, 4
 //! MiB, a leaf or the index of the node for that /20), chosen for the
 //! length distribution: with 6-bit strides after it the levels end at /26,
-//! /32, /38, /44, /50, so a /32 ends exactly at a level, a /48 takes five
-//! node loads, and 20 + 18 x 6 = 128 leaves no partial last stride.
+//! /32, /38, /44, /50, so a /32 ends exactly at a level, and 20 + 18 x 6 =
+//! 128 leaves no partial last stride.
+//!
+//! # Compact nodes
+//!
+//! Most /48s are alone in their /32 (often in their /26), and a plain
+//! Poptrie reaches such a /48 through a chain of one-child nodes (/32,
+//! /38, /44) and then a leaf: seven dependent loads counting the direct
+//! pointing entry. Instead, a region (the region of any node: a /20, a
+//! /26, ...) whose rules longer than itself come down to one or two that
+//! show (a rule whose leaf equals the answer around it does not), at
+//! most 41 bits deeper than the region together, is a *compact node*:
+//! the same three words, with `vector` 0; the second word holds the
+//! rules' lengths below the region and their two leaves (bit 0 clear,
+//! which no normal node has: a normal node's slot 0 is a child or starts
+//! a leaf run), the third their bits below the region and the region's
+//! inherited leaf (leaves are 23 bits for this). A lookup that reaches
+//! it compares the address's next bits with the longer rule's, then the
+//! other's, and takes that leaf or the inherited one, without a leaf
+//! load and without a branch (a single rule is stored with an empty
+//! second one whose leaf is the inherited one). A /48 alone in its /26
+//! is then three loads (direct entry, the /20's node, the compact node),
+//! one alone in its /32 or with one other rule there four. On the
+//! generated 200K table 85% of lookups of addresses inside its prefixes
+//! end at a compact node and 80% take four loads or fewer, and the
+//! table shrinks from 15.7 to 8.1 MiB. The writer keeps the invariant
+//! on every change: a region left with one or two rules that show
+//! becomes a compact node (its old subtree freed), a compact node given
+//! another rule is rebuilt from the region's rules, and a region where
+//! no rule shows is a leaf.
 //!
 //! A lookup is a chain of dependent loads that miss cache on a large
 //! table, so [`Lpm6::lookup_batch`] interleaves 32 lookups, advancing each
-//! by one load per pass after prefetching it (about 4x the speed of one
+//! by one load per pass after prefetching it (both cache lines of a node
+//! that straddles two: two nodes in eight do) (about 2x the speed of one
 //! lookup at a time). The population counts use the POPCNT instruction,
 //! selected at run time, since the x86_64 baseline lacks it.
 //!
@@ -49,7 +78,8 @@
 //! fresh blocks, and copies the path above it only as far as it must: a
 //! node is three words, and when a rebuilt node keeps its `vector` and
 //! `leafvec`, one atomic store of its third word (where its children and
-//! leaves are) publishes it in place; otherwise its parent is copied, up to
+//! leaves are, or a compact node's rule bits and inherited leaf)
+//! publishes it in place; otherwise its parent is copied, up to
 //! a new node for the /20 published with one Release store of the direct
 //! pointing entry. Path copying, the RCU idiom: a lookup sees the whole old
 //! path or the whole new one. Replaced blocks go to limbo and are reused
@@ -79,7 +109,9 @@ const DIR_BYTES: usize = DIR_LEN * 4;
 const STRIDE: u8 = 6;
 /// Direct-pointing entry: a node index rather than a leaf.
 const NODE: u32 = 1 << 31;
-const VALID: u32 = 1 << 30;
+/// A leaf is 23 bits (the valid bit and the next hop), so that compact
+/// nodes hold leaves as they are.
+const VALID: u32 = 1 << 22;
 const NH_MASK: u32 = (1 << 22) - 1;
 /// A node is three words: vector, leafvec, leaf base | child base << 32.
 const NODE_WORDS: usize = 3;
@@ -89,6 +121,67 @@ const LEAF_BYTES: usize = 4;
 const LEVELS: usize = (128 - DIR_BITS as usize) / STRIDE as usize;
 /// Addresses resolved together by [`Lpm6::lookup_batch`].
 const LANES: usize = 32;
+/// The most bits below its region a compact node's rules may have
+/// together: their patterns share the node's third word with a leaf.
+const COMPACT_MAX: u8 = 41;
+/// A region with at most this many rules is checked for a compact node
+/// (its rules that show: some may repeat the answer around them).
+const COMPACT_SCAN: usize = 4;
+/// The bits of a leaf.
+const LEAF_MASK: u64 = (1 << 23) - 1;
+
+/// Prefetches both cache lines a node may straddle (a node is 24 bytes:
+/// two in eight cross a line), so a lookup's next pass finds all three
+/// words in cache.
+#[inline(always)]
+fn prefetch_node(w: &[AtomicU64; NODE_WORDS]) {
+    prefetch(&w[0]);
+    prefetch(&w[2]);
+}
+
+/// Whether a node's words are a compact node: a normal node's slot 0 is
+/// a child (bit 0 of `vector`) or starts a leaf run (bit 0 of
+/// `leafvec`); a compact node has both clear.
+#[inline(always)]
+fn is_compact(vector: u64, leafvec: u64) -> bool {
+    (vector | leafvec) & 1 == 0
+}
+
+/// Whether the top `n` bits of `x` are 0 (all of them for `n` = 0).
+#[inline(always)]
+fn top_zero(x: u64, n: u64) -> bool {
+    (x >> 1) >> (63 - n) == 0
+}
+
+/// The answer of a compact node (second and third words `info`,
+/// `bits`) for `key`, the address shifted left by the node's region: the
+/// first rule's leaf if its pattern matches, else the second's if its
+/// pattern matches (an empty one always does), else the inherited leaf.
+#[inline(always)]
+fn compact_answer(info: u64, bits: u64, key: u128) -> u32 {
+    let top = (key >> 64) as u64;
+    let na = (info >> 2) & 63;
+    let nb = (info >> 8) & 63;
+    let b = std::hint::select_unpredictable(top_zero(top ^ bits << na, nb), info >> 37, bits);
+    let e = std::hint::select_unpredictable(top_zero(top ^ bits, na), info >> 14, b);
+    (e & LEAF_MASK) as u32
+}
+
+/// The words of a compact node for the region `/r` with the rules `x`
+/// and `y` (address, length, leaf), `x` not shorter and longer than `r`,
+/// at most [`COMPACT_MAX`] bits below `r` together, and `inherited`
+/// elsewhere. A single rule is `x` with `y` empty (length `r`, leaf
+/// `inherited`).
+fn compact(r: u8, x: (u128, u8, u32), y: (u128, u8, u32), inherited: u32) -> [u64; 3] {
+    let (na, nb) = (x.1 - r, y.1 - r);
+    debug_assert!(na >= nb && na >= 1 && na + nb <= COMPACT_MAX);
+    let bits = |a: u128, n: u8| ((a << r) >> 64) as u64 & !(u64::MAX >> n);
+    [
+        0,
+        (na as u64) << 2 | (nb as u64) << 8 | (x.2 as u64) << 14 | (y.2 as u64) << 37,
+        bits(x.0, na) | bits(y.0, nb) >> na | inherited as u64,
+    ]
+}
 
 #[inline(always)]
 fn leaf(nh: NextHop) -> u32 {
@@ -407,6 +500,9 @@ impl Poptrie6 {
                 key <<= STRIDE;
             } else {
                 let leafvec = w[1].load(Ordering::Relaxed);
+                if is_compact(vector, leafvec) {
+                    return Some(compact_answer(leafvec, bases, key));
+                }
                 let i = leaf_index(leafvec, bases, sh);
                 return self.leaves.get(i).map(|l| l.load(Ordering::Relaxed));
             }
@@ -452,6 +548,7 @@ impl Poptrie6 {
 
     /// Slot `v` of a node.
     fn slot(&self, [vector, leafvec, bases]: [u64; 3], v: usize) -> Slot {
+        debug_assert!(!is_compact(vector, leafvec));
         if vector & (1 << v) != 0 {
             Slot::Node(self.read_node((bases >> 32) as u32 + (vector & upto(v)).count_ones() - 1))
         } else {
@@ -463,6 +560,7 @@ impl Poptrie6 {
     /// The 64 slots of a node.
     fn decode(&self, desc: [u64; 3]) -> [Slot; 64] {
         let [vector, leafvec, bases] = desc;
+        debug_assert!(!is_compact(vector, leafvec));
         let mut child = (bases >> 32) as u32;
         // The leaf of a slot is the last run that starts at or before it.
         let mut leaf_at = (bases as u32 as usize).wrapping_sub(1);
@@ -581,8 +679,15 @@ impl Poptrie6 {
         r: u8,
         inherited: u32,
     ) -> Result<Slot, LpmError> {
-        if !rules.iter().any(|x| x.1 > r) {
+        let mut longer = rules.iter().filter(|x| x.1 > r).copied();
+        let few: Vec<(u128, u8, u32)> = longer.by_ref().take(COMPACT_SCAN).collect();
+        if few.is_empty() {
             return Ok(Slot::Leaf(inherited));
+        }
+        if longer.next().is_none() {
+            if let Some(s) = Self::compact_slot(r, &few, inherited) {
+                return Ok(s);
+            }
         }
         let mut paint = [inherited; 64];
         for &(a, l, v) in rules.iter().filter(|x| x.1 > r && x.1 <= r + STRIDE) {
@@ -606,6 +711,38 @@ impl Poptrie6 {
             i = e;
         }
         self.assemble(w, &slots)
+    }
+
+    /// The content of the region `/r` whose rules (longer than `r`, in
+    /// (address, length) order) are `rules`: the inherited leaf when
+    /// none of them shows (each answers what the region would answer
+    /// without it), else a compact node for the one or two that show; `None` when more show or they are too deep for one node.
+    fn compact_slot(r: u8, rules: &[(u128, u8, u32)], inherited: u32) -> Option<Slot> {
+        // A rule shows when its leaf differs from that of the longest
+        // other rule covering it (or the inherited one); dropping every
+        // rule that does not show changes no answer.
+        let shown: Vec<(u128, u8, u32)> = rules
+            .iter()
+            .filter(|&&(a, l, v)| {
+                let cover = rules
+                    .iter()
+                    .filter(|c| c.1 < l && a & Prefix6::mask(c.1) == c.0)
+                    .max_by_key(|c| c.1)
+                    .map_or(inherited, |c| c.2);
+                v != cover
+            })
+            .copied()
+            .collect();
+        match *shown.as_slice() {
+            [] => Some(Slot::Leaf(inherited)),
+            [x] => (x.1 - r <= COMPACT_MAX)
+                .then(|| Slot::Node(compact(r, x, (0, r, inherited), inherited))),
+            [x, y] => {
+                let (x, y) = if x.1 >= y.1 { (x, y) } else { (y, x) };
+                (x.1 - r + y.1 - r <= COMPACT_MAX).then(|| Slot::Node(compact(r, x, y, inherited)))
+            }
+            _ => None,
+        }
     }
 
     /// Rebuilds the region `region/r`, which contains the changed prefix
@@ -632,6 +769,40 @@ impl Poptrie6 {
         ch: &Change<'_>,
     ) -> Result<Outcome, LpmError> {
         let p = ch.p;
+        // A region left with one or two rules that show becomes a compact
+        // node (the old subtree goes whole); a compact node that gets
+        // another rule is rebuilt from the rules (at most five).
+        let last = region | !Prefix6::mask(r);
+        let mut range = w.rules.range((region, r + 1)..=(last, 128));
+        let few: Vec<(u128, u8, u32)> = range
+            .by_ref()
+            .take(COMPACT_SCAN)
+            .map(|(&(a, l), &nh)| (a, l, leaf(nh)))
+            .collect();
+        let compact_new = match range.next() {
+            None => Self::compact_slot(r, &few, inherited),
+            Some(_) => None,
+        };
+        if let Some(new) = compact_new {
+            if new == old {
+                return Ok(Outcome::Same);
+            }
+            if let Slot::Node(d) = old {
+                self.retire(w, d);
+            }
+            return Ok(Outcome::New(new));
+        }
+        if let Slot::Node(d) = old {
+            if is_compact(d[0], d[1]) {
+                let under = w.under(region, r);
+                let new = self.build_fresh(w, &under, region, r, inherited)?;
+                return Ok(if new == old {
+                    Outcome::Same
+                } else {
+                    Outcome::New(new)
+                });
+            }
+        }
         let decode = |old: Slot| match old {
             Slot::Node(desc) => self.decode(desc),
             leaf @ Slot::Leaf(_) => [leaf; 64],
@@ -743,6 +914,9 @@ impl Poptrie6 {
     /// Schedules the blocks of a replaced node (not its children) for
     /// freeing once the update is published.
     fn retire_blocks(&self, w: &mut Writer, [vector, leafvec, bases]: [u64; 3]) {
+        if is_compact(vector, leafvec) {
+            return;
+        }
         if vector != 0 {
             w.replaced
                 .push((true, (bases >> 32) as u32, vector.count_ones() as usize));
@@ -755,6 +929,9 @@ impl Poptrie6 {
 
     /// Schedules a replaced node and its whole subtree for freeing.
     fn retire(&self, w: &mut Writer, desc: [u64; 3]) {
+        if is_compact(desc[0], desc[1]) {
+            return;
+        }
         for s in self.decode(desc) {
             if let Slot::Node(d) = s {
                 self.retire(w, d);
@@ -977,7 +1154,7 @@ impl Poptrie6 {
                 if d & NODE != 0 {
                     let x = d & !NODE;
                     if let Some(w) = nodes.get(x as usize) {
-                        prefetch(w);
+                        prefetch_node(w);
                     }
                     node[m & (LANES - 1)] = x;
                     key[m & (LANES - 1)] = a << DIR_BITS;
@@ -1005,21 +1182,32 @@ impl Poptrie6 {
                     if let Some(rank) = child_rank(vector, sh) {
                         let x = ((bases >> 32) as u32).wrapping_add(rank);
                         if let Some(c) = nodes.get(x as usize) {
-                            prefetch(c);
+                            prefetch_node(c);
                         }
                         node[still & (LANES - 1)] = x;
                         key[still & (LANES - 1)] = key[j] << STRIDE;
                         lane[still & (LANES - 1)] = lane[j];
                         still += 1;
                     } else {
+                        // A compact node answers here; otherwise the
+                        // lane joins the leaf list. No branch on which:
+                        // a compact lane writes its answer, prefetches
+                        // leaf 0 and is left off the list.
                         let leafvec = w[1].load(Ordering::Relaxed);
-                        let i = leaf_index(leafvec, bases, sh);
+                        let compact = is_compact(vector, leafvec);
+                        res[lane[j] as usize & (LANES - 1)] =
+                            compact_answer(leafvec, bases, key[j]);
+                        let i = std::hint::select_unpredictable(
+                            compact,
+                            0,
+                            leaf_index(leafvec, bases, sh),
+                        );
                         if let Some(l) = self.leaves.get(i) {
                             prefetch(l);
                         }
                         at[nl & (LANES - 1)] = i;
                         leaf_lane[nl & (LANES - 1)] = lane[j];
-                        nl += 1;
+                        nl += !compact as usize;
                     }
                 }
                 m = still;
@@ -1294,6 +1482,116 @@ mod tests {
             assert_eq!(&single, want, "bound {extra} bytes over the table");
         }
         assert!(refused > 0);
+    }
+
+    /// Compact nodes: a /48 alone under its /20 is one node; a sibling
+    /// /48 under the same /32 turns it into a path of normal nodes ending
+    /// in a compact node for the two, a third sibling into a normal node
+    /// for the /32, and removing the siblings folds it back; a covering
+    /// /32 (the inherited answer), a next-hop change (stored in place), a
+    /// rule too deep for one compact node (a /128 under a /20) and
+    /// removing everything. Every step is checked against a scan, single
+    /// and batched.
+    #[test]
+    fn compact_nodes_form_and_dissolve() {
+        let a = p("2001:db8:1::", 48);
+        let b = p("2001:db8:ff00::", 48);
+        let c = p("2001:db8:8000::", 48);
+        let covering = p("2001:db8::", 32);
+        let deep = p("2001:db8:1:2:3:4:5:6", 128);
+        let probes: Vec<u128> = [a, b, c, covering, deep]
+            .iter()
+            .flat_map(|q| {
+                let last = q.addr | !Prefix6::mask(q.len);
+                [
+                    q.addr,
+                    last,
+                    q.addr.wrapping_sub(1),
+                    last.wrapping_add(1),
+                    q.addr | 0x1234 << 20,
+                    q.addr ^ 1 << (128 - q.len as u32),
+                ]
+            })
+            .chain([0, u128::MAX, ip("2001:db9::1"), ip("2001:db8:2::1")])
+            .collect();
+        let t = Poptrie6::new();
+        let mut rules: Vec<(Prefix6, NextHop)> = Vec::new();
+        let check = |t: &Poptrie6, rules: &[(Prefix6, NextHop)], step: &str| {
+            let mut out = vec![None; probes.len()];
+            t.lookup_batch(&probes, &mut out);
+            for (&x, &o) in probes.iter().zip(&out) {
+                let want = scan(rules, x);
+                assert_eq!(t.lookup(x), want, "{step}: {x:#034x}");
+                assert_eq!(o, want, "{step}, batched: {x:#034x}");
+            }
+            let built = Poptrie6::build(rules, Poptrie6::DEFAULT_MEMORY_BOUND).unwrap();
+            for &x in &probes {
+                assert_eq!(built.lookup(x), scan(rules, x), "{step}, built: {x:#034x}");
+            }
+        };
+        let set = |t: &Poptrie6, rules: &mut Vec<(Prefix6, NextHop)>, q: Prefix6, nh| {
+            t.insert(q, nh).unwrap();
+            rules.retain(|r| r.0 != q);
+            rules.push((q, nh));
+        };
+        let unset = |t: &Poptrie6, rules: &mut Vec<(Prefix6, NextHop)>, q: Prefix6| {
+            let had = rules.iter().find(|r| r.0 == q).map(|r| r.1);
+            assert_eq!(t.remove(q).unwrap(), had);
+            rules.retain(|r| r.0 != q);
+        };
+        // A /48 alone: one compact node for its /20, no leaves.
+        set(&t, &mut rules, a, NextHop(1));
+        check(&t, &rules, "a alone");
+        assert_eq!(t.node_and_leaf_count(), (1, 0));
+        // A sibling under the same /32: normal nodes for the /20 and the
+        // /26 (one leaf each), a compact node for the /32 (16 + 16 bits).
+        set(&t, &mut rules, b, NextHop(2));
+        check(&t, &rules, "a and b");
+        assert_eq!(t.node_and_leaf_count(), (3, 2));
+        // A third: a normal node for the /32, compact nodes below it.
+        set(&t, &mut rules, c, NextHop(3));
+        check(&t, &rules, "a, b and c");
+        assert!(t.node_and_leaf_count().0 > 3);
+        unset(&t, &mut rules, c);
+        check(&t, &rules, "c removed");
+        assert_eq!(t.node_and_leaf_count(), (3, 2));
+        // The sibling's removal folds the path back into one node.
+        unset(&t, &mut rules, b);
+        check(&t, &rules, "b removed");
+        assert_eq!(t.node_and_leaf_count(), (1, 0));
+        // A next-hop change of the compact node's rule.
+        set(&t, &mut rules, a, NextHop(3));
+        check(&t, &rules, "a changed");
+        assert_eq!(t.node_and_leaf_count(), (1, 0));
+        // A covering /32: two rules under the /20 (one compact node, 12
+        // + 28 bits), the /32's answer inherited around the /48.
+        set(&t, &mut rules, covering, NextHop(4));
+        check(&t, &rules, "covering /32");
+        set(&t, &mut rules, covering, NextHop(5));
+        check(&t, &rules, "covering /32 changed");
+        set(&t, &mut rules, b, NextHop(2));
+        check(&t, &rules, "b again under the /32");
+        // The /48 with the /32's next hop answers like the /32.
+        set(&t, &mut rules, a, NextHop(5));
+        check(&t, &rules, "a as the /32");
+        unset(&t, &mut rules, b);
+        check(&t, &rules, "b removed under the /32");
+        unset(&t, &mut rules, covering);
+        check(&t, &rules, "covering removed");
+        assert_eq!(t.node_and_leaf_count(), (1, 0));
+        // A /128 is 108 bits below its /20: too deep for one compact node.
+        unset(&t, &mut rules, a);
+        assert_eq!(t.node_and_leaf_count(), (0, 0));
+        set(&t, &mut rules, deep, NextHop(6));
+        check(&t, &rules, "deep alone");
+        assert!(t.node_and_leaf_count().0 > 1);
+        set(&t, &mut rules, a, NextHop(1));
+        check(&t, &rules, "deep under a");
+        for q in [deep, a] {
+            unset(&t, &mut rules, q);
+            check(&t, &rules, "taken down");
+        }
+        assert_eq!(t.node_and_leaf_count(), (0, 0));
     }
 
     /// Longest-prefix match by a scan of every rule: the definition,
