@@ -1196,7 +1196,8 @@ impl<'a> Context<'a> {
     }
 
     /// Sends each packet of `batch` to the output `classify` picks, or drops
-    /// it when `classify` says `None` (the element counts why). Packets
+    /// it when `classify` says `None` (the element counts why); `classify`
+    /// is called once for each packet, in the batch's order. Packets
     /// keep their order within each output. The common case, every packet
     /// to output 0, forwards the batch as it is. A mixed batch goes out in
     /// increasing port order, output 0 first: where each output gets one
@@ -1206,8 +1207,17 @@ impl<'a> Context<'a> {
     pub fn push_classified(
         &mut self,
         batch: &mut Batch,
-        classify: impl FnMut(&mut Packet) -> Option<usize>,
+        mut classify: impl FnMut(&mut Packet) -> Option<usize>,
     ) {
+        if let [p] = batch.as_mut_slice() {
+            // One packet (an element behind a demultiplexer of many
+            // outputs sees little else): one push, to its output.
+            match classify(p) {
+                Some(port) => self.push(port, batch),
+                None => batch.clear(),
+            }
+            return;
+        }
         self.dispatch(batch, classify, true);
         self.push(0, batch);
     }
@@ -1279,8 +1289,22 @@ impl<'a> Context<'a> {
         } else if batch.len() <= SMALL_BATCH {
             self.dispatch_in::<SMALL_BATCH>(batch, classify, push_zero);
         } else {
-            self.dispatch_in::<MAX_BATCH>(batch, classify, push_zero);
+            self.dispatch_large(batch, classify, push_zero);
         }
+    }
+
+    /// [`Context::dispatch_in`] for batches of more than [`SMALL_BATCH`]
+    /// packets, out of line: its lists take some kilobytes of stack, which
+    /// every call of the element would otherwise reserve (and probe),
+    /// batches of one included.
+    #[inline(never)]
+    fn dispatch_large(
+        &mut self,
+        batch: &mut Batch,
+        classify: impl FnMut(&mut Packet) -> Option<usize>,
+        push_zero: bool,
+    ) {
+        self.dispatch_in::<MAX_BATCH>(batch, classify, push_zero);
     }
 
     /// [`Context::dispatch`] for batches of at most `N` packets.
@@ -1656,6 +1680,76 @@ mod push_tests {
             .enumerate()
             .all(|(k, &(i, len))| i == k && len == 2));
         assert_eq!(*sunk.lock().unwrap(), [7, 8]);
+    }
+
+    /// Sends a packet whose first byte is `b` out of output `b % 20`, or
+    /// drops it when `b` is 255; notes the bytes in the order asked.
+    struct Split(Log<u8>);
+
+    impl Element for Split {
+        fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+            cx.push_classified(batch, |p| {
+                let b = p.data()[0];
+                self.0.lock().unwrap().push(b);
+                (b != 255).then_some(usize::from(b) % 20)
+            });
+        }
+    }
+
+    /// Notes the input port and first byte of what it is given.
+    struct PortSink(Log<(usize, u8)>);
+
+    impl Element for PortSink {
+        fn push(&mut self, port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+            let mut got = self.0.lock().unwrap();
+            got.extend(batch.drain().map(|p| (port, p.data()[0])));
+        }
+    }
+
+    #[test]
+    fn a_classified_push_asks_once_per_packet_in_order_and_keeps_order_per_output() {
+        let (asked, sunk): (Log<u8>, Log<(usize, u8)>) = Default::default();
+        let outs: Vec<Edge> = (0..20)
+            .map(|p| Edge {
+                element: 1,
+                port: p,
+            })
+            .collect();
+        let g = graph(
+            vec![
+                Box::new(Split(asked.clone())),
+                Box::new(PortSink(sunk.clone())),
+            ],
+            vec![outs.into_boxed_slice(), Box::new([])],
+        );
+        let mut w = WorkerState::new(0, 1);
+        // One packet, a few to few outputs, a small and a large batch to
+        // many outputs, with drops.
+        let few: Vec<u8> = vec![1, 0, 1, 255, 2, 0];
+        let small: Vec<u8> = (0..30).map(|i| (i * 7 % 23) as u8).chain([255]).collect();
+        let large: Vec<u8> = (0..200).map(|i| (i * 13 % 41) as u8).collect();
+        for bytes in [vec![5], few, small, large] {
+            asked.lock().unwrap().clear();
+            sunk.lock().unwrap().clear();
+            g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(&bytes), cx));
+            assert_eq!(*asked.lock().unwrap(), bytes);
+            let sunk = sunk.lock().unwrap();
+            for port in 0..20 {
+                let want: Vec<u8> = bytes
+                    .iter()
+                    .copied()
+                    .filter(|&b| b != 255 && usize::from(b) % 20 == port)
+                    .collect();
+                let got: Vec<u8> = sunk
+                    .iter()
+                    .filter(|&&(p, _)| p == port)
+                    .map(|&(_, b)| b)
+                    .collect();
+                assert_eq!(got, want, "output {port} of {bytes:?}");
+            }
+            let dropped = bytes.iter().filter(|&&b| b == 255).count();
+            assert_eq!(sunk.len() + dropped, bytes.len());
+        }
     }
 
     #[test]
