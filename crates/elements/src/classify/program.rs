@@ -589,12 +589,32 @@ impl Program {
     /// The output for a packet, or `None` to drop it.
     #[inline]
     pub fn run<H: Headers + ?Sized>(&self, h: &H) -> Option<usize> {
+        leaf_output(self.leaf(h))
+    }
+
+    /// The leaf a packet reaches, which [`Program::leaf_output`] turns
+    /// into its output: two packets go the same way exactly when their
+    /// leaves are equal, which a batch loop compares as they come.
+    #[inline]
+    pub fn leaf<H: Headers + ?Sized>(&self, h: &H) -> u32 {
         let mut t = self.entry;
         while t & LEAF == 0 {
             let s = &self.steps[t as usize];
             t = s.next[s.eval(h.bytes(s.base)) as usize];
         }
-        leaf_output(t)
+        t
+    }
+
+    /// The output a leaf from [`Program::leaf`] names, `None` to drop.
+    #[inline(always)]
+    pub fn leaf_output(leaf: u32) -> Option<usize> {
+        leaf_output(leaf)
+    }
+
+    /// [`Program::leaf`] of a packet's data (Classifier's offsets).
+    #[inline]
+    pub fn classify_leaf(&self, data: &[u8]) -> u32 {
+        self.leaf(data)
     }
 
     /// Classifies a packet by its data (Classifier's offsets).
