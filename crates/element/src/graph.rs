@@ -52,8 +52,6 @@ pub struct Graph {
     /// What the generic read handlers say of each element (empty when the
     /// graph was built without it).
     meta: Vec<ElementMeta>,
-    /// For each element, the upstream end of each pull input.
-    inputs: Vec<Box<[Edge]>>,
     /// For each element, the input each output passes pulls to while the
     /// element is busy ([`Element::pull_passes_to`]).
     pull_passes: Vec<Box<[Option<u32>]>>,
@@ -88,13 +86,17 @@ pub struct Graph {
     addresses: Option<std::sync::Arc<crate::addresses::AddressBook>>,
 }
 
-/// One element of a [`Graph`] and the downstream end of each of its push
-/// outputs, side by side: a push reads the edge from the pushing
-/// element's list (which its [`Context`] holds) and finds the destination's
-/// borrow flag and list in one record, with no table of tables between.
+/// One element of a [`Graph`] with the downstream end of each of its push
+/// outputs and the upstream end of each of its pull inputs, side by side:
+/// a push or pull reads the edge from the calling element's node (which
+/// its [`Context`] holds) and finds the other element's borrow flag and
+/// lists in one record, with no table of tables between.
 struct Node {
     cell: RefCell<Box<dyn Element>>,
     outs: Box<[Edge]>,
+    ins: Box<[Edge]>,
+    /// This element's index in the graph.
+    index: u32,
 }
 
 /// What the handlers Click gives every element with a task
@@ -171,8 +173,8 @@ impl Graph {
         assert_eq!(elements.len(), names.len());
         assert_eq!(elements.len(), outputs.len());
         assert_eq!(elements.len(), inputs.len());
-        // [`Edge::NONE`] must name no element: a push finds an unconnected
-        // output by the destination's bounds check alone.
+        // [`Edge::NONE`] must name no element: a push or pull finds an
+        // unconnected port by the other end's bounds check alone.
         assert!(elements.len() < u32::MAX as usize);
         let n = elements.len();
         let pull_passes = elements
@@ -189,14 +191,17 @@ impl Graph {
             elements: elements
                 .into_iter()
                 .zip(outputs)
-                .map(|(e, outs)| Node {
+                .zip(inputs)
+                .enumerate()
+                .map(|(index, ((e, outs), ins))| Node {
                     cell: RefCell::new(e),
                     outs,
+                    ins,
+                    index: index as u32,
                 })
                 .collect(),
             names,
             meta: Vec::new(),
-            inputs,
             unconnected: (0..n).map(|_| Cell::new(0)).collect(),
             deferred: RefCell::new(VecDeque::new()),
             deferred_writes: RefCell::new(VecDeque::new()),
@@ -421,11 +426,11 @@ impl Graph {
         worker: &mut WorkerState,
         f: impl FnOnce(&mut dyn Element, &mut Context<'_>) -> R,
     ) -> R {
-        let mut e = self.elements[index].cell.borrow_mut();
+        let node = &self.elements[index];
+        let mut e = node.cell.borrow_mut();
         let mut cx = Context {
             graph: self,
-            outs: &self.elements[index].outs,
-            element: index,
+            node,
             depth: 0,
             worker,
         };
@@ -565,8 +570,7 @@ impl Graph {
         let value = &*self.with_addresses(index, &**e, handler, value);
         let mut cx = Context {
             graph: self,
-            outs: &self.elements[index].outs,
-            element: index,
+            node: &self.elements[index],
             depth,
             worker,
         };
@@ -649,7 +653,7 @@ impl Graph {
     /// source that pushes, while every queue it reaches is full. bricks'
     /// tasks run on and find nothing; this is what `scheduled` reads.
     fn task_awake(&self, index: usize) -> bool {
-        let ins = &self.inputs[index];
+        let ins = &self.elements[index].ins;
         if ins.iter().any(|e| e.is_some()) {
             return (0..ins.len()).any(|i| ins[i].is_some() && self.upstream_active(index, i));
         }
@@ -668,7 +672,7 @@ impl Graph {
     }
 
     fn upstream_active_within(&self, element: usize, port: usize, depth: u32) -> bool {
-        let Some(edge) = self.inputs[element].get(port).filter(|e| e.is_some()) else {
+        let Some(edge) = self.elements[element].ins.get(port).filter(|e| e.is_some()) else {
             return false;
         };
         let src = edge.element as usize;
@@ -684,7 +688,7 @@ impl Graph {
         if let Some(active) = known {
             return active;
         }
-        let ins = &self.inputs[src];
+        let ins = &self.elements[src].ins;
         if !ins.iter().any(|e| e.is_some()) {
             return true;
         }
@@ -846,10 +850,9 @@ impl WorkerState {
 /// What an element sees of the graph and its worker while it runs.
 pub struct Context<'a> {
     graph: &'a Graph,
-    /// Where this element's push outputs lead: a push reads its edge
-    /// here, with no lookup of the element first.
-    outs: &'a [Edge],
-    element: usize,
+    /// This element's node: a push or pull reads its edge here, with no
+    /// lookup of the element first.
+    node: &'a Node,
     /// Pushes and pulls in progress on this worker's stack below this
     /// element's call (see [`MAX_PUSH_DEPTH`]); carried by the context,
     /// where a push finds it without a load from the graph and leaves
@@ -862,12 +865,12 @@ impl<'a> Context<'a> {
     /// This element's index in the graph.
     #[inline(always)]
     pub fn element_index(&self) -> usize {
-        self.element
+        self.node.index as usize
     }
 
     /// This element's name.
     pub fn name(&self) -> &str {
-        &self.graph.names[self.element]
+        &self.graph.names[self.element_index()]
     }
 
     /// Time at the start of the current scheduling round.
@@ -891,7 +894,7 @@ impl<'a> Context<'a> {
     /// Number of outputs this element has in the configuration.
     #[inline(always)]
     pub fn noutputs(&self) -> usize {
-        self.outs.len()
+        self.node.outs.len()
     }
 
     /// How many packets push output `port` can take before every queue
@@ -900,26 +903,26 @@ impl<'a> Context<'a> {
     /// finds 0 sends nothing and reports itself idle.
     #[inline]
     pub fn downstream_room(&self, port: usize) -> Option<usize> {
-        self.graph.downstream_room(self.element, port)
+        self.graph.downstream_room(self.element_index(), port)
     }
 
     /// Click's upstream empty signal of pull input `port`: whether a pull
     /// from it may find packets (see [`Graph::upstream_active`]). Walks
     /// the graph: for handlers and rare events, not per packet.
     pub fn upstream_active(&self, port: usize) -> bool {
-        self.graph.upstream_active(self.element, port)
+        self.graph.upstream_active(self.element_index(), port)
     }
 
     /// Whether [`Context::downstream_room`] can ever answer for push
     /// output `port` (see [`Graph::has_room_signal`]); fixed for the run.
     pub fn has_room_signal(&self, port: usize) -> bool {
-        self.graph.has_room_signal(self.element, port)
+        self.graph.has_room_signal(self.element_index(), port)
     }
 
     /// Whether push output `port` leads somewhere.
     #[inline(always)]
     pub fn output_connected(&self, port: usize) -> bool {
-        self.outs.get(port).is_some_and(|e| e.is_some())
+        self.node.outs.get(port).is_some_and(|e| e.is_some())
     }
 
     /// Whether time follows the packets (an offline run of captures)
@@ -967,7 +970,7 @@ impl<'a> Context<'a> {
     /// looks names up: in this element's compound, then each enclosing
     /// one, then at the top level.
     pub fn find_element(&self, name: &str) -> Option<usize> {
-        self.graph.resolve(self.element, name)
+        self.graph.resolve(self.element_index(), name)
     }
 
     /// Calls a handler of element `index` of this worker's graph: a read
@@ -1022,15 +1025,23 @@ impl<'a> Context<'a> {
     /// `DriverManager`): see [`WorkerState::stop_manager`].
     pub fn manage_stops(&mut self, on: bool) {
         if on {
-            self.worker.stop_manager = Some(self.element);
-        } else if self.worker.stop_manager == Some(self.element) {
+            self.worker.stop_manager = Some(self.element_index());
+        } else if self.worker.stop_manager == Some(self.element_index()) {
             self.worker.stop_manager = None;
         }
     }
 
     /// Asks for [`Element::run_timer`] to be called at or after `at`.
     pub fn schedule_at(&mut self, at: Timestamp) {
-        self.worker.timer_requests.push((at, self.element));
+        self.worker.timer_requests.push((at, self.element_index()));
+    }
+
+    /// The node of the element at the end of `edge`, `None` for
+    /// [`Edge::NONE`]: its element is past the end of the graph
+    /// (`Graph::new` makes sure), so one bounds check finds both.
+    #[inline(always)]
+    fn node_of(&self, edge: Edge) -> Option<&'a Node> {
+        self.graph.elements.get(edge.element as usize)
     }
 
     /// Pushes `batch` out of push output `port`; the batch is empty after.
@@ -1039,18 +1050,17 @@ impl<'a> Context<'a> {
     /// demultiplexer spreads traffic over many outputs the batches are of
     /// one packet, so the common path is kept short and the rare ones
     /// (unconnected port, deferral, packets left behind) are out of line.
-    #[inline]
+    /// It is inlined into the pushing element, whose own call frame it
+    /// shares.
+    #[inline(always)]
     pub fn push(&mut self, port: usize, batch: &mut Batch) {
         if batch.is_empty() {
             return;
         }
-        // An unconnected output's edge is [`Edge::NONE`], whose element
-        // is past the end of the graph (`Graph::new` makes sure): the
-        // bounds check on the destination finds it too.
-        let Some(&edge) = self.outs.get(port) else {
+        let Some(&edge) = self.node.outs.get(port) else {
             return self.push_unconnected(batch);
         };
-        let Some(node) = self.graph.elements.get(edge.element as usize) else {
+        let Some(node) = self.node_of(edge) else {
             return self.push_unconnected(batch);
         };
         // Deferred: too deep a chain of calls, or a cycle back into an
@@ -1063,8 +1073,7 @@ impl<'a> Context<'a> {
         };
         let mut cx = Context {
             graph: self.graph,
-            outs: &node.outs,
-            element: edge.element as usize,
+            node,
             depth: self.depth + 1,
             worker: &mut *self.worker,
         };
@@ -1082,7 +1091,7 @@ impl<'a> Context<'a> {
     #[cold]
     #[inline(never)]
     fn push_unconnected(&mut self, batch: &mut Batch) {
-        self.graph.drop_leftovers(self.element, batch);
+        self.graph.drop_leftovers(self.element_index(), batch);
     }
 
     /// Queues `batch` for `edge`, to be delivered when the call chain has
@@ -1103,43 +1112,66 @@ impl<'a> Context<'a> {
     }
 
     /// Pulls up to `max` packets from whatever feeds pull input `port` and
-    /// appends them to `out`.
-    #[inline]
+    /// appends them to `out`. Inlined into the pulling element, as
+    /// [`Context::push`] is; an element busy further up the stack is
+    /// handled out of line.
+    #[inline(always)]
     pub fn pull(&mut self, port: usize, out: &mut Batch, max: usize) {
-        let edge = match self.graph.inputs[self.element].get(port) {
-            Some(e) if e.is_some() => *e,
-            _ => return,
+        let Some(&edge) = self.node.ins.get(port) else {
+            return;
+        };
+        let Some(node) = self.node_of(edge) else {
+            return;
         };
         let max = max.min(out.remaining());
         if max == 0 {
             return;
         }
+        let Ok(mut e) = node.cell.try_borrow_mut() else {
+            return self.pull_busy(edge, out, max);
+        };
+        // A pull cannot be deferred (its caller waits for the packets);
+        // it counts so that pushes made under it defer sooner. Every
+        // level is a call on this stack: the count cannot overflow.
+        let mut cx = Context {
+            graph: self.graph,
+            node,
+            depth: self.depth + 1,
+            worker: &mut *self.worker,
+        };
+        e.pull(edge.port as usize, out, max, &mut cx);
+    }
+
+    /// [`Context::pull`] from `edge` when its element is busy further up
+    /// this pull: passed through when it only hands such pulls on
+    /// (Bypass); otherwise the pull gets nothing (the configuration check
+    /// refuses pull cycles).
+    #[cold]
+    #[inline(never)]
+    fn pull_busy(&mut self, edge: Edge, out: &mut Batch, max: usize) {
         let mut edge = edge;
-        // An element busy further up this pull is passed through when it
-        // only hands such pulls on (Bypass); otherwise the pull gets
-        // nothing (the configuration check refuses pull cycles).
-        let (src, mut e) = loop {
+        let (node, mut e) = loop {
             let src = edge.element as usize;
-            if let Ok(e) = self.graph.elements[src].cell.try_borrow_mut() {
-                break (src, e);
+            let Some(node) = self.node_of(edge) else {
+                return;
+            };
+            if let Ok(e) = node.cell.try_borrow_mut() {
+                break (node, e);
             }
             let passed = self.graph.pull_passes[src]
                 .get(edge.port as usize)
                 .copied()
                 .flatten()
-                .and_then(|i| self.graph.inputs[src].get(i as usize).copied());
+                .and_then(|i| node.ins.get(i as usize).copied());
             match passed {
                 Some(up) if up.is_some() => edge = up,
                 _ => return,
             }
         };
-        // A pull cannot be deferred (its caller waits for the packets);
-        // it counts so that pushes made under it defer sooner.
         let mut cx = Context {
             graph: self.graph,
-            outs: &self.graph.elements[src].outs,
-            element: src,
-            depth: self.depth.saturating_add(1),
+            node,
+            depth: self.depth + 1,
             worker: &mut *self.worker,
         };
         e.pull(edge.port as usize, out, max, &mut cx);
@@ -1164,7 +1196,8 @@ impl<'a> Context<'a> {
     }
 
     /// Sends each packet of `batch` to the output `classify` picks, or drops
-    /// it when `classify` says `None` (the element counts why). Packets
+    /// it when `classify` says `None` (the element counts why); `classify`
+    /// is called once for each packet, in the batch's order. Packets
     /// keep their order within each output. The common case, every packet
     /// to output 0, forwards the batch as it is. A mixed batch goes out in
     /// increasing port order, output 0 first: where each output gets one
@@ -1174,8 +1207,17 @@ impl<'a> Context<'a> {
     pub fn push_classified(
         &mut self,
         batch: &mut Batch,
-        classify: impl FnMut(&mut Packet) -> Option<usize>,
+        mut classify: impl FnMut(&mut Packet) -> Option<usize>,
     ) {
+        if let [p] = batch.as_mut_slice() {
+            // One packet (an element behind a demultiplexer of many
+            // outputs sees little else): one push, to its output.
+            match classify(p) {
+                Some(port) => self.push(port, batch),
+                None => batch.clear(),
+            }
+            return;
+        }
         self.dispatch(batch, classify, true);
         self.push(0, batch);
     }
@@ -1247,8 +1289,22 @@ impl<'a> Context<'a> {
         } else if batch.len() <= SMALL_BATCH {
             self.dispatch_in::<SMALL_BATCH>(batch, classify, push_zero);
         } else {
-            self.dispatch_in::<MAX_BATCH>(batch, classify, push_zero);
+            self.dispatch_large(batch, classify, push_zero);
         }
+    }
+
+    /// [`Context::dispatch_in`] for batches of more than [`SMALL_BATCH`]
+    /// packets, out of line: its lists take some kilobytes of stack, which
+    /// every call of the element would otherwise reserve (and probe),
+    /// batches of one included.
+    #[inline(never)]
+    fn dispatch_large(
+        &mut self,
+        batch: &mut Batch,
+        classify: impl FnMut(&mut Packet) -> Option<usize>,
+        push_zero: bool,
+    ) {
+        self.dispatch_in::<MAX_BATCH>(batch, classify, push_zero);
     }
 
     /// [`Context::dispatch`] for batches of at most `N` packets.
@@ -1493,5 +1549,238 @@ mod reconfigure_tests {
         assert_eq!(reconfigure("a, b", "1 DATA", "c"), "a, c");
         // A keyword without a position is always appended.
         assert_eq!(reconfigure("100", "RATE", "7"), "100, RATE 7");
+    }
+}
+
+#[cfg(test)]
+mod push_tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    type Log<T> = Arc<Mutex<Vec<T>>>;
+
+    /// Forwards each batch out of output 0, noting its index and the
+    /// batch's size.
+    struct Forward(Log<(usize, usize)>);
+
+    impl Element for Forward {
+        fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((cx.element_index(), batch.len()));
+            cx.push(0, batch);
+        }
+    }
+
+    /// Sends a packet whose first byte is not 0 back into itself through
+    /// output 0 (a push cycle) with that byte one less, and one whose
+    /// first byte is 0 out of output 1; notes the bytes it sees.
+    struct Bounce(Log<u8>);
+
+    impl Element for Bounce {
+        fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+            let (mut back, mut done) = (Batch::new(), Batch::new());
+            for mut p in batch.drain() {
+                let b = p.data()[0];
+                self.0.lock().unwrap().push(b);
+                if b == 0 {
+                    let _ = done.push(p);
+                } else {
+                    p.data_mut()[0] = b - 1;
+                    let _ = back.push(p);
+                }
+            }
+            cx.push(1, &mut done);
+            cx.push(0, &mut back);
+        }
+    }
+
+    /// Keeps the first byte of what it is given.
+    struct Sink(Log<u8>);
+
+    impl Element for Sink {
+        fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+            let mut got = self.0.lock().unwrap();
+            got.extend(batch.drain().map(|p| p.data()[0]));
+        }
+    }
+
+    /// Takes nothing it is given.
+    struct Leave;
+
+    impl Element for Leave {
+        fn push(&mut self, _port: usize, _batch: &mut Batch, _cx: &mut Context<'_>) {}
+    }
+
+    fn batch(bytes: &[u8]) -> Batch {
+        let mut b = Batch::new();
+        for &x in bytes {
+            let _ = b.push(Packet::from_slice(&[x; 20]).unwrap());
+        }
+        b
+    }
+
+    fn edge(element: u32) -> Edge {
+        Edge { element, port: 0 }
+    }
+
+    fn graph(elements: Vec<Box<dyn Element>>, outputs: Vec<Box<[Edge]>>) -> Graph {
+        let n = elements.len();
+        let names = (0..n).map(|i| format!("e{i}")).collect();
+        let inputs = (0..n).map(|_| Box::from([])).collect();
+        Graph::new(elements, names, outputs, inputs)
+    }
+
+    #[test]
+    fn a_push_back_into_a_busy_element_is_deferred_until_it_returns() {
+        let (seen, sunk): (Log<u8>, Log<u8>) = Default::default();
+        let g = graph(
+            vec![Box::new(Bounce(seen.clone())), Box::new(Sink(sunk.clone()))],
+            vec![Box::new([edge(0), edge(1)]), Box::new([])],
+        );
+        let mut w = WorkerState::new(0, 1);
+        g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(&[2, 0]), cx));
+        // The packet sent back was not handed to the element while it was
+        // still busy with the batch.
+        assert_eq!(*seen.lock().unwrap(), [2, 0]);
+        assert_eq!(*sunk.lock().unwrap(), [0]);
+        assert!(g.run_deferred(&mut w));
+        assert_eq!(*seen.lock().unwrap(), [2, 0, 1, 0]);
+        assert_eq!(*sunk.lock().unwrap(), [0, 0]);
+        assert!(!g.run_deferred(&mut w));
+        assert_eq!(g.unconnected_drops(0), 0);
+    }
+
+    #[test]
+    fn a_chain_deeper_than_the_limit_runs_in_segments() {
+        let n = 2 * MAX_PUSH_DEPTH as usize + 10;
+        let (log, sunk): (Log<(usize, usize)>, Log<u8>) = Default::default();
+        let mut elements: Vec<Box<dyn Element>> = Vec::new();
+        let mut outputs: Vec<Box<[Edge]>> = Vec::new();
+        for i in 0..n {
+            elements.push(Box::new(Forward(log.clone())));
+            outputs.push(Box::new([edge(i as u32 + 1)]));
+        }
+        elements.push(Box::new(Sink(sunk.clone())));
+        outputs.push(Box::new([]));
+        let g = graph(elements, outputs);
+        let mut w = WorkerState::new(0, 1);
+        g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(&[7, 8]), cx));
+        // Element 0 runs with no push under it, so element k is k deep:
+        // the one at the limit defers its push.
+        let first: Vec<usize> = log.lock().unwrap().iter().map(|&(i, _)| i).collect();
+        assert_eq!(first, (0..=MAX_PUSH_DEPTH as usize).collect::<Vec<_>>());
+        assert!(sunk.lock().unwrap().is_empty());
+        while g.run_deferred(&mut w) {}
+        let all = log.lock().unwrap().clone();
+        assert_eq!(all.len(), n);
+        assert!(all
+            .iter()
+            .enumerate()
+            .all(|(k, &(i, len))| i == k && len == 2));
+        assert_eq!(*sunk.lock().unwrap(), [7, 8]);
+    }
+
+    /// Sends a packet whose first byte is `b` out of output `b % 20`, or
+    /// drops it when `b` is 255; notes the bytes in the order asked.
+    struct Split(Log<u8>);
+
+    impl Element for Split {
+        fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+            cx.push_classified(batch, |p| {
+                let b = p.data()[0];
+                self.0.lock().unwrap().push(b);
+                (b != 255).then_some(usize::from(b) % 20)
+            });
+        }
+    }
+
+    /// Notes the input port and first byte of what it is given.
+    struct PortSink(Log<(usize, u8)>);
+
+    impl Element for PortSink {
+        fn push(&mut self, port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+            let mut got = self.0.lock().unwrap();
+            got.extend(batch.drain().map(|p| (port, p.data()[0])));
+        }
+    }
+
+    #[test]
+    fn a_classified_push_asks_once_per_packet_in_order_and_keeps_order_per_output() {
+        let (asked, sunk): (Log<u8>, Log<(usize, u8)>) = Default::default();
+        let outs: Vec<Edge> = (0..20)
+            .map(|p| Edge {
+                element: 1,
+                port: p,
+            })
+            .collect();
+        let g = graph(
+            vec![
+                Box::new(Split(asked.clone())),
+                Box::new(PortSink(sunk.clone())),
+            ],
+            vec![outs.into_boxed_slice(), Box::new([])],
+        );
+        let mut w = WorkerState::new(0, 1);
+        // One packet, a few to few outputs, a small and a large batch to
+        // many outputs, with drops.
+        let few: Vec<u8> = vec![1, 0, 1, 255, 2, 0];
+        let small: Vec<u8> = (0..30).map(|i| (i * 7 % 23) as u8).chain([255]).collect();
+        let large: Vec<u8> = (0..200).map(|i| (i * 13 % 41) as u8).collect();
+        for bytes in [vec![5], few, small, large] {
+            asked.lock().unwrap().clear();
+            sunk.lock().unwrap().clear();
+            g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(&bytes), cx));
+            assert_eq!(*asked.lock().unwrap(), bytes);
+            let sunk = sunk.lock().unwrap();
+            for port in 0..20 {
+                let want: Vec<u8> = bytes
+                    .iter()
+                    .copied()
+                    .filter(|&b| b != 255 && usize::from(b) % 20 == port)
+                    .collect();
+                let got: Vec<u8> = sunk
+                    .iter()
+                    .filter(|&&(p, _)| p == port)
+                    .map(|&(_, b)| b)
+                    .collect();
+                assert_eq!(got, want, "output {port} of {bytes:?}");
+            }
+            let dropped = bytes.iter().filter(|&&b| b == 255).count();
+            assert_eq!(sunk.len() + dropped, bytes.len());
+        }
+    }
+
+    #[test]
+    fn packets_pushed_nowhere_or_left_behind_are_counted() {
+        let (log, sunk): (Log<(usize, usize)>, Log<u8>) = Default::default();
+        let g = graph(
+            vec![
+                Box::new(Forward(log.clone())),
+                Box::new(Forward(log.clone())),
+                Box::new(Leave),
+                Box::new(Sink(sunk)),
+            ],
+            vec![
+                Box::new([Edge::NONE]),
+                Box::new([edge(2)]),
+                Box::new([edge(3)]),
+                Box::new([]),
+            ],
+        );
+        let mut w = WorkerState::new(0, 1);
+        // An unconnected output drops against the pusher.
+        g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(&[1, 2, 3]), cx));
+        assert_eq!(g.unconnected_drops(0), 3);
+        // So does a port the element does not have.
+        g.with_element(3, &mut w, |_, cx| cx.push(5, &mut batch(&[1])));
+        assert_eq!(g.unconnected_drops(3), 1);
+        // What an element leaves in a batch it was given is dropped
+        // against it, not its upstream.
+        g.with_element(1, &mut w, |e, cx| e.push(0, &mut batch(&[1, 2]), cx));
+        assert_eq!(g.unconnected_drops(1), 0);
+        assert_eq!(g.unconnected_drops(2), 2);
+        assert_eq!(*log.lock().unwrap(), [(0, 3), (1, 2)]);
     }
 }

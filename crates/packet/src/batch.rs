@@ -103,12 +103,20 @@ impl Batch {
     /// [`Batch::clear`] of a batch with packets.
     #[inline(never)]
     fn free_all(&mut self) {
-        match self.pkts.len() {
-            // A lone packet (behind a demultiplexer of many outputs):
-            // no draining iterator to set up and tear down.
-            1 => drop(self.pkts.pop()),
-            _ => crate::pool::free_many(self.pkts.drain(..)),
+        if self.pkts.len() == 1 {
+            // A lone packet (behind a demultiplexer of many outputs): no
+            // draining iterator to set up and tear down, and no registers
+            // saved for one.
+            drop(self.pkts.pop());
+        } else {
+            self.free_many();
         }
+    }
+
+    /// [`Batch::free_all`] of more than one packet, in a frame of its own.
+    #[inline(never)]
+    fn free_many(&mut self) {
+        crate::pool::free_many(self.pkts.drain(..));
     }
 
     /// Keeps the packets for which `keep` returns true, in order; the

@@ -224,6 +224,27 @@ impl Packet {
         Ok(())
     }
 
+    /// Prepends a copy of `front` (Click's `push` and a write of the new
+    /// bytes): one room check, no check of the frame's length after.
+    #[inline]
+    pub fn push_front_bytes<const N: usize>(&mut self, front: &[u8; N]) -> Result<(), PacketError> {
+        let b = self.buf_mut();
+        let head = b.head as usize;
+        if N > head {
+            return Err(PacketError::NoRoom {
+                need: N,
+                have: head,
+            });
+        }
+        let new = head - N;
+        debug_assert!(head <= BUFFER_SIZE);
+        // SAFETY: `new + N == head <= BUFFER_SIZE`, the type invariant
+        // head <= tail <= BUFFER_SIZE.
+        unsafe { b.data.get_unchecked_mut(new..head) }.copy_from_slice(front);
+        b.head = new as u32;
+        Ok(())
+    }
+
     /// Removes `n` bytes from the front (Click's `pull`). Removing more than
     /// the frame holds leaves an empty frame.
     #[inline]
@@ -427,6 +448,21 @@ impl core::fmt::Debug for Packet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_pushed_on_the_front_fit_the_headroom_or_are_refused() {
+        let mut p = Packet::from_slice(&[9, 8, 7]).unwrap();
+        let room = p.headroom();
+        p.push_front_bytes(&[1, 2]).unwrap();
+        assert_eq!(p.data(), &[1, 2, 9, 8, 7]);
+        assert_eq!(p.headroom(), room - 2);
+        // More than the headroom: refused, the packet unchanged.
+        let big = [3u8; 4096];
+        assert!(room < big.len());
+        assert!(p.push_front_bytes(&big).is_err());
+        assert_eq!(p.data(), &[1, 2, 9, 8, 7]);
+        assert_eq!(p.headroom(), room - 2);
+    }
 
     #[test]
     fn frames_of_every_small_length_are_copied_whole() {

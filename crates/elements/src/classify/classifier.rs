@@ -385,27 +385,98 @@ pub struct Classifier {
     drops: u64,
 }
 
-impl Element for Classifier {
-    #[inline]
-    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+impl Classifier {
+    /// The push of a program of one test ([`OneTest`]): each packet's
+    /// outcome is found in one pass; a batch whose packets all agree (the
+    /// usual case) goes whole to that outcome's output, or is dropped,
+    /// with no dispatch. A mixed batch is split as any other.
+    #[inline(always)]
+    fn push_one_test<const EQ: bool>(
+        &mut self,
+        one: OneTest,
+        batch: &mut Batch,
+        cx: &mut Context<'_>,
+    ) {
+        let Some((head, rest)) = batch.as_slice().split_first() else {
+            return;
+        };
+        let outcome = one.test::<EQ>(head.data());
+        if rest.iter().all(|p| one.test::<EQ>(p.data()) == outcome) {
+            match one.output(outcome) {
+                Some(port) => cx.push(port, batch),
+                None => {
+                    self.drops += batch.len() as u64;
+                    batch.clear();
+                }
+            }
+            return;
+        }
+        let mut drops = 0u64;
+        cx.push_classified(batch, |p| {
+            let out = one.output(one.test::<EQ>(p.data()));
+            drops += out.is_none() as u64;
+            out
+        });
+        self.drops += drops;
+    }
+
+    /// The push of a batch whose first `agree` packets reach leaf `first`
+    /// of the program and whose next one does not: split by output, the
+    /// `agree` packets not run again ([`Context::push_classified`] asks
+    /// for each packet's output once, in order).
+    #[inline(never)]
+    fn push_mixed(&mut self, batch: &mut Batch, first: u32, agree: usize, cx: &mut Context<'_>) {
         // Counted in a local: a store to the element per packet kept the
         // batch loop's state from staying in registers.
         let mut drops = 0u64;
-        if let Some(one) = self.one_test {
-            cx.push_classified(batch, |p| {
-                let out = one.classify(p.data());
-                drops += out.is_none() as u64;
-                out
-            });
-        } else {
-            let program = &self.program;
-            cx.push_classified(batch, |p| {
-                let out = program.classify(p.data());
-                drops += out.is_none() as u64;
-                out
-            });
-        }
+        let mut at = 0;
+        let program = &self.program;
+        cx.push_classified(batch, |p| {
+            let leaf = if at < agree {
+                first
+            } else {
+                program.classify_leaf(p.data())
+            };
+            at += 1;
+            let out = Program::leaf_output(leaf);
+            drops += out.is_none() as u64;
+            out
+        });
         self.drops += drops;
+    }
+}
+
+impl Element for Classifier {
+    #[inline]
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        if let Some(one) = self.one_test {
+            if one.is_eq() {
+                self.push_one_test::<true>(one, batch, cx);
+            } else {
+                self.push_one_test::<false>(one, batch, cx);
+            }
+            return;
+        }
+        // As for one test: the leaves are compared as they come, and a
+        // batch that agrees goes whole.
+        let program = &self.program;
+        let Some((head, rest)) = batch.as_slice().split_first() else {
+            return;
+        };
+        let first = program.classify_leaf(head.data());
+        match rest
+            .iter()
+            .position(|p| program.classify_leaf(p.data()) != first)
+        {
+            None => match Program::leaf_output(first) {
+                Some(port) => cx.push(port, batch),
+                None => {
+                    self.drops += batch.len() as u64;
+                    batch.clear();
+                }
+            },
+            Some(k) => self.push_mixed(batch, first, k + 1, cx),
+        }
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -874,8 +945,100 @@ mod tests {
                 let want = interpret(&refs, &p).unwrap();
                 prop_assert_eq!(program.classify(&p), want, "{} on {:02x?}", text, p);
                 prop_assert_eq!(one.classify(&p), want, "{} on {:02x?}\n{}", text, p, program);
+                // The test the element's batch loop runs: without the byte
+                // swap for an equality.
+                let outcome = if one.is_eq() { one.test::<true>(&p) } else { one.test::<false>(&p) };
+                prop_assert_eq!(one.output(outcome), want, "{} on {:02x?}\n{}", text, p, program);
             }
         }
+    }
+
+    /// Packets of `frames`, each tagged with its position in byte 40 so
+    /// that order can be checked.
+    fn numbered(frames: &[&[u8]]) -> Vec<bricks_element::Packet> {
+        frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut f = f.to_vec();
+                f.resize(f.len().max(42), 0);
+                f[40] = i as u8;
+                bricks_element::Packet::from_slice(&f).unwrap()
+            })
+            .collect()
+    }
+
+    /// The positions (byte 40) of the packets output `port` got, in order.
+    fn order(h: &mut Harness, port: usize) -> Vec<u8> {
+        h.take_bytes(port).iter().map(|f| f[40]).collect()
+    }
+
+    #[test]
+    fn one_test_batches_agreeing_mixed_and_dropped() {
+        let mut ip = ARP_REQUEST.to_vec();
+        ip[12..14].copy_from_slice(&[0x08, 0x00]);
+        let (ip, arp): (&[u8], &[u8]) = (&ip, &ARP_REQUEST);
+        let mut h = Harness::push(&CLASS, "12/0800, -", 1, 2);
+        // Every packet one way: the batch goes whole, in order.
+        h.push_packets(0, numbered(&[ip, ip, ip]));
+        assert_eq!(order(&mut h, 0), [0, 1, 2]);
+        assert!(order(&mut h, 1).is_empty());
+        h.push_packets(0, numbered(&[arp, arp]));
+        assert!(order(&mut h, 0).is_empty());
+        assert_eq!(order(&mut h, 1), [0, 1]);
+        // Mixed: each output keeps its packets' order.
+        h.push_packets(0, numbered(&[arp, ip, ip, arp, ip, arp]));
+        assert_eq!(order(&mut h, 0), [1, 2, 4]);
+        assert_eq!(order(&mut h, 1), [0, 3, 5]);
+        assert_eq!(h.stats().get("drops"), Some(0));
+        // A negated test sends the same packets the other way.
+        let mut h = Harness::push(&CLASS, "!12/0800, -", 1, 2);
+        h.push_packets(0, numbered(&[arp, ip, arp]));
+        assert_eq!(order(&mut h, 0), [0, 2]);
+        assert_eq!(order(&mut h, 1), [1]);
+
+        // Without a pattern for the rest, those are dropped and counted.
+        let mut h = Harness::push(&CLASS, "12/0800", 1, 1);
+        h.push_packets(0, numbered(&[arp, arp, arp]));
+        assert!(order(&mut h, 0).is_empty());
+        assert_eq!(h.stats().get("drops"), Some(3));
+        h.push_packets(0, numbered(&[ip, arp, ip, arp]));
+        assert_eq!(order(&mut h, 0), [0, 2]);
+        assert_eq!(h.stats().get("drops"), Some(5));
+        h.push_packets(0, numbered(&[ip, ip]));
+        assert_eq!(order(&mut h, 0), [0, 1]);
+        assert_eq!(h.stats().get("drops"), Some(5));
+        // A frame too short for an eight-byte load is tested on the bytes
+        // it has: 14 bytes hold the type, 13 do not.
+        let frames = [&ip[..14], &ip[..13], &arp[..14]];
+        let packets = frames
+            .iter()
+            .map(|f| bricks_element::Packet::from_slice(f).unwrap());
+        h.push_packets(0, packets);
+        assert_eq!(h.take_bytes(0), vec![ip[..14].to_vec()]);
+        assert_eq!(h.stats().get("drops"), Some(7));
+    }
+
+    #[test]
+    fn a_program_batch_agreeing_mixed_and_dropped() {
+        let (ip, arp, reply, v6): (&[u8], &[u8], &[u8], &[u8]) =
+            (&TCP_SYN, &ARP_REQUEST, &ARP_REPLY, &IPV6);
+        let mut h = Harness::push(&CLASS, "12/0806 20/0001, 12/0806 20/0002, 12/0800", 1, 3);
+        h.push_packets(0, numbered(&[ip, ip, ip, ip]));
+        assert_eq!(order(&mut h, 2), [0, 1, 2, 3]);
+        h.push_packets(0, numbered(&[v6, v6, v6]));
+        assert_eq!(h.stats().get("drops"), Some(3));
+        // Agreeing first packets, then every way and a drop.
+        h.push_packets(0, numbered(&[ip, ip, ip, arp, v6, ip, reply, arp]));
+        assert_eq!(order(&mut h, 0), [3, 7]);
+        assert_eq!(order(&mut h, 1), [6]);
+        assert_eq!(order(&mut h, 2), [0, 1, 2, 5]);
+        assert_eq!(h.stats().get("drops"), Some(4));
+        // A dropped first packet.
+        h.push_packets(0, numbered(&[v6, v6, reply, v6]));
+        assert_eq!(order(&mut h, 1), [2]);
+        assert!(order(&mut h, 0).is_empty() && order(&mut h, 2).is_empty());
+        assert_eq!(h.stats().get("drops"), Some(7));
     }
 
     #[test]

@@ -468,14 +468,60 @@ pub struct OneTest {
     step: Step,
     /// The output when the test is false (`[0]`) or true (`[1]`).
     out: [Option<usize>; 2],
+    /// The test is an equality (a range of one value): the mask and the
+    /// value in the byte order of a plain load of the eight bytes, so that
+    /// the word is compared as loaded, without turning it big-endian.
+    eq: bool,
+    ne_mask: u64,
+    ne_lo: u64,
 }
 
 impl OneTest {
+    fn new(step: Step) -> OneTest {
+        OneTest {
+            step,
+            out: step.next.map(leaf_output),
+            eq: step.span == 0,
+            // `from_be(w) & m == lo` exactly when `w & to_be(m) ==
+            // to_be(lo)`: `from_be` is a bijection that commutes with `&`.
+            ne_mask: step.mask.to_be(),
+            ne_lo: step.lo.to_be(),
+        }
+    }
+
     /// [`Program::run`] on the bytes the test's base names (the packet
     /// data, for Classifier).
     #[inline(always)]
     pub fn classify(&self, bytes: &[u8]) -> Option<usize> {
-        self.out[usize::from(self.step.eval(bytes))]
+        self.output(self.step.eval(bytes))
+    }
+
+    /// The output for the test's outcome, `None` to drop.
+    #[inline(always)]
+    pub fn output(&self, outcome: bool) -> Option<usize> {
+        self.out[usize::from(outcome)]
+    }
+
+    /// Whether the test is an equality, which [`OneTest::test`] with `EQ`
+    /// set runs without a byte swap.
+    #[inline(always)]
+    pub fn is_eq(&self) -> bool {
+        self.eq
+    }
+
+    /// The test's outcome on `bytes`; `EQ` must be [`OneTest::is_eq`].
+    #[inline(always)]
+    pub fn test<const EQ: bool>(&self, bytes: &[u8]) -> bool {
+        if !EQ {
+            return self.step.eval(bytes);
+        }
+        debug_assert!(self.eq);
+        let off = usize::from(self.step.offset);
+        match bytes.get(off..off + 8).and_then(|s| s.first_chunk::<8>()) {
+            Some(w) => (u64::from_ne_bytes(*w) & self.ne_mask == self.ne_lo) != self.step.flip,
+            // Fewer than eight bytes left: the general test's short load.
+            None => self.step.eval(bytes),
+        }
     }
 }
 
@@ -537,21 +583,38 @@ impl Program {
         if step.next.iter().any(|&t| t & LEAF == 0) {
             return None;
         }
-        Some(OneTest {
-            step,
-            out: step.next.map(leaf_output),
-        })
+        Some(OneTest::new(step))
     }
 
     /// The output for a packet, or `None` to drop it.
     #[inline]
     pub fn run<H: Headers + ?Sized>(&self, h: &H) -> Option<usize> {
+        leaf_output(self.leaf(h))
+    }
+
+    /// The leaf a packet reaches, which [`Program::leaf_output`] turns
+    /// into its output: two packets go the same way exactly when their
+    /// leaves are equal, which a batch loop compares as they come.
+    #[inline]
+    pub fn leaf<H: Headers + ?Sized>(&self, h: &H) -> u32 {
         let mut t = self.entry;
         while t & LEAF == 0 {
             let s = &self.steps[t as usize];
             t = s.next[s.eval(h.bytes(s.base)) as usize];
         }
-        leaf_output(t)
+        t
+    }
+
+    /// The output a leaf from [`Program::leaf`] names, `None` to drop.
+    #[inline(always)]
+    pub fn leaf_output(leaf: u32) -> Option<usize> {
+        leaf_output(leaf)
+    }
+
+    /// [`Program::leaf`] of a packet's data (Classifier's offsets).
+    #[inline]
+    pub fn classify_leaf(&self, data: &[u8]) -> u32 {
+        self.leaf(data)
     }
 
     /// Classifies a packet by its data (Classifier's offsets).

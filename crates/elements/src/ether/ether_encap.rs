@@ -93,13 +93,11 @@ impl EtherEncap {
     #[inline]
     fn encap(&mut self, batch: &mut Batch) {
         let mut failed = 0u64;
+        // In a local: read from the element, it would be loaded again for
+        // every packet, as a store to the packet might have changed it.
+        let header = self.header;
         for p in batch.iter_mut() {
-            if p.push_front(HEADER_LEN).is_ok() {
-                // Cannot miss: the frame just grew by HEADER_LEN bytes.
-                if let Some(h) = p.data_mut().first_chunk_mut::<HEADER_LEN>() {
-                    *h = self.header;
-                }
-            } else {
+            if p.push_front_bytes(&header).is_err() {
                 // Emptied so that the rare cleanup pass below can tell it
                 // apart: every encapsulated frame is at least 14 bytes.
                 p.take_back(p.len());

@@ -502,6 +502,17 @@ impl CheckIP6Header {
     }
 }
 
+impl CheckIP6Header {
+    /// A batch with a packet that is not usual, classified packet by
+    /// packet: out of line, so that the usual batch's loop keeps its
+    /// registers.
+    #[inline(never)]
+    #[cold]
+    fn push_checked(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+        cx.push_classified(batch, |p| self.verdict(p));
+    }
+}
+
 impl Element for CheckIP6Header {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         // A batch of usual packets (the rule on a router's input) is
@@ -513,7 +524,7 @@ impl Element for CheckIP6Header {
         if batch.iter_mut().all(|p| self.usual(p)) {
             return cx.push(0, batch);
         }
-        cx.push_classified(batch, |p| self.verdict(p));
+        self.push_checked(batch, cx);
     }
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {

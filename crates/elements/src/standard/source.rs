@@ -258,12 +258,22 @@ impl Emitter {
     /// Appends `n` copies of the packet to `b`.
     #[inline]
     pub fn fill(&mut self, b: &mut Batch, n: usize, cx: &Context<'_>) {
-        let data = std::mem::take(&mut self.packet);
-        // Cannot fail: the packet was checked against the buffer size.
-        self.fill_with(b, n, cx, |p| {
-            let _ = p.set_frame(&data);
+        // `fill_with` over the fields, with the packet borrowed where it
+        // is rather than taken out of the element and put back each call
+        // (a source pulled a packet at a time is called per packet).
+        let now = if self.timestamp {
+            cx.now()
+        } else {
+            Timestamp(0)
+        };
+        let data = &self.packet;
+        let before = b.len();
+        Packet::alloc_batch(b, n, |p| {
+            // Cannot fail: the packet was checked against the buffer size.
+            let _ = p.set_frame(data);
+            p.anno_mut().timestamp = now;
         });
-        self.packet = data;
+        self.count += (b.len() - before) as u64;
     }
 
     /// Appends `n` packets made by `make` to `b`, timestamped (unless

@@ -452,8 +452,10 @@ impl VRDemux {
                 if h[0] & 1 != 0 {
                     return Tag::Group;
                 }
-                let dst: &[u8; 6] = h.first_chunk().unwrap_or(&[0; 6]);
-                self.lookup(mac_key(dst))
+                // The destination as [`mac_key`] makes it, from one load
+                // of the header's first eight bytes.
+                let first: &[u8; 8] = h.first_chunk().unwrap_or(&[0; 8]);
+                self.lookup(u64::from_be_bytes(*first) >> 16)
             }
             Mode::Mpls => {
                 let Some(at) = payload_type_at(d, 1) else {
