@@ -51,6 +51,17 @@
 //! non-blocking `recvfrom`) every 64 empty polls, and a flush asks with its
 //! kick, so both halves report [`DeviceError::Gone`].
 //!
+//! **Fast path.** Instead of the plain steering program, an interface can
+//! run a [`FastPath`] (`bpf/fastpath.c`, [`XdpConfig::fast_path`]): it
+//! forwards the common IPv4 case in the kernel (header checks, an LPM
+//! route lookup, TTL decrement, a new Ethernet header, `XDP_REDIRECT`
+//! through a DEVMAP) and steers every other frame, unchanged, to the
+//! queue's AF_XDP socket as the plain program does. Its owner fills its
+//! routes and neighbours; counters say what it forwarded and why the rest
+//! went to user space. A veth output delivers redirected frames only while
+//! its peer has NAPI on (an XDP program there, or `ethtool -K PEER gro
+//! on`); see [`FastPath`].
+//!
 //! **The programs** are C (`crates/io/bpf/*.c`), compiled by `build.rs`
 //! with `clang -O2 -g -target bpf` (installed by `scripts/setup`), embedded
 //! in the binary and loaded with aya through BPF links: nothing is pinned,
@@ -62,6 +73,7 @@
 //!
 //! Sockets and programs act in the calling thread's network namespace.
 
+mod fastpath;
 mod netlink;
 mod program;
 mod socket;
@@ -69,6 +81,9 @@ mod socket;
 #[cfg(test)]
 mod tests;
 
+pub use fastpath::{
+    FastPath, FastPathPort, FastPathSpec, FastPathStats, MAX_BAD_SRC, MAX_PORTS, TO_USER_REASONS,
+};
 pub use program::{attach_pass, redirect, XdpPass, XdpRedirect};
 pub use socket::{XdpRx, XdpTx};
 
@@ -116,6 +131,10 @@ pub struct XdpConfig {
     pub frames: u32,
     /// Entries in the RX and TX rings, a power of two. Default 2,048.
     pub ring: u32,
+    /// The fast path to attach in place of the plain steering program
+    /// (made for this interface); every queue of an interface passes the
+    /// same one, or none. Default none.
+    pub fast_path: Option<FastPath>,
 }
 
 impl Default for XdpConfig {
@@ -125,6 +144,7 @@ impl Default for XdpConfig {
             zero_copy: ZeroCopy::Auto,
             frames: 4096,
             ring: 2048,
+            fast_path: None,
         }
     }
 }

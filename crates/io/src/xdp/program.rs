@@ -7,15 +7,22 @@
 //! when the link's file descriptor closes (also when the process dies).
 //! Nothing is pinned in bpffs, so nothing outlives the process and nothing
 //! depends on a bpffs mount (`ip netns exec` hides the host's).
+//!
+//! A [`FastPath`]'s program is loaded by the fast path itself and attached
+//! here in place of `xsk_redirect`; when the interface's last queue closes
+//! it is detached but stays loaded, its maps usable, until the fast path
+//! is dropped.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Mutex;
 
 use aya::maps::{DevMap, MapData, XskMap};
+use aya::programs::xdp::XdpLinkId;
 use aya::programs::{Xdp, XdpMode as AyaMode};
 use aya::{Ebpf, EbpfLoader};
 
+use super::fastpath::FastPath;
 use super::netlink;
 use super::XdpMode;
 use crate::queue::DeviceError;
@@ -56,7 +63,7 @@ impl Loaded {
 
 /// An error and every error that caused it, on one line (aya's errors keep
 /// the errno in their `source`).
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(c) = src {
@@ -71,7 +78,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 /// The errno at the bottom of an aya error, if there is one.
-fn errno(e: &(dyn std::error::Error + 'static)) -> Option<i32> {
+pub(crate) fn errno(e: &(dyn std::error::Error + 'static)) -> Option<i32> {
     let mut cur = Some(e);
     while let Some(c) = cur {
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
@@ -96,10 +103,12 @@ fn foreign(ifname: &str, a: netlink::Attached) -> DeviceError {
 
 /// Loads program `prog` of object `obj` without attaching it; `setup`
 /// fills its maps first, so that no frame meets an empty map.
-fn load(
+/// `sizes` overrides the `max_entries` of maps by name.
+pub(crate) fn load(
     ifname: &str,
     obj: &[u8],
     prog: &str,
+    sizes: &[(&str, u32)],
     setup: impl FnOnce(&mut Ebpf) -> Result<(), String>,
 ) -> Result<Ebpf, DeviceError> {
     let cannot = |why: String| {
@@ -109,10 +118,12 @@ fn load(
     };
     // No BTF relocation is needed (the programs touch no kernel struct), so
     // the kernel's BTF is not handed to the loader.
-    let mut ebpf = EbpfLoader::new()
-        .btf(None)
-        .load(obj)
-        .map_err(|e| cannot(chain(&e)))?;
+    let mut loader = EbpfLoader::new();
+    loader.btf(None);
+    for &(map, n) in sizes {
+        loader.map_max_entries(map, n);
+    }
+    let mut ebpf = loader.load(obj).map_err(|e| cannot(chain(&e)))?;
     setup(&mut ebpf).map_err(cannot)?;
     let p: &mut Xdp = ebpf
         .program_mut(prog)
@@ -121,6 +132,17 @@ fn load(
         .map_err(|e: aya::programs::ProgramError| cannot(chain(&e)))?;
     p.load().map_err(|e| cannot(chain(&e)))?;
     Ok(ebpf)
+}
+
+/// Where [`attach_loaded`] attached a program.
+pub(crate) struct Attachment {
+    /// The link, owned by the program inside its `Ebpf`: dropping the
+    /// `Ebpf` or detaching the link detaches the program.
+    pub link: XdpLinkId,
+    /// Attached in native (driver) mode, not generic (SKB) mode.
+    pub native: bool,
+    /// Why native mode was not used, when it was asked for as `Auto`.
+    pub fallback_reason: Option<String>,
 }
 
 /// Attaches the loaded program `prog` to `ifname`: native mode, generic
@@ -133,6 +155,23 @@ fn attach(
     ifindex: u32,
     mode: XdpMode,
 ) -> Result<Loaded, DeviceError> {
+    let a = attach_loaded(&mut ebpf, prog, ifname, ifindex, mode)?;
+    Ok(Loaded {
+        _ebpf: ebpf,
+        native: a.native,
+        fallback_reason: a.fallback_reason,
+    })
+}
+
+/// [`attach`] for a program whose `Ebpf` stays with the caller, who
+/// detaches it through the returned link.
+pub(crate) fn attach_loaded(
+    ebpf: &mut Ebpf,
+    prog: &str,
+    ifname: &str,
+    ifindex: u32,
+    mode: XdpMode,
+) -> Result<Attachment, DeviceError> {
     if let Some(a) = netlink::attached(ifindex)
         .map_err(|e| DeviceError::from_errno(ifname, "reading its XDP state", e))?
     {
@@ -150,9 +189,9 @@ fn attach(
     let mut fallback_reason = None;
     if matches!(mode, XdpMode::Auto | XdpMode::Native) {
         match p.attach_to_if_index(ifindex, AyaMode::Driver) {
-            Ok(_) => {
-                return Ok(Loaded {
-                    _ebpf: ebpf,
+            Ok(link) => {
+                return Ok(Attachment {
+                    link,
                     native: true,
                     fallback_reason: None,
                 })
@@ -168,8 +207,8 @@ fn attach(
         }
     }
     match p.attach_to_if_index(ifindex, AyaMode::Skb) {
-        Ok(_) => Ok(Loaded {
-            _ebpf: ebpf,
+        Ok(link) => Ok(Attachment {
+            link,
             native: false,
             fallback_reason,
         }),
@@ -199,7 +238,7 @@ fn raced(ifname: &str, ifindex: u32, e: &aya::programs::ProgramError) -> DeviceE
 /// Identifies an interface across network namespaces: interface indexes
 /// are per namespace (every new namespace's first veth is likely index 2),
 /// so the namespace's inode is part of the key.
-type IfKey = (u64, u64, u32);
+pub(crate) type IfKey = (u64, u64, u32);
 
 fn if_key(ifname: &str, ifindex: u32) -> Result<IfKey, DeviceError> {
     let ns = std::fs::metadata("/proc/thread-self/ns/net").map_err(|e| {
@@ -208,11 +247,35 @@ fn if_key(ifname: &str, ifindex: u32) -> Result<IfKey, DeviceError> {
     Ok((ns.dev(), ns.ino(), ifindex))
 }
 
+/// The program steering one interface's queues to their sockets.
+enum Program {
+    /// bricks' own `xsk_redirect` program, loaded for this interface.
+    Own {
+        /// Held, not read: dropping it detaches the program. Boxed: an
+        /// `Ebpf` is large, and a fast path entry holds only a pointer.
+        _loaded: Box<Loaded>,
+        xsks: XskMap<MapData>,
+    },
+    /// A fast path, attached while this entry exists.
+    Fast(FastPath),
+}
+
 /// The redirect program of one interface and how many queues use it.
 struct Steering {
-    loaded: Loaded,
-    xsks: XskMap<MapData>,
+    program: Program,
+    native: bool,
+    fallback_reason: Option<String>,
     users: usize,
+}
+
+impl Steering {
+    fn mode(&self) -> &'static str {
+        if self.native {
+            "native"
+        } else {
+            "generic"
+        }
+    }
 }
 
 /// Every interface this process steers to AF_XDP sockets. A mutex is fine:
@@ -238,56 +301,90 @@ pub(crate) struct SteeringRef {
 }
 
 /// Takes a share of `ifname`'s redirect program, attaching it first if
-/// this process has not.
+/// this process has not: bricks' `xsk_redirect`, or `fast_path`'s program
+/// when one is given. Every queue of an interface must agree on the mode
+/// and on the fast path.
 pub(crate) fn acquire(
     ifname: &str,
     ifindex: u32,
     mode: XdpMode,
+    fast_path: Option<&FastPath>,
 ) -> Result<SteeringRef, DeviceError> {
     let key = if_key(ifname, ifindex)?;
     let mut table = steering();
     if let Some(s) = table.get_mut(&key) {
         let wrong = match mode {
-            XdpMode::Native => !s.loaded.native,
-            XdpMode::Generic => s.loaded.native,
+            XdpMode::Native => !s.native,
+            XdpMode::Generic => s.native,
             XdpMode::Auto => false,
         };
         if wrong {
             return Err(DeviceError::Io(format!(
                 "{ifname}: another queue already runs bricks' XDP program in {} mode; \
                  open every queue of an interface in the same mode (or MODE auto)",
-                s.loaded.mode()
+                s.mode()
+            )));
+        }
+        let same = match (&s.program, fast_path) {
+            (Program::Own { .. }, None) => true,
+            (Program::Fast(a), Some(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            let runs = match (&s.program, fast_path) {
+                (Program::Own { .. }, _) => "without a fast path, and this one asks for one",
+                (Program::Fast(_), None) => "with a fast path, and this one asks for none",
+                (Program::Fast(_), Some(_)) => "with a different fast path",
+            };
+            return Err(DeviceError::Io(format!(
+                "{ifname}: another queue already runs bricks' XDP program {runs}; \
+                 open every queue of an interface with the same fast path (or none)"
             )));
         }
         s.users += 1;
         return Ok(SteeringRef {
             key,
             queue: None,
-            native: s.loaded.native,
-            fallback_reason: s.loaded.fallback_reason.clone(),
+            native: s.native,
+            fallback_reason: s.fallback_reason.clone(),
         });
     }
-    let prog = "bricks_xsk_redirect";
-    let mut ebpf = load(ifname, XSK_REDIRECT, prog, |_| Ok(()))?;
-    let map = ebpf
-        .take_map("bricks_xsks")
-        .ok_or_else(|| DeviceError::Io("bricks_xsks missing from the XDP object".into()))?;
-    let xsks = XskMap::try_from(map).map_err(|e| DeviceError::Io(chain(&e)))?;
-    let loaded = attach(ebpf, prog, ifname, ifindex, mode)?;
+    let steering = match fast_path {
+        Some(fp) => {
+            let (native, fallback_reason) = fp.attach(ifname, ifindex, key, mode)?;
+            Steering {
+                program: Program::Fast(fp.clone()),
+                native,
+                fallback_reason,
+                users: 1,
+            }
+        }
+        None => {
+            let prog = "bricks_xsk_redirect";
+            let mut ebpf = load(ifname, XSK_REDIRECT, prog, &[], |_| Ok(()))?;
+            let map = ebpf
+                .take_map("bricks_xsks")
+                .ok_or_else(|| DeviceError::Io("bricks_xsks missing from the XDP object".into()))?;
+            let xsks = XskMap::try_from(map).map_err(|e| DeviceError::Io(chain(&e)))?;
+            let loaded = attach(ebpf, prog, ifname, ifindex, mode)?;
+            Steering {
+                native: loaded.native,
+                fallback_reason: loaded.fallback_reason.clone(),
+                program: Program::Own {
+                    _loaded: Box::new(loaded),
+                    xsks,
+                },
+                users: 1,
+            }
+        }
+    };
     let r = SteeringRef {
         key,
         queue: None,
-        native: loaded.native,
-        fallback_reason: loaded.fallback_reason.clone(),
+        native: steering.native,
+        fallback_reason: steering.fallback_reason.clone(),
     };
-    table.insert(
-        key,
-        Steering {
-            loaded,
-            xsks,
-            users: 1,
-        },
-    );
+    table.insert(key, steering);
     Ok(r)
 }
 
@@ -302,10 +399,13 @@ impl SteeringRef {
         // reads the number during the call (the kernel takes its own
         // reference to the socket).
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-        s.xsks.set(queue, fd, 0).map_err(|e| {
+        let set = match &mut s.program {
+            Program::Own { xsks, .. } => xsks.set(queue, fd, 0).map_err(|e| chain(&e)),
+            Program::Fast(fp) => fp.set_xsk(queue, fd),
+        };
+        set.map_err(|e| {
             DeviceError::Io(format!(
-                "{ifname}: cannot steer queue {queue} to its AF_XDP socket: {}",
-                chain(&e)
+                "{ifname}: cannot steer queue {queue} to its AF_XDP socket: {e}"
             ))
         })?;
         self.queue = Some(queue);
@@ -322,12 +422,25 @@ impl Drop for SteeringRef {
         if let Some(q) = self.queue {
             // Closing the socket removes it from the map too; this is for a
             // socket that stays open a little longer than its share.
-            let _ = s.xsks.unset(q);
+            match &mut s.program {
+                Program::Own { xsks, .. } => {
+                    let _ = xsks.unset(q);
+                }
+                Program::Fast(fp) => fp.unset_xsk(q),
+            }
         }
         s.users -= 1;
         if s.users == 0 {
-            // Dropping the program closes its link: the kernel detaches it.
-            table.remove(&self.key);
+            // Dropping bricks' own program closes its link: the kernel
+            // detaches it. A fast path outlives its attachment (its maps
+            // stay usable), so its link is detached explicitly.
+            if let Some(Steering {
+                program: Program::Fast(fp),
+                ..
+            }) = table.remove(&self.key)
+            {
+                fp.detach();
+            }
         }
     }
 }
@@ -366,7 +479,7 @@ pub fn redirect(from: &str, to: &str) -> Result<XdpRedirect, DeviceError> {
     let from_index = crate::ifinfo::index(from).map_err(name_err)?;
     let to_index = crate::ifinfo::index(to).map_err(name_err)?;
     let prog = "bricks_devmap_redirect";
-    let ebpf = load(from, DEVMAP_REDIRECT, prog, |ebpf| {
+    let ebpf = load(from, DEVMAP_REDIRECT, prog, &[], |ebpf| {
         let map = ebpf
             .map_mut("bricks_tx_port")
             .ok_or("bricks_tx_port missing from the object")?;
@@ -406,7 +519,7 @@ impl XdpPass {
 pub fn attach_pass(ifname: &str, mode: XdpMode) -> Result<XdpPass, DeviceError> {
     let ifindex = crate::ifinfo::index(ifname).map_err(|e| DeviceError::Io(e.to_string()))?;
     let prog = "bricks_pass";
-    let ebpf = load(ifname, PASS, prog, |_| Ok(()))?;
+    let ebpf = load(ifname, PASS, prog, &[], |_| Ok(()))?;
     Ok(XdpPass {
         loaded: attach(ebpf, prog, ifname, ifindex, mode)?,
     })

@@ -314,7 +314,7 @@ pub(crate) fn open(
             super::MAX_QUEUES
         )));
     }
-    let mut steering = super::program::acquire(ifname, ifindex, cfg.mode)?;
+    let mut steering = super::program::acquire(ifname, ifindex, cfg.mode, cfg.fast_path.as_ref())?;
     let tries: &[bool] = match (cfg.zero_copy, steering.native) {
         (ZeroCopy::On, false) => {
             return Err(DeviceError::Io(format!(
