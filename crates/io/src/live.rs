@@ -104,6 +104,10 @@ pub struct DeviceSpec {
     pub xdp_mode: XdpMode,
     /// XDP zero-copy.
     pub zero_copy: ZeroCopy,
+    /// The XDP fast path to run on this interface (made for it), in place
+    /// of the plain steering program. Needs AF_XDP: `Backend::Packet` is
+    /// refused, and `Backend::Auto` does not fall back to AF_PACKET.
+    pub fast_path: Option<crate::xdp::FastPath>,
 }
 
 impl DeviceSpec {
@@ -115,6 +119,7 @@ impl DeviceSpec {
             queue: None,
             xdp_mode: XdpMode::Auto,
             zero_copy: ZeroCopy::Auto,
+            fast_path: None,
         }
     }
 }
@@ -213,6 +218,16 @@ pub fn declare(spec: DeviceSpec) -> Result<(), String> {
             }
             if s.zero_copy == ZeroCopy::Auto {
                 s.zero_copy = spec.zero_copy;
+            }
+            match (&s.fast_path, spec.fast_path) {
+                (None, fp) => s.fast_path = fp,
+                (Some(a), Some(b)) if *a != b => {
+                    return Err(format!(
+                        "`{}` is given two different fast paths; one interface has one",
+                        spec.name
+                    ))
+                }
+                _ => {}
             }
         }
     }
@@ -336,11 +351,21 @@ fn open_one(spec: &DeviceSpec, workers: usize) -> Result<(OpenDevice, OpenReport
     let info = ifinfo::lookup(&spec.name).map_err(|e| DeviceError::Io(e.to_string()))?;
     match spec.backend {
         Backend::Xdp => open_xdp(spec, &info, workers),
+        Backend::Packet if spec.fast_path.is_some() => Err(DeviceError::Io(format!(
+            "{}: the XDP fast path needs AF_XDP, and BACKEND packet was asked for; \
+             use BACKEND xdp (or auto), or run without the fast path",
+            spec.name
+        ))),
         Backend::Packet => open_packet(spec, &info, workers, None),
         Backend::Auto => match open_xdp(spec, &info, workers) {
             Ok(r) => Ok(r),
             // AF_PACKET cannot bind one queue: AF_XDP's reason is the one.
             Err(e) if spec.queue.is_some() => Err(e),
+            // Nor can it run the fast path: falling back would quietly
+            // send every packet through user space.
+            Err(e) if spec.fast_path.is_some() => Err(DeviceError::Io(format!(
+                "{e} (the XDP fast path needs AF_XDP: AF_PACKET is not tried)"
+            ))),
             Err(e) => open_packet(
                 spec,
                 &info,
@@ -359,6 +384,7 @@ fn open_xdp(
     let cfg = XdpConfig {
         mode: spec.xdp_mode,
         zero_copy: spec.zero_copy,
+        fast_path: spec.fast_path.clone(),
         ..XdpConfig::default()
     };
     let queues: Vec<u32> = match spec.queue {
@@ -386,6 +412,9 @@ fn open_xdp(
         let (rx, tx) = xdp::open_queue(&spec.name, q, &cfg)?;
         if report.backend.is_empty() {
             report.backend = format!("af_xdp {}", rx.mode());
+            if spec.fast_path.is_some() {
+                report.backend.push_str(" with the XDP fast path");
+            }
             report.note = rx.fallback_reason().map(str::to_string);
         }
         let w = i % workers;
