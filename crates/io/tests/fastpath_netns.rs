@@ -759,3 +759,61 @@ fn the_fast_path_forwards_in_generic_mode_too() {
     drop(q);
     assert_eq!(fa.mode(), None);
 }
+
+#[test]
+fn frames_for_an_output_that_went_away_reach_the_socket() {
+    if skip_unless_root("frames_for_an_output_that_went_away_reach_the_socket").is_some() {
+        return;
+    }
+    let n = Net::new("fp6");
+    let r = n.ns("r");
+    for args in [
+        &["link", "add", "rc", "type", "veth", "peer", "name", "rd"][..],
+        &["link", "set", "rc", "up"][..],
+        &["link", "set", "rd", "up"][..],
+    ] {
+        let mut full = vec!["-n", r.as_str()];
+        full.extend_from_slice(args);
+        bricks_netns::ip(&full).unwrap();
+    }
+    let (fa, mut q) = in_namespace(&r, || {
+        let fa = FastPath::new(
+            "ra",
+            FastPathSpec {
+                ports: vec![Some(FastPathPort {
+                    ifname: "rc".into(),
+                    src_mac: [2, 0, 0, 0, 0, 1],
+                    dst_mac: Some([2, 0, 0, 0, 0, 2]),
+                    mtu: 1500,
+                })],
+                bad_src: Vec::new(),
+                max_routes: 4,
+                max_neighbours: 4,
+            },
+        )
+        .unwrap();
+        fa.set_route(Ipv4Addr::new(10, 9, 2, 0), 24, 0, None)
+            .unwrap();
+        let cfg = XdpConfig {
+            fast_path: Some(fa.clone()),
+            ..XdpConfig::default()
+        };
+        let q = xdp::open_queue("ra", 0, &cfg).unwrap();
+        (fa, q)
+    });
+    let h1 = RawSock::open(&n.ns("h1"), "e0");
+    let f = frame(&n, H2, 64, &[], 1);
+    h1.send(&f);
+    let t = Instant::now();
+    while fa.stats().forwarded == 0 && t.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(fa.stats().forwarded, 1);
+    // The kernel empties the DEVMAP slot of an interface that goes away.
+    bricks_netns::ip(&["-n", &r, "link", "del", "rc"]).unwrap();
+    let g = frame(&n, H2, 64, &[], 2);
+    h1.send(&g);
+    assert!(xsk_frames(&mut q.0, 1, PATIENCE).contains(&g));
+    let s = fa.stats();
+    assert_eq!((s.forwarded, s.reason("slow_output")), (1, 1), "{s:?}");
+}
