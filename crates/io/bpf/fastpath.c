@@ -48,6 +48,7 @@ enum {
 	STAT_SLOW_OUTPUT,
 	STAT_TOO_BIG,
 	STAT_NO_NEIGHBOUR,
+	STAT_OTHER_HOST,
 	STAT_COUNT,
 };
 
@@ -67,6 +68,15 @@ struct port {
 	__u8 src[6];   // Ethernet source of forwarded frames
 	__u8 dst[6];   // Ethernet destination, with PORT_STATIC_DST
 	__u32 mtu;     // largest IPv4 total length; 0: no limit
+};
+
+// The input interface: frames unicast to another MAC than `mac` go to
+// user space when `check_mac` is set (FromDevice drops them there unless
+// PROMISC).
+struct input {
+	__u32 check_mac;
+	__u8 mac[6];
+	__u8 pad[2];
 };
 
 struct neigh_key {
@@ -101,6 +111,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct port);
 } bricks_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct input);
+} bricks_input SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
@@ -172,6 +189,12 @@ int bricks_fastpath(struct xdp_md *ctx)
 		return to_user(ctx, STAT_NOT_IPV4);
 	if (eth->h_dest[0] & 1)
 		return to_user(ctx, STAT_L2_MULTICAST);
+	__u32 zero = 0;
+	struct input *in = bpf_map_lookup_elem(&bricks_input, &zero);
+	if (in && in->check_mac &&
+	    (*(__u32 *)eth->h_dest != *(__u32 *)in->mac ||
+	     *(__u16 *)(eth->h_dest + 4) != *(__u16 *)(in->mac + 4)))
+		return to_user(ctx, STAT_OTHER_HOST);
 	if ((void *)(ip + 1) > data_end)
 		return to_user(ctx, STAT_BAD_HEADER);
 	if (ip->version != 4)
@@ -198,8 +221,11 @@ int bricks_fastpath(struct xdp_md *ctx)
 
 	__u32 saddr = ip->saddr;
 	__u32 daddr = ip->daddr;
+	// The listed addresses are what the configuration's CheckIPHeader may
+	// refuse or treat apart, as a source or a destination.
 	if (martian(saddr) || martian(daddr) ||
-	    bpf_map_lookup_elem(&bricks_bad_src, &saddr))
+	    bpf_map_lookup_elem(&bricks_bad_src, &saddr) ||
+	    bpf_map_lookup_elem(&bricks_bad_src, &daddr))
 		return to_user(ctx, STAT_BAD_ADDRESS);
 
 	// TTL 1 expires here: user space sends the ICMP time exceeded.

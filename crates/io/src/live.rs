@@ -234,6 +234,38 @@ pub fn declare(spec: DeviceSpec) -> Result<(), String> {
     Ok(())
 }
 
+/// Gives declared interface `name` the XDP fast path `fp` (made from the
+/// configuration by the runner before the interfaces open).
+pub fn set_fast_path(name: &str, fp: crate::xdp::FastPath) -> Result<(), String> {
+    let mut t = table();
+    let s = t
+        .specs
+        .iter_mut()
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("`{name}` is not an interface of the configuration"))?;
+    if s.backend == Backend::Packet {
+        return Err(format!(
+            "`{name}`: the XDP fast path needs AF_XDP, and the interface has BACKEND packet"
+        ));
+    }
+    s.fast_path = Some(fp);
+    Ok(())
+}
+
+/// The XDP fast path of interface `name`, if it has one.
+pub fn fast_path(name: &str) -> Option<crate::xdp::FastPath> {
+    table()
+        .specs
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| s.fast_path.clone())
+}
+
+/// Whether any declared interface has an XDP fast path.
+pub fn any_fast_path() -> bool {
+    table().specs.iter().any(|s| s.fast_path.is_some())
+}
+
 /// The interfaces declared so far.
 pub fn declared() -> Vec<DeviceSpec> {
     table().specs.clone()

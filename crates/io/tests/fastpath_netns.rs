@@ -341,6 +341,7 @@ fn router(n: &Net) -> Router {
                     }),
                 ],
                 bad_src: vec![Ipv4Addr::new(10, 9, 1, 99)],
+                accept_dst: Some(a_mac),
                 max_routes: 16,
                 max_neighbours: 16,
             },
@@ -351,6 +352,7 @@ fn router(n: &Net) -> Router {
             FastPathSpec {
                 ports: vec![port("ra", a_mac, Some(h1_mac))],
                 bad_src: Vec::new(),
+                accept_dst: None,
                 max_routes: 16,
                 max_neighbours: 16,
             },
@@ -473,6 +475,14 @@ fn what_the_fast_path_must_not_forward_reaches_the_socket_unchanged() {
                 f
             },
             "l2_multicast",
+        ),
+        (
+            {
+                let mut f = frame(&n, H2, 64, &[], 13);
+                f[5] ^= 0x55; // unicast to another host's MAC
+                f
+            },
+            "other_host",
         ),
         (
             {
@@ -723,6 +733,7 @@ fn the_fast_path_forwards_in_generic_mode_too() {
                     mtu: 0,
                 })],
                 bad_src: Vec::new(),
+                accept_dst: None,
                 max_routes: 1,
                 max_neighbours: 0,
             },
@@ -787,6 +798,7 @@ fn frames_for_an_output_that_went_away_reach_the_socket() {
                     mtu: 1500,
                 })],
                 bad_src: Vec::new(),
+                accept_dst: None,
                 max_routes: 4,
                 max_neighbours: 4,
             },

@@ -39,7 +39,7 @@ const STAT_REASONS: u32 = 2;
 
 /// Why a frame went to user space, in the order of `bricks_stats` (after
 /// `STAT_REASONS`) and of [`FastPathStats::to_user`].
-pub const TO_USER_REASONS: [&str; 10] = [
+pub const TO_USER_REASONS: [&str; 11] = [
     "not_ipv4",
     "l2_multicast",
     "ip_options",
@@ -50,6 +50,7 @@ pub const TO_USER_REASONS: [&str; 10] = [
     "slow_output",
     "too_big",
     "no_neighbour",
+    "other_host",
 ];
 
 /// One route output forwarded by the fast path.
@@ -74,10 +75,15 @@ pub struct FastPathSpec {
     /// Ports by route output number (at most [`MAX_PORTS`]); `None`, or an
     /// output beyond the vector: that output's frames go to user space.
     pub ports: Vec<Option<FastPathPort>>,
-    /// Source addresses whose frames always go to user space, besides
+    /// Addresses whose frames (as source or destination) always go to
+    /// user space, besides
     /// 0.0.0.0/8, 127.0.0.0/8 and 224.0.0.0/3 (at most [`MAX_BAD_SRC`];
     /// a router's own addresses, say).
     pub bad_src: Vec<Ipv4Addr>,
+    /// `Some`: frames unicast to another MAC than this one (the input
+    /// interface's) go to user space, where FromDevice drops them unless
+    /// PROMISC; `None`: any unicast destination.
+    pub accept_dst: Option<[u8; 6]>,
     /// The most routes the LPM trie holds (0 is taken as 1).
     pub max_routes: u32,
     /// The most neighbour entries (0 is taken as 1).
@@ -124,12 +130,13 @@ impl FastPathStats {
 /// would with no fast path. Only these reach the kernel's forwarding
 /// path:
 ///
-/// 1. an Ethernet unicast destination and EtherType 0x0800 directly (no
+/// 1. an Ethernet unicast destination (the input's own MAC, with
+///    [`FastPathSpec::accept_dst`]) and EtherType 0x0800 directly (no
 ///    VLAN tag);
 /// 2. IPv4 with no options (IHL 5), a total length that fills the frame
 ///    exactly (no Ethernet padding), a correct header checksum;
 /// 3. source and destination outside 0.0.0.0/8, 127.0.0.0/8 and
-///    224.0.0.0/3, and a source not in [`FastPathSpec::bad_src`];
+///    224.0.0.0/3, and neither in [`FastPathSpec::bad_src`];
 /// 4. TTL above 1;
 /// 5. a route whose output is not [`FastPath::SLOW`] and has a port;
 /// 6. a total length within the port's MTU;
@@ -200,6 +207,7 @@ struct Handles {
     _ports: Array<MapData, [u8; 20]>,
     _tx: DevMap<MapData>,
     _bad_src: HashMap<MapData, u32, u8>,
+    _input: Array<MapData, [u8; 12]>,
 }
 
 impl core::fmt::Debug for FastPath {
@@ -305,6 +313,15 @@ impl FastPath {
             let mut ports: Array<MapData, [u8; 20]> = take(&mut ebpf, "bricks_ports")?;
             let mut tx: DevMap<MapData> = take(&mut ebpf, "bricks_tx")?;
             let mut bad: HashMap<MapData, u32, u8> = take(&mut ebpf, "bricks_bad_src")?;
+            let mut input: Array<MapData, [u8; 12]> = take(&mut ebpf, "bricks_input")?;
+            if let Some(mac) = spec.accept_dst {
+                let mut v = [0u8; 12];
+                v[0..4].copy_from_slice(&1u32.to_ne_bytes());
+                v[4..10].copy_from_slice(&mac);
+                input
+                    .set(0, v, 0)
+                    .map_err(|e| format!("the input's MAC: {}", chain(&e)))?;
+            }
             for &(i, index, p) in &outputs {
                 let (flags, dst) = match p.dst_mac {
                     Some(d) => (PORT_VALID | PORT_STATIC_DST, d),
@@ -328,6 +345,7 @@ impl FastPath {
                 _ports: ports,
                 _tx: tx,
                 _bad_src: bad,
+                _input: input,
             })
         })()
         .map_err(io)?;
