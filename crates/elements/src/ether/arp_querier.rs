@@ -304,6 +304,17 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
 }
 
 impl ArpQuerier {
+    /// What the XDP fast path needs to send as this querier would: its
+    /// Ethernet address (the frames' source), the shared entries and how
+    /// long a learnt one lives (ns; 0 for ever).
+    pub(crate) fn fast_path_view(&self) -> (EthernetAddress, Arc<Neighbours>, u64) {
+        (
+            self.my_eth,
+            self.table.neighbours().clone(),
+            self.table.limits().timeout,
+        )
+    }
+
     /// Builds the element from its arguments (what the class's `make`
     /// does, without the box).
     pub fn from_args(args: &mut Args<'_>, ports: &PortInfo) -> Result<ArpQuerier, ArgError> {

@@ -655,6 +655,35 @@ impl Neighbours {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// Every mapping usable at `now` (worker clock, nanoseconds) with
+    /// entries living `timeout` (0: for ever): static entries, and known
+    /// ones not yet expired. Walks the whole table: for a copy kept
+    /// outside the element (the XDP fast path's), never per packet.
+    pub fn usable_entries(&self, now: u64, timeout: u64) -> Vec<(Ipv4Addr, EthernetAddress)> {
+        let slots = self.slots.load();
+        let mut out = Vec::new();
+        for s in slots.slots.iter() {
+            let k = s.key.load(Ordering::Relaxed);
+            if k & LIVE == 0 {
+                continue;
+            }
+            let ip = Ipv4Addr::from(k as u32);
+            // Read through the lock-free lookup, which ignores a slot
+            // being rewritten.
+            if let Some((_, m)) = slots.find(k as u32) {
+                let ok = match m.state {
+                    State::Static => true,
+                    State::Known => !expired(m.live_at, now, timeout),
+                    State::Pending => false,
+                };
+                if ok {
+                    out.push((ip, m.eth));
+                }
+            }
+        }
+        out
+    }
+
     /// How many workers' tables use this one.
     pub fn instances(&self) -> usize {
         self.instances.load(Ordering::Relaxed)

@@ -372,6 +372,28 @@ pub struct CheckIPHeader {
 }
 
 impl CheckIPHeader {
+    /// Every address this element may refuse or treat apart, as a source
+    /// or a destination (its lists, and its own addresses under
+    /// MARTIANS), besides the fixed ranges (0/8, 127/8, 224/3) every fast
+    /// path leaves to it; and whether it reads the header at offset 0.
+    /// The XDP fast path sends packets from or to any of them up here.
+    pub(crate) fn fast_path_view(&self) -> (Vec<Ipv4Addr>, bool) {
+        let mut all: Vec<Ipv4Addr> = self
+            .bad_src
+            .iter()
+            .chain(self.bad_dst.iter())
+            .chain(if self.martians {
+                self.own.iter()
+            } else {
+                [].iter()
+            })
+            .map(|&a| Ipv4Addr::from(a))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        (all, self.offset == 0)
+    }
+
     /// Turns the header checksum check on or off (CheckIPHeader2 has it
     /// off unless CHECKSUM says otherwise).
     pub(crate) fn set_checksum(&mut self, on: bool) {

@@ -16,6 +16,9 @@ use bricks_wire::Ipv4Cidr;
 use std::collections::hash_map::{Entry, HashMap};
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use crate::route::table::{RouteChange, RouteObserverSlot};
 
 /// The `StaticIPLookup` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -199,6 +202,7 @@ impl StaticIPLookup {
             no_route: 0,
             added: HashMap::new(),
             next_added: 0,
+            shared: Arc::default(),
         };
         let file: Option<std::path::PathBuf> = args.read("ROUTES")?;
         let mut routes = Vec::new();
@@ -225,6 +229,13 @@ impl StaticIPLookup {
         }
         t.routes = sort_routes(routes, |r| t.note_added(r.prefix));
         t.recompile();
+        let initial = t.routes.clone();
+        t.shared = args.shared(|_| {
+            Ok(StaticShared {
+                initial,
+                observer: RouteObserverSlot::default(),
+            })
+        })?;
         Ok(t)
     }
 }
@@ -266,6 +277,40 @@ pub struct StaticIPLookup {
     /// routes were given; `set` keeps a route's place).
     added: HashMap<Ipv4Cidr, u64>,
     next_added: u64,
+    /// What every worker's instance shares: the configured routes and
+    /// whoever follows the changes (the XDP fast path's copy).
+    shared: Arc<StaticShared>,
+}
+
+/// The state every worker's `StaticIPLookup` shares: the routes as
+/// configured, and the observer told of every change a write handler
+/// makes (each worker's instance applies a write, so an observer may be
+/// told the same change once per worker).
+#[derive(Debug, Default)]
+pub struct StaticShared {
+    /// The routes the configuration gives, longest prefix first.
+    pub initial: Vec<Route>,
+    /// Told of every `add`, `set` and `remove`.
+    pub observer: RouteObserverSlot,
+}
+
+impl StaticShared {
+    /// The configured routes as route changes, for a copy of the table to
+    /// start from.
+    pub fn initial_changes(&self) -> Vec<RouteChange> {
+        self.initial.iter().map(Route::change).collect()
+    }
+}
+
+impl Route {
+    /// This route as a [`RouteChange::Set`].
+    pub fn change(&self) -> RouteChange {
+        RouteChange::Set(
+            self.prefix.address(),
+            self.prefix.prefix_len(),
+            vec![(self.port as u32, self.gateway)],
+        )
+    }
 }
 
 impl StaticIPLookup {
@@ -312,6 +357,7 @@ impl StaticIPLookup {
         let r = self.parse_full(text)?;
         self.insert(r, false)?;
         self.recompile();
+        self.shared.observer.tell(|| r.change());
         Ok(())
     }
 
@@ -320,6 +366,7 @@ impl StaticIPLookup {
         let r = self.parse_full(text)?;
         self.insert(r, true)?;
         self.recompile();
+        self.shared.observer.tell(|| r.change());
         Ok(())
     }
 
@@ -336,6 +383,9 @@ impl StaticIPLookup {
                 let r = self.routes.remove(i);
                 self.added.remove(&r.prefix);
                 self.recompile();
+                self.shared
+                    .observer
+                    .tell(|| RouteChange::Remove(r.prefix.address(), r.prefix.prefix_len()));
                 Ok(r)
             }
             None => Err(RouteError::NotFound(text.trim().to_string())),
@@ -556,6 +606,7 @@ mod tests {
             no_route: 0,
             added: HashMap::new(),
             next_added: 0,
+            shared: Arc::default(),
         };
         t.add("0.0.0.0/0 18.26.4.1 1").unwrap();
         t.add("18.26.4.0/24 1").unwrap();

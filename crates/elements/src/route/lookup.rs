@@ -403,6 +403,15 @@ struct V4Table {
     live: Option<Live>,
 }
 
+/// The route table of an IPv4 lookup element (DirectIPLookup,
+/// LookupIPRoute, RadixIPLookup, RangeIPLookup), from its shared state;
+/// `None` for any other element's.
+pub fn v4_table(
+    shared: &Arc<dyn std::any::Any + Send + Sync>,
+) -> Option<&RouteTable<dyn Lpm4Update>> {
+    shared.downcast_ref::<V4Table>().map(|t| &t.table)
+}
+
 /// The lookup structure of a counting element, by type.
 enum Counting4 {
     None,

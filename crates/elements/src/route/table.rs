@@ -49,6 +49,57 @@ pub struct RouteTable<T: ?Sized> {
     /// for its prefix.
     configured: std::sync::OnceLock<HashMap<RoutePrefix, NextHop>>,
     noutputs: usize,
+    /// Told of every IPv4 route change, under the writers' lock (the XDP
+    /// fast path's copy of the table).
+    observer: RouteObserverSlot,
+}
+
+/// A change to one IPv4 route, as a copy of the table outside the
+/// element (the XDP fast path's) follows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteChange {
+    /// The prefix (address, length) now leaves by these hops: output and
+    /// IPv4 gateway (none for a directly attached destination). More than
+    /// one hop is an equal-cost group.
+    Set(
+        std::net::Ipv4Addr,
+        u8,
+        Vec<(u32, Option<std::net::Ipv4Addr>)>,
+    ),
+    /// The prefix has no route any more.
+    Remove(std::net::Ipv4Addr, u8),
+}
+
+/// What follows a table's changes.
+pub type RouteObserver = Arc<dyn Fn(&RouteChange) + Send + Sync>;
+
+/// Where a table keeps its observer: read on every route change (never
+/// per packet), so a mutex.
+#[derive(Default)]
+pub struct RouteObserverSlot(Mutex<Option<RouteObserver>>);
+
+impl core::fmt::Debug for RouteObserverSlot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let set = self.0.lock().map(|o| o.is_some()).unwrap_or(false);
+        f.debug_struct("RouteObserverSlot")
+            .field("observed", &set)
+            .finish()
+    }
+}
+
+impl RouteObserverSlot {
+    /// Tells the observer, if there is one.
+    pub fn tell(&self, change: impl FnOnce() -> RouteChange) {
+        let o = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(o) = o {
+            o(&change());
+        }
+    }
+
+    /// Sets the observer (one at a time: a second replaces the first).
+    pub fn set(&self, o: RouteObserver) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
+    }
 }
 
 /// The hop groups as published: each group's hops, and beside them a
@@ -474,6 +525,7 @@ impl<T: ?Sized> RouteTable<T> {
             routes6: Mutex::new(HashMap::default()),
             configured: std::sync::OnceLock::new(),
             noutputs,
+            observer: RouteObserverSlot::default(),
         };
         for g in t.groups.load().iter() {
             t.check_outputs(g)?;
@@ -609,7 +661,9 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
         };
         let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
         let nh = self.acquire(hops).map_err(|e| e.0)?;
-        self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))
+        self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))?;
+        self.tell4(p, Some(nh));
+        Ok(())
     }
 
     /// Withdraws a live source's route; the configured route for the
@@ -621,12 +675,56 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
         let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(nh) = self.configured(prefix) {
             self.acquire_index(nh);
-            self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))
+            self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))?;
+            self.tell4(p, Some(nh));
         } else {
             self.lpm.remove(p).map_err(|e| e.to_string())?;
             self.unbind(&mut routes, &p);
-            Ok(())
+            self.tell4(p, None);
         }
+        Ok(())
+    }
+
+    /// Tells the observer that `p` now leaves by group `nh` (or has no
+    /// route). The caller holds the writers' lock, so the observer sees
+    /// the changes in the order the table made them.
+    fn tell4(&self, p: Prefix4, nh: Option<NextHop>) {
+        self.observer.tell(|| {
+            let addr = std::net::Ipv4Addr::from(p.addr);
+            match nh {
+                None => RouteChange::Remove(addr, p.len),
+                Some(nh) => RouteChange::Set(
+                    addr,
+                    p.len,
+                    self.groups()
+                        .get(nh.0 as usize)
+                        .map(|g| g.iter().map(|h| (h.output, gateway_v4(h))).collect())
+                        .unwrap_or_default(),
+                ),
+            }
+        });
+    }
+
+    /// Follows the IPv4 routes: `o` is told of every change from now on,
+    /// and the routes of now are returned (as `Set` changes), both under
+    /// the writers' lock so that no change falls between them.
+    pub fn observe_v4(&self, o: RouteObserver) -> Vec<RouteChange> {
+        let routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        self.observer.set(o);
+        let groups = self.groups();
+        routes
+            .iter()
+            .map(|(p, nh)| {
+                RouteChange::Set(
+                    std::net::Ipv4Addr::from(p.addr),
+                    p.len,
+                    groups
+                        .get(nh.0 as usize)
+                        .map(|g| g.iter().map(|h| (h.output, gateway_v4(h))).collect())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
     }
 
     fn insert4(&self, p: Prefix4, nh: NextHop) -> Result<(), String> {
@@ -698,7 +796,9 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                     return Err(format!("conflict with existing route '{shown}'"));
                 }
                 let nh = self.acquire(&route.hops).map_err(|e| e.0)?;
-                self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))
+                self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))?;
+                self.tell4(p, Some(nh));
+                Ok(())
             }
             "remove" => {
                 let p = parse_prefix(value)?;
@@ -709,6 +809,7 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                 match self.lpm.remove(p).map_err(|e| e.to_string())? {
                     Some(_) => {
                         self.unbind(&mut routes, &p);
+                        self.tell4(p, None);
                         Ok(())
                     }
                     None => Err(format!("{value}: no such route")),
@@ -968,6 +1069,60 @@ mod tests {
             bricks_lpm::Dir24_8::build(r, DEFAULT_MEMORY).map(Box::new)
         })
         .unwrap()
+    }
+
+    #[test]
+    fn an_observer_gets_the_routes_then_every_change_in_order() {
+        use std::net::Ipv4Addr;
+        let t = table("10.0.0.0/8 0\n0.0.0.0/0 10.0.0.1 1");
+        let seen: Arc<Mutex<Vec<RouteChange>>> = Arc::default();
+        let s = seen.clone();
+        let mut now = t.observe_v4(Arc::new(move |c| s.lock().unwrap().push(c.clone())));
+        now.sort_by_key(|c| format!("{c:?}"));
+        let ten = Ipv4Addr::new(10, 0, 0, 0);
+        let gw = Ipv4Addr::new(10, 0, 0, 1);
+        assert_eq!(
+            now,
+            vec![
+                RouteChange::Set(Ipv4Addr::UNSPECIFIED, 0, vec![(1, Some(gw))]),
+                RouteChange::Set(ten, 8, vec![(0, None)]),
+            ]
+        );
+        t.handle("add", "192.168.0.0/16 1").unwrap();
+        assert!(t.handle("add", "10.0.0.0/8 1").is_err(), "add refuses");
+        t.handle("set", "10.0.0.0/8 10.0.0.1 1").unwrap();
+        t.handle("remove", "192.168.0.0/16").unwrap();
+        let p = RoutePrefix::V4(Prefix4 {
+            addr: 0x0b00_0000,
+            len: 8,
+        });
+        t.set_route(
+            p,
+            &[
+                Hop {
+                    gateway: Some(IpAddr::V4(gw)),
+                    output: 0,
+                },
+                Hop {
+                    gateway: Some(IpAddr::V4(gw)),
+                    output: 1,
+                },
+            ],
+        )
+        .unwrap();
+        t.remove_route(p).unwrap();
+        let eleven = Ipv4Addr::new(11, 0, 0, 0);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![
+                RouteChange::Set(Ipv4Addr::new(192, 168, 0, 0), 16, vec![(1, None)]),
+                RouteChange::Set(ten, 8, vec![(1, Some(gw))]),
+                RouteChange::Remove(Ipv4Addr::new(192, 168, 0, 0), 16),
+                RouteChange::Set(eleven, 8, vec![(0, Some(gw)), (1, Some(gw))]),
+                RouteChange::Remove(eleven, 8),
+            ],
+            "the refused add told nothing"
+        );
     }
 
     fn via(gw: u32, output: u32) -> Vec<Hop> {
