@@ -42,6 +42,12 @@ define(
     // packet.
     $BACKEND auto,
 
+    // Forward the ordinary IPv4 packets in the kernel, in bricks' XDP
+    // program (AF_XDP only; see FromDevice's FASTPATH). Everything else
+    // (ARP, TTL 1, options, pings to the router, unknown neighbours) goes
+    // through this configuration as without it.
+    $FASTPATH false,
+
     // The links' MTU: larger packets are fragmented, or answered with ICMP
     // "fragmentation needed" when they say Don't Fragment.
     $MTU 1500,
@@ -88,7 +94,7 @@ arpt :: Tee(2);
 // Interface 0. The named device elements (in0, out0) are what `bricks demo`
 // reads its per-port rates from.
 
-in0 :: FromDevice($DEV0, BACKEND $BACKEND);
+in0 :: FromDevice($DEV0, BACKEND $BACKEND, FASTPATH $FASTPATH);
 out0 :: ToDevice($DEV0);
 q0 :: Queue(1024) -> out0;
 
@@ -112,7 +118,7 @@ c0[3] -> other0 :: Discard;
 // ---------------------------------------------------------------------
 // Interface 1, the same.
 
-in1 :: FromDevice($DEV1, BACKEND $BACKEND);
+in1 :: FromDevice($DEV1, BACKEND $BACKEND, FASTPATH $FASTPATH);
 out1 :: ToDevice($DEV1);
 q1 :: Queue(1024) -> out1;
 

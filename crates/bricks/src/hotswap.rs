@@ -95,6 +95,13 @@ impl Swapper {
     /// running one, and switches the workers over. On any error the
     /// running configuration stays and the error is returned.
     pub fn swap(&self, source: Source) -> Result<String, String> {
+        // The fast path's maps follow the running configuration's tables;
+        // a new configuration would need new ones, loaded before its
+        // interfaces open.
+        if bricks_io::live::any_fast_path() {
+            return Err("a hot swap is refused while an XDP fast path (FASTPATH true) is in                         use: restart the router with the new configuration"
+                .into());
+        }
         let mut current = self.plan.lock().unwrap_or_else(|e| e.into_inner());
         let new = (self.how.build)(source, &current)?;
         let added = check_devices(&new)?;

@@ -207,6 +207,59 @@ pub(crate) fn exit_handler_status(summary: &RunSummary, handler: &str) -> std::p
     std::process::ExitCode::from(code as u8)
 }
 
+/// Loads the fast path every live `FromDevice(..., FASTPATH true)` asks
+/// for, saying what it forwards in the kernel and what it leaves to the
+/// configuration; a FASTPATH the configuration does not allow is an error
+/// that says why.
+fn start_fast_paths(
+    plan: &Plan,
+    quiet: bool,
+) -> anyhow::Result<Vec<bricks_elements::fastpath::Running>> {
+    use bricks_elements::fastpath::{self, Node};
+    let nodes: Vec<Node> = plan
+        .elements
+        .iter()
+        .map(|e| Node {
+            name: &e.name,
+            class: e.class.name,
+            args: &e.args,
+            ports: &e.ports,
+            outputs: &e.outputs,
+            shared: &e.shared,
+        })
+        .collect();
+    let mut running = Vec::new();
+    for found in fastpath::find(&nodes) {
+        let c = match found {
+            // Offline (a capture binding) there is no kernel to forward in.
+            Err((ifname, _)) | Ok(fastpath::Candidate { input: ifname, .. })
+                if bricks_io::binding::lookup(&ifname).is_some() =>
+            {
+                continue
+            }
+            Ok(c) => c,
+            Err((ifname, why)) => {
+                anyhow::bail!("FASTPATH on {ifname}: the configuration does not allow it: {why}")
+            }
+        };
+        let (input, lookup, notes) = (c.input.clone(), c.lookup.clone(), c.notes.clone());
+        let r = c
+            .start()
+            .map_err(|e| anyhow::anyhow!("FASTPATH on {input}: {e}"))?;
+        live::set_fast_path(&input, r.fast_path.clone()).map_err(anyhow::Error::msg)?;
+        if !quiet {
+            eprintln!(
+                "{input}: XDP fast path forwards {lookup}'s ordinary IPv4 packets in the kernel"
+            );
+            for n in notes {
+                eprintln!("{input}: fast path: {n}");
+            }
+        }
+        running.push(r);
+    }
+    Ok(running)
+}
+
 /// Checks `text` and runs it.
 pub(crate) fn run_text(
     name: &str,
@@ -244,6 +297,10 @@ pub(crate) fn run_plan(plan: Plan, settings: &RunSettings) -> anyhow::Result<Run
     let steering = Arc::new(Steering::new(threads));
     let mut dispatcher = None;
     live::started(threads, settings.spread);
+    // XDP fast paths are loaded before the interfaces open, so that the
+    // receiving interface gets the fast path's program from the start;
+    // they live until the run ends.
+    let _fast_paths = start_fast_paths(&plan, settings.quiet)?;
     if !live::declared().is_empty() {
         let (reports, d) = live::open_declared(threads, settings.spread, steering.clone())
             .map_err(anyhow::Error::msg)?;

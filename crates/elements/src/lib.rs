@@ -11,6 +11,7 @@ pub mod click;
 pub mod cluster;
 pub mod control;
 pub mod ether;
+pub mod fastpath;
 pub mod io;
 pub mod ip;
 pub mod ip6;

@@ -107,6 +107,22 @@ pub(super) const DEVICE_KEYWORDS: [Keyword; 7] = [
     },
 ];
 
+const FROM_KEYWORDS: [Keyword; 8] = [
+    DEVICE_KEYWORDS[0],
+    DEVICE_KEYWORDS[1],
+    DEVICE_KEYWORDS[2],
+    DEVICE_KEYWORDS[3],
+    DEVICE_KEYWORDS[4],
+    DEVICE_KEYWORDS[5],
+    DEVICE_KEYWORDS[6],
+    Keyword {
+        name: "FASTPATH",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "live interface, AF_XDP: forward the ordinary IPv4 packets of this interface in               the kernel, in bricks' XDP program, when the configuration's path from here               is Click's IPv4 forwarding path (Classifier, Strip, CheckIPHeader, an IPv4               route lookup, DecIPTTL, EtherEncap or ARPQuerier, Queue, ToDevice); every               other packet (options, TTL 1, no route, unknown neighbour, ARP, ...) goes               through the configuration as without it. The router says at start what it               forwards in the kernel and what not, and why. Offline (pcap bindings) it               changes nothing",
+    },
+];
+
 const TO_KEYWORDS: [Keyword; 8] = [
     DEVICE_KEYWORDS[0],
     DEVICE_KEYWORDS[1],
@@ -141,7 +157,7 @@ static FROM_MANUAL: Manual = Manual {
         instead (an offline run; the router stops when every such file is read and the \
         graph has drained).",
     ports: "no inputs; one push output",
-    keywords: &DEVICE_KEYWORDS,
+    keywords: &FROM_KEYWORDS,
     counters: &[
         ("count", "packets received"),
         ("bytes", "their bytes (live)"),
@@ -155,6 +171,42 @@ static FROM_MANUAL: Manual = Manual {
         (
             "other_host",
             "frames unicast to another MAC than the interface's, dropped (live, PROMISC false)",
+        ),
+        (
+            "fastpath_forwarded",
+            "FASTPATH: packets the XDP program forwarded in the kernel (not in count)",
+        ),
+        ("fastpath_bytes", "FASTPATH: their bytes"),
+        (
+            "fastpath_not_ipv4",
+            "FASTPATH: frames left to the configuration: not IPv4",
+        ),
+        (
+            "fastpath_l2_multicast",
+            "... to a multicast or broadcast MAC, or unicast to another MAC",
+        ),
+        ("fastpath_ip_options", "... with IP options"),
+        (
+            "fastpath_bad_header",
+            "... with a bad version, length or checksum, or Ethernet padding",
+        ),
+        (
+            "fastpath_bad_address",
+            "... from or to 0/8, 127/8, 224/3 or an address CheckIPHeader lists",
+        ),
+        ("fastpath_ttl", "... with TTL 1 or 0"),
+        ("fastpath_no_route", "... matching no route"),
+        (
+            "fastpath_slow_output",
+            "... routed to an output the fast path does not follow (or an ECMP group)",
+        ),
+        (
+            "fastpath_too_big",
+            "... longer than the output path's IPFragmenter MTU",
+        ),
+        (
+            "fastpath_no_neighbour",
+            "... whose next hop's MAC the ARPQuerier does not know",
         ),
     ],
     example: "FromDevice(eth0) -> Discard;",
@@ -284,7 +336,15 @@ pub(super) fn read_device_named(args: &mut Args<'_>, name: String) -> Result<Dev
 }
 
 fn make_from(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    // Read here and again by the runner, which follows the graph from
+    // this element (`crate::fastpath`).
+    let fast: bool = args.read("FASTPATH")?.unwrap_or(false);
     let d = read_device(args)?;
+    if fast && d.spec.backend == live::Backend::Packet {
+        return Err(ArgError::new(
+            "FASTPATH needs AF_XDP (BACKEND xdp or auto), not BACKEND packet",
+        ));
+    }
     make_from_device(d, ports)
 }
 

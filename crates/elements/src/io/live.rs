@@ -39,6 +39,9 @@ pub struct LiveRx {
     mac: Option<[u8; 6]>,
     /// Frames dropped because they were unicast to another MAC.
     other_host: u64,
+    /// The interface's XDP fast path, on worker 0's instance only (its
+    /// counters are the interface's, counted once).
+    fast_path: Option<bricks_io::xdp::FastPath>,
 }
 
 impl LiveRx {
@@ -57,6 +60,7 @@ impl LiveRx {
             promisc,
             mac: None,
             other_host: 0,
+            fast_path: None,
         }
     }
 
@@ -64,6 +68,11 @@ impl LiveRx {
         self.taken = true;
         self.worker = worker;
         self.queues = live::take_rx(&self.name, worker);
+        self.fast_path = if worker == 0 {
+            live::fast_path(&self.name)
+        } else {
+            None
+        };
         if !self.promisc {
             self.mac = bricks_io::ifinfo::lookup(&self.name)
                 .ok()
@@ -217,6 +226,14 @@ impl Element for LiveRx {
         s.counter("errors", self.errors);
         s.counter("queues", self.queues.len() as u64);
         s.counter("other_host", self.other_host);
+        if let Some(fp) = &self.fast_path {
+            let f = fp.stats();
+            s.counter("fastpath_forwarded", f.forwarded);
+            s.counter("fastpath_bytes", f.forwarded_bytes);
+            for (why, n) in f.to_user {
+                s.counter(format!("fastpath_{why}"), n);
+            }
+        }
     }
 }
 

@@ -123,6 +123,20 @@ pub(super) const RATIOS: &[Ratio] = &[
         paper: "",
     },
     Ratio {
+        name: "bricks fast path / Linux",
+        top: "bricks-fastpath",
+        bottom: "linux",
+        goal: Some(1.2),
+        paper: "",
+    },
+    Ratio {
+        name: "bricks fast path / XDP_REDIRECT",
+        top: "bricks-fastpath",
+        bottom: "xdp-redirect",
+        goal: Some(0.6),
+        paper: "",
+    },
+    Ratio {
         name: "bricks without Queue / Linux",
         top: "bricks-push",
         bottom: "linux",

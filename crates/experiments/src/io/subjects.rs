@@ -25,6 +25,9 @@ pub(super) struct Bricks {
     /// round), as in Click's IP router; without it ToDevice is pushed
     /// each whole batch and kn is only the kick threshold.
     pub(super) queue: bool,
+    /// FromDevice's FASTPATH: the ordinary packets forwarded in the
+    /// kernel by bricks' XDP program, the rest through the configuration.
+    pub(super) fast_path: bool,
 }
 
 pub(super) const BRICKS: Bricks = Bricks {
@@ -36,6 +39,7 @@ pub(super) const BRICKS: Bricks = Bricks {
     mode: "per-core",
     idle_nap_us: None,
     queue: true,
+    fast_path: false,
 };
 
 /// What forwards between r0 and r1.
@@ -97,6 +101,12 @@ pub(super) fn subjects(latency_rate: u64) -> Vec<Subject> {
             false,
         ),
         t("bricks", "bricks IPv4, kp 32, kn 16", b(|_| {}), false),
+        t(
+            "bricks-fastpath",
+            "bricks IPv4, XDP fast path (FASTPATH true)",
+            b(|x| x.fast_path = true),
+            false,
+        ),
         t("bricks-kp1", "bricks kp 1, kn 16", b(|x| x.kp = 1), false),
         t("bricks-kn1", "bricks kp 32, kn 1", b(|x| x.kn = 1), false),
         t(
@@ -203,7 +213,7 @@ pub(super) fn select(all: Vec<Subject>, only: &[String]) -> Result<Vec<Subject>,
 /// interfaces.
 pub(super) fn bricks_config(b: &Bricks, port: &Port) -> String {
     format!(
-        "rx :: FromDevice({rx}, BURST {kp}, BACKEND {be})\n\
+        "rx :: FromDevice({rx}, BURST {kp}, BACKEND {be}, FASTPATH {fast})\n\
          \t-> c :: Classifier(12/0800, -)\n\
          \t-> Strip(14)\n\
          \t-> CheckIPHeader\n\
@@ -224,5 +234,6 @@ pub(super) fn bricks_config(b: &Bricks, port: &Port) -> String {
         kn = b.kn,
         flush = b.flush,
         be = b.backend,
+        fast = b.fast_path,
     )
 }
