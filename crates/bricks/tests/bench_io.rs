@@ -1,4 +1,4 @@
-//! `bricks bench io` end to end: a short run of two subjects through real
+//! `bricks bench io` end to end: a short run of three subjects through real
 //! veths in network namespaces (needs root), and the network it built is
 //! gone afterwards.
 
@@ -19,7 +19,7 @@ fn a_short_bench_forwards_through_linux_and_bricks_and_cleans_up() {
             "--runs",
             "1",
             "--only",
-            "linux,bricks",
+            "linux,bricks,bricks-fastpath",
             "--json",
         ])
         .stdin(Stdio::null())
@@ -40,7 +40,7 @@ fn a_short_bench_forwards_through_linux_and_bricks_and_cleans_up() {
         .unwrap_or_else(|e| panic!("{e}: not JSON: {stdout}"));
     let subjects = report["subjects"].as_array().unwrap();
     let names: Vec<&str> = subjects.iter().filter_map(|s| s["name"].as_str()).collect();
-    assert_eq!(names, ["linux", "bricks"], "{report}");
+    assert_eq!(names, ["linux", "bricks", "bricks-fastpath"], "{report}");
     for s in subjects {
         let runs = s["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 1, "{s}");
@@ -59,6 +59,15 @@ fn a_short_bench_forwards_through_linux_and_bricks_and_cleans_up() {
     assert!(
         bricks["router"]["sent"].as_u64().unwrap() > 1000,
         "{bricks}"
+    );
+    // With FASTPATH the router loaded its XDP fast path on r0 and the
+    // program, not the configuration, forwarded the frames.
+    let fast = &subjects[2]["runs"][0];
+    let notes = fast["notes"].to_string();
+    assert!(notes.contains("XDP fast path"), "{fast}");
+    assert!(
+        fast["router"]["sent"].as_u64().unwrap() < fast["received"].as_u64().unwrap() / 10,
+        "{fast}"
     );
     assert!(report["ratios"]
         .as_array()

@@ -73,11 +73,21 @@ struct port {
 // The input interface: frames unicast to another MAC than `mac` go to
 // user space when `check_mac` is set (FromDevice drops them there unless
 // PROMISC).
+// `bad_filter` has bit filter_bit(a) set for every address `a` of
+// bricks_bad_src, so that an ordinary packet costs no hash lookup.
 struct input {
 	__u32 check_mac;
 	__u8 mac[6];
 	__u8 pad[2];
+	__u64 bad_filter;
 };
+
+// The bit of `bad_filter` for `a` (as read from the packet): the bytes
+// folded together, low 6 bits. FastPath::new computes the same.
+static __always_inline __u64 filter_bit(__u32 a)
+{
+	return 1ull << ((a ^ (a >> 8) ^ (a >> 16) ^ (a >> 24)) & 63);
+}
 
 struct neigh_key {
 	__u32 output;
@@ -223,9 +233,12 @@ int bricks_fastpath(struct xdp_md *ctx)
 	__u32 daddr = ip->daddr;
 	// The listed addresses are what the configuration's CheckIPHeader may
 	// refuse or treat apart, as a source or a destination.
+	__u64 filter = in ? in->bad_filter : ~0ull;
 	if (martian(saddr) || martian(daddr) ||
-	    bpf_map_lookup_elem(&bricks_bad_src, &saddr) ||
-	    bpf_map_lookup_elem(&bricks_bad_src, &daddr))
+	    ((filter & filter_bit(saddr)) &&
+	     bpf_map_lookup_elem(&bricks_bad_src, &saddr)) ||
+	    ((filter & filter_bit(daddr)) &&
+	     bpf_map_lookup_elem(&bricks_bad_src, &daddr)))
 		return to_user(ctx, STAT_BAD_ADDRESS);
 
 	// TTL 1 expires here: user space sends the ICMP time exceeded.

@@ -75,7 +75,8 @@ use testbed::*;
 /// `bricks bench io` options.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Subjects (for --only): linux, xdp-redirect, bricks, bricks-kp1, \
+    after_help = "Subjects (for --only): linux, xdp-redirect, bricks, bricks-fastpath (the \
+    same configuration with FromDevice's FASTPATH: the XDP fast path), bricks-kp1, \
     bricks-kn1, bricks-nobatch, bricks-push, bricks-packet, bricks-2w (and bricks-Nw up to \
     a worker per core), bricks-pipeline, bricks-serial; \
     latency at a low rate: lat-linux, lat-xdp-redirect, lat-bricks, lat-bricks-flush0, \
@@ -83,6 +84,7 @@ use testbed::*;
     Examples:\n  \
     sudo bricks bench io\n  \
     sudo bricks bench io --seconds 1 --runs 1 --only linux,bricks\n  \
+    sudo bricks bench io --only linux,xdp-redirect,bricks,bricks-fastpath\n  \
     sudo bricks bench io --only latency --json"
 )]
 pub struct IoArgs {

@@ -87,6 +87,38 @@ impl Machine {
     }
 }
 
+/// Busy and total time of `cpus` so far (in `/proc/stat`'s ticks):
+/// busy is user, nice, system, irq, softirq and steal; total adds idle
+/// and iowait.
+pub(super) fn cpu_ticks(cpus: &[usize]) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let (mut busy, mut total) = (0, 0);
+    for &c in cpus {
+        let name = format!("cpu{c}");
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if v.len() < 8 {
+            return None;
+        }
+        let b = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        busy += b;
+        total += b + v[3] + v[4];
+    }
+    Some((busy, total))
+}
+
+/// The busy share of `cpus` between two [`cpu_ticks`] readings.
+pub(super) fn busy_between(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
+    let ((b0, t0), (b1, t1)) = (before?, after?);
+    (t1 > t0).then(|| (b1.saturating_sub(b0)) as f64 / (t1 - t0) as f64)
+}
+
 pub(super) fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()

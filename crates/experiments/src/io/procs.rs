@@ -136,9 +136,21 @@ pub(super) struct RunResult {
     pub(super) notes: Vec<String>,
     /// The 1-minute load average when the run started.
     pub(super) load: f64,
+    /// How busy the router's CPUs were while the generator sent (0 to 1,
+    /// over all of them: user, system, interrupts and softirqs, of which
+    /// the XDP programs and NAPI threads), from `/proc/stat`.
+    pub(super) router_busy: Option<f64>,
 }
 
 impl RunResult {
+    /// Frames forwarded per second per busy router CPU (Mpps): what the
+    /// router would forward with its CPUs fully busy, if its cost per
+    /// frame stayed the same. `None` without a CPU measurement.
+    pub(super) fn mpps_per_busy_cpu(&self) -> Option<f64> {
+        let b = self.router_busy?;
+        (b > 0.01).then(|| self.sink.mpps / b)
+    }
+
     pub(super) fn offered_mpps(&self) -> f64 {
         if self.gen.elapsed > 0.0 {
             self.gen.sent as f64 / self.gen.elapsed / 1e6

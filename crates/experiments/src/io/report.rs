@@ -60,6 +60,12 @@ impl Measured {
         spread_of(&mut v)
     }
 
+    /// [`Measured::spread`] of a figure some runs lack.
+    pub(super) fn spread_of_some(&self, f: impl Fn(&RunResult) -> Option<f64>) -> Option<Spread> {
+        let mut v: Vec<f64> = self.runs.iter().filter_map(f).collect();
+        spread_of(&mut v)
+    }
+
     pub(super) fn mpps(&self) -> Option<Spread> {
         self.spread(|r| r.sink.mpps)
     }
@@ -503,6 +509,41 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
                 let _ = writeln!(o, "{l}");
             }
         }
+        let cpu: Vec<String> = measured
+            .iter()
+            .filter(|m| !m.subject.is_latency())
+            .filter_map(|m| {
+                let busy = m.spread_of_some(|r| r.router_busy)?;
+                let per = m.spread_of_some(RunResult::mpps_per_busy_cpu)?;
+                Some(format!(
+                    "  {:<16} {:>6.0} %   {:>6.3}  {:>13}",
+                    m.subject.name,
+                    busy.median * 100.0,
+                    per.median,
+                    format!("{:.3}..{:.3}", per.min, per.max)
+                ))
+            })
+            .collect();
+        if !cpu.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nrouter CPU with the generator at full speed (subjects on the router CPU alone)\n  \
+                 {:<16} {:>8}   {:>6}  {:>13}",
+                "subject", "busy", "Mpps/CPU", "min..max"
+            );
+            for l in cpu {
+                let _ = writeln!(o, "{l}");
+            }
+            let _ = writeln!(
+                o,
+                "busy: the router CPU's user, system, interrupt and softirq time (XDP programs and \
+                 NAPI threads included) while the generator ran, from /proc/stat, median over \
+                 runs; Mpps per busy CPU: received Mpps / busy, each run, median and min..max: \
+                 what one fully busy CPU would forward at the same cost per frame, a capacity \
+                 where the generator, not the router, sets the rate (an estimate, not a \
+                 measured rate)."
+            );
+        }
     }
     let latency: Vec<&Measured> = measured.iter().filter(|m| m.subject.is_latency()).collect();
     if !latency.is_empty() {
@@ -612,6 +653,8 @@ pub(super) fn report_json(
                         })),
                         "notes": r.notes,
                         "load_average": r.load,
+                        "router_busy": r.router_busy,
+                        "mpps_per_busy_cpu": r.mpps_per_busy_cpu(),
                     })
                 })
                 .collect();
@@ -624,6 +667,8 @@ pub(super) fn report_json(
                 "mpps": sp(m.mpps()),
                 "offered_mpps": sp(m.spread(RunResult::offered_mpps)),
                 "loss_pct": sp(m.spread(RunResult::loss_pct)),
+                "router_busy": sp(m.spread_of_some(|r| r.router_busy)),
+                "mpps_per_busy_cpu": sp(m.spread_of_some(RunResult::mpps_per_busy_cpu)),
                 "latency_us": m.subject.is_latency().then(|| serde_json::json!({
                     "p50": lat(0), "p90": lat(1), "p99": lat(2), "p999": lat(3), "max": lat(4),
                 })),

@@ -265,6 +265,13 @@ impl Testbed {
                 passes.push(x);
             }
         }
+        // The router's CPUs alone (not a subject spread over the tester's).
+        let router_cpus: Vec<usize> = if s.wide {
+            Vec::new()
+        } else {
+            placed.iter().flat_map(|(_, c)| c.iter().copied()).collect()
+        };
+        let ticks_before = cpu_ticks(&router_cpus);
         let mut gens = Vec::new();
         for p in &self.ports {
             gens.push(self.gen(p, secs, rate)?);
@@ -273,6 +280,11 @@ impl Testbed {
             .into_iter()
             .map(|g| g.finish(Duration::from_secs_f64(secs + 30.0), &self.cancel))
             .collect();
+        let router_busy = if router_cpus.is_empty() {
+            None
+        } else {
+            busy_between(ticks_before, cpu_ticks(&router_cpus))
+        };
         // Frames still in queues and rings arrive within microseconds to
         // a few milliseconds; the rest is lost.
         std::thread::sleep(DRAIN);
@@ -334,6 +346,7 @@ impl Testbed {
             router: counters,
             notes,
             load,
+            router_busy,
         })
     }
 }

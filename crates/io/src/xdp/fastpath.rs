@@ -207,7 +207,7 @@ struct Handles {
     _ports: Array<MapData, [u8; 20]>,
     _tx: DevMap<MapData>,
     _bad_src: HashMap<MapData, u32, u8>,
-    _input: Array<MapData, [u8; 12]>,
+    _input: Array<MapData, [u8; 24]>,
 }
 
 impl core::fmt::Debug for FastPath {
@@ -234,6 +234,12 @@ fn port_value(flags: u32, src: [u8; 6], dst: [u8; 6], mtu: u32) -> [u8; 20] {
     v[10..16].copy_from_slice(&dst);
     v[16..20].copy_from_slice(&mtu.to_ne_bytes());
     v
+}
+
+/// The bit of the program's bad-address filter for `w` (as [`wire`]
+/// gives it): `filter_bit` in `bpf/fastpath.c`.
+fn filter_bit(w: u32) -> u64 {
+    1 << ((w ^ (w >> 8) ^ (w >> 16) ^ (w >> 24)) & 63)
 }
 
 /// An address as the program reads it from the packet: network order in
@@ -313,15 +319,18 @@ impl FastPath {
             let mut ports: Array<MapData, [u8; 20]> = take(&mut ebpf, "bricks_ports")?;
             let mut tx: DevMap<MapData> = take(&mut ebpf, "bricks_tx")?;
             let mut bad: HashMap<MapData, u32, u8> = take(&mut ebpf, "bricks_bad_src")?;
-            let mut input: Array<MapData, [u8; 12]> = take(&mut ebpf, "bricks_input")?;
+            let mut input: Array<MapData, [u8; 24]> = take(&mut ebpf, "bricks_input")?;
+            // `struct input`: check_mac, mac, pad, bad_filter.
+            let mut v = [0u8; 24];
             if let Some(mac) = spec.accept_dst {
-                let mut v = [0u8; 12];
                 v[0..4].copy_from_slice(&1u32.to_ne_bytes());
                 v[4..10].copy_from_slice(&mac);
-                input
-                    .set(0, v, 0)
-                    .map_err(|e| format!("the input's MAC: {}", chain(&e)))?;
             }
+            let filter = bad_src.iter().fold(0u64, |f, a| f | filter_bit(wire(*a)));
+            v[16..24].copy_from_slice(&filter.to_ne_bytes());
+            input
+                .set(0, v, 0)
+                .map_err(|e| format!("the input's settings: {}", chain(&e)))?;
             for &(i, index, p) in &outputs {
                 let (flags, dst) = match p.dst_mac {
                     Some(d) => (PORT_VALID | PORT_STATIC_DST, d),
