@@ -28,6 +28,8 @@ pub(super) struct Bricks {
     /// FromDevice's FASTPATH: the ordinary packets forwarded in the
     /// kernel by bricks' XDP program, the rest through the configuration.
     pub(super) fast_path: bool,
+    /// FromDevice's XDP_MODE: `auto`, `native` or `generic`.
+    pub(super) xdp_mode: &'static str,
 }
 
 pub(super) const BRICKS: Bricks = Bricks {
@@ -40,6 +42,7 @@ pub(super) const BRICKS: Bricks = Bricks {
     idle_nap_us: None,
     queue: true,
     fast_path: false,
+    xdp_mode: "auto",
 };
 
 /// What forwards between r0 and r1.
@@ -105,6 +108,15 @@ pub(super) fn subjects(latency_rate: u64) -> Vec<Subject> {
             "bricks-fastpath",
             "bricks IPv4, XDP fast path (FASTPATH true)",
             b(|x| x.fast_path = true),
+            false,
+        ),
+        t(
+            "bricks-fastpath-skb",
+            "bricks IPv4, XDP fast path in generic (skb) mode",
+            b(|x| {
+                x.fast_path = true;
+                x.xdp_mode = "generic";
+            }),
             false,
         ),
         t("bricks-kp1", "bricks kp 1, kn 16", b(|x| x.kp = 1), false),
@@ -213,7 +225,7 @@ pub(super) fn select(all: Vec<Subject>, only: &[String]) -> Result<Vec<Subject>,
 /// interfaces.
 pub(super) fn bricks_config(b: &Bricks, port: &Port) -> String {
     format!(
-        "rx :: FromDevice({rx}, BURST {kp}, BACKEND {be}, FASTPATH {fast})\n\
+        "rx :: FromDevice({rx}, BURST {kp}, BACKEND {be}, FASTPATH {fast}, XDP_MODE {mode})\n\
          \t-> c :: Classifier(12/0800, -)\n\
          \t-> Strip(14)\n\
          \t-> CheckIPHeader\n\
@@ -235,5 +247,6 @@ pub(super) fn bricks_config(b: &Bricks, port: &Port) -> String {
         flush = b.flush,
         be = b.backend,
         fast = b.fast_path,
+        mode = b.xdp_mode,
     )
 }
