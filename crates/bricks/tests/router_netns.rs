@@ -35,6 +35,9 @@ struct Lab {
     router: LiveRouter,
     net: Network,
     macs: [String; 2],
+    /// The router's control socket, in a directory deleted at the end.
+    control: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 impl Lab {
@@ -78,11 +81,16 @@ impl Lab {
             format!("MAC1={}", macs[1]),
             format!("FASTPATH={fast}"),
         ];
-        let router = LiveRouter::start(&net, "r", &conf, threads, &defines);
+        let dir = tempfile::tempdir().unwrap();
+        let control = dir.path().join("ctl.sock");
+        let extra = ["--control".to_string(), control.display().to_string()];
+        let router = LiveRouter::start_with(&net, "r", &conf, threads, &defines, &extra);
         Lab {
             router,
             net,
             macs: [macs[0].clone(), macs[1].clone()],
+            control,
+            _dir: dir,
         }
     }
 
@@ -103,6 +111,27 @@ impl Lab {
     fn run(&self, ns: &str, argv: &[&str], secs: u64) -> std::process::Output {
         output_timeout(&mut self.net.exec(ns, argv), Duration::from_secs(secs))
             .unwrap_or_else(|e| panic!("{e}\nrouter stderr:\n{}", self.stderr()))
+    }
+
+    /// `bricks ctl` on the router's control socket; its stdout.
+    fn ctl(&self, cmd: &[&str]) -> String {
+        let sock = self.control.display().to_string();
+        let mut argv = vec![env!("CARGO_BIN_EXE_bricks"), "ctl", sock.as_str()];
+        argv.extend_from_slice(cmd);
+        let out = self.run("r", &argv, 10);
+        assert!(
+            out.status.success(),
+            "bricks ctl {cmd:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Whether one ping from `from` to `to` is answered.
+    fn ping_once(&self, from: &str, to: &str) -> bool {
+        let out = self.run(from, &["ping", "-n", "-c", "1", "-W", "1", to], 10);
+        out.status.success()
     }
 
     fn ping(&self, from: &str, to: &str) {
@@ -384,6 +413,22 @@ fn suite(tag: &str, backend: &str, threads: usize, fast: bool) {
         );
         // TTL 1 and the pings to the router went up to the configuration.
         assert!(lab.counter("in0", "fastpath_ttl") >= 1, "{}", lab.stderr());
+
+        // A route removed by a write handler is gone from the kernel's
+        // copy at once: h2's subnet is unreachable, in the kernel too.
+        lab.ctl(&["write", "rt.remove", "10.2.0.0/24"]);
+        assert!(
+            !lab.ping_once("h1", H2),
+            "h2 reached with its route removed"
+        );
+        lab.ctl(&["write", "rt.add", "10.2.0.0/24 2"]);
+        let before = lab.counter("in0", "fastpath_forwarded");
+        lab.ping("h1", H2);
+        lab.wait_for(
+            "the restored route in the fast path",
+            Duration::from_secs(5),
+            |l| l.counter("in0", "fastpath_forwarded") >= before + 3,
+        );
     } else {
         lab.wait_for(
             "the transfer in the device counters",

@@ -437,7 +437,7 @@ impl Candidate {
                 .expect("checked when found")
                 .observe_v4(observer),
             Routes::Static(s) => {
-                s.observer.set(observer);
+                s.observer.add(observer);
                 s.initial_changes()
             }
         };

@@ -73,32 +73,37 @@ pub enum RouteChange {
 /// What follows a table's changes.
 pub type RouteObserver = Arc<dyn Fn(&RouteChange) + Send + Sync>;
 
-/// Where a table keeps its observer: read on every route change (never
-/// per packet), so a mutex.
+/// Where a table keeps its observers (one per fast path that follows
+/// it): read on every route change, never per packet, so a mutex.
 #[derive(Default)]
-pub struct RouteObserverSlot(Mutex<Option<RouteObserver>>);
+pub struct RouteObserverSlot(Mutex<Vec<RouteObserver>>);
 
 impl core::fmt::Debug for RouteObserverSlot {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let set = self.0.lock().map(|o| o.is_some()).unwrap_or(false);
+        let n = self.0.lock().map(|o| o.len()).unwrap_or(0);
         f.debug_struct("RouteObserverSlot")
-            .field("observed", &set)
+            .field("observers", &n)
             .finish()
     }
 }
 
 impl RouteObserverSlot {
-    /// Tells the observer, if there is one.
+    /// Tells every observer, if there is one.
     pub fn tell(&self, change: impl FnOnce() -> RouteChange) {
         let o = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(o) = o {
-            o(&change());
+        if o.is_empty() {
+            return;
+        }
+        let c = change();
+        for o in o {
+            o(&c);
         }
     }
 
-    /// Sets the observer (one at a time: a second replaces the first).
-    pub fn set(&self, o: RouteObserver) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
+    /// Adds an observer (each FASTPATH interface following the table has
+    /// one).
+    pub fn add(&self, o: RouteObserver) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(o);
     }
 }
 
@@ -705,12 +710,13 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
         });
     }
 
-    /// Follows the IPv4 routes: `o` is told of every change from now on,
+    /// Follows the IPv4 routes: `o` is told of every change from now on
+    /// (besides the observers already there),
     /// and the routes of now are returned (as `Set` changes), both under
     /// the writers' lock so that no change falls between them.
     pub fn observe_v4(&self, o: RouteObserver) -> Vec<RouteChange> {
         let routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
-        self.observer.set(o);
+        self.observer.add(o);
         let groups = self.groups();
         routes
             .iter()
@@ -1078,6 +1084,14 @@ mod tests {
         let seen: Arc<Mutex<Vec<RouteChange>>> = Arc::default();
         let s = seen.clone();
         let mut now = t.observe_v4(Arc::new(move |c| s.lock().unwrap().push(c.clone())));
+        // A second follower (a second FASTPATH interface) is told too.
+        let second: Arc<Mutex<usize>> = Arc::default();
+        let n = second.clone();
+        assert_eq!(
+            t.observe_v4(Arc::new(move |_| *n.lock().unwrap() += 1))
+                .len(),
+            2
+        );
         now.sort_by_key(|c| format!("{c:?}"));
         let ten = Ipv4Addr::new(10, 0, 0, 0);
         let gw = Ipv4Addr::new(10, 0, 0, 1);
@@ -1123,6 +1137,7 @@ mod tests {
             ],
             "the refused add told nothing"
         );
+        assert_eq!(*second.lock().unwrap(), 5);
     }
 
     fn via(gw: u32, output: u32) -> Vec<Hop> {
