@@ -183,7 +183,11 @@ static FROM_MANUAL: Manual = Manual {
         ),
         (
             "fastpath_l2_multicast",
-            "... to a multicast or broadcast MAC, or unicast to another MAC",
+            "... to a multicast or broadcast MAC",
+        ),
+        (
+            "fastpath_other_host",
+            "... unicast to another MAC than the interface's (PROMISC false)",
         ),
         ("fastpath_ip_options", "... with IP options"),
         (
