@@ -20,10 +20,9 @@ use bricks_io::live::{self, Backend, DeviceSpec, Spread};
 use bricks_io::steer::Steering;
 use bricks_io::xdp::{self, FastPath, FastPathPort, FastPathSpec, XdpConfig, XdpRx, XdpTx};
 use bricks_io::RxQueue;
-use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Network};
+use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Network, RawSocket};
 use bricks_packet::Batch;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -153,14 +152,7 @@ fn frame(n: &Net, dst: Ipv4Addr, ttl: u8, options: &[u8], seq: u32) -> Vec<u8> {
 
 /// The Internet checksum of `b` (RFC 1071), as stored in a header.
 fn checksum(b: &[u8]) -> u16 {
-    let mut sum: u32 = b
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    !bricks_wire::checksum::data(b)
 }
 
 /// The sequence number of a frame a test built, if it is one.
@@ -184,91 +176,14 @@ fn forwarded(f: &[u8], src_mac: [u8; 6], dst_mac: [u8; 6]) -> Vec<u8> {
     g
 }
 
-/// A raw AF_PACKET socket bound to one interface of a namespace.
-struct RawSock {
-    fd: OwnedFd,
-}
-
-impl RawSock {
-    fn open(ns: &str, ifname: &'static str) -> RawSock {
-        in_namespace(ns, move || {
-            let proto = (libc::ETH_P_ALL as u16).to_be();
-            // SAFETY: socket(2) with constant arguments, result checked.
-            let fd = unsafe {
-                libc::socket(
-                    libc::AF_PACKET,
-                    libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                    i32::from(proto),
-                )
-            };
-            assert!(fd >= 0, "{}", std::io::Error::last_os_error());
-            // SAFETY: `fd` is fresh and owned by nobody else.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            let name = std::ffi::CString::new(ifname).unwrap();
-            // SAFETY: `name` is a valid C string for the call.
-            let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-            assert_ne!(index, 0, "no {ifname} in {ns_}", ns_ = "namespace");
-            // SAFETY: all-zero is a valid sockaddr_ll.
-            let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_protocol = proto;
-            sll.sll_ifindex = index as i32;
-            // SAFETY: `sll` is a valid sockaddr_ll of the given length.
-            let r = unsafe {
-                libc::bind(
-                    fd.as_raw_fd(),
-                    (&sll as *const libc::sockaddr_ll).cast(),
-                    std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-                )
-            };
-            assert_eq!(r, 0, "bind: {}", std::io::Error::last_os_error());
-            RawSock { fd }
-        })
-    }
-
-    fn send(&self, frame: &[u8]) {
-        // SAFETY: `frame` is valid for reads of its length.
-        let r = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        assert_eq!(
-            r,
-            frame.len() as isize,
-            "send: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-
-    /// The next frame that arrived (not one this host sent), if any.
-    fn recv(&self) -> Option<Vec<u8>> {
-        let mut buf = vec![0u8; 4096];
-        loop {
-            // SAFETY: all-zero is a valid sockaddr_ll.
-            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-            // SAFETY: `buf` and `from` are valid for writes of their sizes.
-            let n = unsafe {
-                libc::recvfrom(
-                    self.fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                    (&mut from as *mut libc::sockaddr_ll).cast(),
-                    &mut len,
-                )
-            };
-            if n < 0 {
-                return None;
-            }
-            if from.sll_pkttype != libc::PACKET_OUTGOING {
-                buf.truncate(n as usize);
-                return Some(buf);
-            }
-        }
-    }
+/// A raw socket on `ifname` in namespace `ns`.
+fn raw_socket(ns: &str, ifname: &'static str) -> RawSocket {
+    in_namespace(ns, move || RawSocket::open(ifname))
 }
 
 /// Frames a test built that arrive at `sock` within `wait` (stops early
 /// once `want` arrived).
-fn host_frames(sock: &RawSock, want: usize, wait: Duration) -> Vec<Vec<u8>> {
+fn host_frames(sock: &RawSocket, want: usize, wait: Duration) -> Vec<Vec<u8>> {
     let mut got = Vec::new();
     let t = Instant::now();
     while got.len() < want && t.elapsed() < wait {
@@ -437,8 +352,8 @@ fn what_the_fast_path_must_not_forward_reaches_the_socket_unchanged() {
     }
     let n = Net::new("fp2");
     let mut r = router(&n);
-    let h1 = RawSock::open(&n.ns("h1"), "e0");
-    let h2 = RawSock::open(&n.ns("h2"), "e0");
+    let h1 = raw_socket(&n.ns("h1"), "e0");
+    let h2 = raw_socket(&n.ns("h2"), "e0");
     let nop4 = [1u8, 1, 1, 0]; // three NOPs and an end of options
                                // (frame, the reason counted)
     let cases = [
@@ -574,8 +489,8 @@ fn a_removed_route_sends_its_traffic_to_user_space_again() {
     }
     let n = Net::new("fp3");
     let mut r = router(&n);
-    let h1 = RawSock::open(&n.ns("h1"), "e0");
-    let h2 = RawSock::open(&n.ns("h2"), "e0");
+    let h1 = raw_socket(&n.ns("h1"), "e0");
+    let h2 = raw_socket(&n.ns("h2"), "e0");
     // Forwarded, byte for byte as one hop changes it.
     let f = frame(&n, H2, 64, &[], 1);
     h1.send(&f);
@@ -751,8 +666,8 @@ fn the_fast_path_forwards_in_generic_mode_too() {
     });
     assert_eq!(fa.mode(), Some("generic"));
     assert_eq!(q.0.mode(), "generic copy");
-    let h1 = RawSock::open(&n.ns("h1"), "e0");
-    let h2 = RawSock::open(&n.ns("h2"), "e0");
+    let h1 = raw_socket(&n.ns("h1"), "e0");
+    let h2 = raw_socket(&n.ns("h2"), "e0");
     let f = frame(&n, H2, 64, &[], 1);
     h1.send(&f);
     assert_eq!(
@@ -813,7 +728,7 @@ fn frames_for_an_output_that_went_away_reach_the_socket() {
         let q = xdp::open_queue("ra", 0, &cfg).unwrap();
         (fa, q)
     });
-    let h1 = RawSock::open(&n.ns("h1"), "e0");
+    let h1 = raw_socket(&n.ns("h1"), "e0");
     let f = frame(&n, H2, 64, &[], 1);
     h1.send(&f);
     let t = Instant::now();

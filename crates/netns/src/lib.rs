@@ -14,7 +14,10 @@
 //! which kill them when dropped, so they never outlive a failed test.
 
 pub mod ipip;
+mod raw;
 pub mod vlan;
+
+pub use raw::RawSocket;
 
 use std::io::Read as _;
 use std::process::{Command, ExitStatus, Output, Stdio};

@@ -7,7 +7,6 @@ use crate::queue::{RxQueue, TxQueue};
 use bricks_netns::{skip_unless_root, Network};
 use bricks_packet::{Batch, Packet};
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 const PATIENCE: Duration = Duration::from_secs(5);
@@ -41,92 +40,7 @@ fn link_show(net: &Network, ns: &str, ifname: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// A raw AF_PACKET socket bound to one interface.
-struct RawSock {
-    fd: OwnedFd,
-}
-
-impl RawSock {
-    fn open(ifname: &str) -> RawSock {
-        let proto = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: socket(2) with constant arguments, result checked.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                i32::from(proto),
-            )
-        };
-        assert!(fd >= 0, "{}", std::io::Error::last_os_error());
-        // SAFETY: `fd` is fresh and owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let big: libc::c_int = 32 << 20;
-        // SAFETY: the option value is a valid c_int for the call.
-        unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUFFORCE,
-                (&big as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        // SAFETY: all-zero is a valid sockaddr_ll.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
-        sll.sll_ifindex = crate::ifinfo::index(ifname).unwrap() as i32;
-        // SAFETY: `sll` is a valid sockaddr_ll of the given length.
-        let r = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(r, 0, "bind: {}", std::io::Error::last_os_error());
-        RawSock { fd }
-    }
-
-    fn send(&self, frame: &[u8]) {
-        // SAFETY: `frame` is valid for reads of its length.
-        let r = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        assert_eq!(
-            r,
-            frame.len() as isize,
-            "send: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-
-    /// The next frame that arrived (not one this host sent), if any.
-    fn recv(&self) -> Option<Vec<u8>> {
-        let mut buf = vec![0u8; 4096];
-        loop {
-            // SAFETY: all-zero is a valid sockaddr_ll.
-            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-            // SAFETY: `buf` and `from` are valid for writes of their sizes.
-            let n = unsafe {
-                libc::recvfrom(
-                    self.fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                    (&mut from as *mut libc::sockaddr_ll).cast(),
-                    &mut len,
-                )
-            };
-            if n < 0 {
-                return None;
-            }
-            if from.sll_pkttype != libc::PACKET_OUTGOING {
-                buf.truncate(n as usize);
-                return Some(buf);
-            }
-        }
-    }
-}
+use bricks_netns::RawSocket as RawSock;
 
 /// An Ethernet/IPv4/UDP frame of `len` bytes (at least 60) from UDP port
 /// `port`, carrying `tag` and `seq` after [`MAGIC`].
