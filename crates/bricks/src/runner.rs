@@ -230,18 +230,17 @@ fn start_fast_paths(
         .collect();
     let mut running = Vec::new();
     for found in fastpath::find(&nodes) {
-        let c = match found {
-            // Offline (a capture binding) there is no kernel to forward in.
-            Err((ifname, _)) | Ok(fastpath::Candidate { input: ifname, .. })
-                if bricks_io::binding::lookup(&ifname).is_some() =>
-            {
-                continue
-            }
-            Ok(c) => c,
-            Err((ifname, why)) => {
-                anyhow::bail!("FASTPATH on {ifname}: the configuration does not allow it: {why}")
-            }
+        let ifname = match &found {
+            Ok(c) => &c.input,
+            Err((ifname, _)) => ifname,
         };
+        // Offline (a capture binding) there is no kernel to forward in.
+        if bricks_io::binding::lookup(ifname).is_some() {
+            continue;
+        }
+        let c = found.map_err(|(ifname, why)| {
+            anyhow::anyhow!("FASTPATH on {ifname}: the configuration does not allow it: {why}")
+        })?;
         let (input, lookup, notes) = (c.input.clone(), c.lookup.clone(), c.notes.clone());
         let r = c
             .start()

@@ -124,28 +124,22 @@ pub fn find(nodes: &[Node]) -> Vec<Finding> {
         if !is(n.class, &["FromDevice", "PollDevice"]) {
             continue;
         }
-        let mut a = Args::new(n.args, None);
+        // As FromDevice reads its arguments (it checked them already).
+        let mut a = args_of(n);
         let wanted = a.read::<bool>("FASTPATH").ok().flatten().unwrap_or(false);
-        if !wanted {
+        let Ok(device) = crate::io::device::read_device(&mut a) else {
             continue;
+        };
+        if wanted {
+            let (input, promisc) = (device.name.clone(), device.promisc);
+            out.push(analyse(nodes, i, input, promisc).map_err(|why| (device.name, why)));
         }
-        let ifname = arg(n, 0).unwrap_or("").to_string();
-        out.push(analyse(nodes, i).map_err(|why| (ifname, why)));
     }
     out
 }
 
-fn analyse(nodes: &[Node], from: usize) -> Result<Candidate, String> {
+fn analyse(nodes: &[Node], from: usize, input: String, promisc: bool) -> Result<Candidate, String> {
     let f = &nodes[from];
-    let input = arg(f, 0).unwrap_or("").to_string();
-    let promisc = {
-        let mut a = Args::new(f.args, None);
-        a.read::<bool>("PROMISC").ok().flatten().unwrap_or(false)
-            || a.read_p::<String>("BURST")
-                .ok()
-                .flatten()
-                .is_some_and(|b| b.trim() == "true")
-    };
     // FromDevice drops frames unicast to other MACs unless PROMISC: the
     // program leaves them to it.
     let accept_dst = if promisc {
@@ -162,7 +156,7 @@ fn analyse(nodes: &[Node], from: usize) -> Result<Candidate, String> {
     let mut stripped = false;
     let mut bad: Vec<Ipv4Addr> = Vec::new();
     // Input side: up to the lookup.
-    let lookup = loop {
+    let (lookup, routes) = loop {
         let n = &nodes[i];
         if port != 0 {
             return Err(format!("{} is reached on input {port}", n.name));
@@ -226,19 +220,20 @@ fn analyse(nodes: &[Node], from: usize) -> Result<Candidate, String> {
             "GetIPAddress" if stripped && arg(n, 0) == Some("16") && n.args.len() == 1 => {
                 (i, port) = next(nodes, i, 0)?;
             }
-            _ if stripped && lookup_routes(n).is_some() => break i,
             _ => {
+                if let Some(routes) = lookup_routes(n).filter(|_| stripped) {
+                    break (i, routes);
+                }
                 return Err(format!(
                     "{} ({}) is on the way from {} to a route lookup; the fast path \
                      follows Classifier, Paint, Strip(14), CheckIPHeader, MarkIPHeader, \
                      GetIPAddress(16) and an IPv4 lookup",
                     n.name, n.class, f.name
-                ))
+                ));
             }
         }
     };
     let rt = &nodes[lookup];
-    let routes = lookup_routes(rt).expect("checked above");
     let mut ports = Vec::new();
     let mut notes = Vec::new();
     let mut neighbours = Vec::new();

@@ -241,10 +241,10 @@ static TO_MANUAL: Manual = Manual {
 };
 
 /// What a device element's arguments say.
-pub(super) struct DeviceArgs {
-    pub(super) name: String,
+pub(crate) struct DeviceArgs {
+    pub(crate) name: String,
     pub(super) burst: Option<usize>,
-    pub(super) promisc: bool,
+    pub(crate) promisc: bool,
     pub(super) spec: live::DeviceSpec,
 }
 
@@ -280,7 +280,9 @@ fn click_capture_keywords(args: &mut Args<'_>) -> Result<(), ArgError> {
     Ok(())
 }
 
-fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
+/// A device element's interface and settings, as FromDevice and ToDevice
+/// read them (also by the fast path's analysis, `crate::fastpath`).
+pub(crate) fn read_device(args: &mut Args<'_>) -> Result<DeviceArgs, ArgError> {
     let name: String = args.read_mp("DEVNAME")?;
     read_device_named(args, name)
 }

@@ -88,14 +88,15 @@ impl core::fmt::Debug for RouteObserverSlot {
 }
 
 impl RouteObserverSlot {
-    /// Tells every observer, if there is one.
+    /// Tells every observer, if there is one. Under the slot's lock, so
+    /// that observers see the changes in the order they were told.
     pub fn tell(&self, change: impl FnOnce() -> RouteChange) {
-        let o = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if o.is_empty() {
+        let observers = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if observers.is_empty() {
             return;
         }
         let c = change();
-        for o in o {
+        for o in observers.iter() {
             o(&c);
         }
     }
