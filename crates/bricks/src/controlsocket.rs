@@ -445,9 +445,9 @@ fn global_read(router: &Router, h: &str) -> Option<String> {
             names.dedup();
             names.iter().map(|n| format!("{n}\n")).collect()
         }
-        "config" => plan.texts.config.clone(),
-        "flatconfig" => plan.texts.flatconfig.clone(),
-        "requirements" => plan.texts.requirements.clone(),
+        "config" => plan.texts.config().to_string(),
+        "flatconfig" => plan.texts.flatconfig().to_string(),
+        "requirements" => plan.texts.requirements(),
         "handlers" => [
             "version\tr",
             "list\tr",

@@ -868,10 +868,10 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         Some(f) if f.as_os_str() == "-" => {
             use std::io::Write as _;
             let mut out = std::io::stdout().lock();
-            out.write_all(plan.texts.flatconfig.as_bytes())?;
+            out.write_all(plan.texts.flatconfig().as_bytes())?;
             out.flush()?;
         }
-        Some(f) => std::fs::write(f, &plan.texts.flatconfig)
+        Some(f) => std::fs::write(f, plan.texts.flatconfig())
             .with_context(|| format!("writing {}", f.display()))?,
         None => {}
     }

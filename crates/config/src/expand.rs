@@ -199,7 +199,7 @@ impl<'p> Expander<'p> {
         };
         let pieces = args::split_top(raw);
         let count = pieces.len();
-        let mut out: Vec<Arg> = Vec::new();
+        let mut out: Vec<Arg> = Vec::with_capacity(count);
         for (k, (a, b)) in pieces.into_iter().enumerate() {
             let p = args::process(&raw[a..b], Some(&mut lookup));
             let span = match p.content {
@@ -303,7 +303,7 @@ impl<'p> Expander<'p> {
                         class_span: e.class_span,
                         name_span: e.name_span,
                         args: args.into(),
-                        config,
+                        config: config.into(),
                         config_span: e.config_span,
                         anonymous: e.declared.is_none(),
                         expansion: context.to_vec(),

@@ -130,8 +130,9 @@ pub struct Router {
     /// `require(package ...)`; render them with
     /// [`SourceMap::render_warning`].
     pub warnings: Vec<Diagnostic>,
-    /// The configuration's text as given (Click's `config` handler).
-    pub text: String,
+    /// The configuration's text as given (Click's `config` handler),
+    /// shared: a router is cloned where its text is not needed again.
+    pub text: std::sync::Arc<str>,
 }
 
 impl Router {
@@ -161,8 +162,8 @@ pub struct ElementDecl {
     /// The arguments, split at top-level commas.
     pub args: std::sync::Arc<[Arg]>,
     /// The whole argument text, variables substituted and comments
-    /// removed.
-    pub config: String,
+    /// removed (shared: a route table given inline makes it megabytes).
+    pub config: std::sync::Arc<str>,
     /// The text between the parentheses (an empty span after the class name
     /// when there are none).
     pub config_span: Span,
@@ -288,7 +289,9 @@ pub fn parse_with(
         requirements: parsed.requirements,
         provisions: parsed.provisions,
         warnings: parsed.warnings,
-        text: map.get(file).map(|s| s.text.clone()).unwrap_or_default(),
+        text: map
+            .get(file)
+            .map_or_else(|| "".into(), |s| s.text.as_str().into()),
     })
 }
 

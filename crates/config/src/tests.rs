@@ -77,7 +77,7 @@ fn declaration() {
     assert_eq!(text_of(text, q.class_span), "Queue");
     assert_eq!(text_of(text, q.config_span), "200");
     assert_eq!(q.arg_texts(), ["200"]);
-    assert_eq!(q.config, "200");
+    assert_eq!(&*q.config, "200");
     assert!(q.expansion.is_empty());
 }
 
@@ -86,7 +86,7 @@ fn declaration_without_arguments() {
     let text = "d :: Discard";
     let r = ok(text);
     assert!(r.elements[0].args.is_empty());
-    assert_eq!(r.elements[0].config, "");
+    assert_eq!(&*r.elements[0].config, "");
     assert_eq!(r.elements[0].config_span, Span::new(0, 12, 12));
 }
 
@@ -242,7 +242,7 @@ fn comments_everywhere() {
     let text = "// line comment\n/* block\n comment */ a /* x */ :: /* y */ Queue( /* z */ 10 // w\n ) -> // v\n Discard;\n";
     let r = ok(text);
     assert_eq!(r.elements[0].arg_texts(), ["10"]);
-    assert_eq!(r.elements[0].config, "10");
+    assert_eq!(&*r.elements[0].config, "10");
     assert_eq!(r.connections.len(), 1);
 }
 
@@ -305,7 +305,10 @@ fn comments_inside_arguments_are_removed() {
         r.elements[0].arg_texts(),
         ["12/0806 20/0001", "12/0806 20/0002", "-"]
     );
-    assert_eq!(r.elements[0].config, "12/0806 20/0001, 12/0806 20/0002, -");
+    assert_eq!(
+        &*r.elements[0].config,
+        "12/0806 20/0001, 12/0806 20/0002, -"
+    );
     assert_eq!(
         text_of(text, r.elements[0].args[1].span),
         "12/0806 /* ARP */ 20/0002"

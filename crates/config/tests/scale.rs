@@ -77,7 +77,7 @@ fn anonymous_names_clashing_with_many_declared_ones_are_numbered_quickly() {
     // Positions: n declared Paints, then Source at n+1, the anonymous
     // Paints at n+2.., all of whose own numbers are taken up to n+1.
     let first = r.find(&format!("Paint@{}", n + 2)).unwrap();
-    assert_eq!(r.elements[first].config, "2", "the first anonymous Paint");
+    assert_eq!(&*r.elements[first].config, "2", "the first anonymous Paint");
     assert_eq!(r.elements.len(), 2 * n + 2);
     let names: std::collections::HashSet<&str> =
         r.elements.iter().map(|e| e.name.as_str()).collect();

@@ -69,8 +69,8 @@ pub struct Graph {
     /// again: Click reschedules such a task. At most one entry a task.
     woken: RefCell<Vec<usize>>,
     /// Read handlers of the router itself with fixed text (`config`,
-    /// `flatconfig`, `requirements`).
-    router_texts: Vec<(&'static str, String)>,
+    /// `flatconfig`, `requirements`), made when read.
+    router_texts: Option<RouterTextFn>,
     /// For each push output a source has asked about, the storage inputs
     /// its packets can reach, or `None` when some path ends elsewhere (a
     /// `Discard`, a device): see [`Graph::downstream_room`].
@@ -117,14 +117,19 @@ pub struct TaskInfo {
 /// them ([`Graph::downstream_room`]).
 type RoomPath = Option<Box<[Edge]>>;
 
+/// The router's fixed-text read handlers (`config`, `flatconfig`,
+/// `requirements`): the text of a handler by name, `None` for any other.
+pub type RouterTextFn = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// What the read handlers every element has (Click's `class`, `config`,
 /// `ports`) say of one element; fixed when the graph is built.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ElementMeta {
     /// The class name.
     pub class: &'static str,
-    /// The arguments as written, joined by `, `.
-    pub config: String,
+    /// The arguments as written; the `config` handler joins them by `, `
+    /// when it is read.
+    pub args: std::sync::Arc<[bricks_config::Arg]>,
     /// Click's `ports` text: each port's processing and connections.
     pub ports: String,
 }
@@ -206,7 +211,7 @@ impl Graph {
             deferred: RefCell::new(VecDeque::new()),
             deferred_writes: RefCell::new(VecDeque::new()),
             woken: RefCell::new(Vec::new()),
-            router_texts: Vec::new(),
+            router_texts: None,
             room_paths: RefCell::new(HashMap::new()),
             config_now: RefCell::new(HashMap::new()),
             tasks: Vec::new(),
@@ -473,17 +478,14 @@ impl Graph {
 
     /// Sets what the generic read handlers say of each element, by index.
     /// Sets the router's fixed-text read handlers.
-    pub fn set_router_texts(&mut self, texts: Vec<(&'static str, String)>) {
-        self.router_texts = texts;
+    pub fn set_router_texts(&mut self, texts: RouterTextFn) {
+        self.router_texts = Some(texts);
     }
 
     /// A fixed-text read handler of the router (`config`, `flatconfig`,
     /// `requirements`), when the graph was built with them.
-    pub fn router_text(&self, handler: &str) -> Option<&str> {
-        self.router_texts
-            .iter()
-            .find(|(h, _)| *h == handler)
-            .map(|(_, t)| t.as_str())
+    pub fn router_text(&self, handler: &str) -> Option<String> {
+        self.router_texts.as_ref().and_then(|f| f(handler))
     }
 
     pub fn set_meta(&mut self, meta: Vec<ElementMeta>) {
@@ -525,7 +527,10 @@ impl Graph {
         }
         self.meta
             .get(index)
-            .map(|m| m.config.clone())
+            .map(|m| {
+                let texts: Vec<&str> = m.args.iter().map(|a| a.text.as_str()).collect();
+                texts.join(", ")
+            })
             .unwrap_or_default()
     }
 

@@ -74,35 +74,79 @@ pub struct Plan {
     pub addresses: Option<Arc<bricks_element::addresses::AddressBook>>,
 }
 
-/// What the router's own read handlers say of the configuration.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RouterTexts {
-    pub config: String,
-    pub flatconfig: String,
-    /// The `require` statements' arguments, one per line.
-    pub requirements: String,
+/// What the router's own read handlers say of the configuration
+/// (`config`, `flatconfig`, `requirements`), made when they are read: a
+/// configuration with a million routes inline would otherwise carry two
+/// more copies of its text in every plan and every worker. Clones share
+/// one flattened text.
+#[derive(Debug, Clone, Default)]
+pub struct RouterTexts(Arc<TextsOf>);
+
+#[derive(Debug, Default)]
+struct TextsOf {
+    /// The parsed configuration without its warnings; its text and every
+    /// element's arguments are shared with the plan's.
+    router: Router,
+    flat: std::sync::OnceLock<String>,
 }
 
 impl RouterTexts {
     /// The texts of a parsed configuration.
     pub fn of(router: &Router) -> RouterTexts {
-        let flatconfig = bricks_config::flatten(router);
-        let compact = router
+        RouterTexts(Arc::new(TextsOf {
+            router: Router {
+                elements: router.elements.clone(),
+                connections: router.connections.clone(),
+                requirements: router.requirements.clone(),
+                provisions: router.provisions.clone(),
+                warnings: Vec::new(),
+                text: router.text.clone(),
+            },
+            flat: std::sync::OnceLock::new(),
+        }))
+    }
+
+    /// The flattened configuration (the `flatconfig` handler).
+    pub fn flatconfig(&self) -> &str {
+        self.0
+            .flat
+            .get_or_init(|| bricks_config::flatten(&self.0.router))
+    }
+
+    /// The configuration as given, or the flattened one under
+    /// `require(compact_config)`, as in Click (the `config` handler).
+    pub fn config(&self) -> &str {
+        let compact = self
+            .0
+            .router
             .requirements
             .iter()
             .any(|r| r.trim() == "compact_config");
-        RouterTexts {
-            config: if compact {
-                flatconfig.clone()
-            } else {
-                router.text.clone()
-            },
-            flatconfig,
-            requirements: router
-                .requirements
-                .iter()
-                .map(|r| format!("{r}\n"))
-                .collect(),
+        if compact {
+            self.flatconfig()
+        } else {
+            &self.0.router.text
+        }
+    }
+
+    /// The `require` statements' arguments, one per line (the
+    /// `requirements` handler).
+    pub fn requirements(&self) -> String {
+        self.0
+            .router
+            .requirements
+            .iter()
+            .map(|r| format!("{r}\n"))
+            .collect()
+    }
+
+    /// The text of router handler `handler`, if it is one of these.
+    pub fn get(&self, handler: &str) -> Option<String> {
+        match handler {
+            "config" => Some(self.config().to_string()),
+            "flatconfig" => Some(self.flatconfig().to_string()),
+            "requirements" => Some(self.requirements()),
+            _ => None,
         }
     }
 }
@@ -1184,21 +1228,17 @@ impl Plan {
             graph.set_addresses(book.clone());
         }
         graph.set_meta((0..self.elements.len()).map(|i| self.meta(i)).collect());
-        graph.set_router_texts(vec![
-            ("config", self.texts.config.clone()),
-            ("flatconfig", self.texts.flatconfig.clone()),
-            ("requirements", self.texts.requirements.clone()),
-        ]);
+        let texts = self.texts.clone();
+        graph.set_router_texts(Arc::new(move |h: &str| texts.get(h)));
         Ok(graph)
     }
 
     /// What the generic read handlers say of element `i`.
     pub fn meta(&self, i: usize) -> ElementMeta {
         let pe = &self.elements[i];
-        let args: Vec<&str> = pe.args.iter().map(|a| a.text.as_str()).collect();
         ElementMeta {
             class: pe.class.name,
-            config: args.join(", "),
+            args: pe.args.clone(),
             ports: self.ports_text(i),
         }
     }

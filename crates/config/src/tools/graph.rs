@@ -101,11 +101,11 @@ fn config_as_written(e: &ElementDecl, map: &SourceMap) -> String {
         .get(span.file)
         .and_then(|s| s.text.get(span.start..span.end))
     {
-        if !raw.is_empty() && process(raw, None).text == e.config {
+        if !raw.is_empty() && *process(raw, None).text == *e.config {
             return raw.to_string();
         }
     }
-    e.config.clone()
+    e.config.to_string()
 }
 
 impl Graph {
