@@ -75,11 +75,56 @@ pub trait FromArg: Sized {
     fn from_arg(text: &str) -> Result<Self, String>;
 }
 
+/// One argument, its keyword and value as byte ranges of its text: 24
+/// bytes, since a route table given inline is a million of them.
+#[derive(Clone, Copy)]
 struct Item<'a> {
-    text: &'a str,
-    keyword: Option<&'a str>,
-    value: &'a str,
-    span: Span,
+    arg: &'a Arg,
+    /// The keyword's range; empty for a positional argument.
+    keyword: (u32, u32),
+    /// The value's range (the whole trimmed text when positional).
+    value: (u32, u32),
+}
+
+impl<'a> Item<'a> {
+    fn new(arg: &'a Arg) -> Item<'a> {
+        let text = arg.text.as_str();
+        let (mut keyword, mut value) = bricks_config::split_keyword(text);
+        // A lone upper-case word is a value, not a keyword with nothing
+        // after it: `Print(A)` is labelled "A", as in Click, whose
+        // keywords need a value after them.
+        if value.is_empty() && keyword.is_some() {
+            keyword = None;
+            value = text.trim();
+        }
+        // Both are slices of `text` (the value may be empty at its end).
+        let range = |s: &str| {
+            let start = s.as_ptr() as usize - text.as_ptr() as usize;
+            (start as u32, (start + s.len()) as u32)
+        };
+        Item {
+            arg,
+            keyword: keyword.map_or((0, 0), range),
+            value: range(value),
+        }
+    }
+
+    fn text(&self) -> &'a str {
+        &self.arg.text
+    }
+
+    fn keyword(&self) -> Option<&'a str> {
+        let (a, b) = self.keyword;
+        (b > a).then(|| &self.arg.text[a as usize..b as usize])
+    }
+
+    fn value(&self) -> &'a str {
+        &self.arg.text[self.value.0 as usize..self.value.1 as usize]
+    }
+
+    fn span(&self) -> Span {
+        self.arg.span
+    }
 }
 
 /// State that every worker's instance of one configured element shares: a
@@ -161,6 +206,10 @@ pub struct Args<'a> {
     shared: Option<&'a SharedSlot>,
     refs: Option<&'a dyn ElementRefs>,
     items: Vec<Item<'a>>,
+    /// The indices of the items with a keyword, in order: keywords are
+    /// looked up among these, not among every item (a route table given
+    /// inline is a million positional items).
+    keyed: Vec<u32>,
     used: Vec<bool>,
     asked: Vec<&'static str>,
     /// Positional items are taken in order; this is the next candidate.
@@ -174,28 +223,14 @@ impl<'a> Args<'a> {
     /// Arguments as the configuration parser split them. `whole` locates
     /// the argument list, for errors about a missing argument.
     pub fn new(args: &'a [Arg], whole: Option<Span>) -> Args<'a> {
-        let items: Vec<Item<'a>> = args
-            .iter()
-            .map(|a| {
-                let (mut keyword, mut value) = bricks_config::split_keyword(&a.text);
-                // A lone upper-case word is a value, not a keyword with
-                // nothing after it: `Print(A)` is labelled "A", as in
-                // Click, whose keywords need a value after them.
-                if value.is_empty() && keyword.is_some() {
-                    keyword = None;
-                    value = a.text.trim();
-                }
-                Item {
-                    text: &a.text,
-                    keyword,
-                    value,
-                    span: a.span,
-                }
-            })
+        let items: Vec<Item<'a>> = args.iter().map(Item::new).collect();
+        let keyed = (0..items.len() as u32)
+            .filter(|&i| items[i as usize].keyword().is_some())
             .collect();
         Args {
             shared: None,
             refs: None,
+            keyed,
             used: vec![false; items.len()],
             items,
             asked: Vec::new(),
@@ -257,8 +292,8 @@ impl<'a> Args<'a> {
         } else {
             return Err(self.missing(key));
         };
-        let span = self.items[i].span;
-        let name = String::from_arg(self.items[i].value.trim())
+        let span = self.items[i].span();
+        let name = String::from_arg(self.items[i].value().trim())
             .map_err(|why| ArgError::at(span, format!("bad argument {key}: {why}")))?;
         if name.is_empty() {
             return Err(ArgError::at(
@@ -403,9 +438,9 @@ impl<'a> Args<'a> {
 
     fn parse<T: FromArg>(&self, i: usize, key: &str) -> Result<T, ArgError> {
         let it = &self.items[i];
-        T::from_arg(it.value.trim()).map_err(|why| {
+        T::from_arg(it.value().trim()).map_err(|why| {
             ArgError::at(
-                it.span,
+                it.span(),
                 format!("bad argument {key}: expected {}, {why}", T::TYPE),
             )
         })
@@ -420,9 +455,11 @@ impl<'a> Args<'a> {
 
     fn find_keyword(&self, key: &str) -> Option<usize> {
         // The last occurrence wins, as in Click.
-        (0..self.items.len())
+        self.keyed
+            .iter()
             .rev()
-            .find(|&i| self.items[i].keyword == Some(key))
+            .map(|&i| i as usize)
+            .find(|&i| self.items[i].keyword() == Some(key))
     }
 
     /// Whether a positional argument is left for the next
@@ -431,7 +468,7 @@ impl<'a> Args<'a> {
         self.items[self.next_positional.min(self.items.len())..]
             .iter()
             .zip(&self.used[self.next_positional.min(self.items.len())..])
-            .take_while(|(it, _)| it.keyword.is_none())
+            .take_while(|(it, _)| it.keyword().is_none())
             .any(|(_, &used)| !used)
     }
 
@@ -439,10 +476,10 @@ impl<'a> Args<'a> {
         while self.next_positional < self.items.len() {
             let i = self.next_positional;
             self.next_positional += 1;
-            if self.items[i].keyword.is_none() && !self.used[i] {
+            if self.items[i].keyword().is_none() && !self.used[i] {
                 return Some(i);
             }
-            if self.items[i].keyword.is_some() {
+            if self.items[i].keyword().is_some() {
                 // Positional arguments come before keywords, as in Click.
                 self.next_positional = self.items.len();
             }
@@ -496,14 +533,14 @@ impl<'a> Args<'a> {
         match next {
             Some(i)
                 if self.items[i]
-                    .keyword
+                    .keyword()
                     .is_some_and(|k| !self.asked.contains(&k)) =>
             {
                 self.used[i] = true;
                 let it = &self.items[i];
-                T::from_arg(it.text.trim()).map_err(|why| {
+                T::from_arg(it.text().trim()).map_err(|why| {
                     ArgError::at(
-                        it.span,
+                        it.span(),
                         format!("bad argument {key}: expected {}, {why}", T::TYPE),
                     )
                 })
@@ -522,7 +559,7 @@ impl<'a> Args<'a> {
         self.note(key);
         let mut out = Vec::new();
         for i in 0..self.items.len() {
-            if self.items[i].keyword == Some(key) {
+            if self.items[i].keyword() == Some(key) {
                 self.used[i] = true;
                 out.push(self.parse(i, key)?);
             }
@@ -531,9 +568,9 @@ impl<'a> Args<'a> {
     }
 
     fn mark_keyword(&mut self, key: &str) {
-        for i in 0..self.items.len() {
-            if self.items[i].keyword == Some(key) {
-                self.used[i] = true;
+        for &i in &self.keyed {
+            if self.items[i as usize].keyword() == Some(key) {
+                self.used[i as usize] = true;
             }
         }
     }
@@ -552,24 +589,38 @@ impl<'a> Args<'a> {
     /// are not a keyword this element asked for.
     pub fn rest(&mut self) -> Vec<(&'a str, Span)> {
         let mut out = Vec::new();
+        self.take_rest(|text, span| out.push((text, span)));
+        out
+    }
+
+    /// Takes what [`Args::rest`] would give without keeping it: for an
+    /// element whose shared state is made already ([`Args::shared_made`]),
+    /// so that a later instance does not gather a million inline routes
+    /// again only to drop them.
+    pub fn skip_rest(&mut self) {
+        self.take_rest(|_, _| {});
+    }
+
+    fn take_rest(&mut self, mut each: impl FnMut(&'a str, Span)) {
         for i in 0..self.items.len() {
             if self.used[i] {
                 continue;
             }
-            let it = &self.items[i];
-            if let Some(k) = it.keyword {
+            let it = self.items[i];
+            if let Some(k) = it.keyword() {
                 if self.asked.contains(&k) {
                     continue;
                 }
             }
             self.used[i] = true;
-            out.push((self.raw(i), it.span));
+            each(it.text(), it.span());
         }
-        out
     }
 
-    fn raw(&self, i: usize) -> &'a str {
-        self.items[i].text
+    /// Whether the state shared by this element's instances
+    /// ([`Args::shared`]) is made already: this is not the first instance.
+    pub fn shared_made(&self) -> bool {
+        self.shared.and_then(|s| s.get()).is_some()
     }
 
     /// Checks that every argument was read; an unknown keyword or an extra
@@ -579,13 +630,13 @@ impl<'a> Args<'a> {
             if self.used[i] {
                 continue;
             }
-            if it.value.is_empty() && it.keyword.is_none() {
+            if it.value().is_empty() && it.keyword().is_none() {
                 // `Class()` and trailing commas give empty arguments.
                 continue;
             }
-            return Err(match it.keyword {
+            return Err(match it.keyword() {
                 Some(k) => {
-                    let e = ArgError::at(it.span, format!("unknown keyword {k}"));
+                    let e = ArgError::at(it.span(), format!("unknown keyword {k}"));
                     match bricks_config::suggest(k, self.asked.iter().copied()) {
                         Some(s) => e.with_help(format!("did you mean {s}?")),
                         None if self.asked.is_empty() => {
@@ -594,7 +645,7 @@ impl<'a> Args<'a> {
                         None => e.with_help(format!("keywords: {}", self.asked.join(", "))),
                     }
                 }
-                None => ArgError::at(it.span, "too many arguments").with_help(
+                None => ArgError::at(it.span(), "too many arguments").with_help(
                     if self.asked.is_empty() {
                         "this element takes no arguments".to_string()
                     } else {

@@ -302,7 +302,7 @@ fn read_routes<'a>(
     noutputs: usize,
 ) -> Result<
     (
-        impl FnOnce() -> Result<Vec<bricks_lpm::source::Route>, ArgError> + 'a,
+        impl FnOnce() -> Result<table::ParsedRoutes, ArgError> + 'a,
         Option<Live>,
     ),
     ArgError,
@@ -315,12 +315,18 @@ fn read_routes<'a>(
     let skip: bool = args.read("SKIP_ERRORS")?.unwrap_or(false);
     let peer = read_peer(args)?;
     // Borrowed from the configuration, not copied: a table given inline
-    // can be millions of arguments.
-    let texts = args.rest();
+    // can be millions of arguments. Only the instance that makes the
+    // shared table reads them.
+    let texts = if args.shared_made() {
+        args.skip_rest();
+        Vec::new()
+    } else {
+        args.rest()
+    };
     let routes = move || {
-        let mut routes = table::parse_routes(&texts)?;
+        let mut routes = table::parse_routes_split(&texts)?;
         if let Some(f) = file {
-            routes.extend(
+            routes.routes.extend(
                 table::load_file(&f, skip, peer)?
                     .into_iter()
                     .filter(|r| keep(&r.prefix)),

@@ -285,7 +285,7 @@ fn blanks(b: &[u8]) -> Option<&[u8]> {
 /// reader then takes and, if it is wrong, says why. Parsing a million
 /// inline routes is most of loading such a configuration, and the general
 /// reader's copies and generic address parsers cost several times this.
-fn fast_v4_route(text: &str) -> Option<Route> {
+fn fast_v4_route(text: &str) -> Option<(Prefix4, Hop)> {
     let b = text.trim_matches(|c| c == ' ' || c == '\t').as_bytes();
     let (addr, b) = dotted_quad(b)?;
     let b = b.strip_prefix(b"/")?;
@@ -311,29 +311,70 @@ fn fast_v4_route(text: &str) -> Option<Route> {
         return None;
     }
     let output = u32::try_from(b.iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'))).ok()?;
-    Some(Route {
-        prefix: RoutePrefix::V4(Prefix4::new(addr, len)),
-        hops: vec![Hop { gateway, output }],
-    })
+    Some((Prefix4::new(addr, len), Hop { gateway, output }))
+}
+
+/// Routes as a lookup element reads them: IPv4 routes of one hop each
+/// (almost every route given inline) as plain pairs, with no hop list to
+/// allocate, and every other route whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedRoutes {
+    /// IPv4 routes of one hop, in the order given.
+    pub single4: Vec<(Prefix4, Hop)>,
+    /// The others, in the order given.
+    pub routes: Vec<Route>,
+}
+
+impl ParsedRoutes {
+    /// Every route as a [`Route`], the single-hop IPv4 ones first.
+    pub fn into_routes(self) -> Vec<Route> {
+        let mut all: Vec<Route> = self
+            .single4
+            .into_iter()
+            .map(|(p, h)| Route {
+                prefix: RoutePrefix::V4(p),
+                hops: vec![h],
+            })
+            .collect();
+        all.extend(self.routes);
+        all
+    }
+}
+
+impl From<Vec<Route>> for ParsedRoutes {
+    fn from(routes: Vec<Route>) -> ParsedRoutes {
+        ParsedRoutes {
+            single4: Vec::new(),
+            routes,
+        }
+    }
 }
 
 /// Parses routes written in Click's syntax, one per argument.
 pub fn parse_routes(texts: &[(&str, bricks_config::Span)]) -> Result<Vec<Route>, ArgError> {
-    let mut routes = Vec::with_capacity(texts.len());
+    parse_routes_split(texts).map(ParsedRoutes::into_routes)
+}
+
+/// [`parse_routes`], single-hop IPv4 routes kept apart.
+pub fn parse_routes_split(texts: &[(&str, bricks_config::Span)]) -> Result<ParsedRoutes, ArgError> {
+    let mut out = ParsedRoutes {
+        single4: Vec::with_capacity(texts.len()),
+        routes: Vec::new(),
+    };
     for (text, span) in texts {
         if let Some(r) = fast_v4_route(text) {
-            routes.push(r);
+            out.single4.push(r);
             continue;
         }
         let text = click_route_text(text);
         let text: &str = &text;
         match source::text::parse_line(text) {
-            Ok(Some(r)) => routes.push(r),
+            Ok(Some(r)) => out.routes.push(r),
             Ok(None) => {}
             Err(e) => return Err(ArgError::at(*span, format!("bad route `{text}`: {e}"))),
         }
     }
-    Ok(routes)
+    Ok(out)
 }
 
 /// Reads a route file (text or MRT, detected by content), MRT routes from
@@ -543,39 +584,86 @@ impl<T: ?Sized> RouteTable<T> {
 /// Builds an IPv4 table from routes with the constructor `build` (one of
 /// the `bricks_lpm` algorithms).
 pub fn build_v4<T: Lpm4Update + ?Sized>(
-    routes: Vec<Route>,
+    routes: impl Into<ParsedRoutes>,
     noutputs: usize,
     build: impl FnOnce(&[(Prefix4, NextHop)]) -> Result<Box<T>, bricks_lpm::LpmError>,
 ) -> Result<RouteTable<T>, ArgError> {
-    let mut table = source::RouteTable::new();
-    for r in routes {
-        if let RoutePrefix::V6(p) = r.prefix {
-            return Err(ArgError::new(format!(
-                "IPv6 route {}/{} in an IPv4 table (use LookupIP6Route)",
-                std::net::Ipv6Addr::from(p.addr),
-                p.len
-            )));
-        }
-        table.push(r);
+    let routes = routes.into();
+    if let Some(r) = routes
+        .routes
+        .iter()
+        .find(|r| matches!(r.prefix, RoutePrefix::V6(_)))
+    {
+        return Err(ArgError::new(format!(
+            "IPv6 route {} in an IPv4 table (use LookupIP6Route)",
+            r.prefix
+        )));
     }
-    table.canonicalize(source::Duplicates::Merge);
-    let interned = table.intern();
+    let interned = match intern_single4(routes) {
+        Ok(interned) => interned,
+        Err(routes) => {
+            let mut table = source::RouteTable::new();
+            for r in routes.into_routes() {
+                table.push(r);
+            }
+            table.canonicalize(source::Duplicates::Merge);
+            table.intern()
+        }
+    };
     let lpm = build(&interned.v4).map_err(|e| ArgError::new(e.to_string()))?;
     let t =
         RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))?;
     t.count_users(interned.v4.iter().map(|&(_, nh)| nh));
-    *t.routes4.lock().unwrap_or_else(|e| e.into_inner()) = interned.v4.into_iter().collect();
+    let mut routes4 = HashMap::with_capacity_and_hasher(interned.v4.len(), Default::default());
+    routes4.extend(interned.v4);
+    *t.routes4.lock().unwrap_or_else(|e| e.into_inner()) = routes4;
     Ok(t)
+}
+
+/// What [`source::RouteTable::canonicalize`] and `intern` make of routes
+/// that are all single-hop IPv4 with no prefix given twice, made without a
+/// hop list per route: the routes sorted by prefix, hop groups numbered in
+/// order of first use. The routes back when they are not all such (a
+/// prefix given twice is an ECMP group, merged by the general path).
+fn intern_single4(mut routes: ParsedRoutes) -> Result<source::InternedRoutes, ParsedRoutes> {
+    if !routes.routes.is_empty() {
+        return Err(routes);
+    }
+    // Stable, as the general path's sort.
+    routes.single4.sort_by_key(|(p, _)| *p);
+    if routes.single4.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(routes);
+    }
+    let mut ids: std::collections::HashMap<Hop, u32, foldhash::fast::RandomState> =
+        Default::default();
+    let mut groups: Vec<Vec<Hop>> = Vec::new();
+    let v4 = routes
+        .single4
+        .iter()
+        .map(|&(p, h)| {
+            let n = groups.len() as u32;
+            let id = *ids.entry(h).or_insert_with(|| {
+                groups.push(vec![h]);
+                n
+            });
+            (p, NextHop(id))
+        })
+        .collect();
+    Ok(source::InternedRoutes {
+        groups,
+        v4,
+        v6: Vec::new(),
+    })
 }
 
 /// Builds an IPv6 table; see [`build_v4`].
 pub fn build_v6<T: Lpm6Update + ?Sized>(
-    routes: Vec<Route>,
+    routes: impl Into<ParsedRoutes>,
     noutputs: usize,
     build: impl FnOnce(&[(Prefix6, NextHop)]) -> Result<Box<T>, bricks_lpm::LpmError>,
 ) -> Result<RouteTable<T>, ArgError> {
     let mut table = source::RouteTable::new();
-    for r in routes {
+    for r in routes.into().into_routes() {
         if let RoutePrefix::V4(p) = r.prefix {
             return Err(ArgError::new(format!(
                 "IPv4 route {}/{} in an IPv6 table (use DirectIPLookup)",
@@ -1000,11 +1088,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The general reader's route for one argument.
-    fn general(text: &str) -> Option<Route> {
-        source::text::parse_line(&click_route_text(text))
+    /// The general reader's route for one argument, as the one pass
+    /// gives it when it has one hop.
+    fn general(text: &str) -> Option<(Prefix4, Hop)> {
+        match source::text::parse_line(&click_route_text(text))
             .ok()
-            .flatten()
+            .flatten()?
+        {
+            Route {
+                prefix: RoutePrefix::V4(p),
+                hops,
+            } if hops.len() == 1 => Some((p, hops[0])),
+            r => panic!("{text}: read as {r:?}, not one IPv4 hop"),
+        }
+    }
+
+    /// What the general path (a hop list per route, canonicalized, then
+    /// interned) makes of `routes`.
+    fn interned_generally(routes: &ParsedRoutes) -> source::InternedRoutes {
+        let mut table = source::RouteTable::new();
+        for r in routes.clone().into_routes() {
+            table.push(r);
+        }
+        table.canonicalize(source::Duplicates::Merge);
+        table.intern()
     }
 
     #[test]
@@ -1068,10 +1175,50 @@ mod tests {
             prop_assert!(fast.is_some(), "{}", text);
             prop_assert_eq!(fast, general(&text));
         }
+
+        /// Single-hop IPv4 routes with no prefix twice are interned
+        /// without hop lists exactly as the general path interns them
+        /// (same order, same group numbers); with a prefix twice they are
+        /// left to it.
+        #[test]
+        fn single_hop_routes_intern_as_the_general_path_does(
+            routes in proptest::collection::vec(
+                (0u32..64, 20u8..=24, proptest::option::of(0u32..3), 0u32..4),
+                0..200,
+            ),
+        ) {
+            let single4: Vec<(Prefix4, Hop)> = routes
+                .iter()
+                .map(|&(a, len, gw, output)| {
+                    (
+                        Prefix4::new(0x0a00_0000 | a << 8, len),
+                        Hop {
+                            gateway: gw.map(|g| IpAddr::from([10, 9, 9, g as u8])),
+                            output,
+                        },
+                    )
+                })
+                .collect();
+            let parsed = ParsedRoutes { single4, routes: Vec::new() };
+            let general = interned_generally(&parsed);
+            let mut prefixes: Vec<Prefix4> = parsed.single4.iter().map(|r| r.0).collect();
+            prefixes.sort();
+            let twice = prefixes.windows(2).any(|w| w[0] == w[1]);
+            match intern_single4(parsed.clone()) {
+                Ok(fast) => {
+                    prop_assert!(!twice);
+                    prop_assert_eq!(fast, general);
+                }
+                Err(back) => {
+                    prop_assert!(twice);
+                    prop_assert_eq!(back.single4.len(), parsed.single4.len());
+                }
+            }
+        }
     }
 
     fn table(routes: &str) -> RouteTable<bricks_lpm::Dir24_8> {
-        let routes = routes.lines().map(|l| parse_one(l).unwrap()).collect();
+        let routes: Vec<Route> = routes.lines().map(|l| parse_one(l).unwrap()).collect();
         build_v4(routes, 2, |r| {
             bricks_lpm::Dir24_8::build(r, DEFAULT_MEMORY).map(Box::new)
         })
