@@ -178,8 +178,12 @@ impl Trie4 {
                 bucket.sort_by_key(|r| r.0.addr);
             }
         }
-        for (p, nh) in sorted {
-            t.insert(p, nh)?;
+        {
+            // One lock for the whole build.
+            let mut w = t.lock();
+            for (p, nh) in sorted {
+                t.insert_locked(&mut w, p, nh)?;
+            }
         }
         Ok(t)
     }
@@ -231,29 +235,29 @@ impl Trie4 {
         &self.nodes[node * FANOUT + slot]
     }
 
-    /// The path of `(node, slot)` from the root to the node at `level`
-    /// that `addr` leads to, creating missing nodes when `create`; `None`
-    /// when a node is missing and not created. The last element is the
-    /// node at `level` (its slot is unused).
+    /// Writes into `path` the `(node, slot)` pairs from the root to the
+    /// node at `level` that `addr` leads to, creating missing nodes when
+    /// `create`; false when a node is missing and not created. Entry
+    /// `level` is the node at `level` (its slot is unused).
     fn path(
         &self,
         w: &mut Writer,
         addr: u32,
         level: usize,
         create: bool,
-    ) -> Result<Option<Vec<(usize, usize)>>, LpmError> {
-        let mut path = Vec::with_capacity(level + 1);
+        path: &mut [(usize, usize); LEVELS + 1],
+    ) -> Result<bool, LpmError> {
         let mut node = 0usize;
-        for l in 0..level {
+        for (l, step) in path.iter_mut().enumerate().take(level) {
             let s = slot(addr, l);
-            path.push((node, s));
+            *step = (node, s);
             let e = self.entry(node, s).load(Ordering::Relaxed);
             if e & CHILD != 0 {
                 node = (e >> 32) as usize;
                 continue;
             }
             if !create {
-                return Ok(None);
+                return Ok(false);
             }
             // Missing from here down: check there is room for all of them
             // before linking any, so a refusal leaves nothing behind.
@@ -277,8 +281,36 @@ impl Trie4 {
                 .store(w.pool.high_water(), Ordering::Relaxed);
             node = c;
         }
-        path.push((node, 0));
-        Ok(Some(path))
+        path[level] = (node, 0);
+        Ok(true)
+    }
+
+    /// [`Lpm4Update::insert`] under the writer lock `w`.
+    fn insert_locked(
+        &self,
+        w: &mut Writer,
+        p: Prefix4,
+        nh: NextHop,
+    ) -> Result<Option<NextHop>, LpmError> {
+        check_next_hop(nh)?;
+        let p = Prefix4::new(p.addr, p.len);
+        let level = level_of(p.len);
+        // On the stack: a table is built by a million of these.
+        let mut path = [(0usize, 0usize); LEVELS + 1];
+        self.path(w, p.addr, level, true, &mut path)?;
+        let node = path[level].0;
+        let first = slot(p.addr, level);
+        let n = 1 << (4 * level + 4 - p.len as usize);
+        let len = p.len;
+        self.rewrite(node, first, n, leaf(nh, len), |t| {
+            t & VALID == 0 || depth(t) <= len
+        });
+        let prev = w.rules[len as usize].insert(p.addr, nh);
+        if prev.is_none() {
+            w.routes += 1;
+            w.lens |= 1 << len;
+        }
+        Ok(prev)
     }
 
     /// Stores `v` as the prefix part of the entries `[first, first + n)`
@@ -311,24 +343,8 @@ impl Lpm4 for Trie4 {
 
 impl Lpm4Update for Trie4 {
     fn insert(&self, p: Prefix4, nh: NextHop) -> Result<Option<NextHop>, LpmError> {
-        check_next_hop(nh)?;
-        let p = Prefix4::new(p.addr, p.len);
-        let level = level_of(p.len);
         let mut w = self.lock();
-        let path = self.path(&mut w, p.addr, level, true)?.expect("created");
-        let node = path[level].0;
-        let first = slot(p.addr, level);
-        let n = 1 << (4 * level + 4 - p.len as usize);
-        let len = p.len;
-        self.rewrite(node, first, n, leaf(nh, len), |t| {
-            t & VALID == 0 || depth(t) <= len
-        });
-        let prev = w.rules[len as usize].insert(p.addr, nh);
-        if prev.is_none() {
-            w.routes += 1;
-            w.lens |= 1 << len;
-        }
-        Ok(prev)
+        self.insert_locked(&mut w, p, nh)
     }
 
     fn remove(&self, p: Prefix4) -> Result<Option<NextHop>, LpmError> {
@@ -343,9 +359,9 @@ impl Lpm4Update for Trie4 {
         if w.rules[len as usize].is_empty() {
             w.lens &= !(1 << len);
         }
-        let path = self
-            .path(&mut w, p.addr, level, false)?
-            .expect("a route has its path");
+        let mut path = [(0usize, 0usize); LEVELS + 1];
+        let found = self.path(&mut w, p.addr, level, false, &mut path)?;
+        assert!(found, "a route has its path");
         // Only prefixes of the same level are expanded into this node;
         // shorter ones are met higher up by the lookup.
         let lowest = if level == 0 { 0 } else { 4 * level as u8 + 1 };
