@@ -89,6 +89,18 @@ struct Item<'a> {
 impl<'a> Item<'a> {
     fn new(arg: &'a Arg) -> Item<'a> {
         let text = arg.text.as_str();
+        let b = text.as_bytes();
+        if let (Some(&first), Some(&last)) = (b.first(), b.last()) {
+            // No space to trim (every space byte is below b'!') and no
+            // keyword to split: a route, an address, a number.
+            if first > b' ' && last > b' ' && !(first.is_ascii_uppercase() || first == b'_') {
+                return Item {
+                    arg,
+                    keyword: (0, 0),
+                    value: (0, b.len() as u32),
+                };
+            }
+        }
         let (mut keyword, mut value) = bricks_config::split_keyword(text);
         // A lone upper-case word is a value, not a keyword with nothing
         // after it: `Print(A)` is labelled "A", as in Click, whose

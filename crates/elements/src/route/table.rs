@@ -41,9 +41,9 @@ pub struct RouteTable<T: ?Sized> {
     /// Writer side: each IPv4 prefix's next hop, so that `add` refuses an
     /// existing prefix before the lookup structure sees anything (the
     /// structures have no exact-match read). Its lock also orders writers.
-    routes4: Mutex<HashMap<Prefix4, NextHop>>,
+    routes4: Mutex<Routes<Prefix4>>,
     /// Writer side: each IPv6 prefix's next hop (for listings).
-    routes6: Mutex<HashMap<Prefix6, NextHop>>,
+    routes6: Mutex<Routes<Prefix6>>,
     /// The routes of the configuration, kept once a live source feeds the
     /// table: a withdrawn learnt route gives way to the configured one
     /// for its prefix.
@@ -568,8 +568,8 @@ impl<T: ?Sized> RouteTable<T> {
                 freed: Default::default(),
                 grace: GROUP_GRACE,
             }),
-            routes4: Mutex::new(HashMap::default()),
-            routes6: Mutex::new(HashMap::default()),
+            routes4: Mutex::new(Routes::Built(Vec::new())),
+            routes6: Mutex::new(Routes::Built(Vec::new())),
             configured: std::sync::OnceLock::new(),
             noutputs,
             observer: RouteObserverSlot::default(),
@@ -578,6 +578,29 @@ impl<T: ?Sized> RouteTable<T> {
             t.check_outputs(g)?;
         }
         Ok(t)
+    }
+}
+
+/// A table's routes by prefix, for its writers and listings: the sorted
+/// list it was built from until the first change or listing makes it a
+/// map. A million configured routes are thus not hashed while the
+/// configuration loads, when nothing asks for them.
+enum Routes<P> {
+    Built(Vec<(P, NextHop)>),
+    Map(HashMap<P, NextHop>),
+}
+
+impl<P: std::hash::Hash + Eq + Copy> Routes<P> {
+    fn map(&mut self) -> &mut HashMap<P, NextHop> {
+        if let Routes::Built(list) = self {
+            let mut map = HashMap::with_capacity_and_hasher(list.len(), Default::default());
+            map.extend(list.drain(..));
+            *self = Routes::Map(map);
+        }
+        match self {
+            Routes::Map(map) => map,
+            Routes::Built(_) => unreachable!("made a map above"),
+        }
     }
 }
 
@@ -614,9 +637,7 @@ pub fn build_v4<T: Lpm4Update + ?Sized>(
     let t =
         RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))?;
     t.count_users(interned.v4.iter().map(|&(_, nh)| nh));
-    let mut routes4 = HashMap::with_capacity_and_hasher(interned.v4.len(), Default::default());
-    routes4.extend(interned.v4);
-    *t.routes4.lock().unwrap_or_else(|e| e.into_inner()) = routes4;
+    *t.routes4.lock().unwrap_or_else(|e| e.into_inner()) = Routes::Built(interned.v4);
     Ok(t)
 }
 
@@ -634,6 +655,10 @@ fn intern_single4(mut routes: ParsedRoutes) -> Result<source::InternedRoutes, Pa
     if routes.single4.windows(2).any(|w| w[0].0 == w[1].0) {
         return Err(routes);
     }
+    // The first few hops are found by a scan, faster than hashing for
+    // the handful of next hops most tables have.
+    const SCANNED: usize = 16;
+    let mut first: Vec<Hop> = Vec::with_capacity(SCANNED);
     let mut ids: std::collections::HashMap<Hop, u32, foldhash::fast::RandomState> =
         Default::default();
     let mut groups: Vec<Vec<Hop>> = Vec::new();
@@ -641,11 +666,17 @@ fn intern_single4(mut routes: ParsedRoutes) -> Result<source::InternedRoutes, Pa
         .single4
         .iter()
         .map(|&(p, h)| {
+            if let Some(i) = first.iter().position(|&x| x == h) {
+                return (p, NextHop(i as u32));
+            }
             let n = groups.len() as u32;
             let id = *ids.entry(h).or_insert_with(|| {
                 groups.push(vec![h]);
                 n
             });
+            if first.len() < SCANNED && id as usize == first.len() {
+                first.push(h);
+            }
             (p, NextHop(id))
         })
         .collect();
@@ -679,7 +710,7 @@ pub fn build_v6<T: Lpm6Update + ?Sized>(
     let t =
         RouteTable::with_groups(lpm, interned.groups, noutputs).map_err(|e| ArgError::new(e.0))?;
     t.count_users(interned.v6.iter().map(|&(_, nh)| nh));
-    *t.routes6.lock().unwrap_or_else(|e| e.into_inner()) = interned.v6.into_iter().collect();
+    *t.routes6.lock().unwrap_or_else(|e| e.into_inner()) = Routes::Built(interned.v6);
     Ok(t)
 }
 
@@ -692,6 +723,7 @@ impl<T: ?Sized> RouteTable<T> {
             .routes4
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .map()
             .iter()
         {
             all.insert(RoutePrefix::V4(*p), *nh);
@@ -700,6 +732,7 @@ impl<T: ?Sized> RouteTable<T> {
             .routes6
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .map()
             .iter()
         {
             all.insert(RoutePrefix::V6(*p), *nh);
@@ -721,6 +754,7 @@ impl<T: ?Sized> RouteTable<T> {
             .routes4
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .map()
             .iter()
             .map(|(p, nh)| (RoutePrefix::V4(*p), *nh))
             .collect();
@@ -728,6 +762,7 @@ impl<T: ?Sized> RouteTable<T> {
             self.routes6
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
+                .map()
                 .iter()
                 .map(|(p, nh)| (RoutePrefix::V6(*p), *nh)),
         );
@@ -753,9 +788,10 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
         let RoutePrefix::V4(p) = prefix else {
             return Err("IPv6 route in an IPv4 table".into());
         };
-        let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        let routes = guard.map();
         let nh = self.acquire(hops).map_err(|e| e.0)?;
-        self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))?;
+        self.bind(routes, p, nh, |p, nh| self.insert4(p, nh))?;
         self.tell4(p, Some(nh));
         Ok(())
     }
@@ -766,14 +802,15 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
         let RoutePrefix::V4(p) = prefix else {
             return Err("IPv6 prefix in an IPv4 table".into());
         };
-        let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        let routes = guard.map();
         if let Some(nh) = self.configured(prefix) {
             self.acquire_index(nh);
-            self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))?;
+            self.bind(routes, p, nh, |p, nh| self.insert4(p, nh))?;
             self.tell4(p, Some(nh));
         } else {
             self.lpm.remove(p).map_err(|e| e.to_string())?;
-            self.unbind(&mut routes, &p);
+            self.unbind(routes, &p);
             self.tell4(p, None);
         }
         Ok(())
@@ -804,7 +841,8 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
     /// and the routes of now are returned (as `Set` changes), both under
     /// the writers' lock so that no change falls between them.
     pub fn observe_v4(&self, o: RouteObserver) -> Vec<RouteChange> {
-        let routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+        let routes = guard.map();
         self.observer.add(o);
         let groups = self.groups();
         routes
@@ -836,9 +874,10 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
         let RoutePrefix::V6(p) = prefix else {
             return Err("IPv4 route in an IPv6 table".into());
         };
-        let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
+        let routes = guard.map();
         let nh = self.acquire(hops).map_err(|e| e.0)?;
-        self.bind(&mut routes, p, nh, |p, nh| self.insert6(p, nh))
+        self.bind(routes, p, nh, |p, nh| self.insert6(p, nh))
     }
 
     /// Withdraws a live source's IPv6 route; see the IPv4 `remove_route`.
@@ -846,13 +885,14 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
         let RoutePrefix::V6(p) = prefix else {
             return Err("IPv4 prefix in an IPv6 table".into());
         };
-        let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
+        let routes = guard.map();
         if let Some(nh) = self.configured(prefix) {
             self.acquire_index(nh);
-            self.bind(&mut routes, p, nh, |p, nh| self.insert6(p, nh))
+            self.bind(routes, p, nh, |p, nh| self.insert6(p, nh))
         } else {
             self.lpm.remove(p).map_err(|e| e.to_string())?;
-            self.unbind(&mut routes, &p);
+            self.unbind(routes, &p);
             Ok(())
         }
     }
@@ -875,7 +915,8 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                 let RoutePrefix::V4(p) = route.prefix else {
                     return Err("IPv6 route in an IPv4 table".into());
                 };
-                let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+                let mut guard = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+                let routes = guard.map();
                 // Click's `add` refuses a prefix that has a route (`set`
                 // replaces it); the lookup structure is left untouched.
                 if let (Some(&old), "add") = (routes.get(&p), handler) {
@@ -891,7 +932,7 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                     return Err(format!("conflict with existing route '{shown}'"));
                 }
                 let nh = self.acquire(&route.hops).map_err(|e| e.0)?;
-                self.bind(&mut routes, p, nh, |p, nh| self.insert4(p, nh))?;
+                self.bind(routes, p, nh, |p, nh| self.insert4(p, nh))?;
                 self.tell4(p, Some(nh));
                 Ok(())
             }
@@ -900,10 +941,11 @@ impl<T: Lpm4Update + ?Sized> RouteTable<T> {
                 let RoutePrefix::V4(p) = p else {
                     return Err("IPv6 prefix in an IPv4 table".into());
                 };
-                let mut routes = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+                let mut guard = self.routes4.lock().unwrap_or_else(|e| e.into_inner());
+                let routes = guard.map();
                 match self.lpm.remove(p).map_err(|e| e.to_string())? {
                     Some(_) => {
-                        self.unbind(&mut routes, &p);
+                        self.unbind(routes, &p);
                         self.tell4(p, None);
                         Ok(())
                     }
@@ -979,10 +1021,11 @@ impl<T: Lpm6Update + ?Sized> RouteTable<T> {
                 let RoutePrefix::V6(p) = parse_prefix(value)? else {
                     return Err("IPv4 prefix in an IPv6 table".into());
                 };
-                let mut routes = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
+                let mut guard = self.routes6.lock().unwrap_or_else(|e| e.into_inner());
+                let routes = guard.map();
                 match self.lpm.remove(p).map_err(|e| e.to_string())? {
                     Some(_) => {
-                        self.unbind(&mut routes, &p);
+                        self.unbind(routes, &p);
                         Ok(())
                     }
                     None => Err(format!("{value}: no such route")),
