@@ -133,7 +133,7 @@ pub(crate) fn bind_all(plan: &mut Plan, driver_port: Option<&str>) -> anyhow::Re
 /// binds every address).
 fn add_driver_socket(plan: &mut Plan, port: &str) {
     let arg = |text: &str| bricks_config::Arg {
-        text: text.to_string(),
+        text: text.into(),
         span: Default::default(),
     };
     plan.elements.push(bricks_runtime::PlanElement {
@@ -161,9 +161,9 @@ fn set_port_arg(args: &mut [bricks_config::Arg], port: u16) {
             .filter(|rest| rest.starts_with(char::is_whitespace))
             .map(str::trim);
         match keyword {
-            Some(v) if v.ends_with('+') => a.text = format!("PORT {port}"),
+            Some(v) if v.ends_with('+') => a.text = format!("PORT {port}").into(),
             None if t.ends_with('+') && t[..t.len() - 1].parse::<u16>().is_ok() => {
-                a.text = port.to_string()
+                a.text = port.to_string().into()
             }
             _ => continue,
         }

@@ -68,6 +68,9 @@ pub(crate) struct Processed {
     pub content: Option<(usize, usize)>,
     /// Whether any variable was substituted.
     pub substituted: bool,
+    /// Whether the raw text had nothing to remove or substitute
+    /// ([`is_plain`]): the text is the raw text trimmed.
+    pub plain: bool,
 }
 
 enum Piece {
@@ -89,36 +92,56 @@ pub(crate) fn process(raw: &str, vars: Option<&mut dyn Vars>) -> Processed {
     plain(raw).unwrap_or_else(|| process_pieces(raw, vars))
 }
 
+/// Whether `raw` has nothing to remove or substitute (no comment, quote,
+/// backslash, `$` or `#`): [`process`] of it, and of each of its pieces,
+/// is the text trimmed.
+pub(crate) fn is_plain(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    let mut i = scan::next_special(b, 0, scan::PLAIN);
+    while i < b.len() {
+        match b[i] {
+            b'/' if !scan::comment_at(b, i) => i = scan::next_special(b, i + 1, scan::PLAIN),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The range of `raw` without the space around it, as [`process`] trims
+/// a plain text; `None` when it is all space.
+pub(crate) fn trimmed(raw: &str) -> Option<(usize, usize)> {
+    let b = raw.as_bytes();
+    let first = b.iter().position(|&c| !scan::is_space(c))?;
+    let last = b
+        .iter()
+        .rposition(|&c| !scan::is_space(c))
+        .map_or(first, |l| l + 1);
+    Some((first, last))
+}
+
 /// [`process`] of an argument with nothing in it to remove or substitute
 /// (no comment, quote, backslash, `$` or `#`): the text trimmed, copied
 /// once. Most arguments are such, and a route table written inline is a
 /// million of them, which the piecewise path would copy three times.
 /// `None` when the argument needs [`process_pieces`].
 fn plain(raw: &str) -> Option<Processed> {
-    let b = raw.as_bytes();
-    let mut i = scan::next_special(b, 0, scan::PLAIN);
-    while i < b.len() {
-        match b[i] {
-            b'/' if !scan::comment_at(b, i) => i = scan::next_special(b, i + 1, scan::PLAIN),
-            _ => return None,
-        }
+    if !is_plain(raw) {
+        return None;
     }
     // Space is ASCII, so these are character boundaries.
-    let Some(first) = b.iter().position(|&c| !scan::is_space(c)) else {
-        return Some(Processed {
+    Some(match trimmed(raw) {
+        None => Processed {
             text: String::new(),
             content: None,
             substituted: false,
-        });
-    };
-    let last = b
-        .iter()
-        .rposition(|&c| !scan::is_space(c))
-        .map_or(first, |l| l + 1);
-    Some(Processed {
-        text: raw[first..last].to_string(),
-        content: Some((first, last)),
-        substituted: false,
+            plain: true,
+        },
+        Some((first, last)) => Processed {
+            text: raw[first..last].to_string(),
+            content: Some((first, last)),
+            substituted: false,
+            plain: true,
+        },
     })
 }
 
@@ -281,6 +304,7 @@ fn process_pieces(raw: &str, mut vars: Option<&mut dyn Vars>) -> Processed {
         text,
         content: first.map(|f| (f, last)),
         substituted,
+        plain: false,
     }
 }
 

@@ -16,12 +16,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::args::{self, Vars};
 use crate::parser::{Binding, Body, ClassRef, CompoundClass, LocalElem, Parsed};
 use crate::source::{Diagnostic, SourceMap, Span};
 use crate::suggest::suggest;
-use crate::{Arg, Connection, ElementDecl, Limits, Options};
+use crate::{Arg, ArgText, Connection, ElementDecl, Limits, Options};
 
 /// Variables of one scope instance.
 #[derive(Default)]
@@ -186,13 +187,25 @@ impl<'p> Expander<'p> {
         args::process(&self.text(file)[s..e], Some(&mut lookup)).text
     }
 
-    /// Substitutes and splits an element's arguments.
-    fn arguments(&mut self, e: &LocalElem, frames: &[Rc<Frame>]) -> (Vec<Arg>, String) {
+    /// Substitutes and splits an element's arguments: the arguments, and
+    /// the whole argument text (variables substituted, comments removed).
+    fn arguments(&mut self, e: &LocalElem, frames: &[Rc<Frame>]) -> (Vec<Arg>, Arc<str>) {
         let Some((base, end)) = e.config else {
-            return (Vec::new(), String::new());
+            return (Vec::new(), Arc::from(""));
         };
         let file = e.config_span.file;
         let raw = &self.text(file)[base..end];
+        let mut quiet = Lookup {
+            local: None,
+            frames,
+        };
+        let whole = args::process(raw, Some(&mut quiet));
+        let config: Arc<str> = Arc::from(whole.text.as_str());
+        // With nothing in the list to remove or substitute, each argument
+        // is its piece of the list trimmed, which is a range of the whole
+        // text: the arguments share it instead of a copy each.
+        let plain = whole.plain;
+        let shift = whole.content.map_or(0, |(first, _)| first);
         let mut lookup = Lookup {
             local: None,
             frames,
@@ -201,6 +214,19 @@ impl<'p> Expander<'p> {
         let count = pieces.len();
         let mut out: Vec<Arg> = Vec::with_capacity(count);
         for (k, (a, b)) in pieces.into_iter().enumerate() {
+            if plain {
+                let (text, span) = match args::trimmed(&raw[a..b]) {
+                    Some((cs, ce)) => (
+                        ArgText::shared(&config, a + cs - shift..a + ce - shift),
+                        Span::new(file, base + a + cs, base + a + ce),
+                    ),
+                    None => (ArgText::default(), Span::new(file, base + a, base + a)),
+                };
+                if !(k + 1 == count && text.is_empty()) {
+                    out.push(Arg { text, span });
+                }
+                continue;
+            }
             let p = args::process(&raw[a..b], Some(&mut lookup));
             let span = match p.content {
                 Some((cs, ce)) => Span::new(file, base + a + cs, base + a + ce),
@@ -218,18 +244,19 @@ impl<'p> Expander<'p> {
                 for (j, (s, t)) in split.into_iter().enumerate() {
                     let text = args::process(&p.text[s..t], None).text;
                     if !(j + 1 == n && k + 1 == count && text.is_empty()) {
-                        out.push(Arg { text, span });
+                        out.push(Arg {
+                            text: text.into(),
+                            span,
+                        });
                     }
                 }
                 continue;
             }
-            out.push(Arg { text: p.text, span });
+            out.push(Arg {
+                text: p.text.into(),
+                span,
+            });
         }
-        let mut quiet = Lookup {
-            local: None,
-            frames,
-        };
-        let config = args::process(raw, Some(&mut quiet)).text;
         self.config_bytes += raw.len() + 2 * config.len();
         if self.config_bytes > self.limits.max_config_bytes {
             let span = e.config_span;
@@ -303,7 +330,7 @@ impl<'p> Expander<'p> {
                         class_span: e.class_span,
                         name_span: e.name_span,
                         args: args.into(),
-                        config: config.into(),
+                        config,
                         config_span: e.config_span,
                         anonymous: e.declared.is_none(),
                         expansion: context.to_vec(),
@@ -550,7 +577,7 @@ impl<'p> Expander<'p> {
                 }
                 vars.insert(f.var.clone(), value.to_string());
             } else if next < positional.len() {
-                vars.insert(positional[next].to_string(), arg.text.clone());
+                vars.insert(positional[next].to_string(), arg.text.to_string());
                 next += 1;
             } else if rest.is_some() {
                 rest_values.push(&arg.text);

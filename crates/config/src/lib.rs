@@ -97,6 +97,7 @@
 #![warn(missing_docs)]
 
 mod args;
+mod argtext;
 mod expand;
 mod flatten;
 mod lexer;
@@ -108,6 +109,7 @@ mod suggest;
 pub mod tools;
 
 pub use args::{parse_data, split_args, split_keyword, unquote, unquote_bytes};
+pub use argtext::ArgText;
 pub use flatten::{click_order, flatten};
 pub use source::{Diagnostic, Source, SourceMap, Span};
 pub use suggest::suggest;
@@ -186,7 +188,7 @@ impl ElementDecl {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Arg {
     /// Trimmed, comments removed, variables substituted.
-    pub text: String,
+    pub text: ArgText,
     /// The argument's text in the source, without surrounding space and
     /// comments (inside the compound body for expanded elements).
     pub span: Span,

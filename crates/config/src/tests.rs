@@ -1585,3 +1585,58 @@ fn rendered_errors_underline_the_right_column() {
          = help: this `(` has no matching `)`\n"
     );
 }
+
+/// The arguments of `Foo(LIST)` as each piece of the list reads alone:
+/// its text processed (trimmed, comments removed) and its span.
+fn pieces_read_alone(text: &str, list: &str) -> Vec<(String, usize, usize)> {
+    let base = text.find(list).unwrap();
+    let pieces = args::split_top(list);
+    let n = pieces.len();
+    let mut out = Vec::new();
+    for (k, (a, b)) in pieces.into_iter().enumerate() {
+        let p = args::process(&list[a..b], None);
+        if k + 1 == n && p.text.is_empty() {
+            continue;
+        }
+        let (s, e) = p.content.map_or((a, a), |(cs, ce)| (a + cs, a + ce));
+        out.push((p.text, base + s, base + e));
+    }
+    out
+}
+
+proptest::proptest! {
+    /// Arguments of a plain list (shared slices of the element's argument
+    /// text) read exactly as each piece processed alone, spans included;
+    /// so do those of a list with a comment (copied one by one).
+    #[test]
+    fn arguments_read_as_their_pieces_processed_alone(
+        list in "[a-z0-9 .,\t]{0,30}(/8)?[a-z0-9 .,\t]{0,10}",
+        comment in proptest::bool::ANY,
+    ) {
+        let list = if comment { format!("{list} /* c */ 1") } else { list };
+        let text = format!("x :: Foo({list});");
+        let r = ok(&text);
+        let got: Vec<(String, usize, usize)> = r.elements[0]
+            .args
+            .iter()
+            .map(|a| (a.text.to_string(), a.span.start, a.span.end))
+            .collect();
+        proptest::prop_assert_eq!(got, pieces_read_alone(&text, &list));
+    }
+}
+
+#[test]
+fn plain_arguments_share_the_element_text() {
+    let r = ok("x :: Foo( 1.0.0.0/8 1 ,\n 2.0.0.0/8 2, );");
+    let a = &r.elements[0].args;
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0].text, "1.0.0.0/8 1");
+    assert_eq!(a[1].text, "2.0.0.0/8 2");
+    assert!(a[0].text.shares_with(&a[1].text));
+    assert_eq!(&*r.elements[0].config, "1.0.0.0/8 1 ,\n 2.0.0.0/8 2,");
+    // With a comment, each argument is its own text.
+    let r = ok("x :: Foo(1 /* one */, 2);");
+    let a = &r.elements[0].args;
+    assert_eq!((a[0].text.as_str(), a[1].text.as_str()), ("1", "2"));
+    assert!(!a[0].text.shares_with(&a[1].text));
+}

@@ -873,7 +873,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, t)| Arg {
-                text: t.to_string(),
+                text: (*t).into(),
                 span: Span {
                     file: 0,
                     start: i * 10,

@@ -160,8 +160,10 @@ fn rewrite_all<'w>(
         }
         match (text, &mut args) {
             (Cow::Owned(text), args) => {
-                args.get_or_insert_with(|| written[..k].to_vec())
-                    .push(Arg { text, span: a.span });
+                args.get_or_insert_with(|| written[..k].to_vec()).push(Arg {
+                    text: text.into(),
+                    span: a.span,
+                });
             }
             (Cow::Borrowed(_), Some(args)) => args.push(a.clone()),
             (Cow::Borrowed(_), None) => {}
@@ -225,7 +227,7 @@ fn choose(
                 .iter()
                 .map(|&r| {
                     vec![Arg {
-                        text: book.rewrite(element, text, r).0.into_owned(),
+                        text: book.rewrite(element, text, r).0.into_owned().into(),
                         span,
                     }]
                 }),
@@ -235,11 +237,11 @@ fn choose(
             if let (Some(ip), Some(eth)) = (e.ip, e.eth) {
                 candidates.push(vec![
                     Arg {
-                        text: ip.to_string(),
+                        text: ip.to_string().into(),
                         span,
                     },
                     Arg {
-                        text: eth.to_string(),
+                        text: eth.to_string().into(),
                         span,
                     },
                 ]);

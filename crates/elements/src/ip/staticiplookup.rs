@@ -673,7 +673,7 @@ mod tests {
         let args: Vec<bricks_config::Arg> = texts
             .into_iter()
             .map(|text| bricks_config::Arg {
-                text,
+                text: text.into(),
                 span: bricks_config::Span::default(),
             })
             .collect();
