@@ -68,9 +68,6 @@ pub(crate) struct Processed {
     pub content: Option<(usize, usize)>,
     /// Whether any variable was substituted.
     pub substituted: bool,
-    /// Whether the raw text had nothing to remove or substitute
-    /// ([`is_plain`]): the text is the raw text trimmed.
-    pub plain: bool,
 }
 
 enum Piece {
@@ -134,13 +131,11 @@ fn plain(raw: &str) -> Option<Processed> {
             text: String::new(),
             content: None,
             substituted: false,
-            plain: true,
         },
         Some((first, last)) => Processed {
             text: raw[first..last].to_string(),
             content: Some((first, last)),
             substituted: false,
-            plain: true,
         },
     })
 }
@@ -304,7 +299,6 @@ fn process_pieces(raw: &str, mut vars: Option<&mut dyn Vars>) -> Processed {
         text,
         content: first.map(|f| (f, last)),
         substituted,
-        plain: false,
     }
 }
 

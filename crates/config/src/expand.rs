@@ -199,13 +199,19 @@ impl<'p> Expander<'p> {
             local: None,
             frames,
         };
-        let whole = args::process(raw, Some(&mut quiet));
-        let config: Arc<str> = Arc::from(whole.text.as_str());
-        // With nothing in the list to remove or substitute, each argument
-        // is its piece of the list trimmed, which is a range of the whole
-        // text: the arguments share it instead of a copy each.
-        let plain = whole.plain;
-        let shift = whole.content.map_or(0, |(first, _)| first);
+        // With nothing in the list to remove or substitute, the whole text
+        // is the list trimmed, and each argument its piece trimmed: a
+        // range of the whole text, which the arguments share instead of a
+        // copy each.
+        let plain = args::is_plain(raw);
+        let (config, shift): (Arc<str>, usize) = match (plain, args::trimmed(raw)) {
+            (true, Some((first, last))) => (Arc::from(&raw[first..last]), first),
+            (true, None) => (Arc::from(""), 0),
+            (false, _) => (
+                Arc::from(args::process(raw, Some(&mut quiet)).text.as_str()),
+                0,
+            ),
+        };
         let mut lookup = Lookup {
             local: None,
             frames,

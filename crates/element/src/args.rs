@@ -601,7 +601,7 @@ impl<'a> Args<'a> {
     /// are not a keyword this element asked for.
     pub fn rest(&mut self) -> Vec<(&'a str, Span)> {
         let mut out = Vec::new();
-        self.take_rest(|text, span| out.push((text, span)));
+        self.rest_each(|text, span| out.push((text, span)));
         out
     }
 
@@ -610,10 +610,12 @@ impl<'a> Args<'a> {
     /// so that a later instance does not gather a million inline routes
     /// again only to drop them.
     pub fn skip_rest(&mut self) {
-        self.take_rest(|_, _| {});
+        self.rest_each(|_, _| {});
     }
 
-    fn take_rest(&mut self, mut each: impl FnMut(&'a str, Span)) {
+    /// What [`Args::rest`] gives, one argument at a time, without a list
+    /// of them all.
+    pub fn rest_each(&mut self, mut each: impl FnMut(&'a str, Span)) {
         for i in 0..self.items.len() {
             if self.used[i] {
                 continue;

@@ -314,17 +314,25 @@ fn read_routes<'a>(
     };
     let skip: bool = args.read("SKIP_ERRORS")?.unwrap_or(false);
     let peer = read_peer(args)?;
-    // Borrowed from the configuration, not copied: a table given inline
+    // Read as they are taken, not gathered first: a table given inline
     // can be millions of arguments. Only the instance that makes the
-    // shared table reads them.
-    let texts = if args.shared_made() {
+    // shared table reads them; an error is the table's, given when it is
+    // made.
+    let inline = if args.shared_made() {
         args.skip_rest();
-        Vec::new()
+        Ok(table::ParsedRoutes::default())
     } else {
-        args.rest()
+        let mut parsed = table::ParsedRoutes::default();
+        let mut error = None;
+        args.rest_each(|text, span| {
+            if error.is_none() {
+                error = parsed.push_text(text, span).err();
+            }
+        });
+        error.map_or(Ok(parsed), Err)
     };
     let routes = move || {
-        let mut routes = table::parse_routes_split(&texts)?;
+        let mut routes = inline?;
         if let Some(f) = file {
             routes.routes.extend(
                 table::load_file(&f, skip, peer)?

@@ -361,20 +361,29 @@ pub fn parse_routes_split(texts: &[(&str, bricks_config::Span)]) -> Result<Parse
         single4: Vec::with_capacity(texts.len()),
         routes: Vec::new(),
     };
-    for (text, span) in texts {
+    for &(text, span) in texts {
+        out.push_text(text, span)?;
+    }
+    Ok(out)
+}
+
+impl ParsedRoutes {
+    /// Reads one route written in Click's syntax (`span` locates it for
+    /// an error).
+    pub fn push_text(&mut self, text: &str, span: bricks_config::Span) -> Result<(), ArgError> {
         if let Some(r) = fast_v4_route(text) {
-            out.single4.push(r);
-            continue;
+            self.single4.push(r);
+            return Ok(());
         }
         let text = click_route_text(text);
         let text: &str = &text;
         match source::text::parse_line(text) {
-            Ok(Some(r)) => out.routes.push(r),
+            Ok(Some(r)) => self.routes.push(r),
             Ok(None) => {}
-            Err(e) => return Err(ArgError::at(*span, format!("bad route `{text}`: {e}"))),
+            Err(e) => return Err(ArgError::at(span, format!("bad route `{text}`: {e}"))),
         }
+        Ok(())
     }
-    Ok(out)
 }
 
 /// Reads a route file (text or MRT, detected by content), MRT routes from
