@@ -315,25 +315,68 @@ fn fast_v4_route(text: &str) -> Option<(Prefix4, Hop)> {
 }
 
 /// Routes as a lookup element reads them: IPv4 routes of one hop each
-/// (almost every route given inline) as plain pairs, with no hop list to
-/// allocate, and every other route whole.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// (almost every route given inline) as a prefix and the index of its hop
+/// among the distinct hops read so far, with no hop list to allocate, and
+/// every other route whole.
+#[derive(Debug, Clone, Default)]
 pub struct ParsedRoutes {
-    /// IPv4 routes of one hop, in the order given.
-    pub single4: Vec<(Prefix4, Hop)>,
+    /// IPv4 routes of one hop, in the order given: the prefix and its
+    /// hop's index in `hops`.
+    single4: Vec<(Prefix4, u32)>,
+    /// The distinct hops of `single4`, in order of first use.
+    hops: Vec<Hop>,
+    /// The index of each hop in `hops` past the first [`SCANNED`], which
+    /// are found by a scan (faster than hashing for the handful of next
+    /// hops most tables have).
+    ids: std::collections::HashMap<Hop, u32, foldhash::fast::RandomState>,
     /// The others, in the order given.
     pub routes: Vec<Route>,
 }
 
+/// How many of the first distinct hops are found by a scan.
+const SCANNED: usize = 16;
+
 impl ParsedRoutes {
-    /// Every route as a [`Route`], the single-hop IPv4 ones first.
+    /// Adds an IPv4 route of one hop. After another kind of route it is
+    /// kept whole too, so that [`ParsedRoutes::into_routes`] gives every
+    /// route in the order given.
+    pub fn push_single4(&mut self, prefix: Prefix4, hop: Hop) {
+        if !self.routes.is_empty() {
+            self.routes.push(Route {
+                prefix: RoutePrefix::V4(prefix),
+                hops: vec![hop],
+            });
+            return;
+        }
+        let scanned = &self.hops[..self.hops.len().min(SCANNED)];
+        let id = match scanned.iter().position(|&h| h == hop) {
+            Some(i) => i as u32,
+            None if self.hops.len() < SCANNED => {
+                self.hops.push(hop);
+                self.hops.len() as u32 - 1
+            }
+            None => *self.ids.entry(hop).or_insert_with(|| {
+                self.hops.push(hop);
+                self.hops.len() as u32 - 1
+            }),
+        };
+        self.single4.push((prefix, id));
+    }
+
+    /// How many IPv4 routes of one hop there are.
+    pub fn single4_len(&self) -> usize {
+        self.single4.len()
+    }
+
+    /// Every route as a [`Route`], in the order given.
     pub fn into_routes(self) -> Vec<Route> {
+        let hops = self.hops;
         let mut all: Vec<Route> = self
             .single4
             .into_iter()
             .map(|(p, h)| Route {
                 prefix: RoutePrefix::V4(p),
-                hops: vec![h],
+                hops: vec![hops[h as usize]],
             })
             .collect();
         all.extend(self.routes);
@@ -344,8 +387,8 @@ impl ParsedRoutes {
 impl From<Vec<Route>> for ParsedRoutes {
     fn from(routes: Vec<Route>) -> ParsedRoutes {
         ParsedRoutes {
-            single4: Vec::new(),
             routes,
+            ..ParsedRoutes::default()
         }
     }
 }
@@ -357,10 +400,7 @@ pub fn parse_routes(texts: &[(&str, bricks_config::Span)]) -> Result<Vec<Route>,
 
 /// [`parse_routes`], single-hop IPv4 routes kept apart.
 pub fn parse_routes_split(texts: &[(&str, bricks_config::Span)]) -> Result<ParsedRoutes, ArgError> {
-    let mut out = ParsedRoutes {
-        single4: Vec::with_capacity(texts.len()),
-        routes: Vec::new(),
-    };
+    let mut out = ParsedRoutes::default();
     for &(text, span) in texts {
         out.push_text(text, span)?;
     }
@@ -371,8 +411,8 @@ impl ParsedRoutes {
     /// Reads one route written in Click's syntax (`span` locates it for
     /// an error).
     pub fn push_text(&mut self, text: &str, span: bricks_config::Span) -> Result<(), ArgError> {
-        if let Some(r) = fast_v4_route(text) {
-            self.single4.push(r);
+        if let Some((p, h)) = fast_v4_route(text) {
+            self.push_single4(p, h);
             return Ok(());
         }
         let text = click_route_text(text);
@@ -664,29 +704,21 @@ fn intern_single4(mut routes: ParsedRoutes) -> Result<source::InternedRoutes, Pa
     if routes.single4.windows(2).any(|w| w[0].0 == w[1].0) {
         return Err(routes);
     }
-    // The first few hops are found by a scan, faster than hashing for
-    // the handful of next hops most tables have.
-    const SCANNED: usize = 16;
-    let mut first: Vec<Hop> = Vec::with_capacity(SCANNED);
-    let mut ids: std::collections::HashMap<Hop, u32, foldhash::fast::RandomState> =
-        Default::default();
+    // Hops were numbered as read; groups are numbered by first use in
+    // prefix order, as the general path numbers them.
+    let mut group_of = vec![u32::MAX; routes.hops.len()];
     let mut groups: Vec<Vec<Hop>> = Vec::new();
+    let hops = &routes.hops;
     let v4 = routes
         .single4
-        .iter()
-        .map(|&(p, h)| {
-            if let Some(i) = first.iter().position(|&x| x == h) {
-                return (p, NextHop(i as u32));
+        .into_iter()
+        .map(|(p, h)| {
+            let g = &mut group_of[h as usize];
+            if *g == u32::MAX {
+                *g = groups.len() as u32;
+                groups.push(vec![hops[h as usize]]);
             }
-            let n = groups.len() as u32;
-            let id = *ids.entry(h).or_insert_with(|| {
-                groups.push(vec![h]);
-                n
-            });
-            if first.len() < SCANNED && id as usize == first.len() {
-                first.push(h);
-            }
-            (p, NextHop(id))
+            (p, NextHop(*g))
         })
         .collect();
     Ok(source::InternedRoutes {
@@ -1230,28 +1262,26 @@ mod tests {
 
         /// Single-hop IPv4 routes with no prefix twice are interned
         /// without hop lists exactly as the general path interns them
-        /// (same order, same group numbers); with a prefix twice they are
+        /// (same order, same group numbers; up to 32 hops, past the 16
+        /// found by a scan); with a prefix twice they are
         /// left to it.
         #[test]
         fn single_hop_routes_intern_as_the_general_path_does(
             routes in proptest::collection::vec(
-                (0u32..64, 20u8..=24, proptest::option::of(0u32..3), 0u32..4),
+                (0u32..64, 20u8..=24, proptest::option::of(0u32..3), 0u32..8),
                 0..200,
             ),
         ) {
-            let single4: Vec<(Prefix4, Hop)> = routes
-                .iter()
-                .map(|&(a, len, gw, output)| {
-                    (
-                        Prefix4::new(0x0a00_0000 | a << 8, len),
-                        Hop {
-                            gateway: gw.map(|g| IpAddr::from([10, 9, 9, g as u8])),
-                            output,
-                        },
-                    )
-                })
-                .collect();
-            let parsed = ParsedRoutes { single4, routes: Vec::new() };
+            let mut parsed = ParsedRoutes::default();
+            for &(a, len, gw, output) in &routes {
+                parsed.push_single4(
+                    Prefix4::new(0x0a00_0000 | a << 8, len),
+                    Hop {
+                        gateway: gw.map(|g| IpAddr::from([10, 9, 9, g as u8])),
+                        output,
+                    },
+                );
+            }
             let general = interned_generally(&parsed);
             let mut prefixes: Vec<Prefix4> = parsed.single4.iter().map(|r| r.0).collect();
             prefixes.sort();
@@ -1263,7 +1293,7 @@ mod tests {
                 }
                 Err(back) => {
                     prop_assert!(twice);
-                    prop_assert_eq!(back.single4.len(), parsed.single4.len());
+                    prop_assert_eq!(back.single4_len(), parsed.single4_len());
                 }
             }
         }
@@ -1481,5 +1511,36 @@ mod tests {
         let span = bricks_config::Span::default();
         let r = parse_routes(&[("192.168.2.2 8", span)]).unwrap();
         assert_eq!(r.len(), 1);
+    }
+
+    #[test]
+    fn routes_of_both_readers_keep_the_order_given() {
+        let span = bricks_config::Span::default();
+        let texts = [
+            "10.0.0.0/8 1",
+            "11.0.0.0/8 2",
+            "10.0.0.0/8 - 3",
+            "10.0.0.0/8 4",
+            "12.0.0.0/8 5",
+        ];
+        let with_spans: Vec<(&str, bricks_config::Span)> =
+            texts.iter().map(|&t| (t, span)).collect();
+        let outputs: Vec<u32> = parse_routes(&with_spans)
+            .unwrap()
+            .iter()
+            .map(|r| r.hops[0].output)
+            .collect();
+        assert_eq!(outputs, [1, 2, 3, 4, 5]);
+        // The ECMP group of 10/8 keeps its hops in that order too.
+        let t = build_v4(parse_routes(&with_spans).unwrap(), 6, |r| {
+            Ok(Box::new(bricks_lpm::Dir24_8::build(r, DEFAULT_MEMORY)?))
+        })
+        .unwrap();
+        assert!(
+            t.table_text()
+                .starts_with("10.0.0.0/8\t-\t1\n10.0.0.0/8\t-\t3\n10.0.0.0/8\t-\t4\n"),
+            "{}",
+            t.table_text()
+        );
     }
 }
