@@ -205,6 +205,17 @@ impl StaticIPLookup {
             shared: Arc::default(),
         };
         let file: Option<std::path::PathBuf> = args.read("ROUTES")?;
+        if args.shared_made() {
+            // A later instance (one per worker) starts from the routes the
+            // first one read, without reading a million of them again.
+            args.skip_rest();
+            t.shared = args.shared(|_| Err(ArgError::new("made by the first instance")))?;
+            t.routes = t.shared.initial.clone();
+            t.added = t.shared.added.clone();
+            t.next_added = t.shared.next_added;
+            t.recompile();
+            return Ok(t);
+        }
         let mut routes = Vec::new();
         for (text, span) in args.rest() {
             routes.push(
@@ -233,6 +244,8 @@ impl StaticIPLookup {
         t.shared = args.shared(|_| {
             Ok(StaticShared {
                 initial,
+                added: t.added.clone(),
+                next_added: t.next_added,
                 observer: RouteObserverSlot::default(),
             })
         })?;
@@ -290,6 +303,10 @@ pub struct StaticIPLookup {
 pub struct StaticShared {
     /// The routes the configuration gives, longest prefix first.
     pub initial: Vec<Route>,
+    /// When each of them was first given (for the `table` order), and
+    /// the next such number: every worker's instance starts from these.
+    added: HashMap<Ipv4Cidr, u64>,
+    next_added: u64,
     /// Told of every `add`, `set` and `remove`.
     pub observer: RouteObserverSlot,
 }
@@ -701,6 +718,65 @@ mod tests {
         let inside = Ipv4Addr::from(u32::from(r5.prefix.address()) | 1);
         let found = t.lookup(inside).unwrap();
         assert!(found.prefix.contains_addr(&inside) && found.prefix.prefix_len() >= 21);
+    }
+
+    /// Every worker's instance starts from the routes the first one read
+    /// (in the same order, for the `table` handler), and keeps its own
+    /// table from then on.
+    #[test]
+    fn later_instances_start_from_the_first_ones_routes() {
+        let texts = [
+            "10.0.0.0/8 1",
+            "0.0.0.0/0 10.0.0.1 0",
+            "10.1.0.0/16 0",
+            "10.0.0.0/8 0",
+        ];
+        let args: Vec<bricks_config::Arg> = texts
+            .iter()
+            .map(|&text| bricks_config::Arg {
+                text: text.into(),
+                span: bricks_config::Span::default(),
+            })
+            .collect();
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push; 2],
+        };
+        let slot = bricks_element::SharedSlot::new();
+        let make = || {
+            let mut a = Args::from_strs(&args).with_shared(&slot);
+            let t = StaticIPLookup::configure(&mut a, &ports).unwrap();
+            a.complete().unwrap();
+            t
+        };
+        let mut first = make();
+        let mut second = make();
+        assert_eq!(second.table(), first.table());
+        assert_eq!(second.routes(), first.routes());
+        let addr = Ipv4Addr::new(10, 2, 3, 4);
+        assert_eq!(
+            second.lookup(addr).map(|r| r.port),
+            first.lookup(addr).map(|r| r.port)
+        );
+        // Each keeps its own table, and its own order for what is added.
+        second.add("11.0.0.0/8 1").unwrap();
+        let eleven = Ipv4Addr::new(11, 0, 0, 1);
+        assert_eq!(
+            second.lookup(eleven).map(|r| r.prefix.prefix_len()),
+            Some(8)
+        );
+        assert_eq!(first.lookup(eleven).map(|r| r.prefix.prefix_len()), Some(0));
+        first.add("12.0.0.0/8 1").unwrap();
+        assert!(
+            first.table().ends_with("12.0.0.0/8\t-\t1\n"),
+            "{}",
+            first.table()
+        );
+        assert!(
+            second.table().ends_with("11.0.0.0/8\t-\t1\n"),
+            "{}",
+            second.table()
+        );
     }
 
     #[test]
