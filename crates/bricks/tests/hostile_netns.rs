@@ -16,7 +16,7 @@
 #[allow(dead_code)] // shared with the other tests
 mod common;
 
-use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Captured, Network};
+use bricks_netns::{in_namespace, output_timeout, skip_unless_root, Captured, Network, RawSocket};
 use common::{mac_bytes, udp_frame, LiveRouter};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -55,52 +55,6 @@ fn arp_reply(
     f
 }
 
-/// An Ethernet frame with a UDP datagram to port 9 (discard), 8 bytes of
-/// payload, a right IP checksum and no UDP checksum.
-/// A raw AF_PACKET socket bound to interface `ifname` of the calling
-/// thread's namespace.
-struct RawSocket(std::os::fd::OwnedFd);
-
-impl RawSocket {
-    fn open(ifname: &str) -> RawSocket {
-        use std::os::fd::FromRawFd as _;
-        let proto = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: plain socket(2) call; the result is checked below.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto)) };
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        // SAFETY: `fd` is a new descriptor that nothing else owns.
-        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        let name = std::ffi::CString::new(ifname).unwrap();
-        // SAFETY: `name` is a NUL-terminated string that outlives the call.
-        let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        assert!(index != 0, "no interface {ifname}");
-        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = proto;
-        addr.sll_ifindex = index as i32;
-        // SAFETY: `addr` is a valid sockaddr_ll and its size is given.
-        let r = unsafe {
-            libc::bind(
-                fd,
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            )
-        };
-        assert_eq!(r, 0, "bind: {}", std::io::Error::last_os_error());
-        RawSocket(owned)
-    }
-
-    /// Sends one frame; a full socket buffer (ENOBUFS) loses it, as a
-    /// flooding host would.
-    fn send(&self, frame: &[u8]) -> bool {
-        use std::os::fd::AsRawFd as _;
-        // SAFETY: the buffer is valid for its length for the call.
-        let n = unsafe { libc::send(self.0.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        n == frame.len() as isize
-    }
-}
-
 /// What the attacker sent.
 #[derive(Debug, Default)]
 struct Attack {
@@ -134,10 +88,10 @@ fn attack(router_mac: [u8; 6], router_mac1: [u8; 6]) -> Attack {
         let sha = [0x02, 0x77, 0x00, (i >> 16) as u8, (i >> 8) as u8, i as u8];
         let dst = if i % 2 == 0 { router_mac } else { [0xff; 6] };
         sent.replies +=
-            u64::from(sock.send(&arp_reply(dst, sha, sender, router_mac, [10, 1, 0, 1])));
+            u64::from(sock.try_send(&arp_reply(dst, sha, sender, router_mac, [10, 1, 0, 1])));
         // 10.2.0.0/15: 131,072 addresses on h2's link.
         let target = (0x0a02_0100u32 + i).to_be_bytes();
-        sent.packets += u64::from(sock.send(&udp_frame(
+        sent.packets += u64::from(sock.try_send(&udp_frame(
             router_mac,
             me,
             ATTACKER,
@@ -152,8 +106,13 @@ fn attack(router_mac: [u8; 6], router_mac1: [u8; 6]) -> Attack {
                 (H2, [0xff; 6]),
                 (H2, router_mac1),
             ] {
-                sent.claims +=
-                    u64::from(sock.send(&arp_reply(to, me, claimed, router_mac, [10, 1, 0, 1])));
+                sent.claims += u64::from(sock.try_send(&arp_reply(
+                    to,
+                    me,
+                    claimed,
+                    router_mac,
+                    [10, 1, 0, 1],
+                )));
             }
         }
         // About 7,000 frames a second, a rate a debug build keeps up with

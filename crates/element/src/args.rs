@@ -570,7 +570,8 @@ impl<'a> Args<'a> {
     pub fn read_all<T: FromArg>(&mut self, key: &'static str) -> Result<Vec<T>, ArgError> {
         self.note(key);
         let mut out = Vec::new();
-        for i in 0..self.items.len() {
+        for k in 0..self.keyed.len() {
+            let i = self.keyed[k] as usize;
             if self.items[i].keyword() == Some(key) {
                 self.used[i] = true;
                 out.push(self.parse(i, key)?);

@@ -60,14 +60,19 @@ impl RawSocket {
 
     /// Sends one whole frame.
     pub fn send(&self, frame: &[u8]) {
-        // SAFETY: `frame` is valid for reads of its length.
-        let r = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        assert_eq!(
-            r,
-            frame.len() as isize,
+        assert!(
+            self.try_send(frame),
             "send: {}",
             std::io::Error::last_os_error()
         );
+    }
+
+    /// Sends one whole frame; false when it was not sent, as when the
+    /// socket's buffer is full (ENOBUFS) under a flood.
+    pub fn try_send(&self, frame: &[u8]) -> bool {
+        // SAFETY: `frame` is valid for reads of its length.
+        let r = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+        r == frame.len() as isize
     }
 
     /// The next frame that arrived (not one this host sent), if any; never

@@ -84,8 +84,8 @@ pub struct RouterTexts(Arc<TextsOf>);
 
 #[derive(Debug, Default)]
 struct TextsOf {
-    /// The parsed configuration without its warnings; its text and every
-    /// element's arguments are shared with the plan's.
+    /// The parsed configuration; its text and every element's arguments
+    /// are shared with the plan's, not copied.
     router: Router,
     flat: std::sync::OnceLock<String>,
 }
@@ -94,14 +94,7 @@ impl RouterTexts {
     /// The texts of a parsed configuration.
     pub fn of(router: &Router) -> RouterTexts {
         RouterTexts(Arc::new(TextsOf {
-            router: Router {
-                elements: router.elements.clone(),
-                connections: router.connections.clone(),
-                requirements: router.requirements.clone(),
-                provisions: router.provisions.clone(),
-                warnings: Vec::new(),
-                text: router.text.clone(),
-            },
+            router: router.clone(),
             flat: std::sync::OnceLock::new(),
         }))
     }

@@ -670,6 +670,36 @@ mod tests {
         assert_eq!(h.stats().get("no_route"), Some(1));
     }
 
+    /// Arguments of the given texts, as the parser gives them.
+    fn arguments<T: AsRef<str>>(texts: &[T]) -> Vec<bricks_config::Arg> {
+        texts
+            .iter()
+            .map(|text| bricks_config::Arg {
+                text: text.as_ref().into(),
+                span: bricks_config::Span::default(),
+            })
+            .collect()
+    }
+
+    /// A StaticIPLookup of two outputs configured with `args`, sharing
+    /// `slot` with other instances when given; every argument read.
+    fn configured(
+        args: &[bricks_config::Arg],
+        slot: Option<&bricks_element::SharedSlot>,
+    ) -> StaticIPLookup {
+        let ports = PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push; 2],
+        };
+        let mut a = Args::from_strs(args);
+        if let Some(slot) = slot {
+            a = a.with_shared(slot);
+        }
+        let t = StaticIPLookup::configure(&mut a, &ports).unwrap();
+        a.complete().unwrap();
+        t
+    }
+
     /// 200,000 routes given inline, as Click takes them: with a search
     /// and an insertion per route this was 2 * 10^10 steps (minutes even
     /// in a release build); the load must stay n log n.
@@ -687,20 +717,8 @@ mod tests {
         // A prefix given again keeps its place and takes the later route.
         let again = texts[5].replace(" 1", " 10.0.0.1 0");
         texts.push(again);
-        let args: Vec<bricks_config::Arg> = texts
-            .into_iter()
-            .map(|text| bricks_config::Arg {
-                text: text.into(),
-                span: bricks_config::Span::default(),
-            })
-            .collect();
-        let ports = PortInfo {
-            inputs: vec![bricks_element::Processing::Push],
-            outputs: vec![bricks_element::Processing::Push; 2],
-        };
-        let mut a = Args::from_strs(&args);
-        let t = StaticIPLookup::configure(&mut a, &ports).unwrap();
-        a.complete().unwrap();
+        let args = arguments(&texts);
+        let t = configured(&args, None);
         assert_eq!(t.routes().len(), N as usize);
         assert!(t
             .routes()
@@ -731,26 +749,10 @@ mod tests {
             "10.1.0.0/16 0",
             "10.0.0.0/8 0",
         ];
-        let args: Vec<bricks_config::Arg> = texts
-            .iter()
-            .map(|&text| bricks_config::Arg {
-                text: text.into(),
-                span: bricks_config::Span::default(),
-            })
-            .collect();
-        let ports = PortInfo {
-            inputs: vec![bricks_element::Processing::Push],
-            outputs: vec![bricks_element::Processing::Push; 2],
-        };
+        let args = arguments(&texts);
         let slot = bricks_element::SharedSlot::new();
-        let make = || {
-            let mut a = Args::from_strs(&args).with_shared(&slot);
-            let t = StaticIPLookup::configure(&mut a, &ports).unwrap();
-            a.complete().unwrap();
-            t
-        };
-        let mut first = make();
-        let mut second = make();
+        let mut first = configured(&args, Some(&slot));
+        let mut second = configured(&args, Some(&slot));
         assert_eq!(second.table(), first.table());
         assert_eq!(second.routes(), first.routes());
         let addr = Ipv4Addr::new(10, 2, 3, 4);

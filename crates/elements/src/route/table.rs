@@ -363,6 +363,23 @@ impl ParsedRoutes {
         self.single4.push((prefix, id));
     }
 
+    /// Reads one route written in Click's syntax (`span` locates it for
+    /// an error).
+    pub fn push_text(&mut self, text: &str, span: bricks_config::Span) -> Result<(), ArgError> {
+        if let Some((p, h)) = fast_v4_route(text) {
+            self.push_single4(p, h);
+            return Ok(());
+        }
+        let text = click_route_text(text);
+        let text: &str = &text;
+        match source::text::parse_line(text) {
+            Ok(Some(r)) => self.routes.push(r),
+            Ok(None) => {}
+            Err(e) => return Err(ArgError::at(span, format!("bad route `{text}`: {e}"))),
+        }
+        Ok(())
+    }
+
     /// How many IPv4 routes of one hop there are.
     pub fn single4_len(&self) -> usize {
         self.single4.len()
@@ -395,35 +412,11 @@ impl From<Vec<Route>> for ParsedRoutes {
 
 /// Parses routes written in Click's syntax, one per argument.
 pub fn parse_routes(texts: &[(&str, bricks_config::Span)]) -> Result<Vec<Route>, ArgError> {
-    parse_routes_split(texts).map(ParsedRoutes::into_routes)
-}
-
-/// [`parse_routes`], single-hop IPv4 routes kept apart.
-pub fn parse_routes_split(texts: &[(&str, bricks_config::Span)]) -> Result<ParsedRoutes, ArgError> {
     let mut out = ParsedRoutes::default();
     for &(text, span) in texts {
         out.push_text(text, span)?;
     }
-    Ok(out)
-}
-
-impl ParsedRoutes {
-    /// Reads one route written in Click's syntax (`span` locates it for
-    /// an error).
-    pub fn push_text(&mut self, text: &str, span: bricks_config::Span) -> Result<(), ArgError> {
-        if let Some((p, h)) = fast_v4_route(text) {
-            self.push_single4(p, h);
-            return Ok(());
-        }
-        let text = click_route_text(text);
-        let text: &str = &text;
-        match source::text::parse_line(text) {
-            Ok(Some(r)) => self.routes.push(r),
-            Ok(None) => {}
-            Err(e) => return Err(ArgError::at(span, format!("bad route `{text}`: {e}"))),
-        }
-        Ok(())
-    }
+    Ok(out.into_routes())
 }
 
 /// Reads a route file (text or MRT, detected by content), MRT routes from
