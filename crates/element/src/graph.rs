@@ -362,7 +362,17 @@ impl Graph {
     /// busy (see the type's documentation), and makes the handler writes
     /// deferred for the same reason ([`Graph::call_handler`]). Returns
     /// whether there were any.
+    #[inline]
     pub fn run_deferred(&self, worker: &mut WorkerState) -> bool {
+        // After every task run, and almost always with nothing deferred.
+        if self.deferred.borrow().is_empty() && self.deferred_writes.borrow().is_empty() {
+            return false;
+        }
+        self.run_deferred_now(worker)
+    }
+
+    #[inline(never)]
+    fn run_deferred_now(&self, worker: &mut WorkerState) -> bool {
         let mut any = false;
         // Bounded: a write may lead to another deferred write.
         for _ in 0..MAX_DEFERRED_WRITES {

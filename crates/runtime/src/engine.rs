@@ -714,7 +714,12 @@ impl Engine {
             .map(|_| ())
     }
 
+    #[inline]
     fn take_timer_requests(&mut self) {
+        // Twice a round, usually with nothing asked for.
+        if self.state.timer_requests.is_empty() {
+            return;
+        }
         for (t, e) in self.state.timer_requests.drain(..) {
             self.timers.push(Reverse((t, e)));
         }
