@@ -290,12 +290,19 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     }))
 }
 
-/// Neither `::` nor `::1` (RFC 4291 sections 2.5.2, 2.5.3): the address
-/// read as a little-endian integer, so without a byte swap, has some bit
-/// set besides the lowest bit of its last byte.
+/// Neither `::` nor `::1` (RFC 4291 sections 2.5.2, 2.5.3), for the
+/// address at `h[at..at + 16]` read as two words in memory order (no byte
+/// swap): some bit is set besides the lowest bit of its last byte.
 #[inline(always)]
-fn above_one(a: &[u8; 16]) -> bool {
-    u128::from_le_bytes(*a) & !(1 << 120) != 0
+fn above_one(h: &[u8; 40], at: usize) -> bool {
+    let word = |i: usize| {
+        let mut w = [0; 8];
+        w.copy_from_slice(&h[i..i + 8]);
+        u64::from_ne_bytes(w)
+    };
+    const ALL_BUT_LAST_BIT: u64 =
+        u64::from_ne_bytes([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe]);
+    word(at) | (word(at + 8) & ALL_BUT_LAST_BIT) != 0
 }
 
 /// Checks IPv6 headers.
@@ -348,15 +355,17 @@ impl CheckIP6Header {
         let d = p.data();
         if let Some(h) = d.get(self.offset..).and_then(|h| h.first_chunk::<40>()) {
             let plen = usize::from(u16::from_be_bytes([h[4], h[5]]));
-            let (src, dst) = (addr_at(h, 8), addr_at(h, 24));
+            // The addresses are read as words where they lie: copied out
+            // as arrays first, they were put together byte by byte.
             let usual = (h[0] >> 4 == 6)
                 & (self.offset + 40 + plen == d.len())
-                & !is_multicast(&src)
-                & above_one(&src)
-                & above_one(&dst)
+                & (h[8] != 0xff)
+                & above_one(h, 8)
+                & above_one(h, 24)
                 & matches!(h[6], 6 | 17 | 58)
                 & self.bad_src.is_empty();
             if usual {
+                let dst = addr_at(h, 24);
                 p.set_network_header(self.offset);
                 p.anno_mut().dst_ip6 = Ipv6Addr::from(dst);
                 return true;

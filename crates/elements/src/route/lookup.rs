@@ -22,7 +22,7 @@ use bricks_lpm::{
     Dir24_8, Lpm4, Lpm4Update, Lpm6Update, LpmError, NextHop, Poptrie6, Prefix4, Trie4,
 };
 use bricks_packet::MAX_BATCH;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::Ipv6Addr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -713,6 +713,20 @@ fn dst6(p: &bricks_element::Packet) -> u128 {
     }
 }
 
+/// The hop of a group of several for `p`, by its flow hash: sets the
+/// next-hop annotation and returns the output. Out of line, so that the
+/// one-hop answer stays in the lookup's loop.
+#[inline(never)]
+fn pick_hop6(
+    group: &[bricks_lpm::source::Hop],
+    p: &mut bricks_element::Packet,
+    dst: u128,
+) -> usize {
+    let hop = table::pick(group, table::flow_hash(p));
+    p.anno_mut().dst_ip6 = table::gateway_v6(hop).unwrap_or(Ipv6Addr::from(dst));
+    hop.output as usize
+}
+
 impl Element for Ip6RouteLookup {
     fn start(&mut self, cx: &mut Context<'_>) {
         self.reports_table = cx.worker() == 0;
@@ -745,25 +759,27 @@ impl Element for Ip6RouteLookup {
         found.extend(addrs.iter().map(|_| None));
         self.t.lpm.lookup_batch(&addrs, &mut found);
         let groups = self.t.groups();
+        let words = groups.v6_words();
         let mut answers = found.iter().zip(&addrs);
         let mut missed = 0;
         cx.push_classified(batch, |p| {
             // As many answers as packets: `None` never comes.
             let (&r, &addr) = answers.next()?;
-            let Some(group) = r.and_then(|nh| groups.get(nh.0 as usize)) else {
+            let Some((nh, &word)) = r.and_then(|nh| Some((nh, words.get(nh.0 as usize)?))) else {
                 missed += 1;
                 return None;
             };
-            let hop = if group.len() == 1 {
-                &group[0]
-            } else {
-                table::pick(group, table::flow_hash(p))
-            };
-            p.anno_mut().dst_ip6 = match hop.gateway {
-                Some(IpAddr::V6(g)) if !g.is_unspecified() => g,
-                _ => Ipv6Addr::from(addr),
-            };
-            Some(hop.output as usize)
+            if word.output != table::V6_MANY {
+                // A one-hop group: its output and gateway in one word.
+                let next = if word.gateway != 0 {
+                    word.gateway
+                } else {
+                    addr
+                };
+                p.anno_mut().dst_ip6 = Ipv6Addr::from(next);
+                return Some(word.output as usize);
+            }
+            Some(pick_hop6(&groups[nh.0 as usize], p, addr))
         });
         self.no_route += missed;
     }

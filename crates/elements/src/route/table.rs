@@ -115,7 +115,22 @@ impl RouteObserverSlot {
 pub struct Groups {
     hops: Vec<Arc<[Hop]>>,
     v4: Vec<u64>,
+    v6: Vec<V6Word>,
 }
+
+/// What an IPv6 lookup needs of a group, in one place: see
+/// [`Groups::v6_words`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V6Word {
+    /// The hop's IPv6 gateway, 0 when it has none (the destination is
+    /// then the next hop).
+    pub gateway: u128,
+    /// The hop's output, or [`V6_MANY`].
+    pub output: u32,
+}
+
+/// The output of a [`V6Word`] of a group with more than one hop.
+pub const V6_MANY: u32 = u32::MAX;
 
 /// The word of a group with more than one hop: the flow hash picks.
 pub const V4_MANY: u64 = u64::MAX;
@@ -123,7 +138,8 @@ pub const V4_MANY: u64 = u64::MAX;
 impl Groups {
     fn new(hops: Vec<Arc<[Hop]>>) -> Groups {
         let v4 = hops.iter().map(|g| v4_word(g)).collect();
-        Groups { hops, v4 }
+        let v6 = hops.iter().map(|g| v6_word(g)).collect();
+        Groups { hops, v4, v6 }
     }
 
     /// Per group: `output << 32 | gateway` for a one-hop group (gateway
@@ -132,6 +148,14 @@ impl Groups {
     #[inline]
     pub fn v4_words(&self) -> &[u64] {
         &self.v4
+    }
+
+    /// Per group: a one-hop group's output and IPv6 gateway (0 when
+    /// there is none, as [`gateway_v6`] says), or output [`V6_MANY`]:
+    /// an IPv6 lookup's answer with one load, not the group's list.
+    #[inline]
+    pub fn v6_words(&self) -> &[V6Word] {
+        &self.v6
     }
 }
 
@@ -153,6 +177,21 @@ fn v4_word(group: &[Hop]) -> u64 {
             u64::from(h.output) << 32 | u64::from(gw)
         }
         _ => V4_MANY,
+    }
+}
+
+/// The [`Groups::v6_words`] word of `group`. Outputs are checked below
+/// the element's output count, so no one-hop word's is [`V6_MANY`].
+fn v6_word(group: &[Hop]) -> V6Word {
+    match group {
+        [h] => V6Word {
+            gateway: gateway_v6(h).map_or(0, u128::from),
+            output: h.output,
+        },
+        _ => V6Word {
+            gateway: 0,
+            output: V6_MANY,
+        },
     }
 }
 
@@ -1160,6 +1199,17 @@ pub fn gateway_v4(h: &Hop) -> Option<std::net::Ipv4Addr> {
     }
 }
 
+/// The IPv6 gateway of a hop, `None` for a direct route (no gateway, a
+/// gateway of `::`, or an IPv4 one): IPv6 lookups then leave the packet's
+/// destination as its next hop.
+#[inline]
+pub fn gateway_v6(h: &Hop) -> Option<std::net::Ipv6Addr> {
+    match h.gateway {
+        Some(IpAddr::V6(a)) if !a.is_unspecified() => Some(a),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1405,6 +1455,49 @@ mod tests {
                 assert_eq!(w as u32, gateway_v4(&g[0]).map_or(0, u32::from), "{g:?}");
             } else {
                 assert_eq!(w, V4_MANY, "{g:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn v6_words_agree_with_the_hops() {
+        let hop = |gateway: Option<IpAddr>, output| Hop { gateway, output };
+        let v6 = |s: &str| Some(IpAddr::V6(s.parse().unwrap()));
+        let cases: Vec<Arc<[Hop]>> = vec![
+            vec![hop(v6("fe80::1"), 1)].into(),
+            vec![hop(v6("::"), 2)].into(),
+            vec![hop(None, 0)].into(),
+            vec![hop(Some(IpAddr::V4("10.0.0.1".parse().unwrap())), 1)].into(),
+            vec![hop(v6("2001:db8::1"), 0), hop(v6("2001:db8::2"), 1)].into(),
+        ];
+        let groups = Groups::new(cases);
+        let fe80 = u128::from("fe80::1".parse::<std::net::Ipv6Addr>().unwrap());
+        let want = [
+            V6Word {
+                gateway: fe80,
+                output: 1,
+            },
+            V6Word {
+                gateway: 0,
+                output: 2,
+            },
+            V6Word {
+                gateway: 0,
+                output: 0,
+            },
+            V6Word {
+                gateway: 0,
+                output: 1,
+            },
+            V6Word {
+                gateway: 0,
+                output: V6_MANY,
+            },
+        ];
+        assert_eq!(groups.v6_words(), &want);
+        for (g, w) in groups.iter().zip(groups.v6_words()) {
+            if let [h] = &g[..] {
+                assert_eq!(w.gateway, gateway_v6(h).map_or(0, u128::from), "{g:?}");
             }
         }
     }
