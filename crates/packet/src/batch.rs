@@ -51,6 +51,28 @@ impl Batch {
         self.pkts.try_push(p).map_err(|e| e.element())
     }
 
+    /// Where the next packet goes: the first of the `remaining()` free
+    /// slots, for writers that fill several and then
+    /// [`Batch::set_len`] once.
+    #[inline(always)]
+    pub(crate) fn spare_ptr(&mut self) -> *mut Packet {
+        let len = self.pkts.len();
+        // SAFETY: `len <= MAX_BATCH`, so the pointer is within or one
+        // past the array.
+        unsafe { self.pkts.as_mut_ptr().add(len) }
+    }
+
+    /// Sets the number of packets.
+    ///
+    /// # Safety
+    /// `len <= MAX_BATCH`, and the slots below `len` hold packets (those
+    /// past the old length written through [`Batch::spare_ptr`]).
+    #[inline(always)]
+    pub(crate) unsafe fn set_len(&mut self, len: usize) {
+        // SAFETY: as the caller promises.
+        unsafe { self.pkts.set_len(len) }
+    }
+
     /// Removes and returns the last packet.
     #[inline(always)]
     pub fn pop(&mut self) -> Option<Packet> {

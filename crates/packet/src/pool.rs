@@ -157,16 +157,21 @@ pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(
         // SAFETY: the list is shortened first, so the `take` boxes past
         // its new length are owned by nobody but this loop, which moves
         // each out exactly once (`start + i < start + take <= old len`,
-        // all initialised). Should `init` panic, the boxes not yet read
-        // are leaked, never dropped twice.
+        // all initialised). The packets are written into the batch's
+        // free slots (`take <= n <= out.remaining()`) and its length set
+        // once after the loop, not per packet. Should `init` panic, the
+        // boxes not yet read and the packets not yet counted are leaked,
+        // never dropped twice.
         unsafe {
             f.set_len(start);
+            let len = out.len();
+            let slots = out.spare_ptr();
             for i in 0..take {
                 let mut p = Packet::from_buffer(core::ptr::read(base.add(start + i)));
                 init(&mut p);
-                // Cannot fail: `n` is at most the room left.
-                let _ = out.push(p);
+                slots.add(i).write(p);
             }
+            out.set_len(len + take);
         }
         take
     })
@@ -263,6 +268,34 @@ mod tests {
             rounds * 64
         );
     }
+    /// Packets made into a batch that already holds some go after them,
+    /// in order, each made once; a batch with less room than asked for
+    /// takes what fits.
+    #[test]
+    fn batches_are_filled_after_their_packets() {
+        let mut b = crate::Batch::new();
+        let mut made = 0usize;
+        let mut make = |b: &mut crate::Batch, n: usize| {
+            Packet::alloc_batch(b, n, |p| {
+                p.set_frame(&[made as u8; 20]).unwrap();
+                made += 1;
+            });
+        };
+        make(&mut b, 5);
+        make(&mut b, 40);
+        make(&mut b, crate::MAX_BATCH);
+        assert_eq!(b.len(), crate::MAX_BATCH);
+        for (i, p) in b.iter().enumerate() {
+            assert_eq!(p.data(), &[i as u8; 20][..]);
+            assert_eq!(p.anno().paint, 0);
+        }
+        // Full: nothing more is made.
+        make(&mut b, 3);
+        assert_eq!(b.len(), crate::MAX_BATCH);
+        drop(make);
+        assert_eq!(made, crate::MAX_BATCH);
+    }
+
     /// Batches allocated and freed whole, past the list's bound: every
     /// packet is made with fresh annotations and its own frame, every
     /// buffer goes back to the list (or the depot past the bound), and the
