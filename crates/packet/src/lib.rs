@@ -312,7 +312,10 @@ impl Packet {
     pub fn bytes_from(&self, offset: usize) -> &[u8] {
         let b = self.buf();
         let start = offset.min(b.tail as usize);
-        &b.data[start..b.tail as usize]
+        debug_assert!(b.tail as usize <= BUFFER_SIZE);
+        // SAFETY: `start <= tail` and the type invariant tail <=
+        // BUFFER_SIZE (every hop reading a header annotation passes here).
+        unsafe { b.data.get_unchecked(start..b.tail as usize) }
     }
 
     /// Writable counterpart of [`Packet::bytes_from`].
@@ -320,7 +323,9 @@ impl Packet {
     pub fn bytes_from_mut(&mut self, offset: usize) -> &mut [u8] {
         let b = self.buf_mut();
         let start = offset.min(b.tail as usize);
-        &mut b.data[start..b.tail as usize]
+        debug_assert!(b.tail as usize <= BUFFER_SIZE);
+        // SAFETY: as in `bytes_from`.
+        unsafe { b.data.get_unchecked_mut(start..b.tail as usize) }
     }
 
     /// The network (IP) header, as located by the `l3_offset` annotation,
