@@ -117,7 +117,10 @@ impl Packet {
     /// Fills `out` with up to `n` new packets (fewer if `out` fills up),
     /// calling `init` on each: one trip to the pool for the whole batch.
     #[inline]
-    pub fn alloc_batch(out: &mut Batch, n: usize, init: impl FnMut(&mut Packet)) {
+    pub fn alloc_batch(out: &mut Batch, n: usize, mut init: impl FnMut(&mut Packet)) {
+        if n == 1 {
+            return pool::alloc_one(out, |p| init(p));
+        }
         pool::alloc_with(out, n, init);
     }
 

@@ -183,6 +183,20 @@ pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(
     }
 }
 
+/// [`alloc_with`] for one packet (a source pulled a packet at a time,
+/// behind a scheduler of many inputs): one pop, without the batch loop's
+/// set-up.
+#[inline]
+pub(crate) fn alloc_one(out: &mut crate::Batch, init: impl FnOnce(&mut Packet)) {
+    if out.is_full() {
+        return;
+    }
+    let mut p = Packet::from_buffer(alloc());
+    init(&mut p);
+    // Cannot fail: the batch had room.
+    let _ = out.push(p);
+}
+
 /// Returns the buffers of `packets` with one visit to the free list.
 ///
 /// With room for all of them below the bound (the usual case), the
