@@ -95,8 +95,36 @@ struct Node {
     cell: RefCell<Box<dyn Element>>,
     outs: Box<[Edge]>,
     ins: Box<[Edge]>,
+    /// When two or more push outputs lead to the same input (a lookup's
+    /// outputs all into one `DecIPTTL`): for each output, the first
+    /// output leading where it does. A batch split over such outputs goes
+    /// on whole, as one batch in arrival order.
+    same_as: Option<Box<[u16]>>,
     /// This element's index in the graph.
     index: u32,
+}
+
+/// [`Node::same_as`] for push outputs `outs`: `None` when every connected
+/// output leads somewhere else.
+fn outputs_same_as(outs: &[Edge]) -> Option<Box<[u16]>> {
+    if outs.len() > usize::from(u16::MAX) {
+        return None;
+    }
+    let mut first: HashMap<(u32, u32), u16> = HashMap::new();
+    let mut any = false;
+    let same_as: Box<[u16]> = outs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            if !e.is_some() {
+                return i as u16;
+            }
+            let f = *first.entry((e.element, e.port)).or_insert(i as u16);
+            any |= usize::from(f) != i;
+            f
+        })
+        .collect();
+    any.then_some(same_as)
 }
 
 /// What the handlers Click gives every element with a task
@@ -200,6 +228,7 @@ impl Graph {
                 .enumerate()
                 .map(|(index, ((e, outs), ins))| Node {
                     cell: RefCell::new(e),
+                    same_as: outputs_same_as(&outs),
                     outs,
                     ins,
                     index: index as u32,
@@ -1375,6 +1404,25 @@ impl<'a> Context<'a> {
             *slot = port_of(p, &mut classify);
         }
         let len = n;
+        if let Some(same_as) = self.node.same_as.as_deref() {
+            // Outputs that lead to the same input are one: the batch may
+            // still go on whole, in arrival order. (DROP is past the list
+            // and stays.)
+            for port in &mut ports[..len] {
+                if let Some(&to) = same_as.get(usize::from(*port)) {
+                    *port = to;
+                }
+            }
+            let first = ports[0];
+            if ports[..len].iter().all(|&p| p == first) {
+                match first {
+                    0 => {}
+                    DROP => batch.clear(),
+                    port => self.push(port as usize, batch),
+                }
+                return;
+            }
+        }
         let max_port = ports[..len]
             .iter()
             .filter(|&&p| p != DROP)
@@ -1765,6 +1813,70 @@ mod push_tests {
             let dropped = bytes.iter().filter(|&&b| b == 255).count();
             assert_eq!(sunk.len() + dropped, bytes.len());
         }
+    }
+
+    /// Notes every batch it is given: its input port and first bytes.
+    struct BatchLog(Log<(usize, Vec<u8>)>);
+
+    impl Element for BatchLog {
+        fn push(&mut self, port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+            let bytes = batch.drain().map(|p| p.data()[0]).collect();
+            self.0.lock().unwrap().push((port, bytes));
+        }
+    }
+
+    #[test]
+    fn outputs_to_the_same_input_send_one_batch_in_arrival_order() {
+        // Outputs p and p + 10 both lead to input p of the sink; output
+        // 19 to another element's.
+        let asked: Log<u8> = Log::default();
+        let batches: Log<(usize, Vec<u8>)> = Log::default();
+        let other: Log<(usize, Vec<u8>)> = Log::default();
+        let outs: Vec<Edge> = (0..20u32)
+            .map(|p| match p {
+                19 => edge(2),
+                p => Edge {
+                    element: 1,
+                    port: p % 10,
+                },
+            })
+            .collect();
+        let g = graph(
+            vec![
+                Box::new(Split(asked.clone())),
+                Box::new(BatchLog(batches.clone())),
+                Box::new(BatchLog(other.clone())),
+            ],
+            vec![outs.into_boxed_slice(), Box::new([]), Box::new([])],
+        );
+        assert_eq!(g.elements[0].same_as.as_deref().map(|s| s[13]), Some(3));
+        let mut w = WorkerState::new(0, 1);
+        type Batches<'a> = &'a [(usize, &'a [u8])];
+        let cases: [(&[u8], Batches, Batches); 4] = [
+            // Outputs 3 and 13: one batch, in the order the packets came.
+            (&[13, 3, 3, 13], &[(3, &[13, 3, 3, 13])], &[]),
+            // Outputs 0 and 10 lead to input 0, kept by the classifier
+            // as output 0: one batch.
+            (&[10, 0, 10, 255, 0], &[(0, &[10, 0, 10, 0])], &[]),
+            // Two inputs of the sink: one batch each, lower output first.
+            (&[15, 2, 5, 12], &[(2, &[2, 12]), (5, &[15, 5])], &[]),
+            // Output 19 leads elsewhere.
+            (&[19, 9, 19], &[(9, &[9])], &[(0, &[19, 19])]),
+        ];
+        for (bytes, want, want_other) in cases {
+            batches.lock().unwrap().clear();
+            other.lock().unwrap().clear();
+            g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(bytes), cx));
+            let got = batches.lock().unwrap().clone();
+            let want: Vec<(usize, Vec<u8>)> = want.iter().map(|(p, b)| (*p, b.to_vec())).collect();
+            assert_eq!(got, want, "{bytes:?}");
+            let got = other.lock().unwrap().clone();
+            let want: Vec<(usize, Vec<u8>)> =
+                want_other.iter().map(|(p, b)| (*p, b.to_vec())).collect();
+            assert_eq!(got, want, "{bytes:?}");
+        }
+        // Outputs leading to different inputs: no list.
+        assert!(outputs_same_as(&[edge(1), edge(2), Edge::NONE, Edge::NONE]).is_none());
     }
 
     #[test]
