@@ -7,11 +7,11 @@
 //! different packet counts, and the difference divided by the difference
 //! in packets, so that start-up and tear-down cancel out.
 
-use crate::measure::{engine_for, valgrind_available, Sample};
+use crate::measure::{callgrind_command, engine_for, valgrind_available, Sample};
 use crate::Error;
 use bricks_runtime::Engine;
 use clap::ValueEnum;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 /// `bricks bench core` options.
@@ -241,35 +241,17 @@ fn run_once(w: Workload, packets: u64) -> Result<f64, Error> {
 
 fn callgrind_instructions(w: Workload, packets: u64) -> Result<u64, Error> {
     let exe = std::env::current_exe()?;
-    let out = std::env::temp_dir().join(format!(
-        "bricks-callgrind-{}-{}-{packets}.out",
-        std::process::id(),
-        w.name()
-    ));
-    let status = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(&exe)
-        .args(["bench", "core", "--once", "--workload", w.name()])
-        .arg("--packets")
-        .arg(packets.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map_err(|e| Error::Callgrind(format!("running valgrind: {e}")))?;
-    if !status.success() {
-        return Err(Error::Callgrind(format!("valgrind exited with {status}")));
-    }
-    let text = std::fs::read_to_string(&out)?;
-    let _ = std::fs::remove_file(&out);
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("summary:")
-                .or_else(|| l.strip_prefix("totals:"))
-        })
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| Error::Callgrind("no instruction total in its output".into()))
+    let args = [
+        "bench",
+        "core",
+        "--once",
+        "--workload",
+        w.name(),
+        "--packets",
+    ];
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    args.push(packets.to_string());
+    callgrind_command(&exe, &args).map(|(instructions, _)| instructions)
 }
 
 /// Runs `bricks bench core`.
