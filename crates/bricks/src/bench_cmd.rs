@@ -20,12 +20,16 @@ pub enum BenchCommand {
     /// (200K generated prefixes, `bricks routes gen`) -> DecIP6HLIM ->
     /// EtherEncap, 78-byte frames to an address inside the table.
     /// Instructions per packet come from callgrind (valgrind) when it is
-    /// installed.
+    /// installed. With --click PATH, Click's userlevel driver runs
+    /// minimal, ipv4 and iprouter in the same run, and its figures and the
+    /// ratios (Click / bricks) are printed beside bricks'.
     #[command(after_help = "Examples:\n  \
         bricks bench core\n  \
         bricks bench core --workload ipv4 --workload iprouter --no-callgrind\n  \
         bricks bench core --workload ipv6\n  \
-        bricks bench core --packets 1000000 --runs 3")]
+        bricks bench core --packets 1000000 --runs 3\n  \
+        bricks bench core --workload minimal --workload ipv4 --workload iprouter \\\n      \
+        --runs 3 --click ~/click/userlevel/click")]
     Core(bricks_experiments::core::CoreArgs),
     /// Route lookup at Internet scale: lookups per second of every
     /// algorithm on generated tables (1M and 256K IPv4 prefixes, 200K

@@ -14,6 +14,7 @@
 use crate::Error;
 use bricks_config::{Source, SourceMap};
 use bricks_runtime::{sum_stats, ElementStats, Engine, Plan, RunSummary, WorkerOptions, Workers};
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -401,34 +402,54 @@ pub fn valgrind_available() -> bool {
 
 /// Instructions callgrind counts for `exe args... --packets N`.
 fn callgrind_total(exe: &Path, args: &[String], packets: u64) -> Result<u64, Error> {
-    let out = std::env::temp_dir().join(format!(
-        "bricks-experiments-callgrind-{}-{packets}.out",
-        std::process::id()
-    ));
-    let status = Command::new("valgrind")
+    let mut all: Vec<String> = args.to_vec();
+    all.extend(["--packets".to_string(), packets.to_string()]);
+    callgrind_command(exe, &all).map(|(instructions, _)| instructions)
+}
+
+/// Instructions callgrind counts over the whole run of `program args...`
+/// (start-up and tear-down included), and what the program wrote to its
+/// standard output. The program is any binary (`bricks`, Click's
+/// `click`): valgrind reports on stderr, so stdout is the program's own.
+pub fn callgrind_command<S: AsRef<OsStr>>(
+    program: &Path,
+    args: &[S],
+) -> Result<(u64, String), Error> {
+    // A file of its own per call: tests measure in parallel threads.
+    let out = tempfile::Builder::new()
+        .prefix("bricks-callgrind-")
+        .suffix(".out")
+        .tempfile()?;
+    let run = Command::new("valgrind")
         .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(exe)
+        .arg(format!("--callgrind-out-file={}", out.path().display()))
+        .arg(program)
         .args(args)
-        .arg("--packets")
-        .arg(packets.to_string())
-        .stdout(Stdio::null())
+        .stdin(Stdio::null())
         .stderr(Stdio::null())
-        .status()
+        .output()
         .map_err(|e| Error::Callgrind(format!("running valgrind: {e}")))?;
-    if !status.success() {
-        return Err(Error::Callgrind(format!("valgrind exited with {status}")));
+    if !run.status.success() {
+        return Err(Error::Callgrind(format!(
+            "valgrind {} exited with {}",
+            program.display(),
+            run.status
+        )));
     }
-    let text = std::fs::read_to_string(&out)?;
-    let _ = std::fs::remove_file(&out);
-    text.lines()
+    let text = std::fs::read_to_string(out.path())?;
+    let instructions = text
+        .lines()
         .find_map(|l| {
             l.strip_prefix("summary:")
                 .or_else(|| l.strip_prefix("totals:"))
         })
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .ok_or_else(|| Error::Callgrind("no instruction total in its output".into()))
+        .ok_or_else(|| Error::Callgrind("no instruction total in its output".into()))?;
+    Ok((
+        instructions,
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+    ))
 }
 
 /// Instructions per packet of `exe args...`: the difference between runs

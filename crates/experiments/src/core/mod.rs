@@ -6,12 +6,19 @@
 //! callgrind, which is repeatable on a noisy machine: two runs with
 //! different packet counts, and the difference divided by the difference
 //! in packets, so that start-up and tear-down cancel out.
+//!
+//! With `--click PATH`, Click's userlevel driver runs the same workloads
+//! ([`click`]) in the same run, its timed runs interleaved with bricks'
+//! so that both see the same load, and its figures and the ratios (Click
+//! / bricks) are printed beside bricks'.
 
-use crate::measure::{engine_for, valgrind_available, Sample};
+mod click;
+
+use crate::measure::{callgrind_command, engine_for, valgrind_available, Sample};
 use crate::Error;
 use bricks_runtime::Engine;
 use clap::ValueEnum;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 /// `bricks bench core` options.
@@ -32,6 +39,37 @@ pub struct CoreArgs {
     /// Run one workload once and print nothing (what callgrind runs).
     #[arg(long, hide = true)]
     pub once: bool,
+    /// Also run Click's userlevel driver (the `click` binary at PATH) on
+    /// minimal, ipv4 and iprouter, and print its ns and instructions per
+    /// packet beside bricks' with the ratios (Click / bricks); the other
+    /// workloads print `-` for Click, with the reason.
+    ///
+    /// Click runs as `click -h SINK.count FILE` (never `-q`, which skips
+    /// the driver), timed as a whole process: its ns/packet is (T(N) -
+    /// T(N/10)) / (0.9 N) with N = --packets, which cancels its start-up,
+    /// the median of --runs pairs, each run after bricks' run of the same
+    /// workload. Its instructions/packet are callgrind's whole-program
+    /// counts, (I(210,000) - I(10,000)) / 200,000. Every run's sink count
+    /// must equal the packets sent, or the bench stops with an error
+    /// naming the workload.
+    ///
+    /// Click's configurations are bricks' with these differences. minimal:
+    /// `StoreData(0, \<02 00 00 00 00 02 02 00 00 00 00 01>)` (the same
+    /// 12-byte rewrite) in place of EtherRewrite, which crashes in the
+    /// current kohler/click userlevel build. iprouter: conf/ip-router.click
+    /// with FromDevice(eth0) replaced by the source, named `src` and with
+    /// `ACTIVE false`, FromDevice(eth1) by Idle, ToDevice(ethN) by
+    /// `Discard(BURST 32)` (Click's Discard pulls one packet per task run
+    /// by default; bricks' ToDevice and Discard pull batches), `toh ::
+    /// ToHost` by `toh :: Discard`, `, MARTIANS true` removed (a bricks
+    /// keyword), and `Script(write arpq1.insert 1.0.0.2
+    /// 00:00:C0:00:00:02, write src.active true);` appended (bricks' bench
+    /// inserts that ARP entry through a handler before it runs). minimal
+    /// and ipv4: the forwarding path's Discard is named `sink`. Click's
+    /// InfiniteSource takes the same `DATA \<hex>, LIMIT N, BURST 32, STOP
+    /// true`.
+    #[arg(long, value_name = "PATH")]
+    pub click: Option<std::path::PathBuf>,
 }
 
 /// A `bricks bench core` workload.
@@ -78,6 +116,12 @@ impl Workload {
         }
     }
 }
+
+/// Packets of the smaller of the two callgrind runs whose difference is
+/// counted (bricks' and Click's).
+const CALLGRIND_SMALL: u64 = 10_000;
+/// Packets of the larger callgrind run.
+const CALLGRIND_BIG: u64 = 210_000;
 
 /// A 64-byte Ethernet/IPv4/UDP frame from 18.26.4.99 to 1.0.0.2, TTL 64,
 /// valid checksum, as hex for a Click data literal.
@@ -241,35 +285,30 @@ fn run_once(w: Workload, packets: u64) -> Result<f64, Error> {
 
 fn callgrind_instructions(w: Workload, packets: u64) -> Result<u64, Error> {
     let exe = std::env::current_exe()?;
-    let out = std::env::temp_dir().join(format!(
-        "bricks-callgrind-{}-{}-{packets}.out",
-        std::process::id(),
-        w.name()
-    ));
-    let status = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(&exe)
-        .args(["bench", "core", "--once", "--workload", w.name()])
-        .arg("--packets")
-        .arg(packets.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map_err(|e| Error::Callgrind(format!("running valgrind: {e}")))?;
-    if !status.success() {
-        return Err(Error::Callgrind(format!("valgrind exited with {status}")));
+    let args = [
+        "bench",
+        "core",
+        "--once",
+        "--workload",
+        w.name(),
+        "--packets",
+    ];
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    args.push(packets.to_string());
+    callgrind_command(&exe, &args).map(|(instructions, _)| instructions)
+}
+
+/// `v` with `digits` decimals, or `-`.
+fn figure(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// `click / bricks` as `12.34x`, or `-` when either is missing.
+fn ratio(click: Option<f64>, bricks: Option<f64>) -> String {
+    match (click, bricks) {
+        (Some(c), Some(b)) if b > 0.0 => format!("{:.2}x", c / b),
+        _ => "-".into(),
     }
-    let text = std::fs::read_to_string(&out)?;
-    let _ = std::fs::remove_file(&out);
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("summary:")
-                .or_else(|| l.strip_prefix("totals:"))
-        })
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| Error::Callgrind("no instruction total in its output".into()))
 }
 
 /// Runs `bricks bench core`.
@@ -286,29 +325,81 @@ pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
         return Ok(ExitCode::SUCCESS);
     }
     let callgrind = !a.no_callgrind && valgrind_available();
+    let click = match &a.click {
+        Some(path) if a.packets < 10 => {
+            return Err(Error::Argument(format!(
+                "--click {}: --packets must be at least 10 (Click's time is the \
+                 difference between runs of N and N/10 packets)",
+                path.display()
+            )))
+        }
+        Some(path) => Some(click::Click::new(path)?),
+        None => None,
+    };
     println!(
         "bricks bench core: {} packets of 64 bytes per run, median of {} runs, one core",
         a.packets, a.runs
     );
-    println!(
-        "{:<10} {:>10} {:>10} {:>12}   goal",
-        "workload", "Mpps", "ns/packet", "instr/packet"
-    );
+    if let (Some(c), Some(path)) = (&click, &a.click) {
+        println!(
+            "Click: {} ({}), whole `click FILE` runs interleaved with bricks': ns/packet \
+             (T({}) - T({})) / {}, instructions/packet (I({CALLGRIND_BIG}) - \
+             I({CALLGRIND_SMALL})) / {}; ratios are Click / bricks",
+            path.display(),
+            c.version,
+            a.packets,
+            a.packets / 10,
+            a.packets - a.packets / 10,
+            CALLGRIND_BIG - CALLGRIND_SMALL
+        );
+        println!(
+            "{:<10} {:>10} {:>10} {:>12} {:>15} {:>18} {:>8} {:>11}   goal",
+            "workload",
+            "Mpps",
+            "ns/packet",
+            "instr/packet",
+            "Click ns/packet",
+            "Click instr/packet",
+            "ns ratio",
+            "instr ratio"
+        );
+    } else {
+        println!(
+            "{:<10} {:>10} {:>10} {:>12}   goal",
+            "workload", "Mpps", "ns/packet", "instr/packet"
+        );
+    }
+    let mut footnotes = Vec::new();
     for w in workloads {
+        let peer = match &click {
+            Some(c) => match click::unsupported(w) {
+                None => Some(click::ClickRuns::new(c, w, a.packets)?),
+                Some(why) => {
+                    footnotes.push(format!("Click -: {}: {why}", w.name()));
+                    None
+                }
+            },
+            None => None,
+        };
         // One unmeasured run warms the pool and the caches.
         run_once(w, a.packets.min(100_000))?;
+        if let Some(p) = &peer {
+            p.warm_up()?;
+        }
         let mut ns = Vec::with_capacity(a.runs);
+        let mut click_ns = Vec::with_capacity(a.runs);
         for _ in 0..a.runs.max(1) {
             let secs = run_once(w, a.packets)?;
             ns.push(secs * 1e9 / a.packets as f64);
+            if let Some(p) = &peer {
+                click_ns.push(p.time_ns()?);
+            }
         }
         let ns = Sample(ns).median();
         let instr = if callgrind {
-            let small = 10_000;
-            let big = 210_000;
-            let i1 = callgrind_instructions(w, small)?;
-            let i2 = callgrind_instructions(w, big)?;
-            Some(i2.saturating_sub(i1) as f64 / (big - small) as f64)
+            let i1 = callgrind_instructions(w, CALLGRIND_SMALL)?;
+            let i2 = callgrind_instructions(w, CALLGRIND_BIG)?;
+            Some(i2.saturating_sub(i1) as f64 / (CALLGRIND_BIG - CALLGRIND_SMALL) as f64)
         } else {
             None
         };
@@ -317,13 +408,38 @@ pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
             Some((goal_ns, None)) => format!("<= {goal_ns} ns"),
             None => "three servers' work per packet (RouteBricks: 2 or 3 handlings)".into(),
         };
-        println!(
-            "{:<10} {:>10.2} {:>10.1} {:>12}   {goal}",
+        let bricks = format!(
+            "{:<10} {:>10.2} {:>10.1} {:>12}",
             w.name(),
             1e3 / ns,
             ns,
             instr.map_or("-".to_string(), |i| format!("{i:.0}")),
         );
+        if click.is_none() {
+            println!("{bricks}   {goal}");
+            continue;
+        }
+        let (click_ns, click_instr) = match &peer {
+            Some(p) => (
+                Some(Sample(click_ns).median()),
+                if callgrind {
+                    Some(p.instructions()?)
+                } else {
+                    None
+                },
+            ),
+            None => (None, None),
+        };
+        println!(
+            "{bricks} {:>15} {:>18} {:>8} {:>11}   {goal}",
+            figure(click_ns, 1),
+            figure(click_instr, 0),
+            ratio(click_ns, Some(ns)),
+            ratio(click_instr, instr),
+        );
+    }
+    for f in footnotes {
+        println!("{f}");
     }
     if !callgrind && !a.no_callgrind {
         println!(
@@ -331,4 +447,60 @@ pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(workload: Vec<Workload>, click: Option<&str>) -> CoreArgs {
+        CoreArgs {
+            workload,
+            packets: 20_000,
+            runs: 1,
+            no_callgrind: true,
+            once: false,
+            click: click.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_missing_click_stops_the_bench_before_it_runs() {
+        let e = bench(&args(vec![Workload::Minimal], Some("/nonexistent/click")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--click /nonexistent/click: "), "{e}");
+        let mut a = args(vec![Workload::Minimal], Some("/nonexistent/click"));
+        a.packets = 9;
+        let e = bench(&a).unwrap_err().to_string();
+        assert!(e.contains("--packets must be at least 10"), "{e}");
+    }
+
+    #[test]
+    fn ratios_and_missing_figures() {
+        assert_eq!(ratio(Some(59.0), Some(5.0)), "11.80x");
+        assert_eq!(ratio(None, Some(5.0)), "-");
+        assert_eq!(ratio(Some(1.0), None), "-");
+        assert_eq!(figure(Some(847.44), 0), "847");
+        assert_eq!(figure(None, 1), "-");
+    }
+
+    /// `bench core --click` end to end, with the driver BRICKS_TEST_CLICK
+    /// names; skipped without it. A workload Click has no form of prints
+    /// `-` and its reason.
+    #[test]
+    fn bench_with_click_peer() {
+        let Ok(path) = std::env::var("BRICKS_TEST_CLICK") else {
+            eprintln!(
+                "skipped: no Click driver (BRICKS_TEST_CLICK=/path/to/click/userlevel/click \
+                 runs this test)"
+            );
+            return;
+        };
+        let a = args(
+            vec![Workload::Minimal, Workload::Iprouter, Workload::Cluster],
+            Some(&path),
+        );
+        assert_eq!(bench(&a).unwrap(), ExitCode::SUCCESS);
+    }
 }
