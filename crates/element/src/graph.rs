@@ -104,6 +104,21 @@ struct Node {
     index: u32,
 }
 
+/// Replaces each of `ports` by the first output leading where it does
+/// (`same_as`; a drop, past the list, stays) and returns the port when
+/// they are now all the same. Out of line: only a mixed batch of an
+/// element with such outputs comes here.
+#[inline(never)]
+fn fold_same_as(ports: &mut [u16], same_as: &[u16]) -> Option<u16> {
+    for port in ports.iter_mut() {
+        if let Some(&to) = same_as.get(usize::from(*port)) {
+            *port = to;
+        }
+    }
+    let first = *ports.first()?;
+    ports.iter().all(|&p| p == first).then_some(first)
+}
+
 /// [`Node::same_as`] for push outputs `outs`: `None` when every connected
 /// output leads somewhere else.
 fn outputs_same_as(outs: &[Edge]) -> Option<Box<[u16]>> {
@@ -1406,15 +1421,8 @@ impl<'a> Context<'a> {
         let len = n;
         if let Some(same_as) = self.node.same_as.as_deref() {
             // Outputs that lead to the same input are one: the batch may
-            // still go on whole, in arrival order. (DROP is past the list
-            // and stays.)
-            for port in &mut ports[..len] {
-                if let Some(&to) = same_as.get(usize::from(*port)) {
-                    *port = to;
-                }
-            }
-            let first = ports[0];
-            if ports[..len].iter().all(|&p| p == first) {
+            // still go on whole, in arrival order.
+            if let Some(first) = fold_same_as(&mut ports[..len], same_as) {
                 match first {
                     0 => {}
                     DROP => batch.clear(),
