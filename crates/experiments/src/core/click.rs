@@ -52,8 +52,9 @@ pub(super) struct ClickConfig {
 ///
 /// - minimal: `StoreData(0, \<02 00 00 00 00 02 02 00 00 00 00 01>)` in
 ///   place of `EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02)` (the
-///   same 12-byte rewrite: destination, then source), because
-///   EtherRewrite crashes in the current kohler/click userlevel build.
+///   same 12-byte rewrite: destination, then source), because Click's
+///   EtherRewrite writes where the MAC header annotation points, which
+///   an InfiniteSource's packets do not have (it crashes on them).
 /// - iprouter: conf/ip-router.click with `FromDevice(eth0)` replaced by
 ///   the source, named `src` and with `ACTIVE false`, `FromDevice(eth1)`
 ///   by `Idle`, `ToDevice(ethN)` by `Discard(BURST 32)` (Click's Discard

@@ -55,8 +55,9 @@ pub struct CoreArgs {
     ///
     /// Click's configurations are bricks' with these differences. minimal:
     /// `StoreData(0, \<02 00 00 00 00 02 02 00 00 00 00 01>)` (the same
-    /// 12-byte rewrite) in place of EtherRewrite, which crashes in the
-    /// current kohler/click userlevel build. iprouter: conf/ip-router.click
+    /// 12-byte rewrite) in place of EtherRewrite, which writes where the
+    /// packet's MAC header annotation points and crashes on the packets of
+    /// an InfiniteSource, which sets none. iprouter: conf/ip-router.click
     /// with FromDevice(eth0) replaced by the source, named `src` and with
     /// `ACTIVE false`, FromDevice(eth1) by Idle, ToDevice(ethN) by
     /// `Discard(BURST 32)` (Click's Discard pulls one packet per task run
