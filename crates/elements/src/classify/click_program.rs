@@ -1938,13 +1938,57 @@ alignment offset 0
                 .collect();
             let (theirs, z) = ipfilter_program(&rules).expect("Click has these");
             let hl = ((packet[0] & 0xf) as usize * 4).min(packet.len());
-            prop_assert_eq!(
-                theirs.run(|off| ip_word(&packet, hl, off)),
-                ours.classify_ip(&packet),
-                "{}",
-                z.unparse()
-            );
+            let click = theirs.run(|off| ip_word(&packet, hl, off));
+            let bricks = ours.classify_ip(&packet);
+            // Click's compiler fails an assertion on a rule that joins an
+            // `icmp type` test and a `proto` test with `and` and goes on
+            // with `or` (see `click_loses_a_ternary_whose_condition_holds`);
+            // in a list of rules it makes a wrong program. Such rules are
+            // not compared.
+            prop_assume!(click == bricks || !texts.iter().any(|t| t.contains("icmp type") && t.contains("proto ") && t.contains(" or ")));
+            prop_assert_eq!(click, bricks, "{}", z.unparse());
         }
+    }
+
+    /// Whether Click's program sends any packet to output `out`.
+    fn reaches(p: &Program, out: usize) -> bool {
+        let j = -(out as i32);
+        p.insns.is_empty() || p.insns.iter().any(|i| i.j.contains(&j))
+    }
+
+    /// A deliberate difference: Click 2.1's compiler fails an assertion
+    /// on `icmp type echo and proto 6 or ip dscp > 3` (an `icmp type`
+    /// test and a `proto` test joined by `and`, then `or`), and in a list
+    /// of rules compiles `icmp type echo and proto 6 or (ip dscp > 3) ?
+    /// (dst port <= 1000) : (tcp)` into a program that never reaches its
+    /// output (it warns "output 2 matches no packets"), although `and`
+    /// binds tighter than `or` and a UDP packet with DSCP 46 to port 53
+    /// meets the condition and the `?` branch. bricks sends it to the
+    /// rule's output.
+    #[test]
+    fn click_loses_a_ternary_whose_condition_holds() {
+        let texts = [
+            "not (src host 10.0.0.1) and src port 53 and ip tos 0",
+            "proto 6",
+            "icmp type echo and proto 6 or (ip dscp > 3) ? (dst port <= 1000) : (tcp)",
+        ];
+        let packet: [u8; 40] = [
+            0x45, 0xb8, 0, 40, 0, 0, 0, 0, 1, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 1, 0, 53, 0, 53, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 26, 0, 0, 0, 0,
+        ];
+        let ours = crate::classify::ip_classifier::compile(&texts).expect("grammar is valid");
+        assert_eq!(ours.classify_ip(&packet), Some(2));
+        let rules: Vec<_> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let e = crate::classify::ip_filter::parse_pattern_click(t).expect("valid");
+                (Some(i), e.1)
+            })
+            .collect();
+        let (theirs, _) = ipfilter_program(&rules).expect("Click has these");
+        assert!(!reaches(&theirs, 2));
+        assert_eq!(theirs.run(|off| ip_word(&packet, 20, off)), None);
     }
 
     /// Where Click and bricks differ: a packet that ends inside a field.
