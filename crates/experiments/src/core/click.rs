@@ -338,6 +338,20 @@ fn last_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
+/// The Click driver the environment variable BRICKS_TEST_CLICK names, for
+/// the tests that run Click; `None`, with the reason printed, without it.
+#[cfg(test)]
+pub(super) fn test_driver() -> Option<String> {
+    let path = std::env::var("BRICKS_TEST_CLICK").ok();
+    if path.is_none() {
+        eprintln!(
+            "skipped: no Click driver (BRICKS_TEST_CLICK=/path/to/click/userlevel/click \
+             runs this test)"
+        );
+    }
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,11 +464,7 @@ mod tests {
     /// (Click's `userlevel/click`); skipped without it.
     #[test]
     fn click_peer_runs_and_refuses_a_misconfigured_peer() {
-        let Some(path) = std::env::var_os("BRICKS_TEST_CLICK") else {
-            eprintln!(
-                "skipped: no Click driver (BRICKS_TEST_CLICK=/path/to/click/userlevel/click \
-                 runs this test)"
-            );
+        let Some(path) = test_driver() else {
             return;
         };
         let click = Click::new(Path::new(&path)).unwrap();

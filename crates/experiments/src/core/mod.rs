@@ -491,11 +491,7 @@ mod tests {
     /// `-` and its reason.
     #[test]
     fn bench_with_click_peer() {
-        let Ok(path) = std::env::var("BRICKS_TEST_CLICK") else {
-            eprintln!(
-                "skipped: no Click driver (BRICKS_TEST_CLICK=/path/to/click/userlevel/click \
-                 runs this test)"
-            );
+        let Some(path) = click::test_driver() else {
             return;
         };
         let a = args(
