@@ -31,6 +31,22 @@ blue :: Blue -> Discard;
 top :: RatedSource(RATE 10) -> tc :: Counter -> Discard;
 ";
 
+/// Two routers sharing one forwarding path: each is a compound holding
+/// only its route table (`VRRouteTable`), which the box's `VRIPLookup`
+/// reads by the packet's virtual-router annotation. RatedSource's packets
+/// carry annotation 0 (red) and destination 0.0.0.0, so red's default
+/// route sends them out of 1 (`c1`); blue's table sees none of them.
+const SHARED_PLANE: &str = "
+elementclass Tenant { $default |
+  rt :: VRRouteTable(10.0.0.0/8 0, $default, OUTPUTS 2);
+}
+red :: Tenant(0.0.0.0/0 10.0.0.1 1);
+blue :: Tenant(0.0.0.0/0 10.0.0.2 0);
+RatedSource(RATE 2000) -> lk :: VRIPLookup(red/rt, blue/rt);
+lk[0] -> c0 :: Counter -> Discard;
+lk[1] -> c1 :: Counter -> Discard;
+";
+
 fn bricks() -> Command {
     Command::new(env!("CARGO_BIN_EXE_bricks"))
 }
@@ -48,8 +64,13 @@ impl Router {
     /// Starts `bricks run -e TWO_ROUTERS extra...` under `umask` and waits
     /// until every socket in `sockets` answers.
     fn start(extra: &[&str], sockets: &[&Path], umask: u32) -> Router {
+        Router::start_config(TWO_ROUTERS, extra, sockets, umask)
+    }
+
+    /// [`Router::start`] with another configuration.
+    fn start_config(config: &str, extra: &[&str], sockets: &[&Path], umask: u32) -> Router {
         let mut cmd = bricks();
-        cmd.args(["run", "-e", TWO_ROUTERS, "--quiet", "--duration", "60"])
+        cmd.args(["run", "-e", config, "--quiet", "--duration", "60"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -184,10 +205,16 @@ impl Sockets {
 
     /// `--control main --router-control red=... --router-control blue=...`.
     fn start_all(&self) -> Router {
+        self.start_all_config(TWO_ROUTERS)
+    }
+
+    /// [`Sockets::start_all`] with another configuration.
+    fn start_all_config(&self, config: &str) -> Router {
         let red = format!("red={}", self.red.display());
         let blue = format!("blue={}", self.blue.display());
         let main = self.main.display().to_string();
-        Router::start(
+        Router::start_config(
+            config,
             &[
                 "--control",
                 &main,
@@ -226,6 +253,44 @@ fn a_router_socket_changes_its_own_route_table() {
     assert!(e.contains("no such route"), "{e}");
     // Blue's table was never touched.
     assert_eq!(settled(&s.blue, &["read", "rt.routes"]), 2);
+}
+
+#[test]
+fn on_a_shared_plane_a_router_socket_changes_its_own_table_only() {
+    let s = Sockets::new();
+    let _r = s.start_all_config(SHARED_PLANE);
+    assert_eq!(ok(&s.red, &["read", "rt.class"]).trim(), "VRRouteTable");
+    assert_eq!(number(&s.red, &["read", "rt.routes"]), 2);
+    // Red's packets leave by red's default route...
+    let before = settled(&s.main, &["read", "c1.count"]);
+    assert!(before > 0, "red's packets leave by output 1");
+    assert_eq!(settled(&s.main, &["read", "c0.count"]), 0);
+    // ... until red's administrator points it elsewhere: blue's socket
+    // cannot, by any spelling.
+    for name in ["../red/rt.set", "/red/rt.set", "red/rt.set"] {
+        let e = error(&s.blue, &["write", name, "0.0.0.0/0 10.0.0.9 0"]);
+        assert!(e.contains("in router `blue`"), "{name}: {e}");
+    }
+    assert!(settled(&s.main, &["read", "c1.count"]) > before);
+    assert_eq!(
+        ok(&s.red, &["write", "rt.set", "0.0.0.0/0 10.0.0.9 0"]).trim(),
+        "ok"
+    );
+    let moved = settled(&s.main, &["read", "c0.count"]);
+    assert!(moved > 0, "red's packets now leave by output 0");
+    let c1 = number(&s.main, &["read", "c1.count"]);
+    assert_eq!(settled(&s.main, &["read", "c1.count"]), c1);
+    // Red's table changed, blue's did not.
+    assert!(ok(&s.red, &["read", "rt.table"]).contains("10.0.0.9"));
+    assert!(!ok(&s.blue, &["read", "rt.table"]).contains("10.0.0.9"));
+    assert_eq!(number(&s.blue, &["read", "rt.no_route"]), 0);
+    // A route red removes leaves its packets with no route, counted as
+    // red's.
+    ok(&s.red, &["write", "rt.remove", "0.0.0.0/0"]);
+    let missed = settled(&s.red, &["read", "rt.no_route"]);
+    assert!(missed > 0, "red counts its packets that found no route");
+    assert!(settled(&s.red, &["read", "rt.no_route"]) > missed);
+    assert_eq!(number(&s.blue, &["read", "rt.no_route"]), 0);
 }
 
 /// A refusal without its "did you mean" clause.

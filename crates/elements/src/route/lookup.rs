@@ -24,6 +24,7 @@ use bricks_lpm::{
 use bricks_packet::MAX_BATCH;
 use std::net::Ipv6Addr;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 const KEYWORDS: &[Keyword] = &[
@@ -287,7 +288,7 @@ static LOOKUP6_MANUAL: Manual = Manual {
 };
 
 #[derive(Debug, Clone, Copy)]
-enum Algorithm {
+pub(super) enum Algorithm {
     Dir24_8,
     Trie4,
 }
@@ -368,13 +369,32 @@ fn make_v4(
     ports: &PortInfo,
     algo: Algorithm,
 ) -> Result<Box<dyn Element>, ArgError> {
-    let memory: usize = args.read("MEMORY")?.unwrap_or(table::DEFAULT_MEMORY);
     let count = args.memrefs()?;
-    let noutputs = ports.noutputs();
+    let t = v4_shared(args, ports.noutputs(), algo, count, table::DEFAULT_MEMORY)?;
+    Ok(if count {
+        Box::new(IpRouteLookup::<true>::new(t))
+    } else {
+        Box::new(IpRouteLookup::<false>::new(t))
+    })
+}
+
+/// Reads an IPv4 table's MEMORY, routes and ROUTES source, and makes the
+/// table every worker's instance shares (the first instance makes it),
+/// with routes to `noutputs` outputs; with `count`, kept by type for
+/// counting memory references too. MEMORY is `default_memory` when not
+/// given.
+pub(super) fn v4_shared(
+    args: &mut Args<'_>,
+    noutputs: usize,
+    algo: Algorithm,
+    count: bool,
+    default_memory: usize,
+) -> Result<Arc<V4Table>, ArgError> {
+    let memory: usize = args.read("MEMORY")?.unwrap_or(default_memory);
     let (routes, live) = read_routes(args, |p| matches!(p, RoutePrefix::V4(_)), noutputs)?;
     // Every instance of the element has the same arguments and build
     // options, so the one that makes the shared table decides for all.
-    let t: Arc<V4Table> = args.shared(|_| {
+    args.shared(|_| {
         let routes = routes()?;
         let mut counting = Counting4::None;
         let table = table::build_v4(routes, noutputs, |r| -> Result<Box<dyn Lpm4Update>, _> {
@@ -400,22 +420,73 @@ fn make_v4(
             table,
             counting,
             live,
+            noutputs,
+            missed: AtomicU64::new(0),
         })
-    })?;
-    Ok(if count {
-        Box::new(IpRouteLookup::<true>::new(t))
-    } else {
-        Box::new(IpRouteLookup::<false>::new(t))
     })
 }
 
 /// An IPv4 element's shared table, and the same structure again by its
 /// type when the element counts memory references.
-struct V4Table {
-    table: RouteTable<dyn Lpm4Update>,
+pub(super) struct V4Table {
+    pub(super) table: RouteTable<dyn Lpm4Update>,
     counting: Counting4,
-    live: Option<Live>,
+    pub(super) live: Option<Live>,
+    /// The outputs its routes may name.
+    pub(super) noutputs: usize,
+    /// Packets no route matched, for a table that elements of its own
+    /// look up in (`VRRouteTable`): counted where they are looked up,
+    /// on any worker.
+    pub(super) missed: AtomicU64,
 }
+
+impl V4Table {
+    /// Starts the table's live source (on the first worker).
+    pub(super) fn start_live(self: &Arc<Self>, cx: &mut Context<'_>) {
+        start_live(
+            self,
+            self.live.as_ref(),
+            true,
+            cx,
+            |t, p, h| t.table.set_route(p, h),
+            |t, p| t.table.remove_route(p),
+        );
+    }
+
+    /// The table's size, and its live source's counters.
+    pub(super) fn stats(&self, s: &mut Stats) {
+        s.counter("routes", self.table.lpm.route_count() as u64);
+        s.counter("memory", self.table.lpm.memory_bytes() as u64);
+        if let Some(l) = &self.live {
+            l.stats(s);
+        }
+    }
+
+    /// The read handlers every IPv4 table has: `table`.
+    pub(super) fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "table").then(|| self.table.table_text())
+    }
+
+    /// The read handlers with an argument: `lookup ADDR`.
+    pub(super) fn call_handler(
+        &self,
+        handler: &str,
+        value: &str,
+        write: bool,
+    ) -> Option<Result<String, String>> {
+        (handler == "lookup" && !write).then(|| self.table.lookup_text(value))
+    }
+}
+
+/// The handlers of an IPv4 route table.
+pub(super) static V4_HANDLERS: [Handler; 6] = [
+    Handler::w("add"),
+    Handler::w("set"),
+    Handler::w("remove"),
+    Handler::w("ctrl"),
+    Handler::r("lookup"),
+    Handler::r("table"),
+];
 
 /// The route table of an IPv4 lookup element (DirectIPLookup,
 /// LookupIPRoute, RadixIPLookup, RangeIPLookup), from its shared state;
@@ -535,14 +606,7 @@ impl<const M: bool> IpRouteLookup<M> {
 impl<const M: bool> Element for IpRouteLookup<M> {
     fn start(&mut self, cx: &mut Context<'_>) {
         self.reports_table = cx.worker() == 0;
-        start_live(
-            &self.t,
-            self.t.live.as_ref(),
-            true,
-            cx,
-            |t, p, h| t.table.set_route(p, h),
-            |t, p| t.table.remove_route(p),
-        );
+        self.t.start_live(cx);
     }
 
     /// Hot swap: the counters. The table is the old one itself, routes
@@ -605,11 +669,7 @@ impl<const M: bool> Element for IpRouteLookup<M> {
     fn stats(&self, s: &mut Stats) {
         s.counter("no_route", self.no_route);
         if self.reports_table {
-            s.counter("routes", self.t.table.lpm.route_count() as u64);
-            s.counter("memory", self.t.table.lpm.memory_bytes() as u64);
-            if let Some(l) = &self.t.live {
-                l.stats(s);
-            }
+            self.t.stats(s);
         }
         if M {
             self.mem.stats(s);
@@ -632,23 +692,15 @@ impl<const M: bool> Element for IpRouteLookup<M> {
         write: bool,
         _cx: &mut Context<'_>,
     ) -> Option<Result<String, String>> {
-        (handler == "lookup" && !write).then(|| self.t.table.lookup_text(value))
+        self.t.call_handler(handler, value, write)
     }
 
     fn read_handler(&self, handler: &str) -> Option<String> {
-        (handler == "table").then(|| self.t.table.table_text())
+        self.t.read_handler(handler)
     }
 
     fn handlers(&self) -> &'static [Handler] {
-        static HANDLERS: [Handler; 6] = [
-            Handler::w("add"),
-            Handler::w("set"),
-            Handler::w("remove"),
-            Handler::w("ctrl"),
-            Handler::r("lookup"),
-            Handler::r("table"),
-        ];
-        &HANDLERS
+        &V4_HANDLERS
     }
 }
 

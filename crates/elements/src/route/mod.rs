@@ -3,6 +3,7 @@
 pub mod live;
 pub mod lookup;
 pub mod table;
+pub mod vr_lookup;
 
 use bricks_element::ElementClass;
 
@@ -13,4 +14,6 @@ pub static CLASSES: &[&ElementClass] = &[
     &lookup::RADIX,
     &lookup::RANGE,
     &lookup::LOOKUP6,
+    &vr_lookup::TABLE,
+    &vr_lookup::LOOKUP,
 ];

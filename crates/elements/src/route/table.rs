@@ -629,6 +629,14 @@ impl<T: ?Sized> RouteTable<T> {
         self.groups.load()
     }
 
+    /// Where the hop groups are published, for a reader that keeps its
+    /// own [`arc_swap::Cache`] of them (one load and a compare a packet,
+    /// where [`RouteTable::groups`] takes a guard).
+    #[inline]
+    pub fn groups_swap(&self) -> &ArcSwap<Groups> {
+        &self.groups
+    }
+
     fn with_groups(
         lpm: Box<T>,
         groups: Vec<Vec<Hop>>,

@@ -14,6 +14,12 @@
 //! the same front feeding one such router without a demultiplexer: what
 //! demultiplexing and dispatching to N routers add is the difference.
 //!
+//! The same routers are also measured on a shared plane: every VRDemux
+//! output leads into one `Strip -> CheckIPHeader -> VRIPLookup ->
+//! DecIPTTL`, whose lookup picks the packet's router's `VRRouteTable` by
+//! the annotation VRDemux wrote, so that batches stay whole however many
+//! routers their packets belong to (VRFs, as VPP and Linux build them).
+//!
 //! Goals: demultiplexing and per-router dispatch add at most 5 ns per
 //! packet over the single router; 1,024 routers keep at least 80 % of the
 //! single router's rate.
@@ -121,22 +127,48 @@ pub fn assignment(n: usize) -> Vec<usize> {
     a
 }
 
+/// How the routers behind the demultiplexer forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plane {
+    /// A forwarding path per router (the paper's: a Click router each).
+    PerRouter,
+    /// One path for all of them, every VRDemux output into it, the lookup
+    /// in the packet's router's table (`VRIPLookup` over a
+    /// `VRRouteTable` per router).
+    Shared,
+}
+
+impl Plane {
+    fn name(self) -> &'static str {
+        match self {
+            Plane::PerRouter => "per-router",
+            Plane::Shared => "shared",
+        }
+    }
+}
+
 /// N routers behind a VRDemux (`Some(n)`), or one router without one
 /// (`None`), fed `packets` packets by the common front.
 pub fn workload(tag: Tag, routers: Option<usize>, packets: u64) -> Workload {
-    build(tag, routers, packets, false)
+    build(tag, routers, packets, false, Plane::PerRouter)
+}
+
+/// N routers behind a VRDemux sharing one forwarding path, each with its
+/// own table ([`Plane::Shared`]).
+pub fn workload_shared(tag: Tag, routers: usize, packets: u64) -> Workload {
+    build(tag, Some(routers), packets, false, Plane::Shared)
 }
 
 /// The control: `routers` routers behind the VRDemux, but every packet
 /// for router 0, so that batches stay whole and only one router's
 /// elements and table are touched.
 pub fn workload_one_hot(tag: Tag, routers: usize, packets: u64) -> Workload {
-    let mut w = build(tag, Some(routers), packets, true);
+    let mut w = build(tag, Some(routers), packets, true, Plane::PerRouter);
     w.name.push_str("-one-hot");
     w
 }
 
-fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool) -> Workload {
+fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool, plane: Plane) -> Workload {
     let n = routers.unwrap_or(1);
     let assign = if one_hot {
         vec![0; SOURCES]
@@ -164,6 +196,30 @@ fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool) -> Workl
     };
     match routers {
         None => router(&mut t, 0),
+        Some(n) if plane == Plane::Shared => {
+            let pairs: Vec<String> = (0..n).map(|r| format!("{} {r}", tag.tag_text(r))).collect();
+            let _ = writeln!(
+                t,
+                "demux :: VRDemux(BY {}, {});",
+                tag.name(),
+                pairs.join(", ")
+            );
+            let tables: Vec<String> = (0..n).map(|r| format!("t{r}")).collect();
+            let _ = writeln!(
+                t,
+                "plane :: Strip({}) -> CheckIPHeader -> VRIPLookup({}) -> DecIPTTL -> sink;",
+                tag.header_len(),
+                tables.join(", ")
+            );
+            // Five routes need a few trie nodes: a small reserve each
+            // (512 nodes) keeps the thousand tables side by side on the
+            // heap instead of a 16 MiB mapping apiece, each on pages of
+            // its own (measured: 1.2x the rate at 1,024 routers).
+            for r in 0..n {
+                let _ = writeln!(t, "t{r} :: VRRouteTable({}, MEMORY 65536);", routes(r));
+                let _ = writeln!(t, "demux[{r}] -> plane;");
+            }
+        }
         Some(n) => {
             let pairs: Vec<String> = (0..n).map(|r| format!("{} {r}", tag.tag_text(r))).collect();
             let _ = writeln!(
@@ -179,6 +235,7 @@ fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool) -> Workl
         }
     }
     let name = match routers {
+        Some(n) if plane == Plane::Shared => format!("{n}-routers-{}-shared", tag.name()),
         Some(n) => format!("{n}-routers-{}", tag.name()),
         None => format!("one-router-{}", tag.name()),
     };
@@ -190,6 +247,10 @@ fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool) -> Workl
 /// what `bricks bench vr --one` runs under callgrind.
 pub fn workload_by_name(name: &str, packets: u64) -> Option<Workload> {
     let rest = name.strip_prefix("scaling-")?;
+    let (rest, plane) = match rest.strip_prefix("shared-") {
+        Some(rest) => (rest, Plane::Shared),
+        None => (rest, Plane::PerRouter),
+    };
     let (tag, n) = rest.split_once('-')?;
     let tag = match tag {
         "mac" => Tag::Mac,
@@ -204,7 +265,10 @@ pub fn workload_by_name(name: &str, packets: u64) -> Option<Workload> {
                 .filter(|&n| (1..=SOURCES).contains(&n))?,
         ),
     };
-    Some(workload(tag, routers, packets))
+    match plane {
+        Plane::Shared => Some(workload_shared(tag, routers?, packets)),
+        Plane::PerRouter => Some(workload(tag, routers, packets)),
+    }
 }
 
 /// Instructions per packet of one router without a demultiplexer and of
@@ -229,6 +293,23 @@ fn instructions(s: &Settings, tag: Tag, routers: usize) -> Result<Option<(f64, f
     Ok(Some((count("none")?, count(&routers.to_string())?)))
 }
 
+/// Instructions per packet of `routers` routers on the shared plane
+/// (callgrind), when counting is on.
+fn instructions_shared(s: &Settings, tag: Tag, routers: usize) -> Result<Option<f64>, Error> {
+    let Some(exe) = &s.callgrind else {
+        return Ok(None);
+    };
+    let (small, big) = s.pick((20_480, 225_280), (10_240, 61_440));
+    let args: Vec<String> = [
+        "bench".to_string(),
+        "vr".into(),
+        "--one".into(),
+        format!("scaling-shared-{}-{routers}", tag.name()),
+    ]
+    .to_vec();
+    callgrind_per_packet(exe, &args, small, big).map(Some)
+}
+
 /// The first router count whose rate falls below `DIP` of the first
 /// point's, if any.
 pub fn first_dip(points: &[(usize, f64)]) -> Option<usize> {
@@ -248,6 +329,10 @@ struct Curve {
     one_hot: Sample,
     /// Instructions per packet: one router, and the most routers.
     instr: Option<(f64, f64)>,
+    /// The same routers on the shared plane.
+    shared: Vec<(usize, Sample)>,
+    /// Instructions per packet of the most routers on the shared plane.
+    instr_shared: Option<f64>,
 }
 
 impl Curve {
@@ -280,16 +365,24 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
         let last = *counts.last().unwrap_or(&1);
         let one_hot = time_ns(|p| workload_one_hot(tag, last, p), packets, s.runs)?;
         let instr = instructions(s, tag, last)?;
+        let mut shared = Vec::new();
+        for &n in &counts {
+            shared.push((n, time_ns(|p| workload_shared(tag, n, p), packets, s.runs)?));
+        }
+        let instr_shared = instructions_shared(s, tag, last)?;
         curves.push(Curve {
             tag,
             single,
             points,
             one_hot,
             instr,
+            shared,
+            instr_shared,
         });
     }
     let mut t = Table::new(&[
         "tag",
+        "plane",
         "routers",
         "Mpps",
         "ns/packet",
@@ -299,25 +392,30 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     for c in &curves {
         t.push(vec![
             c.tag.name().into(),
+            "-".into(),
             "1, no demux".into(),
             c.single.map(|v| 1e3 / v).show(2),
             c.single.show(1),
             "-".into(),
             "1.00".into(),
         ]);
-        for (n, ns) in &c.points {
-            t.push(vec![
-                c.tag.name().into(),
-                n.to_string(),
-                ns.map(|v| 1e3 / v).show(2),
-                ns.show(1),
-                format!("{:+.1}", c.overhead(ns)),
-                format!("{:.2}", c.single.median() / ns.median()),
-            ]);
+        for (plane, points) in [(Plane::PerRouter, &c.points), (Plane::Shared, &c.shared)] {
+            for (n, ns) in points {
+                t.push(vec![
+                    c.tag.name().into(),
+                    plane.name().into(),
+                    n.to_string(),
+                    ns.map(|v| 1e3 / v).show(2),
+                    ns.show(1),
+                    format!("{:+.1}", c.overhead(ns)),
+                    format!("{:.2}", c.single.median() / ns.median()),
+                ]);
+            }
         }
         let last = c.points.last().map_or(1, |p| p.0);
         t.push(vec![
             c.tag.name().into(),
+            Plane::PerRouter.name().into(),
             format!("{last}, all for router 0"),
             c.one_hot.map(|v| 1e3 / v).show(2),
             c.one_hot.show(1),
@@ -327,8 +425,9 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     }
     println!(
         "Fig. 16: {SOURCES} sources -> RoundRobinSched -> Unqueue -> VRDemux -> N routers \
-         (Strip -> CheckIPHeader -> StaticIPLookup -> DecIPTTL), 64-byte frames, one worker, \
-         {packets} packets per run\n"
+         (Strip -> CheckIPHeader -> StaticIPLookup -> DecIPTTL each; shared: every VRDemux \
+         output into one Strip -> CheckIPHeader -> VRIPLookup -> DecIPTTL, a VRRouteTable per \
+         router), 64-byte frames, one worker, {packets} packets per run\n"
     );
     print!("{}", t.render());
 
@@ -337,6 +436,15 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
         series.push(Series::measured(
             format!("bricks, VRDemux BY {}", c.tag.name()),
             c.points
+                .iter()
+                .map(|(n, ns)| (*n as f64, 1e3 / ns.median()))
+                .collect(),
+        ));
+    }
+    for c in &curves {
+        series.push(Series::measured(
+            format!("bricks, VRDemux BY {}, shared plane", c.tag.name()),
+            c.shared
                 .iter()
                 .map(|(n, ns)| (*n as f64, 1e3 / ns.median()))
                 .collect(),
@@ -457,7 +565,68 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
             ),
         });
     }
+    for c in &curves {
+        rows.extend(shared_rows(c, exp.figure()));
+    }
     Ok(rows)
+}
+
+/// The goals' rows for the shared plane of `c`.
+fn shared_rows(c: &Curve, figure: &str) -> Vec<Row> {
+    let Some((n_last, ns_last)) = c.shared.last() else {
+        return Vec::new();
+    };
+    let worst = c.shared.iter().map(|(n, ns)| (*n, c.overhead(ns))).fold(
+        (0, f64::NEG_INFINITY),
+        |w, (n, o)| if o > w.1 { (n, o) } else { w },
+    );
+    let kept = c.single.median() / ns_last.median();
+    let instr = match (c.instr, c.instr_shared) {
+        (Some((one, _)), Some(shared)) => {
+            format!("; {shared:.0} instructions a packet against {one:.0} for one router")
+        }
+        _ => String::new(),
+    };
+    vec![
+        Row {
+            experiment: figure.into(),
+            measure: format!(
+                "ns added by VRDemux BY {} and a shared plane (VRIPLookup), 1-{n_last} routers",
+                c.tag.name()
+            ),
+            paper: format!("goal: <= {GOAL_OVERHEAD_NS} ns over one router"),
+            bricks: format!(
+                "{:+.1} ns at 1 router, {:+.1} at {n_last}{instr}",
+                c.overhead(&c.shared[0].1),
+                c.overhead(ns_last),
+            ),
+            verdict: Verdict::from_check(
+                worst.1 <= GOAL_OVERHEAD_NS,
+                format!("at most {:+.1} ns (at {} routers)", worst.1, worst.0),
+            ),
+        },
+        Row {
+            experiment: figure.into(),
+            measure: format!(
+                "rate of {n_last} routers on a shared plane (BY {}) / one router",
+                c.tag.name()
+            ),
+            paper: format!("goal >= {GOAL_KEPT_AT_1024:.2}"),
+            bricks: format!(
+                "{kept:.2} ({:.2} against {:.2} Mpps)",
+                1e3 / ns_last.median(),
+                1e3 / c.single.median()
+            ),
+            verdict: Verdict::from_check(
+                kept >= GOAL_KEPT_AT_1024,
+                format!(
+                    "{:.0} % lost (goal: <= {:.0} %)",
+                    (1.0 - kept) * 100.0,
+                    (1.0 - GOAL_KEPT_AT_1024) * 100.0
+                ),
+            ),
+        },
+    ]
 }
 
 #[cfg(test)]
@@ -506,6 +675,17 @@ mod tests {
         );
         assert_eq!(first_dip(&[(1, 10.0), (2, 9.1)]), None);
         assert_eq!(first_dip(&[]), None);
+    }
+
+    #[test]
+    fn the_shared_plane_looks_each_packet_up_in_its_routers_table() {
+        for tag in [Tag::Mac, Tag::Vlan] {
+            let r = workload_shared(tag, 4, 4096).run().unwrap();
+            assert_eq!(r.delivered, 4096, "{tag:?}");
+            for k in 0..4 {
+                assert_eq!(r.counter("demux", &format!("out{k}")), 1024, "{tag:?} {k}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,649 @@
+//! `VRRouteTable` and `VRIPLookup`: many virtual routers' route tables
+//! behind one forwarding path, the way VRFs are built in VPP and Linux.
+//!
+//! Egi et al.'s Fig. 16 adds virtual routers on one core, each a
+//! forwarding path of its own behind the demultiplexer. With the traffic
+//! spread over a thousand routers every batch splits into one packet per
+//! router, and each packet then pays every element's per-batch cost alone
+//! and brings its own router's elements into the caches. A shared path
+//! keeps the batch whole: `VRDemux` writes each frame's router into the
+//! virtual-router annotation, all its outputs lead into one path, and
+//! the only per-router step, the route lookup, picks router `r`'s table
+//! (the `r`th `VRRouteTable` named) by that annotation. Each table is an
+//! element of its own, with its router's handlers and counters, so a
+//! router's socket (`bricks run --router-control`) reaches its table and
+//! no other.
+
+use super::lookup::{v4_shared, Algorithm, V4Table, V4_HANDLERS};
+use super::table::{self, Groups};
+use arc_swap::{ArcSwap, Cache};
+use bricks_element::{
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
+    PortInfo, Stats,
+};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// The `VRRouteTable` class: one virtual router's IPv4 routes.
+pub static TABLE: ElementClass = ElementClass {
+    name: "VRRouteTable",
+    ports: "0/0",
+    processing: "a/a",
+    manual: &TABLE_MANUAL,
+    make: make_table,
+};
+
+/// The `VRIPLookup` class: the lookup in the packet's router's table.
+pub static LOOKUP: ElementClass = ElementClass {
+    name: "VRIPLookup",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &LOOKUP_MANUAL,
+    make: make_lookup,
+};
+
+static TABLE_MANUAL: Manual = Manual {
+    summary: "one virtual router's IPv4 route table, for VRIPLookup",
+    synopsis: "VRRouteTable(ADDR/LEN [GATEWAY] OUT, ... [, OUTPUTS n, ALGORITHM radix|direct, \
+        ROUTES FILE|SOURCE, DEVICES NAMES])",
+    description: "An information element (no ports) holding the routes of one virtual \
+        router, in the syntax and with the handlers of RadixIPLookup: `add`, `set`, \
+        `remove`, `ctrl` (write), `lookup ADDR` and `table` (read), and a ROUTES file or \
+        live source. A VRIPLookup naming it looks packets of that router up in it. \
+        OUTPUTS is the number of the lookup's outputs its routes may name; a route to \
+        a higher output is refused, in the arguments and in `add`. ALGORITHM picks the \
+        lookup structure: `radix` (the 4-bit-stride trie of RadixIPLookup, a few \
+        hundred bytes for a small table: the default, so that a thousand routers' \
+        tables fit in the caches) or `direct` (DIR-24-8 of DirectIPLookup, 64 MiB and \
+        more, for an Internet-size table). bricks only: Click has no virtual-router \
+        tables.",
+    ports: "none",
+    keywords: &[
+        Keyword {
+            name: "OUTPUTS",
+            ty: "unsigned",
+            default: Some("1"),
+            doc: "outputs of the VRIPLookup its routes may name (1 to 65535)",
+        },
+        Keyword {
+            name: "ALGORITHM",
+            ty: "radix or direct",
+            default: Some("radix"),
+            doc: "the lookup structure",
+        },
+        Keyword {
+            name: "ROUTES",
+            ty: "file name or route source",
+            default: Some("none"),
+            doc: "also load the routes of this file, or follow a live source, as \
+                  RadixIPLookup's ROUTES",
+        },
+        Keyword {
+            name: "DEVICES",
+            ty: "interface names",
+            default: Some("none"),
+            doc: "with a live ROUTES source: the interface of each output, as \
+                  RadixIPLookup's DEVICES",
+        },
+        Keyword {
+            name: "SKIP_ERRORS",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "skip malformed routes in ROUTES instead of refusing the file",
+        },
+        Keyword {
+            name: "PEER",
+            ty: "IP address",
+            default: Some("none"),
+            doc: "take an MRT ROUTES dump's routes from the peer with this address only",
+        },
+        Keyword {
+            name: "PEER_AS",
+            ty: "AS number",
+            default: Some("none"),
+            doc: "take an MRT ROUTES dump's routes from the peers of this AS only",
+        },
+        Keyword {
+            name: "MEMORY",
+            ty: "bytes",
+            default: Some("16777216 (radix), 1073741824 (direct)"),
+            doc: "refuse a table whose lookup structure would need more memory; the \
+                  radix trie reserves this much address space up front (16 MiB holds \
+                  some 100,000 usual prefixes)",
+        },
+    ],
+    counters: &[
+        (
+            "no_route",
+            "this router's packets that matched no route (every VRIPLookup, every worker)",
+        ),
+        ("routes", "routes in the table now"),
+        ("memory", "bytes of the lookup structure"),
+    ],
+    example: "red :: VRRouteTable(10.0.0.0/24 0, 0.0.0.0/0 10.0.0.1 1, OUTPUTS 2); \
+        blue :: VRRouteTable(10.0.0.0/24 1, OUTPUTS 2); \
+        InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> rt :: VRIPLookup(red, blue); \
+        rt[0] -> Discard; rt[1] -> Discard;",
+    see_also: &["VRIPLookup", "VRDemux", "RadixIPLookup"],
+};
+
+static LOOKUP_MANUAL: Manual = Manual {
+    summary: "IPv4 route lookup in the table of the packet's virtual router",
+    synopsis: "VRIPLookup(TABLE, ...)",
+    description: "Each argument names a VRRouteTable: the first is virtual router 0's, \
+        the second router 1's, and so on, in the numbering of VRDemux's outputs, which \
+        writes a frame's router into the virtual-router annotation. For each packet the \
+        table of its router is looked up as RadixIPLookup looks up its own: the longest \
+        prefix containing the destination address annotation (RFC 1812 5.2.4.3), a \
+        gateway replacing the annotation, an equal-cost group chosen by the flow hash, \
+        the packet leaving on the route's output. A packet whose router has no table \
+        here, and one that matches no route, is dropped and counted. \
+        \n\nThis is the shared forwarding path for many virtual routers: connect every \
+        VRDemux output of the routers that share it to the same input, and a batch then \
+        stays whole whatever its routers (outputs of one element that lead to the same \
+        input count as one), where a path per router would see batches of one packet \
+        once traffic spreads over hundreds of routers. What is not per router on such \
+        a path (the header check, the TTL) is the same for all of them; per-router \
+        addresses and ARP stay on each router's own elements behind the lookup's \
+        outputs. bricks only.",
+    ports: "one push input (packets with a destination address annotation and a \
+        virtual-router annotation); one push output per route output",
+    keywords: &[],
+    counters: &[
+        (
+            "no_router",
+            "packets whose virtual-router annotation names no table here",
+        ),
+        (
+            "no_route",
+            "packets that matched no route in their router's table",
+        ),
+    ],
+    example: "red :: VRRouteTable(10.0.0.0/24 0, OUTPUTS 1); \
+        blue :: VRRouteTable(10.0.0.0/24 0, OUTPUTS 1); \
+        InfiniteSource(LIMIT 1) -> Strip(14) -> CheckIPHeader -> VRIPLookup(red, blue) -> Discard;",
+    see_also: &["VRRouteTable", "VRDemux", "RadixIPLookup"],
+};
+
+/// The most outputs a table may route to (a lookup's outputs fit 16 bits
+/// in the split of a batch).
+const MAX_OUTPUTS: usize = u16::MAX as usize;
+
+/// MEMORY's default for the radix trie, whose nodes are one reserved
+/// array: room for some 100,000 usual prefixes (at worst 20,000), so
+/// that a thousand routers' tables reserve 16 GiB of address space, not
+/// the 1 TiB the lookup elements' default would.
+const RADIX_MEMORY: usize = 16 << 20;
+
+/// ALGORITHM's values.
+#[derive(Debug, Clone, Copy)]
+struct AlgorithmArg(Algorithm);
+
+impl FromArg for AlgorithmArg {
+    const TYPE: &'static str = "`radix` or `direct`";
+    fn from_arg(text: &str) -> Result<Self, String> {
+        match text {
+            "radix" => Ok(AlgorithmArg(Algorithm::Trie4)),
+            "direct" => Ok(AlgorithmArg(Algorithm::Dir24_8)),
+            _ => Err(format!("found `{text}`")),
+        }
+    }
+}
+
+fn make_table(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let outputs: usize = args.read("OUTPUTS")?.unwrap_or(1);
+    if !(1..=MAX_OUTPUTS).contains(&outputs) {
+        return Err(ArgError::new(format!(
+            "OUTPUTS must be 1 to {MAX_OUTPUTS}, not {outputs}"
+        )));
+    }
+    let algo = args
+        .read::<AlgorithmArg>("ALGORITHM")?
+        .map_or(Algorithm::Trie4, |a| a.0);
+    let memory = match algo {
+        Algorithm::Trie4 => RADIX_MEMORY,
+        Algorithm::Dir24_8 => table::DEFAULT_MEMORY,
+    };
+    let t = v4_shared(args, outputs, algo, false, memory)?;
+    Ok(Box::new(VrRouteTable {
+        t,
+        reports_table: true,
+    }))
+}
+
+/// One router's table; its handlers and counters.
+pub struct VrRouteTable {
+    t: Arc<V4Table>,
+    /// The table is shared: one worker reports it.
+    reports_table: bool,
+}
+
+impl Element for VrRouteTable {
+    fn start(&mut self, cx: &mut Context<'_>) {
+        self.reports_table = cx.worker() == 0;
+        self.t.start_live(cx);
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        if self.reports_table {
+            s.counter("no_route", self.t.missed.load(Relaxed));
+            self.t.stats(s);
+        }
+    }
+
+    fn handler_is_shared(&self, _handler: &str) -> bool {
+        true
+    }
+
+    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+        self.t.table.handle(handler, value)
+    }
+
+    fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+        _cx: &mut Context<'_>,
+    ) -> Option<Result<String, String>> {
+        self.t.call_handler(handler, value, write)
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        self.t.read_handler(handler)
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        &V4_HANDLERS
+    }
+}
+
+/// A table's published hop groups, as an [`arc_swap::Cache`] reads them.
+struct GroupsOf(Arc<V4Table>);
+
+impl std::ops::Deref for GroupsOf {
+    type Target = ArcSwap<Groups>;
+    #[inline]
+    fn deref(&self) -> &ArcSwap<Groups> {
+        self.0.table.groups_swap()
+    }
+}
+
+/// One router as the lookup sees it.
+struct Router {
+    t: Arc<V4Table>,
+    /// Its hop groups, reloaded only when the table publishes new ones:
+    /// a load and a compare a packet instead of a guard.
+    groups: Cache<GroupsOf, Arc<Groups>>,
+}
+
+fn make_lookup(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let names = args.rest();
+    if names.is_empty() {
+        return Err(
+            ArgError::new("expected the VRRouteTable of each virtual router")
+                .with_help("write `VRIPLookup(red_table, blue_table, ...)`: router 0's first"),
+        );
+    }
+    if names.len() > usize::from(u16::MAX) + 1 {
+        return Err(ArgError::new(format!(
+            "{} tables: the virtual-router annotation numbers at most {}",
+            names.len(),
+            usize::from(u16::MAX) + 1
+        )));
+    }
+    let noutputs = ports.noutputs();
+    let mut routers = Vec::with_capacity(names.len());
+    for (name, span) in names {
+        let name = name.trim();
+        let t: Arc<V4Table> = args
+            .shared_of_name(name, &[TABLE.name])
+            .map_err(|why| ArgError::at(span, why))?;
+        if t.noutputs > noutputs {
+            return Err(ArgError::at(
+                span,
+                format!(
+                    "`{name}` routes to {} outputs (its OUTPUTS), but this VRIPLookup has {noutputs}",
+                    t.noutputs
+                ),
+            )
+            .with_help("connect as many outputs as the tables' OUTPUTS, or lower OUTPUTS"));
+        }
+        routers.push(Router {
+            groups: Cache::new(GroupsOf(Arc::clone(&t))),
+            t,
+        });
+    }
+    Ok(Box::new(VrIpLookup {
+        routers: routers.into_boxed_slice(),
+        no_router: 0,
+        no_route: 0,
+    }))
+}
+
+/// The lookup: each packet in its router's table.
+pub struct VrIpLookup {
+    /// By virtual-router annotation.
+    routers: Box<[Router]>,
+    no_router: u64,
+    no_route: u64,
+}
+
+impl Element for VrIpLookup {
+    fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
+        if let Some(old) = bricks_element::taken_from::<VrIpLookup>(old) {
+            self.no_router += old.no_router;
+            self.no_route += old.no_route;
+        }
+    }
+
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        let routers = &mut self.routers;
+        let (mut no_router, mut no_route) = (0, 0);
+        // One packet at a time: consecutive packets are usually for
+        // different routers, so there is no batch of one table's
+        // addresses to look up together. (Prefetching each packet's
+        // table, structure and groups a pass ahead was measured, and
+        // gained nothing at 1,024 routers while costing 4 ns a packet at
+        // one.)
+        cx.push_classified(batch, |p| {
+            let Some(r) = routers.get_mut(usize::from(p.anno().vrouter)) else {
+                no_router += 1;
+                return None;
+            };
+            let found = r.t.table.lpm.lookup(u32::from(p.anno().dst_ip));
+            let groups = r.groups.load();
+            let Some((nh, &word)) =
+                found.and_then(|nh| Some((nh, groups.v4_words().get(nh.0 as usize)?)))
+            else {
+                r.t.missed.fetch_add(1, Relaxed);
+                no_route += 1;
+                return None;
+            };
+            if word != table::V4_MANY {
+                // A one-hop group: its output and gateway in one word.
+                let gw = word as u32;
+                if gw != 0 {
+                    p.anno_mut().dst_ip = gw.into();
+                }
+                return Some((word >> 32) as usize);
+            }
+            let group = &groups[nh.0 as usize];
+            let hop = table::pick(group, table::flow_hash(p));
+            if let Some(gw) = table::gateway_v4(hop) {
+                p.anno_mut().dst_ip = gw;
+            }
+            Some(hop.output as usize)
+        });
+        self.no_router += no_router;
+        self.no_route += no_route;
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("no_router", self.no_router);
+        s.counter("no_route", self.no_route);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bricks_element::{Packet, SharedSlot};
+    use bricks_runtime::testing::{parse_args, Harness};
+    use std::any::Any;
+    use std::net::Ipv4Addr;
+
+    /// A UDP/IPv4 packet to `dst` for virtual router `vr`, with the
+    /// annotations VRDemux and CheckIPHeader would set.
+    fn udp(vr: u16, dst: [u8; 4]) -> Packet {
+        let b = [
+            0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 192, 0, 2, 1, dst[0], dst[1], dst[2], dst[3],
+            0x13, 0x88, 0x13, 0x88, 0, 8, 0, 0,
+        ];
+        let mut p = Packet::from_slice(&b).unwrap();
+        p.set_network_header(0);
+        p.anno_mut().dst_ip = Ipv4Addr::from(dst);
+        p.anno_mut().vrouter = vr;
+        p
+    }
+
+    /// A VRRouteTable made from `args`: the element and its shared table.
+    fn table(args: &str) -> (Box<dyn Element>, Arc<dyn Any + Send + Sync>) {
+        let parsed = parse_args(args).unwrap();
+        let slot = SharedSlot::new();
+        let mut a = Args::new(&parsed, None).with_shared(&slot);
+        let e =
+            make_table(&mut a, &PortInfo::default()).unwrap_or_else(|e| panic!("{args}: {e:?}"));
+        a.complete().unwrap();
+        let shared = slot.get().expect("the table is shared").clone();
+        (e, shared)
+    }
+
+    fn table_error(args: &str) -> String {
+        let parsed = parse_args(args).unwrap();
+        let mut a = Args::new(&parsed, None);
+        match make_table(&mut a, &PortInfo::default()) {
+            Ok(_) => panic!("{args}: accepted"),
+            Err(e) => e.message,
+        }
+    }
+
+    /// Two tenants with the same subnet: red sends 10.0.0.0/24 out of 0
+    /// and the rest to 10.0.0.1 out of 1; blue sends 10.0.0.0/24 to
+    /// 10.0.0.254 out of 1 and has no default route.
+    fn two_tenants() -> (Vec<Box<dyn Element>>, bricks_element::FixedRefs) {
+        let (red, red_t) = table("10.0.0.0/24 0, 0.0.0.0/0 10.0.0.1 1, OUTPUTS 2");
+        let (blue, blue_t) = table("10.0.0.0/24 10.0.0.254 1, OUTPUTS 2");
+        let refs = bricks_element::FixedRefs(vec![
+            ("red".into(), TABLE.name, red_t),
+            ("blue".into(), TABLE.name, blue_t),
+        ]);
+        (vec![red, blue], refs)
+    }
+
+    fn lookup(refs: &bricks_element::FixedRefs, args: &str, outputs: usize) -> Harness {
+        Harness::with_refs(
+            &LOOKUP,
+            args,
+            PortInfo {
+                inputs: vec![bricks_element::Processing::Push],
+                outputs: vec![bricks_element::Processing::Push; outputs],
+            },
+            refs,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_packet_is_looked_up_in_its_routers_table() {
+        let (tables, refs) = two_tenants();
+        let mut h = lookup(&refs, "red, blue", 2);
+        h.push_packets(
+            0,
+            [
+                udp(0, [10, 0, 0, 5]),
+                udp(1, [10, 0, 0, 5]),
+                udp(0, [8, 8, 8, 8]),
+                udp(1, [8, 8, 8, 8]),
+                udp(2, [10, 0, 0, 5]),
+            ],
+        );
+        let out0 = h.take(0);
+        let out1 = h.take(1);
+        assert_eq!(out0.len(), 1);
+        assert_eq!(out0[0].anno().vrouter, 0);
+        assert_eq!(out0[0].anno().dst_ip, Ipv4Addr::new(10, 0, 0, 5));
+        // In arrival order: blue's 10.0.0.5 by its gateway, then red's
+        // default route.
+        let hops: Vec<(u16, Ipv4Addr)> = out1
+            .iter()
+            .map(|p| (p.anno().vrouter, p.anno().dst_ip))
+            .collect();
+        assert_eq!(
+            hops,
+            [
+                (1, Ipv4Addr::new(10, 0, 0, 254)),
+                (0, Ipv4Addr::new(10, 0, 0, 1))
+            ]
+        );
+        let s = h.stats();
+        assert_eq!(s.get("no_route"), Some(1), "blue has no route to 8.8.8.8");
+        assert_eq!(s.get("no_router"), Some(1), "router 2 has no table");
+        // Each router's own count of its packets that found no route.
+        let count = |e: &dyn Element| {
+            let mut s = Stats::default();
+            e.stats(&mut s);
+            s.get("no_route")
+        };
+        assert_eq!(count(&*tables[0]), Some(0));
+        assert_eq!(count(&*tables[1]), Some(1));
+    }
+
+    #[test]
+    fn a_route_changed_in_one_router_changes_only_its_lookups() {
+        let (mut tables, refs) = two_tenants();
+        let mut h = lookup(&refs, "red, blue", 2);
+        tables[1]
+            .write_handler("add", "8.8.8.0/24 0")
+            .expect("blue learns 8.8.8.0/24");
+        let err = tables[1].write_handler("add", "9.0.0.0/8 2").unwrap_err();
+        assert!(
+            err.contains("out of range") || err.contains("output"),
+            "{err}"
+        );
+        h.push_packets(0, [udp(1, [8, 8, 8, 8]), udp(0, [8, 8, 8, 8])]);
+        let out0 = h.take(0);
+        let out1 = h.take(1);
+        assert_eq!(out0.len(), 1);
+        assert_eq!(out0[0].anno().vrouter, 1);
+        assert_eq!(out1.len(), 1, "red still uses its default route");
+        assert_eq!(out1[0].anno().dst_ip, Ipv4Addr::new(10, 0, 0, 1));
+        // A batch looked up after the groups changed sees the new ones.
+        tables[0]
+            .write_handler("set", "0.0.0.0/0 10.0.0.2 1")
+            .unwrap();
+        h.push_packets(0, [udp(0, [8, 8, 8, 8])]);
+        assert_eq!(h.take(1)[0].anno().dst_ip, Ipv4Addr::new(10, 0, 0, 2));
+        let listed = tables[1].read_handler("table").unwrap();
+        assert!(listed.contains("8.8.8.0/24"), "{listed}");
+        assert!(!tables[0]
+            .read_handler("table")
+            .unwrap()
+            .contains("8.8.8.0/24"));
+    }
+
+    #[test]
+    fn equal_cost_routes_keep_a_flow_on_one_path() {
+        let (_t, shared) = table("10.0.0.0/8 10.0.0.1 0, 10.0.0.0/8 10.0.0.2 1, OUTPUTS 2");
+        let refs = bricks_element::FixedRefs(vec![("t".into(), TABLE.name, shared)]);
+        let mut h = lookup(&refs, "t", 2);
+        h.push_packets(0, (0..64).map(|_| udp(0, [10, 1, 2, 3])));
+        let (a, b) = (h.take(0), h.take(1));
+        assert_eq!(a.len() + b.len(), 64);
+        assert!(a.is_empty() || b.is_empty(), "one flow, one path");
+        for p in a.iter().chain(&b) {
+            assert!(
+                [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)].contains(&p.anno().dst_ip)
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_arguments_are_refused_with_the_reason() {
+        let (_tables, refs) = two_tenants();
+        let ports = |n| PortInfo {
+            inputs: vec![bricks_element::Processing::Push],
+            outputs: vec![bricks_element::Processing::Push; n],
+        };
+        let err = |args: &str, n: usize| {
+            Harness::with_refs(&LOOKUP, args, ports(n), &refs)
+                .err()
+                .unwrap_or_else(|| panic!("{args}: accepted"))
+        };
+        assert!(err("", 2).contains("expected the VRRouteTable"));
+        assert!(err("red, green", 2).contains("`green` does not name an element"));
+        let e = err("red, blue", 1);
+        assert!(
+            e.contains("routes to 2 outputs") && e.contains("has 1"),
+            "{e}"
+        );
+        let other = bricks_element::FixedRefs(vec![(
+            "q".into(),
+            "Queue",
+            Arc::new(0u32) as Arc<dyn Any + Send + Sync>,
+        )]);
+        let e = Harness::with_refs(&LOOKUP, "q", ports(1), &other)
+            .err()
+            .unwrap();
+        assert!(e.contains("`q` is a Queue"), "{e}");
+
+        assert!(table_error("10.0.0.0/8 0, OUTPUTS 0").contains("OUTPUTS must be 1"));
+        assert!(table_error("10.0.0.0/8 1").contains("out of range"));
+        assert!(table_error("10.0.0.0/8 0, ALGORITHM hash").contains("ALGORITHM"));
+    }
+
+    #[test]
+    fn both_algorithms_answer_alike() {
+        for algo in ["radix", "direct"] {
+            let (_t, shared) = table(&format!(
+                "10.0.0.0/8 0, 10.1.0.0/16 10.9.9.9 1, 10.1.2.3 2, ALGORITHM {algo}, OUTPUTS 3"
+            ));
+            let refs = bricks_element::FixedRefs(vec![("t".into(), TABLE.name, shared)]);
+            let mut h = lookup(&refs, "t", 3);
+            h.push_packets(
+                0,
+                [
+                    udp(0, [10, 2, 0, 1]),
+                    udp(0, [10, 1, 0, 1]),
+                    udp(0, [10, 1, 2, 3]),
+                    udp(0, [11, 0, 0, 1]),
+                ],
+            );
+            let got: Vec<Vec<Ipv4Addr>> = (0..3)
+                .map(|o| h.take(o).iter().map(|p| p.anno().dst_ip).collect())
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    vec![Ipv4Addr::new(10, 2, 0, 1)],
+                    vec![Ipv4Addr::new(10, 9, 9, 9)],
+                    vec![Ipv4Addr::new(10, 1, 2, 3)]
+                ],
+                "{algo}"
+            );
+            assert_eq!(h.stats().get("no_route"), Some(1), "{algo}");
+        }
+    }
+
+    /// The shared plane in a whole configuration: two tenants behind a
+    /// VRDemux by MAC, both using 10.0.0.0/24, every demultiplexer output
+    /// into one path; each tenant's packets leave by its own route, and
+    /// batches reach the lookup whole.
+    #[test]
+    fn tenants_with_the_same_subnet_share_one_path() {
+        let frame = |mac: &str| {
+            format!(
+                "\\<{mac} 020000000001 0800 4500001c 00010000 4011aeca c0000201 0a000005 \
+                 13881388 00080000>"
+            )
+        };
+        let config = format!(
+            "red :: VRRouteTable(10.0.0.0/24 0, OUTPUTS 2);\n\
+             blue :: VRRouteTable(10.0.0.0/24 10.0.0.254 1, OUTPUTS 2);\n\
+             InfiniteSource(DATA {}, LIMIT 300, BURST 32) -> demux;\n\
+             InfiniteSource(DATA {}, LIMIT 200, BURST 32) -> demux;\n\
+             demux :: VRDemux(BY mac, 02:00:00:00:00:0a 0, 02:00:00:00:00:0b 1);\n\
+             demux[0] -> plane; demux[1] -> plane;\n\
+             plane :: Strip(14) -> CheckIPHeader -> rt :: VRIPLookup(red, blue);\n\
+             rt[0] -> c0 :: Counter -> Discard; rt[1] -> c1 :: Counter -> Discard;",
+            frame("02000000000a"),
+            frame("02000000000b")
+        );
+        let s = crate::standard::testrun::run(&config);
+        let count = crate::standard::testrun::count;
+        assert_eq!(count(&s, "c0", "count"), 300);
+        assert_eq!(count(&s, "c1", "count"), 200);
+        assert_eq!(count(&s, "rt", "no_route"), 0);
+        assert_eq!(count(&s, "red", "no_route"), 0);
+    }
+}
