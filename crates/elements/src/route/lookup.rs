@@ -478,6 +478,41 @@ impl V4Table {
     }
 }
 
+/// The handler methods of an element whose field `t` is a [`V4Table`]:
+/// every handler is the shared table's (`add`, `set`, `remove`, `ctrl`,
+/// `lookup`, `table`).
+macro_rules! v4_table_handlers {
+    () => {
+        fn handler_is_shared(&self, _handler: &str) -> bool {
+            // Every handler edits the table all workers share.
+            true
+        }
+
+        fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
+            self.t.table.handle(handler, value)
+        }
+
+        fn call_handler(
+            &mut self,
+            handler: &str,
+            value: &str,
+            write: bool,
+            _cx: &mut Context<'_>,
+        ) -> Option<Result<String, String>> {
+            self.t.call_handler(handler, value, write)
+        }
+
+        fn read_handler(&self, handler: &str) -> Option<String> {
+            self.t.read_handler(handler)
+        }
+
+        fn handlers(&self) -> &'static [Handler] {
+            &V4_HANDLERS
+        }
+    };
+}
+pub(super) use v4_table_handlers;
+
 /// The handlers of an IPv4 route table.
 pub(super) static V4_HANDLERS: [Handler; 6] = [
     Handler::w("add"),
@@ -676,32 +711,7 @@ impl<const M: bool> Element for IpRouteLookup<M> {
         }
     }
 
-    fn handler_is_shared(&self, _handler: &str) -> bool {
-        // Every handler edits the table all workers share.
-        true
-    }
-
-    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        self.t.table.handle(handler, value)
-    }
-
-    fn call_handler(
-        &mut self,
-        handler: &str,
-        value: &str,
-        write: bool,
-        _cx: &mut Context<'_>,
-    ) -> Option<Result<String, String>> {
-        self.t.call_handler(handler, value, write)
-    }
-
-    fn read_handler(&self, handler: &str) -> Option<String> {
-        self.t.read_handler(handler)
-    }
-
-    fn handlers(&self) -> &'static [Handler] {
-        &V4_HANDLERS
-    }
+    v4_table_handlers!();
 }
 
 /// An IPv6 element's shared table and its live source.

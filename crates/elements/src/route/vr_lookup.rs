@@ -14,7 +14,7 @@
 //! router's socket (`bricks run --router-control`) reaches its table and
 //! no other.
 
-use super::lookup::{v4_shared, Algorithm, V4Table, V4_HANDLERS};
+use super::lookup::{v4_shared, v4_table_handlers, Algorithm, V4Table, V4_HANDLERS};
 use super::table::{self, Groups};
 use arc_swap::{ArcSwap, Cache};
 use bricks_element::{
@@ -231,31 +231,7 @@ impl Element for VrRouteTable {
         }
     }
 
-    fn handler_is_shared(&self, _handler: &str) -> bool {
-        true
-    }
-
-    fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        self.t.table.handle(handler, value)
-    }
-
-    fn call_handler(
-        &mut self,
-        handler: &str,
-        value: &str,
-        write: bool,
-        _cx: &mut Context<'_>,
-    ) -> Option<Result<String, String>> {
-        self.t.call_handler(handler, value, write)
-    }
-
-    fn read_handler(&self, handler: &str) -> Option<String> {
-        self.t.read_handler(handler)
-    }
-
-    fn handlers(&self) -> &'static [Handler] {
-        &V4_HANDLERS
-    }
+    v4_table_handlers!();
 }
 
 /// A table's published hop groups, as an [`arc_swap::Cache`] reads them.

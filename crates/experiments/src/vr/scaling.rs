@@ -433,23 +433,21 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     print!("{}", t.render());
 
     let mut series = Vec::new();
-    for c in &curves {
-        series.push(Series::measured(
-            format!("bricks, VRDemux BY {}", c.tag.name()),
-            c.points
-                .iter()
-                .map(|(n, ns)| (*n as f64, 1e3 / ns.median()))
-                .collect(),
-        ));
-    }
-    for c in &curves {
-        series.push(Series::measured(
-            format!("bricks, VRDemux BY {}, shared plane", c.tag.name()),
-            c.shared
-                .iter()
-                .map(|(n, ns)| (*n as f64, 1e3 / ns.median()))
-                .collect(),
-        ));
+    for (plane, label) in [(Plane::PerRouter, ""), (Plane::Shared, ", shared plane")] {
+        for c in &curves {
+            let points = if plane == Plane::Shared {
+                &c.shared
+            } else {
+                &c.points
+            };
+            series.push(Series::measured(
+                format!("bricks, VRDemux BY {}{label}", c.tag.name()),
+                points
+                    .iter()
+                    .map(|(n, ns)| (*n as f64, 1e3 / ns.median()))
+                    .collect(),
+            ));
+        }
     }
     let single = 1e3 / curves[0].single.median();
     let last = *counts.last().unwrap_or(&1) as f64;
