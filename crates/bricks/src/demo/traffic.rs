@@ -164,6 +164,11 @@ fn tcp_serve(listen: SocketAddr, bytes: u64, timeout: Duration) -> anyhow::Resul
     let listener = TcpListener::bind(listen).with_context(|| format!("listening on {listen}"))?;
     println!("listening on {listen}");
     std::io::stdout().flush()?;
+    serve_on(listener, bytes, timeout)
+}
+
+/// [`tcp_serve`] on a socket already listening.
+fn serve_on(listener: TcpListener, bytes: u64, timeout: Duration) -> anyhow::Result<TcpResult> {
     // Accept with a deadline: a sender that never comes must not hang the
     // demo.
     listener.set_nonblocking(true)?;
@@ -373,11 +378,13 @@ mod tests {
 
     #[test]
     fn a_transfer_over_loopback_is_checked() {
+        // The listener the server uses is the one that picked the port:
+        // freed and bound again, the port could be taken in between by
+        // another test's socket, which then resets the sender.
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        drop(l);
         let server =
-            std::thread::spawn(move || tcp_serve(addr, 300_000, Duration::from_secs(10)).unwrap());
+            std::thread::spawn(move || serve_on(l, 300_000, Duration::from_secs(10)).unwrap());
         tcp_send(addr, 300_000, Duration::from_secs(10)).unwrap();
         let r = server.join().unwrap();
         assert!(r.intact(), "{r:?}");
