@@ -673,30 +673,14 @@ impl<const M: bool> Element for IpRouteLookup<M> {
             self.t.table.lpm.lookup_batch(&addrs, &mut found);
         }
         let groups = self.t.table.groups();
-        let words = groups.v4_words();
         let mut answers = found.iter();
         let mut missed = 0;
         cx.push_classified(batch, |p| {
             // As many answers as packets: `None` never comes.
             let &r = answers.next()?;
-            let Some((nh, &word)) = r.and_then(|nh| Some((nh, words.get(nh.0 as usize)?))) else {
-                missed += 1;
-                return None;
-            };
-            if word != table::V4_MANY {
-                // A one-hop group: its output and gateway in one word.
-                let gw = word as u32;
-                if gw != 0 {
-                    p.anno_mut().dst_ip = gw.into();
-                }
-                return Some((word >> 32) as usize);
-            }
-            let group = &groups[nh.0 as usize];
-            let hop = table::pick(group, table::flow_hash(p));
-            if let Some(gw) = table::gateway_v4(hop) {
-                p.anno_mut().dst_ip = gw;
-            }
-            Some(hop.output as usize)
+            let out = table::route_v4(&groups, r, p);
+            missed += u64::from(out.is_none());
+            out
         });
         self.no_route += missed;
     }

@@ -167,6 +167,30 @@ impl std::ops::Deref for Groups {
     }
 }
 
+/// Routes `p` by the answer `nh` of an IPv4 lookup in a table whose hop
+/// groups are `groups`: a gateway replaces the destination annotation,
+/// an equal-cost group picks its hop by the flow hash, and the result is
+/// the hop's output; `None` when there is no route (no answer, or an
+/// index the groups do not have).
+#[inline(always)]
+pub fn route_v4(groups: &Groups, nh: Option<NextHop>, p: &mut Packet) -> Option<usize> {
+    let nh = nh?;
+    let word = *groups.v4.get(nh.0 as usize)?;
+    if word != V4_MANY {
+        // A one-hop group: its output and gateway in one word.
+        let gw = word as u32;
+        if gw != 0 {
+            p.anno_mut().dst_ip = gw.into();
+        }
+        return Some((word >> 32) as usize);
+    }
+    let hop = pick(&groups.hops[nh.0 as usize], flow_hash(p));
+    if let Some(gw) = gateway_v4(hop) {
+        p.anno_mut().dst_ip = gw;
+    }
+    Some(hop.output as usize)
+}
+
 /// The [`Groups::v4_words`] word of `group`. Outputs are checked below
 /// the element's output count, far below `u32::MAX`, so no one-hop
 /// word equals [`V4_MANY`].

@@ -328,28 +328,12 @@ impl Element for VrIpLookup {
                 return None;
             };
             let found = r.t.table.lpm.lookup(u32::from(p.anno().dst_ip));
-            let groups = r.groups.load();
-            let Some((nh, &word)) =
-                found.and_then(|nh| Some((nh, groups.v4_words().get(nh.0 as usize)?)))
-            else {
+            let out = table::route_v4(r.groups.load(), found, p);
+            if out.is_none() {
                 r.t.missed.fetch_add(1, Relaxed);
                 no_route += 1;
-                return None;
-            };
-            if word != table::V4_MANY {
-                // A one-hop group: its output and gateway in one word.
-                let gw = word as u32;
-                if gw != 0 {
-                    p.anno_mut().dst_ip = gw.into();
-                }
-                return Some((word >> 32) as usize);
             }
-            let group = &groups[nh.0 as usize];
-            let hop = table::pick(group, table::flow_hash(p));
-            if let Some(gw) = table::gateway_v4(hop) {
-                p.anno_mut().dst_ip = gw;
-            }
-            Some(hop.output as usize)
+            out
         });
         self.no_router += no_router;
         self.no_route += no_route;

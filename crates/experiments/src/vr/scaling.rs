@@ -272,43 +272,22 @@ pub fn workload_by_name(name: &str, packets: u64) -> Option<Workload> {
     }
 }
 
-/// Instructions per packet of one router without a demultiplexer and of
-/// `routers` routers behind one (callgrind), when counting is on.
-fn instructions(s: &Settings, tag: Tag, routers: usize) -> Result<Option<(f64, f64)>, Error> {
+/// Instructions per packet (callgrind) of the workloads `names`
+/// (`bench vr --one NAME`), when counting is on.
+fn instructions<const N: usize>(
+    s: &Settings,
+    names: [String; N],
+) -> Result<Option<[f64; N]>, Error> {
     let Some(exe) = &s.callgrind else {
         return Ok(None);
     };
     let (small, big) = s.pick((20_480, 225_280), (10_240, 61_440));
-    let count = |n: &str| {
-        let args: Vec<String> = [
-            "bench",
-            "vr",
-            "--one",
-            &format!("scaling-{}-{n}", tag.name()),
-        ]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-        callgrind_per_packet(exe, &args, small, big)
-    };
-    Ok(Some((count("none")?, count(&routers.to_string())?)))
-}
-
-/// Instructions per packet of `routers` routers on the shared plane
-/// (callgrind), when counting is on.
-fn instructions_shared(s: &Settings, tag: Tag, routers: usize) -> Result<Option<f64>, Error> {
-    let Some(exe) = &s.callgrind else {
-        return Ok(None);
-    };
-    let (small, big) = s.pick((20_480, 225_280), (10_240, 61_440));
-    let args: Vec<String> = [
-        "bench".to_string(),
-        "vr".into(),
-        "--one".into(),
-        format!("scaling-shared-{}-{routers}", tag.name()),
-    ]
-    .to_vec();
-    callgrind_per_packet(exe, &args, small, big).map(Some)
+    let mut out = [0.0; N];
+    for (o, name) in out.iter_mut().zip(names) {
+        let args: Vec<String> = vec!["bench".into(), "vr".into(), "--one".into(), name];
+        *o = callgrind_per_packet(exe, &args, small, big)?;
+    }
+    Ok(Some(out))
 }
 
 /// The first router count whose rate falls below `DIP` of the first
@@ -365,12 +344,21 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
         }
         let last = *counts.last().unwrap_or(&1);
         let one_hot = time_ns(|p| workload_one_hot(tag, last, p), packets, s.runs)?;
-        let instr = instructions(s, tag, last)?;
+        let t = tag.name();
+        let counted = instructions(
+            s,
+            [
+                format!("scaling-{t}-none"),
+                format!("scaling-{t}-{last}"),
+                format!("scaling-shared-{t}-{last}"),
+            ],
+        )?;
+        let instr = counted.map(|[one, many, _]| (one, many));
+        let instr_shared = counted.map(|[_, _, shared]| shared);
         let mut shared = Vec::new();
         for &n in &counts {
             shared.push((n, time_ns(|p| workload_shared(tag, n, p), packets, s.runs)?));
         }
-        let instr_shared = instructions_shared(s, tag, last)?;
         curves.push(Curve {
             tag,
             single,
