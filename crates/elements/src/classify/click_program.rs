@@ -1944,8 +1944,11 @@ alignment offset 0
             // `icmp type` test and a `proto` test with `and` and goes on
             // with `or` (see `click_loses_a_ternary_whose_condition_holds`);
             // in a list of rules it makes a wrong program. Such rules are
-            // not compared.
+            // not compared, nor lists of rules with a ternary, whose
+            // program can lose the `:` branch
+            // (`a_ternary_in_a_list_loses_its_else_branch`).
             prop_assume!(click == bricks || !texts.iter().any(|t| t.contains("icmp type") && t.contains("proto ") && t.contains(" or ")));
+            prop_assume!(click == bricks || texts.len() < 2 || !texts.iter().any(|t| t.contains('?')));
             prop_assert_eq!(click, bricks, "{}", z.unparse());
         }
     }
@@ -1988,6 +1991,39 @@ alignment offset 0
             .collect();
         let (theirs, _) = ipfilter_program(&rules).expect("Click has these");
         assert!(!reaches(&theirs, 2));
+        assert_eq!(theirs.run(|off| ip_word(&packet, 20, off)), None);
+    }
+
+    /// A difference found by the property test, not yet checked against
+    /// Click's own driver: in the list below, the program made by Click's
+    /// compiler as modelled here (`ipfilter_program`) drops a UDP packet
+    /// from 10.0.0.1 to port 80, whose second rule's condition (`src host
+    /// 10.0.0.1 and port 80 and tcp`) fails and whose `:` branch (`port
+    /// 80`) holds; the program tests for TCP before the `:` branch and
+    /// drops what is not. bricks sends the packet to that rule's output,
+    /// as the grammar reads (`?:` binds last).
+    #[test]
+    fn a_ternary_in_a_list_loses_its_else_branch() {
+        let texts = [
+            "port 80 and false or tcp opt syn",
+            "src host 10.0.0.1 and port 80 and (tcp) ? (tcp) : (port 80)",
+            "tcp",
+        ];
+        let packet: [u8; 40] = [
+            69, 0, 0, 40, 0, 0, 0, 0, 1, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 1, 0, 53, 0, 80, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 2, 0, 40, 0, 0, 0, 0,
+        ];
+        let ours = crate::classify::ip_classifier::compile(&texts).expect("grammar is valid");
+        assert_eq!(ours.classify_ip(&packet), Some(1));
+        let rules: Vec<_> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let e = crate::classify::ip_filter::parse_pattern_click(t).expect("valid");
+                (Some(i), e.1)
+            })
+            .collect();
+        let (theirs, _) = ipfilter_program(&rules).expect("Click has these");
         assert_eq!(theirs.run(|off| ip_word(&packet, 20, off)), None);
     }
 
