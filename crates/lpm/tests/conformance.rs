@@ -216,6 +216,36 @@ lpm4_suite!(trie4, |r| Box::new(
 ));
 lpm4_suite!(naive4, |r| Box::new(Naive4::from_routes(r).unwrap()));
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `Trie4::lookup_each`, the batch of many tables (virtual routers'
+    /// packets): each address is answered from its own table, in batches
+    /// that cross the lockstep chunk, whatever the others hold.
+    #[test]
+    fn trie4_lookup_each_answers_from_each_addresses_table(
+        tables in prop::collection::vec(routes4(), 1..5),
+        random in prop::collection::vec(any::<u32>(), 16),
+        pick in prop::collection::vec(any::<u8>(), 1..200),
+    ) {
+        let tries: Vec<Trie4> = tables.iter().map(|r| Trie4::build(r, 1 << 20).unwrap()).collect();
+        let naive: Vec<Naive4> = tables.iter().map(|r| Naive4::from_routes(r).unwrap()).collect();
+        let probes: Vec<u32> = tables.iter().flat_map(|r| probes4(r, &random)).collect();
+        let mut of = Vec::new();
+        let mut addrs = Vec::new();
+        for (k, &x) in pick.iter().enumerate() {
+            of.push(usize::from(x) % tries.len());
+            addrs.push(probes[(k * 7 + usize::from(x)) % probes.len()]);
+        }
+        let which: Vec<&Trie4> = of.iter().map(|&t| &tries[t]).collect();
+        let mut out = vec![Some(NextHop(u32::MAX)); addrs.len()];
+        Trie4::lookup_each(&which, &addrs, &mut out);
+        for (i, &a) in addrs.iter().enumerate() {
+            prop_assert_eq!(out[i], naive[of[i]].lookup(a), "{:#010x} in table {}", a, of[i]);
+        }
+    }
+}
+
 fn ip4(s: &str) -> u32 {
     s.parse::<std::net::Ipv4Addr>().unwrap().into()
 }

@@ -397,10 +397,15 @@ pub(super) fn v4_shared(
     args.shared(|_| {
         let routes = routes()?;
         let mut counting = Counting4::None;
+        let mut radix = None;
         let table = table::build_v4(routes, noutputs, |r| -> Result<Box<dyn Lpm4Update>, _> {
             Ok(match (algo, count) {
                 (Algorithm::Dir24_8, false) => Box::new(Dir24_8::build(r, memory)?),
-                (Algorithm::Trie4, false) => Box::new(Trie4::build(r, memory)?),
+                (Algorithm::Trie4, false) => {
+                    let t = Arc::new(Trie4::build(r, memory)?);
+                    radix = Some(t.clone());
+                    Box::new(Both(t))
+                }
                 (Algorithm::Dir24_8, true) => {
                     let d = Arc::new(Dir24_8::build(r, memory)?);
                     counting = Counting4::Dir24_8(d.clone());
@@ -409,6 +414,7 @@ pub(super) fn v4_shared(
                 (Algorithm::Trie4, true) => {
                     let t = Arc::new(Trie4::build(r, memory)?);
                     counting = Counting4::Trie4(t.clone());
+                    radix = Some(t.clone());
                     Box::new(Both(t))
                 }
             })
@@ -418,6 +424,7 @@ pub(super) fn v4_shared(
         }
         Ok(V4Table {
             table,
+            radix,
             counting,
             live,
             noutputs,
@@ -430,6 +437,10 @@ pub(super) fn v4_shared(
 /// type when the element counts memory references.
 pub(super) struct V4Table {
     pub(super) table: RouteTable<dyn Lpm4Update>,
+    /// The table's structure by its type when it is a radix trie: a
+    /// lookup of many tables at once walks them together
+    /// ([`Trie4::lookup_each`]).
+    pub(super) radix: Option<Arc<Trie4>>,
     counting: Counting4,
     pub(super) live: Option<Live>,
     /// The outputs its routes may name.
