@@ -9,6 +9,7 @@ pub mod bench;
 pub mod dir24_8;
 pub mod gen;
 pub mod ipv6;
+pub mod linear4;
 mod mem;
 pub mod naive;
 pub mod prefix;
@@ -18,6 +19,7 @@ pub mod trie4;
 
 pub use dir24_8::Dir24_8;
 pub use ipv6::Poptrie6;
+pub use linear4::Linear4;
 pub use naive::{Naive4, Naive6};
 pub use prefix::{NextHop, Prefix4, Prefix6};
 pub use table::{Lpm4, Lpm4Update, Lpm6, Lpm6Update, LpmError};

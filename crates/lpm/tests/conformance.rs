@@ -8,8 +8,8 @@
 //! concurrency test of updates while readers look up.
 
 use bricks_lpm::{
-    Dir24_8, Lpm4, Lpm4Update, Lpm6, Lpm6Update, LpmError, Naive4, Naive6, NextHop, Poptrie6,
-    Prefix4, Prefix6, Trie4,
+    Dir24_8, Linear4, Lpm4, Lpm4Update, Lpm6, Lpm6Update, LpmError, Naive4, Naive6, NextHop,
+    Poptrie6, Prefix4, Prefix6, Trie4,
 };
 use proptest::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -109,6 +109,9 @@ fn ops4() -> impl Strategy<Value = Vec<Op4>> {
 
 macro_rules! lpm4_suite {
     ($name:ident, $make:expr) => {
+        lpm4_suite!($name, $make, 0x00ff_ffff);
+    };
+    ($name:ident, $make:expr, $churn:expr) => {
         mod $name {
             use super::*;
 
@@ -195,7 +198,7 @@ macro_rules! lpm4_suite {
 
             #[test]
             fn updates_while_reading() {
-                concurrent4(Arc::from(make(&[])));
+                concurrent4(Arc::from(make(&[])), $churn);
             }
         }
     };
@@ -215,6 +218,12 @@ lpm4_suite!(trie4, |r| Box::new(
     Trie4::build(r, Trie4::DEFAULT_MEMORY_BOUND).unwrap()
 ));
 lpm4_suite!(naive4, |r| Box::new(Naive4::from_routes(r).unwrap()));
+// At most 16 x 8 churn prefixes, so the table stays within its 256.
+lpm4_suite!(
+    linear4,
+    |r| Box::new(Linear4::build(r, Linear4::MAX_MEMORY_BOUND).unwrap()),
+    0x0000_0f00
+);
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
@@ -339,7 +348,9 @@ fn edges4(t: &dyn Lpm4Update) {
 /// addresses whose answer is known to be one of one or two values through
 /// the whole stream; readers must never see anything else (no `None`, no
 /// third value).
-fn concurrent4(t: Arc<dyn Lpm4Update>) {
+/// Updates while two threads look up. The churn's random prefixes vary
+/// in the bits of `churn` (a bounded table gets few enough of them).
+fn concurrent4(t: Arc<dyn Lpm4Update>, churn: u32) {
     let nh = NextHop;
     t.insert(pfx4("10.1.2.0/24"), nh(1)).unwrap(); // stable
     t.insert(pfx4("10.9.0.0/16"), nh(2)).unwrap(); // covers the flipping /28
@@ -414,7 +425,7 @@ fn concurrent4(t: Arc<dyn Lpm4Update>) {
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
-            let p = Prefix4::new(ip4("20.0.0.0") | (x & 0x00ff_ffff), 25 + (x % 8) as u8);
+            let p = Prefix4::new(ip4("20.0.0.0") | (x & churn), 25 + (x % 8) as u8);
             if x & 1 == 0 {
                 t.insert(p, nh(x % 16)).unwrap();
             } else {

@@ -19,7 +19,7 @@ use bricks_element::{
 };
 use bricks_lpm::source::{PeerSelect, RoutePrefix};
 use bricks_lpm::{
-    Dir24_8, Lpm4, Lpm4Update, Lpm6Update, LpmError, NextHop, Poptrie6, Prefix4, Trie4,
+    Dir24_8, Linear4, Lpm4, Lpm4Update, Lpm6Update, LpmError, NextHop, Poptrie6, Prefix4, Trie4,
 };
 use bricks_packet::MAX_BATCH;
 use std::net::Ipv6Addr;
@@ -291,6 +291,8 @@ static LOOKUP6_MANUAL: Manual = Manual {
 pub(super) enum Algorithm {
     Dir24_8,
     Trie4,
+    /// A few routes scanned longest first (`VRRouteTable`'s `linear`).
+    Linear4,
 }
 
 /// Reads the routes of a lookup element: those of its arguments, then
@@ -398,6 +400,7 @@ pub(super) fn v4_shared(
         let routes = routes()?;
         let mut counting = Counting4::None;
         let mut radix = None;
+        let mut linear = None;
         let table = table::build_v4(routes, noutputs, |r| -> Result<Box<dyn Lpm4Update>, _> {
             Ok(match (algo, count) {
                 (Algorithm::Dir24_8, false) => Box::new(Dir24_8::build(r, memory)?),
@@ -417,6 +420,12 @@ pub(super) fn v4_shared(
                     radix = Some(t.clone());
                     Box::new(Both(t))
                 }
+                // No element counts a linear table's references.
+                (Algorithm::Linear4, _) => {
+                    let t = Arc::new(Linear4::build(r, memory)?);
+                    linear = Some(t.clone());
+                    Box::new(Both(t))
+                }
             })
         })?;
         if live.is_some() {
@@ -425,6 +434,7 @@ pub(super) fn v4_shared(
         Ok(V4Table {
             table,
             radix,
+            linear,
             counting,
             live,
             noutputs,
@@ -441,6 +451,8 @@ pub(super) struct V4Table {
     /// lookup of many tables at once walks them together
     /// ([`Trie4::lookup_each`]).
     pub(super) radix: Option<Arc<Trie4>>,
+    /// The same when it is a linear table.
+    pub(super) linear: Option<Arc<Linear4>>,
     counting: Counting4,
     pub(super) live: Option<Live>,
     /// The outputs its routes may name.

@@ -22,7 +22,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     PortInfo, Stats,
 };
-use bricks_lpm::{NextHop, Trie4};
+use bricks_lpm::{Linear4, Lpm4, NextHop, Trie4};
 use bricks_packet::MAX_BATCH;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -47,7 +47,8 @@ pub static LOOKUP: ElementClass = ElementClass {
 
 static TABLE_MANUAL: Manual = Manual {
     summary: "one virtual router's IPv4 route table, for VRIPLookup",
-    synopsis: "VRRouteTable(ADDR/LEN [GATEWAY] OUT, ... [, OUTPUTS n, ALGORITHM radix|direct, \
+    synopsis:
+        "VRRouteTable(ADDR/LEN [GATEWAY] OUT, ... [, OUTPUTS n, ALGORITHM radix|direct|linear, \
         ROUTES FILE|SOURCE, DEVICES NAMES])",
     description: "An information element (no ports) holding the routes of one virtual \
         router, in the syntax and with the handlers of RadixIPLookup: `add`, `set`, \
@@ -56,10 +57,13 @@ static TABLE_MANUAL: Manual = Manual {
         OUTPUTS is the number of the lookup's outputs its routes may name; a route to \
         a higher output is refused, in the arguments and in `add`. ALGORITHM picks the \
         lookup structure: `radix` (the 4-bit-stride trie of RadixIPLookup, a few \
-        hundred bytes for a small table: the default, so that a thousand routers' \
-        tables fit in the caches) or `direct` (DIR-24-8 of DirectIPLookup, 64 MiB and \
-        more, for an Internet-size table). bricks only: Click has no virtual-router \
-        tables.",
+        hundred bytes for a small table: the default), `direct` (DIR-24-8 of \
+        DirectIPLookup, 64 MiB and more, for an Internet-size table) or `linear` (the \
+        routes longest first in one array, as Click's LinearIPLookup: one cache line \
+        for a few routes, the fastest for a tenant's handful and what keeps a thousand \
+        routers' tables in the caches; at most 256 routes, 64 with the default \
+        MEMORY, so a packet's scan stays short). bricks only: Click has no \
+        virtual-router tables.",
     ports: "none",
     keywords: &[
         Keyword {
@@ -70,7 +74,7 @@ static TABLE_MANUAL: Manual = Manual {
         },
         Keyword {
             name: "ALGORITHM",
-            ty: "radix or direct",
+            ty: "radix, direct or linear",
             default: Some("radix"),
             doc: "the lookup structure",
         },
@@ -178,16 +182,20 @@ const MAX_OUTPUTS: usize = u16::MAX as usize;
 /// the 1 TiB the lookup elements' default would.
 const RADIX_MEMORY: usize = 16 << 20;
 
+/// A linear table's default MEMORY: 64 routes of 24 bytes.
+const LINEAR_MEMORY: usize = 64 * 24;
+
 /// ALGORITHM's values.
 #[derive(Debug, Clone, Copy)]
 struct AlgorithmArg(Algorithm);
 
 impl FromArg for AlgorithmArg {
-    const TYPE: &'static str = "`radix` or `direct`";
+    const TYPE: &'static str = "`radix`, `direct` or `linear`";
     fn from_arg(text: &str) -> Result<Self, String> {
         match text {
             "radix" => Ok(AlgorithmArg(Algorithm::Trie4)),
             "direct" => Ok(AlgorithmArg(Algorithm::Dir24_8)),
+            "linear" => Ok(AlgorithmArg(Algorithm::Linear4)),
             _ => Err(format!("found `{text}`")),
         }
     }
@@ -206,6 +214,7 @@ fn make_table(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>
     let memory = match algo {
         Algorithm::Trie4 => RADIX_MEMORY,
         Algorithm::Dir24_8 => table::DEFAULT_MEMORY,
+        Algorithm::Linear4 => LINEAR_MEMORY,
     };
     let t = v4_shared(args, outputs, algo, false, memory)?;
     Ok(Box::new(VrRouteTable {
@@ -256,6 +265,8 @@ struct Router {
     groups: Cache<GroupsOf, Arc<Groups>>,
     /// Its trie, when the table is a radix trie (`ALGORITHM radix`).
     radix: Option<Arc<Trie4>>,
+    /// Its array, when the table is linear (`ALGORITHM linear`).
+    linear: Option<Arc<Linear4>>,
 }
 
 fn make_lookup(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -293,10 +304,12 @@ fn make_lookup(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>
         routers.push(Router {
             groups: Cache::new(GroupsOf(Arc::clone(&t))),
             radix: t.radix.clone(),
+            linear: t.linear.clone(),
             t,
         });
     }
     Ok(Box::new(VrIpLookup {
+        walk: routers.iter().any(|r| r.radix.is_some()),
         routers: routers.into_boxed_slice(),
         empty: Trie4::with_memory_bound(128).expect("one node fits"),
         no_router: 0,
@@ -308,6 +321,9 @@ fn make_lookup(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>
 pub struct VrIpLookup {
     /// By virtual-router annotation.
     routers: Box<[Router]>,
+    /// Whether some router's table is a trie, so the batch's walks go
+    /// together.
+    walk: bool,
     /// Walked for packets of no router or of a router whose table is not
     /// a trie: it answers nothing.
     empty: Trie4,
@@ -328,36 +344,40 @@ impl Element for VrIpLookup {
         // is no batch of one table's addresses; but the walks of the
         // batch's packets, each in its own router's trie, go level by
         // level together (`Trie4::lookup_each`), so that with a thousand
-        // tables their cache misses overlap instead of queueing.
-        let mut addrs = ArrayVec::<u32, MAX_BATCH>::new();
-        let mut tries = ArrayVec::<&Trie4, MAX_BATCH>::new();
-        for p in batch.iter() {
-            let a = p.anno();
-            addrs.push(u32::from(a.dst_ip));
-            tries.push(
-                self.routers
-                    .get(usize::from(a.vrouter))
-                    .and_then(|r| r.radix.as_deref())
-                    .unwrap_or(&self.empty),
-            );
-        }
+        // tables their cache misses overlap instead of queueing. Linear
+        // and DIR-24-8 tables are a load or two a packet: looked up one
+        // by one.
         let mut found = ArrayVec::<Option<NextHop>, MAX_BATCH>::new();
-        found.extend(addrs.iter().map(|_| None));
-        Trie4::lookup_each(&tries, &addrs, &mut found);
-        drop(tries);
+        if self.walk {
+            let mut addrs = ArrayVec::<u32, MAX_BATCH>::new();
+            let mut tries = ArrayVec::<&Trie4, MAX_BATCH>::new();
+            for p in batch.iter() {
+                let a = p.anno();
+                addrs.push(u32::from(a.dst_ip));
+                tries.push(
+                    self.routers
+                        .get(usize::from(a.vrouter))
+                        .and_then(|r| r.radix.as_deref())
+                        .unwrap_or(&self.empty),
+                );
+            }
+            found.extend(addrs.iter().map(|_| None));
+            Trie4::lookup_each(&tries, &addrs, &mut found);
+        }
         let routers = &mut self.routers;
-        let mut answers = found.iter();
+        let mut walked = found.iter();
         let (mut no_router, mut no_route) = (0, 0);
         cx.push_classified(batch, |p| {
-            // As many answers as packets: `None` never comes.
-            let &walked = answers.next()?;
+            let walked = walked.next();
             let Some(r) = routers.get_mut(usize::from(p.anno().vrouter)) else {
                 no_router += 1;
                 return None;
             };
-            let found = match r.radix {
-                Some(_) => walked,
-                None => r.t.table.lpm.lookup(u32::from(p.anno().dst_ip)),
+            let dst = u32::from(p.anno().dst_ip);
+            let found = match (&r.linear, walked) {
+                (Some(l), _) => l.lookup(dst),
+                (None, Some(&w)) if r.radix.is_some() => w,
+                _ => r.t.table.lpm.lookup(dst),
             };
             let out = table::route_v4(r.groups.load(), found, p);
             if out.is_none() {
@@ -571,23 +591,38 @@ mod tests {
         assert!(table_error("10.0.0.0/8 0, OUTPUTS 0").contains("OUTPUTS must be 1"));
         assert!(table_error("10.0.0.0/8 1").contains("out of range"));
         assert!(table_error("10.0.0.0/8 0, ALGORITHM hash").contains("ALGORITHM"));
+        // A linear table is bounded: a route past its MEMORY is refused,
+        // in the arguments and in `add`.
+        let e = table_error("10.0.0.0/8 0, 11.0.0.0/8 0, ALGORITHM linear, MEMORY 24");
+        assert!(e.contains("linear") && e.contains("use a trie"), "{e}");
+        let (mut t, _) = table("10.0.0.0/8 0, ALGORITHM linear, MEMORY 24");
+        let e = t.write_handler("add", "11.0.0.0/8 0").unwrap_err();
+        assert!(e.contains("use a trie"), "{e}");
+        let listed = t.read_handler("table").unwrap();
+        assert!(
+            listed.contains("10.0.0.0/8") && !listed.contains("11.0.0.0"),
+            "{listed}"
+        );
     }
 
     #[test]
-    fn a_batch_of_many_routers_and_both_algorithms_is_answered_packet_by_packet() {
+    fn a_batch_of_many_routers_and_every_algorithm_is_answered_packet_by_packet() {
         // More packets than the tries walk together, interleaved over a
-        // radix router, a direct one and a router with no table.
+        // radix router, a direct one, a linear one and a router with no
+        // table.
         let (_r, radix) = table("10.0.0.0/8 0, 10.1.0.0/16 10.9.9.9 1, OUTPUTS 2");
         let (_d, direct) = table("10.0.0.0/8 1, 10.2.0.0/16 0, ALGORITHM direct, OUTPUTS 2");
+        let (_l, linear) = table("10.0.0.0/8 1, 10.3.0.0/16 0, ALGORITHM linear, OUTPUTS 2");
         let refs = bricks_element::FixedRefs(vec![
             ("r".into(), TABLE.name, radix),
             ("d".into(), TABLE.name, direct),
+            ("l".into(), TABLE.name, linear),
         ]);
-        let mut h = lookup(&refs, "r, d", 2);
+        let mut h = lookup(&refs, "r, d, l", 2);
         let mut want: [Vec<(u16, Ipv4Addr)>; 2] = [Vec::new(), Vec::new()];
         let mut packets = Vec::new();
         for k in 0..100u8 {
-            let vr = u16::from(k % 3);
+            let vr = u16::from(k % 4);
             let dst = [10, k % 4, 0, k];
             packets.push(udp(vr, dst));
             let d = Ipv4Addr::from(dst);
@@ -596,6 +631,8 @@ mod tests {
                 (0, _) => want[0].push((0, d)),
                 (1, 2) => want[0].push((1, d)),
                 (1, _) => want[1].push((1, d)),
+                (2, 3) => want[0].push((2, d)),
+                (2, _) => want[1].push((2, d)),
                 _ => {}
             }
         }
@@ -608,13 +645,13 @@ mod tests {
                 .collect();
             assert_eq!(&got, want, "output {o}");
         }
-        assert_eq!(h.stats().get("no_router"), Some(33));
+        assert_eq!(h.stats().get("no_router"), Some(25));
         assert_eq!(h.stats().get("no_route"), Some(0));
     }
 
     #[test]
-    fn both_algorithms_answer_alike() {
-        for algo in ["radix", "direct"] {
+    fn every_algorithm_answers_alike() {
+        for algo in ["radix", "direct", "linear"] {
             let (_t, shared) = table(&format!(
                 "10.0.0.0/8 0, 10.1.0.0/16 10.9.9.9 1, 10.1.2.3 2, ALGORITHM {algo}, OUTPUTS 3"
             ));

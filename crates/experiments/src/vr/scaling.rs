@@ -19,6 +19,8 @@
 //! DecIPTTL`, whose lookup picks the packet's router's `VRRouteTable` by
 //! the annotation VRDemux wrote, so that batches stay whole however many
 //! routers their packets belong to (VRFs, as VPP and Linux build them).
+//! The tables are linear (`ALGORITHM linear`), as StaticIPLookup's are on
+//! the per-router path, so the two planes differ in the plane alone.
 //!
 //! Goals: demultiplexing and per-router dispatch add at most 5 ns per
 //! packet over the single router; 1,024 routers keep at least 80 % of the
@@ -134,8 +136,12 @@ pub enum Plane {
     PerRouter,
     /// One path for all of them, every VRDemux output into it, the lookup
     /// in the packet's router's table (`VRIPLookup` over a
-    /// `VRRouteTable` per router).
+    /// `VRRouteTable(..., ALGORITHM linear)` per router: five routes, as
+    /// the per-router path's StaticIPLookup holds them).
     Shared,
+    /// The same with radix-trie tables (only by name, for `--one`:
+    /// `scaling-shared-radix-TAG-N`).
+    SharedRadix,
 }
 
 impl Plane {
@@ -143,6 +149,7 @@ impl Plane {
         match self {
             Plane::PerRouter => "per-router",
             Plane::Shared => "shared",
+            Plane::SharedRadix => "shared-radix",
         }
     }
 }
@@ -196,7 +203,7 @@ fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool, plane: P
     };
     match routers {
         None => router(&mut t, 0),
-        Some(n) if plane == Plane::Shared => {
+        Some(n) if plane != Plane::PerRouter => {
             let pairs: Vec<String> = (0..n).map(|r| format!("{} {r}", tag.tag_text(r))).collect();
             let _ = writeln!(
                 t,
@@ -212,12 +219,16 @@ fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool, plane: P
                 tables.join(", ")
             );
             // Five routes need some fifteen trie nodes: a reserve of 32
-            // (4 KiB) each keeps the thousand tables side by side on the
+            // (4 KiB) each keeps the thousand tries side by side on the
             // heap instead of a 16 MiB mapping apiece with pages of its
             // own (measured: 1.13-1.16 s against 1.55 s for 20M packets
             // at 1,024 routers; 64 KiB reserves gave 1.26-1.31 s).
+            let algorithm = match plane {
+                Plane::SharedRadix => "MEMORY 4096",
+                _ => "ALGORITHM linear",
+            };
             for r in 0..n {
-                let _ = writeln!(t, "t{r} :: VRRouteTable({}, MEMORY 4096);", routes(r));
+                let _ = writeln!(t, "t{r} :: VRRouteTable({}, {algorithm});", routes(r));
                 let _ = writeln!(t, "demux[{r}] -> plane;");
             }
         }
@@ -236,7 +247,9 @@ fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool, plane: P
         }
     }
     let name = match routers {
-        Some(n) if plane == Plane::Shared => format!("{n}-routers-{}-shared", tag.name()),
+        Some(n) if plane != Plane::PerRouter => {
+            format!("{n}-routers-{}-{}", tag.name(), plane.name())
+        }
         Some(n) => format!("{n}-routers-{}", tag.name()),
         None => format!("one-router-{}", tag.name()),
     };
@@ -248,9 +261,12 @@ fn build(tag: Tag, routers: Option<usize>, packets: u64, one_hot: bool, plane: P
 /// what `bricks bench vr --one` runs under callgrind.
 pub fn workload_by_name(name: &str, packets: u64) -> Option<Workload> {
     let rest = name.strip_prefix("scaling-")?;
-    let (rest, plane) = match rest.strip_prefix("shared-") {
-        Some(rest) => (rest, Plane::Shared),
-        None => (rest, Plane::PerRouter),
+    let (rest, plane) = if let Some(rest) = rest.strip_prefix("shared-radix-") {
+        (rest, Plane::SharedRadix)
+    } else if let Some(rest) = rest.strip_prefix("shared-") {
+        (rest, Plane::Shared)
+    } else {
+        (rest, Plane::PerRouter)
     };
     let (tag, n) = rest.split_once('-')?;
     let tag = match tag {
@@ -267,7 +283,9 @@ pub fn workload_by_name(name: &str, packets: u64) -> Option<Workload> {
         ),
     };
     match plane {
-        Plane::Shared => Some(workload_shared(tag, routers?, packets)),
+        Plane::Shared | Plane::SharedRadix => {
+            Some(build(tag, Some(routers?), packets, false, plane))
+        }
         Plane::PerRouter => Some(workload(tag, routers, packets)),
     }
 }
@@ -415,7 +433,7 @@ pub fn run(s: &Settings) -> Result<Vec<Row>, Error> {
     println!(
         "Fig. 16: {SOURCES} sources -> RoundRobinSched -> Unqueue -> VRDemux -> N routers \
          (Strip -> CheckIPHeader -> StaticIPLookup -> DecIPTTL each; shared: every VRDemux \
-         output into one Strip -> CheckIPHeader -> VRIPLookup -> DecIPTTL, a VRRouteTable per \
+         output into one Strip -> CheckIPHeader -> VRIPLookup -> DecIPTTL, a linear VRRouteTable per \
          router), 64-byte frames, one worker, {packets} packets per run\n"
     );
     print!("{}", t.render());
@@ -635,6 +653,12 @@ mod tests {
         }
         let w = workload_by_name("scaling-mac-16", 2048).unwrap();
         assert_eq!(w.run().unwrap().delivered, 2048);
+        // The shared plane, with linear tables and with radix tries.
+        for name in ["scaling-shared-vlan-16", "scaling-shared-radix-mac-16"] {
+            let w = workload_by_name(name, 2048).unwrap();
+            assert_eq!(w.run().unwrap().delivered, 2048, "{name}");
+        }
+        assert!(workload_by_name("scaling-shared-radix-mac-none", 1024).is_none());
     }
 
     #[test]
