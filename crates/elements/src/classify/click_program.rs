@@ -1994,9 +1994,10 @@ alignment offset 0
         assert_eq!(theirs.run(|off| ip_word(&packet, 20, off)), None);
     }
 
-    /// A difference found by the property test, not yet checked against
-    /// Click's own driver: in the list below, the program made by Click's
-    /// compiler as modelled here (`ipfilter_program`) drops a UDP packet
+    /// A difference found by the property test, and Click's userlevel
+    /// driver (kohler/click 9197a594b) does the same: in the list below,
+    /// the program made by Click's compiler (`ipfilter_program` models
+    /// it) drops a UDP packet
     /// from 10.0.0.1 to port 80, whose second rule's condition (`src host
     /// 10.0.0.1 and port 80 and tcp`) fails and whose `:` branch (`port
     /// 80`) holds; the program tests for TCP before the `:` branch and
