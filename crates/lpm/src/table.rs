@@ -152,13 +152,23 @@ impl fmt::Display for LpmError {
                 needed,
                 bound,
                 detail,
-            } => write!(
-                f,
-                "{algorithm}: the table needs {} ({needed} bytes: {detail}) but the memory \
-                 bound is {} ({bound} bytes); raise the bound or shrink the table",
-                mib(*needed),
-                mib(*bound)
-            ),
+            } => {
+                let needs = if *needed < 1024 {
+                    format!("{needed} bytes ({detail})")
+                } else {
+                    format!("{} ({needed} bytes: {detail})", mib(*needed))
+                };
+                let limit = if *bound < 1024 {
+                    format!("{bound} bytes")
+                } else {
+                    format!("{} ({bound} bytes)", mib(*bound))
+                };
+                write!(
+                    f,
+                    "{algorithm}: the table needs {needs} but the memory bound is {limit}; \
+                     raise the bound or shrink the table"
+                )
+            }
             LpmError::NextHopTooLarge { next_hop } => write!(
                 f,
                 "next hop {next_hop} is above the largest a table can hold ({})",
@@ -170,9 +180,13 @@ impl fmt::Display for LpmError {
 
 impl std::error::Error for LpmError {}
 
-/// `12.3 MiB`.
+/// `12.3 MiB`, or `1.5 KiB` and `24 bytes` for what is smaller.
 pub(crate) fn mib(bytes: usize) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+    match bytes {
+        0..1024 => format!("{bytes} bytes"),
+        1024..1048576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0)),
+    }
 }
 
 /// Refuses next hops the 22-bit entry fields cannot hold.
