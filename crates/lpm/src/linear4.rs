@@ -28,29 +28,33 @@
 
 use crate::prefix::{NextHop, Prefix4};
 use crate::table::{check_next_hop, Lpm4, Lpm4Update, LpmError};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Words a copy holds: its route count, then the routes.
 const WORDS: usize = Linear4::MAX_ROUTES + 1;
-/// Bytes a route takes: a word and a next hop in each copy.
-const ROUTE_BYTES: usize = 24;
+/// Bytes a route takes: a word in each copy.
+const ROUTE_BYTES: usize = 16;
+/// Where a word keeps the prefix length and the next hop.
+const LEN_SHIFT: u32 = 32;
+const HOP_SHIFT: u32 = 38;
 
-/// A route's prefix as one word: the address, and above it the mask, so
-/// that testing a route is an xor, an and and a compare.
+/// A route as one word: the address, the prefix length, the next hop. A
+/// router's few routes, its copy's count and the version are then one
+/// cache line: with a thousand routers, what a packet misses on.
 #[inline(always)]
-fn word(p: Prefix4) -> u64 {
-    u64::from(p.addr) | u64::from(Prefix4::mask(p.len)) << 32
+fn word(p: Prefix4, nh: NextHop) -> u64 {
+    u64::from(p.addr) | u64::from(p.len) << LEN_SHIFT | u64::from(nh.0) << HOP_SHIFT
 }
 
-/// The linear table; see the module doc.
+/// The linear table; see the module doc. In C's layout, so that the
+/// version and the first copy's start share a line.
+#[repr(C)]
 pub struct Linear4 {
     /// Which copy readers use (its low bit), bumped at every publication.
     version: AtomicU64,
-    /// Each copy's route count, then its prefixes longest first.
+    /// Each copy's route count, then its routes longest first.
     copies: [[AtomicU64; WORDS]; 2],
-    /// Each copy's next hops, in the same order (read on a match only).
-    hops: [[AtomicU32; Linear4::MAX_ROUTES]; 2],
     capacity: usize,
     bound: usize,
     /// The routes, longest prefix first: the writer's side.
@@ -73,8 +77,8 @@ impl Linear4 {
     /// The memory bound that allows [`Linear4::MAX_ROUTES`].
     pub const MAX_MEMORY_BOUND: usize = Self::MAX_ROUTES * ROUTE_BYTES;
 
-    /// An empty table of as many routes as `bound` bytes hold (24 a
-    /// route: a word and a next hop in each of the two copies), at most
+    /// An empty table of as many routes as `bound` bytes hold (16 a
+    /// route: a word in each of the two copies), at most
     /// [`Linear4::MAX_ROUTES`].
     pub fn with_memory_bound(bound: usize) -> Result<Linear4, LpmError> {
         let capacity = (bound / ROUTE_BYTES).min(Self::MAX_ROUTES);
@@ -87,9 +91,9 @@ impl Linear4 {
             });
         }
         Ok(Linear4 {
-            version: AtomicU64::new(0),
+            // Odd: the first publication goes to copy 0, beside it.
+            version: AtomicU64::new(1),
             copies: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
-            hops: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU32::new(0))),
             capacity,
             bound,
             writer: Mutex::new(Vec::new()),
@@ -135,7 +139,7 @@ impl Linear4 {
                 needed: (w.len() + 1) * ROUTE_BYTES,
                 bound: self.bound,
                 detail: format!(
-                    "{} routes of 24 bytes; a linear table holds at most {}, use a trie or \
+                    "{} routes of 16 bytes; a linear table holds at most {}, use a trie or \
                      DIR-24-8 for more",
                     w.len() + 1,
                     Self::MAX_ROUTES
@@ -153,10 +157,9 @@ impl Linear4 {
     fn publish(&self, w: &[(Prefix4, NextHop)]) {
         let v = self.version.load(Ordering::Relaxed);
         let c = ((v + 1) & 1) as usize;
-        let (copy, hops) = (&self.copies[c], &self.hops[c]);
-        for ((slot, hop), &(p, nh)) in copy[1..].iter().zip(hops).zip(w) {
-            slot.store(word(p), Ordering::Relaxed);
-            hop.store(nh.0, Ordering::Relaxed);
+        let copy = &self.copies[c];
+        for (slot, &(p, nh)) in copy[1..].iter().zip(w) {
+            slot.store(word(p, nh), Ordering::Relaxed);
         }
         copy[0].store(w.len() as u64, Ordering::Relaxed);
         self.version.store(v + 1, Ordering::Release);
@@ -173,13 +176,19 @@ impl Lpm4 for Linear4 {
         loop {
             let v = self.version.load(Ordering::Acquire);
             let c = (v & 1) as usize;
-            let (copy, hops) = (&self.copies[c], &self.hops[c]);
+            let copy = &self.copies[c];
             let n = (copy[0].load(Ordering::Relaxed) as usize).min(Self::MAX_ROUTES);
             let mut found = None;
-            for (e, hop) in copy[1..=n].iter().zip(hops) {
+            for e in &copy[1..=n] {
                 let e = e.load(Ordering::Relaxed);
-                if (addr ^ e as u32) & (e >> 32) as u32 == 0 {
-                    found = Some(NextHop(hop.load(Ordering::Relaxed)));
+                // The netmask of the length: all ones above the host bits
+                // (none for /0). A torn word's length may be up to 63:
+                // the shift stays within the u64, and the lookup is
+                // retried below anyway.
+                let len = (e >> LEN_SHIFT) & 0x3f;
+                let mask = !(u64::from(u32::MAX) >> len) as u32;
+                if (addr ^ e as u32) & mask == 0 {
+                    found = Some(NextHop((e >> HOP_SHIFT) as u32));
                     break;
                 }
             }
@@ -191,8 +200,8 @@ impl Lpm4 for Linear4 {
     }
 
     fn memory_bytes(&self) -> usize {
-        // The version and both copies' counts, routes and next hops.
-        8 + 2 * (8 + 12 * self.route_count())
+        // The version and both copies' counts and routes.
+        8 + 2 * 8 * (1 + self.route_count())
     }
 
     fn name(&self) -> &'static str {

@@ -182,8 +182,8 @@ const MAX_OUTPUTS: usize = u16::MAX as usize;
 /// the 1 TiB the lookup elements' default would.
 const RADIX_MEMORY: usize = 16 << 20;
 
-/// A linear table's default MEMORY: 64 routes of 24 bytes.
-const LINEAR_MEMORY: usize = 64 * 24;
+/// A linear table's default MEMORY: 64 routes of 16 bytes.
+const LINEAR_MEMORY: usize = 64 * 16;
 
 /// ALGORITHM's values.
 #[derive(Debug, Clone, Copy)]
@@ -593,9 +593,9 @@ mod tests {
         assert!(table_error("10.0.0.0/8 0, ALGORITHM hash").contains("ALGORITHM"));
         // A linear table is bounded: a route past its MEMORY is refused,
         // in the arguments and in `add`.
-        let e = table_error("10.0.0.0/8 0, 11.0.0.0/8 0, ALGORITHM linear, MEMORY 24");
+        let e = table_error("10.0.0.0/8 0, 11.0.0.0/8 0, ALGORITHM linear, MEMORY 16");
         assert!(e.contains("linear") && e.contains("use a trie"), "{e}");
-        let (mut t, _) = table("10.0.0.0/8 0, ALGORITHM linear, MEMORY 24");
+        let (mut t, _) = table("10.0.0.0/8 0, ALGORITHM linear, MEMORY 16");
         let e = t.write_handler("add", "11.0.0.0/8 0").unwrap_err();
         assert!(e.contains("use a trie"), "{e}");
         let listed = t.read_handler("table").unwrap();
