@@ -180,12 +180,13 @@ impl fmt::Display for LpmError {
 
 impl std::error::Error for LpmError {}
 
-/// `12.3 MiB`, or `1.5 KiB` and `24 bytes` for what is smaller.
+/// `12.3 MiB`, or `1.5 KiB` below a MiB (sizes below a KiB are written
+/// in bytes by the caller).
 pub(crate) fn mib(bytes: usize) -> String {
-    match bytes {
-        0..1024 => format!("{bytes} bytes"),
-        1024..1048576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
-        _ => format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0)),
+    if bytes < 1 << 20 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
     }
 }
 

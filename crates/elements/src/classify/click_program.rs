@@ -1953,6 +1953,20 @@ alignment offset 0
         }
     }
 
+    /// The program Click's compiler makes of `texts`, rule `i` to output
+    /// `i`.
+    fn click_program_of(texts: &[&str]) -> Program {
+        let rules: Vec<_> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let e = crate::classify::ip_filter::parse_pattern_click(t).expect("valid");
+                (Some(i), e.1)
+            })
+            .collect();
+        ipfilter_program(&rules).expect("Click has these").0
+    }
+
     /// Whether Click's program sends any packet to output `out`.
     fn reaches(p: &Program, out: usize) -> bool {
         let j = -(out as i32);
@@ -1981,15 +1995,7 @@ alignment offset 0
         ];
         let ours = crate::classify::ip_classifier::compile(&texts).expect("grammar is valid");
         assert_eq!(ours.classify_ip(&packet), Some(2));
-        let rules: Vec<_> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let e = crate::classify::ip_filter::parse_pattern_click(t).expect("valid");
-                (Some(i), e.1)
-            })
-            .collect();
-        let (theirs, _) = ipfilter_program(&rules).expect("Click has these");
+        let theirs = click_program_of(&texts);
         assert!(!reaches(&theirs, 2));
         assert_eq!(theirs.run(|off| ip_word(&packet, 20, off)), None);
     }
@@ -1997,11 +2003,10 @@ alignment offset 0
     /// A difference found by the property test, and Click's userlevel
     /// driver (kohler/click 9197a594b) does the same: in the list below,
     /// the program made by Click's compiler (`ipfilter_program` models
-    /// it) drops a UDP packet
-    /// from 10.0.0.1 to port 80, whose second rule's condition (`src host
-    /// 10.0.0.1 and port 80 and tcp`) fails and whose `:` branch (`port
-    /// 80`) holds; the program tests for TCP before the `:` branch and
-    /// drops what is not. bricks sends the packet to that rule's output,
+    /// it) drops a UDP packet from 10.0.0.1 to port 80, whose second
+    /// rule's condition (`src host 10.0.0.1 and port 80 and tcp`) fails
+    /// and whose `:` branch (`port 80`) holds; the program tests for TCP
+    /// before the `:` branch and drops what is not. bricks sends the packet to that rule's output,
     /// as the grammar reads (`?:` binds last).
     #[test]
     fn a_ternary_in_a_list_loses_its_else_branch() {
@@ -2016,15 +2021,7 @@ alignment offset 0
         ];
         let ours = crate::classify::ip_classifier::compile(&texts).expect("grammar is valid");
         assert_eq!(ours.classify_ip(&packet), Some(1));
-        let rules: Vec<_> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let e = crate::classify::ip_filter::parse_pattern_click(t).expect("valid");
-                (Some(i), e.1)
-            })
-            .collect();
-        let (theirs, _) = ipfilter_program(&rules).expect("Click has these");
+        let theirs = click_program_of(&texts);
         assert_eq!(theirs.run(|off| ip_word(&packet, 20, off)), None);
     }
 

@@ -263,7 +263,9 @@ struct Router {
     /// Its hop groups, reloaded only when the table publishes new ones:
     /// a load and a compare a packet instead of a guard.
     groups: Cache<GroupsOf, Arc<Groups>>,
-    /// Its trie, when the table is a radix trie (`ALGORITHM radix`).
+    /// Its trie, when the table is a radix trie (`ALGORITHM radix`): the
+    /// table's own handle, kept here so that a packet reaches the
+    /// structure without going through the table and its box.
     radix: Option<Arc<Trie4>>,
     /// Its array, when the table is linear (`ALGORITHM linear`).
     linear: Option<Arc<Linear4>>,
