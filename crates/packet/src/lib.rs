@@ -18,10 +18,12 @@ use std::mem::ManuallyDrop;
 
 mod anno;
 mod batch;
+mod per_packet;
 mod pool;
 
 pub use anno::{Annotations, PacketType, Timestamp};
 pub use batch::Batch;
+pub use per_packet::PerPacket;
 pub use pool::{pool_stats, PoolStats};
 
 /// Bytes reserved in front of the frame for headers added later.

@@ -21,7 +21,7 @@ use bricks_lpm::source::{PeerSelect, RoutePrefix};
 use bricks_lpm::{
     Dir24_8, Linear4, Lpm4, Lpm4Update, Lpm6Update, LpmError, NextHop, Poptrie6, Prefix4, Trie4,
 };
-use bricks_packet::MAX_BATCH;
+use bricks_packet::PerPacket;
 use std::net::Ipv6Addr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -678,15 +678,12 @@ impl<const M: bool> Element for IpRouteLookup<M> {
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        // The arrays are only as long as the batch and filled where they
-        // lie, as LookupIP6Route's: zeroing MAX_BATCH entries of both
-        // (3 KiB) cost more than the lookups of a batch of 32.
-        let mut addrs = arrayvec::ArrayVec::<u32, MAX_BATCH>::new();
-        addrs.extend(batch.iter().map(|p| u32::from(p.anno().dst_ip)));
-        let mut found = arrayvec::ArrayVec::<Option<NextHop>, MAX_BATCH>::new();
-        found.extend(addrs.iter().map(|_| None));
+        let mut addrs = PerPacket::new();
+        addrs.gather(batch, |p| u32::from(p.anno().dst_ip));
+        let mut found = PerPacket::new();
+        found.fill(addrs.len(), None);
         if M {
-            for (a, f) in addrs.iter().zip(&mut found) {
+            for (a, f) in addrs.iter().zip(found.iter_mut()) {
                 let (nh, refs, words) = self.t.counting.lookup(*a);
                 *f = nh;
                 self.mem.packets += 1;
@@ -696,16 +693,21 @@ impl<const M: bool> Element for IpRouteLookup<M> {
             self.t.table.lpm.lookup_batch(&addrs, &mut found);
         }
         let groups = self.t.table.groups();
+        let (groups, words) = (&*groups, groups.v4_words());
         let mut answers = found.iter();
-        let mut missed = 0;
-        cx.push_classified(batch, |p| {
+        let missed = &mut self.no_route;
+        // The closure owns what it reads for every packet, so that it
+        // stays in registers: captured by reference, the answers'
+        // iterator was loaded and stored again for each packet.
+        cx.push_classified(batch, move |p| {
             // As many answers as packets: `None` never comes.
             let &r = answers.next()?;
-            let out = table::route_v4(&groups, r, p);
-            missed += u64::from(out.is_none());
+            let out = table::route_v4(groups, words, r, p);
+            if out.is_none() {
+                *missed += 1;
+            }
             out
         });
-        self.no_route += missed;
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -817,25 +819,21 @@ impl Element for Ip6RouteLookup {
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        // Only the batch's length is written: zeroing MAX_BATCH entries
-        // of both arrays would cost more than the lookups of a small batch.
-        // The arrays are filled where they lie: `collect` builds one and
-        // returns it by value, a 4 KiB and a 2 KiB memcpy per batch (20
-        // instructions a packet in batches of 32).
-        let mut addrs = arrayvec::ArrayVec::<u128, MAX_BATCH>::new();
-        addrs.extend(batch.iter().map(dst6));
-        let mut found = arrayvec::ArrayVec::<Option<NextHop>, MAX_BATCH>::new();
-        found.extend(addrs.iter().map(|_| None));
+        let mut addrs = PerPacket::new();
+        addrs.gather(batch, dst6);
+        let mut found = PerPacket::new();
+        found.fill(addrs.len(), None);
         self.t.lpm.lookup_batch(&addrs, &mut found);
         let groups = self.t.groups();
-        let words = groups.v6_words();
-        let mut answers = found.iter().zip(&addrs);
-        let mut missed = 0;
-        cx.push_classified(batch, |p| {
+        let (groups, words) = (&*groups, groups.v6_words());
+        let mut answers = found.iter().zip(addrs.iter());
+        let missed = &mut self.no_route;
+        // The closure owns what it reads for every packet, as IPv4's.
+        cx.push_classified(batch, move |p| {
             // As many answers as packets: `None` never comes.
             let (&r, &addr) = answers.next()?;
             let Some((nh, &word)) = r.and_then(|nh| Some((nh, words.get(nh.0 as usize)?))) else {
-                missed += 1;
+                *missed += 1;
                 return None;
             };
             if word.output != table::V6_MANY {
@@ -850,7 +848,6 @@ impl Element for Ip6RouteLookup {
             }
             Some(pick_hop6(&groups[nh.0 as usize], p, addr))
         });
-        self.no_route += missed;
     }
 
     fn stats(&self, s: &mut Stats) {

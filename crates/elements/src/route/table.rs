@@ -142,9 +142,11 @@ impl Groups {
         Groups { hops, v4, v6 }
     }
 
-    /// Per group: `output << 32 | gateway` for a one-hop group (gateway
-    /// 0 when there is no IPv4 gateway, as [`gateway_v4`] says), or
-    /// [`V4_MANY`].
+    /// Per group: `output << 32 | gateway` for a one-hop group, or
+    /// [`V4_MANY`]. The gateway is its four bytes in memory order (as
+    /// `u32::from_ne_bytes`), so that it is stored into the annotation
+    /// with no byte swap; 0 when there is no IPv4 gateway, as
+    /// [`gateway_v4`] says.
     #[inline]
     pub fn v4_words(&self) -> &[u64] {
         &self.v4
@@ -172,15 +174,24 @@ impl std::ops::Deref for Groups {
 /// an equal-cost group picks its hop by the flow hash, and the result is
 /// the hop's output; `None` when there is no route (no answer, or an
 /// index the groups do not have).
+///
+/// `words` is `groups.v4_words()`, which a batch loop keeps at hand: read
+/// through `groups`, it is loaded again for every packet, as the
+/// annotations written in between might have changed it.
 #[inline(always)]
-pub fn route_v4(groups: &Groups, nh: Option<NextHop>, p: &mut Packet) -> Option<usize> {
+pub fn route_v4(
+    groups: &Groups,
+    words: &[u64],
+    nh: Option<NextHop>,
+    p: &mut Packet,
+) -> Option<usize> {
     let nh = nh?;
-    let word = *groups.v4.get(nh.0 as usize)?;
+    let word = *words.get(nh.0 as usize)?;
     if word != V4_MANY {
         // A one-hop group: its output and gateway in one word.
         let gw = word as u32;
         if gw != 0 {
-            p.anno_mut().dst_ip = gw.into();
+            p.anno_mut().dst_ip = gw.to_ne_bytes().into();
         }
         return Some((word >> 32) as usize);
     }
@@ -197,7 +208,7 @@ pub fn route_v4(groups: &Groups, nh: Option<NextHop>, p: &mut Packet) -> Option<
 fn v4_word(group: &[Hop]) -> u64 {
     match group {
         [h] => {
-            let gw = gateway_v4(h).map_or(0, u32::from);
+            let gw = gateway_v4(h).map_or(0, |g| u32::from_ne_bytes(g.octets()));
             u64::from(h.output) << 32 | u64::from(gw)
         }
         _ => V4_MANY,
@@ -1484,7 +1495,11 @@ mod tests {
             if g.len() == 1 {
                 assert_ne!(w, V4_MANY, "{g:?}");
                 assert_eq!((w >> 32) as u32, g[0].output, "{g:?}");
-                assert_eq!(w as u32, gateway_v4(&g[0]).map_or(0, u32::from), "{g:?}");
+                assert_eq!(
+                    (w as u32).to_ne_bytes(),
+                    gateway_v4(&g[0]).map_or([0; 4], |g| g.octets()),
+                    "{g:?}"
+                );
             } else {
                 assert_eq!(w, V4_MANY, "{g:?}");
             }

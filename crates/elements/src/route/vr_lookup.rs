@@ -17,13 +17,12 @@
 use super::lookup::{v4_shared, v4_table_handlers, Algorithm, V4Table, V4_HANDLERS};
 use super::table::{self, Groups};
 use arc_swap::{ArcSwap, Cache};
-use arrayvec::ArrayVec;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     PortInfo, Stats,
 };
 use bricks_lpm::{Linear4, Lpm4, NextHop, Trie4};
-use bricks_packet::MAX_BATCH;
+use bricks_packet::PerPacket;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -349,21 +348,18 @@ impl Element for VrIpLookup {
         // tables their cache misses overlap instead of queueing. Linear
         // and DIR-24-8 tables are a load or two a packet: looked up one
         // by one.
-        let mut found = ArrayVec::<Option<NextHop>, MAX_BATCH>::new();
+        let mut found = PerPacket::<Option<NextHop>>::new();
         if self.walk {
-            let mut addrs = ArrayVec::<u32, MAX_BATCH>::new();
-            let mut tries = ArrayVec::<&Trie4, MAX_BATCH>::new();
-            for p in batch.iter() {
-                let a = p.anno();
-                addrs.push(u32::from(a.dst_ip));
-                tries.push(
-                    self.routers
-                        .get(usize::from(a.vrouter))
-                        .and_then(|r| r.radix.as_deref())
-                        .unwrap_or(&self.empty),
-                );
-            }
-            found.extend(addrs.iter().map(|_| None));
+            let mut addrs = PerPacket::new();
+            addrs.gather(batch, |p| u32::from(p.anno().dst_ip));
+            let mut tries = PerPacket::new();
+            tries.gather(batch, |p| {
+                self.routers
+                    .get(usize::from(p.anno().vrouter))
+                    .and_then(|r| r.radix.as_deref())
+                    .unwrap_or(&self.empty)
+            });
+            found.fill(addrs.len(), None);
             Trie4::lookup_each(&tries, &addrs, &mut found);
         }
         let routers = &mut self.routers;
@@ -381,7 +377,8 @@ impl Element for VrIpLookup {
                 (None, Some(&w)) if r.radix.is_some() => w,
                 _ => r.t.table.lpm.lookup(dst),
             };
-            let out = table::route_v4(r.groups.load(), found, p);
+            let groups = r.groups.load();
+            let out = table::route_v4(groups, groups.v4_words(), found, p);
             if out.is_none() {
                 r.t.missed.fetch_add(1, Relaxed);
                 no_route += 1;
