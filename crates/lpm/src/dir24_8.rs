@@ -273,11 +273,14 @@ impl Dir24_8 {
             prefetch(&self.tbl24[(a >> 8) as usize]);
         }
         let mut ent = [0u32; CHUNK];
+        // The table's address in a register: read through `self` after
+        // each entry's Acquire load, it was loaded again for each.
+        let tbl24: &[AtomicU32; TBL24_LEN] = &self.tbl24;
         loop {
             let s = self.seq.begin();
             let mut ext = false;
             for (e, &a) in ent.iter_mut().zip(addrs) {
-                *e = self.tbl24[(a >> 8) as usize].load(Ordering::Acquire);
+                *e = tbl24[(a >> 8) as usize].load(Ordering::Acquire);
                 if *e & EXT != 0 {
                     ext = true;
                     prefetch(self.group_entry(*e, a));
