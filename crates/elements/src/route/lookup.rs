@@ -788,13 +788,9 @@ fn dst6(p: &bricks_element::Packet) -> u128 {
 /// next-hop annotation and returns the output. Out of line, so that the
 /// one-hop answer stays in the lookup's loop.
 #[inline(never)]
-fn pick_hop6(
-    group: &[bricks_lpm::source::Hop],
-    p: &mut bricks_element::Packet,
-    dst: u128,
-) -> usize {
+fn pick_hop6(group: &[bricks_lpm::source::Hop], p: &mut bricks_element::Packet) -> usize {
     let hop = table::pick(group, table::flow_hash(p));
-    p.anno_mut().dst_ip6 = table::gateway_v6(hop).unwrap_or(Ipv6Addr::from(dst));
+    p.anno_mut().dst_ip6 = table::gateway_v6(hop).unwrap_or(Ipv6Addr::from(dst6(p)));
     hop.output as usize
 }
 
@@ -826,27 +822,29 @@ impl Element for Ip6RouteLookup {
         self.t.lpm.lookup_batch(&addrs, &mut found);
         let groups = self.t.groups();
         let (groups, words) = (&*groups, groups.v6_words());
-        let mut answers = found.iter().zip(addrs.iter());
+        let mut answers = found.iter();
         let missed = &mut self.no_route;
         // The closure owns what it reads for every packet, as IPv4's.
         cx.push_classified(batch, move |p| {
             // As many answers as packets: `None` never comes.
-            let (&r, &addr) = answers.next()?;
+            let &r = answers.next()?;
             let Some((nh, &word)) = r.and_then(|nh| Some((nh, words.get(nh.0 as usize)?))) else {
                 *missed += 1;
                 return None;
             };
             if word.output != table::V6_MANY {
                 // A one-hop group: its output and gateway in one word.
-                let next = if word.gateway != 0 {
-                    word.gateway
-                } else {
-                    addr
-                };
-                p.anno_mut().dst_ip6 = Ipv6Addr::from(next);
+                // With no gateway the destination is the next hop, and
+                // the annotation holds it already, unless it was unset
+                // and the lookup read the header.
+                if word.gateway != 0 {
+                    p.anno_mut().dst_ip6 = Ipv6Addr::from(word.gateway.to_ne_bytes());
+                } else if p.anno().dst_ip6.is_unspecified() {
+                    p.anno_mut().dst_ip6 = Ipv6Addr::from(dst6(p));
+                }
                 return Some(word.output as usize);
             }
-            Some(pick_hop6(&groups[nh.0 as usize], p, addr))
+            Some(pick_hop6(&groups[nh.0 as usize], p))
         });
     }
 
@@ -1334,5 +1332,32 @@ mod tests {
             out[0].anno().dst_ip6,
             "fe80::1".parse::<Ipv6Addr>().unwrap()
         );
+    }
+
+    /// A route with no gateway leaves the destination as the next hop:
+    /// the annotation's when it is set (it wins over the header), the
+    /// header's when it is not.
+    #[test]
+    fn ipv6_direct_route_next_hop_is_the_destination() {
+        let ip6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        let mut frame = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
+        frame.extend_from_slice(&ip6("2001:db8::5").octets());
+        frame.extend_from_slice(&ip6("2001:db8:1::9").octets());
+        frame.extend_from_slice(&[0; 8]);
+        for (anno, want_port, want) in [
+            (None, 0, "2001:db8:1::9"),
+            (Some("2001:db8:2::7"), 1, "2001:db8:2::7"),
+        ] {
+            let mut h = Harness::push(&LOOKUP6, "2001:db8::/32 0, 2001:db8:2::/48 1", 1, 2);
+            let mut p = Packet::from_slice(&frame).unwrap();
+            p.set_network_header(0);
+            if let Some(a) = anno {
+                p.anno_mut().dst_ip6 = ip6(a);
+            }
+            h.push_packets(0, [p]);
+            let out = h.take(want_port);
+            assert_eq!(out.len(), 1, "{anno:?}");
+            assert_eq!(out[0].anno().dst_ip6, ip6(want), "{anno:?}");
+        }
     }
 }

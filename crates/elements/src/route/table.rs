@@ -122,8 +122,10 @@ pub struct Groups {
 /// [`Groups::v6_words`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V6Word {
-    /// The hop's IPv6 gateway, 0 when it has none (the destination is
-    /// then the next hop).
+    /// The hop's IPv6 gateway, its sixteen bytes in memory order (as
+    /// `u128::from_ne_bytes`), so that it is stored into the annotation
+    /// with no byte swap; 0 when it has none (the destination is then
+    /// the next hop).
     pub gateway: u128,
     /// The hop's output, or [`V6_MANY`].
     pub output: u32,
@@ -220,7 +222,7 @@ fn v4_word(group: &[Hop]) -> u64 {
 fn v6_word(group: &[Hop]) -> V6Word {
     match group {
         [h] => V6Word {
-            gateway: gateway_v6(h).map_or(0, u128::from),
+            gateway: gateway_v6(h).map_or(0, |g| u128::from_ne_bytes(g.octets())),
             output: h.output,
         },
         _ => V6Word {
@@ -1518,7 +1520,7 @@ mod tests {
             vec![hop(v6("2001:db8::1"), 0), hop(v6("2001:db8::2"), 1)].into(),
         ];
         let groups = Groups::new(cases);
-        let fe80 = u128::from("fe80::1".parse::<std::net::Ipv6Addr>().unwrap());
+        let fe80 = u128::from_ne_bytes("fe80::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
         let want = [
             V6Word {
                 gateway: fe80,
@@ -1544,7 +1546,11 @@ mod tests {
         assert_eq!(groups.v6_words(), &want);
         for (g, w) in groups.iter().zip(groups.v6_words()) {
             if let [h] = &g[..] {
-                assert_eq!(w.gateway, gateway_v6(h).map_or(0, u128::from), "{g:?}");
+                assert_eq!(
+                    w.gateway.to_ne_bytes(),
+                    gateway_v6(h).map_or([0; 16], |g| g.octets()),
+                    "{g:?}"
+                );
             }
         }
     }
