@@ -1122,8 +1122,13 @@ impl Poptrie6 {
         let addrs = &addrs[..n];
         let out = &mut out[..n];
         let nodes = self.node_slice();
+        // The directory in registers: read through `self`, its address
+        // and length were loaded again for every prefetch.
+        let dir: &[AtomicU32] = &self.dir;
         for &a in addrs {
-            prefetch(&self.dir[(a >> (128 - DIR_BITS)) as usize]);
+            if let Some(d) = dir.get((a >> (128 - DIR_BITS)) as usize) {
+                prefetch(d);
+            }
         }
         'retry: loop {
             let s = self.seq.begin();
@@ -1150,7 +1155,7 @@ impl Poptrie6 {
                     continue;
                 }
                 prev = Some(a);
-                let d = self.dir[(a >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
+                let d = dir[(a >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
                 if d & NODE != 0 {
                     let x = d & !NODE;
                     if let Some(w) = nodes.get(x as usize) {
