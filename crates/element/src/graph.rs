@@ -1281,6 +1281,54 @@ impl<'a> Context<'a> {
         self.push(0, batch);
     }
 
+    /// [`Context::push_classified`] for an element whose usual packet
+    /// leaves by output 0 once `usual` has done its work on it (a hop
+    /// limit decremented): `usual` runs over the batch in one loop, with
+    /// no output recorded, until it refuses a packet, which it must leave
+    /// as it was; the batch then goes out of output 0 whole. From the
+    /// first packet refused on, `classify` decides, the packets before
+    /// it going to output 0 unchanged.
+    #[inline]
+    pub fn push_usual(
+        &mut self,
+        batch: &mut Batch,
+        mut usual: impl FnMut(&mut Packet) -> bool,
+        classify: impl FnMut(&mut Packet) -> Option<usize>,
+    ) {
+        let mut done = 0;
+        for p in batch.iter_mut() {
+            if !usual(p) {
+                break;
+            }
+            done += 1;
+        }
+        if done == batch.len() {
+            return self.push(0, batch);
+        }
+        self.push_unusual(batch, done, classify);
+    }
+
+    /// The rest of [`Context::push_usual`] for a batch with a packet
+    /// `usual` refused, out of line.
+    #[cold]
+    #[inline(never)]
+    fn push_unusual(
+        &mut self,
+        batch: &mut Batch,
+        done: usize,
+        mut classify: impl FnMut(&mut Packet) -> Option<usize>,
+    ) {
+        let mut seen = 0;
+        self.push_classified(batch, |p| {
+            seen += 1;
+            if seen <= done {
+                Some(0)
+            } else {
+                classify(p)
+            }
+        });
+    }
+
     /// Pulls up to `max` packets from input 0, applies `f` to the batch,
     /// and appends what is left to `out`: the pull side of an element that
     /// works on batches in place.

@@ -141,13 +141,35 @@ impl DecIPTTL {
         decrement_ttl(h);
         Some(0)
     }
+
+    /// The usual packet: decremented, bound for output 0; any other
+    /// (multicast when MULTICAST is off included) is left as it was, for
+    /// [`DecIPTTL::verdict_with`].
+    #[inline(always)]
+    fn usual<const MULTICAST: bool>(p: &mut Packet) -> bool {
+        match ip_bytes_mut(p).first_chunk_mut::<20>() {
+            Some(h)
+                if h[8] > 1
+                    && (MULTICAST
+                        || !is_multicast(u32::from_be_bytes([h[16], h[17], h[18], h[19]]))) =>
+            {
+                decrement_ttl(h);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl Element for DecIPTTL {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         match (self.active, self.multicast) {
-            (true, true) => cx.push_classified(batch, |p| self.verdict_with::<true>(p)),
-            (true, false) => cx.push_classified(batch, |p| self.verdict_with::<false>(p)),
+            (true, true) => {
+                cx.push_usual(batch, Self::usual::<true>, |p| self.verdict_with::<true>(p))
+            }
+            (true, false) => cx.push_usual(batch, Self::usual::<false>, |p| {
+                self.verdict_with::<false>(p)
+            }),
             (false, _) => cx.push(0, batch),
         }
     }
@@ -220,6 +242,40 @@ mod tests {
         h.push_bytes(0, &with_ttl(2));
         assert_eq!(h.take_bytes(0)[0][8], 1);
         assert_eq!(h.stats().get("expired"), Some(2));
+    }
+
+    /// A batch whose usual packets come before and after unusual ones:
+    /// each packet is decremented once, in order within each output.
+    #[test]
+    fn a_mixed_batch_is_decremented_once_and_split_in_order() {
+        let mut multicast = with_ttl(5);
+        multicast[16..20].copy_from_slice(&[239, 1, 1, 1]);
+        fix_ip_checksum(&mut multicast);
+        let frames = [
+            with_ttl(64),
+            with_ttl(9),
+            multicast.clone(),
+            with_ttl(1),
+            with_ttl(9)[..19].to_vec(),
+            with_ttl(30),
+            with_ttl(0),
+            with_ttl(2),
+        ];
+        let mut h = Harness::push(&CLASS, "MULTICAST false", 1, 2);
+        h.push_packets(0, frames.iter().map(|f| Packet::from_slice(f).unwrap()));
+        let forwarded = [
+            with_ttl(63),
+            with_ttl(8),
+            multicast,
+            with_ttl(29),
+            with_ttl(1),
+        ];
+        let out = h.take_bytes(0);
+        assert_eq!(out, forwarded.to_vec());
+        assert!(out.iter().all(|f| ip_checksum_ok(f)));
+        assert_eq!(h.take_bytes(1), vec![with_ttl(1), with_ttl(0)]);
+        let s = h.stats();
+        assert_eq!((s.get("expired"), s.get("truncated")), (Some(2), Some(1)));
     }
 
     #[test]

@@ -75,11 +75,24 @@ impl DecIP6HLIM {
         h[7] -= 1;
         Some(0)
     }
+
+    /// The usual packet: decremented, bound for output 0; any other is
+    /// left as it was, for [`DecIP6HLIM::verdict`].
+    #[inline(always)]
+    fn usual(p: &mut Packet) -> bool {
+        match ip6_bytes_mut(p).first_chunk_mut::<40>() {
+            Some(h) if h[7] > 1 => {
+                h[7] -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl Element for DecIP6HLIM {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        cx.push_classified(batch, |p| self.verdict(p));
+        cx.push_usual(batch, DecIP6HLIM::usual, |p| self.verdict(p));
     }
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
