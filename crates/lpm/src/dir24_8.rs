@@ -269,13 +269,13 @@ impl Dir24_8 {
 
     fn lookup_chunk(&self, addrs: &[u32], out: &mut [Option<NextHop>]) {
         debug_assert!(addrs.len() <= CHUNK && out.len() >= addrs.len());
-        for &a in addrs {
-            prefetch(&self.tbl24[(a >> 8) as usize]);
-        }
-        let mut ent = [0u32; CHUNK];
         // The table's address in a register: read through `self` after
         // each entry's Acquire load, it was loaded again for each.
         let tbl24: &[AtomicU32; TBL24_LEN] = &self.tbl24;
+        for &a in addrs {
+            prefetch(&tbl24[(a >> 8) as usize]);
+        }
+        let mut ent = [0u32; CHUNK];
         loop {
             let s = self.seq.begin();
             let mut ext = false;
