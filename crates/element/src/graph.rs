@@ -1268,16 +1268,36 @@ impl<'a> Context<'a> {
         batch: &mut Batch,
         mut classify: impl FnMut(&mut Packet) -> Option<usize>,
     ) {
-        if let [p] = batch.as_mut_slice() {
+        self.push_classified_by(batch, &UNITS, move |p, ()| classify(p));
+    }
+
+    /// [`Context::push_classified`] with a value for each packet, computed
+    /// beforehand (a lookup's answers): `classify` gets `values[i]` with
+    /// the batch's `i`th packet. The values are read by the packet's
+    /// position, with one bounds check for the batch, where an iterator
+    /// the closure carried was tested for its end at every packet.
+    ///
+    /// # Panics
+    ///
+    /// When `values` is shorter than the batch.
+    #[inline]
+    pub fn push_classified_by<T: Copy>(
+        &mut self,
+        batch: &mut Batch,
+        values: &[T],
+        mut classify: impl FnMut(&mut Packet, T) -> Option<usize>,
+    ) {
+        assert!(values.len() >= batch.len(), "a value for every packet");
+        if let ([p], [v, ..]) = (batch.as_mut_slice(), values) {
             // One packet (an element behind a demultiplexer of many
             // outputs sees little else): one push, to its output.
-            match classify(p) {
+            match classify(p, *v) {
                 Some(port) => self.push(port, batch),
                 None => batch.clear(),
             }
             return;
         }
-        self.dispatch(batch, classify, true);
+        self.dispatch(batch, values, classify, true);
         self.push(0, batch);
     }
 
@@ -1356,14 +1376,14 @@ impl<'a> Context<'a> {
         &mut self,
         out: &mut Batch,
         max: usize,
-        classify: impl FnMut(&mut Packet) -> Option<usize>,
+        mut classify: impl FnMut(&mut Packet) -> Option<usize>,
     ) {
         let mut b = Batch::new();
         self.pull(0, &mut b, max);
         if b.is_empty() {
             return;
         }
-        self.dispatch(&mut b, classify, false);
+        self.dispatch(&mut b, &UNITS, move |p, ()| classify(p), false);
         out.append(&mut b);
     }
 
@@ -1375,28 +1395,29 @@ impl<'a> Context<'a> {
     /// order of their number, or, past 16 outputs, in the order of their
     /// first packets.
     #[inline]
-    fn dispatch(
+    fn dispatch<T: Copy>(
         &mut self,
         batch: &mut Batch,
-        mut classify: impl FnMut(&mut Packet) -> Option<usize>,
+        values: &[T],
+        mut classify: impl FnMut(&mut Packet, T) -> Option<usize>,
         push_zero: bool,
     ) {
         // The scratch lists are sized for the batch: when a demultiplexer
         // spreads batches over many outputs, the elements behind it see
         // batches of one or two, and clearing room for `MAX_BATCH` ports
         // each time would cost more than the packets' own work.
-        if let [p] = batch.as_mut_slice() {
+        if let ([p], [v, ..]) = (batch.as_mut_slice(), values) {
             // One packet (an element behind a demultiplexer of many
             // outputs sees little else): no lists at all.
-            match classify(p) {
+            match classify(p, *v) {
                 Some(0) => {}
                 Some(port) => self.push(port, batch),
                 None => batch.clear(),
             }
         } else if batch.len() <= SMALL_BATCH {
-            self.dispatch_in::<SMALL_BATCH>(batch, classify, push_zero);
+            self.dispatch_in::<SMALL_BATCH, T>(batch, values, classify, push_zero);
         } else {
-            self.dispatch_large(batch, classify, push_zero);
+            self.dispatch_large(batch, values, classify, push_zero);
         }
     }
 
@@ -1405,42 +1426,47 @@ impl<'a> Context<'a> {
     /// every call of the element would otherwise reserve (and probe),
     /// batches of one included.
     #[inline(never)]
-    fn dispatch_large(
+    fn dispatch_large<T: Copy>(
         &mut self,
         batch: &mut Batch,
-        classify: impl FnMut(&mut Packet) -> Option<usize>,
+        values: &[T],
+        classify: impl FnMut(&mut Packet, T) -> Option<usize>,
         push_zero: bool,
     ) {
-        self.dispatch_in::<MAX_BATCH>(batch, classify, push_zero);
+        self.dispatch_in::<MAX_BATCH, T>(batch, values, classify, push_zero);
     }
 
     /// [`Context::dispatch`] for batches of at most `N` packets.
     #[inline]
-    fn dispatch_in<const N: usize>(
+    fn dispatch_in<const N: usize, T: Copy>(
         &mut self,
         batch: &mut Batch,
-        mut classify: impl FnMut(&mut Packet) -> Option<usize>,
+        values: &[T],
+        mut classify: impl FnMut(&mut Packet, T) -> Option<usize>,
         push_zero: bool,
     ) {
         const DROP: u16 = u16::MAX;
         /// Above this many outputs a mixed batch is split by chaining.
         const MANY_PORTS: usize = 16;
         #[inline(always)]
-        fn port_of<F: FnMut(&mut Packet) -> Option<usize>>(
+        fn port_of<T, F: FnMut(&mut Packet, T) -> Option<usize>>(
             p: &mut Packet,
+            v: T,
             classify: &mut F,
         ) -> u16 {
-            match classify(p) {
-                Some(port) => port.min(DROP as usize - 1) as u16,
-                None => DROP,
-            }
+            // `None`, and a port no element has (65,535 and above), are
+            // dropped: one compare and a move on either path.
+            classify(p, v).unwrap_or(usize::MAX).min(usize::from(DROP)) as u16
         }
         let pkts = batch.as_mut_slice();
         let n = pkts.len();
+        // Checked once here, so that the loops below index `values`
+        // with no check of their own.
+        let values = &values[..n];
         let Some(head) = pkts.first_mut() else {
             return;
         };
-        let first = port_of(head, &mut classify);
+        let first = port_of(head, values[0], &mut classify);
         // The usual batch is bound for one output: its packets are
         // classified until one differs, with nothing recorded. Outputs
         // that lead to the same input as the first's are the same (a
@@ -1454,7 +1480,7 @@ impl<'a> Context<'a> {
         let mut same = 1;
         let mut other = first;
         while same < n {
-            other = port_of(&mut pkts[same], &mut classify);
+            other = port_of(&mut pkts[same], values[same], &mut classify);
             if other != first
                 && same_as
                     .get(usize::from(other))
@@ -1475,8 +1501,12 @@ impl<'a> Context<'a> {
         // A mixed batch: the port of every packet.
         let mut ports = [first; N];
         ports[same] = other;
-        for (slot, p) in ports[same + 1..n].iter_mut().zip(&mut pkts[same + 1..]) {
-            *slot = port_of(p, &mut classify);
+        for ((slot, p), &v) in ports[same + 1..n]
+            .iter_mut()
+            .zip(&mut pkts[same + 1..])
+            .zip(&values[same + 1..])
+        {
+            *slot = port_of(p, v, &mut classify);
         }
         let len = n;
         if !same_as.is_empty() {
@@ -1630,6 +1660,10 @@ impl<'a> Context<'a> {
         // The dropped packets' slots are still full: they go with `slots`.
     }
 }
+
+/// No value for each packet ([`Context::push_classified`] through
+/// [`Context::push_classified_by`]): zero bytes, as long as any batch.
+const UNITS: [(); MAX_BATCH] = [(); MAX_BATCH];
 
 /// Batches of at most this many packets are dispatched with scratch lists
 /// of this size (see [`Context::dispatch`]): the default burst, so that
@@ -1891,6 +1925,81 @@ mod push_tests {
             let bytes = batch.drain().map(|p| p.data()[0]).collect();
             self.0.lock().unwrap().push((port, bytes));
         }
+    }
+
+    /// Sends its `i`th packet out of output `ports[i]` (a value computed
+    /// beforehand, as a lookup's answers are), or drops it for `None`.
+    struct ByValue(Vec<Option<usize>>);
+
+    impl Element for ByValue {
+        fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+            let ports = std::mem::take(&mut self.0);
+            cx.push_classified_by(batch, &ports, |p, port| {
+                // The value is the packet's own: its first byte says
+                // which position it had.
+                assert_eq!(ports[usize::from(p.data()[0])], port);
+                port
+            });
+        }
+    }
+
+    #[test]
+    fn a_classified_push_by_values_gives_each_packet_its_own_value() {
+        let sunk: Log<(usize, u8)> = Log::default();
+        let outs: Vec<Edge> = (0..4)
+            .map(|p| Edge {
+                element: 1,
+                port: p,
+            })
+            .collect();
+        let g = graph(
+            vec![
+                Box::new(ByValue(Vec::new())),
+                Box::new(PortSink(sunk.clone())),
+            ],
+            vec![outs.into_boxed_slice(), Box::new([])],
+        );
+        let mut w = WorkerState::new(0, 1);
+        type Case<'a> = (&'a [Option<usize>], &'a [(usize, u8)]);
+        let cases: [Case; 5] = [
+            // One packet; a batch all to one output; a mixed batch.
+            (&[Some(2)], &[(2, 0)]),
+            (&[Some(1); 3], &[(1, 0), (1, 1), (1, 2)]),
+            (
+                &[Some(3), None, Some(0), Some(3)],
+                &[(0, 2), (3, 0), (3, 3)],
+            ),
+            // A port no element can have (65,535 and above) is dropped,
+            // as `None` is.
+            (
+                &[Some(1), Some(usize::MAX), Some(65_535), Some(1)],
+                &[(1, 0), (1, 3)],
+            ),
+            (&[Some(70_000), Some(2)], &[(2, 1)]),
+        ];
+        for (ports, want) in cases {
+            sunk.lock().unwrap().clear();
+            let bytes: Vec<u8> = (0..ports.len() as u8).collect();
+            g.with_element(0, &mut w, |e, cx| {
+                crate::taken_from::<ByValue>(e).unwrap().0 = ports.to_vec();
+                e.push(0, &mut batch(&bytes), cx)
+            });
+            assert_eq!(*sunk.lock().unwrap(), want, "{ports:?}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "a value for every packet")]
+    fn a_classified_push_by_values_refuses_fewer_values_than_packets() {
+        let g = graph(
+            vec![Box::new(ByValue(Vec::new())), Box::new(Leave)],
+            vec![Box::new([edge(1)]), Box::new([])],
+        );
+        let mut w = WorkerState::new(0, 1);
+        g.with_element(0, &mut w, |e, cx| {
+            crate::taken_from::<ByValue>(e).unwrap().0 = vec![Some(0)];
+            e.push(0, &mut batch(&[0, 1]), cx)
+        });
     }
 
     #[test]

@@ -96,7 +96,7 @@
 #![deny(unsafe_code)]
 
 use crate::mem::{advise_huge, prefetch, zeroed_u32, zeroed_u64, BlockPool, ReuseSeq};
-use crate::prefix::{NextHop, Prefix6};
+use crate::prefix::{Answer, NextHop, Prefix6};
 use crate::table::{check_next_hop, Lpm6, Lpm6Update, LpmError, RuleMap};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -536,7 +536,7 @@ impl Poptrie6 {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
-    fn lookup_lanes_popcnt(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
+    fn lookup_lanes_popcnt<A: Answer>(&self, addrs: &[u128], out: &mut [A]) {
         self.lookup_lanes(addrs, out)
     }
 
@@ -1117,7 +1117,7 @@ impl Poptrie6 {
     /// leaf is read after the last pass. A lane whose address equals the
     /// one before it (a burst of one flow) takes that lane's answer.
     #[inline(always)]
-    fn lookup_lanes(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
+    fn lookup_lanes<A: Answer>(&self, addrs: &[u128], out: &mut [A]) {
         let n = addrs.len().min(LANES);
         let addrs = &addrs[..n];
         let out = &mut out[..n];
@@ -1226,7 +1226,7 @@ impl Poptrie6 {
             if self.seq.validate(s) {
                 if same == 0 {
                     for (o, &r) in out.iter_mut().zip(&res) {
-                        *o = answer(r);
+                        *o = A::answer(answer(r));
                     }
                     return;
                 }
@@ -1235,10 +1235,28 @@ impl Poptrie6 {
                     if same & (1 << k) == 0 {
                         last = res[k];
                     }
-                    *o = answer(last);
+                    *o = A::answer(answer(last));
                 }
                 return;
             }
+        }
+    }
+}
+
+impl Poptrie6 {
+    /// [`Lpm6::lookup_batch`] in either answer form.
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    fn lookup_batch_as<A: Answer>(&self, addrs: &[u128], out: &mut [A]) {
+        assert!(out.len() >= addrs.len(), "output shorter than the batch");
+        for (a, o) in addrs.chunks(LANES).zip(out.chunks_mut(LANES)) {
+            #[cfg(target_arch = "x86_64")]
+            if self.popcnt {
+                // SAFETY: as in `lookup`: the CPU has POPCNT.
+                unsafe { self.lookup_lanes_popcnt(a, o) };
+                continue;
+            }
+            self.lookup_lanes(a, o);
         }
     }
 }
@@ -1256,18 +1274,12 @@ impl Lpm6 for Poptrie6 {
         self.lookup_one(addr)
     }
 
-    #[allow(unsafe_code)]
     fn lookup_batch(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
-        assert!(out.len() >= addrs.len(), "output shorter than the batch");
-        for (a, o) in addrs.chunks(LANES).zip(out.chunks_mut(LANES)) {
-            #[cfg(target_arch = "x86_64")]
-            if self.popcnt {
-                // SAFETY: as in `lookup`: the CPU has POPCNT.
-                unsafe { self.lookup_lanes_popcnt(a, o) };
-                continue;
-            }
-            self.lookup_lanes(a, o);
-        }
+        self.lookup_batch_as(addrs, out)
+    }
+
+    fn lookup_batch_raw(&self, addrs: &[u128], out: &mut [u32]) {
+        self.lookup_batch_as(addrs, out)
     }
 
     fn memory_bytes(&self) -> usize {

@@ -21,6 +21,6 @@ pub use dir24_8::Dir24_8;
 pub use ipv6::Poptrie6;
 pub use linear4::Linear4;
 pub use naive::{Naive4, Naive6};
-pub use prefix::{NextHop, Prefix4, Prefix6};
+pub use prefix::{Answer, NextHop, Prefix4, Prefix6, NO_ROUTE};
 pub use table::{Lpm4, Lpm4Update, Lpm6, Lpm6Update, LpmError};
 pub use trie4::Trie4;

@@ -10,6 +10,34 @@ impl NextHop {
     pub const MAX: u32 = (1 << 22) - 1;
 }
 
+/// The raw answer ([`Lpm4::lookup_batch_raw`](crate::Lpm4::lookup_batch_raw))
+/// for an address no prefix contains. Far above [`NextHop::MAX`], so a
+/// caller that indexes its next-hop table with a raw answer finds no
+/// route and an index past the table's end by the same bounds check.
+pub const NO_ROUTE: u32 = u32::MAX;
+
+/// An answer a batch lookup writes: `Option<NextHop>`, or a raw `u32`
+/// (the next hop's index, or [`NO_ROUTE`]), half the bytes and no tag
+/// to test. Tables write either through one generic loop.
+pub trait Answer: Copy {
+    /// The answer for `nh`.
+    fn answer(nh: Option<NextHop>) -> Self;
+}
+
+impl Answer for Option<NextHop> {
+    #[inline(always)]
+    fn answer(nh: Option<NextHop>) -> Self {
+        nh
+    }
+}
+
+impl Answer for u32 {
+    #[inline(always)]
+    fn answer(nh: Option<NextHop>) -> Self {
+        nh.map_or(NO_ROUTE, |h| h.0)
+    }
+}
+
 /// An IPv4 prefix: address (host bits zero) and length 0..=32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Prefix4 {

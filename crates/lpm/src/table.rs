@@ -43,7 +43,7 @@
 //! them), with its optional RCU replaced by a reuse sequence that asks
 //! nothing of the readers.
 
-use crate::prefix::{NextHop, Prefix4, Prefix6};
+use crate::prefix::{Answer, NextHop, Prefix4, Prefix6};
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher, RandomState};
@@ -62,6 +62,18 @@ pub trait Lpm4: Send + Sync {
     fn lookup_batch(&self, addrs: &[u32], out: &mut [Option<NextHop>]) {
         for (a, o) in addrs.iter().zip(out.iter_mut()) {
             *o = self.lookup(*a);
+        }
+    }
+
+    /// [`Lpm4::lookup_batch`] with raw answers, in place: each address of
+    /// `addrs` is replaced by its next hop's index, or by
+    /// [`NO_ROUTE`](crate::NO_ROUTE). A caller that indexes its next-hop
+    /// table with the answer tests one bound where an `Option` costs a
+    /// tag test besides; and the answers need no array of their own to
+    /// clear beforehand.
+    fn lookup_batch_raw(&self, addrs: &mut [u32]) {
+        for a in addrs {
+            *a = u32::answer(self.lookup(*a));
         }
     }
 
@@ -100,6 +112,14 @@ pub trait Lpm6: Send + Sync {
     fn lookup_batch(&self, addrs: &[u128], out: &mut [Option<NextHop>]) {
         for (a, o) in addrs.iter().zip(out.iter_mut()) {
             *o = self.lookup(*a);
+        }
+    }
+
+    /// [`Lpm6::lookup_batch`] with raw answers (see
+    /// [`Lpm4::lookup_batch_raw`]), into `out`.
+    fn lookup_batch_raw(&self, addrs: &[u128], out: &mut [u32]) {
+        for (a, o) in addrs.iter().zip(out.iter_mut()) {
+            *o = u32::answer(self.lookup(*a));
         }
     }
 

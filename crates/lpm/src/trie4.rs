@@ -48,7 +48,7 @@
 #![deny(unsafe_code)]
 
 use crate::mem::{zeroed_u64, BlockPool, ReuseSeq};
-use crate::prefix::{NextHop, Prefix4};
+use crate::prefix::{Answer, NextHop, Prefix4};
 use crate::table::{check_next_hop, Lpm4, Lpm4Update, LpmError, RuleMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -243,7 +243,7 @@ impl Trie4 {
     /// addresses belong to different tables (the packets of many virtual
     /// routers): the walks go level by level together, as
     /// [`Lpm4::lookup_batch`]'s do (see the module doc).
-    pub fn lookup_each(tries: &[&Trie4], addrs: &[u32], out: &mut [Option<NextHop>]) {
+    pub fn lookup_each<A: Answer>(tries: &[&Trie4], addrs: &[u32], out: &mut [A]) {
         assert!(
             tries.len() >= addrs.len() && out.len() >= addrs.len(),
             "as many tables and outputs as addresses"
@@ -361,7 +361,7 @@ impl Trie4 {
 /// The lookups of `addrs` (at most [`CHUNK`]), `addrs[i]` in `trie(i)`,
 /// walked level by level together; see the module doc.
 #[inline(always)]
-fn lockstep<'a>(trie: impl Fn(usize) -> &'a Trie4, addrs: &[u32], out: &mut [Option<NextHop>]) {
+fn lockstep<'a, A: Answer>(trie: impl Fn(usize) -> &'a Trie4, addrs: &[u32], out: &mut [A]) {
     let n = addrs.len();
     debug_assert!(n <= CHUNK && out.len() >= n);
     let mut seq = [0u64; CHUNK];
@@ -399,12 +399,12 @@ fn lockstep<'a>(trie: impl Fn(usize) -> &'a Trie4, addrs: &[u32], out: &mut [Opt
     }
     for (i, o) in out.iter_mut().enumerate().take(n) {
         let t = trie(i);
-        *o = if torn & (1 << i) == 0 && t.seq.validate(seq[i]) {
+        *o = A::answer(if torn & (1 << i) == 0 && t.seq.validate(seq[i]) {
             let b = best[i];
             (b & VALID != 0).then_some(NextHop((b & NH_MASK) as u32))
         } else {
             t.lookup(addrs[i])
-        };
+        });
     }
 }
 
@@ -418,6 +418,14 @@ impl Lpm4 for Trie4 {
         assert!(out.len() >= addrs.len(), "output shorter than the batch");
         for (a, o) in addrs.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
             lockstep(|_| self, a, o);
+        }
+    }
+
+    fn lookup_batch_raw(&self, addrs: &mut [u32]) {
+        for chunk in addrs.chunks_mut(CHUNK) {
+            let mut a = [0; CHUNK];
+            a[..chunk.len()].copy_from_slice(chunk);
+            lockstep(|_| self, &a[..chunk.len()], chunk);
         }
     }
 

@@ -9,7 +9,7 @@
 
 use bricks_lpm::{
     Dir24_8, Linear4, Lpm4, Lpm4Update, Lpm6, Lpm6Update, LpmError, Naive4, Naive6, NextHop,
-    Poptrie6, Prefix4, Prefix6, Trie4,
+    Poptrie6, Prefix4, Prefix6, Trie4, NO_ROUTE,
 };
 use proptest::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,10 +69,22 @@ fn probes4(routes: &[(Prefix4, NextHop)], random: &[u32]) -> Vec<u32> {
     v
 }
 
-/// Every answer of `t` agrees with the reference, single and batched.
+/// Every answer of `t` agrees with the reference, single and batched,
+/// with `Option` answers and raw ones (in place). The addresses go in
+/// whole and by every prefix length, so that full chunks, a short last
+/// chunk, and a batch of one are all met.
 fn agree4(t: &dyn Lpm4, reference: &Naive4, addrs: &[u32]) -> Result<(), TestCaseError> {
     let mut out = vec![Some(NextHop(u32::MAX)); addrs.len()];
     t.lookup_batch(addrs, &mut out);
+    for n in [addrs.len(), 1, 15, 16, 17, 31] {
+        let part = &addrs[..n.min(addrs.len())];
+        let mut raw = part.to_vec();
+        t.lookup_batch_raw(&mut raw);
+        for (&a, &r) in part.iter().zip(&raw) {
+            let want = reference.lookup(a).map_or(NO_ROUTE, |h| h.0);
+            prop_assert_eq!(r, want, "{} raw batched lookup of {:#010x}", t.name(), a);
+        }
+    }
     for (&a, &b) in addrs.iter().zip(&out) {
         let want = reference.lookup(a);
         prop_assert_eq!(
@@ -384,8 +396,14 @@ fn concurrent4(t: Arc<dyn Lpm4Update>, churn: u32) {
                 let mut seen = [0u64; 10];
                 let mut n = 0u64;
                 while !done.load(Ordering::Relaxed) || n < 1000 {
-                    if (n + r).is_multiple_of(2) {
+                    if (n + r).is_multiple_of(3) {
                         t.lookup_batch(&addrs, &mut out);
+                    } else if (n + r) % 3 == 1 {
+                        let mut raw = addrs.clone();
+                        t.lookup_batch_raw(&mut raw);
+                        for (o, &h) in out.iter_mut().zip(&raw) {
+                            *o = (h != NO_ROUTE).then_some(NextHop(h));
+                        }
                     } else {
                         for (o, &a) in out.iter_mut().zip(&addrs) {
                             *o = t.lookup(a);
@@ -487,6 +505,12 @@ fn probes6(routes: &[(Prefix6, NextHop)], random: &[u128]) -> Vec<u128> {
 fn agree6(t: &dyn Lpm6, reference: &Naive6, addrs: &[u128]) -> Result<(), TestCaseError> {
     let mut out = vec![Some(NextHop(u32::MAX)); addrs.len()];
     t.lookup_batch(addrs, &mut out);
+    let mut raw = vec![0; addrs.len()];
+    t.lookup_batch_raw(addrs, &mut raw);
+    for (&a, &r) in addrs.iter().zip(&raw) {
+        let want = reference.lookup(a).map_or(NO_ROUTE, |h| h.0);
+        prop_assert_eq!(r, want, "{} raw batched lookup of {:#034x}", t.name(), a);
+    }
     for (&a, &b) in addrs.iter().zip(&out) {
         let want = reference.lookup(a);
         prop_assert_eq!(
@@ -685,8 +709,14 @@ fn concurrent6(t: Arc<dyn Lpm6Update>) {
                 let mut seen = [0u64; 8];
                 let mut n = 0u64;
                 while !done.load(Ordering::Relaxed) || n < 1000 {
-                    if (n + r).is_multiple_of(2) {
+                    if (n + r).is_multiple_of(3) {
                         t.lookup_batch(&addrs, &mut out);
+                    } else if (n + r) % 3 == 1 {
+                        let mut raw = vec![0; addrs.len()];
+                        t.lookup_batch_raw(&addrs, &mut raw);
+                        for (o, &h) in out.iter_mut().zip(&raw) {
+                            *o = (h != NO_ROUTE).then_some(NextHop(h));
+                        }
                     } else {
                         for (o, &a) in out.iter_mut().zip(&addrs) {
                             *o = t.lookup(a);

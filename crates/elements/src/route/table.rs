@@ -171,24 +171,19 @@ impl std::ops::Deref for Groups {
     }
 }
 
-/// Routes `p` by the answer `nh` of an IPv4 lookup in a table whose hop
-/// groups are `groups`: a gateway replaces the destination annotation,
-/// an equal-cost group picks its hop by the flow hash, and the result is
-/// the hop's output; `None` when there is no route (no answer, or an
-/// index the groups do not have).
+/// Routes `p` by the raw answer `nh` of an IPv4 lookup (a group's index,
+/// or [`NO_ROUTE`](bricks_lpm::NO_ROUTE)) in a table whose hop groups
+/// are `groups`: a gateway replaces the destination annotation, an
+/// equal-cost group picks its hop by the flow hash, and the result is the
+/// hop's output; `None` when there is no route (no answer, or an index
+/// the groups do not have: one bounds check tells both).
 ///
 /// `words` is `groups.v4_words()`, which a batch loop keeps at hand: read
 /// through `groups`, it is loaded again for every packet, as the
 /// annotations written in between might have changed it.
 #[inline(always)]
-pub fn route_v4(
-    groups: &Groups,
-    words: &[u64],
-    nh: Option<NextHop>,
-    p: &mut Packet,
-) -> Option<usize> {
-    let nh = nh?;
-    let word = *words.get(nh.0 as usize)?;
+pub fn route_v4(groups: &Groups, words: &[u64], nh: u32, p: &mut Packet) -> Option<usize> {
+    let word = *words.get(nh as usize)?;
     if word != V4_MANY {
         // A one-hop group: its output and gateway in one word.
         let gw = word as u32;
@@ -197,7 +192,7 @@ pub fn route_v4(
         }
         return Some((word >> 32) as usize);
     }
-    let hop = pick(&groups.hops[nh.0 as usize], flow_hash(p));
+    let hop = pick(&groups.hops[nh as usize], flow_hash(p));
     if let Some(gw) = gateway_v4(hop) {
         p.anno_mut().dst_ip = gw;
     }

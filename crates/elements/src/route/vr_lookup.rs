@@ -14,14 +14,16 @@
 //! router's socket (`bricks run --router-control`) reaches its table and
 //! no other.
 
-use super::lookup::{v4_shared, v4_table_handlers, Algorithm, V4Table, V4_HANDLERS};
-use super::table::{self, Groups};
-use arc_swap::{ArcSwap, Cache};
+use super::lookup::{
+    v4_shared, v4_table_handlers, Algorithm, GroupsCache, GroupsOf, V4Table, V4_HANDLERS,
+};
+use super::table;
+use arc_swap::Cache;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     PortInfo, Stats,
 };
-use bricks_lpm::{Linear4, Lpm4, NextHop, Trie4};
+use bricks_lpm::{Answer, Linear4, Lpm4, Trie4, NO_ROUTE};
 use bricks_packet::PerPacket;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -245,23 +247,12 @@ impl Element for VrRouteTable {
     v4_table_handlers!();
 }
 
-/// A table's published hop groups, as an [`arc_swap::Cache`] reads them.
-struct GroupsOf(Arc<V4Table>);
-
-impl std::ops::Deref for GroupsOf {
-    type Target = ArcSwap<Groups>;
-    #[inline]
-    fn deref(&self) -> &ArcSwap<Groups> {
-        self.0.table.groups_swap()
-    }
-}
-
 /// One router as the lookup sees it.
 struct Router {
     t: Arc<V4Table>,
     /// Its hop groups, reloaded only when the table publishes new ones:
     /// a load and a compare a packet instead of a guard.
-    groups: Cache<GroupsOf, Arc<Groups>>,
+    groups: GroupsCache<V4Table>,
     /// Its trie, when the table is a radix trie (`ALGORITHM radix`): the
     /// table's own handle, kept here so that a packet reaches the
     /// structure without going through the table and its box.
@@ -348,7 +339,7 @@ impl Element for VrIpLookup {
         // tables their cache misses overlap instead of queueing. Linear
         // and DIR-24-8 tables are a load or two a packet: looked up one
         // by one.
-        let mut found = PerPacket::<Option<NextHop>>::new();
+        let mut found = PerPacket::<u32>::new();
         if self.walk {
             let mut addrs = PerPacket::new();
             addrs.gather(batch, |p| u32::from(p.anno().dst_ip));
@@ -359,7 +350,7 @@ impl Element for VrIpLookup {
                     .and_then(|r| r.radix.as_deref())
                     .unwrap_or(&self.empty)
             });
-            found.fill(addrs.len(), None);
+            found.fill(addrs.len(), NO_ROUTE);
             Trie4::lookup_each(&tries, &addrs, &mut found);
         }
         let routers = &mut self.routers;
@@ -373,9 +364,9 @@ impl Element for VrIpLookup {
             };
             let dst = u32::from(p.anno().dst_ip);
             let found = match (&r.linear, walked) {
-                (Some(l), _) => l.lookup(dst),
+                (Some(l), _) => u32::answer(l.lookup(dst)),
                 (None, Some(&w)) if r.radix.is_some() => w,
-                _ => r.t.table.lpm.lookup(dst),
+                _ => u32::answer(r.t.table.lpm.lookup(dst)),
             };
             let groups = r.groups.load();
             let out = table::route_v4(groups, groups.v4_words(), found, p);
