@@ -1871,22 +1871,25 @@ mod push_tests {
         }
     }
 
-    #[test]
-    fn a_classified_push_asks_once_per_packet_in_order_and_keeps_order_per_output() {
-        let (asked, sunk): (Log<u8>, Log<(usize, u8)>) = Default::default();
-        let outs: Vec<Edge> = (0..20)
+    /// `e` with `outputs` outputs, output `p` into input `p` of a
+    /// [`PortSink`] noting into `sunk`.
+    fn fanned_into_sink(e: impl Element + 'static, outputs: u32, sunk: &Log<(usize, u8)>) -> Graph {
+        let outs: Vec<Edge> = (0..outputs)
             .map(|p| Edge {
                 element: 1,
                 port: p,
             })
             .collect();
-        let g = graph(
-            vec![
-                Box::new(Split(asked.clone())),
-                Box::new(PortSink(sunk.clone())),
-            ],
+        graph(
+            vec![Box::new(e), Box::new(PortSink(sunk.clone()))],
             vec![outs.into_boxed_slice(), Box::new([])],
-        );
+        )
+    }
+
+    #[test]
+    fn a_classified_push_asks_once_per_packet_in_order_and_keeps_order_per_output() {
+        let (asked, sunk): (Log<u8>, Log<(usize, u8)>) = Default::default();
+        let g = fanned_into_sink(Split(asked.clone()), 20, &sunk);
         let mut w = WorkerState::new(0, 1);
         // One packet, a few to few outputs, a small and a large batch to
         // many outputs, with drops.
@@ -1946,19 +1949,7 @@ mod push_tests {
     #[test]
     fn a_classified_push_by_values_gives_each_packet_its_own_value() {
         let sunk: Log<(usize, u8)> = Log::default();
-        let outs: Vec<Edge> = (0..4)
-            .map(|p| Edge {
-                element: 1,
-                port: p,
-            })
-            .collect();
-        let g = graph(
-            vec![
-                Box::new(ByValue(Vec::new())),
-                Box::new(PortSink(sunk.clone())),
-            ],
-            vec![outs.into_boxed_slice(), Box::new([])],
-        );
+        let g = fanned_into_sink(ByValue(Vec::new()), 4, &sunk);
         let mut w = WorkerState::new(0, 1);
         type Case<'a> = (&'a [Option<usize>], &'a [(usize, u8)]);
         let cases: [Case; 5] = [
