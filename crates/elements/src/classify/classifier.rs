@@ -8,7 +8,7 @@
 //! negated group of windows.
 
 use super::click_program::{classifier_program, ClauseBytes, Program as ClickProgram};
-use super::program::{Base, Expr, OneTest, Program, Test};
+use super::program::{self, Base, Expr, Guard, OneTest, Program, Test};
 use super::{check_outputs, locate, read_patterns, PatternError};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, PortInfo, Stats,
@@ -70,6 +70,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let program = compile(&texts).map_err(|e| locate(e, &patterns))?;
     Ok(Box::new(Classifier {
         one_test: program.one_test(),
+        guard: None,
         program,
         patterns: texts.iter().map(|t| t.to_string()).collect(),
         drops: 0,
@@ -379,6 +380,8 @@ pub struct Classifier {
     /// `program` when it is a single test ([`Program::one_test`]), run
     /// without the interpreter.
     one_test: Option<OneTest>,
+    /// The [`Guard`] of the path the first packet of a recent batch took.
+    guard: Option<Guard>,
     /// The patterns, for the `program` handler, which builds Click's
     /// program only when it is read.
     patterns: Vec<String>,
@@ -446,6 +449,42 @@ impl Classifier {
     }
 }
 
+impl Classifier {
+    /// The push of a batch whose first packet reached leaf `first` by a
+    /// path with no guard: the others walk the program too.
+    #[inline(never)]
+    fn push_walked(&mut self, batch: &mut Batch, first: u32, cx: &mut Context<'_>) {
+        let program = &self.program;
+        let differs = batch.as_slice()[1..]
+            .iter()
+            .position(|p| program.classify_leaf(p.data()) != first);
+        self.push_agreeing(batch, first, differs, cx);
+    }
+
+    /// The push of a batch whose first packet reached leaf `first`, and
+    /// whose packet `differs + 1` is the first that may not (`None`: all
+    /// reach it).
+    #[inline(always)]
+    fn push_agreeing(
+        &mut self,
+        batch: &mut Batch,
+        first: u32,
+        differs: Option<usize>,
+        cx: &mut Context<'_>,
+    ) {
+        match differs {
+            None => match Program::leaf_output(first) {
+                Some(port) => cx.push(port, batch),
+                None => {
+                    self.drops += batch.len() as u64;
+                    batch.clear();
+                }
+            },
+            Some(k) => self.push_mixed(batch, first, k + 1, cx),
+        }
+    }
+}
+
 impl Element for Classifier {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
@@ -457,26 +496,30 @@ impl Element for Classifier {
             }
             return;
         }
-        // As for one test: the leaves are compared as they come, and a
-        // batch that agrees goes whole.
-        let program = &self.program;
+        // As for one test: a batch that agrees goes whole. The packets
+        // after the first are checked against the guard of its path, kept
+        // from batch to batch while the first packets keep to it.
         let Some((head, rest)) = batch.as_slice().split_first() else {
             return;
         };
-        let first = program.classify_leaf(head.data());
-        match rest
-            .iter()
-            .position(|p| program.classify_leaf(p.data()) != first)
-        {
-            None => match Program::leaf_output(first) {
-                Some(port) => cx.push(port, batch),
-                None => {
-                    self.drops += batch.len() as u64;
-                    batch.clear();
-                }
-            },
-            Some(k) => self.push_mixed(batch, first, k + 1, cx),
+        if !self.guard.as_ref().is_some_and(|g| g.holds(head.data())) {
+            let (leaf, guard) = self.program.guard(head.data());
+            if guard.is_none() {
+                return self.push_walked(batch, leaf, cx);
+            }
+            self.guard = guard;
         }
+        let Some(guard) = &self.guard else {
+            return;
+        };
+        let first = guard.leaf();
+        let differs = match guard.one_word() {
+            Some((off, mask, value)) => rest
+                .iter()
+                .position(|p| !program::word_is(p.data(), off, mask, value)),
+            None => rest.iter().position(|p| !guard.holds(p.data())),
+        };
+        self.push_agreeing(batch, first, differs, cx);
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -909,6 +952,50 @@ mod tests {
                 let want = interpret(&refs, &p).unwrap();
                 prop_assert_eq!(program.classify(&p), want, "{:?} on {:02x?}\n{}", texts, p, program);
             }
+        }
+
+        /// The element agrees with the naive reading of the patterns
+        /// packet by packet, in order on each output, over batches of
+        /// every size whose packets mostly take the same few paths (so
+        /// that guards are kept, broken and made again).
+        #[test]
+        fn element_batches_match_naive(
+            texts in prop::collection::vec(pattern(), 2..6),
+            frames in prop::collection::vec((0usize..3, any::<u8>(), 0usize..40), 1..200),
+            sizes in prop::collection::vec(1usize..40, 1..12),
+        ) {
+            // An empty pattern is no argument in a configuration: `-`
+            // says the same.
+            let refs: Vec<&str> =
+                texts.iter().map(|t| if t.is_empty() { "-" } else { t.as_str() }).collect();
+            let parsed: Vec<Vec<Clause>> = refs.iter().map(|t| parse_pattern(t).unwrap()).collect();
+            let outputs = refs.len();
+            let mut h = Harness::push(&CLASS, &refs.join(", "), 1, outputs);
+            let frames: Vec<Vec<u8>> = frames
+                .iter()
+                .map(|&(pick, seed, len)| packet(&parsed, &[seed, seed ^ 0x5a, 7], pick, len))
+                .collect();
+            let mut want = vec![Vec::new(); outputs];
+            let mut dropped = 0u64;
+            for f in &frames {
+                match interpret(&refs, f).unwrap() {
+                    Some(o) => want[o].push(f.clone()),
+                    None => dropped += 1,
+                }
+            }
+            let mut rest = &frames[..];
+            for &n in sizes.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (now, later) = rest.split_at(n.min(rest.len()));
+                h.push_packets(0, now.iter().map(|f| bricks_element::Packet::from_slice(f).unwrap()));
+                rest = later;
+            }
+            for (o, w) in want.iter().enumerate() {
+                prop_assert_eq!(&h.take_bytes(o), w, "output {} of {:?}", o, texts);
+            }
+            prop_assert_eq!(h.stats().get("drops"), Some(dropped));
         }
 
         /// Programs of one test run without the interpreter agree with it

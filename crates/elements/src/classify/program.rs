@@ -630,6 +630,29 @@ impl Program {
         self.run(&IpHeaders::new(ip))
     }
 
+    /// The leaf `data` (Classifier's offsets) reaches, with the
+    /// [`Guard`] of its path when the path has one: a packet the guard
+    /// holds for reaches the same leaf.
+    pub fn guard(&self, data: &[u8]) -> (u32, Option<Guard>) {
+        let mut path = arrayvec::ArrayVec::<(Step, bool), GUARD_PATH>::new();
+        let mut whole = true;
+        let mut t = self.entry;
+        while t & LEAF == 0 {
+            let s = &self.steps[t as usize];
+            let outcome = s.eval(data);
+            whole &= path.try_push((*s, outcome)).is_ok();
+            t = s.next[usize::from(outcome)];
+        }
+        (
+            t,
+            if whole {
+                Guard::new(t, &path, data)
+            } else {
+                None
+            },
+        )
+    }
+
     /// Like [`Program::run`], also counting the tests it made.
     pub fn run_counting<H: Headers + ?Sized>(&self, h: &H) -> (Option<usize>, usize) {
         let mut t = self.entry;
@@ -640,6 +663,116 @@ impl Program {
             t = s.next[s.eval(h.bytes(s.base)) as usize];
         }
         ((t != DROP).then_some((t & !LEAF) as usize), steps)
+    }
+}
+
+/// Equalities a [`Guard`] merges into whole words, at most.
+const GUARD_WORDS: usize = 4;
+/// Other tests a [`Guard`] keeps, at most.
+const GUARD_REST: usize = 4;
+/// Longest path a [`Guard`] is made for.
+const GUARD_PATH: usize = 16;
+
+/// What a packet's data must hold to take the same path through a
+/// [`Program`] as the packet the guard was made from, and so reach the
+/// same leaf ([`Program::guard`]).
+///
+/// The path's true equalities are merged into one masked word per offset,
+/// compared as loaded (no byte swap); a test on the path whose mask lies
+/// inside such a word's is settled by it, whatever its operator and
+/// outcome; the few others are kept with their outcome and run. With
+/// `Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -)`, an IPv4
+/// frame's path (`12/0806` false, `12/0800` true) becomes the one word
+/// `12/0800`: a batch of IPv4 frames is checked with one load, mask and
+/// compare a packet, where the interpreter makes two steps.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    leaf: u32,
+    /// (offset, mask, value), the mask and value in the byte order of a
+    /// plain load of the eight bytes at the offset, which must all be
+    /// there.
+    words: arrayvec::ArrayVec<(usize, u64, u64), GUARD_WORDS>,
+    /// Tests on the path the words do not settle, with their outcome.
+    rest: arrayvec::ArrayVec<(Step, bool), GUARD_REST>,
+}
+
+impl Guard {
+    /// The guard of `path` (each step with its outcome on `data`, which
+    /// reached `leaf`), if it is small enough and holds for `data` itself.
+    fn new(leaf: u32, path: &[(Step, bool)], data: &[u8]) -> Option<Guard> {
+        let mut words = arrayvec::ArrayVec::<(usize, u64, u64), GUARD_WORDS>::new();
+        for &(s, outcome) in path {
+            let equality = s.span == 0 && !s.flip && s.mask != 0;
+            if !(outcome && equality) {
+                continue;
+            }
+            let off = usize::from(s.offset);
+            match words.iter_mut().find(|w| w.0 == off) {
+                // Both hold on `data`, so they agree where the masks meet.
+                Some(w) => {
+                    w.1 |= s.mask;
+                    w.2 |= s.lo;
+                }
+                None => words.try_push((off, s.mask, s.lo)).ok()?,
+            }
+        }
+        let mut rest = arrayvec::ArrayVec::new();
+        for &(s, outcome) in path {
+            let settled = words
+                .iter()
+                .any(|&(off, mask, _)| off == usize::from(s.offset) && s.mask & !mask == 0);
+            if !settled {
+                rest.try_push((s, outcome)).ok()?;
+            }
+        }
+        let words = words
+            .into_iter()
+            .map(|(off, mask, value)| (off, mask.to_be(), value.to_be()))
+            .collect();
+        let guard = Guard { leaf, words, rest };
+        // A word past the end of `data` cannot be loaded whole: such a
+        // packet's short loads are left to the interpreter.
+        guard.holds(data).then_some(guard)
+    }
+
+    /// The leaf every packet the guard holds for reaches.
+    #[inline(always)]
+    pub fn leaf(&self) -> u32 {
+        self.leaf
+    }
+
+    /// Whether `data` takes the guarded path. When it does, every test
+    /// on the path loads the same masked bytes as on the guard's packet,
+    /// or is run again here, so each comes out the same.
+    #[inline(always)]
+    pub fn holds(&self, data: &[u8]) -> bool {
+        let mut ok = true;
+        for &(off, mask, value) in &self.words {
+            ok &= word_is(data, off, mask, value);
+        }
+        for (s, outcome) in &self.rest {
+            ok &= s.eval(data) == *outcome;
+        }
+        ok
+    }
+
+    /// The guard's one word, when it is all there is to check.
+    #[inline(always)]
+    pub fn one_word(&self) -> Option<(usize, u64, u64)> {
+        match (self.words.as_slice(), self.rest.is_empty()) {
+            (&[w], true) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+/// Whether the eight bytes at `off` are there and, loaded as they lie,
+/// equal `value` under `mask` (both from [`Guard::one_word`]).
+#[inline(always)]
+pub fn word_is(data: &[u8], off: usize, mask: u64, value: u64) -> bool {
+    match data.get(off..off + 8).and_then(|w| w.first_chunk::<8>()) {
+        Some(w) => u64::from_ne_bytes(*w) & mask == value,
+        None => false,
     }
 }
 
@@ -1065,6 +1198,51 @@ mod tests {
         assert!(IpHeaders::new(&p[..6]).bytes(Base::Upper).is_empty());
     }
 
+    /// Click's router classifier: an IPv4 frame's two tests come down
+    /// to one word, which other IPv4 frames keep to and ARP frames and
+    /// frames too short for the word do not.
+    #[test]
+    fn a_guard_merges_a_path_into_one_word() {
+        let eq16 = |off, v: u64| Expr::Test(Test::eq(Base::Data, off, 0xffff << 48, v << 48));
+        let p = Program::build(&[
+            Expr::And(vec![eq16(12, 0x0806), eq16(20, 1)]),
+            Expr::And(vec![eq16(12, 0x0806), eq16(20, 2)]),
+            eq16(12, 0x0800),
+            Expr::Const(true),
+        ]);
+        let frame = |ethertype: u16, fill: u8, len: usize| {
+            let mut f = vec![fill; len];
+            f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+            f
+        };
+        let (leaf, guard) = p.guard(&frame(0x0800, 0, 60));
+        assert_eq!(Program::leaf_output(leaf), Some(2));
+        let g = guard.expect("a guard");
+        assert_eq!(
+            g.one_word(),
+            Some((12, (0xffffu64 << 48).to_be(), (0x0800u64 << 48).to_be()))
+        );
+        assert!(g.holds(&frame(0x0800, 0xab, 64)));
+        assert!(g.holds(&frame(0x0800, 0xab, 20)));
+        assert!(!g.holds(&frame(0x0800, 0xab, 19)));
+        assert!(!g.holds(&frame(0x0806, 0, 60)));
+        // An ARP request's path keeps the word at 20 as well.
+        let mut arp = frame(0x0806, 0, 42);
+        arp[20..22].copy_from_slice(&[0, 1]);
+        let (leaf, guard) = p.guard(&arp);
+        assert_eq!(Program::leaf_output(leaf), Some(0));
+        let g = guard.expect("a guard");
+        assert!(g.one_word().is_none());
+        assert!(g.holds(&arp));
+        arp[21] = 2;
+        assert!(!g.holds(&arp));
+        // A frame that ends inside the word has no guard: its short load
+        // is the interpreter's.
+        let (leaf, guard) = p.guard(&frame(0x0800, 0, 16));
+        assert_eq!(Program::leaf_output(leaf), Some(2));
+        assert!(guard.is_none());
+    }
+
     use proptest::prelude::*;
 
     /// Bytes from a small alphabet, so that tests often agree.
@@ -1135,6 +1313,31 @@ mod tests {
             for bytes in &packets {
                 let want = patterns.iter().position(|e| e.eval(&bytes[..]));
                 prop_assert_eq!(p.classify(bytes), want, "{:?} on {:02x?}\n{}", patterns, bytes, p);
+            }
+        }
+
+        /// A packet a guard holds for reaches the guard's leaf, and the
+        /// guard of a packet's path holds for that packet.
+        #[test]
+        fn guards_keep_to_their_leaf(
+            patterns in prop::collection::vec(expr(), 1..5),
+            packets in prop::collection::vec(prop::collection::vec(byte(), 0..16), 16),
+        ) {
+            let p = Program::build(&patterns);
+            for a in &packets {
+                let (leaf, guard) = p.guard(a);
+                prop_assert_eq!(leaf, p.classify_leaf(a));
+                let Some(g) = guard else { continue };
+                prop_assert_eq!(g.leaf(), leaf);
+                prop_assert!(g.holds(a), "{:?} on {:02x?}\n{}", g, a, p);
+                for b in &packets {
+                    if g.holds(b) {
+                        prop_assert_eq!(p.classify_leaf(b), leaf, "{:?} on {:02x?}\n{}", g, b, p);
+                    }
+                    if let Some((off, mask, value)) = g.one_word() {
+                        prop_assert_eq!(word_is(b, off, mask, value), g.holds(b));
+                    }
+                }
             }
         }
     }
