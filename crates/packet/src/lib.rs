@@ -250,6 +250,34 @@ impl Packet {
         Ok(())
     }
 
+    /// Prepends `N` bytes and has `write` fill them in place: one room
+    /// check, and the bytes go straight to the buffer (an element writing
+    /// a header as overlapping words makes one store a word).
+    #[inline]
+    pub fn push_front_with<const N: usize>(
+        &mut self,
+        write: impl FnOnce(&mut [u8; N]),
+    ) -> Result<(), PacketError> {
+        let b = self.buf_mut();
+        let head = b.head as usize;
+        if N > head {
+            return Err(PacketError::NoRoom {
+                need: N,
+                have: head,
+            });
+        }
+        let new = head - N;
+        debug_assert!(head <= BUFFER_SIZE);
+        // SAFETY: `new + N == head <= BUFFER_SIZE`, the type invariant
+        // head <= tail <= BUFFER_SIZE.
+        let front = unsafe { b.data.get_unchecked_mut(new..head) };
+        if let Some(front) = front.first_chunk_mut::<N>() {
+            write(front);
+        }
+        b.head = new as u32;
+        Ok(())
+    }
+
     /// Removes `n` bytes from the front (Click's `pull`). Removing more than
     /// the frame holds leaves an empty frame.
     #[inline]
@@ -472,6 +500,20 @@ mod tests {
         assert!(p.push_front_bytes(&big).is_err());
         assert_eq!(p.data(), &[1, 2, 9, 8, 7]);
         assert_eq!(p.headroom(), room - 2);
+        // Written in place, here as two overlapping words.
+        p.push_front_with(|h: &mut [u8; 10]| {
+            h[2..].copy_from_slice(&0x0a0b_0c0d_0e0f_1011u64.to_be_bytes());
+            h[..8].copy_from_slice(&0x2021_2223_2425_2627u64.to_be_bytes());
+        })
+        .unwrap();
+        let front = [0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x10, 0x11];
+        assert_eq!(&p.data()[..10], &front);
+        assert_eq!(&p.data()[10..], &[1, 2, 9, 8, 7]);
+        assert_eq!(p.headroom(), room - 12);
+        let refused = p.push_front_with(|h: &mut [u8; 4096]| h.fill(3));
+        assert!(refused.is_err());
+        assert_eq!(p.len(), 15);
+        assert_eq!(p.headroom(), room - 12);
     }
 
     #[test]

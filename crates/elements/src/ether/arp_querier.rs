@@ -303,6 +303,17 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     Ok(Box::new(ArpQuerier::from_args(args, ports)?))
 }
 
+/// An Ethernet header as the words of its bytes 0..8 and 6..14.
+#[inline(always)]
+fn header_words(h: &[u8; HEADER_LEN]) -> [u64; 2] {
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&h[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    [word(0), word(HEADER_LEN - 8)]
+}
+
 impl ArpQuerier {
     /// What the XDP fast path needs to send as this querier would: its
     /// Ethernet address (the frames' source), the shared entries and how
@@ -637,29 +648,34 @@ impl ArpQuerier {
         let mut header = [0u8; HEADER_LEN];
         header[6..12].copy_from_slice(&self.my_eth.0);
         header[12..].copy_from_slice(&EtherType::IPV4.0.to_be_bytes());
+        // The header as two overlapping words, which stay in registers
+        // and are written with two stores (as an array, it was written in
+        // four or five pieces).
+        let mut words = header_words(&header);
         let mut last = Ipv4Addr::UNSPECIFIED;
-        let mut done = 0;
-        for p in batch.iter_mut() {
+        for (done, p) in batch.iter_mut().enumerate() {
             let dst = next_hop(p);
             if dst.is_unspecified() {
-                break;
+                return done;
             }
             if dst != last {
                 let Some(eth) = self.table.settled_in(snap, dst, now) else {
-                    break;
+                    return done;
                 };
                 header[..6].copy_from_slice(&eth.0);
+                words = header_words(&header);
                 last = dst;
             }
-            if p.push_front(HEADER_LEN).is_err() {
-                break;
+            let [w0, w1] = words;
+            let written = p.push_front_with(|h: &mut [u8; HEADER_LEN]| {
+                h[HEADER_LEN - 8..].copy_from_slice(&w1.to_ne_bytes());
+                h[..8].copy_from_slice(&w0.to_ne_bytes());
+            });
+            if written.is_err() {
+                return done;
             }
-            if let Some(h) = p.data_mut().first_chunk_mut::<HEADER_LEN>() {
-                *h = header;
-            }
-            done += 1;
         }
-        done
+        batch.len()
     }
 
     /// Notes the time and worker at the start of a push or timer.
@@ -1407,6 +1423,46 @@ mod tests {
         h.push_packets(0, [ip_packet(echo_ip(), B_IP)]);
         assert!(h.take(0).is_empty());
         assert_eq!(h.take(1).len(), 1);
+    }
+
+    /// A batch for known neighbours is framed in one pass: each packet
+    /// gets its own next hop's address as the next hops change within
+    /// the batch, and a packet without room for the header is dropped and
+    /// counted, the rest still framed and in order.
+    #[test]
+    fn a_batch_for_known_neighbours_is_framed_per_next_hop() {
+        let mut h = a_querier();
+        let c_ip = Ipv4Addr::new(10, 0, 0, 3);
+        h.write_handler("insert", "10.0.0.2 52:54:00:bb:00:02 static")
+            .unwrap();
+        h.write_handler("insert", "10.0.0.3 52:54:00:cc:00:03 static")
+            .unwrap();
+        let to = [B_IP, c_ip, c_ip, B_IP, B_IP, c_ip];
+        let batch = (1..=6u8).map(|tag| {
+            let mut p = tagged(tag, to[usize::from(tag) - 1]);
+            if tag == 5 {
+                p.set_head_offset(4).unwrap();
+                assert!(p.headroom() < HEADER_LEN);
+            }
+            p
+        });
+        h.push_packets(0, batch.collect::<Vec<_>>());
+        let framed = h.take_bytes(0);
+        let tags: Vec<u8> = framed.iter().map(|f| f[34]).collect();
+        assert_eq!(tags, [1, 2, 3, 4, 6]);
+        for f in &framed {
+            let mac: &[u8] = if f[34] == 1 || f[34] == 4 {
+                &[0x52, 0x54, 0, 0xbb, 0, 2]
+            } else {
+                &[0x52, 0x54, 0, 0xcc, 0, 3]
+            };
+            assert_eq!(&f[..6], mac, "packet {}", f[34]);
+            assert_eq!(&f[6..12], &[0x52, 0x54, 0, 0xaa, 0, 1]);
+            assert_eq!(&f[12..14], &[0x08, 0x00]);
+            assert_eq!(&f[14..], tagged(f[34], B_IP).data());
+        }
+        assert!(h.take(1).is_empty());
+        assert_eq!(h.stats().get("no_headroom"), Some(1));
     }
 
     #[test]
