@@ -334,6 +334,31 @@ pub(crate) fn configure(args: &mut Args<'_>, has_reject: bool) -> Result<CheckIP
     })
 }
 
+/// [`NET_BAD`]: no source in this net (class D and E, and martian).
+const BAD_SOURCE: u8 = 1;
+/// [`NET_BAD`]: no destination in this net (martian).
+const BAD_DESTINATION: u8 = 2;
+
+/// By an address's first byte, whether the test in line with the martian
+/// rules on refuses it as a source or destination: net 0 and 127 either
+/// way, 224 and above as a source, 240 and above as a destination (where
+/// the full check then lets the limited broadcast through).
+static NET_BAD: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut net = 0;
+    while net < 256 {
+        let martian = net == 0 || net == 127;
+        if martian || net >= 224 {
+            t[net] |= BAD_SOURCE;
+        }
+        if martian || net >= 240 {
+            t[net] |= BAD_DESTINATION;
+        }
+        net += 1;
+    }
+    t
+};
+
 /// The bit of a 64-bit filter that address `a` (host order) sets.
 #[inline(always)]
 fn filter_bit(a: u32) -> u64 {
@@ -468,25 +493,27 @@ impl CheckIPHeader {
         };
         let len = usize::from(be16(h, 2));
         let (src, dst) = (be32(h, 12), be32(h, 16));
-        // Martian rules, where on: no net 0 or 127 on either side, no
-        // class E destination (the broadcast address is allowed, and
-        // left to the full check here).
-        let martian_free = !MARTIANS || {
-            let (snet, dnet) = (src >> 24, dst >> 24);
-            (snet != 0) & (snet != 127) & (dnet != 0) & (dnet != 127) & (dst < 0xf000_0000)
+        // The source's class D and E, and where on the martian rules (no
+        // net 0 or 127 on either side, no class E destination; the
+        // broadcast address is allowed, and left to the full check here),
+        // by a table of the first bytes.
+        let nets_usual = if MARTIANS {
+            (NET_BAD[(src >> 24) as usize] & BAD_SOURCE)
+                | (NET_BAD[(dst >> 24) as usize] & BAD_DESTINATION)
+                == 0
+        } else {
+            !is_multicast_or_reserved(src)
         };
         let unlisted = !LISTS
             || (self.src_filter & filter_bit(src) == 0) & (self.dst_filter & filter_bit(dst) == 0);
-        let usual = (h[0] == 0x45)
-            & (len >= 20)
-            & (len <= d.len() - self.offset)
-            & !is_multicast_or_reserved(src)
-            & unlisted
-            & martian_free
+        let room = d.len() - self.offset;
+        let usual = (h[0] == 0x45) & (len >= 20) & (len <= room) & nets_usual & unlisted
             && (!self.checksum || checksum::header20_ok(h));
         if usual {
-            let excess = d.len() - self.offset - len;
-            p.take_back(excess);
+            let excess = room - len;
+            if excess != 0 {
+                p.take_back(excess);
+            }
             p.set_network_header(self.offset);
             p.anno_mut().dst_ip = Ipv4Addr::from(dst);
         }
