@@ -73,6 +73,34 @@ impl Batch {
         unsafe { self.pkts.set_len(len) }
     }
 
+    /// Moves the packets of `slots`, in order, to the end of the batch,
+    /// leaving `None` behind, as far as there is room; `None` slots are
+    /// skipped. Returns the slots read: all of them, or as many as there
+    /// was room for. A queue's ring hands its packets over this way:
+    /// the batch's length is kept in a register and stored once, where a
+    /// [`Batch::push`] a packet checks and stores it every time.
+    #[inline]
+    pub fn take_from(&mut self, slots: &mut [Option<Packet>]) -> usize {
+        let start = self.pkts.len();
+        // At most as many slots as there is room for, so that the loop
+        // counts slots only.
+        let read = slots.len().min(MAX_BATCH - start);
+        let dst = self.spare_ptr();
+        let mut n = 0;
+        for s in &mut slots[..read] {
+            if let Some(p) = s.take() {
+                // SAFETY: `n` is below the slots read, so `start + n <
+                // MAX_BATCH`: within the array.
+                unsafe { dst.add(n).write(p) };
+                n += 1;
+            }
+        }
+        // SAFETY: the `n` slots past `start` were written above, and
+        // `start + n <= MAX_BATCH`.
+        unsafe { self.set_len(start + n) };
+        read
+    }
+
     /// Removes and returns the last packet.
     #[inline(always)]
     pub fn pop(&mut self) -> Option<Packet> {
@@ -218,6 +246,29 @@ mod tests {
 
     fn pkt(tag: u8) -> Packet {
         Packet::from_slice(&[tag; 8]).unwrap()
+    }
+
+    #[test]
+    fn packets_taken_from_slots_keep_their_order_and_the_room() {
+        let mut b = Batch::new();
+        b.push(pkt(0)).unwrap();
+        let mut slots: Vec<Option<Packet>> = vec![Some(pkt(1)), None, Some(pkt(2)), Some(pkt(3))];
+        assert_eq!(b.take_from(&mut slots), 4);
+        assert!(slots.iter().all(Option::is_none));
+        let tags: Vec<u8> = b.iter().map(|p| p.data()[0]).collect();
+        assert_eq!(tags, [0, 1, 2, 3]);
+        // Room for two more: two slots read, the rest left where they are.
+        while b.len() < MAX_BATCH - 2 {
+            b.push(pkt(9)).unwrap();
+        }
+        let mut slots: Vec<Option<Packet>> = (10..14).map(|t| Some(pkt(t))).collect();
+        assert_eq!(b.take_from(&mut slots), 2);
+        assert_eq!(b.len(), MAX_BATCH);
+        let last: Vec<u8> = b.iter().skip(MAX_BATCH - 2).map(|p| p.data()[0]).collect();
+        assert_eq!(last, [10, 11]);
+        assert!(slots[..2].iter().all(Option::is_none));
+        assert!(slots[2..].iter().all(Option::is_some));
+        assert_eq!(b.take_from(&mut slots[2..]), 0);
     }
 
     #[test]

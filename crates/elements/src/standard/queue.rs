@@ -209,20 +209,18 @@ impl Ring {
         self.len += added;
     }
 
-    /// Hands the `n` oldest packets (at most as many as are held) to
-    /// `f`, oldest first: a loop over at most two runs of slots.
-    #[inline(always)]
-    fn take_front(&mut self, n: usize, mut f: impl FnMut(bricks_element::Packet)) {
+    /// Moves the oldest `n` packets (fewer if it holds fewer) to `out`,
+    /// which has room for them, oldest first: at most two runs of slots,
+    /// each handed over whole ([`Batch::take_from`]).
+    #[inline]
+    fn take_front_into(&mut self, n: usize, out: &mut Batch) {
         let n = n.min(self.len);
+        debug_assert!(n <= out.remaining());
         let size = self.slots.len();
         let first = n.min(size - self.head);
         let (front, back) = self.slots.split_at_mut(self.head);
-        for p in back[..first].iter_mut().filter_map(Option::take) {
-            f(p);
-        }
-        for p in front[..n - first].iter_mut().filter_map(Option::take) {
-            f(p);
-        }
+        out.take_from(&mut back[..first]);
+        out.take_from(&mut front[..n - first]);
         self.head = self.wrap(self.head + n);
         self.len -= n;
     }
@@ -303,9 +301,7 @@ impl Element for Queue {
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
         let n = max.min(self.q.len()).min(out.remaining());
         self.length.change(-(n as i64));
-        self.q.take_front(n, |p| {
-            let _ = out.push(p);
-        });
+        self.q.take_front_into(n, out);
     }
 
     /// Hot swap: the old queue's packets, oldest first, as many as the new
