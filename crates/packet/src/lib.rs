@@ -233,21 +233,7 @@ impl Packet {
     /// bytes): one room check, no check of the frame's length after.
     #[inline]
     pub fn push_front_bytes<const N: usize>(&mut self, front: &[u8; N]) -> Result<(), PacketError> {
-        let b = self.buf_mut();
-        let head = b.head as usize;
-        if N > head {
-            return Err(PacketError::NoRoom {
-                need: N,
-                have: head,
-            });
-        }
-        let new = head - N;
-        debug_assert!(head <= BUFFER_SIZE);
-        // SAFETY: `new + N == head <= BUFFER_SIZE`, the type invariant
-        // head <= tail <= BUFFER_SIZE.
-        unsafe { b.data.get_unchecked_mut(new..head) }.copy_from_slice(front);
-        b.head = new as u32;
-        Ok(())
+        self.push_front_with(|h: &mut [u8; N]| *h = *front)
     }
 
     /// Prepends `N` bytes and has `write` fill them in place: one room
