@@ -176,8 +176,13 @@ pub struct Annotations {
     /// classifier set one. Set by `TagClassifier`/`HashClassifier`, read by
     /// `FlowLookup` and `VirtualClock` (use [`Annotations::flow_record`]).
     pub flow: u32,
-    /// Where the network header starts, as a buffer offset.
-    pub l3_offset: Option<u16>,
+    /// Where the network header starts, as a buffer offset, or [`NO_L3`]
+    /// when no element has set it (read it with
+    /// [`Annotations::l3_offset`]). A sentinel rather than an `Option` so
+    /// that one comparison with the frame's end both finds the header
+    /// annotated and finds its bytes in the frame
+    /// ([`crate::Packet::l3_chunk_mut`]): no buffer offset reaches it.
+    pub(crate) l3: u16,
     /// Next-hop MTU reported by a fragmenter that refused a DF packet; the
     /// ICMP "fragmentation needed" error quotes it (RFC 1191).
     pub mtu: u16,
@@ -202,7 +207,18 @@ pub struct Annotations {
     pub param_off: Option<u8>,
 }
 
+/// [`Annotations::l3`] of a packet whose network header no element has set.
+pub(crate) const NO_L3: u16 = u16::MAX;
+const _: () = assert!(2 * crate::BUFFER_SIZE < NO_L3 as usize);
+
 impl Annotations {
+    /// Where the network header starts, as a buffer offset, if an element
+    /// has set it ([`crate::Packet::set_network_header`]).
+    #[inline(always)]
+    pub fn l3_offset(&self) -> Option<u16> {
+        (self.l3 != NO_L3).then_some(self.l3)
+    }
+
     /// The index of the packet's flow record, if a classifier set one.
     #[inline(always)]
     pub fn flow_record(&self) -> Option<u32> {
@@ -228,7 +244,7 @@ impl Default for Annotations {
             extra_length: 0,
             flow_hash: 0,
             flow: 0,
-            l3_offset: None,
+            l3: NO_L3,
             mtu: 0,
             device: 0,
             vrouter: 0,

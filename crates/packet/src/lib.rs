@@ -269,8 +269,10 @@ impl Packet {
     #[inline]
     pub fn pull_front(&mut self, n: usize) {
         let b = self.buf_mut();
-        let n = n.min((b.tail - b.head) as usize);
-        b.head += n as u32;
+        // The new start, clamped to the end: one add and one compare in a
+        // batch loop, where `n.min(BUFFER_SIZE)` is computed once.
+        let head = (b.head as usize + n.min(BUFFER_SIZE)).min(b.tail as usize);
+        b.head = head as u32;
     }
 
     /// Appends `n` zero bytes at the end (Click's `put`).
@@ -347,33 +349,117 @@ impl Packet {
         unsafe { b.data.get_unchecked_mut(start..b.tail as usize) }
     }
 
-    /// The network (IP) header, as located by the `l3_offset` annotation,
-    /// to the end of the frame; `None` if no element has set it.
+    /// The network (IP) header, as located by the network header
+    /// annotation, to the end of the frame; `None` if no element has set
+    /// it.
     #[inline]
     pub fn network_header(&self) -> Option<&[u8]> {
-        let off = self.anno().l3_offset?;
+        let off = self.anno().l3_offset()?;
         Some(self.bytes_from(off as usize))
     }
 
     /// Writable counterpart of [`Packet::network_header`].
     #[inline]
     pub fn network_header_mut(&mut self) -> Option<&mut [u8]> {
-        let off = self.anno().l3_offset?;
+        let off = self.anno().l3_offset()?;
         Some(self.bytes_from_mut(off as usize))
+    }
+
+    /// The first `N` bytes of the network header, or of the frame when no
+    /// element has located the header (where an IP header is after
+    /// `Strip(14)`); `None` when the frame ends before them.
+    ///
+    /// The header elements' batch loops read their fixed fields through
+    /// this: for an annotated header it is one comparison of the
+    /// annotation's end with the frame's, which also fails for the unset
+    /// annotation, so the frame start is only looked at then.
+    #[inline(always)]
+    pub fn l3_chunk_mut<const N: usize>(&mut self) -> Option<&mut [u8; N]> {
+        let start = self.l3_chunk_start::<N>()?;
+        // SAFETY: `start + N <= tail <= BUFFER_SIZE` (`l3_chunk_start` and
+        // the type invariant), so the `N` bytes at `start` are in `data`.
+        Some(unsafe {
+            &mut *self
+                .buf_mut()
+                .data
+                .as_mut_ptr()
+                .add(start)
+                .cast::<[u8; N]>()
+        })
+    }
+
+    /// Read-only counterpart of [`Packet::l3_chunk_mut`].
+    #[inline(always)]
+    pub fn l3_chunk<const N: usize>(&self) -> Option<&[u8; N]> {
+        let start = self.l3_chunk_start::<N>()?;
+        // SAFETY: as in `l3_chunk_mut`.
+        Some(unsafe { &*self.buf().data.as_ptr().add(start).cast::<[u8; N]>() })
+    }
+
+    /// Where [`Packet::l3_chunk_mut`]'s bytes start in `data`, if the
+    /// frame holds all `N` of them.
+    #[inline(always)]
+    fn l3_chunk_start<const N: usize>(&self) -> Option<usize> {
+        let b = self.buf();
+        let mut start = b.anno.l3 as usize;
+        if start + N > b.tail as usize {
+            if b.anno.l3 != anno::NO_L3 {
+                return None;
+            }
+            start = b.head as usize;
+            if start + N > b.tail as usize {
+                return None;
+            }
+        }
+        debug_assert!(b.tail as usize <= BUFFER_SIZE);
+        Some(start)
+    }
+
+    /// The `N` bytes `at` bytes into the frame, if the frame holds them:
+    /// a fixed field read in a batch loop with one comparison with the
+    /// frame's end.
+    #[inline(always)]
+    pub fn chunk_at<const N: usize>(&self, at: usize) -> Option<&[u8; N]> {
+        let b = self.buf();
+        // Clamped so that the sum cannot wrap; a batch loop's fixed `at`
+        // is clamped once.
+        let start = b.head as usize + at.min(BUFFER_SIZE);
+        if start + N > b.tail as usize {
+            return None;
+        }
+        debug_assert!(b.tail as usize <= BUFFER_SIZE);
+        // SAFETY: `start + N <= tail <= BUFFER_SIZE` (the type invariant),
+        // so the `N` bytes at `start` are inside `data`.
+        Some(unsafe { &*b.data.as_ptr().add(start).cast::<[u8; N]>() })
+    }
+
+    /// Bytes from the network header (or the frame start when none is
+    /// annotated, as [`Packet::l3_chunk_mut`]) to the end of the frame.
+    #[inline(always)]
+    pub fn l3_len(&self) -> usize {
+        let b = self.buf();
+        let start = if b.anno.l3 == anno::NO_L3 {
+            b.head
+        } else {
+            u32::from(b.anno.l3)
+        };
+        b.tail.saturating_sub(start) as usize
     }
 
     /// Marks the network header as starting `offset` bytes into the frame.
     #[inline]
     pub fn set_network_header(&mut self, offset: usize) {
-        let abs = self.head_offset() + offset;
-        self.anno_mut().l3_offset = Some(abs as u16);
+        // At most twice BUFFER_SIZE, so never the unset annotation; the
+        // clamp of a batch loop's fixed offset is computed once.
+        let abs = self.head_offset() + offset.min(BUFFER_SIZE);
+        self.anno_mut().l3 = abs as u16;
     }
 
     /// Offset of the network header inside the current frame, if it is
     /// annotated and not stripped away.
     #[inline]
     pub fn network_header_offset(&self) -> Option<usize> {
-        let off = self.anno().l3_offset? as usize;
+        let off = self.anno().l3_offset()? as usize;
         off.checked_sub(self.head_offset())
     }
 
@@ -402,7 +488,7 @@ impl Packet {
             .copy_from_slice(&src.data[src.head as usize..src.tail as usize]);
         // Header annotations may point before `head` (an Unstrip can bring
         // those bytes back), so copy the headroom that is in use too.
-        if let Some(l3) = src.anno.l3_offset {
+        if let Some(l3) = src.anno.l3_offset() {
             let l3 = (l3 as usize).min(src.head as usize);
             dst.data[l3..src.head as usize].copy_from_slice(&src.data[l3..src.head as usize]);
         }
@@ -582,6 +668,51 @@ mod tests {
         p.set_len(6).unwrap();
         assert_eq!(p.data(), &[9, 9, 9, 9, 0, 0]);
         assert!(p.put_back(BUFFER_SIZE).is_err());
+    }
+
+    #[test]
+    fn header_chunks_follow_the_annotation_or_the_frame_start() {
+        let mut frame = [0u8; 34];
+        frame[0] = 0xee;
+        frame[14] = 0x45;
+        let mut p = Packet::from_slice(&frame).unwrap();
+        // No annotation: the frame's start, if it holds the bytes.
+        assert_eq!(p.anno().l3_offset(), None);
+        assert_eq!(p.l3_chunk::<20>().map(|h| h[0]), Some(0xee));
+        assert_eq!(p.l3_len(), 34);
+        assert!(p.l3_chunk::<35>().is_none());
+        // Annotated: the header's bytes, and only while the frame holds
+        // them all (the frame's start is not a fallback then).
+        p.set_network_header(14);
+        assert_eq!(p.l3_chunk::<20>().map(|h| h[0]), Some(0x45));
+        assert!(p.l3_chunk::<21>().is_none());
+        assert_eq!(p.l3_len(), 20);
+        p.l3_chunk_mut::<20>().unwrap()[8] = 7;
+        assert_eq!(p.data()[22], 7);
+        p.take_back(1);
+        assert!(p.l3_chunk::<20>().is_none());
+        assert_eq!(p.l3_len(), 19);
+        // A header set past the frame's end has no bytes, is still set,
+        // and is never taken for the unset annotation.
+        p.set_network_header(usize::MAX);
+        assert!(p.anno().l3_offset().is_some());
+        assert!(p.l3_chunk::<1>().is_none());
+        assert_eq!(p.l3_len(), 0);
+        assert!(p.network_header().unwrap().is_empty());
+    }
+
+    #[test]
+    fn chunks_at_an_offset_stay_in_the_frame() {
+        let mut p = Packet::from_slice(&[1, 2, 3, 4, 5, 6]).unwrap();
+        assert_eq!(p.chunk_at::<4>(2), Some(&[3, 4, 5, 6]));
+        assert_eq!(p.chunk_at::<4>(3), None);
+        assert_eq!(p.chunk_at::<0>(6), Some(&[]));
+        assert_eq!(p.chunk_at::<1>(usize::MAX), None);
+        p.pull_front(2);
+        assert_eq!(p.chunk_at::<4>(0), Some(&[3, 4, 5, 6]));
+        p.pull_front(usize::MAX);
+        assert!(p.is_empty());
+        assert_eq!(p.chunk_at::<1>(0), None);
     }
 
     #[test]

@@ -328,7 +328,7 @@ impl AggregateCounter {
         if self.sh.extra_length {
             n += u64::from(p.anno().extra_length);
         }
-        if self.sh.ip_bytes && p.anno().l3_offset.is_some() {
+        if self.sh.ip_bytes && p.anno().l3_offset().is_some() {
             n = n.saturating_sub(p.network_header_offset().unwrap_or(0) as u64);
         }
         n

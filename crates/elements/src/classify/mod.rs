@@ -36,7 +36,7 @@ const ETHER_HEADER_LEN: usize = 14;
 #[inline]
 pub(crate) fn ip_headers(p: &Packet, link: bool) -> program::IpHeaders<'_> {
     let head = p.head_offset();
-    let l3 = p.anno().l3_offset.map_or(head, usize::from);
+    let l3 = p.anno().l3_offset().map_or(head, usize::from);
     let ip = p.bytes_from(l3);
     if !link {
         return program::IpHeaders::new(ip);

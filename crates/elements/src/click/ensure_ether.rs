@@ -76,7 +76,7 @@ fn ip_type(t: &[u8]) -> bool {
 impl EnsureEther {
     /// False when the packet must be dropped.
     fn ensure(&self, p: &mut Packet) -> bool {
-        let Some(l3) = p.anno().l3_offset.map(usize::from) else {
+        let Some(l3) = p.anno().l3_offset().map(usize::from) else {
             return true;
         };
         let Some(off) = p.network_header_offset() else {

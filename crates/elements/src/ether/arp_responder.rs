@@ -282,12 +282,11 @@ impl ArpResponder {
         d[6..12].copy_from_slice(&eth.0);
         reply.emit(&mut ArpPacket::new_unchecked(&mut d[HEADER_LEN..]));
         let old = *p.anno();
-        *p.anno_mut() = Annotations {
-            device: old.device,
-            vrouter: old.vrouter,
-            packet_type: PacketType::Outgoing,
-            ..Annotations::default()
-        };
+        let a = p.anno_mut();
+        *a = Annotations::default();
+        a.device = old.device;
+        a.vrouter = old.vrouter;
+        a.packet_type = PacketType::Outgoing;
         Ok(())
     }
 

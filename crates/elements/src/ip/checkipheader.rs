@@ -362,7 +362,13 @@ static NET_BAD: [u8; 256] = {
 /// The bit of a 64-bit filter that address `a` (host order) sets.
 #[inline(always)]
 fn filter_bit(a: u32) -> u64 {
-    1 << (a.wrapping_mul(0x9e37_79b1) >> 26)
+    1 << filter_index(a)
+}
+
+/// Which bit of a 64-bit filter address `a` (host order) sets.
+#[inline(always)]
+fn filter_index(a: u32) -> u32 {
+    a.wrapping_mul(0x9e37_79b1) >> 26
 }
 
 /// A one-word Bloom filter of `addrs`: an address whose bit is clear is in
@@ -481,12 +487,15 @@ impl CheckIPHeader {
     /// so again to the same packet changes nothing, so a batch that
     /// stops being usual part-way is checked again from its start.
     ///
-    /// `MARTIANS` is `self.martians` and `LISTS` whether either address
-    /// filter is set, made constants so that the batch loop of the usual
-    /// configuration (no MARTIANS, no lists) carries no test it cannot
-    /// fail.
+    /// `MARTIANS` is `self.martians`, `LISTS` whether either address
+    /// filter is set and `SUM` `self.checksum`, made constants so that the
+    /// batch loop of the usual configuration (no MARTIANS, no lists)
+    /// carries no test it cannot fail.
     #[inline(always)]
-    fn usual<const MARTIANS: bool, const LISTS: bool>(&self, p: &mut Packet) -> bool {
+    fn usual<const MARTIANS: bool, const LISTS: bool, const SUM: bool>(
+        &self,
+        p: &mut Packet,
+    ) -> bool {
         let d = p.data();
         let Some(h) = d.get(self.offset..).and_then(|h| h.first_chunk::<20>()) else {
             return false;
@@ -505,10 +514,12 @@ impl CheckIPHeader {
             !is_multicast_or_reserved(src)
         };
         let unlisted = !LISTS
-            || (self.src_filter & filter_bit(src) == 0) & (self.dst_filter & filter_bit(dst) == 0);
+            || ((self.src_filter >> filter_index(src)) | (self.dst_filter >> filter_index(dst)))
+                & 1
+                == 0;
         let room = d.len() - self.offset;
         let usual = (h[0] == 0x45) & (len >= 20) & (len <= room) & nets_usual & unlisted
-            && (!self.checksum || checksum::header20_ok(h));
+            && (!SUM || checksum::header20_ok(h));
         if usual {
             let excess = room - len;
             if excess != 0 {
@@ -525,12 +536,21 @@ impl CheckIPHeader {
     /// chosen once for the batch.
     #[inline(always)]
     fn all_usual(&self, batch: &mut Batch) -> bool {
+        match self.checksum {
+            true => self.all_usual_with::<true>(batch),
+            false => self.all_usual_with::<false>(batch),
+        }
+    }
+
+    /// [`CheckIPHeader::all_usual`] with `self.checksum` a constant.
+    #[inline(always)]
+    fn all_usual_with<const SUM: bool>(&self, batch: &mut Batch) -> bool {
         let lists = self.src_filter | self.dst_filter != 0;
         match (self.martians, lists) {
-            (false, false) => batch.iter_mut().all(|p| self.usual::<false, false>(p)),
-            (false, true) => batch.iter_mut().all(|p| self.usual::<false, true>(p)),
-            (true, false) => batch.iter_mut().all(|p| self.usual::<true, false>(p)),
-            (true, true) => batch.iter_mut().all(|p| self.usual::<true, true>(p)),
+            (false, false) => batch.iter_mut().all(|p| self.usual::<false, false, SUM>(p)),
+            (false, true) => batch.iter_mut().all(|p| self.usual::<false, true, SUM>(p)),
+            (true, false) => batch.iter_mut().all(|p| self.usual::<true, false, SUM>(p)),
+            (true, true) => batch.iter_mut().all(|p| self.usual::<true, true, SUM>(p)),
         }
     }
 
@@ -546,11 +566,16 @@ impl CheckIPHeader {
     /// [`CheckIPHeader::usual`] with the constants of this configuration.
     #[cfg(test)]
     fn usual_as_configured(&self, p: &mut Packet) -> bool {
-        match (self.martians, self.src_filter | self.dst_filter != 0) {
-            (false, false) => self.usual::<false, false>(p),
-            (false, true) => self.usual::<false, true>(p),
-            (true, false) => self.usual::<true, false>(p),
-            (true, true) => self.usual::<true, true>(p),
+        let lists = self.src_filter | self.dst_filter != 0;
+        match (self.martians, lists, self.checksum) {
+            (false, false, false) => self.usual::<false, false, false>(p),
+            (false, false, true) => self.usual::<false, false, true>(p),
+            (false, true, false) => self.usual::<false, true, false>(p),
+            (false, true, true) => self.usual::<false, true, true>(p),
+            (true, false, false) => self.usual::<true, false, false>(p),
+            (true, false, true) => self.usual::<true, false, true>(p),
+            (true, true, false) => self.usual::<true, true, false>(p),
+            (true, true, true) => self.usual::<true, true, true>(p),
         }
     }
 
@@ -706,7 +731,7 @@ mod tests {
                                 assert_eq!(c.check(&mut b), Ok(()), "{what}");
                                 assert_eq!(a.data(), b.data(), "{what}");
                                 assert_eq!(a.anno().dst_ip, b.anno().dst_ip, "{what}");
-                                assert_eq!(a.anno().l3_offset, b.anno().l3_offset, "{what}");
+                                assert_eq!(a.anno().l3_offset(), b.anno().l3_offset(), "{what}");
                                 // Settled again, the packet stays as it is.
                                 let before = a.data().to_vec();
                                 assert!(c.usual_as_configured(&mut a), "{what}");

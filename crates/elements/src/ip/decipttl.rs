@@ -6,7 +6,7 @@
 //! packet is one bounds check, one compare, two byte writes and the
 //! RFC 1624 eqn. 3 update.
 
-use super::header::{ip_bytes_mut, is_multicast};
+use super::header::is_multicast;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
@@ -127,7 +127,7 @@ impl DecIPTTL {
     /// batch loop tests it once.
     #[inline(always)]
     fn verdict_with<const MULTICAST: bool>(&mut self, p: &mut Packet) -> Option<usize> {
-        let Some(h) = ip_bytes_mut(p).first_chunk_mut::<20>() else {
+        let Some(h) = p.l3_chunk_mut::<20>() else {
             self.truncated += 1;
             return None;
         };
@@ -147,7 +147,7 @@ impl DecIPTTL {
     /// [`DecIPTTL::verdict_with`].
     #[inline(always)]
     fn usual<const MULTICAST: bool>(p: &mut Packet) -> bool {
-        match ip_bytes_mut(p).first_chunk_mut::<20>() {
+        match p.l3_chunk_mut::<20>() {
             Some(h)
                 if h[8] > 1
                     && (MULTICAST

@@ -112,11 +112,9 @@ impl GetIPAddress {
     /// values) and counts and drops it.
     #[inline]
     fn all_at_offset(batch: &mut Batch, at: usize) -> bool {
-        let end = at.saturating_add(4);
-        batch.iter_mut().all(|p| match p.data().get(at..end) {
-            Some(a) => {
-                let addr = u32::from_be_bytes([a[0], a[1], a[2], a[3]]);
-                p.anno_mut().dst_ip = Ipv4Addr::from(addr);
+        batch.iter_mut().all(|p| match p.chunk_at::<4>(at) {
+            Some(&a) => {
+                p.anno_mut().dst_ip = Ipv4Addr::from(a);
                 true
             }
             None => false,

@@ -32,7 +32,7 @@ pub(crate) const PROTO_ICMP: u8 = 1;
 /// of what they get; nothing here trusts the packet.
 #[inline(always)]
 pub(crate) fn ip_bytes(p: &Packet) -> &[u8] {
-    match p.anno().l3_offset {
+    match p.anno().l3_offset() {
         Some(off) => p.bytes_from(usize::from(off)),
         None => p.data(),
     }
@@ -41,7 +41,7 @@ pub(crate) fn ip_bytes(p: &Packet) -> &[u8] {
 /// Writable counterpart of [`ip_bytes`].
 #[inline(always)]
 pub(crate) fn ip_bytes_mut(p: &mut Packet) -> &mut [u8] {
-    match p.anno().l3_offset {
+    match p.anno().l3_offset() {
         Some(off) => p.bytes_from_mut(usize::from(off)),
         None => p.data_mut(),
     }
@@ -52,7 +52,7 @@ pub(crate) fn ip_bytes_mut(p: &mut Packet) -> &mut [u8] {
 /// when no element located it.
 #[inline]
 pub(crate) fn prefix_len(p: &Packet) -> usize {
-    match p.anno().l3_offset {
+    match p.anno().l3_offset() {
         Some(_) => p.network_header_offset().unwrap_or(0).min(p.len()),
         None => 0,
     }

@@ -331,7 +331,7 @@ fn emit(out: &mut Batch, p: Packet, cx: &mut Context<'_>) {
 impl Element for IPFragmenter {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let mtu = self.mtu;
-        if batch.iter().all(|p| ip_bytes(p).len() <= mtu) {
+        if batch.iter().all(|p| p.l3_len() <= mtu) {
             cx.push(0, batch);
             return;
         }
@@ -368,7 +368,7 @@ impl Element for IPFragmenter {
         let mut b = Batch::new();
         cx.pull(0, &mut b, room);
         let mtu = self.mtu;
-        if b.iter().all(|p| ip_bytes(p).len() <= mtu) {
+        if b.iter().all(|p| p.l3_len() <= mtu) {
             out.append(&mut b);
             return;
         }

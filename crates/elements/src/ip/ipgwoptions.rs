@@ -280,7 +280,7 @@ impl Element for IPGWOptions {
         // without reading the clock.
         if batch
             .iter()
-            .all(|p| ip_bytes(p).first().is_none_or(|&b| b & 0x0f <= 5))
+            .all(|p| p.l3_chunk::<1>().is_none_or(|&[b]| b & 0x0f <= 5))
         {
             return cx.push(0, batch);
         }

@@ -55,7 +55,7 @@ pub struct StripIPHeader {
 /// Where the payload after `p`'s IP header starts, in the frame.
 #[inline(always)]
 fn payload_offset(p: &Packet) -> Option<usize> {
-    let at = match p.anno().l3_offset {
+    let at = match p.anno().l3_offset() {
         Some(_) => p.network_header_offset()?,
         None => 0,
     };
@@ -114,11 +114,11 @@ mod tests {
         frame.extend(&ip);
         let mut p = Packet::from_slice(&frame).unwrap();
         p.set_network_header(14);
-        let l3 = p.anno().l3_offset;
+        let l3 = p.anno().l3_offset();
         h.push_packets(0, [p]);
         let out = h.take(0);
         assert_eq!(out[0].data(), &ip[20..]);
-        assert_eq!(out[0].anno().l3_offset, l3);
+        assert_eq!(out[0].anno().l3_offset(), l3);
         // Without an annotation the header starts the packet.
         h.push_bytes(0, &ip);
         assert_eq!(h.take_bytes(0)[0], ip[20..].to_vec());

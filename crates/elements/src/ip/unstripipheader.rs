@@ -41,7 +41,7 @@ pub struct UnstripIPHeader;
 
 #[inline(always)]
 fn unstrip(p: &mut Packet) {
-    if let Some(l3) = p.anno().l3_offset {
+    if let Some(l3) = p.anno().l3_offset() {
         let l3 = usize::from(l3);
         if l3 < p.head_offset() {
             let _ = p.set_head_offset(l3);

@@ -645,7 +645,7 @@ mod tests {
                                 assert_eq!(ra, rb, "{what}");
                                 assert_eq!(a.data(), b.data(), "{what}");
                                 assert_eq!(a.anno().dst_ip6, b.anno().dst_ip6, "{what}");
-                                assert_eq!(a.anno().l3_offset, b.anno().l3_offset, "{what}");
+                                assert_eq!(a.anno().l3_offset(), b.anno().l3_offset(), "{what}");
                             }
                         }
                     }

@@ -2,7 +2,6 @@
 //! (RFC 8200 section 3). IPv6 has no header checksum, so the work per
 //! packet is one bounds check, one compare and one byte write.
 
-use super::header6::ip6_bytes_mut;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
 };
@@ -64,7 +63,7 @@ pub struct DecIP6HLIM {
 impl DecIP6HLIM {
     #[inline(always)]
     fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
-        let Some(h) = ip6_bytes_mut(p).first_chunk_mut::<40>() else {
+        let Some(h) = p.l3_chunk_mut::<40>() else {
             self.truncated += 1;
             return None;
         };
@@ -80,7 +79,7 @@ impl DecIP6HLIM {
     /// left as it was, for [`DecIP6HLIM::verdict`].
     #[inline(always)]
     fn usual(p: &mut Packet) -> bool {
-        match ip6_bytes_mut(p).first_chunk_mut::<40>() {
+        match p.l3_chunk_mut::<40>() {
             Some(h) if h[7] > 1 => {
                 h[7] -= 1;
                 true

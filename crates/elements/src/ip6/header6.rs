@@ -13,7 +13,7 @@ use std::net::Ipv6Addr;
 /// check the length of what they get.
 #[inline(always)]
 pub(crate) fn ip6_bytes(p: &Packet) -> &[u8] {
-    match p.anno().l3_offset {
+    match p.anno().l3_offset() {
         Some(off) => p.bytes_from(usize::from(off)),
         None => p.data(),
     }
@@ -22,7 +22,7 @@ pub(crate) fn ip6_bytes(p: &Packet) -> &[u8] {
 /// Writable counterpart of [`ip6_bytes`].
 #[inline(always)]
 pub(crate) fn ip6_bytes_mut(p: &mut Packet) -> &mut [u8] {
-    match p.anno().l3_offset {
+    match p.anno().l3_offset() {
         Some(off) => p.bytes_from_mut(usize::from(off)),
         None => p.data_mut(),
     }

@@ -336,13 +336,12 @@ impl Ip6NdAdvertiser {
         }
         let mut q = advertisement(entry.eth, to_eth, to_ip, target_addr, flags);
         let old = *p.anno();
-        *q.anno_mut() = Annotations {
-            device: old.device,
-            vrouter: old.vrouter,
-            timestamp: old.timestamp,
-            packet_type: PacketType::Outgoing,
-            ..Annotations::default()
-        };
+        let a = q.anno_mut();
+        *a = Annotations::default();
+        a.device = old.device;
+        a.vrouter = old.vrouter;
+        a.timestamp = old.timestamp;
+        a.packet_type = PacketType::Outgoing;
         Ok((q, dad))
     }
 }

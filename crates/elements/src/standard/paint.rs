@@ -193,6 +193,11 @@ pub struct PaintTee {
 
 impl PaintTee {
     fn copy(&mut self, b: &Batch, cx: &mut Context<'_>) {
+        // The usual batch has no packet of the colour (a router's
+        // redirect check): one scan, with nothing to count or push.
+        if b.iter().all(|p| p.anno().paint != self.color) {
+            return;
+        }
         let mut copies = Batch::new();
         for p in b.iter().filter(|p| p.anno().paint == self.color) {
             let _ = copies.push(p.duplicate());

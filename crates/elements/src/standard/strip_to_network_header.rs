@@ -43,7 +43,7 @@ pub struct StripToNetworkHeader;
 
 #[inline(always)]
 fn strip(p: &mut Packet) {
-    let Some(l3) = p.anno().l3_offset else {
+    let Some(l3) = p.anno().l3_offset() else {
         return;
     };
     let l3 = usize::from(l3);
