@@ -33,11 +33,13 @@ const EMPTY: u32 = u32::MAX;
 
 /// A trie entry: no route for any address under it.
 const NO_ROUTE: u32 = 0x7fff_ffff;
-/// A trie entry with this bit set names the node of the next byte.
+/// A trie entry with this bit set names the node of the next byte by
+/// where it starts in [`PrefixTable::nodes`] (a multiple of 256), so the
+/// walk finds the next entry at that start plus the byte.
 const NODE: u32 = 0x8000_0000;
 /// A trie entry: past the node budget; the levels answer. As a node it
-/// names no node ([`PrefixTable::nodes`] is far shorter), so the walk
-/// tells it apart with the bounds check it makes anyway.
+/// starts past the end of [`PrefixTable::nodes`] (far shorter), so the
+/// walk tells it apart with the bounds check it makes anyway.
 const LEVELS: u32 = u32::MAX;
 /// Trie nodes (1 KiB each) a table may have below the root.
 const MAX_NODES: usize = 64;
@@ -54,8 +56,8 @@ pub struct PrefixTable {
     /// index, [`NO_ROUTE`], [`NODE`] with an index in `nodes`, or
     /// [`LEVELS`].
     root: Box<[u32; 256]>,
-    /// The trie's other nodes.
-    nodes: Vec<[u32; 256]>,
+    /// The trie's other nodes, 256 entries each, one after the other.
+    nodes: Vec<u32>,
     levels: Vec<Level>,
 }
 
@@ -133,11 +135,12 @@ impl PrefixTable {
         for b in 0..256u32 {
             let sub = base | b << shift;
             let e = if depth < 3 && split[depth].contains(&(sub >> shift)) {
-                if self.nodes.len() < MAX_NODES {
+                if self.nodes.len() < MAX_NODES * 256 {
                     // Its place is taken before its own children's.
                     let at = self.nodes.len();
-                    self.nodes.push([NO_ROUTE; 256]);
-                    self.nodes[at] = self.node(sub, depth + 1, split);
+                    self.nodes.extend([NO_ROUTE; 256]);
+                    let child = self.node(sub, depth + 1, split);
+                    self.nodes[at..at + 256].copy_from_slice(&child);
                     NODE | at as u32
                 } else {
                     LEVELS
@@ -156,34 +159,44 @@ impl PrefixTable {
     /// The index of the longest prefix containing `addr`.
     #[inline(always)]
     pub fn lookup(&self, addr: u32) -> Option<usize> {
+        let i = self.lookup_index(addr);
+        (i != NO_ROUTE).then_some(i as usize)
+    }
+
+    /// [`PrefixTable::lookup`] as a bare index, which is `0x7fff_ffff`
+    /// when no prefix contains `addr`: past the end of any list of the
+    /// prefixes, so that the caller's bounds check on its list is also
+    /// its test for no route.
+    #[inline(always)]
+    pub fn lookup_index(&self, addr: u32) -> u32 {
         let e = self.root[(addr >> 24) as usize];
         if e & NODE == 0 {
-            return (e != NO_ROUTE).then_some(e as usize);
+            return e;
         }
         self.lookup_below(e, addr)
     }
 
-    /// [`PrefixTable::lookup`] from the node `e` of the root on, out of
-    /// line so that the usual answer, the root's, stays small enough to
-    /// inline in a batch loop.
-    #[inline(never)]
-    fn lookup_below(&self, mut e: u32, addr: u32) -> Option<usize> {
+    /// [`PrefixTable::lookup_index`] from the node `e` of the root on.
+    #[inline(always)]
+    fn lookup_below(&self, mut e: u32, addr: u32) -> u32 {
         // At most three more bytes: a /32 is a route in a last-byte node,
         // never a node.
         for shift in [16, 8, 0] {
-            let Some(node) = self.nodes.get((e & !NODE) as usize) else {
-                return self.lookup_levels(addr);
+            let at = (e & !NODE) | ((addr >> shift) & 0xff);
+            let Some(&next) = self.nodes.get(at as usize) else {
+                return self.lookup_levels(addr).map_or(NO_ROUTE, |i| i as u32);
             };
-            e = node[((addr >> shift) & 0xff) as usize];
+            e = next;
             if e & NODE == 0 {
                 break;
             }
         }
-        (e != NO_ROUTE).then_some(e as usize)
+        e
     }
 
-    /// [`PrefixTable::lookup`] by the levels alone.
-    #[inline]
+    /// [`PrefixTable::lookup`] by the levels alone (past the node budget,
+    /// and while building), out of line.
+    #[inline(never)]
     fn lookup_levels(&self, addr: u32) -> Option<usize> {
         for level in &self.levels {
             let key = addr & level.mask;
@@ -257,7 +270,7 @@ mod tests {
         assert_ne!(root[10] & NODE, 0);
         assert_ne!(root[200] & NODE, 0);
         // 10/8, 200/8, 200.0/16, 200.0.0/24.
-        assert_eq!(t.nodes.len(), 4);
+        assert_eq!(t.nodes.len(), 4 * 256);
         assert_eq!(t.lookup(0x0102_0304), Some(3));
         assert_eq!(t.lookup(0x0a01_0203), Some(1));
         assert_eq!(t.lookup(0x0a02_0203), Some(0));
@@ -277,7 +290,7 @@ mod tests {
         p.push((0, 0));
         p.push((0x0500_0000, 8));
         let t = PrefixTable::build(p.iter().copied());
-        assert_eq!(t.nodes.len(), MAX_NODES);
+        assert_eq!(t.nodes.len(), MAX_NODES * 256);
         assert!(t.root.contains(&LEVELS));
         for i in 0..110u32 {
             for a in [i << 24 | 0x0001_0203, i << 24 | 0x0001_0204, i << 24] {

@@ -429,7 +429,9 @@ impl StaticIPLookup {
     /// The output and next hop for `dst`.
     #[inline(always)]
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
-        self.table.lookup(u32::from(dst)).map(|i| &self.routes[i])
+        // The table's index for no route is past the end of `routes`.
+        self.routes
+            .get(self.table.lookup_index(u32::from(dst)) as usize)
     }
 
     /// Click's `lookup` read handler: `OUT GATEWAY` (`OUT` alone for a
