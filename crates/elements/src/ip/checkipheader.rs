@@ -487,12 +487,13 @@ impl CheckIPHeader {
     /// so again to the same packet changes nothing, so a batch that
     /// stops being usual part-way is checked again from its start.
     ///
-    /// `MARTIANS` is `self.martians`, `LISTS` whether either address
-    /// filter is set and `SUM` `self.checksum`, made constants so that the
-    /// batch loop of the usual configuration (no MARTIANS, no lists)
-    /// carries no test it cannot fail.
+    /// `MARTIANS` is `self.martians`, `SRC` and `DST` whether the source
+    /// and destination filters are set, and `SUM` `self.checksum`, made
+    /// constants so that each configuration's batch loop carries no test
+    /// it cannot fail (Click's router, with INTERFACES, lists sources
+    /// only).
     #[inline(always)]
-    fn usual<const MARTIANS: bool, const LISTS: bool, const SUM: bool>(
+    fn usual<const MARTIANS: bool, const SRC: bool, const DST: bool, const SUM: bool>(
         &self,
         p: &mut Packet,
     ) -> bool {
@@ -513,10 +514,17 @@ impl CheckIPHeader {
         } else {
             !is_multicast_or_reserved(src)
         };
-        let unlisted = !LISTS
-            || ((self.src_filter >> filter_index(src)) | (self.dst_filter >> filter_index(dst)))
-                & 1
-                == 0;
+        let src_listed = if SRC {
+            self.src_filter >> filter_index(src)
+        } else {
+            0
+        };
+        let dst_listed = if DST {
+            self.dst_filter >> filter_index(dst)
+        } else {
+            0
+        };
+        let unlisted = (src_listed | dst_listed) & 1 == 0;
         let room = d.len() - self.offset;
         let usual = (h[0] == 0x45) & (len >= 20) & (len <= room) & nets_usual & unlisted
             && (!SUM || checksum::header20_ok(h));
@@ -531,27 +539,50 @@ impl CheckIPHeader {
         usual
     }
 
+    /// The constants of [`CheckIPHeader::usual`] for this configuration,
+    /// as bits.
+    #[inline(always)]
+    fn mode(&self) -> usize {
+        usize::from(self.martians) << 3
+            | usize::from(self.src_filter != 0) << 2
+            | usize::from(self.dst_filter != 0) << 1
+            | usize::from(self.checksum)
+    }
+
     /// Whether every packet of `batch` is [`CheckIPHeader::usual`] (each
     /// one trimmed and annotated), with the configuration's constants
     /// chosen once for the batch.
     #[inline(always)]
     fn all_usual(&self, batch: &mut Batch) -> bool {
-        match self.checksum {
-            true => self.all_usual_with::<true>(batch),
-            false => self.all_usual_with::<false>(batch),
+        match self.mode() {
+            0 => self.all_usual_with::<false, false, false, false>(batch),
+            1 => self.all_usual_with::<false, false, false, true>(batch),
+            2 => self.all_usual_with::<false, false, true, false>(batch),
+            3 => self.all_usual_with::<false, false, true, true>(batch),
+            4 => self.all_usual_with::<false, true, false, false>(batch),
+            5 => self.all_usual_with::<false, true, false, true>(batch),
+            6 => self.all_usual_with::<false, true, true, false>(batch),
+            7 => self.all_usual_with::<false, true, true, true>(batch),
+            8 => self.all_usual_with::<true, false, false, false>(batch),
+            9 => self.all_usual_with::<true, false, false, true>(batch),
+            10 => self.all_usual_with::<true, false, true, false>(batch),
+            11 => self.all_usual_with::<true, false, true, true>(batch),
+            12 => self.all_usual_with::<true, true, false, false>(batch),
+            13 => self.all_usual_with::<true, true, false, true>(batch),
+            14 => self.all_usual_with::<true, true, true, false>(batch),
+            _ => self.all_usual_with::<true, true, true, true>(batch),
         }
     }
 
-    /// [`CheckIPHeader::all_usual`] with `self.checksum` a constant.
+    /// [`CheckIPHeader::all_usual`] with the constants given.
     #[inline(always)]
-    fn all_usual_with<const SUM: bool>(&self, batch: &mut Batch) -> bool {
-        let lists = self.src_filter | self.dst_filter != 0;
-        match (self.martians, lists) {
-            (false, false) => batch.iter_mut().all(|p| self.usual::<false, false, SUM>(p)),
-            (false, true) => batch.iter_mut().all(|p| self.usual::<false, true, SUM>(p)),
-            (true, false) => batch.iter_mut().all(|p| self.usual::<true, false, SUM>(p)),
-            (true, true) => batch.iter_mut().all(|p| self.usual::<true, true, SUM>(p)),
-        }
+    fn all_usual_with<const MARTIANS: bool, const SRC: bool, const DST: bool, const SUM: bool>(
+        &self,
+        batch: &mut Batch,
+    ) -> bool {
+        batch
+            .iter_mut()
+            .all(|p| self.usual::<MARTIANS, SRC, DST, SUM>(p))
     }
 
     /// The batch classified packet by packet, out of line: its scratch
@@ -566,17 +597,11 @@ impl CheckIPHeader {
     /// [`CheckIPHeader::usual`] with the constants of this configuration.
     #[cfg(test)]
     fn usual_as_configured(&self, p: &mut Packet) -> bool {
-        let lists = self.src_filter | self.dst_filter != 0;
-        match (self.martians, lists, self.checksum) {
-            (false, false, false) => self.usual::<false, false, false>(p),
-            (false, false, true) => self.usual::<false, false, true>(p),
-            (false, true, false) => self.usual::<false, true, false>(p),
-            (false, true, true) => self.usual::<false, true, true>(p),
-            (true, false, false) => self.usual::<true, false, false>(p),
-            (true, false, true) => self.usual::<true, false, true>(p),
-            (true, true, false) => self.usual::<true, true, false>(p),
-            (true, true, true) => self.usual::<true, true, true>(p),
-        }
+        let mut b = Batch::new();
+        let _ = b.push(core::mem::take(p));
+        let usual = self.all_usual(&mut b);
+        *p = b.drain().next().expect("the packet");
+        usual
     }
 
     /// The martian check of RFC 1812 sections 5.3.7 and 4.2.2.11 on a
@@ -702,6 +727,8 @@ mod tests {
             "OFFSET 14, INTERFACES 10.0.0.1/24, MARTIANS true",
             "OFFSET 14, BADSRC 10.0.0.1 1.2.3.4, GOODDST 10.0.0.255",
             "OFFSET 14, BADDST 10.0.0.1",
+            "OFFSET 14, BADSRC 10.0.0.1, BADDST 1.2.3.4, CHECKSUM false",
+            "OFFSET 14, INTERFACES 10.0.0.1/24, BADDST 1.2.3.4, MARTIANS true",
         ] {
             let mut e = make_element(&CLASS, args, &ports).unwrap();
             let c = e.as_any_mut().downcast_mut::<CheckIPHeader>().unwrap();
