@@ -12,10 +12,11 @@
 //! the node of the next byte where a longer prefix splits it. A
 //! configuration's table needs a few nodes (one per /8, /16 and /24 that
 //! holds a longer prefix); past [`MAX_NODES`] the rest is left to the
-//! levels, which is what bounds the memory of a large table. It is
-//! rebuilt whenever the
-//! route list changes (a control-path operation). Internet-size tables need
-//! the structures of the `lpm` layer instead.
+//! levels, which is what bounds the memory of a large table. The nodes lie
+//! one after the other in one array, so a step of the walk is an OR of
+//! the next byte into the node's start and one bounds check. The table is
+//! rebuilt whenever the route list changes (a control-path operation).
+//! Internet-size tables need the structures of the `lpm` layer instead.
 
 use std::collections::HashSet;
 

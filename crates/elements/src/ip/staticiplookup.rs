@@ -3,9 +3,10 @@
 //! syntax.
 //!
 //! The table is a list sorted from the longest prefix to the shortest, as
-//! Click keeps it, compiled into a [`PrefixTable`] (a hash table per prefix
-//! length) so that a lookup costs a probe per distinct length rather than a
-//! compare per route. Full-size tables belong to the `lpm` layer.
+//! Click keeps it, compiled into a [`PrefixTable`] (a stride-8 trie in
+//! front of a hash table per prefix length) so that a lookup costs a load
+//! per address byte rather than a compare per route. Full-size tables
+//! belong to the `lpm` layer.
 
 use super::prefix_table::PrefixTable;
 use bricks_element::{
