@@ -21,6 +21,7 @@ use super::arp_table::{
     RECHECK_INTERVAL, SEC,
 };
 use super::arp_table_element::SharedArpTable;
+use super::{header_words, push_header_words};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     Packet, PortInfo, Stats,
@@ -301,17 +302,6 @@ fn duration_ns(d: Duration) -> u64 {
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     Ok(Box::new(ArpQuerier::from_args(args, ports)?))
-}
-
-/// An Ethernet header as the words of its bytes 0..8 and 6..14.
-#[inline(always)]
-fn header_words(h: &[u8; HEADER_LEN]) -> [u64; 2] {
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&h[at..at + 8]);
-        u64::from_ne_bytes(w)
-    };
-    [word(0), word(HEADER_LEN - 8)]
 }
 
 impl ArpQuerier {
@@ -666,12 +656,7 @@ impl ArpQuerier {
                 words = header_words(&header);
                 last = dst;
             }
-            let [w0, w1] = words;
-            let written = p.push_front_with(|h: &mut [u8; HEADER_LEN]| {
-                h[HEADER_LEN - 8..].copy_from_slice(&w1.to_ne_bytes());
-                h[..8].copy_from_slice(&w0.to_ne_bytes());
-            });
-            if written.is_err() {
+            if push_header_words(p, words).is_err() {
                 return done;
             }
         }

@@ -5,6 +5,7 @@
 //! moves the frame start back 14 bytes and copies the prebuilt array there.
 //! It is on the IPv4 forwarding fast path, so it does nothing else.
 
+use super::{header_words, push_header_words};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     PortInfo, Stats,
@@ -93,11 +94,12 @@ impl EtherEncap {
     #[inline]
     fn encap(&mut self, batch: &mut Batch) {
         let mut failed = 0u64;
-        // In a local: read from the element, it would be loaded again for
-        // every packet, as a store to the packet might have changed it.
-        let header = self.header;
+        // In registers: read from the element (or a copy on the stack), it
+        // would be loaded again for every packet, as a store to the packet
+        // might have changed it.
+        let words = header_words(&self.header);
         for p in batch.iter_mut() {
-            if p.push_front_bytes(&header).is_err() {
+            if push_header_words(p, words).is_err() {
                 // Emptied so that the rare cleanup pass below can tell it
                 // apart: every encapsulated frame is at least 14 bytes.
                 p.take_back(p.len());

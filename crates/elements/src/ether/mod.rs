@@ -24,7 +24,32 @@ pub mod store_ether_address;
 #[cfg(test)]
 mod testdata;
 
-use bricks_element::ElementClass;
+use bricks_element::{ElementClass, Packet};
+use bricks_packet::PacketError;
+use bricks_wire::ethernet::HEADER_LEN;
+
+/// An Ethernet header as the words of its bytes 0..8 and 6..14, which a
+/// batch loop keeps in registers and [`push_header_words`] writes with
+/// two stores (as an array, the compiler writes it in four or five pieces
+/// and reloads it from the stack for every packet).
+#[inline(always)]
+pub(crate) fn header_words(h: &[u8; HEADER_LEN]) -> [u64; 2] {
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&h[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    [word(0), word(HEADER_LEN - 8)]
+}
+
+/// Prepends the Ethernet header given by [`header_words`].
+#[inline(always)]
+pub(crate) fn push_header_words(p: &mut Packet, [w0, w1]: [u64; 2]) -> Result<(), PacketError> {
+    p.push_front_with(|h: &mut [u8; HEADER_LEN]| {
+        h[HEADER_LEN - 8..].copy_from_slice(&w1.to_ne_bytes());
+        h[..8].copy_from_slice(&w0.to_ne_bytes());
+    })
+}
 
 /// An Ethernet address as Click's handlers print it
 /// (`EtherAddress::unparse`): upper-case hex, dashes.
