@@ -1230,12 +1230,14 @@ impl Poptrie6 {
                     }
                     return;
                 }
-                let mut last = 0;
+                // A repeated address copies the answer before it, made
+                // once for the run.
+                let mut last = A::answer(None);
                 for (k, o) in out.iter_mut().enumerate() {
                     if same & (1 << k) == 0 {
-                        last = res[k];
+                        last = A::answer(answer(res[k]));
                     }
-                    *o = A::answer(answer(last));
+                    *o = last;
                 }
                 return;
             }
