@@ -365,9 +365,36 @@ impl Packet {
         Some(self.bytes_from_mut(off as usize))
     }
 
-    /// The first `N` bytes of the network header, or of the frame when no
-    /// element has located the header (where an IP header is after
-    /// `Strip(14)`); `None` when the frame ends before them.
+    /// The network header and everything after it, or the whole frame
+    /// when no element has located the header (where an IPv4 or IPv6
+    /// header is after `Strip(14)`). Callers check the length of what they
+    /// get; an annotation past the frame's end gives no bytes.
+    #[inline(always)]
+    pub fn l3_bytes(&self) -> &[u8] {
+        self.bytes_from(self.l3_start() as usize)
+    }
+
+    /// Writable counterpart of [`Packet::l3_bytes`].
+    #[inline(always)]
+    pub fn l3_bytes_mut(&mut self) -> &mut [u8] {
+        let start = self.l3_start() as usize;
+        self.bytes_from_mut(start)
+    }
+
+    /// Where [`Packet::l3_bytes`] starts in `data`: the annotation, or the
+    /// frame's start when it is unset.
+    #[inline(always)]
+    fn l3_start(&self) -> u32 {
+        let b = self.buf();
+        if b.anno.l3 == anno::NO_L3 {
+            b.head
+        } else {
+            u32::from(b.anno.l3)
+        }
+    }
+
+    /// The first `N` bytes of [`Packet::l3_bytes`], `None` when the frame
+    /// ends before them.
     ///
     /// The header elements' batch loops read their fixed fields through
     /// this: for an annotated header it is one comparison of the
@@ -433,17 +460,11 @@ impl Packet {
         Some(unsafe { &*b.data.as_ptr().add(start).cast::<[u8; N]>() })
     }
 
-    /// Bytes from the network header (or the frame start when none is
-    /// annotated, as [`Packet::l3_chunk_mut`]) to the end of the frame.
+    /// The length of [`Packet::l3_bytes`], by one subtraction (through the
+    /// slice it is a compare and a move more in a batch loop).
     #[inline(always)]
     pub fn l3_len(&self) -> usize {
-        let b = self.buf();
-        let start = if b.anno.l3 == anno::NO_L3 {
-            b.head
-        } else {
-            u32::from(b.anno.l3)
-        };
-        b.tail.saturating_sub(start) as usize
+        self.buf().tail.saturating_sub(self.l3_start()) as usize
     }
 
     /// Marks the network header as starting `offset` bytes into the frame.

@@ -14,7 +14,7 @@
 //! reaping expired flows frees none) is handled as Click handles one it
 //! has no memory for: the packet leaves by output 1, or is dropped.
 
-use crate::ip::header::{be16, be32, ip_bytes};
+use crate::ip::header::{be16, be32};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, Packet,
     PortInfo, Processing, Stats,
@@ -436,7 +436,7 @@ impl AggregateIPFlows {
         }
         f.last_sec = timestamp_sec(p);
         let paint = p.anno().paint;
-        let Some(ip) = Ip::parse(ip_bytes(p)) else {
+        let Some(ip) = Ip::parse(p.l3_bytes()) else {
             return;
         };
         let t = ip.transport();
@@ -521,7 +521,7 @@ impl AggregateIPFlows {
         p: &Packet,
         sec: i64,
     ) -> Option<(Option<FlowKey>, PairKey, u8, u32, bool, u16)> {
-        let outer = match Ip::parse(ip_bytes(p)) {
+        let outer = match Ip::parse(p.l3_bytes()) {
             Some(ip) => ip,
             None => {
                 st.c.not_flow += 1;
@@ -868,7 +868,7 @@ mod tests {
     fn annos(ps: &[Packet]) -> Vec<(u32, u8, u16)> {
         ps.iter()
             .map(|p| {
-                let d = ip_bytes(p);
+                let d = p.l3_bytes();
                 (p.anno().flow, p.anno().paint, be16(d, 4))
             })
             .collect()

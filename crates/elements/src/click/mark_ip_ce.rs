@@ -2,7 +2,6 @@
 //! 5), as Click's `elements/ip/markipce.cc`.
 
 use super::set_ip_dscp::set_tos;
-use crate::ip::header::ip_bytes_mut;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
@@ -59,7 +58,7 @@ impl MarkIPCE {
         let force = self.force;
         let mut drops = 0;
         b.retain(|p: &mut Packet| {
-            let ip = ip_bytes_mut(p);
+            let ip = p.l3_bytes_mut();
             let ok = match ip.get(1).map(|t| t & 3) {
                 None => false,
                 Some(0) if !force => false,

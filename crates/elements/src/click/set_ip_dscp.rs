@@ -2,7 +2,7 @@
 //! (RFC 2474 section 3), as Click's `elements/ip/setipdscp.cc`, with the
 //! header checksum updated incrementally (RFC 1624).
 
-use crate::ip::header::{be16, ip_bytes_mut};
+use crate::ip::header::be16;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     Packet, PortInfo, Stats,
@@ -80,7 +80,7 @@ impl SetIPDSCP {
         let dscp = self.dscp << 2;
         let mut drops = 0;
         b.retain(|p: &mut Packet| {
-            let ip = ip_bytes_mut(p);
+            let ip = p.l3_bytes_mut();
             let ok = ip.len() >= 20 && set_tos(ip, (ip[1] & 3) | dscp);
             drops += u64::from(!ok);
             ok

@@ -3,7 +3,7 @@
 //! destination with the IP, TCP and UDP checksums updated incrementally
 //! (RFC 1624).
 
-use crate::ip::header::{be16, be32, ip_bytes_mut};
+use crate::ip::header::{be16, be32};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
@@ -127,7 +127,7 @@ impl StoreIPAddress {
                 }
                 _ => false,
             },
-            Offset::Header(field) => store_header(ip_bytes_mut(p), field, addr),
+            Offset::Header(field) => store_header(p.l3_bytes_mut(), field, addr),
         };
         if ok {
             Some(0)

@@ -589,7 +589,7 @@ impl Worker {
         // The cluster's routes, labels and next hops are IPv4: anything
         // else is refused here rather than routed by bytes that are not an
         // IPv4 destination.
-        let ip = p.network_header().unwrap_or(p.data());
+        let ip = p.l3_bytes();
         let Some(d) = ip.get(16..20).filter(|_| ip[0] >> 4 == 4) else {
             self.c.not_ipv4 += 1;
             return None;

@@ -515,7 +515,7 @@ fn next_hop(p: &Packet) -> Ipv4Addr {
     if !a.is_unspecified() {
         return a;
     }
-    let h = p.network_header().unwrap_or_else(|| p.data());
+    let h = p.l3_bytes();
     match h.get(..20) {
         Some(h) if h[0] >> 4 == 4 => Ipv4Addr::new(h[16], h[17], h[18], h[19]),
         _ => Ipv4Addr::UNSPECIFIED,

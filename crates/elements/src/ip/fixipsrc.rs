@@ -1,7 +1,7 @@
 //! `FixIPSrc`: gives an ICMP error the address of the interface it leaves
 //! by (RFC 1812 section 4.3.2.4), where ICMPError asked for it.
 
-use super::header::{be16, be32, ip_bytes_mut};
+use super::header::{be16, be32};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
 };
@@ -63,7 +63,7 @@ impl FixIPSrc {
             return;
         }
         p.anno_mut().fix_ip_src = false;
-        let h = ip_bytes_mut(p);
+        let h = p.l3_bytes_mut();
         if h.len() < 20 {
             return;
         }

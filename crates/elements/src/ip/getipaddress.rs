@@ -1,7 +1,7 @@
 //! `GetIPAddress`: sets the destination address annotation, which the route
 //! lookup reads, from four bytes of the packet.
 
-use super::header::{be32, ip_bytes};
+use super::header::be32;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
@@ -88,7 +88,7 @@ impl GetIPAddress {
     fn get(&mut self, p: &mut Packet) -> Option<usize> {
         let (bytes, at) = match self.source {
             Source::Offset(o) => (p.data(), o),
-            Source::Header(o) => (ip_bytes(p), o),
+            Source::Header(o) => (p.l3_bytes(), o),
         };
         match bytes.get(at..at.saturating_add(4)) {
             Some(a) => {

@@ -24,29 +24,6 @@ pub(crate) const IPOPT_SSRR: u8 = 137;
 /// The IP protocol number of ICMP.
 pub(crate) const PROTO_ICMP: u8 = 1;
 
-/// The IPv4 header of `p` and everything after it.
-///
-/// The header starts at the network header annotation when an element
-/// (CheckIPHeader, MarkIPHeader) has set it, else at the start of the
-/// frame, which is where it is after `Strip(14)`. Callers check the length
-/// of what they get; nothing here trusts the packet.
-#[inline(always)]
-pub(crate) fn ip_bytes(p: &Packet) -> &[u8] {
-    match p.anno().l3_offset() {
-        Some(off) => p.bytes_from(usize::from(off)),
-        None => p.data(),
-    }
-}
-
-/// Writable counterpart of [`ip_bytes`].
-#[inline(always)]
-pub(crate) fn ip_bytes_mut(p: &mut Packet) -> &mut [u8] {
-    match p.anno().l3_offset() {
-        Some(off) => p.bytes_from_mut(usize::from(off)),
-        None => p.data_mut(),
-    }
-}
-
 /// Bytes of the frame in front of the IP header (an Ethernet header the
 /// configuration did not strip), empty when the header starts the frame or
 /// when no element located it.

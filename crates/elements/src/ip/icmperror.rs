@@ -4,7 +4,7 @@
 //! limited per destination and overall (section 4.3.2.8).
 
 use super::header::{
-    be16, be32, ip_bytes, is_multicast_or_reserved, AddressList, IPOPT_EOL, IPOPT_LSRR, IPOPT_NOP,
+    be16, be32, is_multicast_or_reserved, AddressList, IPOPT_EOL, IPOPT_LSRR, IPOPT_NOP,
     IPOPT_SSRR, PROTO_ICMP,
 };
 use bricks_element::{
@@ -725,7 +725,7 @@ impl ICMPError {
 
     /// Says why there must be no error about `p`, if there must be none.
     fn check(&self, p: &Packet) -> Result<(), Suppressed> {
-        let ip = ip_bytes(p);
+        let ip = p.l3_bytes();
         if ip.len() < 20 || ip[0] >> 4 != 4 {
             return Err(Suppressed::Malformed);
         }
@@ -761,7 +761,7 @@ impl ICMPError {
 
     /// Builds the error about `p`, which passed [`ICMPError::check`].
     fn build(&mut self, p: &Packet, now: Timestamp) -> Result<Packet, Suppressed> {
-        let ip = ip_bytes(p);
+        let ip = p.l3_bytes();
         let hlen = usize::from(ip[0] & 0x0f) * 4;
         let src = be32(ip, 12);
 
@@ -861,7 +861,7 @@ impl ICMPError {
         // built, so that a flood costs no buffers.
         let limited = self.check(p).map(|()| {
             self.limiter.as_ref().and_then(|l| {
-                let src = be32(ip_bytes(p), 12);
+                let src = be32(p.l3_bytes(), 12);
                 l.admit(src, RateLimiter::slot_of(src), now).err()
             })
         });

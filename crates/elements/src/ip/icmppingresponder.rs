@@ -6,7 +6,7 @@
 //! (RFC 1624), so identifier, sequence number and data come back untouched
 //! as RFC 792 requires.
 
-use super::header::{be16, ip_bytes_mut, PROTO_ICMP};
+use super::header::{be16, PROTO_ICMP};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
 };
@@ -65,7 +65,7 @@ const REPLY_TTL: u8 = 255;
 
 impl ICMPPingResponder {
     fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
-        let ip = ip_bytes_mut(p);
+        let ip = p.l3_bytes_mut();
         let ok = ip.len() >= 20 && ip[0] >> 4 == 4 && ip[9] == PROTO_ICMP && {
             let hl = usize::from(ip[0] & 0x0f) * 4;
             // A fragment is not a whole request; only the first has the

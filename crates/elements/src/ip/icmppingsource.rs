@@ -2,7 +2,7 @@
 //! keeps ping(1)'s statistics on the replies that come back, as Click's
 //! `elements/icmp/icmpsendpings.cc` does.
 
-use super::header::{be16, ip_bytes};
+use super::header::be16;
 use super::transport::header_len;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
@@ -215,7 +215,7 @@ impl ICMPPingSource {
     }
 
     fn reply(&mut self, p: &Packet, now: u64, name: &str) {
-        let ip = ip_bytes(p);
+        let ip = p.l3_bytes();
         let Some(hlen) = header_len(ip) else {
             return;
         };

@@ -3,7 +3,7 @@
 //! 5.2.6), or refuses those marked Don't Fragment so that the sender
 //! learns the MTU (RFC 1191).
 
-use super::header::{be16, ip_bytes, prefix_len, IPOPT_EOL, IPOPT_NOP};
+use super::header::{be16, prefix_len, IPOPT_EOL, IPOPT_NOP};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
@@ -249,7 +249,7 @@ pub struct IPFragmenter {
 impl IPFragmenter {
     #[cold]
     fn process(&mut self, mut p: Packet, sink: &mut impl FnMut(Packet)) -> Outcome {
-        let ip = ip_bytes(&p);
+        let ip = p.l3_bytes();
         if ip.len() <= self.mtu {
             return Outcome::Forward(p);
         }

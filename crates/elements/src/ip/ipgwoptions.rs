@@ -7,10 +7,7 @@
 //! them only when the datagram is addressed to it (RFC 1812 section
 //! 5.2.4.1), which is the local delivery path, not the forwarding one.
 
-use super::header::{
-    ip_bytes, ip_bytes_mut, ms_since_midnight, AddressList, IPOPT_EOL, IPOPT_NOP, IPOPT_RR,
-    IPOPT_TS,
-};
+use super::header::{ms_since_midnight, AddressList, IPOPT_EOL, IPOPT_NOP, IPOPT_RR, IPOPT_TS};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
@@ -236,7 +233,7 @@ impl IPGWOptions {
 
     #[inline]
     pub(crate) fn verdict(&mut self, p: &mut Packet, ms: u32) -> Option<usize> {
-        let ihl = match ip_bytes(p).first() {
+        let ihl = match p.l3_bytes().first() {
             Some(&b) => b & 0x0f,
             None => 0,
         };
@@ -248,7 +245,7 @@ impl IPGWOptions {
 
     #[cold]
     fn slow(&mut self, p: &mut Packet, hlen: usize, ms: u32) -> Option<usize> {
-        let Some(h) = ip_bytes_mut(p).get_mut(..hlen) else {
+        let Some(h) = p.l3_bytes_mut().get_mut(..hlen) else {
             self.truncated += 1;
             return None;
         };

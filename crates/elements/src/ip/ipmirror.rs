@@ -3,7 +3,7 @@
 //! as Click's `elements/ip/ipmirror.cc` does: the reply skeleton of a
 //! responder or a reflector.
 
-use super::header::{be16, ip_bytes_mut};
+use super::header::be16;
 use super::transport::header_len;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
@@ -64,7 +64,7 @@ fn swap_fields(b: &mut [u8], x: usize, y: usize, n: usize) {
 impl IPMirror {
     #[inline]
     fn mirror(&self, p: &mut Packet) {
-        let ip = ip_bytes_mut(p);
+        let ip = p.l3_bytes_mut();
         if ip.len() < 20 {
             return;
         }

@@ -8,7 +8,7 @@
 //! (RFC 5722's rule for IPv6, applied to IPv4; Click lets the later
 //! fragment win).
 
-use super::header::{be16, ip_bytes, prefix_len};
+use super::header::{be16, prefix_len};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
@@ -226,7 +226,7 @@ impl IPReassembler {
     }
 
     fn process(&mut self, p: Packet, now: u64, seq: u64, failed_out: &mut Vec<Packet>) -> Outcome {
-        let ip = ip_bytes(&p);
+        let ip = p.l3_bytes();
         if ip.len() < 20 {
             return Outcome::Out(p);
         }
@@ -334,7 +334,7 @@ fn build(e: Entry) -> Option<Packet> {
     let mut q = e.first?;
     let total = e.total?;
     let prefix = prefix_len(&q);
-    let hl = usize::from(ip_bytes(&q)[0] & 0x0f) * 4;
+    let hl = usize::from(q.l3_bytes()[0] & 0x0f) * 4;
     let ip_len = hl + total;
     q.set_len(prefix + hl).ok()?;
     q.set_len(prefix + ip_len).ok()?;

@@ -2,7 +2,6 @@
 //! 3.1, RFC 1071) from scratch, as Click's `elements/ip/setipchecksum.cc`
 //! does, for headers built or edited by something that did not update it.
 
-use super::header::ip_bytes_mut;
 use super::transport::header_len;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
@@ -72,7 +71,7 @@ impl SetIPChecksum {
     fn fix(&mut self, batch: &mut Batch) {
         let mut drops = 0u64;
         batch.retain(|p: &mut Packet| {
-            let ok = set_ip_checksum(ip_bytes_mut(p));
+            let ok = set_ip_checksum(p.l3_bytes_mut());
             drops += u64::from(!ok);
             ok
         });

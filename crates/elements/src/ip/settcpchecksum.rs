@@ -2,7 +2,7 @@
 //! the segment (RFC 9293 section 3.1), as Click's
 //! `elements/tcpudp/settcpchecksum.cc` does.
 
-use super::header::{be16, ip_bytes_mut};
+use super::header::be16;
 use super::transport::{header_len, is_fragment, segment_checksum};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
@@ -96,7 +96,7 @@ impl SetTCPChecksum {
         let mut drops = 0u64;
         let fixoff = self.fixoff;
         batch.retain(|p: &mut Packet| {
-            let ok = set_tcp_checksum(ip_bytes_mut(p), fixoff);
+            let ok = set_tcp_checksum(p.l3_bytes_mut(), fixoff);
             drops += u64::from(!ok);
             ok
         });

@@ -2,7 +2,7 @@
 //! the UDP header and the data (RFC 768), as Click's
 //! `elements/tcpudp/setudpchecksum.cc` does.
 
-use super::header::{be16, ip_bytes_mut};
+use super::header::be16;
 use super::transport::{header_len, is_fragment, segment_checksum};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
@@ -91,7 +91,7 @@ pub(crate) fn set_udp_checksum(ip: &mut [u8]) -> bool {
 impl SetUDPChecksum {
     #[inline(always)]
     fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
-        if set_udp_checksum(ip_bytes_mut(p)) {
+        if set_udp_checksum(p.l3_bytes_mut()) {
             return Some(0);
         }
         self.drops += 1;

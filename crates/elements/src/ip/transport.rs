@@ -6,7 +6,7 @@
 //! all are: one check per packet, bad packets to an optional output 1,
 //! counted by reason.
 
-use super::header::{be16, ip_bytes, IPOPT_EOL, IPOPT_LSRR, IPOPT_NOP, IPOPT_SSRR};
+use super::header::{be16, IPOPT_EOL, IPOPT_LSRR, IPOPT_NOP, IPOPT_SSRR};
 use bricks_element::{ArgError, Args, Batch, Context, Element, Keyword, Packet, PortInfo, Stats};
 use bricks_wire::checksum;
 use bricks_wire::IpProtocol;
@@ -157,7 +157,7 @@ pub(crate) struct CheckHeader<C> {
 /// `seen` by reason.
 #[inline(always)]
 fn verdict<C: HeaderCheck>(p: &Packet, has_reject: bool, seen: &mut [u32; 3]) -> Option<usize> {
-    match C::check(ip_bytes(p)) {
+    match C::check(p.l3_bytes()) {
         Ok(()) => Some(0),
         Err(r) => {
             seen[r] += 1;

@@ -2,31 +2,9 @@
 //! RFC 4291 section 2 defines, and which Hop-by-Hop options a router knows
 //! (RFC 8200 section 4.2).
 
-use bricks_element::{FromArg, Packet};
+use bricks_element::FromArg;
 use bricks_wire::ipv6ext::{self, UnknownAction, OPT_PAD1, OPT_PADN, OPT_ROUTER_ALERT};
 use std::net::Ipv6Addr;
-
-/// The IPv6 header and what follows it, without link padding removed.
-///
-/// The header starts at the network header annotation when an element
-/// (CheckIP6Header) has set it, else at the start of the frame. Callers
-/// check the length of what they get.
-#[inline(always)]
-pub(crate) fn ip6_bytes(p: &Packet) -> &[u8] {
-    match p.anno().l3_offset() {
-        Some(off) => p.bytes_from(usize::from(off)),
-        None => p.data(),
-    }
-}
-
-/// Writable counterpart of [`ip6_bytes`].
-#[inline(always)]
-pub(crate) fn ip6_bytes_mut(p: &mut Packet) -> &mut [u8] {
-    match p.anno().l3_offset() {
-        Some(off) => p.bytes_from_mut(usize::from(off)),
-        None => p.data_mut(),
-    }
-}
 
 /// The 16 bytes at `at` of `h`, which the caller has checked holds them.
 #[inline(always)]

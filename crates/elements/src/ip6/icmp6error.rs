@@ -3,9 +3,7 @@
 //! much of it as fits in the minimum MTU (section 2.4 (c)), never where
 //! section 2.4 (e) forbids it, and at a limited rate (section 2.4 (f)).
 
-use super::header6::{
-    addr_at, ip6_bytes, is_loopback, is_multicast, is_unspecified, reported_option,
-};
+use super::header6::{addr_at, is_loopback, is_multicast, is_unspecified, reported_option};
 use crate::ip::icmperror::{Limited, RateLimiter};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
@@ -395,7 +393,7 @@ impl ICMP6Error {
 
     /// Says why there must be no error about `p`, if there must be none.
     fn check(&self, p: &Packet) -> Result<(), Suppressed> {
-        let ip = ip6_bytes(p);
+        let ip = p.l3_bytes();
         if ip.len() < 40 || ip[0] >> 4 != 6 {
             return Err(Suppressed::Malformed);
         }
@@ -450,7 +448,7 @@ impl ICMP6Error {
 
     /// Builds the error about `p`, which passed [`ICMP6Error::check`].
     fn build(&self, p: &Packet, now: Timestamp) -> Option<Packet> {
-        let ip = datagram(ip6_bytes(p));
+        let ip = datagram(p.l3_bytes());
         let quote = ip.len().min(MAX_ERROR - 48);
         let plen = 8 + quote;
         let mut q = Packet::new();
@@ -493,7 +491,7 @@ impl ICMP6Error {
         }
         if let Some(l) = &self.limiter {
             // The error goes to the offending packet's source.
-            if let Err(by) = l.admit_ip6(&addr_at(ip6_bytes(p), 8), now) {
+            if let Err(by) = l.admit_ip6(&addr_at(p.l3_bytes(), 8), now) {
                 self.rate_limited[by as usize] += 1;
                 return None;
             }

@@ -7,7 +7,7 @@
 //! the checksum recomputed over the pseudo-header, so identifier, sequence
 //! number and data come back untouched as section 4.2 requires.
 
-use super::header6::{addr_at, ip6_bytes, ip6_bytes_mut, is_multicast, is_unspecified};
+use super::header6::{addr_at, is_multicast, is_unspecified};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
 };
@@ -105,11 +105,11 @@ fn echo_request(ip: &[u8]) -> Option<(usize, usize)> {
 
 impl ICMP6PingResponder {
     fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
-        let Some((at, icmp_len)) = echo_request(ip6_bytes(p)) else {
+        let Some((at, icmp_len)) = echo_request(p.l3_bytes()) else {
             self.other += 1;
             return self.has_other.then_some(1);
         };
-        let ip = ip6_bytes_mut(p);
+        let ip = p.l3_bytes_mut();
         let excess = ip.len() - at - icmp_len;
         // Drop the extension headers: the message moves up behind the
         // fixed header, and the packet loses what it no longer holds.

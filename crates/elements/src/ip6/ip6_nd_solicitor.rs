@@ -451,7 +451,7 @@ fn next_hop(p: &Packet) -> Ipv6Addr {
     if !a.is_unspecified() {
         return a;
     }
-    let h = p.network_header().unwrap_or_else(|| p.data());
+    let h = p.l3_bytes();
     match Ipv6Packet::new_checked(h) {
         Ok(ip) if ip.version() == 6 => ip.dst_addr(),
         _ => Ipv6Addr::UNSPECIFIED,

@@ -2,7 +2,6 @@
 //! swapping the TCP or UDP ports too (Click's `elements/ip6/ip6mirror.cc`).
 //! The checksums need no change: the pseudo-header sums the same.
 
-use super::header6::ip6_bytes_mut;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
 };
@@ -48,7 +47,7 @@ pub struct IP6Mirror {
 impl IP6Mirror {
     #[inline(always)]
     fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
-        let ip = ip6_bytes_mut(p);
+        let ip = p.l3_bytes_mut();
         if ip.len() < 40 {
             self.truncated += 1;
             return None;

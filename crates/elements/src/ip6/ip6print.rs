@@ -2,7 +2,6 @@
 //! `elements/ip6/ip6print.cc` (RFC 8200 header fields, RFC 5952 address
 //! text).
 
-use super::header6::ip6_bytes;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
 };
@@ -83,7 +82,7 @@ impl IP6Print {
         if !self.label.is_empty() {
             let _ = write!(s, "{}: ", self.label);
         }
-        let ip = ip6_bytes(p);
+        let ip = p.l3_bytes();
         if ip.len() < 40 {
             let _ = write!(s, "truncated IPv6 packet ({} bytes)", ip.len());
             return s;

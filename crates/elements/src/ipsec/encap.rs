@@ -2,7 +2,6 @@
 //! outbound policies select (RFC 4301 section 5.1, RFC 4303 section 3.3).
 
 use super::{announce, SaCounts, SaDrop, SaFileDb, Tally};
-use crate::ip::header::ip_bytes;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
 };
@@ -141,7 +140,7 @@ impl Element for IPsecESPEncap {
         let c = &mut self.c;
         let mut tally = Tally::new(cx.now().0, &mut self.sas);
         cx.push_classified(batch, |p| {
-            let Some(flow) = Flow::of_ipv4(ip_bytes(p)) else {
+            let Some(flow) = Flow::of_ipv4(p.l3_bytes()) else {
                 c.not_ipv4 += 1;
                 return None;
             };
@@ -169,7 +168,7 @@ impl Element for IPsecESPEncap {
                 tally.dropped(sa, SaDrop::Expired);
                 return None;
             };
-            let inner = ip_bytes(p).len();
+            let inner = p.l3_bytes().len();
             match encapsulate(sa, seq, p) {
                 Ok(()) => {
                     c.protected += 1;

@@ -4,7 +4,7 @@
 //! and UDP (RFC 768) checksums through their pseudo-header, and the ICMP
 //! checksum (RFC 792) for an echo identifier.
 
-use crate::ip::header::{be16, be32, ip_bytes_mut};
+use crate::ip::header::{be16, be32};
 use bricks_element::Packet;
 use bricks_wire::checksum;
 use std::net::Ipv4Addr;
@@ -175,7 +175,7 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, Malformed> {
 /// echo identifier. Returns the new destination address.
 #[inline]
 pub fn apply(p: &mut Packet, parsed: &Parsed, new: &Tuple, writes: u8) -> u32 {
-    let ip = ip_bytes_mut(p);
+    let ip = p.l3_bytes_mut();
     let ihl = parsed.ihl;
     let old = parsed.tuple;
     let mut ipsum = be16(ip, 10);

@@ -8,7 +8,7 @@
 
 use super::flow::{self, Tuple, PROTO_TCP};
 use super::rewriter::{Shared, REWRITER_CLASSES};
-use crate::ip::header::{be16, be32, ip_bytes, ip_bytes_mut};
+use crate::ip::header::{be16, be32};
 use crate::ip::transport::segment_checksum;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
@@ -218,7 +218,7 @@ pub fn unparse_port(addr: u32, port: u16) -> String {
 
 impl FtpPortMapper {
     fn process(&mut self, p: &mut Packet, now_ms: u64) {
-        let ip = ip_bytes(p);
+        let ip = p.l3_bytes();
         let Ok(f) = flow::parse(ip) else { return };
         if f.proto != PROTO_TCP || !f.transport || ip.len() < f.ihl + 20 {
             return;
@@ -271,19 +271,19 @@ impl FtpPortMapper {
                 self.c.no_room += 1;
                 return;
             }
-            let ip = ip_bytes_mut(p);
+            let ip = p.l3_bytes_mut();
             ip.copy_within(a1..buf_len, a1 + grow);
             ip[a0..a0 + new.len()].copy_from_slice(new);
         } else {
             let shrink = old_len - new.len();
-            let ip = ip_bytes_mut(p);
+            let ip = p.l3_bytes_mut();
             ip.copy_within(a1..buf_len, a0 + new.len());
             ip[a0..a0 + new.len()].copy_from_slice(new);
             p.take_back(shrink);
         }
         let delta = new.len() as i32 - old_len as i32;
         let new_total = (total as i32 + delta) as usize;
-        let ip = ip_bytes_mut(p);
+        let ip = p.l3_bytes_mut();
         let old_word = be16(ip, 2);
         ip[2..4].copy_from_slice(&(new_total as u16).to_be_bytes());
         let sum = checksum::update(be16(ip, 10), old_word, new_total as u16);

@@ -6,7 +6,7 @@
 
 use super::flow::{Tuple, PROTO_ICMP, PROTO_TCP, PROTO_UDP};
 use super::rewriter::{Shared, REWRITER_CLASSES};
-use crate::ip::header::{be16, be32, ip_bytes_mut};
+use crate::ip::header::{be16, be32};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
@@ -139,7 +139,7 @@ enum Verdict {
 
 impl ICMPRewriter {
     fn handle(&self, p: &mut Packet, now_ms: u64) -> Verdict {
-        let ip = ip_bytes_mut(p);
+        let ip = p.l3_bytes_mut();
         if ip.len() < 20 || ip[0] >> 4 != 4 {
             return Verdict::NotIcmp;
         }

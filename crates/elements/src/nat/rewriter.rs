@@ -9,7 +9,6 @@ use super::pattern::{InputSpec, Mapper, Pattern};
 use super::table::{
     Entry, FlowSet, NewFlow, Refused, Timeouts, DEFAULT_CAPACITY, F_DATA_FWD, F_DONE, MAX_CAPACITY,
 };
-use crate::ip::header::{ip_bytes, ip_bytes_mut};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, FromArg, Handler, Packet, PortInfo, Stats,
 };
@@ -569,7 +568,7 @@ impl Rewriter {
     /// The output for one packet (rewritten in place), or None: dropped.
     #[inline]
     fn process(&mut self, port: usize, p: &mut Packet, now_ms: u64) -> Option<usize> {
-        let f = match flow::parse(ip_bytes(p)) {
+        let f = match flow::parse(p.l3_bytes()) {
             Ok(f) => f,
             Err(_) => {
                 self.c.not_ip += 1;
@@ -631,7 +630,7 @@ impl Rewriter {
         };
         let dst = flow::apply(p, &f, &e.new, e.writes);
         if e.seq && f.proto == PROTO_TCP && f.transport {
-            let ip = ip_bytes_mut(p);
+            let ip = p.l3_bytes_mut();
             if let Some(tcp) = ip.get_mut(f.ihl..) {
                 self.sh.set.apply_seq(e.slot, e.reply, tcp);
             }

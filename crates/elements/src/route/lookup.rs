@@ -818,7 +818,7 @@ fn dst6(p: &bricks_element::Packet) -> u128 {
     if !a.is_unspecified() {
         return u128::from(a);
     }
-    let ip = p.network_header().unwrap_or(p.data());
+    let ip = p.l3_bytes();
     match ip.get(24..40) {
         Some(d) if ip[0] >> 4 == 6 => {
             let mut b = [0u8; 16];

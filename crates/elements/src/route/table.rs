@@ -1181,7 +1181,7 @@ pub fn flow_hash(p: &mut Packet) -> u32 {
     if p.anno().flow_hash != 0 {
         return p.anno().flow_hash;
     }
-    let ip = p.network_header().unwrap_or(p.data());
+    let ip = p.l3_bytes();
     let h = match ip.first().map(|b| b >> 4) {
         Some(6) if ip.len() >= 40 => {
             let mut words = [0u32; 10];
