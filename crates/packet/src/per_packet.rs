@@ -41,6 +41,18 @@ impl<T: Copy> PerPacket<T> {
         self.len = batch.len();
     }
 
+    /// Sets the values to `f` of each packet of `batch`, in order, where
+    /// `f` may change the packet (an annotation it rewrites): an
+    /// element computes every packet's output in one loop this way, and
+    /// splits the batch by them afterwards.
+    #[inline(always)]
+    pub fn gather_mut(&mut self, batch: &mut Batch, mut f: impl FnMut(&mut Packet) -> T) {
+        for (slot, p) in self.values.iter_mut().zip(batch.iter_mut()) {
+            slot.write(f(p));
+        }
+        self.len = batch.len();
+    }
+
     /// Sets the values to `n` copies of `value` (at most [`MAX_BATCH`];
     /// more are cut).
     #[inline(always)]
@@ -105,6 +117,18 @@ mod tests {
         v.gather(&Batch::new(), |p| p.len());
         assert!(v.is_empty());
         assert!(PerPacket::<u8>::new().is_empty());
+    }
+
+    #[test]
+    fn gathering_may_change_the_packets() {
+        let mut b = batch_of(&[10, 20]);
+        let mut v = PerPacket::new();
+        v.gather_mut(&mut b, |p| {
+            p.anno_mut().paint = 3;
+            p.len() * 2
+        });
+        assert_eq!(&*v, &[20, 40]);
+        assert!(b.iter().all(|p| p.anno().paint == 3));
     }
 
     #[test]

@@ -21,6 +21,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
 };
+use bricks_packet::PerPacket;
 use bricks_wire::ethernet::EthernetAddress;
 use bricks_wire::mpls::LABEL_MAX;
 use std::net::Ipv4Addr;
@@ -507,43 +508,45 @@ impl VRDemux {
     /// Group frames under BROADCAST replicate never get here.
     #[inline(always)]
     fn classify(&mut self, p: &mut Packet) -> Option<usize> {
-        self.classify_as(self.mode, p)
+        let out = self.output_as(self.mode, p);
+        (out != NONE).then_some(usize::from(out))
     }
 
     /// [`VRDemux::classify`] with the mode, this element's, known at the
-    /// call.
+    /// call, as an output number: [`NONE`] for a frame that is dropped
+    /// (outputs are at most [`MAX_OUTPUT`]).
     #[inline(always)]
-    fn classify_as(&mut self, mode: Mode, p: &mut Packet) -> Option<usize> {
+    fn output_as(&mut self, mode: Mode, p: &mut Packet) -> u16 {
         let out = match self.tag(mode, p.data()) {
             Tag::Router(o) => o,
             Tag::Unknown => match self.unknown {
                 Some(o) => o,
                 None => {
                     self.unknown_tag += 1;
-                    return None;
+                    return NONE;
                 }
             },
             Tag::Absent => match self.notag {
                 Some(o) => o,
                 None => {
                     self.no_tag += 1;
-                    return None;
+                    return NONE;
                 }
             },
             Tag::Malformed => {
                 self.malformed += 1;
-                return None;
+                return NONE;
             }
             Tag::Group => match self.broadcast {
                 Broadcast::To(o) => o,
                 Broadcast::Drop | Broadcast::Replicate => {
                     self.broadcast_drops += 1;
-                    return None;
+                    return NONE;
                 }
             },
         };
         self.deliver(p, out);
-        Some(usize::from(out))
+        out
     }
 
     #[inline(always)]
@@ -608,13 +611,21 @@ impl Element for VRDemux {
         if self.broadcast == Broadcast::Replicate && batch.iter().any(|p| self.replicates(p)) {
             self.push_replicating(batch, cx);
         } else {
-            // One classifier per kind of tag, each with its kind fixed.
+            // Every frame's output first, in a loop of one kind of tag
+            // (the classifier inlined into it, its kind fixed); then the
+            // batch is split by them. Classified inside the split, the
+            // loop kept the split's state on the stack: 58 instructions
+            // a frame where this takes 44.
+            let mut outs = PerPacket::<u16>::new();
             match self.mode {
-                Mode::Mac => cx.push_classified(batch, |p| self.classify_as(Mode::Mac, p)),
-                Mode::Vlan => cx.push_classified(batch, |p| self.classify_as(Mode::Vlan, p)),
-                Mode::Mpls => cx.push_classified(batch, |p| self.classify_as(Mode::Mpls, p)),
-                Mode::IpIp => cx.push_classified(batch, |p| self.classify_as(Mode::IpIp, p)),
+                Mode::Mac => outs.gather_mut(batch, |p| self.output_as(Mode::Mac, p)),
+                Mode::Vlan => outs.gather_mut(batch, |p| self.output_as(Mode::Vlan, p)),
+                Mode::Mpls => outs.gather_mut(batch, |p| self.output_as(Mode::Mpls, p)),
+                Mode::IpIp => outs.gather_mut(batch, |p| self.output_as(Mode::IpIp, p)),
             }
+            cx.push_classified_by(batch, &outs, |_, out| {
+                (out != NONE).then_some(usize::from(out))
+            });
         }
     }
 
