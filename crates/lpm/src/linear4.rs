@@ -40,6 +40,9 @@ const ROUTE_BYTES: usize = 16;
 const HOP_SHIFT: u32 = 6;
 const HOST_BITS: u64 = 0x3f;
 
+/// Publications of every linear table: see [`Linear4::publications`].
+static PUBLICATIONS: AtomicU64 = AtomicU64::new(0);
+
 /// A route as one word: the address in the high half, the next hop, and
 /// in the low six bits the count of host bits (32 less the length). A
 /// router's few routes, its copy's count and the version are then one
@@ -182,6 +185,28 @@ impl Linear4 {
         // ordered after the new version, so a reader that reads one of
         // them sees the version move when it checks.
         fence(Ordering::Release);
+        // After the version: whoever sees this count move sees the new
+        // version too.
+        PUBLICATIONS.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many times any linear table has published its routes: a copy
+    /// of tables' routes kept elsewhere (a virtual-router lookup's, a line
+    /// a router) checks this one word a batch, and [`Linear4::version`]
+    /// of its tables only when it moved.
+    pub fn publications() -> u64 {
+        PUBLICATIONS.load(Ordering::Acquire)
+    }
+
+    /// This table's version: it moves at every publication.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// The routes, longest prefix first, as the last publication made
+    /// them (the writers change and publish them under one lock).
+    pub fn routes(&self) -> Vec<(Prefix4, NextHop)> {
+        self.lock().clone()
     }
 }
 
