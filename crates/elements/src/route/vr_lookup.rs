@@ -63,8 +63,9 @@ static TABLE_MANUAL: Manual = Manual {
         routes longest first in one array, as Click's LinearIPLookup: one cache line \
         for a few routes, the fastest for a tenant's handful and what keeps a thousand \
         routers' tables in the caches; at most 256 routes, 64 with the default \
-        MEMORY, so a packet's scan stays short). A linear table of at most five \
-        routes, each with one hop, is also copied by each VRIPLookup into a cache \
+        MEMORY, so a packet's scan stays short). A linear table of at most four \
+        routes and a default route (five if the fifth is 0.0.0.0/0), each with one \
+        hop, is also copied by each VRIPLookup into a cache \
         line of its own for the router, brought up to date at the first batch after \
         the table changes. bricks only: Click has no \
         virtual-router tables.",
@@ -274,7 +275,8 @@ struct Router {
 const HOT_ROUTES: usize = 5;
 
 /// One router's routes as a packet needs them, in one cache line of the
-/// lookup's own: a linear table of at most [`HOT_ROUTES`] routes, each
+/// lookup's own: a linear table of at most [`HOT_ROUTES`] routes, the
+/// last a /0 (the table's or one to [`DROP`] after four), each
 /// with its one hop resolved (output and gateway). A thousand routers'
 /// packets then reach one line a router where the table, its version and
 /// copy, its groups and their words were four or five (1,024 routers, one
@@ -286,7 +288,7 @@ const HOT_ROUTES: usize = 5;
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Hot {
-    /// Routes in use, or [`Hot::SLOW`].
+    /// The table's routes in the line, or [`Hot::SLOW`].
     n: u32,
     routes: [HotRoute; HOT_ROUTES],
 }
@@ -321,12 +323,28 @@ impl Hot {
     }
 
     /// The line of a linear table's routes (longest first) with its
-    /// groups, or a slow one when they do not fit.
+    /// groups, or a slow one when they do not fit. The line always ends
+    /// in a route for every address (the table's own /0, or one to
+    /// [`DROP`] after its routes), so that a packet's scan needs no count:
+    /// at most four routes and a /0, or five ending in a /0.
     fn of(routes: &[(Prefix4, NextHop)], words: &[u64]) -> Hot {
-        let mut h = Hot::slow();
-        if routes.len() > HOT_ROUTES {
-            return h;
+        let ends_in_default = routes.last().is_some_and(|r| r.0.len == 0);
+        let room = if ends_in_default {
+            HOT_ROUTES
+        } else {
+            HOT_ROUTES - 1
+        };
+        if routes.len() > room {
+            return Hot::slow();
         }
+        let mut h = Hot {
+            n: routes.len() as u32,
+            routes: [HotRoute {
+                addr: 0,
+                meta: 32 | u32::from(DROP) << 16,
+                gateway: 0,
+            }; HOT_ROUTES],
+        };
         for (slot, &(p, nh)) in h.routes.iter_mut().zip(routes) {
             let Some(&w) = words.get(nh.0 as usize) else {
                 return Hot::slow();
@@ -341,7 +359,6 @@ impl Hot {
                 gateway: w as u32,
             };
         }
-        h.n = routes.len() as u32;
         h
     }
 }
@@ -416,22 +433,30 @@ fn output(
 ) -> u16 {
     let vr = usize::from(p.anno().vrouter);
     let dst = u32::from(p.anno().dst_ip);
-    if let Some(routes) = hot.get(vr).and_then(|h| h.routes.get(..h.n as usize)) {
-        for r in routes {
-            // Zero above the host bits (none for /0: a shift by 32 of a
-            // 64-bit word).
-            if u64::from(dst ^ r.addr) >> (r.meta & 0x3f) == 0 {
+    if let Some(h) = hot.get(vr).filter(|h| h.n != Hot::SLOW) {
+        // The line's last route matches every address: the first match
+        // is found within it, with no count to check.
+        let out = h
+            .routes
+            .iter()
+            .find(|r| {
+                // Zero above the host bits (none for /0: a shift by 32
+                // of a 64-bit word).
+                u64::from(dst ^ r.addr) >> (r.meta & 0x3f) == 0
+            })
+            .map_or(DROP, |r| {
                 if r.gateway != 0 {
                     p.anno_mut().dst_ip = r.gateway.to_ne_bytes().into();
                 }
-                return (r.meta >> 16) as u16;
+                (r.meta >> 16) as u16
+            });
+        if out == DROP {
+            if let Some(r) = routers.get(vr) {
+                r.t.missed.fetch_add(1, Relaxed);
             }
+            missed.no_route += 1;
         }
-        if let Some(r) = routers.get(vr) {
-            r.t.missed.fetch_add(1, Relaxed);
-        }
-        missed.no_route += 1;
-        return DROP;
+        return out;
     }
     let Some(r) = routers.get_mut(vr) else {
         missed.no_router += 1;
@@ -944,7 +969,19 @@ mod tests {
         assert_eq!(h.routes[0].meta, 16 | 3 << 16);
         assert_eq!(h.routes[1].meta, 32 | 3 << 16);
         assert_eq!(h.routes[1].gateway, gw);
-        assert_eq!(Hot::of(&[], &words).n, 0);
+        // After the table's routes, a /0 to no output.
+        assert_eq!(h.routes[2].meta, 32 | u32::from(DROP) << 16);
+        let empty = Hot::of(&[], &words);
+        assert_eq!(
+            (empty.n, empty.routes[0].meta),
+            (0, 32 | u32::from(DROP) << 16)
+        );
+        // Five routes fit when the last is a /0; otherwise four.
+        let mut five = vec![p([10, 0, 0, 0], 8); HOT_ROUTES];
+        assert_eq!(Hot::of(&five, &words).n, Hot::SLOW);
+        five[HOT_ROUTES - 1] = p([0, 0, 0, 0], 0);
+        assert_eq!(Hot::of(&five, &words).n, 5);
+        assert_eq!(Hot::of(&five[1..], &words).n, 4);
         let six = vec![p([10, 0, 0, 0], 8); HOT_ROUTES + 1];
         assert_eq!(Hot::of(&six, &words).n, Hot::SLOW);
         assert_eq!(Hot::of(&six[..1], &[table::V4_MANY]).n, Hot::SLOW);
