@@ -5,7 +5,7 @@
 //! Open addressing with linear probing over a power-of-two array at most
 //! half full, and Fibonacci (multiplicative) hashing: one multiply and a
 //! shift pick the first slot, and the probe that follows reads adjacent
-//! slots of 16 bytes, usually one cache line. Probes do not wrap around:
+//! slots of 8 bytes, usually one cache line. Probes do not wrap around:
 //! the array goes on past its last home slot for as far as the longest
 //! probe reaches, so a lookup reads one run of slots with one bounds
 //! check for the run.
@@ -22,16 +22,14 @@
 //! carries, costs at most that many slot reads: O(1) in the number of
 //! routers.
 
-/// One slot: a key and its output, or [`EMPTY`].
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    key: u64,
-    out: u32,
-}
-
-/// The key of an empty slot. Tags are at most 48 bits (a MAC address), so
-/// no tag is this.
+/// An empty slot. A slot is its key shifted up 16 bits and its output
+/// (below 65,535) beneath: eight bytes, where a key and an output side by
+/// side took sixteen, so that a thousand MAC addresses' table is 16 KiB.
+/// Keys are below 2^48 - 1 and outputs below 65,535, so no slot is this.
 const EMPTY: u64 = u64::MAX;
+
+/// The first key a table cannot hold.
+const KEY_END: u64 = (1 << 48) - 1;
 
 /// 2^64 / phi: consecutive keys (labels 100, 101, ...; addresses in one
 /// subnet) land far apart.
@@ -40,12 +38,12 @@ const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Smallest table, in slots.
 const MIN_SLOTS: usize = 16;
 
-/// A read-only map from tags (below 2^63) to outputs.
+/// A read-only map from tags (below 2^48 - 1) to outputs (below 65,535).
 #[derive(Debug, Clone)]
 pub struct TagTable {
     /// The home slots (a power of two of them), then the slots the
     /// longest probe from the last home slots reaches.
-    slots: Box<[Slot]>,
+    slots: Box<[u64]>,
     /// 64 minus log2 of the number of home slots.
     shift: u32,
     /// Most slots past the first that any key's lookup reads.
@@ -54,26 +52,31 @@ pub struct TagTable {
 }
 
 impl TagTable {
-    /// A table holding `entries` (tag, output). Keys must be distinct and
-    /// below 2^63; a repeated key keeps its first output (the caller
-    /// refuses duplicates with a better message first).
+    /// A table holding `entries` (tag, output). Keys must be below
+    /// 2^48 - 1 (a MAC address of a single station, a label, an IPv4
+    /// address) and outputs below 65,535: others are left out. A repeated
+    /// key keeps its first output (the caller refuses duplicates with a
+    /// better message first).
     pub fn new(entries: &[(u64, u32)]) -> TagTable {
         let n = (entries.len() * 2).next_power_of_two().max(MIN_SLOTS);
         // A probe passes over occupied slots only, so it ends at most
         // `entries.len()` slots past its home.
-        let mut slots = vec![Slot { key: EMPTY, out: 0 }; n + entries.len()];
+        let mut slots = vec![EMPTY; n + entries.len()];
         let shift = 64 - n.trailing_zeros();
         let mut max_probe = 0;
         let mut len = 0;
         for &(key, out) in entries {
-            debug_assert!(key < 1 << 63);
+            debug_assert!(key < KEY_END && out < 0xffff, "{key:#x} {out}");
+            if key >= KEY_END || out >= 0xffff {
+                continue;
+            }
             let home = Self::home_in(key, shift);
             for (probe, slot) in slots[home..].iter_mut().enumerate() {
-                if slot.key == key {
+                if *slot >> 16 == key {
                     break;
                 }
-                if slot.key == EMPTY {
-                    *slot = Slot { key, out };
+                if *slot == EMPTY {
+                    *slot = key << 16 | u64::from(out);
                     max_probe = usize::max(max_probe, probe);
                     len += 1;
                     break;
@@ -102,15 +105,19 @@ impl TagTable {
         // Slot by slot from the home, each with one bounds check: the
         // usual key is found at its home, four instructions after the
         // hash, where slicing the run out first cost a dozen more.
+        if key >= KEY_END {
+            // No such key is held, and it would match an empty slot.
+            return None;
+        }
         let home = Self::home_in(key, self.shift);
         let last = home + self.max_probe;
         let mut i = home;
         loop {
-            let slot = self.slots.get(i)?;
-            if slot.key == key {
-                return Some(slot.out);
+            let slot = *self.slots.get(i)?;
+            if slot >> 16 == key {
+                return Some((slot & 0xffff) as u32);
             }
-            if slot.key == EMPTY || i >= last {
+            if slot == EMPTY || i >= last {
                 return None;
             }
             i += 1;
@@ -153,6 +160,8 @@ mod tests {
         assert_eq!(t.get(0x0200_0000_0000 + 1024), None);
         assert_eq!(t.get(0), None);
         assert_eq!(t.get(EMPTY - 1), None);
+        assert_eq!(t.get(KEY_END), None);
+        assert_eq!(t.get(EMPTY >> 16), None);
         // Consecutive keys spread: no long probe runs.
         assert!(t.max_probe() < 8, "max probe {}", t.max_probe());
     }

@@ -46,8 +46,8 @@ static MANUAL: Manual = Manual {
 
 - `vlan`: the VLAN ID (1 to 4094) of the frame's outer 802.1Q or 802.1ad tag. An untagged \
 frame, or one tagged with VLAN ID 0 (priority only), carries no tag.
-- `mac`: the destination MAC address. Broadcast and multicast destinations follow \
-BROADCAST: `drop` (the default), `replicate` (a copy to every output that some tag names, \
+- `mac`: the destination MAC address, a unicast one (a group address as a tag is \
+refused). Broadcast and multicast destinations follow BROADCAST: `drop` (the default), `replicate` (a copy to every output that some tag names, \
 in order with the other frames of each output; note that one frame becomes as many copies \
 as there are routers), or an output number (a default router that answers ARP for all).
 - `mpls`: the top label (0 to 1048575) of an MPLS stack (type 0x8847 or 0x8848, after at \
@@ -205,9 +205,15 @@ fn parse_tag(mode: Mode, text: &str) -> Result<u64, String> {
             Ok(v) if (1..=4094).contains(&v) => Ok(u64::from(v)),
             _ => Err(format!("expected a VLAN ID (1 to 4094), found `{text}`")),
         },
-        Mode::Mac => EthernetAddress::from_arg(text)
-            .map(|a| mac_key(&a.0))
-            .map_err(|_| format!("expected a MAC address, found `{text}`")),
+        Mode::Mac => match EthernetAddress::from_arg(text) {
+            Ok(a) if a.0[0] & 1 == 0 => Ok(mac_key(&a.0)),
+            // A group frame is never looked up: BROADCAST decides.
+            Ok(_) => Err(format!(
+                "`{text}` is a group (multicast or broadcast) address: a router is named \
+                 by a unicast MAC address, and group frames follow BROADCAST"
+            )),
+            Err(_) => Err(format!("expected a MAC address, found `{text}`")),
+        },
         Mode::Mpls => match u32::from_arg(text) {
             Ok(v) if v <= LABEL_MAX => Ok(u64::from(v)),
             _ => Err(format!(
@@ -1062,6 +1068,14 @@ mod tests {
             .contains("MPLS label"));
         assert!(make("BY mpls, 1048575 0").is_ok());
         assert!(make("BY mac, 1:2:3 0").unwrap_err().contains("MAC"));
+        for group in [
+            "ff:ff:ff:ff:ff:ff",
+            "01:00:5e:00:00:01",
+            "33:33:00:00:00:01",
+        ] {
+            let e = make(&format!("BY mac, {group} 0")).unwrap_err();
+            assert!(e.contains("group") && e.contains(group), "{e}");
+        }
         assert!(make("BY ipip, 10.0.0 0").unwrap_err().contains("IPv4"));
         assert!(make("BY mac, 2:0:0:0:0:1 0, NOTAG 0")
             .unwrap_err()
