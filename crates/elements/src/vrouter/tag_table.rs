@@ -124,6 +124,7 @@ impl TagTable {
         }
     }
 
+    /// Number of tags.
     pub fn len(&self) -> usize {
         self.len
     }

@@ -47,7 +47,8 @@ static MANUAL: Manual = Manual {
 - `vlan`: the VLAN ID (1 to 4094) of the frame's outer 802.1Q or 802.1ad tag. An untagged \
 frame, or one tagged with VLAN ID 0 (priority only), carries no tag.
 - `mac`: the destination MAC address, a unicast one (a group address as a tag is \
-refused). Broadcast and multicast destinations follow BROADCAST: `drop` (the default), `replicate` (a copy to every output that some tag names, \
+refused). Broadcast and multicast destinations follow BROADCAST: `drop` (the default), \
+`replicate` (a copy to every output that some tag names, \
 in order with the other frames of each output; note that one frame becomes as many copies \
 as there are routers), or an output number (a default router that answers ARP for all).
 - `mpls`: the top label (0 to 1048575) of an MPLS stack (type 0x8847 or 0x8848, after at \
