@@ -294,7 +294,7 @@ struct Hot {
 }
 
 /// A route of a [`Hot`] line.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 #[repr(C)]
 struct HotRoute {
     /// The prefix, host order.
@@ -307,6 +307,15 @@ struct HotRoute {
     gateway: u32,
 }
 
+impl HotRoute {
+    /// 0.0.0.0/0 to no output: what a line holds after its table's routes.
+    const TO_NOTHING: HotRoute = HotRoute {
+        addr: 0,
+        meta: 32 | (DROP as u32) << 16,
+        gateway: 0,
+    };
+}
+
 impl Hot {
     /// Look the packet up in the table, not in the line.
     const SLOW: u32 = u32::MAX;
@@ -314,11 +323,7 @@ impl Hot {
     const fn slow() -> Hot {
         Hot {
             n: Hot::SLOW,
-            routes: [HotRoute {
-                addr: 0,
-                meta: 0,
-                gateway: 0,
-            }; HOT_ROUTES],
+            routes: [HotRoute::TO_NOTHING; HOT_ROUTES],
         }
     }
 
@@ -339,11 +344,7 @@ impl Hot {
         }
         let mut h = Hot {
             n: routes.len() as u32,
-            routes: [HotRoute {
-                addr: 0,
-                meta: 32 | u32::from(DROP) << 16,
-                gateway: 0,
-            }; HOT_ROUTES],
+            routes: [HotRoute::TO_NOTHING; HOT_ROUTES],
         };
         for (slot, &(p, nh)) in h.routes.iter_mut().zip(routes) {
             let Some(&w) = words.get(nh.0 as usize) else {
