@@ -9,7 +9,10 @@ use std::process::ExitCode;
 pub enum BenchCommand {
     /// The element graph in memory on one core (64-byte packets; no root).
     ///
-    /// minimal: InfiniteSource -> EtherRewrite -> Discard.
+    /// minimal: InfiniteSource -> EtherRewrite -> Discard. nulls: minimal
+    /// with 8 Null elements before EtherRewrite; with minimal in the same
+    /// run, (nulls - minimal) / 8 is printed under the table as the
+    /// per-element overhead of the element path.
     /// ipv4: Classifier -> Strip -> CheckIPHeader -> StaticIPLookup
     /// (16 routes) -> DecIPTTL -> EtherEncap. iprouter: Click's
     /// two-interface IP router (conf/ip-router.click) fed by an
@@ -21,8 +24,8 @@ pub enum BenchCommand {
     /// EtherEncap, 78-byte frames to an address inside the table.
     /// Instructions per packet come from callgrind (valgrind) when it is
     /// installed. With --click PATH, Click's userlevel driver runs
-    /// minimal, ipv4 and iprouter in the same run, and its figures and the
-    /// ratios (Click / bricks) are printed beside bricks'.
+    /// minimal, nulls, ipv4 and iprouter in the same run, and its figures
+    /// and the ratios (Click / bricks) are printed beside bricks'.
     #[command(after_help = "Examples:\n  \
         bricks bench core\n  \
         bricks bench core --workload ipv4 --workload iprouter --no-callgrind\n  \

@@ -22,7 +22,7 @@ use std::time::Instant;
 /// Why Click does not run `w`, or `None` when it does.
 pub(super) fn unsupported(w: Workload) -> Option<&'static str> {
     match w {
-        Workload::Minimal | Workload::Ipv4 | Workload::Iprouter => None,
+        Workload::Minimal | Workload::Nulls | Workload::Ipv4 | Workload::Iprouter => None,
         Workload::Ipv6 => Some(
             "LookupIP6Route's ROUTES FILE (the 200K-prefix table) is a bricks addition; \
              Click's table takes its routes inline",
@@ -50,11 +50,12 @@ pub(super) struct ClickConfig {
 /// else. Click's InfiniteSource takes the same `DATA \<hex>, LIMIT N,
 /// BURST 32, STOP true`.
 ///
-/// - minimal: `StoreData(0, \<02 00 00 00 00 02 02 00 00 00 00 01>)` in
-///   place of `EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02)` (the
-///   same 12-byte rewrite: destination, then source), because Click's
-///   EtherRewrite writes where the MAC header annotation points, which
-///   an InfiniteSource's packets do not have (it crashes on them).
+/// - minimal and nulls: `StoreData(0, \<02 00 00 00 00 02 02 00 00 00 00
+///   01>)` in place of `EtherRewrite(02:00:00:00:00:01,
+///   02:00:00:00:00:02)` (the same 12-byte rewrite: destination, then
+///   source), because Click's EtherRewrite writes where the MAC header
+///   annotation points, which an InfiniteSource's packets do not have (it
+///   crashes on them). nulls keeps its 8 `Null`s, Click's own element.
 /// - iprouter: conf/ip-router.click with `FromDevice(eth0)` replaced by
 ///   the source, named `src` and with `ACTIVE false`, `FromDevice(eth1)`
 ///   by `Idle`, `ToDevice(ethN)` by `Discard(BURST 32)` (Click's Discard
@@ -65,7 +66,7 @@ pub(super) struct ClickConfig {
 ///   src.active true);` appended, because bricks' bench inserts that
 ///   static ARP entry through a handler before it runs (`super::engine`)
 ///   and Click needs it before the source starts.
-/// - minimal and ipv4: the forwarding path's Discard is named `sink`, so
+/// - minimal, nulls and ipv4: the forwarding path's Discard is named `sink`, so
 ///   that its count can be read (a name costs nothing per packet).
 pub(super) fn config(w: Workload, packets: u64) -> Result<ClickConfig, Error> {
     if let Some(why) = unsupported(w) {
@@ -77,7 +78,7 @@ pub(super) fn config(w: Workload, packets: u64) -> Result<ClickConfig, Error> {
     let bricks = super::config(w, packets)?;
     let sub = |text: &str, from: &str, to: &str| substitute(w, text, from, to);
     let (text, sink) = match w {
-        Workload::Minimal => (
+        Workload::Minimal | Workload::Nulls => (
             sub(
                 &bricks,
                 "-> EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02) -> Discard;",
@@ -368,6 +369,19 @@ mod tests {
     }
 
     #[test]
+    fn nulls_is_minimal_with_eight_nulls_for_click_too() {
+        let minimal = config(Workload::Minimal, 1000).unwrap();
+        let c = config(Workload::Nulls, 1000).unwrap();
+        assert_eq!(c.text.matches("Null").count(), 8, "{}", c.text);
+        assert!(c.text.contains(
+            "-> Null -> Null -> StoreData(0, \\<02 00 00 00 00 02 02 00 00 00 00 01>) \
+             -> sink :: Discard;"
+        ));
+        assert_eq!(c.text.replace("Null -> ", ""), minimal.text);
+        assert_eq!((c.sink, c.packets), ("sink", 1000));
+    }
+
+    #[test]
     fn ipv4_names_the_forwarding_sink_only() {
         let c = config(Workload::Ipv4, 10_000).unwrap();
         assert_eq!(c.text.matches("sink :: Discard").count(), 1);
@@ -419,7 +433,12 @@ mod tests {
             let e = config(w, 10).unwrap_err().to_string();
             assert!(e.contains(why), "{e}");
         }
-        for w in [Workload::Minimal, Workload::Ipv4, Workload::Iprouter] {
+        for w in [
+            Workload::Minimal,
+            Workload::Nulls,
+            Workload::Ipv4,
+            Workload::Iprouter,
+        ] {
             assert_eq!(unsupported(w), None);
         }
     }
@@ -469,7 +488,12 @@ mod tests {
         };
         let click = Click::new(Path::new(&path)).unwrap();
         assert!(click.version.contains("(Click)"));
-        for w in [Workload::Minimal, Workload::Ipv4, Workload::Iprouter] {
+        for w in [
+            Workload::Minimal,
+            Workload::Nulls,
+            Workload::Ipv4,
+            Workload::Iprouter,
+        ] {
             let runs = ClickRuns::new(&click, w, 100_000).unwrap();
             runs.warm_up().unwrap();
             let ns = runs.time_ns().unwrap();

@@ -40,9 +40,11 @@ pub struct CoreArgs {
     #[arg(long, hide = true)]
     pub once: bool,
     /// Also run Click's userlevel driver (the `click` binary at PATH) on
-    /// minimal, ipv4 and iprouter, and print its ns and instructions per
-    /// packet beside bricks' with the ratios (Click / bricks); the other
-    /// workloads print `-` for Click, with the reason.
+    /// minimal, nulls, ipv4 and iprouter, and print its ns and
+    /// instructions per packet beside bricks' with the ratios (Click /
+    /// bricks), and Click's per-element overhead under bricks' when both
+    /// minimal and nulls ran; the other workloads print `-` for Click,
+    /// with the reason.
     ///
     /// Click runs as `click -h SINK.count FILE` (never `-q`, which skips
     /// the driver), timed as a whole process: its ns/packet is (T(N) -
@@ -53,8 +55,8 @@ pub struct CoreArgs {
     /// must equal the packets sent, or the bench stops with an error
     /// naming the workload.
     ///
-    /// Click's configurations are bricks' with these differences. minimal:
-    /// `StoreData(0, \<02 00 00 00 00 02 02 00 00 00 00 01>)` (the same
+    /// Click's configurations are bricks' with these differences. minimal
+    /// and nulls: `StoreData(0, \<02 00 00 00 00 02 02 00 00 00 00 01>)` (the same
     /// 12-byte rewrite) in place of EtherRewrite, which writes where the
     /// packet's MAC header annotation points and crashes on the packets of
     /// an InfiniteSource, which sets none. iprouter: conf/ip-router.click
@@ -65,8 +67,8 @@ pub struct CoreArgs {
     /// ToHost` by `toh :: Discard`, `, MARTIANS true` removed (a bricks
     /// keyword), and `Script(write arpq1.insert 1.0.0.2
     /// 00:00:C0:00:00:02, write src.active true);` appended (bricks' bench
-    /// inserts that ARP entry through a handler before it runs). minimal
-    /// and ipv4: the forwarding path's Discard is named `sink`. Click's
+    /// inserts that ARP entry through a handler before it runs). minimal,
+    /// nulls and ipv4: the forwarding path's Discard is named `sink`. Click's
     /// InfiniteSource takes the same `DATA \<hex>, LIMIT N, BURST 32, STOP
     /// true`.
     #[arg(long, value_name = "PATH")]
@@ -77,6 +79,11 @@ pub struct CoreArgs {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
 pub enum Workload {
     Minimal,
+    /// The minimal path with 8 Null elements between the source and
+    /// EtherRewrite: what an element that does no work costs when its
+    /// whole batch leaves by one output. Printed under the table as
+    /// (nulls - minimal) / 8 per packet when minimal ran too.
+    Nulls,
     Ipv4,
     /// The IPv6 forwarding path with a 200K-prefix table.
     Ipv6,
@@ -88,8 +95,9 @@ pub enum Workload {
 }
 
 impl Workload {
-    const ALL: [Workload; 5] = [
+    const ALL: [Workload; 6] = [
         Workload::Minimal,
+        Workload::Nulls,
         Workload::Ipv4,
         Workload::Ipv6,
         Workload::Iprouter,
@@ -99,6 +107,7 @@ impl Workload {
     fn name(self) -> &'static str {
         match self {
             Workload::Minimal => "minimal",
+            Workload::Nulls => "nulls",
             Workload::Ipv4 => "ipv4",
             Workload::Ipv6 => "ipv6",
             Workload::Iprouter => "iprouter",
@@ -106,17 +115,42 @@ impl Workload {
         }
     }
 
-    /// (ns per packet, instructions per packet) goals from the issues.
+    /// (ns per packet, instructions per packet) goals from the issues;
+    /// `None` for a workload whose figures are not held to one.
     fn goal(self) -> Option<(f64, Option<f64>)> {
         match self {
             Workload::Minimal => Some((10.0, Some(60.0))),
             Workload::Ipv4 => Some((30.0, Some(120.0))),
             Workload::Ipv6 => Some((40.0, Some(150.0))),
             Workload::Iprouter => Some((60.0, None)),
-            Workload::Cluster => None,
+            Workload::Nulls | Workload::Cluster => None,
+        }
+    }
+
+    /// The goal column: the goal, or what the figures are for.
+    fn goal_text(self) -> String {
+        match (self, self.goal()) {
+            (_, Some((ns, Some(i)))) => format!("<= {ns} ns, <= {i} instr"),
+            (_, Some((ns, None))) => format!("<= {ns} ns"),
+            // Its own figures include minimal's path; the goal is on the
+            // difference.
+            (Workload::Nulls, None) => format!(
+                "{NULLS} Null elements: per-element overhead <= {NULL_GOAL_INSTR} instr (below)"
+            ),
+            (Workload::Cluster, None) => {
+                "three servers' work per packet (RouteBricks: 2 or 3 handlings)".into()
+            }
+            (_, None) => "-".into(),
         }
     }
 }
+
+/// Null elements the `nulls` workload inserts into `minimal`'s path.
+const NULLS: usize = 8;
+
+/// Instructions per packet an element that does no work may cost, as
+/// (nulls - minimal) / [`NULLS`].
+const NULL_GOAL_INSTR: f64 = 5.0;
 
 /// Packets of the smaller of the two callgrind runs whose difference is
 /// counted (bricks' and Click's).
@@ -204,6 +238,10 @@ fn config(w: Workload, packets: u64) -> Result<String, Error> {
         Workload::Minimal => {
             format!("{src} -> EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02) -> Discard;")
         }
+        Workload::Nulls => format!(
+            "{src} -> {}EtherRewrite(02:00:00:00:00:01, 02:00:00:00:00:02) -> Discard;",
+            "Null -> ".repeat(NULLS)
+        ),
         Workload::Ipv4 => {
             let mut routes: Vec<String> = (0..15).map(|i| format!("10.{i}.0.0/16 0")).collect();
             routes.push("1.0.0.0/8 1".into());
@@ -312,6 +350,54 @@ fn ratio(click: Option<f64>, bricks: Option<f64>) -> String {
     }
 }
 
+/// One workload's figures from one run of the bench: median ns per
+/// packet, and instructions per packet when callgrind counted them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Figures {
+    ns: Option<f64>,
+    instr: Option<f64>,
+}
+
+/// Each workload's figures as measured: bricks', and Click's when it ran
+/// the workload.
+type Measured = Vec<(Workload, Figures, Option<Figures>)>;
+
+/// The lines printed under the table when nulls ran: the per-element
+/// overhead, (nulls - minimal) / [`NULLS`] per packet, bricks' and then
+/// Click's, from figures of the same run; a figure either side lacks is
+/// `-`. Without minimal there is nothing to subtract, and the line says
+/// so.
+fn overhead_lines(measured: &Measured) -> Vec<String> {
+    let find = |w: Workload| measured.iter().find(|m| m.0 == w);
+    let (minimal, nulls) = match (find(Workload::Minimal), find(Workload::Nulls)) {
+        (Some(m), Some(n)) => (m, n),
+        (None, Some(_)) => {
+            return vec![format!(
+                "per-element overhead: not computed (it is (nulls - minimal) / {NULLS}: \
+                 run minimal with nulls)"
+            )]
+        }
+        _ => return Vec::new(),
+    };
+    let per_element = |m: Option<f64>, n: Option<f64>| Some((n? - m?) / NULLS as f64);
+    let line = |who: &str, m: Figures, n: Figures| {
+        format!(
+            "{who}per-element overhead (nulls - minimal) / {NULLS}: {} instructions a packet, \
+             {} ns a packet",
+            figure(per_element(m.instr, n.instr), 1),
+            figure(per_element(m.ns, n.ns), 2),
+        )
+    };
+    let mut lines = vec![format!(
+        "{} (goal: <= {NULL_GOAL_INSTR} instructions)",
+        line("", minimal.1, nulls.1)
+    )];
+    if let (Some(m), Some(n)) = (minimal.2, nulls.2) {
+        lines.push(line("Click ", m, n));
+    }
+    lines
+}
+
 /// Runs `bricks bench core`.
 pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
     let workloads = if a.workload.is_empty() {
@@ -371,6 +457,7 @@ pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
         );
     }
     let mut footnotes = Vec::new();
+    let mut measured = Measured::new();
     for w in workloads {
         let peer = match &click {
             Some(c) => match click::unsupported(w) {
@@ -404,11 +491,7 @@ pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
         } else {
             None
         };
-        let goal = match w.goal() {
-            Some((goal_ns, Some(i))) => format!("<= {goal_ns} ns, <= {i} instr"),
-            Some((goal_ns, None)) => format!("<= {goal_ns} ns"),
-            None => "three servers' work per packet (RouteBricks: 2 or 3 handlings)".into(),
-        };
+        let goal = w.goal_text();
         let bricks = format!(
             "{:<10} {:>10.2} {:>10.1} {:>12}",
             w.name(),
@@ -416,21 +499,30 @@ pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
             ns,
             instr.map_or("-".to_string(), |i| format!("{i:.0}")),
         );
+        let figures = Figures {
+            ns: Some(ns),
+            instr,
+        };
         if click.is_none() {
             println!("{bricks}   {goal}");
+            measured.push((w, figures, None));
             continue;
         }
-        let (click_ns, click_instr) = match &peer {
-            Some(p) => (
-                Some(Sample(click_ns).median()),
-                if callgrind {
+        let peer_figures = match &peer {
+            Some(p) => Some(Figures {
+                ns: Some(Sample(click_ns).median()),
+                instr: if callgrind {
                     Some(p.instructions()?)
                 } else {
                     None
                 },
-            ),
-            None => (None, None),
+            }),
+            None => None,
         };
+        let Figures {
+            ns: click_ns,
+            instr: click_instr,
+        } = peer_figures.unwrap_or_default();
         println!(
             "{bricks} {:>15} {:>18} {:>8} {:>11}   {goal}",
             figure(click_ns, 1),
@@ -438,9 +530,13 @@ pub fn bench(a: &CoreArgs) -> Result<ExitCode, Error> {
             ratio(click_ns, Some(ns)),
             ratio(click_instr, instr),
         );
+        measured.push((w, figures, peer_figures));
     }
     for f in footnotes {
         println!("{f}");
+    }
+    for l in overhead_lines(&measured) {
+        println!("{l}");
     }
     if !callgrind && !a.no_callgrind {
         println!(
@@ -486,6 +582,91 @@ mod tests {
         assert_eq!(figure(None, 1), "-");
     }
 
+    #[test]
+    fn nulls_is_minimal_with_eight_nulls_before_the_rewrite() {
+        let minimal = config(Workload::Minimal, 1000).unwrap();
+        let nulls = config(Workload::Nulls, 1000).unwrap();
+        assert_eq!(nulls.matches("Null").count(), 8, "{nulls}");
+        assert!(nulls.contains(
+            "STOP true) -> Null -> Null -> Null -> Null -> Null -> Null -> Null -> Null \
+             -> EtherRewrite("
+        ));
+        assert_eq!(nulls.replace("Null -> ", ""), minimal);
+        assert_eq!(Workload::ALL[..2], [Workload::Minimal, Workload::Nulls]);
+    }
+
+    #[test]
+    fn goal_column_of_each_workload() {
+        assert_eq!(Workload::Minimal.goal_text(), "<= 10 ns, <= 60 instr");
+        assert_eq!(Workload::Iprouter.goal_text(), "<= 60 ns");
+        assert_eq!(
+            Workload::Nulls.goal_text(),
+            "8 Null elements: per-element overhead <= 5 instr (below)"
+        );
+        assert!(Workload::Cluster
+            .goal_text()
+            .starts_with("three servers' work"));
+    }
+
+    #[test]
+    fn per_element_overhead_from_minimal_and_nulls() {
+        let f = |ns, instr| Figures {
+            ns: Some(ns),
+            instr,
+        };
+        // bricks: (92 - 60) / 8 = 4 instructions, (9.0 - 5.0) / 8 = 0.5
+        // ns; Click: (1800 - 1000) / 8 = 100, (100 - 60) / 8 = 5 ns.
+        let both: Measured = vec![
+            (
+                Workload::Minimal,
+                f(5.0, Some(60.0)),
+                Some(f(60.0, Some(1000.0))),
+            ),
+            (
+                Workload::Ipv4,
+                f(20.0, Some(100.0)),
+                Some(f(90.0, Some(2000.0))),
+            ),
+            (
+                Workload::Nulls,
+                f(9.0, Some(92.0)),
+                Some(f(100.0, Some(1800.0))),
+            ),
+        ];
+        assert_eq!(
+            overhead_lines(&both),
+            [
+                "per-element overhead (nulls - minimal) / 8: 4.0 instructions a packet, \
+                 0.50 ns a packet (goal: <= 5 instructions)",
+                "Click per-element overhead (nulls - minimal) / 8: 100.0 instructions a \
+                 packet, 5.00 ns a packet",
+            ]
+        );
+        // Without callgrind, and without Click.
+        let plain: Measured = vec![
+            (Workload::Nulls, f(9.0, None), None),
+            (Workload::Minimal, f(5.0, None), None),
+        ];
+        assert_eq!(
+            overhead_lines(&plain),
+            [
+                "per-element overhead (nulls - minimal) / 8: - instructions a packet, \
+                 0.50 ns a packet (goal: <= 5 instructions)"
+            ]
+        );
+        // Nothing to subtract from, or nothing to subtract.
+        let alone: Measured = vec![(Workload::Nulls, f(9.0, None), None)];
+        assert!(overhead_lines(&alone)[0].contains("not computed"));
+        let neither: Measured = vec![(Workload::Minimal, f(5.0, None), None)];
+        assert!(overhead_lines(&neither).is_empty());
+    }
+
+    #[test]
+    fn bench_minimal_and_nulls() {
+        let a = args(vec![Workload::Minimal, Workload::Nulls], None);
+        assert_eq!(bench(&a).unwrap(), ExitCode::SUCCESS);
+    }
+
     /// `bench core --click` end to end, with the driver BRICKS_TEST_CLICK
     /// names; skipped without it. A workload Click has no form of prints
     /// `-` and its reason.
@@ -495,7 +676,12 @@ mod tests {
             return;
         };
         let a = args(
-            vec![Workload::Minimal, Workload::Iprouter, Workload::Cluster],
+            vec![
+                Workload::Minimal,
+                Workload::Nulls,
+                Workload::Iprouter,
+                Workload::Cluster,
+            ],
             Some(&path),
         );
         assert_eq!(bench(&a).unwrap(), ExitCode::SUCCESS);
