@@ -347,9 +347,7 @@ impl Hot {
             }
             if i < HOT_SCAN {
                 h.addr[i] = p.addr;
-                h.mask[i] = u32::MAX
-                    .checked_shl(32 - u32::from(p.len.min(32)))
-                    .unwrap_or(0);
+                h.mask[i] = Prefix4::mask(p.len);
             }
             // Route 4 is the table's /0, answered when none of the four
             // before it matches.
@@ -880,27 +878,34 @@ mod tests {
         /// every length and /0, addresses on and beside the prefixes.
         #[test]
         fn a_line_answers_as_a_trie(
-            routes in proptest::collection::vec((proptest::prelude::any::<u32>(), 0u32..=32, 0u8..4), 0..=6),
+            routes in proptest::collection::vec(
+                (proptest::prelude::any::<u32>(), 0u8..=32, 0u8..4),
+                0..=6,
+            ),
             probes in proptest::collection::vec(proptest::prelude::any::<u32>(), 1..8),
         ) {
             let mut text = Vec::new();
             let mut targets = probes.clone();
             let mut seen = std::collections::BTreeSet::new();
             for &(a, len, hop) in &routes {
-                let a = a & u32::MAX.checked_shl(32 - len).unwrap_or(0);
+                let a = a & Prefix4::mask(len);
                 if !seen.insert((a, len)) {
                     continue;
                 }
                 // Hop 3: output 2 through a gateway.
                 let via = if hop == 3 { "10.9.9.9 2".to_string() } else { hop.to_string() };
                 text.push(format!("{}/{len} {via}", Ipv4Addr::from(a)));
-                targets.extend([a, a.wrapping_add(1), a.wrapping_sub(1), a | !u32::MAX.checked_shl(32 - len).unwrap_or(0)]);
+                let last = a | !Prefix4::mask(len);
+                targets.extend([a, a.wrapping_add(1), a.wrapping_sub(1), last]);
             }
             let answers = |algo: &str| {
-                let (_t, shared) = table(&format!("{}ALGORITHM {algo}, OUTPUTS 3", text.iter().map(|r| format!("{r}, ")).collect::<String>()));
+                let routes: String = text.iter().map(|r| format!("{r}, ")).collect();
+                let (_t, shared) = table(&format!("{routes}ALGORITHM {algo}, OUTPUTS 3"));
                 let refs = bricks_element::FixedRefs(vec![("t".into(), TABLE.name, shared)]);
                 let mut h = lookup(&refs, "t", 3);
-                h.push_packets(0, targets.iter().map(|&d| udp(0, d.to_be_bytes())).collect::<Vec<_>>());
+                let packets: Vec<Packet> =
+                    targets.iter().map(|&d| udp(0, d.to_be_bytes())).collect();
+                h.push_packets(0, packets);
                 // Each packet by its header's destination, with the next
                 // hop its annotation names.
                 let got: Vec<Vec<([u8; 4], Ipv4Addr)>> = (0..3)
