@@ -521,6 +521,8 @@ impl Packet {
 /// minimum-size packets that dominate packet rates (64 bytes for IPv4,
 /// 78 or more with an IPv6 header), are copied with two overlapping
 /// fixed-size moves the compiler inlines, instead of a call to `memcpy`.
+/// The second move is no wider than the bytes past the first need: a
+/// 78-byte frame takes five 16-byte loads and stores, not eight.
 #[inline(always)]
 fn copy_small(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
@@ -528,7 +530,15 @@ fn copy_small(dst: &mut [u8], src: &[u8]) {
         return dst.copy_from_slice(src);
     }
     match n {
-        65..=128 => {
+        65..=80 => {
+            copy_fixed::<64>(&mut dst[..64], &src[..64]);
+            copy_fixed::<16>(&mut dst[n - 16..], &src[n - 16..]);
+        }
+        81..=96 => {
+            copy_fixed::<64>(&mut dst[..64], &src[..64]);
+            copy_fixed::<32>(&mut dst[n - 32..], &src[n - 32..]);
+        }
+        97..=128 => {
             copy_fixed::<64>(&mut dst[..64], &src[..64]);
             copy_fixed::<64>(&mut dst[n - 64..], &src[n - 64..]);
         }
@@ -611,6 +621,8 @@ mod tests {
 
     #[test]
     fn frames_of_every_small_length_are_copied_whole() {
+        // Every width copy_small picks, and its edges; buffers come back
+        // from the pool, so a byte left from the frame before shows.
         for n in 0..=200usize {
             let frame: Vec<u8> = (0..n).map(|i| (i * 7 + n) as u8).collect();
             let p = Packet::from_slice(&frame).unwrap();
@@ -668,15 +680,6 @@ mod tests {
         let mut p = Packet::from_slice(&[0; 10]).unwrap();
         p.pull_front(100);
         assert!(p.is_empty());
-    }
-
-    #[test]
-    fn frames_of_every_small_size_copy_exactly() {
-        for n in 0..=130 {
-            let frame: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(7)).collect();
-            let p = Packet::from_slice(&frame).unwrap();
-            assert_eq!(p.data(), &frame[..], "{n} bytes");
-        }
     }
 
     #[test]
