@@ -529,28 +529,29 @@ fn copy_small(dst: &mut [u8], src: &[u8]) {
     if dst.len() != n {
         return dst.copy_from_slice(src);
     }
-    match n {
-        65..=80 => {
-            copy_fixed::<64>(&mut dst[..64], &src[..64]);
-            copy_fixed::<16>(&mut dst[n - 16..], &src[n - 16..]);
-        }
-        81..=96 => {
-            copy_fixed::<64>(&mut dst[..64], &src[..64]);
-            copy_fixed::<32>(&mut dst[n - 32..], &src[n - 32..]);
-        }
-        97..=128 => {
-            copy_fixed::<64>(&mut dst[..64], &src[..64]);
-            copy_fixed::<64>(&mut dst[n - 64..], &src[n - 64..]);
-        }
-        32..=64 => {
+    // Tested in this order, each width is two compares from the top
+    // (a match puts the ranges in its own order).
+    if n <= 64 {
+        if n >= 32 {
             copy_fixed::<32>(&mut dst[..32], &src[..32]);
             copy_fixed::<32>(&mut dst[n - 32..], &src[n - 32..]);
-        }
-        16..=31 => {
+        } else if n >= 16 {
             copy_fixed::<16>(&mut dst[..16], &src[..16]);
             copy_fixed::<16>(&mut dst[n - 16..], &src[n - 16..]);
+        } else {
+            dst.copy_from_slice(src);
         }
-        _ => dst.copy_from_slice(src),
+    } else if n <= 80 {
+        copy_fixed::<64>(&mut dst[..64], &src[..64]);
+        copy_fixed::<16>(&mut dst[n - 16..], &src[n - 16..]);
+    } else if n <= 96 {
+        copy_fixed::<64>(&mut dst[..64], &src[..64]);
+        copy_fixed::<32>(&mut dst[n - 32..], &src[n - 32..]);
+    } else if n <= 128 {
+        copy_fixed::<64>(&mut dst[..64], &src[..64]);
+        copy_fixed::<64>(&mut dst[n - 64..], &src[n - 64..]);
+    } else {
+        dst.copy_from_slice(src);
     }
 }
 
