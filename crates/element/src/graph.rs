@@ -100,6 +100,10 @@ struct Node {
     /// output leading where it does. A batch split over such outputs goes
     /// on whole, as one batch in arrival order.
     same_as: Option<Box<[u16]>>,
+    /// Every push output is connected and all lead to one input (a
+    /// demultiplexer's outputs into one shared plane): any packet with
+    /// an output goes on with the batch, with no `same_as` to read.
+    one_input: bool,
     /// This element's index in the graph.
     index: u32,
 }
@@ -117,6 +121,17 @@ fn fold_same_as(ports: &mut [u16], same_as: &[u16]) -> Option<u16> {
     }
     let first = *ports.first()?;
     ports.iter().all(|&p| p == first).then_some(first)
+}
+
+/// [`Node::one_input`] for push outputs `outs`: two or more, all
+/// connected to one input.
+fn outputs_one_input(outs: &[Edge]) -> bool {
+    match outs {
+        [first, rest @ ..] if !rest.is_empty() && first.is_some() => rest
+            .iter()
+            .all(|e| (e.element, e.port) == (first.element, first.port)),
+        _ => false,
+    }
 }
 
 /// [`Node::same_as`] for push outputs `outs`: `None` when every connected
@@ -244,6 +259,7 @@ impl Graph {
                 .map(|(index, ((e, outs), ins))| Node {
                     cell: RefCell::new(e),
                     same_as: outputs_same_as(&outs),
+                    one_input: outputs_one_input(&outs),
                     outs,
                     ins,
                     index: index as u32,
@@ -1479,16 +1495,29 @@ impl<'a> Context<'a> {
             .map_or(u32::MAX, |&h| u32::from(h));
         let mut same = 1;
         let mut other = first;
-        while same < n {
-            other = port_of(&mut pkts[same], values[same], &mut classify);
-            if other != first
-                && same_as
-                    .get(usize::from(other))
-                    .is_none_or(|&h| u32::from(h) != home)
-            {
-                break;
+        let nouts = self.node.outs.len();
+        if self.node.one_input && usize::from(first) < nouts {
+            // Every output leads where the first's does: only a packet
+            // without one (dropped) stops the run.
+            while same < n {
+                other = port_of(&mut pkts[same], values[same], &mut classify);
+                if usize::from(other) >= nouts {
+                    break;
+                }
+                same += 1;
             }
-            same += 1;
+        } else {
+            while same < n {
+                other = port_of(&mut pkts[same], values[same], &mut classify);
+                if other != first
+                    && same_as
+                        .get(usize::from(other))
+                        .is_none_or(|&h| u32::from(h) != home)
+                {
+                    break;
+                }
+                same += 1;
+            }
         }
         if same == n {
             match first {
@@ -2048,6 +2077,48 @@ mod push_tests {
         }
         // Outputs leading to different inputs: no list.
         assert!(outputs_same_as(&[edge(1), edge(2), Edge::NONE, Edge::NONE]).is_none());
+    }
+
+    #[test]
+    fn outputs_all_into_one_input_send_the_batch_on_whole() {
+        let asked: Log<u8> = Log::default();
+        let batches: Log<(usize, Vec<u8>)> = Log::default();
+        let outs: Vec<Edge> = (0..20).map(|_| edge(1)).collect();
+        let g = graph(
+            vec![
+                Box::new(Split(asked.clone())),
+                Box::new(BatchLog(batches.clone())),
+            ],
+            vec![outs.into_boxed_slice(), Box::new([])],
+        );
+        assert!(g.elements[0].one_input);
+        let mut w = WorkerState::new(0, 1);
+        type Batches<'a> = &'a [(usize, &'a [u8])];
+        let cases: [(&[u8], Batches); 5] = [
+            (&[7, 3, 19, 0], &[(0, &[7, 3, 19, 0])]),
+            (&[0, 0, 0], &[(0, &[0, 0, 0])]),
+            // A packet without an output is dropped; the rest go on
+            // together, in order.
+            (&[0, 5, 255, 6], &[(0, &[0, 5, 6])]),
+            (&[255, 4, 9], &[(0, &[4, 9])]),
+            (&[255, 255], &[]),
+        ];
+        for (bytes, want) in cases {
+            asked.lock().unwrap().clear();
+            batches.lock().unwrap().clear();
+            g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(bytes), cx));
+            // Every packet classified once.
+            assert_eq!(*asked.lock().unwrap(), bytes, "{bytes:?}");
+            let got = batches.lock().unwrap().clone();
+            let want: Vec<(usize, Vec<u8>)> = want.iter().map(|(p, b)| (*p, b.to_vec())).collect();
+            assert_eq!(got, want, "{bytes:?}");
+        }
+        // Not for one output, an unconnected output, or two inputs.
+        assert!(!outputs_one_input(&[edge(1)]));
+        assert!(!outputs_one_input(&[edge(1), Edge::NONE]));
+        assert!(!outputs_one_input(&[Edge::NONE, Edge::NONE]));
+        assert!(!outputs_one_input(&[edge(1), edge(2)]));
+        assert!(outputs_one_input(&[edge(2), edge(2), edge(2)]));
     }
 
     #[test]
