@@ -1,11 +1,11 @@
 //! The table VRDemux looks tags up in: MAC addresses, MPLS labels and IPv4
-//! tunnel addresses to outputs, built once from the configuration and then
-//! only read, once per packet.
+//! tunnel addresses to outputs, built once from the configuration; a
+//! packet reads it once and counts itself beside the tag it found.
 //!
 //! Open addressing with linear probing over a power-of-two array at most
 //! half full, and Fibonacci (multiplicative) hashing: one multiply and a
 //! shift pick the first slot, and the probe that follows reads adjacent
-//! slots of 8 bytes, usually one cache line. Probes do not wrap around:
+//! slots of 16 bytes, usually one cache line. Probes do not wrap around:
 //! the array goes on past its last home slot for as far as the longest
 //! probe reaches, so a lookup reads one run of slots with one bounds
 //! check for the run.
@@ -22,10 +22,9 @@
 //! carries, costs at most that many slot reads: O(1) in the number of
 //! routers.
 
-/// An empty slot. A slot is its key shifted up 16 bits and its output
-/// (below 65,535) beneath: eight bytes, where a key and an output side by
-/// side took sixteen, so that a thousand MAC addresses' table is 16 KiB.
-/// Keys are below 2^48 - 1 and outputs below 65,535, so no slot is this.
+/// The tag of an empty slot. A slot's tag is its key shifted up 16 bits
+/// and its output (below 65,535) beneath. Keys are below 2^48 - 1 and
+/// outputs below 65,535, so no key's tag is this.
 const EMPTY: u64 = u64::MAX;
 
 /// The first key a table cannot hold.
@@ -38,12 +37,32 @@ const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Smallest table, in slots.
 const MIN_SLOTS: usize = 16;
 
-/// A read-only map from tags (below 2^48 - 1) to outputs (below 65,535).
+/// A slot: a key and its output as one word, and the packets counted for
+/// the key beside it, so that the count a lookup adds to is in the cache
+/// line it read (counts kept apart, by output, took a second line a
+/// packet: with a thousand routers, a cache miss more).
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
+struct Slot {
+    /// `key << 16 | output`, or [`EMPTY`].
+    tag: u64,
+    count: u64,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        tag: EMPTY,
+        count: 0,
+    };
+}
+
+/// A map from tags (below 2^48 - 1) to outputs (below 65,535), fixed
+/// when built, counting the packets looked up for each.
 #[derive(Debug, Clone)]
 pub struct TagTable {
     /// The home slots (a power of two of them), then the slots the
     /// longest probe from the last home slots reaches.
-    slots: Box<[u64]>,
+    slots: Box<[Slot]>,
     /// 64 minus log2 of the number of home slots.
     shift: u32,
     /// Most slots past the first that any key's lookup reads.
@@ -61,7 +80,7 @@ impl TagTable {
         let n = (entries.len() * 2).next_power_of_two().max(MIN_SLOTS);
         // A probe passes over occupied slots only, so it ends at most
         // `entries.len()` slots past its home.
-        let mut slots = vec![EMPTY; n + entries.len()];
+        let mut slots = vec![Slot::EMPTY; n + entries.len()];
         let shift = 64 - n.trailing_zeros();
         let mut max_probe = 0;
         let mut len = 0;
@@ -72,11 +91,11 @@ impl TagTable {
             }
             let home = Self::home_in(key, shift);
             for (probe, slot) in slots[home..].iter_mut().enumerate() {
-                if *slot >> 16 == key {
+                if slot.tag >> 16 == key {
                     break;
                 }
-                if *slot == EMPTY {
-                    *slot = key << 16 | u64::from(out);
+                if slot.tag == EMPTY {
+                    slot.tag = key << 16 | u64::from(out);
                     max_probe = usize::max(max_probe, probe);
                     len += 1;
                     break;
@@ -102,6 +121,30 @@ impl TagTable {
     /// The output of `key`, if configured.
     #[inline(always)]
     pub fn get(&self, key: u64) -> Option<u32> {
+        let i = self.find(key)?;
+        self.slots.get(i).map(|s| (s.tag & 0xffff) as u32)
+    }
+
+    /// The output of `key`, if configured, counting a packet for it.
+    #[inline(always)]
+    pub fn get_counted(&mut self, key: u64) -> Option<u32> {
+        let i = self.find(key)?;
+        let slot = self.slots.get_mut(i)?;
+        slot.count += 1;
+        Some((slot.tag & 0xffff) as u32)
+    }
+
+    /// The output and the packets counted of every key held.
+    pub fn counts(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.slots
+            .iter()
+            .filter(|s| s.tag != EMPTY)
+            .map(|s| ((s.tag & 0xffff) as u32, s.count))
+    }
+
+    /// The slot holding `key`.
+    #[inline(always)]
+    fn find(&self, key: u64) -> Option<usize> {
         // Slot by slot from the home, each with one bounds check: the
         // usual key is found at its home, four instructions after the
         // hash, where slicing the run out first cost a dozen more.
@@ -113,11 +156,11 @@ impl TagTable {
         let last = home + self.max_probe;
         let mut i = home;
         loop {
-            let slot = *self.slots.get(i)?;
-            if slot >> 16 == key {
-                return Some((slot & 0xffff) as u32);
+            let tag = self.slots.get(i)?.tag;
+            if tag >> 16 == key {
+                return Some(i);
             }
-            if slot == EMPTY || i >= last {
+            if tag == EMPTY || i >= last {
                 return None;
             }
             i += 1;
@@ -165,6 +208,20 @@ mod tests {
         assert_eq!(t.get(EMPTY >> 16), None);
         // Consecutive keys spread: no long probe runs.
         assert!(t.max_probe() < 8, "max probe {}", t.max_probe());
+    }
+
+    #[test]
+    fn lookups_count_by_key() {
+        let mut t = TagTable::new(&[(10, 0), (11, 1), (12, 1)]);
+        for k in [10, 11, 11, 12, 13, 10, 10] {
+            t.get_counted(k);
+        }
+        let mut counts: Vec<(u32, u64)> = t.counts().collect();
+        counts.sort_unstable();
+        assert_eq!(counts, [(0, 3), (1, 1), (1, 2)]);
+        // A plain lookup counts nothing.
+        assert_eq!(t.get(10), Some(0));
+        assert_eq!(t.counts().map(|c| c.1).sum::<u64>(), 6);
     }
 
     #[test]

@@ -357,9 +357,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let mut table = TagTable::new(&[]);
     match mode {
         Mode::Vlan => {
-            vlan = vec![NONE; 4096];
+            vlan = vec![VlanSlot::NONE; 4096];
             for p in &pairs {
-                vlan[p.key as usize] = p.out;
+                vlan[p.key as usize].out = p.out;
             }
         }
         _ => {
@@ -391,6 +391,23 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
 /// No output: a VLAN ID no pair names.
 const NONE: u16 = u16::MAX;
 
+/// A VLAN ID's output and the packets counted for it, side by side: the
+/// count a frame adds to is in the cache line its lookup read, as in a
+/// [`TagTable`].
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
+struct VlanSlot {
+    out: u16,
+    count: u64,
+}
+
+impl VlanSlot {
+    const NONE: VlanSlot = VlanSlot {
+        out: NONE,
+        count: 0,
+    };
+}
+
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tag {
@@ -410,14 +427,17 @@ enum Tag {
 #[derive(Debug)]
 pub struct VRDemux {
     mode: Mode,
-    /// VLAN ID to output ([`NONE`] for none); empty unless BY vlan.
-    vlan: Box<[u16]>,
+    /// By VLAN ID, its output ([`NONE`] for none) and count; empty
+    /// unless BY vlan.
+    vlan: Box<[VlanSlot]>,
     table: TagTable,
     unknown: Option<u16>,
     notag: Option<u16>,
     broadcast: Broadcast,
     /// Every output some pair names, ascending: where replicas go.
     tagged_outputs: Box<[u16]>,
+    /// Frames by output, but those a tag's slot counts (in `vlan` and
+    /// `table`).
     per_output: Box<[u64]>,
     unknown_tag: u64,
     no_tag: u64,
@@ -429,9 +449,10 @@ pub struct VRDemux {
 impl VRDemux {
     /// Reads the tag of frame `d`, a tag of kind `mode` (this element's:
     /// a parameter so that each kind's classifier is compiled on its own,
-    /// small enough to be inlined into the loop over the batch).
+    /// small enough to be inlined into the loop over the batch), and
+    /// counts the frame for a configured one.
     #[inline(always)]
-    fn tag(&self, mode: Mode, d: &[u8]) -> Tag {
+    fn tag(&mut self, mode: Mode, d: &[u8]) -> Tag {
         match mode {
             Mode::Vlan => {
                 let Some(t) = be16_at(d, ETHERTYPE_AT) else {
@@ -448,9 +469,12 @@ impl VRDemux {
                 if vid == 0 {
                     return Tag::Absent;
                 }
-                match self.vlan.get(vid).copied().unwrap_or(NONE) {
-                    NONE => Tag::Unknown,
-                    o => Tag::Router(o),
+                match self.vlan.get_mut(vid) {
+                    Some(slot) if slot.out != NONE => {
+                        slot.count += 1;
+                        Tag::Router(slot.out)
+                    }
+                    _ => Tag::Unknown,
                 }
             }
             Mode::Mac => {
@@ -504,8 +528,8 @@ impl VRDemux {
     }
 
     #[inline(always)]
-    fn lookup(&self, key: u64) -> Tag {
-        match self.table.get(key) {
+    fn lookup(&mut self, key: u64) -> Tag {
+        match self.table.get_counted(key) {
             Some(o) => Tag::Router(o as u16),
             None => Tag::Unknown,
         }
@@ -525,7 +549,11 @@ impl VRDemux {
     #[inline(always)]
     fn output_as(&mut self, mode: Mode, p: &mut Packet) -> u16 {
         let out = match self.tag(mode, p.data()) {
-            Tag::Router(o) => o,
+            Tag::Router(o) => {
+                // Counted in its tag's slot.
+                p.anno_mut().vrouter = o;
+                return o;
+            }
             Tag::Unknown => match self.unknown {
                 Some(o) => o,
                 None => {
@@ -556,6 +584,7 @@ impl VRDemux {
         out
     }
 
+    /// Sends `p` to `out` as no tag's slot counts it.
     #[inline(always)]
     fn deliver(&mut self, p: &mut Packet, out: u16) {
         p.anno_mut().vrouter = out;
@@ -637,7 +666,14 @@ impl Element for VRDemux {
     }
 
     fn stats(&self, s: &mut Stats) {
-        for (i, &n) in self.per_output.iter().enumerate() {
+        let mut per_output = self.per_output.to_vec();
+        let slots = self.vlan.iter().map(|v| (u32::from(v.out), v.count));
+        for (out, n) in slots.chain(self.table.counts()) {
+            if let Some(c) = per_output.get_mut(out as usize) {
+                *c += n;
+            }
+        }
+        for (i, &n) in per_output.iter().enumerate() {
             if n != 0 {
                 s.counter(format!("out{i}"), n);
             }
