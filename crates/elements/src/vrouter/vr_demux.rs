@@ -857,8 +857,44 @@ mod tests {
         let order: Vec<usize> = (0..1024).rev().collect();
         let frames: Vec<Vec<u8>> = order.iter().map(|&i| to_mac(&IPV4_UDP, mac(i))).collect();
         check_routes(&mut h, 1024, &frames, &order);
+        let s = h.stats();
+        for i in 0..1024 {
+            assert_eq!(s.get(&format!("out{i}")), Some(1), "out{i}");
+        }
         h.push_bytes(0, &to_mac(&IPV4_UDP, mac(1024)));
         assert_eq!(h.stats().get("unknown_tag"), Some(1));
+    }
+
+    /// An output's count adds its tags' slots and the frames sent there
+    /// for no tag of its own.
+    #[test]
+    fn counts_by_output_add_up_tags_and_defaults() {
+        for (mode, tag) in [
+            ("mac", (|i| mac_text(mac(i))) as fn(usize) -> String),
+            ("vlan", |i| i.to_string()),
+        ] {
+            let args = format!(
+                "BY {mode}, {} 0, {} 0, {} 1, UNKNOWN 1",
+                tag(1),
+                tag(2),
+                tag(3)
+            );
+            let mut h = Harness::push(&CLASS, &args, 1, 2);
+            for i in [1, 2, 2, 3, 4] {
+                let f = match mode {
+                    "mac" => to_mac(&IPV4_UDP, mac(i)),
+                    _ => tagged(&IPV4_UDP, &[(0x8100, i as u16)]),
+                };
+                h.push_bytes(0, &f);
+            }
+            let s = h.stats();
+            assert_eq!(s.get("out0"), Some(3), "{mode}");
+            assert_eq!(
+                s.get("out1"),
+                Some(2),
+                "{mode}: tag 3 and the unknown tag 4"
+            );
+        }
     }
 
     #[test]
