@@ -13,8 +13,8 @@
 //! Why not `std::collections::HashMap`: its default hasher, SipHash-1-3,
 //! exists to stop an attacker who chooses the *inserted* keys from making
 //! long chains (HashDoS). Here every key comes from the configuration and
-//! the table never changes while packets flow, so there is nothing for a
-//! sender to flood: a packet can only look up. What matters is the cost of
+//! no key is added while packets flow, so there is nothing for a sender
+//! to flood: a packet can only look up (and count). What matters is the cost of
 //! that lookup, and SipHash costs tens of cycles per tag before the first
 //! memory access, more than the rest of the demultiplexer. The longest
 //! probe any configured key needs is recorded when the table is built, and

@@ -584,7 +584,8 @@ impl VRDemux {
         out
     }
 
-    /// Sends `p` to `out` as no tag's slot counts it.
+    /// Annotates `p` for output `out` and counts it by output: for the
+    /// frames no tag's slot counts (defaults and replicas).
     #[inline(always)]
     fn deliver(&mut self, p: &mut Packet, out: u16) {
         p.anno_mut().vrouter = out;
