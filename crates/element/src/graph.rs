@@ -127,9 +127,9 @@ fn fold_same_as(ports: &mut [u16], same_as: &[u16]) -> Option<u16> {
 /// connected to one input.
 fn outputs_one_input(outs: &[Edge]) -> bool {
     match outs {
-        [first, rest @ ..] if !rest.is_empty() && first.is_some() => rest
-            .iter()
-            .all(|e| (e.element, e.port) == (first.element, first.port)),
+        [first, rest @ ..] if !rest.is_empty() && first.is_some() => {
+            rest.iter().all(|e| e == first)
+        }
         _ => false,
     }
 }
