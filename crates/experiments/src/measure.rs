@@ -287,20 +287,41 @@ impl Workload {
 /// short unmeasured run that warms the pool and the caches: nanoseconds
 /// per packet, checking that every packet arrived.
 pub fn time_ns(w: impl Fn(u64) -> Workload, packets: u64, runs: usize) -> Result<Sample, Error> {
-    w(packets.min(50_000)).run()?;
-    let mut ns = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        let wl = w(packets);
-        let r = wl.run()?;
-        if r.delivered != packets {
-            return Err(Error::Run {
-                workload: wl.name,
-                message: format!("{} of {packets} packets delivered", r.delivered),
-            });
-        }
-        ns.push(r.ns_per_packet());
+    let mut one = time_ns_rounds(&[&w], packets, runs)?;
+    Ok(one.remove(0))
+}
+
+/// Times the one-worker workloads `ws` in rounds, for figures that
+/// compare them: each is warmed by one short unmeasured run, then every
+/// round runs each once, starting one further along the list each
+/// round. A slow spell of the machine then falls on all of them alike,
+/// and value `r` of every sample comes from round `r`, so that
+/// [`Sample::pairwise`] compares each round with itself.
+pub fn time_ns_rounds(
+    ws: &[&dyn Fn(u64) -> Workload],
+    packets: u64,
+    runs: usize,
+) -> Result<Vec<Sample>, Error> {
+    for w in ws {
+        w(packets.min(50_000)).run()?;
     }
-    Ok(Sample(ns))
+    let runs = runs.max(1);
+    let mut ns = vec![Vec::with_capacity(runs); ws.len()];
+    for round in 0..runs {
+        for k in 0..ws.len() {
+            let i = (round + k) % ws.len();
+            let wl = ws[i](packets);
+            let r = wl.run()?;
+            if r.delivered != packets {
+                return Err(Error::Run {
+                    workload: wl.name,
+                    message: format!("{} of {packets} packets delivered", r.delivered),
+                });
+            }
+            ns[i].push(r.ns_per_packet());
+        }
+    }
+    Ok(ns.into_iter().map(Sample).collect())
 }
 
 /// Parses `source` and checks it against every built-in element, as
@@ -383,6 +404,20 @@ impl Sample {
             self.median(),
             self.min(),
             self.max()
+        )
+    }
+
+    /// `f` of this sample's and `other`'s values taken in pairs, for two
+    /// samples measured in the same rounds ([`time_ns_rounds`]): a ratio
+    /// or difference a round, whose median is steadier than the ratio of
+    /// two medians when the machine's speed drifts between rounds.
+    pub fn pairwise(&self, other: &Sample, f: impl Fn(f64, f64) -> f64) -> Sample {
+        Sample(
+            self.0
+                .iter()
+                .zip(&other.0)
+                .map(|(&a, &b)| f(a, b))
+                .collect(),
         )
     }
 
@@ -524,6 +559,50 @@ mod tests {
         assert_eq!(s.show(1), "3.0 (1.0-10.0)");
         assert_eq!(Sample(vec![2.5]).show(2), "2.50");
         assert_eq!(Sample::default().median(), 0.0);
+    }
+
+    #[test]
+    fn pairwise_takes_values_round_by_round() {
+        let a = Sample(vec![10.0, 20.0, 40.0]);
+        let b = Sample(vec![5.0, 10.0, 10.0]);
+        assert_eq!(a.pairwise(&b, |x, y| x / y), Sample(vec![2.0, 2.0, 4.0]));
+        assert_eq!(a.pairwise(&b, |x, y| x / y).median(), 2.0);
+        assert_eq!(a.pairwise(&b, |x, y| x - y), Sample(vec![5.0, 10.0, 30.0]));
+    }
+
+    #[test]
+    fn rounds_time_every_workload_once_a_round() {
+        let runs = std::cell::RefCell::new(Vec::new());
+        let make = |name: &'static str| {
+            let runs = &runs;
+            move |p: u64| {
+                runs.borrow_mut().push((name, p));
+                Workload::new(
+                    name,
+                    format!("InfiniteSource(LIMIT {p}, BURST 32) -> sink :: Discard;"),
+                    &["sink"],
+                )
+            }
+        };
+        let (a, b) = (make("a"), make("b"));
+        let samples = time_ns_rounds(&[&a, &b], 2000, 3).unwrap();
+        assert_eq!(samples.len(), 2);
+        assert!(samples
+            .iter()
+            .all(|s| s.0.len() == 3 && s.0.iter().all(|&v| v > 0.0)));
+        // Warmed once each, then each round starts one further along.
+        let order: Vec<&str> = runs.borrow().iter().map(|r| r.0).collect();
+        assert_eq!(order, ["a", "b", "a", "b", "b", "a", "a", "b"]);
+        let short = make("short");
+        let bad = |p: u64| {
+            let mut w = short(p);
+            w.text = "InfiniteSource(LIMIT 10) -> sink :: Discard;".into();
+            w
+        };
+        assert!(matches!(
+            time_ns_rounds(&[&bad], 2000, 1),
+            Err(Error::Run { .. })
+        ));
     }
 
     #[test]
