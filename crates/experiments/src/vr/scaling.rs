@@ -637,9 +637,10 @@ fn shared_rows(c: &Curve, figure: &str) -> Vec<Row> {
             ),
             paper: format!("goal >= {GOAL_KEPT_AT_1024:.2}"),
             bricks: format!(
-                "{kept:.2} ({:.2} against {:.2} Mpps)",
+                "{kept:.2} ({:.2} against {:.2} Mpps); {:.2} of one router on the same plane",
                 1e3 / ns_last.median(),
-                1e3 / c.single.median()
+                1e3 / c.single.median(),
+                c.shared[0].1.pairwise(ns_last, |a, b| a / b).median()
             ),
             verdict: Verdict::from_check(
                 kept >= GOAL_KEPT_AT_1024,
