@@ -70,6 +70,19 @@ pub struct TagTable {
     len: usize,
 }
 
+impl Default for TagTable {
+    /// A table holding nothing, with no slots (and no allocation: an
+    /// element moves its table out and back for every batch).
+    fn default() -> TagTable {
+        TagTable {
+            slots: Box::new([]),
+            shift: 63,
+            max_probe: 0,
+            len: 0,
+        }
+    }
+}
+
 impl TagTable {
     /// A table holding `entries` (tag, output). Keys must be below
     /// 2^48 - 1 (a MAC address of a single station, a label, an IPv4
@@ -129,8 +142,20 @@ impl TagTable {
     /// The output of `key`, if configured, counting a packet for it.
     #[inline(always)]
     pub fn get_counted(&mut self, key: u64) -> Option<u32> {
-        let i = self.find(key)?;
-        let slot = self.slots.get_mut(i)?;
+        if key >= KEY_END {
+            // No such key is held, and it would match an empty slot.
+            return None;
+        }
+        // The usual key is at its home: one bounds check to reach the
+        // slot that is counted, the probe past it out of line.
+        let home = Self::home_in(key, self.shift);
+        let slot = match self.slots.get_mut(home) {
+            Some(s) if s.tag >> 16 == key => s,
+            _ => {
+                let i = self.probe(key, home)?;
+                self.slots.get_mut(i)?
+            }
+        };
         slot.count += 1;
         Some((slot.tag & 0xffff) as u32)
     }
@@ -144,16 +169,18 @@ impl TagTable {
     }
 
     /// The slot holding `key`.
-    #[inline(always)]
+    #[cfg(test)]
     fn find(&self, key: u64) -> Option<usize> {
-        // Slot by slot from the home, each with one bounds check: the
-        // usual key is found at its home, four instructions after the
-        // hash, where slicing the run out first cost a dozen more.
         if key >= KEY_END {
-            // No such key is held, and it would match an empty slot.
             return None;
         }
-        let home = Self::home_in(key, self.shift);
+        self.probe(key, Self::home_in(key, self.shift))
+    }
+
+    /// The slot holding `key` (below [`KEY_END`]), looked for slot by
+    /// slot from its home slot `home`.
+    #[inline(never)]
+    fn probe(&self, key: u64, home: usize) -> Option<usize> {
         let last = home + self.max_probe;
         let mut i = home;
         loop {
@@ -230,6 +257,14 @@ mod tests {
         let t = TagTable::new(&[]);
         assert!(t.is_empty());
         assert_eq!(t.get(5), None);
+        // The default, which holds no slots at all.
+        let mut t = TagTable::default();
+        assert!(t.is_empty());
+        assert_eq!(
+            (t.get(0), t.get_counted(0), t.get_counted(5)),
+            (None, None, None)
+        );
+        assert_eq!(t.counts().count(), 0);
         let t = TagTable::new(&[(5, 1), (5, 2)]);
         assert_eq!(t.len(), 1);
         assert_eq!(t.get(5), Some(1));
@@ -250,10 +285,16 @@ mod tests {
                     map.insert(*k, entries.iter().find(|e| e.0 == *k).unwrap().1);
                 }
             }
-            let t = TagTable::new(&entries);
+            let mut t = TagTable::new(&entries);
             for k in keys.iter().chain(&probes) {
                 prop_assert_eq!(t.get(*k), map.get(k).copied());
+                // The counting lookup reads the home slot its own way.
+                prop_assert_eq!(t.get_counted(*k), map.get(k).copied());
             }
+            // Every key of the table at its highest is not held.
+            prop_assert_eq!(t.get_counted(KEY_END), None);
+            let held = keys.iter().chain(&probes).filter(|k| map.contains_key(k)).count();
+            prop_assert_eq!(t.counts().map(|c| c.1).sum::<u64>(), held as u64);
         }
     }
 }

@@ -452,20 +452,27 @@ impl VRDemux {
     /// small enough to be inlined into the loop over the batch), and
     /// counts the frame for a configured one.
     #[inline(always)]
-    fn tag(&mut self, mode: Mode, d: &[u8]) -> Tag {
+    fn tag(&mut self, table: &mut TagTable, mode: Mode, d: &[u8]) -> Tag {
         match mode {
             Mode::Vlan => {
-                let Some(t) = be16_at(d, ETHERTYPE_AT) else {
-                    return Tag::Malformed;
+                // The type and the tag's control field as one word: one
+                // load, where the two fields were put together bytewise.
+                let at = ETHERTYPE_AT;
+                let Some(w) = d.get(at..at + 4).and_then(|b| b.first_chunk::<4>()) else {
+                    return match be16_at(d, at) {
+                        Some(t) if !is_vlan_tpid(t) => Tag::Absent,
+                        _ => Tag::Malformed,
+                    };
                 };
-                if !is_vlan_tpid(t) {
+                let w = u32::from_be_bytes(*w);
+                if !is_vlan_tpid((w >> 16) as u16) {
                     return Tag::Absent;
                 }
                 // The whole tag: TCI and the type it carries.
                 if d.len() < ETHER_LEN + 4 {
                     return Tag::Malformed;
                 }
-                let vid = usize::from(u16::from_be_bytes([d[14], d[15]]) & 0xfff);
+                let vid = (w & 0xfff) as usize;
                 if vid == 0 {
                     return Tag::Absent;
                 }
@@ -487,7 +494,7 @@ impl VRDemux {
                 // The destination as [`mac_key`] makes it, from one load
                 // of the header's first eight bytes.
                 let first: &[u8; 8] = h.first_chunk().unwrap_or(&[0; 8]);
-                self.lookup(u64::from_be_bytes(*first) >> 16)
+                lookup(table, u64::from_be_bytes(*first) >> 16)
             }
             Mode::Mpls => {
                 let Some(at) = payload_type_at(d, 1) else {
@@ -497,9 +504,10 @@ impl VRDemux {
                     return Tag::Absent;
                 }
                 match d.get(at + 2..at + 6) {
-                    Some(e) => self.lookup(u64::from(
-                        u32::from_be_bytes([e[0], e[1], e[2], e[3]]) >> 12,
-                    )),
+                    Some(e) => lookup(
+                        table,
+                        u64::from(u32::from_be_bytes([e[0], e[1], e[2], e[3]]) >> 12),
+                    ),
                     None => Tag::Malformed,
                 }
             }
@@ -522,24 +530,19 @@ impl VRDemux {
                 if h[9] != 4 {
                     return Tag::Absent;
                 }
-                self.lookup(u64::from(u32::from_be_bytes([h[16], h[17], h[18], h[19]])))
+                lookup(
+                    table,
+                    u64::from(u32::from_be_bytes([h[16], h[17], h[18], h[19]])),
+                )
             }
-        }
-    }
-
-    #[inline(always)]
-    fn lookup(&mut self, key: u64) -> Tag {
-        match self.table.get_counted(key) {
-            Some(o) => Tag::Router(o as u16),
-            None => Tag::Unknown,
         }
     }
 
     /// The output of `p` (setting its annotation), or `None` to drop it.
     /// Group frames under BROADCAST replicate never get here.
     #[inline(always)]
-    fn classify(&mut self, p: &mut Packet) -> Option<usize> {
-        let out = self.output_as(self.mode, p);
+    fn classify(&mut self, table: &mut TagTable, p: &mut Packet) -> Option<usize> {
+        let out = self.output_as(table, self.mode, p);
         (out != NONE).then_some(usize::from(out))
     }
 
@@ -547,8 +550,8 @@ impl VRDemux {
     /// call, as an output number: [`NONE`] for a frame that is dropped
     /// (outputs are at most [`MAX_OUTPUT`]).
     #[inline(always)]
-    fn output_as(&mut self, mode: Mode, p: &mut Packet) -> u16 {
-        let out = match self.tag(mode, p.data()) {
+    fn output_as(&mut self, table: &mut TagTable, mode: Mode, p: &mut Packet) -> u16 {
+        let out = match self.tag(table, mode, p.data()) {
             Tag::Router(o) => {
                 // Counted in its tag's slot.
                 p.anno_mut().vrouter = o;
@@ -594,6 +597,18 @@ impl VRDemux {
         }
     }
 
+    /// Runs `f` with the tag table moved out of the element for its
+    /// duration: a local table's size and slots stay in registers over a
+    /// batch, where the element's were loaded again after every packet's
+    /// count and annotation were written.
+    #[inline(always)]
+    fn with_table<R>(&mut self, f: impl FnOnce(&mut Self, &mut TagTable) -> R) -> R {
+        let mut table = std::mem::take(&mut self.table);
+        let r = f(self, &mut table);
+        self.table = table;
+        r
+    }
+
     /// Whether `p` is replicated rather than classified.
     #[inline(always)]
     fn replicates(&self, p: &Packet) -> bool {
@@ -614,7 +629,7 @@ impl VRDemux {
                 continue;
             }
             if !run.is_empty() {
-                cx.push_classified(&mut run, |q| self.classify(q));
+                self.with_table(|e, t| cx.push_classified(&mut run, |q| e.classify(t, q)));
             }
             self.replicated += 1;
             let outs = std::mem::take(&mut self.tagged_outputs);
@@ -637,8 +652,17 @@ impl VRDemux {
             self.tagged_outputs = outs;
         }
         if !run.is_empty() {
-            cx.push_classified(&mut run, |q| self.classify(q));
+            self.with_table(|e, t| cx.push_classified(&mut run, |q| e.classify(t, q)));
         }
+    }
+}
+
+/// The router of `key` in `table`, counting the frame.
+#[inline(always)]
+fn lookup(table: &mut TagTable, key: u64) -> Tag {
+    match table.get_counted(key) {
+        Some(o) => Tag::Router(o as u16),
+        None => Tag::Unknown,
     }
 }
 
@@ -654,12 +678,12 @@ impl Element for VRDemux {
             // loop kept the split's state on the stack: 58 instructions
             // a frame where this takes 44.
             let mut outs = PerPacket::<u16>::new();
-            match self.mode {
-                Mode::Mac => outs.gather_mut(batch, |p| self.output_as(Mode::Mac, p)),
-                Mode::Vlan => outs.gather_mut(batch, |p| self.output_as(Mode::Vlan, p)),
-                Mode::Mpls => outs.gather_mut(batch, |p| self.output_as(Mode::Mpls, p)),
-                Mode::IpIp => outs.gather_mut(batch, |p| self.output_as(Mode::IpIp, p)),
-            }
+            self.with_table(|e, t| match e.mode {
+                Mode::Mac => outs.gather_mut(batch, |p| e.output_as(t, Mode::Mac, p)),
+                Mode::Vlan => outs.gather_mut(batch, |p| e.output_as(t, Mode::Vlan, p)),
+                Mode::Mpls => outs.gather_mut(batch, |p| e.output_as(t, Mode::Mpls, p)),
+                Mode::IpIp => outs.gather_mut(batch, |p| e.output_as(t, Mode::IpIp, p)),
+            });
             cx.push_classified_by(batch, &outs, |_, out| {
                 (out != NONE).then_some(usize::from(out))
             });
@@ -946,18 +970,24 @@ mod tests {
             ARP_REQUEST.to_vec(),
         ];
         check_routes(&mut h, 4, &frames, &[0, 2, 3, 3, 1, 3]);
-        // Malformed: shorter than an Ethernet header, a truncated tag.
+        // Malformed: shorter than an Ethernet header, a truncated tag
+        // (with its type, half or all of its control field, or no type
+        // after it).
         let t = tagged(&IPV4_UDP, &[(0x8100, 10)]);
-        for len in [0, 13, 14, 17] {
+        for len in [0, 13, 14, 15, 16, 17] {
             h.push_bytes(0, &t[..len]);
         }
+        // An untagged header with no payload is no tag, not a bad one.
+        for len in [14, 15] {
+            h.push_bytes(0, &IPV4_UDP[..len]);
+        }
         let s = h.stats();
-        assert_eq!(s.get("malformed"), Some(4));
+        assert_eq!(s.get("malformed"), Some(6));
         assert_eq!(s.get("unknown_tag"), Some(0));
         assert_eq!(s.get("no_tag"), Some(0));
         assert_eq!(
             (s.get("out0"), s.get("out1"), s.get("out2"), s.get("out3")),
-            (Some(1), Some(1), Some(1), Some(3))
+            (Some(1), Some(1), Some(1), Some(5))
         );
         // Without UNKNOWN and NOTAG, both are dropped and counted.
         let mut h = Harness::push(&CLASS, "BY vlan, 10 0", 1, 1);
