@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         Ok(router) => {
             for e in &router.elements {
                 map.line_col(e.class_span);
-                for arg in &e.args {
+                for arg in e.args.iter() {
                     let (_, value) = split_keyword(&arg.text);
                     let _ = unquote(value);
                     let _ = parse_data(&arg.text);
