@@ -17,6 +17,9 @@ use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
 use std::net::Ipv6Addr;
 
+#[path = "support/header.rs"]
+mod header;
+
 /// One element under test and the number of outputs it is built with.
 struct Dut {
     h: Harness,
@@ -114,22 +117,7 @@ fn annotate(p: &mut Packet, variant: usize, data: &[u8]) {
         }
         _ => {
             a.param_off = Some(byte(5));
-            header_anywhere(p, byte(0), 8);
-        }
-    }
-}
-
-/// A header annotation pointing anywhere: `pick` below 128 puts it
-/// `pick * unit` bytes into the frame (even past its end), from 128 on
-/// `pick - 128` bytes before the frame's start.
-fn header_anywhere(p: &mut Packet, pick: u8, unit: usize) {
-    if pick < 128 {
-        p.set_network_header(usize::from(pick) * unit);
-    } else {
-        let before = usize::from(pick - 128);
-        if p.push_front(before).is_ok() {
-            p.set_network_header(0);
-            p.pull_front(before);
+            header::anywhere(p, byte(0), 8);
         }
     }
 }
