@@ -512,9 +512,15 @@ fn unparse_some(f: Field, p: &Packet, v: &mut View<'_>, out: &mut String) -> boo
             ts_text(out, a.timestamp);
             Ok(())
         }
-        F::TsSec => write!(out, "{}", a.timestamp.secs()),
-        F::TsUsec => write!(out, "{}", a.timestamp.subsec_nanos() / 1000),
-        F::TsUsec1 => write!(out, "{}", a.timestamp.0 / 1000),
+        // Signed, as Click's: a time before the epoch has negative
+        // seconds and a fraction counted up from them.
+        F::TsSec => write!(out, "{}", a.timestamp.signed_nanos().div_euclid(NANOS)),
+        F::TsUsec => write!(
+            out,
+            "{}",
+            a.timestamp.signed_nanos().rem_euclid(NANOS) / 1000
+        ),
+        F::TsUsec1 => write!(out, "{}", a.timestamp.signed_nanos().div_euclid(1000)),
         F::FirstTimestamp => return false,
         F::Count => write!(out, "1"),
         F::Link | F::Paint => write!(out, "{}", a.paint),
@@ -1064,6 +1070,26 @@ fn bounded(w: &str, max: u64) -> Option<u32> {
     int(w).filter(|&v| v <= max).map(|v| v as u32)
 }
 
+/// Nanoseconds a second.
+const NANOS: i64 = 1_000_000_000;
+
+/// A whole number of `unit` nanoseconds, signed (`ts_sec`, `ts_usec1`),
+/// as a time: at most a second less than a time can hold either way, so
+/// that a fraction added to it stays in range.
+fn signed_time(w: &str, unit: i64) -> Option<Timestamp> {
+    let (negative, w) = match w.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, w),
+    };
+    let v = i64::try_from(int(w)?).ok()?;
+    let ns = v.checked_mul(unit).filter(|ns| *ns <= i64::MAX - NANOS)?;
+    Some(Timestamp::from_signed_nanos(if negative {
+        -ns
+    } else {
+        ns
+    }))
+}
+
 /// Click's `cp_time`: seconds, optionally a fraction.
 fn parse_ts(w: &str) -> Option<Timestamp> {
     // Signed, as `ts_text` writes it (Click's timestamps are signed): a
@@ -1161,17 +1187,9 @@ fn parse_value(f: Field, w: &str, icmp_type: Option<u32>, minor: u8) -> Option<V
     let n = |v: Option<u32>| v.map(Value::Num);
     match f {
         F::Timestamp | F::NTimestamp | F::FirstTimestamp => parse_ts(w).map(Value::Time),
-        F::TsSec => n(bounded(w, u64::from(u32::MAX))),
+        F::TsSec => signed_time(w, NANOS).map(Value::Time),
         F::TsUsec => n(bounded(w, u64::from(u32::MAX))),
-        F::TsUsec1 => {
-            let us = int(w)?;
-            (us / 1_000_000 < u64::MAX / 1_000_000_000 - 1).then(|| {
-                Value::Time(Timestamp::from_parts(
-                    us / 1_000_000,
-                    (us % 1_000_000) as u32 * 1000,
-                ))
-            })
-        }
+        F::TsUsec1 => signed_time(w, 1000).map(Value::Time),
         F::Count
         | F::Aggregate
         | F::WireLen
@@ -1471,13 +1489,18 @@ impl Builder<'_> {
                 }
             }
             F::TsSec => {
-                let t = p.anno().timestamp;
-                p.anno_mut().timestamp = Timestamp::from_parts(u64::from(n), t.subsec_nanos());
+                if let Value::Time(secs) = v {
+                    let sub = p.anno().timestamp.signed_nanos().rem_euclid(NANOS);
+                    p.anno_mut().timestamp =
+                        Timestamp::from_signed_nanos(secs.signed_nanos() + sub);
+                }
             }
             F::TsUsec => {
-                let t = p.anno().timestamp;
-                let us = n.min(999_999);
-                p.anno_mut().timestamp = Timestamp::from_parts(t.secs(), us * 1000);
+                let t = p.anno().timestamp.signed_nanos();
+                let us = i64::from(n.min(999_999));
+                let whole = t.div_euclid(NANOS).saturating_mul(NANOS);
+                p.anno_mut().timestamp =
+                    Timestamp::from_signed_nanos(whole.saturating_add(us * 1000));
             }
             F::FirstTimestamp => {
                 if let Value::Time(t) = v {
@@ -1948,6 +1971,27 @@ mod tests {
         assert!(parse_ts("18446744072.000000").is_none());
         assert!(parse_ts("9223372036.0").is_none());
         assert!(parse_ts("-").is_none());
+    }
+
+    /// Seconds and microseconds are signed as timestamps are: a time
+    /// before 1970, or past 2^32 seconds, written as `ts_sec`, `ts_usec`
+    /// or `ts_usec1` reads back as the same time.
+    #[test]
+    fn split_timestamps_read_back_before_1970_and_past_2106() {
+        let o = BuildOptions::default();
+        for ts in ["-71.000000", "-1.250000", "0.000001", "5000000000.750000"] {
+            let p = read("timestamp", ts, &o);
+            for fields in ["ts_sec ts_usec", "ts_usec1"] {
+                let f = parse_fields(fields).unwrap();
+                let written = line(&f, &p);
+                let q = build(&parse_line(&f, &written).unwrap(), &o).0;
+                assert_eq!(q.anno().timestamp, p.anno().timestamp, "{ts} as {written}");
+            }
+        }
+        let f = parse_fields("ts_sec ts_usec").unwrap();
+        assert_eq!(line(&f, &read("timestamp", "-1.250000", &o)), "-2 750000");
+        // A second count no time can hold is refused.
+        assert!(parse_line(&f, "9223372036 0").is_err());
     }
 
     /// A TCP SYN from 10.0.0.1:1234 to 10.0.0.2:80, TTL 64, ID 7, DF.
