@@ -699,6 +699,14 @@ pub(crate) fn host_warnings(plan: &Plan) -> Vec<String> {
     plan.elements
         .iter()
         .filter(|e| e.class.name == "ToHost")
+        // ToHost(..., SNIFFERS true) is a ToHostSniffers: no host device.
+        .filter(|e| {
+            !bricks_element::Args::from_strs(&e.args)
+                .read::<bool>("SNIFFERS")
+                .ok()
+                .flatten()
+                .unwrap_or(false)
+        })
         .filter_map(|e| {
             let name: String = bricks_element::Args::from_strs(&e.args)
                 .read_p("DEVNAME")

@@ -180,6 +180,40 @@ fn to_host_without_a_host_path_is_warned_about() {
     );
 }
 
+/// ToHostSniffers bound to a capture records there (no interface, no
+/// root); ToHost with SNIFFERS true is the same element, with no warning
+/// about a host device.
+#[test]
+fn to_host_sniffers_records_to_a_bound_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.pcap"), dir.path().join("b.pcap"));
+    let o = bricks(&[
+        "run",
+        "-e",
+        "InfiniteSource(LIMIT 3) -> t :: Tee; t[0] -> ToHostSniffers(eth0); \
+         t[1] -> k :: ToHost(eth1, SNIFFERS true)",
+        "-d",
+        &format!("eth0=pcap:,{}", a.display()),
+        "-d",
+        &format!("eth1=pcap:,{}", b.display()),
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    assert!(
+        err.contains("ToHostSniffers@3 (ToHostSniffers): count=3"),
+        "{err}"
+    );
+    assert!(err.contains("k (ToHost): count=3"), "{err}");
+    for f in [a, b] {
+        // A classic pcap file: a 24-byte header, then per packet a
+        // 16-byte record header and InfiniteSource's default data (Click's
+        // 69 bytes).
+        let len = std::fs::metadata(&f).unwrap().len();
+        assert_eq!(len, 24 + 3 * (16 + 69), "{}", f.display());
+    }
+}
+
 #[test]
 fn unknown_keyword_is_named_and_suggested() {
     let (code, err) = check("InfiniteSource(LIMT 5) -> Discard;");

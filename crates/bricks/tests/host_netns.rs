@@ -2,12 +2,15 @@
 //! network namespace the test makes (and deletes, also on failure): the
 //! Linux stack of the namespace pings through KernelTun, resolves and
 //! pings an address bricks answers on KernelTap, and talks to bricks
-//! through a FromHost/ToHost pair. Root only; skipped with a reason
+//! through a FromHost/ToHost pair; tcpdump sees what ToHostSniffers
+//! sends and the stack does not. Root only; skipped with a reason
 //! otherwise (never under CI).
 
-use bricks_netns::{output_timeout, skip_unless_root, Captured, Network};
+use bricks_netns::{output_timeout, skip_unless_root, Captured, ChildGuard, Network};
+use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const BRICKS: &str = env!("CARGO_BIN_EXE_bricks");
@@ -368,4 +371,209 @@ fn a_hot_swap_keeps_the_host_device() {
     assert_eq!(counter(&err, "pings", "count"), 8, "{err}");
     assert_eq!(counter(&err, "again", "count"), 5, "{err}");
     assert!(counter(&err, "tun", "count") >= 8, "{err}");
+}
+
+/// The Internet checksum of `b`.
+fn checksum(b: &[u8]) -> u16 {
+    let mut sum: u32 = b
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// A broadcast Ethernet frame holding an ICMP echo request from 10.9.7.2
+/// to `dst`, every checksum right, as a Click data literal.
+fn echo_request_to(dst: [u8; 4]) -> String {
+    let mut icmp = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1];
+    icmp.extend_from_slice(b"sniffed!");
+    let c = checksum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut ip = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 1, 0, 0, 10, 9, 7, 2];
+    ip.extend_from_slice(&dst);
+    let total = (ip.len() + icmp.len()) as u16;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    let c = checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut f = vec![0xff; 6];
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0x07, 0x02, 0x08, 0x00]);
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&icmp);
+    let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
+    format!("\\<{hex}>")
+}
+
+/// tcpdump on every interface of namespace `h`, printing a line a packet;
+/// ready once it listens.
+struct Tcpdump {
+    child: ChildGuard,
+    lines: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Tcpdump {
+    fn start(net: &Network) -> Tcpdump {
+        let mut cmd = net.exec("h", &["tcpdump", "-i", "any", "-n", "-l"]);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = ChildGuard::spawn(&mut cmd).unwrap();
+        let collect = |r: Box<dyn std::io::Read + Send>| {
+            let text = Arc::new(Mutex::new(String::new()));
+            let t = text.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+                    let mut s = t.lock().unwrap();
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            });
+            text
+        };
+        let lines = collect(Box::new(child.child_mut().stdout.take().unwrap()));
+        let stderr = collect(Box::new(child.child_mut().stderr.take().unwrap()));
+        let end = Instant::now() + Duration::from_secs(10);
+        while !stderr.lock().unwrap().contains("listening on") {
+            assert!(
+                Instant::now() < end && child.try_wait().is_none(),
+                "tcpdump did not start: {}",
+                stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Tcpdump {
+            child,
+            lines,
+            stderr,
+        }
+    }
+
+    /// Stops tcpdump (as Ctrl-C) and returns its lines.
+    fn stop(mut self) -> String {
+        std::thread::sleep(Duration::from_millis(500));
+        self.child.signal(libc::SIGINT);
+        assert!(
+            self.child.wait_timeout(Duration::from_secs(10)).is_some(),
+            "tcpdump did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let lines = self.lines.lock().unwrap().clone();
+        assert!(
+            !self.stderr.lock().unwrap().contains("dropped by kernel")
+                || self
+                    .stderr
+                    .lock()
+                    .unwrap()
+                    .contains("0 packets dropped by kernel"),
+            "{}",
+            self.stderr.lock().unwrap()
+        );
+        lines
+    }
+}
+
+/// The namespace's count of ICMP echo requests its stack received.
+fn in_echos(net: &Network) -> u64 {
+    let snmp = cmd_out(&mut net.exec("h", &["cat", "/proc/net/snmp"]));
+    let mut icmp = snmp.lines().filter(|l| l.starts_with("Icmp:"));
+    let (names, values) = (icmp.next().unwrap(), icmp.next().unwrap());
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "InEchos")
+        .unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+#[test]
+fn to_host_sniffers_shows_packets_to_tcpdump_and_nothing_else() {
+    if skip_unless_root("to_host_sniffers_shows_packets_to_tcpdump_and_nothing_else").is_some() {
+        return;
+    }
+    let net = network("sn");
+    // Echo requests to an address of the namespace: its stack would
+    // answer them, and count them, if it saw them.
+    bricks_netns::ip(&[
+        "-n",
+        &net.ns_name("h"),
+        "addr",
+        "add",
+        "10.9.7.1/32",
+        "dev",
+        "lo",
+    ])
+    .unwrap();
+    // An interface made beforehand (dummy, or ifb where the kernel has no
+    // dummy driver) is used and kept.
+    let ns = net.ns_name("h");
+    if bricks_netns::ip(&["-n", &ns, "link", "add", "keep0", "type", "dummy"]).is_err() {
+        bricks_netns::ip(&["-n", &ns, "link", "add", "keep0", "type", "ifb"]).unwrap();
+    }
+    let echo = echo_request_to([10, 9, 7, 1]);
+    let conf = format!(
+        "src :: InfiniteSource(DATA {echo}, LIMIT 4, STOP true) -> t :: Tee(4);\n\
+         t[0] -> made :: ToHostSniffers(snf0);\n\
+         t[1] -> real :: ToHostSniffers(lo);\n\
+         t[2] -> kernel :: ToHost(SNIFFERS true);\n\
+         t[3] -> Strip(14) -> kept :: ToHostSniffers(keep0, TYPE IP);\n"
+    );
+    let before = in_echos(&net);
+    let dump = Tcpdump::start(&net);
+    let out = output_timeout(
+        &mut net.exec("h", &[BRICKS, "run", "-e", &conf]),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let lines = dump.stop();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    for e in ["made", "real", "kernel", "kept"] {
+        assert_eq!(counter(&err, e, "count"), 4, "{e}: {err}");
+        assert_eq!(counter(&err, e, "drops"), 0, "{e}: {err}");
+    }
+    // lo is no interface to send on: its packets went to lo-sniff.
+    assert!(err.contains("(tcpdump -i lo-sniff)"), "{err}");
+    let requests = lines
+        .lines()
+        .filter(|l| l.contains("Out IP 10.9.7.2 > 10.9.7.1: ICMP echo request"))
+        .count();
+    assert_eq!(requests, 16, "{lines}");
+    assert!(!lines.contains("echo reply"), "{lines}");
+    assert_eq!(in_echos(&net), before, "the stack saw the packets");
+    // What the router made is gone; what it found stays.
+    let links = cmd_out(&mut net.exec("h", &["ip", "-o", "link", "show"]));
+    for gone in ["snf0", "lo-sniff", "bricks-sniff"] {
+        assert!(!links.contains(&format!(" {gone}:")), "{gone}: {links}");
+    }
+    assert!(links.contains(" keep0:"), "{links}");
+}
+
+#[test]
+fn to_host_sniffers_refuses_nothing_and_says_why_without_an_interface() {
+    if skip_unless_root("to_host_sniffers_refuses_nothing_and_says_why_without_an_interface")
+        .is_some()
+    {
+        return;
+    }
+    let net = network("sx");
+    // A name Linux cannot hold: the packets are counted in drops, the
+    // reason is printed, and the router runs on.
+    let echo = echo_request_to([10, 9, 7, 1]);
+    let conf = format!(
+        "InfiniteSource(DATA {echo}, LIMIT 3, STOP true) -> t :: Tee;\n\
+         t[0] -> long :: ToHostSniffers(a-name-too-long-for-linux);\n\
+         t[1] -> c :: Counter -> Discard;\n"
+    );
+    let out = output_timeout(
+        &mut net.exec("h", &[BRICKS, "run", "-e", &conf]),
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("cannot name a Linux interface"), "{err}");
+    assert_eq!(counter(&err, "long", "drops"), 3, "{err}");
+    assert_eq!(counter(&err, "c", "count"), 3, "{err}");
 }

@@ -15,6 +15,7 @@ pub mod ifinfo;
 pub mod live;
 pub mod pcap;
 pub mod queue;
+pub mod sniffers;
 pub mod steer;
 pub mod tun;
 pub mod xdp;

@@ -304,6 +304,13 @@ static TO_HOST_MANUAL: Manual = Manual {
             default: Some("false"),
             doc: "say nothing about packets the kernel refuses for lack of room",
         },
+        Keyword {
+            name: "SNIFFERS",
+            ty: "boolean",
+            default: Some("false"),
+            doc: "hand packets to the host's packet sniffers only: the element is then a \
+                  ToHostSniffers (Click's kernel ToHost keyword)",
+        },
     ],
     counters: &[
         (
@@ -325,7 +332,13 @@ static TO_HOST_MANUAL: Manual = Manual {
     ],
     example: "FromHost(bricks3, 10.9.3.1/24) -> Discard;\n\
         InfiniteSource(LIMIT 1) -> ToHost(bricks3);",
-    see_also: &["FromHost", "KernelTap", "KernelTun", "ToDevice"],
+    see_also: &[
+        "FromHost",
+        "KernelTap",
+        "KernelTun",
+        "ToDevice",
+        "ToHostSniffers",
+    ],
 };
 
 /// What the arguments of KernelTun, KernelTap and FromHost say.
@@ -496,20 +509,21 @@ fn make_from_host(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Elem
 
 /// What ToHost's input carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HostType {
+pub(crate) enum HostType {
     Ether,
     Ip,
 }
 
 fn make_to_host(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let name: String = args.read_p("DEVNAME")?.unwrap_or_else(|| "host".into());
-    let ty = match args.read::<String>("TYPE")? {
-        None => HostType::Ether,
-        Some(t) if t.eq_ignore_ascii_case("ETHER") => HostType::Ether,
-        Some(t) if t.eq_ignore_ascii_case("IP") => HostType::Ip,
-        Some(t) => return Err(ArgError::new(format!("TYPE `{t}`: expected ETHER or IP"))),
-    };
+    let devname: Option<String> = args.read_p("DEVNAME")?;
+    let ty = super::sniffers::read_type(args)?;
     let quiet: bool = args.read("IGNORE_QUEUE_OVERFLOWS")?.unwrap_or(false);
+    if args.read("SNIFFERS")?.unwrap_or(false) {
+        return Ok(Box::new(super::sniffers::ToHostSniffers::new(
+            devname, ty, false,
+        )));
+    }
+    let name = devname.unwrap_or_else(|| "host".into());
     let sink = match binding::lookup(&name) {
         Some(Binding::Pcap {
             output: Some(p), ..
@@ -584,7 +598,7 @@ impl TxSide {
 
 /// The IP packet in `p` for a TUN device: from the network header
 /// annotation, or the whole packet; `None` if it is not IPv4 or IPv6.
-fn ip_packet(p: &Packet) -> Option<&[u8]> {
+pub(crate) fn ip_packet(p: &Packet) -> Option<&[u8]> {
     let ip = match p.network_header_offset() {
         Some(_) => p.network_header().unwrap_or_default(),
         None => p.data(),

@@ -8,6 +8,7 @@ pub mod from_dump;
 pub mod host;
 pub mod live;
 pub mod mcast_socket;
+pub mod sniffers;
 pub mod to_dump;
 
 use bricks_element::ElementClass;
@@ -23,6 +24,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &dpdk::ENSURE_DPDK_BUFFER,
     &dpdk::TSC_CLOCK,
     &host::TO_HOST,
+    &sniffers::CLASS,
     &host::FROM_HOST,
     &host::KERNEL_TUN,
     &host::KERNEL_TAP,
