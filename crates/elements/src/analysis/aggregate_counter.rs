@@ -244,12 +244,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     if !banner.is_empty() && !banner.ends_with('\n') {
         banner.push('\n');
     }
-    let capacity = args.read::<usize>("CAPACITY")?.unwrap_or(DEFAULT_CAPACITY);
-    if !(1..=MAX_CAPACITY).contains(&capacity) {
-        return Err(ArgError::new(format!(
-            "CAPACITY {capacity}: from 1 to {MAX_CAPACITY}"
-        )));
-    }
+    let capacity = super::read_capacity(args, DEFAULT_CAPACITY, MAX_CAPACITY)?;
     let trigger = |freeze: Option<u64>,
                    stop: Option<u64>,
                    call: Option<String>,

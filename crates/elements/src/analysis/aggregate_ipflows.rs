@@ -233,12 +233,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             Some(f) => f,
             None => !pull,
         };
-    let capacity = args.read::<usize>("CAPACITY")?.unwrap_or(DEFAULT_CAPACITY);
-    if !(1..=MAX_CAPACITY).contains(&capacity) {
-        return Err(ArgError::new(format!(
-            "CAPACITY {capacity}: from 1 to {MAX_CAPACITY}"
-        )));
-    }
+    let capacity = super::read_capacity(args, DEFAULT_CAPACITY, MAX_CAPACITY)?;
     let cfg = Config {
         tcp_timeout,
         tcp_done_timeout,

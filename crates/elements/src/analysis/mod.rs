@@ -1,9 +1,16 @@
 //! Packet analysis in Click's text formats: IP summary dumps and IPPrint.
 
 pub mod aggregate_counter;
+pub mod aggregate_filter;
+pub mod aggregate_first;
+pub mod aggregate_ip;
 pub mod aggregate_ipflows;
+pub mod aggregate_last;
+pub mod aggregate_length;
+pub mod aggregate_packet_counter;
 pub mod from_ipsumdump;
 pub mod info;
+pub mod ip_field;
 pub mod ipprint;
 pub mod md5;
 pub mod options;
@@ -18,4 +25,26 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipprint::CLASS,
     &aggregate_counter::CLASS,
     &aggregate_ipflows::CLASS,
+    &aggregate_ip::CLASS,
+    &aggregate_length::CLASS,
+    &aggregate_first::CLASS,
+    &aggregate_last::CLASS,
+    &aggregate_filter::CLASS,
+    &aggregate_packet_counter::CLASS,
 ];
+
+/// Reads CAPACITY, the bound of an element's table: `default` when it is
+/// not given, refused outside 1 to `max`.
+fn read_capacity(
+    args: &mut bricks_element::Args<'_>,
+    default: usize,
+    max: usize,
+) -> Result<usize, bricks_element::ArgError> {
+    let capacity = args.read::<usize>("CAPACITY")?.unwrap_or(default);
+    if !(1..=max).contains(&capacity) {
+        return Err(bricks_element::ArgError::new(format!(
+            "CAPACITY {capacity}: from 1 to {max}"
+        )));
+    }
+    Ok(capacity)
+}
