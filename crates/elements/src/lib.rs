@@ -20,6 +20,7 @@ pub mod measure;
 pub mod multistage;
 pub mod nat;
 pub mod qos;
+mod rng;
 pub mod route;
 pub mod standard;
 pub mod vrouter;

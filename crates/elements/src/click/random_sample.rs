@@ -104,12 +104,7 @@ pub struct RandomSample {
 impl RandomSample {
     #[inline]
     fn next(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32
+        crate::rng::xorshift64star(&mut self.rng) >> 32
     }
 
     #[inline]

@@ -122,12 +122,7 @@ impl RecordFilter {
         if self.rng == 0 {
             self.rng = 0x9e37_79b9_7f4a_7c15;
         }
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32
+        crate::rng::xorshift64star(&mut self.rng) >> 32
     }
 }
 

@@ -41,6 +41,7 @@ pub mod markipheader;
 pub mod prefix_table;
 pub mod setipaddress;
 pub mod setipchecksum;
+pub mod setrandipaddress;
 pub mod settcpchecksum;
 pub mod setudpchecksum;
 pub mod staticiplookup;
@@ -74,6 +75,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &markipheader::CLASS,
     &ipmirror::CLASS,
     &setipaddress::CLASS,
+    &setrandipaddress::CLASS,
     &setipchecksum::CLASS,
     &settcpchecksum::CLASS,
     &setudpchecksum::CLASS,

@@ -462,12 +462,7 @@ pub struct Ip6RouterAdvertiser {
 impl Ip6RouterAdvertiser {
     /// xorshift64* (Vigna).
     fn next_random(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        crate::rng::xorshift64star(&mut self.rng)
     }
 
     /// Uniform in `lo..=hi`.

@@ -154,7 +154,7 @@ fn unparse_frac(real: u32, frac_bits: u32) -> String {
 }
 
 /// Click's `cp_unparse_real2(int64_t, frac_bits)`.
-fn unparse_real2(v: i64, frac_bits: u32) -> String {
+pub(crate) fn unparse_real2(v: i64, frac_bits: u32) -> String {
     let neg = v < 0;
     let u = v.unsigned_abs();
     let frac = unparse_frac((u & ((1u64 << frac_bits) - 1)) as u32, frac_bits);

@@ -1,4 +1,6 @@
-//! `Discard`: drops every packet, counting them.
+//! `Discard`: drops every packet, counting them; and `DiscardNoFree`,
+//! Click's benchmarking sink that leaks what it drops
+//! (`elements/standard/discardnofree.cc`), which here frees them too.
 
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
@@ -13,6 +15,33 @@ pub static CLASS: ElementClass = ElementClass {
     processing: "a/",
     manual: &MANUAL,
     make,
+};
+
+/// The `DiscardNoFree` class.
+pub static DISCARD_NO_FREE: ElementClass = ElementClass {
+    name: "DiscardNoFree",
+    ports: "1/0",
+    processing: "a/",
+    manual: &NO_FREE_MANUAL,
+    make: make_no_free,
+};
+
+static NO_FREE_MANUAL: Manual = Manual {
+    summary: "drops all packets (Click: without freeing them)",
+    synopsis: "DiscardNoFree",
+    description: "Drops every packet it receives. Connected to a pull output it runs a task \
+        that pulls up to 32 packets a run (Click pulls one). Click's DiscardNoFree does not \
+        free the packets, on purpose: a benchmark of the path up to it then leaves out the \
+        cost of freeing, and the leaked packets do not matter for a short run. bricks \
+        counts the packets and frees them, as Discard does: its buffers belong to pools \
+        that a leak would drain, stopping the router, and freeing a buffer is a return to \
+        the pool that costs next to nothing. It is a Discard under another name, with \
+        Discard's handlers (`count`, `reset_counts`, and `active` on a pull input).",
+    ports: "one input, push or pull; no outputs",
+    keywords: &[],
+    counters: &[("count", "packets dropped (and freed)")],
+    example: "InfiniteSource(LIMIT 5) -> DiscardNoFree;",
+    see_also: &["Discard"],
 };
 
 static MANUAL: Manual = Manual {
@@ -50,6 +79,16 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         count: 0,
         active,
         burst: burst.clamp(1, bricks_packet::MAX_BATCH),
+        pull: ports.input_is_pull(0),
+    }))
+}
+
+fn make_no_free(_args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    // A Discard: the packets are counted and freed (see the manual).
+    Ok(Box::new(Discard {
+        count: 0,
+        active: true,
+        burst: DEFAULT_BURST,
         pull: ports.input_is_pull(0),
     }))
 }
@@ -162,6 +201,36 @@ mod tests {
     }
 
     #[test]
+    fn no_free_counts_pushed_and_pulled_packets() {
+        let mut h = Harness::push(&DISCARD_NO_FREE, "", 1, 0);
+        h.push_bytes(0, &[0x45, 0, 0, 20]);
+        h.push_bytes(0, &[]);
+        assert_eq!(h.stats().get("count"), Some(2));
+        assert_eq!(h.read_handler("count").as_deref(), Ok("2"));
+        // Discard's handlers, which Click's DiscardNoFree lacks.
+        h.write_handler("reset_counts", "").unwrap();
+        assert_eq!(h.stats().get("count"), Some(0));
+
+        let ports = PortInfo {
+            inputs: vec![Processing::Pull],
+            outputs: vec![],
+        };
+        let mut h = Harness::new(&DISCARD_NO_FREE, "", ports);
+        h.feed(0, (0..40).map(|_| Packet::from_slice(&[0; 60]).unwrap()));
+        assert_eq!(h.run_task(), TaskResult::Worked);
+        assert_eq!(h.stats().get("count"), Some(32));
+        assert_eq!(h.run_task(), TaskResult::Worked);
+        assert_eq!(h.run_task(), TaskResult::Idle);
+        assert_eq!(h.stats().get("count"), Some(40));
+    }
+
+    #[test]
+    fn no_free_takes_no_arguments() {
+        let e = bricks_runtime::testing::make_element(&DISCARD_NO_FREE, "8", &Default::default());
+        assert!(e.is_err());
+    }
+
+    #[test]
     fn push_counts() {
         let mut h = Harness::push(&CLASS, "", 1, 0);
         h.push_bytes(0, &[1, 2, 3]);
@@ -180,5 +249,13 @@ mod tests {
         assert_eq!(h.run_task(), TaskResult::Worked);
         assert_eq!(h.run_task(), TaskResult::Idle);
         assert_eq!(h.stats().get("count"), Some(3));
+    }
+
+    #[test]
+    fn no_free_runs_in_a_configuration() {
+        use crate::standard::testrun::{count, run};
+        run(NO_FREE_MANUAL.example);
+        let s = run("InfiniteSource(LIMIT 50) -> Queue -> d :: DiscardNoFree;");
+        assert_eq!(count(&s, "d", "count"), 50);
     }
 }

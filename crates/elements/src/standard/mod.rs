@@ -3,11 +3,13 @@
 pub mod address_info;
 pub mod align;
 pub mod average_counter;
+pub mod block;
 pub mod block_thread;
 pub mod bw_rated_unqueue;
 pub mod clicky_info;
 pub mod clipboard;
 pub mod counter;
+pub mod cpu_switch;
 pub mod discard;
 pub mod drr_sched;
 pub mod fast_udp;
@@ -24,6 +26,7 @@ pub mod port_info;
 pub mod print;
 pub mod pull_tee;
 pub mod queue;
+pub mod random_bit_errors;
 pub mod random_source;
 pub mod rated_splitter;
 pub mod rated_unqueue;
@@ -119,4 +122,10 @@ pub static CLASSES: &[&ElementClass] = &[
     &front_drop_queue::CLASS,
     &hub::CLASS,
     &clipboard::CLASS,
+    &null::NULL1,
+    &discard::DISCARD_NO_FREE,
+    &stride_sched::STRIDE_SWITCH,
+    &cpu_switch::CLASS,
+    &block::CLASS,
+    &random_bit_errors::CLASS,
 ];

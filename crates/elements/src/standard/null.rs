@@ -1,4 +1,5 @@
-//! `Null`: passes packets on unchanged (Click's `elements/standard/nullelement.cc`).
+//! `Null`: passes packets on unchanged (Click's `elements/standard/nullelement.cc`),
+//! with its push-only, pull-only and `Null1` variants (`nulls.hh`).
 
 use bricks_element::{ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo};
 
@@ -27,6 +28,29 @@ pub static PULL_NULL: ElementClass = ElementClass {
     processing: "l/l",
     manual: &PULL_MANUAL,
     make,
+};
+
+/// `Null1`: a `Null` under another class name (Click's `nulls.hh`).
+pub static NULL1: ElementClass = ElementClass {
+    name: "Null1",
+    ports: "1/1",
+    processing: "a/a",
+    manual: &NULL1_MANUAL,
+    make,
+};
+
+static NULL1_MANUAL: Manual = Manual {
+    summary: "copy of Null",
+    synopsis: "Null1",
+    description: "Passes every packet from its input to its output unchanged, pushed or \
+        pulled, exactly as Null does. Click has Null1 to Null8 as separate copies of Null's \
+        code, to measure the instruction-cache cost of distinct elements; in bricks Null1 \
+        is a distinct class name with Null's code, so it keeps Click configurations working \
+        but adds no instruction-cache cost of its own.",
+    ports: "one input, one output; agnostic",
+    example: "InfiniteSource(LIMIT 2) -> Null1 -> Queue -> Null1 -> Unqueue -> Discard;",
+    see_also: &["Null"],
+    ..MANUAL
 };
 
 static PUSH_MANUAL: Manual = Manual {
@@ -124,8 +148,32 @@ mod tests {
     }
 
     #[test]
+    fn null1_is_null_under_its_own_name() {
+        assert_eq!(NULL1.name, "Null1");
+        assert_eq!((NULL1.ports, NULL1.processing), ("1/1", "a/a"));
+        let mut h = Harness::push(&NULL1, "", 1, 1);
+        h.push_bytes(0, &FRAME);
+        h.push_bytes(0, &FRAME[..1]);
+        assert_eq!(h.take_bytes(0), vec![FRAME.to_vec(), FRAME[..1].to_vec()]);
+        let ports = PortInfo {
+            inputs: vec![Processing::Pull],
+            outputs: vec![Processing::Pull],
+        };
+        let mut h = Harness::new(&NULL1, "", ports);
+        h.feed(0, [Packet::from_slice(&FRAME).unwrap()]);
+        assert_eq!(h.pull(0, 8)[0].data(), &FRAME);
+        assert!(bricks_runtime::testing::make_element(&NULL1, "1", &Default::default()).is_err());
+    }
+
+    #[test]
     fn refuses_arguments() {
         let e = bricks_runtime::testing::make_element(&CLASS, "1", &Default::default());
         assert!(e.is_err());
+    }
+
+    #[test]
+    fn null1_runs_in_a_configuration() {
+        let s = crate::standard::testrun::run(NULL1_MANUAL.example);
+        assert!(!s.elements.is_empty());
     }
 }

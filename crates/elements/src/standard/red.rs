@@ -185,12 +185,7 @@ impl Red {
     /// xorshift64* (Vigna), 16 bits.
     #[inline]
     fn draw(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 48
+        crate::rng::xorshift64star(&mut self.rng) >> 48
     }
 
     /// Marking probability out of [`ONE`] for the scaled average `a`

@@ -207,12 +207,7 @@ impl RandomSwitch {
     /// xorshift64* (Vigna).
     #[inline]
     fn next(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        crate::rng::xorshift64star(&mut self.rng)
     }
 }
 

@@ -146,12 +146,7 @@ struct XorShift(u64);
 impl XorShift {
     #[inline(always)]
     fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        crate::rng::xorshift64star(&mut self.0)
     }
 }
 
