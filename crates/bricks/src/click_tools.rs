@@ -1,4 +1,5 @@
-//! `click-xform` and `click-align`: Click's configuration tools, with
+//! `click-xform`, `click-align` and `click-undead`: Click's configuration
+//! tools, with
 //! Click's command lines. The work is done by `bricks_config::tools`;
 //! this is the command-line glue.
 
@@ -83,6 +84,47 @@ Options:
 bricks reads packet headers at any alignment, so it needs none of the Align
 elements added; click-align is here so that Click users' scripts, which pipe
 configurations through it, run unchanged. Its output runs under bricks.
+";
+
+const UNDEAD_OPTIONS: &[Opt] = &[
+    opt("config", Some('c'), Value::None, true),
+    opt("expression", Some('e'), Value::Required, false),
+    opt("file", Some('f'), Value::Required, false),
+    opt("help", None, Value::None, false),
+    opt("kernel", Some('k'), Value::None, true),
+    opt("output", Some('o'), Value::Required, false),
+    opt("user", Some('u'), Value::None, true),
+    opt("verbose", Some('V'), Value::None, true),
+    opt("version", Some('v'), Value::None, false),
+];
+
+const UNDEAD_USAGE: &str = "\
+'Click-undead' transforms a router configuration by removing dead code. This
+includes any elements that are not connected both to a packet source and to a
+packet sink. It also removes redundant elements, such as Null and StaticSwitch.
+
+Usage: click-undead [OPTION]... [ROUTERFILE]
+
+Options:
+  -f, --file FILE               Read router configuration from FILE.
+  -e, --expression EXPR         Use EXPR as router configuration.
+  -o, --output FILE             Write output to FILE.
+  -k, --kernel                  Accepted; bricks has one driver.
+  -u, --user                    Accepted; bricks has one driver.
+  -c, --config                  Write new configuration only.
+  -V, --verbose                 Accepted.
+      --help                    Print this message and exit.
+  -v, --version                 Print version number and exit.
+
+A source is an element with no inputs, or one of the classes Click marks as
+sources (InfiniteSource, devices, sockets); a sink one with no outputs, or one
+Click marks as a sink (ToDump, ToDevice, ToHost...). An element is kept when
+packets can reach it from a source and leave it for a sink, following each
+class's flow between its ports, or when it has no ports at all (AddressInfo,
+ScheduleInfo, Script). StaticSwitch and StaticPullSwitch become the connection
+they choose, Null elements their neighbours, and schedulers and tees left
+with one port are bypassed. Ports that lost their connections are tied to an
+Idle.
 ";
 
 /// Where the configuration comes from.
@@ -184,6 +226,7 @@ fn usage_error(program: &str, synopsis: &str, message: &str) -> ExitCode {
 }
 
 const XFORM_SYNOPSIS: &str = "[OPTION]... [ROUTERFILE] [PATTERNFILE]...";
+const UNDEAD_SYNOPSIS: &str = "[OPTION]... [ROUTERFILE]";
 const ALIGN_SYNOPSIS: &str = "[OPTION]... [ROUTERFILE]";
 
 fn version(program: &str) -> String {
@@ -371,4 +414,71 @@ pub fn align(args: &[String]) -> ExitCode {
         n => eprintln!("warning: added {n} Align elements"),
     }
     write_output(output.as_deref(), &a.config)
+}
+
+/// `click-undead [OPTION]... [ROUTERFILE]`
+pub fn undead(args: &[String]) -> ExitCode {
+    const P: &str = "click-undead";
+    let (opts, words) = match parse_with(UNDEAD_OPTIONS, args) {
+        Ok(x) => x,
+        Err(e) => return usage_error(P, UNDEAD_SYNOPSIS, &format!("{P}: {e}")),
+    };
+    let mut input = None;
+    let mut output: Option<String> = None;
+    let mut defines = Vec::new();
+    for o in opts {
+        let v = o.value.unwrap_or_default();
+        let r = match o.long {
+            "help" => {
+                print!("{UNDEAD_USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            "version" => {
+                print!("{}", version(P));
+                return ExitCode::SUCCESS;
+            }
+            "expression" => set_input(&mut input, Input::Expr(v)),
+            "file" => set_input(&mut input, Input::File(v)),
+            // One driver, and the configuration is all bricks writes.
+            "config" | "kernel" | "user" | "verbose" => Ok(()),
+            "output" if output.is_some() => Err("output file specified twice".into()),
+            "output" => {
+                output = Some(v);
+                Ok(())
+            }
+            other => Err(format!("unrecognized option '--{other}'")),
+        };
+        if let Err(e) = r {
+            return usage_error(P, UNDEAD_SYNOPSIS, &e);
+        }
+    }
+    for w in words {
+        let r = if is_define(&w) {
+            let (k, v) = w.split_once('=').unwrap_or_default();
+            defines.push((k.to_string(), v.to_string()));
+            Ok(())
+        } else {
+            set_input(&mut input, Input::File(w))
+        };
+        if let Err(e) = r {
+            return usage_error(P, UNDEAD_SYNOPSIS, &e);
+        }
+    }
+    let Some((router, router_map)) = read_router(input, &defines) else {
+        return ExitCode::from(1);
+    };
+    match bricks_config::tools::undead(&router, &router_map) {
+        Ok(u) => {
+            for m in &u.messages {
+                eprintln!("{m}");
+            }
+            write_output(output.as_deref(), &u.config)
+        }
+        Err(messages) => {
+            for m in &messages {
+                eprintln!("{m}");
+            }
+            ExitCode::from(1)
+        }
+    }
 }

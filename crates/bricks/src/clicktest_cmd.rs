@@ -55,7 +55,7 @@ pub struct ClicktestArgs {
 }
 
 /// A directory holding `click`, `click-align`, `click-buildtool`,
-/// `click-flatten` and `click-xform`, links to this
+/// `click-flatten`, `click-undead` and `click-xform`, links to this
 /// program, removed when dropped.
 fn tool_dir() -> anyhow::Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new().prefix("bricks-click").tempdir()?;
@@ -65,6 +65,7 @@ fn tool_dir() -> anyhow::Result<tempfile::TempDir> {
         "click-align",
         "click-buildtool",
         "click-flatten",
+        "click-undead",
         "click-xform",
         "clicktest",
     ] {

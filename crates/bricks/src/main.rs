@@ -236,6 +236,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Click's dead code remover: drop the elements no packet can reach
+    /// from a source and leave for a sink, StaticSwitches, Nulls, and
+    /// schedulers and tees left with one port, and print the
+    /// configuration. A link named `click-undead` does the same; `bricks
+    /// click-undead --help` gives its options.
+    #[command(name = "click-undead", disable_help_flag = true)]
+    ClickUndead {
+        /// click-undead's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run test cases in Click's `.clicktest` format (Click's own test
     /// suite or bricks' tests/clicktest), with bricks as `click`.
     Clicktest(clicktest_cmd::ClicktestArgs),
@@ -424,7 +435,8 @@ fn router_control_arg(s: &str) -> Result<(String, PathBuf), String> {
 
 fn main() -> ExitCode {
     // Installed or linked as `click` (or `click-buildtool`, `click-flatten`,
-    // `click-xform`, `click-align`), bricks takes Click's command lines.
+    // `click-xform`, `click-align`, `click-undead`), bricks takes Click's
+    // command lines.
     let mut args = std::env::args();
     let program = args.next().unwrap_or_default();
     match std::path::Path::new(&program)
@@ -437,6 +449,7 @@ fn main() -> ExitCode {
         Some("click-flatten") => return click_cmd::flatten(&args.collect::<Vec<_>>(), run_click),
         Some("click-xform") => return click_tools::xform(&args.collect::<Vec<_>>()),
         Some("click-align") => return click_tools::align(&args.collect::<Vec<_>>()),
+        Some("click-undead") => return click_tools::undead(&args.collect::<Vec<_>>()),
         _ => {}
     }
     dispatch(Cli::parse())
@@ -481,6 +494,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Click { args } => Ok(click_cmd::click(&args, run_click)),
         Command::ClickXform { args } => Ok(click_tools::xform(&args)),
         Command::ClickAlign { args } => Ok(click_tools::align(&args)),
+        Command::ClickUndead { args } => Ok(click_tools::undead(&args)),
         Command::Clicktest(a) => clicktest_cmd::clicktest(&a),
         Command::Reproduce(a) => {
             match bricks_experiments::reproduce::reproduce(&a, runner::stop_on_signals) {
