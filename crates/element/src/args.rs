@@ -354,6 +354,27 @@ impl<'a> Args<'a> {
         name: &str,
         classes: &[&str],
     ) -> Result<Arc<T>, String> {
+        let (refs, index, full, found) = self.find_of_classes(name, classes)?;
+        refs.shared_of(index)
+            .map_err(|why| format!("`{full}`: {why}"))?
+            .downcast::<T>()
+            .map_err(|_| format!("`{full}` ({found}) keeps state of another type"))
+    }
+
+    /// Whether `name` (resolved as an argument naming an element is)
+    /// names an element of one of `classes`, whose state is then reached
+    /// through its handlers rather than taken. `Err` says why not.
+    pub fn names_element_of(&self, name: &str, classes: &[&str]) -> Result<(), String> {
+        self.find_of_classes(name, classes).map(drop)
+    }
+
+    /// The element `name` names, which must be of one of `classes`: the
+    /// references, its index, full name and class.
+    fn find_of_classes(
+        &self,
+        name: &str,
+        classes: &[&str],
+    ) -> Result<(&'a dyn ElementRefs, usize, String, &'static str), String> {
         let refs = self
             .refs
             .ok_or_else(|| format!("`{name}`: no other element can be named here"))?;
@@ -366,10 +387,7 @@ impl<'a> Args<'a> {
                 classes.join(", ")
             ));
         }
-        refs.shared_of(index)
-            .map_err(|why| format!("`{full}`: {why}"))?
-            .downcast::<T>()
-            .map_err(|_| format!("`{full}` ({found}) keeps state of another type"))
+        Ok((refs, index, full, found))
     }
 
     /// The shared state of every element of class `class` visible from

@@ -18,7 +18,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
     Stats, TaskKind, TaskResult,
 };
-use bricks_packet::{Packet, DEFAULT_BURST, HEADROOM, MAX_BATCH, MAX_FRAME};
+use bricks_packet::Packet;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -176,27 +176,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             "bad argument MCASTIP: {group} is not a multicast address (224.0.0.0/4)"
         )));
     }
-    let snaplen = match args.read::<usize>("SNAPLEN")? {
-        Some(n) if !(1..=MAX_FRAME).contains(&n) => {
-            return Err(ArgError::new(format!(
-                "SNAPLEN {n}: must be 1 to {MAX_FRAME}, the largest packet bricks holds"
-            )))
-        }
-        Some(n) => n,
-        None => 2048.min(MAX_FRAME),
-    };
-    if let Some(h) = args.read::<usize>("HEADROOM")? {
-        if h > HEADROOM {
-            return Err(ArgError::new(format!(
-                "HEADROOM {h}: bricks packets have {HEADROOM} bytes of headroom, no more"
-            )));
-        }
-    }
-    let burst = match args.read::<usize>("BURST")? {
-        Some(0) => return Err(ArgError::new("BURST must be at least 1")),
-        Some(b) => b.min(MAX_BATCH),
-        None => DEFAULT_BURST,
-    };
+    let (snaplen, burst) = super::read_socket_sizes(args, 1)?;
     let spec = Spec {
         group: SocketAddrV4::new(group, gport),
         // Click: a source port alone (SOURCEIP 0.0.0.0) binds nothing.

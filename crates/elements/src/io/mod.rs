@@ -1,5 +1,6 @@
 //! Elements where packets enter and leave: capture files, interfaces and
-//! the host's own stack (TUN/TAP devices), multicast UDP sockets.
+//! the host's own stack (TUN/TAP devices), multicast UDP sockets, TCP, UDP,
+//! UNIX-domain and raw IP sockets.
 
 pub mod capture;
 pub mod device;
@@ -8,7 +9,9 @@ pub mod from_dump;
 pub mod host;
 pub mod live;
 pub mod mcast_socket;
+pub mod raw_socket;
 pub mod sniffers;
+pub mod socket;
 pub mod to_dump;
 
 use bricks_element::ElementClass;
@@ -31,4 +34,42 @@ pub static CLASSES: &[&ElementClass] = &[
     &from_dump::CLASS,
     &to_dump::CLASS,
     &mcast_socket::CLASS,
+    &socket::CLASS,
+    &raw_socket::CLASS,
 ];
+
+/// SNAPLEN, HEADROOM and BURST of a socket element (McastSocket, Socket,
+/// RawSocket): the bytes kept of what is read (from `min_snaplen`, the
+/// least a packet must hold, to the largest packet bricks holds; 2,048 by
+/// default) and the reads a task run makes. HEADROOM is checked, not
+/// kept: every bricks packet has the same headroom.
+pub(crate) fn read_socket_sizes(
+    args: &mut bricks_element::Args<'_>,
+    min_snaplen: usize,
+) -> Result<(usize, usize), bricks_element::ArgError> {
+    use bricks_element::ArgError;
+    use bricks_packet::{DEFAULT_BURST, HEADROOM, MAX_BATCH, MAX_FRAME};
+    let snaplen = match args.read::<usize>("SNAPLEN")? {
+        Some(n) if !(min_snaplen..=MAX_FRAME).contains(&n) => {
+            return Err(ArgError::new(format!(
+                "SNAPLEN {n}: must be {min_snaplen} to {MAX_FRAME}, the largest packet bricks \
+                 holds"
+            )))
+        }
+        Some(n) => n,
+        None => 2048.min(MAX_FRAME),
+    };
+    if let Some(h) = args.read::<usize>("HEADROOM")? {
+        if h > HEADROOM {
+            return Err(ArgError::new(format!(
+                "HEADROOM {h}: bricks packets have {HEADROOM} bytes of headroom, no more"
+            )));
+        }
+    }
+    let burst = match args.read::<usize>("BURST")? {
+        Some(0) => return Err(ArgError::new("BURST must be at least 1")),
+        Some(b) => b.min(MAX_BATCH),
+        None => DEFAULT_BURST,
+    };
+    Ok((snaplen, burst))
+}
