@@ -84,7 +84,7 @@ fn unknown_class_is_located_underlined_and_suggested() {
 
 #[test]
 fn a_click_element_bricks_lacks_is_named_as_such() {
-    for class in ["ProgressBar", "AggregateLength", "SpinlockAcquire"] {
+    for class in ["ProgressBar", "AggregateIPAddrPair", "SpinlockAcquire"] {
         let (code, err) = check(&format!("InfiniteSource -> {class} -> Discard;"));
         assert_eq!(code, 2);
         assert!(
@@ -99,11 +99,11 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
         );
         assert!(!err.contains("did you mean"), "{err}");
     }
-    let o = bricks(&["elements", "AggregateLength"]);
+    let o = bricks(&["elements", "AggregateIPAddrPair"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o)
-            .contains("`AggregateLength` is a Click element that bricks does not implement yet"),
+            .contains("`AggregateIPAddrPair` is a Click element that bricks does not implement yet"),
         "{}",
         stderr(&o)
     );
@@ -118,11 +118,11 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
 #[test]
 fn unknown_classes_and_bad_arguments_are_reported_in_one_pass() {
     let (code, err) = check(
-        "InfiniteSource(LIMT 5) -> AggregateLength -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
+        "InfiniteSource(LIMT 5) -> AggregateIPAddrPair -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
     );
     assert_eq!(code, 2);
     assert!(
-        err.contains("`AggregateLength` is a Click element"),
+        err.contains("`AggregateIPAddrPair` is a Click element"),
         "{err}"
     );
     assert!(err.contains("undeclared element `Discrad`"), "{err}");

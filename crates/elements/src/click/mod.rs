@@ -28,6 +28,7 @@ pub mod set_ip_dscp;
 pub mod set_timestamp_delta;
 pub mod set_vlan_anno;
 pub mod shaper;
+pub mod sorted_ip_lookup;
 pub mod store_data;
 pub mod store_ip_address;
 pub mod time_filter;
@@ -64,6 +65,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &aliases::FULL_NOTE_QUEUE,
     &mixed_queue::CLASS,
     &aliases::LINEAR_IP_LOOKUP,
+    &sorted_ip_lookup::CLASS,
     &aliases::UNQUEUE2,
     &icmp_ip_encap::ICMP_PING_ENCAP,
     &icmp_ip_encap::ICMP_IP_ENCAP,

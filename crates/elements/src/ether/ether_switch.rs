@@ -47,36 +47,8 @@ static MANUAL: Manual = Manual {
         Read `table` as the counters `table ADDRESS` (the port) and `table_size`, and \
         `timeout` in seconds; the write handler `timeout` sets TIMEOUT.",
     ports: "two or more push inputs; as many push outputs",
-    keywords: &[
-        Keyword {
-            name: "TIMEOUT",
-            ty: "duration (seconds when no unit)",
-            default: Some("300"),
-            doc: "how long an association lasts after its address was last heard; 0: a hub",
-        },
-        Keyword {
-            name: "CAPACITY",
-            ty: "unsigned integer",
-            default: Some("4096"),
-            doc: "most addresses the table holds",
-        },
-    ],
-    counters: &[
-        ("forwarded", "frames sent out of their destination's port"),
-        ("flooded", "frames copied to every other port"),
-        (
-            "filtered",
-            "frames for an address on their own input's port, dropped",
-        ),
-        ("runt", "frames shorter than an Ethernet header, dropped"),
-        ("evictions", "addresses evicted to make room"),
-        (
-            "table ADDRESS",
-            "the port of each learnt address (first worker)",
-        ),
-        ("table_size", "addresses learnt (first worker)"),
-        ("timeout", "TIMEOUT in seconds (first worker)"),
-    ],
+    keywords: MANUAL_KEYWORDS,
+    counters: MANUAL_COUNTERS,
     example: "// Two LANs: a frame from 52:54:00:00:00:01 is flooded to the other.\n\
         InfiniteSource(DATA \\<ff ff ff ff ff ff 52 54 00 00 00 01 08 06 \
         00 01 08 00 06 04 00 01 52 54 00 00 00 01 0a 00 00 01>, LIMIT 1) -> [0]sw :: EtherSwitch;\n\
@@ -84,6 +56,40 @@ static MANUAL: Manual = Manual {
         sw[0] -> Discard; sw[1] -> Discard;",
     see_also: &["L2Balancer", "HostEtherFilter"],
 };
+
+/// EtherSwitch's keywords (ListenEtherSwitch's too).
+pub(super) static MANUAL_KEYWORDS: &[Keyword] = &[
+    Keyword {
+        name: "TIMEOUT",
+        ty: "duration (seconds when no unit)",
+        default: Some("300"),
+        doc: "how long an association lasts after its address was last heard; 0: a hub",
+    },
+    Keyword {
+        name: "CAPACITY",
+        ty: "unsigned integer",
+        default: Some("4096"),
+        doc: "most addresses the table holds",
+    },
+];
+
+/// EtherSwitch's counters (ListenEtherSwitch's too).
+pub(super) static MANUAL_COUNTERS: &[(&str, &str)] = &[
+    ("forwarded", "frames sent out of their destination's port"),
+    ("flooded", "frames copied to every other port"),
+    (
+        "filtered",
+        "frames for an address on their own input's port, dropped",
+    ),
+    ("runt", "frames shorter than an Ethernet header, dropped"),
+    ("evictions", "addresses evicted to make room"),
+    (
+        "table ADDRESS",
+        "the port of each learnt address (first worker)",
+    ),
+    ("table_size", "addresses learnt (first worker)"),
+    ("timeout", "TIMEOUT in seconds (first worker)"),
+];
 
 /// What every worker's instance shares.
 #[derive(Debug)]
@@ -93,18 +99,24 @@ struct Shared {
 }
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let timeout: Duration = args.read("TIMEOUT")?.unwrap_or(Duration::from_secs(300));
-    let capacity: usize = args.read("CAPACITY")?.unwrap_or(4096);
-    if capacity == 0 || capacity > MAX_CAPACITY {
-        return Err(ArgError::new(format!(
-            "CAPACITY {capacity}: from 1 to {MAX_CAPACITY}"
-        )));
-    }
     if ports.ninputs() != ports.noutputs() {
         return Err(ArgError::new(format!(
             "EtherSwitch needs as many outputs as inputs (one pair per LAN), not {} and {}",
             ports.ninputs(),
             ports.noutputs()
+        )));
+    }
+    Ok(Box::new(build(args, ports.ninputs())?))
+}
+
+/// A switch among `lans` LANs from its arguments (`ListenEtherSwitch`
+/// adds a listening output to one).
+pub(super) fn build(args: &mut Args<'_>, lans: usize) -> Result<EtherSwitch, ArgError> {
+    let timeout: Duration = args.read("TIMEOUT")?.unwrap_or(Duration::from_secs(300));
+    let capacity: usize = args.read("CAPACITY")?.unwrap_or(4096);
+    if capacity == 0 || capacity > MAX_CAPACITY {
+        return Err(ArgError::new(format!(
+            "CAPACITY {capacity}: from 1 to {MAX_CAPACITY}"
         )));
     }
     let sh = args.shared(|_| {
@@ -113,12 +125,12 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             timeout_ms: AtomicU64::new(timeout.as_millis().min(u128::from(u64::MAX)) as u64),
         })
     })?;
-    Ok(Box::new(EtherSwitch {
+    Ok(EtherSwitch {
         sh,
-        n: ports.noutputs(),
+        n: lans,
         first_worker: true,
         c: Counts::default(),
-    }))
+    })
 }
 
 #[derive(Debug, Default)]
@@ -140,12 +152,30 @@ pub struct EtherSwitch {
 }
 
 /// Per-frame verdicts besides an output.
-const DROP: u16 = u16::MAX;
-const FLOOD: u16 = u16::MAX - 1;
+pub(super) const DROP: u16 = u16::MAX;
+pub(super) const FLOOD: u16 = u16::MAX - 1;
 
 impl EtherSwitch {
+    /// TIMEOUT now, in milliseconds.
+    pub(super) fn timeout_ms(&self) -> u64 {
+        self.sh.timeout_ms.load(Relaxed)
+    }
+
+    /// Counts a flooded frame (for `ListenEtherSwitch`'s own flooding).
+    pub(super) fn count_flood(&mut self) {
+        self.c.flooded += 1;
+    }
+
+    /// Learns the frame's source and picks its output, [`FLOOD`] or
+    /// [`DROP`] (a runt, or a frame for its own LAN).
     #[inline]
-    fn verdict(&mut self, source: usize, p: &Packet, now_ms: u64, timeout_ms: u64) -> u16 {
+    pub(super) fn verdict(
+        &mut self,
+        source: usize,
+        p: &Packet,
+        now_ms: u64,
+        timeout_ms: u64,
+    ) -> u16 {
         let Some(h) = p.data().first_chunk::<14>() else {
             self.c.runt += 1;
             return DROP;

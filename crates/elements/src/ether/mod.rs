@@ -10,6 +10,7 @@
 //!   in [`arp_table`].
 //! - [`store_ether_address`]: `StoreEtherAddress`, a fixed address at an offset.
 //! - [`ether_switch`]: `EtherSwitch`, a learning bridge.
+//! - [`listen_ether_switch`]: `ListenEtherSwitch`, one with a listening port.
 
 pub mod arp_querier;
 pub mod arp_responder;
@@ -19,6 +20,7 @@ pub mod ether_encap;
 pub mod ether_rewrite;
 pub mod ether_switch;
 pub mod host_ether_filter;
+pub mod listen_ether_switch;
 pub mod store_ether_address;
 
 #[cfg(test)]
@@ -70,6 +72,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &host_ether_filter::CLASS,
     &store_ether_address::CLASS,
     &ether_switch::CLASS,
+    &listen_ether_switch::CLASS,
 ];
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ pub(crate) mod header;
 pub mod icmperror;
 pub mod icmppingresponder;
 pub mod icmppingsource;
+pub mod ip_rate_monitor;
 pub mod ipencap;
 pub mod ipfilter;
 pub mod ipfragmenter;
@@ -70,6 +71,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ipfragmenter::CLASS,
     &ipgwoptions::CLASS,
     &ipreassembler::CLASS,
+    &ip_rate_monitor::CLASS,
     &ipinputcombo::CLASS,
     &ipoutputcombo::CLASS,
     &markipheader::CLASS,

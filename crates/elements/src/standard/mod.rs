@@ -9,6 +9,7 @@ pub mod bw_rated_unqueue;
 pub mod clicky_info;
 pub mod clipboard;
 pub mod counter;
+pub mod cpu_queue;
 pub mod cpu_switch;
 pub mod discard;
 pub mod drr_sched;
@@ -20,6 +21,7 @@ pub mod hub;
 pub mod idle;
 pub mod mark_mac_header;
 pub mod meter;
+pub mod ms_queue;
 pub mod null;
 pub mod paint;
 pub mod port_info;
@@ -39,6 +41,7 @@ pub mod set_packet_type;
 pub mod set_timestamp;
 pub mod settings;
 pub mod source;
+pub mod spinlock_info;
 pub mod static_thread_sched;
 pub mod stride_sched;
 pub mod strip;
@@ -128,4 +131,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &cpu_switch::CLASS,
     &block::CLASS,
     &random_bit_errors::CLASS,
+    &ms_queue::CLASS,
+    &cpu_queue::CLASS,
+    &spinlock_info::CLASS,
 ];
