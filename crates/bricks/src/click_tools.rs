@@ -142,6 +142,24 @@ fn set_input(input: &mut Option<Input>, new: Input) -> Result<(), String> {
     Ok(())
 }
 
+/// The words after the options of a tool that reads one configuration:
+/// `NAME=VALUE` defines, and the router file.
+fn take_words(
+    words: Vec<String>,
+    input: &mut Option<Input>,
+    defines: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    for w in words {
+        if is_define(&w) {
+            let (k, v) = w.split_once('=').unwrap_or_default();
+            defines.push((k.to_string(), v.to_string()));
+        } else {
+            set_input(input, Input::File(w))?;
+        }
+    }
+    Ok(())
+}
+
 fn is_define(word: &str) -> bool {
     match word.split_once('=') {
         Some((n, _)) => !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
@@ -389,17 +407,8 @@ pub fn align(args: &[String]) -> ExitCode {
             return usage_error(P, ALIGN_SYNOPSIS, &e);
         }
     }
-    for w in words {
-        let r = if is_define(&w) {
-            let (k, v) = w.split_once('=').unwrap_or_default();
-            defines.push((k.to_string(), v.to_string()));
-            Ok(())
-        } else {
-            set_input(&mut input, Input::File(w))
-        };
-        if let Err(e) = r {
-            return usage_error(P, ALIGN_SYNOPSIS, &e);
-        }
+    if let Err(e) = take_words(words, &mut input, &mut defines) {
+        return usage_error(P, ALIGN_SYNOPSIS, &e);
     }
     let Some((router, router_map)) = read_router(input, &defines) else {
         return ExitCode::from(1);
@@ -452,17 +461,8 @@ pub fn undead(args: &[String]) -> ExitCode {
             return usage_error(P, UNDEAD_SYNOPSIS, &e);
         }
     }
-    for w in words {
-        let r = if is_define(&w) {
-            let (k, v) = w.split_once('=').unwrap_or_default();
-            defines.push((k.to_string(), v.to_string()));
-            Ok(())
-        } else {
-            set_input(&mut input, Input::File(w))
-        };
-        if let Err(e) = r {
-            return usage_error(P, UNDEAD_SYNOPSIS, &e);
-        }
+    if let Err(e) = take_words(words, &mut input, &mut defines) {
+        return usage_error(P, UNDEAD_SYNOPSIS, &e);
     }
     let Some((router, router_map)) = read_router(input, &defines) else {
         return ExitCode::from(1);

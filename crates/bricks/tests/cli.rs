@@ -102,8 +102,9 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
     let o = bricks(&["elements", "AggregateIPAddrPair"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o)
-            .contains("`AggregateIPAddrPair` is a Click element that bricks does not implement yet"),
+        stderr(&o).contains(
+            "`AggregateIPAddrPair` is a Click element that bricks does not implement yet"
+        ),
         "{}",
         stderr(&o)
     );
