@@ -392,39 +392,6 @@ pub fn click(args: &[String], run: impl FnOnce(Vec<OsString>) -> ExitCode) -> Ex
     }
 }
 
-/// `click-flatten [-e EXPR | -f FILE | FILE] [-o OUTFILE]`: the
-/// flattened configuration, as Click's tool prints it (here: `click -q
-/// -o OUTFILE`, so the configuration is checked too).
-pub fn flatten(args: &[String], run: impl FnOnce(Vec<OsString>) -> ExitCode) -> ExitCode {
-    let mut out = "-".to_string();
-    let mut rest = vec!["-q".to_string()];
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        match a.as_str() {
-            // Click's flatten writes only the configuration with --config;
-            // bricks never writes archives.
-            "--config" | "-c" => {}
-            "-o" | "--output" => match args.get(i) {
-                Some(f) => {
-                    out = f.clone();
-                    i += 1;
-                }
-                None => {
-                    eprintln!("click-flatten: '-o' requires a value");
-                    return ExitCode::from(1);
-                }
-            },
-            _ if a.starts_with("--output=") => out = a["--output=".len()..].to_string(),
-            _ if a.starts_with("-o") && a.len() > 2 => out = a[2..].to_string(),
-            _ => rest.push(a.clone()),
-        }
-    }
-    rest.extend(["-o".to_string(), out]);
-    click(&rest, run)
-}
-
 /// Build features bricks has, as `click-buildtool provides` names them.
 const FEATURES: &[&str] = &[
     "userlevel",

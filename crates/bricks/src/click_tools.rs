@@ -1,9 +1,10 @@
-//! `click-xform`, `click-align` and `click-undead`: Click's configuration
-//! tools, with
-//! Click's command lines. The work is done by `bricks_config::tools`;
+//! `click-xform`, `click-align`, `click-undead`, `click-combine` and
+//! `click-uncombine`: Click's configuration tools, with Click's command
+//! lines. The work is done by `bricks_config::tools`;
 //! this is the command-line glue.
 
 use crate::click_cmd::{opt, parse_with, Opt, Value};
+use bricks_config::archive::{self, Member};
 use bricks_config::{Options, Router, Source, SourceMap};
 use std::io::Read as _;
 use std::process::ExitCode;
@@ -192,6 +193,20 @@ fn read_text(file: &str) -> Result<(String, String), String> {
 
 /// Reads and expands the configuration; errors are printed.
 fn read_router(input: Option<Input>, defines: &[(String, String)]) -> Option<(Router, SourceMap)> {
+    read_archived(input, defines).map(|r| (r.router, r.map))
+}
+
+/// A configuration read, with the other members of its archive.
+struct Read {
+    name: String,
+    router: Router,
+    map: SourceMap,
+    members: Vec<Member>,
+}
+
+/// [`read_router`] for a configuration that may be a Click archive (its
+/// `config` member is the configuration, as Click's tools read it).
+fn read_archived(input: Option<Input>, defines: &[(String, String)]) -> Option<Read> {
     let (name, text) = match input.unwrap_or(Input::Stdin) {
         Input::Stdin => read_text("-"),
         Input::File(f) => read_text(&f),
@@ -199,13 +214,21 @@ fn read_router(input: Option<Input>, defines: &[(String, String)]) -> Option<(Ro
     }
     .map_err(|e| eprintln!("{e}"))
     .ok()?;
+    let (text, members) = archive::split_config(&text)
+        .map_err(|e| eprintln!("{name}: {e}"))
+        .ok()?;
     let mut map = SourceMap::default();
     let options = Options {
         defines: defines.to_vec(),
         ..Options::default()
     };
-    match bricks_config::parse_with(&mut map, Source::new(name, text), &options) {
-        Ok(r) => Some((r, map)),
+    match bricks_config::parse_with(&mut map, Source::new(name.clone(), text), &options) {
+        Ok(router) => Some(Read {
+            name,
+            router,
+            map,
+            members,
+        }),
         Err(diags) => {
             for d in &diags {
                 eprint!("{}", map.render_click(d, ""));
@@ -481,4 +504,435 @@ pub fn undead(args: &[String]) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+const COMBINE_USAGE: &str = "\
+'Click-combine' combines several Click router configurations at their network
+devices and writes the combined configuration to the standard output. The
+combination is controlled by link specifications. The click-uncombine tool can
+extract components from these combined configurations.
+
+Usage: click-combine [OPTION]... [ROUTERFILE | ROUTERNAME=FILE | LINKSPEC]
+
+Options:
+  -o, --output FILE      Write combined configuration to FILE.
+  -n, --name NAME        The next router component name is NAME.
+  -f, --file FILE        Read router component configuration from FILE.
+  -e, --expression EXPR  Use EXPR as router component configuration.
+  -l, --link LINKSPEC    Add a link between router components. LINKSPEC has the
+                         form 'NAME1.COMP1=NAME2.COMP2'. Each NAME is a router
+                         component name. Each COMP is either an element name or
+                         a device name (for linking at From/To/PollDevices).
+  -c, --config           Output config only (not an archive).
+      --help             Print this message and exit.
+  -v, --version          Print version number and exit.
+
+Components are named 1, 2, ... in order unless named. Each component's
+elements become NAME/element. A link replaces NAME1's ToDevice(COMP1) (or
+the element named COMP1) and NAME2's FromDevice or PollDevice(COMP2) (or the
+element named COMP2) with one RouterLink element; links sharing an end are
+one RouterLink. The combined configuration is written as a Click archive
+holding it, its component map and RouterLink's element map. The combination
+is for analysis and for click-uncombine: bricks runs no RouterLink.
+";
+
+const UNCOMBINE_USAGE: &str = "\
+'Click-uncombine' reads a combined Click configuration produced by
+click-combine and writes one of its components to the standard output.
+
+Usage: click-uncombine [OPTION]... [ROUTERFILE [COMPONENTNAME]]
+
+Options:
+  -f, --file FILE             Read router configuration from FILE.
+  -n, --name NAME             Output the router component named NAME.
+  -o, --output FILE           Write output to FILE.
+      --help                  Print this message and exit.
+  -v, --version               Print version number and exit.
+";
+
+/// Writes `config` with `members` (an archive when there are any).
+fn write_archived(output: Option<&str>, config: String, members: &[Member]) -> ExitCode {
+    match archive::join_config(config, members) {
+        Ok(text) => write_output(output, &text),
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// An option's value: attached (`-nA`, `--name=A`) or the next word.
+fn option_value(
+    attached: Option<String>,
+    args: &[String],
+    i: &mut usize,
+    long: &str,
+) -> Result<String, String> {
+    if let Some(v) = attached {
+        return Ok(v);
+    }
+    let v = args
+        .get(*i)
+        .cloned()
+        .ok_or_else(|| format!("'--{long}' requires a value"))?;
+    *i += 1;
+    Ok(v)
+}
+
+/// The options of a tool whose options apply in order (`-n NAME` names
+/// the next component read): `(long name, value)` pairs and words, in the
+/// order given. `with_value` lists the long names that take values with
+/// their short letters; `flags` those that do not.
+fn ordered_options(
+    args: &[String],
+    with_value: &[(&'static str, char)],
+    flags: &[(&'static str, char)],
+) -> Result<Vec<(Option<&'static str>, String)>, String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].clone();
+        i += 1;
+        if a == "-" || !a.starts_with('-') {
+            out.push((None, a));
+            continue;
+        }
+        if a == "--" {
+            out.extend(args[i..].iter().map(|w| (None, w.clone())));
+            break;
+        }
+        let (long, attached) = if let Some(l) = a.strip_prefix("--") {
+            let (n, v) = match l.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (l, None),
+            };
+            // Click accepts any unambiguous prefix of a long option.
+            let all = with_value.iter().chain(flags).map(|(l, _)| *l);
+            let hits: Vec<&'static str> = all.filter(|l| l.starts_with(n)).collect();
+            match hits.as_slice() {
+                [one] => (*one, v),
+                [] => return Err(format!("unrecognized option '{a}'")),
+                _ if hits.contains(&n) => (hits.into_iter().find(|l| *l == n).unwrap_or(""), v),
+                _ => return Err(format!("option '{a}' is ambiguous")),
+            }
+        } else {
+            let c = a[1..].chars().next().unwrap_or(' ');
+            let rest = &a[1 + c.len_utf8()..];
+            let found = with_value.iter().chain(flags).find(|(_, s)| *s == c);
+            let Some(&(l, _)) = found else {
+                return Err(format!("unrecognized option '-{c}'"));
+            };
+            (l, (!rest.is_empty()).then(|| rest.to_string()))
+        };
+        if with_value.iter().any(|(l, _)| *l == long) {
+            let v = option_value(attached, args, &mut i, long)?;
+            out.push((Some(long), v));
+        } else if attached.is_some() && a.starts_with("--") {
+            return Err(format!("'--{long}' takes no value"));
+        } else {
+            out.push((Some(long), String::new()));
+        }
+    }
+    Ok(out)
+}
+
+/// `click-combine [OPTION]... [ROUTERFILE | ROUTERNAME=FILE | LINKSPEC]...`
+pub fn combine(args: &[String]) -> ExitCode {
+    const P: &str = "click-combine";
+    const SYNOPSIS: &str = "[OPTION]... [ROUTERFILE]";
+    let opts = match ordered_options(
+        args,
+        &[
+            ("expression", 'e'),
+            ("file", 'f'),
+            ("link", 'l'),
+            ("name", 'n'),
+            ("output", 'o'),
+        ],
+        &[("config", 'c'), ("help", '\0'), ("version", 'v')],
+    ) {
+        Ok(o) => o,
+        Err(e) => return usage_error(P, SYNOPSIS, &format!("{P}: {e}")),
+    };
+    let mut reads: Vec<(String, Read)> = Vec::new();
+    let mut next_name: Option<String> = None;
+    let mut links = Vec::new();
+    let mut output: Option<String> = None;
+    let mut config_only = false;
+    let mut failed = false;
+    let mut read = |name: Option<String>, input: Input, next: &mut Option<String>| {
+        if let (Some(n), Some(prev)) = (&name, next.as_ref()) {
+            eprintln!("warning: router name specified twice ('{prev}' and '{n}')");
+        }
+        let name = next
+            .take()
+            .or(name)
+            .unwrap_or_else(|| (reads.len() + 1).to_string());
+        match read_archived(Some(input), &[]) {
+            Some(r) => reads.push((name, r)),
+            None => failed = true,
+        }
+    };
+    for (long, v) in opts {
+        match long {
+            Some("help") => {
+                print!("{COMBINE_USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            Some("version") => {
+                print!("{}", version(P));
+                return ExitCode::SUCCESS;
+            }
+            Some("file") => read(None, Input::File(v), &mut next_name),
+            Some("expression") => read(None, Input::Expr(v), &mut next_name),
+            Some("name") => {
+                if next_name.is_some() {
+                    eprintln!("{P}: warning: router name specified twice");
+                }
+                next_name = Some(v);
+            }
+            Some("link") => links.push(v),
+            Some("config") => config_only = true,
+            Some("output") if output.is_some() => {
+                return usage_error(P, SYNOPSIS, &format!("{P}: output file specified twice"))
+            }
+            Some("output") => output = Some(v),
+            _ => {
+                // NAME:FILE or NAME=FILE name a component; A.x=B.y is a link.
+                if let Some((n, f)) = v.split_once(':') {
+                    read(
+                        Some(n.to_string()),
+                        Input::File(f.to_string()),
+                        &mut next_name,
+                    );
+                } else if let Some((n, f)) = v.split_once('=').filter(|(n, _)| !n.contains('.')) {
+                    read(
+                        Some(n.to_string()),
+                        Input::File(f.to_string()),
+                        &mut next_name,
+                    );
+                } else if v.contains('=') {
+                    links.push(v);
+                } else {
+                    read(None, Input::File(v), &mut next_name);
+                }
+            }
+        }
+    }
+    if failed {
+        return ExitCode::from(1);
+    }
+    let comps: Vec<bricks_config::tools::Component<'_>> = reads
+        .iter()
+        .map(|(name, r)| bricks_config::tools::Component {
+            name: name.clone(),
+            router: &r.router,
+            map: &r.map,
+            members: &r.members,
+        })
+        .collect();
+    match bricks_config::tools::combine(&comps, &links) {
+        Ok(c) => {
+            for m in &c.messages {
+                eprintln!("{P}: {m}");
+            }
+            let members = if config_only { Vec::new() } else { c.members };
+            write_archived(output.as_deref(), c.config, &members)
+        }
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{P}: {e}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `click-uncombine [OPTION]... [ROUTERFILE [COMPONENTNAME]]`
+pub fn uncombine(args: &[String]) -> ExitCode {
+    const P: &str = "click-uncombine";
+    const SYNOPSIS: &str = "[OPTION]... [ROUTERFILE [COMPONENTNAME]]";
+    let opts = match ordered_options(
+        args,
+        &[("file", 'f'), ("name", 'n'), ("output", 'o')],
+        &[("help", '\0'), ("version", 'v')],
+    ) {
+        Ok(o) => o,
+        Err(e) => return usage_error(P, SYNOPSIS, &format!("{P}: {e}")),
+    };
+    let mut file: Option<String> = None;
+    let mut component: Option<String> = None;
+    let mut output: Option<String> = None;
+    for (long, v) in opts {
+        let twice = |what: &str| usage_error(P, SYNOPSIS, &format!("{P}: {what} specified twice"));
+        match long {
+            Some("help") => {
+                print!("{UNCOMBINE_USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            Some("version") => {
+                print!("{}", version(P));
+                return ExitCode::SUCCESS;
+            }
+            Some("file") if file.is_some() => return twice("combined router"),
+            Some("file") => file = Some(v),
+            Some("output") if output.is_some() => return twice("output file"),
+            Some("output") => output = Some(v),
+            Some("name") if component.is_some() => return twice("component name"),
+            Some("name") => component = Some(v),
+            _ if file.is_some() && component.is_some() => return twice("component name"),
+            _ if file.is_some() => component = Some(v),
+            _ => file = Some(v),
+        }
+    }
+    let Some(component) = component else {
+        return usage_error(P, SYNOPSIS, &format!("{P}: no component specified"));
+    };
+    let input = match file {
+        Some(f) if f != "-" => Input::File(f),
+        _ => Input::Stdin,
+    };
+    let Some(r) = read_archived(Some(input), &[]) else {
+        return ExitCode::from(1);
+    };
+    match bricks_config::tools::uncombine(&r.router, &r.map, &r.members, &component, &r.name) {
+        Ok(u) => write_archived(output.as_deref(), u.config, &u.members),
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{P}: {e}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+const FLATTEN_OPTIONS: &[Opt] = &[
+    opt("classes", Some('c'), Value::None, false),
+    opt("clickpath", Some('C'), Value::Required, false),
+    opt("config", None, Value::None, false),
+    opt("declarations", Some('d'), Value::None, false),
+    opt("decls", None, Value::None, false),
+    opt("elements", None, Value::None, false),
+    opt("expand-vars", None, Value::None, true),
+    opt("expression", Some('e'), Value::Required, false),
+    opt("file", Some('f'), Value::Required, false),
+    opt("help", None, Value::None, false),
+    opt("names", Some('n'), Value::None, false),
+    opt("output", Some('o'), Value::Required, false),
+    opt("version", Some('v'), Value::None, false),
+];
+
+const FLATTEN_USAGE: &str = "\
+'Click-flatten' reads a Click configuration, flattens it (removing any
+compound elements), and writes an equivalent configuration to the standard
+output.
+
+Usage: click-flatten [OPTION]... [ROUTERFILE]
+
+Options:
+  -c, --classes             Output list of classes used by configuration.
+  -n, --names               Output list of element names in flat config.
+  -d, --declarations        Output list of declarations in flat config.
+  -f, --file FILE           Read router configuration from FILE.
+  -e, --expression EXPR     Use EXPR as router configuration.
+      --config              Output configuration only (not an archive).
+      --expand-vars         Accepted: variables are always expanded.
+  -o, --output FILE         Write output configuration to FILE.
+  -C, --clickpath PATH      Accepted; bricks has no CLICKPATH.
+      --help                Print this message and exit.
+  -v, --version             Print version number and exit.
+
+The configuration is read, not checked: element classes need not be ones
+bricks has (`bricks check` checks). A Click archive's `config` member is
+read, and its other members are written with the result unless --config.
+";
+
+/// `click-flatten [OPTION]... [ROUTERFILE]`
+pub fn flatten(args: &[String]) -> ExitCode {
+    const P: &str = "click-flatten";
+    const SYNOPSIS: &str = "[OPTION]... [ROUTERFILE]";
+    let (opts, words) = match parse_with(FLATTEN_OPTIONS, args) {
+        Ok(x) => x,
+        Err(e) => return usage_error(P, SYNOPSIS, &format!("{P}: {e}")),
+    };
+    #[derive(Clone, Copy, PartialEq)]
+    enum Action {
+        Flatten,
+        Config,
+        Classes,
+        Names,
+        Declarations,
+    }
+    let mut action = Action::Flatten;
+    let mut input = None;
+    let mut output: Option<String> = None;
+    let mut defines = Vec::new();
+    for o in opts {
+        let v = o.value.unwrap_or_default();
+        let r = match o.long {
+            "help" => {
+                print!("{FLATTEN_USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            "version" => {
+                print!("{}", version(P));
+                return ExitCode::SUCCESS;
+            }
+            "expression" => set_input(&mut input, Input::Expr(v)),
+            "file" => set_input(&mut input, Input::File(v)),
+            "config" => {
+                action = Action::Config;
+                Ok(())
+            }
+            "classes" => {
+                action = Action::Classes;
+                Ok(())
+            }
+            "names" | "elements" => {
+                action = Action::Names;
+                Ok(())
+            }
+            "declarations" | "decls" => {
+                action = Action::Declarations;
+                Ok(())
+            }
+            "expand-vars" | "clickpath" => Ok(()),
+            "output" if output.is_some() => Err("output file specified twice".into()),
+            "output" => {
+                output = Some(v);
+                Ok(())
+            }
+            other => Err(format!("unrecognized option '--{other}'")),
+        };
+        if let Err(e) = r {
+            return usage_error(P, SYNOPSIS, &e);
+        }
+    }
+    if let Err(e) = take_words(words, &mut input, &mut defines) {
+        return usage_error(P, SYNOPSIS, &e);
+    }
+    let Some(r) = read_archived(input, &defines) else {
+        return ExitCode::from(1);
+    };
+    let flat = bricks_config::flatten(&r.router);
+    // Click prints its lists sorted, one item a line.
+    let list = |mut items: Vec<String>| {
+        items.sort();
+        items.dedup();
+        items.iter().map(|i| format!("{i}\n")).collect::<String>()
+    };
+    let elements = &r.router.elements;
+    let text = match action {
+        Action::Flatten => return write_archived(output.as_deref(), flat, &r.members),
+        Action::Config => flat,
+        Action::Classes => list(elements.iter().map(|e| e.class.to_string()).collect()),
+        Action::Names => list(elements.iter().map(|e| e.name.to_string()).collect()),
+        Action::Declarations => list(
+            elements
+                .iter()
+                .map(|e| format!("{} :: {}", e.name, e.class))
+                .collect(),
+        ),
+    };
+    write_output(output.as_deref(), &text)
 }

@@ -216,6 +216,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Click's flattener: the configuration with its compound elements
+    /// expanded, as Click's tools print it (or its classes, element names
+    /// or declarations, sorted). The configuration is read, not checked.
+    /// A link named `click-flatten` does the same; `bricks click-flatten
+    /// --help` gives its options.
+    #[command(name = "click-flatten", disable_help_flag = true)]
+    ClickFlatten {
+        /// click-flatten's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Click's pattern optimizer: replace the patterns of pattern files
     /// (`elementclass NAME` with `NAME_Replacement`) in a configuration
     /// and print the result. A link to bricks named `click-xform` does the
@@ -244,6 +255,27 @@ enum Command {
     #[command(name = "click-undead", disable_help_flag = true)]
     ClickUndead {
         /// click-undead's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Click's network combiner: join several configurations at their
+    /// devices (`A.eth1=B.eth0`: A's ToDevice(eth1) feeds B's
+    /// FromDevice(eth0)) into one, written as a Click archive with its
+    /// component map. A link named `click-combine` does the same; `bricks
+    /// click-combine --help` gives its options.
+    #[command(name = "click-combine", disable_help_flag = true)]
+    ClickCombine {
+        /// click-combine's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Click's component extractor: one component of a configuration
+    /// click-combine made, its links turned back into its devices. A link
+    /// named `click-uncombine` does the same; `bricks click-uncombine
+    /// --help` gives its options.
+    #[command(name = "click-uncombine", disable_help_flag = true)]
+    ClickUncombine {
+        /// click-uncombine's arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -435,7 +467,8 @@ fn router_control_arg(s: &str) -> Result<(String, PathBuf), String> {
 
 fn main() -> ExitCode {
     // Installed or linked as `click` (or `click-buildtool`, `click-flatten`,
-    // `click-xform`, `click-align`, `click-undead`), bricks takes Click's
+    // `click-xform`, `click-align`, `click-undead`, `click-combine`,
+    // `click-uncombine`), bricks takes Click's
     // command lines.
     let mut args = std::env::args();
     let program = args.next().unwrap_or_default();
@@ -446,10 +479,12 @@ fn main() -> ExitCode {
         Some("click") => return click_cmd::click(&args.collect::<Vec<_>>(), run_click),
         Some("click-buildtool") => return click_cmd::buildtool(&args.collect::<Vec<_>>()),
         Some("clicktest") => return clicktest_cmd::click_clicktest(&args.collect::<Vec<_>>()),
-        Some("click-flatten") => return click_cmd::flatten(&args.collect::<Vec<_>>(), run_click),
+        Some("click-flatten") => return click_tools::flatten(&args.collect::<Vec<_>>()),
         Some("click-xform") => return click_tools::xform(&args.collect::<Vec<_>>()),
         Some("click-align") => return click_tools::align(&args.collect::<Vec<_>>()),
         Some("click-undead") => return click_tools::undead(&args.collect::<Vec<_>>()),
+        Some("click-combine") => return click_tools::combine(&args.collect::<Vec<_>>()),
+        Some("click-uncombine") => return click_tools::uncombine(&args.collect::<Vec<_>>()),
         _ => {}
     }
     dispatch(Cli::parse())
@@ -495,6 +530,9 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::ClickXform { args } => Ok(click_tools::xform(&args)),
         Command::ClickAlign { args } => Ok(click_tools::align(&args)),
         Command::ClickUndead { args } => Ok(click_tools::undead(&args)),
+        Command::ClickFlatten { args } => Ok(click_tools::flatten(&args)),
+        Command::ClickCombine { args } => Ok(click_tools::combine(&args)),
+        Command::ClickUncombine { args } => Ok(click_tools::uncombine(&args)),
         Command::Clicktest(a) => clicktest_cmd::clicktest(&a),
         Command::Reproduce(a) => {
             match bricks_experiments::reproduce::reproduce(&a, runner::stop_on_signals) {
@@ -565,6 +603,14 @@ fn load(a: &ConfigArgs, build: bricks_runtime::BuildOptions) -> anyhow::Result<O
             text: e.clone(),
         },
         (None, None) => read_stdin()?,
+    };
+    // A Click archive (click-combine's, or one with compiled code) holds
+    // the configuration as its `config` member.
+    let source = Source {
+        text: bricks_config::archive::split_config(&source.text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", source.name))?
+            .0,
+        ..source
     };
     let options = config_options(a, params.as_ref())?;
     for warning in unused_defines(&source.text, &options.defines) {

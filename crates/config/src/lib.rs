@@ -96,6 +96,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod archive;
 mod args;
 mod argtext;
 mod expand;

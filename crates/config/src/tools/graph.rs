@@ -269,6 +269,36 @@ impl Graph {
         self.conns[c].to_stamp = s;
     }
 
+    /// Puts `inserter` (its output to `h`, an input) in front of `h`: the
+    /// other connections into `h` go into `inserter` instead (Click's
+    /// `RouterT::insert_before`).
+    pub fn insert_before(&mut self, inserter: Port, h: Port) -> bool {
+        if !self.add_connection(inserter, h) {
+            return false;
+        }
+        for c in self.conns_to(h) {
+            if self.conns[c].from != inserter {
+                self.change_connection_to(c, inserter);
+            }
+        }
+        true
+    }
+
+    /// Puts `inserter` (an input fed by `h`, an output) behind `h`: the
+    /// other connections out of `h` leave `inserter` instead (Click's
+    /// `RouterT::insert_after`).
+    pub fn insert_after(&mut self, inserter: Port, h: Port) -> bool {
+        if !self.add_connection(h, inserter) {
+            return false;
+        }
+        for c in self.conns_from(h) {
+            if self.conns[c].to != inserter {
+                self.change_connection_from(c, inserter);
+            }
+        }
+        true
+    }
+
     /// Removes the connections whose indices are in `gone` (sorted).
     pub fn erase(&mut self, gone: &[usize]) {
         let mut k = 0;
