@@ -55,8 +55,9 @@ pub struct ClicktestArgs {
 }
 
 /// A directory holding `click`, `click-align`, `click-buildtool`,
-/// `click-combine`, `click-flatten`, `click-uncombine`, `click-undead` and
-/// `click-xform`, links to this program, removed when dropped.
+/// `click-combine`, `click-fastclassifier`, `click-flatten`,
+/// `click-uncombine`, `click-undead` and `click-xform`, links to this
+/// program, removed when dropped.
 fn tool_dir() -> anyhow::Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new().prefix("bricks-click").tempdir()?;
     let exe = std::env::current_exe()?;
@@ -65,6 +66,7 @@ fn tool_dir() -> anyhow::Result<tempfile::TempDir> {
         "click-align",
         "click-buildtool",
         "click-combine",
+        "click-fastclassifier",
         "click-flatten",
         "click-uncombine",
         "click-undead",

@@ -258,6 +258,16 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Click's classifier compiler: bricks compiles every Classifier,
+    /// IPClassifier and IPFilter when a configuration loads, so this
+    /// loads the configuration (checking every classifier) and writes it
+    /// flattened. A link named `click-fastclassifier` does the same.
+    #[command(name = "click-fastclassifier", disable_help_flag = true)]
+    ClickFastclassifier {
+        /// click-fastclassifier's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Click's network combiner: join several configurations at their
     /// devices (`A.eth1=B.eth0`: A's ToDevice(eth1) feeds B's
     /// FromDevice(eth0)) into one, written as a Click archive with its
@@ -484,6 +494,9 @@ fn main() -> ExitCode {
         Some("click-align") => return click_tools::align(&args.collect::<Vec<_>>()),
         Some("click-undead") => return click_tools::undead(&args.collect::<Vec<_>>()),
         Some("click-combine") => return click_tools::combine(&args.collect::<Vec<_>>()),
+        Some("click-fastclassifier") => {
+            return click_cmd::fastclassifier(&args.collect::<Vec<_>>(), run_click)
+        }
         Some("click-uncombine") => return click_tools::uncombine(&args.collect::<Vec<_>>()),
         _ => {}
     }
@@ -532,6 +545,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::ClickUndead { args } => Ok(click_tools::undead(&args)),
         Command::ClickFlatten { args } => Ok(click_tools::flatten(&args)),
         Command::ClickCombine { args } => Ok(click_tools::combine(&args)),
+        Command::ClickFastclassifier { args } => Ok(click_cmd::fastclassifier(&args, run_click)),
         Command::ClickUncombine { args } => Ok(click_tools::uncombine(&args)),
         Command::Clicktest(a) => clicktest_cmd::clicktest(&a),
         Command::Reproduce(a) => {
