@@ -1,5 +1,7 @@
 //! Arbitrary text into the Click parser: it must never panic, and must
-//! finish quickly however the text nests compound elements.
+//! finish quickly however the text nests compound elements. The same text
+//! is read as a Click archive: parsed or refused, never read past its end,
+//! and an archive written from what was read reads back the same.
 #![no_main]
 
 use bricks_config::{
@@ -22,6 +24,12 @@ fuzz_target!(|data: &[u8]| {
             max_config_bytes: 1 << 20,
         },
     };
+    if let Ok(members) = bricks_config::archive::parse(text) {
+        if let Ok(again) = bricks_config::archive::unparse(&members) {
+            assert_eq!(bricks_config::archive::parse(&again).as_ref(), Ok(&members));
+        }
+    }
+    let _ = bricks_config::archive::split_config(text);
     let mut map = SourceMap::new();
     match parse_with(&mut map, Source::new("fuzz.click", text), &options) {
         Ok(router) => {

@@ -161,6 +161,25 @@ fn take_words(
     Ok(())
 }
 
+/// The options of every tool that reads one configuration and writes one:
+/// `-e EXPR`, `-f FILE` and `-o FILE`, each at most once.
+fn io_option(
+    long: &str,
+    value: String,
+    input: &mut Option<Input>,
+    output: &mut Option<String>,
+) -> Result<(), String> {
+    match long {
+        "expression" => set_input(input, Input::Expr(value)),
+        "file" => set_input(input, Input::File(value)),
+        _ if output.is_some() => Err("output file specified twice".into()),
+        _ => {
+            *output = Some(value);
+            Ok(())
+        }
+    }
+}
+
 fn is_define(word: &str) -> bool {
     match word.split_once('=') {
         Some((n, _)) => !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
@@ -210,7 +229,8 @@ fn read_archived(input: Option<Input>, defines: &[(String, String)]) -> Option<R
     let (name, text) = match input.unwrap_or(Input::Stdin) {
         Input::Stdin => read_text("-"),
         Input::File(f) => read_text(&f),
-        Input::Expr(e) => Ok(("<expr>".to_string(), e)),
+        // Click's tools call an expression `config` in their messages.
+        Input::Expr(e) => Ok(("config".to_string(), e)),
     }
     .map_err(|e| eprintln!("{e}"))
     .ok()?;
@@ -300,19 +320,13 @@ pub fn xform(args: &[String]) -> ExitCode {
                 print!("{}", version(P));
                 return ExitCode::SUCCESS;
             }
-            "expression" => set_input(&mut input, Input::Expr(v)),
-            "file" => set_input(&mut input, Input::File(v)),
+            "expression" | "file" | "output" => io_option(o.long, v, &mut input, &mut output),
             "patterns" => {
                 pattern_files.push(v);
                 Ok(())
             }
             "reverse" => {
                 reverse = !o.negated;
-                Ok(())
-            }
-            "output" if output.is_some() => Err("output file specified twice".into()),
-            "output" => {
-                output = Some(v);
                 Ok(())
             }
             other => Err(format!("unrecognized option '--{other}'")),
@@ -402,8 +416,7 @@ pub fn align(args: &[String]) -> ExitCode {
                 print!("{}", version(P));
                 return ExitCode::SUCCESS;
             }
-            "expression" => set_input(&mut input, Input::Expr(v)),
-            "file" => set_input(&mut input, Input::File(v)),
+            "expression" | "file" | "output" => io_option(o.long, v, &mut input, &mut output),
             "assertions" => {
                 assertions = !o.negated;
                 Ok(())
@@ -417,11 +430,6 @@ pub fn align(args: &[String]) -> ExitCode {
             }
             "userlevel" | "linuxmodule" | "bsdmodule" => {
                 driver = true;
-                Ok(())
-            }
-            "output" if output.is_some() => Err("output file specified twice".into()),
-            "output" => {
-                output = Some(v);
                 Ok(())
             }
             other => Err(format!("unrecognized option '--{other}'")),
@@ -469,15 +477,9 @@ pub fn undead(args: &[String]) -> ExitCode {
                 print!("{}", version(P));
                 return ExitCode::SUCCESS;
             }
-            "expression" => set_input(&mut input, Input::Expr(v)),
-            "file" => set_input(&mut input, Input::File(v)),
+            "expression" | "file" | "output" => io_option(o.long, v, &mut input, &mut output),
             // One driver, and the configuration is all bricks writes.
             "config" | "kernel" | "user" | "verbose" => Ok(()),
-            "output" if output.is_some() => Err("output file specified twice".into()),
-            "output" => {
-                output = Some(v);
-                Ok(())
-            }
             other => Err(format!("unrecognized option '--{other}'")),
         };
         if let Err(e) = r {
@@ -878,8 +880,7 @@ pub fn flatten(args: &[String]) -> ExitCode {
                 print!("{}", version(P));
                 return ExitCode::SUCCESS;
             }
-            "expression" => set_input(&mut input, Input::Expr(v)),
-            "file" => set_input(&mut input, Input::File(v)),
+            "expression" | "file" | "output" => io_option(o.long, v, &mut input, &mut output),
             "config" => {
                 action = Action::Config;
                 Ok(())
@@ -897,11 +898,6 @@ pub fn flatten(args: &[String]) -> ExitCode {
                 Ok(())
             }
             "expand-vars" | "clickpath" => Ok(()),
-            "output" if output.is_some() => Err("output file specified twice".into()),
-            "output" => {
-                output = Some(v);
-                Ok(())
-            }
             other => Err(format!("unrecognized option '--{other}'")),
         };
         if let Err(e) = r {
