@@ -898,8 +898,32 @@ impl Engine {
     /// `Master::verify_stop`, at most 1,000 steps at a time as there).
     /// Requests the manager takes no longer end the run; the manager ends
     /// it by giving up the role and requesting a stop. Stop requests made
-    /// on other workers end the run directly.
+    /// on other workers are passed to it ([`Termination::forward_stops`]);
+    /// without a manager they end the run directly.
     fn step_stop_manager(&mut self) {
+        if self.state.worker == 0 {
+            // Stop managers live on worker 0 (a driver script claims the
+            // role there, also in a configuration swapped in, and gives it
+            // up at its end): the others follow what it says now.
+            let managed = self.state.stop_manager.is_some();
+            if managed != self.term.managed() {
+                self.term.set_managed(managed);
+            }
+            // Requests passed on before the role was given up still count.
+            let n = self.term.take_forwarded();
+            if n > 0 {
+                self.state.stop_requested = true;
+                let n = u32::try_from(n).unwrap_or(u32::MAX);
+                self.state.stop_events = self.state.stop_events.saturating_add(n);
+            }
+        } else if self.state.stop_requested && self.term.managed() {
+            // Worker 0's stop manager counts this worker's requests too,
+            // as Click's driver counts every thread's.
+            self.term.forward_stops(self.state.stop_events.max(1));
+            self.state.stop_requested = false;
+            self.state.stop_events = 0;
+            return;
+        }
         let mut budget = 1000u32;
         while self.state.stop_requested && budget > 0 {
             let Some(m) = self.state.stop_manager else {
@@ -1197,6 +1221,11 @@ impl Engine {
         for i in 0..self.graph.len() {
             self.graph
                 .with_element(i, &mut self.state, |el, cx| el.start(cx));
+        }
+        if self.state.stop_manager.is_some() {
+            // Before any worker runs a task: the others then pass their
+            // stop requests to this one.
+            self.term.set_managed(true);
         }
         self.take_timer_requests();
     }

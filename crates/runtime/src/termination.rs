@@ -41,6 +41,12 @@ pub struct Termination {
     acks: Box<[AtomicU64]>,
     finished: AtomicBool,
     stop_requested: AtomicBool,
+    /// Worker 0 has a stop manager (a driver `Script`, a `DriverManager`):
+    /// the other workers' stop requests go to it rather than end the run.
+    managed: AtomicBool,
+    /// Stop requests other workers passed to the stop manager and it has
+    /// not taken yet.
+    forwarded: AtomicU64,
     /// A worker gave up on the run (see [`Termination::abandon`]).
     abandoned: AtomicBool,
     /// The run's last stage, once a worker asked for it
@@ -59,6 +65,8 @@ impl Termination {
             acks: (0..workers).map(|_| AtomicU64::new(u64::MAX)).collect(),
             finished: AtomicBool::new(false),
             stop_requested: AtomicBool::new(false),
+            managed: AtomicBool::new(false),
+            forwarded: AtomicU64::new(0),
             abandoned: AtomicBool::new(false),
             next: OnceLock::new(),
         }
@@ -139,6 +147,33 @@ impl Termination {
     /// stops its sources.
     pub(crate) fn request_stop(&self) {
         self.stop_requested.store(true, SeqCst);
+    }
+
+    /// Says whether worker 0 has a stop manager now.
+    pub(crate) fn set_managed(&self, on: bool) {
+        self.managed.store(on, SeqCst);
+    }
+
+    /// Whether stop requests are the stop manager's to count.
+    #[inline]
+    pub(crate) fn managed(&self) -> bool {
+        self.managed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Passes `n` stop requests made on another worker to the stop
+    /// manager (Click's driver counts every thread's).
+    pub(crate) fn forward_stops(&self, n: u32) {
+        self.forwarded.fetch_add(u64::from(n), SeqCst);
+    }
+
+    /// The stop requests passed to the stop manager since it last took
+    /// them.
+    #[inline]
+    pub(crate) fn take_forwarded(&self) -> u64 {
+        if self.forwarded.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        self.forwarded.swap(0, SeqCst)
     }
 
     /// Whether a stop was requested by an element on any worker.

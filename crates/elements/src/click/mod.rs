@@ -19,6 +19,7 @@ pub mod link_unqueue;
 pub mod mark_ip_ce;
 pub mod message;
 pub mod mixed_queue;
+pub mod mt_die_test;
 pub mod pad;
 pub mod pull_switch;
 pub mod random_sample;
@@ -39,6 +40,7 @@ use bricks_element::ElementClass;
 
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
+    &mt_die_test::CLASS,
     &truncate::CLASS,
     &check_length::CLASS,
     &arp_print::CLASS,

@@ -3,6 +3,7 @@
 //! (RFC 8200), the ICMPv6 messages a router sends (RFC 4443) and Neighbor
 //! Discovery (RFC 4861), Router Advertisements included.
 
+pub mod address_translator;
 pub mod checkip6header;
 pub mod decip6hlim;
 pub mod getip6address;
@@ -15,6 +16,8 @@ pub mod ip6_router_advertiser;
 pub mod ip6mirror;
 pub mod ip6print;
 pub mod nd_cache;
+pub mod protocol_translator46;
+pub mod protocol_translator64;
 
 #[cfg(test)]
 mod testdata;
@@ -74,6 +77,7 @@ pub(crate) fn nd_message<'a>(
 
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
+    &address_translator::CLASS,
     &checkip6header::CLASS,
     &decip6hlim::CLASS,
     &getip6address::CLASS,
@@ -84,6 +88,8 @@ pub static CLASSES: &[&ElementClass] = &[
     &ip6_router_advertiser::CLASS,
     &ip6mirror::CLASS,
     &ip6print::CLASS,
+    &protocol_translator46::CLASS,
+    &protocol_translator64::CLASS,
 ];
 
 #[cfg(test)]
