@@ -1317,6 +1317,37 @@ impl<'a> Context<'a> {
         self.push(0, batch);
     }
 
+    /// [`Context::push_classified_by`] for outputs computed beforehand as
+    /// numbers, one a packet, where a number no output has (`u16::MAX`)
+    /// drops the packet: a lookup's or a demultiplexer's answers. A batch
+    /// whose packets all have the same output, or all have outputs that
+    /// lead to one input (a shared plane behind a demultiplexer), goes on
+    /// whole through the first packet's output. One pass over the numbers
+    /// finds out, with no branch a packet, so that it compiles to vector
+    /// compares; the packets themselves are not touched.
+    ///
+    /// # Panics
+    ///
+    /// When `outs` is shorter than the batch.
+    #[inline]
+    pub fn push_by_outputs(&mut self, batch: &mut Batch, outs: &[u16]) {
+        let outs = &outs[..batch.len()];
+        let Some(&first) = outs.first() else {
+            return;
+        };
+        let (mut differ, mut highest) = (0u16, 0u16);
+        for &o in outs {
+            differ |= o ^ first;
+            highest = highest.max(o);
+        }
+        let nouts = self.node.outs.len();
+        let whole = differ == 0 || (self.node.one_input && usize::from(highest) < nouts);
+        if whole && usize::from(first) < nouts {
+            return self.push(usize::from(first), batch);
+        }
+        self.push_classified_by(batch, outs, |_, o| Some(usize::from(o)));
+    }
+
     /// [`Context::push_classified`] for an element whose usual packet
     /// leaves by output 0 once `usual` has done its work on it (a hop
     /// limit decremented): `usual` runs over the batch in one loop, with
@@ -1890,6 +1921,23 @@ mod push_tests {
         }
     }
 
+    /// Sends each packet to the output its first byte names (255: none),
+    /// by [`Context::push_by_outputs`].
+    struct ByOutputs;
+
+    impl Element for ByOutputs {
+        fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+            let outs: Vec<u16> = batch
+                .iter()
+                .map(|p| match p.data()[0] {
+                    255 => u16::MAX,
+                    b => u16::from(b),
+                })
+                .collect();
+            cx.push_by_outputs(batch, &outs);
+        }
+    }
+
     /// Notes the input port and first byte of what it is given.
     struct PortSink(Log<(usize, u8)>);
 
@@ -2077,6 +2125,44 @@ mod push_tests {
         }
         // Outputs leading to different inputs: no list.
         assert!(outputs_same_as(&[edge(1), edge(2), Edge::NONE, Edge::NONE]).is_none());
+    }
+
+    #[test]
+    fn batches_by_output_numbers_go_on_whole_when_they_can() {
+        // Four outputs into one input (a shared plane), and two outputs
+        // into two inputs.
+        let batches: Log<(usize, Vec<u8>)> = Log::default();
+        let sunk: Log<(usize, u8)> = Log::default();
+        let g = graph(
+            vec![Box::new(ByOutputs), Box::new(BatchLog(batches.clone()))],
+            vec![vec![edge(1); 4].into_boxed_slice(), Box::new([])],
+        );
+        let mut w = WorkerState::new(0, 1);
+        type Batches<'a> = &'a [(usize, &'a [u8])];
+        let cases: [(&[u8], Batches); 5] = [
+            (&[3, 1, 0, 2], &[(0, &[3, 1, 0, 2])]),
+            (&[2, 2], &[(0, &[2, 2])]),
+            (&[1], &[(0, &[1])]),
+            // A dropped packet (or one for an output there is not) goes,
+            // the rest still together in order.
+            (&[0, 255, 3], &[(0, &[0, 3])]),
+            (&[255, 255], &[]),
+        ];
+        for (bytes, want) in cases {
+            batches.lock().unwrap().clear();
+            g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(bytes), cx));
+            let got = batches.lock().unwrap().clone();
+            let want: Vec<(usize, Vec<u8>)> = want.iter().map(|(p, b)| (*p, b.to_vec())).collect();
+            assert_eq!(got, want, "{bytes:?}");
+        }
+        let g = fanned_into_sink(ByOutputs, 2, &sunk);
+        g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(&[1, 1, 1]), cx));
+        g.with_element(0, &mut w, |e, cx| {
+            e.push(0, &mut batch(&[1, 0, 7, 255, 1]), cx)
+        });
+        let got = sunk.lock().unwrap().clone();
+        // Each to its own output's input; 7 and 255 name no output.
+        assert_eq!(got, [(1, 1), (1, 1), (1, 1), (0, 0), (1, 1), (1, 1)]);
     }
 
     #[test]

@@ -185,6 +185,11 @@ const MAX_OUTPUTS: usize = u16::MAX as usize;
 /// below [`MAX_OUTPUTS`].
 const DROP: u16 = u16::MAX;
 
+/// Every answer of a router's line whose table the line cannot hold
+/// ([`Hot::slow`]): look in the table. Below [`DROP`], above any output,
+/// so that one compare tells the usual answer from both.
+const SLOW: u16 = u16::MAX - 1;
+
 /// MEMORY's default for the radix trie, whose nodes are one reserved
 /// array: room for some 100,000 usual prefixes (at worst 20,000), so
 /// that a thousand routers' tables reserve 16 GiB of address space, not
@@ -306,26 +311,31 @@ struct Hot {
     /// the annotation holds it (`from_ne_bytes` of its octets; 0 for
     /// none)...
     gateway: [u32; HOT_SCAN + 1],
-    /// ...and output.
+    /// ...and output; [`SLOW`] in every one for a table looked up in
+    /// the table itself.
     out: [u16; HOT_SCAN + 1],
-    /// Look the packet up in the table, not in the line.
-    slow: bool,
 }
 
 impl Hot {
-    /// A line that answers nothing, [`DROP`] for every address.
-    const fn empty(slow: bool) -> Hot {
+    /// A line that answers `out` for every address.
+    const fn answering(out: u16) -> Hot {
         Hot {
             addr: [0; HOT_SCAN],
             mask: [0; HOT_SCAN],
             gateway: [0; HOT_SCAN + 1],
-            out: [DROP; HOT_SCAN + 1],
-            slow,
+            out: [out; HOT_SCAN + 1],
         }
     }
 
+    /// The line of a table it cannot hold: every answer [`SLOW`].
     const fn slow() -> Hot {
-        Hot::empty(true)
+        Hot::answering(SLOW)
+    }
+
+    /// Whether this line sends its router's packets to the table.
+    #[cfg(test)]
+    fn is_slow(&self) -> bool {
+        self.out[0] == SLOW
     }
 
     /// The line of a linear table's routes (longest first) with its
@@ -336,13 +346,13 @@ impl Hot {
         if routes.len() > HOT_SCAN + usize::from(ends_in_default) {
             return Hot::slow();
         }
-        let mut h = Hot::empty(false);
+        let mut h = Hot::answering(DROP);
         for (i, &(p, nh)) in routes.iter().enumerate() {
             let Some(&w) = words.get(nh.0 as usize) else {
                 return Hot::slow();
             };
             let output = w >> 32;
-            if w == table::V4_MANY || output >= u64::from(DROP) {
+            if w == table::V4_MANY || output >= u64::from(SLOW) {
                 return Hot::slow();
             }
             if i < HOT_SCAN {
@@ -438,19 +448,22 @@ fn output(
 ) -> u16 {
     let vr = usize::from(p.anno().vrouter);
     let dst = u32::from(p.anno().dst_ip);
-    if let Some(h) = hot.get(vr).filter(|h| !h.slow) {
+    if let Some(h) = hot.get(vr) {
         let i = h.answer(dst);
         let (gateway, out) = (h.gateway[i], h.out[i]);
-        if gateway != 0 {
-            p.anno_mut().dst_ip = gateway.to_ne_bytes().into();
+        if out < SLOW {
+            if gateway != 0 {
+                p.anno_mut().dst_ip = gateway.to_ne_bytes().into();
+            }
+            return out;
         }
         if out == DROP {
             if let Some(r) = routers.get(vr) {
                 r.t.missed.fetch_add(1, Relaxed);
             }
             missed.no_route += 1;
+            return DROP;
         }
-        return out;
     }
     let Some(r) = routers.get_mut(vr) else {
         missed.no_router += 1;
@@ -566,9 +579,7 @@ impl Element for VrIpLookup {
                 output(routers, hot, p, w, &mut missed)
             });
         }
-        cx.push_classified_by(batch, &outs, |_, out| {
-            (out != DROP).then_some(usize::from(out))
-        });
+        cx.push_by_outputs(batch, &outs);
         self.no_router += missed.no_router;
         self.no_route += missed.no_route;
     }
@@ -1011,7 +1022,7 @@ mod tests {
         let gw = u32::from_ne_bytes([10, 0, 0, 1]);
         let words = [3u64 << 32 | u64::from(gw)];
         let h = Hot::of(&[p([10, 1, 0, 0], 16), p([0, 0, 0, 0], 0)], &words);
-        assert!(!h.slow);
+        assert!(!h.is_slow());
         assert_eq!((h.addr[0], h.mask[0]), (0x0a01_0000, 0xffff_0000));
         assert_eq!((h.addr[1], h.mask[1]), (0, 0));
         assert_eq!((h.out[0], h.out[1], h.gateway[1]), (3, 3, gw));
@@ -1021,17 +1032,17 @@ mod tests {
         assert_eq!(at(&h, [10, 1, 2, 3]), 0);
         assert_eq!(at(&h, [10, 2, 0, 0]), 1);
         let empty = Hot::of(&[], &words);
-        assert!(!empty.slow);
+        assert!(!empty.is_slow());
         assert_eq!(empty.out[at(&empty, [10, 1, 2, 3])], DROP);
         // Five routes fit when the last is a /0, answered when none of
         // the four before it matches; otherwise four.
         let mut five = vec![p([10, 0, 0, 0], 8); HOT_SCAN + 1];
-        assert!(Hot::of(&five, &words).slow);
+        assert!(Hot::of(&five, &words).is_slow());
         five[HOT_SCAN] = p([0, 0, 0, 0], 0);
         five[0] = p([10, 9, 9, 9], 32);
         let h = Hot::of(&five, &words);
         assert_eq!(
-            (h.slow, h.out[HOT_SCAN], h.gateway[HOT_SCAN]),
+            (h.is_slow(), h.out[HOT_SCAN], h.gateway[HOT_SCAN]),
             (false, 3, gw)
         );
         assert_eq!(h.mask[0], u32::MAX);
@@ -1047,12 +1058,13 @@ mod tests {
             ),
             (3, DROP)
         );
-        assert!(!Hot::of(&five[1..], &words).slow);
+        assert!(!Hot::of(&five[1..], &words).is_slow());
         let six = vec![p([10, 0, 0, 0], 8); HOT_SCAN + 2];
-        assert!(Hot::of(&six, &words).slow);
-        assert!(Hot::of(&six[..1], &[table::V4_MANY]).slow);
-        assert!(Hot::of(&six[..1], &[]).slow);
-        assert!(Hot::of(&six[..1], &[u64::from(DROP) << 32]).slow);
+        assert!(Hot::of(&six, &words).is_slow());
+        assert!(Hot::of(&six[..1], &[table::V4_MANY]).is_slow());
+        assert!(Hot::of(&six[..1], &[]).is_slow());
+        assert!(Hot::of(&six[..1], &[u64::from(DROP) << 32]).is_slow());
+        assert!(Hot::of(&six[..1], &[u64::from(SLOW) << 32]).is_slow());
         assert_eq!(std::mem::size_of::<Hot>(), 64);
     }
 

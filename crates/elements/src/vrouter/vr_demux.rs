@@ -488,13 +488,17 @@ impl VRDemux {
                 let Some(h) = d.first_chunk::<ETHER_LEN>() else {
                     return Tag::Malformed;
                 };
-                if h[0] & 1 != 0 {
-                    return Tag::Group;
-                }
                 // The destination as [`mac_key`] makes it, from one load
                 // of the header's first eight bytes.
                 let first: &[u8; 8] = h.first_chunk().unwrap_or(&[0; 8]);
-                lookup(table, u64::from_be_bytes(*first) >> 16)
+                let key = u64::from_be_bytes(*first) >> 16;
+                // The group bit tested in the key itself: the compiler then
+                // knows the key is below the table's end marker (all ones,
+                // the broadcast address) and drops that test.
+                if key & (1 << 40) != 0 {
+                    return Tag::Group;
+                }
+                lookup(table, key)
             }
             Mode::Mpls => {
                 let Some(at) = payload_type_at(d, 1) else {
@@ -684,9 +688,7 @@ impl Element for VRDemux {
                 Mode::Mpls => outs.gather_mut(batch, |p| e.output_as(t, Mode::Mpls, p)),
                 Mode::IpIp => outs.gather_mut(batch, |p| e.output_as(t, Mode::IpIp, p)),
             });
-            cx.push_classified_by(batch, &outs, |_, out| {
-                (out != NONE).then_some(usize::from(out))
-            });
+            cx.push_by_outputs(batch, &outs);
         }
     }
 
