@@ -161,6 +161,16 @@ fn take_words(
     Ok(())
 }
 
+/// `--help` (the tool's usage) or `--version`, printed.
+fn help_or_version(long: &str, program: &str, usage: &str) -> ExitCode {
+    if long == "help" {
+        print!("{usage}");
+    } else {
+        print!("{}", version(program));
+    }
+    ExitCode::SUCCESS
+}
+
 /// The options of every tool that reads one configuration and writes one:
 /// `-e EXPR`, `-f FILE` and `-o FILE`, each at most once.
 fn io_option(
@@ -312,14 +322,7 @@ pub fn xform(args: &[String]) -> ExitCode {
     for o in opts {
         let v = o.value.unwrap_or_default();
         let r = match o.long {
-            "help" => {
-                print!("{XFORM_USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            "version" => {
-                print!("{}", version(P));
-                return ExitCode::SUCCESS;
-            }
+            "help" | "version" => return help_or_version(o.long, P, XFORM_USAGE),
             "expression" | "file" | "output" => io_option(o.long, v, &mut input, &mut output),
             "patterns" => {
                 pattern_files.push(v);
@@ -408,14 +411,7 @@ pub fn align(args: &[String]) -> ExitCode {
     for o in opts {
         let v = o.value.unwrap_or_default();
         let r = match o.long {
-            "help" => {
-                print!("{ALIGN_USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            "version" => {
-                print!("{}", version(P));
-                return ExitCode::SUCCESS;
-            }
+            "help" | "version" => return help_or_version(o.long, P, ALIGN_USAGE),
             "expression" | "file" | "output" => io_option(o.long, v, &mut input, &mut output),
             "assertions" => {
                 assertions = !o.negated;
@@ -469,14 +465,7 @@ pub fn undead(args: &[String]) -> ExitCode {
     for o in opts {
         let v = o.value.unwrap_or_default();
         let r = match o.long {
-            "help" => {
-                print!("{UNDEAD_USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            "version" => {
-                print!("{}", version(P));
-                return ExitCode::SUCCESS;
-            }
+            "help" | "version" => return help_or_version(o.long, P, UNDEAD_USAGE),
             "expression" | "file" | "output" => io_option(o.long, v, &mut input, &mut output),
             // One driver, and the configuration is all bricks writes.
             "config" | "kernel" | "user" | "verbose" => Ok(()),
@@ -677,14 +666,7 @@ pub fn combine(args: &[String]) -> ExitCode {
     };
     for (long, v) in opts {
         match long {
-            Some("help") => {
-                print!("{COMBINE_USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            Some("version") => {
-                print!("{}", version(P));
-                return ExitCode::SUCCESS;
-            }
+            Some(h @ ("help" | "version")) => return help_or_version(h, P, COMBINE_USAGE),
             Some("file") => read(None, Input::File(v), &mut next_name),
             Some("expression") => read(None, Input::Expr(v), &mut next_name),
             Some("name") => {
@@ -768,14 +750,7 @@ pub fn uncombine(args: &[String]) -> ExitCode {
     for (long, v) in opts {
         let twice = |what: &str| usage_error(P, SYNOPSIS, &format!("{P}: {what} specified twice"));
         match long {
-            Some("help") => {
-                print!("{UNCOMBINE_USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            Some("version") => {
-                print!("{}", version(P));
-                return ExitCode::SUCCESS;
-            }
+            Some(h @ ("help" | "version")) => return help_or_version(h, P, UNCOMBINE_USAGE),
             Some("file") if file.is_some() => return twice("combined router"),
             Some("file") => file = Some(v),
             Some("output") if output.is_some() => return twice("output file"),
@@ -872,14 +847,7 @@ pub fn flatten(args: &[String]) -> ExitCode {
     for o in opts {
         let v = o.value.unwrap_or_default();
         let r = match o.long {
-            "help" => {
-                print!("{FLATTEN_USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            "version" => {
-                print!("{}", version(P));
-                return ExitCode::SUCCESS;
-            }
+            "help" | "version" => return help_or_version(o.long, P, FLATTEN_USAGE),
             "expression" | "file" | "output" => io_option(o.long, v, &mut input, &mut output),
             "config" => {
                 action = Action::Config;
