@@ -22,7 +22,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, Packet,
     PortInfo, Stats,
 };
-use bricks_packet::Timestamp;
+use bricks_packet::{PerPacket, Timestamp};
 use bricks_wire::checksum;
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -1309,14 +1309,22 @@ impl Element for AddressTranslator {
         let now_ns = cx.now().0;
         let sh = Arc::clone(&self.sh);
         let c = &mut self.c;
-        let mut d = sh.dynamic.as_ref().map(lock);
-        if let Some(d) = d.as_mut() {
-            c.expired += d.reap(now_ns, REAP_PER_BATCH) as u64;
-        }
         let inward = port == 1;
-        cx.push_classified(batch, |p| {
-            Self::process(c, &sh.statics, d.as_deref_mut(), inward, p, now_ns)
-        });
+        // Every packet's output with the shared tables locked; they are
+        // unlocked before the batch goes on, so that other workers do
+        // not wait for the elements behind this one.
+        let mut outs = PerPacket::<u16>::new();
+        {
+            let mut d = sh.dynamic.as_ref().map(lock);
+            if let Some(d) = d.as_mut() {
+                c.expired += d.reap(now_ns, REAP_PER_BATCH) as u64;
+            }
+            outs.gather_mut(batch, |p| {
+                Self::process(c, &sh.statics, d.as_deref_mut(), inward, p, now_ns)
+                    .map_or(u16::MAX, |o| o as u16)
+            });
+        }
+        cx.push_by_outputs(batch, &outs);
     }
 
     fn stats(&self, s: &mut Stats) {
