@@ -160,13 +160,33 @@ pub(crate) fn parse_with(
 ) -> Result<(Vec<Parsed>, Vec<String>), String> {
     let mut opts = Vec::new();
     let mut words = Vec::new();
+    for item in parse_ordered(options, args)? {
+        match item {
+            Item::Opt(o) => opts.push(o),
+            Item::Word(w) => words.push(w),
+        }
+    }
+    Ok((opts, words))
+}
+
+/// One piece of a Click tool's command line.
+pub(crate) enum Item {
+    Opt(Parsed),
+    Word(String),
+}
+
+/// A Click tool's command line as CLP reads it, options and other words
+/// in the order given: for tools whose options apply in order
+/// (click-combine's `-n NAME` names the next router read).
+pub(crate) fn parse_ordered(options: &'static [Opt], args: &[String]) -> Result<Vec<Item>, String> {
+    let mut items = Vec::new();
     let mut i = 0;
     let mut only_words = false;
     while i < args.len() {
         let a = &args[i];
         i += 1;
         if only_words || a == "-" || !a.starts_with('-') {
-            words.push(a.clone());
+            items.push(Item::Word(a.clone()));
             continue;
         }
         if a == "--" {
@@ -190,11 +210,11 @@ pub(crate) fn parse_with(
                 },
                 (_, v) => v,
             };
-            opts.push(Parsed {
+            items.push(Item::Opt(Parsed {
                 long: o.long,
                 negated,
                 value,
-            });
+            }));
             continue;
         }
         // Bundled short options: `-qo-` is -q then -o with value `-`.
@@ -230,14 +250,14 @@ pub(crate) fn parse_with(
             } else {
                 o.long
             };
-            opts.push(Parsed {
+            items.push(Item::Opt(Parsed {
                 long,
                 negated: false,
                 value,
-            });
+            }));
         }
     }
-    Ok((opts, words))
+    Ok(items)
 }
 
 /// What the `click` command line asks for.
@@ -390,97 +410,6 @@ pub fn click(args: &[String], run: impl FnOnce(Vec<OsString>) -> ExitCode) -> Ex
             ExitCode::from(1)
         }
     }
-}
-
-const FASTCLASSIFIER_OPTIONS: &[Opt] = &[
-    opt("clickpath", Some('C'), Value::Required, false),
-    opt("combine", None, Value::None, true),
-    opt("classes", None, Value::None, true),
-    opt("config", Some('c'), Value::None, false),
-    opt("expression", Some('e'), Value::Required, false),
-    opt("file", Some('f'), Value::Required, false),
-    opt("help", None, Value::None, false),
-    opt("kernel", Some('k'), Value::None, false),
-    opt("output", Some('o'), Value::Required, false),
-    opt("quiet", Some('q'), Value::None, false),
-    opt("reverse", Some('r'), Value::None, false),
-    opt("source", Some('s'), Value::None, false),
-    opt("user", Some('u'), Value::None, false),
-    opt("version", Some('v'), Value::None, false),
-];
-
-const FASTCLASSIFIER_USAGE: &str = "\
-'Click-fastclassifier' transforms a router configuration by replacing generic
-Classifier elements with specific generated code. In bricks, every Classifier,
-IPClassifier and IPFilter is compiled into a decision tree when the
-configuration loads, which is what Click's tool does ahead of time: here it
-loads the configuration (so every classifier's patterns are compiled and
-checked) and writes it flattened, to run as it is.
-
-Usage: click-fastclassifier [OPTION]... [ROUTERFILE]
-
-Options:
-  -f, --file FILE               Read router configuration from FILE.
-  -e, --expression EXPR         Use EXPR as router configuration.
-  -o, --output FILE             Write output to FILE.
-      --no-combine              Accepted.
-      --no-classes              Accepted.
-  -k, --kernel                  Accepted; bricks has one driver.
-  -u, --user                    Accepted; bricks has one driver.
-  -c, --config                  Accepted: the configuration is all that is written.
-  -r, --reverse                 Accepted: the configuration is written back as it is.
-  -q, --quiet                   Accepted: there is nothing to compile.
-  -C, --clickpath PATH          Accepted; bricks has no CLICKPATH.
-      --help                    Print this message and exit.
-  -v, --version                 Print version number and exit.
-
--s (source code only) is refused: bricks generates no source code.
-";
-
-/// `click-fastclassifier [OPTION]... [ROUTERFILE]`: the configuration,
-/// loaded (its classifiers compiled) and written flattened.
-pub fn fastclassifier(args: &[String], run: impl FnOnce(Vec<OsString>) -> ExitCode) -> ExitCode {
-    const P: &str = "click-fastclassifier";
-    let usage = |m: &str| {
-        eprintln!("{P}: {m}");
-        eprintln!("Usage: {P} [OPTION]... [ROUTERFILE]\nTry '{P} --help' for more information.");
-        ExitCode::from(1)
-    };
-    let (opts, words) = match parse_with(FASTCLASSIFIER_OPTIONS, args) {
-        Ok(x) => x,
-        Err(e) => return usage(&e),
-    };
-    let mut input: Vec<String> = Vec::new();
-    let mut out = "-".to_string();
-    for o in opts {
-        let v = o.value.unwrap_or_default();
-        match o.long {
-            "help" => {
-                print!("{FASTCLASSIFIER_USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            "version" => {
-                println!("{P} (Click) 2.1 compatible: bricks {}", env!("CARGO_PKG_VERSION"));
-                return ExitCode::SUCCESS;
-            }
-            "source" => return usage("-s: bricks generates no source code (its classifiers are compiled when the configuration loads)"),
-            "file" | "expression" if !input.is_empty() => return usage("router configuration specified twice"),
-            "file" => input = vec![v],
-            "expression" => input = vec!["-e".into(), v],
-            "output" => out = v,
-            _ => {}
-        }
-    }
-    for w in words {
-        if !input.is_empty() {
-            return usage("router configuration specified twice");
-        }
-        input = vec![w];
-    }
-    let mut rest = vec!["-q".to_string()];
-    rest.extend(input);
-    rest.extend(["-o".to_string(), out]);
-    click(&rest, run)
 }
 
 /// Build features bricks has, as `click-buildtool provides` names them.

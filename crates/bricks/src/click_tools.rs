@@ -3,9 +3,10 @@
 //! lines. The work is done by `bricks_config::tools`;
 //! this is the command-line glue.
 
-use crate::click_cmd::{opt, parse_with, Opt, Value};
+use crate::click_cmd::{self, opt, parse_ordered, parse_with, Item, Opt, Value};
 use bricks_config::archive::{self, Member};
 use bricks_config::{Options, Router, Source, SourceMap};
+use std::ffi::OsString;
 use std::io::Read as _;
 use std::process::ExitCode;
 
@@ -552,96 +553,46 @@ fn write_archived(output: Option<&str>, config: String, members: &[Member]) -> E
     }
 }
 
-/// An option's value: attached (`-nA`, `--name=A`) or the next word.
-fn option_value(
-    attached: Option<String>,
+/// A command line read in order (see [`parse_ordered`]) as pairs of an
+/// option's long name and its value (empty for a flag), and words with
+/// no name.
+fn in_order(
+    options: &'static [Opt],
     args: &[String],
-    i: &mut usize,
-    long: &str,
-) -> Result<String, String> {
-    if let Some(v) = attached {
-        return Ok(v);
-    }
-    let v = args
-        .get(*i)
-        .cloned()
-        .ok_or_else(|| format!("'--{long}' requires a value"))?;
-    *i += 1;
-    Ok(v)
+) -> Result<Vec<(Option<&'static str>, String)>, String> {
+    Ok(parse_ordered(options, args)?
+        .into_iter()
+        .map(|item| match item {
+            Item::Opt(o) => (Some(o.long), o.value.unwrap_or_default()),
+            Item::Word(w) => (None, w),
+        })
+        .collect())
 }
 
-/// The options of a tool whose options apply in order (`-n NAME` names
-/// the next component read): `(long name, value)` pairs and words, in the
-/// order given. `with_value` lists the long names that take values with
-/// their short letters; `flags` those that do not.
-fn ordered_options(
-    args: &[String],
-    with_value: &[(&'static str, char)],
-    flags: &[(&'static str, char)],
-) -> Result<Vec<(Option<&'static str>, String)>, String> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].clone();
-        i += 1;
-        if a == "-" || !a.starts_with('-') {
-            out.push((None, a));
-            continue;
-        }
-        if a == "--" {
-            out.extend(args[i..].iter().map(|w| (None, w.clone())));
-            break;
-        }
-        let (long, attached) = if let Some(l) = a.strip_prefix("--") {
-            let (n, v) = match l.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (l, None),
-            };
-            // Click accepts any unambiguous prefix of a long option.
-            let all = with_value.iter().chain(flags).map(|(l, _)| *l);
-            let hits: Vec<&'static str> = all.filter(|l| l.starts_with(n)).collect();
-            match hits.as_slice() {
-                [one] => (*one, v),
-                [] => return Err(format!("unrecognized option '{a}'")),
-                _ if hits.contains(&n) => (hits.into_iter().find(|l| *l == n).unwrap_or(""), v),
-                _ => return Err(format!("option '{a}' is ambiguous")),
-            }
-        } else {
-            let c = a[1..].chars().next().unwrap_or(' ');
-            let rest = &a[1 + c.len_utf8()..];
-            let found = with_value.iter().chain(flags).find(|(_, s)| *s == c);
-            let Some(&(l, _)) = found else {
-                return Err(format!("unrecognized option '-{c}'"));
-            };
-            (l, (!rest.is_empty()).then(|| rest.to_string()))
-        };
-        if with_value.iter().any(|(l, _)| *l == long) {
-            let v = option_value(attached, args, &mut i, long)?;
-            out.push((Some(long), v));
-        } else if attached.is_some() && a.starts_with("--") {
-            return Err(format!("'--{long}' takes no value"));
-        } else {
-            out.push((Some(long), String::new()));
-        }
-    }
-    Ok(out)
-}
+const COMBINE_OPTIONS: &[Opt] = &[
+    opt("config", Some('c'), Value::None, false),
+    opt("expression", Some('e'), Value::Required, false),
+    opt("file", Some('f'), Value::Required, false),
+    opt("help", None, Value::None, false),
+    opt("link", Some('l'), Value::Required, false),
+    opt("name", Some('n'), Value::Required, false),
+    opt("output", Some('o'), Value::Required, false),
+    opt("version", Some('v'), Value::None, false),
+];
+
+const UNCOMBINE_OPTIONS: &[Opt] = &[
+    opt("file", Some('f'), Value::Required, false),
+    opt("help", None, Value::None, false),
+    opt("name", Some('n'), Value::Required, false),
+    opt("output", Some('o'), Value::Required, false),
+    opt("version", Some('v'), Value::None, false),
+];
 
 /// `click-combine [OPTION]... [ROUTERFILE | ROUTERNAME=FILE | LINKSPEC]...`
 pub fn combine(args: &[String]) -> ExitCode {
     const P: &str = "click-combine";
     const SYNOPSIS: &str = "[OPTION]... [ROUTERFILE]";
-    let opts = match ordered_options(
-        args,
-        &[
-            ("expression", 'e'),
-            ("file", 'f'),
-            ("link", 'l'),
-            ("name", 'n'),
-            ("output", 'o'),
-        ],
-        &[("config", 'c'), ("help", '\0'), ("version", 'v')],
-    ) {
+    let opts = match in_order(COMBINE_OPTIONS, args) {
         Ok(o) => o,
         Err(e) => return usage_error(P, SYNOPSIS, &format!("{P}: {e}")),
     };
@@ -736,11 +687,7 @@ pub fn combine(args: &[String]) -> ExitCode {
 pub fn uncombine(args: &[String]) -> ExitCode {
     const P: &str = "click-uncombine";
     const SYNOPSIS: &str = "[OPTION]... [ROUTERFILE [COMPONENTNAME]]";
-    let opts = match ordered_options(
-        args,
-        &[("file", 'f'), ("name", 'n'), ("output", 'o')],
-        &[("help", '\0'), ("version", 'v')],
-    ) {
+    let opts = match in_order(UNCOMBINE_OPTIONS, args) {
         Ok(o) => o,
         Err(e) => return usage_error(P, SYNOPSIS, &format!("{P}: {e}")),
     };
@@ -781,6 +728,87 @@ pub fn uncombine(args: &[String]) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+const FASTCLASSIFIER_OPTIONS: &[Opt] = &[
+    opt("clickpath", Some('C'), Value::Required, false),
+    opt("combine", None, Value::None, true),
+    opt("classes", None, Value::None, true),
+    opt("config", Some('c'), Value::None, false),
+    opt("expression", Some('e'), Value::Required, false),
+    opt("file", Some('f'), Value::Required, false),
+    opt("help", None, Value::None, false),
+    opt("kernel", Some('k'), Value::None, false),
+    opt("output", Some('o'), Value::Required, false),
+    opt("quiet", Some('q'), Value::None, false),
+    opt("reverse", Some('r'), Value::None, false),
+    opt("source", Some('s'), Value::None, false),
+    opt("user", Some('u'), Value::None, false),
+    opt("version", Some('v'), Value::None, false),
+];
+
+const FASTCLASSIFIER_USAGE: &str = "\
+'Click-fastclassifier' transforms a router configuration by replacing generic
+Classifier elements with specific generated code. In bricks, every Classifier,
+IPClassifier and IPFilter is compiled into a decision tree when the
+configuration loads, which is what Click's tool does ahead of time: here it
+loads the configuration (so every classifier's patterns are compiled and
+checked) and writes it flattened, to run as it is.
+
+Usage: click-fastclassifier [OPTION]... [ROUTERFILE]
+
+Options:
+  -f, --file FILE               Read router configuration from FILE.
+  -e, --expression EXPR         Use EXPR as router configuration.
+  -o, --output FILE             Write output to FILE.
+      --no-combine              Accepted.
+      --no-classes              Accepted.
+  -k, --kernel                  Accepted; bricks has one driver.
+  -u, --user                    Accepted; bricks has one driver.
+  -c, --config                  Accepted: the configuration is all that is written.
+  -r, --reverse                 Accepted: the configuration is written back as it is.
+  -q, --quiet                   Accepted: there is nothing to compile.
+  -C, --clickpath PATH          Accepted; bricks has no CLICKPATH.
+      --help                    Print this message and exit.
+  -v, --version                 Print version number and exit.
+
+-s (source code only) is refused: bricks generates no source code.
+";
+
+/// `click-fastclassifier [OPTION]... [ROUTERFILE]`: the configuration,
+/// loaded (its classifiers compiled) and written flattened.
+pub fn fastclassifier(args: &[String], run: impl FnOnce(Vec<OsString>) -> ExitCode) -> ExitCode {
+    const P: &str = "click-fastclassifier";
+    const SYNOPSIS: &str = "[OPTION]... [ROUTERFILE]";
+    let usage = |m: &str| usage_error(P, SYNOPSIS, &format!("{P}: {m}"));
+    let (opts, words) = match parse_with(FASTCLASSIFIER_OPTIONS, args) {
+        Ok(x) => x,
+        Err(e) => return usage(&e),
+    };
+    let mut input: Vec<String> = Vec::new();
+    let mut out = "-".to_string();
+    for o in opts {
+        let v = o.value.unwrap_or_default();
+        match o.long {
+            h @ ("help" | "version") => return help_or_version(h, P, FASTCLASSIFIER_USAGE),
+            "source" => return usage("-s: bricks generates no source code (its classifiers are compiled when the configuration loads)"),
+            "file" | "expression" if !input.is_empty() => return usage("router configuration specified twice"),
+            "file" => input = vec![v],
+            "expression" => input = vec!["-e".into(), v],
+            "output" => out = v,
+            _ => {}
+        }
+    }
+    for w in words {
+        if !input.is_empty() {
+            return usage("router configuration specified twice");
+        }
+        input = vec![w];
+    }
+    let mut rest = vec!["-q".to_string()];
+    rest.extend(input);
+    rest.extend(["-o".to_string(), out]);
+    click_cmd::click(&rest, run)
 }
 
 const FLATTEN_OPTIONS: &[Opt] = &[

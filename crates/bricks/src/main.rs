@@ -495,7 +495,7 @@ fn main() -> ExitCode {
         Some("click-undead") => return click_tools::undead(&args.collect::<Vec<_>>()),
         Some("click-combine") => return click_tools::combine(&args.collect::<Vec<_>>()),
         Some("click-fastclassifier") => {
-            return click_cmd::fastclassifier(&args.collect::<Vec<_>>(), run_click)
+            return click_tools::fastclassifier(&args.collect::<Vec<_>>(), run_click)
         }
         Some("click-uncombine") => return click_tools::uncombine(&args.collect::<Vec<_>>()),
         _ => {}
@@ -545,7 +545,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::ClickUndead { args } => Ok(click_tools::undead(&args)),
         Command::ClickFlatten { args } => Ok(click_tools::flatten(&args)),
         Command::ClickCombine { args } => Ok(click_tools::combine(&args)),
-        Command::ClickFastclassifier { args } => Ok(click_cmd::fastclassifier(&args, run_click)),
+        Command::ClickFastclassifier { args } => Ok(click_tools::fastclassifier(&args, run_click)),
         Command::ClickUncombine { args } => Ok(click_tools::uncombine(&args)),
         Command::Clicktest(a) => clicktest_cmd::clicktest(&a),
         Command::Reproduce(a) => {
