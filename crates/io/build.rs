@@ -10,7 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The programs, by file stem (`bpf/<stem>.c` becomes `<stem>.o`).
-const PROGRAMS: &[&str] = &["xsk_redirect", "devmap_redirect", "pass", "fastpath"];
+const PROGRAMS: &[&str] = &[
+    "xsk_redirect",
+    "devmap_redirect",
+    "pass",
+    "fastpath",
+    "gen_live",
+];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));

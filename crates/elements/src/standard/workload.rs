@@ -167,6 +167,52 @@ fn addr_in(c: &Ipv4Cidr, rng: &mut SplitMix) -> [u8; 4] {
     (net | host).to_be_bytes()
 }
 
+/// `n` flows with sources in `src` and destinations in `dst` (a prefix
+/// drawn at random, then an address in it), ports from 1024 up, drawn
+/// from `seed`; and the generator, as it is left, for the packets.
+fn draw_flows(src: &Ipv4Cidr, dst: &[Ipv4Cidr], n: usize, seed: u64) -> (Vec<Flow>, SplitMix) {
+    let mut rng = SplitMix(seed);
+    let flows = (0..n)
+        .map(|_| {
+            let d = &dst[rng.below(dst.len() as u64) as usize];
+            Flow {
+                src: addr_in(src, &mut rng),
+                dst: addr_in(d, &mut rng),
+                sport: 1024 + rng.below(64512) as u16,
+                dport: 1024 + rng.below(64512) as u16,
+            }
+        })
+        .collect();
+    (flows, rng)
+}
+
+/// The flows a `WorkloadSource` with SRC `src`, DST `dst`, FLOWS `n` and
+/// SEED `seed` sends, in its order, as (source, destination, source port,
+/// destination port): what `bricks gen --backend live` sends too. `dst`
+/// must not be empty.
+pub fn workload_flows(
+    src: Ipv4Cidr,
+    dst: &[Ipv4Cidr],
+    n: usize,
+    seed: u64,
+) -> Vec<(Ipv4Addr, Ipv4Addr, u16, u16)> {
+    if dst.is_empty() {
+        return Vec::new();
+    }
+    draw_flows(&src, dst, n, seed)
+        .0
+        .into_iter()
+        .map(|f| {
+            (
+                Ipv4Addr::from(f.src),
+                Ipv4Addr::from(f.dst),
+                f.sport,
+                f.dport,
+            )
+        })
+        .collect()
+}
+
 fn parse_prefixes(text: &str) -> Result<Vec<Ipv4Cidr>, ArgError> {
     use bricks_element::FromArg;
     let v: Result<Vec<_>, _> = text.split_whitespace().map(Ipv4Cidr::from_arg).collect();
@@ -245,18 +291,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         dst.extend_from_slice(&from_file);
     }
     let burst = burst.clamp(1, MAX_BATCH);
-    let mut rng = SplitMix(seed);
-    let flows = (0..flows)
-        .map(|_| {
-            let d = &dst[rng.below(dst.len() as u64) as usize];
-            Flow {
-                src: addr_in(&src, &mut rng),
-                dst: addr_in(d, &mut rng),
-                sport: 1024 + rng.below(64512) as u16,
-                dport: 1024 + rng.below(64512) as u16,
-            }
-        })
-        .collect();
+    let (flows, rng) = draw_flows(&src, &dst, flows, seed);
     let mut eth = [0u8; 14];
     eth[0..6].copy_from_slice(&ethdst.0);
     eth[6..12].copy_from_slice(&ethsrc.0);

@@ -34,13 +34,26 @@
 //! the busy-polling workers they share a CPU with (seen on a kernel with
 //! `preempt=none`), and the frames of a whole run were lost.
 //!
+//! **The generator.** The tester must outrun the router. For a subject
+//! that reads its input with one worker (Linux, XDP_REDIRECT, bricks on
+//! one core) the generator is `bricks gen --backend live`: an XDP program
+//! run by the kernel in live-frames mode (`BPF_PROG_RUN`), which sends
+//! from inside the kernel with no socket or skb, 2.5 to 3 Mpps on one CPU
+//! here, against about 1 Mpps for AF_XDP in copy mode, which bounded
+//! every fast subject. It also hands r0 its frames as XDP frames, as a
+//! NIC's driver does, so a subject pays for the skb it builds (Linux), or
+//! for none (XDP), on the router's CPU; the AF_XDP generator built every
+//! skb on the tester's CPU. `--generator xdp` measures every subject with
+//! AF_XDP instead.
+//!
 //! **Queues.** A veth hands a frame to the receive queue numbered like the
-//! transmit queue it was sent on, and a veth has no RSS. The generator
-//! runs two workers (`bricks gen --threads 2`, both on the tester CPU),
-//! each sending its own flows on its own AF_XDP transmit queue of g0, so
-//! both of r0's receive queues get traffic. AF_XDP rather than AF_PACKET:
-//! on this kind of machine it sends about twice as many frames per second
-//! per CPU, and the tester must outrun the router.
+//! transmit queue it was sent on (an XDP frame: like the sending CPU), and
+//! a veth has no RSS. For the subjects with more than one worker the
+//! generator runs two AF_XDP workers (`bricks gen --threads 2`, both on
+//! the tester CPU), each sending its own flows on its own transmit queue
+//! of g0, so both of r0's receive queues get traffic. AF_XDP rather than
+//! AF_PACKET: on this kind of machine it sends about twice as many frames
+//! per second per CPU.
 //!
 //! The network is deleted at the end, on errors and on Ctrl-C.
 
@@ -117,11 +130,28 @@ pub struct IoArgs {
     /// loss-free in the search.
     #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
     pub max_loss: f64,
+    /// The generator: `live` (XDP live frames, `bricks gen --backend
+    /// live`: frames sent from inside the kernel, one queue) for the
+    /// subjects that read one queue, AF_XDP on every queue for the others;
+    /// or `xdp` (AF_XDP, `bricks gen --backend xdp --threads 2`) for all.
+    #[arg(long, value_enum, default_value = "live")]
+    pub generator: Generator,
     /// Hold an XDP program until killed (used by the bench itself, inside
     /// the router's or the sink's namespace): `redirect:FROM:TO` or
     /// `pass:IF`.
     #[arg(long, hide = true, value_name = "SPEC")]
     pub xdp_hold: Option<String>,
+}
+
+/// How `bricks gen` sends in the runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generator {
+    /// XDP live frames where the subject reads one queue: two to three
+    /// times AF_XDP's rate on a veth, so the router, not the generator,
+    /// sets the figure.
+    Live,
+    /// AF_XDP, two workers, one transmit queue each.
+    Xdp,
 }
 
 /// Exit status when the bench cannot run here (no root, missing tools).
@@ -308,8 +338,9 @@ fn measure(
 ) -> Result<Measurement, Error> {
     let machine = Machine::probe();
     let load_start = load_average();
-    let bed = Testbed::build(machine.clone(), a.flows, cancel.clone())
+    let mut bed = Testbed::build(machine.clone(), a.flows, cancel.clone())
         .context("building the test network")?;
+    bed.live = a.generator == Generator::Live;
     if header {
         print_header(a, &machine, load_start);
     }
@@ -755,6 +786,7 @@ mod tests {
             latency_rate: 10_000,
             search_steps: 6,
             max_loss: 1.0,
+            generator: Generator::Live,
             xdp_hold: None,
         };
         let linux = measured("linux", 0.4, 0.5, &[0.40, 0.44, 0.42]);

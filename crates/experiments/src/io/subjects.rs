@@ -72,6 +72,17 @@ impl Subject {
     pub(super) fn is_latency(&self) -> bool {
         self.rate.is_some()
     }
+
+    /// Whether the router reads its input with one worker on one CPU, so
+    /// that frames on one queue load it as frames on all would (a veth
+    /// hands an XDP live frame to the receive queue of the sending CPU).
+    pub(super) fn reads_one_queue(&self) -> bool {
+        !self.wide
+            && match &self.fwd {
+                Forwarder::Bricks(b) => b.threads == 1,
+                Forwarder::Linux | Forwarder::XdpRedirect => true,
+            }
+    }
 }
 
 /// Every subject, in the order they are run and printed.

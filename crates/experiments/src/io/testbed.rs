@@ -15,6 +15,9 @@ pub(super) struct Testbed {
     pub(super) flows: u32,
     /// Queues of every veth, and each generator's workers.
     pub(super) queues: u32,
+    /// Send with XDP live frames (one queue) to the subjects that read
+    /// one queue.
+    pub(super) live: bool,
 }
 
 impl Testbed {
@@ -54,6 +57,7 @@ impl Testbed {
             cancel,
             flows,
             queues,
+            live: false,
         })
     }
 
@@ -88,12 +92,22 @@ impl Testbed {
 
     /// The generator of `port`: 64-byte UDP frames to the sink's address
     /// through the router's input, for `secs`, at `rate` or as fast as it
-    /// can.
-    pub(super) fn gen(&self, port: &Port, secs: f64, rate: Option<u64>) -> Result<Proc, Error> {
+    /// can; with XDP live frames on one queue when `live`.
+    pub(super) fn gen(
+        &self,
+        port: &Port,
+        secs: f64,
+        rate: Option<u64>,
+        live: bool,
+    ) -> Result<Proc, Error> {
         let d = format!("{secs:.3}");
         let flows = self.flows.to_string();
         let rate = rate.map(|r| r.to_string());
-        let threads = self.queues.to_string();
+        let (threads, backend) = if live {
+            ("1".to_string(), "live")
+        } else {
+            (self.queues.to_string(), "xdp")
+        };
         let (src, dst) = (port.gen_addr(), port.sink_addr());
         let mut args = vec![
             "gen",
@@ -115,7 +129,7 @@ impl Testbed {
             "--size",
             "64",
             "--backend",
-            "xdp",
+            backend,
             "--json",
         ];
         if let Some(r) = &rate {
@@ -272,9 +286,10 @@ impl Testbed {
             placed.iter().flat_map(|(_, c)| c.iter().copied()).collect()
         };
         let ticks_before = cpu_ticks(&router_cpus);
+        let live = self.live && s.reads_one_queue() && self.ports.len() == 1;
         let mut gens = Vec::new();
         for p in &self.ports {
-            gens.push(self.gen(p, secs, rate)?);
+            gens.push(self.gen(p, secs, rate, live)?);
         }
         let gens: Vec<Finished> = gens
             .into_iter()

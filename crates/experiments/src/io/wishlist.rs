@@ -186,7 +186,7 @@ fn run(bed: &Testbed, secs: f64, change: bool) -> Result<Outcome, Error> {
     let total = secs * plan.len() as f64;
     let mut sink = bed.sink(bed.port0(), total + 30.0)?;
     std::thread::sleep(SINK_START);
-    let gen = bed.gen(bed.port0(), total, Some(RATE))?;
+    let gen = bed.gen(bed.port0(), total, Some(RATE), false)?;
     let t0 = Instant::now();
     let mut phases = Vec::new();
     let mut result = (|| -> Result<(), Error> {

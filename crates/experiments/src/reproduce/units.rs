@@ -305,6 +305,7 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
                     latency_rate: 10_000,
                     search_steps: 0,
                     max_loss: 1.0,
+                    generator: crate::io::Generator::Xdp,
                     xdp_hold: None,
                 },
                 o.stop_on_signals,

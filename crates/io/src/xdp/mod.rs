@@ -74,6 +74,7 @@
 //! Sockets and programs act in the calling thread's network namespace.
 
 mod fastpath;
+mod live_gen;
 mod netlink;
 mod program;
 mod socket;
@@ -84,6 +85,7 @@ mod tests;
 pub use fastpath::{
     FastPath, FastPathPort, FastPathSpec, FastPathStats, MAX_BAD_SRC, MAX_PORTS, TO_USER_REASONS,
 };
+pub use live_gen::{LiveFlow, LiveGen, LiveReport, MAX_LIVE_FLOWS, MAX_LIVE_FRAME, MIN_LIVE_FRAME};
 pub use program::{attach_pass, redirect, XdpPass, XdpRedirect};
 pub use socket::{XdpRx, XdpTx};
 
