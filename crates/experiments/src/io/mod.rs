@@ -179,6 +179,8 @@ const DRAIN: Duration = Duration::from_millis(300);
 /// then get about 1% of a CPU the bench's processes want (weight 88761
 /// against 1024), so a busy machine disturbs the figures less.
 const NICE: &str = "-20";
+/// The niceness of the live generator (see [`Testbed::gen`]).
+const GEN_LIVE_NICE: &str = "19";
 /// SCHED_FIFO priority of the veths' NAPI threads: above every ordinary
 /// thread, below the kernel's own real-time threads.
 const NAPI_PRIORITY: &str = "10";

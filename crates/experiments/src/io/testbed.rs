@@ -73,8 +73,13 @@ impl Testbed {
     /// `nice -n -20 taskset -c CPUS bricks ARGS...` in namespace `ns`
     /// (each program execs the next, so the PID is bricks').
     pub(super) fn bricks(&self, ns: &str, cpus: &[usize], args: &[&str]) -> Command {
+        self.bricks_at(NICE, ns, cpus, args)
+    }
+
+    /// [`Testbed::bricks`] at niceness `nice`.
+    fn bricks_at(&self, nice: &str, ns: &str, cpus: &[usize], args: &[&str]) -> Command {
         let list = cpu_list(cpus);
-        let mut argv = vec!["nice", "-n", NICE, "taskset", "-c", &list, &self.exe];
+        let mut argv = vec!["nice", "-n", nice, "taskset", "-c", &list, &self.exe];
         argv.extend_from_slice(args);
         self.net.exec(ns, &argv)
     }
@@ -135,7 +140,14 @@ impl Testbed {
         if let Some(r) = &rate {
             args.extend_from_slice(&["--rate", r]);
         }
-        Proc::spawn(&mut self.bricks("gen", &[self.machine.tester_cpu()], &args))
+        // The live generator turns in the kernel even while it waits for
+        // its next frame's time, and it shares the tester CPU with the
+        // sink: at the lowest priority, so that the sink always has the
+        // CPU it needs, and a tester too busy to keep up shows as frames
+        // the generator did not send (the offered rate), not as frames
+        // the sink lost.
+        let nice = if live { GEN_LIVE_NICE } else { NICE };
+        Proc::spawn(&mut self.bricks_at(nice, "gen", &[self.machine.tester_cpu()], &args))
     }
 
     /// Whether `ifname` in `ns` carries an XDP program.
