@@ -12,7 +12,7 @@ use aya::programs::xdp::XdpLinkId;
 use aya::programs::Xdp;
 use aya::Ebpf;
 
-use super::program::{self, chain, errno, IfKey};
+use super::program::{self, chain, errno, take, IfKey};
 use super::XdpMode;
 use crate::queue::DeviceError;
 
@@ -253,17 +253,6 @@ fn netns() -> Result<(u64, u64), DeviceError> {
     let ns = std::fs::metadata("/proc/thread-self/ns/net")
         .map_err(|e| DeviceError::Io(format!("reading this thread's network namespace: {e}")))?;
     Ok((ns.dev(), ns.ino()))
-}
-
-/// Takes map `name` out of `ebpf` as a `M`.
-fn take<M>(ebpf: &mut Ebpf, name: &str) -> Result<M, String>
-where
-    M: TryFrom<aya::maps::Map, Error = aya::maps::MapError>,
-{
-    let map = ebpf
-        .take_map(name)
-        .ok_or_else(|| format!("{name} missing from the XDP object"))?;
-    M::try_from(map).map_err(|e| format!("{name}: {}", chain(&e)))
 }
 
 impl FastPath {

@@ -27,9 +27,8 @@ use std::time::{Duration, Instant};
 
 use aya::maps::{Array, MapData};
 use aya::programs::Xdp;
-use aya::Ebpf;
 
-use super::program::{self, chain};
+use super::program::{self, chain, take};
 use crate::queue::DeviceError;
 
 static GEN_LIVE: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/gen_live.o"));
@@ -287,16 +286,6 @@ impl LiveGen {
             elapsed,
         })
     }
-}
-
-fn take<M>(ebpf: &mut Ebpf, name: &str) -> Result<M, String>
-where
-    M: TryFrom<aya::maps::Map, Error = aya::maps::MapError>,
-{
-    let map = ebpf
-        .take_map(name)
-        .ok_or_else(|| format!("{name} missing from the XDP object"))?;
-    M::try_from(map).map_err(|e| format!("{name}: {}", chain(&e)))
 }
 
 /// The system calls aya does not make: `BPF_PROG_RUN` in live-frames mode,

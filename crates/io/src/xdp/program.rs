@@ -134,6 +134,17 @@ pub(crate) fn load(
     Ok(ebpf)
 }
 
+/// Takes map `name` out of `ebpf` as a `M`.
+pub(crate) fn take<M>(ebpf: &mut Ebpf, name: &str) -> Result<M, String>
+where
+    M: TryFrom<aya::maps::Map, Error = aya::maps::MapError>,
+{
+    let map = ebpf
+        .take_map(name)
+        .ok_or_else(|| format!("{name} missing from the XDP object"))?;
+    M::try_from(map).map_err(|e| format!("{name}: {}", chain(&e)))
+}
+
 /// Where [`attach_loaded`] attached a program.
 pub(crate) struct Attachment {
     /// The link, owned by the program inside its `Ebpf`: dropping the
