@@ -544,6 +544,11 @@ fn live(a: &GenArgs) -> anyhow::Result<ExitCode> {
         println!("{}", report.json());
     } else {
         print!("{}", report.text(&a.iface));
+        println!(
+            "  (live frames are counted as handed to the device: a veth's peer drops them when \
+             its ring is full, and all of them without NAPI: an XDP program or `ethtool -K PEER \
+             gro on`)"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
