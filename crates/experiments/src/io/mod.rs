@@ -601,6 +601,19 @@ mod tests {
     }
 
     #[test]
+    fn live_frames_go_to_the_subjects_that_read_one_queue() {
+        let all = subjects(10_000);
+        let by = |n: &str| all.iter().find(|s| s.name == n).unwrap().reads_one_queue();
+        assert!(by("linux") && by("xdp-redirect") && by("bricks") && by("bricks-fastpath"));
+        let many: Vec<&Subject> = all
+            .iter()
+            .filter(|s| s.wide || matches!(&s.fwd, Forwarder::Bricks(b) if b.threads > 1))
+            .collect();
+        assert!(!many.is_empty());
+        assert!(many.iter().all(|s| !s.reads_one_queue()));
+    }
+
+    #[test]
     fn only_selects_by_name_and_group() {
         let all = subjects(10_000);
         let n = all.len();

@@ -334,6 +334,13 @@ pub(super) fn print_header(a: &IoArgs, machine: &Machine, load: f64) {
         machine.kernel
     );
     println!("placement: {}", placement(machine));
+    println!(
+        "generator: {}",
+        match a.generator {
+            Generator::Live => "XDP live frames (`bricks gen --backend live`, from inside the kernel, one queue) for the subjects that read one queue; AF_XDP on every queue for the others",
+            Generator::Xdp => "AF_XDP (`bricks gen --backend xdp`), a worker for each queue",
+        }
+    );
     println!();
 }
 

@@ -297,7 +297,8 @@ mod sys {
     const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
     const BPF_PROG_TEST_RUN: libc::c_long = 10;
     const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
-    /// Frames the kernel sends at once (its default and its most).
+    /// Frames the kernel runs the program on and sends at once (its
+    /// default; it takes up to 256).
     const BATCH: u32 = 64;
 
     /// The `test` member of `union bpf_attr`.
@@ -357,7 +358,7 @@ mod sys {
             ingress_ifindex: ifindex,
             ..XdpMd::default()
         };
-        let attr = TestAttr {
+        let mut attr = TestAttr {
             prog_fd: prog_fd as u32,
             data_size_in: frame.len() as u32,
             data_in: frame.as_ptr() as u64,
@@ -368,14 +369,16 @@ mod sys {
             batch_size: BATCH,
             ..TestAttr::default()
         };
-        // SAFETY: `attr` is a valid `bpf_attr` prefix of the size passed;
-        // the kernel reads `frame` and `ctx` (live for the call, of the
-        // sizes given) and writes nothing back but `attr` itself.
+        // SAFETY: `attr` is a valid `bpf_attr` prefix of the size passed,
+        // which the kernel reads and writes (the return value, the
+        // duration); it reads `frame` and `ctx`, live for the call and of
+        // the sizes given, and writes nothing else (`data_out` and
+        // `ctx_out` are null).
         let r = unsafe {
             libc::syscall(
                 libc::SYS_bpf,
                 BPF_PROG_TEST_RUN,
-                &attr as *const TestAttr,
+                &mut attr as *mut TestAttr,
                 std::mem::size_of::<TestAttr>(),
             )
         };
