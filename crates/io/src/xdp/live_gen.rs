@@ -129,14 +129,8 @@ impl LiveGen {
         ip[10..12].fill(0);
         ip[12..16].copy_from_slice(&flow.src.octets());
         ip[16..20].copy_from_slice(&flow.dst.octets());
-        let mut sum = 0u32;
-        for w in ip.chunks_exact(2) {
-            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        let sum = !bricks_wire::checksum::data(ip);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
         hdr[34..36].copy_from_slice(&flow.sport.to_be_bytes());
         hdr[36..38].copy_from_slice(&flow.dport.to_be_bytes());
         FlowFields { hdr }
