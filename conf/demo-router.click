@@ -48,6 +48,11 @@ define(
     // through this configuration as without it.
     $FASTPATH false,
 
+    // AF_XDP busy polling (FromDevice's BUSY_POLL): 0 leaves the
+    // interfaces' receive processing to the kernel; a duration such as
+    // 50us has the worker run it in its own polls.
+    $BUSY_POLL 0,
+
     // The links' MTU: larger packets are fragmented, or answered with ICMP
     // "fragmentation needed" when they say Don't Fragment.
     $MTU 1500,
@@ -94,7 +99,7 @@ arpt :: Tee(2);
 // Interface 0. The named device elements (in0, out0) are what `bricks demo`
 // reads its per-port rates from.
 
-in0 :: FromDevice($DEV0, BACKEND $BACKEND, FASTPATH $FASTPATH);
+in0 :: FromDevice($DEV0, BACKEND $BACKEND, FASTPATH $FASTPATH, BUSY_POLL $BUSY_POLL);
 out0 :: ToDevice($DEV0);
 q0 :: Queue(1024) -> out0;
 
@@ -118,7 +123,7 @@ c0[3] -> other0 :: Discard;
 // ---------------------------------------------------------------------
 // Interface 1, the same.
 
-in1 :: FromDevice($DEV1, BACKEND $BACKEND, FASTPATH $FASTPATH);
+in1 :: FromDevice($DEV1, BACKEND $BACKEND, FASTPATH $FASTPATH, BUSY_POLL $BUSY_POLL);
 out1 :: ToDevice($DEV1);
 q1 :: Queue(1024) -> out1;
 

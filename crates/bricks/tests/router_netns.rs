@@ -41,7 +41,7 @@ struct Lab {
 }
 
 impl Lab {
-    fn start(tag: &str, backend: &str, threads: usize, fast: bool) -> Lab {
+    fn start(tag: &str, backend: &str, threads: usize, fast: bool, busy_poll: &str) -> Lab {
         let mut net = Network::new(&Network::unique_prefix(tag)).unwrap();
         for ns in ["r", "h1", "h2"] {
             net.add_namespace(ns).unwrap();
@@ -80,6 +80,7 @@ impl Lab {
             format!("MAC0={}", macs[0]),
             format!("MAC1={}", macs[1]),
             format!("FASTPATH={fast}"),
+            format!("BUSY_POLL={busy_poll}"),
         ];
         let dir = tempfile::tempdir().unwrap();
         let control = dir.path().join("ctl.sock");
@@ -346,15 +347,30 @@ fn rfc1812_limits(lab: &Lab) {
 
 /// Everything a router owes two hosts, on one backend and worker count.
 fn suite(tag: &str, backend: &str, threads: usize, fast: bool) {
+    suite_polled(tag, backend, threads, fast, "0");
+}
+
+/// [`suite`] with FromDevice's BUSY_POLL (`0`: off).
+fn suite_polled(tag: &str, backend: &str, threads: usize, fast: bool, busy_poll: &str) {
     let name = format!(
-        "router_netns {backend} {threads} worker(s){}",
-        if fast { " XDP fast path" } else { "" }
+        "router_netns {backend} {threads} worker(s){}{}",
+        if fast { " XDP fast path" } else { "" },
+        if busy_poll != "0" {
+            " busy polling"
+        } else {
+            ""
+        }
     );
     if skip_unless_root(&name).is_some() {
         return;
     }
-    let mut lab = Lab::start(tag, backend, threads, fast);
+    let mut lab = Lab::start(tag, backend, threads, fast, busy_poll);
     let prefix = lab.net.prefix().to_string();
+    if busy_poll != "0" {
+        // The kernel took the socket options: the router says so.
+        let polling = format!("busy polling {busy_poll}");
+        assert!(lab.stderr().contains(&polling), "{}", lab.stderr());
+    }
 
     // Hosts reach each other through bricks, both ways.
     lab.ping("h1", H2);
@@ -495,4 +511,11 @@ fn af_xdp_fast_path_one_worker() {
 #[test]
 fn af_xdp_fast_path_two_workers() {
     suite("f2", "xdp", 2, true);
+}
+
+/// The same suite with AF_XDP busy polling: each worker runs its queues'
+/// receive processing in its own polls.
+#[test]
+fn af_xdp_busy_poll_one_worker() {
+    suite_polled("b1", "xdp", 1, false, "50us");
 }

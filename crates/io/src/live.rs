@@ -108,6 +108,9 @@ pub struct DeviceSpec {
     /// of the plain steering program. Needs AF_XDP: `Backend::Packet` is
     /// refused, and `Backend::Auto` does not fall back to AF_PACKET.
     pub fast_path: Option<crate::xdp::FastPath>,
+    /// AF_XDP busy polling, microseconds a poll (0: off); see
+    /// [`crate::xdp::XdpConfig::busy_poll_us`].
+    pub busy_poll_us: u32,
 }
 
 impl DeviceSpec {
@@ -120,6 +123,7 @@ impl DeviceSpec {
             xdp_mode: XdpMode::Auto,
             zero_copy: ZeroCopy::Auto,
             fast_path: None,
+            busy_poll_us: 0,
         }
     }
 }
@@ -218,6 +222,14 @@ pub fn declare(spec: DeviceSpec) -> Result<(), String> {
             }
             if s.zero_copy == ZeroCopy::Auto {
                 s.zero_copy = spec.zero_copy;
+            }
+            if s.busy_poll_us == 0 {
+                s.busy_poll_us = spec.busy_poll_us;
+            } else if spec.busy_poll_us != 0 && spec.busy_poll_us != s.busy_poll_us {
+                return Err(format!(
+                    "`{}` is given BUSY_POLL {}us and {}us; one interface polls one way",
+                    spec.name, s.busy_poll_us, spec.busy_poll_us
+                ));
             }
             match (&s.fast_path, spec.fast_path) {
                 (None, fp) => s.fast_path = fp,
@@ -417,6 +429,7 @@ fn open_xdp(
         mode: spec.xdp_mode,
         zero_copy: spec.zero_copy,
         fast_path: spec.fast_path.clone(),
+        busy_poll_us: spec.busy_poll_us,
         ..XdpConfig::default()
     };
     let queues: Vec<u32> = match spec.queue {
@@ -446,6 +459,10 @@ fn open_xdp(
             report.backend = format!("af_xdp {}", rx.mode());
             if spec.fast_path.is_some() {
                 report.backend.push_str(" with the XDP fast path");
+            }
+            let us = rx.busy_poll_us();
+            if us > 0 {
+                report.backend.push_str(&format!(", busy polling {us}us"));
             }
             report.note = rx.fallback_reason().map(str::to_string);
         }

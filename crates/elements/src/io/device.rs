@@ -107,7 +107,7 @@ pub(super) const DEVICE_KEYWORDS: [Keyword; 7] = [
     },
 ];
 
-const FROM_KEYWORDS: [Keyword; 8] = [
+const FROM_KEYWORDS: [Keyword; 9] = [
     DEVICE_KEYWORDS[0],
     DEVICE_KEYWORDS[1],
     DEVICE_KEYWORDS[2],
@@ -120,6 +120,17 @@ const FROM_KEYWORDS: [Keyword; 8] = [
         ty: "boolean",
         default: Some("false"),
         doc: "live interface, AF_XDP: forward the ordinary IPv4 packets of this interface in               the kernel, in bricks' XDP program, when the configuration's path from here               is Click's IPv4 forwarding path (Classifier, Strip, CheckIPHeader, an IPv4               route lookup, DecIPTTL, EtherEncap or ARPQuerier, Queue, ToDevice); every               other packet (options, TTL 1, no route, unknown neighbour, ARP, ...) goes               through the configuration as without it. The router says at start what it               forwards in the kernel and what not, and why. Offline (pcap bindings) it               changes nothing",
+    },
+    Keyword {
+        name: "BUSY_POLL",
+        ty: "duration",
+        default: Some("0 (off)"),
+        doc: "live interface, AF_XDP: the worker runs the interface's receive processing \
+              (NAPI) itself, in each poll, spinning in the kernel up to this long for \
+              frames (SO_PREFER_BUSY_POLL, at most 1ms), rather than the kernel's \
+              interrupts or NAPI threads doing it on their own time. It keeps them off the \
+              worker's CPU only where the interface defers them (`napi_defer_hard_irqs` \
+              and `gro_flush_timeout` in /sys/class/net/DEV): set those too",
     },
 ];
 
@@ -345,11 +356,27 @@ fn make_from(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, 
     // Read here and again by the runner, which follows the graph from
     // this element (`crate::fastpath`).
     let fast: bool = args.read("FASTPATH")?.unwrap_or(false);
-    let d = read_device(args)?;
+    let busy: Option<Duration> = args.read("BUSY_POLL")?;
+    let mut d = read_device(args)?;
     if fast && d.spec.backend == live::Backend::Packet {
         return Err(ArgError::new(
             "FASTPATH needs AF_XDP (BACKEND xdp or auto), not BACKEND packet",
         ));
+    }
+    if let Some(busy) = busy.filter(|b| !b.is_zero()) {
+        if d.spec.backend == live::Backend::Packet {
+            return Err(ArgError::new(
+                "BUSY_POLL needs AF_XDP (BACKEND xdp or auto), not BACKEND packet",
+            ));
+        }
+        let max = bricks_io::xdp::MAX_BUSY_POLL_US;
+        let us = u32::try_from(busy.as_micros()).unwrap_or(u32::MAX);
+        if us == 0 || us > max {
+            return Err(ArgError::new(format!(
+                "BUSY_POLL {busy:?}: give 1us to {max}us (0 turns it off)"
+            )));
+        }
+        d.spec.busy_poll_us = us;
     }
     make_from_device(d, ports)
 }
@@ -530,5 +557,31 @@ mod tests {
         assert_eq!(device("eth1"), Ok((None, false)));
         let e = device("eth1, lots").unwrap_err();
         assert!(e.contains("BURST") && e.contains("lots"), "{e}");
+    }
+
+    #[test]
+    fn busy_poll_is_declared_for_af_xdp_and_bounded() {
+        use bricks_element::PortInfo;
+        use bricks_runtime::testing::make_element;
+        let make = |a: &str| make_element(&FROM_DEVICE, a, &PortInfo::default()).map(drop);
+        let declared = |name: &str| {
+            live::declared()
+                .into_iter()
+                .find(|s| s.name == name)
+                .map(|s| s.busy_poll_us)
+        };
+        assert_eq!(make("bpt-a, BUSY_POLL 50us"), Ok(()));
+        assert_eq!(declared("bpt-a"), Some(50));
+        // 0 is off, as no keyword.
+        assert_eq!(make("bpt-b, BUSY_POLL 0"), Ok(()));
+        assert_eq!(declared("bpt-b"), Some(0));
+        let e = make("bpt-c, BACKEND packet, BUSY_POLL 50us").unwrap_err();
+        assert!(e.contains("BUSY_POLL needs AF_XDP"), "{e}");
+        let e = make("bpt-d, BUSY_POLL 2ms").unwrap_err();
+        assert!(e.contains("1us to 1000us"), "{e}");
+        // One interface polls one way.
+        assert_eq!(make("bpt-e, BUSY_POLL 20us"), Ok(()));
+        let e = make("bpt-e, BUSY_POLL 30us").unwrap_err();
+        assert!(e.contains("BUSY_POLL 20us and 30us"), "{e}");
     }
 }

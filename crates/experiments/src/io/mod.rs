@@ -90,7 +90,8 @@ use testbed::*;
 #[command(
     after_help = "Subjects (for --only): linux, xdp-redirect, bricks, bricks-fastpath (the \
     same configuration with FromDevice's FASTPATH: the XDP fast path), bricks-fastpath-skb \
-    (the fast path in generic mode), bricks-kp1, \
+    (the fast path in generic mode), bricks-prefer-busy-poll (FromDevice's BUSY_POLL 50us: \
+    the worker runs r0's NAPI in its own polls), bricks-kp1, \
     bricks-kn1, bricks-nobatch, bricks-push, bricks-packet, bricks-2w (and bricks-Nw up to \
     a worker per core), bricks-pipeline, bricks-serial; \
     latency at a low rate: lat-linux, lat-xdp-redirect, lat-bricks, lat-bricks-flush0, \

@@ -30,6 +30,9 @@ pub(super) struct Bricks {
     pub(super) fast_path: bool,
     /// FromDevice's XDP_MODE: `auto`, `native` or `generic`.
     pub(super) xdp_mode: &'static str,
+    /// FromDevice's BUSY_POLL in microseconds (off when `None`); the
+    /// testbed then has the input interface defer its NAPI thread.
+    pub(super) busy_poll_us: Option<u32>,
 }
 
 pub(super) const BRICKS: Bricks = Bricks {
@@ -43,6 +46,7 @@ pub(super) const BRICKS: Bricks = Bricks {
     queue: true,
     fast_path: false,
     xdp_mode: "auto",
+    busy_poll_us: None,
 };
 
 /// What forwards between r0 and r1.
@@ -128,6 +132,12 @@ pub(super) fn subjects(latency_rate: u64) -> Vec<Subject> {
                 x.fast_path = true;
                 x.xdp_mode = "generic";
             }),
+            false,
+        ),
+        t(
+            "bricks-prefer-busy-poll",
+            "bricks IPv4, BUSY_POLL 50us (SO_PREFER_BUSY_POLL)",
+            b(|x| x.busy_poll_us = Some(50)),
             false,
         ),
         t("bricks-kp1", "bricks kp 1, kn 16", b(|x| x.kp = 1), false),
@@ -236,7 +246,7 @@ pub(super) fn select(all: Vec<Subject>, only: &[String]) -> Result<Vec<Subject>,
 /// interfaces.
 pub(super) fn bricks_config(b: &Bricks, port: &Port) -> String {
     format!(
-        "rx :: FromDevice({rx}, BURST {kp}, BACKEND {be}, FASTPATH {fast}, XDP_MODE {mode})\n\
+        "rx :: FromDevice({rx}, BURST {kp}, BACKEND {be}, FASTPATH {fast}, XDP_MODE {mode}{busy})\n\
          \t-> c :: Classifier(12/0800, -)\n\
          \t-> Strip(14)\n\
          \t-> CheckIPHeader\n\
@@ -258,6 +268,10 @@ pub(super) fn bricks_config(b: &Bricks, port: &Port) -> String {
         flush = b.flush,
         be = b.backend,
         fast = b.fast_path,
+        busy = match b.busy_poll_us {
+            Some(us) => format!(", BUSY_POLL {us}us"),
+            None => String::new(),
+        },
         mode = b.xdp_mode,
     )
 }

@@ -178,6 +178,21 @@ impl Testbed {
         )?;
         // Both interfaces are open once both of bricks' report lines are
         // out; the workers start right after.
+        // Busy polling keeps r0's NAPI thread off the worker's CPU only
+        // while the interface defers it (up to 200 us after each poll);
+        // every other subject has the kernel's defaults.
+        let (defer, flush) = match &s.fwd {
+            Forwarder::Bricks(b) if b.busy_poll_us.is_some() => ("2", "200000"),
+            _ => ("0", "0"),
+        };
+        for (knob, value) in [
+            ("napi_defer_hard_irqs", defer),
+            ("gro_flush_timeout", flush),
+        ] {
+            let set = format!("echo {value} > /sys/class/net/{}/{knob}", port.in_if);
+            sh(self.net.exec("r", &["sh", "-c", &set]))
+                .with_context(|| format!("setting {}'s {knob}", port.in_if))?;
+        }
         let (in_line, out_line) = (format!("{}: ", port.in_if), format!("{}: ", port.out_if));
         let mut p = match &s.fwd {
             Forwarder::Linux => return Ok(None),

@@ -137,7 +137,19 @@ pub struct XdpConfig {
     /// (made for this interface); every queue of an interface passes the
     /// same one, or none. Default none.
     pub fast_path: Option<FastPath>,
+    /// Busy polling (`SO_PREFER_BUSY_POLL`), in microseconds a poll may
+    /// spin; 0 (the default) leaves the interface's NAPI to the kernel.
+    /// See [`MAX_BUSY_POLL_US`] and `XdpRx::recv`.
+    pub busy_poll_us: u32,
 }
+
+/// The longest busy poll a queue may ask for: the worker spins in the
+/// kernel for up to this long in each receive that finds its ring short.
+pub const MAX_BUSY_POLL_US: u32 = 1000;
+
+/// Frames one busy poll may take (`SO_BUSY_POLL_BUDGET`): a batch of
+/// 64, NAPI's own weight, so that one poll fills a receive burst.
+pub const BUSY_POLL_BUDGET: u32 = 64;
 
 impl Default for XdpConfig {
     fn default() -> Self {
@@ -147,6 +159,7 @@ impl Default for XdpConfig {
             frames: 4096,
             ring: 2048,
             fast_path: None,
+            busy_poll_us: 0,
         }
     }
 }
@@ -164,6 +177,13 @@ impl XdpConfig {
             return Err(DeviceError::Io(format!(
                 "AF_XDP UMEM of {} frames: give between 16 and 1048576",
                 self.frames
+            )));
+        }
+        if self.busy_poll_us > MAX_BUSY_POLL_US {
+            return Err(DeviceError::Io(format!(
+                "AF_XDP busy polling of {} us: give at most {MAX_BUSY_POLL_US} us \
+                 (each poll spins that long in the kernel when no frame comes)",
+                self.busy_poll_us
             )));
         }
         Ok(())

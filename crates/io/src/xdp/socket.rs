@@ -110,6 +110,10 @@ pub struct XdpRx {
     done: Vec<u64>,
     /// `recv` calls that found the RX ring empty.
     idle_polls: u32,
+    /// The socket busy-polls (`XdpConfig::busy_poll_us`): a `recv` that
+    /// finds less than a burst in the ring has the kernel run the queue's
+    /// NAPI and reads again.
+    busy_poll: bool,
     fd: i32,
     stats: RxStats,
     shared: Arc<Shared>,
@@ -142,6 +146,80 @@ struct XdpStatistics {
 
 const SOL_XDP: libc::c_int = 283;
 const XDP_STATISTICS: libc::c_int = 7;
+
+/// `SO_PREFER_BUSY_POLL` and `SO_BUSY_POLL_BUDGET` (Linux 5.11,
+/// asm-generic/socket.h), which the libc crate does not name on every
+/// target.
+const SO_PREFER_BUSY_POLL: libc::c_int = 69;
+const SO_BUSY_POLL_BUDGET: libc::c_int = 70;
+
+/// Sets an integer socket option of `fd`.
+fn set_int(fd: i32, level: libc::c_int, name: libc::c_int, value: u32) -> std::io::Result<()> {
+    let v = value as libc::c_int;
+    // SAFETY: `v` is a valid `c_int` for the duration of the call, and its
+    // size is passed; `fd` is the socket the caller holds open.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads an integer socket option of `fd` (0 when the kernel refuses).
+fn get_int(fd: i32, level: libc::c_int, name: libc::c_int) -> u32 {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` is valid for writes of `len` bytes and the kernel writes
+    // at most `len`; `fd` is the socket the caller holds open.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return 0;
+    }
+    v as u32
+}
+
+/// Makes socket `fd` busy-poll its queue for up to `us` microseconds a
+/// call, preferring it to the kernel's own NAPI processing (Linux 5.11:
+/// while the application keeps polling, interrupts or NAPI threads stay
+/// off the queue if the interface defers them, through its
+/// `napi_defer_hard_irqs` and `gro_flush_timeout`).
+fn set_busy_poll(ifname: &str, fd: i32, us: u32) -> Result<(), DeviceError> {
+    let opts = [
+        (libc::SO_BUSY_POLL, us, "SO_BUSY_POLL"),
+        (SO_PREFER_BUSY_POLL, 1, "SO_PREFER_BUSY_POLL"),
+        (
+            SO_BUSY_POLL_BUDGET,
+            super::BUSY_POLL_BUDGET,
+            "SO_BUSY_POLL_BUDGET",
+        ),
+    ];
+    for (name, value, what) in opts {
+        set_int(fd, libc::SOL_SOCKET, name, value).map_err(|e| {
+            DeviceError::Io(format!(
+                "{ifname}: busy polling: setting {what} to {value} failed ({e}); it needs \
+                 Linux 5.11 or later, and CAP_NET_ADMIN for a budget above 8 or a poll \
+                 longer than net.core.busy_poll allows"
+            ))
+        })?;
+    }
+    Ok(())
+}
 
 fn statistics(fd: i32) -> XdpStatistics {
     let mut s = XdpStatistics::default();
@@ -344,6 +422,9 @@ pub(crate) fn open(
         return Err(DeviceError::Io(format!("{ifname}: no AF_XDP mode to try")));
     };
     let fd = b.rx.as_raw_fd();
+    if cfg.busy_poll_us > 0 {
+        set_busy_poll(ifname, fd, cfg.busy_poll_us)?;
+    }
     steering.register(ifname, queue, fd)?;
     let native = steering.native;
     let shared = Arc::new(Shared {
@@ -362,6 +443,7 @@ pub(crate) fn open(
         unfilled: Vec::new(),
         done: Vec::with_capacity(MAX_BATCH),
         idle_polls: 0,
+        busy_poll: cfg.busy_poll_us > 0,
         fd,
         stats: RxStats::default(),
         shared: shared.clone(),
@@ -394,6 +476,15 @@ impl XdpRx {
     /// caller to print; `None` when nothing fell back.
     pub fn fallback_reason(&self) -> Option<&str> {
         self.shared.fallback_reason.as_deref()
+    }
+
+    /// The microseconds each receive busy-polls the queue for, as the
+    /// kernel holds them for the socket (0: no busy polling).
+    pub fn busy_poll_us(&self) -> u32 {
+        if get_int(self.fd, libc::SOL_SOCKET, SO_PREFER_BUSY_POLL) == 0 {
+            return 0;
+        }
+        get_int(self.fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL)
     }
 
     /// Returns frames to the fill ring; those that find no room wait in
@@ -472,10 +563,23 @@ impl RxQueue for XdpRx {
         done.clear();
         // `rejected` frames leave an empty packet behind, removed below.
         let (mut bytes, mut rejected, mut empty) = (0u64, 0u64, 0usize);
+        let mut gone = None;
         // Twice at most: the first peek may see a stale producer index.
-        for _ in 0..2 {
+        for round in 0..2 {
             if done.len() == want {
                 break;
+            }
+            if round == 1 && self.busy_poll {
+                // The ring holds less than a burst: the queue's NAPI runs
+                // here, in this call, on this worker's CPU, and copies
+                // what arrived into the ring (up to BUSY_POLL_BUDGET
+                // frames); the kernel's own NAPI processing stays away
+                // while the worker keeps coming back. A ring that holds a
+                // burst is read with no call.
+                if let Err(e) = self.wake() {
+                    gone = Some(e);
+                    break;
+                }
             }
             let mut rx = self.rx.receive((want - done.len()) as u32);
             let got = rx.capacity() as usize;
@@ -515,6 +619,9 @@ impl RxQueue for XdpRx {
         self.refill(&done);
         let n = done.len();
         self.done = done;
+        if let Some(e) = gone {
+            return Err(e);
+        }
         if rejected > 0 || empty > 0 {
             // Rare (frames longer than a packet buffer): take the empty
             // packets of this call back out, keeping the order.
@@ -537,7 +644,10 @@ impl RxQueue for XdpRx {
             // away, and says so only through a call (ENXIO). The same call
             // is the fill ring wakeup a zero-copy driver may ask for.
             self.idle_polls = self.idle_polls.wrapping_add(1);
-            if self.fill.needs_wakeup() || self.idle_polls.is_multiple_of(IDLE_PROBE) {
+            // A busy-polling queue has just made that call.
+            if !self.busy_poll
+                && (self.fill.needs_wakeup() || self.idle_polls.is_multiple_of(IDLE_PROBE))
+            {
                 self.wake()?;
             }
         }

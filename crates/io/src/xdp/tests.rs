@@ -143,6 +143,26 @@ fn send_all(tx: &mut XdpTx, frames: &[Vec<u8>]) {
     assert_eq!(tx.pending(), 0, "the kernel did not take every frame");
 }
 
+/// Sends `n` frames from UDP port `port` through a raw socket on `va` in
+/// namespace `a`, and checks that `rx` receives each once, byte for byte;
+/// returns them.
+fn raw_frames_arrive(a: &str, rx: &mut XdpRx, n: u32, port: u16) -> Vec<Vec<u8>> {
+    let sent: Vec<Vec<u8>> = (0..n).map(|s| frame(size(s), port, 0, s)).collect();
+    let to_send = sent.clone();
+    in_ns(a, move || {
+        let sock = RawSock::open("va");
+        for f in &to_send {
+            sock.send(f);
+        }
+    });
+    let got = collect(rx, n as usize);
+    assert_eq!(got.len(), n as usize, "frames lost");
+    for (s, f) in sent.iter().enumerate() {
+        assert_eq!(&got[&(0, s as u32)], f, "frame {s} changed");
+    }
+    sent
+}
+
 #[test]
 fn frames_sent_from_a_arrive_at_an_xdp_rx_in_b_byte_identical() {
     if skip_unless_root("frames_sent_from_a_arrive_at_an_xdp_rx_in_b_byte_identical").is_some() {
@@ -162,19 +182,7 @@ fn frames_sent_from_a_arrive_at_an_xdp_rx_in_b_byte_identical() {
     assert_eq!((rx.backend(), rx.ifname(), rx.queue()), ("af_xdp", "vb", 0));
 
     const N: u32 = 600;
-    let sent: Vec<Vec<u8>> = (0..N).map(|s| frame(size(s), 1000, 0, s)).collect();
-    let to_send = sent.clone();
-    in_ns(&a, move || {
-        let sock = RawSock::open("va");
-        for f in &to_send {
-            sock.send(f);
-        }
-    });
-    let got = collect(&mut rx, N as usize);
-    assert_eq!(got.len(), N as usize, "frames lost");
-    for (s, f) in sent.iter().enumerate() {
-        assert_eq!(&got[&(0, s as u32)], f, "frame {s} changed");
-    }
+    let sent = raw_frames_arrive(&a, &mut rx, N, 1000);
     let st = rx.stats();
     assert_eq!(st.packets, u64::from(N));
     assert_eq!(st.bytes, sent.iter().map(|f| f.len() as u64).sum::<u64>());
@@ -662,4 +670,44 @@ fn frames_that_find_the_fill_ring_empty_are_counted_once_each() {
     let st = rx.stats();
     assert!(st.ring_drops > 0, "nothing overflowed: {st:?}");
     assert_eq!(got + st.ring_drops, u64::from(N), "{st:?}");
+}
+
+#[test]
+fn a_busy_polling_queue_receives_every_frame_through_its_own_polls() {
+    if skip_unless_root("a_busy_polling_queue_receives_every_frame_through_its_own_polls").is_some()
+    {
+        return;
+    }
+    let mut net = network("xd9", &["a", "b"]);
+    net.add_link("a", "va", "b", "vb", 1).unwrap();
+    let (a, b) = (net.ns_name("a"), net.ns_name("b"));
+    // vb defers its NAPI processing after each busy poll, as a router
+    // that busy-polls is set up: frames then arrive through recv's polls.
+    for (knob, value) in [
+        ("napi_defer_hard_irqs", "2"),
+        ("gro_flush_timeout", "200000"),
+    ] {
+        let set = format!("echo {value} > /sys/class/net/vb/{knob}");
+        let out = net.exec("b", &["sh", "-c", &set]).output().unwrap();
+        assert!(out.status.success(), "{knob}: {out:?}");
+    }
+    let cfg = XdpConfig {
+        busy_poll_us: 50,
+        ..XdpConfig::default()
+    };
+    let (mut rx, _tx) = in_ns(&b, move || open_queue("vb", 0, &cfg)).unwrap();
+    assert_eq!(rx.busy_poll_us(), 50, "the kernel holds the poll time");
+    let (plain, _t) = in_ns(&a, || open_queue("va", 0, &XdpConfig::default())).unwrap();
+    assert_eq!(plain.busy_poll_us(), 0);
+
+    raw_frames_arrive(&a, &mut rx, 600, 1200);
+    assert_eq!(rx.stats().ring_drops, 0);
+
+    // A poll longer than the bound is refused before any socket is made.
+    let long = XdpConfig {
+        busy_poll_us: crate::xdp::MAX_BUSY_POLL_US + 1,
+        ..XdpConfig::default()
+    };
+    let err = in_ns(&b, move || open_queue("vb", 0, &long).err()).unwrap();
+    assert!(err.to_string().contains("at most"), "{err}");
 }
