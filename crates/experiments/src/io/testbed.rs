@@ -176,8 +176,6 @@ impl Testbed {
             "net.ipv4.ip_forward",
             if s.fwd == Forwarder::Linux { "1" } else { "0" },
         )?;
-        // Both interfaces are open once both of bricks' report lines are
-        // out; the workers start right after.
         // Busy polling keeps r0's NAPI thread off the worker's CPU only
         // while the interface defers it (up to 200 us after each poll);
         // every other subject has the kernel's defaults.
@@ -193,6 +191,8 @@ impl Testbed {
             sh(self.net.exec("r", &["sh", "-c", &set]))
                 .with_context(|| format!("setting {}'s {knob}", port.in_if))?;
         }
+        // Both interfaces are open once both of bricks' report lines are
+        // out; the workers start right after.
         let (in_line, out_line) = (format!("{}: ", port.in_if), format!("{}: ", port.out_if));
         let mut p = match &s.fwd {
             Forwarder::Linux => return Ok(None),
