@@ -811,36 +811,12 @@ impl Socket {
 
     /// setsockopt with `val` as the option's bytes.
     fn set<T: Copy>(&self, level: libc::c_int, name: libc::c_int, val: &T) -> io::Result<()> {
-        // SAFETY: `val` points to size_of::<T>() initialised bytes that
-        // live for the whole call; the kernel only reads them. Every T
-        // used here is a uapi struct or integer without padding.
-        let r = unsafe {
-            libc::setsockopt(
-                self.fd(),
-                level,
-                name,
-                (val as *const T).cast(),
-                size_of::<T>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        crate::sockopt::set(self.fd(), level, name, val)
     }
 
     /// getsockopt into `buf`; returns how many bytes the kernel wrote.
     fn get(&self, level: libc::c_int, name: libc::c_int, buf: &mut [u8]) -> io::Result<usize> {
-        let mut len = buf.len() as libc::socklen_t;
-        // SAFETY: `buf` is writable for `len` bytes and `len` is a valid
-        // socklen_t, both for the whole call; the kernel writes at most
-        // `len` bytes.
-        let r =
-            unsafe { libc::getsockopt(self.fd(), level, name, buf.as_mut_ptr().cast(), &mut len) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(len as usize)
+        crate::sockopt::get(self.fd(), level, name, buf)
     }
 
     fn get_u32(&self, level: libc::c_int, name: libc::c_int) -> io::Result<u32> {

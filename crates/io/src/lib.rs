@@ -16,6 +16,7 @@ pub mod live;
 pub mod pcap;
 pub mod queue;
 pub mod sniffers;
+mod sockopt;
 pub mod steer;
 pub mod tun;
 pub mod xdp;

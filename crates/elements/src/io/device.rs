@@ -126,11 +126,13 @@ const FROM_KEYWORDS: [Keyword; 9] = [
         ty: "duration",
         default: Some("0 (off)"),
         doc: "live interface, AF_XDP: the worker runs the interface's receive processing \
-              (NAPI) itself, in each poll, spinning in the kernel up to this long for \
-              frames (SO_PREFER_BUSY_POLL, at most 1ms), rather than the kernel's \
-              interrupts or NAPI threads doing it on their own time. It keeps them off the \
-              worker's CPU only where the interface defers them (`napi_defer_hard_irqs` \
-              and `gro_flush_timeout` in /sys/class/net/DEV): set those too",
+              (NAPI) itself: a poll that finds less than a burst waiting runs one NAPI poll \
+              of up to 64 frames on the worker's CPU (SO_PREFER_BUSY_POLL), rather than the \
+              kernel's interrupts or NAPI threads doing it on their own time. AF_XDP's \
+              receive never waits, so the duration (1us to 1ms) only turns it on: it is \
+              what the socket holds as SO_BUSY_POLL. It keeps the kernel off the worker's \
+              CPU only where the interface defers its NAPI (`napi_defer_hard_irqs` and \
+              `gro_flush_timeout` in /sys/class/net/DEV): set those too",
     },
 ];
 

@@ -137,14 +137,15 @@ pub struct XdpConfig {
     /// (made for this interface); every queue of an interface passes the
     /// same one, or none. Default none.
     pub fast_path: Option<FastPath>,
-    /// Busy polling (`SO_PREFER_BUSY_POLL`), in microseconds a poll may
-    /// spin; 0 (the default) leaves the interface's NAPI to the kernel.
-    /// See [`MAX_BUSY_POLL_US`] and `XdpRx::recv`.
+    /// Busy polling (`SO_PREFER_BUSY_POLL`), the socket's `SO_BUSY_POLL`
+    /// in microseconds; 0 (the default) leaves the interface's NAPI to the
+    /// kernel. AF_XDP's receive never waits, so each busy poll is one NAPI
+    /// poll whatever the value. See [`MAX_BUSY_POLL_US`] and `XdpRx::recv`.
     pub busy_poll_us: u32,
 }
 
-/// The longest busy poll a queue may ask for: the worker spins in the
-/// kernel for up to this long in each receive that finds its ring short.
+/// The largest `SO_BUSY_POLL` a queue may ask for (what a blocking
+/// receive would spin for; bricks' receives do not block).
 pub const MAX_BUSY_POLL_US: u32 = 1000;
 
 /// Frames one busy poll may take (`SO_BUSY_POLL_BUDGET`): a batch of
@@ -181,8 +182,7 @@ impl XdpConfig {
         }
         if self.busy_poll_us > MAX_BUSY_POLL_US {
             return Err(DeviceError::Io(format!(
-                "AF_XDP busy polling of {} us: give at most {MAX_BUSY_POLL_US} us \
-                 (each poll spins that long in the kernel when no frame comes)",
+                "AF_XDP busy polling of {} us: give at most {MAX_BUSY_POLL_US} us",
                 self.busy_poll_us
             )));
         }

@@ -153,49 +153,9 @@ const XDP_STATISTICS: libc::c_int = 7;
 const SO_PREFER_BUSY_POLL: libc::c_int = 69;
 const SO_BUSY_POLL_BUDGET: libc::c_int = 70;
 
-/// Sets an integer socket option of `fd`.
-fn set_int(fd: i32, level: libc::c_int, name: libc::c_int, value: u32) -> std::io::Result<()> {
-    let v = value as libc::c_int;
-    // SAFETY: `v` is a valid `c_int` for the duration of the call, and its
-    // size is passed; `fd` is the socket the caller holds open.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Reads an integer socket option of `fd` (0 when the kernel refuses).
-fn get_int(fd: i32, level: libc::c_int, name: libc::c_int) -> u32 {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `v` is valid for writes of `len` bytes and the kernel writes
-    // at most `len`; `fd` is the socket the caller holds open.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            level,
-            name,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return 0;
-    }
-    v as u32
-}
-
-/// Makes socket `fd` busy-poll its queue for up to `us` microseconds a
-/// call, preferring it to the kernel's own NAPI processing (Linux 5.11:
+/// Makes socket `fd` busy-poll its queue (`SO_BUSY_POLL` `us`; a
+/// non-blocking receive polls once), preferring it to the kernel's own
+/// NAPI processing (Linux 5.11:
 /// while the application keeps polling, interrupts or NAPI threads stay
 /// off the queue if the interface defers them, through its
 /// `napi_defer_hard_irqs` and `gro_flush_timeout`).
@@ -210,7 +170,8 @@ fn set_busy_poll(ifname: &str, fd: i32, us: u32) -> Result<(), DeviceError> {
         ),
     ];
     for (name, value, what) in opts {
-        set_int(fd, libc::SOL_SOCKET, name, value).map_err(|e| {
+        let value = value as libc::c_int;
+        crate::sockopt::set(fd, libc::SOL_SOCKET, name, &value).map_err(|e| {
             DeviceError::Io(format!(
                 "{ifname}: busy polling: setting {what} to {value} failed ({e}); it needs \
                  Linux 5.11 or later, and CAP_NET_ADMIN for a budget above 8 or a poll \
@@ -481,10 +442,11 @@ impl XdpRx {
     /// The microseconds each receive busy-polls the queue for, as the
     /// kernel holds them for the socket (0: no busy polling).
     pub fn busy_poll_us(&self) -> u32 {
-        if get_int(self.fd, libc::SOL_SOCKET, SO_PREFER_BUSY_POLL) == 0 {
+        let get = |name| crate::sockopt::get_int(self.fd, libc::SOL_SOCKET, name).unwrap_or(0);
+        if get(SO_PREFER_BUSY_POLL) == 0 {
             return 0;
         }
-        get_int(self.fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL)
+        u32::try_from(get(libc::SO_BUSY_POLL)).unwrap_or(0)
     }
 
     /// Returns frames to the fill ring; those that find no room wait in
