@@ -1121,11 +1121,29 @@ impl Poptrie6 {
         let n = addrs.len().min(LANES);
         let addrs = &addrs[..n];
         let out = &mut out[..n];
+        let Some(&a0) = addrs.first() else {
+            return;
+        };
         let nodes = self.node_slice();
         // The directory in registers: read through `self`, its address
         // and length were loaded again for every prefetch.
         let dir: &[AtomicU32] = &self.dir;
-        for &a in addrs {
+        // Lanes that repeat the address before them take its answer: only
+        // the first lane of each run is walked (and its directory entry
+        // prefetched), and its answer is copied over the run at the end.
+        let mut same = 0u32;
+        let mut prev = !a0;
+        for (k, &a) in addrs.iter().enumerate() {
+            same |= u32::from(a == prev) << k;
+            prev = a;
+        }
+        // The lanes that start a run (`LANES` fits the masks' 32 bits).
+        const { assert!(LANES <= 32) };
+        let first = !same & (u32::MAX >> (32 - n));
+        let mut todo = first;
+        while todo != 0 {
+            let a = addrs[todo.trailing_zeros() as usize];
+            todo &= todo - 1;
             if let Some(d) = dir.get((a >> (128 - DIR_BITS)) as usize) {
                 prefetch(d);
             }
@@ -1146,15 +1164,11 @@ impl Poptrie6 {
             let mut at = [0usize; LANES];
             let mut leaf_lane = [0u8; LANES];
             let mut nl = 0;
-            // Lanes that repeat the address before them.
-            let mut same = 0u32;
-            let mut prev = None;
-            for (k, &a) in addrs.iter().enumerate() {
-                if prev == Some(a) {
-                    same |= 1 << k;
-                    continue;
-                }
-                prev = Some(a);
+            let mut todo = first;
+            while todo != 0 {
+                let k = todo.trailing_zeros() as usize;
+                todo &= todo - 1;
+                let a = addrs[k];
                 let d = dir[(a >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
                 if d & NODE != 0 {
                     let x = d & !NODE;
@@ -1230,14 +1244,18 @@ impl Poptrie6 {
                     }
                     return;
                 }
-                // A repeated address copies the answer before it, made
-                // once for the run.
-                let mut last = A::answer(None);
-                for (k, o) in out.iter_mut().enumerate() {
-                    if same & (1 << k) == 0 {
-                        last = A::answer(answer(res[k]));
-                    }
-                    *o = last;
+                // Each run of one address takes the answer of its first
+                // lane, made once.
+                let mut starts = first;
+                while starts != 0 {
+                    let k = starts.trailing_zeros() as usize;
+                    starts &= starts - 1;
+                    let end = if starts == 0 {
+                        n
+                    } else {
+                        starts.trailing_zeros() as usize
+                    };
+                    out[k..end].fill(A::answer(answer(res[k & (LANES - 1)])));
                 }
                 return;
             }
@@ -1700,8 +1718,8 @@ mod tests {
         }
     }
 
-    /// Batched lookups (with bursts of one address, batches of every
-    /// size) agree with single ones on a table shaped like today's, and
+    /// Batched lookups (with bursts of one address, whole batches of
+    /// one, batches of every size) agree with single ones on a table shaped like today's, and
     /// again after route changes.
     #[test]
     fn batches_with_repeats_agree() {
@@ -1718,6 +1736,9 @@ mod tests {
             }
         }
         addrs.extend([0, u128::MAX, u128::MAX, 0]);
+        // Whole batches of one flow, and one that ends a batch early.
+        addrs.extend(std::iter::repeat_n(inside[1], 70));
+        addrs.extend(std::iter::repeat_n(inside[2], 31));
         let check = |t: &Poptrie6| {
             for size in [1, 2, 7, 31, 32, 33, 64, 100] {
                 let mut out = vec![Some(NextHop(u32::MAX)); addrs.len()];

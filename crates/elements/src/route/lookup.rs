@@ -24,7 +24,7 @@ use bricks_lpm::{
     Trie4, NO_ROUTE,
 };
 use bricks_packet::PerPacket;
-use std::net::Ipv6Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -741,6 +741,18 @@ impl<const M: bool> Element for IpRouteLookup<M> {
         }
         let groups = &**self.groups.load();
         let words = groups.v4_words();
+        if let Some(word) = table::one_hop_v4(&found, words) {
+            // Every packet has the same one-hop answer: the batch goes on
+            // whole, as IPv6's.
+            let gw = word as u32;
+            if gw != 0 {
+                let g = Ipv4Addr::from(gw.to_ne_bytes());
+                for p in batch.iter_mut() {
+                    p.anno_mut().dst_ip = g;
+                }
+            }
+            return cx.push((word >> 32) as usize, batch);
+        }
         let missed = &mut self.no_route;
         // The closure owns what it reads for every packet, so that it
         // stays in registers (captured by reference, it was loaded and
@@ -868,6 +880,24 @@ impl Element for Ip6RouteLookup {
         self.t.lpm.lookup_batch_raw(&addrs, &mut found);
         let groups = &**self.groups.load();
         let words = groups.v6_words();
+        if let Some(word) = table::one_hop_v6(&found, words) {
+            // Every packet has the same one-hop answer (a burst of one
+            // flow, or a table whose traffic takes one next hop): the
+            // batch goes on whole, with no output to record per packet.
+            if word.gateway != 0 {
+                let g = Ipv6Addr::from(word.gateway.to_ne_bytes());
+                for p in batch.iter_mut() {
+                    p.anno_mut().dst_ip6 = g;
+                }
+            } else {
+                for p in batch.iter_mut() {
+                    if p.anno().dst_ip6.is_unspecified() {
+                        p.anno_mut().dst_ip6 = Ipv6Addr::from(dst6(p));
+                    }
+                }
+            }
+            return cx.push(word.output as usize, batch);
+        }
         let missed = &mut self.no_route;
         // The closure owns what it reads for every packet, as IPv4's.
         cx.push_classified_by(batch, &found, move |p, nh| {
@@ -1149,6 +1179,93 @@ mod tests {
             }
         }
         assert!(!out[0].is_empty() && out[1].iter().any(|&(d, _)| d >> 16 == 0x0a04));
+    }
+
+    /// Batches whose packets all have one answer (one flow's burst) go
+    /// on whole: a gateway set on every packet, a route with no gateway
+    /// leaving each destination, a group of two hops still split by
+    /// flow, and no route counted for each packet.
+    #[test]
+    fn batches_with_one_answer_for_every_ipv4_class() {
+        for class in [&DIRECT, &LOOKUP, &RADIX] {
+            let routes = "10.1.0.0/16 10.9.9.9 1, 10.2.0.0/16 0, \
+                          10.3.0.0/16 10.0.0.1 0, 10.3.0.0/16 10.0.0.2 1";
+            let mut h = Harness::push(class, routes, 1, 2);
+            let burst = |b: u8| (0..32u16).map(move |i| udp([1, 1, 1, 1], [10, b, 0, i as u8], i));
+            h.push_packets(0, burst(1));
+            let out = h.take(1);
+            assert_eq!((out.len(), h.take(0).len()), (32, 0), "{}", class.name);
+            assert!(out
+                .iter()
+                .all(|p| p.anno().dst_ip == Ipv4Addr::new(10, 9, 9, 9)));
+            h.push_packets(0, burst(2));
+            let out = h.take(0);
+            assert_eq!(out.len(), 32, "{}", class.name);
+            for (i, p) in out.iter().enumerate() {
+                assert_eq!(p.anno().dst_ip, Ipv4Addr::new(10, 2, 0, i as u8));
+            }
+            h.push_packets(0, burst(3));
+            let (a, b) = (h.take(0), h.take(1));
+            assert_eq!(a.len() + b.len(), 32, "{}", class.name);
+            assert!(
+                !a.is_empty() && !b.is_empty(),
+                "{}: flows not spread",
+                class.name
+            );
+            h.push_packets(0, burst(4));
+            assert_eq!(h.take(0).len() + h.take(1).len(), 0);
+            assert_eq!(h.stats().get("no_route"), Some(32), "{}", class.name);
+        }
+    }
+
+    /// As [`batches_with_one_answer_for_every_ipv4_class`], for IPv6: one
+    /// destination's burst leaves whole with the gateway, a route with no
+    /// gateway takes each destination from its annotation or (unset)
+    /// from its header, and a burst with no route is counted.
+    #[test]
+    fn ipv6_batches_with_one_answer() {
+        let ip6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        let routes = "2001:db8:1::/48 fe80::1 1, 2001:db8:2::/48 0, \
+                      2001:db8:3::/48 fe80::2 0, 2001:db8:3::/48 fe80::3 1";
+        let mut h = Harness::push(&LOOKUP6, routes, 1, 2);
+        let burst = |net: u16, annotate: bool| {
+            (0..32u16).map(move |i| {
+                let dst = Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, i);
+                let mut frame = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
+                frame.extend_from_slice(&Ipv6Addr::new(0x2001, 0xdb8, 9, 0, 0, 0, 0, 1).octets());
+                frame.extend_from_slice(&dst.octets());
+                frame.extend_from_slice(&i.to_be_bytes());
+                frame.extend_from_slice(&[0x13, 0x88, 0, 8, 0, 0]);
+                let mut p = Packet::from_slice(&frame).unwrap();
+                p.set_network_header(0);
+                if annotate {
+                    p.anno_mut().dst_ip6 = dst;
+                }
+                p
+            })
+        };
+        h.push_packets(0, burst(1, true));
+        let out = h.take(1);
+        assert_eq!((out.len(), h.take(0).len()), (32, 0));
+        assert!(out.iter().all(|p| p.anno().dst_ip6 == ip6("fe80::1")));
+        for annotate in [true, false] {
+            h.push_packets(0, burst(2, annotate));
+            let out = h.take(0);
+            assert_eq!(out.len(), 32, "annotated: {annotate}");
+            for (i, p) in out.iter().enumerate() {
+                let want = Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, i as u16);
+                assert_eq!(p.anno().dst_ip6, want, "annotated: {annotate}");
+            }
+        }
+        h.push_packets(0, burst(3, true));
+        let (a, b) = (h.take(0), h.take(1));
+        assert_eq!(a.len() + b.len(), 32);
+        assert!(!a.is_empty() && !b.is_empty(), "flows not spread");
+        assert!(a.iter().all(|p| p.anno().dst_ip6 == ip6("fe80::2")));
+        assert!(b.iter().all(|p| p.anno().dst_ip6 == ip6("fe80::3")));
+        h.push_packets(0, burst(4, true));
+        assert_eq!(h.take(0).len() + h.take(1).len(), 0);
+        assert_eq!(h.stats().get("no_route"), Some(32));
     }
 
     #[test]

@@ -199,6 +199,31 @@ pub fn route_v4(groups: &Groups, words: &[u64], nh: u32, p: &mut Packet) -> Opti
     Some(hop.output as usize)
 }
 
+/// The word of the one-hop group that every answer of `found` (a batch's
+/// raw lookup answers) names, if they all name the same one: such a batch
+/// goes on whole by the word's output. One pass with no branch a packet,
+/// so that it compiles to vector compares.
+#[inline(always)]
+pub fn one_hop_v4(found: &[u32], words: &[u64]) -> Option<u64> {
+    let word = *words.get(uniform(found)? as usize)?;
+    (word != V4_MANY).then_some(word)
+}
+
+/// [`one_hop_v4`] for the IPv6 words.
+#[inline(always)]
+pub fn one_hop_v6(found: &[u32], words: &[V6Word]) -> Option<V6Word> {
+    let word = *words.get(uniform(found)? as usize)?;
+    (word.output != V6_MANY).then_some(word)
+}
+
+/// The answer every one of `found` is, if they are all the same.
+#[inline(always)]
+fn uniform(found: &[u32]) -> Option<u32> {
+    let &first = found.first()?;
+    let differ = found.iter().fold(0, |d, &nh| d | (nh ^ first));
+    (differ == 0).then_some(first)
+}
+
 /// The [`Groups::v4_words`] word of `group`. Outputs are checked below
 /// the element's output count, far below `u32::MAX`, so no one-hop
 /// word equals [`V4_MANY`].
