@@ -540,6 +540,13 @@ impl Poptrie6 {
         self.lookup_lanes(addrs, out)
     }
 
+    /// [`Lpm6::lookup`] out of line: the batch loop's own registers and
+    /// frame stay as the lanes need them.
+    #[inline(never)]
+    fn lookup_apart(&self, addr: u128) -> Option<NextHop> {
+        Lpm6::lookup(self, addr)
+    }
+
     /// The three words of node `n`.
     fn read_node(&self, n: u32) -> [u64; 3] {
         let b = n as usize * NODE_WORDS;
@@ -1121,29 +1128,19 @@ impl Poptrie6 {
         let n = addrs.len().min(LANES);
         let addrs = &addrs[..n];
         let out = &mut out[..n];
-        let Some(&a0) = addrs.first() else {
-            return;
-        };
+        // A batch of one address (one flow's burst), told by a loop that
+        // stops at the first other address: one walk, its answer copied.
+        if let Some((&a0, rest)) = addrs.split_first() {
+            if !rest.is_empty() && rest.iter().all(|&a| a == a0) {
+                out.fill(A::answer(self.lookup_apart(a0)));
+                return;
+            }
+        }
         let nodes = self.node_slice();
         // The directory in registers: read through `self`, its address
         // and length were loaded again for every prefetch.
         let dir: &[AtomicU32] = &self.dir;
-        // Lanes that repeat the address before them take its answer: only
-        // the first lane of each run is walked (and its directory entry
-        // prefetched), and its answer is copied over the run at the end.
-        let mut same = 0u32;
-        let mut prev = !a0;
-        for (k, &a) in addrs.iter().enumerate() {
-            same |= u32::from(a == prev) << k;
-            prev = a;
-        }
-        // The lanes that start a run (`LANES` fits the masks' 32 bits).
-        const { assert!(LANES <= 32) };
-        let first = !same & (u32::MAX >> (32 - n));
-        let mut todo = first;
-        while todo != 0 {
-            let a = addrs[todo.trailing_zeros() as usize];
-            todo &= todo - 1;
+        for &a in addrs {
             if let Some(d) = dir.get((a >> (128 - DIR_BITS)) as usize) {
                 prefetch(d);
             }
@@ -1164,11 +1161,15 @@ impl Poptrie6 {
             let mut at = [0usize; LANES];
             let mut leaf_lane = [0u8; LANES];
             let mut nl = 0;
-            let mut todo = first;
-            while todo != 0 {
-                let k = todo.trailing_zeros() as usize;
-                todo &= todo - 1;
-                let a = addrs[k];
+            // Lanes that repeat the address before them.
+            let mut same = 0u32;
+            let mut prev = None;
+            for (k, &a) in addrs.iter().enumerate() {
+                if prev == Some(a) {
+                    same |= 1 << k;
+                    continue;
+                }
+                prev = Some(a);
                 let d = dir[(a >> (128 - DIR_BITS)) as usize].load(Ordering::Acquire);
                 if d & NODE != 0 {
                     let x = d & !NODE;
@@ -1244,18 +1245,14 @@ impl Poptrie6 {
                     }
                     return;
                 }
-                // Each run of one address takes the answer of its first
-                // lane, made once.
-                let mut starts = first;
-                while starts != 0 {
-                    let k = starts.trailing_zeros() as usize;
-                    starts &= starts - 1;
-                    let end = if starts == 0 {
-                        n
-                    } else {
-                        starts.trailing_zeros() as usize
-                    };
-                    out[k..end].fill(A::answer(answer(res[k & (LANES - 1)])));
+                // A repeated address copies the answer before it, made
+                // once for the run.
+                let mut last = A::answer(None);
+                for (k, o) in out.iter_mut().enumerate() {
+                    if same & (1 << k) == 0 {
+                        last = A::answer(answer(res[k]));
+                    }
+                    *o = last;
                 }
                 return;
             }
