@@ -479,6 +479,16 @@ impl StaticIPLookup {
     }
 }
 
+impl StaticIPLookup {
+    /// A batch of several destinations, routed packet by packet: out of
+    /// line, so that its loop keeps the registers it had before the
+    /// check for one destination was put in front of it.
+    #[inline(never)]
+    fn push_each(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+        cx.push_classified(batch, |p| self.route(p));
+    }
+}
+
 impl Element for StaticIPLookup {
     /// Hot swap: the counters; the routes are the new configuration's.
     fn take_state(&mut self, old: &mut dyn Element, _cx: &mut Context<'_>) {
@@ -506,7 +516,7 @@ impl Element for StaticIPLookup {
                 return cx.push(port, batch);
             }
         }
-        cx.push_classified(batch, |p| self.route(p));
+        self.push_each(batch, cx);
     }
 
     fn stats(&self, s: &mut Stats) {
