@@ -1589,7 +1589,9 @@ fn rendered_errors_underline_the_right_column() {
 /// The arguments of `Foo(LIST)` as each piece of the list reads alone:
 /// its text processed (trimmed, comments removed) and its span.
 fn pieces_read_alone(text: &str, list: &str) -> Vec<(String, usize, usize)> {
-    let base = text.find(list).unwrap();
+    // The list starts after `Foo(`: searched for itself, a list such
+    // as `x` was found in the element's name.
+    let base = text.find("Foo(").unwrap() + "Foo(".len();
     let pieces = args::split_top(list);
     let n = pieces.len();
     let mut out = Vec::new();
@@ -1623,6 +1625,15 @@ proptest::proptest! {
             .collect();
         proptest::prop_assert_eq!(got, pieces_read_alone(&text, &list));
     }
+}
+
+#[test]
+fn a_list_that_repeats_the_element_name_reads_at_its_own_place() {
+    let text = "x :: Foo(x);";
+    let r = ok(text);
+    let a = &r.elements[0].args[0];
+    assert_eq!((&*a.text, a.span.start, a.span.end), ("x", 9, 10));
+    assert_eq!(pieces_read_alone(text, "x"), [("x".to_string(), 9, 10)]);
 }
 
 #[test]
