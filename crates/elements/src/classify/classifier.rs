@@ -392,8 +392,11 @@ impl Classifier {
     /// The push of a program of one test ([`OneTest`]): each packet's
     /// outcome is found in one pass; a batch whose packets all agree (the
     /// usual case) goes whole to that outcome's output, or is dropped,
-    /// with no dispatch. A mixed batch is split as any other.
-    #[inline(always)]
+    /// with no dispatch. A mixed batch is split as any other. Out of line,
+    /// so that its loop keeps the test's mask and value in registers (in
+    /// line in the push, they were reloaded from the stack for every
+    /// packet) and the push of other programs keeps its own allocation.
+    #[inline(never)]
     fn push_one_test<const EQ: bool>(
         &mut self,
         one: OneTest,
@@ -403,9 +406,16 @@ impl Classifier {
         let Some((head, rest)) = batch.as_slice().split_first() else {
             return;
         };
-        let outcome = one.test::<EQ>(head.data());
-        if rest.iter().all(|p| one.test::<EQ>(p.data()) == outcome) {
-            match one.output(outcome) {
+        // Compared raw, with a loop for each result: `== outcome` in one
+        // loop cost two instructions a packet.
+        let raw = one.raw::<EQ>(head.data());
+        let agree = if raw {
+            rest.iter().all(|p| one.raw::<EQ>(p.data()))
+        } else {
+            rest.iter().all(|p| !one.raw::<EQ>(p.data()))
+        };
+        if agree {
+            match one.output(raw != one.flipped()) {
                 Some(port) => cx.push(port, batch),
                 None => {
                     self.drops += batch.len() as u64;
@@ -1036,6 +1046,10 @@ mod tests {
                 // swap for an equality.
                 let outcome = if one.is_eq() { one.test::<true>(&p) } else { one.test::<false>(&p) };
                 prop_assert_eq!(one.output(outcome), want, "{} on {:02x?}\n{}", text, p, program);
+                // The raw result a batch of one outcome is checked by.
+                let raw = if one.is_eq() { one.raw::<true>(&p) } else { one.raw::<false>(&p) };
+                prop_assert_eq!(raw != one.flipped(), outcome, "{} on {:02x?}", text, p);
+                prop_assert_eq!(one.raw::<false>(&p) != one.flipped(), outcome, "{} on {:02x?}", text, p);
             }
         }
     }
@@ -1083,6 +1097,16 @@ mod tests {
         h.push_packets(0, numbered(&[arp, ip, arp]));
         assert_eq!(order(&mut h, 0), [0, 2]);
         assert_eq!(order(&mut h, 1), [1]);
+        // And its batches of one outcome go whole, either way.
+        h.push_packets(0, numbered(&[ip, ip, ip, ip, ip]));
+        assert!(order(&mut h, 0).is_empty());
+        assert_eq!(order(&mut h, 1), [0, 1, 2, 3, 4]);
+        h.push_packets(0, numbered(&[arp, arp, arp]));
+        assert_eq!(order(&mut h, 0), [0, 1, 2]);
+        assert!(order(&mut h, 1).is_empty());
+        h.push_packets(0, numbered(&[ip, ip, ip, arp]));
+        assert_eq!(order(&mut h, 0), [3]);
+        assert_eq!(order(&mut h, 1), [0, 1, 2]);
 
         // Without a pattern for the rest, those are dropped and counted.
         let mut h = Harness::push(&CLASS, "12/0800", 1, 1);

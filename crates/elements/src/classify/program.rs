@@ -509,6 +509,28 @@ impl OneTest {
         self.eq
     }
 
+    /// [`OneTest::test`] before a negated test (`!=`, `!`) is turned
+    /// around: the outcome is `raw != flipped()`. A loop that needs one
+    /// outcome for every packet compares the raw result, with nothing to
+    /// turn around per packet.
+    #[inline(always)]
+    pub fn raw<const EQ: bool>(&self, bytes: &[u8]) -> bool {
+        if !EQ {
+            return self.step.eval(bytes) != self.step.flip;
+        }
+        let off = usize::from(self.step.offset);
+        match bytes.get(off..off + 8).and_then(|s| s.first_chunk::<8>()) {
+            Some(w) => u64::from_ne_bytes(*w) & self.ne_mask == self.ne_lo,
+            None => self.step.eval(bytes) != self.step.flip,
+        }
+    }
+
+    /// Whether the test is negated; see [`OneTest::raw`].
+    #[inline(always)]
+    pub fn flipped(&self) -> bool {
+        self.step.flip
+    }
+
     /// The test's outcome on `bytes`; `EQ` must be [`OneTest::is_eq`].
     #[inline(always)]
     pub fn test<const EQ: bool>(&self, bytes: &[u8]) -> bool {
