@@ -11,11 +11,16 @@ use bricks_element::{
 };
 use bricks_packet::Timestamp;
 use bricks_packet::{DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
+use bricks_wire::checksum;
 use bricks_wire::ethernet::EthernetAddress;
+use bricks_wire::ip::IpProtocol;
 use bricks_wire::ipv4::Ipv4Cidr;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// The smallest IPv6/UDP frame: Ethernet, IPv6 and UDP headers.
+const MIN_FRAME_V6: usize = 14 + 40 + 8;
 
 /// The `WorkloadSource` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -27,9 +32,9 @@ pub static CLASS: ElementClass = ElementClass {
 };
 
 static MANUAL: Manual = Manual {
-    summary: "generates seeded IPv4/UDP workloads (sizes, IMIX, flows, prefixes)",
+    summary: "generates seeded IPv4/UDP or IPv6/UDP workloads (sizes, IMIX, flows, prefixes)",
     synopsis: "WorkloadSource([KEYWORDS])",
-    description: "Pushes Ethernet/IPv4/UDP frames built on the fly: SIZE bytes each (the \
+    description: "Pushes Ethernet/IPv4/UDP frames (or Ethernet/IPv6/UDP, below) built on the fly: SIZE bytes each (the \
         frame as handled, without the 4-byte FCS) or the simple IMIX of 64, 594 and 1518 \
         bytes in the ratio 7:4:1, or with ABILENE an Internet-like mix standing for \
         RouteBricks' Abilene-I trace: 60, 107, 314, 590, 1014 and 1514 bytes in the \
@@ -44,7 +49,12 @@ static MANUAL: Manual = Manual {
         or MRT, as the lookup elements read it) as well. The UDP payload starts with a \
         64-bit sequence number and the 64-bit send time in nanoseconds (GenStamp replaces \
         them with a per-flow probe). The IPv4 checksum is valid; the UDP checksum is zero \
-        (allowed by RFC 768 for IPv4). With RATE, packets leave at RATE per second by a \
+        (allowed by RFC 768 for IPv4). With IPV6 true, or with SRC or DST written as IPv6 \
+        prefixes, the frames are Ethernet/IPv6/UDP: hop limit TTL, a flow label made from \
+        the flow's ports, a valid UDP checksum (IPv6 requires one), SRC 2001:db8::/64 and \
+        DST 2001:2::/48 (RFC 5180's benchmarking prefix) by default, ROUTES' IPv6 prefixes; \
+        SIZE is at least 62 (the three headers), and a mix's smaller frames are sent as 62 \
+        bytes. The sequence number and send time need 78 bytes or more. With RATE, packets leave at RATE per second by a \
         token bucket of BURST packets whose credit is counted from the start, so the \
         average stays exact over any run; when the router cannot keep up for more than \
         10 ms (or BURST packets, if more), the missed credit is dropped rather than sent \
@@ -57,12 +67,13 @@ static MANUAL: Manual = Manual {
         Keyword { name: "ABILENE", ty: "boolean", default: Some("false"), doc: "use the Internet-like mix of 60 to 1514 bytes (mean 428) instead of SIZE" },
         Keyword { name: "FLOWS", ty: "unsigned", default: Some("1"), doc: "number of distinct flows" },
         Keyword { name: "ROUND_ROBIN", ty: "boolean", default: Some("false"), doc: "take the flows in turn instead of at random" },
-        Keyword { name: "SRC", ty: "IPv4 prefix", default: Some("192.0.2.0/24"), doc: "source addresses" },
-        Keyword { name: "DST", ty: "IPv4 prefixes", default: Some("198.18.0.0/15"), doc: "space-separated prefixes destinations are drawn from" },
-        Keyword { name: "ROUTES", ty: "file name", default: None, doc: "route file whose IPv4 prefixes destinations are drawn from (with DST's, if given)" },
+        Keyword { name: "SRC", ty: "IP prefix", default: Some("192.0.2.0/24"), doc: "source addresses (2001:db8::/64 for IPv6)" },
+        Keyword { name: "DST", ty: "IP prefixes", default: Some("198.18.0.0/15"), doc: "space-separated prefixes destinations are drawn from, of one family (2001:2::/48 for IPv6)" },
+        Keyword { name: "IPV6", ty: "boolean", default: None, doc: "IPv6 frames; by default the family of DST, or else of SRC, or else IPv4" },
+        Keyword { name: "ROUTES", ty: "file name", default: None, doc: "route file whose prefixes of the workload's family destinations are drawn from (with DST's, if given)" },
         Keyword { name: "ETHSRC", ty: "Ethernet address", default: Some("02:00:00:00:00:01"), doc: "source MAC" },
         Keyword { name: "ETHDST", ty: "Ethernet address", default: Some("02:00:00:00:00:02"), doc: "destination MAC" },
-        Keyword { name: "TTL", ty: "unsigned", default: Some("64"), doc: "IP time to live" },
+        Keyword { name: "TTL", ty: "unsigned", default: Some("64"), doc: "IP time to live (IPv6 hop limit)" },
         Keyword { name: "SEED", ty: "unsigned", default: Some("1"), doc: "seed of every random choice" },
         Keyword { name: "LIMIT", ty: "integer", default: Some("-1"), doc: "packets in all; -1 for no limit" },
         Keyword { name: "ALL_WORKERS", ty: "boolean", default: Some("false"), doc: "generate on every worker: worker w of n sends flows w, w + n, ... and its share of RATE and LIMIT, so a generator uses every transmit queue (`bricks gen --threads n`)" },
@@ -147,40 +158,102 @@ impl SplitMix {
     }
 }
 
+/// A flow's addresses: an IPv4 address in the low 32 bits, or an IPv6
+/// address, as the source's family says.
 #[derive(Debug, Clone, Copy)]
 struct Flow {
-    src: [u8; 4],
-    dst: [u8; 4],
+    src: u128,
+    dst: u128,
     sport: u16,
     dport: u16,
+    /// IPv6: the ones' complement sum of the two addresses, the part of
+    /// the UDP checksum's pseudo-header that stays the same for the flow.
+    addrs_sum: u16,
 }
 
-/// A random address inside `c`.
-fn addr_in(c: &Ipv4Cidr, rng: &mut SplitMix) -> [u8; 4] {
-    let host_bits = 32 - c.prefix_len() as u32;
-    let net = u32::from(c.network().address());
-    let host = if host_bits == 0 {
-        0
-    } else {
-        (rng.next() as u32) & (u32::MAX >> (32 - host_bits))
-    };
-    (net | host).to_be_bytes()
+/// A prefix addresses are drawn from: `addr` with host bits zero, IPv4's
+/// in the low 32 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Net {
+    addr: u128,
+    len: u8,
+    v6: bool,
+}
+
+impl Net {
+    fn v4(c: &Ipv4Cidr) -> Net {
+        Net {
+            addr: u128::from(u32::from(c.network().address())),
+            len: c.prefix_len(),
+            v6: false,
+        }
+    }
+
+    fn v6(a: Ipv6Addr, len: u8) -> Net {
+        let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+        Net {
+            addr: u128::from(a) & mask,
+            len,
+            v6: true,
+        }
+    }
+
+    /// A random address inside: one draw for up to 64 host bits, two
+    /// above (IPv4 draws as it always has, so its flows stay the same).
+    fn addr_in(&self, rng: &mut SplitMix) -> u128 {
+        let width = if self.v6 { 128 } else { 32 };
+        let host_bits = width - u32::from(self.len);
+        let host = match host_bits {
+            0 => 0,
+            1..=64 => u128::from(rng.next()) & (u128::MAX >> (128 - host_bits)),
+            _ => {
+                let hi = u128::from(rng.next()) << 64;
+                (hi | u128::from(rng.next())) & (u128::MAX >> (128 - host_bits))
+            }
+        };
+        self.addr | host
+    }
+
+    /// A prefix of SRC, DST or ROUTES as written: IPv4 (Click's
+    /// ADDR/LEN, ADDR/MASK or a bare address) or IPv6 (ADDR/LEN or a bare
+    /// address).
+    fn parse(text: &str) -> Result<Net, String> {
+        use bricks_element::FromArg;
+        if let Ok(c) = Ipv4Cidr::from_arg(text) {
+            return Ok(Net::v4(&c));
+        }
+        let (a, len) = text.split_once('/').unwrap_or((text, "128"));
+        match (a.parse::<Ipv6Addr>(), len.parse::<u8>()) {
+            (Ok(a), Ok(len)) if len <= 128 => Ok(Net::v6(a, len)),
+            _ => Err(format!("found `{text}`, expected an IPv4 or IPv6 prefix")),
+        }
+    }
 }
 
 /// `n` flows with sources in `src` and destinations in `dst` (a prefix
 /// drawn at random, then an address in it), ports from 1024 up, drawn
 /// from `seed`; and the generator, as it is left, for the packets.
-fn draw_flows(src: &Ipv4Cidr, dst: &[Ipv4Cidr], n: usize, seed: u64) -> (Vec<Flow>, SplitMix) {
+fn draw_flows(src: &Net, dst: &[Net], n: usize, seed: u64) -> (Vec<Flow>, SplitMix) {
     let mut rng = SplitMix(seed);
     let flows = (0..n)
         .map(|_| {
             let d = &dst[rng.below(dst.len() as u64) as usize];
             Flow {
-                src: addr_in(src, &mut rng),
-                dst: addr_in(d, &mut rng),
+                src: src.addr_in(&mut rng),
+                dst: d.addr_in(&mut rng),
                 sport: 1024 + rng.below(64512) as u16,
                 dport: 1024 + rng.below(64512) as u16,
+                addrs_sum: 0,
             }
+        })
+        .map(|mut f: Flow| {
+            if src.v6 {
+                let mut addrs = [0; 32];
+                addrs[..16].copy_from_slice(&f.src.to_be_bytes());
+                addrs[16..].copy_from_slice(&f.dst.to_be_bytes());
+                f.addrs_sum = checksum::data(&addrs);
+            }
+            f
         })
         .collect();
     (flows, rng)
@@ -199,23 +272,17 @@ pub fn workload_flows(
     if dst.is_empty() {
         return Vec::new();
     }
-    draw_flows(&src, dst, n, seed)
+    let dst: Vec<Net> = dst.iter().map(Net::v4).collect();
+    let addr = |a: u128| Ipv4Addr::from(a as u32);
+    draw_flows(&Net::v4(&src), &dst, n, seed)
         .0
         .into_iter()
-        .map(|f| {
-            (
-                Ipv4Addr::from(f.src),
-                Ipv4Addr::from(f.dst),
-                f.sport,
-                f.dport,
-            )
-        })
+        .map(|f| (addr(f.src), addr(f.dst), f.sport, f.dport))
         .collect()
 }
 
-fn parse_prefixes(text: &str) -> Result<Vec<Ipv4Cidr>, ArgError> {
-    use bricks_element::FromArg;
-    let v: Result<Vec<_>, _> = text.split_whitespace().map(Ipv4Cidr::from_arg).collect();
+fn parse_prefixes(text: &str) -> Result<Vec<Net>, ArgError> {
+    let v: Result<Vec<_>, _> = text.split_whitespace().map(Net::parse).collect();
     let v = v.map_err(|e| ArgError::new(format!("bad argument DST: {e}")))?;
     if v.is_empty() {
         return Err(ArgError::new("bad argument DST: no prefix given"));
@@ -223,19 +290,24 @@ fn parse_prefixes(text: &str) -> Result<Vec<Ipv4Cidr>, ArgError> {
     Ok(v)
 }
 
-/// The IPv4 prefixes of a route file.
-fn route_prefixes(path: &std::path::Path) -> Result<Vec<Ipv4Cidr>, ArgError> {
+/// The prefixes of a route file: its IPv4 ones, or with `v6` its IPv6
+/// ones.
+fn route_prefixes(path: &std::path::Path, v6: bool) -> Result<Vec<Net>, ArgError> {
     use bricks_lpm::source::RoutePrefix;
-    let v: Vec<Ipv4Cidr> = crate::route::table::load_file(path, false, None)?
+    let v: Vec<Net> = crate::route::table::load_file(path, false, None)?
         .into_iter()
         .filter_map(|r| match r.prefix {
-            RoutePrefix::V4(p) => Some(Ipv4Cidr::new(Ipv4Addr::from(p.addr), p.len)),
-            RoutePrefix::V6(_) => None,
+            RoutePrefix::V4(p) if !v6 => {
+                Some(Net::v4(&Ipv4Cidr::new(Ipv4Addr::from(p.addr), p.len)))
+            }
+            RoutePrefix::V6(p) if v6 => Some(Net::v6(Ipv6Addr::from(p.addr), p.len)),
+            _ => None,
         })
         .collect();
     if v.is_empty() {
         return Err(ArgError::new(format!(
-            "bad argument ROUTES: no IPv4 prefix in {}",
+            "bad argument ROUTES: no {} prefix in {}",
+            if v6 { "IPv6" } else { "IPv4" },
             path.display()
         )));
     }
@@ -251,10 +323,9 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     }
     let flows: usize = args.read("FLOWS")?.unwrap_or(1);
     let round_robin = args.read("ROUND_ROBIN")?.unwrap_or(false);
-    let src: Ipv4Cidr = args
-        .read("SRC")?
-        .unwrap_or_else(|| Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24));
+    let src: Option<String> = args.read("SRC")?;
     let dst: Option<String> = args.read("DST")?;
+    let ipv6: Option<bool> = args.read("IPV6")?;
     let routes: Option<PathBuf> = args.read("ROUTES")?;
     let rate: u64 = args.read("RATE")?.unwrap_or(0);
     let ethsrc: EthernetAddress = args
@@ -279,15 +350,47 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             "FLOWS {flows} out of range (1 to 16777216)"
         )));
     }
+    let src = src
+        .map(|t| Net::parse(&t).map_err(|e| ArgError::new(format!("bad argument SRC: {e}"))))
+        .transpose()?;
+    let dst = dst.map(|t| parse_prefixes(&t)).transpose()?;
+    // The family: IPV6's, or else the prefixes'.
+    let v6 = ipv6.unwrap_or_else(|| {
+        dst.as_ref()
+            .and_then(|d| d.first())
+            .or(src.as_ref())
+            .is_some_and(|n| n.v6)
+    });
+    if v6 && size < MIN_FRAME_V6 {
+        return Err(ArgError::new(format!(
+            "SIZE {size} too small for IPv6/UDP (at least {MIN_FRAME_V6} bytes)"
+        )));
+    }
+    let family = |n: &Net| n.v6 == v6;
+    if !src.iter().chain(dst.iter().flatten()).all(family) {
+        return Err(ArgError::new(format!(
+            "SRC and DST must all be {} prefixes{}",
+            if v6 { "IPv6" } else { "IPv4" },
+            if ipv6.is_some() { ", as IPV6 says" } else { "" }
+        )));
+    }
+    let src = src.unwrap_or(if v6 {
+        // RFC 3849's documentation prefix.
+        Net::v6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 64)
+    } else {
+        Net::v4(&Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24))
+    });
     let mut dst = match dst {
-        Some(t) => parse_prefixes(&t)?,
+        Some(d) => d,
         None if routes.is_some() => Vec::new(),
-        None => vec![Ipv4Cidr::new(Ipv4Addr::new(198, 18, 0, 0), 15)],
+        // RFC 2544's and RFC 5180's benchmarking prefixes.
+        None if v6 => vec![Net::v6(Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 0), 48)],
+        None => vec![Net::v4(&Ipv4Cidr::new(Ipv4Addr::new(198, 18, 0, 0), 15))],
     };
     if let Some(path) = routes {
         // Read once for every worker's instance: a route file can hold a
         // million prefixes.
-        let from_file: Arc<Vec<Ipv4Cidr>> = args.shared(|_| route_prefixes(&path))?;
+        let from_file: Arc<Vec<Net>> = args.shared(|_| route_prefixes(&path, v6))?;
         dst.extend_from_slice(&from_file);
     }
     let burst = burst.clamp(1, MAX_BATCH);
@@ -295,13 +398,14 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let mut eth = [0u8; 14];
     eth[0..6].copy_from_slice(&ethdst.0);
     eth[6..12].copy_from_slice(&ethsrc.0);
-    eth[12..14].copy_from_slice(&[0x08, 0x00]);
+    eth[12..14].copy_from_slice(if v6 { &[0x86, 0xdd] } else { &[0x08, 0x00] });
     Ok(Box::new(WorkloadSource {
         flows,
         next_flow: round_robin.then_some(0),
         rng,
         eth,
         ttl,
+        v6,
         size: size as u16,
         mix: if abilene {
             Some(abilene_table())
@@ -394,6 +498,8 @@ pub struct WorkloadSource {
     rng: SplitMix,
     eth: [u8; 14],
     ttl: u8,
+    /// IPv6 frames, not IPv4.
+    v6: bool,
     size: u16,
     /// Frame sizes drawn uniformly (IMIX or ABILENE); `size` otherwise.
     mix: Option<Vec<u16>>,
@@ -431,6 +537,14 @@ impl WorkloadSource {
         };
         let flow = self.flows[k];
         let mut p = Packet::new();
+        if self.v6 {
+            // Mixes may hold frames too small for IPv6/UDP.
+            let size = size.max(MIN_FRAME_V6);
+            self.build_v6(&mut p, size, &flow, now);
+            self.count += 1;
+            self.bytes += size as u64;
+            return p;
+        }
         // Cannot fail: size <= MAX_FRAME was checked at configuration.
         let _ = p.set_len(size);
         let d = p.data_mut();
@@ -445,8 +559,8 @@ impl WorkloadSource {
         ip[8] = self.ttl;
         ip[9] = 17;
         ip[10..12].copy_from_slice(&[0, 0]);
-        ip[12..16].copy_from_slice(&flow.src);
-        ip[16..20].copy_from_slice(&flow.dst);
+        ip[12..16].copy_from_slice(&(flow.src as u32).to_be_bytes());
+        ip[16..20].copy_from_slice(&(flow.dst as u32).to_be_bytes());
         let sum = !bricks_wire::checksum::data(ip);
         ip[10..12].copy_from_slice(&sum.to_be_bytes());
         let udp = &mut d[34..];
@@ -463,6 +577,51 @@ impl WorkloadSource {
         self.count += 1;
         self.bytes += size as u64;
         p
+    }
+
+    /// An Ethernet/IPv6/UDP frame of `size` bytes (at least
+    /// [`MIN_FRAME_V6`]) of `flow` into `p`, with the UDP checksum IPv6
+    /// requires (RFC 8200 §8.1) and, when the payload has room, the
+    /// sequence number and send time as IPv4's.
+    fn build_v6(&self, p: &mut Packet, size: usize, flow: &Flow, now: u64) {
+        // Cannot fail: size <= MAX_FRAME was checked at configuration.
+        let _ = p.set_len(size);
+        let d = p.data_mut();
+        d[..14].copy_from_slice(&self.eth);
+        let udp_len = (size - 14 - 40) as u16;
+        let (src, dst) = (flow.src.to_be_bytes(), flow.dst.to_be_bytes());
+        let ip = &mut d[14..54];
+        // Version 6, traffic class 0, the flow label from the ports so
+        // that flow-label ECMP sees one label per flow.
+        let label = (u32::from(flow.sport) << 4 ^ u32::from(flow.dport)) & 0xf_ffff;
+        ip[0..4].copy_from_slice(&(6 << 28 | label).to_be_bytes());
+        ip[4..6].copy_from_slice(&udp_len.to_be_bytes());
+        ip[6] = 17;
+        ip[7] = self.ttl;
+        ip[8..24].copy_from_slice(&src);
+        ip[24..40].copy_from_slice(&dst);
+        let udp = &mut d[54..];
+        udp[0..2].copy_from_slice(&flow.sport.to_be_bytes());
+        udp[2..4].copy_from_slice(&flow.dport.to_be_bytes());
+        udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+        udp[6..8].copy_from_slice(&[0, 0]);
+        let payload = &mut udp[8..];
+        if payload.len() >= 16 {
+            payload[0..8].copy_from_slice(&self.count.to_be_bytes());
+            payload[8..16].copy_from_slice(&now.to_be_bytes());
+        }
+        // The pseudo-header (RFC 8200 §8.1): the flow's addresses, then
+        // the length and next header, each below 2^16.
+        let sum = !checksum::combine(&[
+            flow.addrs_sum,
+            udp_len,
+            u16::from(IpProtocol::UDP.0),
+            checksum::data(udp),
+        ]);
+        // A computed zero is sent as all ones (RFC 768, RFC 8200 §8.1).
+        let sum = if sum == 0 { 0xffff } else { sum };
+        udp[6..8].copy_from_slice(&sum.to_be_bytes());
+        p.set_network_header(14);
     }
 }
 
@@ -580,6 +739,137 @@ mod tests {
         let distinct: std::collections::HashSet<_> =
             out.iter().map(|f| f[30..34].to_vec()).collect();
         assert!(distinct.len() > 1 && distinct.len() <= 10);
+    }
+
+    /// The UDP checksum over IPv6 of frame `f` (Ethernet, IPv6, UDP):
+    /// the ones' complement sum of the pseudo-header and the datagram,
+    /// which is 0xffff for a datagram whose checksum is right.
+    fn udp6_sum(f: &[u8]) -> u16 {
+        let ip = &f[14..];
+        let udp = &ip[40..];
+        let mut sum: u32 = 0;
+        let mut add = |b: &[u8]| {
+            for w in b.chunks(2) {
+                sum += u32::from(w[0]) << 8 | u32::from(*w.get(1).unwrap_or(&0));
+            }
+        };
+        add(&ip[8..40]);
+        add(&(udp.len() as u32).to_be_bytes());
+        add(&[0, 0, 0, 17]);
+        add(udp);
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum as u16
+    }
+
+    #[test]
+    fn packets_are_valid_ipv6_udp() {
+        for (args, size) in [
+            ("DST 2001:db8:5::/48, SIZE 78", 78),
+            ("DST 2001:db8:5::/48", 64),
+            ("IPV6 true, SIZE 62", 62),
+            ("SRC 2001:db8:77::/120, SIZE 200", 200),
+        ] {
+            let mut h = Harness::push(&CLASS, &format!("FLOWS 10, LIMIT 50, SEED 7, {args}"), 0, 1);
+            while h.run_task() == TaskResult::Worked {}
+            let out = h.take_bytes(0);
+            assert_eq!(out.len(), 50);
+            for f in &out {
+                assert_eq!(f.len(), size, "{args}");
+                assert_eq!(&f[12..14], &[0x86, 0xdd]);
+                let ip = &f[14..];
+                assert_eq!(ip[0] >> 4, 6);
+                assert_eq!(usize::from(u16::from_be_bytes([ip[4], ip[5]])), size - 54);
+                assert_eq!((ip[6], ip[7]), (17, 64));
+                assert_eq!(usize::from(u16::from_be_bytes([ip[44], ip[45]])), size - 54);
+                assert_ne!(&ip[46..48], &[0, 0], "IPv6 needs a UDP checksum");
+                assert_eq!(udp6_sum(f), 0xffff, "{args}: checksum");
+                let (src, dst) = (&ip[8..24], &ip[24..40]);
+                if args.starts_with("SRC") {
+                    assert_eq!(
+                        &src[..15],
+                        &[0x20, 1, 0xd, 0xb8, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+                    );
+                    assert_eq!(&dst[..6], &[0x20, 1, 0, 2, 0, 0], "RFC 5180's prefix");
+                } else {
+                    assert_eq!(&src[..8], &[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0]);
+                }
+                if args.starts_with("DST") {
+                    assert_eq!(&dst[..6], &[0x20, 1, 0xd, 0xb8, 0, 5]);
+                }
+                // A flow's label is the same in each of its packets.
+                let label = u32::from_be_bytes([0, ip[1] & 0xf, ip[2], ip[3]]);
+                let same = out
+                    .iter()
+                    .filter(|g| g[14 + 40..14 + 44] == f[14 + 40..14 + 44]);
+                assert!(same
+                    .map(|g| u32::from_be_bytes([0, g[15] & 0xf, g[16], g[17]]))
+                    .all(|l| l == label));
+            }
+            let distinct: std::collections::HashSet<_> =
+                out.iter().map(|f| f[38..54].to_vec()).collect();
+            assert!(distinct.len() > 1 && distinct.len() <= 10, "{args}");
+        }
+        // The real checker of the router passes them all, and a mix's
+        // smallest frames grow to IPv6's smallest.
+        let mut h = Harness::push(&CLASS, "IPV6 true, ABILENE true, FLOWS 4, LIMIT 300", 0, 1);
+        while h.run_task() == TaskResult::Worked {}
+        let out = h.take_bytes(0);
+        assert!(out.iter().all(|f| f.len() >= 62 && udp6_sum(f) == 0xffff));
+        assert!(out.iter().any(|f| f.len() == 62));
+        let mut check = Harness::push(&crate::ip6::checkip6header::CLASS, "OFFSET 14", 1, 2);
+        check.push_packets(0, out.iter().map(|f| Packet::from_slice(f).unwrap()));
+        assert_eq!(check.take(0).len(), out.len());
+    }
+
+    #[test]
+    fn one_family_and_routes_of_it() {
+        let p = PortInfo::default();
+        let e = |a: &str| bricks_runtime::testing::make_element(&CLASS, a, &p).unwrap_err();
+        assert!(e("DST 10.0.0.0/8 2001:db8::/32").contains("must all be IPv4"));
+        assert!(e("DST 2001:db8::/32 10.0.0.0/8").contains("must all be IPv6"));
+        assert!(e("IPV6 true, DST 10.0.0.0/8").contains("as IPV6 says"));
+        assert!(e("SRC 10.0.0.0/8, DST 2001:db8::/32").contains("must all be IPv6"));
+        assert!(e("IPV6 true, SIZE 61").contains("too small for IPv6"));
+        assert!(e("DST 2001:db8::/129").contains("bad argument DST"));
+        assert!(e("SRC fe80::1/200").contains("bad argument SRC"));
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("routes.txt");
+        std::fs::write(
+            &file,
+            "10.9.0.0/16 0\n2001:db8:aa::/48 0\n2001:db8:bb::/64 1\n",
+        )
+        .unwrap();
+        for (v6, first) in [("", 10u8), ("IPV6 true, ", 0x20)] {
+            let args = format!("{v6}FLOWS 100, LIMIT 200, ROUTES {}", file.display());
+            let mut h = Harness::push(&CLASS, &args, 0, 1);
+            while h.run_task() == TaskResult::Worked {}
+            let out = h.take_bytes(0);
+            assert_eq!(out.len(), 200);
+            let dst = |f: &Vec<u8>| {
+                if v6.is_empty() {
+                    f[30..34].to_vec()
+                } else {
+                    f[38..54].to_vec()
+                }
+            };
+            assert!(out.iter().all(|f| dst(f)[0] == first), "{args}");
+            if !v6.is_empty() {
+                let aa = out
+                    .iter()
+                    .filter(|f| dst(f)[..6] == [0x20, 1, 0xd, 0xb8, 0, 0xaa])
+                    .count();
+                let bb = out
+                    .iter()
+                    .filter(|f| dst(f)[..8] == [0x20, 1, 0xd, 0xb8, 0, 0xbb, 0, 0])
+                    .count();
+                assert!(aa > 50 && bb > 50 && aa + bb == 200, "{aa} {bb}");
+            }
+        }
+        let only_v4 = tmp.path().join("v4.txt");
+        std::fs::write(&only_v4, "10.0.0.0/8 0\n").unwrap();
+        assert!(e(&format!("IPV6 true, ROUTES {}", only_v4.display())).contains("no IPv6 prefix"));
     }
 
     #[test]
