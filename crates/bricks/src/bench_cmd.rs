@@ -21,7 +21,9 @@ pub enum BenchCommand {
     /// node, switched by the intermediate, delivered by the output node.
     /// ipv6: Classifier -> Strip -> CheckIP6Header -> LookupIP6Route
     /// (200K generated prefixes, `bricks routes gen`) -> DecIP6HLIM ->
-    /// EtherEncap, 78-byte frames to an address inside the table.
+    /// EtherEncap, 78-byte frames to an address inside the table;
+    /// ipv6-flows: the same path with 4,096 flows to random addresses
+    /// inside the table's prefixes (WorkloadSource builds every frame).
     /// Instructions per packet come from callgrind (valgrind) when it is
     /// installed. With --click PATH, Click's userlevel driver runs
     /// minimal, nulls, ipv4 and iprouter in the same run, and its figures

@@ -23,7 +23,7 @@ use std::time::Instant;
 pub(super) fn unsupported(w: Workload) -> Option<&'static str> {
     match w {
         Workload::Minimal | Workload::Nulls | Workload::Ipv4 | Workload::Iprouter => None,
-        Workload::Ipv6 => Some(
+        Workload::Ipv6 | Workload::Ipv6Flows => Some(
             "LookupIP6Route's ROUTES FILE (the 200K-prefix table) is a bricks addition; \
              Click's table takes its routes inline",
         ),
@@ -116,7 +116,7 @@ pub(super) fn config(w: Workload, packets: u64) -> Result<ClickConfig, Error> {
             );
             (t, "todevice1")
         }
-        Workload::Ipv6 | Workload::Cluster => unreachable!("refused above"),
+        Workload::Ipv6 | Workload::Ipv6Flows | Workload::Cluster => unreachable!("refused above"),
     };
     Ok(ClickConfig {
         text,
@@ -428,7 +428,7 @@ mod tests {
 
     #[test]
     fn workloads_without_a_click_form_say_why() {
-        for w in [Workload::Ipv6, Workload::Cluster] {
+        for w in [Workload::Ipv6, Workload::Ipv6Flows, Workload::Cluster] {
             let why = unsupported(w).unwrap();
             let e = config(w, 10).unwrap_err().to_string();
             assert!(e.contains(why), "{e}");

@@ -87,6 +87,9 @@ pub enum Workload {
     Ipv4,
     /// The IPv6 forwarding path with a 200K-prefix table.
     Ipv6,
+    /// The same path with 4,096 flows to random destinations inside the
+    /// table's prefixes, from a WorkloadSource that builds every frame.
+    Ipv6Flows,
     Iprouter,
     /// A packet crossing a three-server cluster in one graph: input node
     /// (IPv4 checks, route lookup, Direct VLB, label), intermediate (by
@@ -95,11 +98,12 @@ pub enum Workload {
 }
 
 impl Workload {
-    const ALL: [Workload; 6] = [
+    const ALL: [Workload; 7] = [
         Workload::Minimal,
         Workload::Nulls,
         Workload::Ipv4,
         Workload::Ipv6,
+        Workload::Ipv6Flows,
         Workload::Iprouter,
         Workload::Cluster,
     ];
@@ -110,6 +114,7 @@ impl Workload {
             Workload::Nulls => "nulls",
             Workload::Ipv4 => "ipv4",
             Workload::Ipv6 => "ipv6",
+            Workload::Ipv6Flows => "ipv6-flows",
             Workload::Iprouter => "iprouter",
             Workload::Cluster => "cluster",
         }
@@ -122,6 +127,9 @@ impl Workload {
             Workload::Minimal => "<= 10 ns, <= 60 instr".into(),
             Workload::Ipv4 => "<= 30 ns, <= 120 instr".into(),
             Workload::Ipv6 => "<= 40 ns, <= 150 instr".into(),
+            Workload::Ipv6Flows => {
+                "ipv6 with 4,096 random flows; the source builds each frame".into()
+            }
             Workload::Iprouter => "<= 60 ns".into(),
             // Its own figures include minimal's path; the goal is on the
             // difference.
@@ -185,6 +193,9 @@ port = "ext0"
 
 /// Prefixes in the `ipv6` workload's table.
 const V6_ROUTES: usize = 200_000;
+
+/// Flows of the `ipv6-flows` workload.
+const V6_FLOWS: usize = 4096;
 
 /// The `ipv6` workload's table, written once to a file in the temporary
 /// directory (the generator is seeded, so every run has the same one),
@@ -264,19 +275,27 @@ fn config(w: Workload, packets: u64) -> Result<String, Error> {
             .replace("ToDevice(eth0)", "Discard")
             .replace("ToDevice(eth1)", "Discard")
             .replace("toh :: ToHost", "toh :: Discard"),
-        Workload::Ipv6 => {
+        Workload::Ipv6 | Workload::Ipv6Flows => {
             let (file, dst) = ipv6_table()?;
-            let src = format!(
-                "InfiniteSource(DATA \\<{}>, LIMIT {packets}, BURST 32, STOP true)",
-                ipv6_frame_hex(dst)
-            );
+            let src = if w == Workload::Ipv6 {
+                format!(
+                    "InfiniteSource(DATA \\<{}>, LIMIT {packets}, BURST 32, STOP true)",
+                    ipv6_frame_hex(dst)
+                )
+            } else {
+                format!(
+                    "WorkloadSource(IPV6 true, ROUTES {}, FLOWS {V6_FLOWS}, SIZE 78, \
+                     LIMIT {packets}, BURST 32, STOP true)",
+                    file.display()
+                )
+            };
             // The generated routes use outputs 0-7.
             let outs: String = (0..8).map(|o| format!("rt[{o}] -> dt; ")).collect();
             format!(
                 "{src} -> c :: Classifier(12/86dd, -) -> Strip(14) -> CheckIP6Header \
                  -> rt :: LookupIP6Route(ROUTES {}); {outs} \
                  dt :: DecIP6HLIM -> EtherEncap(0x86dd, 02:00:00:00:00:01, 02:00:00:00:00:02) \
-                 -> Discard; c[1] -> Discard; dt[1] -> Discard;",
+                 -> sink :: Discard; c[1] -> Discard; dt[1] -> Discard;",
                 file.display()
             )
         }
@@ -649,6 +668,20 @@ mod tests {
         assert!(overhead_lines(&alone)[0].contains("not computed"));
         let neither: Measured = vec![(Workload::Minimal, f(5.0, None), None)];
         assert!(overhead_lines(&neither).is_empty());
+    }
+
+    /// Both IPv6 workloads forward every packet: each destination has a
+    /// route, and nothing is refused on the way.
+    #[test]
+    fn ipv6_workloads_forward_every_packet() {
+        for w in [Workload::Ipv6, Workload::Ipv6Flows] {
+            let mut e = engine(w, 3000).unwrap();
+            let s = e.run();
+            assert!(s.errors.is_empty(), "{:?}", s.errors);
+            let read = |el: &str, h: &str| e.read_handler(el, h).unwrap().into_text();
+            assert_eq!(read("sink", "count"), "3000", "{}", w.name());
+            assert_eq!(read("rt", "no_route"), "0", "{}", w.name());
+        }
     }
 
     #[test]
