@@ -74,6 +74,7 @@ impl std::str::FromStr for Size {
 #[command(after_help = "Examples:\n  \
     bricks gen veth0 --rate 100000 --duration 10 --dst-mac 02:00:00:00:00:02\n  \
     bricks gen eth1 --count 1000000 --size imix --flows 1000 --routes table.txt\n  \
+    bricks gen eth1 --rate 100000 --size 80 --dst 2001:db8:2::/64 --dst-mac 02:00:00:00:00:02   # IPv6/UDP\n  \
     bricks gen eth1 --replay trace.pcap\n  \
     bricks gen tx0 --count 1000 -d tx0=pcap:,out.pcap    # offline, into a capture")]
 pub(crate) struct GenArgs {
@@ -108,9 +109,14 @@ pub(crate) struct GenArgs {
     #[arg(long, value_name = "IP[/LEN],...", conflicts_with_all = ["replay", "routes"])]
     pub dst: Option<String>,
     /// Draw destinations from the IPv4 prefixes of this route file (text
-    /// or MRT, as `bricks routes` reads).
+    /// or MRT, as `bricks routes` reads), or its IPv6 ones with --ipv6.
     #[arg(long, value_name = "FILE", conflicts_with = "replay")]
     pub routes: Option<PathBuf>,
+    /// Send IPv6/UDP (with a UDP checksum, hop limit 64); implied when
+    /// --src or --dst is an IPv6 prefix [default destinations:
+    /// 2001:2::/48, sources 2001:db8::/64].
+    #[arg(long, conflicts_with = "replay")]
+    pub ipv6: bool,
     /// Destination MAC [default: ff:ff:ff:ff:ff:ff; with --replay, the
     /// capture's].
     #[arg(long, value_name = "MAC")]
@@ -168,11 +174,19 @@ pub(crate) fn quoted(s: &str) -> String {
 /// `IP` or `IP/LEN` as an IPv4 prefix, checked here so the error names
 /// the option rather than a line of generated configuration.
 fn prefix(option: &str, text: &str) -> anyhow::Result<String> {
-    let (addr, len) = text.split_once('/').unwrap_or((text, "32"));
-    let ok = addr.parse::<std::net::Ipv4Addr>().is_ok() && len.parse::<u8>().is_ok_and(|l| l <= 32);
+    let v6 = text.contains(':');
+    let (addr, len) = text
+        .split_once('/')
+        .unwrap_or((text, if v6 { "128" } else { "32" }));
+    let ok = if v6 {
+        addr.parse::<std::net::Ipv6Addr>().is_ok() && len.parse::<u8>().is_ok_and(|l| l <= 128)
+    } else {
+        addr.parse::<std::net::Ipv4Addr>().is_ok() && len.parse::<u8>().is_ok_and(|l| l <= 32)
+    };
     anyhow::ensure!(
         ok,
-        "{option} `{text}`: expected an IPv4 address or prefix (10.0.0.1, 10.0.0.0/8)"
+        "{option} `{text}`: expected an IPv4 or IPv6 address or prefix \
+         (10.0.0.1, 10.0.0.0/8, 2001:db8::/64)"
     );
     Ok(format!("{addr}/{len}"))
 }
@@ -269,6 +283,9 @@ pub(crate) fn config(a: &GenArgs) -> anyhow::Result<String> {
         }
         if let Some(r) = &a.routes {
             let _ = write!(w, ", ROUTES {}", quoted(&r.display().to_string()));
+        }
+        if a.ipv6 {
+            w.push_str(", IPV6 true");
         }
         let dst_mac = dst_mac.unwrap_or_else(|| "ff:ff:ff:ff:ff:ff".into());
         let _ = write!(w, ", ETHSRC {src_mac}, ETHDST {dst_mac}, SEED {}", a.seed);
@@ -466,8 +483,13 @@ fn live_gen(a: &GenArgs) -> anyhow::Result<bricks_io::xdp::LiveGen> {
         "--flows {}: expected 1 to {MAX_LIVE_FLOWS} with --backend live",
         a.flows
     );
+    anyhow::ensure!(!a.ipv6, "--ipv6: --backend live sends IPv4 only");
     let cidr = |option: &str, text: &str| -> anyhow::Result<Ipv4Cidr> {
         let p = prefix(option, text)?;
+        anyhow::ensure!(
+            !p.contains(':'),
+            "{option} `{text}`: --backend live sends IPv4 only"
+        );
         let (addr, len) = p.split_once('/').unwrap_or((&p, "32"));
         Ok(Ipv4Cidr::new(addr.parse()?, len.parse()?))
     };
@@ -653,6 +675,53 @@ mod tests {
             .contains("src -> tx :: ToDevice(gtest2, FLUSH 0);"));
         let a = args("gtest2 --replay x.pcap --src-mac 02:00:00:00:00:01");
         assert!(config(&a).unwrap_err().to_string().contains("--dst-mac"));
+    }
+
+    #[test]
+    fn ipv6_workloads() {
+        let text = config(&args(
+            "gtest5 --dst 2001:db8:1::/48,2001:db8:2::/64 --src 2001:db8:9::1 \
+             --src-mac 02:aa:00:00:00:01 --count 10",
+        ))
+        .unwrap();
+        for part in [
+            "DST 2001:db8:1::/48 2001:db8:2::/64",
+            "SRC 2001:db8:9::1/128",
+        ] {
+            assert!(text.contains(part), "{part} missing from\n{text}");
+        }
+        checks(&text, "gtest5");
+        let text = config(&args("gtest5 --ipv6 --src-mac 02:aa:00:00:00:01")).unwrap();
+        assert!(text.contains("IPV6 true"), "{text}");
+        checks(&text, "gtest5");
+        // One family: the source refuses a mix when the router is planned.
+        let mixed = config(&args(
+            "gtest5 --dst 10.0.0.0/8 --src 2001:db8::1 --src-mac 02:aa:00:00:00:01",
+        ))
+        .unwrap();
+        bricks_io::binding::bind(
+            "gtest5",
+            bricks_io::binding::Binding::Pcap {
+                input: None,
+                output: None,
+            },
+        );
+        let e = crate::plan(
+            bricks_config::Source {
+                name: "<gen>".into(),
+                text: mixed,
+            },
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("must all be IPv4"), "{e}");
+        let e = |line: &str| config(&args(line)).unwrap_err().to_string();
+        assert!(e("g --dst 2001:db8::/129").contains("--dst"));
+        assert!(e("g --src 2001:db8::zz").contains("--src"));
+        let live = |line: &str| live_gen(&args(line)).err().unwrap().to_string();
+        assert!(live("g --backend live --dst 2001:db8::/64").contains("IPv4 only"));
+        assert!(live("g --backend live --ipv6").contains("IPv4 only"));
     }
 
     #[test]
