@@ -74,7 +74,7 @@ impl std::str::FromStr for Size {
 #[command(after_help = "Examples:\n  \
     bricks gen veth0 --rate 100000 --duration 10 --dst-mac 02:00:00:00:00:02\n  \
     bricks gen eth1 --count 1000000 --size imix --flows 1000 --routes table.txt\n  \
-    bricks gen eth1 --rate 100000 --size 80 --dst 2001:db8:2::/64 --dst-mac 02:00:00:00:00:02   # IPv6/UDP\n  \
+    bricks gen eth1 --rate 100000 --size 80 --dst 2001:db8:2::/64    # IPv6/UDP\n  \
     bricks gen eth1 --replay trace.pcap\n  \
     bricks gen tx0 --count 1000 -d tx0=pcap:,out.pcap    # offline, into a capture")]
 pub(crate) struct GenArgs {
