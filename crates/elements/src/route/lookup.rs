@@ -1260,6 +1260,23 @@ mod tests {
     /// destination's burst leaves whole with the gateway, a route with no
     /// gateway takes each destination from its annotation or (unset)
     /// from its header, and a burst with no route is counted.
+    /// An IPv6/UDP packet from 2001:db8:9::1 port `sport` to `dst` port
+    /// 5000, network header at 0, its destination annotation set when
+    /// `annotate`.
+    fn udp6_packet(dst: Ipv6Addr, sport: u16, annotate: bool) -> Packet {
+        let mut frame = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
+        frame.extend_from_slice(&Ipv6Addr::new(0x2001, 0xdb8, 9, 0, 0, 0, 0, 1).octets());
+        frame.extend_from_slice(&dst.octets());
+        frame.extend_from_slice(&sport.to_be_bytes());
+        frame.extend_from_slice(&[0x13, 0x88, 0, 8, 0, 0]);
+        let mut p = Packet::from_slice(&frame).unwrap();
+        p.set_network_header(0);
+        if annotate {
+            p.anno_mut().dst_ip6 = dst;
+        }
+        p
+    }
+
     #[test]
     fn ipv6_batches_with_one_answer() {
         let ip6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
@@ -1268,18 +1285,11 @@ mod tests {
         let mut h = Harness::push(&LOOKUP6, routes, 1, 2);
         let burst = |net: u16, annotate: bool| {
             (0..32u16).map(move |i| {
-                let dst = Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, i);
-                let mut frame = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
-                frame.extend_from_slice(&Ipv6Addr::new(0x2001, 0xdb8, 9, 0, 0, 0, 0, 1).octets());
-                frame.extend_from_slice(&dst.octets());
-                frame.extend_from_slice(&i.to_be_bytes());
-                frame.extend_from_slice(&[0x13, 0x88, 0, 8, 0, 0]);
-                let mut p = Packet::from_slice(&frame).unwrap();
-                p.set_network_header(0);
-                if annotate {
-                    p.anno_mut().dst_ip6 = dst;
-                }
-                p
+                udp6_packet(
+                    Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, i),
+                    i,
+                    annotate,
+                )
             })
         };
         h.push_packets(0, burst(1, true));
@@ -1318,19 +1328,7 @@ mod tests {
                       2001:db8:2:5::/64 fe80::5 1, \
                       2001:db8:3::/48 fe80::2 0, 2001:db8:3::/48 fe80::3 1";
         let mut h = Harness::push(&LOOKUP6, routes, 1, 2);
-        let packet = |dst: Ipv6Addr, sport: u16, annotate: bool| {
-            let mut frame = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
-            frame.extend_from_slice(&ip6("2001:db8:9::1").octets());
-            frame.extend_from_slice(&dst.octets());
-            frame.extend_from_slice(&sport.to_be_bytes());
-            frame.extend_from_slice(&[0x13, 0x88, 0, 8, 0, 0]);
-            let mut p = Packet::from_slice(&frame).unwrap();
-            p.set_network_header(0);
-            if annotate {
-                p.anno_mut().dst_ip6 = dst;
-            }
-            p
-        };
+        let packet = udp6_packet;
         let sport = |p: &Packet| u16::from_be_bytes([p.data()[40], p.data()[41]]);
         // (source port, output, annotation) of what left, sorted.
         let outcome = |h: &mut Harness| {

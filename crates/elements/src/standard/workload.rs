@@ -763,6 +763,11 @@ mod tests {
         sum as u16
     }
 
+    /// Why a WorkloadSource with `args` is refused.
+    fn refused(args: &str) -> String {
+        bricks_runtime::testing::make_element(&CLASS, args, &PortInfo::default()).unwrap_err()
+    }
+
     #[test]
     fn packets_are_valid_ipv6_udp() {
         for (args, size) in [
@@ -825,8 +830,7 @@ mod tests {
 
     #[test]
     fn one_family_and_routes_of_it() {
-        let p = PortInfo::default();
-        let e = |a: &str| bricks_runtime::testing::make_element(&CLASS, a, &p).unwrap_err();
+        let e = refused;
         assert!(e("DST 10.0.0.0/8 2001:db8::/32").contains("must all be IPv4"));
         assert!(e("DST 2001:db8::/32 10.0.0.0/8").contains("must all be IPv6"));
         assert!(e("IPV6 true, DST 10.0.0.0/8").contains("as IPV6 says"));
@@ -1061,8 +1065,7 @@ mod tests {
 
     #[test]
     fn bad_arguments() {
-        let p = PortInfo::default();
-        let e = |a: &str| bricks_runtime::testing::make_element(&CLASS, a, &p).unwrap_err();
+        let e = refused;
         assert!(e("SIZE 20").contains("SIZE 20 out of range"));
         assert!(e("DST 10.0.0.0/33").contains("DST"));
         assert!(e("FLOWS 0").contains("FLOWS 0"));
