@@ -477,9 +477,7 @@ impl StaticIPLookup {
             }
         }
     }
-}
 
-impl StaticIPLookup {
     /// A batch of several destinations, routed packet by packet: out of
     /// line, so that its loop keeps the registers it had before the
     /// check for one destination was put in front of it.
@@ -498,23 +496,22 @@ impl Element for StaticIPLookup {
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        // A batch of one destination (one flow's burst), told by a loop
-        // that stops at the first other one: one lookup, and the batch
-        // goes on whole (as the route lookups' batches of one answer).
-        if let Some((first, rest)) = batch.as_slice().split_first() {
-            let dst = first.anno().dst_ip;
-            if rest.iter().all(|p| p.anno().dst_ip == dst) {
-                let Some(&Route { port, gateway, .. }) = self.lookup(dst) else {
-                    self.no_route += batch.len() as u64;
-                    return batch.clear();
-                };
-                if let Some(g) = gateway {
-                    for p in batch.iter_mut() {
-                        p.anno_mut().dst_ip = g;
-                    }
+        // A batch of one destination (one flow's burst): one lookup, and
+        // the batch goes on whole (as LookupIP6Route's).
+        let one =
+            crate::route::table::one_key(batch, |p| u32::from_ne_bytes(p.anno().dst_ip.octets()));
+        if let Some(dst) = one {
+            let Some(&Route { port, gateway, .. }) = self.lookup(Ipv4Addr::from(dst.to_ne_bytes()))
+            else {
+                self.no_route += batch.len() as u64;
+                return batch.clear();
+            };
+            if let Some(g) = gateway {
+                for p in batch.iter_mut() {
+                    p.anno_mut().dst_ip = g;
                 }
-                return cx.push(port, batch);
             }
+            return cx.push(port, batch);
         }
         self.push_each(batch, cx);
     }

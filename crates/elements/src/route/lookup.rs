@@ -829,19 +829,12 @@ pub struct Ip6RouteLookup {
 /// does not count).
 #[inline(always)]
 fn one_destination6(batch: &Batch) -> Option<u128> {
-    // Compared as the annotation's bytes, four packets to a branch.
-    let key = |p: &bricks_element::Packet| u128::from_ne_bytes(p.anno().dst_ip6.octets());
-    let (first, rest) = batch.as_slice().split_first()?;
-    let a = key(first);
-    if rest.is_empty() || a == 0 {
+    if batch.len() < 2 {
         return None;
     }
-    let mut fours = rest.chunks_exact(4);
-    let one = fours
-        .by_ref()
-        .all(|c| (key(&c[0]) ^ a) | (key(&c[1]) ^ a) | (key(&c[2]) ^ a) | (key(&c[3]) ^ a) == 0)
-        && fours.remainder().iter().all(|p| key(p) == a);
-    one.then(|| u128::from_be_bytes(a.to_ne_bytes()))
+    // As the annotation's bytes: no byte swap per packet.
+    let a = table::one_key(batch, |p| u128::from_ne_bytes(p.anno().dst_ip6.octets()))?;
+    (a != 0).then(|| u128::from_be_bytes(a.to_ne_bytes()))
 }
 
 /// The IPv6 destination a packet is routed by.
@@ -895,14 +888,9 @@ impl Element for Ip6RouteLookup {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         // Raw answers, as IPv4's: one bounds check tells a missing route.
         let mut found = PerPacket::new();
-        let one = one_destination6(batch).map(|a| {
-            // A batch of one destination (one flow's burst), told by a
-            // loop over the annotations that stops soon after the first
-            // other one: one lookup for it and no addresses gathered.
-            let nh = self.t.lpm.lookup(a).map_or(NO_ROUTE, |h| h.0);
-            found.fill(batch.len(), nh);
-            nh
-        });
+        // A batch of one destination (one flow's burst): one lookup for
+        // it and no addresses gathered.
+        let one = one_destination6(batch).map(|a| self.t.lpm.lookup(a).map_or(NO_ROUTE, |h| h.0));
         if one.is_none() {
             let mut addrs = PerPacket::new();
             addrs.gather(batch, dst6);
@@ -935,6 +923,10 @@ impl Element for Ip6RouteLookup {
                 }
             }
             return cx.push(word.output as usize, batch);
+        }
+        if let Some(nh) = one {
+            // An ECMP group or no route: split packet by packet.
+            found.fill(batch.len(), nh);
         }
         let missed = &mut self.no_route;
         // The closure owns what it reads for every packet, as IPv4's.

@@ -216,6 +216,28 @@ pub fn one_hop_v6(found: &[u32], words: &[V6Word]) -> Option<V6Word> {
     (word.output != V6_MANY).then_some(word)
 }
 
+/// The key every packet of `batch` has, if the batch is not empty and
+/// they all have the same one: a batch of one destination (one flow's
+/// burst) that a lookup element routes with one lookup. The keys are
+/// compared four packets to a branch, as words (the annotation's bytes,
+/// in any order), and the loop stops at the first group of four that
+/// differs.
+#[inline(always)]
+pub fn one_key<K>(batch: &bricks_element::Batch, key: impl Fn(&Packet) -> K) -> Option<K>
+where
+    K: Copy + Default + PartialEq + std::ops::BitXor<Output = K> + std::ops::BitOr<Output = K>,
+{
+    let (first, rest) = batch.as_slice().split_first()?;
+    let a = key(first);
+    let d = |p: &Packet| key(p) ^ a;
+    let mut fours = rest.chunks_exact(4);
+    let one = fours
+        .by_ref()
+        .all(|c| d(&c[0]) | d(&c[1]) | d(&c[2]) | d(&c[3]) == K::default())
+        && fours.remainder().iter().all(|p| key(p) == a);
+    one.then_some(a)
+}
+
 /// The answer every one of `found` is, if they are all the same.
 #[inline(always)]
 fn uniform(found: &[u32]) -> Option<u32> {
