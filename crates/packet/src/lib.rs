@@ -18,6 +18,7 @@ use std::mem::ManuallyDrop;
 
 mod anno;
 mod batch;
+mod image;
 mod per_packet;
 mod pool;
 
@@ -107,6 +108,15 @@ impl Packet {
         }
     }
 
+    /// A packet of a buffer whose first line was written from a
+    /// [`image::LineImage`].
+    #[inline(always)]
+    pub(crate) fn from_written(buf: Box<Buffer>) -> Packet {
+        Packet {
+            buf: ManuallyDrop::new(buf),
+        }
+    }
+
     /// Gives up the packet's buffer without returning it to the pool.
     #[inline(always)]
     pub(crate) fn into_buffer(self) -> Box<Buffer> {
@@ -124,6 +134,19 @@ impl Packet {
             return pool::alloc_one(out, |p| init(p));
         }
         pool::alloc_with(out, n, init);
+    }
+
+    /// Fills `out` with up to `n` copies of `frame` (fewer if `out` fills
+    /// up), each with annotations `anno`: a source's identical packets.
+    /// Each buffer is written from an image of its first line and, for
+    /// frames of up to 128 bytes, of its frame, made once for the batch.
+    /// A frame longer than [`MAX_FRAME`] makes no packets.
+    #[inline]
+    pub fn alloc_copies(out: &mut Batch, n: usize, anno: Annotations, frame: &[u8]) {
+        if frame.len() > MAX_FRAME {
+            return;
+        }
+        pool::alloc_copies(out, n, anno, frame);
     }
 
     /// A packet holding a copy of `frame`.

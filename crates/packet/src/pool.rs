@@ -19,7 +19,8 @@
 //! for every packet. Nothing inside an operation can reach the pool again,
 //! so the list is never found missing.
 
-use crate::{Buffer, Packet};
+use crate::image::{FrameImage, LineImage};
+use crate::{Annotations, Buffer, Packet, HEADROOM};
 use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 
@@ -136,16 +137,67 @@ pub(crate) fn free(buf: Box<Buffer>) {
 }
 
 /// Appends up to `n` fresh packets to `out`, calling `init` on each as it
-/// is made: one visit to the free list and one pass over the packets.
+/// is made: one visit to the free list and one pass over the packets
+/// ([`fill`]), each buffer's first line written from one image.
+#[inline]
+pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(&mut Packet)) {
+    let line = LineImage::new(Annotations::default(), HEADROOM, HEADROOM);
+    fill(out, n, |mut buf| {
+        line.write(&mut buf);
+        let mut p = Packet::from_written(buf);
+        init(&mut p);
+        p
+    });
+}
+
+/// Fills `out` with up to `n` packets, each a copy of `frame` (at most
+/// [`crate::MAX_FRAME`] bytes) with annotations `anno`: a frame of up to
+/// 128 bytes is written from an image held in registers.
+#[inline]
+pub(crate) fn alloc_copies(out: &mut crate::Batch, n: usize, anno: Annotations, frame: &[u8]) {
+    #[inline(always)]
+    fn copies<const K: usize>(out: &mut crate::Batch, n: usize, anno: Annotations, frame: &[u8]) {
+        let line = LineImage::new(anno, HEADROOM, HEADROOM + frame.len());
+        let bytes = FrameImage::<K>::new(frame);
+        fill(out, n, |mut buf| {
+            line.write(&mut buf);
+            bytes.write(&mut buf);
+            Packet::from_written(buf)
+        });
+    }
+    match frame.len().div_ceil(16) {
+        0 | 1 => copies::<1>(out, n, anno, frame),
+        2 => copies::<2>(out, n, anno, frame),
+        3 => copies::<3>(out, n, anno, frame),
+        4 => copies::<4>(out, n, anno, frame),
+        5 => copies::<5>(out, n, anno, frame),
+        6 => copies::<6>(out, n, anno, frame),
+        7 => copies::<7>(out, n, anno, frame),
+        8 => copies::<8>(out, n, anno, frame),
+        _ => {
+            let line = LineImage::new(anno, HEADROOM, HEADROOM);
+            fill(out, n, |mut buf| {
+                line.write(&mut buf);
+                let mut p = Packet::from_written(buf);
+                // Cannot fail: the caller keeps the frame within MAX_FRAME.
+                let _ = p.set_frame(frame);
+                p
+            });
+        }
+    }
+}
+
+/// Fills `out` with up to `n` packets that `make` builds from buffers off
+/// the free list (fresh ones when it runs out).
 ///
 /// The buffers are taken off the end of the list by moving its length
 /// down once rather than popping one at a time (a length check and store
 /// per packet), and each packet is initialised while its buffer is in
-/// the cache line just touched. `init` may not reach the pool (it fills a
+/// the cache line just touched. `make` may not reach the pool (it fills a
 /// frame); if it did, that allocation or free would simply bypass the
 /// borrowed list.
-#[inline]
-pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(&mut Packet)) {
+#[inline(always)]
+fn fill(out: &mut crate::Batch, n: usize, mut make: impl FnMut(Box<Buffer>) -> Packet) {
     let n = n.min(out.remaining());
     let got = with_free(|f| {
         if f.len() < n {
@@ -159,7 +211,7 @@ pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(
         // each out exactly once (`start + i < start + take <= old len`,
         // all initialised). The packets are written into the batch's
         // free slots (`take <= n <= out.remaining()`) and its length set
-        // once after the loop, not per packet. Should `init` panic, the
+        // once after the loop, not per packet. Should `make` panic, the
         // boxes not yet read and the packets not yet counted are leaked,
         // never dropped twice.
         unsafe {
@@ -167,8 +219,7 @@ pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(
             let len = out.len();
             let slots = out.spare_ptr();
             for i in 0..take {
-                let mut p = Packet::from_buffer(core::ptr::read(base.add(start + i)));
-                init(&mut p);
+                let p = make(core::ptr::read(base.add(start + i)));
                 slots.add(i).write(p);
             }
             out.set_len(len + take);
@@ -177,8 +228,7 @@ pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(
     })
     .unwrap_or(0);
     for _ in got..n {
-        let mut p = Packet::from_buffer(fresh());
-        init(&mut p);
+        let p = make(fresh());
         let _ = out.push(p);
     }
 }

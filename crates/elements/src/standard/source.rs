@@ -11,7 +11,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     Packet, PortInfo, Stats, TaskKind, TaskResult,
 };
-use bricks_packet::{Timestamp, DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
+use bricks_packet::{Annotations, Timestamp, DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
 
 /// The `InfiniteSource` class.
 pub static INFINITE_SOURCE: ElementClass = ElementClass {
@@ -266,13 +266,11 @@ impl Emitter {
         } else {
             Timestamp(0)
         };
-        let data = &self.packet;
+        let mut anno = Annotations::default();
+        anno.timestamp = now;
         let before = b.len();
-        Packet::alloc_batch(b, n, |p| {
-            // Cannot fail: the packet was checked against the buffer size.
-            let _ = p.set_frame(data);
-            p.anno_mut().timestamp = now;
-        });
+        // The packet was checked against the buffer size.
+        Packet::alloc_copies(b, n, anno, &self.packet);
         self.count += (b.len() - before) as u64;
     }
 
