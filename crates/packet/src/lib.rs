@@ -471,16 +471,18 @@ impl Packet {
     #[inline(always)]
     pub fn chunk_at<const N: usize>(&self, at: usize) -> Option<&[u8; N]> {
         let b = self.buf();
-        // Clamped so that the sum cannot wrap; a batch loop's fixed `at`
-        // is clamped once.
-        let start = b.head as usize + at.min(BUFFER_SIZE);
-        if start + N > b.tail as usize {
+        // The end is found first, with `at + N` fixed in a batch loop: one
+        // add and one compare a packet, and the bytes read `N` before the
+        // end by the load's own offset. Clamped so that the sums cannot
+        // wrap; a batch loop's fixed `at` is clamped once.
+        let end = b.head as usize + (at.min(BUFFER_SIZE) + N);
+        if end > b.tail as usize {
             return None;
         }
         debug_assert!(b.tail as usize <= BUFFER_SIZE);
-        // SAFETY: `start + N <= tail <= BUFFER_SIZE` (the type invariant),
-        // so the `N` bytes at `start` are inside `data`.
-        Some(unsafe { &*b.data.as_ptr().add(start).cast::<[u8; N]>() })
+        // SAFETY: `end <= tail <= BUFFER_SIZE` (the type invariant), so
+        // the `N` bytes before `end` are inside `data`.
+        Some(unsafe { &*b.data.as_ptr().add(end - N).cast::<[u8; N]>() })
     }
 
     /// The length of [`Packet::l3_bytes`], by one subtraction (through the

@@ -8,7 +8,7 @@
 //! negated group of windows.
 
 use super::click_program::{classifier_program, ClauseBytes, Program as ClickProgram};
-use super::program::{self, Base, Expr, Guard, OneTest, Program, Test};
+use super::program::{self, Base, Expr, Guard, OneTest, Program, Test, ANY_OFFSET};
 use super::{check_outputs, locate, read_patterns, PatternError};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, PortInfo, Stats,
@@ -397,7 +397,7 @@ impl Classifier {
     /// line in the push, they were reloaded from the stack for every
     /// packet) and the push of other programs keeps its own allocation.
     #[inline(never)]
-    fn push_one_test<const EQ: bool>(
+    fn push_one_test<const EQ: bool, const AT: u16>(
         &mut self,
         one: OneTest,
         batch: &mut Batch,
@@ -408,11 +408,11 @@ impl Classifier {
         };
         // Compared raw, with a loop for each result: `== outcome` in one
         // loop cost two instructions a packet.
-        let raw = one.raw::<EQ>(head.data());
+        let raw = one.raw::<EQ, AT>(head);
         let agree = if raw {
-            rest.iter().all(|p| one.raw::<EQ>(p.data()))
+            rest.iter().all(|p| one.raw::<EQ, AT>(p))
         } else {
-            rest.iter().all(|p| !one.raw::<EQ>(p.data()))
+            rest.iter().all(|p| !one.raw::<EQ, AT>(p))
         };
         if agree {
             match one.output(raw != one.flipped()) {
@@ -426,7 +426,7 @@ impl Classifier {
         }
         let mut drops = 0u64;
         cx.push_classified(batch, |p| {
-            let out = one.output(one.test::<EQ>(p.data()));
+            let out = one.output(one.test::<EQ, AT>(p));
             drops += out.is_none() as u64;
             out
         });
@@ -497,10 +497,11 @@ impl Element for Classifier {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         if let Some(one) = self.one_test {
-            if one.is_eq() {
-                self.push_one_test::<true>(one, batch, cx);
-            } else {
-                self.push_one_test::<false>(one, batch, cx);
+            // The Ethernet type's offset, the usual test, as a constant.
+            match (one.is_eq(), one.at()) {
+                (true, 12) => self.push_one_test::<true, 12>(one, batch, cx),
+                (true, _) => self.push_one_test::<true, ANY_OFFSET>(one, batch, cx),
+                (false, _) => self.push_one_test::<false, ANY_OFFSET>(one, batch, cx),
             }
             return;
         }
@@ -1044,12 +1045,13 @@ mod tests {
                 prop_assert_eq!(one.classify(&p), want, "{} on {:02x?}\n{}", text, p, program);
                 // The test the element's batch loop runs: without the byte
                 // swap for an equality.
-                let outcome = if one.is_eq() { one.test::<true>(&p) } else { one.test::<false>(&p) };
+                let pk = bricks_element::Packet::from_slice(&p).unwrap();
+                let outcome = if one.is_eq() { one.test::<true, ANY_OFFSET>(&pk) } else { one.test::<false, ANY_OFFSET>(&pk) };
                 prop_assert_eq!(one.output(outcome), want, "{} on {:02x?}\n{}", text, p, program);
                 // The raw result a batch of one outcome is checked by.
-                let raw = if one.is_eq() { one.raw::<true>(&p) } else { one.raw::<false>(&p) };
+                let raw = if one.is_eq() { one.raw::<true, ANY_OFFSET>(&pk) } else { one.raw::<false, ANY_OFFSET>(&pk) };
                 prop_assert_eq!(raw != one.flipped(), outcome, "{} on {:02x?}", text, p);
-                prop_assert_eq!(one.raw::<false>(&p) != one.flipped(), outcome, "{} on {:02x?}", text, p);
+                prop_assert_eq!(one.raw::<false, ANY_OFFSET>(&pk) != one.flipped(), outcome, "{} on {:02x?}", text, p);
             }
         }
     }

@@ -24,6 +24,7 @@
 //! test's `negate` flag gives "present and not equal", which is still false
 //! on a short packet, while an [`Expr::Not`] is a plain logical negation.
 
+use bricks_packet::Packet;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -460,6 +461,10 @@ impl Step {
     }
 }
 
+/// [`OneTest::raw`]'s and [`OneTest::test`]'s `AT` for a test at any
+/// offset.
+pub const ANY_OFFSET: u16 = u16::MAX;
+
 /// A program of a single test whose two outcomes are outputs (or drops):
 /// the shape of the usual `Classifier(12/0800, -)`. Run without the
 /// interpreter's loop, it is one load, mask, compare and select.
@@ -514,15 +519,32 @@ impl OneTest {
     /// outcome for every packet compares the raw result, with nothing to
     /// turn around per packet.
     #[inline(always)]
-    pub fn raw<const EQ: bool>(&self, bytes: &[u8]) -> bool {
+    pub fn raw<const EQ: bool, const AT: u16>(&self, p: &Packet) -> bool {
         if !EQ {
-            return self.step.eval(bytes) != self.step.flip;
+            return self.step.eval(p.data()) != self.step.flip;
         }
-        let off = usize::from(self.step.offset);
-        match bytes.get(off..off + 8).and_then(|s| s.first_chunk::<8>()) {
+        match p.chunk_at::<8>(self.offset::<AT>()) {
             Some(w) => u64::from_ne_bytes(*w) & self.ne_mask == self.ne_lo,
-            None => self.step.eval(bytes) != self.step.flip,
+            None => self.step.eval(p.data()) != self.step.flip,
         }
+    }
+
+    /// The offset of the test's bytes: `AT` when it is not [`ANY_OFFSET`]
+    /// (a batch loop specialised for the usual offset, which the loads
+    /// then carry as a constant), else the test's own.
+    #[inline(always)]
+    fn offset<const AT: u16>(&self) -> usize {
+        if AT == ANY_OFFSET {
+            return usize::from(self.step.offset);
+        }
+        debug_assert_eq!(AT, self.step.offset);
+        usize::from(AT)
+    }
+
+    /// The test's byte offset.
+    #[inline(always)]
+    pub fn at(&self) -> u16 {
+        self.step.offset
     }
 
     /// Whether the test is negated; see [`OneTest::raw`].
@@ -533,16 +555,15 @@ impl OneTest {
 
     /// The test's outcome on `bytes`; `EQ` must be [`OneTest::is_eq`].
     #[inline(always)]
-    pub fn test<const EQ: bool>(&self, bytes: &[u8]) -> bool {
+    pub fn test<const EQ: bool, const AT: u16>(&self, p: &Packet) -> bool {
         if !EQ {
-            return self.step.eval(bytes);
+            return self.step.eval(p.data());
         }
         debug_assert!(self.eq);
-        let off = usize::from(self.step.offset);
-        match bytes.get(off..off + 8).and_then(|s| s.first_chunk::<8>()) {
+        match p.chunk_at::<8>(self.offset::<AT>()) {
             Some(w) => (u64::from_ne_bytes(*w) & self.ne_mask == self.ne_lo) != self.step.flip,
             // Fewer than eight bytes left: the general test's short load.
-            None => self.step.eval(bytes),
+            None => self.step.eval(p.data()),
         }
     }
 }
