@@ -140,8 +140,19 @@ pub(crate) fn free(buf: Box<Buffer>) {
 /// is made: one visit to the free list and one pass over the packets
 /// ([`fill`]), each buffer's first line written from one image.
 #[inline]
-pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, mut init: impl FnMut(&mut Packet)) {
-    let line = LineImage::new(Annotations::default(), HEADROOM, HEADROOM);
+pub(crate) fn alloc_with(out: &mut crate::Batch, n: usize, init: impl FnMut(&mut Packet)) {
+    alloc_annotated(out, n, Annotations::default(), init);
+}
+
+/// [`alloc_with`] with each packet's annotations starting as `anno`.
+#[inline(always)]
+fn alloc_annotated(
+    out: &mut crate::Batch,
+    n: usize,
+    anno: Annotations,
+    mut init: impl FnMut(&mut Packet),
+) {
+    let line = LineImage::new(anno, HEADROOM, HEADROOM);
     fill(out, n, |mut buf| {
         line.write(&mut buf);
         let mut p = Packet::from_written(buf);
@@ -174,16 +185,10 @@ pub(crate) fn alloc_copies(out: &mut crate::Batch, n: usize, anno: Annotations, 
         6 => copies::<6>(out, n, anno, frame),
         7 => copies::<7>(out, n, anno, frame),
         8 => copies::<8>(out, n, anno, frame),
-        _ => {
-            let line = LineImage::new(anno, HEADROOM, HEADROOM);
-            fill(out, n, |mut buf| {
-                line.write(&mut buf);
-                let mut p = Packet::from_written(buf);
-                // Cannot fail: the caller keeps the frame within MAX_FRAME.
-                let _ = p.set_frame(frame);
-                p
-            });
-        }
+        // Cannot fail: the caller keeps the frame within MAX_FRAME.
+        _ => alloc_annotated(out, n, anno, |p| {
+            let _ = p.set_frame(frame);
+        }),
     }
 }
 

@@ -269,7 +269,7 @@ impl Emitter {
         let mut anno = Annotations::default();
         anno.timestamp = now;
         let before = b.len();
-        // The packet was checked against the buffer size.
+        // The frame was checked against MAX_FRAME when it was set.
         Packet::alloc_copies(b, n, anno, &self.packet);
         self.count += (b.len() - before) as u64;
     }
