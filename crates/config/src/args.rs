@@ -196,7 +196,9 @@ fn process_pieces(raw: &str, mut vars: Option<&mut dyn Vars>) -> Processed {
                 } else if b[j] == b'\\' {
                     j = (j + 2).min(end);
                 } else if b[j] == b'$' {
-                    if let Some((r, next)) = var_at(raw, j) {
+                    // A reference that runs past the closing quote
+                    // (`"${a"`) is no reference: its `$` is text.
+                    if let Some((r, next)) = var_at(raw, j).filter(|&(_, n)| n <= end) {
                         if let Some(vars) = vars.as_deref_mut() {
                             s.push_str(&raw[run..j]);
                             substitute(vars, r, j, next, raw, &mut s, &mut substituted);
@@ -820,6 +822,20 @@ mod tests {
         let p = process("$x ${y} ${z", Some(&mut vars));
         assert_eq!(p.text, "$x ${y} ${z");
         assert!(!p.substituted);
+    }
+
+    /// A `${` inside quotes whose brace closes past the closing quote is
+    /// text, as is the rest of the quote.
+    #[test]
+    fn a_reference_past_the_closing_quote_is_text() {
+        let mut vars = Map(HashMap::from([("a", "1")]));
+        let p = process(r#"x "${a" y}" z"#, Some(&mut vars));
+        assert_eq!(p.text, r#"x "${a" y}" z"#);
+        let p = process(
+            r#"label a" (\} {., return $.é${a"3., write s{$}"#,
+            Some(&mut vars),
+        );
+        assert!(p.text.starts_with("label a"));
     }
 
     #[test]
