@@ -45,7 +45,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::mem::{prefetch, zeroed_u32, BlockPool, ReuseSeq};
+use crate::mem::{prefetch, BlockPool, ReuseSeq, Zeroed};
 use crate::prefix::{Answer, NextHop, Prefix4};
 use crate::table::{check_next_hop, Lpm4, Lpm4Update, LpmError, RuleMap};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -88,8 +88,8 @@ fn answer(e: u32) -> Option<NextHop> {
 /// The DIR-24-8 table; see the module doc. Share it between threads with
 /// an `Arc`: lookups and updates both take `&self`.
 pub struct Dir24_8 {
-    tbl24: Box<[AtomicU32; TBL24_LEN]>,
-    tbl8: Box<[AtomicU32]>,
+    tbl24: Zeroed<[AtomicU32; TBL24_LEN]>,
+    tbl8: Zeroed<[AtomicU32]>,
     seq: ReuseSeq,
     bound: usize,
     groups_touched: AtomicUsize,
@@ -154,10 +154,8 @@ impl Dir24_8 {
             });
         }
         let groups = ((bound - TBL24_BYTES) / GROUP_BYTES).min(MAX_GROUPS);
-        let tbl24: Box<[AtomicU32; TBL24_LEN]> = zeroed_u32(TBL24_LEN)
-            .try_into()
-            .expect("tbl24 has 2^24 entries");
-        let tbl8 = zeroed_u32(groups * GROUP_LEN);
+        let tbl24 = Zeroed::huge_array();
+        let tbl8 = Zeroed::huge_slice(groups * GROUP_LEN);
         Ok(Dir24_8 {
             tbl24,
             tbl8,

@@ -95,7 +95,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::mem::{advise_huge, prefetch, zeroed_u32, zeroed_u64, BlockPool, ReuseSeq};
+use crate::mem::{prefetch, BlockPool, ReuseSeq, Zeroed};
 use crate::prefix::{Answer, NextHop, Prefix6};
 use crate::table::{check_next_hop, Lpm6, Lpm6Update, LpmError, RuleMap};
 use std::collections::BTreeMap;
@@ -283,9 +283,9 @@ fn shape(slots: &[Slot; 64]) -> (u64, u64) {
 /// The Poptrie; see the module doc. Share it with an `Arc`: lookups and
 /// updates both take `&self`.
 pub struct Poptrie6 {
-    dir: Box<[AtomicU32]>,
-    nodes: Box<[AtomicU64]>,
-    leaves: Box<[AtomicU32]>,
+    dir: Zeroed<[AtomicU32]>,
+    nodes: Zeroed<[AtomicU64]>,
+    leaves: Zeroed<[AtomicU32]>,
     seq: ReuseSeq,
     bound: usize,
     touched: AtomicUsize,
@@ -377,12 +377,9 @@ impl Poptrie6 {
         // not memory); the budget is enforced on what they use together.
         let node_cap = (rest / NODE_BYTES).min(u32::MAX as usize);
         let leaf_cap = (rest / LEAF_BYTES).min(u32::MAX as usize);
-        let dir = zeroed_u32(DIR_LEN);
-        let nodes = zeroed_u64(node_cap * NODE_WORDS);
-        let leaves = zeroed_u32(leaf_cap);
-        advise_huge(&dir);
-        advise_huge(&nodes);
-        advise_huge(&leaves);
+        let dir = Zeroed::huge_slice(DIR_LEN);
+        let nodes = Zeroed::huge_slice(node_cap * NODE_WORDS);
+        let leaves = Zeroed::huge_slice(leaf_cap);
         Ok(Poptrie6 {
             dir,
             nodes,

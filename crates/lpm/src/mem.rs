@@ -23,61 +23,177 @@
 
 #![deny(unsafe_code)]
 
+use std::alloc::Layout;
 use std::collections::VecDeque;
-use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-/// A boxed slice of `n` zero atomics. The allocation is zeroed by the
-/// allocator (`calloc`, so fresh pages from the kernel are not touched):
-/// a large reserve that is mostly unused costs address space, not memory.
-#[allow(unsafe_code)]
-pub(crate) fn zeroed_u32(n: usize) -> Box<[AtomicU32]> {
-    let b: Box<[MaybeUninit<AtomicU32>]> = Box::new_zeroed_slice(n);
-    // SAFETY: `AtomicU32` has the same size and bit validity as `u32`
-    // (documented on the type), so all-zero bytes are a valid `AtomicU32`
-    // holding 0, and `new_zeroed_slice` zeroed every element.
-    unsafe { b.assume_init() }
+/// Atomics that all-zero bytes make a valid value (0).
+pub(crate) trait ZeroValid: Sync + Send {}
+// `AtomicU32` and `AtomicU64` have the size and bit validity of `u32` and
+// `u64` (documented on the types), for which all-zero bytes are 0.
+impl ZeroValid for AtomicU32 {}
+impl ZeroValid for AtomicU64 {}
+
+const PAGE: usize = 4 << 10;
+const HUGE: usize = 2 << 20;
+
+/// A zeroed array of atomics in an anonymous mapping of its own: the
+/// memory of every lookup table here. A mapping is zero when it is made
+/// and its pages are backed when first touched, so a large reserve that
+/// is mostly unused costs address space, not memory.
+///
+/// An array made with huge pages (`huge_slice`, `huge_array`) of 2 MiB or
+/// more starts on a 2 MiB boundary and its mapping runs to the next one,
+/// with `madvise(MADV_HUGEPAGE)` on all of it: a lookup in a table of
+/// megabytes touches a few random pages, and with 4 KiB pages each of
+/// them can miss the TLB (a page walk that, under a hypervisor, is itself
+/// several misses); with 2 MiB pages the table's pages fit in the TLB.
+/// The allocator cannot give this: it places a large block a few bytes
+/// into a mapping of its own, so only the 2 MiB pages wholly inside the
+/// block (one of a 4 MiB array) could be huge. A touched huge page is 2
+/// MiB of memory, so huge pages are for arrays that are used densely:
+/// arenas filled from their start, and arrays whose every entry a
+/// typical table writes (a DIR-24-8 tbl24 under a default route). Where
+/// transparent huge pages are off, only the alignment changes.
+pub(crate) struct Zeroed<A: ?Sized> {
+    ptr: std::ptr::NonNull<A>,
+    /// Bytes mapped at `ptr` (0: nothing mapped, the array is empty).
+    mapped: usize,
 }
 
-/// A boxed slice of `n` zero `AtomicU64`s; see [`zeroed_u32`].
+// SAFETY: a `Zeroed` owns its mapping and gives out only shared
+// references to its elements, which are atomics (`ZeroValid: Sync + Send`).
 #[allow(unsafe_code)]
-pub(crate) fn zeroed_u64(n: usize) -> Box<[AtomicU64]> {
-    let b: Box<[MaybeUninit<AtomicU64>]> = Box::new_zeroed_slice(n);
-    // SAFETY: as in `zeroed_u32`: `AtomicU64` has the bit validity of
-    // `u64`, for which all-zero bytes are a valid value.
-    unsafe { b.assume_init() }
+unsafe impl<A: ?Sized + Sync + Send> Send for Zeroed<A> {}
+#[allow(unsafe_code)]
+unsafe impl<A: ?Sized + Sync + Send> Sync for Zeroed<A> {}
+
+impl<T: ZeroValid> Zeroed<[T]> {
+    /// `n` zero elements.
+    pub(crate) fn slice(n: usize) -> Self {
+        Self::slice_in(n, false)
+    }
+
+    /// `n` zero elements on huge pages (see [`Zeroed`]).
+    pub(crate) fn huge_slice(n: usize) -> Self {
+        Self::slice_in(n, true)
+    }
+
+    fn slice_in(n: usize, huge: bool) -> Self {
+        let (p, mapped) = map_zeroed(Layout::array::<T>(n).expect("array size"), huge);
+        Zeroed {
+            ptr: NonNull::slice_from_raw_parts(p.cast::<T>(), n),
+            mapped,
+        }
+    }
 }
 
-/// Asks the kernel to back `s` with transparent huge pages where it can
-/// (`madvise(MADV_HUGEPAGE)` on the 2 MiB pages inside it). A lookup in a
-/// table of tens of MiB touches a handful of random pages, and with 4 KiB
-/// pages nearly each of them misses the TLB too; with 2 MiB pages the
-/// table's pages all fit in the TLB. A hint: where it is refused, or on
-/// systems without it, nothing changes.
-#[allow(unsafe_code)]
-pub(crate) fn advise_huge<T>(s: &[T]) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = s.as_ptr() as usize;
-        let end = start + std::mem::size_of_val(s);
-        let first = start.next_multiple_of(HUGE);
-        let last = end / HUGE * HUGE;
-        if last > first {
-            // SAFETY: the range lies inside the live allocation of `s`
-            // (rounded inwards to whole huge pages); MADV_HUGEPAGE changes
-            // how the range is backed, never its contents or its mapping.
+impl<T: ZeroValid, const N: usize> Zeroed<[T; N]> {
+    /// `N` zero elements on huge pages (see [`Zeroed`]), as an array:
+    /// indexes its length bounds need no check.
+    pub(crate) fn huge_array() -> Self {
+        let (p, mapped) = map_zeroed(Layout::new::<[T; N]>(), true);
+        Zeroed {
+            ptr: p.cast::<[T; N]>(),
+            mapped,
+        }
+    }
+}
+
+impl<A: ?Sized> std::ops::Deref for Zeroed<A> {
+    type Target = A;
+
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn deref(&self) -> &A {
+        // SAFETY: `ptr` points into a live private mapping of `mapped`
+        // bytes (or, for an empty array, is dangling with nothing to
+        // read), aligned for the elements, which are zero-valid atomics
+        // written only through shared references; it is unmapped only in
+        // `drop`, when no reference from here is left.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<A: ?Sized> Drop for Zeroed<A> {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        if self.mapped > 0 {
+            // SAFETY: the range is exactly the mapping `map_zeroed` kept
+            // for this array, and no reference to it outlives `self`.
             unsafe {
-                libc::madvise(
-                    first as *mut libc::c_void,
-                    last - first,
-                    libc::MADV_HUGEPAGE,
-                );
+                libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.mapped);
             }
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = s;
+}
+
+impl<A: ?Sized> std::fmt::Debug for Zeroed<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zeroed")
+            .field("mapped", &self.mapped)
+            .finish()
+    }
+}
+
+/// A private anonymous mapping for `layout`, on huge pages when asked
+/// for and it takes 2 MiB or more (see [`Zeroed`]): the start and the
+/// bytes mapped. Fails like the allocator when the kernel refuses.
+#[allow(unsafe_code)]
+fn map_zeroed(layout: Layout, huge: bool) -> (NonNull<u8>, usize) {
+    assert!(layout.align() <= PAGE, "elements aligned within a page");
+    let bytes = layout.size();
+    if bytes == 0 {
+        return (NonNull::<u64>::dangling().cast(), 0);
+    }
+    let huge = huge && bytes >= HUGE;
+    let mapped = bytes.next_multiple_of(if huge { HUGE } else { PAGE });
+    // A huge array maps 2 MiB more than it keeps, to cut an aligned range
+    // out of it.
+    let reserve = if huge { mapped + HUGE } else { mapped };
+    // SAFETY: a new private anonymous mapping; it aliases nothing.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            reserve,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        std::alloc::handle_alloc_error(layout);
+    }
+    let base = base as usize;
+    let start = if huge {
+        base.next_multiple_of(HUGE)
+    } else {
+        base
+    };
+    if huge {
+        let head = start - base;
+        let tail = base + reserve - (start + mapped);
+        // SAFETY: both ranges lie inside the mapping just made and outside
+        // the part kept, so what is left mapped is exactly [start, start
+        // + mapped). MADV_HUGEPAGE changes how that range is backed, never
+        // its contents.
+        unsafe {
+            if head > 0 {
+                libc::munmap(base as *mut libc::c_void, head);
+            }
+            if tail > 0 {
+                libc::munmap((start + mapped) as *mut libc::c_void, tail);
+            }
+            #[cfg(target_os = "linux")]
+            libc::madvise(start as *mut libc::c_void, mapped, libc::MADV_HUGEPAGE);
+        }
+    }
+    (
+        NonNull::new(start as *mut u8).expect("mmap returned a mapping"),
+        mapped,
+    )
 }
 
 /// Hints the CPU to bring the cache line of `r` into all cache levels.
@@ -287,11 +403,36 @@ mod tests {
     }
 
     #[test]
-    fn zeroed_arrays_are_zero() {
-        let a = zeroed_u32(1000);
+    fn zeroed_arrays_are_zero_and_writable_to_their_end() {
+        let a = Zeroed::<[AtomicU32]>::slice(1000);
+        assert_eq!(a.len(), 1000);
         assert!(a.iter().all(|x| x.load(Ordering::Relaxed) == 0));
-        let b = zeroed_u64(3);
-        assert!(b.iter().all(|x| x.load(Ordering::Relaxed) == 0));
+        a[999].store(7, Ordering::Relaxed);
+        assert_eq!(a[999].load(Ordering::Relaxed), 7);
         prefetch(&a[10]);
+        let empty = Zeroed::<[AtomicU64]>::huge_slice(0);
+        assert!(empty.is_empty());
+        // Three and a bit MiB: a huge mapping of two 2 MiB pages, the
+        // second partly past the array.
+        let n = (3 << 20) / 8 + 5;
+        let b = Zeroed::<[AtomicU64]>::huge_slice(n);
+        assert_eq!(b.len(), n);
+        assert_eq!(
+            b.as_ptr() as usize % HUGE,
+            0,
+            "a huge array starts on a 2 MiB boundary"
+        );
+        assert!(b.iter().all(|x| x.load(Ordering::Relaxed) == 0));
+        for i in [0, n / 2, n - 1] {
+            b[i].store(i as u64 + 1, Ordering::Relaxed);
+            assert_eq!(b[i].load(Ordering::Relaxed), i as u64 + 1);
+        }
+        // Below 2 MiB a huge array is an ordinary one.
+        let c = Zeroed::<[AtomicU32]>::huge_slice(100);
+        assert_eq!(c.len(), 100);
+        let d = Zeroed::<[AtomicU32; 1 << 20]>::huge_array();
+        assert_eq!(d.as_ptr() as usize % HUGE, 0);
+        d[(1 << 20) - 1].store(3, Ordering::Relaxed);
+        assert_eq!(d.iter().map(|x| x.load(Ordering::Relaxed)).sum::<u32>(), 3);
     }
 }

@@ -47,7 +47,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::mem::{zeroed_u64, BlockPool, ReuseSeq};
+use crate::mem::{BlockPool, ReuseSeq, Zeroed};
 use crate::prefix::{Answer, NextHop, Prefix4};
 use crate::table::{check_next_hop, Lpm4, Lpm4Update, LpmError, RuleMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -93,7 +93,7 @@ fn level_of(len: u8) -> usize {
 
 /// The 4-bit-stride trie; see the module doc.
 pub struct Trie4 {
-    nodes: Box<[AtomicU64]>,
+    nodes: Zeroed<[AtomicU64]>,
     seq: ReuseSeq,
     bound: usize,
     nodes_touched: AtomicUsize,
@@ -145,7 +145,7 @@ impl Trie4 {
                 detail: "the root node".into(),
             });
         }
-        let nodes = zeroed_u64(cap * FANOUT);
+        let nodes = Zeroed::slice(cap * FANOUT);
         let seq = ReuseSeq::default();
         let mut pool = BlockPool::new(cap, 1);
         let root = pool.alloc(1, &seq);
