@@ -52,6 +52,32 @@ fn a_short_bench_forwards_through_linux_and_bricks_and_cleans_up() {
         assert!(s["mpps"]["median"].as_f64().unwrap() > 0.0, "{s}");
         assert!(s["loss_free"]["mpps"].as_f64().is_some(), "{s}");
     }
+    // Each rate of a search has two trials when its first one loses more
+    // than allowed (--probe-trials 2 by default): a failed trial is never
+    // the only one at its rate.
+    for s in subjects {
+        for search in s["loss_free"]["searches"].as_array().unwrap() {
+            let probes: Vec<(u64, f64)> = search["probes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| {
+                    (
+                        p["rate_pps"].as_u64().unwrap(),
+                        p["loss_pct"].as_f64().unwrap(),
+                    )
+                })
+                .collect();
+            for (i, &(rate, loss)) in probes.iter().enumerate() {
+                let alone = probes.get(i.wrapping_sub(1)).is_none_or(|p| p.0 != rate)
+                    && probes.get(i + 1).is_none_or(|p| p.0 != rate);
+                assert!(
+                    loss <= 1.0 || !alone,
+                    "a failed trial alone at its rate: {search}"
+                );
+            }
+        }
+    }
     // bricks opened both interfaces itself and counted what it forwarded.
     let bricks = &subjects[1]["runs"][0];
     let notes = bricks["notes"].to_string();

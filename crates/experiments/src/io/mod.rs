@@ -127,6 +127,14 @@ pub struct IoArgs {
     /// run for its median and spread; 0 skips it.
     #[arg(long, default_value_t = 6, value_name = "N")]
     pub search_steps: u32,
+    /// Trials at each rate of the search: a rate is loss-free when at
+    /// least half of them are, and its trials stop once that is decided.
+    /// With 2, a rate whose first trial loses too much is tried once more,
+    /// so that one burst of loss from elsewhere on the machine does not
+    /// put the search a step lower (FD.io MLRsearch's goal exceed ratio of
+    /// 50 %); 1 is the plain bisection.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub probe_trials: u32,
     /// The loss, in percent of the frames sent, that still counts as
     /// loss-free in the search.
     #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
@@ -406,7 +414,14 @@ fn measure(
                     );
                     let _ = std::io::stderr().flush();
                 }
-                match search(&bed, &measured[i], probe_secs, a.search_steps, a.max_loss) {
+                match search(
+                    &bed,
+                    &measured[i],
+                    probe_secs,
+                    a.search_steps,
+                    a.probe_trials,
+                    a.max_loss,
+                ) {
                     Ok(s) => measured[i].searches.push(s),
                     Err(e) => measured[i]
                         .errors
@@ -801,6 +816,7 @@ mod tests {
             flows: 1,
             latency_rate: 10_000,
             search_steps: 6,
+            probe_trials: 2,
             max_loss: 1.0,
             generator: Generator::Live,
             xdp_hold: None,

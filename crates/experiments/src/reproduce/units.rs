@@ -304,6 +304,7 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
                     flows: 256,
                     latency_rate: 10_000,
                     search_steps: 0,
+                    probe_trials: 2,
                     max_loss: 1.0,
                     generator: crate::io::Generator::Xdp,
                     xdp_hold: None,
