@@ -355,6 +355,12 @@ fn ts_text(body: &[u8], out: &mut String) {
     let ptr = usize::from(body[2]) - 1;
     let flag = body[3] & 15;
     let size = if (1..=3).contains(&flag) { 8 } else { 4 };
+    // An entry of every flag but 0 is an address and a timestamp, as
+    // Click prints it; for the flags RFC 791 does not define (2, 4 and
+    // up) Click's `size` is 4 and it reads an entry's timestamp past the
+    // option's end when only the address fits; here such an entry ends
+    // the list.
+    let entry = if flag == 0 { 4 } else { 8 };
     match flag {
         0 => {}
         1 => out.push_str(".ip"),
@@ -366,7 +372,7 @@ fn ts_text(body: &[u8], out: &mut String) {
     out.push('{');
     let mut o = 4;
     let mut sep = "";
-    while o + size <= body.len() {
+    while o + entry <= body.len() {
         if o == ptr {
             if flag != 3 {
                 break;
@@ -390,7 +396,7 @@ fn ts_text(body: &[u8], out: &mut String) {
             let _ = write!(out, "{}", v & 0x7fff_ffff);
         }
         sep = ",";
-        o += size;
+        o += entry;
     }
     if o == body.len() && o == ptr {
         out.push('^');
@@ -695,6 +701,25 @@ mod tests {
         assert_eq!(ip(&[148, 4, 0, 0]), "148=0:0");
         assert_eq!(ip(&[68, 12, 13, 0, 0, 0, 0, 1, 0, 0, 0, 2]), "ts{1,2^}");
         assert_eq!(ip(&[7, 1]), "?");
+        // Flags RFC 791 leaves undefined: entries of an address and a
+        // timestamp, as Click prints them; one with only its address
+        // inside the option ends the list (Click reads past the option).
+        assert_eq!(
+            ip(&[68, 12, 13, 2, 1, 2, 3, 4, 0, 0, 0, 9]),
+            "ts.2{1.2.3.4=9^}"
+        );
+        assert_eq!(ip(&[68, 12, 5, 2, 1, 2, 3, 4, 0, 0, 0, 9]), "ts.2{}+1");
+        assert_eq!(ip(&[68, 8, 5, 11, 0, 0, 0, 3]), "ts.11{}+1");
+        assert_eq!(ip(&[68, 8, 9, 11, 0, 0, 0, 3]), "ts.11{}");
+        assert_eq!(
+            ip(&[68, 12, 13, 4, 1, 2, 3, 4, 0, 0, 0, 9]),
+            "ts.4{1.2.3.4=9^}"
+        );
+        for t in ["ts.11{3", "ts.1{3{3", "ts.11{3}", "ts.4{1}"] {
+            if let Some(o) = ip_parse(t) {
+                let _ = ip(&o);
+            }
+        }
         for t in [
             "rr{1.2.3.4}+1",
             "lsrr{1.2.3.4^5.6.7.8}",
