@@ -45,7 +45,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::mem::{prefetch, BlockPool, ReuseSeq, Zeroed};
+use crate::mem::{prefetch, BlockPool, ReuseSeq, Zeroed, HUGE_TABLE};
 use crate::prefix::{Answer, NextHop, Prefix4};
 use crate::table::{check_next_hop, Lpm4, Lpm4Update, LpmError, RuleMap};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -104,6 +104,9 @@ struct Writer {
     pool: BlockPool,
     /// Per group: how many prefixes longer than /24 it holds.
     group_rules: Vec<u32>,
+    /// Whether the arrays were asked to use huge pages (at
+    /// [`HUGE_TABLE`] routes).
+    huge: bool,
 }
 
 impl Writer {
@@ -168,6 +171,7 @@ impl Dir24_8 {
                 routes: 0,
                 pool: BlockPool::new(groups, 1),
                 group_rules: Vec::new(),
+                huge: false,
             }),
         })
     }
@@ -188,6 +192,7 @@ impl Dir24_8 {
                     w.lens |= 1 << p.len;
                 }
             }
+            t.huge_pages_when_large(&mut w);
             let mut long: Vec<u32> = w.rules[25..]
                 .iter()
                 .flat_map(|m| m.keys().map(|a| a >> 8))
@@ -225,6 +230,15 @@ impl Dir24_8 {
                 .store(w.pool.high_water(), Ordering::Relaxed);
         }
         Ok(t)
+    }
+
+    /// Asks for huge pages once the table holds [`HUGE_TABLE`] routes.
+    fn huge_pages_when_large(&self, w: &mut Writer) {
+        if !w.huge && w.routes >= HUGE_TABLE {
+            w.huge = true;
+            self.tbl24.use_huge_pages();
+            self.tbl8.use_huge_pages();
+        }
     }
 
     /// The configured memory bound.
@@ -528,6 +542,7 @@ impl Lpm4Update for Dir24_8 {
         if prev.is_none() {
             w.routes += 1;
             w.lens |= 1 << len;
+            self.huge_pages_when_large(&mut w);
         }
         Ok(prev)
     }
@@ -661,5 +676,22 @@ mod tests {
             "{e}"
         );
         assert!(Dir24_8::with_memory_bound(1 << 20).is_err());
+    }
+
+    /// Huge pages are asked for at `HUGE_TABLE` routes, built or added,
+    /// and not before: a small table stays in 4 KiB pages.
+    #[test]
+    fn large_tables_ask_for_huge_pages() {
+        let routes: Vec<_> = (0..HUGE_TABLE as u32)
+            .map(|i| (Prefix4::new(0x0a00_0000 | i << 8, 24), NextHop(1)))
+            .collect();
+        let t = Dir24_8::build(&routes[1..], Dir24_8::DEFAULT_MEMORY_BOUND).unwrap();
+        assert!(!t.lock().huge);
+        t.insert(routes[0].0, NextHop(2)).unwrap();
+        assert!(t.lock().huge);
+        assert_eq!(t.lookup(0x0a00_0001), Some(NextHop(2)));
+        let t = Dir24_8::build(&routes, Dir24_8::DEFAULT_MEMORY_BOUND).unwrap();
+        assert!(t.lock().huge);
+        assert_eq!(t.lookup(0x0a0f_ff01), Some(NextHop(1)));
     }
 }

@@ -95,7 +95,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::mem::{prefetch, BlockPool, ReuseSeq, Zeroed};
+use crate::mem::{prefetch, BlockPool, ReuseSeq, Zeroed, HUGE_TABLE};
 use crate::prefix::{Answer, NextHop, Prefix6};
 use crate::table::{check_next_hop, Lpm6, Lpm6Update, LpmError, RuleMap};
 use std::collections::BTreeMap;
@@ -307,6 +307,9 @@ struct Writer {
     /// size).
     made: Vec<(bool, u32, usize)>,
     replaced: Vec<(bool, u32, usize)>,
+    /// Whether the arrays were asked to use huge pages (at
+    /// [`HUGE_TABLE`] rules).
+    huge: bool,
 }
 
 impl Writer {
@@ -396,6 +399,7 @@ impl Poptrie6 {
                 leaves: BlockPool::new(leaf_cap, 64),
                 made: Vec::new(),
                 replaced: Vec::new(),
+                huge: false,
             }),
         })
     }
@@ -415,6 +419,7 @@ impl Poptrie6 {
                 }
                 w.exact.insert((p.addr, p.len), nh);
             }
+            t.huge_pages_when_large(&mut w);
             let all: Vec<(u128, u8, u32)> = w
                 .rules
                 .iter()
@@ -451,11 +456,24 @@ impl Poptrie6 {
             }
             result?;
             w.made.clear();
+            // The array is zero: a small table touches only its entries.
             for (x, &v) in t.dir.iter().zip(&top) {
-                x.store(v, Ordering::Relaxed);
+                if v != 0 {
+                    x.store(v, Ordering::Relaxed);
+                }
             }
         }
         Ok(t)
+    }
+
+    /// Asks for huge pages once the table holds [`HUGE_TABLE`] rules.
+    fn huge_pages_when_large(&self, w: &mut Writer) {
+        if !w.huge && w.rules.len() >= HUGE_TABLE {
+            w.huge = true;
+            self.dir.use_huge_pages();
+            self.nodes.use_huge_pages();
+            self.leaves.use_huge_pages();
+        }
     }
 
     /// The configured memory bound.
@@ -1315,6 +1333,7 @@ impl Lpm6Update for Poptrie6 {
         w.exact.insert(key, nh);
         if prev.is_none() {
             w.per_len[p.len as usize] += 1;
+            self.huge_pages_when_large(&mut w);
         }
         if prev == Some(nh) {
             return Ok(prev);
@@ -1365,6 +1384,32 @@ mod tests {
 
     fn ip(s: &str) -> u128 {
         s.parse::<std::net::Ipv6Addr>().unwrap().into()
+    }
+
+    /// Huge pages are asked for at `HUGE_TABLE` rules, built or added,
+    /// and not before; a built table's direct pointing array is written
+    /// only where it holds something.
+    #[test]
+    fn large_tables_ask_for_huge_pages() {
+        let routes: Vec<_> = (0..HUGE_TABLE as u128)
+            .map(|i| {
+                (
+                    Prefix6::new(0x2001_0db8_u128 << 96 | i << 80, 48),
+                    NextHop(1),
+                )
+            })
+            .collect();
+        let t = Poptrie6::build(&routes[1..], Poptrie6::DEFAULT_MEMORY_BOUND).unwrap();
+        assert!(!t.lock().huge);
+        t.insert(routes[0].0, NextHop(2)).unwrap();
+        assert!(t.lock().huge);
+        assert_eq!(t.lookup(ip("2001:db8::1")), Some(NextHop(2)));
+        let t = Poptrie6::build(&routes, Poptrie6::DEFAULT_MEMORY_BOUND).unwrap();
+        assert!(t.lock().huge);
+        assert_eq!(t.lookup(ip("2001:db8:fff::1")), Some(NextHop(1)));
+        assert_eq!(t.lookup(ip("2001:db9::1")), None);
+        let t = Poptrie6::build(&[(p("::", 0), NextHop(3))], 8 << 20).unwrap();
+        assert_eq!(t.lookup(ip("ffff::1")), Some(NextHop(3)));
     }
 
     #[test]

@@ -38,24 +38,29 @@ impl ZeroValid for AtomicU64 {}
 const PAGE: usize = 4 << 10;
 const HUGE: usize = 2 << 20;
 
+/// Routes from which a table asks for huge pages (see [`Zeroed`]): a
+/// table this large touches its big arrays all over.
+pub(crate) const HUGE_TABLE: usize = 4096;
+
 /// A zeroed array of atomics in an anonymous mapping of its own: the
 /// memory of every lookup table here. A mapping is zero when it is made
 /// and its pages are backed when first touched, so a large reserve that
 /// is mostly unused costs address space, not memory.
 ///
-/// An array made with huge pages (`huge_slice`, `huge_array`) of 2 MiB or
+/// An array made for huge pages (`huge_slice`, `huge_array`) of 2 MiB or
 /// more starts on a 2 MiB boundary and its mapping runs to the next one,
-/// with `madvise(MADV_HUGEPAGE)` on all of it: a lookup in a table of
-/// megabytes touches a few random pages, and with 4 KiB pages each of
-/// them can miss the TLB (a page walk that, under a hypervisor, is itself
-/// several misses); with 2 MiB pages the table's pages fit in the TLB.
-/// The allocator cannot give this: it places a large block a few bytes
-/// into a mapping of its own, so only the 2 MiB pages wholly inside the
-/// block (one of a 4 MiB array) could be huge. A touched huge page is 2
-/// MiB of memory, so huge pages are for arrays that are used densely:
-/// arenas filled from their start, and arrays whose every entry a
-/// typical table writes (a DIR-24-8 tbl24 under a default route). Where
-/// transparent huge pages are off, only the alignment changes.
+/// so that [`Zeroed::use_huge_pages`] can back all of it with transparent
+/// huge pages (`madvise(MADV_HUGEPAGE)`): a lookup in a table of megabytes
+/// touches a few random pages, and with 4 KiB pages each of them can miss
+/// the TLB (a page walk that, under a hypervisor, is itself several
+/// misses); with 2 MiB pages the table's pages fit in the TLB. The
+/// allocator cannot give this: it places a large block a few bytes into a
+/// mapping of its own, so only the 2 MiB pages wholly inside the block
+/// (one of a 4 MiB array) could be huge. A touched huge page is 2 MiB of
+/// memory, so tables ask for them only once they hold [`HUGE_TABLE`]
+/// routes: a router with a thousand small tables keeps them in 4 KiB
+/// pages. Where transparent huge pages are off, only the alignment
+/// changes.
 pub(crate) struct Zeroed<A: ?Sized> {
     ptr: std::ptr::NonNull<A>,
     /// Bytes mapped at `ptr` (0: nothing mapped, the array is empty).
@@ -75,7 +80,7 @@ impl<T: ZeroValid> Zeroed<[T]> {
         Self::slice_in(n, false)
     }
 
-    /// `n` zero elements on huge pages (see [`Zeroed`]).
+    /// `n` zero elements, placed for huge pages (see [`Zeroed`]).
     pub(crate) fn huge_slice(n: usize) -> Self {
         Self::slice_in(n, true)
     }
@@ -90,14 +95,35 @@ impl<T: ZeroValid> Zeroed<[T]> {
 }
 
 impl<T: ZeroValid, const N: usize> Zeroed<[T; N]> {
-    /// `N` zero elements on huge pages (see [`Zeroed`]), as an array:
-    /// indexes its length bounds need no check.
+    /// `N` zero elements placed for huge pages (see [`Zeroed`]), as an
+    /// array: indexes its length bounds need no check.
     pub(crate) fn huge_array() -> Self {
         let (p, mapped) = map_zeroed(Layout::new::<[T; N]>(), true);
         Zeroed {
             ptr: p.cast::<[T; N]>(),
             mapped,
         }
+    }
+}
+
+impl<A: ?Sized> Zeroed<A> {
+    /// Asks the kernel to back the array with transparent huge pages
+    /// from now on (pages touched before are merged later, if at all):
+    /// for an array placed for them, of 2 MiB or more; a hint, which
+    /// changes nothing where it is refused.
+    #[allow(unsafe_code)]
+    pub(crate) fn use_huge_pages(&self) {
+        let start = self.ptr.as_ptr() as *mut u8 as usize;
+        #[cfg(target_os = "linux")]
+        if self.mapped >= HUGE && start % HUGE == 0 {
+            // SAFETY: the range is this array's own mapping; MADV_HUGEPAGE
+            // changes how it is backed, never its contents.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, self.mapped, libc::MADV_HUGEPAGE);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = start;
     }
 }
 
@@ -137,9 +163,9 @@ impl<A: ?Sized> std::fmt::Debug for Zeroed<A> {
     }
 }
 
-/// A private anonymous mapping for `layout`, on huge pages when asked
-/// for and it takes 2 MiB or more (see [`Zeroed`]): the start and the
-/// bytes mapped. Fails like the allocator when the kernel refuses.
+/// A private anonymous mapping for `layout`, placed for huge pages when
+/// asked for and it takes 2 MiB or more (see [`Zeroed`]): the start and
+/// the bytes mapped. Fails like the allocator when the kernel refuses.
 #[allow(unsafe_code)]
 fn map_zeroed(layout: Layout, huge: bool) -> (NonNull<u8>, usize) {
     assert!(layout.align() <= PAGE, "elements aligned within a page");
@@ -177,8 +203,7 @@ fn map_zeroed(layout: Layout, huge: bool) -> (NonNull<u8>, usize) {
         let tail = base + reserve - (start + mapped);
         // SAFETY: both ranges lie inside the mapping just made and outside
         // the part kept, so what is left mapped is exactly [start, start
-        // + mapped). MADV_HUGEPAGE changes how that range is backed, never
-        // its contents.
+        // + mapped).
         unsafe {
             if head > 0 {
                 libc::munmap(base as *mut libc::c_void, head);
@@ -186,8 +211,6 @@ fn map_zeroed(layout: Layout, huge: bool) -> (NonNull<u8>, usize) {
             if tail > 0 {
                 libc::munmap((start + mapped) as *mut libc::c_void, tail);
             }
-            #[cfg(target_os = "linux")]
-            libc::madvise(start as *mut libc::c_void, mapped, libc::MADV_HUGEPAGE);
         }
     }
     (
