@@ -115,7 +115,7 @@ impl<A: ?Sized> Zeroed<A> {
     pub(crate) fn use_huge_pages(&self) {
         let start = self.ptr.as_ptr() as *mut u8 as usize;
         #[cfg(target_os = "linux")]
-        if self.mapped >= HUGE && start % HUGE == 0 {
+        if self.mapped >= HUGE && start.is_multiple_of(HUGE) {
             // SAFETY: the range is this array's own mapping; MADV_HUGEPAGE
             // changes how it is backed, never its contents.
             unsafe {
