@@ -536,7 +536,9 @@ fn ts_parse<'a>(s: &'a [u8], o: &mut Vec<u8>) -> Option<&'a [u8]> {
         let mut retried = false;
         // At most two passes: the second reads the entry as `ADDR=TIME`.
         'entry: loop {
-            if flag == 1 || flag == 3 || flag == -2 {
+            // Every flag but 0 has an address before each time (Click
+            // prints the flags RFC 791 leaves undefined so).
+            if flag > 0 || flag == -2 {
                 s = addr_parse(s, o)?;
                 if pointer.is_some() && flag == -2 {
                     flag = 3;
@@ -597,7 +599,8 @@ fn ts_parse<'a>(s: &'a [u8], o: &mut Vec<u8>) -> Option<&'a [u8]> {
     if s.len() > 1 && s[0] == b'+' && s[1].is_ascii_digit() {
         let (n, rest) = integer(&s[1..], true)?;
         if n < 16 {
-            let size = if flag == 1 || flag == 3 { 8 } else { 4 };
+            // As the text counts them: Click's entry size.
+            let size = if (1..=3).contains(&flag) { 8 } else { 4 };
             o.resize(o.len() + n as usize * size, 0);
         }
         s = rest;
@@ -715,6 +718,20 @@ mod tests {
             ip(&[68, 12, 13, 4, 1, 2, 3, 4, 0, 0, 0, 9]),
             "ts.4{1.2.3.4=9^}"
         );
+        for t in [
+            "ts.2{1.2.3.4=9^}",
+            "ts.4{1.2.3.4=9^}",
+            "ts.2{1.2.3.4=9}+1",
+            "ts.4{1.2.3.4=9}+2",
+            "ts.15{}+1",
+        ] {
+            let o = ip_parse(t).unwrap_or_else(|| panic!("{t} does not parse"));
+            assert_eq!(ip(&o), t, "{t}");
+        }
+        // What an option whose entries do not fill it prints reads back.
+        let odd = [68, 16, 17, 2, 0, 0, 13, 232, 0, 0, 0, 0, 0, 0, 0, 6];
+        assert_eq!(ip(&odd), "ts.2{0.0.13.232=0}");
+        assert!(ip_parse("ts.2{0.0.13.232=0}").is_some());
         for t in ["ts.11{3", "ts.1{3{3", "ts.11{3}", "ts.4{1}"] {
             if let Some(o) = ip_parse(t) {
                 let _ = ip(&o);
