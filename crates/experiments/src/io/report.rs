@@ -454,17 +454,19 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
             o,
             "Mpps: frames the sink received per second (first to last); offered: frames the \
              generator sent per second; loss: sent and not received. Loss-free: the highest \
-             rate a {}-step search sent with at most {}% lost in at least half of {} trial{} \
-             at that rate (>=: nothing more was lost at full speed, so the generator, not the \
-             subject, set the figure), searched once a run: median and min..max over {} \
+             rate a {}-step search sent with at most {}% lost {} (>=: nothing more was lost \
+             at full speed, so the generator, not the subject, set the figure), searched once a run: median and min..max over {} \
              search{}; x Linux, x XDP: ratios of {}, not \
              given (\"load\") when the machine's 1-minute load average differed by more \
              than {LOAD_TOLERANCE} or a quarter between the two subjects' runs; load: the load \
              average at the start of the subject's runs and probes, least..most.",
             a.search_steps,
             a.max_loss,
-            a.probe_trials.max(1),
-            if a.probe_trials > 1 { "s" } else { "" },
+            if a.probe_trials > 1 {
+                format!("in at least half of {} trials at that rate", a.probe_trials)
+            } else {
+                "in its trial at that rate".to_string()
+            },
             a.runs,
             if a.runs == 1 { "" } else { "es" },
             if searched {
