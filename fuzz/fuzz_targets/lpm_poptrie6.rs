@@ -20,6 +20,11 @@ const DIR: usize = 4 << 20;
 const BOUNDS: [usize; 3] = [DIR + 256, DIR + (64 << 10), DIR + (4 << 20)];
 /// Operations read from one input, so that a run stays quick.
 const MAX_OPS: usize = 100;
+/// Changes of `::/0` in one input: each rewrites the whole direct
+/// pointing array (2^20 entries), some 25 ms under the sanitizer, and
+/// more of them make a run slow without reaching other code; later ones
+/// become /19 (two entries).
+const MAX_DEFAULT_ROUTE_CHANGES: usize = 2;
 /// Where prefixes start before a byte of them is flipped: far apart, and
 /// at both ends of the address space.
 const BASES: [u128; 4] = [
@@ -47,15 +52,23 @@ fuzz_target!(|data: &[u8]| {
     let t = Poptrie6::with_memory_bound(BOUNDS[first as usize % BOUNDS.len()])
         .expect("bounds above the direct pointing array");
     let want = Naive6::new();
+    let mut defaults = 0;
     for op in ops.chunks_exact(6).take(MAX_OPS) {
         // Prefixes of /11 or shorter come only from `LENS` (::/0): each
         // rewrites 512 to a million direct-pointing entries, which under
         // the sanitizer takes milliseconds.
-        let len = if op[1] & 0x80 != 0 {
+        let mut len = if op[1] & 0x80 != 0 {
             LENS[op[1] as usize % LENS.len()]
         } else {
             12 + op[1] % 117
         };
+        if len == 0 && op[0] % 4 < 3 {
+            if defaults == MAX_DEFAULT_ROUTE_CHANGES {
+                len = 19;
+            } else {
+                defaults += 1;
+            }
+        }
         let at = (op[2] >> 2) % 16;
         let addr = BASES[op[2] as usize & 3] ^ (op[3] as u128) << (8 * at);
         let p = Prefix6::new(addr, len);
