@@ -13,11 +13,16 @@ pub mod icmp6pingresponder;
 pub mod ip6_nd_advertiser;
 pub mod ip6_nd_solicitor;
 pub mod ip6_router_advertiser;
+pub mod ip6encap;
 pub mod ip6mirror;
 pub mod ip6print;
+pub mod markip6header;
 pub mod nd_cache;
 pub mod protocol_translator46;
 pub mod protocol_translator64;
+pub mod setip6address;
+pub mod setip6dscp;
+pub mod udpip6encap;
 
 #[cfg(test)]
 mod testdata;
@@ -86,10 +91,15 @@ pub static CLASSES: &[&ElementClass] = &[
     &ip6_nd_advertiser::CLASS,
     &ip6_nd_solicitor::CLASS,
     &ip6_router_advertiser::CLASS,
+    &ip6encap::CLASS,
     &ip6mirror::CLASS,
     &ip6print::CLASS,
+    &markip6header::CLASS,
     &protocol_translator46::CLASS,
     &protocol_translator64::CLASS,
+    &setip6address::CLASS,
+    &setip6dscp::CLASS,
+    &udpip6encap::CLASS,
 ];
 
 #[cfg(test)]
