@@ -8,6 +8,7 @@
 //! - [`arp_responder`]: `ARPResponder`, answers requests (and proxy ARP).
 //! - [`arp_querier`]: `ARPQuerier`, resolves next hops, on top of the table
 //!   in [`arp_table`].
+//! - [`checkarpheader`]: `CheckARPHeader`, the length checks of an ARP header.
 //! - [`store_ether_address`]: `StoreEtherAddress`, a fixed address at an offset.
 //! - [`ether_switch`]: `EtherSwitch`, a learning bridge.
 //! - [`listen_ether_switch`]: `ListenEtherSwitch`, one with a listening port.
@@ -16,6 +17,7 @@ pub mod arp_querier;
 pub mod arp_responder;
 pub mod arp_table;
 pub mod arp_table_element;
+pub mod checkarpheader;
 pub mod ether_encap;
 pub mod ether_rewrite;
 pub mod ether_switch;
@@ -67,6 +69,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &arp_querier::CLASS,
     &arp_responder::CLASS,
     &arp_table_element::CLASS,
+    &checkarpheader::CLASS,
     &ether_encap::CLASS,
     &ether_rewrite::CLASS,
     &host_ether_filter::CLASS,

@@ -42,6 +42,7 @@ pub mod markipheader;
 pub mod prefix_table;
 pub mod setipaddress;
 pub mod setipchecksum;
+pub mod setipecn;
 pub mod setrandipaddress;
 pub mod settcpchecksum;
 pub mod setudpchecksum;
@@ -79,6 +80,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &setipaddress::CLASS,
     &setrandipaddress::CLASS,
     &setipchecksum::CLASS,
+    &setipecn::CLASS,
     &settcpchecksum::CLASS,
     &setudpchecksum::CLASS,
     &staticiplookup::CLASS,

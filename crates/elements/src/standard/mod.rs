@@ -5,6 +5,7 @@ pub mod align;
 pub mod average_counter;
 pub mod block;
 pub mod block_thread;
+pub mod burster;
 pub mod bw_rated_unqueue;
 pub mod clicky_info;
 pub mod clipboard;
@@ -42,6 +43,7 @@ pub mod set_timestamp;
 pub mod settings;
 pub mod source;
 pub mod spinlock_info;
+pub mod static_pull_switch;
 pub mod static_thread_sched;
 pub mod stride_sched;
 pub mod strip;
@@ -53,6 +55,7 @@ pub mod tee;
 pub(crate) mod testrun;
 pub mod thread_safe_queue;
 pub mod timed_source;
+pub mod timed_unqueue;
 pub mod unqueue;
 pub mod work_package;
 pub mod workload;
@@ -134,4 +137,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ms_queue::CLASS,
     &cpu_queue::CLASS,
     &spinlock_info::CLASS,
+    &static_pull_switch::CLASS,
+    &timed_unqueue::CLASS,
+    &burster::CLASS,
 ];
