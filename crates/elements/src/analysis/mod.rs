@@ -1,4 +1,6 @@
-//! Packet analysis in Click's text formats: IP summary dumps and IPPrint.
+//! Packet analysis in Click's text formats: IP summary dumps and IPPrint,
+//! aggregates, and the trace tools (anonymizing, erasing and truncating
+//! payloads, timestamp ranges).
 
 pub mod aggregate_counter;
 pub mod aggregate_filter;
@@ -8,13 +10,18 @@ pub mod aggregate_ipflows;
 pub mod aggregate_last;
 pub mod aggregate_length;
 pub mod aggregate_packet_counter;
+pub mod anonymize_ip_addr;
+pub mod erase_ip_payload;
 pub mod from_ipsumdump;
 pub mod info;
 pub mod ip_field;
 pub mod ipprint;
 pub mod md5;
 pub mod options;
+pub mod time_range;
+pub mod timestamp_accum;
 pub mod to_ipsumdump;
+pub mod truncate_ip_payload;
 
 use bricks_element::ElementClass;
 
@@ -31,6 +38,11 @@ pub static CLASSES: &[&ElementClass] = &[
     &aggregate_last::CLASS,
     &aggregate_filter::CLASS,
     &aggregate_packet_counter::CLASS,
+    &truncate_ip_payload::CLASS,
+    &erase_ip_payload::CLASS,
+    &anonymize_ip_addr::CLASS,
+    &time_range::CLASS,
+    &timestamp_accum::CLASS,
 ];
 
 /// Reads CAPACITY, the bound of an element's table: `default` when it is
