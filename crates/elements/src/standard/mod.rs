@@ -7,6 +7,7 @@ pub mod block;
 pub mod block_thread;
 pub mod burster;
 pub mod bw_rated_unqueue;
+pub mod check_packet;
 pub mod clicky_info;
 pub mod clipboard;
 pub mod counter;
@@ -35,12 +36,15 @@ pub mod rated_splitter;
 pub mod rated_unqueue;
 pub mod red;
 pub mod round_robin_switch;
+pub mod round_robin_unqueue;
 pub mod sched;
 pub mod schedule_info;
 pub mod script;
+pub mod set_anno_byte;
 pub mod set_packet_type;
 pub mod set_timestamp;
 pub mod settings;
+pub mod simple_sched;
 pub mod source;
 pub mod spinlock_info;
 pub mod static_pull_switch;
@@ -140,4 +144,9 @@ pub static CLASSES: &[&ElementClass] = &[
     &static_pull_switch::CLASS,
     &timed_unqueue::CLASS,
     &burster::CLASS,
+    &simple_sched::SIMPLE_PRIO,
+    &simple_sched::SIMPLE_ROUND_ROBIN,
+    &round_robin_unqueue::CLASS,
+    &set_anno_byte::CLASS,
+    &check_packet::CLASS,
 ];

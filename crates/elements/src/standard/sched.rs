@@ -1,4 +1,6 @@
 //! `RoundRobinSched` and `PrioSched`: pull schedulers over several inputs.
+//! `SimpleRoundRobinSched` and `SimplePrioSched` (`simple_sched.rs`) are
+//! the same schedulers under Click's names for its notifier-less variants.
 
 use bricks_element::{ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo};
 
@@ -50,16 +52,11 @@ static PRIO_MANUAL: Manual = Manual {
 };
 
 fn make_rr(_args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    Ok(Box::new(RoundRobinSched {
-        inputs: ports.ninputs(),
-        next: 0,
-    }))
+    Ok(Box::new(RoundRobinSched::new(ports.ninputs())))
 }
 
 fn make_prio(_args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    Ok(Box::new(PrioSched {
-        inputs: ports.ninputs(),
-    }))
+    Ok(Box::new(PrioSched::new(ports.ninputs())))
 }
 
 /// Round-robin over inputs.
@@ -69,7 +66,25 @@ pub struct RoundRobinSched {
     next: usize,
 }
 
+impl RoundRobinSched {
+    /// A scheduler over `inputs` inputs (none is allowed: every pull then
+    /// finds nothing), starting with input 0.
+    pub(crate) fn new(inputs: usize) -> RoundRobinSched {
+        RoundRobinSched { inputs, next: 0 }
+    }
+}
+
+/// Click's flag `S0`: a scheduler with no inputs never has packets; with
+/// inputs it has no signal of its own and the question goes upstream.
+fn empty_without_inputs(inputs: usize) -> Option<bool> {
+    (inputs == 0).then_some(false)
+}
+
 impl Element for RoundRobinSched {
+    fn empty_signal(&self, _port: usize) -> Option<bool> {
+        empty_without_inputs(self.inputs)
+    }
+
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
         let mut got = 0;
         let mut empty_in_a_row = 0;
@@ -100,7 +115,19 @@ pub struct PrioSched {
     inputs: usize,
 }
 
+impl PrioSched {
+    /// A scheduler over `inputs` inputs, input 0 first (none is allowed:
+    /// every pull then finds nothing).
+    pub(crate) fn new(inputs: usize) -> PrioSched {
+        PrioSched { inputs }
+    }
+}
+
 impl Element for PrioSched {
+    fn empty_signal(&self, _port: usize) -> Option<bool> {
+        empty_without_inputs(self.inputs)
+    }
+
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
         let target = (out.len() + max).min(bricks_packet::MAX_BATCH);
         for i in 0..self.inputs {
