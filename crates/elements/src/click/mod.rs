@@ -3,12 +3,14 @@
 //! follows its Click namesake (`elements/*/*.cc` of kohler/click): the same
 //! arguments, ports, handlers and output formats.
 
+pub mod adaptive_red;
 pub mod adjust_timestamp;
 pub mod aliases;
 pub mod arp_print;
 pub mod bypass;
 pub mod check_ip_header2;
 pub mod check_length;
+pub mod codel;
 pub mod crc32;
 pub mod delay_unqueue;
 pub mod ensure_ether;
@@ -80,6 +82,8 @@ pub static CLASSES: &[&ElementClass] = &[
     &check_ip_header2::CLASS,
     &shaper::BANDWIDTH_SHAPER,
     &set_timestamp_delta::CLASS,
+    &codel::CLASS,
+    &adaptive_red::CLASS,
 ];
 
 #[cfg(test)]

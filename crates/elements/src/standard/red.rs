@@ -84,11 +84,12 @@ static MANUAL: Manual = Manual {
 };
 
 /// Fixed-point bits of queue lengths (Click's QUEUE_SCALE).
-const SCALE: u32 = 10;
+pub(crate) const SCALE: u32 = 10;
 /// Probabilities are out of this.
-const ONE: u64 = 1 << 16;
+pub(crate) const ONE: u64 = 1 << 16;
 
-fn parse_max_p(text: &str) -> Result<u64, String> {
+/// MAX_P as a fraction out of [`ONE`] (Click's 16-bit fixed point).
+pub(crate) fn parse_max_p(text: &str) -> Result<u64, String> {
     let p = f64::from_arg(text.trim())?;
     if !(0.0..=1.0).contains(&p) {
         return Err(format!("MAX_P {p} must be between 0 and 1"));
@@ -96,7 +97,8 @@ fn parse_max_p(text: &str) -> Result<u64, String> {
     Ok((p * ONE as f64).round() as u64)
 }
 
-fn check(min: u64, max: u64) -> Result<(), String> {
+/// Whether MIN_THRESH and MAX_THRESH go together.
+pub(crate) fn check(min: u64, max: u64) -> Result<(), String> {
     if min > max {
         return Err(format!("MIN_THRESH {min} is greater than MAX_THRESH {max}"));
     }
@@ -112,53 +114,82 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let p: String = args.read_mp("MAX_P")?;
     let max_p = parse_max_p(&p).map_err(|why| ArgError::new(format!("bad MAX_P: {why}")))?;
     check(min, max).map_err(ArgError::new)?;
-    let queue = if args.has_keyword("QUEUES") || args.has_positional() {
-        args.read_shared_of_mp::<QueueLength>("QUEUES", "Queue")?
+    let queue = find_queue(args, true)?;
+    let stability = read_stability(args, true)?;
+    Ok(Box::new(Red::new(
+        queue,
+        ports.noutputs() > 1,
+        min,
+        max,
+        max_p,
+        stability,
+    )))
+}
+
+/// The Queue whose length is averaged: the one QUEUES names (a keyword,
+/// or also the next positional argument with `positional`), or else the
+/// one found by flow, as Click's RED finds it.
+pub(crate) fn find_queue(
+    args: &mut Args<'_>,
+    positional: bool,
+) -> Result<Arc<QueueLength>, ArgError> {
+    if args.has_keyword("QUEUES") || (positional && args.has_positional()) {
+        args.read_shared_of_mp::<QueueLength>("QUEUES", "Queue")
     } else {
-        // Click's default: the Queue found first downstream of output 0,
-        // or else upstream of input 0 (a RED pulling from its queue).
-        let mut found = args
+        queue_by_flow(args, true)
+    }
+}
+
+/// The one Queue found first by flow: with `downstream`, downstream of
+/// output 0 or, if there is none, upstream of input 0 (Click's RED, which
+/// may push into its queue or pull from it); otherwise upstream of input 0
+/// only (Click's CoDel, which pulls from it).
+pub(crate) fn queue_by_flow(
+    args: &Args<'_>,
+    downstream: bool,
+) -> Result<Arc<QueueLength>, ArgError> {
+    let mut found = Vec::new();
+    if downstream {
+        found = args
             .shared_by_flow::<QueueLength>(0, false, &["Queue"])
             .map_err(|why| ArgError::new(format!("the Queue downstream: {why}")))?;
-        if found.is_empty() {
-            found = args
-                .shared_by_flow::<QueueLength>(0, true, &["Queue"])
-                .map_err(|why| ArgError::new(format!("the Queue upstream: {why}")))?;
-        }
-        match found.len() {
-            1 => found.remove(0),
-            0 => {
-                return Err(ArgError::new("no Queue downstream or upstream to watch")
-                    .with_help("connect it to a Queue, or name one: QUEUES q"))
-            }
-            n => {
-                return Err(ArgError::new(format!(
-                    "{n} Queues found nearest by flow: bricks watches one"
-                ))
-                .with_help("name the one to watch: QUEUES q"))
-            }
-        }
+    }
+    if found.is_empty() {
+        found = args
+            .shared_by_flow::<QueueLength>(0, true, &["Queue"])
+            .map_err(|why| ArgError::new(format!("the Queue upstream: {why}")))?;
+    }
+    let place = if downstream {
+        "downstream or upstream"
+    } else {
+        "upstream"
     };
-    let stability: u32 = args.read_p("STABILITY")?.unwrap_or(4);
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(ArgError::new(format!("no Queue {place} to watch"))
+            .with_help("connect it to a Queue, or name one: QUEUES q")),
+        n => Err(ArgError::new(format!(
+            "{n} Queues found nearest by flow: bricks watches one"
+        ))
+        .with_help("name the one to watch: QUEUES q")),
+    }
+}
+
+/// STABILITY (a keyword, or also positional with `positional`), 1 to 16,
+/// 4 by default.
+pub(crate) fn read_stability(args: &mut Args<'_>, positional: bool) -> Result<u32, ArgError> {
+    let stability: u32 = if positional {
+        args.read_p("STABILITY")?
+    } else {
+        args.read("STABILITY")?
+    }
+    .unwrap_or(4);
     if !(1..=16).contains(&stability) {
         return Err(ArgError::new(format!(
             "STABILITY {stability} out of range (1 to 16)"
         )));
     }
-    queue.watch();
-    Ok(Box::new(Red {
-        queue,
-        has_reject: ports.noutputs() > 1,
-        min,
-        max,
-        max_p,
-        stability,
-        avg: 0,
-        count: -1,
-        random: 0,
-        rng: 0x9e37_79b9_7f4a_7c15,
-        drops: 0,
-    }))
+    Ok(stability)
 }
 
 /// Random Early Detection.
@@ -182,6 +213,63 @@ pub struct Red {
 }
 
 impl Red {
+    /// A RED over `queue`, which it starts watching; `has_reject`: marked
+    /// packets go to output 1. The caller has checked the thresholds
+    /// ([`check`]) and MAX_P ([`parse_max_p`]).
+    pub(crate) fn new(
+        queue: Arc<QueueLength>,
+        has_reject: bool,
+        min: u64,
+        max: u64,
+        max_p: u64,
+        stability: u32,
+    ) -> Red {
+        queue.watch();
+        Red {
+            queue,
+            has_reject,
+            min,
+            max,
+            max_p,
+            stability,
+            avg: 0,
+            count: -1,
+            random: 0,
+            rng: 0x9e37_79b9_7f4a_7c15,
+            drops: 0,
+        }
+    }
+
+    /// MIN_THRESH and MAX_THRESH.
+    pub(crate) fn thresholds(&self) -> (u64, u64) {
+        (self.min, self.max)
+    }
+
+    /// MAX_P, out of [`ONE`].
+    pub(crate) fn max_p(&self) -> u64 {
+        self.max_p
+    }
+
+    /// Sets MAX_P, out of [`ONE`] (at most [`ONE`]).
+    pub(crate) fn set_max_p(&mut self, max_p: u64) {
+        self.max_p = max_p.min(ONE);
+    }
+
+    /// The average queue length, scaled by 2^[`SCALE`].
+    pub(crate) fn average_scaled(&self) -> u64 {
+        self.avg
+    }
+
+    /// The watched queue's length now.
+    pub(crate) fn queue_size(&self) -> u64 {
+        self.queue.get()
+    }
+
+    /// Packets marked so far.
+    pub(crate) fn drops(&self) -> u64 {
+        self.drops
+    }
+
     /// xorshift64* (Vigna), 16 bits.
     #[inline]
     fn draw(&mut self) -> u64 {
