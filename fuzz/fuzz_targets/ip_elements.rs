@@ -1,4 +1,5 @@
-//! Arbitrary bytes as a packet through every IPv4 element, alone and
+//! Arbitrary bytes as a packet through every IPv4 element (and
+//! CheckARPHeader and the trace tools that rewrite IPv4), alone and
 //! chained as in Click's IP router, with and without an Ethernet header in
 //! front, with the annotations those elements read set in several ways.
 //! Nothing may panic, whatever the bytes and annotations say; every packet
@@ -6,7 +7,7 @@
 #![no_main]
 
 use bricks_element::{Packet, PortInfo, Processing};
-use bricks_elements::ip;
+use bricks_elements::{analysis, ether, ip};
 use bricks_packet::PacketType;
 use bricks_runtime::testing::Harness;
 use libfuzzer_sys::fuzz_target;
@@ -75,6 +76,13 @@ fn duts() -> Duts {
             Dut::new(&ip::icmperror::CLASS, "18.26.4.24, timeexceeded", 1),
             Dut::new(&ip::icmperror::CLASS, "18.26.4.24, redirect, host", 1),
             Dut::new(&ip::icmperror::CLASS, "18.26.4.24, 3, 4, MTU 56", 1),
+            Dut::new(&ip::setipecn::CLASS, "ce", 1),
+            Dut::new(&ether::checkarpheader::CLASS, "14", 2),
+            Dut::new(&ether::checkarpheader::CLASS, "OFFSET 0, DETAILS true", 1),
+            Dut::new(&analysis::truncate_ip_payload::CLASS, "4", 1),
+            Dut::new(&analysis::erase_ip_payload::CLASS, "", 1),
+            Dut::new(&analysis::anonymize_ip_addr::CLASS, "CAPACITY 64", 2),
+            Dut::new(&analysis::anonymize_ip_addr::CLASS, "PRESERVE_8 10, CAPACITY 100000", 1),
         ],
         check: Dut::new(
             &ip::checkipheader::CLASS,
