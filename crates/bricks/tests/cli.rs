@@ -84,7 +84,7 @@ fn unknown_class_is_located_underlined_and_suggested() {
 
 #[test]
 fn a_click_element_bricks_lacks_is_named_as_such() {
-    for class in ["ProgressBar", "AggregateIPAddrPair", "SpinlockAcquire"] {
+    for class in ["ToIPFlowDumps", "AggregateIPAddrPair", "SpinlockAcquire"] {
         let (code, err) = check(&format!("InfiniteSource -> {class} -> Discard;"));
         assert_eq!(code, 2);
         assert!(

@@ -2,8 +2,8 @@
 
 use super::capture::{CaptureSource, DumpTime, RecordFilter};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
-    TaskKind, TaskResult,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
+    Stats, TaskKind, TaskResult,
 };
 use bricks_packet::{DEFAULT_BURST, MAX_BATCH};
 use std::path::PathBuf;
@@ -32,7 +32,13 @@ static MANUAL: Manual = Manual {
         the other time keywords compare capture times; the end of the time range ends \
         the file (with STOP, the router stops). Under TIMING on a trace clock \
         (`--clock trace`, `click --simtime`) each packet leaves when the clock reaches \
-        its time from the first packet on, with no wall-clock wait.",
+        its time from the first packet on, with no wall-clock wait.\n\n\
+        Handlers `filesize` (the file's length in bytes, `-` when it is not a regular file) \
+        and `filepos` (how far into the file reading has come, in bytes) are Click's, for \
+        a ProgressBar. Unlike Click's, `filepos` counts the file header and the records \
+        emitted so far: records skipped (START, SAMPLE, FORCE_IP, oversized) are counted \
+        only once the whole file is read, when it is the file's length; it cannot be \
+        written (Click seeks there).",
     ports: "no inputs; one push output",
     keywords: &[
         Keyword {
@@ -117,7 +123,8 @@ static MANUAL: Manual = Manual {
         ),
         ("skipped", "records skipped for START, SAMPLE or FORCE_IP"),
     ],
-    example: "FromDump(tests/golden/ip-router/eth0-in.pcap, STOP true) -> Discard;",
+    example: "fd :: FromDump(tests/golden/ip-router/eth0-in.pcap, STOP true) -> Discard;\n\
+        ProgressBar(fd.filepos, fd.filesize);",
     see_also: &["ToDump", "FromDevice"],
 };
 
@@ -169,10 +176,12 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         Some(x) => Some((x * 4_294_967_296.0) as u64),
     };
     let filter = RecordFilter::new(start, end, interval.map(ns), sample, force_ip);
-    let mut src = CaptureSource::open(path, timing).map_err(ArgError::new)?;
+    let mut src = CaptureSource::open(path.clone(), timing).map_err(ArgError::new)?;
     src.filter = filter;
     Ok(Box::new(FromDump {
         src,
+        path,
+        read_bytes: PCAP_HEADER,
         stop,
         burst: burst.clamp(1, MAX_BATCH),
         active,
@@ -211,12 +220,45 @@ fn parse_time(key: &str, text: &str) -> Result<u64, ArgError> {
         .ok_or_else(bad)
 }
 
+/// The length of a pcap file header, where the first record starts.
+const PCAP_HEADER: u64 = 24;
+
+/// The length of a pcap record header, before each record's bytes.
+const RECORD_HEADER: u64 = 16;
+
 /// Reads a capture.
 pub struct FromDump {
     src: CaptureSource,
+    /// The capture's file, for `filesize`.
+    path: PathBuf,
+    /// The file header and the records emitted so far, in bytes: what
+    /// `filepos` says until the file is read through.
+    read_bytes: u64,
     stop: bool,
     burst: usize,
     active: bool,
+}
+
+impl FromDump {
+    /// The file's length, `None` when it is not a regular file (Click's
+    /// `filesize` then says `-`).
+    fn file_size(&self) -> Option<u64> {
+        std::fs::metadata(&self.path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+    }
+
+    /// Where reading has come in the file: once it is read to its end
+    /// (no END, END_AFTER or INTERVAL cut it short), its length.
+    fn file_pos(&self) -> u64 {
+        let f = &self.src.filter;
+        let to_the_end = self.src.done && f.end.is_none() && f.interval.is_none();
+        match self.file_size() {
+            Some(n) if to_the_end => n,
+            _ => self.read_bytes,
+        }
+    }
 }
 
 impl Element for FromDump {
@@ -237,6 +279,11 @@ impl Element for FromDump {
         }
         let mut b = Batch::new();
         let n = self.src.fill(&mut b, self.burst, cx);
+        self.read_bytes += b
+            .as_slice()
+            .iter()
+            .map(|p| RECORD_HEADER + p.len() as u64)
+            .sum::<u64>();
         cx.push(0, &mut b);
         if n > 0 {
             TaskResult::Worked
@@ -251,6 +298,26 @@ impl Element for FromDump {
         s.counter("count", self.src.count);
         s.counter("oversized", self.src.oversized);
         s.counter("skipped", self.src.filter.skipped);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        match handler {
+            "filesize" => Some(match self.file_size() {
+                Some(n) => n.to_string(),
+                None => "-".into(),
+            }),
+            "filepos" => Some(self.file_pos().to_string()),
+            _ => None,
+        }
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[
+            Handler::r("filesize"),
+            Handler::r("filepos"),
+            Handler::w("active"),
+        ];
+        H
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
@@ -270,6 +337,48 @@ impl Element for FromDump {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bricks_io::pcap::{LinkType, PcapWriter};
+    use bricks_packet::Timestamp;
+    use bricks_runtime::testing::Harness;
+
+    /// Writes a capture of `n` Ethernet frames of `len` bytes.
+    fn capture(path: &std::path::Path, n: usize, len: usize) {
+        let f = std::fs::File::create(path).unwrap();
+        let mut w = PcapWriter::new(f, LinkType::Ethernet, false, 0).unwrap();
+        for i in 0..n {
+            w.write(Timestamp::from_parts(1 + i as u64, 0), &vec![0x42; len])
+                .unwrap();
+        }
+        w.flush().unwrap();
+    }
+
+    #[test]
+    fn filepos_and_filesize_follow_the_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.pcap");
+        capture(&path, 5, 60);
+        let size = 24 + 5 * (16 + 60);
+        let mut h = Harness::push(&CLASS, &format!("{}, BURST 2", path.display()), 0, 1);
+        assert_eq!(h.read_handler("filesize").unwrap(), size.to_string());
+        assert_eq!(h.read_handler("filepos").unwrap(), "24");
+        h.run_task();
+        assert_eq!(h.take(0).len(), 2);
+        assert_eq!(
+            h.read_handler("filepos").unwrap(),
+            (24 + 2 * 76).to_string()
+        );
+        while h.run_task() != TaskResult::Done {}
+        assert_eq!(h.read_handler("filepos").unwrap(), size.to_string());
+        assert!(h.read_handler("handlers").unwrap().contains("filepos\tr\n"));
+        // Records SAMPLE skips are counted once the file is read.
+        let mut h = Harness::push(&CLASS, &format!("{}, SAMPLE 0", path.display()), 0, 1);
+        h.run_task();
+        assert_eq!(h.read_handler("filepos").unwrap(), size.to_string());
+        // A file that is not a regular file has no size.
+        let h = Harness::push(&CLASS, &path.display().to_string(), 0, 1);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(h.read_handler("filesize").unwrap(), "-");
+    }
 
     #[test]
     fn absolute_times_are_read_exactly() {

@@ -1,6 +1,7 @@
 //! Elements where packets enter and leave: capture files, interfaces and
 //! the host's own stack (TUN/TAP devices), multicast UDP sockets, TCP, UDP,
-//! UNIX-domain and raw IP sockets.
+//! UNIX-domain and raw IP sockets; and the user-level helpers that watch a
+//! run from outside the data path (ProgressBar, QuitWatcher).
 
 pub mod capture;
 pub mod device;
@@ -9,9 +10,12 @@ pub mod from_dump;
 pub mod host;
 pub mod live;
 pub mod mcast_socket;
+pub mod progress_bar;
+pub mod quit_watcher;
 pub mod raw_socket;
 pub mod sniffers;
 pub mod socket;
+pub mod socket_compat;
 pub mod to_dump;
 
 use bricks_element::ElementClass;
@@ -35,7 +39,11 @@ pub static CLASSES: &[&ElementClass] = &[
     &to_dump::CLASS,
     &mcast_socket::CLASS,
     &socket::CLASS,
+    &socket_compat::TO_SOCKET,
+    &socket_compat::FROM_SOCKET,
     &raw_socket::CLASS,
+    &progress_bar::CLASS,
+    &quit_watcher::CLASS,
 ];
 
 /// SNAPLEN, HEADROOM and BURST of a socket element (McastSocket, Socket,

@@ -19,6 +19,9 @@
 //! bounded queue. Every worker's instance shares one socket: pushes from
 //! any worker are written under a lock, and one worker (the first whose
 //! task runs) receives.
+//!
+//! Click's older names for it, ToSocket and FromSocket, are built here
+//! too (`make_compat`, called from `socket_compat.rs`).
 
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Processing,
@@ -90,176 +93,188 @@ static MANUAL: Manual = Manual {
         worker are written, the first worker to run the element's task receives, and a pull \
         input is pulled on each worker.",
     ports: "at most one input, push or pull; at most one push output",
-    keywords: &[
-        Keyword {
-            name: "TYPE",
-            ty: "TCP, UDP, UNIX or UNIX_DGRAM",
-            default: None,
-            doc: "the kind of socket; positional, any case",
-        },
-        Keyword {
-            name: "ADDR",
-            ty: "IPv4 address",
-            default: None,
-            doc: "TCP, UDP: the address a server binds or a client connects or sends to; \
-                  positional",
-        },
-        Keyword {
-            name: "PORT",
-            ty: "port: number or name (PortInfo, well-known)",
-            default: None,
-            doc: "TCP, UDP: the port with ADDR; positional",
-        },
-        Keyword {
-            name: "LOCAL_ADDR",
-            ty: "IPv4 address",
-            default: Some("none"),
-            doc: "TCP, UDP: a client's own address, bound before it connects or sends; \
-                  positional; ignored by a server",
-        },
-        Keyword {
-            name: "LOCAL_PORT",
-            ty: "port",
-            default: Some("0: the kernel's choice"),
-            doc: "TCP, UDP: a client's own port; positional; ignored by a server",
-        },
-        Keyword {
-            name: "FILENAME",
-            ty: "file name",
-            default: None,
-            doc: "UNIX, UNIX_DGRAM: the socket file a server binds or a client connects or \
-                  sends to (shorter than 108 bytes); positional",
-        },
-        Keyword {
-            name: "LOCAL_FILENAME",
-            ty: "file name",
-            default: Some("none"),
-            doc: "UNIX, UNIX_DGRAM: a client's own socket file, bound before it connects or \
-                  sends (a UNIX_DGRAM client needs one to receive answers); positional",
-        },
-        Keyword {
-            name: "CLIENT",
-            ty: "boolean",
-            default: Some("false; true with no output or with a local address"),
-            doc: "connect (or send) to the address instead of binding it",
-        },
-        Keyword {
-            name: "SNAPLEN",
-            ty: "unsigned",
-            default: Some("2048"),
-            doc: "the most bytes read into one packet; 1 to 2048, the largest packet bricks \
-                  holds",
-        },
-        Keyword {
-            name: "NODELAY",
-            ty: "boolean",
-            default: Some("true"),
-            doc: "TCP: send segments at once (TCP_NODELAY, no Nagle algorithm)",
-        },
-        Keyword {
-            name: "SNDBUF",
-            ty: "unsigned",
-            default: Some("the kernel's (wmem_default)"),
-            doc: "the socket's send buffer in bytes",
-        },
-        Keyword {
-            name: "RCVBUF",
-            ty: "unsigned",
-            default: Some("the kernel's (rmem_default)"),
-            doc: "the socket's receive buffer in bytes",
-        },
-        Keyword {
-            name: "TIMESTAMP",
-            ty: "boolean",
-            default: Some("true"),
-            doc: "stamp received packets with the time they were read",
-        },
-        Keyword {
-            name: "HEADROOM",
-            ty: "unsigned",
-            default: Some("128"),
-            doc: "room before received packets; bricks packets always have 128 bytes, so \
-                  larger values are refused",
-        },
-        Keyword {
-            name: "ALLOW",
-            ty: "IPv4 route table element name",
-            default: Some("none"),
-            doc: "a TCP or UDP server takes clients whose address this table has a route for",
-        },
-        Keyword {
-            name: "DENY",
-            ty: "IPv4 route table element name",
-            default: Some("none"),
-            doc: "a TCP or UDP server refuses clients this table has a route for, unless \
-                  ALLOW has one",
-        },
-        Keyword {
-            name: "VERBOSE",
-            ty: "boolean",
-            default: Some("false"),
-            doc: "say when a connection is opened, refused or closed, and when a datagram is \
-                  refused",
-        },
-        Keyword {
-            name: "PROPER",
-            ty: "boolean",
-            default: Some("false"),
-            doc: "PlanetLab's Proper port binding; accepted and ignored, as by a Click built \
-                  without Proper",
-        },
-        Keyword {
-            name: "BURST",
-            ty: "unsigned",
-            default: Some("32"),
-            doc: "reads, datagrams or accepted connections per task run, and packets pulled \
-                  from a pull input per run; 1 to 256 (not in Click)",
-        },
-    ],
-    counters: &[
-        ("count", "packets received and emitted"),
-        ("bytes", "their bytes"),
-        ("sent", "packets written whole to the socket"),
-        ("sent_bytes", "their bytes"),
-        (
-            "drops",
-            "input packets not sent: no connection, queue full, or a failed write",
-        ),
-        (
-            "no_connection",
-            "input packets given while there was no connection or no one to send to",
-        ),
-        (
-            "queue_full",
-            "input packets dropped for lack of room: the stream's queue of 256 full, or a \
-             datagram the kernel refused (EAGAIN, ENOBUFS)",
-        ),
-        (
-            "connections",
-            "connections accepted (server) or made (client)",
-        ),
-        (
-            "closed",
-            "connections that ended: the peer went away, or an error",
-        ),
-        (
-            "denied",
-            "connections and datagrams refused by ALLOW and DENY",
-        ),
-        (
-            "ignored",
-            "reads and datagrams received with no output, dropped",
-        ),
-        (
-            "errors",
-            "failed reads, writes and accepts of any other kind",
-        ),
-    ],
+    keywords: KEYWORDS,
+    counters: COUNTERS,
     example: "RatedSource(\"hello\", LIMIT 5, STOP true) -> Socket(UDP, 127.0.0.1, 5555, \
         CLIENT true);\n\
         Socket(TCP, 0.0.0.0, 5556) -> Print(got, CONTENTS ASCII) -> Discard;",
-    see_also: &["RawSocket", "McastSocket", "RadixIPLookup"],
+    see_also: &[
+        "ToSocket",
+        "FromSocket",
+        "RawSocket",
+        "McastSocket",
+        "RadixIPLookup",
+    ],
 };
+
+/// Socket's keywords, which ToSocket and FromSocket take too.
+pub(super) const KEYWORDS: &[Keyword] = &[
+    Keyword {
+        name: "TYPE",
+        ty: "TCP, UDP, UNIX or UNIX_DGRAM",
+        default: None,
+        doc: "the kind of socket; positional, any case",
+    },
+    Keyword {
+        name: "ADDR",
+        ty: "IPv4 address",
+        default: None,
+        doc: "TCP, UDP: the address a server binds or a client connects or sends to; \
+              positional",
+    },
+    Keyword {
+        name: "PORT",
+        ty: "port: number or name (PortInfo, well-known)",
+        default: None,
+        doc: "TCP, UDP: the port with ADDR; positional",
+    },
+    Keyword {
+        name: "LOCAL_ADDR",
+        ty: "IPv4 address",
+        default: Some("none"),
+        doc: "TCP, UDP: a client's own address, bound before it connects or sends; \
+              positional; ignored by a server",
+    },
+    Keyword {
+        name: "LOCAL_PORT",
+        ty: "port",
+        default: Some("0: the kernel's choice"),
+        doc: "TCP, UDP: a client's own port; positional; ignored by a server",
+    },
+    Keyword {
+        name: "FILENAME",
+        ty: "file name",
+        default: None,
+        doc: "UNIX, UNIX_DGRAM: the socket file a server binds or a client connects or \
+              sends to (shorter than 108 bytes); positional",
+    },
+    Keyword {
+        name: "LOCAL_FILENAME",
+        ty: "file name",
+        default: Some("none"),
+        doc: "UNIX, UNIX_DGRAM: a client's own socket file, bound before it connects or \
+              sends (a UNIX_DGRAM client needs one to receive answers); positional",
+    },
+    Keyword {
+        name: "CLIENT",
+        ty: "boolean",
+        default: Some("false; true with no output or with a local address"),
+        doc: "connect (or send) to the address instead of binding it",
+    },
+    Keyword {
+        name: "SNAPLEN",
+        ty: "unsigned",
+        default: Some("2048"),
+        doc: "the most bytes read into one packet; 1 to 2048, the largest packet bricks \
+              holds",
+    },
+    Keyword {
+        name: "NODELAY",
+        ty: "boolean",
+        default: Some("true"),
+        doc: "TCP: send segments at once (TCP_NODELAY, no Nagle algorithm)",
+    },
+    Keyword {
+        name: "SNDBUF",
+        ty: "unsigned",
+        default: Some("the kernel's (wmem_default)"),
+        doc: "the socket's send buffer in bytes",
+    },
+    Keyword {
+        name: "RCVBUF",
+        ty: "unsigned",
+        default: Some("the kernel's (rmem_default)"),
+        doc: "the socket's receive buffer in bytes",
+    },
+    Keyword {
+        name: "TIMESTAMP",
+        ty: "boolean",
+        default: Some("true"),
+        doc: "stamp received packets with the time they were read",
+    },
+    Keyword {
+        name: "HEADROOM",
+        ty: "unsigned",
+        default: Some("128"),
+        doc: "room before received packets; bricks packets always have 128 bytes, so \
+              larger values are refused",
+    },
+    Keyword {
+        name: "ALLOW",
+        ty: "IPv4 route table element name",
+        default: Some("none"),
+        doc: "a TCP or UDP server takes clients whose address this table has a route for",
+    },
+    Keyword {
+        name: "DENY",
+        ty: "IPv4 route table element name",
+        default: Some("none"),
+        doc: "a TCP or UDP server refuses clients this table has a route for, unless \
+              ALLOW has one",
+    },
+    Keyword {
+        name: "VERBOSE",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "say when a connection is opened, refused or closed, and when a datagram is \
+              refused",
+    },
+    Keyword {
+        name: "PROPER",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "PlanetLab's Proper port binding; accepted and ignored, as by a Click built \
+              without Proper",
+    },
+    Keyword {
+        name: "BURST",
+        ty: "unsigned",
+        default: Some("32"),
+        doc: "reads, datagrams or accepted connections per task run, and packets pulled \
+              from a pull input per run; 1 to 256 (not in Click)",
+    },
+];
+
+/// Socket's counters, which ToSocket and FromSocket report too.
+pub(super) const COUNTERS: &[(&str, &str)] = &[
+    ("count", "packets received and emitted"),
+    ("bytes", "their bytes"),
+    ("sent", "packets written whole to the socket"),
+    ("sent_bytes", "their bytes"),
+    (
+        "drops",
+        "input packets not sent: no connection, queue full, or a failed write",
+    ),
+    (
+        "no_connection",
+        "input packets given while there was no connection or no one to send to",
+    ),
+    (
+        "queue_full",
+        "input packets dropped for lack of room: the stream's queue of 256 full, or a \
+         datagram the kernel refused (EAGAIN, ENOBUFS)",
+    ),
+    (
+        "connections",
+        "connections accepted (server) or made (client)",
+    ),
+    (
+        "closed",
+        "connections that ended: the peer went away, or an error",
+    ),
+    (
+        "denied",
+        "connections and datagrams refused by ALLOW and DENY",
+    ),
+    (
+        "ignored",
+        "reads and datagrams received with no output, dropped",
+    ),
+    (
+        "errors",
+        "failed reads, writes and accepts of any other kind",
+    ),
+];
 
 /// The classes whose `lookup` handler answers Click's IPRouteTable
 /// lookups, which ALLOW and DENY may name.
@@ -353,6 +368,26 @@ fn check_table(args: &Args<'_>, key: &str, name: &str) -> Result<(), ArgError> {
 }
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    make_socket(args, ports, None)
+}
+
+/// Builds a Socket for one of Click's backward-compatible front ends
+/// (ToSocket, FromSocket, in `socket_compat`): the same arguments and
+/// behaviour, the ports the front end's class declares, and Click's
+/// warning that `class` is deprecated.
+pub(super) fn make_compat(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+    class: &'static str,
+) -> Result<Box<dyn Element>, ArgError> {
+    make_socket(args, ports, Some(class))
+}
+
+fn make_socket(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+    deprecated: Option<&'static str>,
+) -> Result<Box<dyn Element>, ArgError> {
     let ty: String = args.read_mp("TYPE")?;
     let kind = match ty.to_ascii_uppercase().as_str() {
         "TCP" => Kind::Tcp,
@@ -438,6 +473,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let pull_input = ports.inputs.first() == Some(&Processing::Pull);
     Ok(Box::new(Socket {
         endpoint,
+        deprecated,
         io: Io {
             spec,
             has_output,
@@ -764,6 +800,9 @@ struct Io {
 /// Sends and receives packets on a socket.
 pub struct Socket {
     endpoint: Arc<Mutex<Endpoint>>,
+    /// The deprecated class this Socket was configured as (ToSocket,
+    /// FromSocket), which Click warns about.
+    deprecated: Option<&'static str>,
     io: Io,
 }
 
@@ -1285,6 +1324,11 @@ impl Socket {
 }
 
 impl Element for Socket {
+    fn configure_message(&self) -> Option<String> {
+        self.deprecated
+            .map(|class| format!("warning: {class} is deprecated, use Socket instead"))
+    }
+
     fn start(&mut self, cx: &mut Context<'_>) {
         let mut ep = lock(&self.endpoint);
         self.io.start(&mut ep, cx);
