@@ -4,7 +4,9 @@
 //! notification and with empty and full notification: bricks' Queue, the
 //! first without holding sources back when it is full (Click's
 //! NotifierQueue has no full notifier); `LinearIPLookup` is the
-//! linear-search table StaticIPLookup already is; `Unqueue2` is Click's
+//! linear-search table StaticIPLookup already is, and `LookupIPRouteMP`
+//! Click's LookupIPRoute with a cache per processor (bricks' tables are
+//! per worker already); `Unqueue2` is Click's
 //! deprecated Unqueue that also looked at downstream queues.
 
 use crate::ip::staticiplookup;
@@ -35,6 +37,15 @@ pub static LINEAR_IP_LOOKUP: ElementClass = ElementClass {
     ports: "1/-",
     processing: "h/h",
     manual: &LINEAR_IP_LOOKUP_MANUAL,
+    make: make_lookup,
+};
+
+/// The `LookupIPRouteMP` class: bricks' StaticIPLookup.
+pub static LOOKUP_IP_ROUTE_MP: ElementClass = ElementClass {
+    name: "LookupIPRouteMP",
+    ports: "1/-",
+    processing: "h/h",
+    manual: &LOOKUP_IP_ROUTE_MP_MANUAL,
     make: make_lookup,
 };
 
@@ -103,6 +114,24 @@ static LINEAR_IP_LOOKUP_MANUAL: Manual = Manual {
         -> rt :: LinearIPLookup(10.0.0.0/8 0, 0/0 10.0.0.1 1); rt[0] -> Discard; \
         rt[1] -> Discard;",
     see_also: &["StaticIPLookup", "RadixIPLookup", "DirectIPLookup"],
+};
+
+static LOOKUP_IP_ROUTE_MP_MANUAL: Manual = Manual {
+    summary: "simple static IP routing table (Click's multiprocessor LookupIPRoute)",
+    synopsis: "LookupIPRouteMP(ADDR/MASK [GW] OUT, ...)",
+    description: "bricks' StaticIPLookup under Click's name for LookupIPRoute with a \
+        last-address cache per processor: each bricks worker has its own copy of the \
+        element already, so there is nothing to add. Longest-prefix match of the \
+        destination address annotation over the routes given, the gateway (if any) \
+        replacing the annotation, the packet leaving on the route's output. `bricks \
+        elements StaticIPLookup` describes it.",
+    ports: "one push input; push outputs",
+    keywords: &[],
+    counters: &[],
+    example: "InfiniteSource(LENGTH 20, LIMIT 1) -> GetIPAddress(16) \
+        -> rt :: LookupIPRouteMP(10.0.0.0/8 0, 0/0 10.0.0.1 1); rt[0] -> Discard; \
+        rt[1] -> Discard;",
+    see_also: &["StaticIPLookup", "LookupIPRoute", "RadixIPLookup"],
 };
 
 static UNQUEUE2_MANUAL: Manual = Manual {
@@ -176,13 +205,19 @@ mod tests {
 
     #[test]
     fn linear_ip_lookup_routes() {
-        let mut h = Harness::push(&LINEAR_IP_LOOKUP, "10.0.0.0/8 0, 0/0 10.0.0.1 1", 1, 2);
-        let mut p = Packet::from_slice(&udp(4)).unwrap();
-        p.anno_mut().dst_ip = std::net::Ipv4Addr::new(192, 0, 2, 1);
-        h.push_packets(0, [p]);
-        let out = h.take(1);
-        assert_eq!(out[0].anno().dst_ip, std::net::Ipv4Addr::new(10, 0, 0, 1));
-        assert!(h.take(0).is_empty());
+        for class in [&LINEAR_IP_LOOKUP, &LOOKUP_IP_ROUTE_MP] {
+            let mut h = Harness::push(class, "10.0.0.0/8 0, 0/0 10.0.0.1 1", 1, 2);
+            let mut p = Packet::from_slice(&udp(4)).unwrap();
+            p.anno_mut().dst_ip = std::net::Ipv4Addr::new(192, 0, 2, 1);
+            h.push_packets(0, [p]);
+            let out = h.take(1);
+            assert_eq!(out[0].anno().dst_ip, std::net::Ipv4Addr::new(10, 0, 0, 1));
+            assert!(h.take(0).is_empty());
+            let mut p = Packet::from_slice(&udp(4)).unwrap();
+            p.anno_mut().dst_ip = std::net::Ipv4Addr::new(10, 9, 8, 7);
+            h.push_packets(0, [p]);
+            assert_eq!(h.take(0).len(), 1);
+        }
         let e = bricks_runtime::testing::make_element(
             &LINEAR_IP_LOOKUP,
             "10.0.0.0/8 0, 0/0 10.0.0.1 1",

@@ -69,6 +69,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &aliases::FULL_NOTE_QUEUE,
     &mixed_queue::CLASS,
     &aliases::LINEAR_IP_LOOKUP,
+    &aliases::LOOKUP_IP_ROUTE_MP,
     &sorted_ip_lookup::CLASS,
     &aliases::UNQUEUE2,
     &icmp_ip_encap::ICMP_PING_ENCAP,
