@@ -6,6 +6,7 @@
 pub mod address_translator;
 pub mod checkip6header;
 pub mod decip6hlim;
+pub mod fast_udp_source6;
 pub mod getip6address;
 pub(crate) mod header6;
 pub mod icmp6error;
@@ -14,6 +15,7 @@ pub mod ip6_nd_advertiser;
 pub mod ip6_nd_solicitor;
 pub mod ip6_router_advertiser;
 pub mod ip6encap;
+pub mod ip6fragmenter;
 pub mod ip6mirror;
 pub mod ip6print;
 pub mod markip6header;
@@ -85,9 +87,11 @@ pub static CLASSES: &[&ElementClass] = &[
     &address_translator::CLASS,
     &checkip6header::CLASS,
     &decip6hlim::CLASS,
+    &fast_udp_source6::CLASS,
     &getip6address::CLASS,
     &icmp6error::CLASS,
     &icmp6pingresponder::CLASS,
+    &ip6fragmenter::CLASS,
     &ip6_nd_advertiser::CLASS,
     &ip6_nd_solicitor::CLASS,
     &ip6_router_advertiser::CLASS,

@@ -4,17 +4,21 @@
 //! The headers are Click's: IPv4 ID 0, TTL 250, no fragment bits, a zero
 //! payload, the UDP checksum over header and payload (RFC 768) unless
 //! CHECKSUM is false.
+//!
+//! The frame, the pacing and the handlers are shared with
+//! `FastUDPSourceIP6` (`crate::ip6::fast_udp_source6`) and `FastTCPFlows`
+//! (`super::fast_tcp_flows`).
 
 use super::source::{Emitter, Pacer, LIMIT_KEYWORDS};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     Packet, PortInfo, Stats, TaskKind, TaskResult,
 };
-use bricks_packet::{DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
+use bricks_packet::{Annotations, DEFAULT_BURST, MAX_BATCH, MAX_FRAME};
 use bricks_wire::checksum;
 use bricks_wire::ethernet::EthernetAddress;
 use bricks_wire::ip::IpProtocol;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The `FastUDPSource` class.
 pub static FAST_UDP_SOURCE: ElementClass = ElementClass {
@@ -34,7 +38,7 @@ pub static FAST_UDP_FLOWS: ElementClass = ElementClass {
     make: make_flows,
 };
 
-const fn kw(name: &'static str, ty: &'static str, doc: &'static str) -> Keyword {
+pub(crate) const fn kw(name: &'static str, ty: &'static str, doc: &'static str) -> Keyword {
     Keyword {
         name,
         ty,
@@ -43,18 +47,18 @@ const fn kw(name: &'static str, ty: &'static str, doc: &'static str) -> Keyword 
     }
 }
 
-const RATE: Keyword = kw(
+pub(crate) const RATE: Keyword = kw(
     "RATE",
     "unsigned",
     "packets per second on the router's clock; 0 for as fast as scheduled",
 );
-const LIMIT: Keyword = kw("LIMIT", "integer", "packets in all; negative for no limit");
-const LENGTH: Keyword = kw(
+pub(crate) const LIMIT: Keyword = kw("LIMIT", "integer", "packets in all; negative for no limit");
+pub(crate) const LENGTH: Keyword = kw(
     "LENGTH",
     "unsigned",
     "frame length with the Ethernet header (at least 60, at most 2048)",
 );
-const CHECKSUM: Keyword = Keyword {
+pub(crate) const CHECKSUM: Keyword = Keyword {
     name: "CHECKSUM",
     ty: "boolean",
     default: Some("true"),
@@ -141,17 +145,43 @@ static FLOWS_MANUAL: Manual = Manual {
     see_also: &["FastUDPSource"],
 };
 
-/// Most flows FastUDPFlows keeps (8 bytes each).
-const MAX_FLOWS: usize = 1 << 20;
+/// Most flows FastUDPFlows and FastTCPFlows keep (8 bytes each).
+pub(crate) const MAX_FLOWS: usize = 1 << 20;
 
-/// The prebuilt frame: Ethernet, a 20-byte IPv4 header and UDP, zeros
-/// after.
+/// The destination annotation a generator's packets carry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum DstAnno {
+    /// `dst_ip`, for LookupIPRoute.
+    V4(Ipv4Addr),
+    /// `dst_ip6`, for LookupIP6Route.
+    V6(Ipv6Addr),
+}
+
+impl DstAnno {
+    #[inline]
+    pub(crate) fn apply(self, a: &mut Annotations) {
+        match self {
+            DstAnno::V4(d) => a.dst_ip = d,
+            DstAnno::V6(d) => a.dst_ip6 = d,
+        }
+    }
+}
+
+/// The prebuilt frame: Ethernet, a 20-byte IPv4 header (or a 40-byte
+/// IPv6 header) and UDP, zeros after.
 #[derive(Debug, Clone)]
-struct UdpFrame {
+pub(crate) struct UdpFrame {
     frame: Vec<u8>,
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    /// Where the UDP header starts (34 after IPv4, 54 after IPv6).
+    udp: usize,
+    /// The pseudo-header's sum (RFC 768; RFC 8200 section 8.1).
+    pseudo: u16,
+    dst: DstAnno,
     checksum: bool,
+    /// A checksum that computes to zero is sent as 0xffff (IPv6, where
+    /// zero means none and receivers drop it); Click's IPv4 source keeps
+    /// zero, which IPv4 receivers read as "no checksum".
+    zero_as_ones: bool,
 }
 
 impl UdpFrame {
@@ -176,12 +206,49 @@ impl UdpFrame {
         ip[16..20].copy_from_slice(&dst.octets());
         let sum = !checksum::data(ip);
         ip[10..12].copy_from_slice(&sum.to_be_bytes());
-        f[38..40].copy_from_slice(&((len - 34) as u16).to_be_bytes());
+        let ulen = (len - 34) as u16;
+        f[38..40].copy_from_slice(&ulen.to_be_bytes());
         UdpFrame {
             frame: f,
-            src,
-            dst,
+            udp: 34,
+            pseudo: checksum::pseudo_header_v4(src, dst, IpProtocol::UDP, ulen),
+            dst: DstAnno::V4(dst),
             checksum,
+            zero_as_ones: false,
+        }
+    }
+
+    /// The IPv6 frame of Click's FastUDPSourceIP6: version 6, traffic
+    /// class and flow label 0, next header UDP, hop limit 250; `len` is at
+    /// least 62, so that the UDP header fits.
+    pub(crate) fn new_v6(
+        len: usize,
+        src_eth: EthernetAddress,
+        src: Ipv6Addr,
+        dst_eth: EthernetAddress,
+        dst: Ipv6Addr,
+        checksum: bool,
+    ) -> UdpFrame {
+        let mut f = vec![0u8; len];
+        f[0..6].copy_from_slice(&dst_eth.0);
+        f[6..12].copy_from_slice(&src_eth.0);
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        let ulen = (len - 54) as u16;
+        let ip = &mut f[14..54];
+        ip[0] = 0x60;
+        ip[4..6].copy_from_slice(&ulen.to_be_bytes());
+        ip[6] = 17;
+        ip[7] = 250;
+        ip[8..24].copy_from_slice(&src.octets());
+        ip[24..40].copy_from_slice(&dst.octets());
+        f[58..60].copy_from_slice(&ulen.to_be_bytes());
+        UdpFrame {
+            frame: f,
+            udp: 54,
+            pseudo: checksum::pseudo_header_v6(src, dst, IpProtocol::UDP, u32::from(ulen)),
+            dst: DstAnno::V6(dst),
+            checksum,
+            zero_as_ones: true,
         }
     }
 
@@ -189,21 +256,24 @@ impl UdpFrame {
     /// checksum. The payload is zeros, so the header and the
     /// pseudo-header are the whole sum.
     fn set_ports(&self, f: &mut [u8], sport: u16, dport: u16) {
-        f[34..36].copy_from_slice(&sport.to_be_bytes());
-        f[36..38].copy_from_slice(&dport.to_be_bytes());
-        f[40..42].copy_from_slice(&[0, 0]);
+        let u = self.udp;
+        f[u..u + 2].copy_from_slice(&sport.to_be_bytes());
+        f[u + 2..u + 4].copy_from_slice(&dport.to_be_bytes());
+        f[u + 6..u + 8].copy_from_slice(&[0, 0]);
         if self.checksum {
-            let ulen = (self.frame.len() - 34) as u16;
-            let pseudo = checksum::pseudo_header_v4(self.src, self.dst, IpProtocol::UDP, ulen);
-            // Click's click_in_cksum_pseudohdr: a sum of 0 stays 0.
-            let sum = !checksum::combine(&[checksum::data(&f[34..42]), pseudo]);
-            f[40..42].copy_from_slice(&sum.to_be_bytes());
+            // IPv4: Click's click_in_cksum_pseudohdr, a sum of 0 stays 0.
+            let mut sum = !checksum::combine(&[checksum::data(&f[u..u + 8]), self.pseudo]);
+            if sum == 0 && self.zero_as_ones {
+                sum = 0xffff;
+            }
+            f[u + 6..u + 8].copy_from_slice(&sum.to_be_bytes());
         }
     }
 }
 
-/// What both classes read after their positional addresses.
-fn read_common(args: &mut Args<'_>) -> Result<(u64, i64, usize), ArgError> {
+/// What the generators read before their positional addresses: RATE,
+/// LIMIT and LENGTH (at least 60, as in Click).
+pub(crate) fn read_common(args: &mut Args<'_>) -> Result<(u64, i64, usize), ArgError> {
     let rate: u64 = args.read_mp("RATE")?;
     let limit: i64 = args.read_mp("LIMIT")?;
     let len: usize = args.read_mp("LENGTH")?;
@@ -216,7 +286,9 @@ fn read_common(args: &mut Args<'_>) -> Result<(u64, i64, usize), ArgError> {
     Ok((rate, limit, len.max(60)))
 }
 
-fn emitter(
+/// The generators' emitter: LIMIT as read, ACTIVE, then STOP, END_CALL
+/// and TIMESTAMP.
+pub(crate) fn emitter(
     args: &mut Args<'_>,
     ports: &PortInfo,
     limit: i64,
@@ -229,18 +301,18 @@ fn emitter(
     Ok(e)
 }
 
-/// The rate part both share: RATE 0 is as fast as scheduled; the
-/// achieved rate between the first and the last packet.
+/// The rate part the generators share: RATE 0 is as fast as scheduled;
+/// the achieved rate between the first and the last packet.
 #[derive(Debug)]
-struct Sender {
-    e: Emitter,
+pub(crate) struct Sender {
+    pub(crate) e: Emitter,
     pacer: Option<Pacer>,
     first: Option<u64>,
     last: Option<u64>,
 }
 
 impl Sender {
-    fn new(e: Emitter, rate: u64) -> Sender {
+    pub(crate) fn new(e: Emitter, rate: u64) -> Sender {
         Sender {
             e,
             pacer: (rate > 0).then(|| Pacer::new(rate)),
@@ -249,9 +321,14 @@ impl Sender {
         }
     }
 
-    /// Packets to send now, at most `max`.
-    fn due(&mut self, max: usize, cx: &Context<'_>) -> usize {
-        let n = (max as u64).min(self.e.remaining());
+    /// Packets to send now, at most `max`; once LIMIT is reached, at most
+    /// `tail` more (FastTCPFlows' closing FINs).
+    fn due(&mut self, max: usize, tail: u64, cx: &Context<'_>) -> usize {
+        let left = match self.e.remaining() {
+            0 => tail,
+            r => r,
+        };
+        let n = (max as u64).min(left);
         match &mut self.pacer {
             Some(p) => p.due(cx.now(), self.e.count).min(n) as usize,
             None => n as usize,
@@ -267,12 +344,24 @@ impl Sender {
     }
 
     /// The task's turn: `make` fills up to n packets.
-    fn run(
+    pub(crate) fn run(
         &mut self,
         cx: &mut Context<'_>,
+        make: impl FnMut(&mut Emitter, &mut Batch, usize, &Context<'_>),
+    ) -> TaskResult {
+        self.run_with_tail(cx, 0, make)
+    }
+
+    /// [`Sender::run`] for a generator with `tail` packets still to send
+    /// once LIMIT is reached; the end (STOP, END_CALL) comes after them. A
+    /// batch is all before LIMIT or all after it.
+    pub(crate) fn run_with_tail(
+        &mut self,
+        cx: &mut Context<'_>,
+        tail: u64,
         mut make: impl FnMut(&mut Emitter, &mut Batch, usize, &Context<'_>),
     ) -> TaskResult {
-        if self.e.remaining() == 0 {
+        if self.e.remaining() == 0 && tail == 0 {
             return self.e.finished(cx);
         }
         if !self.e.active {
@@ -286,7 +375,7 @@ impl Sender {
         } else {
             DEFAULT_BURST
         };
-        let n = self.due(max, cx);
+        let n = self.due(max, tail, cx);
         if n == 0 {
             if let Some(p) = &self.pacer {
                 cx.schedule_at(p.next_due(self.e.count));
@@ -300,21 +389,34 @@ impl Sender {
         TaskResult::Worked
     }
 
-    fn pull(
+    pub(crate) fn pull(
         &mut self,
         out: &mut Batch,
         max: usize,
         cx: &mut Context<'_>,
+        make: impl FnMut(&mut Emitter, &mut Batch, usize, &Context<'_>),
+    ) {
+        self.pull_with_tail(out, max, cx, 0, make);
+    }
+
+    /// [`Sender::pull`] with `tail` packets after LIMIT, as
+    /// [`Sender::run_with_tail`].
+    pub(crate) fn pull_with_tail(
+        &mut self,
+        out: &mut Batch,
+        max: usize,
+        cx: &mut Context<'_>,
+        tail: u64,
         mut make: impl FnMut(&mut Emitter, &mut Batch, usize, &Context<'_>),
     ) {
         if !self.e.active {
             return;
         }
-        if self.e.remaining() == 0 {
+        if self.e.remaining() == 0 && tail == 0 {
             let _ = self.e.finished(cx);
             return;
         }
-        let n = self.due(max, cx);
+        let n = self.due(max, tail, cx);
         if n > 0 {
             make(&mut self.e, out, n, cx);
             self.sent(cx);
@@ -332,7 +434,7 @@ impl Sender {
 
     /// Click's `rate` read handler: packets per second between the first
     /// and the last packet, in whole jiffies (ms), once LIMIT is reached.
-    fn read(&self, handler: &str) -> Option<String> {
+    pub(crate) fn read(&self, handler: &str) -> Option<String> {
         match handler {
             "rate" => Some(match (self.first, self.last) {
                 (Some(f), Some(l)) => {
@@ -347,7 +449,7 @@ impl Sender {
         }
     }
 
-    fn write(&mut self, handler: &str, value: &str) -> Result<(), String> {
+    pub(crate) fn write(&mut self, handler: &str, value: &str) -> Result<(), String> {
         let v = value.trim();
         match handler {
             "rate" => {
@@ -384,16 +486,10 @@ fn make_source(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>
     let interval: u64 = args.read_p("INTERVAL")?.unwrap_or(0);
     let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
     let e = emitter(args, ports, limit, active)?;
-    let mut s = Sender::new(e, rate);
-    let gen = PortGen {
-        udp: UdpFrame::new(len, src_eth, src, dst_eth, dst, cksum),
-        sport,
-        dport,
-        interval,
-        incr: 0,
-    };
-    gen.build(&mut s.e);
-    Ok(Box::new(FastUDPSource { s, gen }))
+    let udp = UdpFrame::new(len, src_eth, src, dst_eth, dst, cksum);
+    Ok(Box::new(FastUDPSource::new(
+        e, rate, udp, sport, dport, interval,
+    )))
 }
 
 /// Re-sends one prebuilt UDP frame.
@@ -401,6 +497,31 @@ fn make_source(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>
 pub struct FastUDPSource {
     s: Sender,
     gen: PortGen,
+}
+
+impl FastUDPSource {
+    /// A source of `udp` from `sport` to `dport`, both moving up by one
+    /// every `interval` packets (never when 0), at `rate` packets per
+    /// second (as fast as scheduled when 0).
+    pub(crate) fn new(
+        e: Emitter,
+        rate: u64,
+        udp: UdpFrame,
+        sport: u16,
+        dport: u16,
+        interval: u64,
+    ) -> FastUDPSource {
+        let mut s = Sender::new(e, rate);
+        let gen = PortGen {
+            udp,
+            sport,
+            dport,
+            interval,
+            incr: 0,
+        };
+        gen.build(&mut s.e);
+        FastUDPSource { s, gen }
+    }
 }
 
 /// FastUDPSource's frame and its ports.
@@ -442,7 +563,7 @@ impl PortGen {
             e.fill(b, chunk, cx);
             for p in &mut b.as_mut_slice()[before..] {
                 p.set_network_header(14);
-                p.anno_mut().dst_ip = dst;
+                dst.apply(p.anno_mut());
             }
             left -= chunk;
             if b.len() - before < chunk {
@@ -511,10 +632,10 @@ impl Element for FastUDPSource {
 
 /// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014) for the flow choice.
 #[derive(Debug, Clone)]
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -523,17 +644,17 @@ impl SplitMix {
     }
 
     /// Click's `(click_random() >> 2) % 0xFFFF`.
-    fn port(&mut self) -> u16 {
+    pub(crate) fn port(&mut self) -> u16 {
         ((self.next() >> 33) % 0xffff) as u16
     }
 }
 
 /// One flow: its ports and the packets sent on them.
 #[derive(Debug, Clone, Copy)]
-struct Flow {
-    sport: u16,
-    dport: u16,
-    sent: u32,
+pub(crate) struct Flow {
+    pub(crate) sport: u16,
+    pub(crate) dport: u16,
+    pub(crate) sent: u32,
 }
 
 fn make_flows(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -605,7 +726,7 @@ impl FlowGen {
             if p.set_frame(&udp.frame).is_ok() {
                 udp.set_ports(p.data_mut(), f.sport, f.dport);
                 p.set_network_header(14);
-                p.anno_mut().dst_ip = dst;
+                dst.apply(p.anno_mut());
             }
         });
     }
@@ -667,14 +788,17 @@ impl Element for FastUDPFlows {
                 .max(60);
             let u = &self.gen.udp;
             let (mut se, mut de) = ([0u8; 6], [0u8; 6]);
+            let (mut sa, mut da) = ([0u8; 4], [0u8; 4]);
             se.copy_from_slice(&u.frame[6..12]);
             de.copy_from_slice(&u.frame[0..6]);
+            sa.copy_from_slice(&u.frame[26..30]);
+            da.copy_from_slice(&u.frame[30..34]);
             self.gen.udp = UdpFrame::new(
                 len,
                 EthernetAddress(se),
-                u.src,
+                Ipv4Addr::from(sa),
                 EthernetAddress(de),
-                u.dst,
+                Ipv4Addr::from(da),
                 u.checksum,
             );
             return Ok(());

@@ -15,6 +15,7 @@ pub mod cpu_queue;
 pub mod cpu_switch;
 pub mod discard;
 pub mod drr_sched;
+pub mod fast_tcp_flows;
 pub mod fast_udp;
 pub mod front_drop_queue;
 pub mod handler_call;
@@ -129,6 +130,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &random_source::CLASS,
     &fast_udp::FAST_UDP_SOURCE,
     &fast_udp::FAST_UDP_FLOWS,
+    &fast_tcp_flows::CLASS,
     &front_drop_queue::CLASS,
     &hub::CLASS,
     &clipboard::CLASS,
