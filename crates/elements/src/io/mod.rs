@@ -1,9 +1,12 @@
 //! Elements where packets enter and leave: capture files, interfaces and
 //! the host's own stack (TUN/TAP devices), multicast UDP sockets, TCP, UDP,
-//! UNIX-domain and raw IP sockets; and the user-level helpers that watch a
-//! run from outside the data path (ProgressBar, QuitWatcher).
+//! UNIX-domain and raw IP sockets; and the user-level helpers that watch or
+//! serve a run from outside the data path (ProgressBar, QuitWatcher,
+//! ChatterSocket, ChangeUID).
 
 pub mod capture;
+pub mod change_uid;
+pub mod chatter_socket;
 pub mod device;
 pub mod dpdk;
 pub mod from_dump;
@@ -13,6 +16,7 @@ pub mod mcast_socket;
 pub mod progress_bar;
 pub mod quit_watcher;
 pub mod raw_socket;
+pub mod raw_socket_compat;
 pub mod sniffers;
 pub mod socket;
 pub mod socket_compat;
@@ -42,8 +46,12 @@ pub static CLASSES: &[&ElementClass] = &[
     &socket_compat::TO_SOCKET,
     &socket_compat::FROM_SOCKET,
     &raw_socket::CLASS,
+    &raw_socket_compat::TO_RAW_SOCKET,
+    &raw_socket_compat::FROM_RAW_SOCKET,
     &progress_bar::CLASS,
     &quit_watcher::CLASS,
+    &chatter_socket::CLASS,
+    &change_uid::CLASS,
 ];
 
 /// SNAPLEN, HEADROOM and BURST of a socket element (McastSocket, Socket,

@@ -13,6 +13,9 @@
 //! run, and a packet the kernel refuses for lack of room is kept and sent
 //! again on the next run before anything else is pulled (Click retries it
 //! after a backoff).
+//!
+//! Click's older names for it, ToRawSocket and FromRawSocket, are built
+//! here too (`make_compat`, called from `raw_socket_compat.rs`).
 
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
@@ -64,71 +67,77 @@ static MANUAL: Manual = Manual {
         pulls.",
     ports: "at most one pull input: IPv4 packets to send; at most one push output: IPv4 \
         packets received",
-    keywords: &[
-        Keyword {
-            name: "TYPE",
-            ty: "IP protocol: TCP, UDP, GRE, ICMP, another name, or 0 to 255",
-            default: None,
-            doc: "the protocol of the packets received; positional, any case",
-        },
-        Keyword {
-            name: "PORT",
-            ty: "port (TCP, UDP) or unsigned 16-bit (GRE key, ICMP identifier)",
-            default: Some("0: none"),
-            doc: "TCP, UDP: a port held for the router's packets; positional; selects \
-                  nothing received",
-        },
-        Keyword {
-            name: "SNAPLEN",
-            ty: "unsigned",
-            default: Some("2048"),
-            doc: "the most bytes kept of a received packet, the rest counted in the \
-                  extra-length annotation; 20 to 2048, the largest packet bricks holds",
-        },
-        Keyword {
-            name: "HEADROOM",
-            ty: "unsigned",
-            default: Some("128"),
-            doc: "room before received packets; bricks packets always have 128 bytes, so \
-                  larger values are refused",
-        },
-        Keyword {
-            name: "PROPER",
-            ty: "boolean",
-            default: Some("false"),
-            doc: "PlanetLab's Proper binding; accepted and ignored",
-        },
-        Keyword {
-            name: "BURST",
-            ty: "unsigned",
-            default: Some("32"),
-            doc: "packets received, and pulled from the input, per task run; 1 to 256 (not \
-                  in Click)",
-        },
-    ],
-    counters: &[
-        ("count", "packets received and emitted"),
-        ("bytes", "their bytes"),
-        ("sent", "packets sent"),
-        ("sent_bytes", "their bytes"),
-        (
-            "drops",
-            "input packets not sent: not IPv4, refused by the kernel, or no socket",
-        ),
-        (
-            "bad",
-            "packets that were not IPv4 (shorter than a header, another version), either way",
-        ),
-        (
-            "held",
-            "packets refused for lack of room and kept (with those pulled after them) to \
-             send again",
-        ),
-        ("errors", "failed reads and sends of any other kind"),
-    ],
+    keywords: KEYWORDS,
+    counters: COUNTERS,
     example: "InfiniteSource(LIMIT 1) -> Queue -> RawSocket(ICMP) -> IPPrint(reply) -> Discard;",
     see_also: &["Socket", "KernelTun", "FromHost"],
 };
+
+/// RawSocket's arguments, which ToRawSocket and FromRawSocket share.
+pub(super) const KEYWORDS: &[Keyword] = &[
+    Keyword {
+        name: "TYPE",
+        ty: "IP protocol: TCP, UDP, GRE, ICMP, another name, or 0 to 255",
+        default: None,
+        doc: "the protocol of the packets received; positional, any case",
+    },
+    Keyword {
+        name: "PORT",
+        ty: "port (TCP, UDP) or unsigned 16-bit (GRE key, ICMP identifier)",
+        default: Some("0: none"),
+        doc: "TCP, UDP: a port held for the router's packets; positional; selects \
+              nothing received",
+    },
+    Keyword {
+        name: "SNAPLEN",
+        ty: "unsigned",
+        default: Some("2048"),
+        doc: "the most bytes kept of a received packet, the rest counted in the \
+              extra-length annotation; 20 to 2048, the largest packet bricks holds",
+    },
+    Keyword {
+        name: "HEADROOM",
+        ty: "unsigned",
+        default: Some("128"),
+        doc: "room before received packets; bricks packets always have 128 bytes, so \
+              larger values are refused",
+    },
+    Keyword {
+        name: "PROPER",
+        ty: "boolean",
+        default: Some("false"),
+        doc: "PlanetLab's Proper binding; accepted and ignored",
+    },
+    Keyword {
+        name: "BURST",
+        ty: "unsigned",
+        default: Some("32"),
+        doc: "packets received, and pulled from the input, per task run; 1 to 256 (not \
+              in Click)",
+    },
+];
+
+/// RawSocket's counters, which ToRawSocket and FromRawSocket share.
+pub(super) const COUNTERS: &[(&str, &str)] = &[
+    ("count", "packets received and emitted"),
+    ("bytes", "their bytes"),
+    ("sent", "packets sent"),
+    ("sent_bytes", "their bytes"),
+    (
+        "drops",
+        "input packets not sent: not IPv4, refused by the kernel, or no socket",
+    ),
+    (
+        "bad",
+        "packets that were not IPv4 (shorter than a header, another version), either way",
+    ),
+    (
+        "held",
+        "packets refused for lack of room and kept (with those pulled after them) to \
+         send again",
+    ),
+    ("errors", "failed reads and sends of any other kind"),
+];
 
 /// Click's `T_IP_PROTO` names.
 const PROTOCOLS: &[(&str, u8)] = &[
@@ -177,6 +186,25 @@ struct Spec {
 }
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    make_raw_socket(args, ports, None)
+}
+
+/// Builds a RawSocket configured as `class`, one of Click's older names
+/// for it (ToRawSocket, FromRawSocket): the same arguments and behaviour,
+/// and Click's warning that `class` is deprecated.
+pub(super) fn make_compat(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+    class: &'static str,
+) -> Result<Box<dyn Element>, ArgError> {
+    make_raw_socket(args, ports, Some(class))
+}
+
+fn make_raw_socket(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+    deprecated: Option<&'static str>,
+) -> Result<Box<dyn Element>, ArgError> {
     let ty: String = args.read_mp("TYPE")?;
     let proto = protocol(ty.trim()).ok_or_else(|| {
         ArgError::new(format!(
@@ -209,6 +237,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         },
         has_input: ports.ninputs() > 0,
         has_output: ports.noutputs() > 0,
+        deprecated,
         endpoint,
         recv: None,
         send: None,
@@ -310,6 +339,9 @@ pub struct RawSocket {
     spec: Spec,
     has_input: bool,
     has_output: bool,
+    /// The deprecated class this RawSocket was configured as
+    /// (ToRawSocket, FromRawSocket), if any.
+    deprecated: Option<&'static str>,
     endpoint: Arc<Mutex<RawEndpoint>>,
     /// This worker's view of the shared sockets: the receive socket only
     /// on the worker that receives.
@@ -480,6 +512,11 @@ fn ipv4_destination(ip: &[u8]) -> Option<Ipv4Addr> {
 }
 
 impl Element for RawSocket {
+    fn configure_message(&self) -> Option<String> {
+        self.deprecated
+            .map(|class| format!("warning: {class} is deprecated, use RawSocket instead"))
+    }
+
     fn start(&mut self, cx: &mut Context<'_>) {
         self.start_here(cx);
     }
