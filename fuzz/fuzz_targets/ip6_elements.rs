@@ -2,7 +2,7 @@
 //! chained as an IPv6 router chains them (CheckIP6Header, GetIP6Address,
 //! DecIP6HLIM, ICMP6Error on the rejects, ICMP6PingResponder), and as
 //! frames through IP6RouterAdvertiser and the header writers (IP6Encap,
-//! UDPIP6Encap, SetIP6DSCP, ...), with and
+//! UDPIP6Encap, SetIP6DSCP, ...) and IP6Fragmenter, with and
 //! without an Ethernet header in front, with the annotations those
 //! elements read set in several ways. Nothing may panic or loop; every
 //! ICMPv6 error that comes out is a well-formed IPv6 packet of at most
@@ -77,6 +77,8 @@ fn duts() -> Duts {
             Dut::new(&ip6::setip6address::CLASS, "2001:db8::1", 1),
             Dut::new(&ip6::ip6encap::CLASS, "ipip, 2001:db8::1, DST_ANNO", 1),
             Dut::new(&ip6::udpip6encap::CLASS, "2001:db8::1, 9, 2001:db8::2, 9", 1),
+            Dut::new(&ip6::ip6fragmenter::CLASS, "56", 2),
+            Dut::new(&ip6::ip6fragmenter::CLASS, "1280", 1),
             // The last two: their outputs are checked as ICMPv6 errors.
             Dut::new(&ip6::icmp6error::CLASS, "2001:db8::ff, 3, 0, RATE 0", 1),
             Dut::new(&ip6::icmp6error::CLASS, "2001:db8::ff, 4, 2, RATE 0", 1),

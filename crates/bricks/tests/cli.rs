@@ -84,7 +84,7 @@ fn unknown_class_is_located_underlined_and_suggested() {
 
 #[test]
 fn a_click_element_bricks_lacks_is_named_as_such() {
-    for class in ["ToIPFlowDumps", "AggregateIPAddrPair", "SpinlockAcquire"] {
+    for class in ["ToIPFlowDumps", "FromNLANRDump", "SpinlockAcquire"] {
         let (code, err) = check(&format!("InfiniteSource -> {class} -> Discard;"));
         assert_eq!(code, 2);
         assert!(
@@ -99,12 +99,11 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
         );
         assert!(!err.contains("did you mean"), "{err}");
     }
-    let o = bricks(&["elements", "AggregateIPAddrPair"]);
+    let o = bricks(&["elements", "FromNLANRDump"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains(
-            "`AggregateIPAddrPair` is a Click element that bricks does not implement yet"
-        ),
+        stderr(&o)
+            .contains("`FromNLANRDump` is a Click element that bricks does not implement yet"),
         "{}",
         stderr(&o)
     );
@@ -119,13 +118,10 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
 #[test]
 fn unknown_classes_and_bad_arguments_are_reported_in_one_pass() {
     let (code, err) = check(
-        "InfiniteSource(LIMT 5) -> AggregateIPAddrPair -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
+        "InfiniteSource(LIMT 5) -> FromNLANRDump -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
     );
     assert_eq!(code, 2);
-    assert!(
-        err.contains("`AggregateIPAddrPair` is a Click element"),
-        "{err}"
-    );
+    assert!(err.contains("`FromNLANRDump` is a Click element"), "{err}");
     assert!(err.contains("undeclared element `Discrad`"), "{err}");
     assert!(err.contains("unknown keyword LIMT"), "{err}");
     assert!(err.contains("did you mean LIMIT?"), "{err}");

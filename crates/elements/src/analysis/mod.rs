@@ -1,23 +1,28 @@
 //! Packet analysis in Click's text formats: IP summary dumps and IPPrint,
 //! aggregates, and the trace tools (anonymizing, erasing and truncating
-//! payloads, timestamp ranges).
+//! payloads, timestamp ranges, stored timestamps), and packets read back
+//! from tcpdump's text.
 
 pub mod aggregate_counter;
 pub mod aggregate_filter;
 pub mod aggregate_first;
 pub mod aggregate_ip;
+pub mod aggregate_ip_addr_pair;
 pub mod aggregate_ipflows;
 pub mod aggregate_last;
 pub mod aggregate_length;
 pub mod aggregate_packet_counter;
+pub mod aggregate_paint;
 pub mod anonymize_ip_addr;
 pub mod erase_ip_payload;
 pub mod from_ipsumdump;
+pub mod from_tcpdump;
 pub mod info;
 pub mod ip_field;
 pub mod ipprint;
 pub mod md5;
 pub mod options;
+pub mod store_timestamp;
 pub mod time_range;
 pub mod timestamp_accum;
 pub mod to_ipsumdump;
@@ -43,6 +48,10 @@ pub static CLASSES: &[&ElementClass] = &[
     &anonymize_ip_addr::CLASS,
     &time_range::CLASS,
     &timestamp_accum::CLASS,
+    &from_tcpdump::CLASS,
+    &store_timestamp::CLASS,
+    &aggregate_ip_addr_pair::CLASS,
+    &aggregate_paint::CLASS,
 ];
 
 /// Reads CAPACITY, the bound of an element's table: `default` when it is
@@ -59,4 +68,58 @@ fn read_capacity(
         )));
     }
     Ok(capacity)
+}
+
+#[cfg(test)]
+mod tests {
+    use bricks_config::{Source, SourceMap};
+    use bricks_runtime::{build, Engine};
+
+    /// The manual examples of FromTcpdump, StoreTimestamp,
+    /// AggregateIPAddrPair and AggregatePaint run to their end without
+    /// errors or bad lines (files named from the workspace root).
+    #[test]
+    fn manual_examples_run() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+        for class in [
+            &super::from_tcpdump::CLASS,
+            &super::store_timestamp::CLASS,
+            &super::aggregate_ip_addr_pair::CLASS,
+            &super::aggregate_paint::CLASS,
+        ] {
+            let text = class
+                .manual
+                .example
+                .replace("crates/", &format!("{root}crates/"));
+            let mut map = SourceMap::default();
+            let router = bricks_config::parse(
+                &mut map,
+                Source {
+                    name: "<example>".into(),
+                    text,
+                },
+            )
+            .unwrap_or_else(|_| panic!("{} example parses", class.name));
+            let plan = build(&router, &crate::registry())
+                .unwrap_or_else(|_| panic!("{} example builds", class.name));
+            let mut engine = Engine::new(&plan).unwrap();
+            engine.idle_sleep = false;
+            let summary = engine.run();
+            assert!(
+                summary.errors.is_empty(),
+                "{}: {:?}",
+                class.name,
+                summary.errors
+            );
+            for e in &summary.elements {
+                for (name, v) in e.stats.entries() {
+                    let bad = matches!(
+                        name.as_ref(),
+                        "bad_lines" | "too_long" | "table_full" | "no_ip"
+                    );
+                    assert!(!bad || *v == 0, "{}: {}.{name} = {v}", class.name, e.name);
+                }
+            }
+        }
+    }
 }
