@@ -38,7 +38,8 @@ pub enum BenchCommand {
     Core(bricks_experiments::core::CoreArgs),
     /// Route lookup at Internet scale: lookups per second of every
     /// algorithm on generated tables (1M and 256K IPv4 prefixes, 200K
-    /// IPv6), memory, build time, updates applied while lookups run, and
+    /// IPv6), memory, build time, updates applied while lookups run, what
+    /// one route change costs (the default route and a long prefix), and
     /// the IPv4 forwarding path with the 1M-prefix table. In memory; no
     /// root.
     #[command(after_help = "Examples:\n  \

@@ -14,7 +14,9 @@ use bricks_lpm::bench::{
     memory_references, random_addresses4, SplitMix64,
 };
 use bricks_lpm::source::InternedRoutes;
-use bricks_lpm::{Dir24_8, Lpm4, Lpm6, NextHop, Poptrie6, Prefix4, Trie4};
+use bricks_lpm::{
+    Dir24_8, Lpm4, Lpm4Update, Lpm6, Lpm6Update, NextHop, Poptrie6, Prefix4, Prefix6, Trie4,
+};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -172,8 +174,72 @@ pub fn bench(a: &LpmArgs) -> Result<ExitCode, Error> {
         return Ok(ExitCode::SUCCESS);
     }
     updates(&big_routes, a.update_seconds)?;
+    change_costs(&big_routes, &i6.v6, runs)?;
     forwarding(&big_routes, a.packets, runs)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The 99th percentile of `v` (sorted here).
+fn p99(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() * 99 / 100).copied().unwrap_or(0.0)
+}
+
+/// What one route change costs the writer. Both tables push answers down
+/// to their leaves, so the default route rewrites every entry it covers
+/// (DIR-24-8's 2^24 and Poptrie's 2^20 direct entries, and the nodes
+/// under them), while a long prefix touches a few entries. The new long
+/// prefixes are from the benchmarking and documentation ranges
+/// (198.18.0.0/15, 2001:db8::/32).
+fn change_costs(
+    v4: &[(Prefix4, NextHop)],
+    v6: &[(Prefix6, NextHop)],
+    runs: usize,
+) -> Result<(), Error> {
+    fn timed<T>(f: impl FnOnce() -> T) -> f64 {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        t.elapsed().as_secs_f64()
+    }
+    let d = Dir24_8::build(v4, MEMORY).map_err(build_error)?;
+    let p = Poptrie6::build(v6, MEMORY).map_err(build_error)?;
+    let mut add4 = Vec::new();
+    let mut del4 = Vec::new();
+    let mut add6 = Vec::new();
+    let mut del6 = Vec::new();
+    for r in 0..runs as u32 {
+        let nh = NextHop(1 + r % 7);
+        add4.push(timed(|| d.insert(Prefix4::new(0, 0), nh)));
+        del4.push(timed(|| d.remove(Prefix4::new(0, 0))));
+        add6.push(timed(|| p.insert(Prefix6::new(0, 0), nh)));
+        del6.push(timed(|| p.remove(Prefix6::new(0, 0))));
+    }
+    let mut one4: Vec<f64> = (0..512u32)
+        .map(|i| timed(|| d.insert(Prefix4::new(0xc612_0000 | i << 8, 24), NextHop(3))))
+        .collect();
+    let mut one6: Vec<f64> = (0..1000u128)
+        .map(|i| timed(|| p.insert(Prefix6::new(0x2001_0db8 << 96 | i << 80, 48), NextHop(3))))
+        .collect();
+    let ms = |v: Vec<f64>| format!("{:.1} ms", Sample(v).median() * 1e3);
+    let us = |v: &[f64]| format!("{:.2} us", Sample(v.to_vec()).median() * 1e6);
+    println!("\nroute changes (the writer alone; median of {runs} for the default route):");
+    println!(
+        "  dir24-8, {}K prefixes: 0.0.0.0/0 added in {}, removed in {}; a new /24 in {} (median of 512; 99th percentile {:.2} us)",
+        v4.len() / 1000,
+        ms(add4),
+        ms(del4),
+        us(&one4),
+        p99(&mut one4) * 1e6
+    );
+    println!(
+        "  poptrie6, {}K prefixes: ::/0 added in {}, removed in {}; a new /48 in {} (median of 1000; 99th percentile {:.2} us)",
+        v6.len() / 1000,
+        ms(add6),
+        ms(del6),
+        us(&one6),
+        p99(&mut one6) * 1e6
+    );
+    Ok(())
 }
 
 /// Route changes applied by one thread while another looks up (BGP-like
@@ -232,17 +298,18 @@ fn forwarding(routes: &[(Prefix4, NextHop)], packets: u64, runs: usize) -> Resul
         )
     };
     println!("\nIPv4 forwarding path (WorkloadSource -> Strip -> CheckIPHeader -> lookup -> DecIPTTL -> EtherEncap -> Discard), 64-byte packets:");
+    let k = routes.len() / 1000;
     for (label, lookup) in [
         (
-            "DirectIPLookup, 1M-prefix table",
+            format!("DirectIPLookup, {k}K-prefix table"),
             format!("DirectIPLookup(ROUTES {})", file.display()),
         ),
         (
-            "RadixIPLookup, 1M-prefix table",
+            format!("RadixIPLookup, {k}K-prefix table"),
             format!("RadixIPLookup(ROUTES {})", file.display()),
         ),
         (
-            "StaticIPLookup, 1 route",
+            "StaticIPLookup, 1 route".to_string(),
             "StaticIPLookup(0.0.0.0/0 0)".to_string(),
         ),
     ] {
