@@ -4,50 +4,10 @@
 //! source has a LIMIT and every run a deadline.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The longest any run here may take before the test fails.
-const DEADLINE: Duration = Duration::from_secs(30);
-
-fn bricks(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bricks"));
-    c.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-/// Waits for `child` to end, killing it (and failing) past DEADLINE.
-fn wait_bounded(mut child: Child, what: &str) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let o = child.wait_with_output().unwrap();
-            panic!(
-                "{what}: still running after {DEADLINE:?}\nstderr:\n{}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Runs `bricks run --quiet -e config` plus `extra`, bounded in time.
-fn run(config: &str, extra: &[&str]) -> Output {
-    let mut args = vec!["run", "--quiet", "-e", config];
-    args.extend_from_slice(extra);
-    wait_bounded(bricks(&args).spawn().expect("bricks runs"), config)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod bounded;
+use bounded::{bricks, run, text, wait_bounded, DEADLINE};
 
 /// A UDP port of 127.0.0.1 nothing uses now (bound and released).
 fn free_udp_port() -> u16 {

@@ -45,12 +45,33 @@ fn parse_dscp(text: &str) -> Result<u8, String> {
     u8::try_from(v)
         .ok()
         .filter(|&v| v <= 0x3f)
-        .ok_or_else(|| format!("diffserv code point out of range: {v}"))
+        .ok_or_else(|| format!("diffserv code point out of range: {v} (0 to 63)"))
+}
+
+/// The DSCP argument of SetIPDSCP and SetIP6DSCP.
+pub(crate) fn read_dscp(args: &mut Args<'_>) -> Result<u8, ArgError> {
+    let text: String = args.read_mp("DSCP")?;
+    parse_dscp(&text).map_err(|e| ArgError::new(format!("bad argument DSCP: {e}")))
+}
+
+/// The `dscp` write handler of SetIPDSCP and SetIP6DSCP (`class`).
+pub(crate) fn write_dscp(
+    class: &str,
+    dscp: &mut u8,
+    handler: &str,
+    value: &str,
+) -> Result<(), String> {
+    match handler {
+        "dscp" => {
+            *dscp = parse_dscp(value.trim())?;
+            Ok(())
+        }
+        _ => Err(format!("no write handler `{handler}` ({class} has `dscp`)")),
+    }
 }
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let text: String = args.read_mp("DSCP")?;
-    let dscp = parse_dscp(&text).map_err(|e| ArgError::new(format!("bad argument DSCP: {e}")))?;
+    let dscp = read_dscp(args)?;
     Ok(Box::new(SetIPDSCP { dscp, drops: 0 }))
 }
 
@@ -108,15 +129,7 @@ impl Element for SetIPDSCP {
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        match handler {
-            "dscp" => {
-                self.dscp = parse_dscp(value.trim())?;
-                Ok(())
-            }
-            _ => Err(format!(
-                "no write handler `{handler}` (SetIPDSCP has `dscp`)"
-            )),
-        }
+        write_dscp("SetIPDSCP", &mut self.dscp, handler, value)
     }
 
     fn handlers(&self) -> &'static [Handler] {

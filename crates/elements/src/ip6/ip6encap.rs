@@ -138,6 +138,19 @@ impl FromArg for Dst6 {
     }
 }
 
+impl Dst6 {
+    /// Writes the destination into the IPv6 header at the start of
+    /// `header` (`::` for the annotation); true for the annotation.
+    pub(crate) fn write_into(self, header: &mut [u8]) -> bool {
+        let (anno, a) = match self {
+            Dst6::Anno => (true, Ipv6Addr::UNSPECIFIED),
+            Dst6::Addr(a) => (false, a),
+        };
+        header[24..40].copy_from_slice(&a.octets());
+        anno
+    }
+}
+
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let proto: Proto = args.read_mp("PROTO")?;
     let src: Ipv6Addr = args.read_mp("SRC")?;
@@ -173,12 +186,7 @@ pub struct IP6Encap {
 
 impl IP6Encap {
     fn set_dst(&mut self, dst: Dst6) {
-        let (anno, a) = match dst {
-            Dst6::Anno => (true, Ipv6Addr::UNSPECIFIED),
-            Dst6::Addr(a) => (false, a),
-        };
-        self.dst_anno = anno;
-        self.header[24..40].copy_from_slice(&a.octets());
+        self.dst_anno = dst.write_into(&mut self.header);
     }
 
     #[inline]

@@ -3,9 +3,10 @@
 //! RFC 2474 section 3), as Click's `elements/ip6/setip6dscp.cc`. IPv6 has
 //! no header checksum to update.
 
+use crate::click::set_ip_dscp::{read_dscp, write_dscp};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
-    Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, Packet,
+    PortInfo, Stats,
 };
 
 /// The `SetIP6DSCP` class.
@@ -43,17 +44,8 @@ static MANUAL: Manual = Manual {
     see_also: &["SetIPDSCP", "MarkIP6Header", "CheckIP6Header"],
 };
 
-fn parse_dscp(text: &str) -> Result<u8, String> {
-    let v = u32::from_arg(text)?;
-    u8::try_from(v)
-        .ok()
-        .filter(|&v| v <= 0x3f)
-        .ok_or_else(|| format!("diffserv code point out of range: {v} (0 to 63)"))
-}
-
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let text: String = args.read_mp("DSCP")?;
-    let dscp = parse_dscp(&text).map_err(|e| ArgError::new(format!("bad argument DSCP: {e}")))?;
+    let dscp = read_dscp(args)?;
     Ok(Box::new(SetIP6DSCP { dscp, truncated: 0 }))
 }
 
@@ -106,15 +98,7 @@ impl Element for SetIP6DSCP {
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        match handler {
-            "dscp" => {
-                self.dscp = parse_dscp(value.trim())?;
-                Ok(())
-            }
-            _ => Err(format!(
-                "no write handler `{handler}` (SetIP6DSCP has `dscp`)"
-            )),
-        }
+        write_dscp("SetIP6DSCP", &mut self.dscp, handler, value)
     }
 
     fn config_keyword(&self, handler: &str) -> Option<&'static str> {

@@ -135,12 +135,7 @@ pub struct UDPIP6Encap {
 
 impl UDPIP6Encap {
     fn set_dst(&mut self, dst: Dst6) {
-        let (anno, a) = match dst {
-            Dst6::Anno => (true, Ipv6Addr::UNSPECIFIED),
-            Dst6::Addr(a) => (false, a),
-        };
-        self.dst_anno = anno;
-        self.header[24..40].copy_from_slice(&a.octets());
+        self.dst_anno = dst.write_into(&mut self.header);
     }
 
     fn port(&self, at: usize) -> u16 {

@@ -10,9 +10,7 @@
 //!
 //! Pacing, LIMIT and the handlers are FastUDPFlows' (`super::fast_udp`).
 
-use super::fast_udp::{
-    emitter, kw, read_common, Flow, Sender, SplitMix, LENGTH, LIMIT, MAX_FLOWS, RATE,
-};
+use super::fast_udp::{kw, Flow, FlowSpec, Sender, SplitMix, LENGTH, LIMIT, RATE};
 use super::source::{Emitter, LIMIT_KEYWORDS};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, Packet,
@@ -98,36 +96,15 @@ const FLAGS: [u8; 3] = [0x02, 0x18, 0x01];
 const TCP: usize = 34;
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let (rate, limit, len) = read_common(args)?;
-    let src_eth: EthernetAddress = args.read_mp("SRCETH")?;
-    let src: Ipv4Addr = args.read_mp("SRCIP")?;
-    let dst_eth: EthernetAddress = args.read_mp("DSTETH")?;
-    let dst: Ipv4Addr = args.read_mp("DSTIP")?;
-    let nflows: usize = args.read_mp("FLOWS")?;
-    let flowsize: u32 = args.read_mp("FLOWSIZE")?;
-    let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
-    let seed: u64 = args.read("SEED")?.unwrap_or(1);
-    if nflows == 0 || nflows > MAX_FLOWS {
-        return Err(ArgError::new(format!(
-            "FLOWS must be from 1 to {MAX_FLOWS}"
-        )));
-    }
-    let e = emitter(args, ports, limit, active)?;
-    let mut rng = SplitMix(seed);
-    let flows = (0..nflows)
-        .map(|_| Flow {
-            sport: rng.port(),
-            dport: rng.port(),
-            sent: 0,
-        })
-        .collect();
+    let spec = FlowSpec::read(args)?;
+    let (e, flows, rng, seed) = spec.finish(args, ports)?;
     Ok(Box::new(FastTCPFlows {
-        s: Sender::new(e, rate),
+        s: Sender::new(e, spec.rate),
         gen: TcpFlowGen {
-            frames: TcpFrames::new(len, src_eth, src, dst_eth, dst),
+            frames: TcpFrames::new(spec.len, spec.src_eth, spec.src, spec.dst_eth, spec.dst),
             flows,
             // Click: "warning: flow size < 3, defaulting to 3".
-            flowsize: flowsize.max(3),
+            flowsize: spec.flowsize.max(3),
             open: 0,
             cursor: 0,
             // The sequence numbers' own key, apart from the flow choice.

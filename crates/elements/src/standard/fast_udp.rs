@@ -657,37 +657,84 @@ pub(crate) struct Flow {
     pub(crate) sent: u32,
 }
 
-fn make_flows(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let (rate, limit, len) = read_common(args)?;
-    let src_eth: EthernetAddress = args.read_mp("SRCETH")?;
-    let src: Ipv4Addr = args.read_mp("SRCIP")?;
-    let dst_eth: EthernetAddress = args.read_mp("DSTETH")?;
-    let dst: Ipv4Addr = args.read_mp("DSTIP")?;
-    let nflows: usize = args.read_mp("FLOWS")?;
-    let flowsize: u32 = args.read_mp("FLOWSIZE")?;
-    let cksum: bool = args.read_p("CHECKSUM")?.unwrap_or(true);
-    let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
-    let seed: u64 = args.read("SEED")?.unwrap_or(1);
-    if nflows == 0 || nflows > MAX_FLOWS {
-        return Err(ArgError::new(format!(
-            "FLOWS must be from 1 to {MAX_FLOWS}"
-        )));
+/// The positional arguments FastUDPFlows and FastTCPFlows share, in
+/// Click's order: RATE, LIMIT, LENGTH, SRCETH, SRCIP, DSTETH, DSTIP,
+/// FLOWS, FLOWSIZE.
+#[derive(Debug)]
+pub(crate) struct FlowSpec {
+    pub(crate) rate: u64,
+    pub(crate) limit: i64,
+    pub(crate) len: usize,
+    pub(crate) src_eth: EthernetAddress,
+    pub(crate) src: Ipv4Addr,
+    pub(crate) dst_eth: EthernetAddress,
+    pub(crate) dst: Ipv4Addr,
+    nflows: usize,
+    pub(crate) flowsize: u32,
+}
+
+impl FlowSpec {
+    pub(crate) fn read(args: &mut Args<'_>) -> Result<FlowSpec, ArgError> {
+        let (rate, limit, len) = read_common(args)?;
+        let spec = FlowSpec {
+            rate,
+            limit,
+            len,
+            src_eth: args.read_mp("SRCETH")?,
+            src: args.read_mp("SRCIP")?,
+            dst_eth: args.read_mp("DSTETH")?,
+            dst: args.read_mp("DSTIP")?,
+            nflows: args.read_mp("FLOWS")?,
+            flowsize: args.read_mp("FLOWSIZE")?,
+        };
+        if spec.nflows == 0 || spec.nflows > MAX_FLOWS {
+            return Err(ArgError::new(format!(
+                "FLOWS must be from 1 to {MAX_FLOWS}"
+            )));
+        }
+        Ok(spec)
     }
-    let e = emitter(args, ports, limit, active)?;
-    let mut rng = SplitMix(seed);
-    let flows = (0..nflows)
-        .map(|_| Flow {
-            sport: rng.port(),
-            dport: rng.port(),
-            sent: 0,
-        })
-        .collect();
+
+    /// Reads ACTIVE, SEED and the sending keywords, and draws the flows'
+    /// first ports: the emitter, the flows, the generator after the draws
+    /// and the seed.
+    pub(crate) fn finish(
+        &self,
+        args: &mut Args<'_>,
+        ports: &PortInfo,
+    ) -> Result<(Emitter, Vec<Flow>, SplitMix, u64), ArgError> {
+        let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
+        let seed: u64 = args.read("SEED")?.unwrap_or(1);
+        let e = emitter(args, ports, self.limit, active)?;
+        let mut rng = SplitMix(seed);
+        let flows = (0..self.nflows)
+            .map(|_| Flow {
+                sport: rng.port(),
+                dport: rng.port(),
+                sent: 0,
+            })
+            .collect();
+        Ok((e, flows, rng, seed))
+    }
+}
+
+fn make_flows(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    let spec = FlowSpec::read(args)?;
+    let cksum: bool = args.read_p("CHECKSUM")?.unwrap_or(true);
+    let (e, flows, rng, _) = spec.finish(args, ports)?;
     Ok(Box::new(FastUDPFlows {
-        s: Sender::new(e, rate),
+        s: Sender::new(e, spec.rate),
         gen: FlowGen {
-            udp: UdpFrame::new(len, src_eth, src, dst_eth, dst, cksum),
+            udp: UdpFrame::new(
+                spec.len,
+                spec.src_eth,
+                spec.src,
+                spec.dst_eth,
+                spec.dst,
+                cksum,
+            ),
             flows,
-            flowsize,
+            flowsize: spec.flowsize,
             rng,
         },
     }))
