@@ -232,6 +232,7 @@ impl<R: Read> PcapReader<R> {
         let secs = self.u32_at(&h, 0);
         let frac = self.u32_at(&h, 4);
         let caplen = self.u32_at(&h, 8);
+        let wire_len = self.u32_at(&h, 12);
         if caplen > MAX_RECORD {
             return Err(PcapError::BadLength {
                 offset: start,
@@ -267,7 +268,11 @@ impl<R: Read> PcapReader<R> {
                 what: "a record",
             });
         }
-        p.anno_mut().timestamp = Timestamp::from_parts(secs as u64, nanos);
+        let a = p.anno_mut();
+        a.timestamp = Timestamp::from_parts(secs as u64, nanos);
+        // What the capture cut off, as Click's FromDump: the extra length
+        // annotation, which ToDump adds back to the record's length.
+        a.extra_length = wire_len.saturating_sub(caplen);
         Ok(Some(Record::Packet(p)))
     }
 }
@@ -301,7 +306,15 @@ impl<W: Write> PcapWriter<W> {
 
     /// Appends one record; data beyond the snapshot length is cut.
     pub fn write(&mut self, ts: Timestamp, data: &[u8]) -> Result<(), PcapError> {
+        self.write_extra(ts, data, 0)
+    }
+
+    /// Appends one record of a packet that was `extra` bytes longer on the
+    /// wire than `data` (its extra length annotation): the record's length
+    /// says so, as Click's ToDump writes it.
+    pub fn write_extra(&mut self, ts: Timestamp, data: &[u8], extra: u32) -> Result<(), PcapError> {
         let cap = data.len().min(self.snaplen as usize);
+        let wire_len = (data.len() as u32).saturating_add(extra);
         let frac = if self.nanos {
             ts.subsec_nanos()
         } else {
@@ -311,7 +324,7 @@ impl<W: Write> PcapWriter<W> {
         h[0..4].copy_from_slice(&(ts.secs() as u32).to_le_bytes());
         h[4..8].copy_from_slice(&frac.to_le_bytes());
         h[8..12].copy_from_slice(&(cap as u32).to_le_bytes());
-        h[12..16].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        h[12..16].copy_from_slice(&wire_len.to_le_bytes());
         self.w.write_all(&h)?;
         self.w.write_all(&data[..cap])?;
         Ok(())
@@ -366,6 +379,31 @@ mod tests {
             p.anno().timestamp,
             Timestamp::from_parts(10000, 123_456_000)
         );
+    }
+
+    /// A record cut by the snapshot length (captured 3 of 60 bytes) reads
+    /// with an extra length of 57, which writing it back restores.
+    #[test]
+    fn the_cut_off_length_survives_a_round_trip() {
+        let mut file = ARP_PCAP[..24].to_vec();
+        file.extend_from_slice(&[0x10, 0x27, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 60, 0, 0, 0]);
+        file.extend_from_slice(&[0xff, 0xff, 0xff]);
+        let recs = read_all(&file).unwrap();
+        let Record::Packet(p) = &recs[0] else {
+            panic!()
+        };
+        assert_eq!((p.len(), p.anno().extra_length), (3, 57));
+        let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, false, 0).unwrap();
+        w.write_extra(p.anno().timestamp, p.data(), p.anno().extra_length)
+            .unwrap();
+        assert_eq!(w.into_inner(), file);
+        // A record longer than the writer's snapshot length keeps its length.
+        let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, false, 2).unwrap();
+        w.write_extra(Timestamp::from_parts(1, 0), &[1, 2, 3], 5)
+            .unwrap();
+        let bytes = w.into_inner();
+        assert_eq!(&bytes[32..40], &[2, 0, 0, 0, 8, 0, 0, 0]);
+        assert_eq!(&bytes[40..], &[1, 2]);
     }
 
     #[test]

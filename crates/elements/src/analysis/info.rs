@@ -284,6 +284,12 @@ pub struct View<'a> {
     pub tailpad: usize,
     /// Why the packet is bad, for BAD_PACKETS (the first reason only).
     pub bad: Option<String>,
+    /// The extra length annotation as Click's summaries count it: what a
+    /// capture cut off a packet without an IP header, or beyond 65,535
+    /// bytes of one with (the IP length says the rest).
+    pub extra: usize,
+    /// `ip_len` and `payload_len` include `extra` (EXTRA_LENGTH).
+    pub force_extra: bool,
 }
 
 /// Protocols whose header starts with two ports.
@@ -298,12 +304,15 @@ impl<'a> View<'a> {
     pub fn new(p: &'a Packet, careful: bool) -> View<'a> {
         let data = p.data();
         let nh = p.network_header_offset().unwrap_or(0).min(data.len());
+        let extra = p.anno().extra_length as usize;
         let mut v = View {
             data,
             nh,
             ip: None,
             tailpad: 0,
             bad: None,
+            extra,
+            force_extra: true,
         };
         let h = &data[nh..];
         if h.is_empty() {
@@ -323,10 +332,19 @@ impl<'a> View<'a> {
             } else {
                 if h.len() > len {
                     v.tailpad = h.len() - len;
-                } else if careful && h.len() < len {
-                    v.bad = Some(format!("truncated IP missing {}", len - h.len()));
+                } else if careful && h.len() + extra < len {
+                    v.bad = Some(format!("truncated IP missing {}", len - h.len() - extra));
                 }
                 v.ip = Some(&h[..h.len() - v.tailpad]);
+                // As Click: with an IP header, lengths come from the IP
+                // length, and the annotation counts only what lies beyond
+                // the 16-bit field.
+                let full = h.len() - v.tailpad + extra;
+                v.extra = if len != 0xffff || full <= 0xffff {
+                    0
+                } else {
+                    full - 0xffff
+                };
             }
         }
         v
@@ -643,10 +661,14 @@ fn unparse_some(f: Field, p: &Packet, v: &mut View<'_>, out: &mut String) -> boo
             }
             write!(out, "{}", v.hl())
         }
-        F::IpLen => match v.ip_len() {
-            Some(l) if v.ip.is_some() => write!(out, "{l}"),
-            _ => write!(out, "{}", v.length()),
-        },
+        F::IpLen => {
+            let len = match v.ip_len() {
+                Some(l) if v.ip.is_some() => usize::from(l),
+                _ => v.length(),
+            };
+            let extra = if v.force_extra { v.extra } else { 0 };
+            write!(out, "{}", len + extra)
+        }
         F::IpCaptureLen => {
             let allow = v.ip.map_or(v.length(), <[u8]>::len);
             let len = v.ip.and_then(|_| v.ip_len()).map_or(allow, usize::from);
@@ -786,7 +808,14 @@ fn unparse_some(f: Field, p: &Packet, v: &mut View<'_>, out: &mut String) -> boo
             }
             write!(out, "{}", u16::from_be_bytes([t[at], t[at + 1]]))
         }
-        F::PayloadLen => write!(out, "{}", v.payload_info().1),
+        F::PayloadLen => {
+            let extra = if v.ip.is_none() || v.force_extra {
+                v.extra
+            } else {
+                0
+            };
+            write!(out, "{}", v.payload_info().1 + extra)
+        }
         F::Payload | F::PayloadMd5 | F::PayloadMd5Hex => {
             let (off, len) = v.payload_info();
             if len != 0 && off >= v.data.len() {
@@ -859,10 +888,18 @@ fn transport_missing(v: &mut View<'_>, proto: &str, need: usize) {
 }
 
 /// One summary line as `fields` says: each field's text, space separated,
-/// appended to `out` without the newline. Returns why the packet is bad,
-/// if it is (for BAD_PACKETS).
-pub fn write_line(fields: &[Field], p: &Packet, careful: bool, out: &mut String) -> Option<String> {
+/// appended to `out` without the newline; `careful` is CAREFUL_TRUNC and
+/// `extra_length` EXTRA_LENGTH. Returns why the packet is bad, if it is
+/// (for BAD_PACKETS).
+pub fn write_line(
+    fields: &[Field],
+    p: &Packet,
+    careful: bool,
+    extra_length: bool,
+    out: &mut String,
+) -> Option<String> {
     let mut v = View::new(p, careful);
+    v.force_extra = extra_length;
     for (i, &f) in fields.iter().enumerate() {
         if i > 0 {
             out.push(' ');
@@ -875,7 +912,7 @@ pub fn write_line(fields: &[Field], p: &Packet, careful: bool, out: &mut String)
 /// One summary line as `fields` says.
 pub fn line(fields: &[Field], p: &Packet) -> String {
     let mut out = String::new();
-    let _ = write_line(fields, p, true, &mut out);
+    let _ = write_line(fields, p, true, true, &mut out);
     out
 }
 
@@ -2135,8 +2172,44 @@ mod tests {
         let mut p = Packet::from_slice(&[0x45, 0, 0]).unwrap();
         p.set_network_header(0);
         let mut out = String::new();
-        let bad = write_line(&f, &p, true, &mut out);
+        let bad = write_line(&f, &p, true, true, &mut out);
         assert_eq!(bad.as_deref(), Some("truncated IP header"));
+    }
+
+    /// What a capture cut off (the extra length annotation) counts as
+    /// Click counts it: an IP packet's lengths come from its header and it
+    /// is not "truncated"; a packet without one adds it to its lengths.
+    #[test]
+    fn the_extra_length_annotation() {
+        // UDP/IPv4 of 60 bytes (IP length 60), of which 34 were captured.
+        let mut udp = vec![
+            0x45, 0, 0, 60, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0, 53,
+            0, 40, 0, 0,
+        ];
+        udp.resize(34, 0xaa);
+        let f = parse_fields("ip_len payload_len wire_len").unwrap();
+        let mut p = pkt(&udp);
+        let mut out = String::new();
+        let bad = write_line(&f, &p, true, true, &mut out);
+        assert_eq!(
+            (bad.as_deref(), out.as_str()),
+            (Some("truncated IP missing 26"), "60 32 34")
+        );
+        p.anno_mut().extra_length = 26;
+        for extra_length in [true, false] {
+            out.clear();
+            let bad = write_line(&f, &p, true, extra_length, &mut out);
+            assert_eq!((bad, out.as_str()), (None, "60 32 34"));
+        }
+        // Not IP: 3 bytes captured of 8.
+        let mut p = Packet::from_slice(&[1, 2, 3]).unwrap();
+        p.anno_mut().extra_length = 5;
+        out.clear();
+        write_line(&f, &p, true, true, &mut out);
+        assert_eq!(out, "8 8 3");
+        out.clear();
+        write_line(&f, &p, true, false, &mut out);
+        assert_eq!(out, "3 8 3");
     }
 
     #[test]
@@ -2170,7 +2243,7 @@ mod tests {
         }
         let mut out = String::new();
         let q = pkt(&p.data()[..38]);
-        let bad = write_line(&f, &q, true, &mut out);
+        let bad = write_line(&f, &q, true, true, &mut out);
         assert_eq!(bad.as_deref(), Some("truncated IP missing 6"));
     }
 

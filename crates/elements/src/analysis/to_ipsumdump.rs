@@ -83,7 +83,8 @@ static MANUAL: Manual = Manual {
             name: "EXTRA_LENGTH",
             ty: "boolean",
             default: Some("true"),
-            doc: "accepted for Click compatibility (bricks has no extra length annotation)",
+            doc: "ip_len counts the extra length annotation (what a capture or Truncate cut off) \
+                of packets without an IP header; payload_len always does",
         },
         Keyword {
             name: "VERBOSE",
@@ -136,7 +137,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let write_header: bool = args.read("HEADER")?.unwrap_or(true);
     let bad_packets: bool = args.read("BAD_PACKETS")?.unwrap_or(false);
     let careful_trunc: bool = args.read("CAREFUL_TRUNC")?.unwrap_or(true);
-    let _extra_length: bool = args.read("EXTRA_LENGTH")?.unwrap_or(true);
+    let extra_length: bool = args.read("EXTRA_LENGTH")?.unwrap_or(true);
     let banner: Option<String> = args.read("BANNER")?;
     let _multipacket: bool = args.read("MULTIPACKET")?.unwrap_or(false);
     let binary = args.read("BINARY")?.unwrap_or(false);
@@ -172,6 +173,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         pass: ports.noutputs() > 0,
         bad_packets,
         careful_trunc,
+        extra_length,
         text: String::new(),
         burst: burst.clamp(1, MAX_BATCH),
         count: 0,
@@ -233,6 +235,7 @@ pub struct ToIPSummaryDump {
     pass: bool,
     bad_packets: bool,
     careful_trunc: bool,
+    extra_length: bool,
     /// The lines of a batch, kept between batches (no allocation per
     /// packet once it has grown).
     text: String,
@@ -286,7 +289,13 @@ impl ToIPSummaryDump {
         self.text.clear();
         for p in b.iter() {
             let start = self.text.len();
-            let bad = info::write_line(&self.fields, p, self.careful_trunc, &mut self.text);
+            let bad = info::write_line(
+                &self.fields,
+                p,
+                self.careful_trunc,
+                self.extra_length,
+                &mut self.text,
+            );
             self.text.push('\n');
             if let (Some(why), true) = (bad, self.bad_packets) {
                 let line = format!("!bad {why}\n");

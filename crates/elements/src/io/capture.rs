@@ -318,6 +318,8 @@ pub struct CaptureSink {
     failed: bool,
     /// Record the time of sending rather than the packet's timestamp.
     stamp_now: bool,
+    /// Records' lengths include the extra length annotation.
+    extra_length: bool,
     /// Packets written.
     pub count: u64,
     /// Packets that could not be written.
@@ -335,6 +337,7 @@ impl CaptureSink {
             writer: None,
             failed: false,
             stamp_now: false,
+            extra_length: true,
             count: 0,
             errors: 0,
         }
@@ -350,12 +353,14 @@ impl CaptureSink {
             old.nanos,
             old.snaplen,
             old.stamp_now,
+            old.extra_length,
         ) != (
             &self.path,
             self.linktype,
             self.nanos,
             self.snaplen,
             self.stamp_now,
+            self.extra_length,
         ) {
             return;
         }
@@ -369,6 +374,14 @@ impl CaptureSink {
     /// capture would, instead of with its timestamp annotation.
     pub fn stamp_with_send_time(mut self) -> CaptureSink {
         self.stamp_now = true;
+        self
+    }
+
+    /// Whether a record's length includes the packet's extra length
+    /// annotation (what a capture cut off, or Truncate removed): Click's
+    /// EXTRA_LENGTH, true unless set.
+    pub fn with_extra_length(mut self, on: bool) -> CaptureSink {
+        self.extra_length = on;
         self
     }
 
@@ -428,7 +441,12 @@ impl CaptureSink {
                 } else {
                     p.anno().timestamp
                 };
-                match writer.write(ts, p.data()) {
+                let extra = if self.extra_length {
+                    p.anno().extra_length
+                } else {
+                    0
+                };
+                match writer.write_extra(ts, p.data(), extra) {
                     Ok(()) => self.count += 1,
                     Err(e) => {
                         self.errors += 1;

@@ -58,6 +58,13 @@ static MANUAL: Manual = Manual {
             default: Some("32"),
             doc: "packets pulled per task run when the input is pull",
         },
+        Keyword {
+            name: "EXTRA_LENGTH",
+            ty: "boolean",
+            default: Some("true"),
+            doc: "a record's length includes the packet's extra length annotation \
+                (what a capture's snapshot length or Truncate cut off)",
+        },
     ],
     counters: &[
         ("count", "packets written"),
@@ -73,6 +80,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     let encap: String = args.read_p("ENCAP")?.unwrap_or_else(|| "ETHER".into());
     let nanos = args.read("NANO")?.unwrap_or(false);
     let burst: usize = args.read("BURST")?.unwrap_or(DEFAULT_BURST);
+    let extra_length = args.read("EXTRA_LENGTH")?.unwrap_or(true);
     let linktype = match encap.to_ascii_uppercase().as_str() {
         "ETHER" | "ETHERNET" => LinkType::Ethernet,
         "IP" | "RAW" => LinkType::RawIp,
@@ -83,7 +91,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         }
     };
     Ok(Box::new(ToDump {
-        sink: CaptureSink::new(path, linktype, nanos, snaplen),
+        sink: CaptureSink::new(path, linktype, nanos, snaplen).with_extra_length(extra_length),
         pull: ports.input_is_pull(0),
         pass: ports.noutputs() > 0,
         burst: burst.clamp(1, MAX_BATCH),
