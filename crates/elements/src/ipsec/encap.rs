@@ -3,7 +3,8 @@
 
 use super::{announce, SaCounts, SaDrop, SaFileDb, Tally};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
+    Stats,
 };
 use bricks_ipsec::spd::Flow;
 use bricks_ipsec::{encapsulate, EncapError, Side, Verdict};
@@ -20,7 +21,7 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "encapsulates IPv4 packets in ESP tunnel mode as the outbound policies say",
-    synopsis: "IPsecESPEncap(FILE)",
+    synopsis: "IPsecESPEncap(FILE), IPsecESPEncap([IV])",
     description: "Expects IPv4 packets (from the network header annotation, or from the \
         start of the packet when there is none). The first `dir out` policy of FILE whose \
         selector (source and destination prefixes, protocol, ports) takes a packet decides: \
@@ -44,17 +45,38 @@ static MANUAL: Manual = Manual {
         \n\nThe `reload` write handler reads FILE again while traffic flows; states whose \
         lines did not change keep their sequence counters and counters, so rekeying is: \
         add the new state, point the policy at it (`tmpl ... spi NEW`), reload; remove the \
-        old state later.",
+        old state later.\n\n\
+        With no FILE, `IPsecESPEncap()` is Click's element (elements/ipsec/esp.cc), for \
+        Click's IPsec chains (conf/ipsec-router.click): it takes the SA that \
+        RadixIPsecLookup chose for the packet (the SPI that lookup left in the `flow` \
+        annotation, Click's IPSEC_SPI_ANNO; the annotation is cleared) and prepends Click's \
+        16-byte ESP header: the SPI, the SA's next sequence number (from the route's REPLAY \
+        on; after 2^32 - 1 comes 0, then REPLAY again, as in Click) and an 8-byte IV; it \
+        appends padding 1, 2, 3, ... to a multiple of 8 bytes, the pad length and, as next \
+        header, the IP protocol of the packet's network header (0 without one). \
+        IPsecAuthHMACSHA1(0), IPsecAES(1) or IPsecDES(1), and IPsecEncap(50) follow. This is \
+        Click's own ESP, not RFC 4303's (see IPsecAES). Keyword IV: `random` (the default) \
+        makes IVs no one can predict (AES of a counter under a key read from /dev/urandom); \
+        `click` draws them as Click does, from Click's random() stream (`click_random() >> \
+        2`, twice, little-endian), so that with RandomSeed a run writes the very bytes Click \
+        writes: predictable, for comparisons and tests only. Packets without an SA (the \
+        annotation 0, or no SA's SPI) are dropped and counted as no_sa, packets without \
+        room for the header and trailer as no_room. Click's form has one output and is \
+        push only. A number in FILE's place is Click's SPI argument, which Click's code \
+        ignores (the SA is RadixIPsecLookup's): it selects Click's form, with a note.",
     ports: "one push input (IPv4); output 0 ESP packets (push); optional output 1 \
         packets no policy protects (push)",
-    keywords: &[Keyword {
-        name: "FILE",
-        ty: "path",
-        default: None,
-        doc: "the SA and policy file: `ip xfrm state add ...` and `ip xfrm policy add ...` \
+    keywords: &[
+        Keyword {
+            name: "FILE",
+            ty: "path",
+            default: None,
+            doc: "the SA and policy file: `ip xfrm state add ...` and `ip xfrm policy add ...` \
             lines (the `ip xfrm` is optional), as a Linux peer is configured; errors name \
-            the line",
-    }],
+            the line; without it, Click's form",
+        },
+        super::click_esp::IV_KEYWORD,
+    ],
     counters: &[
         ("protected", "packets encapsulated"),
         ("bypass", "packets no policy protects (output 1, or 0)"),
@@ -76,6 +98,14 @@ static MANUAL: Manual = Manual {
             "sa SPI packets, sa SPI bytes",
             "per SA: packets and inner bytes protected, and drops (expired)",
         ),
+        (
+            "encapsulated",
+            "Click's form: packets encapsulated (also no_room)",
+        ),
+        (
+            "no_sa",
+            "Click's form: packets without an SA from RadixIPsecLookup, dropped",
+        ),
     ],
     example: "InfiniteSource(DATA \\<45 00 00 1c 00 00 40 00 40 11 b6 9c c0 a8 01 02 c0 a8 \
         02 02 30 39 00 35 00 08 00 00>, LIMIT 3) -> esp :: IPsecESPEncap(FILE \
@@ -84,7 +114,16 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let db = SaFileDb::open(args, Side::Encap)?;
+    let file: Option<String> = args.read_p("FILE")?;
+    let Some(file) = file.filter(|f| !f.is_empty()) else {
+        return super::click_esp::make_encap(args, ports, None);
+    };
+    if let Ok(spi) = u32::from_arg(&file) {
+        // Click's manual gives IPsecESPEncap an SPI argument, which its
+        // code ignores: the SA comes from RadixIPsecLookup.
+        return super::click_esp::make_encap(args, ports, Some(spi));
+    }
+    let db = SaFileDb::open_path(args, file.into(), Side::Encap)?;
     if !db.db.load().has_outbound() {
         return Err(ArgError::new(format!(
             "{}: no `dir out` policy: IPsecESPEncap would protect nothing",

@@ -1,6 +1,12 @@
 //! IPsec ESP in tunnel mode: `IPsecESPEncap` and `IPsecESPDecap` over an SA
 //! and policy file in `ip xfrm` notation (see `bricks_ipsec::file`).
 //!
+//! Click's IPsec elements are here too (`click_*`, `radix_ipsec_lookup`):
+//! `RadixIPsecLookup`, `IPsecESPEncap()` (Click's form, without FILE),
+//! `IPsecAuthHMACSHA1`, `IPsecAuthSHA1`, `IPsecAES`, `IPsecDES`,
+//! `IPsecESPUnencap` and `IPsecEncap`, which write Click's own ESP format
+//! ([`click_sa`]), not RFC 4303's.
+//!
 //! Each element reads the file once into a database every worker's
 //! instance shares (read without locks, replaced whole by the `reload`
 //! handler). The encapsulating element uses the states its `dir out`
@@ -8,8 +14,14 @@
 //! result against the `dir in` / `dir fwd` policies. Giving both elements
 //! the same file is the usual set-up: it then reads like the Linux peer's.
 
+pub mod click_auth;
+pub mod click_cipher;
+pub mod click_esp;
+pub mod click_ipencap;
+pub mod click_sa;
 pub mod decap;
 pub mod encap;
+pub mod radix_ipsec_lookup;
 
 use bricks_element::{ArgError, Args, Context, ElementClass, Stats};
 use bricks_ipsec::sa::{Expiry, SaCount};
@@ -20,7 +32,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Every class of this group.
-pub static CLASSES: &[&ElementClass] = &[&encap::CLASS, &decap::CLASS];
+pub static CLASSES: &[&ElementClass] = &[
+    &encap::CLASS,
+    &decap::CLASS,
+    &radix_ipsec_lookup::CLASS,
+    &click_esp::UNENCAP_CLASS,
+    &click_auth::HMAC_CLASS,
+    &click_auth::SHA1_CLASS,
+    &click_cipher::AES_CLASS,
+    &click_cipher::DES_CLASS,
+    &click_ipencap::CLASS,
+];
 
 /// The database of one element and the file it came from.
 #[derive(Debug)]
@@ -34,6 +56,15 @@ impl SaFileDb {
     /// into SAs for `side` (only decapsulation keeps receive windows).
     pub fn open(args: &mut Args<'_>, side: Side) -> Result<Arc<SaFileDb>, ArgError> {
         let path: PathBuf = args.read_mp("FILE")?;
+        SaFileDb::open_path(args, path, side)
+    }
+
+    /// [`SaFileDb::open`] with the `FILE` argument read already.
+    pub fn open_path(
+        args: &mut Args<'_>,
+        path: PathBuf,
+        side: Side,
+    ) -> Result<Arc<SaFileDb>, ArgError> {
         args.shared(|_| {
             let text = read(&path)?;
             let db = Database::for_side(&text, Timestamp::now().0, side)
