@@ -141,7 +141,7 @@ static MANUAL: Manual = Manual {
 };
 
 /// Most packets one line makes under MULTIPACKET.
-const MAX_COUNT: u32 = 1 << 16;
+pub(crate) const MAX_COUNT: u32 = 1 << 16;
 
 /// Messages printed about bad lines; the rest are only counted.
 const MAX_MESSAGES: u64 = 10;
@@ -312,8 +312,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     }))
 }
 
-/// A line's packet not yet emitted: under MULTIPACKET, the copies left.
-struct Pending {
+/// A line's packet not yet emitted: under MULTIPACKET, the copies left
+/// (Click's `handle_multipacket`, which FromNetFlowSummaryDump shares).
+pub(crate) struct Pending {
     p: Packet,
     /// Packets still to emit, this one included.
     left: u32,
@@ -524,34 +525,9 @@ impl FromIPSummaryDump {
         } else {
             1
         };
-        let mut pend = Pending {
-            p,
-            left: count,
-            each_len: 0,
-            last_len: 0,
-            delta: 0,
-            end: Timestamp::default(),
-        };
-        if count > 1 {
-            // Click's handle_multipacket: the line's length shared out,
-            // the timestamps stepped from first_timestamp to timestamp.
-            let len = pend.p.len() as u32;
-            let total = ip_len(&pend.p).map_or(len, |l| u32::from(l).max(len));
-            let mut each = total / count;
-            let mut total = total;
-            if each < len {
-                each = len;
-                total = len * count;
-            }
-            pend.each_len = each;
-            pend.last_len = total - each * (count - 1);
-            pend.end = pend.p.anno().timestamp;
-            if let Some(first) = x.first_timestamp.filter(|f| f.0 != 0) {
-                pend.delta = pend.end.0.saturating_sub(first.0) / u64::from(count - 1);
-                pend.p.anno_mut().timestamp = first;
-            }
-        }
-        self.pending = Some(pend);
+        let len = p.len() as u32;
+        let total = ip_len(&p).map_or(len, |l| u32::from(l).max(len));
+        self.pending = Some(Pending::new(p, count, total, x.first_timestamp));
         true
     }
 
@@ -575,21 +551,7 @@ impl FromIPSummaryDump {
 
     /// Takes the next copy out of `pending`.
     fn take(&mut self) -> Option<Packet> {
-        let pend = self.pending.as_mut()?;
-        if pend.left <= 1 {
-            let mut pend = self.pending.take()?;
-            if pend.each_len > 0 {
-                pend.p.anno_mut().timestamp = pend.end;
-                set_ip_len(&mut pend.p, pend.last_len, self.opts.checksum);
-            }
-            return Some(pend.p);
-        }
-        let mut q = pend.p.duplicate();
-        set_ip_len(&mut q, pend.each_len, self.opts.checksum);
-        pend.left -= 1;
-        let t = pend.p.anno().timestamp;
-        pend.p.anno_mut().timestamp = Timestamp(t.0.saturating_add(pend.delta));
-        Some(q)
+        Pending::take(&mut self.pending, self.opts.checksum)
     }
 
     fn sampled(&mut self) -> bool {
@@ -639,6 +601,61 @@ impl FromIPSummaryDump {
             n += 1;
         }
         (n, false)
+    }
+}
+
+impl Pending {
+    /// `count` packets (at most [`MAX_COUNT`]) made from `p`, sharing
+    /// `total` bytes of IP length, their timestamps stepped from `first`
+    /// (when given and not zero) to `p`'s: Click's `handle_multipacket`,
+    /// the line's length shared out.
+    pub(crate) fn new(p: Packet, count: u32, total: u32, first: Option<Timestamp>) -> Pending {
+        let count = count.clamp(1, MAX_COUNT);
+        let mut pend = Pending {
+            p,
+            left: count,
+            each_len: 0,
+            last_len: 0,
+            delta: 0,
+            end: Timestamp::default(),
+        };
+        if count > 1 {
+            let len = pend.p.len() as u32;
+            let mut each = total / count;
+            let mut total = total;
+            if each < len {
+                each = len;
+                total = len * count;
+            }
+            pend.each_len = each;
+            pend.last_len = total - each * (count - 1);
+            pend.end = pend.p.anno().timestamp;
+            if let Some(first) = first.filter(|f| f.0 != 0) {
+                pend.delta = pend.end.0.saturating_sub(first.0) / u64::from(count - 1);
+                pend.p.anno_mut().timestamp = first;
+            }
+        }
+        pend
+    }
+
+    /// Takes the next copy out of `slot`, emptying it after the last;
+    /// `checksum` sets the IP checksum of copies whose length changed.
+    pub(crate) fn take(slot: &mut Option<Pending>, checksum: bool) -> Option<Packet> {
+        let pend = slot.as_mut()?;
+        if pend.left <= 1 {
+            let mut pend = slot.take()?;
+            if pend.each_len > 0 {
+                pend.p.anno_mut().timestamp = pend.end;
+                set_ip_len(&mut pend.p, pend.last_len, checksum);
+            }
+            return Some(pend.p);
+        }
+        let mut q = pend.p.duplicate();
+        set_ip_len(&mut q, pend.each_len, checksum);
+        pend.left -= 1;
+        let t = pend.p.anno().timestamp;
+        pend.p.anno_mut().timestamp = Timestamp(t.0.saturating_add(pend.delta));
+        Some(q)
     }
 }
 

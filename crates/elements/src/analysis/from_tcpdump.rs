@@ -1758,48 +1758,9 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         )));
     }
     let burst: usize = args.read("BURST")?.unwrap_or(1);
-    if sample < 0.0 {
-        return Err(ArgError::new(
-            "bad argument SAMPLE: a probability from 0 to 1",
-        ));
-    }
     let mut warnings = Vec::new();
-    let sample = if sample > 1.0 {
-        warnings.push("SAMPLE probability reduced to 1".to_string());
-        1u32 << 28
-    } else {
-        let s = (sample * f64::from(1u32 << 28)).round() as u32;
-        if s == 0 {
-            warnings.push("SAMPLE probability is 0; emitting no packets".to_string());
-        }
-        s
-    };
-    type Input = (Option<Box<dyn Read + Send>>, PathBuf, Option<u64>);
-    let (input, path, size): Input = match (data, path) {
-        (Some(_), Some(p)) => {
-            return Err(ArgError::new(format!(
-                "FILENAME ({}) and DATA conflict",
-                p.display()
-            )))
-        }
-        (Some(d), None) => {
-            let n = d.len() as u64;
-            (
-                Some(Box::new(std::io::Cursor::new(d.into_bytes()))),
-                PathBuf::from("DATA"),
-                Some(n),
-            )
-        }
-        (None, Some(p)) if p.as_os_str() == "-" => (Some(Box::new(std::io::stdin())), p, None),
-        (None, Some(p)) => match File::open(&p) {
-            Ok(f) => {
-                let n = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
-                (Some(Box::new(f)), p, n)
-            }
-            Err(e) => return Err(ArgError::new(format!("{}: {e}", p.display()))),
-        },
-        (None, None) => return Err(ArgError::new("FILENAME: required argument missing")),
-    };
+    let sample = sample_arg(sample, &mut warnings)?;
+    let (input, path, size) = open_input(path, data)?;
     let mut reader = input.map(|i| BufReader::with_capacity(1 << 16, i));
     // Click peeks at the first line; standard input is not peeked at (it
     // would wait for a writer while the configuration is checked).
@@ -1841,6 +1802,122 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     }))
 }
 
+/// Click's SAMPLE: a probability as a fraction of 2^28 (its fixed
+/// point), with Click's warnings for more than 1 (reduced to 1) and 0.
+pub(crate) fn sample_arg(sample: f64, warnings: &mut Vec<String>) -> Result<u32, ArgError> {
+    if sample < 0.0 {
+        return Err(ArgError::new(
+            "bad argument SAMPLE: a probability from 0 to 1",
+        ));
+    }
+    Ok(if sample > 1.0 {
+        warnings.push("SAMPLE probability reduced to 1".to_string());
+        1u32 << 28
+    } else {
+        let s = (sample * f64::from(1u32 << 28)).round() as u32;
+        if s == 0 {
+            warnings.push("SAMPLE probability is 0; emitting no packets".to_string());
+        }
+        s
+    })
+}
+
+/// Whether a record is kept under a SAMPLE of `sample` (out of 2^28);
+/// `rng` is a SplitMix64 state, so runs repeat.
+pub(crate) fn sample_draw(rng: &mut u64, sample: u32) -> bool {
+    if sample >= 1 << 28 {
+        return true;
+    }
+    *rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *rng;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    ((z as u32) & ((1 << 28) - 1)) < sample
+}
+
+/// The `sampling_prob` handler's text for `sample` (out of 2^28).
+pub(crate) fn sample_text(sample: u32) -> String {
+    let p = f64::from(sample) / f64::from(1u32 << 28);
+    let s = format!("{p:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A trace file opened for reading: the reader (`None` for none), the
+/// name messages give, and its size when it is a regular file.
+pub(crate) type Input = (Option<Box<dyn Read + Send>>, PathBuf, Option<u64>);
+
+/// Opens FILENAME (`-` is standard input) or the text of DATA, exactly
+/// one of them.
+pub(crate) fn open_input(path: Option<PathBuf>, data: Option<String>) -> Result<Input, ArgError> {
+    Ok(match (data, path) {
+        (Some(_), Some(p)) => {
+            return Err(ArgError::new(format!(
+                "FILENAME ({}) and DATA conflict",
+                p.display()
+            )))
+        }
+        (Some(d), None) => {
+            let n = d.len() as u64;
+            (
+                Some(Box::new(std::io::Cursor::new(d.into_bytes()))),
+                PathBuf::from("DATA"),
+                Some(n),
+            )
+        }
+        (None, Some(p)) if p.as_os_str() == "-" => (Some(Box::new(std::io::stdin())), p, None),
+        (None, Some(p)) => match File::open(&p) {
+            Ok(f) => {
+                let n = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                (Some(Box::new(f)), p, n)
+            }
+            Err(e) => return Err(ArgError::new(format!("{}: {e}", p.display()))),
+        },
+        (None, None) => return Err(ArgError::new("FILENAME: required argument missing")),
+    })
+}
+
+/// What [`read_line`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineRead {
+    /// The end of the input.
+    End,
+    /// A line, in the buffer (with its newline, if it had one).
+    Line,
+    /// A line longer than [`MAX_LINE`] bytes, skipped whole.
+    TooLong,
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes into `buf`, adding the
+/// bytes consumed to `filepos`; a longer line is skipped a bounded piece
+/// at a time. An error is the end of the input.
+pub(crate) fn read_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    filepos: &mut u64,
+) -> std::io::Result<LineRead> {
+    buf.clear();
+    let n = reader
+        .by_ref()
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(LineRead::End);
+    }
+    *filepos += n as u64;
+    if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+        while let Ok(n) = reader.by_ref().take(1 << 16).read_until(b'\n', buf) {
+            *filepos += n as u64;
+            if n == 0 || buf.last() == Some(&b'\n') {
+                break;
+            }
+            buf.clear();
+        }
+        return Ok(LineRead::TooLong);
+    }
+    Ok(LineRead::Line)
+}
+
 /// Reads a tcpdump output file.
 pub struct FromTcpdump {
     /// The output is pull: packets leave when pulled, no task.
@@ -1878,33 +1955,20 @@ impl FromTcpdump {
                 }
                 return None;
             };
-            buf.clear();
-            let r = reader
-                .by_ref()
-                .take(MAX_LINE as u64 + 1)
-                .read_until(b'\n', &mut buf);
-            match r {
-                Ok(0) => {
+            let r = match read_line(reader, &mut buf, &mut self.filepos) {
+                Ok(LineRead::End) => {
                     self.reader = None;
                     continue;
                 }
-                Ok(n) => self.filepos += n as u64,
+                Ok(r) => r,
                 Err(e) => {
                     cx.report_error(format!("{}: {e}", self.path.display()));
                     self.reader = None;
                     continue;
                 }
-            }
+            };
             self.lineno += 1;
-            if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
-                // Skip the rest of the long line, a bounded piece at a time.
-                while let Ok(n) = reader.by_ref().take(1 << 16).read_until(b'\n', &mut buf) {
-                    self.filepos += n as u64;
-                    if n == 0 || buf.last() == Some(&b'\n') {
-                        break;
-                    }
-                    buf.clear();
-                }
+            if r == LineRead::TooLong {
                 if self.parser.finish().is_some() {
                     self.bad(ParseError::LoneHeader);
                 }
@@ -1934,16 +1998,7 @@ impl FromTcpdump {
     }
 
     fn sampled(&mut self) -> bool {
-        if self.sample >= 1 << 28 {
-            return true;
-        }
-        // SplitMix64: repeatable runs.
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        ((z as u32) & ((1 << 28) - 1)) < self.sample
+        sample_draw(&mut self.rng, self.sample)
     }
 
     /// Fills `out` with up to `burst` packets; returns how many.
@@ -2041,11 +2096,7 @@ impl Element for FromTcpdump {
         Some(match handler {
             "active" => self.active.to_string(),
             "encap" => "IP".into(),
-            "sampling_prob" => {
-                let p = f64::from(self.sample) / f64::from(1u32 << 28);
-                let s = format!("{p:.6}");
-                s.trim_end_matches('0').trim_end_matches('.').to_string()
-            }
+            "sampling_prob" => sample_text(self.sample),
             "filepos" => self.filepos.to_string(),
             "filesize" => self.filesize.map_or_else(|| "-".into(), |n| n.to_string()),
             _ => return None,

@@ -1,7 +1,8 @@
 //! Packet analysis in Click's text formats: IP summary dumps and IPPrint,
 //! aggregates, and the trace tools (anonymizing, erasing and truncating
 //! payloads, timestamp ranges, stored timestamps), and packets read back
-//! from tcpdump's text.
+//! from tcpdump's text; Click's other trace files: NLANR (TSH, FR, FR+),
+//! DAG/ERF and NetFlow summaries read, per-flow dumps written.
 
 pub mod aggregate_counter;
 pub mod aggregate_filter;
@@ -15,7 +16,10 @@ pub mod aggregate_packet_counter;
 pub mod aggregate_paint;
 pub mod anonymize_ip_addr;
 pub mod erase_ip_payload;
+pub mod from_dagdump;
 pub mod from_ipsumdump;
+pub mod from_netflowsumdump;
+pub mod from_nlanrdump;
 pub mod from_tcpdump;
 pub mod info;
 pub mod ip_field;
@@ -25,7 +29,9 @@ pub mod options;
 pub mod store_timestamp;
 pub mod time_range;
 pub mod timestamp_accum;
+pub mod to_ipflowdumps;
 pub mod to_ipsumdump;
+pub mod trace_file;
 pub mod truncate_ip_payload;
 
 use bricks_element::ElementClass;
@@ -52,6 +58,10 @@ pub static CLASSES: &[&ElementClass] = &[
     &store_timestamp::CLASS,
     &aggregate_ip_addr_pair::CLASS,
     &aggregate_paint::CLASS,
+    &from_nlanrdump::CLASS,
+    &from_dagdump::CLASS,
+    &from_netflowsumdump::CLASS,
+    &to_ipflowdumps::CLASS,
 ];
 
 /// Reads CAPACITY, the bound of an element's table: `default` when it is
@@ -76,7 +86,7 @@ mod tests {
     use bricks_runtime::{build, Engine};
 
     /// The manual examples of FromTcpdump, StoreTimestamp,
-    /// AggregateIPAddrPair and AggregatePaint run to their end without
+    /// AggregateIPAddrPair, AggregatePaint and the trace readers run to their end without
     /// errors or bad lines (files named from the workspace root).
     #[test]
     fn manual_examples_run() {
@@ -86,6 +96,9 @@ mod tests {
             &super::store_timestamp::CLASS,
             &super::aggregate_ip_addr_pair::CLASS,
             &super::aggregate_paint::CLASS,
+            &super::from_nlanrdump::CLASS,
+            &super::from_dagdump::CLASS,
+            &super::from_netflowsumdump::CLASS,
         ] {
             let text = class
                 .manual
@@ -115,7 +128,13 @@ mod tests {
                 for (name, v) in e.stats.entries() {
                     let bad = matches!(
                         name.as_ref(),
-                        "bad_lines" | "too_long" | "table_full" | "no_ip"
+                        "bad_lines"
+                            | "too_long"
+                            | "table_full"
+                            | "no_ip"
+                            | "truncated"
+                            | "other_types"
+                            | "bad_records"
                     );
                     assert!(!bad || *v == 0, "{}: {}.{name} = {v}", class.name, e.name);
                 }

@@ -134,13 +134,44 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let timing = args.read("TIMING")?.unwrap_or(false);
     let burst: usize = args.read("BURST")?.unwrap_or(DEFAULT_BURST);
     let active = args.read("ACTIVE")?.unwrap_or(true);
+    let (start, end, interval) = read_time_keywords(args)?;
+    let sample: Option<f64> = args.read("SAMPLE")?;
+    let force_ip: bool = args.read("FORCE_IP")?.unwrap_or(false);
+    let sample = match sample {
+        None => None,
+        Some(x) if x.is_nan() || x < 0.0 => {
+            return Err(ArgError::new(format!("SAMPLE {x} is not a probability"))
+                .with_help("give a number from 0 to 1"))
+        }
+        // Click reduces a probability above 1 to 1.
+        Some(x) if x >= 1.0 => None,
+        Some(x) => Some((x * 4_294_967_296.0) as u64),
+    };
+    let filter = RecordFilter::new(start, end, interval, sample, force_ip);
+    let mut src = CaptureSource::open(path.clone(), timing).map_err(ArgError::new)?;
+    src.filter = filter;
+    Ok(Box::new(FromDump {
+        src,
+        path,
+        read_bytes: PCAP_HEADER,
+        stop,
+        burst: burst.clamp(1, MAX_BATCH),
+        active,
+    }))
+}
+
+/// The start, the end, and INTERVAL (ns) a trace reader was given.
+pub(crate) type TimeKeywords = (Option<DumpTime>, Option<DumpTime>, Option<u64>);
+
+/// START, START_AFTER, END, END_AFTER and INTERVAL, as FromDump and
+/// Click's other trace readers (FromNLANRDump, FromDAGDump) take them:
+/// the start, the end, and INTERVAL in nanoseconds.
+pub(crate) fn read_time_keywords(args: &mut Args<'_>) -> Result<TimeKeywords, ArgError> {
     let start: Option<String> = args.read("START")?;
     let start_after: Option<Duration> = args.read("START_AFTER")?;
     let end: Option<String> = args.read("END")?;
     let end_after: Option<Duration> = args.read("END_AFTER")?;
     let interval: Option<Duration> = args.read("INTERVAL")?;
-    let sample: Option<f64> = args.read("SAMPLE")?;
-    let force_ip: bool = args.read("FORCE_IP")?.unwrap_or(false);
     let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     if [end.is_some(), end_after.is_some(), interval.is_some()]
         .into_iter()
@@ -165,27 +196,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         (Some(t), _) => Some(DumpTime::At(parse_time("END", &t)?)),
         (None, d) => d.map(|d| DumpTime::After(ns(d))),
     };
-    let sample = match sample {
-        None => None,
-        Some(x) if x.is_nan() || x < 0.0 => {
-            return Err(ArgError::new(format!("SAMPLE {x} is not a probability"))
-                .with_help("give a number from 0 to 1"))
-        }
-        // Click reduces a probability above 1 to 1.
-        Some(x) if x >= 1.0 => None,
-        Some(x) => Some((x * 4_294_967_296.0) as u64),
-    };
-    let filter = RecordFilter::new(start, end, interval.map(ns), sample, force_ip);
-    let mut src = CaptureSource::open(path.clone(), timing).map_err(ArgError::new)?;
-    src.filter = filter;
-    Ok(Box::new(FromDump {
-        src,
-        path,
-        read_bytes: PCAP_HEADER,
-        stop,
-        burst: burst.clamp(1, MAX_BATCH),
-        active,
-    }))
+    Ok((start, end, interval.map(ns)))
 }
 
 /// Reads an absolute capture time, `SECONDS[.FRACTION]` since the epoch,
