@@ -6,37 +6,61 @@
 pub mod adaptive_red;
 pub mod adjust_timestamp;
 pub mod aliases;
+pub mod arp_faker;
 pub mod arp_print;
 pub mod bypass;
 pub mod check_ip_header2;
 pub mod check_length;
+pub mod check_pattern;
 pub mod codel;
+pub mod compare_packets;
 pub mod crc32;
 pub mod delay_unqueue;
 pub mod ensure_ether;
+pub mod error_element;
+pub mod ether_count;
 pub mod ether_mirror;
+pub mod ether_pause_source;
+pub mod force_icmp;
+pub mod force_ip;
+pub mod force_tcp;
+pub mod force_udp;
+pub mod from_handler;
+pub mod handler_task;
 pub mod icmp_ip_encap;
+pub mod increment_seq_no;
 pub mod input_switch;
+pub mod ip_name_info;
 pub mod link_unqueue;
 pub mod mark_ip_ce;
 pub mod message;
 pub mod mixed_queue;
 pub mod mt_die_test;
+pub mod null_task;
+pub mod nulls;
 pub mod pad;
 pub mod pull_switch;
+pub mod push_anno;
+pub mod quick_note_queue;
 pub mod random_sample;
 pub mod random_seed;
+pub mod read_anno;
+pub mod reframe;
 pub mod resize;
+pub mod send_pattern;
 pub mod set_ip_dscp;
 pub mod set_timestamp_delta;
 pub mod set_vlan_anno;
 pub mod shaper;
+pub mod simple_idle;
 pub mod sorted_ip_lookup;
 pub mod store_data;
 pub mod store_ip_address;
+pub mod store_udp_time_seq_record;
 pub mod time_filter;
 pub mod time_sorted_sched;
 pub mod truncate;
+pub mod upstream_notifier;
 
 use bricks_element::ElementClass;
 
@@ -85,6 +109,37 @@ pub static CLASSES: &[&ElementClass] = &[
     &set_timestamp_delta::CLASS,
     &codel::CLASS,
     &adaptive_red::CLASS,
+    &force_ip::CLASS,
+    &force_udp::CLASS,
+    &force_tcp::CLASS,
+    &force_icmp::CLASS,
+    &check_pattern::CLASS,
+    &send_pattern::CLASS,
+    &compare_packets::CLASS,
+    &nulls::NULL2,
+    &nulls::NULL3,
+    &nulls::NULL4,
+    &nulls::NULL5,
+    &nulls::NULL6,
+    &nulls::NULL7,
+    &nulls::NULL8,
+    &null_task::CLASS,
+    &handler_task::CLASS,
+    &error_element::CLASS,
+    &simple_idle::CLASS,
+    &arp_faker::CLASS,
+    &ether_pause_source::CLASS,
+    &ip_name_info::IP_NAME_INFO,
+    &ip_name_info::IP_FIELD_INFO,
+    &increment_seq_no::CLASS,
+    &store_udp_time_seq_record::CLASS,
+    &ether_count::CLASS,
+    &push_anno::CLASS,
+    &read_anno::CLASS,
+    &reframe::CLASS,
+    &upstream_notifier::CLASS,
+    &quick_note_queue::CLASS,
+    &from_handler::CLASS,
 ];
 
 #[cfg(test)]
@@ -121,6 +176,21 @@ mod tests {
             (&crc32::CHECK_CRC32, "", 1),
             (&ensure_ether::CLASS, "", 1),
             (&check_ip_header2::CLASS, "", 1),
+            (&force_ip::CLASS, "", 1),
+            (&force_udp::CLASS, "", 1),
+            (&force_udp::CLASS, "53", 1),
+            (&force_tcp::CLASS, "0, true, 2", 1),
+            (&force_icmp::CLASS, "", 1),
+            (&force_icmp::CLASS, "unreachable, port", 1),
+            (&check_pattern::CLASS, "10", 1),
+            (&nulls::NULL5, "", 1),
+            (&increment_seq_no::CLASS, "OFFSET 20", 1),
+            (&store_udp_time_seq_record::CLASS, "0", 1),
+            (&store_udp_time_seq_record::CLASS, "14, DELTA true", 1),
+            (&ether_count::CLASS, "", 1),
+            (&push_anno::CLASS, "", 1),
+            (&read_anno::CLASS, "", 1),
+            (&upstream_notifier::CLASS, "true", 1),
         ];
         let frames = [udp(12), echo_request(), vec![0xff; 60]];
         for &(class, args, outputs) in cases {
@@ -146,5 +216,80 @@ mod tests {
                 .sum();
             assert_eq!(out + dropped, sent, "{} {args}", class.name);
         }
+    }
+
+    fn plan(config: &str) -> Result<bricks_runtime::Plan, String> {
+        use bricks_config::{Source, SourceMap};
+        let mut map = SourceMap::default();
+        let render = |map: &SourceMap, d: Vec<bricks_config::Diagnostic>| {
+            d.iter()
+                .map(|d| map.render(d))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let router = bricks_config::parse(
+            &mut map,
+            Source {
+                name: "<test>".into(),
+                text: config.to_string(),
+            },
+        )
+        .map_err(|d| render(&map, d))?;
+        bricks_runtime::build(&router, &crate::registry()).map_err(|d| render(&map, d))
+    }
+
+    /// The classes of this file added with the misc batch: every manual
+    /// example checks (Error's must fail), and those that end run clean.
+    #[test]
+    fn misc_manual_examples() {
+        let runs: &[&ElementClass] = &[
+            &force_ip::CLASS,
+            &force_udp::CLASS,
+            &force_tcp::CLASS,
+            &force_icmp::CLASS,
+            &compare_packets::CLASS,
+            &nulls::NULL2,
+            &nulls::NULL8,
+            &null_task::CLASS,
+            &ether_pause_source::CLASS,
+            &ip_name_info::IP_NAME_INFO,
+            &ip_name_info::IP_FIELD_INFO,
+            &increment_seq_no::CLASS,
+            &ether_count::CLASS,
+            &push_anno::CLASS,
+            &read_anno::CLASS,
+            &reframe::CLASS,
+            &upstream_notifier::CLASS,
+            &quick_note_queue::CLASS,
+        ];
+        // Examples that run until stopped: checked only.
+        let checks: &[&ElementClass] = &[
+            &check_pattern::CLASS,
+            &send_pattern::CLASS,
+            &handler_task::CLASS,
+            &simple_idle::CLASS,
+            &arp_faker::CLASS,
+            &store_udp_time_seq_record::CLASS,
+            &from_handler::CLASS,
+        ];
+        for class in runs.iter().chain(checks) {
+            let m = class.manual;
+            assert!(m.example.contains(class.name), "{} example", class.name);
+            assert!(!m.summary.is_empty() && !m.description.is_empty());
+            let p = plan(m.example).unwrap_or_else(|e| panic!("{}: {e}", class.name));
+            if runs.iter().any(|c| c.name == class.name) {
+                let mut engine = bricks_runtime::Engine::new(&p).unwrap();
+                engine.idle_sleep = false;
+                let summary = engine.run();
+                assert!(
+                    summary.errors.is_empty(),
+                    "{}: {:?}",
+                    class.name,
+                    summary.errors
+                );
+            }
+        }
+        let err = plan(error_element::CLASS.manual.example).unwrap_err();
+        assert!(err.contains("always fails to initialize"), "{err}");
     }
 }
