@@ -1,5 +1,7 @@
 //! Arbitrary bytes as a packet through every IPv4 element (and
-//! CheckARPHeader and the trace tools that rewrite IPv4), alone and
+//! CheckARPHeader, the trace tools that rewrite IPv4, and the stateless
+//! TCP and UDP elements: TCPFragmenter, StatelessTCPResponder,
+//! DynamicUDPIPEncap), alone and
 //! chained as in Click's IP router, with and without an Ethernet header in
 //! front, with the annotations those elements read set in several ways.
 //! Nothing may panic, whatever the bytes and annotations say; every packet
@@ -7,7 +9,7 @@
 #![no_main]
 
 use bricks_element::{Packet, PortInfo, Processing};
-use bricks_elements::{analysis, ether, ip};
+use bricks_elements::{analysis, ether, ip, tcpudp};
 use bricks_packet::PacketType;
 use bricks_runtime::testing::Harness;
 use libfuzzer_sys::fuzz_target;
@@ -44,6 +46,7 @@ impl Dut {
 
 struct Duts {
     alone: Vec<Dut>,
+    responder: Dut,
     check: Dut,
     get: Dut,
     rt: Dut,
@@ -83,7 +86,20 @@ fn duts() -> Duts {
             Dut::new(&analysis::erase_ip_payload::CLASS, "", 1),
             Dut::new(&analysis::anonymize_ip_addr::CLASS, "CAPACITY 64", 2),
             Dut::new(&analysis::anonymize_ip_addr::CLASS, "PRESERVE_8 10, CAPACITY 100000", 1),
+            Dut::new(&tcpudp::tcpfragmenter::CLASS, "MTU 68", 1),
+            Dut::new(&tcpudp::tcpfragmenter::CLASS, "MTU 576, MTU_ANNO 20", 1),
+            Dut::new(&tcpudp::tcpfragmenter::CLASS, "MTU_ANNO 20", 1),
+            Dut::new(
+                &tcpudp::dynudpipencap::CLASS,
+                "18.26.4.24, 1234, DST_ANNO, 53, true, 3",
+                1,
+            ),
         ],
+        responder: Dut::new(
+            &tcpudp::statelesstcpresp::CLASS,
+            "\"HTTP/1.0 200 OK\\r\\n\\r\\nhello\"",
+            2,
+        ),
         check: Dut::new(
             &ip::checkipheader::CLASS,
             "INTERFACES 18.26.4.1/24 1.0.0.1/8",
@@ -156,6 +172,24 @@ fuzz_target!(|data: &[u8]| {
                 };
                 for dut in d.alone.iter_mut() {
                     check(&dut.run(make()));
+                }
+                // StatelessTCPResponder: an answer is a whole TCP/IP
+                // datagram whose sums are right, whatever it answered.
+                let out = d.responder.run(make());
+                check(&out);
+                for q in &out[0] {
+                    let q = q.data();
+                    assert!(q.len() >= 40 && q[0] == 0x45 && q[9] == 6);
+                    assert_eq!(usize::from(u16::from_be_bytes([q[2], q[3]])), q.len());
+                    assert_eq!(bricks_wire::checksum::data(&q[..20]), 0xffff);
+                    let pseudo = bricks_wire::checksum::pseudo_header_v4(
+                        Ipv4Addr::new(q[12], q[13], q[14], q[15]),
+                        Ipv4Addr::new(q[16], q[17], q[18], q[19]),
+                        bricks_wire::IpProtocol::from(6),
+                        (q.len() - 20) as u16,
+                    );
+                    let seg = bricks_wire::checksum::data(&q[20..]);
+                    assert_eq!(bricks_wire::checksum::combine(&[pseudo, seg]), 0xffff);
                 }
 
                 // The forwarding path of Click's IP router, errors included.

@@ -23,6 +23,7 @@ pub mod qos;
 mod rng;
 pub mod route;
 pub mod standard;
+pub mod tcpudp;
 pub mod vrouter;
 
 use bricks_element::{ElementClass, Registry};
@@ -47,6 +48,7 @@ pub fn classes() -> impl Iterator<Item = &'static ElementClass> {
         analysis::CLASSES,
         click::CLASSES,
         nat::CLASSES,
+        tcpudp::CLASSES,
     ]
     .into_iter()
     .flatten()

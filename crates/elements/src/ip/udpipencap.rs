@@ -9,8 +9,8 @@
 
 use super::transport::segment_checksum;
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
-    Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
+    PortInfo, Stats,
 };
 use bricks_wire::checksum;
 use std::net::Ipv4Addr;
@@ -103,6 +103,12 @@ impl FromArg for Dst {
 }
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+    Ok(Box::new(configure(args)?))
+}
+
+/// Reads `SRC, SPORT, DST, DPORT [, CHECKSUM]`, the arguments UDPIPEncap
+/// and DynamicUDPIPEncap share.
+pub(crate) fn configure(args: &mut Args<'_>) -> Result<UDPIPEncap, ArgError> {
     let src: Ipv4Addr = args.read_mp("SRC")?;
     let sport: String = args.read_mp("SPORT")?;
     let dst: Dst = args.read_mp("DST")?;
@@ -128,7 +134,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     e.header[20..22].copy_from_slice(&sport.to_be_bytes());
     e.header[22..24].copy_from_slice(&dport.to_be_bytes());
     e.set_dst(dst);
-    Ok(Box::new(e))
+    Ok(e)
 }
 
 /// Prepends prebuilt UDP/IP headers.
@@ -161,45 +167,76 @@ impl UDPIPEncap {
         let mut id = self.id;
         let (header, dst_anno, udp_sum) = (&self.header, self.dst_anno, self.checksum);
         batch.retain(|p| {
-            if p.push_front(28).is_err() {
+            if !encap_packet(p, header, dst_anno, udp_sum, id) {
                 no_headroom += 1;
                 return false;
             }
-            // A buffer holds at most 2,176 bytes: the lengths fit.
-            let len = p.len() as u16;
-            let dst = p.anno().dst_ip.octets();
-            let d = p.data_mut();
-            let Some(h) = d.first_chunk_mut::<28>() else {
-                return false;
-            };
-            *h = *header;
-            h[2..4].copy_from_slice(&len.to_be_bytes());
-            h[4..6].copy_from_slice(&id.to_be_bytes());
-            if dst_anno {
-                h[16..20].copy_from_slice(&dst);
-            }
-            h[24..26].copy_from_slice(&(len - 20).to_be_bytes());
-            if let Some(ip) = h.first_chunk_mut::<20>() {
-                let sum = !checksum::header20(ip);
-                ip[10..12].copy_from_slice(&sum.to_be_bytes());
-            }
-            let dst = Ipv4Addr::new(d[16], d[17], d[18], d[19]);
-            if udp_sum {
-                let (ip, udp) = d.split_at_mut(20);
-                let sum = match segment_checksum(ip, 20, udp) {
-                    0 => 0xffff,
-                    s => s,
-                };
-                udp[6..8].copy_from_slice(&sum.to_be_bytes());
-            }
             id = id.wrapping_add(1);
-            p.set_network_header(0);
-            p.anno_mut().dst_ip = dst;
             true
         });
         self.id = id;
         self.no_headroom += no_headroom;
     }
+
+    /// Encapsulates one packet (DynamicUDPIPEncap, whose ports change
+    /// between packets); false when it was refused and counted.
+    #[inline]
+    pub(crate) fn encap_one(&mut self, p: &mut Packet) -> bool {
+        if !encap_packet(p, &self.header, self.dst_anno, self.checksum, self.id) {
+            self.no_headroom += 1;
+            return false;
+        }
+        self.id = self.id.wrapping_add(1);
+        true
+    }
+
+    /// Adds one to both ports, wrapping (DynamicUDPIPEncap's INTERVAL).
+    pub(crate) fn advance_ports(&mut self) {
+        for at in [20, 22] {
+            let port = u16::from_be_bytes([self.header[at], self.header[at + 1]]);
+            self.header[at..at + 2].copy_from_slice(&port.wrapping_add(1).to_be_bytes());
+        }
+    }
+}
+
+/// Puts `header` (completed with the lengths, identification `id`, the
+/// destination annotation with `dst_anno` and the checksums) in front of
+/// `p`; false when `p` has no room for it.
+#[inline(always)]
+fn encap_packet(p: &mut Packet, header: &[u8; 28], dst_anno: bool, udp_sum: bool, id: u16) -> bool {
+    if p.push_front(28).is_err() {
+        return false;
+    }
+    // A buffer holds at most 2,176 bytes: the lengths fit.
+    let len = p.len() as u16;
+    let dst = p.anno().dst_ip.octets();
+    let d = p.data_mut();
+    let Some(h) = d.first_chunk_mut::<28>() else {
+        return false;
+    };
+    *h = *header;
+    h[2..4].copy_from_slice(&len.to_be_bytes());
+    h[4..6].copy_from_slice(&id.to_be_bytes());
+    if dst_anno {
+        h[16..20].copy_from_slice(&dst);
+    }
+    h[24..26].copy_from_slice(&(len - 20).to_be_bytes());
+    if let Some(ip) = h.first_chunk_mut::<20>() {
+        let sum = !checksum::header20(ip);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    }
+    let dst = Ipv4Addr::new(d[16], d[17], d[18], d[19]);
+    if udp_sum {
+        let (ip, udp) = d.split_at_mut(20);
+        let sum = match segment_checksum(ip, 20, udp) {
+            0 => 0xffff,
+            s => s,
+        };
+        udp[6..8].copy_from_slice(&sum.to_be_bytes());
+    }
+    p.set_network_header(0);
+    p.anno_mut().dst_ip = dst;
+    true
 }
 
 impl Element for UDPIPEncap {
