@@ -16,7 +16,7 @@ use bricks_element::{
     PortInfo, Stats,
 };
 use bricks_packet::MAX_BATCH;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,7 +45,11 @@ static MANUAL: Manual = Manual {
         addresses are never learnt. Frames shorter than an Ethernet header are dropped \
         and counted. Time is the router's clock (Click uses the packet's timestamp). \
         Read `table` as the counters `table ADDRESS` (the port) and `table_size`, and \
-        `timeout` in seconds; the write handler `timeout` sets TIMEOUT.",
+        `timeout` in seconds; the write handler `timeout` sets TIMEOUT. \
+        \n\nAn EtherSpanTree naming the switch sets two things (IEEE 802.1D-1998): a port in \
+        the learning state has the addresses of its frames learnt, and the frames dropped \
+        (counted in `learning`); during a topology change, associations last at most the \
+        spanning tree's forward delay.",
     ports: "two or more push inputs; as many push outputs",
     keywords: MANUAL_KEYWORDS,
     counters: MANUAL_COUNTERS,
@@ -82,6 +86,10 @@ pub(super) static MANUAL_COUNTERS: &[(&str, &str)] = &[
         "frames for an address on their own input's port, dropped",
     ),
     ("runt", "frames shorter than an Ethernet header, dropped"),
+    (
+        "learning",
+        "frames from a port an EtherSpanTree holds in the learning state: learnt from, dropped",
+    ),
     ("evictions", "addresses evicted to make room"),
     (
         "table ADDRESS",
@@ -91,11 +99,68 @@ pub(super) static MANUAL_COUNTERS: &[(&str, &str)] = &[
     ("timeout", "TIMEOUT in seconds (first worker)"),
 ];
 
-/// What every worker's instance shares.
+/// What every worker's instance shares (and an EtherSpanTree naming the
+/// switch reaches).
 #[derive(Debug)]
-struct Shared {
+pub(crate) struct Shared {
     table: MacTable,
     timeout_ms: AtomicU64,
+    /// The spanning tree's short aging during a topology change (802.1D
+    /// section 8.3.5), in milliseconds; 0 when none.
+    short_timeout_ms: AtomicU64,
+    /// The ports in the spanning tree's learning state.
+    learning: Box<[AtomicBool]>,
+}
+
+impl Shared {
+    /// A table of `capacity` addresses among `lans` LANs.
+    pub(crate) fn new(capacity: usize, timeout: Duration, lans: usize) -> Shared {
+        Shared {
+            table: MacTable::new(capacity, 0),
+            timeout_ms: AtomicU64::new(timeout.as_millis().min(u128::from(u64::MAX)) as u64),
+            short_timeout_ms: AtomicU64::new(0),
+            learning: (0..lans).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    /// How many LANs the switch joins.
+    pub(crate) fn lans(&self) -> usize {
+        self.learning.len()
+    }
+
+    /// Puts port `port` in the learning state (addresses learnt, frames
+    /// dropped) or takes it out.
+    pub(crate) fn set_learning(&self, port: usize, on: bool) {
+        if let Some(l) = self.learning.get(port) {
+            l.store(on, Relaxed);
+        }
+    }
+
+    /// Whether port `port` is in the learning state.
+    pub(crate) fn learning(&self, port: usize) -> bool {
+        self.learning.get(port).is_some_and(|l| l.load(Relaxed))
+    }
+
+    /// The short aging of a topology change, ms, if one lasts.
+    pub(crate) fn short_timeout_ms(&self) -> Option<u64> {
+        Some(self.short_timeout_ms.load(Relaxed)).filter(|&ms| ms != 0)
+    }
+
+    /// Sets the short aging of a topology change (`None` ends it).
+    pub(crate) fn set_short_timeout(&self, t: Option<Duration>) {
+        let ms = t.map_or(0, |t| t.as_millis().clamp(1, u128::from(u64::MAX)) as u64);
+        self.short_timeout_ms.store(ms, Relaxed);
+    }
+
+    /// TIMEOUT, shortened during a topology change (a hub stays a hub).
+    fn timeout_now_ms(&self) -> u64 {
+        let t = self.timeout_ms.load(Relaxed);
+        match self.short_timeout_ms.load(Relaxed) {
+            0 => t,
+            s if t != 0 => t.min(s),
+            _ => 0,
+        }
+    }
 }
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -119,12 +184,7 @@ pub(super) fn build(args: &mut Args<'_>, lans: usize) -> Result<EtherSwitch, Arg
             "CAPACITY {capacity}: from 1 to {MAX_CAPACITY}"
         )));
     }
-    let sh = args.shared(|_| {
-        Ok(Shared {
-            table: MacTable::new(capacity, 0),
-            timeout_ms: AtomicU64::new(timeout.as_millis().min(u128::from(u64::MAX)) as u64),
-        })
-    })?;
+    let sh = args.shared(|_| Ok(Shared::new(capacity, timeout, lans)))?;
     Ok(EtherSwitch {
         sh,
         n: lans,
@@ -140,6 +200,7 @@ struct Counts {
     filtered: u64,
     runt: u64,
     evictions: u64,
+    learning: u64,
 }
 
 /// One worker's instance.
@@ -156,9 +217,31 @@ pub(super) const DROP: u16 = u16::MAX;
 pub(super) const FLOOD: u16 = u16::MAX - 1;
 
 impl EtherSwitch {
-    /// TIMEOUT now, in milliseconds.
+    /// TIMEOUT now, in milliseconds (shorter during a topology change).
     pub(super) fn timeout_ms(&self) -> u64 {
-        self.sh.timeout_ms.load(Relaxed)
+        self.sh.timeout_now_ms()
+    }
+
+    /// A batch from a port in the learning state: sources learnt, frames
+    /// dropped.
+    fn learn_only(&mut self, source: usize, batch: &mut Batch, now_ms: u64) {
+        let learn = self.sh.timeout_ms.load(Relaxed) != 0;
+        for p in batch.drain() {
+            let Some(h) = p.data().first_chunk::<14>() else {
+                self.c.runt += 1;
+                continue;
+            };
+            self.c.learning += 1;
+            if learn && h[6] & 1 == 0 {
+                if let Learnt::Inserted { evicted: true } =
+                    self.sh
+                        .table
+                        .learn(mac_u64(&h[6..12]), source as u16, now_ms)
+                {
+                    self.c.evictions += 1;
+                }
+            }
+        }
     }
 
     /// Counts a flooded frame (for `ListenEtherSwitch`'s own flooding).
@@ -244,7 +327,10 @@ impl Element for EtherSwitch {
 
     fn push(&mut self, source: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let now_ms = cx.now().0 / 1_000_000;
-        let timeout_ms = self.sh.timeout_ms.load(Relaxed);
+        if self.sh.learning(source) {
+            return self.learn_only(source, batch, now_ms);
+        }
+        let timeout_ms = self.sh.timeout_now_ms();
         let mut ports = [0u16; MAX_BATCH];
         let mut differ = 0u16;
         let mut first = None;
@@ -291,6 +377,7 @@ impl Element for EtherSwitch {
         s.counter("flooded", self.c.flooded);
         s.counter("filtered", self.c.filtered);
         s.counter("runt", self.c.runt);
+        s.counter("learning", self.c.learning);
         s.counter("evictions", self.c.evictions);
         if self.first_worker {
             let table = &self.sh.table;
@@ -477,6 +564,65 @@ mod tests {
         assert_eq!(s.get("table 52:54:00:00:01:63"), Some(0));
         h.push_bytes(0, &[0; 13]);
         assert_eq!(h.stats().get("runt"), Some(1));
+    }
+
+    /// What an EtherSpanTree sets: a port in the learning state, then
+    /// the short aging of a topology change.
+    #[test]
+    fn spanning_tree_learning_and_short_aging() {
+        use bricks_element::{Edge, Graph, WorkerState};
+        let sh = Arc::new(Shared::new(16, Duration::from_secs(300), 2));
+        let sw = EtherSwitch {
+            sh: sh.clone(),
+            n: 2,
+            first_worker: true,
+            c: Counts::default(),
+        };
+        let graph = Graph::new(
+            vec![Box::new(sw)],
+            vec!["sw".into()],
+            vec![Box::new([Edge::NONE, Edge::NONE])],
+            vec![Box::new([Edge::NONE, Edge::NONE])],
+        );
+        let mut state = WorkerState::new(0, 1);
+        state.now = Timestamp(T0);
+        let mut push = |port: usize, frames: &[&[u8]]| {
+            let mut b = Batch::new();
+            for f in frames {
+                b.push(Packet::from_slice(f).unwrap()).unwrap();
+            }
+            graph.with_element(0, &mut state, |e, cx| e.push(port, &mut b, cx));
+        };
+        sh.set_learning(1, true);
+        assert!(sh.learning(1) && !sh.learning(0));
+        push(1, &[&frame(A, B, 1), &[0; 10]]);
+        let s = graph.stats(0);
+        assert_eq!(s.get("learning"), Some(1));
+        assert_eq!(s.get("runt"), Some(1));
+        assert_eq!(s.get("flooded"), Some(0), "learnt from, not forwarded");
+        assert_eq!(s.get("table 52:54:00:00:00:0b"), Some(1));
+        assert_eq!(s.get("unconnected_drops").unwrap_or(0), 0);
+        // Forwarding again: B is known on port 1.
+        sh.set_learning(1, false);
+        push(0, &[&frame(B, A, 2)]);
+        assert_eq!(graph.stats(0).get("forwarded"), Some(1));
+        // A topology change shortens TIMEOUT; a hub stays a hub.
+        let timeout = || {
+            graph.with_element_mut(0, |e| {
+                bricks_element::taken_from::<EtherSwitch>(e)
+                    .unwrap()
+                    .timeout_ms()
+            })
+        };
+        assert_eq!(timeout(), 300_000);
+        sh.set_short_timeout(Some(Duration::from_secs(15)));
+        assert_eq!(sh.short_timeout_ms(), Some(15_000));
+        assert_eq!(timeout(), 15_000);
+        sh.set_short_timeout(None);
+        assert_eq!(timeout(), 300_000);
+        sh.timeout_ms.store(0, Relaxed);
+        sh.set_short_timeout(Some(Duration::from_secs(15)));
+        assert_eq!(timeout(), 0);
     }
 
     #[test]

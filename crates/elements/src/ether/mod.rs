@@ -20,6 +20,7 @@ pub mod arp_table_element;
 pub mod checkarpheader;
 pub mod ether_encap;
 pub mod ether_rewrite;
+pub mod ether_span_tree;
 pub mod ether_switch;
 pub mod host_ether_filter;
 pub mod listen_ether_switch;
@@ -76,6 +77,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &store_ether_address::CLASS,
     &ether_switch::CLASS,
     &listen_ether_switch::CLASS,
+    &ether_span_tree::CLASS,
 ];
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Manual, PortInfo, Stats,
 };
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// The `Suppressor` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -22,7 +24,9 @@ static MANUAL: Manual = Manual {
         (`bricks ctl write NAME.active1 false`): packets pushed into a suppressed input \
         are dropped and counted, and pulls from a suppressed output return nothing. Every \
         port starts active; writing `reset` makes them all active again. The `activeI` \
-        counters read 1 for an active port and 0 for a suppressed one.",
+        counters read 1 for an active port and 0 for a suppressed one. The ports' states \
+        are shared by every worker, and an EtherSpanTree naming the element suppresses \
+        and allows its ports (Click's `suppress` and `allow`).",
     ports: "any number of inputs, as many outputs; agnostic (input i like output i)",
     keywords: &[],
     counters: &[
@@ -37,7 +41,7 @@ static MANUAL: Manual = Manual {
 /// Most ports a Suppressor may have (Click's `fd_set` holds 1024).
 const MAX_PORTS: usize = 1024;
 
-fn make(_args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
+fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let n = ports.ninputs();
     if ports.noutputs() != n {
         return Err(ArgError::new(format!(
@@ -53,22 +57,53 @@ fn make(_args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         )));
     }
     Ok(Box::new(Suppressor {
-        active: vec![true; n],
+        active: args.shared(|_| Ok(Ports::new(n)))?,
         drops: 0,
     }))
+}
+
+/// Which ports pass packets: shared by every worker's instance, and
+/// reached by an EtherSpanTree that names the element.
+#[derive(Debug)]
+pub(crate) struct Ports(Box<[AtomicBool]>);
+
+impl Ports {
+    /// `n` active ports.
+    pub(crate) fn new(n: usize) -> Ports {
+        Ports((0..n).map(|_| AtomicBool::new(true)).collect())
+    }
+
+    /// How many ports there are.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Makes port `port` pass packets (Click's `allow`) or drop them
+    /// (`suppress`).
+    pub(crate) fn set(&self, port: usize, active: bool) {
+        if let Some(a) = self.0.get(port) {
+            a.store(active, Relaxed);
+        }
+    }
+
+    /// Whether port `port` passes packets.
+    #[inline]
+    pub(crate) fn is_active(&self, port: usize) -> bool {
+        self.0.get(port).is_some_and(|a| a.load(Relaxed))
+    }
 }
 
 /// Passes packets port to port unless the port is suppressed.
 #[derive(Debug)]
 pub struct Suppressor {
-    active: Vec<bool>,
+    active: Arc<Ports>,
     drops: u64,
 }
 
 impl Suppressor {
     #[inline]
     fn is_active(&self, port: usize) -> bool {
-        self.active.get(port).copied().unwrap_or(false)
+        self.active.is_active(port)
     }
 }
 
@@ -89,8 +124,8 @@ impl Element for Suppressor {
     }
 
     fn stats(&self, s: &mut Stats) {
-        for (i, &a) in self.active.iter().enumerate() {
-            s.counter(format!("active{i}"), u64::from(a));
+        for i in 0..self.active.len() {
+            s.counter(format!("active{i}"), u64::from(self.is_active(i)));
         }
         s.counter("drops", self.drops);
     }
@@ -103,13 +138,14 @@ impl Element for Suppressor {
             .trim_start_matches('_')
             .parse()
             .ok()?;
-        let a = self.active.get(port)?;
-        Some(a.to_string())
+        (port < self.active.len()).then(|| self.is_active(port).to_string())
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         if handler == "reset" {
-            self.active.fill(true);
+            for i in 0..self.active.len() {
+                self.active.set(i, true);
+            }
             return Ok(());
         }
         // Click names them active0, active1, ...; bricks also takes active_0.
@@ -120,7 +156,7 @@ impl Element for Suppressor {
             .filter(|&n| n < self.active.len());
         match port {
             Some(i) => {
-                self.active[i] = bool::from_arg(value.trim())?;
+                self.active.set(i, bool::from_arg(value.trim())?);
                 Ok(())
             }
             None => Err(format!(
