@@ -18,29 +18,11 @@ use common::read_pcap;
 use std::collections::HashMap;
 use std::net::Ipv6Addr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn bricks(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bricks"))
-        .args(args)
-        .output()
-        .expect("bricks runs")
-}
-
-/// Runs `config` quietly to its end, reading handlers `reads` at exit;
-/// returns stdout and stderr.
-fn run(config: &str, reads: &[&str]) -> (String, String) {
-    let mut args = vec!["run", "--quiet", "-e", config];
-    for r in reads {
-        args.extend_from_slice(&["-h", r]);
-    }
-    let o = bricks(&args);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{config}:\n{err}");
-    (out, err)
-}
+mod bounded;
+use bounded::run_reading as run;
 
 /// The values of several handlers read at exit (`NAME:` then the value
 /// and a blank line each), in the order asked.

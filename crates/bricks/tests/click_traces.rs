@@ -9,28 +9,10 @@
 //! CI (CI=true), where its absence fails the test.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn bricks(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bricks"))
-        .args(args)
-        .output()
-        .expect("bricks runs")
-}
-
-/// Runs `config` quietly to its end, reading handlers `reads` at exit;
-/// returns stdout and stderr.
-fn run(config: &str, reads: &[&str]) -> (String, String) {
-    let mut args = vec!["run", "--quiet", "-e", config];
-    for r in reads {
-        args.extend_from_slice(&["-h", r]);
-    }
-    let o = bricks(&args);
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{config}:\n{err}");
-    (out, err)
-}
+mod bounded;
+use bounded::run_reading as run;
 
 /// Whether `tool` runs; when not, says why the test is skipped (and
 /// fails under CI, where scripts/setup installs it from `package`).

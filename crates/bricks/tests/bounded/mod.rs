@@ -49,3 +49,22 @@ pub fn run(config: &str, extra: &[&str]) -> Output {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// `bricks ARGS` to its end, bounded in time.
+pub fn output(args: &[&str]) -> Output {
+    let what = args.join(" ");
+    wait_bounded(bricks(args).spawn().expect("bricks runs"), &what)
+}
+
+/// Runs `config` quietly to its end, reading the handlers `reads` at exit
+/// (`-h`); fails unless it succeeded, and returns its stdout and stderr.
+pub fn run_reading(config: &str, reads: &[&str]) -> (String, String) {
+    let mut args = vec!["run", "--quiet", "-e", config];
+    for r in reads {
+        args.extend_from_slice(&["-h", r]);
+    }
+    let o = output(&args);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{config}:\n{err}");
+    (out, err)
+}
