@@ -1,6 +1,7 @@
 //! `FromIPSummaryDump`: reads packets described by an IP summary dump
 //! (Click's `elements/analysis/fromipsumdump.cc`).
 
+use super::from_tcpdump::{call_stop, open_input_with};
 use super::info::{self, BuildOptions, Extras, Field, FlowId, Record};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
@@ -252,36 +253,18 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
             "bad argument SAMPLE: a probability from 0 to 1",
         ));
     }
-    let (input, path, size): (Option<Box<dyn Read + Send>>, PathBuf, Option<u64>) =
-        match (data, path) {
-            (Some(_), Some(p)) => {
-                return Err(ArgError::new(format!(
-                    "FILENAME ({}) and DATA conflict",
-                    p.display()
-                )))
-            }
-            (Some(d), None) => {
-                let n = d.len() as u64;
-                (
-                    Some(Box::new(std::io::Cursor::new(d.into_bytes()))),
-                    PathBuf::from("DATA"),
-                    Some(n),
-                )
-            }
-            // `-` is standard input, as in Click.
-            (None, Some(p)) if p.as_os_str() == "-" => (Some(Box::new(std::io::stdin())), p, None),
-            (None, Some(p)) => match File::open(&p) {
-                Ok(f) => {
-                    let n = f.metadata().ok().map(|m| m.len());
-                    (Some(Box::new(f)), p, n)
-                }
-                Err(e) if allow_nonexistent && e.kind() == std::io::ErrorKind::NotFound => {
-                    (None, p, None)
-                }
-                Err(e) => return Err(ArgError::new(format!("{}: {e}", p.display()))),
-            },
-            (None, None) => return Err(ArgError::new("FILENAME: required argument missing")),
-        };
+    // Unlike FromTcpdump, a missing file may be allowed, and the size is
+    // any file's, not only a regular file's.
+    let (input, path, size) = open_input_with(path, data, |p| match File::open(&p) {
+        Ok(f) => {
+            let n = f.metadata().ok().map(|m| m.len());
+            Ok((Some(Box::new(f)), p, n))
+        }
+        Err(e) if allow_nonexistent && e.kind() == std::io::ErrorKind::NotFound => {
+            Ok((None, p, None))
+        }
+        Err(e) => Err(ArgError::new(format!("{}: {e}", p.display()))),
+    })?;
     let pull = ports
         .outputs
         .first()
@@ -787,12 +770,7 @@ impl Element for FromIPSummaryDump {
         write: bool,
         cx: &mut Context<'_>,
     ) -> Option<Result<String, String>> {
-        if handler == "stop" && write {
-            self.active = false;
-            cx.request_stop();
-            return Some(Ok(String::new()));
-        }
-        None
+        call_stop(handler, write, &mut self.active, cx)
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {

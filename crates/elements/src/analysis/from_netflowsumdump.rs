@@ -9,7 +9,9 @@
 
 use super::from_ipsumdump::{Pending, MAX_COUNT};
 use super::from_tcpdump::LineRead;
-use super::trace_file::{Complaints, Keywords, Record, RecordFormat, TraceInput, TraceSource};
+use super::trace_file::{
+    flow_headers, Complaints, Keywords, Record, RecordFormat, TraceInput, TraceSource,
+};
 use bricks_element::{
     ArgError, Args, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
@@ -220,17 +222,7 @@ pub fn parse_line(line: &str, link: Link) -> Option<Flow> {
     }
     let ip_len = bytes.min(65535) as u16;
     b[2..4].copy_from_slice(&ip_len.to_be_bytes());
-    let n = match b[9] {
-        6 => {
-            b[32] = 5 << 4;
-            40
-        }
-        17 => {
-            b[24..26].copy_from_slice(&ip_len.saturating_sub(20).to_be_bytes());
-            28
-        }
-        _ => 20,
-    };
+    let n = flow_headers(&mut b, ip_len);
     let mut p = Packet::from_slice(&b[..n]).ok()?;
     p.set_network_header(0);
     let a = p.anno_mut();

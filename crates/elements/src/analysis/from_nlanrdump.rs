@@ -11,8 +11,8 @@
 //! first two the same way.
 
 use super::trace_file::{
-    compressed_warning, usec_time, Complaints, Keywords, Record, RecordFormat, TraceInput,
-    TraceSource,
+    compressed_warning, flow_headers, usec_time, Complaints, Keywords, Record, RecordFormat,
+    TraceInput, TraceSource,
 };
 use bricks_element::{
     ArgError, Args, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
@@ -281,18 +281,10 @@ fn fr_packet(c: &[u8]) -> Packet {
     b[9] = proto;
     b[12..20].copy_from_slice(&c[8..16]);
     b[20..24].copy_from_slice(&c[20..24]);
-    let n = match proto {
-        6 => {
-            b[32] = 5 << 4;
-            b[33] = c[19];
-            40
-        }
-        17 => {
-            b[24..26].copy_from_slice(&ip_len.saturating_sub(20).to_be_bytes());
-            28
-        }
-        _ => 20,
-    };
+    if proto == 6 {
+        b[33] = c[19];
+    }
+    let n = flow_headers(&mut b, ip_len);
     let mut p = Packet::from_slice(&b[..n]).unwrap_or_default();
     p.anno_mut().extra_length = u32::from(ip_len).saturating_sub(n as u32);
     super::trace_file::set_ip_header(&mut p, 0);

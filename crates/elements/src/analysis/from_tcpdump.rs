@@ -1848,8 +1848,26 @@ pub(crate) fn sample_text(sample: u32) -> String {
 pub(crate) type Input = (Option<Box<dyn Read + Send>>, PathBuf, Option<u64>);
 
 /// Opens FILENAME (`-` is standard input) or the text of DATA, exactly
-/// one of them.
+/// one of them; a file's size is known when it is a regular file.
 pub(crate) fn open_input(path: Option<PathBuf>, data: Option<String>) -> Result<Input, ArgError> {
+    open_input_with(path, data, |p| match File::open(&p) {
+        Ok(f) => {
+            let n = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+            Ok((Some(Box::new(f)), p, n))
+        }
+        Err(e) => Err(ArgError::new(format!("{}: {e}", p.display()))),
+    })
+}
+
+/// What the file readers share in opening their input: DATA, or
+/// FILENAME with `-` for standard input, exactly one of them.
+/// `open_file` opens a FILENAME other than `-`, each reader by its own
+/// rules (FromIPSummaryDump's ALLOW_NONEXISTENT and file size).
+pub(crate) fn open_input_with(
+    path: Option<PathBuf>,
+    data: Option<String>,
+    open_file: impl FnOnce(PathBuf) -> Result<Input, ArgError>,
+) -> Result<Input, ArgError> {
     Ok(match (data, path) {
         (Some(_), Some(p)) => {
             return Err(ArgError::new(format!(
@@ -1865,16 +1883,28 @@ pub(crate) fn open_input(path: Option<PathBuf>, data: Option<String>) -> Result<
                 Some(n),
             )
         }
+        // `-` is standard input, as in Click.
         (None, Some(p)) if p.as_os_str() == "-" => (Some(Box::new(std::io::stdin())), p, None),
-        (None, Some(p)) => match File::open(&p) {
-            Ok(f) => {
-                let n = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
-                (Some(Box::new(f)), p, n)
-            }
-            Err(e) => return Err(ArgError::new(format!("{}: {e}", p.display()))),
-        },
+        (None, Some(p)) => return open_file(p),
         (None, None) => return Err(ArgError::new("FILENAME: required argument missing")),
     })
+}
+
+/// The `stop` write handler of the file readers, which `call_handler`
+/// takes because it stops the router: reading ends (`active` false) and
+/// the router stops. `None` for every other handler.
+pub(crate) fn call_stop(
+    handler: &str,
+    write: bool,
+    active: &mut bool,
+    cx: &mut Context<'_>,
+) -> Option<Result<String, String>> {
+    if handler == "stop" && write {
+        *active = false;
+        cx.request_stop();
+        return Some(Ok(String::new()));
+    }
+    None
 }
 
 /// What [`read_line`] found.
@@ -2040,13 +2070,7 @@ impl Element for FromTcpdump {
     }
 
     fn configure_message(&self) -> Option<String> {
-        (!self.warnings.is_empty()).then(|| {
-            self.warnings
-                .iter()
-                .map(|w| format!("warning: {w}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        super::warnings_message(&self.warnings)
     }
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
@@ -2122,12 +2146,7 @@ impl Element for FromTcpdump {
         write: bool,
         cx: &mut Context<'_>,
     ) -> Option<Result<String, String>> {
-        if handler == "stop" && write {
-            self.active = false;
-            cx.request_stop();
-            return Some(Ok(String::new()));
-        }
-        None
+        call_stop(handler, write, &mut self.active, cx)
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {

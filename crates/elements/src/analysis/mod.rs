@@ -80,6 +80,18 @@ fn read_capacity(
     Ok(capacity)
 }
 
+/// The configure message of an element that keeps its warnings about
+/// its arguments: one `warning:` line each, `None` when there are none.
+fn warnings_message(warnings: &[String]) -> Option<String> {
+    (!warnings.is_empty()).then(|| {
+        warnings
+            .iter()
+            .map(|w| format!("warning: {w}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use bricks_config::{Source, SourceMap};

@@ -935,13 +935,7 @@ impl Element for ToIPFlowDumps {
     }
 
     fn configure_message(&self) -> Option<String> {
-        (!self.warnings.is_empty()).then(|| {
-            self.warnings
-                .iter()
-                .map(|w| format!("warning: {w}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        super::warnings_message(&self.warnings)
     }
 
     fn shutdown(&mut self, _cx: &mut Context<'_>) {

@@ -12,7 +12,7 @@
 //! of the file ends the file and is counted, and nothing a record says is
 //! allocated before it is checked against those bounds.
 
-use super::from_tcpdump::{open_input, read_line, sample_draw, sample_text, LineRead};
+use super::from_tcpdump::{call_stop, open_input, read_line, sample_draw, sample_text, LineRead};
 use crate::io::capture::{set_packet_type, trace_due, DumpTime};
 use crate::standard::handler_call::HandlerCall;
 use bricks_element::{
@@ -479,17 +479,6 @@ const ALL_HANDLERS: &[Handler] = &[
     Handler::w("extend_interval"),
 ];
 
-/// The handlers of a source without times, sampling or
-/// `packet_filepos`.
-const PLAIN_HANDLERS: &[Handler] = &[
-    Handler::rw("active"),
-    Handler::r("encap"),
-    Handler::w("stop"),
-    Handler::r("filename"),
-    Handler::r("filesize"),
-    Handler::r("filepos"),
-];
-
 /// The handlers with times and sampling, without `packet_filepos`.
 const TIMED_HANDLERS: &[Handler] = &[
     Handler::r("sampling_prob"),
@@ -502,16 +491,13 @@ const TIMED_HANDLERS: &[Handler] = &[
     Handler::w("extend_interval"),
 ];
 
-/// The handlers with sampling only.
-const SAMPLED_HANDLERS: &[Handler] = &[
-    Handler::r("sampling_prob"),
-    Handler::rw("active"),
-    Handler::r("encap"),
-    Handler::w("stop"),
-    Handler::r("filename"),
-    Handler::r("filesize"),
-    Handler::r("filepos"),
-];
+/// The handlers with sampling only: [`TIMED_HANDLERS`] but
+/// `extend_interval`, the last.
+const SAMPLED_HANDLERS: &[Handler] = TIMED_HANDLERS.split_at(TIMED_HANDLERS.len() - 1).0;
+
+/// The handlers of a source without times, sampling or
+/// `packet_filepos`: [`SAMPLED_HANDLERS`] but `sampling_prob`, the first.
+const PLAIN_HANDLERS: &[Handler] = SAMPLED_HANDLERS.split_at(1).1;
 
 /// A trace reader: a [`RecordFormat`] with Click's keywords and handlers.
 pub struct TraceSource {
@@ -784,13 +770,7 @@ impl Element for TraceSource {
     }
 
     fn configure_message(&self) -> Option<String> {
-        (!self.warnings.is_empty()).then(|| {
-            self.warnings
-                .iter()
-                .map(|w| format!("warning: {w}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        super::warnings_message(&self.warnings)
     }
 
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
@@ -867,12 +847,7 @@ impl Element for TraceSource {
         write: bool,
         cx: &mut Context<'_>,
     ) -> Option<Result<String, String>> {
-        if handler == "stop" && write {
-            self.active = false;
-            cx.request_stop();
-            return Some(Ok(String::new()));
-        }
-        None
+        call_stop(handler, write, &mut self.active, cx)
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
@@ -907,6 +882,25 @@ impl Element for TraceSource {
     }
 }
 
+/// Completes the headers of the packet a flow record describes (NLANR's
+/// FR, NetFlow summaries): `b` holds an IPv4 header of IP length `ip_len`
+/// with its protocol, and the ports (and TCP flags) behind it. Sets the
+/// TCP header length or the UDP length and returns how many bytes the
+/// packet holds: 40 for TCP, 28 for UDP, the IP header for the rest.
+pub(crate) fn flow_headers(b: &mut [u8; 40], ip_len: u16) -> usize {
+    match b[9] {
+        6 => {
+            b[32] = 5 << 4;
+            40
+        }
+        17 => {
+            b[24..26].copy_from_slice(&ip_len.saturating_sub(20).to_be_bytes());
+            28
+        }
+        _ => 20,
+    }
+}
+
 /// The timestamp of `sec` seconds and `usec` microseconds (which may
 /// exceed a second: it carries).
 pub fn usec_time(sec: u32, usec: u32) -> Timestamp {
@@ -937,6 +931,19 @@ mod tests {
         assert_eq!(w.check(1), Window::Inside);
         assert_eq!(w.check(7), Window::Late);
         assert!(!TimeWindow::new(None, None, None).has_end());
+    }
+
+    #[test]
+    fn the_handler_tables_are_subsets_in_order() {
+        let names = |h: &[Handler]| h.iter().map(|h| h.name).collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            names(SAMPLED_HANDLERS),
+            "sampling_prob active encap stop filename filesize filepos"
+        );
+        assert_eq!(
+            names(PLAIN_HANDLERS),
+            "active encap stop filename filesize filepos"
+        );
     }
 
     #[test]

@@ -4,10 +4,10 @@
 //! right whatever else the bytes say.
 
 use super::force_udp::lengths;
+use super::{SimpleAction, SimpleElement};
 use crate::ip::icmperror;
 use bricks_element::{
-    click_random, ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual,
-    Packet, PortInfo, Stats,
+    click_random, ArgError, Args, Element, ElementClass, FromArg, Keyword, Manual, Packet, PortInfo,
 };
 use bricks_wire::checksum;
 
@@ -80,12 +80,11 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             Some(named(&t, names, "CODE").map_err(ArgError::new)?)
         }
     };
-    Ok(Box::new(ForceICMP {
+    Ok(Box::new(SimpleElement::new(ForceICMP {
         ty,
         code,
         count: 0,
-        drops: 0,
-    }))
+    })))
 }
 
 /// Sets ICMP checksums.
@@ -95,12 +94,11 @@ pub struct ForceICMP {
     code: Option<u8>,
     /// Packets forced (Click's `_count`).
     count: u64,
-    drops: u64,
 }
 
-impl ForceICMP {
+impl SimpleAction for ForceICMP {
     /// Forces one packet; false for one with bad lengths.
-    fn force(&mut self, p: &mut Packet) -> bool {
+    fn simple_action(&mut self, p: &mut Packet) -> bool {
         let Some(ip) = p.network_header_mut() else {
             return false;
         };
@@ -125,32 +123,11 @@ impl ForceICMP {
         icmp[2..4].copy_from_slice(&sum.to_be_bytes());
         true
     }
-
-    #[inline]
-    fn apply(&mut self, b: &mut Batch) {
-        let before = b.len();
-        b.retain(|p| self.force(p));
-        self.drops += (before - b.len()) as u64;
-    }
-}
-
-impl Element for ForceICMP {
-    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.apply(batch);
-        cx.push(0, batch);
-    }
-
-    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        cx.pull_with(out, max, |b, _| self.apply(b));
-    }
-
-    fn stats(&self, s: &mut Stats) {
-        s.counter("drops", self.drops);
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::force_ip::tests::sums_right;
     use super::*;
     use bricks_runtime::testing::{make_element, Harness};
 
@@ -166,17 +143,6 @@ mod tests {
         p
     }
 
-    fn icmp_sums_right(m: &[u8]) -> bool {
-        let mut sum = 0u32;
-        for w in m.chunks(2) {
-            sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        sum == 0xffff
-    }
-
     #[test]
     fn type_code_and_checksum() {
         let mut h = Harness::push(&CLASS, "unreachable, port", 1, 1);
@@ -185,7 +151,7 @@ mod tests {
         }
         for o in h.take_bytes(0) {
             assert_eq!(o[20..22], [3, 3]);
-            assert!(icmp_sums_right(&o[20..]));
+            assert!(sums_right(&o[20..]));
             assert_eq!(o[24..], echo().data()[24..]);
         }
     }
@@ -202,7 +168,7 @@ mod tests {
         assert!((10..=54).contains(&changed), "{changed}");
         for o in &out {
             assert!(o[20] < 20 && o[21] < 20 || o[20..22] == [8, 0]);
-            assert!(icmp_sums_right(&o[20..]));
+            assert!(sums_right(&o[20..]));
         }
     }
 

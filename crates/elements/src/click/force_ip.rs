@@ -4,9 +4,8 @@
 //! section 3.1 fields, RFC 1071 header checksum) and so reach the code
 //! behind it.
 
-use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
-};
+use super::{SimpleAction, SimpleElement};
+use bricks_element::{ArgError, Args, Element, ElementClass, Manual, Packet, PortInfo};
 use bricks_wire::checksum;
 
 /// The `ForceIP` class.
@@ -45,7 +44,7 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(_args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    Ok(Box::new(ForceIP { count: 0, drops: 0 }))
+    Ok(Box::new(SimpleElement::new(ForceIP { count: 0 })))
 }
 
 /// Forces IPv4 headers.
@@ -54,7 +53,6 @@ pub struct ForceIP {
     /// Packets forced so far (Click's `_count`): every eighth keeps its
     /// fragment field.
     count: u64,
-    drops: u64,
 }
 
 /// Forces one packet's header; false for a packet too short for one.
@@ -87,47 +85,28 @@ fn force(p: &mut Packet, keep_fragment: bool) -> bool {
     true
 }
 
-impl ForceIP {
-    #[inline]
-    fn apply(&mut self, b: &mut Batch) {
-        let mut drops = 0;
-        let count = &mut self.count;
-        b.retain(|p| {
-            if p.len() < 20 {
-                drops += 1;
-                return false;
-            }
-            let keep = *count & 7 == 1;
-            *count += 1;
-            force(p, keep)
-        });
-        self.drops += drops;
-    }
-}
-
-impl Element for ForceIP {
-    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.apply(batch);
-        cx.push(0, batch);
-    }
-
-    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        cx.pull_with(out, max, |b, _| self.apply(b));
-    }
-
-    fn stats(&self, s: &mut Stats) {
-        s.counter("drops", self.drops);
+impl SimpleAction for ForceIP {
+    /// Forces one packet; false for one shorter than an IP header, which
+    /// does not count as forced.
+    fn simple_action(&mut self, p: &mut Packet) -> bool {
+        if p.len() < 20 {
+            return false;
+        }
+        let keep = self.count & 7 == 1;
+        self.count += 1;
+        force(p, keep)
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use bricks_runtime::testing::Harness;
 
-    /// RFC 1071 from scratch: the header, its checksum field included,
-    /// sums to 0xffff when the checksum is right.
-    fn sums_right(h: &[u8]) -> bool {
+    /// RFC 1071 from scratch: bytes with a checksum field in them (an IP
+    /// header, an ICMP message, a pseudo-header and segment) sum to
+    /// 0xffff when the checksum is right.
+    pub(crate) fn sums_right(h: &[u8]) -> bool {
         let mut sum = 0u32;
         for w in h.chunks(2) {
             sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));

@@ -4,10 +4,10 @@
 //! pseudo-header (RFC 9293 section 3.1) made right.
 
 use super::force_udp::{lengths, transport_checksum};
+use super::{SimpleAction, SimpleElement};
 use crate::standard::port_info;
 use bricks_element::{
-    click_random, ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual,
-    Packet, PortInfo, Stats,
+    click_random, ArgError, Args, Element, ElementClass, FromArg, Keyword, Manual, Packet, PortInfo,
 };
 use bricks_wire::IpProtocol;
 
@@ -80,13 +80,12 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
                 .map_err(|_| ArgError::new(format!("FLAGS `{t}`: expected -1 to 255")))?,
         ),
     };
-    Ok(Box::new(ForceTCP {
+    Ok(Box::new(SimpleElement::new(ForceTCP {
         dport,
         random,
         flags,
         count: 0,
-        drops: 0,
-    }))
+    })))
 }
 
 /// Sets TCP fields.
@@ -98,12 +97,11 @@ pub struct ForceTCP {
     flags: Option<u8>,
     /// Packets made TCP (Click's `_count`).
     count: u64,
-    drops: u64,
 }
 
-impl ForceTCP {
+impl SimpleAction for ForceTCP {
     /// Forces one packet; false for one with bad lengths.
-    fn force(&mut self, p: &mut Packet) -> bool {
+    fn simple_action(&mut self, p: &mut Packet) -> bool {
         let Some(ip) = p.network_header_mut() else {
             return false;
         };
@@ -140,28 +138,6 @@ impl ForceTCP {
         let sum = transport_checksum(ip, hlen, ilen, 16);
         ip[hlen + 16..hlen + 18].copy_from_slice(&sum.to_be_bytes());
         true
-    }
-
-    #[inline]
-    fn apply(&mut self, b: &mut Batch) {
-        let before = b.len();
-        b.retain(|p| self.force(p));
-        self.drops += (before - b.len()) as u64;
-    }
-}
-
-impl Element for ForceTCP {
-    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.apply(batch);
-        cx.push(0, batch);
-    }
-
-    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        cx.pull_with(out, max, |b, _| self.apply(b));
-    }
-
-    fn stats(&self, s: &mut Stats) {
-        s.counter("drops", self.drops);
     }
 }
 

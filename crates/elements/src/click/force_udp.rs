@@ -3,10 +3,10 @@
 //! checksum over the RFC 768 pseudo-header are made right, the
 //! destination port is set or drawn at random.
 
+use super::{SimpleAction, SimpleElement};
 use crate::standard::port_info;
 use bricks_element::{
-    click_random, ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet,
-    PortInfo, Stats,
+    click_random, ArgError, Args, Element, ElementClass, Keyword, Manual, Packet, PortInfo,
 };
 use bricks_wire::checksum;
 use bricks_wire::IpProtocol;
@@ -59,11 +59,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
                 .map_err(|e| ArgError::new(format!("DPORT: {e}")))?,
         ),
     };
-    Ok(Box::new(ForceUDP {
-        dport,
-        count: 0,
-        drops: 0,
-    }))
+    Ok(Box::new(SimpleElement::new(ForceUDP { dport, count: 0 })))
 }
 
 /// Sets UDP fields.
@@ -72,7 +68,6 @@ pub struct ForceUDP {
     dport: Option<u16>,
     /// Packets made UDP (Click's `_count`).
     count: u64,
-    drops: u64,
 }
 
 /// The IP header length and total length of the IPv4 header at the start
@@ -108,9 +103,9 @@ pub(crate) fn transport_checksum(ip: &mut [u8], hlen: usize, ilen: usize, sum_at
     !checksum::combine(&[pseudo, checksum::data(&ip[hlen..ilen])])
 }
 
-impl ForceUDP {
+impl SimpleAction for ForceUDP {
     /// Forces one packet; false for one with bad lengths.
-    fn force(&mut self, p: &mut Packet) -> bool {
+    fn simple_action(&mut self, p: &mut Packet) -> bool {
         let Some(ip) = p.network_header_mut() else {
             return false;
         };
@@ -131,32 +126,11 @@ impl ForceUDP {
         ip[hlen + 6..hlen + 8].copy_from_slice(&sum.to_be_bytes());
         true
     }
-
-    #[inline]
-    fn apply(&mut self, b: &mut Batch) {
-        let before = b.len();
-        b.retain(|p| self.force(p));
-        self.drops += (before - b.len()) as u64;
-    }
-}
-
-impl Element for ForceUDP {
-    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.apply(batch);
-        cx.push(0, batch);
-    }
-
-    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        cx.pull_with(out, max, |b, _| self.apply(b));
-    }
-
-    fn stats(&self, s: &mut Stats) {
-        s.counter("drops", self.drops);
-    }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use super::super::force_ip::tests::sums_right;
     use super::*;
     use bricks_runtime::testing::{make_element, Harness};
 
@@ -171,14 +145,7 @@ pub(crate) mod tests {
         bytes.extend_from_slice(&[0, ip[9]]);
         bytes.extend_from_slice(&((ilen - hlen) as u16).to_be_bytes());
         bytes.extend_from_slice(seg);
-        let mut sum = 0u32;
-        for w in bytes.chunks(2) {
-            sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        sum == 0xffff
+        sums_right(&bytes)
     }
 
     /// A real UDP datagram, 10.0.0.1:1234 to 10.0.0.2:53, 4 data bytes

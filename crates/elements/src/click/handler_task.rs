@@ -2,6 +2,7 @@
 //! (Click's `elements/test/handlertask.cc`), for measuring handler calls
 //! or driving an element from the scheduler.
 
+use super::null_task::TaskSchedule;
 use crate::standard::handler_call::HandlerCall;
 use bricks_element::{
     ArgError, Args, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual, PortInfo,
@@ -64,8 +65,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         pending: Vec::new(),
         count: 0,
         reschedule,
-        scheduled: active,
-        finished: false,
+        schedule: TaskSchedule::new(active),
     }))
 }
 
@@ -77,10 +77,8 @@ pub struct HandlerTask {
     pending: Vec<HandlerCall>,
     count: u32,
     reschedule: bool,
-    /// The task runs again (Click's task is scheduled).
-    scheduled: bool,
-    /// It ran and did not reschedule: done, until `scheduled` is written.
-    finished: bool,
+    /// Finished once it ran and did not reschedule.
+    schedule: TaskSchedule,
 }
 
 impl HandlerTask {
@@ -90,10 +88,7 @@ impl HandlerTask {
             "reschedule" => {
                 self.reschedule = bool::from_arg(value).map_err(|_| "expected boolean")?
             }
-            "scheduled" => {
-                self.scheduled = bool::from_arg(value).map_err(|_| "expected boolean")?;
-                self.finished &= !self.scheduled;
-            }
+            "scheduled" => self.schedule.write(value)?,
             _ => {
                 return Err(format!(
                     "no write handler `{handler}` (HandlerTask has `reschedule`, `scheduled`)"
@@ -110,12 +105,8 @@ impl Element for HandlerTask {
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        if !self.scheduled {
-            return if self.finished {
-                TaskResult::Done
-            } else {
-                TaskResult::Idle
-            };
+        if let Some(r) = self.schedule.not_running() {
+            return r;
         }
         self.count = self.count.wrapping_add(1);
         let own = self
@@ -131,11 +122,10 @@ impl Element for HandlerTask {
             }
             None => self.call.call(cx, &mut self.pending),
         }
-        if self.reschedule && self.scheduled {
+        if self.reschedule && self.schedule.scheduled() {
             return TaskResult::Worked;
         }
-        self.scheduled = false;
-        self.finished = true;
+        self.schedule.finish();
         TaskResult::Done
     }
 
@@ -150,7 +140,7 @@ impl Element for HandlerTask {
     fn read_handler(&self, handler: &str) -> Option<String> {
         match handler {
             "reschedule" => Some(self.reschedule.to_string()),
-            "scheduled" => Some(self.scheduled.to_string()),
+            "scheduled" => Some(self.schedule.scheduled().to_string()),
             _ => None,
         }
     }

@@ -62,7 +62,53 @@ pub mod time_sorted_sched;
 pub mod truncate;
 pub mod upstream_notifier;
 
-use bricks_element::ElementClass;
+use bricks_element::{Batch, Context, Element, ElementClass, Packet, Stats};
+
+/// What a one-input, one-output element does to each packet on its own
+/// (Click's `simple_action`): rewrite it in place, or refuse it.
+pub trait SimpleAction: Send + 'static {
+    /// Rewrites `p`; false drops it, and [`SimpleElement`] counts it.
+    fn simple_action(&mut self, p: &mut Packet) -> bool;
+}
+
+/// The element around a [`SimpleAction`] (FastClick's `SimpleElement`):
+/// runs it over each batch, on push and pull alike, and drops and counts
+/// as `drops` the packets it refuses. The Force* fuzzing elements,
+/// PushAnno and ReadAnno are all this loop.
+#[derive(Debug)]
+pub struct SimpleElement<A> {
+    action: A,
+    drops: u64,
+}
+
+impl<A: SimpleAction> SimpleElement<A> {
+    /// `action` as an element, its drop counter at 0.
+    pub fn new(action: A) -> Self {
+        SimpleElement { action, drops: 0 }
+    }
+
+    #[inline]
+    fn apply(&mut self, b: &mut Batch) {
+        let before = b.len();
+        b.retain(|p| self.action.simple_action(p));
+        self.drops += (before - b.len()) as u64;
+    }
+}
+
+impl<A: SimpleAction> Element for SimpleElement<A> {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        self.apply(batch);
+        cx.push(0, batch);
+    }
+
+    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
+        cx.pull_with(out, max, |b, _| self.apply(b));
+    }
+
+    fn stats(&self, s: &mut Stats) {
+        s.counter("drops", self.drops);
+    }
+}
 
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
@@ -146,7 +192,7 @@ pub static CLASSES: &[&ElementClass] = &[
 mod tests {
     use super::*;
     use crate::ip::header::testing::{echo_request, udp};
-    use bricks_element::Packet;
+    use crate::standard::testrun::plan;
     use bricks_runtime::testing::Harness;
 
     /// Every push-capable element of this group, on every prefix of real
@@ -216,26 +262,6 @@ mod tests {
                 .sum();
             assert_eq!(out + dropped, sent, "{} {args}", class.name);
         }
-    }
-
-    fn plan(config: &str) -> Result<bricks_runtime::Plan, String> {
-        use bricks_config::{Source, SourceMap};
-        let mut map = SourceMap::default();
-        let render = |map: &SourceMap, d: Vec<bricks_config::Diagnostic>| {
-            d.iter()
-                .map(|d| map.render(d))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        let router = bricks_config::parse(
-            &mut map,
-            Source {
-                name: "<test>".into(),
-                text: config.to_string(),
-            },
-        )
-        .map_err(|d| render(&map, d))?;
-        bricks_runtime::build(&router, &crate::registry()).map_err(|d| render(&map, d))
     }
 
     /// The classes of this file added with the misc batch: every manual

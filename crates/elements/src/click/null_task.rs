@@ -60,9 +60,58 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         count: 0,
         limit,
         stop,
-        scheduled: active,
-        finished: false,
+        schedule: TaskSchedule::new(active),
     }))
+}
+
+/// Whether a source task that stops by itself runs: Click's task being
+/// scheduled, and the `scheduled` handler that reads and writes it, for
+/// NullTask and HandlerTask.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TaskSchedule {
+    /// The task runs again (Click's task is scheduled).
+    scheduled: bool,
+    /// It stopped by itself: done, until `scheduled` is written.
+    finished: bool,
+}
+
+impl TaskSchedule {
+    /// Scheduled from the start when `active`.
+    pub(crate) fn new(active: bool) -> Self {
+        TaskSchedule {
+            scheduled: active,
+            finished: false,
+        }
+    }
+
+    /// Whether the task runs again.
+    pub(crate) fn scheduled(&self) -> bool {
+        self.scheduled
+    }
+
+    /// What a run returns when it is not scheduled: `Done` once it stopped
+    /// by itself (so that a run of finished sources ends), `Idle` while it
+    /// waits for `scheduled` to be written; `None` when it runs.
+    pub(crate) fn not_running(&self) -> Option<TaskResult> {
+        match (self.scheduled, self.finished) {
+            (true, _) => None,
+            (false, true) => Some(TaskResult::Done),
+            (false, false) => Some(TaskResult::Idle),
+        }
+    }
+
+    /// The task stopped by itself.
+    pub(crate) fn finish(&mut self) {
+        self.scheduled = false;
+        self.finished = true;
+    }
+
+    /// Writes the `scheduled` handler: true runs the task again.
+    pub(crate) fn write(&mut self, value: &str) -> Result<(), String> {
+        self.scheduled = bool::from_arg(value).map_err(|_| "expected boolean")?;
+        self.finished &= !self.scheduled;
+        Ok(())
+    }
 }
 
 /// Runs and counts.
@@ -71,10 +120,7 @@ pub struct NullTask {
     count: u32,
     limit: u32,
     stop: bool,
-    /// The task runs again (Click's task is scheduled).
-    scheduled: bool,
-    /// It stopped at its limit: done, until `scheduled` is written.
-    finished: bool,
+    schedule: TaskSchedule,
 }
 
 impl Element for NullTask {
@@ -83,19 +129,14 @@ impl Element for NullTask {
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        if !self.scheduled {
-            return if self.finished {
-                TaskResult::Done
-            } else {
-                TaskResult::Idle
-            };
+        if let Some(r) = self.schedule.not_running() {
+            return r;
         }
         self.count = self.count.wrapping_add(1);
         if self.limit == 0 || self.count < self.limit {
             return TaskResult::Worked;
         }
-        self.scheduled = false;
-        self.finished = true;
+        self.schedule.finish();
         if self.stop {
             cx.request_stop();
         }
@@ -109,7 +150,7 @@ impl Element for NullTask {
     fn read_handler(&self, handler: &str) -> Option<String> {
         match handler {
             "limit" => Some(self.limit.to_string()),
-            "scheduled" => Some(self.scheduled.to_string()),
+            "scheduled" => Some(self.schedule.scheduled().to_string()),
             _ => None,
         }
     }
@@ -119,10 +160,7 @@ impl Element for NullTask {
         match handler {
             "limit" => self.limit = u32::from_arg(value).map_err(|_| "expected uint32_t")?,
             "reset" => self.count = 0,
-            "scheduled" => {
-                self.scheduled = bool::from_arg(value).map_err(|_| "expected boolean")?;
-                self.finished &= !self.scheduled;
-            }
+            "scheduled" => self.schedule.write(value)?,
             _ => {
                 return Err(format!(
                     "no write handler `{handler}` (NullTask has `limit`, `reset`, `scheduled`)"

@@ -9,9 +9,8 @@
 //! pointer, 19 the fix-IP-source flag, 20-21 the VLAN TCI in host
 //! (little-endian) order. The other bytes are zero.
 
-use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo, Stats,
-};
+use super::{SimpleAction, SimpleElement};
+use bricks_element::{ArgError, Args, Element, ElementClass, Manual, Packet, PortInfo};
 use bricks_packet::Annotations;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -81,45 +80,24 @@ pub(crate) fn set_anno(a: &mut Annotations, b: &[u8; ANNO_SIZE]) {
 }
 
 fn make(_args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    Ok(Box::new(PushAnno { drops: 0 }))
+    Ok(Box::new(SimpleElement::new(PushAnno)))
 }
 
 /// Prepends the annotation area.
 #[derive(Debug)]
-pub struct PushAnno {
-    drops: u64,
-}
+pub struct PushAnno;
 
-impl PushAnno {
-    fn apply(&mut self, b: &mut Batch) {
-        let before = b.len();
-        b.retain(|p| {
-            let area = anno_bytes(p.anno());
-            p.push_front_bytes(&area).is_ok()
-        });
-        self.drops += (before - b.len()) as u64;
-    }
-}
-
-impl Element for PushAnno {
-    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.apply(batch);
-        cx.push(0, batch);
-    }
-
-    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        cx.pull_with(out, max, |b, _| self.apply(b));
-    }
-
-    fn stats(&self, s: &mut Stats) {
-        s.counter("drops", self.drops);
+impl SimpleAction for PushAnno {
+    /// False for a packet without the headroom for the area.
+    fn simple_action(&mut self, p: &mut Packet) -> bool {
+        let area = anno_bytes(p.anno());
+        p.push_front_bytes(&area).is_ok()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bricks_element::Packet;
     use bricks_runtime::testing::Harness;
 
     #[test]

@@ -3,9 +3,8 @@
 //! undoing `PushAnno`; the bytes stay in the packet, as in Click.
 
 use super::push_anno::{set_anno, ANNO_SIZE};
-use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, PortInfo, Stats,
-};
+use super::{SimpleAction, SimpleElement};
+use bricks_element::{ArgError, Args, Element, ElementClass, Manual, Packet, PortInfo};
 
 /// The `ReadAnno` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -36,41 +35,21 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(_args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    Ok(Box::new(ReadAnno { drops: 0 }))
+    Ok(Box::new(SimpleElement::new(ReadAnno)))
 }
 
 /// Reads the annotation area.
 #[derive(Debug)]
-pub struct ReadAnno {
-    drops: u64,
-}
+pub struct ReadAnno;
 
-impl ReadAnno {
-    fn apply(&mut self, b: &mut Batch) {
-        let before = b.len();
-        b.retain(|p| {
-            let Some(area) = p.data().first_chunk::<ANNO_SIZE>().copied() else {
-                return false;
-            };
-            set_anno(p.anno_mut(), &area);
-            true
-        });
-        self.drops += (before - b.len()) as u64;
-    }
-}
-
-impl Element for ReadAnno {
-    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.apply(batch);
-        cx.push(0, batch);
-    }
-
-    fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        cx.pull_with(out, max, |b, _| self.apply(b));
-    }
-
-    fn stats(&self, s: &mut Stats) {
-        s.counter("drops", self.drops);
+impl SimpleAction for ReadAnno {
+    /// False for a packet shorter than the area.
+    fn simple_action(&mut self, p: &mut Packet) -> bool {
+        let Some(area) = p.data().first_chunk::<ANNO_SIZE>().copied() else {
+            return false;
+        };
+        set_anno(p.anno_mut(), &area);
+        true
     }
 }
 

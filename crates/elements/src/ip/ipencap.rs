@@ -106,8 +106,8 @@ static MANUAL: Manual = Manual {
 };
 
 /// IP protocol names Click's PROTO accepts (its `NameInfo` table), as
-/// IANA numbers them.
-const PROTOCOLS: &[(&str, u8)] = &[
+/// IANA numbers them; IPsecEncap's PROTO takes them too.
+pub(crate) const PROTOCOLS: &[(&str, u8)] = &[
     ("icmp", 1),
     ("igmp", 2),
     ("ipip", 4),
@@ -121,17 +121,24 @@ const PROTOCOLS: &[(&str, u8)] = &[
     ("sctp", 132),
 ];
 
+/// `text` as an IP protocol: one of `names`, in any case, or a number from
+/// 0 to 255. The PROTO argument of IPEncap, IP6Encap and IPsecEncap, each
+/// with its own table of names.
+pub(crate) fn protocol(text: &str, names: &[(&str, u8)]) -> Result<u8, String> {
+    let lower = text.to_ascii_lowercase();
+    if let Some(&(_, n)) = names.iter().find(|(name, _)| *name == lower) {
+        return Ok(n);
+    }
+    u8::from_arg(text)
+}
+
 /// An IP protocol by number or name.
 struct Proto(u8);
 
 impl FromArg for Proto {
     const TYPE: &'static str = "IP protocol (0 to 255, or a name such as ipip)";
     fn from_arg(text: &str) -> Result<Self, String> {
-        let lower = text.to_ascii_lowercase();
-        if let Some(&(_, n)) = PROTOCOLS.iter().find(|(name, _)| *name == lower) {
-            return Ok(Proto(n));
-        }
-        u8::from_arg(text).map(Proto)
+        protocol(text, PROTOCOLS).map(Proto)
     }
 }
 

@@ -7,6 +7,7 @@
 //! back 40 bytes, copies the header there and fills in the payload length
 //! and (with DST_ANNO) the destination. IPv6 has no header checksum.
 
+use crate::ip::ipencap::protocol;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     PortInfo, Stats,
@@ -113,11 +114,7 @@ struct Proto(u8);
 impl FromArg for Proto {
     const TYPE: &'static str = "IP protocol (0 to 255, or a name such as ipv6)";
     fn from_arg(text: &str) -> Result<Self, String> {
-        let lower = text.to_ascii_lowercase();
-        if let Some(&(_, n)) = PROTOCOLS.iter().find(|(name, _)| *name == lower) {
-            return Ok(Proto(n));
-        }
-        u8::from_arg(text).map(Proto)
+        protocol(text, PROTOCOLS).map(Proto)
     }
 }
 

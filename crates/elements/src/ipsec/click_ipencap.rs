@@ -1,6 +1,7 @@
 //! `IPsecEncap`: the outer IPv4 header of Click's IPsec tunnels
 //! (`elements/ipsec/ipsecencap.cc`).
 
+use crate::ip::ipencap::{protocol, PROTOCOLS};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
     PortInfo, Stats,
@@ -50,30 +51,12 @@ static MANUAL: Manual = Manual {
     see_also: &["IPsecESPEncap", "FixIPSrc", "IPEncap", "StripIPHeader"],
 };
 
-const PROTOCOLS: &[(&str, u8)] = &[
-    ("icmp", 1),
-    ("igmp", 2),
-    ("ipip", 4),
-    ("tcp", 6),
-    ("udp", 17),
-    ("ipv6", 41),
-    ("gre", 47),
-    ("esp", 50),
-    ("ah", 51),
-    ("ospf", 89),
-    ("sctp", 132),
-];
-
 struct Proto(u8);
 
 impl FromArg for Proto {
     const TYPE: &'static str = "IP protocol (0 to 255, or a name such as esp)";
     fn from_arg(text: &str) -> Result<Self, String> {
-        let lower = text.to_ascii_lowercase();
-        if let Some(&(_, n)) = PROTOCOLS.iter().find(|(name, _)| *name == lower) {
-            return Ok(Proto(n));
-        }
-        u8::from_arg(text).map(Proto)
+        protocol(text, PROTOCOLS).map(Proto)
     }
 }
 

@@ -176,21 +176,18 @@ impl Element for BufferConverter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::testing::{datagram, ip_ok, tcp_ok, FlowRefs, Rig};
+    use super::super::segment::testing::{datagram, ip_ok, tcp_ok, Rig};
     use super::super::segment::ACK;
     use super::*;
     use bricks_element::Processing;
     use bricks_runtime::testing::make_element;
 
     fn rig(args: &str) -> Rig {
-        Rig::new(
+        Rig::alone(
             &CLASS,
             args,
-            PortInfo {
-                inputs: vec![Processing::Pull, Processing::Push],
-                outputs: vec![Processing::Push],
-            },
-            &FlowRefs::default(),
+            &[Processing::Pull, Processing::Push],
+            &[Processing::Push],
         )
     }
 

@@ -4,12 +4,10 @@
 //! get the connection's identity from its outgoing segments.
 
 use super::segment;
+use super::{Copied, CopyRule, LearnAndCopy};
 use crate::ip::header::{be16, be32};
-use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, Packet, PortInfo, Stats,
-};
+use bricks_element::{ElementClass, Manual, Packet};
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The `CopyFlowID` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -17,7 +15,7 @@ pub static CLASS: ElementClass = ElementClass {
     ports: "2/2",
     processing: "a/a",
     manual: &MANUAL,
-    make,
+    make: super::make_copy::<FlowRule>,
 };
 
 static MANUAL: Manual = Manual {
@@ -53,31 +51,12 @@ static MANUAL: Manual = Manual {
 /// Source address and port, destination address and port.
 type FlowId = (Ipv4Addr, u16, Ipv4Addr, u16);
 
-#[derive(Debug, Default)]
-struct Shared(Mutex<Option<FlowId>>);
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Option<FlowId>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let flow = args.shared(|_| Ok(Shared::default()))?;
-    Ok(Box::new(CopyFlowID {
-        flow,
-        unset: 0,
-        drops: 0,
-    }))
-}
+/// The rule of CopyFlowID: the flow of the first TCP or UDP packet.
+#[derive(Debug)]
+pub struct FlowRule;
 
 /// Copies a flow ID from one path to another.
-#[derive(Debug)]
-pub struct CopyFlowID {
-    flow: Arc<Shared>,
-    unset: u64,
-    drops: u64,
-}
+pub type CopyFlowID = LearnAndCopy<FlowRule>;
 
 /// The addresses and ports of a TCP or UDP packet (the first fragment
 /// of one included): what Click's `IPFlowID(p)` reads.
@@ -97,138 +76,76 @@ fn flow_of(p: &Packet) -> Option<FlowId> {
     Some((addr(12), be16(ip, ihl), addr(16), be16(ip, ihl + 2)))
 }
 
-impl CopyFlowID {
-    fn monitor(&mut self, p: &Packet) {
-        let mut f = self.flow.lock();
-        if f.is_some() {
-            return;
-        }
-        *f = flow_of(p);
+impl CopyRule for FlowRule {
+    type Value = FlowId;
+    const CLASS: &'static str = "CopyFlowID";
+
+    fn learn(p: &Packet, old: Option<FlowId>) -> Option<FlowId> {
+        old.or_else(|| flow_of(p))
     }
 
-    fn set(&mut self, p: &mut Packet) -> bool {
-        let Some((src, sport, dst, dport)) = *self.flow.lock() else {
-            self.unset += 1;
-            return true;
+    fn write(p: &mut Packet, value: Option<FlowId>) -> Copied {
+        let Some((src, sport, dst, dport)) = value else {
+            return Copied::Unset;
         };
         let at = segment::ip_offset(p);
         let d = p.data_mut();
         if d.len() >= at + 20 && d[at + 9] == 17 {
-            return self.set_udp(p, at, (src, sport, dst, dport));
+            return write_udp(p, at, (src, sport, dst, dport));
         }
         let Ok(s) = segment::locate(d, at) else {
-            self.drops += 1;
-            return false;
+            return Copied::Dropped;
         };
         s.set_addr(d, 12, src);
         s.set_addr(d, 16, dst);
         s.set_tcp16(d, 0, sport);
         s.set_tcp16(d, 2, dport);
         p.anno_mut().dst_ip = dst;
-        true
-    }
-
-    /// The UDP case of `set`: addresses and ports, the checksum updated
-    /// unless it is 0 (none, RFC 768).
-    fn set_udp(&mut self, p: &mut Packet, at: usize, (src, sport, dst, dport): FlowId) -> bool {
-        use bricks_wire::checksum::{update, update32};
-        let d = p.data_mut();
-        let ihl = usize::from(d[at] & 15) * 4;
-        let u = at + ihl;
-        if ihl < 20 || d.len() < u + 8 {
-            self.drops += 1;
-            return false;
-        }
-        let mut ip_sum = be16(d, at + 10);
-        let mut udp_sum = be16(d, u + 6);
-        let has_sum = udp_sum != 0;
-        for (off, new) in [(12, src), (16, dst)] {
-            let (old, new) = (be32(d, at + off), u32::from(new));
-            ip_sum = update32(ip_sum, old, new);
-            udp_sum = update32(udp_sum, old, new);
-            d[at + off..at + off + 4].copy_from_slice(&new.to_be_bytes());
-        }
-        for (off, new) in [(0, sport), (2, dport)] {
-            udp_sum = update(udp_sum, be16(d, u + off), new);
-            d[u + off..u + off + 2].copy_from_slice(&new.to_be_bytes());
-        }
-        d[at + 10..at + 12].copy_from_slice(&ip_sum.to_be_bytes());
-        if has_sum {
-            let s = if udp_sum == 0 { 0xffff } else { udp_sum };
-            d[u + 6..u + 8].copy_from_slice(&s.to_be_bytes());
-        }
-        p.anno_mut().dst_ip = dst;
-        true
-    }
-
-    fn apply(&mut self, port: usize, b: &mut Batch) {
-        if port == 0 {
-            for p in b.iter() {
-                self.monitor(p);
-            }
-        } else {
-            b.retain(|p| self.set(p));
-        }
+        Copied::Written
     }
 }
 
-impl Element for CopyFlowID {
-    fn push(&mut self, port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.apply(port, batch);
-        cx.push(port, batch);
+/// The UDP case of `FlowRule::write`: addresses and ports, the checksum
+/// updated unless it is 0 (none, RFC 768).
+fn write_udp(p: &mut Packet, at: usize, (src, sport, dst, dport): FlowId) -> Copied {
+    use bricks_wire::checksum::{update, update32};
+    let d = p.data_mut();
+    let ihl = usize::from(d[at] & 15) * 4;
+    let u = at + ihl;
+    if ihl < 20 || d.len() < u + 8 {
+        return Copied::Dropped;
     }
-
-    fn pull(&mut self, port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        let mut b = Batch::new();
-        cx.pull(port, &mut b, max);
-        self.apply(port, &mut b);
-        out.append(&mut b);
+    let mut ip_sum = be16(d, at + 10);
+    let mut udp_sum = be16(d, u + 6);
+    let has_sum = udp_sum != 0;
+    for (off, new) in [(12, src), (16, dst)] {
+        let (old, new) = (be32(d, at + off), u32::from(new));
+        ip_sum = update32(ip_sum, old, new);
+        udp_sum = update32(udp_sum, old, new);
+        d[at + off..at + off + 4].copy_from_slice(&new.to_be_bytes());
     }
-
-    fn write_handler(&mut self, handler: &str, _value: &str) -> Result<(), String> {
-        match handler {
-            "reset" => {
-                *self.flow.lock() = None;
-                Ok(())
-            }
-            _ => Err(format!(
-                "no write handler `{handler}` (CopyFlowID has reset)"
-            )),
-        }
+    for (off, new) in [(0, sport), (2, dport)] {
+        udp_sum = update(udp_sum, be16(d, u + off), new);
+        d[u + off..u + off + 2].copy_from_slice(&new.to_be_bytes());
     }
-
-    fn handler_is_shared(&self, handler: &str) -> bool {
-        handler == "reset"
+    d[at + 10..at + 12].copy_from_slice(&ip_sum.to_be_bytes());
+    if has_sum {
+        let s = if udp_sum == 0 { 0xffff } else { udp_sum };
+        d[u + 6..u + 8].copy_from_slice(&s.to_be_bytes());
     }
-
-    fn handlers(&self) -> &'static [Handler] {
-        const H: &[Handler] = &[Handler::w("reset")];
-        H
-    }
-
-    fn stats(&self, s: &mut Stats) {
-        s.counter("unset", self.unset);
-        s.counter("drops", self.drops);
-    }
+    p.anno_mut().dst_ip = dst;
+    Copied::Written
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::testing::{datagram, ip_ok, sum, tcp_ok, FlowRefs, Rig};
+    use super::super::segment::testing::{datagram, ip_ok, sum, tcp_ok, Rig};
     use super::super::segment::{ACK, PSH};
     use super::*;
     use bricks_element::Processing;
 
     fn rig() -> Rig {
-        Rig::new(
-            &CLASS,
-            "",
-            PortInfo {
-                inputs: vec![Processing::Push; 2],
-                outputs: vec![Processing::Push; 2],
-            },
-            &FlowRefs::default(),
-        )
+        Rig::alone(&CLASS, "", &[Processing::Push; 2], &[Processing::Push; 2])
     }
 
     fn udp(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, payload: &[u8]) -> Vec<u8> {

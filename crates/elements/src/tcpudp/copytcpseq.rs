@@ -5,10 +5,8 @@
 //! outgoing segments.
 
 use super::segment::{self, seq_gt};
-use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, Packet, PortInfo, Stats,
-};
-use std::sync::{Arc, Mutex, MutexGuard};
+use super::{Copied, CopyRule, LearnAndCopy};
+use bricks_element::{ElementClass, Manual, Packet};
 
 /// The `CopyTCPSeq` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -16,7 +14,7 @@ pub static CLASS: ElementClass = ElementClass {
     ports: "2/2",
     processing: "a/a",
     manual: &MANUAL,
-    make,
+    make: super::make_copy::<NextSeq>,
 };
 
 static MANUAL: Manual = Manual {
@@ -54,112 +52,43 @@ static MANUAL: Manual = Manual {
     see_also: &["CopyFlowID", "TCPAck"],
 };
 
-#[derive(Debug, Default)]
-struct Shared(Mutex<Option<u32>>);
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Option<u32>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let seq = args.shared(|_| Ok(Shared::default()))?;
-    Ok(Box::new(CopyTCPSeq {
-        seq,
-        unset: 0,
-        drops: 0,
-    }))
-}
+/// The rule of CopyTCPSeq: the furthest sequence number seen.
+#[derive(Debug)]
+pub struct NextSeq;
 
 /// Copies the highest sequence number of one path into another.
-#[derive(Debug)]
-pub struct CopyTCPSeq {
-    seq: Arc<Shared>,
-    unset: u64,
-    drops: u64,
-}
+pub type CopyTCPSeq = LearnAndCopy<NextSeq>;
 
-impl CopyTCPSeq {
-    fn monitor(&mut self, p: &Packet) {
+impl CopyRule for NextSeq {
+    type Value = u32;
+    const CLASS: &'static str = "CopyTCPSeq";
+
+    fn learn(p: &Packet, old: Option<u32>) -> Option<u32> {
         let Ok(s) = segment::locate_in(p) else {
-            return;
+            return old;
         };
         let seq = s.seq(p.data()).wrapping_add(s.seq_len(p.data()));
-        let mut m = self.seq.lock();
-        match *m {
-            Some(old) if !seq_gt(seq, old) => {}
-            _ => *m = Some(seq),
+        match old {
+            Some(old) if !seq_gt(seq, old) => Some(old),
+            _ => Some(seq),
         }
     }
 
-    fn set(&mut self, p: &mut Packet) -> bool {
+    fn write(p: &mut Packet, value: Option<u32>) -> Copied {
         let Ok(s) = segment::locate_in(p) else {
-            self.drops += 1;
-            return false;
+            return Copied::Dropped;
         };
-        let Some(seq) = *self.seq.lock() else {
-            self.unset += 1;
-            return true;
+        let Some(seq) = value else {
+            return Copied::Unset;
         };
         s.set_tcp32(p.data_mut(), 4, seq);
-        true
-    }
-
-    fn apply(&mut self, port: usize, b: &mut Batch) {
-        if port == 0 {
-            for p in b.iter() {
-                self.monitor(p);
-            }
-        } else {
-            b.retain(|p| self.set(p));
-        }
-    }
-}
-
-impl Element for CopyTCPSeq {
-    fn push(&mut self, port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        self.apply(port, batch);
-        cx.push(port, batch);
-    }
-
-    fn pull(&mut self, port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
-        let mut b = Batch::new();
-        cx.pull(port, &mut b, max);
-        self.apply(port, &mut b);
-        out.append(&mut b);
-    }
-
-    fn write_handler(&mut self, handler: &str, _value: &str) -> Result<(), String> {
-        match handler {
-            "reset" => {
-                *self.seq.lock() = None;
-                Ok(())
-            }
-            _ => Err(format!(
-                "no write handler `{handler}` (CopyTCPSeq has reset)"
-            )),
-        }
-    }
-
-    fn handler_is_shared(&self, handler: &str) -> bool {
-        handler == "reset"
-    }
-
-    fn handlers(&self) -> &'static [Handler] {
-        const H: &[Handler] = &[Handler::w("reset")];
-        H
-    }
-
-    fn stats(&self, s: &mut Stats) {
-        s.counter("unset", self.unset);
-        s.counter("drops", self.drops);
+        Copied::Written
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::testing::{datagram, tcp_ok, FlowRefs, Rig};
+    use super::super::segment::testing::{datagram, tcp_ok, Rig};
     use super::super::segment::{ACK, FIN, SYN};
     use super::*;
     use crate::ip::header::be32;
@@ -172,15 +101,7 @@ mod tests {
 
     #[test]
     fn writes_the_highest_number_seen() {
-        let mut r = Rig::new(
-            &CLASS,
-            "",
-            PortInfo {
-                inputs: vec![Processing::Push; 2],
-                outputs: vec![Processing::Push; 2],
-            },
-            &FlowRefs::default(),
-        );
+        let mut r = Rig::alone(&CLASS, "", &[Processing::Push; 2], &[Processing::Push; 2]);
         r.push(1, &[&seg(5)]);
         assert_eq!(be32(&r.take(1)[0], 24), 5);
         assert_eq!(r.counter("unset"), 1);

@@ -422,7 +422,32 @@ pub(crate) mod testing {
         pub slot: SharedSlot,
     }
 
+    /// The ports of a rig: the processing of each input, then of each
+    /// output.
+    pub fn port_info(inputs: &[Processing], outputs: &[Processing]) -> PortInfo {
+        PortInfo {
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+        }
+    }
+
     impl Rig {
+        /// A rig whose element finds no other element's state: what a
+        /// test of one element alone asks for.
+        pub fn alone(
+            class: &ElementClass,
+            args: &str,
+            inputs: &[Processing],
+            outputs: &[Processing],
+        ) -> Rig {
+            Rig::new(
+                class,
+                args,
+                port_info(inputs, outputs),
+                &FlowRefs::default(),
+            )
+        }
+
         pub fn new(class: &ElementClass, args: &str, ports: PortInfo, refs: &FlowRefs) -> Rig {
             Rig::try_new(class, args, ports, refs).unwrap()
         }

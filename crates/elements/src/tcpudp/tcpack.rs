@@ -246,7 +246,7 @@ impl Element for TCPAck {
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::testing::{datagram, tcp_ok, FlowRefs, Rig};
+    use super::super::segment::testing::{datagram, port_info, tcp_ok, FlowRefs, Rig};
     use super::super::segment::PSH;
     use super::super::tcpbuffer;
     use super::*;
@@ -270,23 +270,17 @@ mod tests {
     /// A TCPAck with a TCPBuffer downstream (a rig of its own, whose
     /// buffer the TCPAck finds) and push ports.
     fn rigs() -> (Rig, Rig) {
-        let buf = Rig::new(
+        let buf = Rig::alone(
             &tcpbuffer::CLASS,
             "",
-            PortInfo {
-                inputs: vec![Processing::Push],
-                outputs: vec![Processing::Pull],
-            },
-            &FlowRefs::default(),
+            &[Processing::Push],
+            &[Processing::Pull],
         );
         let refs = FlowRefs(vec![("TCPBuffer", buf.slot.get().unwrap().clone())]);
         let ack = Rig::new(
             &CLASS,
             "DELAY 20ms",
-            PortInfo {
-                inputs: vec![Processing::Push; 2],
-                outputs: vec![Processing::Push; 3],
-            },
+            port_info(&[Processing::Push; 2], &[Processing::Push; 3]),
             &refs,
         );
         (ack, buf)
@@ -297,10 +291,7 @@ mod tests {
         let err = Rig::try_new(
             &CLASS,
             "",
-            PortInfo {
-                inputs: vec![Processing::Push; 2],
-                outputs: vec![Processing::Push; 3],
-            },
+            port_info(&[Processing::Push; 2], &[Processing::Push; 3]),
             &FlowRefs::default(),
         )
         .err()

@@ -262,7 +262,7 @@ pub(crate) fn downstream_buffer(args: &Args<'_>, output: usize) -> Result<Arc<Bu
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::testing::{datagram, FlowRefs, Rig};
+    use super::super::segment::testing::{datagram, Rig};
     use super::super::segment::{ACK, FIN, SYN};
     use super::*;
     use crate::ip::header::be32;
@@ -284,15 +284,7 @@ mod tests {
     }
 
     fn rig(args: &str) -> Rig {
-        Rig::new(
-            &CLASS,
-            args,
-            PortInfo {
-                inputs: vec![Processing::Push],
-                outputs: vec![Processing::Pull],
-            },
-            &FlowRefs::default(),
-        )
+        Rig::alone(&CLASS, args, &[Processing::Push], &[Processing::Pull])
     }
 
     fn seqs(frames: &[Vec<u8>]) -> Vec<u32> {

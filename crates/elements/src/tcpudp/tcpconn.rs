@@ -300,7 +300,7 @@ impl Element for TCPConn {
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::testing::{datagram, ip_ok, tcp_ok, FlowRefs, Rig};
+    use super::super::segment::testing::{datagram, ip_ok, port_info, tcp_ok, FlowRefs, Rig};
     use super::super::segment::PSH;
     use super::super::tcpdemux;
     use super::*;
@@ -308,23 +308,20 @@ mod tests {
     use bricks_element::Processing;
 
     fn rigs() -> (Rig, Rig) {
-        let dmx = Rig::new(
+        let dmx = Rig::alone(
             &tcpdemux::CLASS,
             "CAPACITY 1",
-            PortInfo {
-                inputs: vec![Processing::Push],
-                outputs: vec![Processing::Push],
-            },
-            &FlowRefs::default(),
+            &[Processing::Push],
+            &[Processing::Push],
         );
         let refs = FlowRefs(vec![("TCPDemux", dmx.slot.get().unwrap().clone())]);
         let con = Rig::new(
             &CLASS,
             "",
-            PortInfo {
-                inputs: vec![Processing::Push, Processing::Pull],
-                outputs: vec![Processing::Push, Processing::Pull, Processing::Push],
-            },
+            port_info(
+                &[Processing::Push, Processing::Pull],
+                &[Processing::Push, Processing::Pull, Processing::Push],
+            ),
             &refs,
         );
         (con, dmx)
@@ -456,10 +453,10 @@ mod tests {
         let err = Rig::try_new(
             &CLASS,
             "",
-            PortInfo {
-                inputs: vec![Processing::Push, Processing::Pull],
-                outputs: vec![Processing::Push, Processing::Pull, Processing::Push],
-            },
+            port_info(
+                &[Processing::Push, Processing::Pull],
+                &[Processing::Push, Processing::Pull, Processing::Push],
+            ),
             &FlowRefs::default(),
         )
         .err()

@@ -280,21 +280,13 @@ impl Element for ToyTCP {
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::testing::{FlowRefs, Rig};
+    use super::super::segment::testing::Rig;
     use super::*;
     use bricks_element::Processing;
     use bricks_runtime::testing::make_element;
 
     fn rig(args: &str) -> Rig {
-        Rig::new(
-            &CLASS,
-            args,
-            PortInfo {
-                inputs: vec![Processing::Push],
-                outputs: vec![Processing::Push],
-            },
-            &FlowRefs::default(),
-        )
+        Rig::alone(&CLASS, args, &[Processing::Push], &[Processing::Push])
     }
 
     /// A bare TCP header from the peer's `from` port to `to`.

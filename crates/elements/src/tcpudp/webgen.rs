@@ -530,22 +530,14 @@ impl Element for WebGen {
 
 #[cfg(test)]
 mod tests {
-    use super::super::segment::testing::{datagram, ip_ok, tcp_ok, FlowRefs, Rig};
+    use super::super::segment::testing::{datagram, ip_ok, tcp_ok, Rig};
     use super::*;
     use crate::ip::header::{be16, be32};
     use bricks_element::Processing;
     use bricks_runtime::testing::make_element;
 
     fn rig(args: &str) -> Rig {
-        Rig::new(
-            &CLASS,
-            args,
-            PortInfo {
-                inputs: vec![Processing::Push],
-                outputs: vec![Processing::Push],
-            },
-            &FlowRefs::default(),
-        )
+        Rig::alone(&CLASS, args, &[Processing::Push], &[Processing::Push])
     }
 
     const MS: u64 = 1_000_000;
