@@ -84,7 +84,7 @@ fn unknown_class_is_located_underlined_and_suggested() {
 
 #[test]
 fn a_click_element_bricks_lacks_is_named_as_such() {
-    for class in ["ToIPFlowDumps", "FromNLANRDump", "SpinlockAcquire"] {
+    for class in ["PerfCountAccum", "RFC2507Comp", "SpinlockAcquire"] {
         let (code, err) = check(&format!("InfiniteSource -> {class} -> Discard;"));
         assert_eq!(code, 2);
         assert!(
@@ -99,11 +99,11 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
         );
         assert!(!err.contains("did you mean"), "{err}");
     }
-    let o = bricks(&["elements", "FromNLANRDump"]);
+    let o = bricks(&["elements", "RFC2507Comp"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o)
-            .contains("`FromNLANRDump` is a Click element that bricks does not implement yet"),
+            .contains("`RFC2507Comp` is a Click element that bricks does not implement yet"),
         "{}",
         stderr(&o)
     );
@@ -118,10 +118,10 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
 #[test]
 fn unknown_classes_and_bad_arguments_are_reported_in_one_pass() {
     let (code, err) = check(
-        "InfiniteSource(LIMT 5) -> FromNLANRDump -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
+        "InfiniteSource(LIMT 5) -> RFC2507Comp -> Discrad; Idle -> c :: Counter(X 1) -> Discard;",
     );
     assert_eq!(code, 2);
-    assert!(err.contains("`FromNLANRDump` is a Click element"), "{err}");
+    assert!(err.contains("`RFC2507Comp` is a Click element"), "{err}");
     assert!(err.contains("undeclared element `Discrad`"), "{err}");
     assert!(err.contains("unknown keyword LIMT"), "{err}");
     assert!(err.contains("did you mean LIMIT?"), "{err}");
