@@ -102,8 +102,7 @@ fn a_click_element_bricks_lacks_is_named_as_such() {
     let o = bricks(&["elements", "RFC2507Comp"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o)
-            .contains("`RFC2507Comp` is a Click element that bricks does not implement yet"),
+        stderr(&o).contains("`RFC2507Comp` is a Click element that bricks does not implement yet"),
         "{}",
         stderr(&o)
     );
