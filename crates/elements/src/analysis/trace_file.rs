@@ -397,11 +397,16 @@ fn be16(d: &[u8], at: usize) -> Option<u16> {
 
 /// Behind an Ethernet header starting at `at`, and at most one 802.1Q tag.
 fn ether_ip(d: &[u8], at: usize) -> Option<usize> {
-    let t = be16(d, at + 12)?;
+    ethertype_ip(d, at + 12)
+}
+
+/// Behind an EtherType at `at`, and at most one 802.1Q tag.
+fn ethertype_ip(d: &[u8], at: usize) -> Option<usize> {
+    let t = be16(d, at)?;
     if is_ip_type(t) {
-        return Some(at + 14);
+        return Some(at + 2);
     }
-    (t == 0x8100 && is_ip_type(be16(d, at + 16)?)).then_some(at + 18)
+    (t == 0x8100 && is_ip_type(be16(d, at + 4)?)).then_some(at + 6)
 }
 
 /// Behind RFC 1483 LLC encapsulation at `at`: LLC/SNAP with an IP
@@ -422,7 +427,7 @@ fn rfc1483_ip(d: &[u8], at: usize) -> Option<usize> {
     match ([o0, o1, o2], u16::from_be_bytes([p0, p1])) {
         // Encapsulated Ethernet, Cisco bridging: the EtherType is the
         // last two bytes of the SNAP header.
-        ([0, 0, 0] | [0, 0, 0xf8], _) => ether_ip(d, at + 8 - 14),
+        ([0, 0, 0] | [0, 0, 0xf8], _) => ethertype_ip(d, at + 6),
         // RFC 2684 bridged Ethernet, with or without its FCS, after 2
         // bytes of padding.
         ([0, 0x80, 0xc2], 1 | 7) => ether_ip(d, at + 10),
@@ -968,6 +973,12 @@ mod tests {
         );
         let bridged = [&[0xaa, 0xaa, 3, 0, 0x80, 0xc2, 0, 7, 0, 0][..], &eth].concat();
         assert_eq!(Encap::Atm.ip_offset(&bridged), Some(24));
+        // Encapsulated Ethernet: the SNAP header's last two bytes are the
+        // EtherType, here a VLAN tag (whose Ethernet header would start
+        // before the frame).
+        let tagged = cat(&[0xaa, 0xaa, 3, 0, 0, 0, 0x81, 0, 0, 5, 8, 0]);
+        assert_eq!(Encap::Atm.ip_offset(&tagged), Some(12));
+        assert_eq!(Encap::Atm.ip_offset(&tagged[..12]), None);
         assert_eq!(Encap::Hdlc.ip_offset(&cat(&[0x0f, 0, 8, 0])), Some(4));
         assert_eq!(Encap::PppHdlc.ip_offset(&cat(&[0xff, 3, 0, 0x21])), Some(4));
         assert_eq!(Encap::PppHdlc.ip_offset(&cat(&[0x8f, 0, 8, 0])), Some(4));
