@@ -11,7 +11,11 @@
 //! as in Click's `RouterThread`): each task has tickets (`ScheduleInfo`),
 //! a stride inversely proportional to them, and a pass; the task with the
 //! smallest pass runs next and its pass advances by its stride, whether it
-//! found work or not. A round is as many runs as there are tasks. When
+//! found work or not. As in Click, tasks start in configuration order,
+//! each one stride after the smallest pass of those before it, and of two
+//! equal passes the one reached first runs first, so that the order of
+//! runs is Click's (`SchedOrderTest` shows it). A round is as many runs as
+//! there are tasks. When
 //! every task has the same tickets, stride scheduling is plain round robin
 //! and a round runs each task once, in order, with no heap at all.
 //!
@@ -213,8 +217,12 @@ pub struct Engine {
     live: usize,
     /// Tickets differ: run by pass from `by_pass`, not in order.
     stride: bool,
-    /// (pass, task) of every live task, smallest pass first.
-    by_pass: BinaryHeap<Reverse<(u64, u32)>>,
+    /// (pass, order, task) of every live task, smallest pass first and,
+    /// among equal passes, the one that got its pass first (Click's task
+    /// list keeps equal passes in that order).
+    by_pass: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// The order the next push into `by_pass` gets.
+    next_seq: u64,
     term: Arc<Termination>,
     timers: BinaryHeap<Reverse<(Timestamp, usize)>>,
     stop: StopHandle,
@@ -398,20 +406,24 @@ impl Engine {
                 },
             );
         }
+        let mut tasks = tasks;
         let live = tasks.iter().filter(|t| !t.done).count();
         let mut strides = tasks.iter().filter(|t| !t.done).map(|t| t.stride);
         let first = strides.next();
         let stride = strides.any(|s| Some(s) != first);
-        let by_pass = if stride {
-            tasks
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| !t.done)
-                .map(|(i, t)| Reverse((t.pass, i as u32)))
-                .collect()
-        } else {
-            BinaryHeap::new()
-        };
+        let mut by_pass = BinaryHeap::new();
+        let mut next_seq = 0;
+        if stride {
+            // As Click schedules tasks in configuration order: each starts
+            // one stride after the smallest pass of those before it.
+            let mut smallest = None;
+            for (i, t) in tasks.iter_mut().enumerate().filter(|(_, t)| !t.done) {
+                t.pass = smallest.unwrap_or(0) + t.stride;
+                smallest = Some(smallest.map_or(t.pass, |p: u64| p.min(t.pass)));
+                by_pass.push(Reverse((t.pass, next_seq, i as u32)));
+                next_seq += 1;
+            }
+        }
         Ok(Engine {
             graph,
             classes: plan.elements.iter().map(|e| e.class.name).collect(),
@@ -420,6 +432,7 @@ impl Engine {
             live,
             stride,
             by_pass,
+            next_seq,
             // Alone until told otherwise: only this worker's view counts.
             term: Arc::new(Termination::new(1)),
             timers: BinaryHeap::new(),
@@ -668,6 +681,7 @@ impl Engine {
         self.live = new.live;
         self.stride = new.stride;
         self.by_pass = std::mem::take(&mut new.by_pass);
+        self.next_seq = new.next_seq;
         self.started = false;
         self.start();
     }
@@ -788,13 +802,15 @@ impl Engine {
                 .position(|t| t.element == i && t.done && t.here);
             match slot {
                 Some(k) if !self.state.stopping => {
-                    let pass = self.by_pass.peek().map_or(0, |Reverse((p, _))| *p);
+                    // Click: one stride after the smallest pass.
+                    let base = self.by_pass.peek().map_or(0, |Reverse((p, _, _))| *p);
                     let t = &mut self.tasks[k];
                     t.done = false;
-                    t.pass = pass;
+                    t.pass = base.saturating_add(t.stride);
+                    let pass = t.pass;
                     self.live += 1;
                     if self.stride {
-                        self.by_pass.push(Reverse((pass, k as u32)));
+                        self.push_pass(pass, k);
                     }
                 }
                 _ => self.graph.task_finished(i),
@@ -830,7 +846,7 @@ impl Engine {
     fn stride_runs(&mut self, r: &mut Round) {
         let mut runs = 0;
         while runs < self.live {
-            let Some(Reverse((pass, i))) = self.by_pass.pop() else {
+            let Some(Reverse((pass, _, i))) = self.by_pass.pop() else {
                 break;
             };
             let i = i as usize;
@@ -846,7 +862,8 @@ impl Engine {
             let slot = &mut self.tasks[i];
             if !slot.done {
                 slot.pass = slot.pass.wrapping_add(slot.stride);
-                self.by_pass.push(Reverse((slot.pass, i as u32)));
+                let pass = slot.pass;
+                self.push_pass(pass, i);
             }
         }
         if !r.worked {
@@ -866,13 +883,24 @@ impl Engine {
         for t in self.tasks.iter_mut() {
             t.pass = t.pass.saturating_sub(base);
         }
-        self.by_pass = self
+        let live: Vec<(u64, usize)> = self
             .tasks
             .iter()
             .enumerate()
             .filter(|&(i, t)| !t.done && i != running)
-            .map(|(i, t)| Reverse((t.pass, i as u32)))
+            .map(|(i, t)| (t.pass, i))
             .collect();
+        self.by_pass.clear();
+        for (pass, i) in live {
+            self.push_pass(pass, i);
+        }
+    }
+
+    /// Queues task `i` to run at `pass`, after the tasks already queued at
+    /// the same pass.
+    fn push_pass(&mut self, pass: u64, i: usize) {
+        self.by_pass.push(Reverse((pass, self.next_seq, i as u32)));
+        self.next_seq += 1;
     }
 
     fn sources_running(&self) -> bool {

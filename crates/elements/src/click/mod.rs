@@ -47,6 +47,7 @@ pub mod random_seed;
 pub mod read_anno;
 pub mod reframe;
 pub mod resize;
+pub mod sched_order_test;
 pub mod send_pattern;
 pub mod set_ip_dscp;
 pub mod set_timestamp_delta;
@@ -186,6 +187,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &upstream_notifier::CLASS,
     &quick_note_queue::CLASS,
     &from_handler::CLASS,
+    &sched_order_test::CLASS,
 ];
 
 #[cfg(test)]
