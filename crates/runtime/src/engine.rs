@@ -186,6 +186,10 @@ struct TaskSlot {
     stride: u64,
     /// Virtual time of its next run.
     pass: u64,
+    /// The order of its entry in the engine's heap: older entries of the
+    /// same task (left behind when it ended outside a stride run and was
+    /// woken again) are stale and skipped.
+    entry: u64,
 }
 
 /// The stride of a task with one ticket. Click uses 2^16 with 32-bit
@@ -386,6 +390,7 @@ impl Engine {
                     here,
                     stride: STRIDE1 / u64::from(e.tickets.max(1)),
                     pass: 0,
+                    entry: 0,
                 }
             })
             .collect();
@@ -420,6 +425,7 @@ impl Engine {
             for (i, t) in tasks.iter_mut().enumerate().filter(|(_, t)| !t.done) {
                 t.pass = smallest.unwrap_or(0) + t.stride;
                 smallest = Some(smallest.map_or(t.pass, |p: u64| p.min(t.pass)));
+                t.entry = next_seq;
                 by_pass.push(Reverse((t.pass, next_seq, i as u32)));
                 next_seq += 1;
             }
@@ -846,12 +852,13 @@ impl Engine {
     fn stride_runs(&mut self, r: &mut Round) {
         let mut runs = 0;
         while runs < self.live {
-            let Some(Reverse((pass, _, i))) = self.by_pass.pop() else {
+            let Some(Reverse((pass, entry, i))) = self.by_pass.pop() else {
                 break;
             };
             let i = i as usize;
-            if self.tasks[i].done {
-                // Ended from outside (a stop): dropped from the heap here.
+            if self.tasks[i].done || self.tasks[i].entry != entry {
+                // Ended from outside (a stop, the sweep below), or an
+                // entry from before it ended and was woken: dropped here.
                 continue;
             }
             if pass >= PASS_REBASE {
@@ -899,6 +906,7 @@ impl Engine {
     /// Queues task `i` to run at `pass`, after the tasks already queued at
     /// the same pass.
     fn push_pass(&mut self, pass: u64, i: usize) {
+        self.tasks[i].entry = self.next_seq;
         self.by_pass.push(Reverse((pass, self.next_seq, i as u32)));
         self.next_seq += 1;
     }
