@@ -83,6 +83,17 @@ fn forward(
     backend: &str,
     during: impl FnOnce(&str),
 ) -> (String, u64) {
+    forward_by(net, router_args, ("r0", "r1"), backend, during)
+}
+
+/// [`forward`] with the router's two interfaces named as given.
+fn forward_by(
+    net: &Network,
+    router_args: &[&str],
+    (input, output): (&str, &str),
+    backend: &str,
+    during: impl FnOnce(&str),
+) -> (String, u64) {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("ctl.sock");
     let sock_s = sock.to_str().unwrap().to_string();
@@ -99,7 +110,7 @@ fn forward(
     ))
     .unwrap();
     let conf = format!(
-        "FromDevice(r0, BACKEND {backend}, PROMISC true) -> c :: Counter -> Queue(4096) -> ToDevice(r1, BACKEND {backend});"
+        "FromDevice({input}, BACKEND {backend}, PROMISC true) -> c :: Counter -> Queue(4096) -> ToDevice({output}, BACKEND {backend});"
     );
     let mut args = vec!["run", "-e", &conf, "--duration", "5", "--control", &sock_s];
     args.extend_from_slice(router_args);
@@ -172,6 +183,43 @@ fn queue_ownership_is_exclusive_af_packet() {
     if skip_unless_root("queue_ownership_is_exclusive_af_packet").is_none() {
         queue_ownership_is_exclusive("packet", "dqp");
     }
+}
+
+/// Click's kernel devices may be named by their Ethernet address
+/// (`FromDevice(00:e0:98:09:ab:af)` in Click's conf/mazu-nat.click): the
+/// interface with that address is opened.
+#[test]
+fn devices_named_by_their_ethernet_address_forward() {
+    if skip_unless_root("devices_named_by_their_ethernet_address_forward").is_some() {
+        return;
+    }
+    let _serial = serial();
+    let net = network("dmac");
+    let r0 = net.mac("r", "r0").unwrap();
+    // Upper case and dashes, as Click reads them too.
+    let r1 = net.mac("r", "r1").unwrap().to_uppercase().replace(':', "-");
+    let (summary, at_sink) = forward_by(&net, &[], (&r0, &r1), "auto", |_| {});
+    assert_eq!(at_sink, PACKETS, "router said:\n{summary}");
+    assert_eq!(counter(&summary, "c", "count"), PACKETS, "{summary}");
+    // An address no interface has is refused by name.
+    let out = output_timeout(
+        &mut bricks(
+            &net,
+            "r",
+            &[
+                "run",
+                "-e",
+                "FromDevice(02:00:00:00:00:99) -> Discard",
+                "--duration",
+                "1",
+            ],
+        ),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("no interface `02:00:00:00:00:99`"), "{err}");
 }
 
 #[test]

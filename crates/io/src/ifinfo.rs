@@ -50,8 +50,69 @@ impl core::fmt::Display for IfError {
 
 impl std::error::Error for IfError {}
 
-/// The kernel index of interface `name`.
+/// The kernel index of interface `name`, which may also be an Ethernet
+/// address (see [`resolve`]).
 pub fn index(name: &str) -> Result<u32, IfError> {
+    let name = &resolve(name)?;
+    index_of(name)
+}
+
+/// The name of the interface `name` means: `name` itself, unless no
+/// interface is called that and `name` is an Ethernet address
+/// (`00:00:5a:98:f9:28`, or with dashes), in which case the Ethernet
+/// interface with that address and the smallest index, as Click's kernel
+/// FromDevice finds a device by its address.
+pub fn resolve(name: &str) -> Result<String, IfError> {
+    match (index_of(name), mac_name(name)) {
+        (Err(IfError::BadName(_) | IfError::NoSuchInterface(_)), Some(mac)) => {
+            by_mac(&mac).ok_or_else(|| IfError::NoSuchInterface(name.into()))
+        }
+        (Ok(_), _) => Ok(name.to_string()),
+        (Err(e), None) => Err(e),
+    }
+}
+
+/// `name` read as an Ethernet address: six groups of one or two hex
+/// digits separated by colons or by dashes.
+fn mac_name(name: &str) -> Option<[u8; 6]> {
+    let sep = if name.contains(':') { ':' } else { '-' };
+    let mut mac = [0u8; 6];
+    let mut parts = name.split(sep);
+    for b in mac.iter_mut() {
+        let p = parts.next()?;
+        if p.is_empty() || p.len() > 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+/// The Ethernet interface (ARPHRD_ETHER, or 802.11) with address `mac`
+/// and the smallest index in this network namespace.
+fn by_mac(mac: &[u8; 6]) -> Option<String> {
+    let mut best: Option<(u32, String)> = None;
+    for e in std::fs::read_dir("/sys/class/net").ok()?.flatten() {
+        let dir = e.path();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        // 1: ARPHRD_ETHER, 801: ARPHRD_IEEE80211.
+        if !matches!(read("type").trim(), "1" | "801") {
+            continue;
+        }
+        if parse_mac(read("address").trim()).as_ref() != Some(mac) {
+            continue;
+        }
+        let Ok(index) = read("ifindex").trim().parse::<u32>() else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|(i, _)| index < *i) {
+            best = Some((index, e.file_name().to_string_lossy().into_owned()));
+        }
+    }
+    best.map(|(_, n)| n)
+}
+
+fn index_of(name: &str) -> Result<u32, IfError> {
     let c = std::ffi::CString::new(name).map_err(|_| IfError::BadName(name.into()))?;
     if name.is_empty() || name.len() >= libc::IF_NAMESIZE {
         return Err(IfError::BadName(name.into()));
@@ -65,9 +126,11 @@ pub fn index(name: &str) -> Result<u32, IfError> {
     }
 }
 
-/// Looks up interface `name`.
+/// Looks up interface `name` (or the one [`resolve`] finds for an
+/// Ethernet address; [`IfInfo::name`] is then its name).
 pub fn lookup(name: &str) -> Result<IfInfo, IfError> {
-    let index = index(name)?;
+    let name = &resolve(name)?;
+    let index = index_of(name)?;
     let dir = Path::new("/sys/class/net").join(name);
     let (mut rx_queues, mut tx_queues) = (0, 0);
     if let Ok(entries) = std::fs::read_dir(dir.join("queues")) {
@@ -127,6 +190,38 @@ mod tests {
             lookup("a-name-far-too-long-for-linux"),
             Err(IfError::BadName(_))
         ));
+    }
+
+    #[test]
+    fn an_ethernet_address_names_its_interface() {
+        // Loopback's all-zero address is not an Ethernet device's.
+        assert_eq!(
+            mac_name("00:00:5A:98:f9:28"),
+            Some([0, 0, 0x5a, 0x98, 0xf9, 0x28])
+        );
+        assert_eq!(
+            mac_name("0-0-5a-98-f9-28"),
+            Some([0, 0, 0x5a, 0x98, 0xf9, 0x28])
+        );
+        assert_eq!(mac_name("00:00:5a:98:f9"), None);
+        assert_eq!(mac_name("000:00:5a:98:f9:28"), None);
+        assert_eq!(mac_name("eth0"), None);
+        assert_eq!(
+            lookup("00:00:00:00:00:00").unwrap_err(),
+            IfError::NoSuchInterface("00:00:00:00:00:00".into())
+        );
+        assert_eq!(resolve("lo").unwrap(), "lo");
+        // Every Ethernet interface here is found by its own address.
+        for e in std::fs::read_dir("/sys/class/net").unwrap().flatten() {
+            let dir = e.path();
+            let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+            if read("type").trim() != "1" || read("address").trim() == "00:00:00:00:00:00" {
+                continue;
+            }
+            let by_addr = lookup(read("address").trim()).unwrap();
+            assert_eq!(by_addr.mac, parse_mac(read("address").trim()).unwrap());
+            assert_eq!(index(read("address").trim()).unwrap(), by_addr.index);
+        }
     }
 
     #[test]

@@ -393,6 +393,18 @@ pub fn open_declared(
 
 fn open_one(spec: &DeviceSpec, workers: usize) -> Result<(OpenDevice, OpenReport), DeviceError> {
     let info = ifinfo::lookup(&spec.name).map_err(|e| DeviceError::Io(e.to_string()))?;
+    // An Ethernet address names its interface (Click's kernel devices):
+    // the sockets open that interface, the table keeps the configured name.
+    let resolved;
+    let spec = if info.name == spec.name {
+        spec
+    } else {
+        resolved = DeviceSpec {
+            name: info.name.clone(),
+            ..spec.clone()
+        };
+        &resolved
+    };
     match spec.backend {
         Backend::Xdp => open_xdp(spec, &info, workers),
         Backend::Packet if spec.fast_path.is_some() => Err(DeviceError::Io(format!(

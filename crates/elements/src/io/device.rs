@@ -161,7 +161,9 @@ static FROM_MANUAL: Manual = Manual {
         interface, frames unicast to another MAC than the interface's (read when the \
         router starts) are dropped and counted unless PROMISC is true, as a host's card \
         and Linux do; a router must not route what was not sent to it. DEVNAME is \
-        a live Linux interface unless the command line binds it to captures. Live, the \
+        a live Linux interface (or its Ethernet address, as Click's kernel elements \
+        take: the Ethernet interface with that address) unless the command line binds it \
+        to captures. Live, the \
         backend is AF_XDP (bricks attaches its own redirect program; native mode where the \
         driver has it, zero-copy where it allows) or AF_PACKET with TPACKET_V3 rings and \
         fanout; every receive queue of the interface is owned by one worker (`bricks run \
