@@ -18,6 +18,7 @@ pub mod pattern;
 pub mod rewriter;
 pub mod rripmapper;
 pub mod seq;
+pub mod siphmapper;
 pub mod table;
 pub mod tcprewriter;
 pub mod udprewriter;
@@ -35,6 +36,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &icmprewriter::CLASS,
     &iprwpatterns::CLASS,
     &rripmapper::CLASS,
+    &siphmapper::CLASS,
     &ftpportmapper::CLASS,
 ];
 
@@ -86,8 +88,10 @@ mod tests {
                 // IPRewriterPatterns' example: the rewriter naming it.
                 .find(|e| {
                     e.class == c.name
-                        || (matches!(c.name, "IPRewriterPatterns" | "RoundRobinIPMapper")
-                            && e.class == "IPRewriter")
+                        || (matches!(
+                            c.name,
+                            "IPRewriterPatterns" | "RoundRobinIPMapper" | "SourceIPHashMapper"
+                        ) && e.class == "IPRewriter")
                         || (c.name == "FTPPortMapper" && e.class == "TCPRewriter")
                 })
                 .unwrap_or_else(|| panic!("{}: no counters reported", c.name));

@@ -23,14 +23,27 @@ pub type Named<'a> = &'a dyn Fn(&str) -> Option<Arc<Pattern>>;
 /// error says why the word names none.
 pub type MapperOf<'a> = &'a dyn Fn(&str) -> Result<Arc<Mapper>, String>;
 
-/// A mapper element's state (Click's `IPMapper`; RoundRobinIPMapper):
-/// patterns with their outputs, tried in turn, one new flow each.
-#[derive(Debug)]
+/// A mapper element's state (Click's `IPMapper`; RoundRobinIPMapper,
+/// SourceIPHashMapper): patterns with their outputs, tried in turn, one
+/// new flow each, or chosen by the flow's source address.
 pub struct Mapper {
     /// The mapper's name, for errors.
     pub name: String,
     pub choices: Vec<(Arc<Pattern>, usize, usize)>,
     next: std::sync::atomic::AtomicUsize,
+    /// Picks a choice by the flow's source address instead of in turn
+    /// (SourceIPHashMapper).
+    by_source: Option<Box<dyn Fn(u32) -> usize + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Mapper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapper")
+            .field("name", &self.name)
+            .field("choices", &self.choices)
+            .field("by_source", &self.by_source.is_some())
+            .finish()
+    }
 }
 
 impl Mapper {
@@ -68,15 +81,40 @@ impl Mapper {
             name: name.to_string(),
             choices,
             next: std::sync::atomic::AtomicUsize::new(0),
+            by_source: None,
         })
     }
 
-    /// The next choice to try, round robin (every try advances it, as
-    /// Click's `_last_pattern`).
+    /// This mapper choosing by the flow's source address (host order):
+    /// `pick` gives the index of the choice.
+    pub fn with_source_choice(
+        mut self,
+        pick: impl Fn(u32) -> usize + Send + Sync + 'static,
+    ) -> Mapper {
+        self.by_source = Some(Box::new(pick));
+        self
+    }
+
+    /// How many choices a new flow tries: every pattern in turn, or the
+    /// one its source address picks.
+    pub fn tries(&self) -> usize {
+        if self.by_source.is_some() {
+            1
+        } else {
+            self.choices.len()
+        }
+    }
+
+    /// The next choice to try for a flow from `saddr`: round robin (every
+    /// try advances it, as Click's `_last_pattern`), or the one the source
+    /// address picks.
     #[inline]
-    pub fn next_choice(&self) -> &(Arc<Pattern>, usize, usize) {
-        let i = self.next.fetch_add(1, Relaxed) % self.choices.len();
-        &self.choices[i]
+    pub fn next_choice(&self, saddr: u32) -> &(Arc<Pattern>, usize, usize) {
+        let i = match &self.by_source {
+            Some(pick) => pick(saddr),
+            None => self.next.fetch_add(1, Relaxed),
+        };
+        &self.choices[i % self.choices.len()]
     }
 }
 
@@ -535,9 +573,9 @@ mod tests {
         let b = Arc::new(pat("2.0.0.2 - - -").unwrap());
         let named = |n: &str| (n == "b").then(|| Arc::clone(&b));
         let m = Mapper::parse("m", ["1.0.0.1 - - - 0 1", "b 1 1"], &named).unwrap();
-        assert_eq!(m.next_choice().0.saddr, 0x0100_0001);
-        assert!(Arc::ptr_eq(&m.next_choice().0, &b));
-        assert_eq!(m.next_choice().1, 0);
+        assert_eq!(m.next_choice(0).0.saddr, 0x0100_0001);
+        assert!(Arc::ptr_eq(&m.next_choice(0).0, &b));
+        assert_eq!(m.next_choice(0).1, 0);
         assert!(Mapper::parse("m", ["c 0 1"], &named).is_err());
         assert!(Mapper::parse("m", ["1.0.0.1 - - - x 1"], &named).is_err());
         assert!(Mapper::parse("m", [], &named).is_err());

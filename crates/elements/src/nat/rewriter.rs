@@ -46,7 +46,7 @@ pub const REWRITER_CLASSES: &[&str] = &[
 ];
 
 /// The mapper classes an input spec may name (Click's `IPMapper`s).
-pub const MAPPER_CLASSES: &[&str] = &["RoundRobinIPMapper"];
+pub const MAPPER_CLASSES: &[&str] = &["RoundRobinIPMapper", "SourceIPHashMapper"];
 
 /// What every worker's instance of one rewriter shares.
 #[derive(Debug)]
@@ -148,7 +148,7 @@ impl Shared {
         let spec = &*spec;
         let tries = match spec {
             InputSpec::Pattern(..) | InputSpec::Keep(..) => 1,
-            InputSpec::Mapper(m) => m.choices.len(),
+            InputSpec::Mapper(m) => m.tries(),
             _ => return Ok(None),
         };
         let kind = sh.kind;
@@ -194,7 +194,7 @@ impl Shared {
                 InputSpec::Pattern(p, fo, ro) => (Some(&**p), *fo, *ro),
                 InputSpec::Keep(fo, ro) => (None, *fo, *ro),
                 InputSpec::Mapper(m) => {
-                    let (p, fo, ro) = m.next_choice();
+                    let (p, fo, ro) = m.next_choice(key.tuple.saddr);
                     (Some(&**p), *fo, *ro)
                 }
                 _ => return Ok(None),
