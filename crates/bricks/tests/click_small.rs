@@ -306,3 +306,44 @@ fn what_truncate_cuts_stays_in_the_dumps_wire_length() {
     );
     assert_eq!(pcap_lengths(&b), vec![(60, 60), (60, 60)]);
 }
+
+#[test]
+fn a_packet_without_a_timestamp_is_dumped_with_the_time_it_is_written() {
+    // As Click's ToDump: a zero timestamp annotation becomes now; one set
+    // by the source is kept.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, summary) = (
+        dir.path().join("a.pcap"),
+        dir.path().join("b.pcap"),
+        dir.path().join("in.ipsum"),
+    );
+    std::fs::write(
+        &summary,
+        "!data timestamp ip_src ip_dst\n1000.5 1.0.0.1 2.0.0.2\n",
+    )
+    .unwrap();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    run(
+        &format!(
+            "InfiniteSource(LIMIT 1, STOP true, TIMESTAMP false) -> ToDump({});\n\
+             FromIPSummaryDump({}, STOP true) -> ToDump({}, ENCAP IP);",
+            a.display(),
+            summary.display(),
+            b.display()
+        ),
+        &[],
+    );
+    let seconds = |path: &std::path::Path| {
+        let d = std::fs::read(path).unwrap();
+        u64::from(u32::from_le_bytes([d[24], d[25], d[26], d[27]]))
+    };
+    let stamped = seconds(&a);
+    assert!(
+        stamped >= before && stamped <= before + 60,
+        "{stamped} vs {before}"
+    );
+    assert_eq!(seconds(&b), 1000);
+}

@@ -436,7 +436,9 @@ impl CaptureSink {
         {
             let mut writer = w.lock().unwrap_or_else(|e| e.into_inner());
             for p in b.iter() {
-                let ts = if self.stamp_now {
+                // A packet with no timestamp is stamped now, as Click's
+                // ToDump does.
+                let ts = if self.stamp_now || p.anno().timestamp.0 == 0 {
                     now
                 } else {
                     p.anno().timestamp

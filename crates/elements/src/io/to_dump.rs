@@ -21,7 +21,8 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "writes packets to a pcap file",
     synopsis: "ToDump(FILENAME [, KEYWORDS])",
-    description: "Writes each packet to a libpcap capture with its timestamp annotation. \
+    description: "Writes each packet to a libpcap capture with its timestamp annotation \
+        (the time it is written when the packet has none, as in Click). \
         The file is created when the first packet arrives or when the router stops, so \
         checking a configuration never touches it; it is flushed when the router stops. \
         With an output connected, packets continue there after being written. With a pull \
