@@ -11,6 +11,7 @@ pub mod device;
 pub mod dpdk;
 pub mod from_dump;
 pub mod host;
+pub mod kernel_filter;
 pub mod live;
 pub mod mcast_socket;
 pub mod progress_bar;
@@ -52,6 +53,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &quit_watcher::CLASS,
     &chatter_socket::CLASS,
     &change_uid::CLASS,
+    &kernel_filter::CLASS,
 ];
 
 /// SNAPLEN, HEADROOM and BURST of a socket element (McastSocket, Socket,
