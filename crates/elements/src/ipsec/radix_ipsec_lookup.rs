@@ -139,6 +139,11 @@ pub struct Snapshot {
     routes: Vec<IpsecRoute>,
     /// `routes` compiled.
     lpm: PrefixTable,
+    /// Where each prefix's route is in `routes`.
+    at: HashMap<Ipv4Cidr, usize>,
+    /// `routes` changed since `lpm` was compiled: compiled once when a
+    /// configuration or a `ctrl` is done, not after every line.
+    stale: bool,
     sas: HashMap<u32, Arc<ClickSa>>,
 }
 
@@ -160,18 +165,25 @@ impl Snapshot {
         self.sas.get(&spi)
     }
 
-    fn recompile(&mut self) {
+    /// Compiles the routes if they changed.
+    fn compile(&mut self) {
+        if !self.stale {
+            return;
+        }
         self.lpm = PrefixTable::build(
             self.routes
                 .iter()
                 .map(|r| (u32::from(r.prefix.address()), r.prefix.prefix_len())),
         );
+        self.stale = false;
     }
 
     fn copy(&self) -> Snapshot {
         Snapshot {
             routes: self.routes.clone(),
             lpm: self.lpm.clone(),
+            at: self.at.clone(),
+            stale: self.stale,
             sas: self.sas.clone(),
         }
     }
@@ -204,36 +216,43 @@ impl Snapshot {
             port: spec.port.unwrap_or(0),
             spi,
         };
-        if let Some(old) = self.routes.iter_mut().find(|r| r.prefix == route.prefix) {
-            let was = *old;
+        if let Some(&i) = self.at.get(&route.prefix) {
+            let was = self.routes[i];
             if !replace {
                 return Err(format!(
                     "conflict with existing route '{}'",
                     unparse(&was, false, self).trim_end()
                 ));
             }
-            *old = route;
-            self.recompile();
+            // Same prefix, same place: the compiled table stays right.
+            self.routes[i] = route;
             return Ok(Some(was));
         }
         if self.routes.len() >= MAX_ROUTES {
             return Err(format!("the table holds {MAX_ROUTES} routes already"));
         }
+        self.at.insert(route.prefix, self.routes.len());
         self.routes.push(route);
-        self.recompile();
+        self.stale = true;
         Ok(None)
     }
 
     fn remove(&mut self, spec: &RouteSpec, text: &str) -> Result<IpsecRoute, String> {
-        let at = self.routes.iter().position(|r| {
-            r.prefix == spec.prefix
-                && (spec.port.is_none()
-                    || (spec.gateway.is_none_or(|g| g == r.gateway) && spec.port == Some(r.port)))
+        let at = self.at.get(&spec.prefix).copied().filter(|&i| {
+            let r = &self.routes[i];
+            spec.port.is_none()
+                || (spec.gateway.is_none_or(|g| g == r.gateway) && spec.port == Some(r.port))
         });
         match at {
             Some(i) => {
                 let r = self.routes.remove(i);
-                self.recompile();
+                self.at.remove(&r.prefix);
+                for j in self.at.values_mut() {
+                    if *j > i {
+                        *j -= 1;
+                    }
+                }
+                self.stale = true;
                 Ok(r)
             }
             None => Err(format!("route '{}' not found", text.trim())),
@@ -263,6 +282,7 @@ impl IpsecTable {
         let _g = self.edit.lock().unwrap_or_else(|e| e.into_inner());
         let mut next = self.snap.load().copy();
         let out = f(&mut next)?;
+        next.compile();
         self.snap.store(Arc::new(next));
         Ok(out)
     }
@@ -470,6 +490,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
                 Err(e) => return Err(ArgError::at(span, e)),
             }
         }
+        snap.compile();
         Ok(IpsecTable {
             snap: ArcSwap::from_pointee(snap),
             edit: Mutex::new(()),
@@ -848,6 +869,49 @@ mod tests {
             .unwrap();
         assert_eq!(h.read_handler_with("lookup", "10.1.1.1").unwrap(), "3");
         assert_eq!(h.read_handler_with("lookup", "18.26.7.3").unwrap(), "-1");
+    }
+
+    #[test]
+    fn removing_a_route_keeps_the_others_where_they_were() {
+        let table = IpsecTable::default();
+        table
+            .change(|s| {
+                for (i, p) in ["10.0.0.0/8", "11.0.0.0/8", "12.0.0.0/8", "12.1.0.0/16"]
+                    .iter()
+                    .enumerate()
+                {
+                    s.add(parse_route(&format!("{p} {i}"), false)?, false)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        table
+            .change(|s| s.remove(&parse_route("11.0.0.0/8", true)?, "11.0.0.0/8"))
+            .unwrap();
+        let port = |a: [u8; 4]| table.load().lookup(Ipv4Addr::from(a)).map(|r| r.port);
+        assert_eq!(port([10, 1, 1, 1]), Some(0));
+        assert_eq!(port([11, 1, 1, 1]), None);
+        assert_eq!(port([12, 2, 1, 1]), Some(2));
+        assert_eq!(port([12, 1, 1, 1]), Some(3));
+        // Replaced in place, and a removed prefix can come back.
+        table
+            .change(|s| {
+                s.add(parse_route("12.1.0.0/16 1", false)?, true)?;
+                s.add(parse_route("11.0.0.0/8 1", false)?, false)
+            })
+            .unwrap();
+        assert_eq!(port([12, 1, 1, 1]), Some(1));
+        assert_eq!(port([11, 1, 1, 1]), Some(1));
+        let order: Vec<String> = table
+            .load()
+            .routes
+            .iter()
+            .map(|r| r.prefix.to_string())
+            .collect();
+        assert_eq!(
+            order,
+            ["10.0.0.0/8", "12.0.0.0/8", "12.1.0.0/16", "11.0.0.0/8"]
+        );
     }
 
     #[test]
