@@ -82,6 +82,16 @@ pub fn srandom(seed: u32) {
     g.0 = true;
 }
 
+/// Seeds the stream and draws `n` numbers from it at once, so that no
+/// other thread's draw comes between (Click's `click_srandom(seed)` then
+/// `click_random()` `n` times, as its SourceIPHashMapper does).
+pub fn seeded_draws(seed: u32, n: usize) -> Vec<u32> {
+    let mut g = STREAM.lock().unwrap_or_else(|e| e.into_inner());
+    g.1.seed(seed);
+    g.0 = true;
+    (0..n).map(|_| g.1.next()).collect()
+}
+
 /// The next number of the stream, 0 to [`RAND_MAX`] (Click's
 /// `click_random()`).
 pub fn random() -> u32 {

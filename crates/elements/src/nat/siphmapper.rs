@@ -153,18 +153,16 @@ impl Ring {
         for &id in ids {
             present[usize::from(id)] = true;
         }
-        click_random::srandom(seed);
+        let draws = click_random::seeded_draws(seed, max * nodes);
         let mut points = Vec::with_capacity(ids.len() * nodes);
         let mut rank: u16 = u16::MAX;
-        for &here in &present {
+        for (&here, keys) in present.iter().zip(draws.chunks(nodes)) {
             if here {
                 rank = rank.wrapping_add(1);
-            }
-            for _ in 0..nodes {
-                let key = click_random::random() as i32;
-                if here {
-                    points.push(Point { key, rank });
-                }
+                points.extend(keys.iter().map(|&k| Point {
+                    key: k as i32,
+                    rank,
+                }));
             }
         }
         Ring {
