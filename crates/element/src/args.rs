@@ -190,6 +190,14 @@ pub trait ElementRefs {
         let _ = (input, classes);
         Vec::new()
     }
+
+    /// Whether the asking element, a queue (push input, pull output), is
+    /// pushed on a worker where none of the tasks pulling from it runs,
+    /// so that its packets must cross to another worker's copy (see
+    /// [`Args::crosses_workers`]). False by default.
+    fn crosses_workers(&self) -> bool {
+        false
+    }
 }
 
 /// A fixed set of named elements' shared state, for unit tests and
@@ -648,6 +656,17 @@ impl<'a> Args<'a> {
             self.used[i] = true;
             each(it.text(), it.span());
         }
+    }
+
+    /// Whether this element, a queue, is pushed on a worker where no
+    /// task that pulls from it runs (tasks placed with
+    /// `StaticThreadSched`): each worker has its own copy of the graph,
+    /// so such a queue must keep one store for all of them, as
+    /// `ThreadSafeQueue` does, or the packets pushed there are never
+    /// pulled. Known when a worker's instance is made; false when the
+    /// configuration is checked and with one worker.
+    pub fn crosses_workers(&self) -> bool {
+        self.refs.is_some_and(|r| r.crosses_workers())
     }
 
     /// Whether the state shared by this element's instances

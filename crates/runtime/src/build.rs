@@ -839,6 +839,9 @@ struct Refs<'p> {
     options: BuildOptions,
     index: HashMap<&'p str, usize>,
     making: RefCell<Vec<Making>>,
+    /// Per element, whether it is a queue packets cross workers through
+    /// (`crate::crossing`); empty when none is.
+    crossing: Vec<bool>,
 }
 
 /// [`Refs`] as seen from one element: names are relative to its compound.
@@ -878,6 +881,7 @@ impl<'p> Refs<'p> {
             back_links,
             options,
             index,
+            crossing: Vec::new(),
         }
     }
 
@@ -940,6 +944,10 @@ impl<'p> Refs<'p> {
 }
 
 impl ElementRefs for Scoped<'_, '_> {
+    fn crosses_workers(&self) -> bool {
+        self.refs.crossing.get(self.from).copied().unwrap_or(false)
+    }
+
     fn find(&self, name: &str) -> Option<(usize, String, &'static str)> {
         let name = name.trim_start_matches('/');
         let mut ctx = self.refs.targets[self.from].name;
@@ -1158,6 +1166,12 @@ fn find_cycle(n: usize, next: impl Fn(usize) -> Vec<usize>) -> Option<Vec<usize>
 impl Plan {
     /// Builds a fresh set of element instances, one graph for one worker.
     pub fn instantiate(&self) -> Result<Graph, Diagnostic> {
+        self.instantiate_for(1)
+    }
+
+    /// [`Plan::instantiate`] for one of `workers` workers: the queues that
+    /// packets cross workers through are told so (`crate::crossing`).
+    pub fn instantiate_for(&self, workers: usize) -> Result<Graph, Diagnostic> {
         let mut elements = Vec::with_capacity(self.elements.len());
         let mut names = Vec::with_capacity(self.elements.len());
         let mut outs = Vec::with_capacity(self.elements.len());
@@ -1186,6 +1200,8 @@ impl Plan {
                 .collect::<Vec<_>>(),
             self.options,
         );
+        let mut refs = refs;
+        refs.crossing = crate::crossing::crossing(self, workers);
         for (i, pe) in self.elements.iter().enumerate() {
             elements.push(refs.make(i)?);
             names.push(pe.name.clone());

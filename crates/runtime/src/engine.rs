@@ -368,7 +368,7 @@ impl Engine {
     /// that share queues join one [`Termination`] with
     /// [`Engine::join_run`].
     pub fn for_worker(plan: &Plan, worker: usize, workers: usize) -> Result<Engine, Diagnostic> {
-        let mut graph = plan.instantiate()?;
+        let mut graph = plan.instantiate_for(workers)?;
         let tasks: Vec<TaskSlot> = plan
             .elements
             .iter()

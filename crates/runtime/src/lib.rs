@@ -15,6 +15,7 @@
 pub mod addresses;
 mod build;
 mod click_classes;
+mod crossing;
 mod engine;
 pub mod host_devices;
 pub mod hotswap;

@@ -48,7 +48,10 @@ static MANUAL: Manual = Manual {
         beyond a smaller capacity are dropped from the tail and counted in `drops` (Click \
         discards them uncounted). A source pushing into queues (InfiniteSource, \
         RandomSource) waits while they are full instead of making packets to drop: \
-        Click's full-queue notifier.",
+        Click's full-queue notifier. With several workers each has its own copy, except \
+        where StaticThreadSched places the tasks so that a worker pushes into the queue \
+        and none of its pullers runs there: then every worker's copy holds one shared \
+        queue (as ThreadSafeQueue), and `capacity` is read only.",
     ports: "one push input; one pull output",
     keywords: &[Keyword {
         name: "CAPACITY",
@@ -96,6 +99,19 @@ fn make_queue(
         )));
     }
     let length = args.shared(|_| Ok(QueueLength::default()))?;
+    if args.crosses_workers() {
+        // Pushed on a worker where nothing pulls it: one ring for every
+        // worker's copy, as a ThreadSafeQueue (see `crosses_workers`).
+        let ring = length
+            .crossing
+            .get_or_init(|| Arc::new(super::thread_safe_queue::Shared::new(capacity)));
+        return Ok(super::thread_safe_queue::crossing_queue(
+            Arc::clone(ring),
+            capacity,
+            full_notifier,
+            empty_notifier,
+        ));
+    }
     Ok(Box::new(Queue {
         length,
         q: Ring::with_capacity(capacity),
@@ -116,6 +132,9 @@ fn make_queue(
 pub struct QueueLength {
     watched: AtomicBool,
     len: AtomicI64,
+    /// The one ring of a queue that packets cross workers through
+    /// ([`Args::crosses_workers`]), made by the first worker's instance.
+    crossing: std::sync::OnceLock<Arc<super::thread_safe_queue::Shared>>,
 }
 
 impl QueueLength {

@@ -31,9 +31,10 @@ static MANUAL: Manual = Manual {
         \n\nBy default a source (InfiniteSource, FromDump, a capture FromDevice) runs on \
         worker 0 and every other task (Unqueue, ToDevice, a pulling Discard) on every \
         worker, each worker with its own copy of every element. A placed source therefore \
-        produces its packets on that worker only; a placed puller drains only that \
-        worker's copy of its queue, so to move packets between workers put a \
-        ThreadSafeQueue (one queue all workers share) in between. A live FromDevice reads \
+        produces its packets on that worker only. A Queue pushed on a worker where none \
+        of its pullers runs (a source on worker 0, its Unqueue on worker 1) keeps one \
+        queue for all workers, as a ThreadSafeQueue does, so packets move from the \
+        pushing worker to the pulling one as in Click. A live FromDevice reads \
         the device queues each worker owns and cannot be placed: that is an error. The run \
         ends when every worker's sources are done and no packet moves anywhere.",
     ports: "none",

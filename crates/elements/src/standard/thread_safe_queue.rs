@@ -67,9 +67,30 @@ static MANUAL: Manual = Manual {
 
 /// What every instance shares.
 #[derive(Debug)]
-struct Shared {
+pub(crate) struct Shared {
     ring: ArrayQueue<Packet>,
     highwater: AtomicUsize,
+}
+
+impl Shared {
+    /// An empty ring of `capacity` packets (at least 1).
+    pub(crate) fn new(capacity: usize) -> Shared {
+        Shared {
+            ring: ArrayQueue::new(capacity.max(1)),
+            highwater: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// What a `Queue` that packets cross workers through keeps of its class:
+/// its capacity and Click's notifiers.
+#[derive(Debug, Clone, Copy)]
+struct AsQueue {
+    capacity: usize,
+    /// Sources upstream see its room (Click's full notifier).
+    full_notifier: bool,
+    /// Pulling tasks see whether it is empty (Click's empty notifier).
+    empty_notifier: bool,
 }
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -79,18 +100,38 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
             "CAPACITY {capacity} out of range (1 to 16777216)"
         )));
     }
-    let shared = args.shared(|_| {
-        Ok(Shared {
-            ring: ArrayQueue::new(capacity),
-            highwater: AtomicUsize::new(0),
-        })
-    })?;
+    let shared = args.shared(|_| Ok(Shared::new(capacity)))?;
     Ok(Box::new(ThreadSafeQueue {
         shared,
         reporter: true,
         drops: 0,
         enqueued: 0,
+        queue: None,
     }))
+}
+
+/// A `Queue` (or SimpleQueue, NotifierQueue) that packets cross workers
+/// through (`Args::crosses_workers`): this worker's handle on `shared`,
+/// the ring every worker's copy of the queue holds, with the queue's
+/// capacity, notifiers and `capacity` handler (read only: the ring's size
+/// is fixed).
+pub(crate) fn crossing_queue(
+    shared: Arc<Shared>,
+    capacity: usize,
+    full_notifier: bool,
+    empty_notifier: bool,
+) -> Box<dyn Element> {
+    Box::new(ThreadSafeQueue {
+        shared,
+        reporter: true,
+        drops: 0,
+        enqueued: 0,
+        queue: Some(AsQueue {
+            capacity,
+            full_notifier,
+            empty_notifier,
+        }),
+    })
 }
 
 /// One worker's handle on the shared queue.
@@ -101,9 +142,28 @@ pub struct ThreadSafeQueue {
     reporter: bool,
     drops: u64,
     enqueued: u64,
+    /// Set when this is a `Queue` packets cross workers through.
+    queue: Option<AsQueue>,
 }
 
 impl Element for ThreadSafeQueue {
+    fn empty_signal(&self, _port: usize) -> Option<bool> {
+        let q = self.queue?;
+        Some(!q.empty_notifier || !self.shared.ring.is_empty())
+    }
+
+    fn push_room(&self, _port: usize) -> Option<usize> {
+        let q = self.queue.filter(|q| q.full_notifier)?;
+        Some(q.capacity.saturating_sub(self.shared.ring.len()))
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        match (handler, self.queue) {
+            ("capacity", Some(q)) => Some(q.capacity.to_string()),
+            _ => None,
+        }
+    }
+
     fn start(&mut self, cx: &mut Context<'_>) {
         self.reporter = cx.worker() == 0;
     }
