@@ -84,6 +84,10 @@ pub struct Graph {
     /// The configuration's AddressInfo names, for handler values
     /// ([`Element::handler_addresses`]).
     addresses: Option<std::sync::Arc<crate::addresses::AddressBook>>,
+    /// The run's other workers and this one's number, when several run
+    /// the graph: a counter read through a handler sums every worker's
+    /// copy ([`crate::peers`]).
+    peers: Option<(std::sync::Arc<crate::peers::Peers>, usize)>,
 }
 
 /// One element of a [`Graph`] with the downstream end of each of its push
@@ -276,6 +280,7 @@ impl Graph {
             config_now: RefCell::new(HashMap::new()),
             tasks: Vec::new(),
             addresses: None,
+            peers: None,
         }
     }
 
@@ -546,6 +551,41 @@ impl Graph {
         s
     }
 
+    /// Makes counters read through handlers sum the copies of every
+    /// worker on `peers`, this graph being worker `me`'s.
+    pub fn set_peers(&mut self, peers: std::sync::Arc<crate::peers::Peers>, me: usize) {
+        self.peers = (peers.workers() > 1).then_some((peers, me));
+    }
+
+    /// Publishes the counters the other workers asked for as the answer
+    /// to request `answered`, or, with `done`, every element's final
+    /// counters. Elements busy further up the stack are left out.
+    pub fn publish_to_peers(&self, answered: u64, done: bool) {
+        let Some((peers, me)) = &self.peers else {
+            return;
+        };
+        let one = |i: usize| {
+            let e = self.elements.get(i)?.cell.try_borrow().ok()?;
+            let mut s = Stats::default();
+            e.stats(&mut s);
+            drop(e);
+            let u = self.unconnected[i].get();
+            if u > 0 {
+                s.counter("unconnected_drops", u);
+            }
+            Some((i, s))
+        };
+        match peers.wanted().filter(|_| !done) {
+            Some(list) => peers.publish(*me, answered, list.into_iter().filter_map(one), done),
+            None => peers.publish(
+                *me,
+                answered,
+                (0..self.elements.len()).filter_map(one),
+                done,
+            ),
+        }
+    }
+
     /// Sets what the generic read handlers say of each element, by index.
     /// Sets the router's fixed-text read handlers.
     pub fn set_router_texts(&mut self, texts: RouterTextFn) {
@@ -668,8 +708,15 @@ impl Graph {
                 self.names[index]
             ));
         }
-        self.read_handler(index, handler)
-            .map(HandlerValue::into_text)
+        match (self.read_handler(index, handler)?, &self.peers) {
+            // A counter: every worker's copy counts (Click's one element).
+            (HandlerValue::Count(v), Some((peers, me))) => {
+                let others =
+                    peers.gather(*me, index, || self.publish_to_peers(peers.asked(), false));
+                Ok(HandlerValue::Count(v + others.get(handler).unwrap_or(0)).into_text())
+            }
+            (v, _) => Ok(v.into_text()),
+        }
     }
 
     /// Reads handler `handler` of element `index`: the element's own read

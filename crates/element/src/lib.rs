@@ -21,6 +21,7 @@ pub mod args;
 pub mod click_random;
 mod graph;
 mod info;
+pub mod peers;
 mod registry;
 mod stats;
 

@@ -246,6 +246,10 @@ pub struct Engine {
     /// [`Element::stopping`]: bricks_element::Element::stopping
     farewell: bool,
     exit_reads: Vec<String>,
+    /// The run's workers, for counters read across them
+    /// ([`bricks_element::peers`]), and the last request answered.
+    peers: Option<Arc<bricks_element::peers::Peers>>,
+    peers_seen: u64,
 }
 
 /// After a hot swap a parked worker takes part in the run again: the new
@@ -452,6 +456,8 @@ impl Engine {
             started: false,
             farewell: false,
             exit_reads: Vec::new(),
+            peers: None,
+            peers_seen: 0,
         })
     }
 
@@ -476,6 +482,27 @@ impl Engine {
     /// join the same one, which counts them all.
     pub fn join_run(&mut self, term: Arc<Termination>) {
         self.term = term;
+    }
+
+    /// Makes a counter read through a handler on this worker (a
+    /// `Script`'s `print c.count`) sum every worker's copy on `peers`, and
+    /// this worker answer the others' reads between rounds.
+    pub fn set_peers(&mut self, peers: Arc<bricks_element::peers::Peers>) {
+        self.graph.set_peers(peers.clone(), self.state.worker);
+        self.peers = Some(peers);
+    }
+
+    /// Answers the other workers' counter reads asked since the last
+    /// answer: one atomic load a round when none was.
+    #[inline]
+    fn answer_peers(&mut self) {
+        if let Some(p) = &self.peers {
+            let asked = p.asked();
+            if asked != self.peers_seen {
+                self.peers_seen = asked;
+                self.graph.publish_to_peers(asked, false);
+            }
+        }
     }
 
     /// A handle that stops this engine.
@@ -682,6 +709,9 @@ impl Engine {
         // Timers asked for while taking state are the new graph's; `start`
         // takes them with the new elements' own.
         drop(std::mem::replace(&mut self.graph, new.graph));
+        if let Some(p) = &self.peers {
+            self.graph.set_peers(p.clone(), self.state.worker);
+        }
         self.classes = new.classes;
         self.tasks = std::mem::take(&mut new.tasks);
         self.live = new.live;
@@ -1004,6 +1034,7 @@ impl Engine {
             StopReason::NoTasks
         } else {
             loop {
+                self.answer_peers();
                 since += per_round;
                 if since >= 4096 {
                     since = 0;
@@ -1087,10 +1118,11 @@ impl Engine {
                 let sources = self.sources_running();
                 if !waiting && !sources {
                     if stopping.is_none() && self.state.stop_manager.is_some() {
-                        // The run would end here; with a stop manager that
-                        // is a stop event like any other (Click's driver
-                        // ends only on those), and the manager decides.
-                        if !self.state.stop_requested {
+                        // The run would end here, once the other workers
+                        // are idle too; with a stop manager that is a stop
+                        // event like any other (Click's driver ends only
+                        // on those), and the manager decides.
+                        if !self.state.stop_requested && self.term.others_quiet(worker) {
                             self.state.stop_requested = true;
                             self.state.stop_events = self.state.stop_events.saturating_add(1);
                         }
@@ -1148,6 +1180,8 @@ impl Engine {
         };
         self.drain();
         self.shutdown();
+        // Readers on other workers now take this worker's final counts.
+        self.graph.publish_to_peers(u64::MAX, true);
         let reads = self.exit_read_values();
         RunSummary {
             reason,

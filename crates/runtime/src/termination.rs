@@ -128,6 +128,22 @@ impl Termination {
                 })
     }
 
+    /// Whether every worker but `me`, which is busy, is parked and has
+    /// acknowledged the current round: the run would be over if `me`
+    /// parked. A stop manager's worker asks this before it takes the end
+    /// of its own work for the end of the run (Click's driver sees one
+    /// graph: its `wait_stop` waits for every thread).
+    pub(crate) fn others_quiet(&self, me: usize) -> bool {
+        let round = self.round.load(SeqCst);
+        self.busy.load(SeqCst) <= 1
+            && self
+                .acks
+                .iter()
+                .enumerate()
+                .all(|(w, a)| w == me || a.load(SeqCst) == round)
+            && self.round.load(SeqCst) == round
+    }
+
     /// Ends the run for everyone: a worker could not start or panicked,
     /// and the others must not wait for it.
     pub fn abandon(&self) {

@@ -423,12 +423,15 @@ impl Workers {
         // One run: a worker keeps polling while another's sources run and
         // while packets move anywhere (queues shared between workers).
         let term = Arc::new(Termination::new(n));
+        // Counters read through handlers sum every worker's copy.
+        let peers = Arc::new(bricks_element::peers::Peers::new(n));
         let ended = Arc::new(Ended::default());
         let requests = opts
             .hotswap_requests
             .then(|| Arc::new(HotswapRequests::default()));
         for (w, &core) in cores.iter().enumerate() {
             let plan = plan.clone();
+            let peers = peers.clone();
             let end_guard = EndGuard(ended.clone());
             let requests = requests.clone();
             let term = term.clone();
@@ -465,6 +468,9 @@ impl Workers {
                     };
                     engine.set_stop_handle(stop);
                     engine.join_run(term);
+                    if n > 1 {
+                        engine.set_peers(peers);
+                    }
                     engine.set_mailbox(mailbox);
                     engine.set_swaps(swap_rx);
                     if let Some(r) = requests {
