@@ -94,6 +94,19 @@ fn forward_by(
     backend: &str,
     during: impl FnOnce(&str),
 ) -> (String, u64) {
+    let conf = format!(
+        "FromDevice({input}, BACKEND {backend}, PROMISC true) -> c :: Counter -> Queue(4096) -> ToDevice({output}, BACKEND {backend});"
+    );
+    forward_conf(net, router_args, &conf, during)
+}
+
+/// [`forward`] through the router configuration `conf`.
+fn forward_conf(
+    net: &Network,
+    router_args: &[&str],
+    conf: &str,
+    during: impl FnOnce(&str),
+) -> (String, u64) {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("ctl.sock");
     let sock_s = sock.to_str().unwrap().to_string();
@@ -109,10 +122,7 @@ fn forward_by(
         ],
     ))
     .unwrap();
-    let conf = format!(
-        "FromDevice({input}, BACKEND {backend}, PROMISC true) -> c :: Counter -> Queue(4096) -> ToDevice({output}, BACKEND {backend});"
-    );
-    let mut args = vec!["run", "-e", &conf, "--duration", "5", "--control", &sock_s];
+    let mut args = vec!["run", "-e", conf, "--duration", "5", "--control", &sock_s];
     args.extend_from_slice(router_args);
     let router = Captured::spawn(&mut bricks(net, "r", &args)).unwrap();
     wait_for_socket(&sock);
@@ -220,6 +230,31 @@ fn devices_named_by_their_ethernet_address_forward() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("no interface `02:00:00:00:00:99`"), "{err}");
+}
+
+/// Click's SMP idiom: the receiver on one thread, the transmitter on
+/// another (`StaticThreadSched(fd 0, td 1)`). Here the receiver reads on
+/// every worker (its placement is ignored with a warning) and the Queue
+/// between it and the transmitter placed on worker 1 is shared by the
+/// workers, so every packet received on worker 0 is sent on worker 1.
+#[test]
+fn a_transmitter_placed_on_another_worker_sends_what_every_worker_received() {
+    if skip_unless_root("a_transmitter_placed_on_another_worker_sends_what_every_worker_received")
+        .is_some()
+    {
+        return;
+    }
+    let _serial = serial();
+    let net = network("smp");
+    let conf = "fd :: FromDevice(r0, PROMISC true) -> c :: Counter -> q :: Queue(4096) \
+                -> td :: ToDevice(r1); StaticThreadSched(fd 0, td 1);";
+    let (summary, at_sink) = forward_conf(&net, &["--threads", "2"], conf, |_| {});
+    assert!(
+        summary.contains("warning: `fd` (FromDevice) stays on every worker"),
+        "{summary}"
+    );
+    assert_eq!(counter(&summary, "c", "count"), PACKETS, "{summary}");
+    assert_eq!(at_sink, PACKETS, "router said:\n{summary}");
 }
 
 #[test]

@@ -665,11 +665,12 @@ fn build_beside(
         })
         .collect();
     match crate::placement::resolve(&subjects, &directives) {
-        Ok((tickets, places)) => {
+        Ok((tickets, places, warnings)) => {
             for ((e, t), p) in elements.iter_mut().zip(tickets).zip(places) {
                 e.tickets = t;
                 e.placement = p;
             }
+            messages.extend(warnings);
         }
         Err(e) => errors.extend(e),
     }

@@ -114,21 +114,26 @@ fn error(d: &TaskDirective, message: String, help: &str) -> Diagnostic {
     }
 }
 
+/// What [`resolve`] finds: each element's tickets and placement, and
+/// warnings by the index of the information element that gave them.
+pub(crate) type Resolved = (Vec<u32>, Vec<Placement>, Vec<(usize, String)>);
+
 /// Resolves every directive: each element's tickets and placement, in the
 /// order of `subjects`. `directives` lists, for each information element
 /// (by index into `subjects`, in declaration order), what it says.
 pub(crate) fn resolve(
     subjects: &[Subject<'_>],
     directives: &[(usize, Vec<TaskDirective>)],
-) -> Result<(Vec<u32>, Vec<Placement>), Vec<Diagnostic>> {
+) -> Result<Resolved, Vec<Diagnostic>> {
     let n = subjects.len();
     let mut tickets = vec![DEFAULT_TICKETS; n];
     let mut places = vec![Placement::Default; n];
     if directives.iter().all(|(_, d)| d.is_empty()) {
-        return Ok((tickets, places));
+        return Ok((tickets, places, Vec::new()));
     }
     let names = Names::new(subjects);
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     // ScheduleInfo: one table of parameters per compound context, later
     // definitions overriding earlier ones (Click's NameDB).
     let mut dbs: HashMap<&str, HashMap<&str, f64>> = HashMap::new();
@@ -171,17 +176,23 @@ pub(crate) fn resolve(
                     for i in targets {
                         let s = &subjects[i];
                         if s.every_worker_source {
-                            errors.push(error(
-                                d,
+                            // Click would run it on that thread; here each
+                            // worker reads the device queues it owns. The
+                            // configuration runs, its placement left out.
+                            warnings.push((
+                                *info,
                                 format!(
-                                    "StaticThreadSched: `{}` ({}) runs on every worker, each \
-                                     instance reading what its own worker receives; it cannot \
-                                     be moved to one worker",
-                                    s.name, s.class
+                                    "warning: `{}` ({}) stays on every worker, each \
+                                     instance reading the device queues its own worker owns; \
+                                     its placement on {} is ignored (the queues after it are \
+                                     shared with the workers that pull them)",
+                                    s.name,
+                                    s.class,
+                                    match place {
+                                        Placement::Nowhere => "no thread".to_string(),
+                                        _ => format!("thread {t}"),
+                                    }
                                 ),
-                                "leave it on every worker and place the tasks after it \
-                                 (hand packets over with a ThreadSafeQueue), or run with \
-                                 --threads 1",
                             ));
                             continue;
                         }
@@ -201,7 +212,7 @@ pub(crate) fn resolve(
         }
     }
     if errors.is_empty() {
-        Ok((tickets, places))
+        Ok((tickets, places, warnings))
     } else {
         Err(errors)
     }
@@ -293,7 +304,7 @@ mod tests {
     #[test]
     fn parameters_scale_the_default() {
         let s = subjects(&["a", "b", "Info@3"]);
-        let (t, _) = resolve(
+        let (t, _, _) = resolve(
             &s,
             &[(2, vec![d("a", Tickets(2.0), 0), d("b", Tickets(0.5), 1)])],
         )
@@ -306,11 +317,11 @@ mod tests {
         // Click's documented example: `c/i` ends with 4 x 0.5 = 2.
         let s = subjects(&["c/i", "c/Info@2", "Info@4", "x"]);
         let inner = (1, vec![d("i", Tickets(0.5), 0)]);
-        let (t, _) = resolve(&s, &[inner.clone(), (2, vec![d("c", Tickets(4.0), 1)])]).unwrap();
+        let (t, _, _) = resolve(&s, &[inner.clone(), (2, vec![d("c", Tickets(4.0), 1)])]).unwrap();
         assert_eq!(t[0], 2048);
         assert_eq!(t[3], 1024);
         // An outer setting of `c/i` overrides both.
-        let (t, _) = resolve(
+        let (t, _, _) = resolve(
             &s,
             &[
                 inner,
@@ -324,7 +335,7 @@ mod tests {
     #[test]
     fn tickets_are_clamped() {
         let s = subjects(&["a", "b", "Info@3"]);
-        let (t, _) = resolve(
+        let (t, _, _) = resolve(
             &s,
             &[(2, vec![d("a", Tickets(1000.0), 0), d("b", Tickets(0.0), 1)])],
         )
@@ -346,7 +357,7 @@ mod tests {
     #[test]
     fn threads_find_elements_from_the_context_outwards_and_whole_compounds() {
         let s = subjects(&["src", "c/q", "c/u", "c/Sched@1", "d/src"]);
-        let (_, p) = resolve(
+        let (_, p, _) = resolve(
             &s,
             &[(3, vec![d("src", Thread(1), 0), d("q", Thread(-1), 1)])],
         )
@@ -356,19 +367,26 @@ mod tests {
         assert_eq!(p[1], Placement::Nowhere);
         assert_eq!(p[4], Placement::Default);
         let s = subjects(&["c/q", "c/u", "Sched@1"]);
-        let (_, p) = resolve(&s, &[(2, vec![d("c", Thread(3), 0)])]).unwrap();
+        let (_, p, _) = resolve(&s, &[(2, vec![d("c", Thread(3), 0)])]).unwrap();
         assert_eq!(p[..2], [Placement::Worker(3), Placement::Worker(3)]);
     }
 
     #[test]
-    fn a_receiver_on_every_worker_cannot_be_placed() {
-        let s = subjects(&["fd", "Sched@1"]);
-        let e = resolve(&s, &[(1, vec![d("fd", Thread(0), 4)])]).unwrap_err();
-        assert!(
-            e[0].message.contains("runs on every worker"),
-            "{}",
-            e[0].message
+    fn a_receiver_on_every_worker_stays_there_with_a_warning() {
+        let s = subjects(&["fd", "Sched@1", "u"]);
+        let (_, p, w) = resolve(
+            &s,
+            &[(1, vec![d("fd", Thread(0), 4), d("u", Thread(1), 9)])],
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            [Placement::Default, Placement::Default, Placement::Worker(1)]
         );
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].0, 1);
+        assert!(w[0].1.contains("stays on every worker"), "{}", w[0].1);
+        assert!(w[0].1.contains("thread 0"), "{}", w[0].1);
     }
 
     #[test]

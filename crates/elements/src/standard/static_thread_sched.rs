@@ -35,7 +35,8 @@ static MANUAL: Manual = Manual {
         of its pullers runs (a source on worker 0, its Unqueue on worker 1) keeps one \
         queue for all workers, as a ThreadSafeQueue does, so packets move from the \
         pushing worker to the pulling one as in Click. A live FromDevice reads \
-        the device queues each worker owns and cannot be placed: that is an error. The run \
+        the device queues each worker owns and stays on every worker: its placement is \
+        ignored with a warning. The run \
         ends when every worker's sources are done and no packet moves anywhere.",
     ports: "none",
     keywords: &[],
