@@ -173,6 +173,8 @@ pub struct TaskInfo {
     /// The task will run again on this worker: it is placed here and has
     /// not finished.
     pub scheduled: Cell<bool>,
+    /// `StaticThreadSched` placed it: on `home_thread` only.
+    pub placed: bool,
 }
 
 /// The storage inputs a push output reaches, or `None` when a path leaves
@@ -1005,6 +1007,16 @@ impl<'a> Context<'a> {
     #[inline(always)]
     pub fn worker(&self) -> usize {
         self.worker.worker
+    }
+
+    /// The worker `StaticThreadSched` placed this element's task on
+    /// (`Some(None)`: on none), or `None` when it was not placed.
+    pub fn placed_on(&self) -> Option<Option<usize>> {
+        let i = self.element_index();
+        match self.graph.tasks.get(i) {
+            Some(Some(t)) if t.placed => Some(usize::try_from(t.home_thread).ok()),
+            _ => None,
+        }
     }
 
     /// How many workers run this graph.

@@ -412,6 +412,7 @@ impl Engine {
                     tickets: e.tickets,
                     home_thread,
                     scheduled: Cell::new(!t.done),
+                    placed: e.placement != Placement::Default,
                 },
             );
         }

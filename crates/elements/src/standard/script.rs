@@ -601,7 +601,7 @@ impl Script {
                 self.set_var(self.insns[i].arg as usize, v);
             }
         }
-        if self.kind == Kind::Signal && cx.worker() == 0 {
+        if self.kind == Kind::Signal && cx.worker() == home_worker(self.kind, cx) {
             for &sig in &self.signals {
                 let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
                 self.signal_flags.push(flag.clone());
@@ -619,7 +619,9 @@ impl Script {
                 }
             }
         }
-        if !matches!(self.kind, Kind::Active | Kind::Driver) || cx.worker() != 0 {
+        if !matches!(self.kind, Kind::Active | Kind::Driver)
+            || cx.worker() != home_worker(self.kind, cx)
+        {
             return;
         }
         if self.kind == Kind::Driver {
@@ -1369,6 +1371,16 @@ impl Drop for Script {
 }
 
 /// The signals a SIGNAL script may name, as Click's (script.cc).
+/// The worker a script runs on: worker 0, or where `StaticThreadSched`
+/// placed it (none: `usize::MAX`). A driver script stays on worker 0,
+/// where the run's stop requests are counted.
+fn home_worker(kind: Kind, cx: &Context<'_>) -> usize {
+    match cx.placed_on() {
+        Some(w) if kind != Kind::Driver => w.unwrap_or(usize::MAX),
+        _ => 0,
+    }
+}
+
 fn signal_number(word: &str) -> Option<i32> {
     use signal_hook::consts::*;
     let n = match word {
@@ -1472,7 +1484,7 @@ impl Element for Script {
     }
 
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
-        if cx.worker() != 0 {
+        if cx.worker() != home_worker(self.kind, cx) {
             return TaskResult::Done;
         }
         // A signal script runs once per burst of its signals, even while
