@@ -3,6 +3,7 @@
 
 use super::from_tcpdump::{call_stop, open_input_with};
 use super::info::{self, BuildOptions, Extras, Field, FlowId, Record};
+use super::ipsumdump_binary as binary;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
     Stats, TaskKind, TaskResult,
@@ -25,8 +26,9 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "reads packets from an IP summary dump",
     synopsis: "FromIPSummaryDump(FILENAME [, KEYWORDS])",
-    description: "Reads the text that ToIPSummaryDump writes and pushes one packet per \
-        line, built as Click builds it: the fields apply in Click's order (annotations, \
+    description: "Reads the text (or binary) dump that ToIPSummaryDump writes and pushes \
+        one packet per line or record, built as Click builds it: the fields apply in \
+        Click's order (annotations, \
         the IP header, the transport header, the payload); a field of the IP or transport \
         header makes an IPv4 header (TTL 100, the default protocol) and the protocol's \
         header; `payload` gives the payload's bytes (a quoted string with C escapes), \
@@ -38,7 +40,18 @@ static MANUAL: Manual = Manual {
         does not name, `!flowid SRC SPORT DST DPORT [PROTO]` addresses and ports of \
         lines that give none, `!aggregate N` the aggregate annotation. A field written \
         `-` is absent. A malformed line is skipped and counted, with a message naming \
-        the file and line; lines longer than 4096 bytes are malformed. With TIMING, \
+        the file and line; lines longer than 4096 bytes are malformed. After a \
+        `!binary` line the dump is binary, as ToIPSummaryDump BINARY true writes it: \
+        records of a 4-byte big-endian length (itself included) and each `!data` field \
+        in Click's binary encoding (payload has none: a record's fields end there; a \
+        field cut short and those after it are absent, bytes after the last are \
+        ignored); a length with its top bit set is a text record (`!bad`, `!data`, a \
+        comment), its length the text's alone. An empty record is skipped; a record \
+        longer than 65,536 bytes is skipped and counted; a length under 4, or a record \
+        cut short by the end of the file, is counted and ends the dump. Where Click's \
+        reader misreads what its writer wrote (ts_usec1's words, ip_frag's letter, the \
+        second copy of ip_opt and tcp_opt, a `!bad` record's length), bricks reads what \
+        was written. With TIMING, \
         packets leave when the router's clock has gone as far past the first packet's \
         departure as their timestamps are past the first's (with `--simtime` the clock \
         jumps to them). With `--clock trace` the router's clock follows the timestamps.",
@@ -134,7 +147,7 @@ static MANUAL: Manual = Manual {
     ],
     counters: &[
         ("count", "packets emitted"),
-        ("bad_lines", "malformed lines skipped"),
+        ("bad_lines", "malformed lines and binary records skipped"),
     ],
     example: "FromIPSummaryDump(crates/elements/src/analysis/sample.ipsum, STOP true, \
         CHECKSUM true) -> Discard;",
@@ -274,6 +287,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         reader: input.map(|i| BufReader::with_capacity(1 << 16, i)),
         fields: contents.unwrap_or_default(),
         lineno: 0,
+        binary: false,
         minor: 3,
         filepos: 0,
         filesize: size,
@@ -318,6 +332,8 @@ pub struct FromIPSummaryDump {
     reader: Option<BufReader<Box<dyn Read + Send>>>,
     fields: Vec<Field>,
     lineno: u64,
+    /// After a `!binary` line: records, not lines, follow.
+    binary: bool,
     /// The dump's minor version (1.0 dumps give fragment offsets in
     /// 8-byte units).
     minor: u8,
@@ -355,6 +371,10 @@ pub enum Line {
     FlowId(FlowId, Option<u8>),
     /// An `!aggregate` line.
     Aggregate(u32),
+    /// A `!binary` line: binary records follow; false when words follow
+    /// the keyword (Click complains, and reads binary records all the
+    /// same).
+    Binary(bool),
     /// A packet record.
     Record(Record),
 }
@@ -407,8 +427,11 @@ pub fn parse_version(fields: &[Field], text: &str, minor: u8) -> Result<Line, St
                 .map(Line::Aggregate)
                 .map_err(|_| "bad !aggregate specification".into());
         }
-        if t.trim_end() == "!binary" || bang(t, "!binary").is_some() {
-            return Err("binary dumps are not supported (text only)".into());
+        if let Some(rest) = bang(t, "!binary") {
+            return Ok(Line::Binary(rest.trim().is_empty()));
+        }
+        if t == "!binary" {
+            return Ok(Line::Binary(true));
         }
         return Ok(Line::Skip);
     }
@@ -429,44 +452,81 @@ fn minor_version(first: &str) -> Option<u8> {
 }
 
 impl FromIPSummaryDump {
-    /// Reads lines up to the next record's packet; `None` at the end.
+    /// The packet of a binary record's `body`; `None` (counted when
+    /// malformed) when it makes none.
+    fn binary_packet(&mut self, cx: &mut Context<'_>, body: &[u8]) -> Option<(Packet, Extras)> {
+        if body.is_empty() {
+            // Click skips an empty record.
+            return None;
+        }
+        if self.fields.is_empty() {
+            self.bad(cx, "no '!data' provided");
+            return None;
+        }
+        let r = binary::read_record(&self.fields, body);
+        if r.values.is_empty() {
+            self.bad(cx, "packet parse error");
+            return None;
+        }
+        Some(info::build(&r, &self.opts))
+    }
+
+    /// Reads lines (or, after `!binary`, records) up to the next record's
+    /// packet; `None` at the end.
     fn read_packet(&mut self, cx: &mut Context<'_>) -> Option<(Packet, Extras)> {
         let mut buf = Vec::new();
-        // Bounded: every pass consumes a line or ends the file.
+        // Bounded: every pass consumes a line or a record, or ends the
+        // file.
         loop {
             let reader = self.reader.as_mut()?;
-            buf.clear();
-            let r = reader
-                .by_ref()
-                .take(info::MAX_LINE as u64 + 1)
-                .read_until(b'\n', &mut buf);
-            match r {
-                Ok(0) => {
-                    self.reader = None;
-                    return None;
-                }
-                Ok(n) => self.filepos += n as u64,
-                Err(e) => {
-                    cx.report_error(format!("{}: {e}", self.path.display()));
-                    self.reader = None;
-                    return None;
-                }
-            }
-            self.lineno += 1;
-            if buf.len() > info::MAX_LINE && buf.last() != Some(&b'\n') {
-                // Skip the rest of the long line, a bounded piece at a time.
-                while let Ok(n) = reader.by_ref().take(1 << 16).read_until(b'\n', &mut buf) {
-                    self.filepos += n as u64;
-                    if n == 0 || buf.last() == Some(&b'\n') {
-                        break;
+            if self.binary {
+                let r = binary::read_frame(reader, &mut buf, &mut self.filepos);
+                self.lineno += 1;
+                match r {
+                    Ok(None) => {
+                        self.reader = None;
+                        return None;
                     }
-                    buf.clear();
+                    Ok(Some(false)) => match self.binary_packet(cx, &buf) {
+                        Some(p) => return Some(p),
+                        None => continue,
+                    },
+                    Ok(Some(true)) => {
+                        if buf.len() > info::MAX_LINE {
+                            self.bad(cx, "line too long");
+                            continue;
+                        }
+                        // Click reads a text record that is not a `!` or
+                        // `#` line as a binary one.
+                        if !buf.is_empty() && buf[0] != b'!' && buf[0] != b'#' {
+                            match self.binary_packet(cx, &buf) {
+                                Some(p) => return Some(p),
+                                None => continue,
+                            }
+                        }
+                    }
+                    Err(e @ binary::FrameError::TooLong(_)) => {
+                        self.bad(cx, &e.to_string());
+                        continue;
+                    }
+                    Err(binary::FrameError::Io(e)) => {
+                        cx.report_error(format!("{}: {e}", self.path.display()));
+                        self.reader = None;
+                        return None;
+                    }
+                    Err(e) => {
+                        self.bad(cx, &e.to_string());
+                        self.reader = None;
+                        return None;
+                    }
                 }
-                self.bad(cx, "line too long");
+            } else if !self.read_line(cx, &mut buf) {
+                return None;
+            } else if buf.is_empty() {
                 continue;
             }
             let text = String::from_utf8_lossy(&buf);
-            if self.lineno == 1 {
+            if self.lineno == 1 && !self.binary {
                 if let Some(m) = minor_version(text.trim_end()) {
                     self.minor = m.min(3);
                 }
@@ -482,6 +542,14 @@ impl FromIPSummaryDump {
                     }
                 }
                 Ok(Line::Aggregate(a)) => self.opts.aggregate = Some(a),
+                Ok(Line::Binary(well_formed)) => {
+                    if !well_formed {
+                        self.bad(cx, "bad !binary specification");
+                    }
+                    // As Click: records are counted from here.
+                    self.binary = true;
+                    self.lineno = 1;
+                }
                 Ok(Line::Record(r)) => {
                     if r.values.is_empty() {
                         self.bad(cx, "packet parse error");
@@ -492,6 +560,48 @@ impl FromIPSummaryDump {
                 Err(e) => self.bad(cx, &e),
             }
         }
+    }
+
+    /// Reads the next text line into `buf`; false at the end of the file.
+    /// A line too long is skipped and counted, leaving `buf` empty.
+    fn read_line(&mut self, cx: &mut Context<'_>, buf: &mut Vec<u8>) -> bool {
+        {
+            let Some(reader) = self.reader.as_mut() else {
+                return false;
+            };
+            buf.clear();
+            let r = reader
+                .by_ref()
+                .take(info::MAX_LINE as u64 + 1)
+                .read_until(b'\n', buf);
+            match r {
+                Ok(0) => {
+                    self.reader = None;
+                    return false;
+                }
+                Ok(n) => self.filepos += n as u64,
+                Err(e) => {
+                    cx.report_error(format!("{}: {e}", self.path.display()));
+                    self.reader = None;
+                    return false;
+                }
+            }
+            self.lineno += 1;
+            if buf.len() <= info::MAX_LINE || buf.last() == Some(&b'\n') {
+                return true;
+            }
+            // Skip the rest of the long line, a bounded piece at a time.
+            while let Ok(n) = reader.by_ref().take(1 << 16).read_until(b'\n', buf) {
+                self.filepos += n as u64;
+                if n == 0 || buf.last() == Some(&b'\n') {
+                    break;
+                }
+                buf.clear();
+            }
+            buf.clear();
+        }
+        self.bad(cx, "line too long");
+        true
     }
 
     /// The next packet to emit (the next copy of a multi-packet line), not
@@ -517,8 +627,10 @@ impl FromIPSummaryDump {
     fn bad(&mut self, cx: &mut Context<'_>, msg: &str) {
         self.bad_lines += 1;
         if self.bad_lines <= MAX_MESSAGES {
+            // Click's landmarks: `FILE:LINE`, then `FILE:record N`.
+            let record = if self.binary { "record " } else { "" };
             eprintln!(
-                "{}: {}:{}: {msg}",
+                "{}: {}:{record}{}: {msg}",
                 cx.name(),
                 self.path.display(),
                 self.lineno
@@ -839,7 +951,10 @@ mod tests {
                 Some(17)
             )
         );
-        assert!(parse(&[], "!binary").is_err());
+        assert_eq!(parse(&[], "!binary").unwrap(), Line::Binary(true));
+        assert_eq!(parse(&[], "!binary\n").unwrap(), Line::Binary(true));
+        assert_eq!(parse(&[], "!binary x").unwrap(), Line::Binary(false));
+        assert_eq!(parse(&[], "!binaryx").unwrap(), Line::Skip);
         assert!(parse(&[], "!data payload_md5").is_err());
         assert_eq!(minor_version("!IPSummaryDump 1.0"), Some(0));
         assert_eq!(minor_version("!IPSummaryDump 1.3"), Some(3));

@@ -24,6 +24,7 @@ pub mod from_tcpdump;
 pub mod info;
 pub mod ip_field;
 pub mod ipprint;
+pub mod ipsumdump_binary;
 pub mod md5;
 pub mod options;
 pub mod store_timestamp;

@@ -1,6 +1,7 @@
 //! `ToIPSummaryDump`: writes one text line per packet.
 
 use super::info::{self, Field};
+use super::ipsumdump_binary as binary;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
     Stats, TaskKind, TaskResult,
@@ -22,7 +23,7 @@ pub static CLASS: ElementClass = ElementClass {
 };
 
 static MANUAL: Manual = Manual {
-    summary: "writes a text summary line per packet",
+    summary: "writes a summary line (or binary record) per packet",
     synopsis: "ToIPSummaryDump(FILENAME, CONTENTS ... [, KEYWORDS])",
     description: "Writes Click's IP summary dump: a header (`!IPSummaryDump 1.3`, \
         `!creator` with BANNER, `!host` and `!runtime` when VERBOSE, and `!data` naming the \
@@ -39,8 +40,14 @@ static MANUAL: Manual = Manual {
         `ip src`, len, proto, ...). The IP header is at the network header annotation, or \
         at the packet's start. With BAD_PACKETS, a packet a field cannot be read from is \
         preceded by a `!bad REASON` line. FILENAME `-` is standard output. The file is \
-        created when the first packet arrives or when the router stops. Text only: BINARY \
-        true is refused.",
+        created when the first packet arrives or when the router stops. With BINARY true \
+        the header ends with `!binary` and each packet is a binary record as Click writes \
+        it, byte for byte: a 4-byte big-endian length (itself included), then each field \
+        in a fixed size (1, 2, 4, 6, 8 or 16 bytes, numbers big-endian, addresses in \
+        network order, zeros for a field the packet lacks; ip_opt, tcp_opt, tcp_ntopt \
+        and tcp_sack as a length byte and the option bytes, ip_opt and tcp_opt twice as \
+        Click writes them); `!bad` lines are text records, their length's top bit set. \
+        payload cannot be written in binary (as in Click).",
     ports: "one input, push or pull; optional push output",
     keywords: &[
         Keyword {
@@ -109,7 +116,7 @@ static MANUAL: Manual = Manual {
             name: "BINARY",
             ty: "boolean",
             default: Some("false"),
-            doc: "only false (text) is supported",
+            doc: "write Click's binary records instead of text lines (every field but payload)",
         },
         Keyword {
             name: "BURST",
@@ -145,13 +152,15 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     for (text, _) in args.rest() {
         contents.push(text.to_string());
     }
-    if binary {
-        return Err(ArgError::new("BINARY true is not supported (text only)"));
-    }
     let fields = info::parse_fields(&contents.join(" "))
         .map_err(|e| ArgError::new(format!("bad CONTENTS: {e}")))?;
     if fields.is_empty() {
         return Err(ArgError::new("missing mandatory argument CONTENTS"));
+    }
+    if binary {
+        for &f in &fields {
+            binary::check_writable(f).map_err(ArgError::new)?;
+        }
     }
     if let Some(f) = fields.iter().find(|f| !f.writable()) {
         return Err(ArgError::new(format!(
@@ -161,7 +170,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     }
     Ok(Box::new(ToIPSummaryDump {
         header: if write_header {
-            header(&fields, banner.as_deref(), verbose)
+            header_for(&fields, banner.as_deref(), verbose, binary)
         } else {
             String::new()
         },
@@ -175,14 +184,22 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         careful_trunc,
         extra_length,
         text: String::new(),
+        binary,
+        bytes: Vec::new(),
         burst: burst.clamp(1, MAX_BATCH),
         count: 0,
         errors: 0,
     }))
 }
 
-/// The header lines written before the first packet.
+/// The header lines written before the first packet of a text dump.
 pub fn header(fields: &[Field], banner: Option<&str>, verbose: bool) -> String {
+    header_for(fields, banner, verbose, false)
+}
+
+/// The header lines written before the first packet; a binary dump's
+/// ends with `!binary` and names `ntimestamp` as it is.
+pub fn header_for(fields: &[Field], banner: Option<&str>, verbose: bool, binary: bool) -> String {
     let mut h = String::from(info::MAGIC);
     h.push('\n');
     if let Some(b) = banner {
@@ -201,16 +218,18 @@ pub fn header(fields: &[Field], banner: Option<&str>, verbose: bool) -> String {
         ));
     }
     h.push_str("!data");
-    for (i, f) in fields.iter().enumerate() {
-        let _ = i;
+    for f in fields {
         h.push(' ');
         // Click names ntimestamp `timestamp` in a text dump.
         h.push_str(match f {
-            Field::NTimestamp => "timestamp",
+            Field::NTimestamp if !binary => "timestamp",
             f => f.name(),
         });
     }
     h.push('\n');
+    if binary {
+        h.push_str("!binary\n");
+    }
     h
 }
 
@@ -239,6 +258,10 @@ pub struct ToIPSummaryDump {
     /// The lines of a batch, kept between batches (no allocation per
     /// packet once it has grown).
     text: String,
+    /// BINARY: records, not lines.
+    binary: bool,
+    /// The records of a batch, kept as `text` is.
+    bytes: Vec<u8>,
     burst: usize,
     count: u64,
     errors: u64,
@@ -286,26 +309,55 @@ impl ToIPSummaryDump {
             self.errors += b.len() as u64;
             return;
         };
-        self.text.clear();
-        for p in b.iter() {
-            let start = self.text.len();
-            let bad = info::write_line(
-                &self.fields,
-                p,
-                self.careful_trunc,
-                self.extra_length,
-                &mut self.text,
-            );
-            self.text.push('\n');
-            if let (Some(why), true) = (bad, self.bad_packets) {
-                let line = format!("!bad {why}\n");
-                self.text.insert_str(start, &line);
+        if self.binary {
+            self.bytes.clear();
+            for p in b.iter() {
+                if self.bad_packets {
+                    // The reason, exactly as a text dump gives it.
+                    self.text.clear();
+                    let bad = info::write_line(
+                        &self.fields,
+                        p,
+                        self.careful_trunc,
+                        self.extra_length,
+                        &mut self.text,
+                    );
+                    if let Some(why) = bad {
+                        binary::write_text_record(&format!("!bad {why}\n"), &mut self.bytes);
+                    }
+                }
+                binary::write_record(
+                    &self.fields,
+                    p,
+                    self.careful_trunc,
+                    self.extra_length,
+                    &mut self.bytes,
+                );
+            }
+        } else {
+            self.text.clear();
+            for p in b.iter() {
+                let start = self.text.len();
+                let bad = info::write_line(
+                    &self.fields,
+                    p,
+                    self.careful_trunc,
+                    self.extra_length,
+                    &mut self.text,
+                );
+                self.text.push('\n');
+                if let (Some(why), true) = (bad, self.bad_packets) {
+                    let line = format!("!bad {why}\n");
+                    self.text.insert_str(start, &line);
+                }
             }
         }
-        let r = o
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .write_all(self.text.as_bytes());
+        let out: &[u8] = if self.binary {
+            &self.bytes
+        } else {
+            self.text.as_bytes()
+        };
+        let r = o.lock().unwrap_or_else(|e| e.into_inner()).write_all(out);
         match r {
             Ok(()) => self.count += b.len() as u64,
             Err(e) => {
