@@ -88,6 +88,8 @@ pub struct Graph {
     /// the graph: a counter read through a handler sums every worker's
     /// copy ([`crate::peers`]).
     peers: Option<(std::sync::Arc<crate::peers::Peers>, usize)>,
+    /// The number of the last write posted by another worker made here.
+    peer_applied: Cell<u64>,
 }
 
 /// One element of a [`Graph`] with the downstream end of each of its push
@@ -283,6 +285,7 @@ impl Graph {
             tasks: Vec::new(),
             addresses: None,
             peers: None,
+            peer_applied: Cell::new(0),
         }
     }
 
@@ -559,6 +562,26 @@ impl Graph {
         self.peers = (peers.workers() > 1).then_some((peers, me));
     }
 
+    /// Answers the other workers: makes the writes they posted since the
+    /// last ones made here, then publishes the counters they asked for.
+    pub fn serve_peers(&self, worker: &mut WorkerState) {
+        let Some((peers, me)) = &self.peers else {
+            return;
+        };
+        let asked = peers.asked();
+        let mut last = self.peer_applied.get();
+        for (seq, i, handler, value) in peers.writes_after(last) {
+            if i < self.elements.len() {
+                // An error was the writer's to report, on its own copy.
+                let _ = self.call_handler_at(i, &handler, &value, true, worker, 0);
+            }
+            last = seq;
+        }
+        self.peer_applied.set(last);
+        peers.applied(*me, last);
+        self.publish_to_peers(asked, false);
+    }
+
     /// Publishes the counters the other workers asked for as the answer
     /// to request `answered`, or, with `done`, every element's final
     /// counters. Elements busy further up the stack are left out.
@@ -713,8 +736,7 @@ impl Graph {
         match (self.read_handler(index, handler)?, &self.peers) {
             // A counter: every worker's copy counts (Click's one element).
             (HandlerValue::Count(v), Some((peers, me))) => {
-                let others =
-                    peers.gather(*me, index, || self.publish_to_peers(peers.asked(), false));
+                let others = peers.gather(*me, index, || self.serve_peers(worker));
                 Ok(HandlerValue::Count(v + others.get(handler).unwrap_or(0)).into_text())
             }
             (v, _) => Ok(v.into_text()),
@@ -1123,6 +1145,33 @@ impl<'a> Context<'a> {
         }
         self.graph
             .call_handler_at(index, handler, value, write, self.worker, self.depth)
+    }
+
+    /// Writes handler `handler` of element `index` as Click's one element
+    /// would be written: on this worker's copy and, with several workers,
+    /// on every other worker's (they make it before they answer anything
+    /// else; see [`crate::peers`]), unless the handler changes state all
+    /// copies share. A `Script`'s `write`.
+    pub fn write_handler_everywhere(
+        &mut self,
+        index: usize,
+        handler: &str,
+        value: &str,
+    ) -> Result<String, String> {
+        let r = self.call_handler(index, handler, value, true)?;
+        if let Some((peers, me)) = &self.graph.peers {
+            let shared = self.graph.elements[index]
+                .cell
+                .try_borrow()
+                .map(|e| e.handler_is_shared(handler))
+                .unwrap_or(true);
+            if !shared {
+                let graph = self.graph;
+                let worker = &mut *self.worker;
+                peers.write(*me, index, handler, value, || graph.serve_peers(worker));
+            }
+        }
+        Ok(r)
     }
 
     /// Asks the router to stop once in-flight packets are delivered. With

@@ -12,6 +12,12 @@
 //! not wait for each other. A worker that does not answer within
 //! [`PATIENCE`] (one busy in a long hot swap) is counted as last
 //! published.
+//!
+//! Writes go the same way: a `Script` that writes `c.reset` on one worker
+//! posts the write, and every other worker makes it on its own copy before
+//! it answers anything else, so a read after the write sees it
+//! everywhere. Handlers that change state every copy shares (a route
+//! table) are written once, on the writer's worker.
 
 use crate::Stats;
 use std::collections::HashMap;
@@ -26,11 +32,21 @@ pub const PATIENCE: Duration = Duration::from_millis(500);
 /// answer holds every element.
 const MAX_WANTED: usize = 64;
 
+/// Writes kept for workers that have not made them yet, at most this
+/// many: a worker stalled past [`PATIENCE`] misses the oldest.
+const MAX_WRITES: usize = 1024;
+
+/// A write posted for every worker: its number, element index, handler
+/// and value.
+pub type PeerWrite = (u64, usize, String, String);
+
 /// What one worker last published.
 #[derive(Debug, Default)]
 struct Board {
     /// The request number it answered last.
     answered: u64,
+    /// The number of the last posted write it made.
+    applied: u64,
     /// Its run is over: `stats` holds every element's final counters.
     done: bool,
     /// Counters by element index.
@@ -45,6 +61,10 @@ pub struct Peers {
     /// The elements ever asked about (`None`: more than [`MAX_WANTED`],
     /// so every one), under the lock readers take to ask.
     wanted: Mutex<Option<Vec<usize>>>,
+    /// Writes not yet made by every worker, oldest first.
+    writes: Mutex<std::collections::VecDeque<PeerWrite>>,
+    /// The number of the last write posted.
+    posted: AtomicU64,
     boards: Box<[Mutex<Board>]>,
 }
 
@@ -58,6 +78,8 @@ impl Peers {
         Peers {
             asked: AtomicU64::new(0),
             wanted: Mutex::new(Some(Vec::new())),
+            writes: Mutex::default(),
+            posted: AtomicU64::new(0),
             boards: (0..workers).map(|_| Mutex::default()).collect(),
         }
     }
@@ -104,6 +126,95 @@ impl Peers {
         b.done = done;
     }
 
+    /// The writes posted after write number `after`, oldest first.
+    pub fn writes_after(&self, after: u64) -> Vec<PeerWrite> {
+        if self.posted.load(Ordering::Acquire) <= after {
+            return Vec::new();
+        }
+        lock(&self.writes)
+            .iter()
+            .filter(|w| w.0 > after)
+            .cloned()
+            .collect()
+    }
+
+    /// Worker `me` made the writes up to number `upto`.
+    pub fn applied(&self, me: usize, upto: u64) {
+        if let Some(b) = self.boards.get(me) {
+            let mut b = lock(b);
+            b.applied = b.applied.max(upto);
+        }
+    }
+
+    /// Worker `me`, having written `handler` of element `index` on its own
+    /// copy, posts the write for the others and waits (as
+    /// [`Peers::gather`] does, calling `serve`) until they have made it.
+    pub fn write(
+        &self,
+        me: usize,
+        index: usize,
+        handler: &str,
+        value: &str,
+        mut serve: impl FnMut(),
+    ) {
+        let seq = {
+            let mut w = lock(&self.writes);
+            let seq = self.posted.load(Ordering::Acquire) + 1;
+            if w.len() >= MAX_WRITES {
+                w.pop_front();
+            }
+            w.push_back((seq, index, handler.to_string(), value.to_string()));
+            self.posted.store(seq, Ordering::Release);
+            self.asked.fetch_add(1, Ordering::AcqRel);
+            seq
+        };
+        self.applied(me, seq);
+        self.wait(me, |b| b.applied >= seq, &mut serve);
+        // Writes every worker has made are no longer kept.
+        let done = self
+            .boards
+            .iter()
+            .map(|b| {
+                let b = lock(b);
+                if b.done {
+                    u64::MAX
+                } else {
+                    b.applied
+                }
+            })
+            .min()
+            .unwrap_or(0);
+        lock(&self.writes).retain(|w| w.0 > done);
+    }
+
+    /// Waits until every other worker's board satisfies `ready` or its
+    /// run is over, at most [`PATIENCE`], calling `serve` meanwhile.
+    fn wait(&self, me: usize, ready: impl Fn(&Board) -> bool, serve: &mut impl FnMut()) {
+        let deadline = Instant::now() + PATIENCE;
+        let mut spins = 0u32;
+        loop {
+            let waiting = self
+                .boards
+                .iter()
+                .enumerate()
+                .filter(|&(w, _)| w != me)
+                .any(|(_, b)| {
+                    let b = lock(b);
+                    !b.done && !ready(&b)
+                });
+            if !waiting || Instant::now() >= deadline {
+                return;
+            }
+            serve();
+            spins += 1;
+            if spins > 64 {
+                std::thread::sleep(Duration::from_micros(20));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
     /// Worker `me` asks every other worker for element `index`'s
     /// counters and waits for their answers, calling `serve` while it
     /// waits (to answer their requests in turn). Returns the sum over
@@ -122,29 +233,7 @@ impl Peers {
             }
             self.asked.fetch_add(1, Ordering::AcqRel) + 1
         };
-        let deadline = Instant::now() + PATIENCE;
-        let mut spins = 0u32;
-        loop {
-            let waiting = self
-                .boards
-                .iter()
-                .enumerate()
-                .filter(|&(w, _)| w != me)
-                .any(|(_, b)| {
-                    let b = lock(b);
-                    !b.done && b.answered < mine
-                });
-            if !waiting || Instant::now() >= deadline {
-                break;
-            }
-            serve();
-            spins += 1;
-            if spins > 64 {
-                std::thread::sleep(Duration::from_micros(20));
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+        self.wait(me, |b| b.answered >= mine, &mut serve);
         let mut sum = Stats::default();
         for (w, b) in self.boards.iter().enumerate() {
             if w == me {
@@ -219,6 +308,47 @@ mod tests {
         p.publish(1, 9, [(1, counted(100))], false);
         p.publish(2, 9, [(1, counted(1))], true);
         assert_eq!(p.gather(0, 1, || {}).get("count"), Some(8));
+    }
+
+    #[test]
+    fn a_write_is_made_by_every_other_worker_before_the_writer_goes_on() {
+        let p = Arc::new(Peers::new(3));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let made = Arc::new(Mutex::new(Vec::new()));
+        let others: Vec<_> = (1..3)
+            .map(|w| {
+                let (p, stop, made) = (p.clone(), stop.clone(), made.clone());
+                std::thread::spawn(move || {
+                    let (mut seen, mut applied) = (0, 0);
+                    while !stop.load(Ordering::Relaxed) {
+                        let a = p.asked();
+                        if a != seen {
+                            for (seq, i, h, v) in p.writes_after(applied) {
+                                lock(&made).push((w, i, h, v));
+                                applied = seq;
+                            }
+                            p.applied(w, applied);
+                            seen = a;
+                        }
+                        std::thread::yield_now();
+                    }
+                })
+            })
+            .collect();
+        p.write(0, 3, "reset", "", || {});
+        p.write(0, 5, "active", "false", || {});
+        let got = lock(&made).clone();
+        assert_eq!(got.len(), 4, "{got:?}");
+        for w in 1..3 {
+            let mine: Vec<_> = got.iter().filter(|g| g.0 == w).map(|g| g.1).collect();
+            assert_eq!(mine, [3, 5]);
+        }
+        // Made by everyone: nothing is kept.
+        assert!(p.writes_after(0).is_empty());
+        stop.store(true, Ordering::Relaxed);
+        for o in others {
+            o.join().unwrap();
+        }
     }
 
     #[test]

@@ -501,7 +501,8 @@ impl Engine {
             let asked = p.asked();
             if asked != self.peers_seen {
                 self.peers_seen = asked;
-                self.graph.publish_to_peers(asked, false);
+                self.graph.serve_peers(&mut self.state);
+                self.graph.run_deferred(&mut self.state);
             }
         }
     }
@@ -1031,6 +1032,10 @@ impl Engine {
         let mut stopping: Option<StopReason> = None;
         let mut stop_began: Option<Instant> = None;
         let mut parked = false;
+        // With a stop manager: the round begun when this worker ran out of
+        // work, which the others must confirm before the end of the run is
+        // a stop event (see `Termination::others_quiet`).
+        let mut quiet_from: Option<u64> = None;
         let reason = if self.tasks.is_empty() {
             StopReason::NoTasks
         } else {
@@ -1113,6 +1118,7 @@ impl Engine {
                     }
                     if r.worked {
                         idle_rounds = 0;
+                        quiet_from = None;
                         continue;
                     }
                 }
@@ -1123,7 +1129,14 @@ impl Engine {
                         // are idle too; with a stop manager that is a stop
                         // event like any other (Click's driver ends only
                         // on those), and the manager decides.
-                        if !self.state.stop_requested && self.term.others_quiet(worker) {
+                        let quiet = match quiet_from {
+                            None => {
+                                quiet_from = Some(self.term.nudge());
+                                false
+                            }
+                            Some(round) => self.term.others_quiet(worker, round),
+                        };
+                        if !self.state.stop_requested && quiet {
                             self.state.stop_requested = true;
                             self.state.stop_events = self.state.stop_events.saturating_add(1);
                         }

@@ -133,15 +133,26 @@ impl Termination {
     /// parked. A stop manager's worker asks this before it takes the end
     /// of its own work for the end of the run (Click's driver sees one
     /// graph: its `wait_stop` waits for every thread).
-    pub(crate) fn others_quiet(&self, me: usize) -> bool {
-        let round = self.round.load(SeqCst);
-        self.busy.load(SeqCst) <= 1
+    /// `since` is the round [`Termination::nudge`] began when `me` ran
+    /// out of work: the round acknowledged must be that one or a later
+    /// one, so that packets `me` moved before it were looked for.
+    pub(crate) fn others_quiet(&self, me: usize, since: u64) -> bool {
+        let now = self.round.load(SeqCst);
+        now >= since
+            && self.busy.load(SeqCst) <= 1
             && self
                 .acks
                 .iter()
                 .enumerate()
-                .all(|(w, a)| w == me || a.load(SeqCst) == round)
-            && self.round.load(SeqCst) == round
+                .all(|(w, a)| w == me || a.load(SeqCst) == now)
+            && self.round.load(SeqCst) == now
+    }
+
+    /// Begins a confirmation round without parking: a busy worker that
+    /// ran out of work asks the parked ones to look again (what it moved
+    /// may have reached them). Returns the new round.
+    pub(crate) fn nudge(&self) -> u64 {
+        self.round.fetch_add(1, SeqCst) + 1
     }
 
     /// Ends the run for everyone: a worker could not start or panicked,

@@ -749,7 +749,11 @@ impl Script {
                     return self.own(h, &value, write, cx).map(|v| (own(h), v));
                 }
                 Some(i) => {
-                    let v = cx.call_handler(i, h, &value, write)?;
+                    let v = if write {
+                        cx.write_handler_everywhere(i, h, &value)?
+                    } else {
+                        cx.call_handler(i, h, &value, false)?
+                    };
                     return Ok((name.clone(), v));
                 }
                 None => {
