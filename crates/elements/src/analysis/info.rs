@@ -66,6 +66,9 @@ fields! {
     /// `first_timestamp`: when the first packet of a multi-packet line was
     /// seen (read only: bricks has no such annotation).
     FirstTimestamp = "first_timestamp", ANNO;
+    /// `first_ntimestamp`: the same, in nanoseconds in a binary dump
+    /// (read only, as `first_timestamp`).
+    FirstNTimestamp = "first_ntimestamp", ANNO;
     /// `count`: packets this line stands for.
     Count = "count", ANNO;
     /// `link`: the paint annotation.
@@ -175,7 +178,6 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("usec1", "ts_usec1"),
     ("first_utimestamp", "first_timestamp"),
     ("first_ts", "first_timestamp"),
-    ("first_ntimestamp", "first_timestamp"),
     ("pkt_count", "count"),
     ("packet_count", "count"),
     ("agg", "aggregate"),
@@ -224,7 +226,7 @@ impl Field {
 
     /// Whether ToIPSummaryDump can write this field.
     pub fn writable(self) -> bool {
-        self != Field::FirstTimestamp
+        !matches!(self, Field::FirstTimestamp | Field::FirstNTimestamp)
     }
 }
 
@@ -303,6 +305,7 @@ impl<'a> View<'a> {
     /// capture shorter than the IP length as bad (CAREFUL_TRUNC).
     pub fn new(p: &'a Packet, careful: bool) -> View<'a> {
         let data = p.data();
+        let marked = p.network_header_offset().is_some();
         let nh = p.network_header_offset().unwrap_or(0).min(data.len());
         let extra = p.anno().extra_length as usize;
         let mut v = View {
@@ -315,7 +318,7 @@ impl<'a> View<'a> {
             force_extra: true,
         };
         let h = &data[nh..];
-        if h.is_empty() {
+        if h.is_empty() && !marked {
             return v;
         }
         if h.len() < 4 {
@@ -345,6 +348,13 @@ impl<'a> View<'a> {
                 } else {
                     full - 0xffff
                 };
+                // As Click's `ip_prepare`: a TCP header whose offset
+                // field is present but says less than 20 bytes.
+                if let Some(t) = v.transport().filter(|t| t.len() > 12) {
+                    if h[9] == 6 && t[12] >> 4 < 5 {
+                        v.missing(&format!("TCP header length {}", t[12] >> 4));
+                    }
+                }
             }
         }
         v
@@ -471,12 +481,13 @@ fn ts_text(out: &mut String, ts: Timestamp) {
     let ns = ts.signed_nanos();
     let sign = if ns < 0 { "-" } else { "" };
     let a = ns.unsigned_abs();
-    let _ = write!(
-        out,
-        "{sign}{}.{:06}",
-        a / 1_000_000_000,
-        a % 1_000_000_000 / 1000
-    );
+    let (sec, sub) = (a / 1_000_000_000, a % 1_000_000_000);
+    // Click's nanosecond timestamps: microseconds when that is exact.
+    let _ = if sub % 1000 == 0 {
+        write!(out, "{sign}{sec}.{:06}", sub / 1000)
+    } else {
+        write!(out, "{sign}{sec}.{sub:09}")
+    };
 }
 
 /// Click's `cp_quote`: the bytes in double quotes, with `\\`, `\"`, `\$`,
@@ -539,7 +550,7 @@ fn unparse_some(f: Field, p: &Packet, v: &mut View<'_>, out: &mut String) -> boo
             a.timestamp.signed_nanos().rem_euclid(NANOS) / 1000
         ),
         F::TsUsec1 => write!(out, "{}", a.timestamp.signed_nanos().div_euclid(1000)),
-        F::FirstTimestamp => return false,
+        F::FirstTimestamp | F::FirstNTimestamp => return false,
         F::Count => write!(out, "1"),
         F::Link | F::Paint => write!(out, "{}", a.paint),
         F::Direction => match a.paint {
@@ -854,7 +865,9 @@ fn md5_text(d: &[u8; 16], out: &mut String) {
     }
 }
 
-/// Click's `hard_field_missing` for a transport field: why it is absent.
+/// Click's `hard_field_missing` for a transport field: why it is absent
+/// (`need` is how many transport bytes the field wanted). A packet of
+/// another protocol is not bad.
 fn transport_missing(v: &mut View<'_>, proto: &str, need: usize) {
     if v.bad.is_some() {
         return;
@@ -863,27 +876,33 @@ fn transport_missing(v: &mut View<'_>, proto: &str, need: usize) {
         v.missing("no IP header");
         return;
     };
-    if h.len() <= 9 {
-        v.missing("truncated IP header capture");
-        return;
+    if h.len() > 9 {
+        let p = h[9];
+        let wrong = match proto {
+            "TCP" => p != 6,
+            "UDP" => p != 17,
+            "ICMP" => p != 1,
+            // Click's IP_PROTO_TCP_OR_UDP: ports of other protocols
+            // (DCCP, UDP-Lite) are absent silently.
+            _ => p != 6 && p != 17,
+        };
+        if wrong {
+            return;
+        }
     }
-    let p = h[9];
-    let wrong = match proto {
-        "TCP" => p != 6,
-        "UDP" => p != 17,
-        "ICMP" => p != 1,
-        _ => !has_ports(p),
-    };
-    if wrong {
-        return;
-    }
-    if !v.first_frag() {
+    // Click reads the fragment word even when the capture stops before
+    // it; bricks takes a missing one as a first fragment.
+    if v.frag().is_some_and(|f| f & 0x1fff != 0) {
         v.bad = Some(format!("fragmented {proto} header"));
     } else {
-        let have = h.len().saturating_sub(v.hl());
-        let _ = need;
-        v.bad = Some(format!("truncated {proto} header"));
-        let _ = have;
+        // Click's `transport_length() + EXTRA_LENGTH_ANNO >= l`, where the
+        // transport length is negative when the IP header is cut short.
+        let have = h.len() as i64 - v.hl() as i64 + v.extra as i64;
+        v.bad = Some(if have >= need as i64 {
+            format!("truncated {proto} header capture")
+        } else {
+            format!("truncated {proto} header")
+        });
     }
 }
 
@@ -900,6 +919,11 @@ pub fn write_line(
 ) -> Option<String> {
     let mut v = View::new(p, careful);
     v.force_extra = extra_length;
+    // Click checks the IP header (`ip_prepare`) only for a line with a
+    // field past the annotations and the Ethernet header.
+    if fields.iter().all(|f| f.order() < NET - 2) {
+        v.bad = None;
+    }
     for (i, &f) in fields.iter().enumerate() {
         if i > 0 {
             out.push(' ');
@@ -1223,7 +1247,9 @@ fn parse_value(f: Field, w: &str, icmp_type: Option<u32>, minor: u8) -> Option<V
     use Field as F;
     let n = |v: Option<u32>| v.map(Value::Num);
     match f {
-        F::Timestamp | F::NTimestamp | F::FirstTimestamp => parse_ts(w).map(Value::Time),
+        F::Timestamp | F::NTimestamp | F::FirstTimestamp | F::FirstNTimestamp => {
+            parse_ts(w).map(Value::Time)
+        }
         F::TsSec => signed_time(w, NANOS).map(Value::Time),
         F::TsUsec => n(bounded(w, u64::from(u32::MAX))),
         F::TsUsec1 => signed_time(w, 1000).map(Value::Time),
@@ -1426,6 +1452,15 @@ impl Builder<'_> {
         u16::from_be_bytes([self.b[6], self.b[7]]) & 0x1fff == 0
     }
 
+    /// Bytes before the IP header: an Ethernet header's, if any.
+    fn l2(&self) -> usize {
+        if self.eth.is_some() {
+            14
+        } else {
+            0
+        }
+    }
+
     fn transport_len(&self) -> usize {
         self.b.len().saturating_sub(self.hl())
     }
@@ -1478,8 +1513,10 @@ impl Builder<'_> {
             _ => return true,
         };
         let thoff = self.hl();
-        if self.want_len > 0 && (self.want_len as usize) < thoff + len {
-            len = (self.want_len as usize).saturating_sub(thoff);
+        // Click's transport header offset counts an Ethernet header.
+        let l2 = self.l2();
+        if self.want_len > 0 && (self.want_len as usize) < l2 + thoff + len {
+            len = (self.want_len as usize).saturating_sub(l2 + thoff);
         }
         if self.transport_len() < len {
             let fresh = self.transport_len() < 4;
@@ -1539,7 +1576,7 @@ impl Builder<'_> {
                 p.anno_mut().timestamp =
                     Timestamp::from_signed_nanos(whole.saturating_add(us * 1000));
             }
-            F::FirstTimestamp => {
+            F::FirstTimestamp | F::FirstNTimestamp => {
                 if let Value::Time(t) = v {
                     x.first_timestamp = Some(*t);
                 }
@@ -1658,7 +1695,8 @@ impl Builder<'_> {
             F::IpId => self.put16(4, n),
             F::IpSum => self.put16(10, n),
             F::IpProto => self.b[9] = n as u8,
-            F::IpLen => self.want_len = n,
+            // Click's: the wire length, counting an Ethernet header.
+            F::IpLen => self.want_len = n.saturating_add(self.l2() as u32),
             F::IpCaptureLen => {}
             F::IpOpt => {
                 self.have_ip_hl = true;
@@ -1819,11 +1857,16 @@ impl Builder<'_> {
             Some(l) if self.ip => u32::from(u16::from_be_bytes([l[0], l[1]])),
             _ => 0,
         };
+        let l2 = self.l2();
         if !self.ip || (ip_len == 0 && self.want_len == 0) {
-            self.want_len = (off + plen).min(u32::MAX as usize) as u32;
+            self.want_len = (l2 + off + plen).min(u32::MAX as usize) as u32;
             return off;
         }
-        let ip_len = if ip_len != 0 { ip_len } else { self.want_len } as usize;
+        let ip_len = if ip_len != 0 {
+            ip_len as usize
+        } else {
+            (self.want_len as usize).saturating_sub(l2)
+        };
         let mut delta = ip_len.saturating_sub(off + plen);
         let t = self.hl();
         if delta > 0
@@ -1894,7 +1937,12 @@ pub fn build(r: &Record, o: &BuildOptions) -> (Packet, Extras) {
         bd.make_transp();
         let mut ip_len = u32::from(u16::from_be_bytes([bd.b[2], bd.b[3]]));
         if ip_len == 0 {
-            ip_len = bd.want_len.min(0xffff);
+            // Click's: the wire length less an Ethernet header.
+            ip_len = bd.want_len;
+            if bd.eth.is_some() && ip_len >= 14 {
+                ip_len -= 14;
+            }
+            ip_len = ip_len.min(0xffff);
             if ip_len == 0 {
                 ip_len = bd.b.len() as u32;
             }
@@ -1924,7 +1972,9 @@ pub fn build(r: &Record, o: &BuildOptions) -> (Packet, Extras) {
     if p.set_frame(&bd.b).is_err() {
         p = Packet::new();
     }
-    if bd.ip {
+    // Click's `push_mac_header` puts the network header just after the
+    // Ethernet header, also when the packet is not IP.
+    if bd.ip || bd.eth.is_some() {
         p.set_network_header(nh);
     }
     // Click's: the length the line gives beyond the bytes built.
@@ -2512,5 +2562,315 @@ mod tests {
             built += 1;
         }
         assert!(built > 3_000, "{built}");
+    }
+
+    /// An Ethernet frame around an IPv4 header (version `v`, header
+    /// length `hl` words, length `len`, fragment word `frag`, protocol
+    /// `proto`) from 10.0.0.1 to 10.0.0.2 and `rest`; the network header
+    /// is marked at 14 (`MarkIPHeader(14)`).
+    fn eth_ip(v: u8, hl: u8, len: u16, frag: u16, proto: u8, rest: &[u8]) -> Packet {
+        let mut b = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 8, 0];
+        b.extend([(v << 4) | hl, 0]);
+        b.extend(len.to_be_bytes());
+        b.extend([0, 1]);
+        b.extend(frag.to_be_bytes());
+        b.extend([64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        b.extend_from_slice(rest);
+        let mut p = Packet::from_slice(&b).unwrap();
+        p.set_network_header(14);
+        p
+    }
+
+    /// A TCP header 1000 > 80, seq 1, ack 2, offset `off` words, SYN,
+    /// window 8192, with `off` words in all (at least 20 bytes).
+    fn tcp_hdr(off: u8) -> Vec<u8> {
+        let mut t = vec![
+            3,
+            0xe8,
+            0,
+            80,
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+            2,
+            off << 4,
+            2,
+            0x20,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ];
+        t.resize(t.len().max(usize::from(off) * 4), 0);
+        t
+    }
+
+    /// `!bad` reasons and field texts as Click 2.1 writes them, for frames
+    /// made as these are by a pcap file read with
+    /// `click -e 'FromDump(bad.pcap, STOP true) -> MarkIPHeader(14) ->
+    /// ToIPSummaryDump(-, BAD_PACKETS true, CAREFUL_TRUNC true, FIELDS F)'`
+    /// (the extra length annotation is FromDump's: what the capture cut).
+    #[test]
+    fn bad_reasons_are_clicks() {
+        let tcp = tcp_hdr(5);
+        let cases: Vec<(Packet, u32, &str, Option<&str>, &str)> = vec![
+            (
+                eth_ip(4, 5, 40, 0, 6, &tcp_hdr(3)),
+                0,
+                "ip_src",
+                Some("TCP header length 3"),
+                "10.0.0.1",
+            ),
+            (
+                eth_ip(4, 5, 40, 0, 6, &tcp_hdr(3)),
+                0,
+                "tcp_seq",
+                Some("TCP header length 3"),
+                "-",
+            ),
+            // 13 transport bytes, offset 4.
+            (
+                eth_ip(4, 5, 33, 0, 6, &{
+                    let mut t = tcp_hdr(4)[..12].to_vec();
+                    t.push(0x40);
+                    t
+                }),
+                0,
+                "ip_proto ip_len",
+                Some("TCP header length 4"),
+                "T 33",
+            ),
+            (
+                eth_ip(4, 5, 24, 0, 17, &[0, 53, 0, 53]),
+                0,
+                "udp_len",
+                Some("truncated UDP header"),
+                "-",
+            ),
+            (
+                eth_ip(4, 5, 24, 0, 17, &[0, 53, 0, 53]),
+                0,
+                "sport dport",
+                None,
+                "53 53",
+            ),
+            (
+                eth_ip(4, 4, 40, 0, 6, &tcp),
+                0,
+                "ip_src",
+                Some("IP header length 4"),
+                "-",
+            ),
+            (
+                eth_ip(6, 5, 40, 0, 6, &tcp),
+                0,
+                "ip_src",
+                Some("IP version 6"),
+                "-",
+            ),
+            (
+                eth_ip(4, 5, 10, 0, 6, &tcp),
+                0,
+                "ip_proto ip_len",
+                Some("IP length 10"),
+                "- 54",
+            ),
+            (
+                eth_ip(4, 5, 22, 0, 6, &tcp[..2]),
+                0,
+                "sport dport",
+                Some("truncated TCP/UDP header"),
+                "1000 -",
+            ),
+            (
+                eth_ip(4, 5, 26, 0, 6, &tcp[..6]),
+                0,
+                "sport dport",
+                None,
+                "1000 80",
+            ),
+            (
+                eth_ip(4, 5, 26, 0, 6, &tcp[..6]),
+                0,
+                "tcp_flags",
+                Some("truncated TCP header"),
+                "-",
+            ),
+            (
+                eth_ip(4, 5, 40, 0x10, 6, &tcp),
+                0,
+                "tcp_seq",
+                Some("fragmented TCP header"),
+                "-",
+            ),
+            (
+                eth_ip(4, 5, 40, 0x10, 6, &tcp),
+                0,
+                "sport dport",
+                Some("fragmented TCP/UDP header"),
+                "- -",
+            ),
+            // DCCP ports are silently absent.
+            (
+                eth_ip(4, 5, 22, 0, 33, &[0, 1]),
+                0,
+                "sport dport",
+                None,
+                "1 -",
+            ),
+            (
+                eth_ip(4, 5, 21, 0, 1, &[8]),
+                0,
+                "icmp_type icmp_code",
+                Some("truncated ICMP header"),
+                "8 -",
+            ),
+            (
+                eth_ip(4, 5, 60, 0, 6, &tcp),
+                0,
+                "ip_src tcp_urp",
+                Some("truncated IP missing 20"),
+                "10.0.0.1 0",
+            ),
+            (
+                eth_ip(4, 5, 44, 0, 6, &tcp_hdr(8)[..24]),
+                0,
+                "tcp_opt",
+                Some("truncated TCP header"),
+                "-",
+            ),
+            // A capture of 26 IP bytes of 60, and of 70,000.
+            (
+                eth_ip(4, 5, 60, 0, 6, &tcp[..6]),
+                34,
+                "tcp_seq ip_len",
+                Some("truncated TCP header"),
+                "- 60",
+            ),
+            (
+                eth_ip(4, 5, 0xffff, 0, 6, &tcp[..6]),
+                69_974,
+                "tcp_urp ip_len",
+                Some("truncated TCP header capture"),
+                "- 70000",
+            ),
+            (
+                eth_ip(4, 5, 0xffff, 0, 17, &[0, 1, 0, 2]),
+                69_976,
+                "udp_len",
+                Some("truncated UDP header capture"),
+                "-",
+            ),
+            // Only annotation and Ethernet fields: the IP header is not
+            // looked at.
+            (
+                eth_ip(4, 4, 40, 0, 6, &tcp),
+                0,
+                "wire_len eth_type",
+                None,
+                "54 0800",
+            ),
+        ];
+        for (mut p, extra, fields, bad, text) in cases {
+            p.anno_mut().extra_length = extra;
+            let f = parse_fields(fields).unwrap();
+            let mut out = String::new();
+            let got = write_line(&f, &p, true, true, &mut out);
+            assert_eq!(
+                (got.as_deref(), out.as_str()),
+                (bad, text),
+                "{fields} {:02x?}",
+                p.data()
+            );
+        }
+    }
+
+    /// Click prints nanosecond timestamps with nine digits unless they are
+    /// whole microseconds (`click -e 'FromIPSummaryDump(F, STOP true) ->
+    /// ToIPSummaryDump(-, FIELDS ntimestamp timestamp)'`).
+    #[test]
+    fn ntimestamp_text_is_clicks() {
+        let f = parse_fields("ntimestamp timestamp").unwrap();
+        let mut p = Packet::from_slice(&[0x45]).unwrap();
+        for (ts, text) in [
+            (
+                Timestamp::from_parts(999, 100),
+                "999.000000100 999.000000100",
+            ),
+            (
+                Timestamp::from_parts(1999, 250_000_000),
+                "1999.250000 1999.250000",
+            ),
+            (Timestamp::from_parts(5, 1), "5.000000001 5.000000001"),
+        ] {
+            p.anno_mut().timestamp = ts;
+            assert_eq!(line(&f, &p), text);
+        }
+        // `first_ntimestamp` is its own field, read as `first_timestamp`.
+        let f = parse_fields("ntimestamp first_ntimestamp count").unwrap();
+        assert_eq!(f[1], Field::FirstNTimestamp);
+        assert_ne!(
+            Field::from_name("first_ntimestamp"),
+            Field::from_name("first_timestamp")
+        );
+        let r = parse_line(&f, "1000.000000300 999.000000100 3").unwrap();
+        let (p, x) = build(&r, &BuildOptions::default());
+        assert_eq!(p.anno().timestamp, Timestamp::from_parts(1000, 300));
+        assert_eq!(x.first_timestamp, Some(Timestamp::from_parts(999, 100)));
+        assert_eq!(x.count, 3);
+    }
+
+    /// Non-IP packets keep their Ethernet header, with the network header
+    /// just after it; an Ethernet header counts in the wire length (Click:
+    /// `click -e 'FromIPSummaryDump(F, STOP true) ->
+    /// ToIPSummaryDump(-, BAD_PACKETS true, FIELDS ...)'`, and `ToDump`
+    /// for the bytes).
+    #[test]
+    fn ethernet_of_non_ip_packets() {
+        let o = BuildOptions::default();
+        let fields = "eth_src eth_dst eth_type ip_src wire_len";
+        let p = read(
+            fields,
+            "02-00-00-00-00-01 02-00-00-00-00-02 0806 1.2.3.4 60",
+            &o,
+        );
+        assert_eq!(p.data(), [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 6]);
+        assert_eq!(p.network_header_offset(), Some(14));
+        assert_eq!(p.anno().extra_length, 46);
+        let f = parse_fields("eth_src eth_dst eth_type ip_src wire_len ip_len").unwrap();
+        let mut out = String::new();
+        let bad = write_line(&f, &p, false, true, &mut out);
+        assert_eq!(
+            (bad.as_deref(), out.as_str()),
+            (
+                Some("truncated IP header"),
+                "02-00-00-00-00-01 02-00-00-00-00-02 0806 - 14 60"
+            )
+        );
+        let p = read(
+            fields,
+            "02-00-00-00-00-01 02-00-00-00-00-02 86DD 1.2.3.4 0",
+            &o,
+        );
+        assert_eq!(
+            line(&f, &p),
+            "02-00-00-00-00-01 02-00-00-00-00-02 86DD 1.2.3.4 54 40"
+        );
+        // The IP and UDP lengths from a wire length that counts the
+        // Ethernet header.
+        let f = parse_fields("eth_type ip_len wire_len udp_len").unwrap();
+        for (l, text) in [
+            ("0800 1.2.3.4 54 T", "0800 40 54 -"),
+            ("0800 1.2.3.4 40 U", "0800 26 40 6"),
+            ("0806 1.2.3.4 40 U", "0806 40 14 -"),
+        ] {
+            let p = read("eth_type ip_src wire_len ip_proto", l, &o);
+            assert_eq!(line(&f, &p), text, "{l}");
+        }
     }
 }

@@ -242,7 +242,7 @@ fn number(f: Field, p: &Packet, v: &View<'_>) -> (u64, usize) {
 fn size(f: Field) -> Option<usize> {
     use Field as F;
     Some(match f {
-        F::Timestamp | F::NTimestamp | F::TsUsec1 | F::FirstTimestamp => 8,
+        F::Timestamp | F::NTimestamp | F::TsUsec1 | F::FirstTimestamp | F::FirstNTimestamp => 8,
         F::TsSec
         | F::TsUsec
         | F::Count
@@ -307,7 +307,7 @@ fn push_field(f: Field, p: &Packet, v: &View<'_>, out: &mut Vec<u8>) {
             out.extend_from_slice(&sec.to_be_bytes());
         }
         // bricks has no such annotation (the field is refused first).
-        F::FirstTimestamp => out.extend_from_slice(&[0; 8]),
+        F::FirstTimestamp | F::FirstNTimestamp => out.extend_from_slice(&[0; 8]),
         F::TsUsec1 => {
             let (n, _) = number(f, p, v);
             out.extend_from_slice(&(n as u32).to_be_bytes());
@@ -449,7 +449,8 @@ pub fn read_record(fields: &[Field], body: &[u8]) -> Record {
             F::Timestamp | F::FirstTimestamp => {
                 Value::Time(time(word(0), u64::from(word(4).wrapping_mul(1000))))
             }
-            F::NTimestamp => Value::Time(time(word(4), u64::from(word(0)))),
+            // Click's B_8: nanoseconds, then seconds.
+            F::NTimestamp | F::FirstNTimestamp => Value::Time(time(word(4), u64::from(word(0)))),
             F::TsSec => Value::Time(time(num, 0)),
             F::TsUsec1 => {
                 let us = (u64::from(word(4)) << 32 | u64::from(word(0))) as i64;
@@ -921,5 +922,27 @@ mod tests {
         let f = frames(&b);
         assert!(f[0].as_ref().unwrap_err().contains("too long"));
         assert_eq!(f[1..], [Ok(Some(false)), Ok(None)]);
+    }
+
+    /// Click's binary `first_ntimestamp`, as its `ntimestamp`, is
+    /// nanoseconds then seconds: the record `click -e
+    /// 'FromIPSummaryDump(F, STOP true) -> ToIPSummaryDump(fn.bin, BINARY
+    /// true, FIELDS ntimestamp first_ntimestamp count ip_src)'` wrote for
+    /// the line `1000.000000300 999.000000100 3 1.2.3.4`.
+    #[test]
+    fn first_ntimestamp_is_in_nanoseconds() {
+        let f = parse_fields("ntimestamp first_ntimestamp count ip_src").unwrap();
+        let r = read_record(
+            &f,
+            &hex("0000012c 000003e8 00000064 000003e7 00000003 01020304"),
+        );
+        assert_eq!(
+            r.get(Field::FirstNTimestamp),
+            Some(&Value::Time(Timestamp::from_parts(999, 100)))
+        );
+        let (p, x) = info::build(&r, &BuildOptions::default());
+        assert_eq!(p.anno().timestamp, Timestamp::from_parts(1000, 300));
+        assert_eq!(x.first_timestamp, Some(Timestamp::from_parts(999, 100)));
+        assert_eq!(x.count, 3);
     }
 }
