@@ -547,13 +547,25 @@ impl Graph {
 
     /// Collects the counters of element `index`.
     pub fn stats(&self, index: usize) -> Stats {
+        self.try_stats(index)
+            .unwrap_or_else(|| panic!("{}: element busy", self.names[index]))
+    }
+
+    /// [`Graph::stats`], or `None` for an element busy further up the
+    /// stack (or no element `index`).
+    fn try_stats(&self, index: usize) -> Option<Stats> {
         let mut s = Stats::default();
-        self.elements[index].cell.borrow().stats(&mut s);
+        self.elements
+            .get(index)?
+            .cell
+            .try_borrow()
+            .ok()?
+            .stats(&mut s);
         let u = self.unconnected[index].get();
         if u > 0 {
             s.counter("unconnected_drops", u);
         }
-        s
+        Some(s)
     }
 
     /// Makes counters read through handlers sum the copies of every
@@ -589,17 +601,7 @@ impl Graph {
         let Some((peers, me)) = &self.peers else {
             return;
         };
-        let one = |i: usize| {
-            let e = self.elements.get(i)?.cell.try_borrow().ok()?;
-            let mut s = Stats::default();
-            e.stats(&mut s);
-            drop(e);
-            let u = self.unconnected[i].get();
-            if u > 0 {
-                s.counter("unconnected_drops", u);
-            }
-            Some((i, s))
-        };
+        let one = |i: usize| Some((i, self.try_stats(i)?));
         match peers.wanted().filter(|_| !done) {
             Some(list) => peers.publish(*me, answered, list.into_iter().filter_map(one), done),
             None => peers.publish(
