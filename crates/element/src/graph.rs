@@ -221,6 +221,11 @@ const MAX_DEFERRED_WRITES: usize = 4096;
 /// longer chains rather than let a worker overflow its stack.
 pub const MAX_PULL_DEPTH: usize = 256;
 
+/// Prefix of the names under which a worker tells the others the numbers
+/// behind its summed read handlers ([`Element::summed_reads`]); no counter
+/// name starts with it.
+const SUMMED: &str = "\u{1}sum:";
+
 impl Graph {
     /// Drops packets an element could not hand on (an unconnected port,
     /// or packets it left in a pushed batch), counting them against it.
@@ -568,6 +573,43 @@ impl Graph {
         Some(s)
     }
 
+    /// What element `index` tells the other workers: its counters, and
+    /// the numbers behind its summed read handlers
+    /// ([`Element::summed_reads`]) under [`SUMMED`]-prefixed names.
+    fn peer_stats(&self, index: usize) -> Option<Stats> {
+        let mut s = self.try_stats(index)?;
+        let mut sums = Stats::default();
+        self.elements[index]
+            .cell
+            .try_borrow()
+            .ok()?
+            .summed_reads(&mut sums);
+        for (name, v) in sums.entries() {
+            s.counter(format!("{SUMMED}{name}"), *v);
+        }
+        Some(s)
+    }
+
+    /// The sum over every worker's copy of element `index` of the number
+    /// behind summed read handler `handler`, when it has one.
+    fn summed_read(
+        &self,
+        index: usize,
+        handler: &str,
+        worker: &mut WorkerState,
+    ) -> Option<Result<String, String>> {
+        let (peers, me) = self.peers.as_ref()?;
+        let mut own = Stats::default();
+        let e = self.elements[index].cell.try_borrow().ok()?;
+        e.summed_reads(&mut own);
+        let mine = own.get(handler)?;
+        drop(e);
+        let others = peers.gather(*me, index, || self.serve_peers(worker));
+        let total = mine.saturating_add(others.get(&format!("{SUMMED}{handler}")).unwrap_or(0));
+        let e = self.elements[index].cell.try_borrow().ok()?;
+        e.read_summed(handler, total).map(Ok)
+    }
+
     /// Makes counters read through handlers sum the copies of every
     /// worker on `peers`, this graph being worker `me`'s.
     pub fn set_peers(&mut self, peers: std::sync::Arc<crate::peers::Peers>, me: usize) {
@@ -601,7 +643,7 @@ impl Graph {
         let Some((peers, me)) = &self.peers else {
             return;
         };
-        let one = |i: usize| Some((i, self.try_stats(i)?));
+        let one = |i: usize| Some((i, self.peer_stats(i)?));
         match peers.wanted().filter(|_| !done) {
             Some(list) => peers.publish(*me, answered, list.into_iter().filter_map(one), done),
             None => peers.publish(
@@ -734,6 +776,9 @@ impl Graph {
                 "read handler '{}.{handler}' does not take parameters",
                 self.names[index]
             ));
+        }
+        if let Some(r) = self.summed_read(index, handler, worker) {
+            return r;
         }
         match (self.read_handler(index, handler)?, &self.peers) {
             // A counter: every worker's copy counts (Click's one element).

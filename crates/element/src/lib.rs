@@ -304,6 +304,22 @@ pub trait Element: Send + AsAny {
         None
     }
 
+    /// The numbers behind read handlers whose text is made from a number
+    /// that adds up over workers (a Counter's `rate`), as this copy has
+    /// them now, by handler name. With several workers, a read of such a
+    /// handler (Click's one element) adds every worker's number and has
+    /// [`Element::read_summed`] write the sum.
+    fn summed_reads(&self, s: &mut Stats) {
+        let _ = s;
+    }
+
+    /// The text of read handler `handler` when the numbers of every
+    /// worker's copy ([`Element::summed_reads`]) add up to `total`.
+    fn read_summed(&self, handler: &str, total: u64) -> Option<String> {
+        let _ = (handler, total);
+        None
+    }
+
     /// The element's own read and write handlers, for Click's `handlers`
     /// handler and `bricks ctl list`. Counters need not be listed.
     fn handlers(&self) -> &'static [Handler] {

@@ -154,6 +154,20 @@ fn unparse_frac(real: u32, frac_bits: u32) -> String {
 }
 
 /// Click's `cp_unparse_real2(int64_t, frac_bits)`.
+/// The text of rate handler `handler` for the fixed-point rate `scaled`
+/// (`rate`'s has 10 fraction bits; `byte_rate`'s 4, and `bit_rate` is it
+/// read with 1, as Click shifts the scale down by 3 rather than multiply
+/// by 8).
+fn rate_text(handler: &str, scaled: i64) -> Option<String> {
+    let bits = match handler {
+        "rate" => 10,
+        "byte_rate" => 4,
+        "bit_rate" => 1,
+        _ => return None,
+    };
+    Some(unparse_real2(scaled, bits))
+}
+
 pub(crate) fn unparse_real2(v: i64, frac_bits: u32) -> String {
     let neg = v < 0;
     let u = v.unsigned_abs();
@@ -375,10 +389,8 @@ impl Counter {
     /// Read handler `handler` as it reads in epoch `epoch`.
     fn read_at(&self, handler: &str, epoch: u64) -> Option<String> {
         match handler {
-            "rate" => Some(unparse_real2(self.rate.scaled_rate(epoch), 10)),
-            "byte_rate" => Some(unparse_real2(self.byte_rate.scaled_rate(epoch), 4)),
-            // Click shifts the scale down by 3 rather than multiply by 8.
-            "bit_rate" => Some(unparse_real2(self.byte_rate.scaled_rate(epoch), 1)),
+            "rate" => rate_text(handler, self.rate.scaled_rate(epoch)),
+            "byte_rate" | "bit_rate" => rate_text(handler, self.byte_rate.scaled_rate(epoch)),
             "count_call" => Some(
                 self.count_call
                     .as_ref()
@@ -490,6 +502,19 @@ impl Element for Counter {
         self.read_at(handler, self.read_epoch())
     }
 
+    /// The rates add up over workers: each is a fixed-point number.
+    fn summed_reads(&self, s: &mut Stats) {
+        let epoch = self.read_epoch();
+        let bytes = self.byte_rate.scaled_rate(epoch).max(0) as u64;
+        s.counter("rate", self.rate.scaled_rate(epoch).max(0) as u64);
+        s.counter("byte_rate", bytes);
+        s.counter("bit_rate", bytes);
+    }
+
+    fn read_summed(&self, handler: &str, total: u64) -> Option<String> {
+        rate_text(handler, total.min(i64::MAX as u64) as i64)
+    }
+
     fn handlers(&self) -> &'static [Handler] {
         const H: &[Handler] = &[
             Handler::r("count"),
@@ -595,6 +620,32 @@ mod tests {
         assert!((99_000.0..=100_050.0).contains(&b), "{b}");
         let bits: f64 = h.read_handler("bit_rate").unwrap().parse().unwrap();
         assert!((b * 8.0 - bits).abs() < 8.0, "{bits} vs {b}");
+    }
+
+    #[test]
+    fn rates_add_up_over_workers_in_fixed_point() {
+        // Two copies that each counted 1000 packets/s of 100 bytes: the
+        // numbers a copy tells the others are its own rates, and the text
+        // of their sum is twice each.
+        let mut c = Counter::default();
+        for i in 0..200u64 {
+            let mut b = Batch::new();
+            let _ = b.push(bricks_packet::Packet::from_slice(&[0u8; 100]).unwrap());
+            c.account(&b, 1_000_000_000 + i * 1_000_000, true);
+        }
+        let mut s = Stats::default();
+        c.summed_reads(&mut s);
+        for h in ["rate", "byte_rate", "bit_rate"] {
+            let one: f64 = c.read_handler(h).unwrap().parse().unwrap();
+            assert_eq!(c.read_summed(h, s.get(h).unwrap()), c.read_handler(h));
+            let two: f64 = c
+                .read_summed(h, 2 * s.get(h).unwrap())
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((two - 2.0 * one).abs() <= 0.01 * one, "{h}: {two} vs {one}");
+        }
+        assert_eq!(c.read_summed("count", 5), None);
     }
 
     #[test]
