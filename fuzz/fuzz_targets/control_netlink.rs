@@ -21,7 +21,10 @@ impl RouteSink for Sink {
         Ok(())
     }
     fn remove(&self, p: RoutePrefix) -> Result<(), String> {
-        assert!(self.0.lock().unwrap().remove(&p), "{p} withdrawn but never set");
+        assert!(
+            self.0.lock().unwrap().remove(&p),
+            "{p} withdrawn but never set"
+        );
         Ok(())
     }
 }

@@ -6,7 +6,9 @@ use bricks_io::pcap::{PcapReader, Record};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(mut r) = PcapReader::new(data) else { return };
+    let Ok(mut r) = PcapReader::new(data) else {
+        return;
+    };
     let _ = (r.linktype(), r.is_nanos(), r.snaplen());
     let mut total = 24u64;
     loop {

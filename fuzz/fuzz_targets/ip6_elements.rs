@@ -76,7 +76,11 @@ fn duts() -> Duts {
             Dut::new(&ip6::setip6dscp::CLASS, "46", 1),
             Dut::new(&ip6::setip6address::CLASS, "2001:db8::1", 1),
             Dut::new(&ip6::ip6encap::CLASS, "ipip, 2001:db8::1, DST_ANNO", 1),
-            Dut::new(&ip6::udpip6encap::CLASS, "2001:db8::1, 9, 2001:db8::2, 9", 1),
+            Dut::new(
+                &ip6::udpip6encap::CLASS,
+                "2001:db8::1, 9, 2001:db8::2, 9",
+                1,
+            ),
             Dut::new(&ip6::ip6fragmenter::CLASS, "56", 2),
             Dut::new(&ip6::ip6fragmenter::CLASS, "1280", 1),
             // The last two: their outputs are checked as ICMPv6 errors.

@@ -85,7 +85,11 @@ fn duts() -> Duts {
             Dut::new(&analysis::truncate_ip_payload::CLASS, "4", 1),
             Dut::new(&analysis::erase_ip_payload::CLASS, "", 1),
             Dut::new(&analysis::anonymize_ip_addr::CLASS, "CAPACITY 64", 2),
-            Dut::new(&analysis::anonymize_ip_addr::CLASS, "PRESERVE_8 10, CAPACITY 100000", 1),
+            Dut::new(
+                &analysis::anonymize_ip_addr::CLASS,
+                "PRESERVE_8 10, CAPACITY 100000",
+                1,
+            ),
             Dut::new(&tcpudp::tcpfragmenter::CLASS, "MTU 68", 1),
             Dut::new(&tcpudp::tcpfragmenter::CLASS, "MTU 576, MTU_ANNO 20", 1),
             Dut::new(&tcpudp::tcpfragmenter::CLASS, "MTU_ANNO 20", 1),
@@ -195,13 +199,13 @@ fuzz_target!(|data: &[u8]| {
                 }
 
                 // The forwarding path of Click's IP router, errors included.
-                let mut pkts = d.check.run(make()).swap_remove(0);
-                for stage in [&mut d.get] {
-                    pkts = pkts
-                        .into_iter()
-                        .flat_map(|p| stage.run(p).swap_remove(0))
-                        .collect();
-                }
+                let pkts: Vec<_> = d
+                    .check
+                    .run(make())
+                    .swap_remove(0)
+                    .into_iter()
+                    .flat_map(|p| d.get.run(p).swap_remove(0))
+                    .collect();
                 let mut forwarded = Vec::new();
                 for p in pkts {
                     let mut out = d.rt.run(p);

@@ -158,7 +158,7 @@ impl Dut {
             &[PUSH]
         };
         Dut {
-            rig: Rig::new(class, args, &[PUSH], outs, refs),
+            rig: rig::new(class, args, &[PUSH], outs, refs),
             kind,
             fail_out,
             pull: false,
@@ -170,7 +170,7 @@ impl Dut {
         let fail_out = kind == Kind::Auth1;
         let outs: &[Processing] = if fail_out { &[PULL, PUSH] } else { &[PULL] };
         Dut {
-            rig: Rig::new(class, args, &[PULL], outs, refs),
+            rig: rig::new(class, args, &[PULL], outs, refs),
             kind,
             fail_out,
             pull: true,
@@ -180,7 +180,7 @@ impl Dut {
     /// An IPsecAuthHMACSHA1(1) or IPsecAuthSHA1(1) without output 1.
     fn lone_verifier(class: &bricks_element::ElementClass, refs: &Refs) -> Dut {
         Dut {
-            rig: Rig::new(class, "1", &[PUSH], &[PUSH], refs),
+            rig: rig::new(class, "1", &[PUSH], &[PUSH], refs),
             kind: Kind::Auth1,
             fail_out: false,
             pull: false,
@@ -353,7 +353,10 @@ impl Stack {
             Kind::Lookup,
             &Refs::default(),
         );
-        let refs = Refs(vec![("RadixIPsecLookup", rt.rig.shared())]);
+        let refs = Refs(vec![(
+            "RadixIPsecLookup",
+            rt.rig.shared().expect("shared state"),
+        )]);
         let hmac = &click_auth::HMAC_CLASS;
         let sha1 = &click_auth::SHA1_CLASS;
         let aes = &click_cipher::AES_CLASS;
@@ -612,14 +615,14 @@ fn handlers(s: &mut Stack, cfg: Cfg, mut inp: Input<'_>) {
     let text = String::from_utf8_lossy(&inp.bytes(len.min(inp.0.len()))).into_owned();
     let rt = &mut s.rt.rig;
     let _ = match which % 6 {
-        0 => rt.call("add", &text, true),
-        1 => rt.call("set", &text, true),
-        2 => rt.call("remove", &text, true),
-        3 => rt.call("ctrl", &text, true),
-        4 => rt.call("lookup", &text, false),
-        _ => rt.call("table", "", false),
+        0 => rt.call_handler("add", &text, true),
+        1 => rt.call_handler("set", &text, true),
+        2 => rt.call_handler("remove", &text, true),
+        3 => rt.call_handler("ctrl", &text, true),
+        4 => rt.call_handler("lookup", &text, false),
+        _ => rt.call_handler("table", "", false),
     };
-    assert!(rt.read("table").is_ok());
+    assert!(rt.read_handler("table").is_ok());
     // Whatever the table now says, packets stay accounted for.
     let data = inp.0;
     for dst in [ME, Ipv4Addr::new(18, 26, 8, 1), Ipv4Addr::new(10, 0, 0, 1)] {

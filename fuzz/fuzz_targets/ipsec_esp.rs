@@ -7,6 +7,7 @@
 //!   does not protect (the outer header's TOS, ID, flags, TTL, checksum
 //!   and source address: SAs are found by destination and SPI, as in
 //!   Linux).
+//!
 //! Never a panic, for any algorithm, with and without ESN.
 #![no_main]
 
@@ -32,17 +33,25 @@ fn db() -> &'static Database {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     let snap = db().load();
     match mode % 3 {
         0 => {
-            let Ok(mut p) = Packet::from_slice(rest) else { return };
+            let Ok(mut p) = Packet::from_slice(rest) else {
+                return;
+            };
             let _ = decapsulate(&mut p, |spi, dst| snap.find(spi, dst));
         }
         m => {
-            let Some((&pick, inner)) = rest.split_first() else { return };
+            let Some((&pick, inner)) = rest.split_first() else {
+                return;
+            };
             let sa = &snap.sas()[usize::from(pick) % 3];
-            let Ok(mut p) = Packet::from_slice(inner) else { return };
+            let Ok(mut p) = Packet::from_slice(inner) else {
+                return;
+            };
             let Some(seq) = sa.next_seq() else { return };
             if encapsulate(sa, seq, &mut p).is_err() {
                 return;

@@ -6,7 +6,9 @@ use bricks_ipsec::Database;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     match Database::from_text(text, 0) {
         Ok(db) => {
             // Reloading the same text keeps every SA.

@@ -27,13 +27,10 @@ const MAX_OPS: usize = 100;
 const MAX_DEFAULT_ROUTE_CHANGES: usize = 2;
 /// Where prefixes start before a byte of them is flipped: far apart, and
 /// at both ends of the address space.
-const BASES: [u128; 4] = [
-    0x2001_0db8 << 96,
-    0x2a00_1450_4001 << 80,
-    0,
-    u128::MAX,
+const BASES: [u128; 4] = [0x2001_0db8 << 96, 0x2a00_1450_4001 << 80, 0, u128::MAX];
+const LENS: [u8; 16] = [
+    0, 19, 20, 21, 25, 26, 27, 32, 38, 44, 48, 50, 56, 64, 127, 128,
 ];
-const LENS: [u8; 16] = [0, 19, 20, 21, 25, 26, 27, 32, 38, 44, 48, 50, 56, 64, 127, 128];
 
 fn check(t: &Poptrie6, want: &Naive6, addrs: &[u128]) {
     let mut out = vec![None; addrs.len()];
@@ -85,11 +82,19 @@ fuzz_target!(|data: &[u8]| {
             _ => {}
         }
         let last = p.addr | !Prefix6::mask(p.len);
-        let inside = p.addr | ((op[5] as u128) * 0x0101_0101_0101_0101_0101_0101_0101_0101 & !Prefix6::mask(p.len));
+        let inside = p.addr
+            | (((op[5] as u128) * 0x0101_0101_0101_0101_0101_0101_0101_0101)
+                & !Prefix6::mask(p.len));
         check(
             &t,
             &want,
-            &[p.addr, last, p.addr.wrapping_sub(1), last.wrapping_add(1), inside],
+            &[
+                p.addr,
+                last,
+                p.addr.wrapping_sub(1),
+                last.wrapping_add(1),
+                inside,
+            ],
         );
     }
     assert_eq!(t.route_count(), want.route_count());

@@ -15,12 +15,17 @@ fuzz_target!(|data: &[u8]| {
         None => return,
     };
     if let Some(at) = probe::locate_udp(frame, l3) {
-        assert!(at.l3 < at.l4 && at.l4 + 8 <= at.end && at.end <= frame.len(), "{at:?}");
+        assert!(
+            at.l3 < at.l4 && at.l4 + 8 <= at.end && at.end <= frame.len(),
+            "{at:?}"
+        );
         if let Ok(p) = probe::Probe::new_checked(&frame[at.l4 + 8..at.end]) {
             let _ = probe::ProbeRepr::parse(&p);
         }
     }
-    let Ok(mut p) = Packet::from_slice(frame) else { return };
+    let Ok(mut p) = Packet::from_slice(frame) else {
+        return;
+    };
     if let Some(o) = l3.filter(|&o| o <= frame.len()) {
         p.set_network_header(o);
     }

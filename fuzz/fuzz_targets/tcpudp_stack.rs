@@ -300,23 +300,23 @@ impl Stack {
     fn new(t0: Timestamp) -> Stack {
         use tcpudp::*;
         let none = Refs::default();
-        let dmx = Rig::new(
+        let dmx = rig::new(
             &tcpdemux::CLASS,
             &format!("CAPACITY {FLOWS}"),
             &[PUSH],
             &[PUSH],
             &none,
         );
-        let rob = Rig::new(
+        let rob = rig::new(
             &tcpbuffer::CLASS,
             &format!("false, CAPACITY {HELD}"),
             &[PUSH],
             &[PULL],
             &none,
         );
-        let to_dmx = Refs(vec![("TCPDemux", dmx.shared())]);
+        let to_dmx = Refs(vec![("TCPDemux", dmx.shared().expect("shared state"))]);
         let conn = || {
-            Rig::new(
+            rig::new(
                 &tcpconn::CLASS,
                 "",
                 &[PUSH, PULL],
@@ -328,33 +328,33 @@ impl Stack {
             con: conn(),
             others: [conn(), conn()],
             active: [false; 3],
-            ack: Rig::new(
+            ack: rig::new(
                 &tcpack::CLASS,
                 "DELAY 20ms",
                 &[PUSH; 2],
                 &[PUSH; 3],
-                &Refs(vec![("TCPBuffer", rob.shared())]),
+                &Refs(vec![("TCPBuffer", rob.shared().expect("shared state"))]),
             ),
-            b2p: Rig::new(&bufconv::CLASS, "1400", &[PULL, PUSH], &[PUSH], &none),
-            fid: Rig::new(&copyflowid::CLASS, "", &[PUSH; 2], &[PUSH; 2], &none),
-            seq: Rig::new(&copytcpseq::CLASS, "", &[PUSH; 2], &[PUSH; 2], &none),
-            refl: Rig::new(&tcpreflector::CLASS, "", &[PUSH], &[PUSH], &none),
-            refl_pull: Rig::new(&tcpreflector::CLASS, "", &[PULL], &[PULL], &none),
-            toy: Rig::new(
+            b2p: rig::new(&bufconv::CLASS, "1400", &[PULL, PUSH], &[PUSH], &none),
+            fid: rig::new(&copyflowid::CLASS, "", &[PUSH; 2], &[PUSH; 2], &none),
+            seq: rig::new(&copytcpseq::CLASS, "", &[PUSH; 2], &[PUSH; 2], &none),
+            refl: rig::new(&tcpreflector::CLASS, "", &[PUSH], &[PUSH], &none),
+            refl_pull: rig::new(&tcpreflector::CLASS, "", &[PULL], &[PULL], &none),
+            toy: rig::new(
                 &toytcp::CLASS,
                 &format!("80, LIMIT {TOY_LIMIT}"),
                 &[PUSH],
                 &[PUSH],
                 &none,
             ),
-            web: Rig::new(
+            web: rig::new(
                 &webgen::CLASS,
                 &format!("11.11.0.0/16, 10.0.0.1, {RATE}"),
                 &[PUSH],
                 &[PUSH],
                 &none,
             ),
-            send: Rig::new(&tcpipsend::CLASS, "", &[], &[PUSH], &none),
+            send: rig::new(&tcpipsend::CLASS, "", &[], &[PUSH], &none),
             dmx,
             rob,
             now: t0,
@@ -367,7 +367,7 @@ impl Stack {
             toy_flow: None,
         };
         for r in s.rigs() {
-            r.state.now = t0;
+            r.set_now(t0);
         }
         s.toy.start();
         s.web.start();
@@ -411,7 +411,7 @@ impl Stack {
         let out = std::mem::take(&mut got[0]);
         self.n.con_out[0] += out.len() as u64;
         self.n.rob_in += out.len() as u64;
-        self.rob.push(0, out);
+        self.rob.push_packets(0, out);
     }
 
     /// Pushes `ps` into TCPAck's input `port`; follows its bare ACKs and
@@ -526,7 +526,7 @@ impl Stack {
 
     /// The application writes `data`.
     fn app_write(&mut self, data: &str) {
-        let segs = self.b2p.call("data", data, true);
+        let segs = self.b2p.call_handler("data", data, true);
         assert!(segs.is_ok());
         let out = self.b2p.take(0);
         assert_eq!(out.len(), data.len().div_ceil(1400));
@@ -544,7 +544,7 @@ impl Stack {
         self.n.rob_out += got.len() as u64;
         self.n.b2p_fed += got.len() as u64;
         self.b2p.feed(0, got);
-        let text = self.b2p.call("data", "", false).unwrap();
+        let text = self.b2p.call_handler("data", "", false).unwrap();
         self.n.b2p_data += u64::from(!text.is_empty());
     }
 
@@ -600,7 +600,7 @@ impl Stack {
             0 => &mut self.con,
             _ => &mut self.others[i - 1],
         };
-        let res = r.call(handler, value, true);
+        let res = r.call_handler(handler, value, true);
         let syns = r.take(2);
         if handler == "reset" {
             self.active[i] = false;
@@ -721,19 +721,19 @@ impl Stack {
             2 => self.enqueue(vec![packet(d, how, true)]),
             3 => {
                 self.n.b2p_icmp += 1;
-                self.b2p.push(1, [packet(d, how, true)]);
+                self.b2p.push_packets(1, [packet(d, how, true)]);
             }
             4 => {
                 self.n.rob_in += 1;
-                self.rob.push(0, [packet(d, how, true)]);
+                self.rob.push_packets(0, [packet(d, how, true)]);
             }
             5 => self.copies(usize::from(how & 1), vec![packet(d, how, true)]),
             6 => {
-                self.toy.push(0, [packet(d, how, true)]);
+                self.toy.push_packets(0, [packet(d, how, true)]);
                 self.check_toy();
             }
             _ => {
-                self.web.push(0, [packet(d, how, true)]);
+                self.web.push_packets(0, [packet(d, how, true)]);
                 assert!(self.check_web() <= 1, "one answer at most for one segment");
             }
         }
@@ -818,7 +818,7 @@ impl Stack {
             &[],
             &payload,
         );
-        self.web.push(0, [packet(&d, 0, false)]);
+        self.web.push_packets(0, [packet(&d, 0, false)]);
         assert!(self.check_web() <= 1, "one answer at most for one segment");
     }
 
@@ -835,7 +835,7 @@ impl Stack {
         h[12] = 0x50;
         h[13] = flags;
         let before = self.n.toy_out;
-        self.toy.push(0, [Packet::from_slice(&h).unwrap()]);
+        self.toy.push_packets(0, [Packet::from_slice(&h).unwrap()]);
         self.check_toy();
         // Two answers at most for one segment.
         assert!(self.n.toy_out - before <= 2);
@@ -862,7 +862,7 @@ impl Stack {
             let t = inp.text();
             t.split_whitespace().take(7).collect::<Vec<_>>().join(" ")
         };
-        let r = self.send.call("send", &text, true);
+        let r = self.send.call_handler("send", &text, true);
         let out = self.send.take(0);
         match (r.is_ok(), kind & 1) {
             (false, _) => assert!(out.is_empty()),
@@ -944,13 +944,13 @@ fuzz_target!(|data: &[u8]| {
             _ => match inp.byte() % 4 {
                 0 => s.send(&mut inp),
                 1 => {
-                    assert!(s.fid.call("reset", "", true).is_ok());
+                    assert!(s.fid.call_handler("reset", "", true).is_ok());
                 }
                 2 => {
-                    assert!(s.seq.call("reset", "", true).is_ok());
+                    assert!(s.seq.call_handler("reset", "", true).is_ok());
                 }
                 _ => {
-                    let _ = s.b2p.call("data", "x", false);
+                    let _ = s.b2p.call_handler("data", "x", false);
                 }
             },
         }

@@ -8,7 +8,7 @@
 use bricks_wire::ethernet::{EtherType, EthernetFrame};
 use bricks_wire::ipv6::Ipv6Packet;
 use bricks_wire::ndisc::{options, NdiscPacket, NdiscRepr};
-use bricks_wire::{Ipv6Addr, IpProtocol};
+use bricks_wire::{IpProtocol, Ipv6Addr};
 use libfuzzer_sys::fuzz_target;
 
 fn message(src: Ipv6Addr, dst: Ipv6Addr, msg: &[u8]) {
@@ -49,5 +49,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let link_local = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
     message(link_local, Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1), data);
-    message(Ipv6Addr::UNSPECIFIED, Ipv6Addr::new(0xff02, 0, 0, 0, 0, 1, 0xff00, 1), data);
+    message(
+        Ipv6Addr::UNSPECIFIED,
+        Ipv6Addr::new(0xff02, 0, 0, 0, 0, 1, 0xff00, 1),
+        data,
+    );
 });

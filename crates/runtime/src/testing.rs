@@ -4,10 +4,11 @@
 
 use bricks_config::{Arg, Source, SourceMap};
 use bricks_element::{
-    Args, Batch, Context, Edge, Element, ElementClass, Graph, Packet, PortInfo, Processing, Stats,
-    TaskResult, WorkerState,
+    Args, Batch, Context, Edge, Element, ElementClass, ElementRefs, Graph, Packet, PortInfo,
+    Processing, SharedSlot, Stats, TaskResult, WorkerState,
 };
 use bricks_packet::Timestamp;
+use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -30,13 +31,10 @@ impl Element for Feed {
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
         let mut q = self.0.lock().unwrap();
         for _ in 0..max {
-            match q.pop_front() {
-                Some(p) => {
-                    if out.push(p).is_err() {
-                        break;
-                    }
-                }
-                None => break,
+            let Some(p) = q.pop_front() else { break };
+            if let Err(p) = out.push(p) {
+                q.push_front(p);
+                break;
             }
         }
     }
@@ -78,13 +76,64 @@ pub fn make_element_with_refs(
     class: &ElementClass,
     args: &str,
     ports: &PortInfo,
-    refs: &dyn bricks_element::ElementRefs,
+    refs: &dyn ElementRefs,
 ) -> Result<Box<dyn Element>, String> {
-    let parsed = parse_args(args)?;
-    let mut a = Args::new(&parsed, None).with_refs(refs);
+    build(class, &parse_args(args)?, ports, refs, &SharedSlot::new())
+}
+
+/// Builds an element as the graph builder does, its shared state (if it
+/// keeps one) put in `slot`.
+fn build(
+    class: &ElementClass,
+    args: &[Arg],
+    ports: &PortInfo,
+    refs: &dyn ElementRefs,
+    slot: &SharedSlot,
+) -> Result<Box<dyn Element>, String> {
+    let mut a = Args::new(args, None).with_shared(slot).with_refs(refs);
     let e = (class.make)(&mut a, ports).map_err(|e| e.message)?;
     a.complete().map_err(|e| e.message)?;
     Ok(e)
+}
+
+/// Other elements as Click's flow-based router context finds them, by
+/// class: each is upstream, downstream and in scope of every port of the
+/// element under test, its shared state given (a TCPConn finds the
+/// TCPDemux upstream, an IPsec element the RadixIPsecLookup).
+#[derive(Default, Clone)]
+pub struct FlowRefs(pub Vec<(&'static str, Arc<dyn Any + Send + Sync>)>);
+
+impl FlowRefs {
+    fn of(&self, classes: &[&str]) -> Vec<usize> {
+        (0..self.0.len())
+            .filter(|&i| classes.contains(&self.0[i].0))
+            .collect()
+    }
+}
+
+impl ElementRefs for FlowRefs {
+    fn find(&self, _name: &str) -> Option<(usize, String, &'static str)> {
+        None
+    }
+
+    fn shared_of(&self, index: usize) -> Result<Arc<dyn Any + Send + Sync>, String> {
+        self.0
+            .get(index)
+            .map(|e| e.1.clone())
+            .ok_or_else(|| "no such element".into())
+    }
+
+    fn in_scope(&self, class: &str) -> Vec<usize> {
+        self.of(&[class])
+    }
+
+    fn downstream(&self, _output: usize, classes: &[&str]) -> Vec<usize> {
+        self.of(classes)
+    }
+
+    fn upstream(&self, _input: usize, classes: &[&str]) -> Vec<usize> {
+        self.of(classes)
+    }
 }
 
 /// One element under test, wired to captures and feeds.
@@ -93,6 +142,9 @@ pub struct Harness {
     state: WorkerState,
     captured: Vec<Shared<Vec<Packet>>>,
     feeds: Vec<Shared<VecDeque<Packet>>>,
+    /// The element's shared state, where it keeps one (other elements
+    /// find it through [`FlowRefs`]).
+    slot: SharedSlot,
 }
 
 impl Harness {
@@ -125,9 +177,22 @@ impl Harness {
         class: &ElementClass,
         args: &str,
         ports: PortInfo,
-        refs: &dyn bricks_element::ElementRefs,
+        refs: &dyn ElementRefs,
     ) -> Result<Harness, String> {
-        let element = make_element_with_refs(class, args, &ports, refs)?;
+        Harness::from_args(class, &parse_args(args)?, ports, refs)
+    }
+
+    /// Like [`Harness::with_refs`], with the arguments already parsed
+    /// ([`parse_args`]): what a fuzz target that builds its element
+    /// afresh for every input parses once.
+    pub fn from_args(
+        class: &ElementClass,
+        args: &[Arg],
+        ports: PortInfo,
+        refs: &dyn ElementRefs,
+    ) -> Result<Harness, String> {
+        let slot = SharedSlot::new();
+        let element = build(class, args, &ports, refs, &slot)?;
         let mut elements: Vec<Box<dyn Element>> = vec![element];
         let mut names = vec!["dut".to_string()];
         let mut outs: Vec<Box<[Edge]>> = Vec::new();
@@ -175,7 +240,23 @@ impl Harness {
             state: WorkerState::new(0, 1),
             captured,
             feeds,
+            slot,
         })
+    }
+
+    /// The element's shared state, for the elements that find it
+    /// ([`FlowRefs`]); `None` when it keeps none.
+    pub fn shared(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.slot.get().cloned()
+    }
+
+    /// [`Harness::shared`] as the type the element made it; panics when
+    /// it keeps none or another type.
+    pub fn shared_as<T: Any + Send + Sync>(&self) -> Arc<T> {
+        self.shared()
+            .expect("the element keeps shared state")
+            .downcast::<T>()
+            .unwrap_or_else(|_| panic!("shared state of another type"))
     }
 
     /// Pushes `packets` into input `port` as one batch per 256 packets.
@@ -190,13 +271,27 @@ impl Harness {
         self.push_batch(port, &mut b);
     }
 
-    fn push_batch(&mut self, port: usize, b: &mut Batch) {
+    /// Pushes batch `b` into input `port`. An element must take every
+    /// packet (the graph drops what it leaves and counts it against it, as
+    /// `unconnected_drops`): this panics when it does not.
+    pub fn push_batch(&mut self, port: usize, b: &mut Batch) {
         if b.is_empty() {
             return;
         }
         self.graph
             .with_element(0, &mut self.state, |e, cx| e.push(port, b, cx));
-        b.clear();
+        assert!(b.is_empty(), "the element left packets in its batch");
+    }
+
+    /// Pushes `packets` into input `port` and takes what came out of
+    /// each push output, by output.
+    pub fn run(
+        &mut self,
+        port: usize,
+        packets: impl IntoIterator<Item = Packet>,
+    ) -> Vec<Vec<Packet>> {
+        self.push_packets(port, packets);
+        self.take_all()
     }
 
     /// Pushes one frame (bytes) into input `port`.
@@ -207,6 +302,11 @@ impl Harness {
     /// Queues packets for the element to pull from input `port`.
     pub fn feed(&mut self, port: usize, packets: impl IntoIterator<Item = Packet>) {
         self.feeds[port].lock().unwrap().extend(packets);
+    }
+
+    /// Packets still queued for pull input `port`.
+    pub fn fed(&self, port: usize) -> usize {
+        self.feeds[port].lock().unwrap().len()
     }
 
     /// Pulls up to `max` packets from output `port`.
@@ -242,6 +342,11 @@ impl Harness {
         }
     }
 
+    /// Sets the clock to `t` without running a timer.
+    pub fn set_now(&mut self, t: Timestamp) {
+        self.state.now = t;
+    }
+
     /// The current clock.
     pub fn now(&self) -> Timestamp {
         self.state.now
@@ -255,6 +360,11 @@ impl Harness {
     /// Takes the packets captured on output `port` so far.
     pub fn take(&mut self, port: usize) -> Vec<Packet> {
         std::mem::take(&mut *self.captured[port].lock().unwrap())
+    }
+
+    /// Takes what every push output captured so far, by output.
+    pub fn take_all(&mut self) -> Vec<Vec<Packet>> {
+        (0..self.captured.len()).map(|o| self.take(o)).collect()
     }
 
     /// Takes the frames captured on output `port`, as bytes.
@@ -278,9 +388,7 @@ impl Harness {
     /// first, with the worker's context, so that a handler may push
     /// packets (captured like any output) or read the clock.
     pub fn call_write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
-        self.graph
-            .call_handler(0, handler, value, true, &mut self.state)
-            .map(|_| ())
+        self.call_handler(handler, value, true).map(|_| ())
     }
 
     /// Reads a handler as Click prints it: the element's own, then the
@@ -292,8 +400,25 @@ impl Harness {
     /// Reads a handler with parameters (Click's `READ handler params`,
     /// a Script's `$(e.handler params)`).
     pub fn read_handler_with(&mut self, handler: &str, params: &str) -> Result<String, String> {
+        self.call_handler(handler, params, false)
+    }
+
+    /// Calls a handler as the engine does for a control socket: a read
+    /// with parameters `value`, or a write of `value`, with the worker's
+    /// context.
+    pub fn call_handler(
+        &mut self,
+        handler: &str,
+        value: &str,
+        write: bool,
+    ) -> Result<String, String> {
         self.graph
-            .call_handler(0, handler, params, false, &mut self.state)
+            .call_handler(0, handler, value, write, &mut self.state)
+    }
+
+    /// A counter; 0 when the element does not report it.
+    pub fn counter(&self, name: &str) -> u64 {
+        self.stats().get(name).unwrap_or(0)
     }
 
     /// Marks the router as stopping and calls the element's stopping

@@ -347,79 +347,29 @@ impl TcpIp<'_> {
 pub(crate) mod testing {
     //! An independent reading of what the elements write: RFC 1071 the
     //! slow way, byte by byte, and TCP/IP packets assembled field by field;
-    //! and a rig that runs an element built here, with state shared with
-    //! the test (the runtime's Harness builds its element from arguments,
-    //! which make fresh shared state).
+    //! and the runtime's Harness with frames as bytes in and out.
 
-    use bricks_config::Arg;
-    use bricks_element::{
-        Args, Batch, Context, Edge, Element, ElementClass, ElementRefs, Graph, Packet, PortInfo,
-        Processing, SharedSlot, WorkerState,
-    };
-    use bricks_packet::Timestamp;
+    use bricks_element::{Batch, ElementClass, Packet, PortInfo, Processing};
+    pub use bricks_runtime::testing::FlowRefs;
+    use bricks_runtime::testing::Harness;
     use std::any::Any;
-    use std::collections::VecDeque;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
-    type Shared<T> = Arc<Mutex<T>>;
+    /// The runtime's [`Harness`] with frames as bytes in and out, and
+    /// the element's shared state for the test and for other elements.
+    pub struct Rig(Harness);
 
-    /// Records what is pushed into it.
-    struct Capture(Shared<Vec<Packet>>);
-
-    impl Element for Capture {
-        fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
-            self.0.lock().unwrap().extend(batch.drain());
+    impl std::ops::Deref for Rig {
+        type Target = Harness;
+        fn deref(&self) -> &Harness {
+            &self.0
         }
     }
 
-    /// Hands out what the test fed it.
-    struct Feed(Shared<VecDeque<Packet>>);
-
-    impl Element for Feed {
-        fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
-            let mut q = self.0.lock().unwrap();
-            while out.len() < max {
-                let Some(p) = q.pop_front() else { break };
-                if out.push(p).is_err() {
-                    break;
-                }
-            }
+    impl std::ops::DerefMut for Rig {
+        fn deref_mut(&mut self) -> &mut Harness {
+            &mut self.0
         }
-    }
-
-    /// Other elements as flow-based router context finds them: every one
-    /// is upstream and downstream of every port, by class.
-    #[derive(Default, Clone)]
-    pub struct FlowRefs(pub Vec<(&'static str, Arc<dyn Any + Send + Sync>)>);
-
-    impl ElementRefs for FlowRefs {
-        fn find(&self, _name: &str) -> Option<(usize, String, &'static str)> {
-            None
-        }
-
-        fn shared_of(&self, index: usize) -> Result<Arc<dyn Any + Send + Sync>, String> {
-            Ok(self.0[index].1.clone())
-        }
-
-        fn downstream(&self, _output: usize, classes: &[&str]) -> Vec<usize> {
-            (0..self.0.len())
-                .filter(|&i| classes.contains(&self.0[i].0))
-                .collect()
-        }
-
-        fn upstream(&self, input: usize, classes: &[&str]) -> Vec<usize> {
-            self.downstream(input, classes)
-        }
-    }
-
-    /// One element in a graph of captures (push outputs) and feeds (pull
-    /// inputs), built from arguments with a shared slot the test reads.
-    pub struct Rig {
-        graph: Graph,
-        pub state: WorkerState,
-        captured: Vec<Shared<Vec<Packet>>>,
-        feeds: Vec<Shared<VecDeque<Packet>>>,
-        pub slot: SharedSlot,
     }
 
     /// The ports of a rig: the processing of each input, then of each
@@ -458,63 +408,17 @@ pub(crate) mod testing {
             ports: PortInfo,
             refs: &FlowRefs,
         ) -> Result<Rig, String> {
-            let parsed: Vec<Arg> = bricks_runtime::testing::parse_args(args)?;
-            let slot = SharedSlot::new();
-            let element = {
-                let mut a = Args::new(&parsed, None).with_shared(&slot).with_refs(refs);
-                let e = (class.make)(&mut a, &ports).map_err(|e| e.message)?;
-                a.complete().map_err(|e| e.message)?;
-                e
-            };
-            let mut elements: Vec<Box<dyn Element>> = vec![element];
-            let (mut outs, mut ins) = (vec![], vec![]);
-            let (mut captured, mut feeds) = (vec![], vec![]);
-            let (mut dut_out, mut dut_in) = (vec![], vec![]);
-            for proc_ in &ports.outputs {
-                let c: Shared<Vec<Packet>> = Default::default();
-                captured.push(c.clone());
-                if *proc_ == Processing::Push {
-                    dut_out.push(Edge {
-                        element: elements.len() as u32,
-                        port: 0,
-                    });
-                    elements.push(Box::new(Capture(c)));
-                    outs.push(Box::new([]) as Box<[Edge]>);
-                    ins.push(Box::new([]) as Box<[Edge]>);
-                } else {
-                    dut_out.push(Edge::NONE);
-                }
-            }
-            for proc_ in &ports.inputs {
-                let f: Shared<VecDeque<Packet>> = Default::default();
-                feeds.push(f.clone());
-                if *proc_ == Processing::Pull {
-                    dut_in.push(Edge {
-                        element: elements.len() as u32,
-                        port: 0,
-                    });
-                    elements.push(Box::new(Feed(f)));
-                    outs.push(Box::new([]) as Box<[Edge]>);
-                    ins.push(Box::new([]) as Box<[Edge]>);
-                } else {
-                    dut_in.push(Edge::NONE);
-                }
-            }
-            outs.insert(0, dut_out.into_boxed_slice());
-            ins.insert(0, dut_in.into_boxed_slice());
-            let names = (0..elements.len()).map(|i| format!("e{i}")).collect();
-            Ok(Rig {
-                graph: Graph::new(elements, names, outs, ins),
-                state: WorkerState::new(0, 1),
-                captured,
-                feeds,
-                slot,
-            })
+            Harness::with_refs(class, args, ports, refs).map(Rig)
         }
 
         /// The element's shared state, as the type it made it.
         pub fn shared<T: Any + Send + Sync>(&self) -> Arc<T> {
-            self.slot.get().unwrap().clone().downcast::<T>().unwrap()
+            self.0.shared_as::<T>()
+        }
+
+        /// The element's shared state, for [`FlowRefs`].
+        pub fn state(&self) -> Arc<dyn Any + Send + Sync> {
+            self.0.shared().expect("the element keeps shared state")
         }
 
         pub fn push(&mut self, port: usize, frames: &[&[u8]]) {
@@ -522,58 +426,29 @@ pub(crate) mod testing {
             for f in frames {
                 b.push(Packet::from_slice(f).unwrap()).unwrap();
             }
-            self.push_batch(port, &mut b);
-        }
-
-        pub fn push_batch(&mut self, port: usize, b: &mut Batch) {
-            self.graph
-                .with_element(0, &mut self.state, |e, cx| e.push(port, b, cx));
+            self.0.push_batch(port, &mut b);
         }
 
         pub fn feed(&mut self, port: usize, frames: &[&[u8]]) {
-            let mut q = self.feeds[port].lock().unwrap();
-            q.extend(frames.iter().map(|f| Packet::from_slice(f).unwrap()));
+            self.0
+                .feed(port, frames.iter().map(|f| Packet::from_slice(f).unwrap()));
         }
 
         pub fn pull(&mut self, port: usize, max: usize) -> Vec<Vec<u8>> {
-            let mut b = Batch::new();
-            self.graph
-                .with_element(0, &mut self.state, |e, cx| e.pull(port, &mut b, max, cx));
-            b.drain().map(|p| p.data().to_vec()).collect()
+            let p = self.0.pull(port, max);
+            p.iter().map(|p| p.data().to_vec()).collect()
         }
 
         pub fn take(&mut self, port: usize) -> Vec<Vec<u8>> {
-            let v = std::mem::take(&mut *self.captured[port].lock().unwrap());
-            v.iter().map(|p| p.data().to_vec()).collect()
+            self.0.take_bytes(port)
         }
 
         pub fn write(&mut self, handler: &str, value: &str) -> Result<String, String> {
-            self.graph
-                .call_handler(0, handler, value, true, &mut self.state)
+            self.0.call_handler(handler, value, true)
         }
 
         pub fn read(&mut self, handler: &str) -> Result<String, String> {
-            self.graph
-                .call_handler(0, handler, "", false, &mut self.state)
-        }
-
-        pub fn counter(&self, name: &str) -> u64 {
-            self.graph.stats(0).get(name).unwrap_or(0)
-        }
-
-        pub fn start(&mut self) {
-            self.graph
-                .with_element(0, &mut self.state, |e, cx| e.start(cx));
-        }
-
-        /// Moves the clock to `t` and runs the element's timer if it is due.
-        pub fn advance_to(&mut self, t: Timestamp) {
-            self.state.now = t;
-            if self.state.timer_requests.iter().any(|&(at, _)| at <= t) {
-                self.state.timer_requests.retain(|&(at, _)| at > t);
-                self.graph
-                    .with_element(0, &mut self.state, |e, cx| e.run_timer(cx));
-            }
+            self.0.call_handler(handler, "", false)
         }
     }
 

@@ -276,7 +276,7 @@ mod tests {
             &[Processing::Push],
             &[Processing::Pull],
         );
-        let refs = FlowRefs(vec![("TCPBuffer", buf.slot.get().unwrap().clone())]);
+        let refs = FlowRefs(vec![("TCPBuffer", buf.state())]);
         let ack = Rig::new(
             &CLASS,
             "DELAY 20ms",
@@ -305,7 +305,7 @@ mod tests {
     #[test]
     fn acknowledges_in_order_data_and_tags_outgoing_segments() {
         let (mut ack, mut buf) = rigs();
-        let t0 = ack.state.now;
+        let t0 = ack.now();
         // Nothing before a SYN-ACK.
         ack.push(0, &[&seg(5, 0, ACK, 3)]);
         ack.push(1, &[&seg(1, 0, PSH, 3)]);

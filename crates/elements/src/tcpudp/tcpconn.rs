@@ -314,7 +314,7 @@ mod tests {
             &[Processing::Push],
             &[Processing::Push],
         );
-        let refs = FlowRefs(vec![("TCPDemux", dmx.slot.get().unwrap().clone())]);
+        let refs = FlowRefs(vec![("TCPDemux", dmx.state())]);
         let con = Rig::new(
             &CLASS,
             "",

@@ -305,7 +305,7 @@ mod tests {
     fn syns_each_second_then_data_ahead_of_the_stream() {
         let mut r = rig("5432");
         let t0 = Timestamp::from_parts(1_000_000_123, 456_789_000);
-        r.state.now = t0;
+        r.set_now(t0);
         r.start();
         assert!(r.take(0).is_empty());
         r.advance_to(Timestamp(t0.0 + TICK_NS));
@@ -357,7 +357,7 @@ mod tests {
     fn limit_bounds_what_is_sent() {
         let mut r = rig("DPORT 80, LIMIT 3");
         let t0 = Timestamp::from_parts(50, 0);
-        r.state.now = t0;
+        r.set_now(t0);
         r.start();
         for k in 1..=5 {
             r.advance_to(Timestamp(t0.0 + k * TICK_NS));

@@ -561,7 +561,7 @@ mod tests {
     #[test]
     fn a_connection_from_syn_to_both_fins() {
         let mut r = rig("7.1.0.0/16, 10.0.0.1, 10");
-        let t0 = r.state.now.0;
+        let t0 = r.now().0;
         r.start();
         // 10 a second: the first is due 100 ms on.
         r.advance_to(Timestamp(t0));
@@ -620,7 +620,7 @@ mod tests {
     #[test]
     fn unanswered_connections_retry_then_give_up() {
         let mut r = rig("7.1.0.0/16, 10.0.0.1, 1");
-        let t0 = r.state.now.0;
+        let t0 = r.now().0;
         r.start();
         // A tick every 10 ms for 9 s: connections start each second and
         // each sends its SYN again every second, giving up after six.
@@ -645,7 +645,7 @@ mod tests {
     #[test]
     fn the_pool_is_bounded() {
         let mut r = rig("7.1.0.0/16, 10.0.0.1, 100");
-        let t0 = r.state.now.0;
+        let t0 = r.now().0;
         r.start();
         // 100 a second, never answered, for 15 s in ticks of 10 ms: a
         // pool of 1000 is enough (each lives about 7 s); none refused.
@@ -664,7 +664,7 @@ mod tests {
     #[test]
     fn a_clock_jump_starts_one_connection() {
         let mut r = rig("7.1.0.0/16, 10.0.0.1, 1000");
-        let t0 = r.state.now.0;
+        let t0 = r.now().0;
         r.start();
         r.advance_to(Timestamp(t0 + 100_000 * MS));
         assert_eq!(r.counter("initiated"), 1);
