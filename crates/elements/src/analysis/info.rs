@@ -426,6 +426,9 @@ impl<'a> View<'a> {
 
     /// Where the payload starts in `data` and its length by the IP length
     /// (Click's `payload_info`; the start may be past the frame's end).
+    /// The length is Click's 32-bit difference: an IP length shorter than
+    /// the headers wraps (`4294967286` for 10 bytes short), as Click
+    /// prints it.
     pub fn payload_info(&self) -> (usize, usize) {
         let Some(h) = self.ip else {
             return (0, self.length());
@@ -446,7 +449,22 @@ impl<'a> View<'a> {
                 _ => {}
             }
         }
-        (off, len.saturating_sub(off - self.nh))
+        (
+            off,
+            (len as u32).wrapping_sub((off - self.nh) as u32) as usize,
+        )
+    }
+
+    /// The `payload_len` field: the payload's length by the IP length,
+    /// plus EXTRA_LENGTH where there is no IP header or it is forced, in
+    /// Click's 32 bits.
+    pub fn payload_len(&self) -> u32 {
+        let extra = if self.ip.is_none() || self.force_extra {
+            self.extra
+        } else {
+            0
+        };
+        (self.payload_info().1 as u32).wrapping_add(extra as u32)
     }
 
     /// The payload bytes present.
@@ -819,14 +837,7 @@ fn unparse_some(f: Field, p: &Packet, v: &mut View<'_>, out: &mut String) -> boo
             }
             write!(out, "{}", u16::from_be_bytes([t[at], t[at + 1]]))
         }
-        F::PayloadLen => {
-            let extra = if v.ip.is_none() || v.force_extra {
-                v.extra
-            } else {
-                0
-            };
-            write!(out, "{}", v.payload_info().1 + extra)
-        }
+        F::PayloadLen => write!(out, "{}", v.payload_len()),
         F::Payload | F::PayloadMd5 | F::PayloadMd5Hex => {
             let (off, len) = v.payload_info();
             if len != 0 && off >= v.data.len() {
@@ -2224,6 +2235,22 @@ mod tests {
         let mut out = String::new();
         let bad = write_line(&f, &p, true, true, &mut out);
         assert_eq!(bad.as_deref(), Some("truncated IP header"));
+    }
+
+    /// An IP length shorter than the headers: Click's 32-bit payload
+    /// length wraps, and the payload is absent (`-`), as Click 2.1 prints
+    /// them for this TCP packet whose IP length (30) ends inside its TCP
+    /// header.
+    #[test]
+    fn a_payload_length_shorter_than_the_headers_wraps_as_in_click() {
+        let tcp = [
+            0x45, 0, 0, 30, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0, 53, 0, 53, 0, 0,
+            0, 0, 0, 0,
+        ];
+        let f = parse_fields("payload_len payload ip_len").unwrap();
+        let mut out = String::new();
+        write_line(&f, &pkt(&tcp), true, true, &mut out);
+        assert_eq!(out, "4294967286 - 30");
     }
 
     /// What a capture cut off (the extra length annotation) counts as

@@ -224,14 +224,7 @@ fn number(f: Field, p: &Packet, v: &View<'_>) -> (u64, usize) {
             .filter(|t| t[0] == 3 && t[1] == 4)
             .and_then(|t| be16(t, 6))
             .map(u64::from),
-        F::PayloadLen => {
-            let extra = if v.ip.is_none() || v.force_extra {
-                v.extra
-            } else {
-                0
-            };
-            Some(u64::from((v.payload_info().1 + extra) as u32))
-        }
+        F::PayloadLen => Some(u64::from(v.payload_len())),
         _ => None,
     };
     (n.unwrap_or(0), size(f).unwrap_or(0))
