@@ -177,3 +177,33 @@ fn queues_stay_per_worker_where_every_pushing_worker_pulls() {
     assert_eq!(count(&s, "c", "count", Some(0)), 300);
     assert_eq!(count(&s, "c", "count", Some(1)), 0);
 }
+
+#[test]
+fn a_count_call_fires_once_when_every_worker_together_reaches_its_count() {
+    // Click's one Counter counts what every thread pushes: 400 and 700
+    // packets from two workers reach COUNT_CALL 1000 together, though
+    // neither worker's copy does alone.
+    let s = run(
+        "a :: InfiniteSource(LIMIT 400) -> c :: Counter(COUNT_CALL 1000 stop) -> Discard; \
+         b :: InfiniteSource(LIMIT 700) -> c; StaticThreadSched(a 0, b 1);",
+        2,
+    );
+    assert_eq!(s.total.reason, StopReason::Requested);
+    assert!(count(&s, "c", "count", None) >= 1000);
+    // BYTE_COUNT_CALL the same way (60-byte packets: 60,000 bytes is the
+    // 1000th packet).
+    let s = run(
+        "a :: InfiniteSource(LIMIT 400, LENGTH 60) -> c :: Counter(BYTE_COUNT_CALL 60000 stop) \
+         -> Discard; b :: InfiniteSource(LIMIT 700, LENGTH 60) -> c; StaticThreadSched(a 0, b 1);",
+        2,
+    );
+    assert_eq!(s.total.reason, StopReason::Requested);
+    // Below the count together, no call.
+    let s = run(
+        "a :: InfiniteSource(LIMIT 400) -> c :: Counter(COUNT_CALL 1200 stop) -> Discard; \
+         b :: InfiniteSource(LIMIT 700) -> c; StaticThreadSched(a 0, b 1);",
+        2,
+    );
+    assert_eq!(s.total.reason, StopReason::SourcesDone);
+    assert_eq!(count(&s, "c", "count", None), 1100);
+}

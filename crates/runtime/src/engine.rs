@@ -81,7 +81,7 @@ impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             StopReason::SourcesDone => "every source is done and the graph has drained",
-            StopReason::Requested => "an element asked to stop (STOP true)",
+            StopReason::Requested => "an element asked to stop (STOP true, or a call of `stop`)",
             StopReason::External => {
                 "stopped from outside (Ctrl-C, SIGTERM, --duration or the control socket)"
             }

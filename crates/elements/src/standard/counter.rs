@@ -7,6 +7,8 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
     Stats,
 };
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The `Counter` class.
 pub static CLASS: ElementClass = ElementClass {
@@ -212,6 +214,16 @@ impl Call {
     }
 }
 
+/// What the copies of one Counter with a COUNT_CALL or BYTE_COUNT_CALL
+/// on every worker counted together. With several workers the calls go
+/// by these sums, so each fires once, when the sum reaches its count, as
+/// Click's one Counter's does; the copies' own counts stay per worker.
+#[derive(Debug, Default)]
+struct Totals {
+    count: AtomicU64,
+    bytes: AtomicU64,
+}
+
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     let count_call: Option<String> = args.read("COUNT_CALL")?;
     let byte_call: Option<String> = args.read("BYTE_COUNT_CALL")?;
@@ -219,11 +231,27 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         t.map(|t| Call::parse(&t, what, false).map_err(|e| ArgError::new(format!("{what}: {e}"))))
             .transpose()
     };
+    let totals = if count_call.is_some() || byte_call.is_some() {
+        Some(args.shared(|_| Ok(Totals::default()))?)
+    } else {
+        None
+    };
     Ok(Box::new(Counter {
         count_call: parse(count_call, "COUNT_CALL")?,
         byte_call: parse(byte_call, "BYTE_COUNT_CALL")?,
+        totals,
         ..Counter::default()
     }))
+}
+
+/// The counts a batch follows, as the calls see them
+/// ([`Counter::counts_before`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Before {
+    count: u64,
+    bytes: u64,
+    /// Every worker's sums ([`Totals`]), not this copy's counts.
+    shared: bool,
 }
 
 /// Counts packets and bytes.
@@ -241,6 +269,9 @@ pub struct Counter {
     byte_rate: RateEwma<4>,
     count_call: Option<Call>,
     byte_call: Option<Call>,
+    /// Every worker's counts, for the calls configured (not for those
+    /// written later through `count_call`, which go by this copy's).
+    totals: Option<Arc<Totals>>,
     /// Calls to busy elements, made by the next timer.
     pending: Vec<HandlerCall>,
     /// Where the current rate epoch starts, in ns (`u64::MAX` before the
@@ -260,6 +291,7 @@ impl Default for Counter {
             byte_rate: RateEwma::default(),
             count_call: None,
             byte_call: None,
+            totals: None,
             pending: Vec::new(),
             epoch_start: u64::MAX,
         }
@@ -296,47 +328,75 @@ impl Counter {
         self.byte_rate.update(bytes, epoch);
     }
 
-    /// Whether a call falls due in a batch of `n` packets and `bytes`
-    /// bytes that follows the current counts: one comparison each.
+    /// The counts that a batch of `n` packets and `bytes` bytes follows,
+    /// as the calls see them: this copy's, or with several workers the
+    /// sums of every copy ([`Totals`]), this batch taken into them.
     #[inline]
-    fn call_due(&self, n: u64, bytes: u64) -> bool {
+    fn counts_before(&self, n: u64, bytes: u64, workers: usize) -> Before {
+        match &self.totals {
+            Some(t) if workers > 1 => Before {
+                count: t.count.fetch_add(n, Ordering::Relaxed),
+                bytes: t.bytes.fetch_add(bytes, Ordering::Relaxed),
+                shared: true,
+            },
+            _ => Before {
+                count: self.count,
+                bytes: self.bytes,
+                shared: false,
+            },
+        }
+    }
+
+    /// Whether the COUNT_CALL falls on the packet after `counted` of all.
+    #[inline]
+    fn count_hit(&self, counted: u64) -> bool {
+        self.count_call
+            .as_ref()
+            .is_some_and(|c| !c.triggered && counted + 1 == c.at)
+    }
+
+    /// Whether the BYTE_COUNT_CALL falls on a packet of `len` bytes after
+    /// `counted` bytes of all. With several workers only the copy whose
+    /// packet crosses the count makes the call.
+    #[inline]
+    fn byte_hit(&self, counted: u64, len: u64, shared: bool) -> bool {
+        self.byte_call
+            .as_ref()
+            .is_some_and(|c| !c.triggered && counted + len >= c.at && (!shared || counted < c.at))
+    }
+
+    /// Whether a call falls due in a batch of `n` packets and `bytes`
+    /// bytes that follows the counts `before`: one comparison each.
+    #[inline]
+    fn call_due(&self, before: Before, n: u64, bytes: u64) -> bool {
         let c = self
             .count_call
             .as_ref()
-            .is_some_and(|c| !c.triggered && self.count < c.at && self.count + n >= c.at);
-        let b = self
-            .byte_call
-            .as_ref()
-            .is_some_and(|c| !c.triggered && self.bytes + bytes >= c.at);
-        c || b
+            .is_some_and(|c| !c.triggered && before.count < c.at && before.count + n >= c.at);
+        c || self.byte_hit(before.bytes, bytes, before.shared)
     }
 
     /// Passes `batch` on in pieces, making each call before the packet
     /// that reaches its count (the slow path, taken once per call).
     #[cold]
     #[inline(never)]
-    fn push_with_calls(&mut self, batch: &mut Batch, cx: &mut Context<'_>) {
+    fn push_with_calls(&mut self, batch: &mut Batch, before: Before, cx: &mut Context<'_>) {
         let now = cx.now().0;
         let trace = cx.trace_clock();
         let mut run = Batch::new();
-        let mut run_bytes = 0u64;
+        let (mut count, mut bytes) = (before.count, before.bytes);
         for p in batch.drain() {
             let len = p.len() as u64;
-            let count_hit = self
-                .count_call
-                .as_ref()
-                .is_some_and(|c| !c.triggered && self.count + run.len() as u64 + 1 == c.at);
-            let byte_hit = self
-                .byte_call
-                .as_ref()
-                .is_some_and(|c| !c.triggered && self.bytes + run_bytes + len >= c.at);
+            let count_hit = self.count_hit(count);
+            let byte_hit = self.byte_hit(bytes, len, before.shared);
+            count += 1;
+            bytes += len;
             if count_hit || byte_hit {
                 // Everything before this packet goes on first.
                 if !run.is_empty() {
                     self.account(&run, now, trace);
                     cx.push(0, &mut run);
                 }
-                run_bytes = 0;
                 // Click counts the packet, then calls, then emits it.
                 let _ = run.push(p);
                 self.account(&run, now, trace);
@@ -356,7 +416,6 @@ impl Counter {
                 self.pending = pending;
                 cx.push(0, &mut run);
             } else {
-                run_bytes += len;
                 let _ = run.push(p);
             }
         }
@@ -415,6 +474,10 @@ impl Counter {
         {
             c.triggered = false;
         }
+        if let Some(t) = &self.totals {
+            t.count.store(0, Ordering::Relaxed);
+            t.bytes.store(0, Ordering::Relaxed);
+        }
     }
 }
 
@@ -434,17 +497,24 @@ impl Element for Counter {
         self.byte_rate = old.byte_rate;
         self.epoch_start = old.epoch_start;
         self.pending.append(&mut old.pending);
+        // Each worker's new copy adds its old copy's counts.
+        if let Some(t) = &self.totals {
+            t.count.fetch_add(old.count, Ordering::Relaxed);
+            t.bytes.fetch_add(old.bytes, Ordering::Relaxed);
+        }
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        if (self.count_call.is_some() || self.byte_call.is_some())
-            && self.call_due(
+        if self.count_call.is_some() || self.byte_call.is_some() {
+            let (n, bytes) = (
                 batch.len() as u64,
                 batch.iter().map(|p| p.len() as u64).sum(),
-            )
-        {
-            self.push_with_calls(batch, cx);
-            return;
+            );
+            let before = self.counts_before(n, bytes, cx.workers());
+            if self.call_due(before, n, bytes) {
+                self.push_with_calls(batch, before, cx);
+                return;
+            }
         }
         self.account(batch, cx.now().0, cx.trace_clock());
         cx.push(0, batch);
@@ -455,24 +525,35 @@ impl Element for Counter {
         // it leaves. A pull stops at COUNT_CALL's packet, so that, as in
         // Click's packet-at-a-time pulls, the call acts before the next
         // packet is pulled (a call that switches the input pulled from).
+        let workers = cx.workers();
+        let counted = match &self.totals {
+            Some(t) if workers > 1 => t.count.load(Ordering::Relaxed),
+            _ => self.count,
+        };
         let max = match &self.count_call {
-            Some(c) if !c.triggered && self.count < c.at => max.min((c.at - self.count) as usize),
+            Some(c) if !c.triggered && counted < c.at => max.min((c.at - counted) as usize),
             _ => max,
         };
         let mut calls: Vec<Call> = Vec::new();
         cx.pull_with(out, max, |b, cx| {
             let n = b.len() as u64;
             let bytes = b.iter().map(|p| p.len() as u64).sum();
-            if self.call_due(n, bytes) {
-                let (c0, b0) = (self.count, self.bytes);
+            let armed = self.count_call.is_some() || self.byte_call.is_some();
+            let before = if armed {
+                self.counts_before(n, bytes, workers)
+            } else {
+                Before::default()
+            };
+            if armed && self.call_due(before, n, bytes) {
+                let byte_hit = self.byte_hit(before.bytes, bytes, before.shared);
                 if let Some(c) = self.count_call.as_mut() {
-                    if !c.triggered && c0 < c.at && c0 + n >= c.at {
+                    if !c.triggered && before.count < c.at && before.count + n >= c.at {
                         c.triggered = true;
                         calls.push(c.clone());
                     }
                 }
                 if let Some(c) = self.byte_call.as_mut() {
-                    if !c.triggered && b0 + bytes >= c.at {
+                    if byte_hit {
                         c.triggered = true;
                         calls.push(c.clone());
                     }
