@@ -52,9 +52,12 @@ use std::net::Ipv4Addr;
 
 #[path = "support/header.rs"]
 mod header;
+#[path = "support/input.rs"]
+mod input;
 #[path = "support/rig.rs"]
 mod rig;
 
+use input::Input;
 use rig::{Refs, Rig};
 
 const PUSH: Processing = Processing::Push;
@@ -445,35 +448,6 @@ struct Cfg {
     auth: usize,
 }
 
-/// The input read a byte at a time, zeros past its end.
-struct Input<'a>(&'a [u8]);
-
-impl Input<'_> {
-    fn byte(&mut self) -> u8 {
-        let (&b, rest) = self.0.split_first().unwrap_or((&0, &[]));
-        self.0 = rest;
-        b
-    }
-
-    fn u16(&mut self) -> u16 {
-        u16::from_be_bytes([self.byte(), self.byte()])
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// `n` bytes, the input repeated when it is shorter.
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        if self.0.is_empty() {
-            return vec![0; n];
-        }
-        let v: Vec<u8> = self.0.iter().copied().cycle().take(n).collect();
-        self.0 = &self.0[n.min(self.0.len())..];
-        v
-    }
-}
-
 /// An inner packet to tunnel through SA `sa`: an IPv4 packet to the
 /// tunnel's prefix with `body` as payload, or `body` alone, with the
 /// destination annotation of the tunnel's prefix and, if `nh`, a network
@@ -574,7 +548,7 @@ fn round_trips(s: &mut Stack, cfg: Cfg, mut inp: Input<'_>, tamper: bool) {
         let ctl = inp.byte();
         let flip = if tamper { inp.u16() } else { 0 };
         let len = usize::from(inp.u16()) % (MAX_FRAME - GROWTH - 20 + 1);
-        let body = inp.bytes(len);
+        let body = inp.cycled(len);
         let sa = usize::from(ctl & 3) % 3;
         let p = inner(sa, ctl & 4 == 0, ctl & 8 == 0, &body);
         let want = p.data().to_vec();
@@ -612,7 +586,7 @@ fn round_trips(s: &mut Stack, cfg: Cfg, mut inp: Input<'_>, tamper: bool) {
 fn handlers(s: &mut Stack, cfg: Cfg, mut inp: Input<'_>) {
     let which = inp.byte();
     let len = usize::from(inp.byte());
-    let text = String::from_utf8_lossy(&inp.bytes(len.min(inp.0.len()))).into_owned();
+    let text = String::from_utf8_lossy(&inp.bytes(len)).into_owned();
     let rt = &mut s.rt.rig;
     let _ = match which % 6 {
         0 => rt.call_handler("add", &text, true),

@@ -42,9 +42,12 @@ use std::collections::VecDeque;
 
 #[path = "support/header.rs"]
 mod header;
+#[path = "support/input.rs"]
+mod input;
 #[path = "support/rig.rs"]
 mod rig;
 
+use input::Input;
 use rig::{Refs, Rig};
 
 const PUSH: Processing = Processing::Push;
@@ -156,49 +159,6 @@ fn datagram(
     let c = !sum(&pseudo);
     d[36..38].copy_from_slice(&c.to_be_bytes());
     d
-}
-
-/// The input read a byte at a time, zeros past its end.
-struct Input<'a>(&'a [u8]);
-
-impl Input<'_> {
-    fn byte(&mut self) -> u8 {
-        let (&b, rest) = self.0.split_first().unwrap_or((&0, &[]));
-        self.0 = rest;
-        b
-    }
-
-    fn u16(&mut self) -> u16 {
-        u16::from_be_bytes([self.byte(), self.byte()])
-    }
-
-    fn u32(&mut self) -> u32 {
-        u32::from_be_bytes([self.byte(), self.byte(), self.byte(), self.byte()])
-    }
-
-    /// A byte as a small signed step.
-    fn delta(&mut self) -> u32 {
-        i32::from(self.byte() as i8) as u32
-    }
-
-    /// Up to `n` bytes: what is left of the input if less.
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        let n = n.min(self.0.len());
-        let (b, rest) = self.0.split_at(n);
-        self.0 = rest;
-        b.to_vec()
-    }
-
-    /// A frame: a length byte, then that many bytes.
-    fn frame(&mut self) -> Vec<u8> {
-        let n = usize::from(self.byte());
-        self.bytes(n)
-    }
-
-    /// Text for a handler: a length byte, then that many bytes.
-    fn text(&mut self) -> String {
-        String::from_utf8_lossy(&self.frame()).into_owned()
-    }
 }
 
 /// A packet of `d` with the annotations `how` picks: none; the network
