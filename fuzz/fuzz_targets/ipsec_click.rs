@@ -56,9 +56,12 @@ mod header;
 mod input;
 #[path = "support/rig.rs"]
 mod rig;
+#[path = "support/sum.rs"]
+mod sum;
 
 use input::Input;
 use rig::{Refs, Rig};
+use sum::sum;
 
 const PUSH: Processing = Processing::Push;
 const PULL: Processing = Processing::Pull;
@@ -136,18 +139,6 @@ struct Before {
 /// pad length and next header bytes.
 fn trailer_len(n: usize) -> usize {
     2 + (8 - (n + 2) % 8) % 8
-}
-
-/// RFC 1071, one 16-bit word at a time (independent of bricks-wire).
-fn sum(b: &[u8]) -> u16 {
-    let mut s: u32 = b
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
 }
 
 impl Dut {

@@ -46,9 +46,12 @@ mod header;
 mod input;
 #[path = "support/rig.rs"]
 mod rig;
+#[path = "support/sum.rs"]
+mod sum;
 
 use input::Input;
 use rig::{Refs, Rig};
+use sum::sum;
 
 const PUSH: Processing = Processing::Push;
 const PULL: Processing = Processing::Pull;
@@ -81,18 +84,6 @@ const FIN: u8 = 0x01;
 const SYN: u8 = 0x02;
 const PSH: u8 = 0x08;
 const ACK: u8 = 0x10;
-
-/// RFC 1071, one 16-bit word at a time, not complemented.
-fn sum(b: &[u8]) -> u16 {
-    let mut s: u32 = b
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
-}
 
 fn be16(d: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([d[at], d[at + 1]])
