@@ -3,24 +3,12 @@
 //! binary dump with hostile records is read as far as it can be, its bad
 //! records counted.
 
-use bricks_config::{parse, Source, SourceMap};
 use bricks_runtime::{Plan, WorkerOptions, Workers};
 use std::path::Path;
 use std::sync::Arc;
 
 fn plan(text: &str) -> Result<Arc<Plan>, String> {
-    let mut map = SourceMap::default();
-    let r = parse(
-        &mut map,
-        Source {
-            name: "<t>".into(),
-            text: text.into(),
-        },
-    )
-    .map_err(|e| format!("{e:?}"))?;
-    bricks_runtime::build(&r, &bricks_elements::registry())
-        .map(Arc::new)
-        .map_err(|e| format!("{e:?}"))
+    bricks_runtime::testing::plan(text, &bricks_elements::registry()).map(Arc::new)
 }
 
 /// Runs `config` on one worker; the `count` and `bad_lines` counters of

@@ -1,7 +1,6 @@
 //! Big configurations run: many elements, deep push chains, counters of
 //! all of them summed in time linear in their number.
 
-use bricks_config::{parse, Source, SourceMap};
 use bricks_element::{Stats, MAX_PULL_DEPTH, MAX_PUSH_DEPTH};
 use bricks_runtime::{sum_stats, ElementStats, Engine, Plan, StopReason, WorkerOptions, Workers};
 use std::sync::Arc;
@@ -16,16 +15,7 @@ fn plan(text: &str) -> Arc<Plan> {
 }
 
 fn try_plan(text: &str) -> Result<Arc<Plan>, String> {
-    let mut map = SourceMap::default();
-    let r = parse(&mut map, Source::from_string(text)).unwrap();
-    bricks_runtime::build(&r, &bricks_elements::registry())
-        .map(Arc::new)
-        .map_err(|e| {
-            e.iter()
-                .map(|d| format!("{}; {}", d.message, d.help.as_deref().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+    bricks_runtime::testing::plan(text, &bricks_elements::registry()).map(Arc::new)
 }
 
 #[test]

@@ -1,21 +1,11 @@
 //! Several workers running one configuration.
 
-use bricks_config::{parse, Source, SourceMap};
 use bricks_runtime::{Plan, StopReason, WorkerOptions, Workers};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn plan(text: &str) -> Arc<Plan> {
-    let mut map = SourceMap::default();
-    let r = parse(
-        &mut map,
-        Source {
-            name: "<t>".into(),
-            text: text.into(),
-        },
-    )
-    .unwrap();
-    Arc::new(bricks_runtime::build(&r, &bricks_elements::registry()).unwrap())
+    Arc::new(bricks_runtime::testing::plan(text, &bricks_elements::registry()).unwrap())
 }
 
 #[test]

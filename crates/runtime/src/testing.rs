@@ -60,6 +60,28 @@ pub fn parse_args(text: &str) -> Result<Vec<Arg>, String> {
     Ok(r.elements[0].args.to_vec())
 }
 
+/// Parses configuration `text` and builds its plan with `registry`'s
+/// classes, as `bricks run -e` does; on failure, every diagnostic's
+/// message (and help), one a line.
+pub fn plan(text: &str, registry: &crate::Registry) -> Result<crate::Plan, String> {
+    let mut map = SourceMap::default();
+    let r = bricks_config::parse(&mut map, Source::from_string(text)).map_err(|d| {
+        d.iter()
+            .map(|d| map.render(d))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    crate::build(&r, registry).map_err(|e| {
+        e.iter()
+            .map(|d| match &d.help {
+                Some(h) => format!("{}; {h}", d.message),
+                None => d.message.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
 /// Builds an element of `class` from `args` with the given ports, as the
 /// graph builder would; returns the argument error's text on failure.
 pub fn make_element(
