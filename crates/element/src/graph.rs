@@ -1206,19 +1206,46 @@ impl<'a> Context<'a> {
         value: &str,
     ) -> Result<String, String> {
         let r = self.call_handler(index, handler, value, true)?;
-        if let Some((peers, me)) = &self.graph.peers {
-            let shared = self.graph.elements[index]
-                .cell
-                .try_borrow()
-                .map(|e| e.handler_is_shared(handler))
-                .unwrap_or(true);
-            if !shared {
-                let graph = self.graph;
-                let worker = &mut *self.worker;
-                peers.write(*me, index, handler, value, || graph.serve_peers(worker));
-            }
+        if let Some((peers, me)) = self.peers_to_write(index, handler) {
+            let graph = self.graph;
+            let worker = &mut *self.worker;
+            peers.write(me, index, handler, value, || graph.serve_peers(worker));
         }
         Ok(r)
+    }
+
+    /// Like [`Context::write_handler_everywhere`], but goes on at once:
+    /// the other workers make the write between their next rounds. A call
+    /// made from packet processing (a Counter's COUNT_CALL), which must not
+    /// wait for other workers.
+    pub fn write_handler_posted(
+        &mut self,
+        index: usize,
+        handler: &str,
+        value: &str,
+    ) -> Result<String, String> {
+        let r = self.call_handler(index, handler, value, true)?;
+        if let Some((peers, me)) = self.peers_to_write(index, handler) {
+            peers.post(me, index, handler, value);
+        }
+        Ok(r)
+    }
+
+    /// The other workers a write of `handler` of element `index` must
+    /// reach, and this worker's number: none with one worker, or for a
+    /// handler that changes state every copy shares.
+    fn peers_to_write(
+        &self,
+        index: usize,
+        handler: &str,
+    ) -> Option<(&'a std::sync::Arc<crate::peers::Peers>, usize)> {
+        let (peers, me) = self.graph.peers.as_ref()?;
+        let shared = self.graph.elements[index]
+            .cell
+            .try_borrow()
+            .map(|e| e.handler_is_shared(handler))
+            .unwrap_or(true);
+        (!shared).then_some((peers, *me))
     }
 
     /// Asks the router to stop once in-flight packets are delivered. With

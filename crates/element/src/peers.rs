@@ -147,16 +147,9 @@ impl Peers {
     }
 
     /// Worker `me`, having written `handler` of element `index` on its own
-    /// copy, posts the write for the others and waits (as
-    /// [`Peers::gather`] does, calling `serve`) until they have made it.
-    pub fn write(
-        &self,
-        me: usize,
-        index: usize,
-        handler: &str,
-        value: &str,
-        mut serve: impl FnMut(),
-    ) {
+    /// copy, posts the write for the others, who make it between their
+    /// rounds, before they answer anything else; returns its number.
+    pub fn post(&self, me: usize, index: usize, handler: &str, value: &str) -> u64 {
         let seq = {
             let mut w = lock(&self.writes);
             let seq = self.posted.load(Ordering::Acquire) + 1;
@@ -169,6 +162,20 @@ impl Peers {
             seq
         };
         self.applied(me, seq);
+        seq
+    }
+
+    /// [`Peers::post`], then waits (as [`Peers::gather`] does, calling
+    /// `serve`) until the others have made the write.
+    pub fn write(
+        &self,
+        me: usize,
+        index: usize,
+        handler: &str,
+        value: &str,
+        mut serve: impl FnMut(),
+    ) {
+        let seq = self.post(me, index, handler, value);
         self.wait(me, |b| b.applied >= seq, &mut serve);
         // Writes every worker has made are no longer kept.
         let done = self

@@ -197,3 +197,23 @@ fn a_count_call_fires_once_when_every_worker_together_reaches_its_count() {
     assert_eq!(s.total.reason, StopReason::SourcesDone);
     assert_eq!(count(&s, "c", "count", None), 1100);
 }
+
+#[test]
+fn a_count_call_writes_every_workers_copy() {
+    // The call is made on worker 0 at once; the Switch it writes moves
+    // worker 1's packets too, as Click's one Switch would (before, worker
+    // 1's copy never switched and took all 500 to output 0).
+    let s = run(
+        "a :: InfiniteSource(LIMIT 10) -> Counter(COUNT_CALL 10 sw.switch 1) -> Discard; \
+         b :: RatedSource(RATE 1000, LIMIT 500, STOP false) -> sw :: Switch \
+         -> c0 :: Counter -> Discard; sw[1] -> c1 :: Counter -> Discard; \
+         StaticThreadSched(a 0, b 1);",
+        2,
+    );
+    let (c0, c1) = (
+        count(&s, "c0", "count", None),
+        count(&s, "c1", "count", None),
+    );
+    assert_eq!(c0 + c1, 500);
+    assert!(c1 >= 400, "{c0} to output 0, {c1} to output 1");
+}

@@ -120,7 +120,7 @@ impl Element for HandlerTask {
                     eprintln!("{}: {}: {e}", cx.name(), self.call.unparse());
                 }
             }
-            None => self.call.call(cx, &mut self.pending),
+            None => self.call.call_here(cx, &mut self.pending),
         }
         if self.reschedule && self.schedule.scheduled() {
             return TaskResult::Worked;

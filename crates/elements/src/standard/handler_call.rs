@@ -64,18 +64,37 @@ impl HandlerCall {
         s
     }
 
-    /// Makes the call. A call to an element that is busy further up this
+    /// Makes the call, as a write to Click's one element: on this
+    /// worker's copy and, with several workers, posted for every other
+    /// worker's copy, which makes it between its next rounds (this one
+    /// does not wait). A call to an element that is busy further up this
     /// worker's stack (the caller itself, or an element pushing into it)
     /// is kept in `pending` and a timer due at once is asked for: the
     /// caller's `run_timer` then makes it with [`HandlerCall::run_pending`].
     /// Errors are printed, as Click's `call_write` reports them.
     pub fn call(&self, cx: &mut Context<'_>, pending: &mut Vec<HandlerCall>) {
+        self.call_with(cx, pending, true);
+    }
+
+    /// [`HandlerCall::call`] on this worker's copy only: for a call made
+    /// again and again (HandlerTask's RESCHEDULE), which every other
+    /// worker would otherwise repeat.
+    pub fn call_here(&self, cx: &mut Context<'_>, pending: &mut Vec<HandlerCall>) {
+        self.call_with(cx, pending, false);
+    }
+
+    fn call_with(&self, cx: &mut Context<'_>, pending: &mut Vec<HandlerCall>, everywhere: bool) {
         let Some(e) = &self.element else {
             cx.request_stop();
             return;
         };
-        match cx.write_handler(e, &self.handler, &self.value) {
-            Ok(()) => {}
+        let written = match cx.find_element(e) {
+            None => Err(format!("no element matching `{e}'")),
+            Some(i) if everywhere => cx.write_handler_posted(i, &self.handler, &self.value),
+            Some(i) => cx.call_handler(i, &self.handler, &self.value, true),
+        };
+        match written {
+            Ok(_) => {}
             Err(err) if err.ends_with("element busy") && pending.len() < MAX_PENDING => {
                 pending.push(self.clone());
                 let now = cx.now();
@@ -89,7 +108,11 @@ impl HandlerCall {
     pub fn run_pending(cx: &mut Context<'_>, pending: &mut Vec<HandlerCall>) {
         for c in std::mem::take(pending) {
             let Some(e) = &c.element else { continue };
-            if let Err(err) = cx.write_handler(e, &c.handler, &c.value) {
+            let written = match cx.find_element(e) {
+                None => Err(format!("no element matching `{e}'")),
+                Some(i) => cx.write_handler_posted(i, &c.handler, &c.value),
+            };
+            if let Err(err) = written {
                 eprintln!("{}: {}: {err}", cx.name(), c.unparse());
             }
         }
