@@ -1196,37 +1196,28 @@ impl<'a> Context<'a> {
 
     /// Writes handler `handler` of element `index` as Click's one element
     /// would be written: on this worker's copy and, with several workers,
-    /// on every other worker's (they make it before they answer anything
-    /// else; see [`crate::peers`]), unless the handler changes state all
-    /// copies share. A `Script`'s `write`.
+    /// on every other worker's (they make it between their rounds, before
+    /// they answer anything else; see [`crate::peers`]), unless the
+    /// handler changes state all copies share. With `wait` (a `Script`'s
+    /// `write`) this returns once they have made it; without (a call made
+    /// from packet processing, a Counter's COUNT_CALL, which must not wait
+    /// for other workers) it goes on at once.
     pub fn write_handler_everywhere(
         &mut self,
         index: usize,
         handler: &str,
         value: &str,
+        wait: bool,
     ) -> Result<String, String> {
         let r = self.call_handler(index, handler, value, true)?;
         if let Some((peers, me)) = self.peers_to_write(index, handler) {
-            let graph = self.graph;
-            let worker = &mut *self.worker;
-            peers.write(me, index, handler, value, || graph.serve_peers(worker));
-        }
-        Ok(r)
-    }
-
-    /// Like [`Context::write_handler_everywhere`], but goes on at once:
-    /// the other workers make the write between their next rounds. A call
-    /// made from packet processing (a Counter's COUNT_CALL), which must not
-    /// wait for other workers.
-    pub fn write_handler_posted(
-        &mut self,
-        index: usize,
-        handler: &str,
-        value: &str,
-    ) -> Result<String, String> {
-        let r = self.call_handler(index, handler, value, true)?;
-        if let Some((peers, me)) = self.peers_to_write(index, handler) {
-            peers.post(me, index, handler, value);
+            if wait {
+                let graph = self.graph;
+                let worker = &mut *self.worker;
+                peers.write(me, index, handler, value, || graph.serve_peers(worker));
+            } else {
+                peers.post(me, index, handler, value);
+            }
         }
         Ok(r)
     }

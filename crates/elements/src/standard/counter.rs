@@ -155,7 +155,6 @@ fn unparse_frac(real: u32, frac_bits: u32) -> String {
     s
 }
 
-/// Click's `cp_unparse_real2(int64_t, frac_bits)`.
 /// The text of rate handler `handler` for the fixed-point rate `scaled`
 /// (`rate`'s has 10 fraction bits; `byte_rate`'s 4, and `bit_rate` is it
 /// read with 1, as Click shifts the scale down by 3 rather than multiply
@@ -170,6 +169,7 @@ fn rate_text(handler: &str, scaled: i64) -> Option<String> {
     Some(unparse_real2(scaled, bits))
 }
 
+/// Click's `cp_unparse_real2(int64_t, frac_bits)`.
 pub(crate) fn unparse_real2(v: i64, frac_bits: u32) -> String {
     let neg = v < 0;
     let u = v.unsigned_abs();

@@ -90,7 +90,9 @@ impl HandlerCall {
         };
         let written = match cx.find_element(e) {
             None => Err(format!("no element matching `{e}'")),
-            Some(i) if everywhere => cx.write_handler_posted(i, &self.handler, &self.value),
+            Some(i) if everywhere => {
+                cx.write_handler_everywhere(i, &self.handler, &self.value, false)
+            }
             Some(i) => cx.call_handler(i, &self.handler, &self.value, true),
         };
         match written {
@@ -110,7 +112,7 @@ impl HandlerCall {
             let Some(e) = &c.element else { continue };
             let written = match cx.find_element(e) {
                 None => Err(format!("no element matching `{e}'")),
-                Some(i) => cx.write_handler_posted(i, &c.handler, &c.value),
+                Some(i) => cx.write_handler_everywhere(i, &c.handler, &c.value, false),
             };
             if let Err(err) = written {
                 eprintln!("{}: {}: {err}", cx.name(), c.unparse());

@@ -750,7 +750,7 @@ impl Script {
                 }
                 Some(i) => {
                     let v = if write {
-                        cx.write_handler_everywhere(i, h, &value)?
+                        cx.write_handler_everywhere(i, h, &value, true)?
                     } else {
                         cx.call_handler(i, h, &value, false)?
                     };
