@@ -2,12 +2,13 @@
 //! bytes a second (Click's `BandwidthRatedUnqueue`): a slow link, on the
 //! engine's clock.
 //!
-//! The bucket counts bytes. A packet may leave whenever the bucket is above
-//! zero and takes its whole length, so the level may go below zero (a debt
-//! repaid before the next packet): the long-run rate is exact for any mix
-//! of sizes, and a packet larger than the bucket still leaves.
+//! The bucket counts bytes, as Click's: it holds BURST_BYTES and 128 KiB
+//! more, a packet may leave while it holds at least 128 KiB and takes its
+//! length, so a packet of any size leaves and the long-run rate is RATE
+//! (as Click's bucket rounds it) for any mix of sizes.
 
-use super::rated_unqueue::{read_bucket, TokenBucket};
+use super::rated_unqueue::{check_tokens, read_bucket};
+use super::token_bucket::TokenBucket;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
     Stats, TaskKind, TaskResult,
@@ -28,9 +29,11 @@ static MANUAL: Manual = Manual {
     summary: "pulls packets at a set bandwidth and pushes them",
     synopsis: "BandwidthRatedUnqueue(RATE [, BURST, ACTIVE, KEYWORDS])",
     description: "Runs a task that pulls packets from its input and pushes them out, at most \
-        RATE on average: a byte bucket fills at RATE up to its size (RATE x BURST_DURATION, \
-        or BURST_BYTES) and starts full; a packet leaves while the bucket is above zero and \
-        takes its length, possibly into debt, so the rate is exact for any packet sizes. \
+        RATE on average: a byte bucket fills every millisecond at RATE up to its size (RATE x \
+        BURST_DURATION, or BURST_BYTES, plus 128 KiB) and starts full; a packet leaves while \
+        the bucket holds at least 128 KiB and takes its length, so a packet of any size \
+        leaves. The bucket is Click's, to the byte: its fill rate rounds down a little, as \
+        Click's does. \
         RATE is a bandwidth in Click's syntax: a number with an optional k, M or G (powers \
         of 1000) and a unit, bps for bits or Bps for bytes per second (`10Mbps`, `1MBps`, \
         `384 kbps`); a bare number is bytes per second. Time is the router's clock, so with \
@@ -84,6 +87,30 @@ static MANUAL: Manual = Manual {
     see_also: &["RatedUnqueue", "Unqueue", "WorkPackage"],
 };
 
+/// A rate of bytes a second as Click prints a bandwidth
+/// (`BandwidthArg::unparse`): kbps, Mbps or Gbps of bits with up to 3, 6
+/// or 9 decimals, or MBps from 2^29 bytes a second.
+pub(crate) fn unparse_bandwidth(bytes: u64) -> String {
+    let real10 = |v: u64, digits: u32| {
+        let one = 10u64.pow(digits);
+        let (int, frac) = (v / one, v % one);
+        if frac == 0 {
+            return int.to_string();
+        }
+        let frac = format!("{frac:0width$}", width = digits as usize);
+        format!("{int}.{}", frac.trim_end_matches('0'))
+    };
+    if bytes >= 0x2000_0000 {
+        real10(bytes, 6) + "MBps"
+    } else if bytes >= 125_000_000 {
+        real10(bytes * 8, 9) + "Gbps"
+    } else if bytes >= 125_000 {
+        real10(bytes * 8, 6) + "Mbps"
+    } else {
+        real10(bytes * 8, 3) + "kbps"
+    }
+}
+
 /// A bandwidth in Click's notation, as bytes per second.
 pub fn parse_bandwidth(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -125,9 +152,10 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     let active: bool = args.read_p("ACTIVE")?.unwrap_or(true);
     let (window, size) = read_bucket(args, "BURST_BYTES")?;
     let rate = parse_bandwidth(&rate).map_err(|e| ArgError::new(format!("bad RATE: {e}")))?;
-    let capacity = size
-        .unwrap_or_else(|| TokenBucket::capacity_for(rate, window))
-        .saturating_add(TokenBucket::BANDWIDTH_THRESHOLD);
+    check_tokens("RATE (bytes per second)", rate)?;
+    let capacity = TokenBucket::bandwidth_capacity(
+        size.unwrap_or_else(|| TokenBucket::capacity_for(rate, window)),
+    );
     Ok(Box::new(BandwidthRatedUnqueue {
         bucket: TokenBucket::new(rate, capacity),
         window,
@@ -170,9 +198,12 @@ impl Element for BandwidthRatedUnqueue {
         self.bucket.refill(now);
         if !self.bucket.bandwidth_ready() {
             self.empty_runs += 1;
-            let at = self
+            let Some(at) = self
                 .bucket
-                .time_until(TokenBucket::BANDWIDTH_THRESHOLD, now);
+                .time_until(TokenBucket::BANDWIDTH_THRESHOLD, now)
+            else {
+                return TaskResult::Idle;
+            };
             // One timer at a time (see RatedUnqueue).
             if self.timer != Some(at) {
                 self.timer = Some(at);
@@ -189,7 +220,7 @@ impl Element for BandwidthRatedUnqueue {
                 break;
             };
             let len = p.len() as u64;
-            self.bucket.take(len);
+            self.bucket.remove(len);
             self.bytes += len;
         }
         if b.is_empty() {
@@ -211,16 +242,22 @@ impl Element for BandwidthRatedUnqueue {
         s.counter("empty_runs", self.empty_runs);
     }
 
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        // Click's text; the `rate` counter keeps the number.
+        (handler == "rate").then(|| unparse_bandwidth(self.bucket.rate()))
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
             "active" => self.active = bool::from_arg(value.trim())?,
             "rate" => {
                 let r = parse_bandwidth(value)?;
-                let cap = self
-                    .size
-                    .unwrap_or_else(|| TokenBucket::capacity_for(r, self.window))
-                    .saturating_add(TokenBucket::BANDWIDTH_THRESHOLD);
-                self.bucket.set_rate(r, cap);
+                check_tokens("rate (bytes per second)", r).map_err(|e| e.to_string())?;
+                let cap = TokenBucket::bandwidth_capacity(
+                    self.size
+                        .unwrap_or_else(|| TokenBucket::capacity_for(r, self.window)),
+                );
+                self.bucket.assign(r, cap);
             }
             "reset" => {
                 self.count = 0;
@@ -254,6 +291,16 @@ mod tests {
         assert_eq!(parse_bandwidth("2 KBps"), Ok(2000));
         assert!(parse_bandwidth("fast").is_err());
         assert!(parse_bandwidth("10 parsecs").is_err());
+    }
+
+    #[test]
+    fn bandwidths_print_as_clicks() {
+        assert_eq!(unparse_bandwidth(10_005), "80.04kbps");
+        assert_eq!(unparse_bandwidth(200), "1.6kbps");
+        assert_eq!(unparse_bandwidth(1_250_000), "10Mbps");
+        assert_eq!(unparse_bandwidth(187_500_000), "1.5Gbps");
+        assert_eq!(unparse_bandwidth(0x2000_0000), "536.870912MBps");
+        assert_eq!(unparse_bandwidth(u32::MAX as u64), "4294.967295MBps");
         assert!(parse_bandwidth("0bps").is_err());
     }
 

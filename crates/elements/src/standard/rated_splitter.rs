@@ -2,8 +2,9 @@
 //! packets within it to output 0, the rest to output 1 (Click's
 //! `elements/standard/ratedsplitter.cc` and `bwratedsplitter.cc`).
 
-use super::bw_rated_unqueue::parse_bandwidth;
-use super::rated_unqueue::{read_bucket, TokenBucket};
+use super::bw_rated_unqueue::{parse_bandwidth, unparse_bandwidth};
+use super::rated_unqueue::{check_tokens, read_bucket};
+use super::token_bucket::TokenBucket;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
     Stats,
@@ -72,8 +73,9 @@ static RATED_SPLITTER_MANUAL: Manual = Manual {
     synopsis: "RatedSplitter(RATE [, KEYWORDS])",
     description: "Sends at most RATE packets a second, on average, to output 0 and the \
         others to output 1, through a token bucket on the router's clock (each packet to \
-        output 0 takes a token; the bucket fills at RATE a second up to its size and \
-        starts full). Unlike Meter it splits the stream rather than sending all of it to \
+        output 0 takes a token; the bucket fills every millisecond at RATE a second up to \
+        its size and starts full; it is Click's, to the token, so its fill rate rounds down \
+        a little as Click's does). Unlike Meter it splits the stream rather than sending all of it to \
         one output.",
     ports: "one push input; one or two push outputs (over-rate packets are dropped and counted when output 1 is missing)",
     keywords: &KEYWORDS,
@@ -94,8 +96,9 @@ static BANDWIDTH_RATED_SPLITTER_MANUAL: Manual = Manual {
     summary: "splits a packet stream at a rate (bytes/s)",
     synopsis: "BandwidthRatedSplitter(RATE [, KEYWORDS])",
     description: "Like RatedSplitter, with RATE a bandwidth (`8Mbps`, `1MBps`; a plain \
-        number is bytes per second): a packet goes to output 0 if the bucket holds as many \
-        tokens as it has bytes, and takes them; otherwise it goes to output 1.",
+        number is bytes per second): the bucket holds BURST_BYTES and 128 KiB more; a packet \
+        goes to output 0 while it holds at least 128 KiB, and takes as many tokens as the \
+        packet has bytes (or all there are); otherwise it goes to output 1.",
     ports: "one push input; two push outputs",
     keywords: &BANDWIDTH_KEYWORDS,
     counters: &[
@@ -127,10 +130,11 @@ fn make_splitter(args: &mut Args<'_>, bytes: bool) -> Result<Box<dyn Element>, A
         parse_packet_rate
     };
     let rate = parse(&text).map_err(|why| ArgError::new(format!("bad RATE: {why}")))?;
+    check_tokens("RATE", rate)?;
     let (window, size) = read_bucket(args, if bytes { "BURST_BYTES" } else { "BURST_SIZE" })?;
     let mut capacity = size.unwrap_or_else(|| TokenBucket::capacity_for(rate, window));
     if bytes {
-        capacity = capacity.saturating_add(TokenBucket::BANDWIDTH_THRESHOLD);
+        capacity = TokenBucket::bandwidth_capacity(capacity);
     }
     Ok(Box::new(RatedSplitter {
         bucket: TokenBucket::new(rate, capacity),
@@ -177,12 +181,15 @@ impl Element for RatedSplitter {
             // A byte bucket lets one packet of any size through while it
             // holds the threshold (see TokenBucket::BANDWIDTH_THRESHOLD).
             let fits = if bytes {
-                bucket.bandwidth_ready()
+                let ready = bucket.bandwidth_ready();
+                if ready {
+                    bucket.remove(p.len() as u64);
+                }
+                ready
             } else {
-                bucket.tokens() >= 1
+                bucket.remove_if(1)
             };
             if fits {
-                bucket.take(if bytes { p.len() as u64 } else { 1 });
                 *passed += 1;
                 Some(0)
             } else {
@@ -198,6 +205,12 @@ impl Element for RatedSplitter {
         s.counter("over", self.over);
     }
 
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        // A bandwidth reads as Click prints it; the `rate` counter keeps
+        // the number.
+        (handler == "rate" && self.bytes).then(|| unparse_bandwidth(self.bucket.rate()))
+    }
+
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
         match handler {
             "rate" => {
@@ -210,11 +223,12 @@ impl Element for RatedSplitter {
                     .size
                     .unwrap_or_else(|| TokenBucket::capacity_for(r, self.window));
                 let cap = if self.bytes {
-                    cap.saturating_add(TokenBucket::BANDWIDTH_THRESHOLD)
+                    TokenBucket::bandwidth_capacity(cap)
                 } else {
                     cap
                 };
-                self.bucket.set_rate(r, cap);
+                check_tokens("rate", r).map_err(|e| e.to_string())?;
+                self.bucket.assign(r, cap);
                 Ok(())
             }
             _ => Err(format!("no write handler `{handler}` (rate)")),
@@ -254,7 +268,8 @@ mod tests {
         assert_eq!(h.stats().get("passed"), Some(15));
         assert_eq!(h.stats().get("over"), Some(45));
         h.write_handler("rate", "2000").unwrap();
-        assert_eq!(h.stats().get("rate"), Some(2000));
+        // Read back from the bucket's fractions a tick, as Click reads it.
+        assert_eq!(h.stats().get("rate"), Some(2001));
         assert!(h.write_handler("rate", "0").is_err());
         assert!(h.write_handler("burst", "1").is_err());
     }
@@ -272,7 +287,8 @@ mod tests {
         h.advance_to(Timestamp(25_000_000));
         h.push_packets(0, (0..4).map(|_| udp()));
         assert_eq!((h.take(0).len(), h.take(1).len()), (2, 2));
-        assert_eq!(h.stats().get("rate"), Some(10_000));
+        // Read back as Click reads it (80.04kbps).
+        assert_eq!(h.stats().get("rate"), Some(10_005));
     }
 
     #[test]

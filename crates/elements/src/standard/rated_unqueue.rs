@@ -2,15 +2,17 @@
 //! second, through a token bucket (Click's `RatedUnqueue`), so that a test
 //! can make a router slower than its generator.
 //!
-//! Time is the engine's clock (`Context::now`): with `--clock trace` the
-//! bucket fills with the capture's time and a run is repeatable. Out of
-//! tokens, the task asks for a timer when the next token is due and tells
-//! the engine it is waiting, so the run does not end while its queue still
-//! holds packets, and a trace-clock run jumps straight to that time.
+//! The bucket is Click's (`token_bucket`). Time is the engine's clock
+//! (`Context::now`): with `--clock trace` the bucket fills with the
+//! capture's time and a run is repeatable. Out of tokens, the task asks
+//! for a timer when the next token is due and tells the engine it is
+//! waiting, so the run does not end while its queue still holds packets,
+//! and a trace-clock run jumps straight to that time.
 
+use super::token_bucket::{TokenBucket, MAX_TOKENS};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, PortInfo,
-    Stats, TaskKind, TaskResult,
+    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
+    PortInfo, Stats, TaskKind, TaskResult,
 };
 use bricks_packet::{Timestamp, DEFAULT_BURST, MAX_BATCH};
 use std::time::Duration;
@@ -28,9 +30,11 @@ static MANUAL: Manual = Manual {
     summary: "pulls packets at a set rate and pushes them",
     synopsis: "RatedUnqueue(RATE [, BURST, ACTIVE, KEYWORDS])",
     description: "Runs a task that pulls packets from its input and pushes them out, at \
-        most RATE packets per second on average: a token bucket fills at RATE tokens a \
-        second up to its size (RATE x BURST_DURATION, or BURST_SIZE), each packet takes a \
-        token, and the bucket starts full. Each run pulls at most BURST packets and at most \
+        most RATE packets per second on average: a token bucket fills every millisecond at \
+        RATE tokens a second up to its size (RATE x BURST_DURATION, or BURST_SIZE), each \
+        packet takes a token, and the bucket starts full. The bucket is Click's to the \
+        fraction of a token, so its fill rate rounds down a little as Click's does and the \
+        element moves what Click's moves. Each run pulls at most BURST packets and at most \
         the whole tokens it has. Time is the router's clock, so with `--clock trace` the \
         rate is kept in the capture's time and a run is repeatable. Out of tokens, the task \
         sets a timer for the next token and the run waits for it rather than ending with \
@@ -73,6 +77,7 @@ static MANUAL: Manual = Manual {
         ("rate", "packets per second (write `rate` to change)"),
         ("empty_runs", "runs that found no token"),
         ("failed_pulls", "runs that had tokens but found no packet"),
+        ("runs", "task runs"),
     ],
     example: "InfiniteSource(LIMIT 100) -> Queue -> RatedUnqueue(1000) -> Discard;",
     see_also: &[
@@ -82,109 +87,6 @@ static MANUAL: Manual = Manual {
         "WorkPackage",
     ],
 };
-
-const NS: u128 = 1_000_000_000;
-
-/// A token bucket on the engine's clock, in exact integer arithmetic: the
-/// level is kept in token-nanoseconds (tokens x 10^9), so no fraction of a
-/// token is ever lost. The level may go below zero (a bandwidth bucket
-/// lets one packet overdraw it), and refills to at most `capacity`.
-#[derive(Debug, Clone)]
-pub(crate) struct TokenBucket {
-    /// Tokens per second.
-    rate: u64,
-    /// Most tokens held.
-    capacity: u64,
-    /// Tokens x 10^9.
-    level: i128,
-    /// When the level was last brought up to date; `None` before the
-    /// first use (the bucket starts full).
-    at: Option<u64>,
-}
-
-impl TokenBucket {
-    pub(crate) fn new(rate: u64, capacity: u64) -> TokenBucket {
-        let capacity = capacity.max(1);
-        TokenBucket {
-            rate,
-            capacity,
-            level: capacity as i128 * NS as i128,
-            at: None,
-        }
-    }
-
-    /// A byte bucket holds this many bytes more than its burst and sends a
-    /// packet (of any size) only while it holds at least this many, as
-    /// Click's bandwidth elements do (`tb_bandwidth_thresh`): one packet
-    /// may use bytes earned later, and a burst stays BURST_BYTES.
-    pub(crate) const BANDWIDTH_THRESHOLD: u64 = 131_072;
-
-    /// Whether a byte bucket may send a packet now
-    /// ([`TokenBucket::BANDWIDTH_THRESHOLD`]).
-    #[inline]
-    pub(crate) fn bandwidth_ready(&self) -> bool {
-        self.tokens() >= Self::BANDWIDTH_THRESHOLD
-    }
-
-    /// Bucket size for `rate` tokens a second over `window`.
-    pub(crate) fn capacity_for(rate: u64, window: Duration) -> u64 {
-        let c = rate as u128 * window.as_nanos() / NS;
-        c.min(u64::MAX as u128) as u64
-    }
-
-    /// Adds the tokens earned since the last refill.
-    #[inline]
-    pub(crate) fn refill(&mut self, now: Timestamp) {
-        let last = *self.at.get_or_insert(now.0);
-        if now.0 > last {
-            let earned = (now.0 - last) as u128 * self.rate as u128;
-            let cap = self.capacity as i128 * NS as i128;
-            self.level = (self
-                .level
-                .saturating_add(earned.min(i128::MAX as u128) as i128))
-            .min(cap);
-            self.at = Some(now.0);
-        }
-    }
-
-    /// Whole tokens held (0 when in debt).
-    #[inline]
-    pub(crate) fn tokens(&self) -> u64 {
-        if self.level <= 0 {
-            0
-        } else {
-            (self.level as u128 / NS).min(u64::MAX as u128) as u64
-        }
-    }
-
-    /// Takes `n` tokens; the level may go negative.
-    #[inline]
-    pub(crate) fn take(&mut self, n: u64) {
-        self.level -= n as i128 * NS as i128;
-    }
-
-    /// When the level will reach `tokens` whole tokens (now if it has).
-    pub(crate) fn time_until(&self, tokens: u64, now: Timestamp) -> Timestamp {
-        let want = tokens as i128 * NS as i128;
-        if self.level >= want || self.rate == 0 {
-            return now;
-        }
-        let missing = (want - self.level) as u128;
-        let ns = missing.div_ceil(self.rate as u128);
-        Timestamp(now.0.saturating_add(ns.min(u64::MAX as u128) as u64))
-    }
-
-    pub(crate) fn rate(&self) -> u64 {
-        self.rate
-    }
-
-    /// A new rate; the level and the size scale with it.
-    pub(crate) fn set_rate(&mut self, rate: u64, capacity: u64) {
-        self.rate = rate;
-        self.capacity = capacity.max(1);
-        self.level = self.level.min(self.capacity as i128 * NS as i128);
-    }
-}
 
 /// The bucket size from BURST_DURATION and BURST_SIZE (named `size_key`).
 pub(crate) fn read_bucket(
@@ -198,7 +100,20 @@ pub(crate) fn read_bucket(
             "cannot give both BURST_DURATION and {size_key}"
         )));
     }
+    if let Some(size) = size {
+        check_tokens(size_key, size)?;
+    }
     Ok((dur.unwrap_or(Duration::from_millis(20)), size))
+}
+
+/// A rate or size must fit Click's 32-bit tokens.
+pub(crate) fn check_tokens(what: &str, value: u64) -> Result<u64, ArgError> {
+    if value > MAX_TOKENS {
+        return Err(ArgError::new(format!(
+            "{what} {value} out of range (at most {MAX_TOKENS})"
+        )));
+    }
+    Ok(value)
 }
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -209,6 +124,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     if rate == 0 {
         return Err(ArgError::new("RATE must be at least 1 packet per second"));
     }
+    check_tokens("RATE", rate)?;
     let capacity = size.unwrap_or_else(|| TokenBucket::capacity_for(rate, window));
     Ok(Box::new(RatedUnqueue {
         bucket: TokenBucket::new(rate, capacity),
@@ -217,6 +133,7 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         burst: burst.clamp(1, MAX_BATCH),
         active,
         timer: None,
+        runs: 0,
         count: 0,
         empty_runs: 0,
         failed_pulls: 0,
@@ -233,6 +150,7 @@ pub struct RatedUnqueue {
     active: bool,
     /// The timer asked for, until it fires.
     timer: Option<Timestamp>,
+    runs: u64,
     count: u64,
     empty_runs: u64,
     failed_pulls: u64,
@@ -245,6 +163,7 @@ impl Element for RatedUnqueue {
 
     #[inline]
     fn run_task(&mut self, cx: &mut Context<'_>) -> TaskResult {
+        self.runs += 1;
         if !self.active {
             return TaskResult::Idle;
         }
@@ -255,7 +174,9 @@ impl Element for RatedUnqueue {
             // The last run took every token it could, so packets are
             // probably waiting: come back when the next token is due.
             self.empty_runs += 1;
-            let at = self.bucket.time_until(1, now);
+            let Some(at) = self.bucket.time_until(1, now) else {
+                return TaskResult::Idle;
+            };
             // One timer at a time: a busy-polling worker runs this every
             // round, and the timer heap must not grow with it.
             if self.timer != Some(at) {
@@ -271,7 +192,7 @@ impl Element for RatedUnqueue {
             self.failed_pulls += 1;
             return TaskResult::Idle;
         }
-        self.bucket.take(b.len() as u64);
+        self.bucket.remove(b.len() as u64);
         self.count += b.len() as u64;
         cx.push(0, &mut b);
         TaskResult::Worked
@@ -287,6 +208,28 @@ impl Element for RatedUnqueue {
         s.counter("rate", self.bucket.rate());
         s.counter("empty_runs", self.empty_runs);
         s.counter("failed_pulls", self.failed_pulls);
+        s.counter("runs", self.runs);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        // Click's `calls`; a push here is a packet, as in Click, where a
+        // run pushes one.
+        (handler == "calls").then(|| {
+            format!(
+                "{} calls to run_task()\n{} empty runs\n{} pushes\n{} failed pulls\n",
+                self.runs, self.empty_runs, self.count, self.failed_pulls
+            )
+        })
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[
+            Handler::r("calls"),
+            Handler::rw("active"),
+            Handler::rw("rate"),
+            Handler::w("reset"),
+        ];
+        H
     }
 
     fn write_handler(&mut self, handler: &str, value: &str) -> Result<(), String> {
@@ -297,12 +240,14 @@ impl Element for RatedUnqueue {
                 if r == 0 {
                     return Err("rate must be at least 1".into());
                 }
+                check_tokens("rate", r).map_err(|e| e.to_string())?;
                 let cap = self
                     .size
                     .unwrap_or_else(|| TokenBucket::capacity_for(r, self.window));
-                self.bucket.set_rate(r, cap);
+                self.bucket.assign(r, cap);
             }
             "reset" => {
+                self.runs = 0;
                 self.count = 0;
                 self.empty_runs = 0;
                 self.failed_pulls = 0;
@@ -358,6 +303,10 @@ mod tests {
         assert_eq!(h.run_task(), TaskResult::Worked);
         assert_eq!(h.take(0).len(), 10);
         assert_eq!(h.stats().get("count"), Some(30));
+        assert_eq!(
+            h.read_handler("calls").as_deref(),
+            Ok("5 calls to run_task()\n3 empty runs\n30 pushes\n0 failed pulls\n")
+        );
     }
 
     #[test]
