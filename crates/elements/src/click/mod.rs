@@ -60,6 +60,7 @@ pub mod store_ip_address;
 pub mod store_udp_time_seq_record;
 pub mod time_filter;
 pub mod time_sorted_sched;
+pub mod token_bucket_test;
 pub mod truncate;
 pub mod upstream_notifier;
 
@@ -188,6 +189,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &quick_note_queue::CLASS,
     &from_handler::CLASS,
     &sched_order_test::CLASS,
+    &token_bucket_test::CLASS,
 ];
 
 #[cfg(test)]

@@ -61,7 +61,7 @@ pub(crate) mod testrun;
 pub mod thread_safe_queue;
 pub mod timed_source;
 pub mod timed_unqueue;
-mod token_bucket;
+pub(crate) mod token_bucket;
 pub mod unqueue;
 pub mod work_package;
 pub mod workload;

@@ -33,8 +33,8 @@ pub(crate) struct TokenBucket {
     time_until_full: u64,
     /// Fractions held.
     fraction: u32,
-    /// The tick of the last refill; `None` before the first (the bucket
-    /// starts full, as Click's does after its first refill).
+    /// The tick of the last refill; `None` before the first, which only
+    /// notes the time.
     at: Option<u64>,
 }
 
@@ -43,14 +43,14 @@ pub(crate) struct TokenBucket {
 pub(crate) const MAX_TOKENS: u64 = MAX as u64;
 
 impl TokenBucket {
-    /// A bucket of `capacity` tokens filled at `rate` tokens a second
-    /// (Click's `TokenBucket::assign`); both at most [`MAX_TOKENS`].
+    /// A bucket of `capacity` tokens filled at `rate` tokens a second,
+    /// full unless either is 0 (Click's `TokenBucket(rate, capacity)`).
     pub(crate) fn new(rate: u64, capacity: u64) -> TokenBucket {
         let mut b = TokenBucket {
             tokens_per_tick: 0,
             token_scale: 1,
             time_until_full: u64::MAX,
-            fraction: MAX,
+            fraction: if rate != 0 && capacity != 0 { MAX } else { 0 },
             at: None,
         };
         b.assign(rate, capacity);
@@ -76,13 +76,33 @@ impl TokenBucket {
         (burst + Self::BANDWIDTH_THRESHOLD).min(MAX_TOKENS)
     }
 
+    /// Makes the rate unlimited or idle (Click's `assign(bool)`); the
+    /// bucket keeps its fractions.
+    pub(crate) fn assign_special(&mut self, unlimited: bool) {
+        self.token_scale = 1;
+        if unlimited {
+            self.tokens_per_tick = MAX;
+            self.time_until_full = 0;
+        } else {
+            self.tokens_per_tick = 0;
+            self.time_until_full = u64::MAX;
+        }
+    }
+
     /// A new rate and size; the bucket keeps its fractions, as Click's
-    /// reconfiguration does (a full bucket stays full).
+    /// reconfiguration does (a full bucket stays full). A size of 0 makes
+    /// the bucket idle, as Click's.
     pub(crate) fn assign(&mut self, rate: u64, capacity: u64) {
+        if capacity == 0 {
+            self.assign(0, MAX_TOKENS);
+            return;
+        }
         let rate = rate.min(MAX_TOKENS);
-        let mut capacity = capacity.clamp(1, MAX_TOKENS);
+        let mut capacity = capacity.min(MAX_TOKENS);
         // Each tick's fractions must fit in 32 bits.
-        capacity = capacity.max(rate.saturating_sub(1) / HZ + 1);
+        if rate != 0 {
+            capacity = capacity.max((rate - 1) / HZ + 1);
+        }
         let scale = MAX_TOKENS / capacity;
         let per_tick = rate * scale / HZ;
         self.token_scale = scale as u32;
@@ -131,6 +151,27 @@ impl TokenBucket {
         (self.fraction / self.token_scale) as u64
     }
 
+    /// The most whole tokens the bucket holds.
+    pub(crate) fn capacity(&self) -> u64 {
+        (MAX / self.token_scale) as u64
+    }
+
+    pub(crate) fn full(&self) -> bool {
+        self.fraction == MAX
+    }
+
+    pub(crate) fn empty(&self) -> bool {
+        self.fraction == 0
+    }
+
+    pub(crate) fn set_full(&mut self) {
+        self.fraction = MAX;
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.fraction = 0;
+    }
+
     /// Takes `tokens`, or empties the bucket if it holds fewer.
     #[inline]
     pub(crate) fn remove(&mut self, tokens: u64) {
@@ -162,18 +203,27 @@ impl TokenBucket {
     /// whole ticks); `None` if never. Tokens come only at a tick, so the
     /// time is the same for every `now` within one.
     pub(crate) fn time_until(&self, tokens: u64, now: Timestamp) -> Option<Timestamp> {
-        let f = self.fractions(tokens)?;
-        if f <= self.fraction {
+        let ticks = self.ticks_until(tokens)?;
+        if ticks == 0 {
             return Some(now);
         }
-        if self.tokens_per_tick == 0 {
-            return None;
-        }
-        let ticks = (f - self.fraction - 1) as u64 / self.tokens_per_tick as u64 + 1;
         let tick = now.0 / TICK_NS;
         Some(Timestamp(
             tick.saturating_add(ticks).saturating_mul(TICK_NS),
         ))
+    }
+
+    /// Whole ticks until the bucket holds `tokens` (Click's
+    /// `time_until_contains`); `None` if never.
+    pub(crate) fn ticks_until(&self, tokens: u64) -> Option<u64> {
+        let f = self.fractions(tokens)?;
+        if f <= self.fraction || self.time_until_full == 0 {
+            return Some(0);
+        }
+        if self.tokens_per_tick == 0 {
+            return None;
+        }
+        Some((f - self.fraction - 1) as u64 / self.tokens_per_tick as u64 + 1)
     }
 
     /// The rate as Click reads it back (`TokenRateX::rate`): from the
