@@ -75,8 +75,8 @@ static RATED_SPLITTER_MANUAL: Manual = Manual {
         others to output 1, through a token bucket on the router's clock (each packet to \
         output 0 takes a token; the bucket fills every millisecond at RATE a second up to \
         its size and starts full; it is Click's, to the token, so its fill rate rounds down \
-        a little as Click's does). Unlike Meter it splits the stream rather than sending all of it to \
-        one output.",
+        a little as Click's does). Unlike Meter it splits the stream rather than sending \
+        all of it to one output.",
     ports: "one push input; one or two push outputs (over-rate packets are dropped and counted when output 1 is missing)",
     keywords: &KEYWORDS,
     counters: &[
