@@ -456,7 +456,7 @@ fn sequence_numbers_and_time_records() {
     let ts = tmp.path().join("ts.pcap");
     let (out, _) = run(
         &format!(
-            "RatedSource(\\<00>, LENGTH 22, RATE 10, LIMIT 3)
+            "TimedSource(0.1, \\<00000000 00000000 00000000 00000000 00000000 0000>, LIMIT 3)
                -> UDPIPEncap(10.0.1.1, 6667, 20.0.0.2, 6667)
                -> EtherEncap(0x0800, 00:04:23:D0:93:63, 00:17:cb:0d:f8:db)
                -> a :: StoreUDPTimeSeqRecord(OFFSET 14) -> Queue -> DelayUnqueue(100msec)
@@ -473,7 +473,10 @@ fn sequence_numbers_and_time_records() {
         assert_eq!(w(42), i as u32 + 1, "sequence number");
         // Stamped 0.1 s apart from the simulated start.
         let stamped = u64::from(w(46)) * 1_000_000_000 + u64::from(w(50));
-        assert_eq!(stamped, 1_000_000_000_000_000_000 + i as u64 * 100_000_000);
+        assert_eq!(
+            stamped,
+            1_000_000_000_000_000_000 + (i as u64 + 1) * 100_000_000
+        );
         assert_eq!((w(54), w(58)), (0, 100_000_000), "the delay");
         assert!(checksums_ok(&f[14..]));
     }

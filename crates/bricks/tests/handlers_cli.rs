@@ -131,17 +131,17 @@ fn ports_and_handlers_read_as_click_prints_them() {
 
 #[test]
 fn simtime_starts_the_clock_where_asked_and_jumps_to_each_timer() {
-    let config =
-        "RatedSource(RATE 1, LIMIT 3) -> SetTimestamp -> Print(TIMESTAMP true) -> Discard;";
+    let config = "TimedSource(1, LIMIT 3) -> SetTimestamp -> Print(TIMESTAMP true) -> Discard;";
     let o = bricks(&["run", "--quiet", "--simtime", "5", "-e", config]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
     let secs: Vec<&str> = err.lines().filter_map(|l| l.split('.').next()).collect();
-    assert_eq!(secs, ["5", "6", "7"], "{err}");
+    // One a second from the start.
+    assert_eq!(secs, ["6", "7", "8"], "{err}");
     // Click's default start.
     let o = bricks(&["run", "--quiet", "--simtime", "-e", config]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.starts_with("1000000000."), "{err}");
+    assert!(err.starts_with("1000000001."), "{err}");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! this group too.
 
 use super::handler_call::HandlerCall;
+use super::token_bucket::TokenBucket;
 use bricks_element::args::Data;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
@@ -119,9 +120,12 @@ static INFINITE_MANUAL: Manual = Manual {
 static RATED_MANUAL: Manual = Manual {
     summary: "generates packets at specified rate",
     synopsis: "RatedSource([DATA, RATE, LIMIT, ACTIVE, KEYWORDS])",
-    description: "Pushes copies of DATA at RATE packets per second, measured from the first \
-        time its task runs; packets that fall due together leave as one batch. Done after \
-        LIMIT packets. Its handlers (`rate`, `active`, `limit`, `data`, `length`, `reset`) \
+    description: "Pushes copies of DATA at RATE packets per second through Click's token \
+        bucket: it holds 2 packets below RATE 200 and 10 ms of packets from there (with \
+        BANDWIDTH, at least twice LENGTH), starts full, so the first burst leaves at once, \
+        and fills every millisecond, its rate rounded down a little as Click's is; packets \
+        the bucket holds leave together as one batch. `reset` and a restart through \
+        `active` start from one token. Done after LIMIT packets. Its handlers (`rate`, `active`, `limit`, `data`, `length`, `reset`) \
         read and write its settings, as Click's do.",
     ports: "no inputs; one output, push or pull",
     keywords: &[
@@ -460,7 +464,8 @@ fn make_rated(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>,
     e.active = args.read_p("ACTIVE")?.unwrap_or(true);
     let length = read_length(args)?;
     let bandwidth: Option<String> = args.read("BANDWIDTH")?;
-    // RatedSource batches whatever is due; BURST is accepted for
+    let bandwidth_given = bandwidth.is_some();
+    // RatedSource batches whatever its bucket holds; BURST is accepted for
     // configurations written for older Clicks and caps nothing.
     let _burst: Option<u64> = args.read("BURST")?;
     e.read_ends(args)?;
@@ -475,10 +480,26 @@ fn make_rated(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>,
     if rate == 0 {
         return Err(ArgError::new("RATE must be at least 1 packet per second"));
     }
+    super::rated_unqueue::check_tokens("RATE", rate)?;
+    let mut size = rated_source_burst(rate);
+    // Click's: with BANDWIDTH, at least twice LENGTH (in packets).
+    if let (true, Some(len)) = (bandwidth_given, length) {
+        size = size.max(2 * len as u64);
+    }
     Ok(Box::new(RatedSource {
         e,
-        pacer: Pacer::new(rate),
+        bucket: TokenBucket::new(rate, size),
     }))
+}
+
+/// RatedSource's bucket size: 2 packets below 200 a second, otherwise
+/// 10 ms of packets (Click's `ratedsource.cc`).
+fn rated_source_burst(rate: u64) -> u64 {
+    if rate < 200 {
+        2
+    } else {
+        rate / 100
+    }
 }
 
 /// Emits copies of a packet as fast as possible.
@@ -595,11 +616,12 @@ impl Element for InfiniteSource {
     }
 }
 
-/// Emits copies of a packet at a set rate.
+/// Emits copies of a packet at a set rate, through Click's token bucket
+/// (it starts full: a first burst of its size).
 #[derive(Debug)]
 pub struct RatedSource {
     e: Emitter,
-    pacer: Pacer,
+    bucket: TokenBucket,
 }
 
 impl Element for RatedSource {
@@ -616,20 +638,24 @@ impl Element for RatedSource {
             return self.e.finished(cx);
         }
         if !self.e.active {
-            self.pacer.restart();
             return TaskResult::Idle;
         }
+        let now = cx.now();
+        self.bucket.refill(now);
         let n = self
-            .pacer
-            .due(cx.now(), self.e.count)
+            .bucket
+            .tokens()
             .min(self.e.remaining())
             .min(MAX_BATCH as u64) as usize;
         if n == 0 {
-            cx.schedule_at(self.pacer.next_due(self.e.count));
+            if let Some(at) = self.bucket.time_until(1, now) {
+                cx.schedule_at(at);
+            }
             return TaskResult::Waiting;
         }
         let mut b = Batch::new();
         self.e.fill(&mut b, n, cx);
+        self.bucket.remove(n as u64);
         cx.push(0, &mut b);
         TaskResult::Worked
     }
@@ -646,12 +672,11 @@ impl Element for RatedSource {
             let _ = self.e.finished(cx);
             return;
         }
-        let n = self
-            .pacer
-            .due(cx.now(), self.e.count)
-            .min(self.e.remaining())
-            .min(max as u64) as usize;
+        self.bucket.refill(cx.now());
+        let n = self.bucket.tokens().min(self.e.remaining()).min(max as u64) as usize;
+        let before = out.len();
         self.e.fill(out, n, cx);
+        self.bucket.remove((out.len() - before) as u64);
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -660,7 +685,8 @@ impl Element for RatedSource {
 
     fn read_handler(&self, handler: &str) -> Option<String> {
         match handler {
-            "rate" => Some(self.pacer.rate.to_string()),
+            // As Click reads it back from the bucket.
+            "rate" => Some(self.bucket.rate().to_string()),
             _ => self.e.read(handler),
         }
     }
@@ -685,12 +711,22 @@ impl Element for RatedSource {
                 if r == 0 {
                     return Err("rate must be at least 1".into());
                 }
-                self.pacer = Pacer::new(r);
+                super::rated_unqueue::check_tokens("rate", r).map_err(|e| e.to_string())?;
+                self.bucket.assign_adjust(r, rated_source_burst(r));
                 Ok(())
             }
-            "reset" | "active" => {
-                self.pacer.restart();
+            // A restart, or a reset, starts from one token, as Click's.
+            "reset" => {
+                self.bucket.set(1);
                 self.e.write(handler, value)
+            }
+            "active" => {
+                let was = self.e.active;
+                self.e.write(handler, value)?;
+                if self.e.active && !was {
+                    self.bucket.set(1);
+                }
+                Ok(())
             }
             _ => self.e.write(handler, value),
         }
@@ -813,18 +849,51 @@ mod tests {
 
     #[test]
     fn rated_source_paces() {
+        // Click's bucket: 10 ms of packets, full at the start.
         let mut h = Harness::push(&RATED_SOURCE, "RATE 1000, LIMIT 100", 0, 1);
         h.advance_to(Timestamp(1_000_000_000));
-        assert_eq!(h.run_task(), TaskResult::Worked); // first packet is due at once
-        assert_eq!(h.take(0).len(), 1);
+        assert_eq!(h.run_task(), TaskResult::Worked); // the first burst at once
+        assert_eq!(h.take(0).len(), 10);
         assert_eq!(h.run_task(), TaskResult::Waiting);
         assert_eq!(h.timers(), vec![Timestamp(1_001_000_000)]);
         h.advance_to(Timestamp(1_010_000_000)); // 10 ms later: 10 more
         h.run_task();
         assert_eq!(h.take(0).len(), 10);
-        h.advance_to(Timestamp(2_000_000_000)); // far later: capped by LIMIT
+        // A long gap earns at most the bucket's 10.
+        h.advance_to(Timestamp(2_000_000_000));
         while h.run_task() == TaskResult::Worked {}
+        assert_eq!(h.stats().get("count"), Some(30));
+        // Run on, a millisecond at a time: capped by LIMIT.
+        for ms in 1..=200 {
+            h.advance_to(Timestamp(2_000_000_000 + ms * 1_000_000));
+            while h.run_task() == TaskResult::Worked {}
+        }
         assert_eq!(h.stats().get("count"), Some(100));
+    }
+
+    #[test]
+    fn rated_source_counts_as_clicks() {
+        // RATE 7 (a bucket of 2): 2 at once, then the bucket's rate, a
+        // little under 7 a second: 8 after one second, 15 after two.
+        let mut h = Harness::push(&RATED_SOURCE, "RATE 7", 0, 1);
+        // The task runs every millisecond from `from` to `to`.
+        let run = |h: &mut Harness, from: u64, to: u64| {
+            for ms in from..=to {
+                h.advance_to(Timestamp(1_000_000_000_000 + ms * 1_000_000));
+                while h.run_task() == TaskResult::Worked {}
+            }
+            h.stats().get("count")
+        };
+        assert_eq!(run(&mut h, 0, 0), Some(2));
+        assert_eq!(run(&mut h, 1, 999), Some(8));
+        assert_eq!(run(&mut h, 1000, 1999), Some(15));
+        assert_eq!(h.read_handler("rate").as_deref(), Ok("7"));
+        // RATE 10000 reads back as Click's bucket has it.
+        h.write_handler("rate", "10000").unwrap();
+        assert_eq!(h.read_handler("rate").as_deref(), Ok("10005"));
+        // A reset starts from one token.
+        h.write_handler("reset", "").unwrap();
+        assert_eq!(run(&mut h, 1999, 1999), Some(1));
     }
 
     #[test]

@@ -115,6 +115,22 @@ impl TokenBucket {
         }
     }
 
+    /// A new rate and size keeping the whole tokens held (Click's
+    /// `assign_adjust`, what RatedSource's `rate` handler does).
+    pub(crate) fn assign_adjust(&mut self, rate: u64, capacity: u64) {
+        let old_scale = self.token_scale;
+        self.assign(rate, capacity);
+        if old_scale != self.token_scale {
+            let f = self.fraction as u64 * self.token_scale as u64 / old_scale as u64;
+            self.fraction = f.min(MAX_TOKENS) as u32;
+        }
+    }
+
+    /// Holds exactly `tokens` (all it can if fewer fit).
+    pub(crate) fn set(&mut self, tokens: u64) {
+        self.fraction = self.fractions(tokens).unwrap_or(MAX);
+    }
+
     /// Tokens as fractions, `None` when they do not fit (more than the
     /// bucket can hold).
     #[inline]
@@ -313,6 +329,19 @@ mod tests {
         // A clock that goes back earns nothing.
         b.refill(at_ms(3));
         assert_eq!(b.tokens(), 0);
+    }
+
+    #[test]
+    fn an_adjusted_rate_keeps_the_tokens_and_set_sets_them() {
+        let mut b = TokenBucket::new(1000, 20);
+        b.refill(at_ms(0));
+        assert!(b.remove_if(15));
+        b.assign_adjust(10_000, 100);
+        assert_eq!(b.tokens(), 5);
+        b.set(1);
+        assert_eq!(b.tokens(), 1);
+        b.set(1000);
+        assert!(b.full());
     }
 
     #[test]
