@@ -58,7 +58,8 @@ fn run_checks() -> Result<(), String> {
         };
     }
 
-    let mut tb = TokenBucket::new(0, 0);
+    // Click's `TokenBucket tb;`: idle and empty.
+    let mut tb = TokenBucket::new(0, 1);
     tb.assign(1024, 2048);
     check!((1022..=1026).contains(&tb.rate()));
     check!((2046..=2050).contains(&tb.capacity()));

@@ -44,13 +44,14 @@ pub(crate) const MAX_TOKENS: u64 = MAX as u64;
 
 impl TokenBucket {
     /// A bucket of `capacity` tokens filled at `rate` tokens a second,
-    /// full unless either is 0 (Click's `TokenBucket(rate, capacity)`).
+    /// full unless the rate is 0 (Click's `TokenBucket(rate, capacity)`;
+    /// a size of 0 is 1, see [`TokenBucket::assign`]).
     pub(crate) fn new(rate: u64, capacity: u64) -> TokenBucket {
         let mut b = TokenBucket {
             tokens_per_tick: 0,
             token_scale: 1,
             time_until_full: u64::MAX,
-            fraction: if rate != 0 && capacity != 0 { MAX } else { 0 },
+            fraction: if rate != 0 { MAX } else { 0 },
             at: None,
         };
         b.assign(rate, capacity);
@@ -90,15 +91,11 @@ impl TokenBucket {
     }
 
     /// A new rate and size; the bucket keeps its fractions, as Click's
-    /// reconfiguration does (a full bucket stays full). A size of 0 makes
-    /// the bucket idle, as Click's.
+    /// reconfiguration does (a full bucket stays full). A size of 0 is 1,
+    /// as Click's rated elements make it (`tokens ? tokens : 1`).
     pub(crate) fn assign(&mut self, rate: u64, capacity: u64) {
-        if capacity == 0 {
-            self.assign(0, MAX_TOKENS);
-            return;
-        }
         let rate = rate.min(MAX_TOKENS);
-        let mut capacity = capacity.min(MAX_TOKENS);
+        let mut capacity = capacity.clamp(1, MAX_TOKENS);
         // Each tick's fractions must fit in 32 bits.
         if rate != 0 {
             capacity = capacity.max((rate - 1) / HZ + 1);
@@ -305,6 +302,9 @@ mod tests {
         let b = TokenBucket::new(1_000_000, 1);
         assert_eq!(b.tokens(), 1000);
         assert_eq!(TokenBucket::bandwidth_capacity(MAX_TOKENS), MAX_TOKENS);
+        // A size of 0 (RATE 2 over the default 20 ms) is one token.
+        let b = TokenBucket::new(2, 0);
+        assert_eq!((b.capacity(), b.tokens()), (1, 1));
     }
 
     #[test]
