@@ -780,7 +780,7 @@ impl Graph {
         if let Some(r) = self.summed_read(index, handler, worker) {
             return r;
         }
-        match (self.read_handler(index, handler)?, &self.peers) {
+        match (self.read_handler(index, handler, worker.now)?, &self.peers) {
             // A counter: every worker's copy counts (Click's one element).
             (HandlerValue::Count(v), Some((peers, me))) => {
                 let others = peers.gather(*me, index, || self.serve_peers(worker));
@@ -793,12 +793,17 @@ impl Graph {
     /// Reads handler `handler` of element `index`: the element's own read
     /// handler, then the handlers every element has (`name`, `class`,
     /// `config`, `ports`, `handlers`), then a counter by name.
-    pub fn read_handler(&self, index: usize, handler: &str) -> Result<HandlerValue, String> {
+    pub fn read_handler(
+        &self,
+        index: usize,
+        handler: &str,
+        now: Timestamp,
+    ) -> Result<HandlerValue, String> {
         let e = self.elements[index]
             .cell
             .try_borrow()
             .map_err(|_| format!("{}: element busy", self.names[index]))?;
-        if let Some(v) = e.read_handler(handler) {
+        if let Some(v) = e.read_handler_at(handler, now) {
             return Ok(HandlerValue::Text(v));
         }
         let meta = self.meta.get(index);

@@ -304,6 +304,15 @@ pub trait Element: Send + AsAny {
         None
     }
 
+    /// [`Element::read_handler`] for a handler whose text depends on when
+    /// it is read (a rate that decays while no packet comes): `now` is the
+    /// router's clock at the read, a trace's or the simulated clock's
+    /// where the run has one.
+    fn read_handler_at(&self, handler: &str, now: bricks_packet::Timestamp) -> Option<String> {
+        let _ = now;
+        self.read_handler(handler)
+    }
+
     /// The numbers behind read handlers whose text is made from a number
     /// that adds up over workers (a Counter's `rate`), as this copy has
     /// them now, by handler name. With several workers, a read of such a

@@ -569,7 +569,10 @@ impl Engine {
                     },
                     None if call.params.is_empty() => HandlerReply {
                         shared: false,
-                        result: self.graph.read_handler(i, &call.handler).map(Some),
+                        result: self
+                            .graph
+                            .read_handler(i, &call.handler, self.state.now)
+                            .map(Some),
                     },
                     // A read with parameters (a Script's `add 1 1`).
                     None => HandlerReply {
@@ -747,7 +750,7 @@ impl Engine {
             .graph
             .find(element)
             .ok_or_else(|| format!("no element matching `{element}'"))?;
-        self.graph.read_handler(i, handler)
+        self.graph.read_handler(i, handler, self.state.now)
     }
 
     /// Calls a write handler (`element.handler`) on this worker's graph.
@@ -1227,7 +1230,7 @@ impl Engine {
                 out.push(ExitRead {
                     name: full.clone(),
                     named: false,
-                    value: self.graph.read_handler(i, h),
+                    value: self.graph.read_handler(i, h, self.state.now),
                 });
                 continue;
             }
@@ -1255,7 +1258,7 @@ impl Engine {
             }
             for i in matches {
                 // Elements without the handler are passed over, as Click does.
-                if let Ok(v) = self.graph.read_handler(i, h) {
+                if let Ok(v) = self.graph.read_handler(i, h, self.state.now) {
                     out.push(ExitRead {
                         name: format!("{}.{h}", self.graph.names()[i]),
                         named: true,

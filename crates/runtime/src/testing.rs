@@ -369,6 +369,12 @@ impl Harness {
         self.state.now = t;
     }
 
+    /// Makes the clock a trace's (`--clock trace`, `--simtime`): elements
+    /// then read time only from it, never from the wall clock.
+    pub fn trace_clock(&mut self) {
+        self.state.trace_clock = true;
+    }
+
     /// The current clock.
     pub fn now(&self) -> Timestamp {
         self.state.now
@@ -416,7 +422,9 @@ impl Harness {
     /// Reads a handler as Click prints it: the element's own, then the
     /// common ones (`class`, `config`, ...), then a counter.
     pub fn read_handler(&self, handler: &str) -> Result<String, String> {
-        self.graph.read_handler(0, handler).map(|v| v.into_text())
+        self.graph
+            .read_handler(0, handler, self.state.now)
+            .map(|v| v.into_text())
     }
 
     /// Reads a handler with parameters (Click's `READ handler params`,

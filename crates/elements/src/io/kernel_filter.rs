@@ -1236,7 +1236,9 @@ mod tests {
         let p = fake.line();
         for (g, _) in &ws {
             assert_eq!(
-                g.read_handler(0, "rules").unwrap().into_text(),
+                g.read_handler(0, "rules", bricks_packet::Timestamp(0))
+                    .unwrap()
+                    .into_text(),
                 format!("{p} -A INPUT -i eth0 -j DROP\n{p} -A INPUT -i eth1 -j DROP\n")
             );
         }

@@ -71,16 +71,16 @@ static MANUAL: Manual = Manual {
 /// average, `avg += (x << SCALE) + 8 - avg >> 4`, and epochs without
 /// samples update it with 0.
 #[derive(Debug, Clone, Copy, Default)]
-struct RateEwma<const SCALE: u32> {
+pub(crate) struct RateEwma<const SCALE: u32> {
     avg: i64,
     current: i64,
     epoch: u64,
 }
 
 /// Epochs per second (Click's `CLICK_HZ` at user level).
-const HZ: u64 = 1000;
+pub(crate) const HZ: u64 = 1000;
 /// One epoch in nanoseconds.
-const EPOCH_NS: u64 = 1_000_000_000 / HZ;
+pub(crate) const EPOCH_NS: u64 = 1_000_000_000 / HZ;
 const STABILITY: u32 = 4;
 
 impl<const SCALE: u32> RateEwma<SCALE> {
@@ -109,16 +109,22 @@ impl<const SCALE: u32> RateEwma<SCALE> {
         self.epoch = now;
     }
 
-    fn update(&mut self, delta: u64, now: u64) {
+    pub(crate) fn update(&mut self, delta: u64, now: u64) {
         self.update_time(now);
         self.current = self
             .current
             .saturating_add(delta.min(i64::MAX as u64) as i64);
     }
 
+    /// Samples per epoch, scaled by `2^SCALE`, as of the last update
+    /// (Click's `scaled_average()`).
+    pub(crate) fn scaled_average(&self) -> i64 {
+        self.avg
+    }
+
     /// Samples per second, scaled by `2^SCALE` (Click's
     /// `scaled_average() * epoch_frequency()`).
-    fn scaled_rate(&self, now: u64) -> i64 {
+    pub(crate) fn scaled_rate(&self, now: u64) -> i64 {
         let mut e = *self;
         e.update_time(now);
         e.avg.saturating_mul(HZ as i64)
@@ -435,14 +441,23 @@ impl Counter {
         }
     }
 
-    /// The epoch a read happens in.
-    fn read_epoch(&self) -> u64 {
-        let now = if self.trace || self.first.is_none() {
+    /// The epoch a read happens in: the router's clock at the read
+    /// (`clock`, where known) on a trace or simulated clock, the wall
+    /// clock's otherwise; never before the latest batch.
+    fn read_epoch_at(&self, clock: Option<u64>) -> u64 {
+        let now = if self.first.is_none() {
             self.last
+        } else if self.trace {
+            clock.unwrap_or(self.last).max(self.last)
         } else {
             bricks_packet::Timestamp::now().0.max(self.last)
         };
         now / EPOCH_NS
+    }
+
+    /// The epoch a read happens in, when the router's clock is not known.
+    fn read_epoch(&self) -> u64 {
+        self.read_epoch_at(None)
     }
 
     /// Read handler `handler` as it reads in epoch `epoch`.
@@ -581,6 +596,10 @@ impl Element for Counter {
 
     fn read_handler(&self, handler: &str) -> Option<String> {
         self.read_at(handler, self.read_epoch())
+    }
+
+    fn read_handler_at(&self, handler: &str, now: bricks_packet::Timestamp) -> Option<String> {
+        self.read_at(handler, self.read_epoch_at(Some(now.0)))
     }
 
     /// The rates add up over workers: each is a fixed-point number.

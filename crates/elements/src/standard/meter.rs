@@ -1,14 +1,16 @@
 //! `Meter` and `BandwidthMeter`: send the whole packet stream to the output
 //! that its current rate falls in (Click's `elements/standard/meter.cc` and
 //! `bandwidthmeter.cc`). The rate is an exponentially weighted moving
-//! average over 1 ms epochs of the router's clock, with weight 1/16 (Click's
-//! `RateEWMA` with stability shift 4 and a 1000 Hz clock).
+//! average over 1 ms epochs of the router's clock, with weight 1/16: Click's
+//! `RateEWMA` (stability shift 4, 10 fraction bits, a 1000 Hz clock), the
+//! one Counter's rates use, and the bands are compared in its fixed point,
+//! so a packet goes where Click's Meter sends it.
 
 use super::bw_rated_unqueue::parse_bandwidth;
+use super::counter::{unparse_real2, RateEwma, EPOCH_NS, HZ};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Manual, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, PortInfo, Stats,
 };
-use bricks_packet::Timestamp;
 
 /// The `Meter` class.
 pub static METER: ElementClass = ElementClass {
@@ -36,8 +38,12 @@ static METER_MANUAL: Manual = Manual {
         1/16 a epoch, as Click's), and sends each packet out of the output of the band the \
         rate is in: below RATE1 to output 0, at least RATE1 but below RATE2 to output 1, \
         and so on; at least RATEn to output n. The rates must increase, and the element \
-        must have n+1 outputs. The whole stream goes to one output: to split it, with at \
-        most RATE1 packets a second on output 0, use RatedSplitter.",
+        must have n+1 outputs. As Click's, the rates are read as bandwidths: a plain \
+        number is taken as is, `300Bps` is 300 (with units, Click does not warn), at most \
+        4194303. The average and the bands are Click's fixed point, so each packet goes \
+        where Click's Meter sends it; `rate` reads as Click prints it. The whole stream \
+        goes to one output: to split it, with at most RATE1 packets a second on output 0, \
+        use RatedSplitter.",
     ports: "one push input; n+1 push outputs",
     keywords: &[],
     counters: &[("rate", "the measured rate, packets per second")],
@@ -60,70 +66,6 @@ static BANDWIDTH_METER_MANUAL: Manual = Manual {
     see_also: &["Meter", "BandwidthRatedSplitter"],
 };
 
-/// Epoch length of the moving average, ns (Click's jiffy at 1000 Hz).
-const EPOCH_NS: u64 = 1_000_000;
-/// Fixed-point bits of the average.
-const SCALE: u32 = 10;
-/// Weight of a new epoch: 2^-STABILITY.
-const STABILITY: u32 = 4;
-/// Idle epochs after which the average is zero whatever it was.
-const MAX_DECAY: u64 = 1024;
-
-/// An exponentially weighted moving average of units per epoch.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RateEwma {
-    /// Units per epoch, times 2^SCALE.
-    avg: u64,
-    /// The epoch being counted.
-    epoch: u64,
-    /// Units counted in it.
-    count: u64,
-}
-
-impl RateEwma {
-    #[inline]
-    fn fold(avg: u64, sample: u64) -> u64 {
-        if sample >= avg {
-            avg + ((sample - avg) >> STABILITY)
-        } else {
-            avg - ((avg - sample) >> STABILITY)
-        }
-    }
-
-    /// Counts `units` at time `now`.
-    #[inline]
-    pub(crate) fn update(&mut self, now: Timestamp, units: u64) {
-        let e = now.0 / EPOCH_NS;
-        if e > self.epoch {
-            let sample = self.count.min(u64::MAX >> (SCALE + 1)) << SCALE;
-            self.avg = Self::fold(self.avg, sample);
-            let idle = e - self.epoch - 1;
-            if idle >= MAX_DECAY {
-                self.avg = 0;
-            } else {
-                // Bounded by MAX_DECAY, and stops once the average cannot
-                // decay further.
-                for _ in 0..idle {
-                    if self.avg >> STABILITY == 0 {
-                        self.avg = 0;
-                        break;
-                    }
-                    self.avg -= self.avg >> STABILITY;
-                }
-            }
-            self.epoch = e;
-            self.count = 0;
-        }
-        self.count = self.count.saturating_add(units);
-    }
-
-    /// Units per second.
-    #[inline]
-    pub(crate) fn rate(&self) -> u64 {
-        ((self.avg as u128 * (1_000_000_000 / EPOCH_NS) as u128) >> SCALE) as u64
-    }
-}
-
 fn read_rates(
     args: &mut Args<'_>,
     ports: &PortInfo,
@@ -137,6 +79,14 @@ fn read_rates(
             return Err(ArgError::at(
                 span,
                 format!("{class} rates must increase ({text} is not above the rate before it)"),
+            ));
+        }
+        // Click's limit: the rate in its fixed point must fit 32 bits.
+        let max = u64::from(u32::MAX >> SCALE);
+        if r > max {
+            return Err(ArgError::at(
+                span,
+                format!("rate {} too large (max {max})", rates.len() + 1),
             ));
         }
         rates.push(r);
@@ -156,13 +106,14 @@ fn read_rates(
     Ok(rates)
 }
 
+/// Fraction bits of the average.
+const SCALE: u32 = 10;
+
 fn make_meter(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let rates = read_rates(args, ports, "Meter", u64::from_arg)?;
-    Ok(Box::new(Meter {
-        rates,
-        bytes: false,
-        ewma: RateEwma::default(),
-    }))
+    // Click's Meter reads its rates as bandwidths too (a plain number is
+    // taken as is; with units, as bytes a second).
+    let rates = read_rates(args, ports, "Meter", parse_bandwidth)?;
+    Ok(Box::new(Meter::new(rates, false)))
 }
 
 fn make_bandwidth_meter(
@@ -170,38 +121,84 @@ fn make_bandwidth_meter(
     ports: &PortInfo,
 ) -> Result<Box<dyn Element>, ArgError> {
     let rates = read_rates(args, ports, "BandwidthMeter", parse_bandwidth)?;
-    Ok(Box::new(Meter {
-        rates,
-        bytes: true,
-        ewma: RateEwma::default(),
-    }))
+    Ok(Box::new(Meter::new(rates, true)))
 }
 
 /// Sends packets to the output of their rate's band.
 #[derive(Debug)]
 pub struct Meter {
-    /// Increasing band limits, packets or bytes per second.
-    rates: Vec<u64>,
+    /// Increasing band limits in the average's fixed point: units an
+    /// epoch times 2^SCALE (Click's `(rate << scale) / HZ`).
+    limits: Vec<i64>,
     /// Whether the rate counts bytes (BandwidthMeter) or packets.
     bytes: bool,
-    ewma: RateEwma,
+    ewma: RateEwma<SCALE>,
+    /// Router time of the latest packet, ns; `None` before the first.
+    last: Option<u64>,
+    /// Whether the router's clock is a trace's (or simulated).
+    trace: bool,
+}
+
+impl Meter {
+    fn new(rates: Vec<u64>, bytes: bool) -> Meter {
+        Meter {
+            limits: rates.iter().map(|&r| ((r << SCALE) / HZ) as i64).collect(),
+            bytes,
+            ewma: RateEwma::default(),
+            last: None,
+            trace: false,
+        }
+    }
+
+    /// The average as of a read now, units a second times 2^SCALE
+    /// (Click's read does `update(0)` first): on a trace or simulated
+    /// clock at the router's time of the read (`clock`, where known, else
+    /// the latest packet's), at the wall clock's otherwise.
+    fn scaled_rate(&self, clock: Option<u64>) -> i64 {
+        let Some(last) = self.last else {
+            return 0;
+        };
+        let now = if self.trace {
+            clock.unwrap_or(last).max(last)
+        } else {
+            bricks_packet::Timestamp::now().0.max(last)
+        };
+        self.ewma.scaled_rate(now / EPOCH_NS)
+    }
 }
 
 impl Element for Meter {
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
-        let now = cx.now();
-        let (rates, bytes, ewma) = (&self.rates, self.bytes, &mut self.ewma);
+        let now = cx.now().0;
+        self.last = Some(now);
+        self.trace = cx.trace_clock();
+        let epoch = now / EPOCH_NS;
+        let (limits, bytes, ewma) = (&self.limits, self.bytes, &mut self.ewma);
         cx.push_classified(batch, |p| {
-            ewma.update(now, if bytes { p.len() as u64 } else { 1 });
-            let r = ewma.rate();
-            // The rates are few (one or two); the band is the number of
-            // limits at or below the rate.
-            Some(rates.iter().take_while(|&&limit| r >= limit).count())
+            ewma.update(if bytes { p.len() as u64 } else { 1 }, epoch);
+            let r = ewma.scaled_average();
+            // The limits are few (one or two); the band is the number of
+            // limits at or below the average, as Click's `r < meters[i]`.
+            Some(limits.iter().take_while(|&&limit| r >= limit).count())
         });
     }
 
     fn stats(&self, s: &mut Stats) {
-        s.counter("rate", self.ewma.rate());
+        s.counter("rate", (self.scaled_rate(None).max(0) >> SCALE) as u64);
+    }
+
+    fn read_handler(&self, handler: &str) -> Option<String> {
+        (handler == "rate").then(|| unparse_real2(self.scaled_rate(None), SCALE))
+    }
+
+    fn read_handler_at(&self, handler: &str, now: bricks_packet::Timestamp) -> Option<String> {
+        // Click's text: the fixed point printed in decimal.
+        (handler == "rate").then(|| unparse_real2(self.scaled_rate(Some(now.0)), SCALE))
+    }
+
+    fn handlers(&self) -> &'static [Handler] {
+        const H: &[Handler] = &[Handler::r("rate")];
+        H
     }
 }
 
@@ -209,6 +206,7 @@ impl Element for Meter {
 mod tests {
     use super::*;
     use bricks_element::Packet;
+    use bricks_packet::Timestamp;
     use bricks_runtime::testing::{make_element, Harness};
 
     /// A 60-byte IPv4/UDP frame.
@@ -240,6 +238,7 @@ mod tests {
     fn meter_moves_up_and_down_the_bands() {
         // 10 packets a millisecond: 10,000 packets/s, between 5,000 and 20,000.
         let mut h = Harness::push(&METER, "5000, 20000", 1, 3);
+        h.trace_clock();
         let got = drive(&mut h, 1_000_000_000, 300, 10, 3);
         assert_eq!(got.iter().sum::<usize>(), 3000);
         assert!(got[0] > 0, "starts below RATE1: {got:?}");
@@ -257,6 +256,7 @@ mod tests {
     fn bandwidth_meter_counts_bytes() {
         // 10 frames of 60 bytes a ms: 600,000 bytes/s, above 1 Mbps (125,000 B/s).
         let mut h = Harness::push(&BANDWIDTH_METER, "1Mbps", 1, 2);
+        h.trace_clock();
         drive(&mut h, 0, 300, 10, 2);
         assert_eq!(drive(&mut h, 300 * EPOCH_NS, 5, 10, 2), vec![0, 50]);
         let rate = h.stats().get("rate").unwrap();
