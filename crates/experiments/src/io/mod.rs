@@ -69,6 +69,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 mod net;
+mod other_work;
 mod procs;
 pub mod queues;
 mod report;
@@ -96,6 +97,11 @@ use testbed::*;
     a worker per core), bricks-pipeline, bricks-serial; \
     latency at a low rate: lat-linux, lat-xdp-redirect, lat-bricks, lat-bricks-flush0, \
     lat-bricks-kn1, lat-bricks-busypoll (or `latency` for all of them).\n\n\
+    Each run also measures the other work on the machine while the generator sends: the \
+    CPU time of processes that are not the bench's and the hypervisor's steal, in CPUs \
+    (column `other CPU`). Two subjects' rates are compared only when that work was about \
+    the same for both (within a quarter of a CPU); otherwise the report says `busy` and \
+    why.\n\n\
     Examples:\n  \
     sudo bricks bench io\n  \
     sudo bricks bench io --seconds 1 --runs 1 --only linux,bricks\n  \
@@ -772,6 +778,17 @@ mod tests {
     /// A subject measured at a load average of `load` delivering `mpps`
     /// in every run, with loss-free searches finding `free`.
     fn measured(name: &str, load: f64, mpps: f64, free: &[f64]) -> report::Measured {
+        measured_with(name, load, None, mpps, free)
+    }
+
+    /// [`measured`] with `other` CPUs of other work in every run.
+    fn measured_with(
+        name: &str,
+        load: f64,
+        other: Option<f64>,
+        mpps: f64,
+        free: &[f64],
+    ) -> report::Measured {
         let run = |load: f64| RunResult {
             gen: GenReport {
                 sent: 1_000_000,
@@ -782,6 +799,7 @@ mod tests {
                 ..Default::default()
             },
             load,
+            other,
             ..Default::default()
         };
         report::Measured {
@@ -848,5 +866,48 @@ mod tests {
         let a4 = measured("linux", 4.0, 0.5, &[0.42]);
         let b4 = measured("bricks", 4.9, 0.6, &[0.55]);
         assert!(report::incomparable(&a4, &b4).is_none());
+    }
+
+    /// Where other work was measured, it decides, not the load average:
+    /// a router that busy-polls a CPU raises the load by one on an idle
+    /// machine and is still compared with Linux; a subject measured while
+    /// something else took half a CPU is not.
+    #[test]
+    fn other_work_decides_whether_subjects_are_compared() {
+        let a = IoArgs {
+            seconds: 1.0,
+            runs: 3,
+            only: Vec::new(),
+            json: false,
+            flows: 1,
+            latency_rate: 10_000,
+            search_steps: 6,
+            probe_trials: 2,
+            max_loss: 1.0,
+            generator: Generator::Live,
+            xdp_hold: None,
+        };
+        let linux = measured_with("linux", 0.3, Some(0.02), 0.5, &[0.40]);
+        let polling = measured_with("bricks", 1.4, Some(0.05), 0.6, &[0.60]);
+        assert!(report::incomparable(&linux, &polling).is_none());
+        let text = report::report_text(&a, &[linux, polling], 0.9);
+        assert!(text.contains("1.50"), "{text}");
+        assert!(text.contains("0.05..0.05"), "{text}");
+        assert!(
+            text.contains("other work while the generator sent: 0.02 to 0.05 CPUs\n"),
+            "{text}"
+        );
+
+        let linux = measured_with("linux", 0.3, Some(0.02), 0.5, &[0.40]);
+        let crowded = measured_with("bricks", 1.4, Some(0.60), 0.6, &[0.60]);
+        let why = report::incomparable(&linux, &crowded).unwrap();
+        assert_eq!(
+            why,
+            "not compared: other work 0.02 CPUs (linux) against 0.60 (bricks)"
+        );
+        let text = report::report_text(&a, &[linux, crowded], 0.9);
+        assert!(!text.contains("1.50"), "{text}");
+        assert!(text.contains("busy"), "{text}");
+        assert!(text.contains("something else competed"), "{text}");
     }
 }

@@ -136,6 +136,10 @@ pub(super) struct RunResult {
     pub(super) notes: Vec<String>,
     /// The 1-minute load average when the run started.
     pub(super) load: f64,
+    /// CPUs' worth of work that was not the bench's while the generator
+    /// sent: other processes and the hypervisor's steal
+    /// (`other_work`).
+    pub(super) other: Option<f64>,
     /// How busy the router's CPUs were while the generator sent (0 to 1,
     /// over all of them: user, system, interrupts and softirqs, of which
     /// the XDP programs and NAPI threads), from `/proc/stat`.

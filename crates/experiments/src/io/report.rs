@@ -35,15 +35,31 @@ fn spread_of(v: &mut [f64]) -> Option<Spread> {
 }
 
 /// Two subjects' figures are compared only if the machine was about as
-/// busy for both: their median 1-minute load averages differ by at most
-/// this much, or by a quarter of the larger, whichever allows more. On a
-/// machine of two CPUs a load of 1 more means a core's worth of other
-/// work, which moves the rates more than the subjects differ.
+/// busy with other work for both: the medians of the other work measured
+/// in their runs (`other_work`, in CPUs) differ by at most this much, or
+/// by a quarter of the larger, whichever allows more. A quarter of a CPU
+/// taken by something else moves a subject's rate on a machine of two by
+/// more than the goals' margins.
+const OTHER_TOLERANCE: f64 = 0.25;
+
+/// Without a measure of other work (no readable `/proc`), the 1-minute
+/// load averages at the start of the runs, which count the bench's own
+/// processes too, may differ by this much or a quarter of the larger.
 const LOAD_TOLERANCE: f64 = 0.5;
 
 /// Why two subjects' figures are not compared, if they are not: the
-/// machine's load differed too much while they were measured.
+/// machine had more other work while one of them was measured.
 pub(super) fn incomparable(a: &Measured, b: &Measured) -> Option<String> {
+    if let (Some(oa), Some(ob)) = (a.other(), b.other()) {
+        let (oa, ob) = (oa.median, ob.median);
+        let allowed = OTHER_TOLERANCE.max(0.25 * oa.max(ob));
+        return ((oa - ob).abs() > allowed).then(|| {
+            format!(
+                "not compared: other work {oa:.2} CPUs ({}) against {ob:.2} ({})",
+                a.subject.name, b.subject.name
+            )
+        });
+    }
     let (la, lb) = (a.load()?.median, b.load()?.median);
     let allowed = LOAD_TOLERANCE.max(0.25 * la.max(lb));
     ((la - lb).abs() > allowed).then(|| {
@@ -87,19 +103,26 @@ impl Measured {
         self.searches.iter().any(|s| s.tester_bound)
     }
 
+    /// Every run and probe of this subject.
+    fn all_runs(&self) -> impl Iterator<Item = &RunResult> {
+        self.runs.iter().chain(
+            self.searches
+                .iter()
+                .flat_map(|s| s.probes.iter().map(|(_, r)| r)),
+        )
+    }
+
     /// The machine's 1-minute load average at the start of every run and
     /// probe of this subject.
     pub(super) fn load(&self) -> Option<Spread> {
-        let mut v: Vec<f64> = self
-            .runs
-            .iter()
-            .chain(
-                self.searches
-                    .iter()
-                    .flat_map(|s| s.probes.iter().map(|(_, r)| r)),
-            )
-            .map(|r| r.load)
-            .collect();
+        let mut v: Vec<f64> = self.all_runs().map(|r| r.load).collect();
+        spread_of(&mut v)
+    }
+
+    /// The other work while each run and probe of this subject sent, in
+    /// CPUs; `None` if some run could not measure it.
+    pub(super) fn other(&self) -> Option<Spread> {
+        let mut v: Vec<f64> = self.all_runs().map(|r| r.other).collect::<Option<_>>()?;
         spread_of(&mut v)
     }
 
@@ -375,7 +398,7 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
         );
         let _ = writeln!(
             o,
-            "{:<16} {:<38} {:>6} {:>13} {:>8} {:>7}   {:>9} {:>13} {:>7} {:>7} {:>11}",
+            "{:<16} {:<38} {:>6} {:>13} {:>8} {:>7}   {:>9} {:>13} {:>7} {:>7} {:>11} {:>11}",
             "subject",
             "",
             "Mpps",
@@ -386,6 +409,7 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
             "min..max",
             "x Linux",
             "x XDP",
+            "other CPU",
             "load"
         );
         for m in &throughput {
@@ -425,7 +449,7 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
             };
             let x = |base: &str, b: Option<f64>| {
                 if find(measured, base).is_some_and(|bm| incomparable(m, bm).is_some()) {
-                    return "load".into();
+                    return "busy".into();
                 }
                 match (m.figure(main), b) {
                     (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
@@ -435,9 +459,12 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
             let load = m
                 .load()
                 .map_or("-".into(), |l| format!("{:.1}..{:.1}", l.min, l.max));
+            let other = m
+                .other()
+                .map_or("-".into(), |l| format!("{:.2}..{:.2}", l.min, l.max));
             let _ = writeln!(
                 o,
-                "{:<16} {label:<38} {:>6.3} {:>13} {:>8.3} {:>7.1}   {:>9} {:>13} {:>7} {:>7} {:>11}",
+                "{:<16} {label:<38} {:>6.3} {:>13} {:>8.3} {:>7.1}   {:>9} {:>13} {:>7} {:>7} {:>11} {:>11}",
                 m.subject.name,
                 mpps.median,
                 format!("{:.3}..{:.3}", mpps.min, mpps.max),
@@ -447,6 +474,7 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
                 free_spread,
                 x("linux", linux),
                 x("xdp-redirect", xdp),
+                other,
                 load,
             );
         }
@@ -457,9 +485,12 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
              rate a {}-step search sent with at most {}% lost {} (>=: nothing more was lost \
              at full speed, so the generator, not the subject, set the figure), searched once a run: median and min..max over {} \
              search{}; x Linux, x XDP: ratios of {}, not \
-             given (\"load\") when the machine's 1-minute load average differed by more \
-             than {LOAD_TOLERANCE} or a quarter between the two subjects' runs; load: the load \
-             average at the start of the subject's runs and probes, least..most.",
+             given (\"busy\") when the machine had more other work during one subject's runs: \
+             their medians differ by more than {OTHER_TOLERANCE} CPU or a quarter; other CPU: \
+             CPUs' worth of work that was not the bench's while the generator sent (other \
+             processes, and the time the hypervisor gave to other guests), least..most over \
+             the subject's runs and probes; load: the 1-minute load average at their start \
+             (the bench's own processes count in it).",
             a.search_steps,
             a.max_loss,
             if a.probe_trials > 1 {
@@ -620,7 +651,24 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
         let _ = writeln!(
             o,
             "\nload average at the start of the runs: {lo:.2} to {hi:.2}; {load_end:.2} at the end \
-             (the bench's own processes count; well above 2, other jobs competed with it)"
+             (the bench's own processes count)"
+        );
+    }
+    let others: Vec<f64> = measured
+        .iter()
+        .flat_map(|m| m.runs.iter().filter_map(|r| r.other))
+        .collect();
+    if let Some(hi) = others.iter().copied().reduce(f64::max) {
+        let lo = others.iter().copied().fold(f64::INFINITY, f64::min);
+        let _ = writeln!(
+            o,
+            "other work while the generator sent: {lo:.2} to {hi:.2} CPUs{}",
+            if hi > OTHER_TOLERANCE {
+                " (something else competed with the bench: its figures are lower and wider \
+                 than the machine's own)"
+            } else {
+                ""
+            }
         );
     }
     o
@@ -665,6 +713,7 @@ pub(super) fn report_json(
                         })),
                         "notes": r.notes,
                         "load_average": r.load,
+                        "other_cpus": r.other,
                         "router_busy": r.router_busy,
                         "mpps_per_busy_cpu": r.mpps_per_busy_cpu(),
                     })
@@ -700,10 +749,12 @@ pub(super) fn report_json(
                             "mpps": r.sink.mpps,
                             "loss_pct": r.loss_pct(),
                             "load_average": r.load,
+                            "other_cpus": r.other,
                         })).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
                 })),
                 "load_average": sp(m.load()),
+                "other_cpus": sp(m.other()),
                 "errors": m.errors,
             })
         })

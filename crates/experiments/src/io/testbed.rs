@@ -312,6 +312,7 @@ impl Testbed {
         } else {
             placed.iter().flat_map(|(_, c)| c.iter().copied()).collect()
         };
+        let work_before = other_work::snapshot();
         let ticks_before = cpu_ticks(&router_cpus);
         let live = self.live && s.reads_one_queue() && self.ports.len() == 1;
         let mut gens = Vec::new();
@@ -322,6 +323,7 @@ impl Testbed {
             .into_iter()
             .map(|g| g.finish(Duration::from_secs_f64(secs + 30.0), &self.cancel))
             .collect();
+        let other = other_work::other_cpus(work_before, other_work::snapshot());
         let router_busy = if router_cpus.is_empty() {
             None
         } else {
@@ -388,6 +390,7 @@ impl Testbed {
             router: counters,
             notes,
             load,
+            other,
             router_busy,
         })
     }
