@@ -190,6 +190,16 @@ pub struct TimedSource {
     headroom: usize,
 }
 
+impl TimedSource {
+    /// Sends the packet due at `now`.
+    fn send(&mut self, now: Timestamp, cx: &mut Context<'_>) {
+        self.tick.advance(now);
+        let mut b = Batch::new();
+        self.e.fill(&mut b, 1, cx);
+        cx.push(0, &mut b);
+    }
+}
+
 impl Element for TimedSource {
     fn task_kind(&self) -> TaskKind {
         TaskKind::Source
@@ -207,15 +217,29 @@ impl Element for TimedSource {
         if self.e.remaining() == 0 {
             return self.e.finished(cx);
         }
-        self.tick.advance(now);
-        let mut b = Batch::new();
-        self.e.fill(&mut b, 1, cx);
-        cx.push(0, &mut b);
+        self.send(now, cx);
         TaskResult::Worked
     }
 
     fn run_timer(&mut self, cx: &mut Context<'_>) {
         self.e.run_timer(cx);
+        // Click's TimedSource sends from its timer: a packet due at an
+        // instant leaves with the timers of that instant, in the order
+        // of the configuration, before the tasks run (a Script's `wait`
+        // that ends at the same instant, later in the configuration,
+        // reads the count with it, as in Click). The task sends what the
+        // timer did not (the first packet after `active` or `reset`)
+        // and ends the source at its LIMIT.
+        if !self.e.active || self.e.remaining() == 0 {
+            return;
+        }
+        let now = cx.now();
+        if self.tick.due(now).is_ok() {
+            self.send(now, cx);
+            if let Err(at) = self.tick.due(now) {
+                cx.schedule_at(at);
+            }
+        }
     }
 
     fn stats(&self, s: &mut Stats) {
@@ -352,11 +376,35 @@ mod tests {
         h.advance_to(Timestamp(10 * S));
         assert_eq!(h.run_task(), TaskResult::Waiting);
         assert_eq!(h.timers(), vec![Timestamp(10 * S + S / 10)]);
+        // The timer sends each packet, as Click's does; the task, run
+        // after it at the same instant, has nothing to send.
         h.advance_to(Timestamp(10 * S + S / 10));
-        assert_eq!(h.run_task(), TaskResult::Worked);
+        assert_eq!(h.take(0).len(), 1);
         assert_eq!(h.run_task(), TaskResult::Waiting);
         h.advance_to(Timestamp(10 * S + 2 * S / 10));
+        let out = h.take(0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].data(), &[0xaa, 0xbb]);
+        assert_eq!(out[0].anno().timestamp, Timestamp(10 * S + 2 * S / 10));
+        assert_eq!(h.run_task(), TaskResult::Waiting);
+        // A task run late (no timer call, as a busy router's) sends what
+        // is due.
+        let mut h = Harness::push(&TIMED_SOURCE, "INTERVAL 0.1, LIMIT 3", 0, 1);
+        h.advance_to(Timestamp(10 * S));
+        assert_eq!(h.run_task(), TaskResult::Waiting);
+        h.set_now(Timestamp(10 * S + S / 10));
         assert_eq!(h.run_task(), TaskResult::Worked);
+        assert_eq!(h.take(0).len(), 1);
+        let mut h = Harness::push(
+            &TIMED_SOURCE,
+            "INTERVAL 0.1, DATA \\<aa bb>, LIMIT 2, STOP true",
+            0,
+            1,
+        );
+        h.advance_to(Timestamp(10 * S));
+        assert_eq!(h.run_task(), TaskResult::Waiting);
+        h.advance_to(Timestamp(10 * S + S / 10));
+        h.advance_to(Timestamp(10 * S + 2 * S / 10));
         let out = h.take(0);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].data(), &[0xaa, 0xbb]);
