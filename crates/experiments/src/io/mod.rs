@@ -775,6 +775,24 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
     }
+    /// The arguments the report tests print with: three runs, a search
+    /// of six steps with two trials a rate.
+    fn report_args() -> IoArgs {
+        IoArgs {
+            seconds: 1.0,
+            runs: 3,
+            only: Vec::new(),
+            json: false,
+            flows: 1,
+            latency_rate: 10_000,
+            search_steps: 6,
+            probe_trials: 2,
+            max_loss: 1.0,
+            generator: Generator::Live,
+            xdp_hold: None,
+        }
+    }
+
     /// A subject measured at a load average of `load` delivering `mpps`
     /// in every run, with loss-free searches finding `free`.
     fn measured(name: &str, load: f64, mpps: f64, free: &[f64]) -> report::Measured {
@@ -826,19 +844,7 @@ mod tests {
     /// are not compared, and the report says why.
     #[test]
     fn subjects_under_different_load_are_not_compared() {
-        let a = IoArgs {
-            seconds: 1.0,
-            runs: 3,
-            only: Vec::new(),
-            json: false,
-            flows: 1,
-            latency_rate: 10_000,
-            search_steps: 6,
-            probe_trials: 2,
-            max_loss: 1.0,
-            generator: Generator::Live,
-            xdp_hold: None,
-        };
+        let a = report_args();
         let linux = measured("linux", 0.4, 0.5, &[0.40, 0.44, 0.42]);
         let same = measured("bricks", 0.7, 0.6, &[0.50, 0.63, 0.55]);
         let l = linux.loss_free().unwrap();
@@ -874,19 +880,7 @@ mod tests {
     /// something else took half a CPU is not.
     #[test]
     fn other_work_decides_whether_subjects_are_compared() {
-        let a = IoArgs {
-            seconds: 1.0,
-            runs: 3,
-            only: Vec::new(),
-            json: false,
-            flows: 1,
-            latency_rate: 10_000,
-            search_steps: 6,
-            probe_trials: 2,
-            max_loss: 1.0,
-            generator: Generator::Live,
-            xdp_hold: None,
-        };
+        let a = report_args();
         let linux = measured_with("linux", 0.3, Some(0.02), 0.5, &[0.40]);
         let polling = measured_with("bricks", 1.4, Some(0.05), 0.6, &[0.60]);
         assert!(report::incomparable(&linux, &polling).is_none());
