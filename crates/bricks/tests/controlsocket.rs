@@ -19,6 +19,16 @@ impl Drop for Router {
     }
 }
 
+/// Tests that listen on TCP ports take turns. A port free when one test
+/// asks for it may be the one another test's router binds next (or finds
+/// counting upward from `PORT+`); a test then talks to the other test's
+/// router, and its connection is reset when that router stops.
+static TCP_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn tcp_turn() -> std::sync::MutexGuard<'static, ()> {
+    TCP_TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -129,6 +139,7 @@ const FLOWING: &str = "s :: InfiniteSource(LENGTH 60) -> c :: Counter -> Discard
 
 #[test]
 fn tcp_read_write_check_and_garbage() {
+    let _turn = tcp_turn();
     let port = free_port();
     let _r = start(&format!("{FLOWING} ControlSocket(TCP, {port});"));
     let mut c = Client::new(connect_tcp(port));
@@ -197,6 +208,7 @@ fn unix_socket_mode_and_long_line() {
 
 #[test]
 fn silent_client_is_cut_off_while_traffic_flows() {
+    let _turn = tcp_turn();
     let port = free_port();
     let _r = start(&format!("{FLOWING} ControlSocket(TCP, {port});"));
     let mut silent = connect_tcp(port);
@@ -217,6 +229,7 @@ fn silent_client_is_cut_off_while_traffic_flows() {
 /// keeps the old one.
 #[test]
 fn hotswap_handler_switches_configurations() {
+    let _turn = tcp_turn();
     let port = free_port();
     let _r = start(&format!("{FLOWING} ControlSocket(TCP, {port});"));
     let mut c = Client::new(connect_tcp(port));
@@ -264,6 +277,7 @@ fn hotswap_handler_switches_configurations() {
 /// Script's private handlers (`cat` reads files) cannot be reached.
 #[test]
 fn port_found_upward_is_readable_and_private_handlers_are_hidden() {
+    let _turn = tcp_turn();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = taken.local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
@@ -305,6 +319,7 @@ fn port_found_upward_is_readable_and_private_handlers_are_hidden() {
 /// router with a ControlSocket and no source runs until stopped.
 #[test]
 fn llrpcs_reach_a_switch_and_a_counter() {
+    let _turn = tcp_turn();
     let port = free_port();
     let _r = start(&format!(
         "Idle -> sw :: Switch(0) -> Idle; sw[1] -> Idle; {FLOWING} ControlSocket(TCP, {port});"
@@ -350,6 +365,7 @@ fn llrpcs_reach_a_switch_and_a_counter() {
 /// client writes `stop`, as Click's does; then it ends.
 #[test]
 fn a_control_socket_keeps_an_idle_router_running_until_stopped() {
+    let _turn = tcp_turn();
     let port = free_port();
     let mut r = start(&format!("Idle -> Discard; ControlSocket(TCP, {port});"));
     let mut c = Client::new(connect_tcp(port));

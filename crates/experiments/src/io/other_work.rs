@@ -30,6 +30,9 @@ pub(super) struct Snapshot {
     /// CPU ticks of the processes that are neither the bench's nor the
     /// kernel's, with those of their children they waited for.
     others: u64,
+    /// The CPUs `all` counts (every online one, whatever CPUs the bench
+    /// itself may run on).
+    cpus: usize,
 }
 
 /// One process as [`others_ticks`] needs it.
@@ -60,6 +63,7 @@ pub(super) fn snapshot() -> Option<Snapshot> {
         all,
         steal,
         others: others_ticks(&procs, std::process::id() as i32),
+        cpus: k.cpu_time.len().max(1),
     })
 }
 
@@ -116,15 +120,10 @@ pub(super) fn others_ticks(procs: &[Proc], bench: i32) -> u64 {
 /// is missing or no time passed.
 pub(super) fn other_cpus(before: Option<Snapshot>, after: Option<Snapshot>) -> Option<f64> {
     let (b, a) = (before?, after?);
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    other_cpus_of(b, a, cpus)
-}
-
-fn other_cpus_of(b: Snapshot, a: Snapshot, cpus: usize) -> Option<f64> {
     let all = a.all.checked_sub(b.all).filter(|&t| t > 0)?;
     let work = a.others.saturating_sub(b.others) + a.steal.saturating_sub(b.steal);
     // `all` counts every CPU: per CPU, it is the time that passed.
-    Some(work as f64 * cpus as f64 / all as f64)
+    Some(work as f64 * a.cpus as f64 / all as f64)
 }
 
 #[cfg(test)]
@@ -175,6 +174,7 @@ mod tests {
             all: 1000,
             steal: 10,
             others: 500,
+            cpus: 2,
         };
         // 2 CPUs, 100 ticks each: 50 ticks of other processes and 50 of
         // steal are a whole CPU.
@@ -182,13 +182,15 @@ mod tests {
             all: 1200,
             steal: 60,
             others: 550,
+            cpus: 2,
         };
-        assert_eq!(other_cpus_of(b, a, 2), Some(1.0));
-        assert_eq!(other_cpus_of(b, b, 2), None);
+        assert_eq!(other_cpus(Some(b), Some(a)), Some(1.0));
+        assert_eq!(other_cpus(Some(b), Some(b)), None);
+        assert_eq!(other_cpus(None, Some(a)), None);
         // A process that exited and was not waited for drops out of the
         // sum: the processes count as nothing, not less; the steal stays.
         let gone = Snapshot { others: 400, ..a };
-        assert_eq!(other_cpus_of(b, gone, 2), Some(0.5));
+        assert_eq!(other_cpus(Some(b), Some(gone)), Some(0.5));
     }
 
     /// On a real machine: the bench and a process it started are its
