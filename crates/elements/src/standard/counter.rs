@@ -77,6 +77,19 @@ pub(crate) struct RateEwma<const SCALE: u32> {
     epoch: u64,
 }
 
+/// The router time (ns) a rate is read at, for an element whose latest
+/// packet came at `last`: on a trace or simulated clock (`trace`) the
+/// router's clock at the read (`clock`, where known, else `last`), the
+/// wall clock otherwise; never before `last`. Click's rate reads update
+/// the average to the moment of the read.
+pub(crate) fn read_time(last: u64, trace: bool, clock: Option<u64>) -> u64 {
+    if trace {
+        clock.unwrap_or(last).max(last)
+    } else {
+        bricks_packet::Timestamp::now().0.max(last)
+    }
+}
+
 /// Epochs per second (Click's `CLICK_HZ` at user level).
 pub(crate) const HZ: u64 = 1000;
 /// One epoch in nanoseconds.
@@ -445,12 +458,9 @@ impl Counter {
     /// (`clock`, where known) on a trace or simulated clock, the wall
     /// clock's otherwise; never before the latest batch.
     fn read_epoch_at(&self, clock: Option<u64>) -> u64 {
-        let now = if self.first.is_none() {
-            self.last
-        } else if self.trace {
-            clock.unwrap_or(self.last).max(self.last)
-        } else {
-            bricks_packet::Timestamp::now().0.max(self.last)
+        let now = match self.first {
+            None => self.last,
+            Some(_) => read_time(self.last, self.trace, clock),
         };
         now / EPOCH_NS
     }

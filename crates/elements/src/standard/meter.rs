@@ -7,7 +7,7 @@
 //! so a packet goes where Click's Meter sends it.
 
 use super::bw_rated_unqueue::parse_bandwidth;
-use super::counter::{unparse_real2, RateEwma, EPOCH_NS, HZ};
+use super::counter::{read_time, unparse_real2, RateEwma, EPOCH_NS, HZ};
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Handler, Manual, PortInfo, Stats,
 };
@@ -158,12 +158,8 @@ impl Meter {
         let Some(last) = self.last else {
             return 0;
         };
-        let now = if self.trace {
-            clock.unwrap_or(last).max(last)
-        } else {
-            bricks_packet::Timestamp::now().0.max(last)
-        };
-        self.ewma.scaled_rate(now / EPOCH_NS)
+        self.ewma
+            .scaled_rate(read_time(last, self.trace, clock) / EPOCH_NS)
     }
 }
 
