@@ -262,12 +262,13 @@ fn timed_unqueue_sends_bursts_on_the_interval_in_simulated_time() {
 
 #[test]
 fn timed_unqueue_sends_at_once_into_an_idle_interval() {
-    // Packets at 0.25 and 0.5 s into an empty queue, pulled at most once a
-    // second: the first leaves at once (the element slept on an empty
-    // queue), the second waits for 1.25 s; the source stops the router at
-    // 2 s, after it.
+    // Packets at 0.25 and 0.5 s into an empty QuickNoteQueue, pulled at
+    // most once a second: the first pull finds the queue empty, its
+    // notifier sleeps at once and so does the element, so the first
+    // packet leaves when it arrives; the second waits for 1.25 s; the
+    // source stops the router at 2 s, after it. Click prints the same.
     let (out, err) = run(
-        "TimedSource(0.25, LIMIT 2) -> q :: Queue -> TimedUnqueue(1) -> SetTimestamp \
+        "TimedSource(0.25, LIMIT 2) -> q :: QuickNoteQueue -> TimedUnqueue(1) -> SetTimestamp \
          -> Print(x, TIMESTAMP true, MAXLENGTH 0) -> Discard; \
          TimedSource(2, LIMIT 0, STOP true) -> Discard;",
         &["--simtime", "-h", "q.length"],
@@ -275,6 +276,26 @@ fn timed_unqueue_sends_at_once_into_an_idle_interval() {
     assert_eq!(
         stamps(&err, "x"),
         vec!["1000000000.250000", "1000000001.250000"],
+        "{err}"
+    );
+    assert_eq!(out, "0\n");
+}
+
+#[test]
+fn timed_unqueue_behind_a_queue_waits_for_its_interval() {
+    // The same behind a Queue, whose empty notifier sleeps only after ten
+    // pulls in a row found it empty: after the first the element sets its
+    // timer for 1 s, and the packets leave at 1 and 2 s. Click prints the
+    // same.
+    let (out, err) = run(
+        "TimedSource(0.25, LIMIT 2) -> q :: Queue -> TimedUnqueue(1) -> SetTimestamp \
+         -> Print(x, TIMESTAMP true, MAXLENGTH 0) -> Discard; \
+         TimedSource(2.5, LIMIT 0, STOP true) -> Discard;",
+        &["--simtime", "-h", "q.length"],
+    );
+    assert_eq!(
+        stamps(&err, "x"),
+        vec!["1000000001.000000", "1000000002.000000"],
         "{err}"
     );
     assert_eq!(out, "0\n");

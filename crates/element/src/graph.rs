@@ -7,6 +7,8 @@ use bricks_packet::{Batch, Packet, Timestamp, MAX_BATCH};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 
+mod notifier;
+
 /// One end of a connection: an element and one of its ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edge {
@@ -1071,6 +1073,22 @@ impl<'a> Context<'a> {
         &self.graph.names[self.element_index()]
     }
 
+    /// This element's class name as the configuration wrote it (empty
+    /// when the graph was built without it).
+    pub fn class(&self) -> &str {
+        self.graph
+            .meta
+            .get(self.element_index())
+            .map_or("", |m| m.class)
+    }
+
+    /// Writes Click's `%p{element}: overflow` to standard error, as
+    /// Click's queues do at their first drop.
+    #[cold]
+    pub fn report_overflow(&self) {
+        eprintln!("{} :: {}: overflow", self.name(), self.class());
+    }
+
     /// Time at the start of the current scheduling round.
     #[inline(always)]
     pub fn now(&self) -> Timestamp {
@@ -1112,6 +1130,12 @@ impl<'a> Context<'a> {
     #[inline]
     pub fn downstream_room(&self, port: usize) -> Option<usize> {
         self.graph.downstream_room(self.element_index(), port)
+    }
+
+    /// What Click's `NotifierDebug` prints for this element (see
+    /// [`Graph::notifier_signal_text`]). Walks the graph: for handlers.
+    pub fn notifier_signal_text(&self) -> String {
+        self.graph.notifier_signal_text(self.element_index())
     }
 
     /// Click's upstream empty signal of pull input `port`: whether a pull

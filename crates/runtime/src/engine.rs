@@ -265,6 +265,15 @@ struct Round {
     waiting: bool,
 }
 
+/// Rounds without work before a run whose sources are done ends, or one
+/// on a simulated or trace clock jumps to its next timer. Click's tasks
+/// run on until their notifiers put them to sleep, and a queue's empty
+/// notifier sleeps only after ten pulls in a row have found it empty
+/// (`SLEEPINESS_TRIGGER`): the pulling tasks make those pulls here too,
+/// so that what depends on the notifier (ComparePackets' `more packets
+/// in`, the `scheduled` and `signal` handlers) is as in Click.
+const SETTLE_ROUNDS: u32 = 10;
+
 /// Runs one worker's instance of a plan.
 pub struct Engine {
     graph: Graph,
@@ -1180,7 +1189,7 @@ impl Engine {
                     }
                 }
                 let sources = self.sources_running();
-                if !waiting && !sources {
+                if !waiting && !sources && idle_rounds >= SETTLE_ROUNDS {
                     if stopping.is_none() && self.state.stop_manager.is_some() {
                         // The run would end here, once the other workers
                         // are idle too; with a stop manager that is a stop
@@ -1221,7 +1230,7 @@ impl Engine {
                         }
                     }
                 }
-                if self.state.trace_clock && (sources || waiting) {
+                if self.state.trace_clock && (sources || waiting) && idle_rounds >= SETTLE_ROUNDS {
                     // Nothing is due now: jump to the next thing that is.
                     if let Some((t, _)) = self.timers.peek() {
                         self.state.now = self.state.now.max(t);

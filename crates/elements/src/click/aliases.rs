@@ -16,8 +16,8 @@ use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, Por
 /// The `NotifierQueue` class: bricks' Queue.
 pub static NOTIFIER_QUEUE: ElementClass = ElementClass {
     name: "NotifierQueue",
-    ports: "1/1",
-    processing: "h/l",
+    ports: "1/1-2",
+    processing: "h/lh",
     manual: &NOTIFIER_QUEUE_MANUAL,
     make: queue::make_without_full_notifier,
 };
@@ -25,8 +25,8 @@ pub static NOTIFIER_QUEUE: ElementClass = ElementClass {
 /// The `FullNoteQueue` class: bricks' Queue.
 pub static FULL_NOTE_QUEUE: ElementClass = ElementClass {
     name: "FullNoteQueue",
-    ports: "1/1",
-    processing: "h/l",
+    ports: "1/1-2",
+    processing: "h/lh",
     manual: &FULL_NOTE_QUEUE_MANUAL,
     make: make_queue,
 };
@@ -79,7 +79,7 @@ static NOTIFIER_QUEUE_MANUAL: Manual = Manual {
         pulling from it when it is empty, but not its pushers when it is full: as in \
         Click, a source pushing into it does not wait, and what does not fit is dropped \
         and counted. `bricks elements Queue` describes the rest.",
-    ports: "one push input; one pull output",
+    ports: "one push input; a pull output and an optional push output for dropped packets",
     keywords: QUEUE_KEYWORDS,
     counters: QUEUE_COUNTERS,
     example: "InfiniteSource(LIMIT 10) -> NotifierQueue(100) -> Unqueue -> Discard;",
@@ -92,7 +92,7 @@ static FULL_NOTE_QUEUE_MANUAL: Manual = Manual {
     description: "bricks' Queue under Click's name for a Queue that also tells its pushers \
         when it is full: a source pushing into it (InfiniteSource, RandomSource) waits \
         while it is full, as into Queue. `bricks elements Queue` describes it.",
-    ports: "one push input; one pull output",
+    ports: "one push input; a pull output and an optional push output for dropped packets",
     keywords: QUEUE_KEYWORDS,
     counters: QUEUE_COUNTERS,
     example: "InfiniteSource(LIMIT 10) -> FullNoteQueue(100) -> Unqueue -> Discard;",

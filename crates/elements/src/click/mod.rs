@@ -36,6 +36,7 @@ pub mod mark_ip_ce;
 pub mod message;
 pub mod mixed_queue;
 pub mod mt_die_test;
+pub mod notifier_debug;
 pub mod null_task;
 pub mod nulls;
 pub mod pad;
@@ -186,6 +187,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &read_anno::CLASS,
     &reframe::CLASS,
     &upstream_notifier::CLASS,
+    &notifier_debug::CLASS,
     &quick_note_queue::CLASS,
     &from_handler::CLASS,
     &sched_order_test::CLASS,
@@ -290,6 +292,7 @@ mod tests {
             &read_anno::CLASS,
             &reframe::CLASS,
             &upstream_notifier::CLASS,
+            &notifier_debug::CLASS,
             &quick_note_queue::CLASS,
         ];
         // Examples that run until stopped: checked only.

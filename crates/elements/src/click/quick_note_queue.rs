@@ -1,7 +1,6 @@
 //! `QuickNoteQueue`: Click's Queue whose empty notification takes effect
-//! at once (`elements/standard/quicknotequeue.cc`). bricks' Queue already
-//! tells its pullers it is empty the moment it is, and its pushers when
-//! it is full, so this is bricks' Queue under Click's name.
+//! at once (`elements/standard/quicknotequeue.cc`): bricks' Queue with
+//! its empty notifier put to sleep by the pull that leaves it empty.
 
 use crate::standard::queue;
 use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, PortInfo};
@@ -9,8 +8,8 @@ use bricks_element::{ArgError, Args, Element, ElementClass, Keyword, Manual, Por
 /// The `QuickNoteQueue` class: bricks' Queue.
 pub static CLASS: ElementClass = ElementClass {
     name: "QuickNoteQueue",
-    ports: "1/1",
-    processing: "h/l",
+    ports: "1/1-2",
+    processing: "h/lh",
     manual: &MANUAL,
     make,
 };
@@ -18,13 +17,12 @@ pub static CLASS: ElementClass = ElementClass {
 static MANUAL: Manual = Manual {
     summary: "stores packets in a FIFO queue (Click's Queue with immediate empty notification)",
     synopsis: "QuickNoteQueue([CAPACITY])",
-    description: "bricks' Queue under Click's name. Click's QuickNoteQueue differs from its \
-        Queue in telling the tasks pulling from it that it is empty immediately after it \
-        goes empty; bricks' Queue does so already, and like Click's it tells the sources \
-        pushing into it when it is full. A packet arriving at a full queue is dropped and \
-        counted. `bricks elements Queue` describes its handlers (`length`, \
+    description: "Queue, telling the tasks pulling from it that it is empty as soon as a \
+        pull leaves it empty (Queue says so after ten pulls in a row have found it empty, \
+        as Click's does); like Queue it tells the sources pushing into it when it is \
+        full. A packet arriving at a full queue is dropped and counted. `bricks elements Queue` describes its handlers (`length`, \
         `highwater_length`, `capacity`, `drops`, `reset_counts`, `reset`).",
-    ports: "one push input; one pull output",
+    ports: "one push input; a pull output and an optional push output for dropped packets",
     keywords: &[Keyword {
         name: "CAPACITY",
         ty: "unsigned",
@@ -42,7 +40,7 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    (queue::QUEUE.make)(args, ports)
+    queue::make_quick_note(args, ports)
 }
 
 #[cfg(test)]
@@ -65,9 +63,10 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].data(), [0]);
         assert_eq!(h.stats().get("drops"), Some(1));
-        // Empty and full notification, fresh.
+        // Empty and full notification, fresh: awake until a pull finds it
+        // empty, as a Click notifier starts.
         let e = bricks_runtime::testing::make_element(&CLASS, "5", &PortInfo::default()).unwrap();
-        assert_eq!(e.empty_signal(0), Some(false));
+        assert_eq!(e.empty_signal(0), Some(true));
         assert_eq!(e.push_room(0), Some(5));
     }
 }

@@ -87,6 +87,9 @@ impl Element for FrontDropQueue {
         for p in batch.drain() {
             if self.q.len() == self.capacity {
                 if let Some(old) = self.q.pop_front() {
+                    if self.drops == 0 {
+                        cx.report_overflow();
+                    }
                     self.drops += 1;
                     if self.drop_output {
                         // At most one drop per input packet: it fits.

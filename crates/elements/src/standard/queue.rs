@@ -10,8 +10,8 @@ use std::sync::Arc;
 /// The `Queue` class.
 pub static QUEUE: ElementClass = ElementClass {
     name: "Queue",
-    ports: "1/1",
-    processing: "h/l",
+    ports: "1/1-2",
+    processing: "h/lh",
     manual: &MANUAL,
     make,
 };
@@ -19,8 +19,8 @@ pub static QUEUE: ElementClass = ElementClass {
 /// The `SimpleQueue` class (the same queue under Click's other name).
 pub static SIMPLE_QUEUE: ElementClass = ElementClass {
     name: "SimpleQueue",
-    ports: "1/1",
-    processing: "h/l",
+    ports: "1/1-2",
+    processing: "h/lh",
     manual: &SIMPLE_MANUAL,
     make: make_simple,
 };
@@ -42,7 +42,8 @@ static MANUAL: Manual = Manual {
     synopsis: "Queue([CAPACITY])",
     description: "Takes pushed packets and hands them out, oldest first, when pulled: the \
         boundary between a push path and a pull path (a scheduler, a device that sends when \
-        it can). A packet arriving at a full queue is dropped and counted (tail drop). The \
+        it can). A packet arriving at a full queue is dropped and counted (tail drop), or, with a \
+        second output, counted and pushed out of it, as Click's queues do. The \
         memory for CAPACITY packets is reserved up front. Writing `capacity` changes \
         CAPACITY while the router runs (`config` then shows it, as Click's does); packets \
         beyond a smaller capacity are dropped from the tail and counted in `drops` (Click \
@@ -52,7 +53,7 @@ static MANUAL: Manual = Manual {
         where StaticThreadSched places the tasks so that a worker pushes into the queue \
         and none of its pullers runs there: then every worker's copy holds one shared \
         queue (as ThreadSafeQueue), and `capacity` is read only.",
-    ports: "one push input; one pull output",
+    ports: "one push input; a pull output and an optional push output for dropped packets",
     keywords: &[Keyword {
         name: "CAPACITY",
         ty: "unsigned",
@@ -73,6 +74,19 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
     make_queue(args, ports, true, true)
 }
 
+/// A Queue whose empty notifier sleeps as soon as a pull leaves it empty
+/// (Click's QuickNoteQueue), not after ten pulls that find it so.
+pub fn make_quick_note(
+    args: &mut Args<'_>,
+    ports: &PortInfo,
+) -> Result<Box<dyn Element>, ArgError> {
+    let mut e = make_queue(args, ports, true, true)?;
+    if let Some(q) = bricks_element::taken_from::<Queue>(e.as_mut()) {
+        q.quick = true;
+    }
+    Ok(e)
+}
+
 fn make_simple(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
     make_queue(args, ports, false, false)
 }
@@ -88,7 +102,7 @@ pub fn make_without_full_notifier(
 
 fn make_queue(
     args: &mut Args<'_>,
-    _ports: &PortInfo,
+    ports: &PortInfo,
     full_notifier: bool,
     empty_notifier: bool,
 ) -> Result<Box<dyn Element>, ArgError> {
@@ -113,6 +127,7 @@ fn make_queue(
         ));
     }
     Ok(Box::new(Queue {
+        drop_output: ports.noutputs() > 1,
         length,
         q: Ring::with_capacity(capacity),
         capacity,
@@ -121,6 +136,8 @@ fn make_queue(
         enqueued: 0,
         full_notifier,
         empty_notifier,
+        sleepiness: 0,
+        quick: false,
     }))
 }
 
@@ -299,18 +316,50 @@ pub struct Queue {
     /// Tasks pulling see whether it is empty (Click's empty notifier);
     /// Click's SimpleQueue has none.
     empty_notifier: bool,
+    /// Pulls in a row that found the queue empty, up to [`ASLEEP`]; a
+    /// push that stores a packet sets it back to 0. The empty notifier is
+    /// active below [`ASLEEP`]: like Click's NotifierQueue, a queue says
+    /// it is empty only after ten pulls have found it so
+    /// (`SLEEPINESS_TRIGGER`), and says it has packets from the first
+    /// push on.
+    sleepiness: u8,
+    /// Click's QuickNoteQueue: a pull that leaves the queue empty puts
+    /// the empty notifier to sleep at once.
+    quick: bool,
+    /// Dropped packets leave by output 1 (Click's `checked_output_push(1,
+    /// p)`) instead of being freed.
+    drop_output: bool,
 }
+
+/// [`Queue::sleepiness`] at which the empty notifier sleeps: Click's
+/// `SLEEPINESS_TRIGGER` (9) failed pulls, and the one after them.
+const ASLEEP: u8 = 10;
 
 impl Element for Queue {
     #[inline]
-    fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let room = self.capacity.saturating_sub(self.q.len());
         let n = batch.len();
         let take = n.min(room);
+        if take < n && self.drops == 0 {
+            cx.report_overflow();
+        }
         let mut it = batch.drain();
         self.q.extend(it.by_ref(), take);
-        drop(it);
+        if take < n && self.drop_output {
+            let mut dropped = Batch::new();
+            for p in it {
+                // What did not fit of one batch: it fits another.
+                let _ = dropped.push(p);
+            }
+            cx.push(1, &mut dropped);
+        } else {
+            drop(it);
+        }
         self.length.change(take as i64);
+        if take > 0 {
+            self.sleepiness = 0;
+        }
         self.enqueued += take as u64;
         self.drops += (n - take) as u64;
         self.highwater = self.highwater.max(self.q.len());
@@ -319,8 +368,14 @@ impl Element for Queue {
     #[inline]
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
         let n = max.min(self.q.len()).min(out.remaining());
+        if self.q.is_empty() {
+            self.sleepiness = (self.sleepiness + 1).min(ASLEEP);
+        }
         self.length.change(-(n as i64));
         self.q.take_front_into(n, out);
+        if self.quick && self.q.is_empty() {
+            self.sleepiness = ASLEEP;
+        }
     }
 
     /// Hot swap: the old queue's packets, oldest first, as many as the new
@@ -347,7 +402,7 @@ impl Element for Queue {
     }
 
     fn empty_signal(&self, _port: usize) -> Option<bool> {
-        Some(!self.empty_notifier || !self.q.is_empty())
+        Some(!self.empty_notifier || self.sleepiness < ASLEEP)
     }
 
     fn push_room(&self, _port: usize) -> Option<usize> {

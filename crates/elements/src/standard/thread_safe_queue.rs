@@ -169,7 +169,7 @@ impl Element for ThreadSafeQueue {
     }
 
     #[inline]
-    fn push(&mut self, _port: usize, batch: &mut Batch, _cx: &mut Context<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
         let n = batch.len();
         let mut taken = 0;
         for p in batch.drain() {
@@ -177,6 +177,9 @@ impl Element for ThreadSafeQueue {
             if self.shared.ring.push(p).is_ok() {
                 taken += 1;
             }
+        }
+        if taken < n as u64 && self.drops == 0 {
+            cx.report_overflow();
         }
         self.enqueued += taken;
         self.drops += n as u64 - taken;

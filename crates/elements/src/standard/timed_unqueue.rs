@@ -297,15 +297,30 @@ mod tests {
 
     #[test]
     fn an_empty_queue_puts_it_to_sleep_and_a_packet_wakes_it_at_once() {
-        // Packets at 0.25 and 0.5 s into an empty queue, the router
-        // stopped at 0.75 s. The first pull, at 0, finds the queue empty:
-        // asleep, the element sends the 0.25 s packet at once (a timer
-        // started at 0 would hold it until 1 s); the 0.5 s packet waits
-        // for 1.25 s, after the stop, which does not wait for it.
-        let s = run("TimedSource(0.25, LIMIT 2, STOP true) -> q :: Queue \
-             -> t :: TimedUnqueue(1) -> c :: Counter -> Discard;");
+        // Packets at 0.25 and 0.5 s into an empty QuickNoteQueue, the
+        // router stopped at 0.75 s. The first pull, at 0, finds the queue
+        // empty and its notifier sleeps at once: so does the element, and
+        // the 0.25 s packet leaves when it arrives (a timer started at 0
+        // would hold it until 1 s); the 0.5 s packet waits for 1.25 s,
+        // after the stop, which does not wait for it. Click: 1 and 1.
+        let s = run(
+            "TimedSource(0.25, LIMIT 2, STOP true) -> q :: QuickNoteQueue \
+             -> t :: TimedUnqueue(1) -> c :: Counter -> Discard;",
+        );
         assert_eq!(count(&s, "c", "count"), 1, "{}", s.render());
         assert_eq!(count(&s, "q", "length"), 1, "{}", s.render());
+    }
+
+    #[test]
+    fn a_queue_empty_for_one_pull_is_not_asleep() {
+        // The same with a Queue, whose empty notifier sleeps only after ten
+        // pulls in a row found it empty: after the first the element sets
+        // its timer for 1 s, and both packets wait past the stop. Click: 0
+        // and 2.
+        let s = run("TimedSource(0.25, LIMIT 2, STOP true) -> q :: Queue \
+             -> t :: TimedUnqueue(1) -> c :: Counter -> Discard;");
+        assert_eq!(count(&s, "c", "count"), 0, "{}", s.render());
+        assert_eq!(count(&s, "q", "length"), 2, "{}", s.render());
     }
 
     #[test]
