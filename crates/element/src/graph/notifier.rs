@@ -178,50 +178,61 @@ impl Graph {
             .any(|e| e.is_some() && e.element as usize == i)
     }
 
-    /// Click's `upstream_empty_signal` from the output at `first`.
+    /// Click's `upstream_empty_signal` from the output at `first`: `Idle`
+    /// adds nothing; an element with a push input or no input at all
+    /// ends the search as `busy*`.
     fn upstream_signal(
         &self,
         first: Edge,
         numbers: &BTreeMap<(usize, &'static str), usize>,
     ) -> Signal {
-        let mut signal = Signal::Idle;
-        let mut seen = HashSet::new();
-        let mut todo = vec![first];
-        while let Some(at) = todo.pop() {
-            if !seen.insert((at.element, at.port)) {
-                continue;
-            }
-            let i = at.element as usize;
-            if let Some(&n) = numbers.get(&(i, "empty")) {
-                let active = match self.elements[i].cell.try_borrow() {
-                    Ok(e) => e.empty_signal(at.port as usize).unwrap_or(true),
-                    Err(_) => true,
-                };
-                signal.add("empty", n, active);
-                continue;
-            }
-            if self.class(i) == "Idle" {
-                continue;
-            }
-            let ins: Vec<Edge> = self.elements[i]
-                .ins
-                .iter()
-                .copied()
-                .filter(|e| e.is_some())
-                .collect();
-            if self.has_push_input(i) || ins.is_empty() {
-                return Signal::Busy;
-            }
-            todo.extend(ins);
-        }
-        signal
+        self.search(
+            first,
+            "empty",
+            numbers,
+            |e, port| e.empty_signal(port).unwrap_or(true),
+            |i| {
+                let ins = live(&self.elements[i].ins);
+                match () {
+                    _ if self.class(i) == "Idle" => Some(Vec::new()),
+                    _ if self.has_push_input(i) || ins.is_empty() => None,
+                    _ => Some(ins),
+                }
+            },
+        )
     }
 
-    /// Click's `downstream_full_signal` from the input at `first`.
+    /// Click's `downstream_full_signal` from the input at `first`: an
+    /// element with a pull output or no output ends it as `busy*`.
     fn downstream_signal(
         &self,
         first: Edge,
         numbers: &BTreeMap<(usize, &'static str), usize>,
+    ) -> Signal {
+        self.search(
+            first,
+            "full",
+            numbers,
+            |e, port| e.push_room(port) != Some(0),
+            |i| {
+                let outs = live(&self.elements[i].outs);
+                (!outs.is_empty() && self.pull_takers(i).next().is_none()).then_some(outs)
+            },
+        )
+    }
+
+    /// The search of Click's `NotifierRouterVisitor` from `first`: a
+    /// notifier called `name` adds its signal (active as `active` says
+    /// of its element and port) and ends that path; any other element
+    /// leads on to the ports `next` gives, or, with `None`, makes the
+    /// whole signal `busy*`.
+    fn search(
+        &self,
+        first: Edge,
+        name: &'static str,
+        numbers: &BTreeMap<(usize, &'static str), usize>,
+        active: impl Fn(&dyn crate::Element, usize) -> bool,
+        next: impl Fn(usize) -> Option<Vec<Edge>>,
     ) -> Signal {
         let mut signal = Signal::Idle;
         let mut seen = HashSet::new();
@@ -231,27 +242,27 @@ impl Graph {
                 continue;
             }
             let i = at.element as usize;
-            if let Some(&n) = numbers.get(&(i, "full")) {
-                let active = match self.elements[i].cell.try_borrow() {
-                    Ok(e) => e.push_room(at.port as usize) != Some(0),
+            if let Some(&n) = numbers.get(&(i, name)) {
+                // An element busy further up the stack cannot be asked.
+                let on = match self.elements[i].cell.try_borrow() {
+                    Ok(e) => active(&**e, at.port as usize),
                     Err(_) => true,
                 };
-                signal.add("full", n, active);
+                signal.add(name, n, on);
                 continue;
             }
-            let outs: Vec<Edge> = self.elements[i]
-                .outs
-                .iter()
-                .copied()
-                .filter(|e| e.is_some())
-                .collect();
-            if outs.is_empty() || self.pull_takers(i).next().is_some() {
-                return Signal::Busy;
+            match next(i) {
+                Some(more) => todo.extend(more),
+                None => return Signal::Busy,
             }
-            todo.extend(outs);
         }
         signal
     }
+}
+
+/// The connected ones of a node's edges.
+fn live(edges: &[Edge]) -> Vec<Edge> {
+    edges.iter().copied().filter(|e| e.is_some()).collect()
 }
 
 #[cfg(test)]
