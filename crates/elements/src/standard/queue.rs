@@ -1,8 +1,8 @@
 //! `Queue` / `SimpleQueue`: the push-to-pull boundary, a bounded FIFO.
 
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, PortInfo,
-    Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Handler, Keyword, Manual, Packet,
+    PortInfo, Stats,
 };
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -71,7 +71,7 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    make_queue(args, ports, true, true)
+    make_queue(args, ports, true, Some(EmptyNote::QUEUE))
 }
 
 /// A Queue whose empty notifier sleeps as soon as a pull leaves it empty
@@ -80,15 +80,11 @@ pub fn make_quick_note(
     args: &mut Args<'_>,
     ports: &PortInfo,
 ) -> Result<Box<dyn Element>, ArgError> {
-    let mut e = make_queue(args, ports, true, true)?;
-    if let Some(q) = bricks_element::taken_from::<Queue>(e.as_mut()) {
-        q.quick = true;
-    }
-    Ok(e)
+    make_queue(args, ports, true, Some(EmptyNote::QUICK))
 }
 
 fn make_simple(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    make_queue(args, ports, false, false)
+    make_queue(args, ports, false, None)
 }
 
 /// A Queue that does not tell its pushers when it is full (Click's
@@ -97,14 +93,64 @@ pub fn make_without_full_notifier(
     args: &mut Args<'_>,
     ports: &PortInfo,
 ) -> Result<Box<dyn Element>, ArgError> {
-    make_queue(args, ports, false, true)
+    make_queue(args, ports, false, Some(EmptyNote::QUEUE))
+}
+
+/// Click's empty notifier of a queue (`NotifierQueue`'s `_empty_note`),
+/// for the tasks pulling from it: awake while the queue holds packets,
+/// and after it empties until ten pulls in a row have found it empty
+/// (Click's `SLEEPINESS_TRIGGER` of 9, and the pull after them); a
+/// QuickNoteQueue's sleeps at the pull that leaves it empty. A push
+/// wakes it (the queue is no longer empty); a pull that takes a packet
+/// starts the count again. One per worker's copy of a queue: each counts
+/// its own pulls.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EmptyNote {
+    /// Pulls in a row that found the queue empty, at most [`ASLEEP`].
+    sleepiness: u8,
+    quick: bool,
+}
+
+/// [`EmptyNote::sleepiness`] at which the notifier sleeps.
+const ASLEEP: u8 = 10;
+
+impl EmptyNote {
+    /// Queue's, NotifierQueue's, FullNoteQueue's.
+    pub(crate) const QUEUE: EmptyNote = EmptyNote {
+        sleepiness: 0,
+        quick: false,
+    };
+    /// QuickNoteQueue's.
+    pub(crate) const QUICK: EmptyNote = EmptyNote {
+        sleepiness: 0,
+        quick: true,
+    };
+
+    /// A pull that found the queue empty (`was_empty`) or took from it,
+    /// leaving it empty or not (`now_empty`).
+    #[inline]
+    pub(crate) fn pulled(&mut self, was_empty: bool, now_empty: bool) {
+        self.sleepiness = if was_empty {
+            (self.sleepiness + 1).min(ASLEEP)
+        } else {
+            0
+        };
+        if self.quick && now_empty {
+            self.sleepiness = ASLEEP;
+        }
+    }
+
+    /// Whether the notifier is awake, for a queue that is `empty` or not.
+    pub(crate) fn awake(&self, empty: bool) -> bool {
+        !empty || self.sleepiness < ASLEEP
+    }
 }
 
 fn make_queue(
     args: &mut Args<'_>,
     ports: &PortInfo,
     full_notifier: bool,
-    empty_notifier: bool,
+    empty_note: Option<EmptyNote>,
 ) -> Result<Box<dyn Element>, ArgError> {
     let capacity: usize = args.read_p("CAPACITY")?.unwrap_or(1000);
     if capacity == 0 || capacity > 1 << 24 {
@@ -123,7 +169,7 @@ fn make_queue(
             Arc::clone(ring),
             capacity,
             full_notifier,
-            empty_notifier,
+            empty_note,
         ));
     }
     Ok(Box::new(Queue {
@@ -135,9 +181,7 @@ fn make_queue(
         drops: 0,
         enqueued: 0,
         full_notifier,
-        empty_notifier,
-        sleepiness: 0,
-        quick: false,
+        empty_note,
     }))
 }
 
@@ -315,25 +359,31 @@ pub struct Queue {
     full_notifier: bool,
     /// Tasks pulling see whether it is empty (Click's empty notifier);
     /// Click's SimpleQueue has none.
-    empty_notifier: bool,
-    /// Pulls in a row that found the queue empty, up to [`ASLEEP`]; a
-    /// push that stores a packet sets it back to 0. The empty notifier is
-    /// active below [`ASLEEP`]: like Click's NotifierQueue, a queue says
-    /// it is empty only after ten pulls have found it so
-    /// (`SLEEPINESS_TRIGGER`), and says it has packets from the first
-    /// push on.
-    sleepiness: u8,
-    /// Click's QuickNoteQueue: a pull that leaves the queue empty puts
-    /// the empty notifier to sleep at once.
-    quick: bool,
+    empty_note: Option<EmptyNote>,
     /// Dropped packets leave by output 1 (Click's `checked_output_push(1,
     /// p)`) instead of being freed.
     drop_output: bool,
 }
 
-/// [`Queue::sleepiness`] at which the empty notifier sleeps: Click's
-/// `SLEEPINESS_TRIGGER` (9) failed pulls, and the one after them.
-const ASLEEP: u8 = 10;
+impl Queue {
+    /// What did not fit of a batch (`rest`; the drops are counted by the
+    /// caller): out of output 1 when it is connected, else freed. The
+    /// first drop prints Click's overflow message.
+    #[cold]
+    fn overflow(&mut self, rest: impl Iterator<Item = Packet>, cx: &mut Context<'_>) {
+        if self.drops == 0 {
+            cx.report_overflow();
+        }
+        if self.drop_output {
+            let mut dropped = Batch::new();
+            for p in rest {
+                // What did not fit of one batch fits another.
+                let _ = dropped.push(p);
+            }
+            cx.push(1, &mut dropped);
+        }
+    }
+}
 
 impl Element for Queue {
     #[inline]
@@ -341,25 +391,12 @@ impl Element for Queue {
         let room = self.capacity.saturating_sub(self.q.len());
         let n = batch.len();
         let take = n.min(room);
-        if take < n && self.drops == 0 {
-            cx.report_overflow();
-        }
         let mut it = batch.drain();
         self.q.extend(it.by_ref(), take);
-        if take < n && self.drop_output {
-            let mut dropped = Batch::new();
-            for p in it {
-                // What did not fit of one batch: it fits another.
-                let _ = dropped.push(p);
-            }
-            cx.push(1, &mut dropped);
-        } else {
-            drop(it);
+        if take < n {
+            self.overflow(it, cx);
         }
         self.length.change(take as i64);
-        if take > 0 {
-            self.sleepiness = 0;
-        }
         self.enqueued += take as u64;
         self.drops += (n - take) as u64;
         self.highwater = self.highwater.max(self.q.len());
@@ -368,13 +405,11 @@ impl Element for Queue {
     #[inline]
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
         let n = max.min(self.q.len()).min(out.remaining());
-        if self.q.is_empty() {
-            self.sleepiness = (self.sleepiness + 1).min(ASLEEP);
-        }
+        let was_empty = self.q.is_empty();
         self.length.change(-(n as i64));
         self.q.take_front_into(n, out);
-        if self.quick && self.q.is_empty() {
-            self.sleepiness = ASLEEP;
+        if let Some(note) = &mut self.empty_note {
+            note.pulled(was_empty, self.q.is_empty());
         }
     }
 
@@ -402,7 +437,7 @@ impl Element for Queue {
     }
 
     fn empty_signal(&self, _port: usize) -> Option<bool> {
-        Some(!self.empty_notifier || self.sleepiness < ASLEEP)
+        Some(self.empty_note.is_none_or(|n| n.awake(self.q.is_empty())))
     }
 
     fn push_room(&self, _port: usize) -> Option<usize> {
@@ -521,6 +556,28 @@ mod tests {
         h.write_handler("reset_counts", "").unwrap();
         assert_eq!(h.stats().get("drops"), Some(0));
         assert!(h.write_handler("capacity", "0").is_err());
+    }
+
+    #[test]
+    fn empty_note_sleeps_after_ten_empty_pulls_or_at_once_when_quick() {
+        let mut n = EmptyNote::QUEUE;
+        // Awake from the start, as a new Click notifier is.
+        assert!(n.awake(true));
+        for _ in 0..9 {
+            n.pulled(true, true);
+            assert!(n.awake(true));
+        }
+        n.pulled(true, true);
+        assert!(!n.awake(true));
+        // A push wakes it; a pull that takes a packet starts the count again.
+        assert!(n.awake(false));
+        n.pulled(false, true);
+        assert!(n.awake(true));
+        let mut q = EmptyNote::QUICK;
+        q.pulled(false, false);
+        assert!(q.awake(true));
+        q.pulled(false, true);
+        assert!(!q.awake(true));
     }
 
     #[test]

@@ -89,8 +89,9 @@ struct AsQueue {
     capacity: usize,
     /// Sources upstream see its room (Click's full notifier).
     full_notifier: bool,
-    /// Pulling tasks see whether it is empty (Click's empty notifier).
-    empty_notifier: bool,
+    /// Pulling tasks see whether it is empty (Click's empty notifier),
+    /// counting this worker's pulls.
+    empty_note: Option<super::queue::EmptyNote>,
 }
 
 fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
@@ -119,7 +120,7 @@ pub(crate) fn crossing_queue(
     shared: Arc<Shared>,
     capacity: usize,
     full_notifier: bool,
-    empty_notifier: bool,
+    empty_note: Option<super::queue::EmptyNote>,
 ) -> Box<dyn Element> {
     Box::new(ThreadSafeQueue {
         shared,
@@ -129,7 +130,7 @@ pub(crate) fn crossing_queue(
         queue: Some(AsQueue {
             capacity,
             full_notifier,
-            empty_notifier,
+            empty_note,
         }),
     })
 }
@@ -149,7 +150,10 @@ pub struct ThreadSafeQueue {
 impl Element for ThreadSafeQueue {
     fn empty_signal(&self, _port: usize) -> Option<bool> {
         let q = self.queue?;
-        Some(!q.empty_notifier || !self.shared.ring.is_empty())
+        Some(
+            q.empty_note
+                .is_none_or(|n| n.awake(self.shared.ring.is_empty())),
+        )
     }
 
     fn push_room(&self, _port: usize) -> Option<usize> {
@@ -191,13 +195,22 @@ impl Element for ThreadSafeQueue {
 
     #[inline]
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, _cx: &mut Context<'_>) {
+        let mut got = 0;
+        let mut was_empty = false;
         for _ in 0..max.min(out.remaining()) {
             match self.shared.ring.pop() {
                 Some(p) => {
+                    got += 1;
                     let _ = out.push(p);
                 }
-                None => break,
+                None => {
+                    was_empty = got == 0;
+                    break;
+                }
             }
+        }
+        if let Some(note) = self.queue.as_mut().and_then(|q| q.empty_note.as_mut()) {
+            note.pulled(was_empty, self.shared.ring.is_empty());
         }
     }
 
