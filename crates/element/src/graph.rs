@@ -1076,10 +1076,7 @@ impl<'a> Context<'a> {
     /// This element's class name as the configuration wrote it (empty
     /// when the graph was built without it).
     pub fn class(&self) -> &str {
-        self.graph
-            .meta
-            .get(self.element_index())
-            .map_or("", |m| m.class)
+        self.graph.class(self.element_index())
     }
 
     /// Writes Click's `%p{element}: overflow` to standard error, as

@@ -153,7 +153,8 @@ impl Graph {
         numbers
     }
 
-    fn class(&self, i: usize) -> &str {
+    /// Element `i`'s class name as written (empty without metadata).
+    pub(super) fn class(&self, i: usize) -> &str {
         self.meta.get(i).map_or("", |m| m.class)
     }
 
@@ -193,10 +194,12 @@ impl Graph {
             |e, port| e.empty_signal(port).unwrap_or(true),
             |i| {
                 let ins = live(&self.elements[i].ins);
-                match () {
-                    _ if self.class(i) == "Idle" => Some(Vec::new()),
-                    _ if self.has_push_input(i) || ins.is_empty() => None,
-                    _ => Some(ins),
+                if self.class(i) == "Idle" {
+                    Some(Vec::new())
+                } else if self.has_push_input(i) || ins.is_empty() {
+                    None
+                } else {
+                    Some(ins)
                 }
             },
         )
