@@ -38,8 +38,11 @@ impl Edge {
 /// length of one batch. Click allows push cycles (an IP router sends its
 /// ICMP errors back into the route lookup that is still handling the
 /// batch that caused them); a push that reaches an element already busy
-/// further up the call chain is deferred instead, and the engine delivers
-/// deferred packets as soon as the outer push returns, in order. Pull
+/// further up the call chain is deferred instead, and delivered as soon as
+/// that element's own push returns, before its caller goes on (the order
+/// Click's nested call gives: a `Bypass` whose bypass path leads back into
+/// it emits the packet before the next one comes); what a task's own
+/// element is sent back is delivered when the task's run returns. Pull
 /// cycles are refused when the graph is built.
 ///
 /// A push is a call, so a chain of pushes is a chain of calls on the
@@ -59,8 +62,10 @@ pub struct Graph {
     pull_passes: Vec<Box<[Option<u32>]>>,
     /// Packets pushed to an output that no connection takes.
     unconnected: Vec<Cell<u64>>,
-    /// Packets pushed into an element that was busy (a push cycle):
-    /// (element, input port, packet), delivered by `run_deferred`.
+    /// Packets pushed into an element that was busy (a push cycle) or
+    /// too deep in the stack: (element, input port, packet), delivered
+    /// when the busy element returns ([`Context::push`]) or by
+    /// `run_deferred`.
     deferred: RefCell<VecDeque<(u32, u32, Packet)>>,
     /// Handler writes to an element that was busy further up the stack
     /// (a packet `Script` resetting the `Unqueue` that pushed to it):
@@ -114,6 +119,9 @@ struct Node {
     one_input: bool,
     /// This element's index in the graph.
     index: u32,
+    /// Packets were pushed back into this element while it was busy
+    /// (a push cycle): its caller delivers them when its push returns.
+    sent_back: Cell<bool>,
 }
 
 /// Replaces each of `ports` by the first output leading where it does
@@ -213,6 +221,11 @@ const TASK_HANDLERS: [&str; 3] = ["scheduled", "tickets", "home_thread"];
 /// is about 20 deep), and little enough stack for any worker thread.
 pub const MAX_PUSH_DEPTH: u32 = 64;
 
+/// The most batches sent back into an element that one return of its
+/// push delivers (a packet going round a cycle forever is handed on a
+/// batch at a time from the task's return instead).
+const MAX_CYCLE_ROUNDS: usize = 1024;
+
 /// The most handler writes waiting for a busy element, and the most made
 /// in one [`Graph::run_deferred`].
 const MAX_DEFERRED_WRITES: usize = 4096;
@@ -278,6 +291,7 @@ impl Graph {
                     outs,
                     ins,
                     index: index as u32,
+                    sent_back: Cell::new(false),
                 })
                 .collect(),
             names,
@@ -1202,6 +1216,19 @@ impl<'a> Context<'a> {
         self.graph.resolve(self.element_index(), name)
     }
 
+    /// Runs `f` on element `index` of this worker's graph as its own type
+    /// `T` (an element that works another directly, as Click's `cast`
+    /// lets one: QueueYankTest and its queue). `None` when the element is
+    /// of another type, busy further up the stack, or no element.
+    pub fn with_element_as<T: Element + 'static, R>(
+        &mut self,
+        index: usize,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        let mut e = self.graph.elements.get(index)?.cell.try_borrow_mut().ok()?;
+        crate::taken_from::<T>(&mut **e).map(f)
+    }
+
     /// Calls a handler of element `index` of this worker's graph: a read
     /// (with parameters `value`, usually empty) or a write of `value`
     /// (see [`Graph::call_handler`]). An element cannot call its own
@@ -1343,6 +1370,7 @@ impl<'a> Context<'a> {
             return self.defer(edge, batch);
         }
         let Ok(mut e) = node.cell.try_borrow_mut() else {
+            node.sent_back.set(true);
             return self.defer(edge, batch);
         };
         let mut cx = Context {
@@ -1357,6 +1385,65 @@ impl<'a> Context<'a> {
         // here and counted against it rather than leaked downstream.
         if !batch.is_empty() {
             self.graph.drop_leftovers(edge.element as usize, batch);
+        }
+        if node.sent_back.get() {
+            self.deliver_sent_back(edge, node);
+        }
+    }
+
+    /// Delivers what was pushed back into `edge`'s element while it was
+    /// busy, now that its push returned: a batch at a time, by input, in
+    /// the order sent, until none is left (what the delivery itself sends
+    /// back comes next), at most [`MAX_CYCLE_ROUNDS`] batches; the rest
+    /// waits for the task's return.
+    #[cold]
+    #[inline(never)]
+    fn deliver_sent_back(&mut self, edge: Edge, node: &'a Node) {
+        for _ in 0..MAX_CYCLE_ROUNDS {
+            // Set again if this delivery sends packets back once more.
+            node.sent_back.set(false);
+            let mut b = Batch::new();
+            let mut port = None;
+            {
+                let mut d = self.graph.deferred.borrow_mut();
+                let mut i = 0;
+                while i < d.len() && !b.is_full() {
+                    let (e, p, _) = d[i];
+                    if e != edge.element || port.is_some_and(|q| q != p) {
+                        if e == edge.element {
+                            break;
+                        }
+                        i += 1;
+                        continue;
+                    }
+                    port = Some(p);
+                    if let Some((_, _, pkt)) = d.remove(i) {
+                        let _ = b.push(pkt);
+                    }
+                }
+            }
+            let Some(port) = port else { return };
+            let Ok(mut e) = node.cell.try_borrow_mut() else {
+                // Not reached: the element has just returned.
+                return self.defer(
+                    Edge {
+                        element: edge.element,
+                        port,
+                    },
+                    &mut b,
+                );
+            };
+            let mut cx = Context {
+                graph: self.graph,
+                node,
+                depth: self.depth + 1,
+                worker: &mut *self.worker,
+            };
+            e.push(port as usize, &mut b, &mut cx);
+            drop(e);
+            if !b.is_empty() {
+                self.graph.drop_leftovers(edge.element as usize, &mut b);
+            }
         }
     }
 
@@ -2074,6 +2161,41 @@ mod push_tests {
         assert_eq!(*sunk.lock().unwrap(), [0, 0]);
         assert!(!g.run_deferred(&mut w));
         assert_eq!(g.unconnected_drops(0), 0);
+    }
+
+    /// Pushes each packet of its batch on by itself.
+    struct OneByOne;
+
+    impl Element for OneByOne {
+        fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+            for p in batch.drain() {
+                cx.push_one(0, p);
+            }
+        }
+    }
+
+    #[test]
+    fn what_a_busy_element_is_sent_back_comes_when_its_push_returns() {
+        let (seen, sunk): (Log<u8>, Log<u8>) = Default::default();
+        let g = graph(
+            vec![
+                Box::new(OneByOne),
+                Box::new(Bounce(seen.clone())),
+                Box::new(Sink(sunk.clone())),
+            ],
+            vec![
+                Box::new([edge(1)]),
+                Box::new([edge(1), edge(2)]),
+                Box::new([]),
+            ],
+        );
+        let mut w = WorkerState::new(0, 1);
+        g.with_element(0, &mut w, |e, cx| e.push(0, &mut batch(&[2, 1]), cx));
+        // Each packet goes round the cycle to its end before the next
+        // leaves the first element, as Click's nested calls take it.
+        assert_eq!(*seen.lock().unwrap(), [2, 1, 0, 1, 0]);
+        assert_eq!(*sunk.lock().unwrap(), [0, 0]);
+        assert!(!g.run_deferred(&mut w));
     }
 
     #[test]

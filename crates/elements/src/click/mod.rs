@@ -42,6 +42,7 @@ pub mod nulls;
 pub mod pad;
 pub mod pull_switch;
 pub mod push_anno;
+pub mod queue_yank_test;
 pub mod quick_note_queue;
 pub mod random_sample;
 pub mod random_seed;
@@ -192,6 +193,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &from_handler::CLASS,
     &sched_order_test::CLASS,
     &token_bucket_test::CLASS,
+    &queue_yank_test::CLASS,
 ];
 
 #[cfg(test)]

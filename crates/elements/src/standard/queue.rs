@@ -385,6 +385,79 @@ impl Queue {
     }
 }
 
+/// Click's `SimpleQueue` operations, for an element that works a queue
+/// directly (QueueYankTest): off the data path, so kept simple (a yank
+/// is O(n), as Click's is).
+impl Queue {
+    /// Packets held.
+    pub fn size(&self) -> usize {
+        self.q.len()
+    }
+
+    /// Adds `p` after the newest packet, or gives it back when the queue
+    /// is full (Click's `enq`).
+    pub fn enq(&mut self, p: Packet) -> Result<(), Packet> {
+        if self.q.len() >= self.capacity {
+            return Err(p);
+        }
+        self.q.extend(std::iter::once(p), 1);
+        self.length.change(1);
+        self.enqueued += 1;
+        self.highwater = self.highwater.max(self.q.len());
+        Ok(())
+    }
+
+    /// Takes the oldest packet (Click's `deq`).
+    pub fn deq(&mut self) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.length.change(-1);
+        Some(p)
+    }
+
+    /// Takes the oldest packet `pred` holds for, leaving the others in
+    /// order (Click's `yank1`).
+    pub fn yank1(&mut self, mut pred: impl FnMut(&Packet) -> bool) -> Option<Packet> {
+        let mut found = None;
+        self.rebuild(|p| {
+            if found.is_none() && pred(&p) {
+                found = Some(p);
+                None
+            } else {
+                Some(p)
+            }
+        });
+        found
+    }
+
+    /// Takes every packet `pred` holds for into `out`, the newest first
+    /// (Click's `yank`), leaving the others in order.
+    pub fn yank(&mut self, mut pred: impl FnMut(&Packet) -> bool, out: &mut Vec<Packet>) {
+        let mut taken = Vec::new();
+        self.rebuild(|p| {
+            if pred(&p) {
+                taken.push(p);
+                None
+            } else {
+                Some(p)
+            }
+        });
+        out.extend(taken.into_iter().rev());
+    }
+
+    /// Passes every packet, oldest first, through `f`, keeping those it
+    /// gives back.
+    fn rebuild(&mut self, mut f: impl FnMut(Packet) -> Option<Packet>) {
+        let n = self.q.len();
+        let mut kept = Vec::with_capacity(n);
+        while let Some(p) = self.q.pop_front() {
+            kept.extend(f(p));
+        }
+        let left = kept.len();
+        self.q.extend(kept.into_iter(), left);
+        self.length.change(left as i64 - n as i64);
+    }
+}
+
 impl Element for Queue {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
