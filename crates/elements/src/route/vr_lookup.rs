@@ -536,6 +536,33 @@ impl Element for VrIpLookup {
     }
 
     fn push(&mut self, _port: usize, batch: &mut Batch, cx: &mut Context<'_>) {
+        // Some linear table published since the lines were made: one
+        // load a batch says so.
+        if Linear4::publications() != self.publications {
+            self.bring_up_to_date();
+        }
+        // A batch of one router's one destination (one flow's burst, or
+        // one router behind the demultiplexer): its router's line answers
+        // once and the batch goes on whole, as StaticIPLookup's does.
+        // Answers the line leaves to the table, and drops, go the general
+        // way, which counts them.
+        let one = table::one_key(batch, |p| {
+            u64::from(p.anno().vrouter) << 32 | u64::from(u32::from(p.anno().dst_ip))
+        });
+        if let Some(h) = one.and_then(|k| self.hot.get((k >> 32) as usize).map(|h| (h, k))) {
+            let (hot, key) = h;
+            let i = hot.answer(key as u32);
+            let (gateway, out) = (hot.gateway[i], hot.out[i]);
+            if out < SLOW {
+                if gateway != 0 {
+                    let g = gateway.to_ne_bytes().into();
+                    for p in batch.iter_mut() {
+                        p.anno_mut().dst_ip = g;
+                    }
+                }
+                return cx.push(usize::from(out), batch);
+            }
+        }
         // Consecutive packets are usually for different routers, so there
         // is no batch of one table's addresses; but the walks of the
         // batch's packets, each in its own router's trie, go level by
@@ -556,11 +583,6 @@ impl Element for VrIpLookup {
             });
             walked.fill(addrs.len(), NO_ROUTE);
             Trie4::lookup_each(&tries, &addrs, &mut walked);
-        }
-        // Some linear table published since the lines were made: one
-        // load a batch says so.
-        if Linear4::publications() != self.publications {
-            self.bring_up_to_date();
         }
         // Every packet's output first, in one loop the lookup is inlined
         // into; then the batch is split by them (FastClick's
@@ -735,6 +757,40 @@ mod tests {
             .read_handler("table")
             .unwrap()
             .contains("8.8.8.0/24"));
+    }
+
+    #[test]
+    fn a_batch_of_one_routers_one_destination_goes_on_whole() {
+        for algo in ["linear", "radix"] {
+            let (_t, shared) = table(&format!(
+                "10.0.0.0/8 0, 0.0.0.0/0 192.0.2.1 1, OUTPUTS 2, ALGORITHM {algo}"
+            ));
+            let refs = bricks_element::FixedRefs(vec![("t".into(), TABLE.name, shared)]);
+            let mut h = lookup(&refs, "t", 2);
+            // 40 packets to one destination by the gateway, one batch.
+            h.push_packets(0, (0..40).map(|_| udp(0, [8, 8, 8, 8])));
+            let out = h.take(1);
+            assert_eq!(out.len(), 40, "{algo}");
+            assert!(h.take(0).is_empty(), "{algo}");
+            assert!(
+                out.iter()
+                    .all(|p| p.anno().dst_ip == Ipv4Addr::new(192, 0, 2, 1)),
+                "{algo}"
+            );
+            // On the link: the destination stays.
+            h.push_packets(0, (0..40).map(|_| udp(0, [10, 1, 2, 3])));
+            let out = h.take(0);
+            assert_eq!(out.len(), 40, "{algo}");
+            assert!(
+                out.iter()
+                    .all(|p| p.anno().dst_ip == Ipv4Addr::new(10, 1, 2, 3)),
+                "{algo}"
+            );
+            // A batch of a router that does not exist: each packet counted.
+            h.push_packets(0, (0..9).map(|_| udp(5, [8, 8, 8, 8])));
+            assert!(h.take(0).is_empty() && h.take(1).is_empty(), "{algo}");
+            assert_eq!(h.stats().get("no_router"), Some(9), "{algo}");
+        }
     }
 
     #[test]

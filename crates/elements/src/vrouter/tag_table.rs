@@ -142,6 +142,12 @@ impl TagTable {
     /// The output of `key`, if configured, counting a packet for it.
     #[inline(always)]
     pub fn get_counted(&mut self, key: u64) -> Option<u32> {
+        self.get_counted_by(key, 1)
+    }
+
+    /// The output of `key`, if configured, counting `n` packets for it.
+    #[inline(always)]
+    pub fn get_counted_by(&mut self, key: u64, n: u64) -> Option<u32> {
         if key >= KEY_END {
             // No such key is held, and it would match an empty slot.
             return None;
@@ -156,7 +162,7 @@ impl TagTable {
                 self.slots.get_mut(i)?
             }
         };
-        slot.count += 1;
+        slot.count += n;
         Some((slot.tag & 0xffff) as u32)
     }
 

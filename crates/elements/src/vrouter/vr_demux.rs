@@ -661,6 +661,53 @@ impl VRDemux {
     }
 }
 
+impl VRDemux {
+    /// The router of every frame of `batch`, counted for all of them,
+    /// when they all carry one configured tag by destination MAC address
+    /// or VLAN ID and are long enough to have it; `None` otherwise (the
+    /// frames then go one by one, which counts what is not a router's).
+    #[inline(always)]
+    fn one_router(&mut self, batch: &Batch) -> Option<u16> {
+        let n = batch.len() as u64;
+        match self.mode {
+            Mode::Mac => {
+                // The destination as `tag` reads it; a frame too short
+                // for a header reads as a key no table holds.
+                let key = crate::route::table::one_key(batch, |p| {
+                    p.data()
+                        .first_chunk::<ETHER_LEN>()
+                        .and_then(|h| h.first_chunk::<8>())
+                        .map_or(u64::MAX, |b| u64::from_be_bytes(*b) >> 16)
+                })?;
+                if key & (1 << 40) != 0 {
+                    return None;
+                }
+                self.table.get_counted_by(key, n).map(|o| o as u16)
+            }
+            Mode::Vlan => {
+                // The type and the tag's control field as one word (0,
+                // no VLAN type, for a frame too short for the tag).
+                let at = ETHERTYPE_AT;
+                let w = crate::route::table::one_key(batch, |p| {
+                    let d = p.data();
+                    match d.get(at..at + 4).and_then(|b| b.first_chunk::<4>()) {
+                        Some(b) if d.len() >= ETHER_LEN + 4 => u32::from_be_bytes(*b),
+                        _ => 0,
+                    }
+                })?;
+                let vid = (w & 0xfff) as usize;
+                if !is_vlan_tpid((w >> 16) as u16) || vid == 0 {
+                    return None;
+                }
+                let slot = self.vlan.get_mut(vid).filter(|s| s.out != NONE)?;
+                slot.count += n;
+                Some(slot.out)
+            }
+            Mode::Mpls | Mode::IpIp => None,
+        }
+    }
+}
+
 /// The router of `key` in `table`, counting the frame.
 #[inline(always)]
 fn lookup(table: &mut TagTable, key: u64) -> Tag {
@@ -676,6 +723,16 @@ impl Element for VRDemux {
         if self.broadcast == Broadcast::Replicate && batch.iter().any(|p| self.replicates(p)) {
             self.push_replicating(batch, cx);
         } else {
+            // A batch of one router's frames (one tag: all traffic to a
+            // router carries its MAC address or VLAN) goes on whole,
+            // looked up once, as a lookup element's batch of one
+            // destination does.
+            if let Some(o) = self.one_router(batch) {
+                for p in batch.iter_mut() {
+                    p.anno_mut().vrouter = o;
+                }
+                return cx.push(usize::from(o), batch);
+            }
             // Every frame's output first, in a loop of one kind of tag
             // (the classifier inlined into it, its kind fixed); then the
             // batch is split by them. Classified inside the split, the
@@ -757,6 +814,43 @@ mod tests {
             want[o].push(f.clone());
         }
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_batch_of_one_router_goes_on_whole_counted_for_every_frame() {
+        // By MAC address: 20 frames for router 1, one batch.
+        let args = format!("BY mac, {} 0, {} 1", mac_text(mac(0)), mac_text(mac(1)));
+        let mut h = Harness::push(&CLASS, &args, 1, 2);
+        let f = to_mac(&IPV4_UDP, mac(1));
+        check_routes(&mut h, 2, &vec![f.clone(); 20], &[1; 20]);
+        let s = h.stats();
+        assert_eq!((s.get("out1"), s.get("out0")), (Some(20), None));
+        // The same tag and one frame too short for a header: that frame
+        // is malformed, the others go on.
+        let mut frames = vec![f.clone(); 5];
+        frames[3].truncate(10);
+        h.push_packets(0, frames.iter().map(|f| Packet::from_slice(f).unwrap()));
+        assert_eq!(h.take_bytes(1), vec![f.clone(); 4]);
+        assert_eq!(h.stats().get("malformed"), Some(1));
+        assert_eq!(h.stats().get("out1"), Some(24));
+        // One unknown address for the whole batch: each frame counted.
+        let stranger = to_mac(&IPV4_UDP, [0x02, 9, 9, 9, 9, 9]);
+        h.push_packets(0, (0..7).map(|_| Packet::from_slice(&stranger).unwrap()));
+        assert!(h.take_bytes(0).is_empty() && h.take_bytes(1).is_empty());
+        assert_eq!(h.stats().get("unknown_tag"), Some(7));
+
+        // By VLAN: 20 frames of VLAN 20, one batch; then a batch of VLAN 0
+        // (priority tags: no tag) and one of an unknown VLAN.
+        let mut h = Harness::push(&CLASS, "BY vlan, 10 0, 20 1, NOTAG 0", 1, 2);
+        let f = tagged(&IPV4_UDP, &[(0x8100, 20)]);
+        check_routes(&mut h, 2, &vec![f; 20], &[1; 20]);
+        let prio = tagged(&IPV4_UDP, &[(0x8100, 0x6000)]);
+        check_routes(&mut h, 2, &vec![prio; 3], &[0; 3]);
+        let unknown = tagged(&IPV4_UDP, &[(0x8100, 30)]);
+        h.push_packets(0, (0..4).map(|_| Packet::from_slice(&unknown).unwrap()));
+        let s = h.stats();
+        assert_eq!((s.get("out1"), s.get("out0")), (Some(20), Some(3)));
+        assert_eq!(s.get("unknown_tag"), Some(4));
     }
 
     #[test]
