@@ -3,6 +3,22 @@
 //! follows its Click namesake (`elements/*/*.cc` of kohler/click): the same
 //! arguments, ports, handlers and output formats.
 
+/// Click's test elements' `CHECK(x)`: returns `Err` with the check's file,
+/// line and text, in Click's words, when `x` is false.
+macro_rules! click_check {
+    ($e:expr) => {
+        if !$e {
+            return Err(format!(
+                "{}:{}: test `{}' failed",
+                file!(),
+                line!(),
+                stringify!($e)
+            ));
+        }
+    };
+}
+pub(crate) use click_check;
+
 pub mod adaptive_red;
 pub mod adjust_timestamp;
 pub mod aliases;

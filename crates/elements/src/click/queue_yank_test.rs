@@ -63,18 +63,7 @@ fn one_of(set: &'static [u8]) -> impl Fn(&Packet) -> bool {
 
 /// Click's checks, in Click's order: the first that fails, if any.
 fn run_checks(q: &mut Queue) -> Result<(), String> {
-    macro_rules! check {
-        ($e:expr) => {
-            if !$e {
-                return Err(format!(
-                    "{}:{}: test `{}' failed",
-                    file!(),
-                    line!(),
-                    stringify!($e)
-                ));
-            }
-        };
-    }
+    use super::click_check as check;
     macro_rules! check_pkt {
         ($p:expr, $c:expr) => {
             match $p {

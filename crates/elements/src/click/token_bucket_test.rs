@@ -45,18 +45,7 @@ fn tick(t: u64) -> Timestamp {
 
 /// Click's checks, in Click's order.
 fn run_checks() -> Result<(), String> {
-    macro_rules! check {
-        ($e:expr) => {
-            if !$e {
-                return Err(format!(
-                    "{}:{}: test `{}' failed",
-                    file!(),
-                    line!(),
-                    stringify!($e)
-                ));
-            }
-        };
-    }
+    use super::click_check as check;
 
     // Click's `TokenBucket tb;`: idle and empty.
     let mut tb = TokenBucket::new(0, 1);
