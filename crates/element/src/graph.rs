@@ -1423,15 +1423,13 @@ impl<'a> Context<'a> {
                 }
             }
             let Some(port) = port else { return };
+            let to = Edge {
+                element: edge.element,
+                port,
+            };
             let Ok(mut e) = node.cell.try_borrow_mut() else {
                 // Not reached: the element has just returned.
-                return self.defer(
-                    Edge {
-                        element: edge.element,
-                        port,
-                    },
-                    &mut b,
-                );
+                return self.defer(to, &mut b);
             };
             let mut cx = Context {
                 graph: self.graph,
@@ -1439,10 +1437,10 @@ impl<'a> Context<'a> {
                 depth: self.depth + 1,
                 worker: &mut *self.worker,
             };
-            e.push(port as usize, &mut b, &mut cx);
+            e.push(to.port as usize, &mut b, &mut cx);
             drop(e);
             if !b.is_empty() {
-                self.graph.drop_leftovers(edge.element as usize, &mut b);
+                self.graph.drop_leftovers(to.element as usize, &mut b);
             }
         }
     }

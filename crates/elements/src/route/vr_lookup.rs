@@ -549,8 +549,7 @@ impl Element for VrIpLookup {
         let one = table::one_key(batch, |p| {
             u64::from(p.anno().vrouter) << 32 | u64::from(u32::from(p.anno().dst_ip))
         });
-        if let Some(h) = one.and_then(|k| self.hot.get((k >> 32) as usize).map(|h| (h, k))) {
-            let (hot, key) = h;
+        if let Some((hot, key)) = one.and_then(|k| Some((self.hot.get((k >> 32) as usize)?, k))) {
             let i = hot.answer(key as u32);
             let (gateway, out) = (hot.gateway[i], hot.out[i]);
             if out < SLOW {
