@@ -366,6 +366,15 @@ impl Hot {
         h
     }
 
+    /// The gateway (as the annotation holds it, 0 for none) and output
+    /// of `dst`; an output of [`SLOW`] or more leaves it to the table or
+    /// drops it.
+    #[inline(always)]
+    fn route(&self, dst: u32) -> (u32, u16) {
+        let i = self.answer(dst);
+        (self.gateway[i], self.out[i])
+    }
+
     /// The answer of `dst`: an index into `gateway` and `out`.
     #[inline(always)]
     fn answer(&self, dst: u32) -> usize {
@@ -449,8 +458,7 @@ fn output(
     let vr = usize::from(p.anno().vrouter);
     let dst = u32::from(p.anno().dst_ip);
     if let Some(h) = hot.get(vr) {
-        let i = h.answer(dst);
-        let (gateway, out) = (h.gateway[i], h.out[i]);
+        let (gateway, out) = h.route(dst);
         if out < SLOW {
             if gateway != 0 {
                 p.anno_mut().dst_ip = gateway.to_ne_bytes().into();
@@ -550,8 +558,7 @@ impl Element for VrIpLookup {
             u64::from(p.anno().vrouter) << 32 | u64::from(u32::from(p.anno().dst_ip))
         });
         if let Some((hot, key)) = one.and_then(|k| Some((self.hot.get((k >> 32) as usize)?, k))) {
-            let i = hot.answer(key as u32);
-            let (gateway, out) = (hot.gateway[i], hot.out[i]);
+            let (gateway, out) = hot.route(key as u32);
             if out < SLOW {
                 if gateway != 0 {
                     let g = gateway.to_ne_bytes().into();

@@ -659,9 +659,7 @@ impl VRDemux {
             self.with_table(|e, t| cx.push_classified(&mut run, |q| e.classify(t, q)));
         }
     }
-}
 
-impl VRDemux {
     /// The router of every frame of `batch`, counted for all of them,
     /// when they all carry one configured tag by destination MAC address
     /// or VLAN ID and are long enough to have it; `None` otherwise (the
