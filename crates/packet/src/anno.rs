@@ -144,6 +144,32 @@ impl Timestamp {
     pub fn from_signed_nanos(ns: i64) -> Timestamp {
         Timestamp(ns as u64)
     }
+
+    /// The time as Click's `Timestamp::unparse` writes it (see
+    /// [`ClickTime`]), signed as [`Timestamp::signed_nanos`].
+    pub fn click_text(self) -> String {
+        ClickTime(i128::from(self.signed_nanos())).to_string()
+    }
+}
+
+/// Signed nanoseconds shown as Click's `Timestamp::unparse` writes a time
+/// (a build with nanosecond timestamps): `-` when negative, the seconds,
+/// and six decimals, or nine when the time is not a whole number of
+/// microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClickTime(pub i128);
+
+impl std::fmt::Display for ClickTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let a = self.0.unsigned_abs();
+        let (sec, sub) = (a / 1_000_000_000, a % 1_000_000_000);
+        if sub % 1000 == 0 {
+            write!(f, "{sign}{sec}.{:06}", sub / 1000)
+        } else {
+            write!(f, "{sign}{sec}.{sub:09}")
+        }
+    }
 }
 
 /// What elements know about a packet besides its bytes.
@@ -258,5 +284,24 @@ impl Default for Annotations {
             fix_ip_src: false,
             param_off: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_print_as_clicks() {
+        let t = |ns| ClickTime(ns).to_string();
+        assert_eq!(t(0), "0.000000");
+        assert_eq!(t(1_000_001_000), "1.000001");
+        assert_eq!(t(1_000_000_001), "1.000000001");
+        assert_eq!(t(-1), "-0.000000001");
+        assert_eq!(t(-2_000_000_000), "-2.000000");
+        assert_eq!(
+            Timestamp(1_000_000_000_010_000_000).click_text(),
+            "1000000000.010000"
+        );
     }
 }

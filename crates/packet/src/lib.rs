@@ -22,7 +22,7 @@ mod image;
 mod per_packet;
 mod pool;
 
-pub use anno::{Annotations, PacketType, Timestamp};
+pub use anno::{Annotations, ClickTime, PacketType, Timestamp};
 pub use batch::Batch;
 pub use per_packet::PerPacket;
 pub use pool::{pool_stats, PoolStats};

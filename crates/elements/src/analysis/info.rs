@@ -6,7 +6,7 @@
 
 use super::options::{self, TcpOptSet};
 use crate::ip::icmperror;
-use bricks_packet::{Packet, Timestamp, MAX_FRAME};
+use bricks_packet::{ClickTime, Packet, Timestamp, MAX_FRAME};
 use bricks_wire::checksum;
 use bricks_wire::IpProtocol;
 use std::fmt::Write;
@@ -496,16 +496,7 @@ pub fn tcp_flags_text(flags: u16, out: &mut String) {
 
 fn ts_text(out: &mut String, ts: Timestamp) {
     // Signed, as Click's: `AdjustTimestamp` may move a time before 1970.
-    let ns = ts.signed_nanos();
-    let sign = if ns < 0 { "-" } else { "" };
-    let a = ns.unsigned_abs();
-    let (sec, sub) = (a / 1_000_000_000, a % 1_000_000_000);
-    // Click's nanosecond timestamps: microseconds when that is exact.
-    let _ = if sub % 1000 == 0 {
-        write!(out, "{sign}{sec}.{:06}", sub / 1000)
-    } else {
-        write!(out, "{sign}{sec}.{sub:09}")
-    };
+    let _ = write!(out, "{}", ClickTime(i128::from(ts.signed_nanos())));
 }
 
 /// Click's `cp_quote`: the bytes in double quotes, with `\\`, `\"`, `\$`,

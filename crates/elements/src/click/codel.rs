@@ -14,6 +14,7 @@ use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Handler, Keyword, Manual,
     Packet, PortInfo, Stats,
 };
+use bricks_packet::ClickTime;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -342,17 +343,6 @@ impl CoDel {
     }
 }
 
-/// A time as Click's `Timestamp::unparse` writes it: microseconds, or
-/// nanoseconds when it has some.
-fn unparse_time(ns: u64) -> String {
-    let (s, sub) = (ns / 1_000_000_000, ns % 1_000_000_000);
-    if sub % 1000 == 0 {
-        format!("{s}.{:06}", sub / 1000)
-    } else {
-        format!("{s}.{sub:09}")
-    }
-}
-
 impl Element for CoDel {
     fn pull(&mut self, _port: usize, out: &mut Batch, max: usize, cx: &mut Context<'_>) {
         let now = cx.now().0;
@@ -388,8 +378,8 @@ impl Element for CoDel {
             "queues" => format!("{}\n", self.queue_name.as_deref()?),
             "config" => format!(
                 "{}s, {} s, ",
-                unparse_time(self.target),
-                unparse_time(self.interval)
+                ClickTime(i128::from(self.target)),
+                ClickTime(i128::from(self.interval))
             ),
             _ => return None,
         })

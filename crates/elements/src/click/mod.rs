@@ -78,6 +78,7 @@ pub mod store_ip_address;
 pub mod store_udp_time_seq_record;
 pub mod time_filter;
 pub mod time_sorted_sched;
+pub mod timer_test;
 pub mod token_bucket_test;
 pub mod truncate;
 pub mod upstream_notifier;
@@ -208,6 +209,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &quick_note_queue::CLASS,
     &from_handler::CLASS,
     &sched_order_test::CLASS,
+    &timer_test::CLASS,
     &token_bucket_test::CLASS,
     &queue_yank_test::CLASS,
 ];
