@@ -21,7 +21,7 @@ static MANUAL: Manual = Manual {
     summary: "prints a line when its timer fires",
     synopsis: "TimerTest([DELAY, SCHEDULE])",
     description: "Holds one timer. When it fires, TimerTest prints the time the timer was \
-        set for and its name under it, as Click's does: `1000000000.010000: t1 :: TimerTest \
+        set for and its own name, as Click's does: `1000000000.010000: t1 :: TimerTest \
         fired` (with `--simtime`, which starts the clock at 1000000000). DELAY schedules \
         the timer that long after the router starts; SCHEDULE true with no DELAY schedules \
         it at once.\n\n\
