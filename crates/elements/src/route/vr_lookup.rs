@@ -25,6 +25,7 @@ use bricks_element::{
 };
 use bricks_lpm::{Answer, Linear4, Lpm4, NextHop, Prefix4, Trie4, NO_ROUTE};
 use bricks_packet::{Packet, PerPacket};
+use std::net::Ipv4Addr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -303,9 +304,11 @@ const HOT_SCAN: usize = 4;
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Hot {
-    /// The scanned routes' prefixes, host order.
+    /// The scanned routes' prefixes, as the annotation holds an
+    /// address (`from_ne_bytes` of its octets: the test is bitwise, so
+    /// the destination needs no byte swap)...
     addr: [u32; HOT_SCAN],
-    /// Their masks (0 for a /0).
+    /// ...and their masks the same way (0 for a /0).
     mask: [u32; HOT_SCAN],
     /// The answers, the scanned routes' then the fifth: each gateway as
     /// the annotation holds it (`from_ne_bytes` of its octets; 0 for
@@ -356,8 +359,8 @@ impl Hot {
                 return Hot::slow();
             }
             if i < HOT_SCAN {
-                h.addr[i] = p.addr;
-                h.mask[i] = Prefix4::mask(p.len);
+                h.addr[i] = p.addr.to_be();
+                h.mask[i] = Prefix4::mask(p.len).to_be();
             }
             // Route 4 is the table's /0, answered when none of the four
             // before it matches.
@@ -367,8 +370,8 @@ impl Hot {
     }
 
     /// The gateway (as the annotation holds it, 0 for none) and output
-    /// of `dst`; an output of [`SLOW`] or more leaves it to the table or
-    /// drops it.
+    /// of `dst` (as the annotation holds it, see [`ne`]); an output of
+    /// [`SLOW`] or more leaves it to the table or drops it.
     #[inline(always)]
     fn route(&self, dst: u32) -> (u32, u16) {
         let i = self.answer(dst);
@@ -438,6 +441,13 @@ fn make_lookup(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>
     }))
 }
 
+/// An address as the annotation holds it, as a word: `from_ne_bytes`
+/// of its octets, no byte swap.
+#[inline(always)]
+fn ne(a: Ipv4Addr) -> u32 {
+    u32::from_ne_bytes(a.octets())
+}
+
 /// A batch's packets of no router and of no route.
 #[derive(Default)]
 struct Missed {
@@ -456,9 +466,8 @@ fn output(
     missed: &mut Missed,
 ) -> u16 {
     let vr = usize::from(p.anno().vrouter);
-    let dst = u32::from(p.anno().dst_ip);
     if let Some(h) = hot.get(vr) {
-        let (gateway, out) = h.route(dst);
+        let (gateway, out) = h.route(ne(p.anno().dst_ip));
         if out < SLOW {
             if gateway != 0 {
                 p.anno_mut().dst_ip = gateway.to_ne_bytes().into();
@@ -477,6 +486,7 @@ fn output(
         missed.no_router += 1;
         return DROP;
     };
+    let dst = u32::from(p.anno().dst_ip);
     let found = match &r.linear {
         Some(l) => u32::answer(l.lookup(dst)),
         None if r.radix.is_some() => walked,
@@ -555,7 +565,7 @@ impl Element for VrIpLookup {
         // Answers the line leaves to the table, and drops, go the general
         // way, which counts them.
         let one = table::one_key(batch, |p| {
-            u64::from(p.anno().vrouter) << 32 | u64::from(u32::from(p.anno().dst_ip))
+            u64::from(p.anno().vrouter) << 32 | u64::from(ne(p.anno().dst_ip))
         });
         if let Some((hot, key)) = one.and_then(|k| Some((self.hot.get((k >> 32) as usize)?, k))) {
             let (gateway, out) = hot.route(key as u32);
@@ -607,7 +617,13 @@ impl Element for VrIpLookup {
                 output(routers, hot, p, w, &mut missed)
             });
         }
-        cx.push_by_outputs(batch, &outs);
+        // A packet of no router or no route is counted missed; the
+        // others have outputs.
+        if missed.no_router + missed.no_route == 0 {
+            cx.push_by_kept_outputs(batch, &outs);
+        } else {
+            cx.push_by_outputs(batch, &outs);
+        }
         self.no_router += missed.no_router;
         self.no_route += missed.no_route;
     }
@@ -1085,12 +1101,16 @@ mod tests {
         let words = [3u64 << 32 | u64::from(gw)];
         let h = Hot::of(&[p([10, 1, 0, 0], 16), p([0, 0, 0, 0], 0)], &words);
         assert!(!h.is_slow());
-        assert_eq!((h.addr[0], h.mask[0]), (0x0a01_0000, 0xffff_0000));
+        let ne = u32::from_ne_bytes;
+        assert_eq!(
+            (h.addr[0], h.mask[0]),
+            (ne([10, 1, 0, 0]), ne([255, 255, 0, 0]))
+        );
         assert_eq!((h.addr[1], h.mask[1]), (0, 0));
         assert_eq!((h.out[0], h.out[1], h.gateway[1]), (3, 3, gw));
         // With none of the scanned routes, no output.
         assert_eq!((h.out[HOT_SCAN], h.gateway[HOT_SCAN]), (DROP, 0));
-        let at = |h: &Hot, a: [u8; 4]| h.answer(u32::from_be_bytes(a));
+        let at = |h: &Hot, a: [u8; 4]| h.answer(ne(a));
         assert_eq!(at(&h, [10, 1, 2, 3]), 0);
         assert_eq!(at(&h, [10, 2, 0, 0]), 1);
         let empty = Hot::of(&[], &words);

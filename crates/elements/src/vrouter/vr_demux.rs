@@ -455,22 +455,21 @@ impl VRDemux {
     fn tag(&mut self, table: &mut TagTable, mode: Mode, d: &[u8]) -> Tag {
         match mode {
             Mode::Vlan => {
-                // The type and the tag's control field as one word: one
-                // load, where the two fields were put together bytewise.
-                let at = ETHERTYPE_AT;
-                let Some(w) = d.get(at..at + 4).and_then(|b| b.first_chunk::<4>()) else {
-                    return match be16_at(d, at) {
+                // The usual frame holds a whole tag (TPID, TCI and the
+                // type it carries): one length check for it. A shorter
+                // frame is untagged if its type says so, else malformed.
+                let Some(h) = d.first_chunk::<{ ETHER_LEN + 4 }>() else {
+                    return match be16_at(d, ETHERTYPE_AT) {
                         Some(t) if !is_vlan_tpid(t) => Tag::Absent,
                         _ => Tag::Malformed,
                     };
                 };
-                let w = u32::from_be_bytes(*w);
+                // The type and the tag's control field as one word: one
+                // load, where the two fields were put together bytewise.
+                let at = ETHERTYPE_AT;
+                let w = u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
                 if !is_vlan_tpid((w >> 16) as u16) {
                     return Tag::Absent;
-                }
-                // The whole tag: TCI and the type it carries.
-                if d.len() < ETHER_LEN + 4 {
-                    return Tag::Malformed;
                 }
                 let vid = (w & 0xfff) as usize;
                 if vid == 0 {
@@ -613,6 +612,13 @@ impl VRDemux {
         r
     }
 
+    /// The frames dropped so far, whatever the reason: every frame a
+    /// classification does not count here has an output.
+    #[inline(always)]
+    fn dropped(&self) -> u64 {
+        self.unknown_tag + self.no_tag + self.malformed + self.broadcast_drops
+    }
+
     /// Whether `p` is replicated rather than classified.
     #[inline(always)]
     fn replicates(&self, p: &Packet) -> bool {
@@ -737,13 +743,19 @@ impl Element for VRDemux {
             // loop kept the split's state on the stack: 58 instructions
             // a frame where this takes 44.
             let mut outs = PerPacket::<u16>::new();
+            let dropped = self.dropped();
             self.with_table(|e, t| match e.mode {
                 Mode::Mac => outs.gather_mut(batch, |p| e.output_as(t, Mode::Mac, p)),
                 Mode::Vlan => outs.gather_mut(batch, |p| e.output_as(t, Mode::Vlan, p)),
                 Mode::Mpls => outs.gather_mut(batch, |p| e.output_as(t, Mode::Mpls, p)),
                 Mode::IpIp => outs.gather_mut(batch, |p| e.output_as(t, Mode::IpIp, p)),
             });
-            cx.push_by_outputs(batch, &outs);
+            // Every frame the batch keeps has a configured output.
+            if self.dropped() == dropped {
+                cx.push_by_kept_outputs(batch, &outs);
+            } else {
+                cx.push_by_outputs(batch, &outs);
+            }
         }
     }
 
