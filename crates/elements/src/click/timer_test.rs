@@ -154,11 +154,17 @@ impl Element for TimerTest {
             "scheduled" => match bool::from_arg(value) {
                 Ok(true) => self.schedule_at(self.expiry, cx),
                 Ok(false) => self.scheduled = false,
-                Err(_) => return Some(Err("syntax error".into())),
+                Err(_) => {
+                    let why = format!("syntax error: expected true or false, found `{value}`");
+                    return Some(Err(why));
+                }
             },
             "schedule_after" => match Duration::from_arg(value) {
                 Ok(d) => self.schedule_at(after(cx.now(), d), cx),
-                Err(_) => return Some(Err("syntax error".into())),
+                Err(_) => {
+                    let why = format!("syntax error: expected a time (as 0.5s), found `{value}`");
+                    return Some(Err(why));
+                }
             },
             "unschedule" => self.scheduled = false,
             _ => return None,
@@ -250,7 +256,7 @@ mod tests {
         assert_eq!(h.counter("fired"), 2);
         assert_eq!(
             h.call_write_handler("schedule_after", "soon").unwrap_err(),
-            "syntax error"
+            "syntax error: expected a time (as 0.5s), found `soon`"
         );
         assert!(h.call_write_handler("scheduled", "maybe").is_err());
     }
