@@ -1632,16 +1632,16 @@ impl<'a> Context<'a> {
         self.push_classified_by(batch, outs, |_, o| Some(usize::from(o)));
     }
 
-    /// [`Context::push_by_outputs`] for a classifier that dropped none of
-    /// the batch's packets (it counts what it drops, so it knows), so that
-    /// each of `outs` names one of its outputs: when those all lead to one
-    /// input (a demultiplexer in front of a shared plane) or there is one,
-    /// the batch goes there whole with no pass over `outs` (4 instructions
-    /// a packet).
+    /// [`Context::push_by_outputs`] for a classifier that counts what it
+    /// drops, and so knows whether it `kept` every packet of the batch
+    /// (each of `outs` then names one of its outputs): such a batch goes
+    /// on whole with no pass over `outs` (4 instructions a packet) when
+    /// the outputs all lead to one input (a demultiplexer in front of a
+    /// shared plane) or there is one. Otherwise as `push_by_outputs`.
     #[inline]
-    pub fn push_by_kept_outputs(&mut self, batch: &mut Batch, outs: &[u16]) {
+    pub fn push_by_kept_outputs(&mut self, batch: &mut Batch, outs: &[u16], kept: bool) {
         let nouts = self.node.outs.len();
-        if self.node.one_input || nouts == 1 {
+        if kept && (self.node.one_input || nouts == 1) {
             let outs = &outs[..batch.len()];
             debug_assert!(outs.iter().all(|&o| usize::from(o) < nouts));
             if let Some(&first) = outs.first() {
@@ -2261,8 +2261,8 @@ mod push_tests {
 
     /// Sends each packet to the output its first byte names (255: none),
     /// by [`Context::push_by_outputs`], or with `.0` true by
-    /// [`Context::push_by_kept_outputs`] when none is 255 and every
-    /// output is one it has.
+    /// [`Context::push_by_kept_outputs`], kept when every output is one
+    /// it has.
     struct ByOutputs(bool);
 
     impl Element for ByOutputs {
@@ -2275,10 +2275,12 @@ mod push_tests {
                 })
                 .collect();
             let nouts = cx.node.outs.len();
-            if self.0 && outs.iter().all(|&o| usize::from(o) < nouts) {
-                return cx.push_by_kept_outputs(batch, &outs);
+            let kept = outs.iter().all(|&o| usize::from(o) < nouts);
+            if self.0 {
+                cx.push_by_kept_outputs(batch, &outs, kept);
+            } else {
+                cx.push_by_outputs(batch, &outs);
             }
-            cx.push_by_outputs(batch, &outs);
         }
     }
 

@@ -619,11 +619,8 @@ impl Element for VrIpLookup {
         }
         // A packet of no router or no route is counted missed; the
         // others have outputs.
-        if missed.no_router + missed.no_route == 0 {
-            cx.push_by_kept_outputs(batch, &outs);
-        } else {
-            cx.push_by_outputs(batch, &outs);
-        }
+        let kept = missed.no_router + missed.no_route == 0;
+        cx.push_by_kept_outputs(batch, &outs, kept);
         self.no_router += missed.no_router;
         self.no_route += missed.no_route;
     }

@@ -458,16 +458,12 @@ impl VRDemux {
                 // The usual frame holds a whole tag (TPID, TCI and the
                 // type it carries): one length check for it. A shorter
                 // frame is untagged if its type says so, else malformed.
-                let Some(h) = d.first_chunk::<{ ETHER_LEN + 4 }>() else {
+                let Some(w) = tag_word(d) else {
                     return match be16_at(d, ETHERTYPE_AT) {
                         Some(t) if !is_vlan_tpid(t) => Tag::Absent,
                         _ => Tag::Malformed,
                     };
                 };
-                // The type and the tag's control field as one word: one
-                // load, where the two fields were put together bytewise.
-                let at = ETHERTYPE_AT;
-                let w = u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
                 if !is_vlan_tpid((w >> 16) as u16) {
                     return Tag::Absent;
                 }
@@ -689,16 +685,8 @@ impl VRDemux {
                 self.table.get_counted_by(key, n).map(|o| o as u16)
             }
             Mode::Vlan => {
-                // The type and the tag's control field as one word (0,
-                // no VLAN type, for a frame too short for the tag).
-                let at = ETHERTYPE_AT;
-                let w = crate::route::table::one_key(batch, |p| {
-                    let d = p.data();
-                    match d.get(at..at + 4).and_then(|b| b.first_chunk::<4>()) {
-                        Some(b) if d.len() >= ETHER_LEN + 4 => u32::from_be_bytes(*b),
-                        _ => 0,
-                    }
-                })?;
+                // 0, no VLAN type, for a frame too short for the tag.
+                let w = crate::route::table::one_key(batch, |p| tag_word(p.data()).unwrap_or(0))?;
                 let vid = (w & 0xfff) as usize;
                 if !is_vlan_tpid((w >> 16) as u16) || vid == 0 {
                     return None;
@@ -710,6 +698,17 @@ impl VRDemux {
             Mode::Mpls | Mode::IpIp => None,
         }
     }
+}
+
+/// The type and the tag's control field of frame `d` as one word (one
+/// load, where the two fields were put together bytewise), when the
+/// frame is long enough for a whole tag: TPID, TCI and the type it
+/// carries (one length check).
+#[inline(always)]
+fn tag_word(d: &[u8]) -> Option<u32> {
+    let h = d.first_chunk::<{ ETHER_LEN + 4 }>()?;
+    let at = ETHERTYPE_AT;
+    Some(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]))
 }
 
 /// The router of `key` in `table`, counting the frame.
@@ -750,12 +749,9 @@ impl Element for VRDemux {
                 Mode::Mpls => outs.gather_mut(batch, |p| e.output_as(t, Mode::Mpls, p)),
                 Mode::IpIp => outs.gather_mut(batch, |p| e.output_as(t, Mode::IpIp, p)),
             });
-            // Every frame the batch keeps has a configured output.
-            if self.dropped() == dropped {
-                cx.push_by_kept_outputs(batch, &outs);
-            } else {
-                cx.push_by_outputs(batch, &outs);
-            }
+            // Every frame not counted dropped has a configured output.
+            let kept = self.dropped() == dropped;
+            cx.push_by_kept_outputs(batch, &outs, kept);
         }
     }
 
