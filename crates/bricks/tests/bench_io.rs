@@ -18,6 +18,9 @@ fn a_short_bench_forwards_through_linux_and_bricks_and_cleans_up() {
             "1",
             "--runs",
             "1",
+            // A warm-up run of each subject first, not counted.
+            "--warm-up",
+            "0.5",
             "--only",
             "linux,bricks,bricks-fastpath",
             // Three steps still probe rates above and below the loss-free
@@ -42,6 +45,7 @@ fn a_short_bench_forwards_through_linux_and_bricks_and_cleans_up() {
     );
     let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
         .unwrap_or_else(|e| panic!("{e}: not JSON: {stdout}"));
+    assert_eq!(report["warm_up_seconds"].as_f64(), Some(0.5), "{report}");
     let subjects = report["subjects"].as_array().unwrap();
     let names: Vec<&str> = subjects.iter().filter_map(|s| s["name"].as_str()).collect();
     assert_eq!(names, ["linux", "bricks", "bricks-fastpath"], "{report}");

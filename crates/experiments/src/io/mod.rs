@@ -116,6 +116,13 @@ pub struct IoArgs {
     /// subjects, so that a change in the machine's load touches them all.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
+    /// Seconds of one run of each subject, at full speed, before the
+    /// measured runs, its figures thrown away: the first seconds of a
+    /// bench (programs and pages loaded, kernel threads started, a VM's
+    /// vCPUs woken) are slower than the rest, and would widen the spread
+    /// of whichever subject ran first; 0 skips it.
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pub warm_up: f64,
     /// Measure only these subjects (comma-separated names; see below).
     #[arg(long, value_delimiter = ',', value_name = "SUBJECT,...")]
     pub only: Vec<String>,
@@ -296,6 +303,10 @@ fn cannot_run(a: &IoArgs) -> Result<Option<String>, Error> {
             "--seconds must be a positive number",
         ),
         (a.runs >= 1, "--runs must be at least 1"),
+        (
+            a.warm_up.is_finite() && a.warm_up >= 0.0,
+            "--warm-up must be 0 or a positive number of seconds",
+        ),
         (a.flows >= 1, "--flows must be at least 1"),
         (a.latency_rate >= 1, "--latency-rate must be at least 1"),
         (
@@ -371,9 +382,23 @@ fn measure(
             searches: Vec::new(),
         })
         .collect();
+    let progress = std::io::stderr().is_terminal();
+    if a.warm_up > 0.0 {
+        for m in &measured {
+            if bed.cancelled() {
+                break;
+            }
+            if progress {
+                eprint!("\rwarming up: {:<40}", m.subject.name);
+                let _ = std::io::stderr().flush();
+            }
+            // Thrown away, failures too: a subject that cannot run fails
+            // again in its measured runs, which report why.
+            let _ = bed.run(&m.subject, a.warm_up, m.subject.rate);
+        }
+    }
     let total = measured.len() * a.runs;
     let mut done = 0;
-    let progress = std::io::stderr().is_terminal();
     for run in 0..a.runs {
         for m in measured.iter_mut() {
             if bed.cancelled() {
@@ -781,6 +806,7 @@ mod tests {
         IoArgs {
             seconds: 1.0,
             runs: 3,
+            warm_up: 1.0,
             only: Vec::new(),
             json: false,
             flows: 1,

@@ -342,12 +342,17 @@ pub(super) fn placement(machine: &Machine) -> String {
 pub(super) fn print_header(a: &IoArgs, machine: &Machine, load: f64) {
     println!(
         "bricks bench io: 64-byte UDP frames in {} flows, gen g0 -> r0 router r1 -> s0 sink \
-         (veth pairs, {} queues each); {} s per run, median of {} run{}",
+         (veth pairs, {} queues each); {} s per run, median of {} run{}{}",
         a.flows,
         queues(),
         a.seconds,
         a.runs,
-        if a.runs == 1 { "" } else { "s" }
+        if a.runs == 1 { "" } else { "s" },
+        if a.warm_up > 0.0 {
+            format!(", after a {} s run of each subject not counted", a.warm_up)
+        } else {
+            String::new()
+        }
     );
     println!(
         "machine: {} CPU{} ({}), Linux {}; load average {load:.2} at start",
@@ -796,6 +801,7 @@ pub(super) fn report_json(
     serde_json::json!({
         "seconds": a.seconds,
         "runs": a.runs,
+        "warm_up_seconds": a.warm_up,
         "flows": a.flows,
         "frame_bytes": 64,
         "latency_rate_pps": a.latency_rate,

@@ -299,6 +299,7 @@ pub fn execute(u: &Unit, o: &Options, plots: &Path) -> Result<Vec<Row>, Error> {
                 &crate::io::IoArgs {
                     seconds: if o.quick { 1.0 } else { 5.0 },
                     runs: o.runs.unwrap_or(if o.quick { 1 } else { 3 }),
+                    warm_up: if o.quick { 0.0 } else { 1.0 },
                     only: Vec::new(),
                     json: false,
                     flows: 256,
