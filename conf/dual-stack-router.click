@@ -26,9 +26,9 @@
 // answers ARP and Neighbor Solicitations for the router's addresses, learns
 // the hosts' MACs with ARP and Neighbor Discovery, routes, decrements the
 // TTL or hop limit and sends the ICMP and ICMPv6 errors a router owes (RFC
-// 1812, RFC 4443). It answers pings to its own addresses; other packets for
-// the router itself are counted and dropped: it has no host stack behind
-// it.
+// 1812, RFC 4443). It answers pings to its own addresses, link-local
+// included, and UDP to them with port unreachable; other packets for the
+// router itself are counted and dropped: it has no host stack behind it.
 
 define(
     // Interface 0: its name, the router's address on it, that subnet (its
@@ -190,12 +190,18 @@ c1[7] -> other1 :: Discard;
 // ---------------------------------------------------------------------
 // Local delivery. The router answers pings to its own addresses (RFC 1812
 // section 4.3.3.6): the echo reply goes back into the route lookup like
-// any other packet. Everything else for the router is counted and dropped
-// (Click would hand it to the host's stack with ToHost; this router has no
-// host stack behind it).
+// any other packet. Everything else for the router but UDP is counted and
+// dropped (Click would hand it to the host's stack with ToHost; this
+// router has no host stack behind it).
 
 rt[0] -> ping :: ICMPPingResponder -> rt;
-ping[1] -> local :: Discard;
+// UDP to the router's addresses is answered with port unreachable (RFC
+// 1812 section 4.3.2.7), from the address it was sent to, so that a UDP
+// traceroute to the router ends there.
+ping[1] -> udp :: IPClassifier(udp and dst host $IP0, udp and dst host $IP1, -);
+udp[0] -> ICMPError($IP0, unreachable, port) -> rt;
+udp[1] -> ICMPError($IP1, unreachable, port) -> rt;
+udp[2] -> local :: Discard;
 
 // ---------------------------------------------------------------------
 // The forwarding path out of eth0 (RFC 1812 section 5.2):
@@ -239,17 +245,22 @@ cp1[1] -> ICMPError($IP1, redirect, host) -> rt;
 // =====================================================================
 // IPv6.
 //
-// The routing table. Output 0 is local delivery: the router's addresses,
-// link-local and multicast destinations (never forwarded: RFC 4291
-// section 2.5.6, RFC 4007). Output 1 leaves through eth0, output 2
-// through eth1; output 3 is "no route", answered with ICMPv6 destination
-// unreachable (RFC 4443 section 3.1, code 0).
+// The routing table. Output 0 is local delivery: the router's addresses
+// and multicast destinations (never forwarded: RFC 4291 section 2.5.6, RFC
+// 4007). Output 1 leaves through eth0, output 2 through eth1; output 3 is
+// "no route", answered with ICMPv6 destination unreachable (RFC 4443
+// section 3.1, code 0). Output 4 is every other link-local address: it is
+// on the link the packet came in by, so the router's echo replies and
+// errors to a host's link-local address leave by that interface, never by
+// another.
 
 rt6 :: LookupIP6Route(
     $IP6_0/128 0,
     $IP6_1/128 0,
-    fe80::/10 0,
+    $LL6_0/128 0,
+    $LL6_1/128 0,
     ff00::/8 0,
+    fe80::/10 4,
     $NET6_0/$LEN6_0 1,
     $NET6_1/$LEN6_1 2,
     ::/0 3,
@@ -270,46 +281,94 @@ chk6[3] -> err_hdr :: PaintSwitch;
 
 // ICMPv6 errors come from the router's address on the interface the
 // offending packet came in by (its paint: 1 for eth0, 2 for eth1), and go
-// back into the table like any other packet.
+// back into the table like any other packet, painted again with that
+// interface (a new packet has no paint): an error to a host's link-local
+// address then leaves by the link it came from.
+back6_0 :: Paint(1) -> rt6;
+back6_1 :: Paint(2) -> rt6;
 err_hlim :: PaintSwitch;
 err_hlim[0] -> Discard;
-err_hlim[1] -> ICMP6Error($IP6_0, timeexceeded, hoplimit) -> rt6;
-err_hlim[2] -> ICMP6Error($IP6_1, timeexceeded, hoplimit) -> rt6;
+err_hlim[1] -> ICMP6Error($IP6_0, timeexceeded, hoplimit) -> back6_0;
+err_hlim[2] -> ICMP6Error($IP6_1, timeexceeded, hoplimit) -> back6_1;
 err_route :: PaintSwitch;
 err_route[0] -> Discard;
-err_route[1] -> ICMP6Error($IP6_0, unreachable, noroute) -> rt6;
-err_route[2] -> ICMP6Error($IP6_1, unreachable, noroute) -> rt6;
+err_route[1] -> ICMP6Error($IP6_0, unreachable, noroute) -> back6_0;
+err_route[2] -> ICMP6Error($IP6_1, unreachable, noroute) -> back6_1;
 err_opt[0] -> Discard;
-err_opt[1] -> ICMP6Error($IP6_0, parameterproblem, option) -> rt6;
-err_opt[2] -> ICMP6Error($IP6_1, parameterproblem, option) -> rt6;
+err_opt[1] -> ICMP6Error($IP6_0, parameterproblem, option) -> back6_0;
+err_opt[2] -> ICMP6Error($IP6_1, parameterproblem, option) -> back6_1;
 err_hdr[0] -> Discard;
-err_hdr[1] -> ICMP6Error($IP6_0, parameterproblem, header) -> rt6;
-err_hdr[2] -> ICMP6Error($IP6_1, parameterproblem, header) -> rt6;
+err_hdr[1] -> ICMP6Error($IP6_0, parameterproblem, header) -> back6_0;
+err_hdr[2] -> ICMP6Error($IP6_1, parameterproblem, header) -> back6_1;
 rt6[3] -> no_route6 :: Counter -> err_route;
 
-// Local delivery: pings to the router's addresses are answered; the rest
-// (multicast listener reports, router solicitations, ...) is counted and
-// dropped.
+// Link-local destinations: out of the interface the packet came in by,
+// into the forwarding path of that interface (fwd6_0, fwd6_1, below).
+fwd6_0 :: Null;
+fwd6_1 :: Null;
+rt6[4] -> ll6 :: PaintSwitch;
+ll6[0] -> Discard;
+ll6[1] -> fwd6_0;
+ll6[2] -> fwd6_1;
+
+// Local delivery: pings to the router's addresses are answered. UDP to
+// them is answered with port unreachable (RFC 4443 section 3.1, code 4),
+// from the address it was sent to (section 2.2), so that a UDP traceroute
+// to the router ends there. The rest (multicast listener reports, router
+// solicitations, TCP, ...) is counted and dropped.
 rt6[0] -> ping6 :: ICMP6PingResponder -> rt6;
-ping6[1] -> local6 :: Discard;
+ping6[1] -> local_from6 :: PaintSwitch;
+local_from6[0] -> local6 :: Discard;
+local_from6[1] -> udp6_0 :: IPClassifier(ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
+                                         ip6 udp and dst host $LL6_0, -);
+udp6_0[0] -> ICMP6Error($IP6_0, unreachable, port) -> back6_0;
+udp6_0[1] -> ICMP6Error($IP6_1, unreachable, port) -> back6_0;
+udp6_0[2] -> ICMP6Error($LL6_0, unreachable, port) -> back6_0;
+udp6_0[3] -> local6;
+local_from6[2] -> udp6_1 :: IPClassifier(ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
+                                         ip6 udp and dst host $LL6_1, -);
+udp6_1[0] -> ICMP6Error($IP6_0, unreachable, port) -> back6_1;
+udp6_1[1] -> ICMP6Error($IP6_1, unreachable, port) -> back6_1;
+udp6_1[2] -> ICMP6Error($LL6_1, unreachable, port) -> back6_1;
+udp6_1[3] -> local6;
 
 // The forwarding path out of eth0:
+//   DropBroadcasts   no forwarding of link-level broadcasts and multicasts
+//   IPClassifier     a link-local source leaves by no other link than its
+//   PaintSwitch      own: "beyond scope of source address" (RFC 4291
+//                    section 2.5.6, RFC 4443 section 3.1, code 2)
 //   DecIP6HLIM       hop limit 1 or 0: "time exceeded" back to the sender
 //   CheckLength      larger than the link's MTU: "packet too big" with the
 //                    MTU, which the sender's path MTU discovery learns
 //   IP6NDSolicitor   next hop's MAC by Neighbor Discovery, Ethernet header;
 //                    a neighbour that never answers: "address unreachable"
-rt6[1] -> dh0 :: DecIP6HLIM
+// The errors made here go back painted with this interface: a packet with
+// a link-local source that got this far came in by it.
+rt6[1] -> DropBroadcasts
+    -> scope0 :: IPClassifier(ip6 src net fe80::/10, -);
+scope0[0] -> from0 :: PaintSwitch;
+from0[0] -> Discard;
+from0[1] -> fwd6_0;
+from0[2] -> beyond0 :: ICMP6Error($IP6_1, unreachable, beyondscope) -> back6_1;
+scope0[1] -> fwd6_0
+    -> dh0 :: DecIP6HLIM
     -> mtu0 :: CheckLength($MTU0)
     -> [0]nds0;
 dh0[1] -> err_hlim;
-mtu0[1] -> ICMP6Error($IP6_0, toobig, 0, $MTU0) -> rt6;
-nds0[1] -> ICMP6Error($IP6_0, unreachable, address) -> rt6;
+mtu0[1] -> ICMP6Error($IP6_0, toobig, 0, $MTU0) -> back6_0;
+nds0[1] -> ICMP6Error($IP6_0, unreachable, address) -> back6_0;
 
 // The forwarding path out of eth1, the same.
-rt6[2] -> dh1 :: DecIP6HLIM
+rt6[2] -> DropBroadcasts
+    -> scope1 :: IPClassifier(ip6 src net fe80::/10, -);
+scope1[0] -> from1 :: PaintSwitch;
+from1[0] -> Discard;
+from1[1] -> beyond1 :: ICMP6Error($IP6_0, unreachable, beyondscope) -> back6_0;
+from1[2] -> fwd6_1;
+scope1[1] -> fwd6_1
+    -> dh1 :: DecIP6HLIM
     -> mtu1 :: CheckLength($MTU1)
     -> [0]nds1;
 dh1[1] -> err_hlim;
-mtu1[1] -> ICMP6Error($IP6_1, toobig, 0, $MTU1) -> rt6;
-nds1[1] -> ICMP6Error($IP6_1, unreachable, address) -> rt6;
+mtu1[1] -> ICMP6Error($IP6_1, toobig, 0, $MTU1) -> back6_1;
+nds1[1] -> ICMP6Error($IP6_1, unreachable, address) -> back6_1;

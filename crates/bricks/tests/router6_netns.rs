@@ -7,7 +7,11 @@
 //! link's MTU is 1400 at the router, the hosts' 1500), hop limit 1 answered
 //! with time exceeded from the router's address on the sender's side, no
 //! route answered with unreachable (no route), a neighbour that never
-//! answers with address unreachable. IPv4 keeps working beside it. A host
+//! answers with address unreachable. The router answers pings to its
+//! link-local address and UDP to its addresses with port unreachable (the
+//! hosts' sockets see the connection refused), and sends a packet from a
+//! link-local source to no other link, answering it with "beyond scope of
+//! source address". IPv4 keeps working beside it. A host
 //! that accepts Router Advertisements configures an address in its link's
 //! prefix from bricks' (SLAAC, RFC 4862) and takes the router as its
 //! default.
@@ -23,6 +27,43 @@ use bricks_netns::{output_timeout, skip_unless_root, Captured, Network};
 use common::LiveRouter;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// Probes from a host with UDP sockets (Python, which scripts/setup
+/// installs): to the router's global, IPv4 and link-local addresses, and
+/// from the host's link-local address to `argv[3]` beyond the router; one
+/// line a probe, `reply`, `refused` (port unreachable), `timeout` or the
+/// socket's error.
+const UDP_PROBES: &str = r#"
+import socket, sys, errno
+def link_local(ifname):
+    for line in open('/proc/net/if_inet6'):
+        a, _, _, scope, _, name = line.split()
+        if name == ifname and scope == '20':
+            return ':'.join(a[i:i + 4] for i in range(0, 32, 4))
+def probe(family, dst, src=None):
+    s = socket.socket(family, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    if family == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, 25, 1)  # IPV6_RECVERR: non-fatal errors too
+    if src:
+        s.bind(src)
+    s.connect(dst)
+    s.send(b'probe')
+    try:
+        s.recv(100)
+        return 'reply'
+    except ConnectionRefusedError:
+        return 'refused'
+    except socket.timeout:
+        return 'timeout'
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+idx = socket.if_nametoindex('eth0')
+print('global', probe(socket.AF_INET6, (sys.argv[1], 33434)))
+print('ipv4', probe(socket.AF_INET, (sys.argv[2], 33434)))
+print('link-local', probe(socket.AF_INET6, ('fe80::1', 33434, 0, idx)))
+print('from link-local', probe(socket.AF_INET6, (sys.argv[3], 9), (link_local('eth0'), 0, 0, idx)))
+"#;
 
 const H1: &str = "2001:db8:1::2";
 const H2: &str = "2001:db8:2::2";
@@ -266,11 +307,15 @@ fn suite(tag: &str, backend: &str, threads: usize) {
     lab.ping("h1", GW1);
     lab.ping("h2", GW2);
     lab.ping("h1", GW2);
+    // Its link-local address too: the reply goes back by the link the
+    // request came in by.
+    lab.ping("h1", "fe80::1%eth0");
     lab.wait_for(
         "ICMP6PingResponder's replies",
         Duration::from_secs(5),
-        |l| l.counter("ping6", "replies") >= 9,
+        |l| l.counter("ping6", "replies") >= 12,
     );
+    udp_probes(&lab);
 
     // Neighbor Discovery both ways, nothing static: h1 asked for the
     // router first and got its advertisement; the router solicited h2
@@ -352,6 +397,47 @@ fn suite(tag: &str, backend: &str, threads: usize) {
         .filter(|n| n.starts_with(&prefix))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// UDP to the router's addresses is refused (port unreachable, from the
+/// address it was sent to, to a connected socket, which takes only that);
+/// a packet from h1's link-local address to h2 never reaches h2's link
+/// and h1 hears "beyond scope of source address" (EHOSTUNREACH).
+fn udp_probes(lab: &Lab) {
+    let has_python = lab
+        .run("h1", &["python3", "-c", "pass"], 10)
+        .status
+        .success();
+    if !has_python {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 is missing in CI (scripts/setup installs it)"
+        );
+        eprintln!("skipped the UDP probes: no python3 (scripts/setup installs it)");
+        return;
+    }
+    let out = lab.run(
+        "h1",
+        &["python3", "-c", UDP_PROBES, GW2, "10.2.0.1", H2],
+        30,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "global refused",
+            "ipv4 refused",
+            "link-local refused",
+            "from link-local EHOSTUNREACH"
+        ],
+        "{}\nrouter stderr:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        lab.stderr()
+    );
+    // The packet turned back on the path out of eth1, never to reach it.
+    lab.wait_for("the beyond-scope error", Duration::from_secs(5), |l| {
+        l.counter("beyond1", "generated") == 1
+    });
 }
 
 /// h1 takes Router Advertisements: from bricks' first one, sent when the
