@@ -11,7 +11,7 @@
 //! cache's generation counter, as `ARPQuerier` does.
 
 use super::nd_cache::{
-    HoldRefusal, NdCache, NdRefusal, NdTiming, Resolve, Retry, Waiting, MAX_ENTRY_CAPACITY,
+    Held, HoldRefusal, NdCache, NdRefusal, NdTiming, Resolve, Retry, Waiting, MAX_ENTRY_CAPACITY,
     RECHECK_INTERVAL,
 };
 use super::NdCheck;
@@ -99,7 +99,9 @@ static MANUAL: Manual = Manual {
         neighbour the element resolved. Answering solicitations is IP6NDAdvertiser's \
         job: give it a copy of them. \
         \n\nAt most CAPACITY packets wait on each worker, ENTRY_PACKET_CAPACITY for one \
-        address; a packet beyond either is dropped (`hold_overflow`). The cache holds at \
+        address. When an address's packets fill ENTRY_PACKET_CAPACITY, a new one replaces the \
+        oldest (RFC 4861 section 7.2.2); when the worker's fill CAPACITY, the new one is \
+        dropped; both count in `hold_overflow`. The cache holds at \
         most ENTRY_CAPACITY entries (rounded up to a multiple of 16): a new one evicts \
         entries learnt from solicitations first, then unresolved ones, then the least \
         recently used (static entries never). At most QUERY_RATE new addresses a second \
@@ -184,7 +186,7 @@ static MANUAL: Manual = Manual {
         ),
         (
             "hold_overflow",
-            "packets not held for CAPACITY or ENTRY_PACKET_CAPACITY",
+            "packets dropped for CAPACITY, or the oldest for ENTRY_PACKET_CAPACITY",
         ),
         (
             "unresolved",
@@ -634,10 +636,10 @@ impl Ip6NdSolicitor {
                 Resolve::Hold { solicit, next_at } => {
                     let stamp = p.anno().timestamp;
                     match self.waiting.hold(dst, p, next_at) {
-                        Ok(()) => {}
-                        Err(HoldRefusal::Full | HoldRefusal::EntryFull) => {
-                            self.c.hold_overflow += 1
-                        }
+                        Ok(Held::Kept) => {}
+                        // The oldest of a full queue, or the newest packet
+                        // when the worker's is full, dropped.
+                        Ok(Held::Replaced(_)) | Err(HoldRefusal::Full) => self.c.hold_overflow += 1,
                     }
                     if solicit {
                         let q = self.solicitation(dst, None, stamp);
@@ -1086,8 +1088,10 @@ mod tests {
         assert_eq!(h.take(0).len(), 1, "one solicitation");
         assert_eq!(h.stats().get("hold_overflow"), Some(2));
         h.push_bytes(1, &B_NA_A);
+        // The newest four: each arrival past the fourth replaced the
+        // oldest (RFC 4861 section 7.2.2).
         let tags: Vec<u8> = h.take_bytes(0).iter().map(|f| f[77]).collect();
-        assert_eq!(tags, [0, 1, 2, 3]);
+        assert_eq!(tags, [2, 3, 4, 5]);
 
         let mut h = solicitor("2001:db8::1/64, 52:54:00:aa:00:01, CAPACITY 2", 2);
         h.push_packets(0, (0..3).map(tagged));

@@ -715,7 +715,7 @@ impl NdCache {
 
 /// Packets one worker holds for one address.
 #[derive(Debug)]
-struct Held {
+struct Queue {
     /// When to look at the address again.
     next_at: u64,
     packets: VecDeque<Packet>,
@@ -724,18 +724,28 @@ struct Held {
 /// Why a packet was not held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HoldRefusal {
-    /// ENTRY_PACKET_CAPACITY packets already wait for the address.
-    EntryFull,
     /// CAPACITY packets already wait on this worker.
     Full,
 }
 
+/// A packet held.
+#[derive(Debug)]
+pub enum Held {
+    /// Beside those before it.
+    Kept,
+    /// In place of the oldest of its address's, which ENTRY_PACKET_CAPACITY
+    /// packets filled: that one, to drop.
+    Replaced(Packet),
+}
+
 /// The packets one worker holds while addresses are resolved, bounded
-/// per address and in all; the newest packet is the one refused (RFC
-/// 4861 section 7.2.2 leaves the choice open).
+/// per address and in all. When an address's queue is full the new
+/// packet replaces its oldest (RFC 4861 section 7.2.2: "the new arrival
+/// SHOULD replace the oldest entry"); when the worker's is, the new one
+/// is refused.
 #[derive(Debug)]
 pub struct Waiting {
-    by_addr: HashMap<Ipv6Addr, Held>,
+    by_addr: HashMap<Ipv6Addr, Queue>,
     /// (when, address) to look at; records that moved are skipped.
     due: BinaryHeap<Reverse<(u64, Ipv6Addr)>>,
     held: usize,
@@ -765,23 +775,28 @@ impl Waiting {
     }
 
     /// Keeps `p` until `addr` is resolved; look at it again at `next_at`.
-    pub fn hold(&mut self, addr: Ipv6Addr, p: Packet, next_at: u64) -> Result<(), HoldRefusal> {
+    pub fn hold(&mut self, addr: Ipv6Addr, p: Packet, next_at: u64) -> Result<Held, HoldRefusal> {
+        if let Some(h) = self.by_addr.get_mut(&addr) {
+            if self.entry_capacity != 0 && h.packets.len() >= self.entry_capacity {
+                if let Some(old) = h.packets.pop_front() {
+                    h.packets.push_back(p);
+                    return Ok(Held::Replaced(old));
+                }
+            }
+        }
         if self.capacity != 0 && self.held >= self.capacity {
             return Err(HoldRefusal::Full);
         }
         let h = self.by_addr.entry(addr).or_insert_with(|| {
             self.due.push(Reverse((next_at, addr)));
-            Held {
+            Queue {
                 next_at,
                 packets: VecDeque::new(),
             }
         });
-        if self.entry_capacity != 0 && h.packets.len() >= self.entry_capacity {
-            return Err(HoldRefusal::EntryFull);
-        }
         h.packets.push_back(p);
         self.held += 1;
-        Ok(())
+        Ok(Held::Kept)
     }
 
     /// Takes the packets held for `addr`, oldest first.
@@ -1033,17 +1048,24 @@ mod tests {
     }
 
     #[test]
-    fn waiting_is_bounded() {
+    fn waiting_is_bounded_and_a_full_queue_keeps_the_newest() {
         let mut w = Waiting::new(3, 2);
-        let p = || Packet::from_slice(&[0u8; 40]).unwrap();
+        let p = |tag: u8| Packet::from_slice(&[tag; 40]).unwrap();
         let c = Ipv6Addr::from_bits(B.to_bits() + 1);
-        assert!(w.hold(B, p(), T0).is_ok());
-        assert!(w.hold(B, p(), T0).is_ok());
-        assert_eq!(w.hold(B, p(), T0), Err(HoldRefusal::EntryFull));
-        assert!(w.hold(c, p(), T0).is_ok());
-        assert_eq!(w.hold(c, p(), T0), Err(HoldRefusal::Full));
+        assert!(matches!(w.hold(B, p(1), T0), Ok(Held::Kept)));
+        assert!(matches!(w.hold(B, p(2), T0), Ok(Held::Kept)));
+        // B's queue is full: the third replaces the first.
+        match w.hold(B, p(3), T0) {
+            Ok(Held::Replaced(old)) => assert_eq!(old.data()[0], 1),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(w.held(), 2);
+        assert!(matches!(w.hold(c, p(4), T0), Ok(Held::Kept)));
+        // The worker's bound refuses the newest.
+        assert_eq!(w.hold(c, p(5), T0).err(), Some(HoldRefusal::Full));
         assert_eq!(w.due(T0), [B, c]);
-        assert_eq!(w.take(B).map(|q| q.len()), Some(2));
+        let kept: Vec<u8> = w.take(B).unwrap().iter().map(|q| q.data()[0]).collect();
+        assert_eq!(kept, [2, 3]);
         assert_eq!(w.held(), 1);
         assert_eq!(w.clear(), 1);
     }
