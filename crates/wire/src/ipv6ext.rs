@@ -12,9 +12,12 @@
 use crate::network_endian::read_u16;
 
 /// The most extension headers [`walk`] follows. RFC 8200 section 4.1
-/// lists at most seven kinds in its recommended order, each once
-/// (Destination Options twice); more is a packet built to be expensive.
-pub const MAX_HEADERS: usize = 8;
+/// recommends each kind at most once (Destination Options twice), seven
+/// in all, but a node must accept any number in any order, and a router
+/// should pass on what it does not know (RFC 7045): twice that leaves
+/// room for repeats and newer kinds. A longer chain is a packet built to
+/// be expensive.
+pub const MAX_HEADERS: usize = 16;
 
 /// Hop-by-Hop Options.
 pub const HOP_BY_HOP: u8 = 0;

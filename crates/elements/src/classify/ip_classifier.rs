@@ -448,9 +448,9 @@ mod tests {
         // A chain running past the payload.
         let mut broken = ipv6_udp_behind(60, &[17, 9, 0, 0, 0, 0, 0, 0]);
         broken.extend([0; 80]);
-        // Destination Options naming themselves, nine times: past the
-        // walk's bound of eight headers.
-        let mut long = [60u8, 0, 1, 4, 0, 0, 0, 0].repeat(8);
+        // Destination Options naming themselves, seventeen times: past the
+        // walk's bound of sixteen headers.
+        let mut long = [60u8, 0, 1, 4, 0, 0, 0, 0].repeat(16);
         long.extend([17, 0, 1, 4, 0, 0, 0, 0]);
         let long = ipv6_udp_behind(60, &long);
         let all = |pat: &str| -> [bool; 4] {

@@ -42,7 +42,7 @@
 //! nxt` reads the fixed header's Next Header field. A fragment other than
 //! the first has no transport header, so its transport tests are false, as
 //! are all of them, and the protocol, on a chain that runs past the
-//! payload or is longer than eight headers. Transport tests
+//! payload or is longer than sixteen headers. Transport tests
 //! without `ip` or `ip6` (`tcp`, `port 22`) are about either family. An
 //! IPv4 test is false on an IPv6 packet (Click's IPFilter would read the
 //! IPv6 header's bytes as if they were IPv4's); on every other packet it

@@ -1235,7 +1235,7 @@ mod tests {
         p.extend([0; 16]);
         let h = IpHeaders::new(&p);
         assert!(h.transport.is_empty() && h.bytes(Base::Upper).is_empty());
-        let p = ip6(60, &[60, 0, 0, 0, 0, 0, 0, 0].repeat(12), &tcp);
+        let p = ip6(60, &[60, 0, 0, 0, 0, 0, 0, 0].repeat(20), &tcp);
         let h = IpHeaders::new(&p);
         assert!(h.transport.is_empty() && h.bytes(Base::Upper).is_empty());
         assert!(IpHeaders::new(&p[..6]).bytes(Base::Upper).is_empty());

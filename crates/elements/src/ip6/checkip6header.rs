@@ -36,7 +36,7 @@ static MANUAL: Manual = Manual {
         ff02::/16), which a router never forwards: Duplicate Address Detection and MLD \
         use it. A destination of :: or ::1 is refused too (RFC 4291 section 2.5.3: a \
         packet to the loopback address from an interface is dropped).\n\n\
-        The extension header chain is walked, at most 8 headers, every length \
+        The extension header chain is walked, at most 16 headers, every length \
         checked against the payload length; a chain that runs past the payload, \
         never reaches an upper-layer header or has a Hop-by-Hop header anywhere but \
         first is refused. Hop-by-Hop options, which every router on the path \
@@ -112,7 +112,7 @@ static MANUAL: Manual = Manual {
         ("bad_destination", "destination :: or ::1"),
         (
             "bad_chain",
-            "extension headers past the payload, more than 8, or Hop-by-Hop not first",
+            "extension headers past the payload, more than 16, or Hop-by-Hop not first",
         ),
         ("bad_option", "a Hop-by-Hop option running past its header"),
         (
@@ -886,8 +886,13 @@ mod tests {
         p.extend([0; 40]);
         expect_drop("", &p, DropReason::BadChain);
         // Destination options naming themselves, past the walk's bound.
-        let e: Vec<u8> = [DEST_OPTS, 0, 1, 4, 0, 0, 0, 0].repeat(12);
+        let e: Vec<u8> = [DEST_OPTS, 0, 1, 4, 0, 0, 0, 0].repeat(20);
         expect_drop("", &udp_with(DEST_OPTS, &e, 0), DropReason::BadChain);
+        // Twelve of them, then UDP: longer than RFC 8200 recommends, but
+        // legal, and forwarded (RFC 7045).
+        let mut e: Vec<u8> = [DEST_OPTS, 0, 1, 4, 0, 0, 0, 0].repeat(11);
+        e.extend([17, 0, 1, 4, 0, 0, 0, 0]);
+        expect_pass("", &udp_with(DEST_OPTS, &e, 0));
         // Hop-by-Hop not first.
         let e = [HOP_BY_HOP, 0, 1, 4, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0];
         expect_drop("", &udp_with(DEST_OPTS, &e, 0), DropReason::BadChain);

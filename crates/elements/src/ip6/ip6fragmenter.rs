@@ -62,7 +62,7 @@ static MANUAL: Manual = Manual {
         unconnected; either way it is counted by reason. A packet above MTU that is no \
         IPv6 packet (shorter than 40 bytes, version not 6, payload length past its \
         end) or whose extension header chain is broken (running past the packet, \
-        more than 8 headers, Hop-by-Hop not first) is dropped and counted. Link \
+        more than 16 headers, Hop-by-Hop not first) is dropped and counted. Link \
         padding past the payload length is cut off before the size is compared.\n\n\
         Differences from Click, whose IP6Fragmenter does not fragment: Click drops \
         every packet above MTU without a word or a count (and leaks it); bricks \

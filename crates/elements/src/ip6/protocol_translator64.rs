@@ -44,7 +44,7 @@ static MANUAL: Manual = Manual {
         7915; Click always sets it), TTL copied from the hop limit (a translator \
         decrements neither: put DecIP6HLIM or DecIPTTL beside it), protocol the last \
         next header after the Hop-by-Hop, Routing and Destination Options headers, \
-        which are skipped (at most 8 extension headers are walked). A Fragment header \
+        which are skipped (at most 16 extension headers are walked). A Fragment header \
         becomes the IPv4 fragment fields: identification from its low 16 bits, offset \
         and MF copied, DF clear (RFC 7915 section 5.1.1). A Routing header with \
         segments left is not translated (section 5.1). Any protocol is carried; TCP \
@@ -74,7 +74,7 @@ static MANUAL: Manual = Manual {
         ),
         (
             "bad_header",
-            "not IPv6, more than 8 extension headers, or two Fragment headers, dropped",
+            "not IPv6, more than 16 extension headers, or two Fragment headers, dropped",
         ),
         (
             "unmappable_address",
@@ -996,7 +996,7 @@ mod tests {
             ),
             (v4, Untranslatable::BadHeader),
             (
-                ipv6(60, A6, B6, &[60, 0, 1, 4, 0, 0, 0, 0].repeat(9), &[]),
+                ipv6(60, A6, B6, &[60, 0, 1, 4, 0, 0, 0, 0].repeat(17), &[]),
                 Untranslatable::BadHeader,
             ),
             (ipv6(17, doc, B6, &[], &u), Untranslatable::Unmappable),
