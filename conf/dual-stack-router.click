@@ -123,10 +123,11 @@ out0 :: ToDevice($DEV0);
 q0 :: Queue(1024) -> out0;
 
 // ARP requests, ARP replies, IPv4, Neighbor Solicitations, Neighbor
-// Advertisements, Router Solicitations, the rest of IPv6, everything else.
+// Advertisements, Router Solicitations, MLD queries (behind their
+// Hop-by-Hop header), the rest of IPv6, everything else.
 c0 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800,
                  12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd 20/3a 54/85,
-                 12/86dd, -);
+                 12/86dd 20/00 54/3a 62/82, 12/86dd, -);
 in0 -> c0;
 
 // Answer "who has 10.1.0.1?" with our MAC.
@@ -155,9 +156,15 @@ c0[4] -> [1]nds0;
 // lifetime 0 when the router stops.
 c0[5] -> ra0 :: IP6RouterAdvertiser($MAC0, $LL6_0, PREFIX $NET6_0/$LEN6_0, MTU $MTU0,
                                     FINAL $RA_FINAL) -> q0;
-c0[6] -> Paint(1) -> ip6;
+// Multicast Listener Discovery: the router reports the solicited-node
+// groups of its addresses and the all-routers group when it starts and
+// in answer to queries, so that a switch that snoops MLD forwards it the
+// Neighbor Solicitations for its addresses (RFC 3810, RFC 4861 section
+// 7.2.1).
+c0[6] -> mld0 :: MLDReporter($MAC0, $LL6_0, ADDRESS $IP6_0, ADDRESS $LL6_0) -> q0;
+c0[7] -> Paint(1) -> ip6;
 // LLDP and the rest.
-c0[7] -> other0 :: Discard;
+c0[8] -> other0 :: Discard;
 
 // ---------------------------------------------------------------------
 // Interface 1, the same.
@@ -168,7 +175,7 @@ q1 :: Queue(1024) -> out1;
 
 c1 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800,
                  12/86dd 20/3a 54/87, 12/86dd 20/3a 54/88, 12/86dd 20/3a 54/85,
-                 12/86dd, -);
+                 12/86dd 20/00 54/3a 62/82, 12/86dd, -);
 in1 -> c1;
 
 c1[0] -> ar1 :: ARPResponder($IP1 $MAC1) -> q1;
@@ -184,8 +191,9 @@ ns1[1] -> [1]nds1;
 c1[4] -> [1]nds1;
 c1[5] -> ra1 :: IP6RouterAdvertiser($MAC1, $LL6_1, PREFIX $NET6_1/$LEN6_1, MTU $MTU1,
                                     FINAL $RA_FINAL) -> q1;
-c1[6] -> Paint(2) -> ip6;
-c1[7] -> other1 :: Discard;
+c1[6] -> mld1 :: MLDReporter($MAC1, $LL6_1, ADDRESS $IP6_1, ADDRESS $LL6_1) -> q1;
+c1[7] -> Paint(2) -> ip6;
+c1[8] -> other1 :: Discard;
 
 // ---------------------------------------------------------------------
 // Local delivery. The router answers pings to its own addresses (RFC 1812

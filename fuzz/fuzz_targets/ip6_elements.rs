@@ -1,7 +1,7 @@
 //! Arbitrary bytes as a packet through every IPv6 element, alone and
 //! chained as an IPv6 router chains them (CheckIP6Header, GetIP6Address,
 //! DecIP6HLIM, ICMP6Error on the rejects, ICMP6PingResponder), and as
-//! frames through IP6RouterAdvertiser and the header writers (IP6Encap,
+//! frames through IP6RouterAdvertiser, MLDReporter and the header writers (IP6Encap,
 //! UDPIP6Encap, SetIP6DSCP, ...) and IP6Fragmenter, with and
 //! without an Ethernet header in front, with the annotations those
 //! elements read set in several ways. Nothing may panic or loop; every
@@ -70,6 +70,11 @@ fn duts() -> Duts {
             Dut::new(
                 &ip6::ip6_router_advertiser::CLASS,
                 "52:54:00:aa:00:01, PREFIX 2001:db8::/64, MTU 1500",
+                2,
+            ),
+            Dut::new(
+                &ip6::mld_reporter::CLASS,
+                "52:54:00:aa:00:01, fe80::1, ADDRESS 2001:db8::1, ADDRESS fe80::1",
                 2,
             ),
             Dut::new(&ip6::markip6header::CLASS, "14", 1),

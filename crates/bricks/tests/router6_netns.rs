@@ -580,3 +580,127 @@ fn af_packet_one_worker() {
 fn af_xdp_two_workers() {
     suite("v6x2", "xdp", 2);
 }
+
+/// Behind a Linux bridge that snoops MLD and queries (an independent MLD
+/// implementation), the router's reports put its port in the bridge's
+/// multicast database for the solicited-node group of its addresses and
+/// for all routers. So when another host on the link listens to the same
+/// solicited-node group (h3's address shares 2001:db8:1::1's low 24
+/// bits), the bridge still forwards h1's Neighbor Solicitations for the
+/// router to it, and h1 reaches the router; without the reports it would
+/// forward them to h3 alone.
+#[test]
+fn an_mld_snooping_switch_keeps_forwarding_solicitations_to_the_router() {
+    let name = "an_mld_snooping_switch_keeps_forwarding_solicitations_to_the_router";
+    if skip_unless_root(name).is_some() {
+        return;
+    }
+    let mut net = Network::new(&Network::unique_prefix("v6mld")).unwrap();
+    for ns in ["r", "h1", "h2", "h3", "sw"] {
+        net.add_namespace(ns).unwrap();
+    }
+    net.sysctl("r", "net.ipv6.conf.all.disable_ipv6", "1")
+        .unwrap();
+    net.sysctl("r", "net.ipv6.conf.default.disable_ipv6", "1")
+        .unwrap();
+    fn sh(net: &Network, ns: &str, argv: &[&str]) -> String {
+        let out = output_timeout(&mut net.exec(ns, argv), Duration::from_secs(10)).unwrap();
+        assert!(out.status.success(), "{argv:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+    for ns in ["sw", "h1", "h2", "h3"] {
+        for (k, v) in [
+            ("net.ipv6.conf.all.disable_ipv6", "0"),
+            ("net.ipv6.conf.default.disable_ipv6", "0"),
+            ("net.ipv6.conf.default.accept_dad", "0"),
+            ("net.ipv6.conf.default.accept_ra", "0"),
+        ] {
+            net.sysctl(ns, k, v).unwrap();
+        }
+    }
+    sh(
+        &net,
+        "sw",
+        &[
+            "ip",
+            "link",
+            "add",
+            "br0",
+            "type",
+            "bridge",
+            "mcast_snooping",
+            "1",
+            "mcast_querier",
+            "1",
+            "mcast_startup_query_interval",
+            "100",
+        ],
+    );
+    sh(&net, "sw", &["ip", "link", "set", "br0", "up"]);
+    for (ns, port) in [("h1", "p1"), ("h3", "p3"), ("r", "pr")] {
+        net.add_link("sw", port, ns, "eth0", 1).unwrap();
+        sh(&net, "sw", &["ip", "link", "set", port, "master", "br0"]);
+        net.disable_offloads(ns, "eth0").unwrap();
+    }
+    net.add_link("h2", "eth0", "r", "eth1", 1).unwrap();
+    net.disable_offloads("r", "eth1").unwrap();
+    for (ns, addr) in [
+        ("h1", "2001:db8:1::2/64"),
+        ("h3", "2001:db8:1:0:1::1/64"),
+        ("h2", "2001:db8:2::2/64"),
+    ] {
+        sh(
+            &net,
+            ns,
+            &["ip", "-6", "addr", "add", addr, "dev", "eth0", "nodad"],
+        );
+    }
+    let macs = [net.mac("r", "eth0").unwrap(), net.mac("r", "eth1").unwrap()];
+    let conf = root().join("conf/dual-stack-router.click");
+    let defines = [
+        "BACKEND=packet".to_string(),
+        format!("MAC0={}", macs[0]),
+        format!("MAC1={}", macs[1]),
+    ];
+    let router = LiveRouter::start_with(&net, "r", &conf, 1, &defines, &[]);
+
+    // The bridge learns the router's groups on its port, and h3's.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mdb = loop {
+        let mdb = sh(&net, "sw", &["bridge", "mdb", "show"]);
+        let has = |port: &str, group: &str| {
+            mdb.lines().any(|l| {
+                l.contains(&format!("port {port} ")) && l.contains(&format!("grp {group} "))
+            })
+        };
+        if has("pr", "ff02::1:ff00:1") && has("pr", "ff02::2") && has("p3", "ff02::1:ff00:1") {
+            break mdb;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the bridge did not learn the groups:\n{mdb}\nrouter stderr:\n{}",
+            router.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert!(router.counter("mld0", "reports") >= 1, "{mdb}");
+
+    // h1 resolves the router through the snooping bridge and pings it.
+    sh(&net, "h1", &["ip", "-6", "neigh", "flush", "dev", "eth0"]);
+    let out = output_timeout(
+        &mut net.exec(
+            "h1",
+            &["ping", "-6", "-n", "-c", "2", "-i", "0.2", "-W", "2", GW1],
+        ),
+        Duration::from_secs(15),
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "h1 could not reach the router through the snooping bridge:\n{}\n{mdb}\nrouter stderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        router.stderr()
+    );
+    drop(router);
+    net.delete();
+}

@@ -19,6 +19,7 @@ pub mod ip6fragmenter;
 pub mod ip6mirror;
 pub mod ip6print;
 pub mod markip6header;
+pub mod mld_reporter;
 pub mod nd_cache;
 pub mod protocol_translator46;
 pub mod protocol_translator64;
@@ -99,6 +100,7 @@ pub static CLASSES: &[&ElementClass] = &[
     &ip6mirror::CLASS,
     &ip6print::CLASS,
     &markip6header::CLASS,
+    &mld_reporter::CLASS,
     &protocol_translator46::CLASS,
     &protocol_translator64::CLASS,
     &setip6address::CLASS,
