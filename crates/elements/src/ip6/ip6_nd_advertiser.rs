@@ -4,6 +4,7 @@
 //! IPv6 counterpart of `ARPResponder`. At start-up it also announces its
 //! own addresses with a few unsolicited advertisements (section 7.2.6).
 
+use super::emit;
 use super::NdCheck;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, FromArg, Keyword, Manual, Packet,
@@ -434,13 +435,6 @@ impl Ip6NdAdvertiser {
             cx.schedule_at(Timestamp(at));
             self.timer_at = Some(at);
         }
-    }
-}
-
-fn emit(out: &mut Batch, p: Packet, port: usize, cx: &mut Context<'_>) {
-    if let Err(p) = out.push(p) {
-        cx.push(port, out);
-        let _ = out.push(p);
     }
 }
 

@@ -10,6 +10,7 @@
 //! them; it learns that another worker resolved their address from the
 //! cache's generation counter, as `ARPQuerier` does.
 
+use super::emit;
 use super::nd_cache::{
     Held, HoldRefusal, NdCache, NdRefusal, NdTiming, Resolve, Retry, Waiting, MAX_ENTRY_CAPACITY,
     RECHECK_INTERVAL,
@@ -826,14 +827,6 @@ impl Ip6NdSolicitor {
             }
         }
         cx.push(0, &mut out);
-    }
-}
-
-/// Appends `p` to `out`, pushing `out` on `port` first if it is full.
-fn emit(out: &mut Batch, p: Packet, port: usize, cx: &mut Context<'_>) {
-    if let Err(p) = out.push(p) {
-        cx.push(port, out);
-        let _ = out.push(p);
     }
 }
 

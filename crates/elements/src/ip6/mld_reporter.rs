@@ -11,6 +11,7 @@
 //! Click has no such element: its IPv6 routers run behind hubs or
 //! switches that flood.
 
+use super::emit;
 use super::header6::addr_at;
 use bricks_element::{
     ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
@@ -381,13 +382,6 @@ impl MldReporter {
     /// Groups, one a line.
     pub fn groups_text(&self) -> String {
         self.groups.iter().map(|g| format!("{g}\n")).collect()
-    }
-}
-
-fn emit(out: &mut Batch, p: Packet, port: usize, cx: &mut Context<'_>) {
-    if let Err(p) = out.push(p) {
-        cx.push(port, out);
-        let _ = out.push(p);
     }
 }
 

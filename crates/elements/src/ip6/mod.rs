@@ -83,6 +83,20 @@ pub(crate) fn nd_message<'a>(
     Ok(ip)
 }
 
+/// Appends `p` to `out`, pushing `out` on `port` first if it is full:
+/// for the elements that make packets of their own as they go.
+pub(crate) fn emit(
+    out: &mut bricks_element::Batch,
+    p: bricks_element::Packet,
+    port: usize,
+    cx: &mut bricks_element::Context<'_>,
+) {
+    if let Err(p) = out.push(p) {
+        cx.push(port, out);
+        let _ = out.push(p);
+    }
+}
+
 /// Every class of this group.
 pub static CLASSES: &[&ElementClass] = &[
     &address_translator::CLASS,
