@@ -140,12 +140,12 @@ arpt[0] -> [1]arpq0;
 // Paint remembers the input interface, so that a packet sent back out of
 // the interface it came in on is noticed (ICMP redirect, below).
 c0[2] -> Paint(1) -> ip;
-// "Who has 2001:db8:1::1?": answered with our MAC; the asker's MAC, which
-// the question carries, is learnt too (RFC 4861 section 7.2.3). At start
-// the address is announced to all nodes three times, a second apart
-// (section 7.2.6). The link-local address too.
+// "Who has 2001:db8:1::1?" (or fe80::1): answered with our MAC; the
+// asker's MAC, which the question carries, is learnt too (RFC 4861
+// section 7.2.3). At start both addresses are announced to all nodes
+// three times, a second apart (section 7.2.6).
 nda0 :: IP6NDAdvertiser($IP6_0/128 $MAC0, $LL6_0/128 $MAC0) -> q0;
-nds0 :: IP6NDSolicitor($IP6_0/$LEN6_0, $MAC0) -> q0;
+nds0 :: IP6NDSolicitor($IP6_0/$LEN6_0, $MAC0, LINK_LOCAL $LL6_0) -> q0;
 c0[3] -> ns0 :: Tee(2);
 ns0[0] -> nda0;
 ns0[1] -> [1]nds0;
@@ -184,7 +184,7 @@ c1[1] -> arpt;
 arpt[1] -> [1]arpq1;
 c1[2] -> Paint(2) -> ip;
 nda1 :: IP6NDAdvertiser($IP6_1/128 $MAC1, $LL6_1/128 $MAC1) -> q1;
-nds1 :: IP6NDSolicitor($IP6_1/$LEN6_1, $MAC1) -> q1;
+nds1 :: IP6NDSolicitor($IP6_1/$LEN6_1, $MAC1, LINK_LOCAL $LL6_1) -> q1;
 c1[3] -> ns1 :: Tee(2);
 ns1[0] -> nda1;
 ns1[1] -> [1]nds1;
@@ -319,21 +319,26 @@ ll6[0] -> Discard;
 ll6[1] -> fwd6_0;
 ll6[2] -> fwd6_1;
 
-// Local delivery: pings to the router's addresses are answered. UDP to
-// them is answered with port unreachable (RFC 4443 section 3.1, code 4),
-// from the address it was sent to (section 2.2), so that a UDP traceroute
-// to the router ends there. The rest (multicast listener reports, router
-// solicitations, TCP, ...) is counted and dropped.
+// Local delivery: pings to the router's addresses are answered, and
+// pings to all-nodes (ff02::1) and all-routers (ff02::2, ff05::2) from the
+// link-local address of the interface they came in by (RFC 4443 sections
+// 4.2 and 2.2). UDP to the router's addresses is answered with port
+// unreachable (section 3.1, code 4), from the address it was sent to
+// (section 2.2), so that a UDP traceroute to the router ends there. The
+// rest (multicast listener reports, router solicitations, TCP, ...) is
+// counted and dropped.
 rt6[0] -> ping6 :: ICMP6PingResponder -> rt6;
 ping6[1] -> local_from6 :: PaintSwitch;
 local_from6[0] -> local6 :: Discard;
-local_from6[1] -> udp6_0 :: IPClassifier(ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
+local_from6[1] -> mping6_0 :: ICMP6PingResponder(MULTICAST_SRC $LL6_0) -> back6_0;
+local_from6[2] -> mping6_1 :: ICMP6PingResponder(MULTICAST_SRC $LL6_1) -> back6_1;
+mping6_0[1] -> udp6_0 :: IPClassifier(ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
                                          ip6 udp and dst host $LL6_0, -);
 udp6_0[0] -> ICMP6Error($IP6_0, unreachable, port) -> back6_0;
 udp6_0[1] -> ICMP6Error($IP6_1, unreachable, port) -> back6_0;
 udp6_0[2] -> ICMP6Error($LL6_0, unreachable, port) -> back6_0;
 udp6_0[3] -> local6;
-local_from6[2] -> udp6_1 :: IPClassifier(ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
+mping6_1[1] -> udp6_1 :: IPClassifier(ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
                                          ip6 udp and dst host $LL6_1, -);
 udp6_1[0] -> ICMP6Error($IP6_0, unreachable, port) -> back6_1;
 udp6_1[1] -> ICMP6Error($IP6_1, unreachable, port) -> back6_1;

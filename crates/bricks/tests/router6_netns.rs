@@ -315,6 +315,20 @@ fn suite(tag: &str, backend: &str, threads: usize) {
         Duration::from_secs(5),
         |l| l.counter("ping6", "replies") >= 12,
     );
+    // A ping to all-nodes and to all-routers on a link: the router
+    // answers from its link-local address on that link (RFC 4443 section
+    // 4.2), as Linux hosts do.
+    for (host, group) in [("h1", "ff02::1%eth0"), ("h2", "ff02::2%eth0")] {
+        let (_, text) = lab.ping6(host, &["-c", "2", "-i", "0.2", "-W", "2", group]);
+        assert!(
+            text.contains("from fe80::1%eth0") || text.contains("from fe80::1:"),
+            "ping -6 {group} from {host}: no answer from fe80::1\n{text}\nrouter stderr:\n{}",
+            lab.stderr()
+        );
+    }
+    lab.wait_for("multicast echo replies", Duration::from_secs(5), |l| {
+        l.counter("mping6_0", "replies") >= 2 && l.counter("mping6_1", "replies") >= 2
+    });
     udp_probes(&lab);
 
     // Neighbor Discovery both ways, nothing static: h1 asked for the

@@ -9,7 +9,7 @@
 
 use super::header6::{addr_at, is_multicast, is_unspecified};
 use bricks_element::{
-    ArgError, Args, Batch, Context, Element, ElementClass, Manual, Packet, PortInfo, Stats,
+    ArgError, Args, Batch, Context, Element, ElementClass, Keyword, Manual, Packet, PortInfo, Stats,
 };
 use bricks_wire::icmpv6::Icmpv6Packet;
 use bricks_wire::ipv6ext;
@@ -26,7 +26,7 @@ pub static CLASS: ElementClass = ElementClass {
 
 static MANUAL: Manual = Manual {
     summary: "answers ICMPv6 echo requests with echo replies",
-    synopsis: "ICMP6PingResponder",
+    synopsis: "ICMP6PingResponder([MULTICAST_SRC ADDR])",
     description: "Click has no such element; this one is ICMPPingResponder for IPv6, \
         under the name Click would give it. Expects IPv6 packets, with the network \
         header annotation set or the header at the start of the data, usually those a \
@@ -40,12 +40,23 @@ static MANUAL: Manual = Manual {
         new destination, so it can go back into LookupIP6Route.\n\n\
         Other packets go to output 1, or are dropped and counted if it is \
         unconnected: anything but a whole, checksummed echo request, fragments \
-        (bricks does not reassemble here), requests to a multicast group (the reply \
-        must come from one of the interface's unicast addresses, which this element \
-        does not know), and requests from the unspecified or a multicast address, \
-        which cannot be answered.",
+        (bricks does not reassemble here), requests to a multicast group unless \
+        MULTICAST_SRC is given, and requests from the unspecified or a multicast \
+        address, which cannot be answered.\n\n\
+        An echo request to a multicast group SHOULD be answered, from a unicast \
+        address of the interface it came in by (RFC 4443 sections 4.2 and 2.2): \
+        give that address as MULTICAST_SRC, in an element that sees only that \
+        interface's packets, and requests to the groups every router is in, \
+        all-nodes (ff02::1) and all-routers (ff02::2, ff05::2), are answered from \
+        it. Requests to other groups still leave on output 1.",
     ports: "one input; output 0 echo replies; optional output 1 other packets (push)",
-    keywords: &[],
+    keywords: &[Keyword {
+        name: "MULTICAST_SRC",
+        ty: "IPv6 address",
+        default: None,
+        doc: "a unicast address of the interface: requests to all-nodes and all-routers \
+              are answered from it (bricks)",
+    }],
     counters: &[
         ("replies", "echo requests answered"),
         (
@@ -61,8 +72,14 @@ static MANUAL: Manual = Manual {
 };
 
 fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgError> {
-    let _ = args;
+    let multicast_src: Option<Ipv6Addr> = args.read("MULTICAST_SRC")?;
+    if multicast_src.is_some_and(|a| a.is_multicast() || a.is_unspecified()) {
+        return Err(ArgError::new(
+            "MULTICAST_SRC must be a unicast IPv6 address",
+        ));
+    }
     Ok(Box::new(ICMP6PingResponder {
+        multicast_src: multicast_src.map(|a| a.octets()),
         has_other: ports.noutputs() > 1,
         replies: 0,
         other: 0,
@@ -72,6 +89,8 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
 /// Answers IPv6 pings.
 #[derive(Debug)]
 pub struct ICMP6PingResponder {
+    /// MULTICAST_SRC.
+    multicast_src: Option<[u8; 16]>,
     has_other: bool,
     replies: u64,
     other: u64,
@@ -80,16 +99,28 @@ pub struct ICMP6PingResponder {
 /// Hop limit of a reply, as ICMPPingResponder's TTL.
 const REPLY_HLIM: u8 = 255;
 
+/// The groups every router is in: all-nodes (link scope) and all-routers
+/// (link and site scope), RFC 4291 section 2.7.1.
+const ROUTER_GROUPS: [[u8; 16]; 3] = [
+    [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+    [0xff, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+];
+
 /// Where the echo request's ICMPv6 message is in `ip` and how long it is,
-/// if `ip` holds one this element can answer.
-fn echo_request(ip: &[u8]) -> Option<(usize, usize)> {
+/// if `ip` holds one this element can answer; requests to a group only
+/// when `to_groups` (MULTICAST_SRC is set).
+fn echo_request(ip: &[u8], to_groups: bool) -> Option<(usize, usize)> {
     if ip.len() < 40 || ip[0] >> 4 != 6 {
         return None;
     }
     let len = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
     let ip = ip.get(..len)?;
     let (src, dst) = (addr_at(ip, 8), addr_at(ip, 24));
-    if is_multicast(&dst) || is_multicast(&src) || is_unspecified(&src) {
+    if is_multicast(&src) || is_unspecified(&src) {
+        return None;
+    }
+    if is_multicast(&dst) && !(to_groups && ROUTER_GROUPS.contains(&dst)) {
         return None;
     }
     let chain = ipv6ext::walk(ip).ok()?;
@@ -105,7 +136,7 @@ fn echo_request(ip: &[u8]) -> Option<(usize, usize)> {
 
 impl ICMP6PingResponder {
     fn verdict(&mut self, p: &mut Packet) -> Option<usize> {
-        let Some((at, icmp_len)) = echo_request(p.l3_bytes()) else {
+        let Some((at, icmp_len)) = echo_request(p.l3_bytes(), self.multicast_src.is_some()) else {
             self.other += 1;
             return self.has_other.then_some(1);
         };
@@ -119,6 +150,9 @@ impl ICMP6PingResponder {
         ip[7] = REPLY_HLIM;
         let (head, tail) = ip.split_at_mut(24);
         head[8..24].swap_with_slice(&mut tail[..16]);
+        if let (true, Some(me)) = (is_multicast(&addr_at(ip, 8)), self.multicast_src) {
+            ip[8..24].copy_from_slice(&me);
+        }
         let (src, dst) = (addr_at(ip, 8), addr_at(ip, 24));
         let mut icmp = Icmpv6Packet::new_unchecked(&mut ip[40..40 + icmp_len]);
         icmp.set_msg_type(bricks_wire::icmpv6::Icmpv6Message::EchoReply);
@@ -193,6 +227,53 @@ mod tests {
         let ext = answer(&req).unwrap();
         let plain = answer(&ECHO_REQUEST).unwrap();
         assert_eq!(ext.data(), plain.data());
+    }
+
+    #[test]
+    fn requests_to_router_groups_are_answered_from_multicast_src() {
+        let group = |g: &str| {
+            let mut r = ECHO_REQUEST;
+            let g: Ipv6Addr = g.parse().unwrap();
+            r[24..40].copy_from_slice(&g.octets());
+            // The checksum covers the destination: fix it for the group.
+            let (src, dst) = (Ipv6Addr::from(addr_at(&r, 8)), g);
+            Icmpv6Packet::new_unchecked(&mut r[40..]).fill_checksum(src, dst);
+            r
+        };
+        let me: Ipv6Addr = "fe80::1".parse().unwrap();
+        for g in ["ff02::1", "ff02::2", "ff05::2"] {
+            let mut h = Harness::push(&CLASS, "MULTICAST_SRC fe80::1", 1, 2);
+            h.push_bytes(0, &group(g));
+            let out = h.take_bytes(0);
+            assert_eq!(out.len(), 1, "{g}");
+            let r = &out[0];
+            assert_eq!(&r[8..24], &me.octets(), "from MULTICAST_SRC");
+            assert_eq!(&r[24..40], &HOST_A);
+            assert_eq!(r[40], 129);
+            assert!(icmp6_ok(r, 40));
+            assert_eq!(&r[44..], &ECHO_REQUEST[44..]);
+        }
+        // Other groups, and any group without MULTICAST_SRC: output 1.
+        for (args, g) in [
+            ("MULTICAST_SRC fe80::1", "ff02::16"),
+            ("MULTICAST_SRC fe80::1", "ff0e::1"),
+            ("", "ff02::1"),
+        ] {
+            let mut h = Harness::push(&CLASS, args, 1, 2);
+            h.push_bytes(0, &group(g));
+            assert!(h.take(0).is_empty(), "{args} {g}");
+            assert_eq!(h.take(1).len(), 1);
+        }
+        // Unicast requests are still answered from their destination.
+        let mut h = Harness::push(&CLASS, "MULTICAST_SRC fe80::1", 1, 2);
+        h.push_bytes(0, &ECHO_REQUEST);
+        assert_eq!(&h.take_bytes(0)[0][8..24], &HOST_B);
+        for bad in ["MULTICAST_SRC ff02::1", "MULTICAST_SRC ::", "fe80::1"] {
+            assert!(
+                bricks_runtime::testing::make_element(&CLASS, bad, &PortInfo::default()).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

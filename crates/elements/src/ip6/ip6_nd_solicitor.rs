@@ -44,9 +44,10 @@ pub static CLASS: ElementClass = ElementClass {
     make,
 };
 
-const KEYWORDS: [&str; 9] = [
+const KEYWORDS: [&str; 10] = [
     "IP",
     "ETH",
+    "LINK_LOCAL",
     "CAPACITY",
     "ENTRY_CAPACITY",
     "ENTRY_PACKET_CAPACITY",
@@ -75,7 +76,8 @@ static MANUAL: Manual = Manual {
         for ICMP6Error's address unreachable, type 1 code 3) and are dropped otherwise, \
         counted in `no_reply` either way. \
         \n\nThe Neighbor Cache keeps RFC 4861's states (section 7.3.2): INCOMPLETE, \
-        REACHABLE for REACHABLE_TIME after a solicited advertisement, STALE after that, \
+        REACHABLE after a solicited advertisement for a random 0.5 to 1.5 times \
+        REACHABLE_TIME (drawn at each, section 6.3.2), STALE after that, \
         DELAY when a packet uses a STALE entry, PROBE five seconds later (a unicast \
         solicitation to the known address, up to three, every RETRANS_TIMER as packets \
         come; then the entry goes and the next packet starts over). Packets flow \
@@ -90,10 +92,12 @@ static MANUAL: Manual = Manual {
         `other_interface`; link-layer address options holding a group, all-zero or our \
         own address are `bad_mac`. An advertisement only changes an entry that exists, \
         by section 7.2.5's rules: it resolves an INCOMPLETE entry (REACHABLE if solicited, \
-        STALE if not) and sends what waited; without the O flag it never changes a known \
+        STALE if not) and sends what waited, if it carries the target's link-layer \
+        address (`no_link_address` if not); without the O flag it never changes a known \
         address (`no_override`); for an address nobody asked about it does nothing \
         (`unsolicited`). A solicitation for IP with a source link-layer address makes or \
-        updates a STALE entry for its sender (section 7.2.3), unless IP has a prefix \
+        updates a STALE entry for its sender (section 7.2.3), as does one for \
+        LINK_LOCAL if given, unless IP has a prefix \
         length and the sender is neither link-local nor in the prefix (`off_subnet`); \
         entries learnt only that way fill at most half the cache and only evict one \
         another, so a flood of solicitations from forged sources never evicts a \
@@ -117,6 +121,14 @@ static MANUAL: Manual = Manual {
         given up as unreachable, push",
     keywords: &[
         Keyword {
+            name: "LINK_LOCAL",
+            ty: "IPv6 address",
+            default: None,
+            doc: "the interface's link-local address (bricks): solicitations for it teach \
+                  their sender as those for IP do, and solicitations for link-local \
+                  neighbours come from it",
+        },
+        Keyword {
             name: "CAPACITY",
             ty: "unsigned",
             default: Some("2048"),
@@ -138,7 +150,8 @@ static MANUAL: Manual = Manual {
             name: "REACHABLE_TIME",
             ty: "duration",
             default: Some("30s"),
-            doc: "how long a solicited advertisement keeps a neighbour REACHABLE",
+            doc: "BaseReachableTime: a solicited advertisement keeps a neighbour REACHABLE \
+                  for a random 0.5 to 1.5 times this",
         },
         Keyword {
             name: "RETRANS_TIMER",
@@ -234,6 +247,10 @@ static MANUAL: Manual = Manual {
             "advertisements without O that would change a known address",
         ),
         (
+            "no_link_address",
+            "advertisements for an unresolved address without its link-layer address",
+        ),
+        (
             "table_full",
             "new entries refused: the cache is full of entries they may not evict",
         ),
@@ -303,6 +320,12 @@ impl Ip6NdSolicitor {
             timing.max_multicast_solicit = n;
         }
         let query_rate: u32 = args.read("QUERY_RATE")?.unwrap_or(256);
+        let link_local: Option<Ipv6Addr> = args.read("LINK_LOCAL")?;
+        if link_local.is_some_and(|a| !a.is_unicast_link_local()) {
+            return Err(ArgError::new(
+                "LINK_LOCAL must be a link-local unicast address (fe80::/10)",
+            ));
+        }
         let mut ip: Option<String> = args.read("IP")?;
         let mut eth: Option<EthernetAddress> = args.read("ETH")?;
         let mut positional = Vec::new();
@@ -349,6 +372,7 @@ impl Ip6NdSolicitor {
         Ok(Ip6NdSolicitor {
             prefix: (ip.prefix_len() < 128).then(|| ip.network()),
             my_ip: ip.address(),
+            link_local,
             my_eth: eth,
             unreachable_port: (ports.noutputs() > 1).then_some(1),
             cache,
@@ -384,6 +408,7 @@ struct Counters {
     off_subnet: u64,
     unsolicited: u64,
     no_override: u64,
+    no_link_address: u64,
     table_full: u64,
     query_rate_limited: u64,
 }
@@ -406,6 +431,8 @@ pub struct Ip6NdSolicitor {
     /// IP's prefix, when IP was given with a length shorter than 128.
     prefix: Option<Ipv6Cidr>,
     my_ip: Ipv6Addr,
+    /// LINK_LOCAL.
+    link_local: Option<Ipv6Addr>,
     my_eth: EthernetAddress,
     /// Where packets given up go, if anywhere.
     unreachable_port: Option<usize>,
@@ -514,6 +541,12 @@ impl Ip6NdSolicitor {
                 (g, multicast_ethernet(g))
             }
         };
+        // A link-local neighbour is asked from our link-local address
+        // when we know it, as Linux does; anyone else from IP.
+        let src_ip = match self.link_local {
+            Some(ll) if target.is_unicast_link_local() => ll,
+            _ => self.my_ip,
+        };
         let repr = NdiscRepr::NeighborSolicit {
             target_addr: target,
             lladdr: Some(self.my_eth),
@@ -527,7 +560,7 @@ impl Ip6NdSolicitor {
         d[6..12].copy_from_slice(&self.my_eth.0);
         d[12..14].copy_from_slice(&EtherType::IPV6.0.to_be_bytes());
         Ipv6Repr {
-            src_addr: self.my_ip,
+            src_addr: src_ip,
             dst_addr: dst_ip,
             next_header: IpProtocol::ICMPV6,
             payload_len: len,
@@ -537,7 +570,7 @@ impl Ip6NdSolicitor {
         }
         .emit(&mut Ipv6Packet::new_unchecked(&mut d[HEADER_LEN..]));
         repr.emit(
-            self.my_ip,
+            src_ip,
             dst_ip,
             &mut NdiscPacket::new_unchecked(&mut d[HEADER_LEN + 40..]),
         );
@@ -665,7 +698,8 @@ impl Ip6NdSolicitor {
             NdRefusal::Full => self.c.table_full += 1,
             NdRefusal::Unsolicited => self.c.unsolicited += 1,
             NdRefusal::NoOverride => self.c.no_override += 1,
-            NdRefusal::Static | NdRefusal::NoLinkAddress => {}
+            NdRefusal::NoLinkAddress => self.c.no_link_address += 1,
+            NdRefusal::Static => {}
         }
     }
 
@@ -798,7 +832,8 @@ impl Ip6NdSolicitor {
                     // Only solicitations for us, from a sender that can
                     // be on the link, with its address, teach anything.
                     let Some(eth) = lladdr else { continue };
-                    if target != self.my_ip || src.is_unspecified() {
+                    let ours = target == self.my_ip || Some(target) == self.link_local;
+                    if !ours || src.is_unspecified() {
                         continue;
                     }
                     if !src.is_unicast_link_local()
@@ -841,7 +876,7 @@ impl Element for Ip6NdSolicitor {
         };
         self.c = std::mem::take(&mut old.c);
         if !Arc::ptr_eq(&self.cache, &old.cache)
-            || (self.my_ip, self.my_eth) != (old.my_ip, old.my_eth)
+            || (self.my_ip, self.link_local, self.my_eth) != (old.my_ip, old.link_local, old.my_eth)
         {
             return;
         }
@@ -901,6 +936,7 @@ impl Element for Ip6NdSolicitor {
         s.counter("off_subnet", c.off_subnet);
         s.counter("unsolicited", c.unsolicited);
         s.counter("no_override", c.no_override);
+        s.counter("no_link_address", c.no_link_address);
         s.counter("table_full", c.table_full);
         s.counter("query_rate_limited", c.query_rate_limited);
         let (entries, evictions) = if self.worker.is_none_or(|w| w == 0) {
@@ -1127,14 +1163,15 @@ mod tests {
     fn stale_neighbour_is_probed_by_unicast() {
         let mut h = a_solicitor();
         learn_b(&mut h);
-        at(&mut h, T0 + 31 * SEC);
+        // STALE at the latest 1.5 times ReachableTime (30 s) after.
+        at(&mut h, T0 + 46 * SEC);
         h.push_packets(0, [ip6_packet(echo6(), B_IP6)]);
         assert_eq!(
             h.take_bytes(0),
             vec![A_ECHO6_B.to_vec()],
             "STALE: sent, now DELAY"
         );
-        at(&mut h, T0 + 36 * SEC);
+        at(&mut h, T0 + 51 * SEC);
         h.push_packets(0, [ip6_packet(echo6(), B_IP6)]);
         let out = h.take_bytes(0);
         assert_eq!(out.len(), 2);
@@ -1179,7 +1216,13 @@ mod tests {
         let mut f = B_NA_A;
         f[5] = 9;
         h.push_bytes(1, &f);
+        // Without the target's link-layer address: it cannot resolve.
+        let mut f = B_NA_A[..78].to_vec();
+        f[19] = 24;
+        Icmpv6Packet::new_unchecked(&mut f[54..]).fill_checksum(src, dst);
+        h.push_bytes(1, &f);
         let s = h.stats();
+        assert_eq!(s.get("no_link_address"), Some(1));
         assert_eq!(s.get("bad_hop_limit"), Some(1));
         assert_eq!(s.get("bad_checksum"), Some(1));
         assert_eq!(s.get("bad_nd"), Some(1));
@@ -1250,6 +1293,49 @@ mod tests {
         Icmpv6Packet::new_unchecked(&mut f2[54..]).fill_checksum(B_IP6, A_IP6);
         h.push_bytes(1, &f2);
         assert_eq!(h.stats().get("off_subnet"), Some(1));
+    }
+
+    #[test]
+    fn link_local_address_teaches_and_asks_like_ip() {
+        // B asks for our link-local fe80::1 from its own fe80::2.
+        let ll_a = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
+        let ll_b = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 2);
+        let mut f = B_NS_A;
+        f[22..38].copy_from_slice(&ll_b.octets());
+        f[38..54].copy_from_slice(&solicited_node(ll_a).octets());
+        f[62..78].copy_from_slice(&ll_a.octets());
+        Icmpv6Packet::new_unchecked(&mut f[54..]).fill_checksum(ll_b, solicited_node(ll_a));
+        // Without LINK_LOCAL the solicitation is for somebody else.
+        let mut h = a_solicitor();
+        h.push_bytes(1, &f);
+        assert_eq!(h.stats().get("entries"), Some(0));
+        let mut h = solicitor("2001:db8::1/64, 52:54:00:aa:00:01, LINK_LOCAL fe80::1", 2);
+        h.push_bytes(1, &f);
+        assert!(h
+            .read_handler("table")
+            .unwrap()
+            .starts_with("fe80::2 STALE 52:54:00:bb:00:02"));
+        assert_eq!(h.stats().get("learnt"), Some(1));
+        // A packet to another link-local neighbour: asked from fe80::1.
+        let ll_c = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 3);
+        h.push_packets(0, [ip6_packet(echo6(), ll_c)]);
+        let out = h.take_bytes(0);
+        let ip = Ipv6Packet::new_checked(&out[0][14..]).unwrap();
+        assert_eq!(ip.src_addr(), ll_a);
+        assert_eq!(ip.dst_addr(), solicited_node(ll_c));
+        assert!(Icmpv6Packet::new_checked(ip.payload())
+            .unwrap()
+            .verify_checksum(ip.src_addr(), ip.dst_addr()));
+        // A global one: from IP.
+        h.push_packets(0, [ip6_packet(echo6(), B_IP6)]);
+        assert_eq!(h.take_bytes(0), vec![A_NS_B.to_vec()]);
+        // LINK_LOCAL must be link-local.
+        assert!(make_element(
+            &CLASS,
+            "2001:db8::1, 52:54:00:aa:00:01, LINK_LOCAL 2001:db8::9",
+            &PortInfo::default(),
+        )
+        .is_err());
     }
 
     #[test]

@@ -19,8 +19,9 @@
 //! QUERY_RATE a second, and solicited by multicast every RetransTimer
 //! until MAX_MULTICAST_SOLICIT went unanswered; then the entry goes and
 //! the waiting packets are given up. REACHABLE lasts ReachableTime after
-//! the last confirmation (a solicited advertisement) and then reads as
-//! STALE, without a timer. A packet sent to a STALE entry moves it to
+//! the last confirmation (a solicited advertisement), a random 0.5 to 1.5
+//! times BaseReachableTime drawn at each confirmation (section 6.3.2),
+//! and then reads as STALE, without a timer. A packet sent to a STALE entry moves it to
 //! DELAY; a packet sent DELAY_FIRST_PROBE_TIME later moves it to PROBE and
 //! sends a unicast solicitation, repeated every RetransTimer as packets
 //! come, and after MAX_UNICAST_SOLICIT unanswered ones the entry goes
@@ -65,7 +66,8 @@ use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-/// ReachableTime's default (RFC 4861 section 10, REACHABLE_TIME).
+/// BaseReachableTime's default (RFC 4861 section 10, REACHABLE_TIME): an
+/// entry stays REACHABLE for a random 0.5 to 1.5 times it.
 pub const REACHABLE_TIME: u64 = 30 * SEC;
 /// RetransTimer's default (RETRANS_TIMER).
 pub const RETRANS_TIMER: u64 = SEC;
@@ -138,13 +140,38 @@ struct Entry {
 }
 
 impl Entry {
-    fn state_at(&self, now: u64, reachable_time: u64) -> NdState {
+    /// The state at `now`, given BaseReachableTime.
+    fn state_at(&self, now: u64, base_reachable_time: u64) -> NdState {
         match self.state {
-            NdState::Reachable if now >= self.confirmed_at.saturating_add(reachable_time) => {
+            NdState::Reachable
+                if now
+                    >= self
+                        .confirmed_at
+                        .saturating_add(self.reachable_for(base_reachable_time)) =>
+            {
                 NdState::Stale
             }
             s => s,
         }
+    }
+
+    /// How long the last confirmation keeps the entry REACHABLE:
+    /// ReachableTime is "a uniformly distributed random value between
+    /// MIN_RANDOM_FACTOR and MAX_RANDOM_FACTOR times BaseReachableTime"
+    /// (RFC 4861 section 6.3.2), 0.5 to 1.5 times, so that neighbours
+    /// confirmed together do not all fall STALE and probe together. It is
+    /// drawn afresh at each confirmation, from a hash of its time and the
+    /// neighbour's address: no state, no lock, the same every time the
+    /// entry is read.
+    fn reachable_for(&self, base: u64) -> u64 {
+        let [a, b, c, d, e, f] = self.eth.0;
+        let mac = u64::from_be_bytes([0, 0, a, b, c, d, e, f]);
+        let mut z = self.confirmed_at ^ mac.rotate_left(23);
+        // splitmix64's finaliser.
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        base / 2 + z % base.max(1)
     }
 
     /// Eviction rank, lowest first: entries learnt only from
@@ -200,7 +227,7 @@ impl Shard {
 /// Timing and bounds of the cache, from the element's keywords.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NdTiming {
-    /// ReachableTime, ns.
+    /// BaseReachableTime, ns.
     pub reachable_time: u64,
     /// RetransTimer, ns.
     pub retrans_timer: u64,
@@ -711,6 +738,15 @@ impl NdCache {
             .get(&addr)
             .map(|e| e.state_at(now, self.timing.reachable_time))
     }
+
+    /// When `addr`'s entry stops being REACHABLE if nothing confirms it
+    /// again (for an entry in that state).
+    pub fn reachable_until(&self, addr: Ipv6Addr) -> Option<u64> {
+        let s = self.shard(&addr);
+        let e = s.map.get(&addr)?;
+        (e.state == NdState::Reachable)
+            .then(|| e.confirmed_at + e.reachable_for(self.timing.reachable_time))
+    }
 }
 
 /// Packets one worker holds for one address.
@@ -913,30 +949,62 @@ mod tests {
             eth: B_MAC,
             probe: false,
         };
-        assert_eq!(c.resolve(B, T0 + 29 * SEC), send);
-        assert_eq!(c.state(B, T0 + 30 * SEC), Some(NdState::Stale));
+        let t = c.reachable_until(B).unwrap();
+        assert!((T0 + 15 * SEC..T0 + 45 * SEC).contains(&t), "{}", t - T0);
+        assert_eq!(c.resolve(B, t - 1), send);
+        assert_eq!(c.state(B, t - 1), Some(NdState::Reachable));
+        assert_eq!(c.state(B, t), Some(NdState::Stale));
         // A packet to a STALE entry: DELAY, then PROBE five seconds on.
-        assert_eq!(c.resolve(B, T0 + 31 * SEC), send);
-        assert_eq!(c.state(B, T0 + 31 * SEC), Some(NdState::Delay));
-        assert_eq!(c.resolve(B, T0 + 35 * SEC), send);
+        assert_eq!(c.resolve(B, t + SEC), send);
+        assert_eq!(c.state(B, t + SEC), Some(NdState::Delay));
+        assert_eq!(c.resolve(B, t + 5 * SEC), send);
         let probe = Resolve::Send {
             eth: B_MAC,
             probe: true,
         };
-        assert_eq!(c.resolve(B, T0 + 36 * SEC), probe);
-        assert_eq!(c.state(B, T0 + 36 * SEC), Some(NdState::Probe));
-        assert_eq!(c.resolve(B, T0 + 36 * SEC + 1), send);
-        assert_eq!(c.resolve(B, T0 + 37 * SEC), probe);
-        assert_eq!(c.resolve(B, T0 + 38 * SEC), probe);
+        assert_eq!(c.resolve(B, t + 6 * SEC), probe);
+        assert_eq!(c.state(B, t + 6 * SEC), Some(NdState::Probe));
+        assert_eq!(c.resolve(B, t + 6 * SEC + 1), send);
+        assert_eq!(c.resolve(B, t + 7 * SEC), probe);
+        assert_eq!(c.resolve(B, t + 8 * SEC), probe);
         // Three unanswered probes: the entry goes, the packet waits.
         assert!(matches!(
-            c.resolve(B, T0 + 39 * SEC),
+            c.resolve(B, t + 9 * SEC),
             Resolve::Hold { solicit: true, .. }
         ));
-        assert_eq!(c.state(B, T0 + 39 * SEC), Some(NdState::Incomplete));
+        assert_eq!(c.state(B, t + 9 * SEC), Some(NdState::Incomplete));
         // A solicited answer to a probe makes it REACHABLE again.
-        assert_eq!(c.advertised(B, SO, Some(B_MAC), T0 + 39 * SEC), Ok(true));
-        assert_eq!(c.state(B, T0 + 39 * SEC), Some(NdState::Reachable));
+        assert_eq!(c.advertised(B, SO, Some(B_MAC), t + 9 * SEC), Ok(true));
+        assert_eq!(c.state(B, t + 9 * SEC), Some(NdState::Reachable));
+    }
+
+    #[test]
+    fn reachable_time_is_drawn_between_half_and_one_and_a_half_times_the_base() {
+        // RFC 4861 section 6.3.2: neighbours confirmed at the same moment
+        // fall STALE at different times, each within 0.5 to 1.5 times
+        // BaseReachableTime (30 s here).
+        let c = cache(1024);
+        let mut spans = Vec::new();
+        for i in 0..400u32 {
+            let a = Ipv6Addr::from_bits(B.to_bits() + 1 + u128::from(i));
+            let mac = EthernetAddress([2, 0, 0, 0, (i >> 8) as u8, i as u8]);
+            assert!(matches!(c.resolve(a, T0), Resolve::Hold { .. }));
+            assert_eq!(c.advertised(a, SO, Some(mac), T0), Ok(true));
+            spans.push(c.reachable_until(a).unwrap() - T0);
+        }
+        let (lo, hi) = (spans.iter().min().unwrap(), spans.iter().max().unwrap());
+        assert!(*lo >= 15 * SEC && *hi < 45 * SEC, "{lo} {hi}");
+        assert!(*lo < 17 * SEC && *hi > 43 * SEC, "{lo} {hi}");
+        let mut distinct = spans.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > 390);
+        // A new confirmation draws again.
+        let a = Ipv6Addr::from_bits(B.to_bits() + 1);
+        let before = c.reachable_until(a).unwrap() - T0;
+        assert_eq!(c.advertised(a, SO, None, T0 + SEC), Ok(false));
+        let after = c.reachable_until(a).unwrap() - (T0 + SEC);
+        assert_ne!(before, after);
     }
 
     #[test]
