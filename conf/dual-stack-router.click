@@ -347,6 +347,10 @@ udp6_1[3] -> local6;
 
 // The forwarding path out of eth0:
 //   DropBroadcasts   no forwarding of link-level broadcasts and multicasts
+//   PaintTee(1)      came in on eth0 and leaves on eth0, from a neighbour:
+//                    also send a redirect (RFC 4861 section 8.2) from the
+//                    link-local address, straight to IP6NDSolicitor (hosts
+//                    take redirects only with hop limit 255)
 //   IPClassifier     a link-local source leaves by no other link than its
 //   PaintSwitch      own: "beyond scope of source address" (RFC 4291
 //                    section 2.5.6, RFC 4443 section 3.1, code 2)
@@ -358,7 +362,12 @@ udp6_1[3] -> local6;
 // The errors made here go back painted with this interface: a packet with
 // a link-local source that got this far came in by it.
 rt6[1] -> DropBroadcasts
+    -> rd6_0 :: PaintTee(1)
     -> scope0 :: IPClassifier(ip6 src net fe80::/10, -);
+rd6_0[1] -> nb6_0 :: IPClassifier((ip6 src net fe80::/10 or ip6 src net $NET6_0/$LEN6_0)
+                                  and not ip6 src host $LL6_0 and not ip6 src host $IP6_0, -);
+nb6_0[0] -> redirect6_0 :: ICMP6Error($LL6_0, redirect) -> [0]nds0;
+nb6_0[1] -> Discard;
 scope0[0] -> from0 :: PaintSwitch;
 from0[0] -> Discard;
 from0[1] -> fwd6_0;
@@ -373,7 +382,12 @@ nds0[1] -> ICMP6Error($IP6_0, unreachable, address) -> back6_0;
 
 // The forwarding path out of eth1, the same.
 rt6[2] -> DropBroadcasts
+    -> rd6_1 :: PaintTee(2)
     -> scope1 :: IPClassifier(ip6 src net fe80::/10, -);
+rd6_1[1] -> nb6_1 :: IPClassifier((ip6 src net fe80::/10 or ip6 src net $NET6_1/$LEN6_1)
+                                  and not ip6 src host $LL6_1 and not ip6 src host $IP6_1, -);
+nb6_1[0] -> redirect6_1 :: ICMP6Error($LL6_1, redirect) -> [0]nds1;
+nb6_1[1] -> Discard;
 scope1[0] -> from1 :: PaintSwitch;
 from1[0] -> Discard;
 from1[1] -> beyond1 :: ICMP6Error($IP6_0, unreachable, beyondscope) -> back6_0;

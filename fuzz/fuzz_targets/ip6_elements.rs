@@ -1,6 +1,7 @@
 //! Arbitrary bytes as a packet through every IPv6 element, alone and
 //! chained as an IPv6 router chains them (CheckIP6Header, GetIP6Address,
-//! DecIP6HLIM, ICMP6Error on the rejects, ICMP6PingResponder), and as
+//! DecIP6HLIM, ICMP6Error on the rejects, ICMP6PingResponder; redirects
+//! and answers to multicast pings alone), and as
 //! frames through IP6RouterAdvertiser, MLDReporter and the header writers (IP6Encap,
 //! UDPIP6Encap, SetIP6DSCP, ...) and IP6Fragmenter, with and
 //! without an Ethernet header in front, with the annotations those
@@ -67,6 +68,12 @@ fn duts() -> Duts {
             Dut::new(&ip6::getip6address::CLASS, "2040", 1),
             Dut::new(&ip6::ip6mirror::CLASS, "", 1),
             Dut::new(&ip6::icmp6pingresponder::CLASS, "", 2),
+            Dut::new(
+                &ip6::icmp6pingresponder::CLASS,
+                "MULTICAST_SRC fe80::1",
+                2,
+            ),
+            Dut::new(&ip6::icmp6error::CLASS, "fe80::1, redirect, RATE 0", 1),
             Dut::new(
                 &ip6::ip6_router_advertiser::CLASS,
                 "52:54:00:aa:00:01, PREFIX 2001:db8::/64, MTU 1500",

@@ -330,6 +330,7 @@ fn suite(tag: &str, backend: &str, threads: usize) {
         l.counter("mping6_0", "replies") >= 2 && l.counter("mping6_1", "replies") >= 2
     });
     udp_probes(&lab);
+    redirect(&lab);
 
     // Neighbor Discovery both ways, nothing static: h1 asked for the
     // router first and got its advertisement; the router solicited h2
@@ -417,6 +418,67 @@ fn suite(tag: &str, backend: &str, threads: usize) {
 /// address it was sent to, to a connected socket, which takes only that);
 /// a packet from h1's link-local address to h2 never reaches h2's link
 /// and h1 hears "beyond scope of source address" (EHOSTUNREACH).
+/// `Icmp6InRedirects` of `host`'s network namespace.
+fn redirects_taken(lab: &Lab, host: &str) -> u64 {
+    let out = lab.run(host, &["cat", "/proc/net/snmp6"], 5);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("Icmp6InRedirects"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A packet from h1 that the router sends back out of the link it came in
+/// by earns h1 a redirect to the destination itself, and Linux takes it
+/// (RFC 4861 section 8): from the router's link-local address, hop limit
+/// 255, target and destination the on-link address.
+fn redirect(lab: &Lab) {
+    let dest = "2001:db8:1::77";
+    let route = |verb: &str| {
+        lab.run(
+            "h1",
+            &[
+                "ip",
+                "-6",
+                "route",
+                verb,
+                &format!("{dest}/128"),
+                "via",
+                "fe80::1",
+                "dev",
+                "eth0",
+            ],
+            5,
+        )
+    };
+    let out = route("add");
+    assert!(out.status.success(), "{out:?}");
+    let before = redirects_taken(lab, "h1");
+    // Nobody has the address: the ping itself goes unanswered.
+    let _ = lab.ping6("h1", &["-c", "1", "-W", "1", dest]);
+    lab.wait_for("a redirect", Duration::from_secs(5), |l| {
+        l.counter("redirect6_0", "generated") >= 1
+    });
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    while redirects_taken(lab, "h1") <= before {
+        assert!(
+            std::time::Instant::now() < end,
+            "h1 took no redirect (Icmp6InRedirects {before})\nrouter stderr:\n{}",
+            lab.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = lab.run("h1", &["ip", "-6", "route", "get", dest], 5);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("via"),
+        "h1 still sends {dest} through the router after the redirect: {text}"
+    );
+    // The router sent no redirect for packets from the other link.
+    assert_eq!(lab.counter("redirect6_1", "generated"), 0);
+    let _ = route("del");
+}
+
 fn udp_probes(lab: &Lab) {
     let has_python = lab
         .run("h1", &["python3", "-c", "pass"], 10)

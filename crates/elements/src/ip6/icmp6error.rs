@@ -32,7 +32,8 @@ static MANUAL: Manual = Manual {
         header at the start of the data), emits an ICMPv6 error of type TYPE and code \
         CODE addressed to the packet's source, and consumes the packet. TYPE is a \
         number or a name: `unreachable` (1), `toobig` or `packettoobig` (2), \
-        `timeexceeded` (3), `parameterproblem` (4). CODE is a number or a name for \
+        `timeexceeded` (3), `parameterproblem` (4), or `redirect` (137, see below). \
+        CODE is a number or a name for \
         that type: `noroute`, `admin`, `beyondscope`, `address`, `port`, `policy`, \
         `reject` for unreachable; `hoplimit`, `reassembly` for timeexceeded; \
         `header`, `nextheader`, `option` for parameterproblem. CODE may be left out \
@@ -80,7 +81,22 @@ static MANUAL: Manual = Manual {
         error alike, as ICMPError does: a sender that misses a Packet Too Big \
         retransmits and gets another. Errors refused by a limit are counted in \
         `rate_limited`, and by which limit in `rate_limited_dest` and \
-        `rate_limited_global`.",
+        `rate_limited_global`.\n\n\
+        `redirect` (Click's type 137, code 0) tells an on-link host that the packet's \
+        destination is better reached through another first hop (RFC 4861 section \
+        8.2): connect it to a copy of each packet the router forwards back out of \
+        the link it came in by (PaintTee), from a source on that link. SRC must be \
+        the router's link-local address on the link, which hosts check it against \
+        (section 8.1). The target is the packet's next hop (its destination IPv6 \
+        annotation, as LookupIP6Route sets it) or, when that is ::, its destination \
+        (the destination is on-link). Since hosts accept only a target that is \
+        link-local or the destination itself, other targets get no redirect \
+        (`suppressed_target`). The message is RFC 4861's: target, destination, and a \
+        Redirected Header option quoting as much of the packet as fits in 1280 \
+        bytes (Click quotes the packet raw, without the option). Hosts also drop \
+        a redirect whose hop limit is not 255, so it must not go through DecIP6HLIM: \
+        send it straight to the link's IP6NDSolicitor. The rate limits apply, and \
+        a redirect may be about an ICMPv6 error (as Linux).",
     ports: "one input, one output; agnostic",
     keywords: &[
         Keyword {
@@ -165,6 +181,10 @@ static MANUAL: Manual = Manual {
         ),
         ("suppressed_bad_source", "source is not a single node"),
         (
+            "suppressed_target",
+            "redirects whose target is neither link-local nor the destination",
+        ),
+        (
             "rate_limited",
             "errors not sent because a rate limit was reached (not in `suppressed`)",
         ),
@@ -194,6 +214,10 @@ const UNREACHABLE: u8 = 1;
 const PACKET_TOO_BIG: u8 = 2;
 const TIME_EXCEEDED: u8 = 3;
 const PARAMETER_PROBLEM: u8 = 4;
+/// Redirect (RFC 4861 section 4.5), a Neighbor Discovery message.
+const REDIRECT: u8 = 137;
+/// The Redirected Header option (RFC 4861 section 4.6.3).
+const REDIRECTED_HEADER: u8 = 4;
 /// Parameter Problem: unrecognised IPv6 option.
 const UNRECOGNISED_OPTION: u8 = 2;
 
@@ -207,6 +231,7 @@ const TYPES: &[(&str, u8)] = &[
     ("packettoobig", PACKET_TOO_BIG),
     ("timeexceeded", TIME_EXCEEDED),
     ("parameterproblem", PARAMETER_PROBLEM),
+    ("redirect", REDIRECT),
 ];
 
 /// Code names for each error type (RFC 4443 section 3).
@@ -253,15 +278,18 @@ pub enum Suppressed {
     Multicast,
     /// Its source does not name one node.
     BadSource,
+    /// A redirect to a target hosts would not accept.
+    Target,
 }
 
 impl Suppressed {
     /// Every reason, in counter order.
-    pub const ALL: [Suppressed; 4] = [
+    pub const ALL: [Suppressed; 5] = [
         Suppressed::Malformed,
         Suppressed::IcmpError,
         Suppressed::Multicast,
         Suppressed::BadSource,
+        Suppressed::Target,
     ];
 
     /// The counter for this reason.
@@ -271,6 +299,7 @@ impl Suppressed {
             Suppressed::IcmpError => "suppressed_icmp_error",
             Suppressed::Multicast => "suppressed_multicast",
             Suppressed::BadSource => "suppressed_bad_source",
+            Suppressed::Target => "suppressed_target",
         }
     }
 
@@ -281,6 +310,9 @@ impl Suppressed {
             Suppressed::IcmpError => "no ICMPv6 error about an ICMPv6 error",
             Suppressed::Multicast => "no ICMPv6 error about a multicast or broadcast packet",
             Suppressed::BadSource => "no ICMPv6 error to a source that is not one node",
+            Suppressed::Target => {
+                "no redirect to a target that is neither link-local nor the destination"
+            }
         }
     }
 }
@@ -308,10 +340,10 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
         ))
         .with_help("use unreachable, toobig, timeexceeded, parameterproblem or 1-4")
     })?;
-    if !(UNREACHABLE..=PARAMETER_PROBLEM).contains(&icmp_type) {
+    if !(UNREACHABLE..=PARAMETER_PROBLEM).contains(&icmp_type) && icmp_type != REDIRECT {
         return Err(
-            ArgError::new(format!("ICMPv6 type {icmp_type} is not an error type")).with_help(
-                "error types: unreachable (1), toobig (2), timeexceeded (3), parameterproblem (4)",
+            ArgError::new(format!("ICMPv6 type {icmp_type} is not an error or redirect type")).with_help(
+                "error types: unreachable (1), toobig (2), timeexceeded (3), parameterproblem (4); redirect (137)",
             ),
         );
     }
@@ -340,6 +372,15 @@ fn make(args: &mut Args<'_>, _ports: &PortInfo) -> Result<Box<dyn Element>, ArgE
     }
     if src.is_multicast() || src.is_unspecified() {
         return Err(ArgError::new(format!("SRC {src} is not a unicast address")));
+    }
+    if icmp_type == REDIRECT && code != 0 {
+        return Err(ArgError::new(format!("a redirect has code 0, not {code}")));
+    }
+    if icmp_type == REDIRECT && !src.is_unicast_link_local() {
+        return Err(ArgError::new(format!(
+            "SRC {src} of a redirect is not link-local"
+        ))
+        .with_help("hosts accept redirects only from the router's link-local address (RFC 4861 section 8.1)"));
     }
     let limiter = if rate > 0 || dest_rate > 0 {
         Some(args.shared(|_| Ok(RateLimiter::new(rate, burst, dest_rate, dest_burst)))?)
@@ -376,6 +417,15 @@ pub struct ICMP6Error {
     rate_limited: [u64; 2],
 }
 
+/// Where a redirect about `p`, to `dst`, sends its sender: the next hop,
+/// or the destination itself when that is on-link (next hop ::).
+fn redirect_target(p: &Packet, dst: Ipv6Addr) -> Ipv6Addr {
+    match p.anno().dst_ip6 {
+        a if a.is_unspecified() => dst,
+        a => a,
+    }
+}
+
 /// The offending packet up to its payload length, or what there is of it
 /// when it is cut short.
 fn datagram(ip: &[u8]) -> &[u8] {
@@ -398,7 +448,13 @@ impl ICMP6Error {
             return Err(Suppressed::Malformed);
         }
         let ip = datagram(ip);
-        if let Ok(chain) = ipv6ext::walk(ip) {
+        if self.icmp_type == REDIRECT {
+            let dst = Ipv6Addr::from(addr_at(ip, 24));
+            let target = redirect_target(p, dst);
+            if target != dst && !target.is_unicast_link_local() {
+                return Err(Suppressed::Target);
+            }
+        } else if let Ok(chain) = ipv6ext::walk(ip) {
             let later_fragment = chain.fragment.is_some_and(|(_, off, _)| off != 0);
             if chain.upper == 58
                 && !later_fragment
@@ -446,8 +502,46 @@ impl ICMP6Error {
         0
     }
 
+    /// Builds the redirect about `p`, which passed [`ICMP6Error::check`]
+    /// (RFC 4861 section 4.5): target, destination, and the packet in a
+    /// Redirected Header option, whole 8-byte units, within 1280 bytes.
+    fn build_redirect(&self, p: &Packet, now: Timestamp) -> Option<Packet> {
+        let ip = datagram(p.l3_bytes());
+        let to = addr_at(ip, 8);
+        let dst = Ipv6Addr::from(addr_at(ip, 24));
+        let target = redirect_target(p, dst);
+        // 40 (IPv6) + 40 (message) + 8 (option header) + the quote.
+        let quote = ip.len().min(MAX_ERROR - 88);
+        let opt_len = (8 + quote).next_multiple_of(8);
+        let plen = 40 + opt_len;
+        let mut q = Packet::new();
+        q.put_back(40 + plen).ok()?;
+        let d = q.data_mut();
+        d.fill(0);
+        d[..8].copy_from_slice(&[0x60, 0, 0, 0, 0, 0, 58, 255]);
+        d[4..6].copy_from_slice(&(plen as u16).to_be_bytes());
+        d[8..24].copy_from_slice(&self.src);
+        d[24..40].copy_from_slice(&to);
+        d[40] = REDIRECT;
+        d[48..64].copy_from_slice(&target.octets());
+        d[64..80].copy_from_slice(&dst.octets());
+        d[80] = REDIRECTED_HEADER;
+        d[81] = (opt_len / 8) as u8;
+        d[88..88 + quote].copy_from_slice(&ip[..quote]);
+        Icmpv6Packet::new_unchecked(&mut d[40..])
+            .fill_checksum(Ipv6Addr::from(self.src), Ipv6Addr::from(to));
+        let a = q.anno_mut();
+        a.dst_ip6 = Ipv6Addr::from(to);
+        a.timestamp = now;
+        q.set_network_header(0);
+        Some(q)
+    }
+
     /// Builds the error about `p`, which passed [`ICMP6Error::check`].
     fn build(&self, p: &Packet, now: Timestamp) -> Option<Packet> {
+        if self.icmp_type == REDIRECT {
+            return self.build_redirect(p, now);
+        }
         let ip = datagram(p.l3_bytes());
         let quote = ip.len().min(MAX_ERROR - 48);
         let plen = 8 + quote;
@@ -577,6 +671,89 @@ mod tests {
                     .find(|r| s.get(r.counter()) == Some(1))
                     .expect("a reason"))
             }
+        }
+    }
+
+    /// The redirect `ICMP6Error(fe80::1, redirect)` makes about `ip`
+    /// with next hop annotation `next_hop`, or why there is none.
+    fn redirect(ip: &[u8], next_hop: &str) -> Result<Vec<u8>, Suppressed> {
+        let mut p = packet(ip);
+        p.anno_mut().dst_ip6 = next_hop.parse().unwrap();
+        let mut h = Harness::push(&CLASS, "fe80::1, redirect, RATE 0, DEST_RATE 0", 1, 1);
+        h.push_packets(0, [p]);
+        match h.take(0).pop() {
+            Some(q) => Ok(q.data().to_vec()),
+            None => {
+                let s = h.stats();
+                Err(*Suppressed::ALL
+                    .iter()
+                    .find(|r| s.get(r.counter()) == Some(1))
+                    .expect("a reason"))
+            }
+        }
+    }
+
+    #[test]
+    fn redirects_follow_rfc_4861_section_4_5() {
+        // On-link destination (next hop ::): the target is the destination.
+        let r = redirect(&ECHO_REQUEST, "::").unwrap();
+        assert_eq!(&r[..4], &[0x60, 0, 0, 0]);
+        assert_eq!(usize::from(u16::from_be_bytes([r[4], r[5]])), r.len() - 40);
+        assert_eq!((r[6], r[7]), (58, 255), "ICMPv6, hop limit 255");
+        assert_eq!(
+            Ipv6Addr::from(addr_at(&r, 8)),
+            "fe80::1".parse::<Ipv6Addr>().unwrap()
+        );
+        assert_eq!(&r[24..40], &HOST_A, "to the packet's source");
+        assert!(icmp6_ok(&r, 40));
+        assert_eq!((r[40], r[41]), (137, 0));
+        assert_eq!(&r[44..48], &[0; 4], "reserved");
+        assert_eq!(&r[48..64], &ECHO_REQUEST[24..40], "target: the destination");
+        assert_eq!(&r[64..80], &ECHO_REQUEST[24..40], "destination");
+        // Redirected Header: type 4, 56 bytes of packet in 8 units of 8.
+        assert_eq!(&r[80..88], &[4, 8, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&r[88..], &ECHO_REQUEST[..]);
+        // Through a router: its link-local address is the target.
+        let r = redirect(&ECHO_REQUEST, "fe80::9").unwrap();
+        assert_eq!(
+            Ipv6Addr::from(addr_at(&r, 48)),
+            "fe80::9".parse::<Ipv6Addr>().unwrap()
+        );
+        assert_eq!(&r[64..80], &ECHO_REQUEST[24..40]);
+        // A global next hop other than the destination: hosts would drop it.
+        assert_eq!(
+            redirect(&ECHO_REQUEST, "2001:db8:1::9"),
+            Err(Suppressed::Target)
+        );
+        // The quote pads to whole units and stops at 1280 bytes.
+        let r = redirect(&udp(3), "::").unwrap();
+        assert_eq!(r.len(), 88 + 56);
+        assert_eq!(r[81], 8);
+        assert_eq!(&r[88..88 + 51], &udp(3)[..]);
+        assert_eq!(&r[88 + 51..], &[0; 5]);
+        let r = redirect(&udp(1452), "::").unwrap();
+        assert_eq!(r.len(), MAX_ERROR);
+        assert_eq!(usize::from(r[81]) * 8, MAX_ERROR - 80);
+        assert_eq!(&r[88..], &udp(1452)[..MAX_ERROR - 88]);
+        assert!(icmp6_ok(&r, 40));
+        // Unlike errors, a redirect may be about an ICMPv6 error.
+        let mut err = ECHO_REQUEST;
+        err[40] = 1;
+        assert!(redirect(&err, "::").is_ok());
+        // Never to a multicast or unspecified source.
+        let mut mc = ECHO_REQUEST;
+        mc[8] = 0xff;
+        assert_eq!(redirect(&mc, "::"), Err(Suppressed::BadSource));
+        // The source must be link-local, the code 0.
+        for bad in [
+            "2001:db8::1, redirect",
+            "fe80::1, redirect, 1",
+            "fe80::1, 138",
+        ] {
+            assert!(
+                make_element(&CLASS, bad, &PortInfo::default()).is_err(),
+                "{bad}"
+            );
         }
     }
 
@@ -1050,7 +1227,7 @@ mod tests {
         assert!(ok("2001:db8::ff, parameterproblem, header, POINTER 40").is_ok());
         assert!(ok("2001:db8::ff, 128, 0")
             .unwrap_err()
-            .contains("not an error type"));
+            .contains("not an error or redirect type"));
         assert!(ok("2001:db8::ff, 0").is_err());
         assert!(ok("2001:db8::ff, bogus").unwrap_err().contains("TYPE"));
         assert!(ok("2001:db8::ff, timeexceeded, port")
