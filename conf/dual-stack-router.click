@@ -198,18 +198,24 @@ c1[8] -> other1 :: Discard;
 // ---------------------------------------------------------------------
 // Local delivery. The router answers pings to its own addresses (RFC 1812
 // section 4.3.3.6): the echo reply goes back into the route lookup like
-// any other packet. Everything else for the router but UDP is counted and
-// dropped (Click would hand it to the host's stack with ToHost; this
-// router has no host stack behind it).
+// any other packet. Click would hand everything else for the router to
+// the host's stack with ToHost; this router has no host stack behind it.
 
 rt[0] -> ping :: ICMPPingResponder -> rt;
 // UDP to the router's addresses is answered with port unreachable (RFC
 // 1812 section 4.3.2.7), from the address it was sent to, so that a UDP
-// traceroute to the router ends there.
-ping[1] -> udp :: IPClassifier(udp and dst host $IP0, udp and dst host $IP1, -);
+// traceroute to the router ends there; other protocols but ICMP and IGMP
+// (TCP too: the router has no TCP) with protocol unreachable (RFC 1122
+// section 3.2.2.1). What is left (other ICMP, IGMP, broadcasts) is
+// counted and dropped.
+ping[1] -> udp :: IPClassifier(udp and dst host $IP0, udp and dst host $IP1, icmp or igmp,
+                               dst host $IP0, dst host $IP1, -);
 udp[0] -> ICMPError($IP0, unreachable, port) -> rt;
 udp[1] -> ICMPError($IP1, unreachable, port) -> rt;
 udp[2] -> local :: Discard;
+udp[3] -> ICMPError($IP0, unreachable, protocol) -> rt;
+udp[4] -> ICMPError($IP1, unreachable, protocol) -> rt;
+udp[5] -> local;
 
 // ---------------------------------------------------------------------
 // The forwarding path out of eth0 (RFC 1812 section 5.2):
@@ -324,26 +330,44 @@ ll6[2] -> fwd6_1;
 // link-local address of the interface they came in by (RFC 4443 sections
 // 4.2 and 2.2). UDP to the router's addresses is answered with port
 // unreachable (section 3.1, code 4), from the address it was sent to
-// (section 2.2), so that a UDP traceroute to the router ends there. The
-// rest (multicast listener reports, router solicitations, TCP, ...) is
-// counted and dropped.
+// (section 2.2), so that a UDP traceroute to the router ends there; other
+// protocols but ICMPv6 (TCP too: the router has no TCP) with parameter
+// problem, unrecognised next header, pointing at the Next Header field
+// that names it (RFC 8200 section 4, RFC 4443 section 3.4). Fragments
+// (the router does not reassemble), No Next Header (RFC 8200 section
+// 4.7), other ICMPv6 (multicast listener reports, router solicitations,
+// ...) and what went to a group are counted and dropped.
 rt6[0] -> ping6 :: ICMP6PingResponder -> rt6;
 ping6[1] -> local_from6 :: PaintSwitch;
 local_from6[0] -> local6 :: Discard;
 local_from6[1] -> mping6_0 :: ICMP6PingResponder(MULTICAST_SRC $LL6_0) -> back6_0;
 local_from6[2] -> mping6_1 :: ICMP6PingResponder(MULTICAST_SRC $LL6_1) -> back6_1;
-mping6_0[1] -> udp6_0 :: IPClassifier(ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
-                                         ip6 udp and dst host $LL6_0, -);
-udp6_0[0] -> ICMP6Error($IP6_0, unreachable, port) -> back6_0;
-udp6_0[1] -> ICMP6Error($IP6_1, unreachable, port) -> back6_0;
-udp6_0[2] -> ICMP6Error($LL6_0, unreachable, port) -> back6_0;
-udp6_0[3] -> local6;
-mping6_1[1] -> udp6_1 :: IPClassifier(ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
-                                         ip6 udp and dst host $LL6_1, -);
-udp6_1[0] -> ICMP6Error($IP6_0, unreachable, port) -> back6_1;
-udp6_1[1] -> ICMP6Error($IP6_1, unreachable, port) -> back6_1;
-udp6_1[2] -> ICMP6Error($LL6_1, unreachable, port) -> back6_1;
-udp6_1[3] -> local6;
+mping6_0[1] -> udp6_0 :: IPClassifier(ip6 frag or ip6 icmp6 or ip6 proto 59,
+                                         ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
+                                         ip6 udp and dst host $LL6_0,
+                                         ip6 dst host $IP6_0, ip6 dst host $IP6_1,
+                                         ip6 dst host $LL6_0, -);
+udp6_0[0] -> local6;
+udp6_0[1] -> ICMP6Error($IP6_0, unreachable, port) -> back6_0;
+udp6_0[2] -> ICMP6Error($IP6_1, unreachable, port) -> back6_0;
+udp6_0[3] -> ICMP6Error($LL6_0, unreachable, port) -> back6_0;
+udp6_0[4] -> ICMP6Error($IP6_0, parameterproblem, nextheader) -> back6_0;
+udp6_0[5] -> ICMP6Error($IP6_1, parameterproblem, nextheader) -> back6_0;
+udp6_0[6] -> ICMP6Error($LL6_0, parameterproblem, nextheader) -> back6_0;
+udp6_0[7] -> local6;
+mping6_1[1] -> udp6_1 :: IPClassifier(ip6 frag or ip6 icmp6 or ip6 proto 59,
+                                         ip6 udp and dst host $IP6_0, ip6 udp and dst host $IP6_1,
+                                         ip6 udp and dst host $LL6_1,
+                                         ip6 dst host $IP6_0, ip6 dst host $IP6_1,
+                                         ip6 dst host $LL6_1, -);
+udp6_1[0] -> local6;
+udp6_1[1] -> ICMP6Error($IP6_0, unreachable, port) -> back6_1;
+udp6_1[2] -> ICMP6Error($IP6_1, unreachable, port) -> back6_1;
+udp6_1[3] -> ICMP6Error($LL6_1, unreachable, port) -> back6_1;
+udp6_1[4] -> ICMP6Error($IP6_0, parameterproblem, nextheader) -> back6_1;
+udp6_1[5] -> ICMP6Error($IP6_1, parameterproblem, nextheader) -> back6_1;
+udp6_1[6] -> ICMP6Error($LL6_1, parameterproblem, nextheader) -> back6_1;
+udp6_1[7] -> local6;
 
 // The forwarding path out of eth0:
 //   DropBroadcasts   no forwarding of link-level broadcasts and multicasts

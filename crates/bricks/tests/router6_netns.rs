@@ -32,7 +32,9 @@ use std::time::Duration;
 /// installs): to the router's global, IPv4 and link-local addresses, and
 /// from the host's link-local address to `argv[3]` beyond the router; one
 /// line a probe, `reply`, `refused` (port unreachable), `timeout` or the
-/// socket's error.
+/// socket's error. Then a datagram of protocol 253 from a raw socket to
+/// the router's IPv6 and IPv4 addresses, and the ICMP error that comes
+/// back; then TCP connections to them, and how they fail.
 const UDP_PROBES: &str = r#"
 import socket, sys, errno
 def link_local(ifname):
@@ -58,11 +60,41 @@ def probe(family, dst, src=None):
         return 'timeout'
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
+def proto_probe(family, dst):
+    v6 = family == socket.AF_INET6
+    r = socket.socket(family, socket.SOCK_RAW, socket.IPPROTO_ICMPV6 if v6 else socket.IPPROTO_ICMP)
+    r.settimeout(3)
+    socket.socket(family, socket.SOCK_RAW, 253).sendto(b'probe-253', (dst, 0))
+    try:
+        while True:
+            m = r.recv(2000)
+            if not v6:
+                m = m[(m[0] & 15) * 4:]  # raw IPv4 sockets get the IP header
+                if m[0] == 3:
+                    return 'unreachable code %d' % m[1]
+            elif m[0] == 4:
+                return 'parameter problem code %d pointer %d' % (m[1], int.from_bytes(m[4:8], 'big'))
+    except socket.timeout:
+        return 'timeout'
+def tcp_probe(family, dst):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(3)
+    try:
+        s.connect(dst)
+        return 'connected'
+    except socket.timeout:
+        return 'timeout'
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
 idx = socket.if_nametoindex('eth0')
 print('global', probe(socket.AF_INET6, (sys.argv[1], 33434)))
 print('ipv4', probe(socket.AF_INET, (sys.argv[2], 33434)))
 print('link-local', probe(socket.AF_INET6, ('fe80::1', 33434, 0, idx)))
 print('from link-local', probe(socket.AF_INET6, (sys.argv[3], 9), (link_local('eth0'), 0, 0, idx)))
+print('ipv6 protocol 253', proto_probe(socket.AF_INET6, sys.argv[1]))
+print('ipv4 protocol 253', proto_probe(socket.AF_INET, sys.argv[2]))
+print('ipv6 tcp', tcp_probe(socket.AF_INET6, (sys.argv[1], 22)))
+print('ipv4 tcp', tcp_probe(socket.AF_INET, (sys.argv[2], 22)))
 "#;
 
 const H1: &str = "2001:db8:1::2";
@@ -504,7 +536,11 @@ fn udp_probes(lab: &Lab) {
             "global refused",
             "ipv4 refused",
             "link-local refused",
-            "from link-local EHOSTUNREACH"
+            "from link-local EHOSTUNREACH",
+            "ipv6 protocol 253 parameter problem code 1 pointer 6",
+            "ipv4 protocol 253 unreachable code 2",
+            "ipv6 tcp EPROTO",
+            "ipv4 tcp ENOPROTOOPT",
         ],
         "{}\nrouter stderr:\n{}",
         String::from_utf8_lossy(&out.stderr),

@@ -79,10 +79,10 @@ protocol), `ip6 nxt P` (the fixed header's Next Header field), `ip6 plen N`, `ip
 primitives without `ip` or `ip6` (`tcp`, `udp`, `port 22`, `tcp opt syn`) match both \
 families, each read where its header has it; with `ip` they are IPv4's, as in Click. In \
 IPv6 the protocol and the transport header are found by walking the extension headers \
-(Hop-by-Hop, Routing, Destination Options, Fragment, AH; at most eight, so every packet \
+(Hop-by-Hop, Routing, Destination Options, Fragment, AH; at most 16, so every packet \
 costs a bounded time): `ip6 tcp port 80` matches behind a Hop-by-Hop header. A fragment \
 other than the first has no transport header and matches no port, flag or type primitive \
-(`not port 80` does match it); a chain that runs past the payload or holds more than eight \
+(`not port 80` does match it); a chain that runs past the payload or holds more than 16 \
 headers matches no protocol or transport primitive. An IPv4 primitive never matches an IPv6 packet (Click would read the IPv6 \
 header as if it were IPv4's); on every other packet it means what it means in Click.
 

@@ -48,7 +48,9 @@ static MANUAL: Manual = Manual {
         that is 0. A Parameter Problem carries the packet's parameter problem \
         annotation, set by CheckIP6Header, else POINTER, else for code 2 the offset \
         of the first Hop-by-Hop option a router does not know and must report (so \
-        CheckIP6Header's output 2 can be connected straight here), else 0. The \
+        CheckIP6Header's output 2 can be connected straight here), for code 1 the \
+        offset of the Next Header field that names the upper-layer protocol (the \
+        one the node does not recognise, RFC 8200 section 4), else 0. The \
         error's IPv6 destination annotation is set to its destination and its \
         network header annotation to its header, so it can go back through \
         LookupIP6Route.\n\n\
@@ -218,6 +220,8 @@ const PARAMETER_PROBLEM: u8 = 4;
 const REDIRECT: u8 = 137;
 /// The Redirected Header option (RFC 4861 section 4.6.3).
 const REDIRECTED_HEADER: u8 = 4;
+/// Parameter Problem: unrecognised Next Header type.
+const UNRECOGNISED_NEXT_HEADER: u8 = 1;
 /// Parameter Problem: unrecognised IPv6 option.
 const UNRECOGNISED_OPTION: u8 = 2;
 
@@ -249,7 +253,7 @@ fn code_names(icmp_type: u8) -> &'static [(&'static str, u8)] {
         TIME_EXCEEDED => &[("hoplimit", 0), ("reassembly", 1)],
         PARAMETER_PROBLEM => &[
             ("header", 0),
-            ("nextheader", 1),
+            ("nextheader", UNRECOGNISED_NEXT_HEADER),
             ("option", UNRECOGNISED_OPTION),
         ],
         _ => &[],
@@ -486,6 +490,11 @@ impl ICMP6Error {
         }
         if let Some(o) = self.pointer {
             return o;
+        }
+        if self.code == UNRECOGNISED_NEXT_HEADER {
+            if let Ok(chain) = ipv6ext::walk(ip) {
+                return chain.upper_pointer as u32;
+            }
         }
         if self.code == UNRECOGNISED_OPTION {
             if let Ok(ipv6ext::Chain {
@@ -838,6 +847,16 @@ mod tests {
         let orig = udp_with(HOP_BY_HOP, &ext, 0);
         let e = one("2001:db8::ff, parameterproblem, option", packet(&orig)).unwrap();
         assert_eq!(&check_error(&e, &orig, 4, 2)[4..8], &290u32.to_be_bytes());
+        // Code 1 without a pointer: the Next Header field naming the
+        // protocol, in the fixed header (6) or in the last extension
+        // header (a Destination Options header at 40 naming 253).
+        let mut orig = udp(8);
+        orig[6] = 253;
+        let e = one("2001:db8::ff, parameterproblem, nextheader", packet(&orig)).unwrap();
+        assert_eq!(&check_error(&e, &orig, 4, 1)[4..8], &6u32.to_be_bytes());
+        let orig = udp_with(60, &[253, 0, 1, 4, 0, 0, 0, 0], 0);
+        let e = one("2001:db8::ff, parameterproblem, nextheader", packet(&orig)).unwrap();
+        assert_eq!(&check_error(&e, &orig, 4, 1)[4..8], &40u32.to_be_bytes());
     }
 
     #[test]
