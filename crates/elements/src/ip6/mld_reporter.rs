@@ -36,6 +36,10 @@ const SEC: u64 = 1_000_000_000;
 /// apart.
 const ROBUSTNESS: u32 = 2;
 const UNSOLICITED_REPORT_INTERVAL: u64 = SEC;
+/// Older Version Querier Present Timeout (RFC 3810 sections 8.2.1 and
+/// 9.12): the Robustness Variable (2) times the Query Interval (125 s)
+/// plus the Query Response Interval (10 s).
+const OLDER_VERSION_QUERIER_PRESENT: u64 = (2 * 125 + 10) * SEC;
 /// All MLDv2-capable routers (RFC 3810 section 5.2.14).
 const ALL_MLDV2_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x16);
 /// All routers on the link (RFC 4291 section 2.7.1).
@@ -75,7 +79,9 @@ static MANUAL: Manual = Manual {
         optional) for all groups or for one of ours is answered after a random delay \
         of at most its maximum response delay, in its version: a version 2 report of \
         every group (records of exclude mode), or, to a version 1 query (RFC 2710), one \
-        version 1 report a group, sent to the group. Queries that arrive before the \
+        version 1 report a group, sent to the group. After a version 1 query every \
+        report is a version 1 one for 260 s, the Older Version Querier Present \
+        Timeout, version 2 queries too (RFC 3810 section 8.2.1). Queries that arrive before the \
         answer is due are answered by it. Queries for other groups are counted \
         (`other_group`) and not answered; frames that are not queries (`not_query`), \
         with another hop limit (`bad_hop_limit`), a source that is not link-local \
@@ -198,7 +204,7 @@ fn make(args: &mut Args<'_>, ports: &PortInfo) -> Result<Box<dyn Element>, ArgEr
         unsolicited_left: ROBUSTNESS,
         unsolicited_at: None,
         due: None,
-        due_v1: false,
+        v1_until: None,
         timer_at: None,
         rng: seed ^ 0x9e37_79b9_7f4a_7c15,
         c: Counters::default(),
@@ -226,10 +232,11 @@ pub struct MldReporter {
     /// Unsolicited reports still to send, and when the next is due.
     unsolicited_left: u32,
     unsolicited_at: Option<u64>,
-    /// When the answer to queries is due, and whether a version 1
-    /// querier asked.
+    /// When the answer to queries is due.
     due: Option<u64>,
-    due_v1: bool,
+    /// Version 1 compatibility mode (RFC 3810 section 8.2.1): until when
+    /// a version 1 querier was last heard of.
+    v1_until: Option<u64>,
     timer_at: Option<u64>,
     /// xorshift64* state.
     rng: u64,
@@ -368,6 +375,13 @@ impl MldReporter {
         q
     }
 
+    /// Whether a version 1 querier was heard within the Older Version
+    /// Querier Present Timeout: then every report is a version 1 one,
+    /// also in answer to version 2 queries (RFC 3810 section 8.2.1).
+    fn v1_mode(&self, now: u64) -> bool {
+        self.v1_until.is_some_and(|t| now < t)
+    }
+
     fn arm(&mut self, cx: &mut Context<'_>, at: u64) {
         if self.timer_at.is_none_or(|t| at < t) {
             cx.schedule_at(Timestamp(at));
@@ -397,7 +411,14 @@ impl Element for MldReporter {
                     // querier allows, unless an answer is due sooner
                     // (RFC 3810 section 6.2).
                     let at = now + self.next_random() % q.delay.max(1);
-                    self.due_v1 |= q.v1;
+                    if q.v1 {
+                        // Changing mode cancels what was pending
+                        // (section 8.2.1).
+                        if !self.v1_mode(now) {
+                            self.due = None;
+                        }
+                        self.v1_until = Some(now + OLDER_VERSION_QUERIER_PRESENT);
+                    }
                     if self.due.is_none_or(|d| at < d) {
                         self.due = Some(at);
                         self.arm(cx, at);
@@ -444,7 +465,8 @@ impl Element for MldReporter {
             if at <= now.0 {
                 self.unsolicited_at = None;
                 self.unsolicited_left = self.unsolicited_left.saturating_sub(1);
-                for p in self.reports(false, CHANGE_TO_EXCLUDE, now) {
+                let v1 = self.v1_mode(now.0);
+                for p in self.reports(v1, CHANGE_TO_EXCLUDE, now) {
                     self.c.reports += 1;
                     emit(&mut out, p, 0, cx);
                 }
@@ -460,7 +482,7 @@ impl Element for MldReporter {
         if let Some(due) = self.due {
             if due <= now.0 {
                 self.due = None;
-                let v1 = std::mem::take(&mut self.due_v1);
+                let v1 = self.v1_mode(now.0);
                 for p in self.reports(v1, MODE_IS_EXCLUDE, now) {
                     self.c.reports += 1;
                     emit(&mut out, p, 0, cx);
@@ -662,6 +684,22 @@ mod tests {
             })
             .collect();
         assert_eq!(groups, ours());
+        // Version 1 compatibility mode (RFC 3810 section 8.2.1): a version
+        // 2 query within 260 s of it still gets version 1 reports ...
+        h.push_bytes(0, &query(false, 1, "fe80::99", "::", 500));
+        h.advance_to(Timestamp(t0.0 + 259 * SEC));
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), ours().len());
+        assert!(out.iter().all(
+            |f| message(f, &Ipv6Addr::from(addr_at(&f[14..], 24)).to_string())[0] == REPORT_V1
+        ));
+        // ... and one after it a version 2 report again.
+        h.advance_to(Timestamp(t0.0 + 261 * SEC));
+        h.push_bytes(0, &query(false, 1, "fe80::99", "::", 500));
+        h.advance_to(Timestamp(t0.0 + 262 * SEC));
+        let out = h.take_bytes(0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(message(&out[0], "ff02::16")[0], REPORT_V2);
     }
 
     #[test]
