@@ -900,6 +900,47 @@ mod tests {
         assert!(report::incomparable(&a4, &b4).is_none());
     }
 
+    /// Two subjects that both forwarded everything the generator sent are
+    /// compared by their Mpps per busy router CPU: the loss-free ratio
+    /// alone leaves the goal open.
+    #[test]
+    fn generator_bound_subjects_are_compared_by_capacity() {
+        let a = report_args();
+        let bound = |name: &str, free: f64, busy: f64| {
+            let mut m = measured(name, 0.5, free, &[free]);
+            for r in &mut m.runs {
+                r.router_busy = Some(busy);
+            }
+            for s in &mut m.searches {
+                s.tester_bound = true;
+            }
+            m
+        };
+        // 1.8 Mpps at 50 % of a CPU (3.6 a CPU) against 1.7 at 35 % (4.86).
+        let both = [
+            bound("bricks-fastpath", 1.8, 0.5),
+            bound("xdp-redirect", 1.7, 0.35),
+        ];
+        let r = report::RATIOS
+            .iter()
+            .find(|r| r.name == "bricks fast path / XDP_REDIRECT")
+            .unwrap();
+        let c = report::capacity_ratio(&both, r).unwrap();
+        assert!((c - 3.6 / (1.7 / 0.35)).abs() < 1e-9, "{c}");
+        let text = report::report_text(&a, &both, 0.5);
+        assert!(
+            text.contains("goal >= 0.6: open at the generator's rate, which bounds both sides; by Mpps per busy router CPU 0.74: met"),
+            "{text}"
+        );
+        // 0.5 Mpps on a whole CPU: a tenth of XDP_REDIRECT's, not met.
+        let both = [
+            bound("bricks-fastpath", 0.5, 1.0),
+            bound("xdp-redirect", 1.7, 0.35),
+        ];
+        let text = report::report_text(&a, &both, 0.5);
+        assert!(text.contains("per busy router CPU 0.10: NOT met"), "{text}");
+    }
+
     /// Where other work was measured, it decides, not the load average:
     /// a router that busy-polls a CPU raises the load by one on an idle
     /// machine and is still compared with Linux; a subject measured while

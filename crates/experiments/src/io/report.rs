@@ -268,6 +268,22 @@ pub(super) fn ratio_value(m: &[Measured], r: &Ratio, f: Figure) -> Option<f64> {
     (bottom > 0.0).then(|| top / bottom)
 }
 
+/// Ratio `r` of the two subjects' Mpps per busy router CPU (medians over
+/// runs): what decides between two subjects that both forwarded all the
+/// generator sent, an estimate of their capacities rather than a rate.
+pub(super) fn capacity_ratio(m: &[Measured], r: &Ratio) -> Option<f64> {
+    let (top, bottom) = (find(m, r.top)?, find(m, r.bottom)?);
+    if incomparable(top, bottom).is_some() {
+        return None;
+    }
+    let per = |x: &Measured| {
+        x.spread_of_some(RunResult::mpps_per_busy_cpu)
+            .map(|s| s.median)
+    };
+    let (top, bottom) = (per(top)?, per(bottom)?);
+    (bottom > 0.0).then(|| top / bottom)
+}
+
 /// Why ratio `r` is not given although both its subjects were measured.
 pub(super) fn ratio_refused(m: &[Measured], r: &Ratio) -> Option<String> {
     incomparable(find(m, r.top)?, find(m, r.bottom)?)
@@ -531,15 +547,19 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
                 let over_text = over.map_or("-".to_string(), |x| format!("{x:.2}"));
                 let mut l = format!("  {:<34} {free_text:>9} {over_text:>9}", r.name);
                 if let Some(g) = r.goal {
-                    let _ = write!(
-                        l,
-                        "   goal >= {g}: {}",
-                        match bound.meets(v, g) {
-                            Some(true) => "met",
-                            Some(false) => "NOT met",
-                            None => "open (the generator bounds both sides)",
-                        }
-                    );
+                    let verdict = match bound.meets(v, g) {
+                        Some(true) => "met".to_string(),
+                        Some(false) => "NOT met".to_string(),
+                        None => match capacity_ratio(measured, r) {
+                            Some(c) => format!(
+                                "open at the generator's rate, which bounds both sides; \
+                                 by Mpps per busy router CPU {c:.2}: {}",
+                                if c >= g { "met" } else { "NOT met" }
+                            ),
+                            None => "open (the generator bounds both sides)".to_string(),
+                        },
+                    };
+                    let _ = write!(l, "   goal >= {g}: {verdict}");
                 }
                 if !r.paper.is_empty() {
                     let _ = write!(l, "   {}", r.paper);
@@ -792,6 +812,7 @@ pub(super) fn report_json(
                     Bound::Unknown => "unknown",
                 },
                 "full_load": over,
+                "per_busy_cpu": capacity_ratio(measured, r),
                 "goal": r.goal,
                 "met": r.goal.and_then(|g| bound.meets(v, g)),
                 "paper": (!r.paper.is_empty()).then_some(r.paper),
