@@ -1766,6 +1766,27 @@ mod tests {
         }
     }
 
+    /// The walks compiled without POPCNT, for CPUs that lack it, answer
+    /// as the POPCNT ones do, single and batched.
+    #[test]
+    fn lookups_without_popcnt_agree() {
+        let g = crate::gen::generate(0, 20_000, 3).intern();
+        let with = Poptrie6::build(&g.v6, Poptrie6::DEFAULT_MEMORY_BOUND).unwrap();
+        let mut without = Poptrie6::build(&g.v6, Poptrie6::DEFAULT_MEMORY_BOUND).unwrap();
+        without.popcnt = false;
+        let mut addrs = crate::bench::addresses_in6(&g.v6, 3_000, 4);
+        addrs.extend([0, u128::MAX]);
+        let (mut a, mut b) = (vec![None; addrs.len()], vec![None; addrs.len()]);
+        with.lookup_batch(&addrs, &mut a);
+        without.lookup_batch(&addrs, &mut b);
+        assert_eq!(a, b);
+        for (&x, &want) in addrs.iter().zip(&a) {
+            assert_eq!(without.lookup(x), want, "{x:#034x}");
+            assert_eq!(with.lookup(x), want, "{x:#034x}");
+        }
+        assert!(a.iter().filter(|o| o.is_some()).count() > addrs.len() / 2);
+    }
+
     /// Batched lookups (with bursts of one address, whole batches of
     /// one, batches of every size) agree with single ones on a table shaped like today's, and
     /// again after route changes.
