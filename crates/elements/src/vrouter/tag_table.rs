@@ -16,10 +16,11 @@
 //! operators number routers' MAC addresses, labels and tunnel endpoints,
 //! fill every slot of a line instead when the multiplier is the power of
 //! two that makes the home slot the key's low bits: a thousand routers'
-//! MAC addresses then take 256 cache lines where they took some 500, and
-//! half as many of a batch's lookups miss the first-level cache. The
-//! table takes the low bits when they give fewer lines and no longer a
-//! probe than Fibonacci hashing (so a miss costs no more).
+//! MAC addresses then take 256 cache lines where they took some 500,
+//! and more of them stay in the first-level cache beside the rest of a
+//! router's work. The table takes the low bits when they give fewer
+//! lines and no longer a probe than Fibonacci hashing (so a miss costs
+//! no more).
 //!
 //! Why not `std::collections::HashMap`: its default hasher, SipHash-1-3,
 //! exists to stop an attacker who chooses the *inserted* keys from making
