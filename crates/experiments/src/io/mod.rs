@@ -925,7 +925,7 @@ mod tests {
             .iter()
             .find(|r| r.name == "bricks fast path / XDP_REDIRECT")
             .unwrap();
-        let c = report::capacity_ratio(&both, r).unwrap();
+        let c = report::ratio_value(&both, r, report::Figure::PerBusyCpu).unwrap();
         assert!((c - 3.6 / (1.7 / 0.35)).abs() < 1e-9, "{c}");
         let text = report::report_text(&a, &both, 0.5);
         assert!(

@@ -248,6 +248,10 @@ pub(super) enum Figure {
     Overload,
     /// The highest rate forwarded with at most the allowed loss.
     LossFree,
+    /// Mpps per busy router CPU (the median over runs): what decides
+    /// between two subjects that both forwarded all the generator sent,
+    /// an estimate of their capacities rather than a rate.
+    PerBusyCpu,
 }
 
 impl Measured {
@@ -255,6 +259,9 @@ impl Measured {
         match f {
             Figure::Overload => self.mpps().map(|s| s.median),
             Figure::LossFree => self.loss_free().map(|s| s.median),
+            Figure::PerBusyCpu => self
+                .spread_of_some(RunResult::mpps_per_busy_cpu)
+                .map(|s| s.median),
         }
     }
 }
@@ -265,22 +272,6 @@ pub(super) fn ratio_value(m: &[Measured], r: &Ratio, f: Figure) -> Option<f64> {
         return None;
     }
     let (top, bottom) = (top.figure(f)?, bottom.figure(f)?);
-    (bottom > 0.0).then(|| top / bottom)
-}
-
-/// Ratio `r` of the two subjects' Mpps per busy router CPU (medians over
-/// runs): what decides between two subjects that both forwarded all the
-/// generator sent, an estimate of their capacities rather than a rate.
-pub(super) fn capacity_ratio(m: &[Measured], r: &Ratio) -> Option<f64> {
-    let (top, bottom) = (find(m, r.top)?, find(m, r.bottom)?);
-    if incomparable(top, bottom).is_some() {
-        return None;
-    }
-    let per = |x: &Measured| {
-        x.spread_of_some(RunResult::mpps_per_busy_cpu)
-            .map(|s| s.median)
-    };
-    let (top, bottom) = (per(top)?, per(bottom)?);
     (bottom > 0.0).then(|| top / bottom)
 }
 
@@ -550,7 +541,7 @@ pub(super) fn report_text(a: &IoArgs, measured: &[Measured], load_end: f64) -> S
                     let verdict = match bound.meets(v, g) {
                         Some(true) => "met".to_string(),
                         Some(false) => "NOT met".to_string(),
-                        None => match capacity_ratio(measured, r) {
+                        None => match ratio_value(measured, r, Figure::PerBusyCpu) {
                             Some(c) => format!(
                                 "open at the generator's rate, which bounds both sides; \
                                  by Mpps per busy router CPU {c:.2}: {}",
@@ -812,7 +803,7 @@ pub(super) fn report_json(
                     Bound::Unknown => "unknown",
                 },
                 "full_load": over,
-                "per_busy_cpu": capacity_ratio(measured, r),
+                "per_busy_cpu": ratio_value(measured, r, Figure::PerBusyCpu),
                 "goal": r.goal,
                 "met": r.goal.and_then(|g| bound.meets(v, g)),
                 "paper": (!r.paper.is_empty()).then_some(r.paper),
